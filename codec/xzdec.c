@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How it works.
+ *
+ * Index: liblzma's file info decoder parses every Stream Footer, Index,
+ * Stream Header and Stream Padding from the end of the file backwards.  It
+ * asks for input at arbitrary offsets (LZMA_SEEK_NEEDED), which we serve
+ * with pread.  The combined lzma_index it builds is then flattened into a
+ * plain array of struct xzdec_block and freed, so callers never see
+ * liblzma types and the index can be shared between threads.
+ *
+ * Blocks: each Block is decoded on its own with lzma_block_decoder.  The
+ * Block Header is read and reconciled with the Index entry first, and the
+ * decoder is given the Index's Compressed and Uncompressed Sizes, so
+ * liblzma itself rejects data that disagrees with them.  Output is bounded
+ * by the Index's usize as well: we never hand liblzma more output space
+ * than the Block has left, and once the last byte is produced we keep
+ * feeding input with a one-byte scratch output until LZMA_STREAM_END, so
+ * Block Padding and the Check are verified before that last byte is
+ * returned (and a Block that would be longer than the Index says fails).
+ *
+ * A Block cannot refer to data before its own start, so a dictionary
+ * larger than the Block's uncompressed size is never used; we shrink it to
+ * that size to keep a lying or generous header from costing memory.
+ */
+#include "xzdec.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <lzma.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define XZDEC_MEMLIMIT (64u << 20) /* for the Index of the whole file */
+#define XZDEC_CHUNK    (64u << 10) /* pread size for compressed input */
+
+struct xzdec_dec {
+	int fd;
+	struct xzdec_block b;
+	lzma_stream strm;
+	/* the Block decoder keeps a pointer to these until lzma_end */
+	lzma_block block;
+	lzma_filter filters[LZMA_FILTERS_MAX + 1];
+	uint64_t in_off; /* file offset of the next pread */
+	uint64_t in_end; /* end of the Block: coff + csize */
+	uint64_t pos;	 /* uncompressed bytes returned */
+	bool done;	 /* LZMA_STREAM_END seen: Padding and Check are good */
+	bool failed;
+	uint8_t in[XZDEC_CHUNK];
+};
+
+/* Reads up to len bytes at off; 0 bytes means end of file. */
+static ssize_t xzdec_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n;
+
+	if (off > INT64_MAX)
+		return -EINVAL;
+	do
+		n = pread(fd, buf, len, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+static const char *xzdec_ret_name(lzma_ret ret)
+{
+	switch (ret) {
+	case LZMA_MEM_ERROR:
+		return "out of memory";
+	case LZMA_MEMLIMIT_ERROR:
+		return "Index needs more than 64 MiB of memory";
+	case LZMA_FORMAT_ERROR:
+		return "not an .xz file";
+	case LZMA_OPTIONS_ERROR:
+		return "unsupported options";
+	case LZMA_DATA_ERROR:
+		return "compressed data is corrupt";
+	case LZMA_BUF_ERROR:
+		return "unexpected end of input";
+	default:
+		return "internal liblzma error";
+	}
+}
+
+/* Fills idx from the decoded lzma_index li, validating what we rely on. */
+static int xzdec_index_fill(struct xzdec_index *idx, const lzma_index *li, uint64_t size,
+			    struct zerr *err)
+{
+	lzma_index_iter it;
+	lzma_vli nstreams = lzma_index_stream_count(li);
+	lzma_vli nblocks = lzma_index_block_count(li);
+	size_t i = 0;
+
+	if (nstreams > UINT32_MAX)
+		return zerr_set(err, -EINVAL, size, "too many Streams (%llu)",
+				(unsigned long long)nstreams);
+	if (nblocks > SIZE_MAX / sizeof(*idx->blocks))
+		return zerr_set(err, -ENOMEM, size, "too many Blocks");
+	idx->nstreams = (uint32_t)nstreams;
+	idx->usize = lzma_index_uncompressed_size(li);
+	idx->csize = size;
+	idx->checks = lzma_index_checks(li);
+
+	lzma_index_iter_init(&it, li);
+	while (!lzma_index_iter_next(&it, LZMA_INDEX_ITER_STREAM))
+		idx->padding += it.stream.padding;
+
+	idx->blocks = calloc(nblocks ? nblocks : 1, sizeof(*idx->blocks));
+	if (!idx->blocks)
+		return zerr_set(err, -ENOMEM, 0, "out of memory for %llu Blocks",
+				(unsigned long long)nblocks);
+	lzma_index_iter_rewind(&it);
+	while (i < nblocks && !lzma_index_iter_next(&it, LZMA_INDEX_ITER_BLOCK)) {
+		struct xzdec_block *b = &idx->blocks[i++];
+		uint64_t end;
+
+		b->coff = it.block.compressed_file_offset;
+		b->csize = it.block.total_size;
+		b->unpadded = it.block.unpadded_size;
+		b->uoff = it.block.uncompressed_file_offset;
+		b->usize = it.block.uncompressed_size;
+		b->stream = (uint32_t)(it.stream.number - 1);
+		if (!it.stream.flags)
+			return zerr_set(err, -EINVAL, b->coff, "Stream %u has no Stream Flags",
+					b->stream);
+		b->check = it.stream.flags->check;
+		if (__builtin_add_overflow(b->coff, b->csize, &end) || end > size)
+			return zerr_set(err, -EINVAL, b->coff, "Block %zu extends past end of file",
+					i - 1);
+		if (__builtin_add_overflow(b->uoff, b->usize, &end))
+			return zerr_set(err, -EINVAL, b->coff,
+					"Block %zu uncompressed size overflows", i - 1);
+	}
+	idx->nblocks = i;
+	if (i != nblocks)
+		return zerr_set(err, -EINVAL, size, "Index has fewer Blocks than it says");
+	return 0;
+}
+
+int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err)
+{
+	lzma_stream strm = LZMA_STREAM_INIT;
+	lzma_index *li = NULL;
+	struct xzdec_index *idx = NULL;
+	uint8_t *buf = NULL;
+	uint64_t off = 0; /* file offset of the next pread */
+	lzma_ret lret;
+	int ret;
+
+	*out = NULL;
+	buf = malloc(XZDEC_CHUNK);
+	if (!buf)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	lret = lzma_file_info_decoder(&strm, &li, XZDEC_MEMLIMIT, size);
+	if (lret != LZMA_OK) {
+		ret = zerr_set(err, lret == LZMA_MEM_ERROR ? -ENOMEM : -EINVAL, 0, "%s",
+			       xzdec_ret_name(lret));
+		goto out;
+	}
+	for (;;) {
+		if (strm.avail_in == 0 && off < size) {
+			size_t want = size - off < XZDEC_CHUNK ? size - off : XZDEC_CHUNK;
+			ssize_t n = xzdec_pread(fd, buf, want, off);
+
+			if (n <= 0) {
+				ret = zerr_set(err, -EIO, off, "%s",
+					       n ? strerror((int)-n)
+						 : "file is shorter than expected");
+				goto out;
+			}
+			strm.next_in = buf;
+			strm.avail_in = (size_t)n;
+			off += (uint64_t)n;
+		}
+		lret = lzma_code(&strm, LZMA_RUN);
+		if (lret == LZMA_STREAM_END)
+			break;
+		if (lret == LZMA_SEEK_NEEDED) {
+			off = strm.seek_pos;
+			strm.avail_in = 0;
+			continue;
+		}
+		if (lret != LZMA_OK) {
+			ret = -EINVAL;
+			if (lret == LZMA_MEM_ERROR || lret == LZMA_MEMLIMIT_ERROR)
+				ret = -ENOMEM;
+			/* where the decoder stopped, for the log line */
+			ret = zerr_set(err, ret, off - strm.avail_in, "%s",
+				       lret == LZMA_DATA_ERROR ? "Stream or Index is corrupt"
+							       : xzdec_ret_name(lret));
+			goto out;
+		}
+	}
+
+	idx = calloc(1, sizeof(*idx));
+	if (!idx) {
+		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	ret = xzdec_index_fill(idx, li, size, err);
+	if (ret == 0) {
+		*out = idx;
+		idx = NULL;
+	}
+out:
+	xzdec_index_free(idx);
+	lzma_index_end(li, NULL);
+	lzma_end(&strm);
+	free(buf);
+	return ret;
+}
+
+void xzdec_index_free(struct xzdec_index *idx)
+{
+	if (!idx)
+		return;
+	free(idx->blocks);
+	free(idx);
+}
+
+/* Reads the Block Header and sets up d->block and d->filters from it. */
+static int xzdec_header_read(struct xzdec_dec *d, struct zerr *err)
+{
+	const struct xzdec_block *b = &d->b;
+	uint8_t hdr[LZMA_BLOCK_HEADER_SIZE_MAX];
+	lzma_ret lret;
+	ssize_t n;
+
+	n = xzdec_pread(d->fd, hdr, 1, b->coff);
+	if (n <= 0)
+		return zerr_set(err, -EIO, b->coff, "reading Block Header: %s",
+				n ? strerror((int)-n) : "unexpected end of file");
+	if (hdr[0] == 0)
+		return zerr_set(err, -EIO, b->coff, "Index found where a Block Header should be");
+	d->block.version = 1;
+	d->block.check = (lzma_check)b->check;
+	d->block.header_size = lzma_block_header_size_decode(hdr[0]);
+	d->block.filters = d->filters;
+	if (d->block.header_size >= b->csize)
+		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
+	n = xzdec_pread(d->fd, hdr, d->block.header_size, b->coff);
+	if (n < (ssize_t)d->block.header_size)
+		return zerr_set(err, -EIO, b->coff, "reading Block Header: %s",
+				n < 0 ? strerror((int)-n) : "unexpected end of file");
+
+	lret = lzma_block_header_decode(&d->block, NULL, hdr);
+	if (lret == LZMA_OPTIONS_ERROR)
+		return zerr_set(err, -ENOTSUP, b->coff, "unsupported filter or Block option");
+	if (lret == LZMA_MEM_ERROR)
+		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
+	if (lret != LZMA_OK)
+		return zerr_set(err, -EIO, b->coff, "Block Header is corrupt");
+	/* from here on d->filters holds options that xzdec_dec_close frees */
+
+	if (lzma_block_compressed_size(&d->block, b->unpadded) != LZMA_OK)
+		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
+	if (d->block.uncompressed_size != LZMA_VLI_UNKNOWN &&
+	    d->block.uncompressed_size != b->usize)
+		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
+	d->block.uncompressed_size = b->usize;
+	return 0;
+}
+
+/* A Block never looks back past its own start: cap the dictionary. */
+static void xzdec_dict_cap(lzma_filter *filters, uint64_t usize)
+{
+	uint32_t cap = UINT32_MAX;
+
+	if (usize < LZMA_DICT_SIZE_MIN)
+		cap = LZMA_DICT_SIZE_MIN;
+	else if (usize < UINT32_MAX)
+		cap = (uint32_t)usize;
+
+	for (size_t i = 0; filters[i].id != LZMA_VLI_UNKNOWN; i++) {
+		lzma_options_lzma *opt = filters[i].options;
+
+		if ((filters[i].id == LZMA_FILTER_LZMA2 || filters[i].id == LZMA_FILTER_LZMA1 ||
+		     filters[i].id == LZMA_FILTER_LZMA1EXT) &&
+		    opt && opt->dict_size > cap)
+			opt->dict_size = cap;
+	}
+}
+
+int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out, struct zerr *err)
+{
+	struct xzdec_dec *d;
+	lzma_ret lret;
+	int ret;
+
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
+	d->fd = fd;
+	d->b = *b;
+	d->strm = (lzma_stream)LZMA_STREAM_INIT;
+	d->filters[0].id = LZMA_VLI_UNKNOWN;
+	if (__builtin_add_overflow(b->coff, b->csize, &d->in_end)) {
+		ret = zerr_set(err, -EIO, b->coff, "Block size overflows");
+		goto fail;
+	}
+	ret = xzdec_header_read(d, err);
+	if (ret)
+		goto fail;
+	d->in_off = b->coff + d->block.header_size;
+
+	xzdec_dict_cap(d->filters, b->usize);
+	/*
+	 * An unsupported Check ID is accepted here and its Check field is
+	 * skipped unverified, as xz does with a warning.
+	 */
+	lret = lzma_block_decoder(&d->strm, &d->block);
+	lzma_filters_free(d->filters, NULL);
+	if (lret != LZMA_OK) {
+		ret = -EIO;
+		if (lret == LZMA_MEM_ERROR)
+			ret = -ENOMEM;
+		else if (lret == LZMA_OPTIONS_ERROR)
+			ret = -ENOTSUP;
+		ret = zerr_set(err, ret, b->coff, "starting Block decoder: %s",
+			       xzdec_ret_name(lret));
+		goto fail;
+	}
+	*out = d;
+	return 0;
+fail:
+	xzdec_dec_close(d);
+	return ret;
+}
+
+/* File offset of the first compressed byte liblzma has not consumed. */
+static uint64_t xzdec_coff(const struct xzdec_dec *d)
+{
+	return d->in_off - d->strm.avail_in;
+}
+
+/* One lzma_code call, refilling input first; 0 or negative errno. */
+static int xzdec_step(struct xzdec_dec *d, struct zerr *err)
+{
+	lzma_ret lret;
+
+	if (d->strm.avail_in == 0 && d->in_off < d->in_end) {
+		uint64_t left = d->in_end - d->in_off;
+		ssize_t n = xzdec_pread(d->fd, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK,
+					d->in_off);
+
+		if (n <= 0)
+			return zerr_set(err, -EIO, d->in_off, "reading Block data: %s",
+					n ? strerror((int)-n) : "unexpected end of file");
+		d->strm.next_in = d->in;
+		d->strm.avail_in = (size_t)n;
+		d->in_off += (uint64_t)n;
+	}
+	lret = lzma_code(&d->strm, LZMA_RUN);
+	if (lret == LZMA_OK)
+		return 0;
+	if (lret == LZMA_STREAM_END) {
+		d->done = true;
+		return 0;
+	}
+	if (lret == LZMA_MEM_ERROR)
+		return zerr_set(err, -ENOMEM, xzdec_coff(d), "out of memory");
+	/*
+	 * Sizes and Padding are verified before the Check is read, so an
+	 * error once the whole Check has been consumed is about the Check.
+	 */
+	if (lret == LZMA_DATA_ERROR && lzma_check_is_supported(d->block.check) &&
+	    lzma_check_size(d->block.check) > 0 && xzdec_coff(d) == d->in_end)
+		return zerr_set(err, -EIO, xzdec_coff(d), "Check mismatch (%s)",
+				xzdec_check_name(d->b.check));
+	if (lret == LZMA_BUF_ERROR)
+		return zerr_set(err, -EIO, xzdec_coff(d), "Block data is truncated");
+	return zerr_set(err, -EIO, xzdec_coff(d), "%s", xzdec_ret_name(lret));
+}
+
+ssize_t xzdec_dec_read(struct xzdec_dec *d, void *buf, size_t len, struct zerr *err)
+{
+	uint64_t left = d->b.usize - d->pos;
+	size_t want = len < left ? len : (size_t)left;
+	uint8_t scratch;
+	int ret = 0;
+
+	if (d->failed)
+		return zerr_set(err, -EIO, xzdec_coff(d), "decoder has already failed");
+	if (want > SSIZE_MAX)
+		want = SSIZE_MAX;
+	if (want == 0 && (left > 0 || d->done))
+		return 0;
+
+	d->strm.next_out = buf;
+	d->strm.avail_out = want;
+	while (d->strm.avail_out > 0) {
+		ret = xzdec_step(d, err);
+		if (ret)
+			goto fail;
+		if (d->done && d->strm.avail_out > 0) {
+			ret = zerr_set(err, -EIO, xzdec_coff(d),
+				       "Block is smaller than the Index says");
+			goto fail;
+		}
+	}
+	/* the last byte is returned only after Padding and Check pass */
+	while (want == left && !d->done) {
+		d->strm.next_out = &scratch;
+		d->strm.avail_out = 1;
+		ret = xzdec_step(d, err);
+		if (ret)
+			goto fail;
+		if (d->strm.avail_out == 0) {
+			ret = zerr_set(err, -EIO, xzdec_coff(d),
+				       "Block is larger than the Index says");
+			goto fail;
+		}
+	}
+	d->pos += want;
+	return (ssize_t)want;
+fail:
+	d->failed = true;
+	return ret;
+}
+
+uint64_t xzdec_dec_tell(const struct xzdec_dec *d)
+{
+	return d->pos;
+}
+
+void xzdec_dec_close(struct xzdec_dec *d)
+{
+	if (!d)
+		return;
+	lzma_end(&d->strm);
+	lzma_filters_free(d->filters, NULL);
+	free(d);
+}
+
+const char *xzdec_check_name(uint32_t check)
+{
+	/* Check IDs are 4 bits: a fixed table keeps this thread-safe */
+	static const char *const names[16] = {
+		"None",	      "CRC32",	    "Unknown-2",  "Unknown-3",	"CRC64",   "Unknown-5",
+		"Unknown-6",  "Unknown-7",  "Unknown-8",  "Unknown-9",	"SHA-256", "Unknown-11",
+		"Unknown-12", "Unknown-13", "Unknown-14", "Unknown-15",
+	};
+
+	return check < 16 ? names[check] : "Unknown";
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_XZDEC_H
+#define ZMOUNT_XZDEC_H
+
+/*
+ * The .xz format, wrapped: the only file besides gzdec.c that sees liblzma.
+ *
+ * xzdec_index_read() walks the file backwards from EOF, one Stream at a
+ * time (Stream Footer, Index, Stream Header, Stream Padding), and returns
+ * a flat list of Blocks without decompressing anything.  xzdec_dec_*
+ * decode one Block on its own, given its entry from that list.
+ *
+ * Every size in a Block entry comes from the file's Index and is therefore
+ * untrusted until the Block decodes: the decoder is told the Index's sizes,
+ * so a Block Header or a data stream that disagrees with them fails with
+ * -EIO instead of writing past the caller's buffer.
+ *
+ * Threads: an xzdec_index is immutable after xzdec_index_read returns and
+ * may be read from any thread.  An xzdec_dec belongs to one thread at a
+ * time.  All I/O is pread on a caller-owned fd, so any number of decoders
+ * may share one fd.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zerr.h"
+
+/* Check types as numbered by the format (xz's "Check ID"). */
+#define XZDEC_CHECK_NONE 0x00
+#define XZDEC_CHECK_CRC32 0x01
+#define XZDEC_CHECK_CRC64 0x04
+#define XZDEC_CHECK_SHA256 0x0A
+
+struct xzdec_block {
+	uint64_t coff;     /* file offset of the Block Header */
+	uint64_t csize;    /* Total Size: header + data + padding + check */
+	uint64_t unpadded; /* Unpadded Size, as the Index says */
+	uint64_t uoff;     /* offset in the whole file's uncompressed output */
+	uint64_t usize;    /* Uncompressed Size, as the Index says */
+	uint32_t stream;   /* 0-based number of the Stream holding it */
+	uint32_t check;    /* Check ID of that Stream */
+};
+
+struct xzdec_index {
+	uint64_t usize;            /* sum of all Blocks' usize */
+	uint64_t csize;            /* file size */
+	uint32_t nstreams;         /* Streams, including empty ones */
+	uint64_t padding;          /* Stream Padding bytes in all */
+	uint32_t checks;           /* bit mask: 1u << Check ID, for every Stream */
+	size_t nblocks;
+	struct xzdec_block *blocks; /* nblocks entries, in file order */
+};
+
+/*
+ * Reads the Indexes of every Stream in fd (size bytes long).
+ * On success returns 0 and *out, which the caller frees with
+ * xzdec_index_free.  On failure *out is NULL, err says why, and it returns:
+ *   -EINVAL  not .xz, or its Stream/Index structure is corrupt or its
+ *            sizes overflow 64 bits (a "bad" file), or reserved Stream
+ *            Flags (a future format version);
+ *   -ENOMEM  out of memory, or the Index needs more than 64 MiB to decode,
+ *            which for a corrupt Index claiming huge record counts means a
+ *            bad file rather than a busy machine;
+ *   -EIO     pread failed or the file is shorter than its footers say.
+ */
+int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err);
+
+/* Frees an index.  Accepts NULL. */
+void xzdec_index_free(struct xzdec_index *idx);
+
+struct xzdec_dec;
+
+/*
+ * Prepares to decode Block b of fd from its start.  b is copied, fd is
+ * borrowed and must stay open until xzdec_dec_close.  The Block Header is
+ * read and checked against b (sizes, Unpadded Size) here.
+ * Returns 0 and *out, or, with *out NULL and err set:
+ *   -EIO     corrupt or disagreeing Block Header, or pread failed;
+ *   -ENOTSUP a filter or option liblzma does not support;
+ *   -ENOMEM  out of memory.
+ * The LZMA2 dictionary is capped at the Block's usize, so a small Block
+ * never allocates the large dictionary its header may ask for.
+ */
+int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out,
+		   struct zerr *err);
+
+/*
+ * Decodes the next min(len, remaining) bytes of the Block into buf and
+ * returns how many that is (0 once the whole Block has been returned).
+ * The call that returns the Block's last byte first reads and verifies the
+ * Block Padding and Check, so a positive return that reaches the end of the
+ * Block means the Check passed.  An unsupported Check ID is skipped without
+ * any signal: callers that want to warn must look at b->check themselves.
+ * On failure returns, with err set (coff is the compressed offset reached):
+ *   -EIO     corrupt data, a size that disagrees with the Index, a Check
+ *            mismatch, or a failed or short pread;
+ *   -ENOMEM  out of memory.
+ * After a failure the decoder may only be closed.
+ */
+ssize_t xzdec_dec_read(struct xzdec_dec *d, void *buf, size_t len, struct zerr *err);
+
+/* Uncompressed bytes returned so far from this Block. */
+uint64_t xzdec_dec_tell(const struct xzdec_dec *d);
+
+/* Frees a decoder.  Accepts NULL. */
+void xzdec_dec_close(struct xzdec_dec *d);
+
+/* "None", "CRC32", "CRC64", "SHA-256", "Unknown-N" (N < 16) or "Unknown"; static storage. */
+const char *xzdec_check_name(uint32_t check);
+
+#endif

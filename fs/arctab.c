@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How it works: a chained hash on (device, inode).  An entry being opened
+ * is in the table with `opening` set, so a second caller waits for it
+ * rather than indexing the same file again; the slow part, reader_open,
+ * runs with the table lock dropped.  A stale entry is unhooked from the
+ * table and lives on until its last reference goes.
+ */
+#include "arctab.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "reader.h"
+
+#define NBUCKETS 4096
+
+struct arc {
+	dev_t dev;
+	ino_t ino;
+	struct stat st;        /* identity it was opened for */
+	struct reader *r;      /* NULL on error */
+	int err;
+	/* Protected by arctab.lock. */
+	int refs;              /* the table's own counts as one while hooked */
+	bool opening;
+	bool hooked;
+	struct arc *next;
+};
+
+struct arctab {
+	struct bcache *cache;
+	const struct reader_opts *opts;
+	pthread_mutex_t lock;
+	pthread_cond_t opened;
+	/* Protected by lock. */
+	struct arc *buckets[NBUCKETS];
+};
+
+int arctab_new(struct bcache *cache, const struct reader_opts *opts, struct arctab **out)
+{
+	struct arctab *t = calloc(1, sizeof(*t));
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->cache = cache;
+	t->opts = opts;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->opened, NULL);
+	*out = t;
+	return 0;
+}
+
+static void arc_free(struct arc *a)
+{
+	reader_close(a->r);
+	free(a);
+}
+
+void arctab_free(struct arctab *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		struct arc *a = t->buckets[i], *next;
+
+		for (; a; a = next) {
+			next = a->next;
+			arc_free(a);
+		}
+	}
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->opened);
+	free(t);
+}
+
+static struct arc **slot(struct arctab *t, dev_t dev, ino_t ino)
+{
+	size_t b = (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) % NBUCKETS;
+	struct arc **pp = &t->buckets[b];
+
+	while (*pp && ((*pp)->dev != dev || (*pp)->ino != ino))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static bool same_version(const struct stat *a, const struct stat *b)
+{
+	return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Unhooks a from the table; returns true if that dropped its last reference. */
+static bool unhook(struct arctab *t, struct arc *a)
+{
+	struct arc **pp = slot(t, a->dev, a->ino);
+
+	*pp = a->next;
+	a->hooked = false;
+	return --a->refs == 0;
+}
+
+/* Opens rel and makes sure it is still the file st describes. */
+static int open_same(int dirfd, const char *rel, const struct stat *st)
+{
+	int fd = openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat now;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &now) < 0 || now.st_ino != st->st_ino || now.st_dev != st->st_dev) {
+		close(fd);
+		return -EAGAIN; /* replaced since it was looked up */
+	}
+	return fd;
+}
+
+int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
+	       struct arc **out)
+{
+	struct arc *a, *stale = NULL;
+	int ret;
+
+	*out = NULL;
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		a = *slot(t, st->st_dev, st->st_ino);
+		if (!a || !a->opening)
+			break;
+		pthread_cond_wait(&t->opened, &t->lock);
+	}
+	if (a && same_version(&a->st, st)) {
+		ret = a->err == -ENOTSUP ? -ENOTSUP : 0;
+		if (ret == 0) {
+			a->refs++;
+			*out = a;
+		}
+		pthread_mutex_unlock(&t->lock);
+		return ret;
+	}
+	if (a && unhook(t, a))
+		stale = a;
+	a = calloc(1, sizeof(*a));
+	if (a) {
+		a->dev = st->st_dev;
+		a->ino = st->st_ino;
+		a->st = *st;
+		a->refs = 1;
+		a->opening = true;
+		a->hooked = true;
+		a->next = NULL;
+		*slot(t, a->dev, a->ino) = a;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (stale)
+		arc_free(stale);
+	if (!a)
+		return -ENOMEM;
+
+	ret = open_same(dirfd, rel, st);
+	a->err = ret < 0 ? ret : reader_open_fd(ret, rel, t->cache, t->opts, &a->r);
+
+	pthread_mutex_lock(&t->lock);
+	a->opening = false;
+	pthread_cond_broadcast(&t->opened);
+	/* Only a verdict on the file's contents is kept; EMFILE or a race is not. */
+	if (a->err != 0 && a->err != -EINVAL && a->err != -EIO && a->err != -ENOTSUP) {
+		ret = a->err;
+		if (!unhook(t, a))
+			a = NULL;
+		pthread_mutex_unlock(&t->lock);
+		if (a)
+			arc_free(a);
+		return ret;
+	}
+	ret = a->err == -ENOTSUP ? -ENOTSUP : 0;
+	if (ret == 0) {
+		a->refs++;
+		*out = a;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void arctab_put(struct arctab *t, struct arc *a)
+{
+	bool last;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&t->lock);
+	last = --a->refs == 0;
+	pthread_mutex_unlock(&t->lock);
+	if (last)
+		arc_free(a);
+}
+
+struct reader *arc_reader(const struct arc *a)
+{
+	return a->r;
+}
+
+int arc_error(const struct arc *a)
+{
+	return a->err;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_ARCTAB_H
+#define ZMOUNT_ARCTAB_H
+
+/*
+ * The daemon's table of open archives, one per source file (device and
+ * inode), each holding a reader.  An archive is opened, and indexed, once:
+ * at its first lookup, listing or open.  A later call whose fresh stat no
+ * longer matches gets a new reader, while handles already open keep the old
+ * one, so a reader never mixes two versions of a file.
+ *
+ * Threads: any thread may call anything but arctab_free.  Two threads that
+ * want the same unindexed archive index it once; the other one waits.
+ */
+
+#include <sys/stat.h>
+
+struct bcache;
+struct reader;
+struct reader_opts;
+struct arctab;
+struct arc;
+
+/* Returns 0 and *out, or -ENOMEM.  cache and opts are borrowed for the table's life. */
+int arctab_new(struct bcache *cache, const struct reader_opts *opts, struct arctab **out);
+
+/* Closes every archive.  No reference may still be held.  Accepts NULL. */
+void arctab_free(struct arctab *t);
+
+/*
+ * Returns a referenced archive for the file at rel, relative to dirfd and
+ * never followed if a symlink, whose fresh stat is st (rel also names it in
+ * log lines).  Returns:
+ *   0        *out set; arc_reader(*out) is NULL if the archive is corrupt,
+ *            and arc_error(*out) then says why (-EINVAL, -EIO, ...);
+ *   -ENOTSUP the file is not an archive by its magic bytes (*out NULL);
+ *   -ENOMEM  (*out NULL).
+ */
+int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
+	       struct arc **out);
+
+/* Releases a reference.  Accepts NULL. */
+void arctab_put(struct arctab *t, struct arc *a);
+
+/* The archive's reader, valid while the reference is held; NULL if it is corrupt. */
+struct reader *arc_reader(const struct arc *a);
+int arc_error(const struct arc *a);
+
+#endif

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zmount SRC MNT [-o opts]: mounts SRC read-only at MNT with every .xz and
+ * .gz shown decompressed.  main parses and checks everything it can before
+ * mounting, so a mistake costs one line on stderr and exit status 1, then
+ * runs libfuse's multi-threaded loop until unmount or SIGTERM/SIGINT.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arctab.h"
+#include "bcache.h"
+#include "ops.h"
+#include <fuse_lowlevel.h>
+#include "opts.h"
+#include "reader.h"
+#include "tree.h"
+#include "zlog.h"
+
+struct cli {
+	struct opts opts;
+	const char *src;
+	int nonopts;
+	int bad;       /* a one-line error was printed */
+	int help;
+	int version;
+};
+
+enum { KEY_HELP, KEY_VERSION };
+
+static const struct fuse_opt cli_spec[] = {
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END,
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: zmount SRC MNT [-f] [-d] [-s] [-o OPT[,OPT...]]\n"
+		"Mounts directory SRC read-only at MNT; every x.xz and x.gz shows as x,\n"
+		"x.txz and x.tgz as x.tar, decompressed on demand.\n\n"
+		"zmount options:\n"
+		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G)\n"
+		"  -o span=SIZE        gzip checkpoint spacing (default 1M; 64K..64M)\n"
+		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
+		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
+		"FUSE options:\n"
+		"  -f                  stay in the foreground, log to stderr\n"
+		"  -d                  debug: foreground, and trace every request\n"
+		"  -s                  single-threaded\n"
+		"  -o allow_other      let other users read the mount\n"
+		"  -h, --help          this text\n"
+		"  -V, --version       the version\n");
+}
+
+static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct cli *c = data;
+	char msg[256];
+	int ret;
+
+	(void)outargs;
+	switch (key) {
+	case KEY_HELP:
+		c->help = 1;
+		return 0;
+	case KEY_VERSION:
+		c->version = 1;
+		return 0;
+	case FUSE_OPT_KEY_NONOPT:
+		if (++c->nonopts == 1) {
+			c->src = arg;
+			return 0;
+		}
+		if (c->nonopts == 2)
+			return 1; /* the mount point, for fuse_parse_cmdline */
+		if (!c->bad)
+			fprintf(stderr, "zmount: unexpected argument '%s' (usage: zmount SRC MNT [-o OPTS])\n", arg);
+		c->bad = 1;
+		return 0;
+	case FUSE_OPT_KEY_OPT:
+		ret = opts_apply(&c->opts, arg, msg, sizeof(msg));
+		if (ret < 0 && !c->bad) {
+			fprintf(stderr, "zmount: %s\n", msg);
+			c->bad = 1;
+		}
+		return ret == 0; /* not ours: keep it for FUSE */
+	default:
+		return 1;
+	}
+}
+
+/* Archives are opened with fds; a tree of thousands wants the hard limit. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Fds 0-2 must be open, or an archive could be opened as "stderr". */
+static void keep_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+			exit(1);
+}
+
+/* Read-only for the kernel too, so writes fail with EROFS before reaching us. */
+static int add_mount_opts(struct fuse_args *args, const char *src)
+{
+	char *o = NULL, *fsname = NULL;
+	int ret = -1;
+
+	if (asprintf(&fsname, "fsname=%s", src) < 0)
+		return -1;
+	if (fuse_opt_add_opt(&o, "ro,default_permissions,subtype=zmount") == 0 &&
+	    fuse_opt_add_opt_escaped(&o, fsname) == 0 && fuse_opt_add_arg(args, "-o") == 0 &&
+	    fuse_opt_add_arg(args, o) == 0)
+		ret = 0;
+	free(o);
+	free(fsname);
+	return ret;
+}
+
+static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground,
+	       int single)
+{
+	struct reader_opts ropts;
+	struct bcache *cache = NULL;
+	struct arctab *arcs = NULL;
+	struct ops_ctx octx = { 0 };
+	struct fuse *fuse;
+	int ret = 1;
+
+	reader_opts_default(&ropts, (size_t)cli->opts.cache_size);
+	ropts.span = cli->opts.span;
+	octx.timeout = cli->opts.timeout;
+	if (bcache_new((size_t)cli->opts.cache_size, &cache) < 0 ||
+	    arctab_new(cache, &ropts, &arcs) < 0) {
+		fprintf(stderr, "zmount: out of memory\n");
+		goto out_cache;
+	}
+	if (tree_new(cli->src, arcs, &octx.tree) < 0) {
+		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(errno));
+		goto out_cache;
+	}
+	octx.arcs = arcs;
+	fuse = fuse_new(args, &ops_table, sizeof(ops_table), &octx);
+	if (!fuse)
+		goto out_tree;
+	if (fuse_mount(fuse, mnt) != 0)
+		goto out_fuse;
+	if (fuse_daemonize(foreground) != 0)
+		goto out_unmount;
+	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
+		goto out_unmount;
+	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
+	     (unsigned long long)cli->opts.cache_size);
+	if (single) {
+		ret = fuse_loop(fuse);
+	} else {
+		struct fuse_loop_config *lc = fuse_loop_cfg_create();
+
+		ret = fuse_loop_mt(fuse, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	ret = ret == 0 ? 0 : 1;
+	fuse_remove_signal_handlers(fuse_get_session(fuse));
+out_unmount:
+	fuse_unmount(fuse);
+out_fuse:
+	fuse_destroy(fuse);
+out_tree:
+	tree_free(octx.tree);
+out_cache:
+	arctab_free(arcs);
+	bcache_free(cache);
+	return ret;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts copts = { 0 };
+	struct cli cli = { 0 };
+	char src[PATH_MAX];
+	struct stat st;
+	int ret = 1;
+
+	keep_std_fds();
+	opts_default(&cli.opts);
+	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) != 0 || cli.bad)
+		goto out;
+	if (cli.help || cli.version) {
+		if (cli.help)
+			usage(stdout);
+		else
+			printf("zmount %s (libfuse %s)\n", ZMOUNT_VERSION, fuse_pkgversion());
+		ret = 0;
+		goto out;
+	}
+	if (!cli.src || cli.nonopts < 2) {
+		fprintf(stderr, "zmount: missing %s (usage: zmount SRC MNT [-o OPTS])\n",
+			cli.src ? "MNT" : "SRC and MNT");
+		goto out;
+	}
+	if (stat(cli.src, &st) < 0 || !realpath(cli.src, src)) {
+		fprintf(stderr, "zmount: %s: %s\n", cli.src, strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "zmount: %s: not a directory\n", cli.src);
+		goto out;
+	}
+	cli.src = src;
+	if (fuse_parse_cmdline(&args, &copts) != 0)
+		goto out;
+	if (!copts.mountpoint) {
+		fprintf(stderr, "zmount: missing MNT (usage: zmount SRC MNT [-o OPTS])\n");
+		goto out;
+	}
+	zlog_set_level(cli.opts.log_level);
+	if (add_mount_opts(&args, src) != 0)
+		goto out;
+	raise_fd_limit();
+	ret = run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
+out:
+	free(copts.mountpoint);
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+#include "names.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t sl = strlen(suffix);
+
+	return len > sl && strcmp(s + len - sl, suffix) == 0;
+}
+
+int names_strip(const char *name, char *out, size_t outlen)
+{
+	size_t len = strlen(name), stem;
+	const char *add = "";
+
+	if (ends_with(name, len, ".xz") || ends_with(name, len, ".gz")) {
+		stem = len - 3;
+	} else if (ends_with(name, len, ".txz") || ends_with(name, len, ".tgz")) {
+		stem = len - 4;
+		add = ".tar";
+	} else {
+		return 0;
+	}
+	if (stem + strlen(add) + 1 > outlen)
+		return 0;
+	memcpy(out, name, stem);
+	strcpy(out + stem, add);
+	return 1;
+}
+
+struct claim {
+	char *visible;
+	size_t ent;
+};
+
+static int by_visible_then_source(const void *a, const void *b, void *ents)
+{
+	const struct claim *x = a, *y = b;
+	const struct names_ent *e = ents;
+	int c = strcmp(x->visible, y->visible);
+
+	return c ? c : strcmp(e[x->ent].name, e[y->ent].name);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int names_resolve(struct names_ent *ents, size_t n,
+		  int (*is_archive)(void *ctx, size_t i), void *ctx)
+{
+	const char **sorted = malloc((n + 1) * sizeof(*sorted));
+	struct claim *claims = malloc((n + 1) * sizeof(*claims));
+	size_t nclaims = 0;
+	int ret = 0;
+
+	if (!sorted || !claims) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sorted[i] = ents[i].name;
+		ents[i].visible = NULL;
+	}
+	qsort(sorted, n, sizeof(*sorted), by_name);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(ents[i].name) + 2;
+		char *vis;
+		const char *key;
+
+		if (!ents[i].candidate)
+			continue;
+		vis = malloc(len);
+		if (!vis) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		key = vis;
+		if (!names_strip(ents[i].name, vis, len) ||
+		    bsearch(&key, sorted, n, sizeof(*sorted), by_name) || !is_archive(ctx, i)) {
+			free(vis);
+			continue;
+		}
+		claims[nclaims].visible = vis;
+		claims[nclaims++].ent = i;
+	}
+	qsort_r(claims, nclaims, sizeof(*claims), by_visible_then_source, ents);
+	for (size_t i = 0; i < nclaims; i++) {
+		if (i > 0 && strcmp(claims[i].visible, claims[i - 1].visible) == 0) {
+			free(claims[i].visible); /* a loser: keeps its own name */
+			continue;
+		}
+		ents[claims[i].ent].visible = claims[i].visible;
+	}
+	nclaims = 0;
+out:
+	for (size_t i = 0; i < nclaims; i++)
+		free(claims[i].visible);
+	free(claims);
+	free(sorted);
+	return ret;
+}
+
+void names_free(struct names_ent *ents, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(ents[i].visible);
+		ents[i].visible = NULL;
+	}
+}

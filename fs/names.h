@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_NAMES_H
+#define ZMOUNT_NAMES_H
+
+/*
+ * The naming rules, as pure functions so they can be tested alone.
+ *  - x.xz and x.gz show as x; x.txz and x.tgz show as x.tar.
+ *  - A name only makes a file a candidate; the caller decides, from the
+ *    magic bytes and structure, whether it really is an archive.
+ *  - If the stripped name exists in the source directory (any type), that
+ *    entry wins and the archive stays visible under its own name.
+ *  - If several archives strip to the same name (x.gz and x.xz), the one
+ *    whose source name sorts first bytewise wins; the others stay visible
+ *    under their own names.
+ */
+
+#include <stddef.h>
+
+/*
+ * Writes the visible name of an archive called name into out (outlen
+ * bytes).  Returns 1 if name has an archive suffix and a non-empty stem,
+ * else 0 (out untouched).  Returns 0 too if out is too small.
+ */
+int names_strip(const char *name, char *out, size_t outlen);
+
+struct names_ent {
+	const char *name;   /* source name, borrowed */
+	int candidate;      /* caller: 1 if a regular file whose name strips */
+	char *visible;      /* out: malloc'd visible name, or NULL = same as name */
+};
+
+/*
+ * Decides the visible name of every entry of one directory.  is_archive is
+ * called at most once per candidate whose stripped name is free, and
+ * returns 1 if the file really is a readable archive.  Entries may be in
+ * any order.  Returns 0, or -ENOMEM (visible names set so far are kept;
+ * free them with names_free).
+ */
+int names_resolve(struct names_ent *ents, size_t n,
+		  int (*is_archive)(void *ctx, size_t i), void *ctx);
+
+/* Frees the visible names set by names_resolve. */
+void names_free(struct names_ent *ents, size_t n);
+
+#endif

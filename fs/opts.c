@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+#include "opts.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "zlog.h"
+
+int opts_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++)
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *p - '0', &v))
+			return -EINVAL;
+	switch (toupper((unsigned char)*p)) {
+	case 'T':
+		mul <<= 10;
+		/* fall through */
+	case 'G':
+		mul <<= 10;
+		/* fall through */
+	case 'M':
+		mul <<= 10;
+		/* fall through */
+	case 'K':
+		mul <<= 10;
+		p++;
+		if (strcasecmp(p, "iB") == 0 || strcasecmp(p, "B") == 0)
+			p += strlen(p);
+		break;
+	}
+	if (*p != '\0' || __builtin_mul_overflow(v, mul, &v))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+void opts_default(struct opts *o)
+{
+	o->cache_size = OPTS_DEFAULT_CACHE;
+	o->span = OPTS_DEFAULT_SPAN;
+	o->log_level = ZLOG_INFO;
+	o->timeout = 1.0;
+}
+
+static int sized(const char *val, uint64_t lo, uint64_t hi, uint64_t *out, const char *key,
+		 char *msg, size_t msglen)
+{
+	uint64_t v;
+
+	if (opts_size(val, &v) < 0 || v < lo || v > hi) {
+		snprintf(msg, msglen, "bad %s '%s': give a size such as 64M, from %llu to %llu bytes",
+			 key, val, (unsigned long long)lo, (unsigned long long)hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 1;
+}
+
+int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
+{
+	static const char *const levels[] = { "error", "warning", "info", "debug" };
+	const char *eq = strchr(opt, '=');
+	size_t klen = eq ? (size_t)(eq - opt) : strlen(opt);
+	const char *val = eq ? eq + 1 : "";
+
+#define KEY(k) (klen == strlen(k) && strncmp(opt, k, klen) == 0)
+	if (KEY("cache_size"))
+		return sized(val, 1ull << 20, UINT64_MAX / 2, &o->cache_size, "cache_size", msg,
+			     msglen);
+	if (KEY("span"))
+		return sized(val, 64ull << 10, 64ull << 20, &o->span, "span", msg, msglen);
+	if (KEY("timeout")) {
+		char *end;
+		double t = strtod(val, &end);
+
+		if (end == val || *end != '\0' || !(t >= 0 && t <= 3600)) {
+			snprintf(msg, msglen, "bad timeout '%s': give seconds from 0 to 3600", val);
+			return -EINVAL;
+		}
+		o->timeout = t;
+		return 1;
+	}
+	if (KEY("log_level")) {
+		for (int i = 0; i < 4; i++) {
+			if (strcmp(val, levels[i]) == 0) {
+				o->log_level = i;
+				return 1;
+			}
+		}
+		snprintf(msg, msglen, "bad log_level '%s': give error, warning, info or debug", val);
+		return -EINVAL;
+	}
+#undef KEY
+	return 0;
+}

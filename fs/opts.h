@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_OPTS_H
+#define ZMOUNT_OPTS_H
+
+/*
+ * zmount's own mount options, parsed and checked apart from FUSE so that a
+ * bad value is caught, and explained in one line, before anything mounts.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define OPTS_DEFAULT_CACHE (256ull << 20)
+#define OPTS_DEFAULT_SPAN (1ull << 20)
+
+struct opts {
+	uint64_t cache_size; /* bytes of decoded data the cache may hold */
+	uint64_t span;       /* gzip checkpoint spacing */
+	int log_level;       /* enum zlog_level */
+	double timeout;      /* seconds the kernel caches entries and attributes */
+};
+
+/*
+ * Parses a size: digits with an optional K, M, G or T suffix (powers of
+ * 1024, either case, optionally followed by "iB" or "B").
+ * Returns 0 and *out, or -EINVAL for anything else or a value that
+ * overflows 64 bits.
+ */
+int opts_size(const char *s, uint64_t *out);
+
+/* Fills the defaults. */
+void opts_default(struct opts *o);
+
+/*
+ * Applies one "key=value" option.  Returns 1 if it is one of ours and was
+ * applied, 0 if it is not ours (pass it on to FUSE), or -EINVAL with a
+ * one-line reason in msg (msglen bytes).
+ * Keys: cache_size (>= 1M), span (64K..64M), timeout (0..3600 seconds),
+ * log_level (error, warning, info, debug).
+ */
+int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How it works: a chained hash table finds entries by (id, no); a doubly
+ * linked list orders the ready ones from most to least recently used.  One
+ * mutex guards both and the counters; it is never held while a chunk is
+ * decoded or a large buffer is allocated or freed.  Waiters sleep on one
+ * condition variable that every finished fill broadcasts: fills are
+ * milliseconds long, so a shared wake-up costs little and keeps entries small.
+ */
+#include "bcache.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+enum ent_state { ENT_FILLING, ENT_READY, ENT_FAILED };
+
+struct bcache_ent {
+	uint64_t id, no;
+	unsigned char *data;
+	size_t size;
+	/* All below protected by bcache.lock. */
+	int refs;
+	int err;                 /* for ENT_FAILED */
+	enum ent_state state;
+	bool in_table;
+	struct bcache_ent *hnext;       /* hash chain */
+	struct bcache_ent *prev, *next; /* LRU list, ready entries only */
+};
+
+struct bcache {
+	pthread_mutex_t lock;
+	pthread_cond_t filled;
+	/* All below protected by lock. */
+	struct bcache_ent **buckets;
+	size_t nbuckets;
+	struct bcache_ent *mru, *lru;
+	struct bcache_stats st;
+};
+
+static size_t bucket_of(const struct bcache *c, uint64_t id, uint64_t no)
+{
+	uint64_t h = (id * 0x9E3779B97F4A7C15ull) ^ (no + 0x632BE59BD9B4E019ull + (id << 6));
+
+	h ^= h >> 29;
+	h *= 0xBF58476D1CE4E5B9ull;
+	h ^= h >> 32;
+	return (size_t)(h & (c->nbuckets - 1));
+}
+
+int bcache_new(size_t budget, struct bcache **out)
+{
+	struct bcache *c = calloc(1, sizeof(*c));
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->nbuckets = 1024;
+	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	if (!c->buckets) {
+		free(c);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->filled, NULL);
+	c->st.budget = budget;
+	*out = c;
+	return 0;
+}
+
+static void ent_free(struct bcache_ent *e)
+{
+	free(e->data);
+	free(e);
+}
+
+void bcache_free(struct bcache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct bcache_ent *e = c->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->hnext;
+			ent_free(e);
+		}
+	}
+	free(c->buckets);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->filled);
+	free(c);
+}
+
+static struct bcache_ent *find(struct bcache *c, uint64_t id, uint64_t no)
+{
+	struct bcache_ent *e = c->buckets[bucket_of(c, id, no)];
+
+	while (e && (e->id != id || e->no != no))
+		e = e->hnext;
+	return e;
+}
+
+static void grow(struct bcache *c)
+{
+	size_t old = c->nbuckets;
+	struct bcache_ent **nb = calloc(old * 2, sizeof(*nb));
+	struct bcache_ent **ob = c->buckets;
+
+	if (!nb)
+		return; /* longer chains, still correct */
+	c->buckets = nb;
+	c->nbuckets = old * 2;
+	for (size_t i = 0; i < old; i++) {
+		struct bcache_ent *e = ob[i], *next;
+
+		for (; e; e = next) {
+			size_t b = bucket_of(c, e->id, e->no);
+
+			next = e->hnext;
+			e->hnext = nb[b];
+			nb[b] = e;
+		}
+	}
+	free(ob);
+}
+
+static void lru_unlink(struct bcache *c, struct bcache_ent *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->mru = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->lru = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push(struct bcache *c, struct bcache_ent *e)
+{
+	e->prev = NULL;
+	e->next = c->mru;
+	if (c->mru)
+		c->mru->prev = e;
+	c->mru = e;
+	if (!c->lru)
+		c->lru = e;
+}
+
+/* Takes e out of the table (and the LRU list if ready); its bytes leave the budget. */
+static void unlink_ent(struct bcache *c, struct bcache_ent *e)
+{
+	struct bcache_ent **pp = &c->buckets[bucket_of(c, e->id, e->no)];
+
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	e->hnext = NULL;
+	if (e->state == ENT_READY)
+		lru_unlink(c, e);
+	e->in_table = false;
+	c->st.used -= e->size;
+	c->st.entries--;
+}
+
+/*
+ * Evicts unreferenced ready entries from the LRU end until the budget holds.
+ * Returns them chained through hnext, to be freed after the lock is dropped.
+ */
+static struct bcache_ent *evict(struct bcache *c)
+{
+	struct bcache_ent *victims = NULL, *e = c->lru;
+
+	while (e && c->st.used > c->st.budget) {
+		struct bcache_ent *prev = e->prev;
+
+		if (e->refs == 0) {
+			unlink_ent(c, e);
+			e->hnext = victims;
+			victims = e;
+			c->st.evictions++;
+		}
+		e = prev;
+	}
+	return victims;
+}
+
+static void free_chain(struct bcache_ent *e)
+{
+	while (e) {
+		struct bcache_ent *next = e->hnext;
+
+		ent_free(e);
+		e = next;
+	}
+}
+
+/* Inserts a new in-flight entry; called with the lock held. */
+static struct bcache_ent *insert(struct bcache *c, uint64_t id, uint64_t no, size_t size)
+{
+	struct bcache_ent *e = calloc(1, sizeof(*e));
+	size_t b;
+
+	if (!e)
+		return NULL;
+	e->id = id;
+	e->no = no;
+	e->size = size;
+	e->refs = 1;
+	e->state = ENT_FILLING;
+	e->in_table = true;
+	if (c->st.entries >= c->nbuckets * 2)
+		grow(c);
+	b = bucket_of(c, id, no);
+	e->hnext = c->buckets[b];
+	c->buckets[b] = e;
+	c->st.entries++;
+	c->st.used += size;
+	c->st.misses++;
+	return e;
+}
+
+/* Second half of a miss: room is made and the buffer allocated, outside the lock. */
+static int start_fill(struct bcache *c, struct bcache_ent *e, struct bcache_ent *victims)
+{
+	free_chain(victims);
+	e->data = malloc(e->size ? e->size : 1);
+	if (!e->data) {
+		bcache_done(c, e, -ENOMEM);
+		return -ENOMEM;
+	}
+	return 1;
+}
+
+int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
+{
+	struct bcache_ent *e, *victims;
+	bool waited = false;
+
+	*out = NULL;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		e = find(c, id, no);
+		if (!e || e->state != ENT_FILLING)
+			break;
+		/* Keep it alive while we sleep: a failed fill frees at the last put. */
+		e->refs++;
+		if (!waited)
+			c->st.waits++;
+		waited = true;
+		while (e->state == ENT_FILLING)
+			pthread_cond_wait(&c->filled, &c->lock);
+		if (e->state == ENT_FAILED) {
+			int err = e->err;
+
+			if (--e->refs == 0)
+				ent_free(e);
+			pthread_mutex_unlock(&c->lock);
+			return err;
+		}
+		e->refs--;
+	}
+	if (e) {
+		e->refs++;
+		c->st.hits++;
+		lru_unlink(c, e);
+		lru_push(c, e);
+		pthread_mutex_unlock(&c->lock);
+		*out = e;
+		return 0;
+	}
+	e = insert(c, id, no, size);
+	victims = e ? evict(c) : NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (!e)
+		return -ENOMEM;
+	if (start_fill(c, e, victims) != 1)
+		return -ENOMEM;
+	*out = e;
+	return 1;
+}
+
+int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent **out)
+{
+	struct bcache_ent *e;
+
+	pthread_mutex_lock(&c->lock);
+	e = find(c, id, no);
+	if (e && e->state == ENT_READY) {
+		e->refs++;
+		c->st.hits++;
+		lru_unlink(c, e);
+		lru_push(c, e);
+	} else {
+		e = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	*out = e;
+	return e ? 0 : -ENOENT;
+}
+
+int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size,
+		 struct bcache_ent **out)
+{
+	struct bcache_ent *e, *victims = NULL;
+
+	*out = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (find(c, id, no)) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	e = insert(c, id, no, size);
+	if (e)
+		victims = evict(c);
+	pthread_mutex_unlock(&c->lock);
+	if (!e)
+		return -ENOMEM;
+	if (start_fill(c, e, victims) != 1)
+		return -ENOMEM;
+	*out = e;
+	return 1;
+}
+
+void bcache_done(struct bcache *c, struct bcache_ent *e, int err)
+{
+	bool dead = false;
+
+	pthread_mutex_lock(&c->lock);
+	if (err == 0) {
+		e->state = ENT_READY;
+		lru_push(c, e);
+	} else {
+		if (e->in_table)
+			unlink_ent(c, e);
+		e->state = ENT_FAILED;
+		e->err = err;
+		dead = --e->refs == 0;
+	}
+	pthread_cond_broadcast(&c->filled);
+	pthread_mutex_unlock(&c->lock);
+	if (dead)
+		ent_free(e);
+}
+
+void bcache_put(struct bcache *c, struct bcache_ent *e)
+{
+	struct bcache_ent *victims = NULL;
+	bool dead;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&c->lock);
+	dead = --e->refs == 0 && !e->in_table;
+	if (e->refs == 0 && c->st.used > c->st.budget)
+		victims = evict(c);
+	pthread_mutex_unlock(&c->lock);
+	if (dead)
+		ent_free(e);
+	free_chain(victims);
+}
+
+void bcache_drop(struct bcache *c, uint64_t id)
+{
+	struct bcache_ent *victims = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct bcache_ent *e = c->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->hnext;
+			if (e->id != id || e->state != ENT_READY)
+				continue;
+			unlink_ent(c, e);
+			if (e->refs == 0) {
+				e->hnext = victims;
+				victims = e;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	free_chain(victims);
+}
+
+void *bcache_buf(struct bcache_ent *e)
+{
+	return e->data;
+}
+
+size_t bcache_size(const struct bcache_ent *e)
+{
+	return e->size;
+}
+
+void bcache_stats(struct bcache *c, struct bcache_stats *st)
+{
+	pthread_mutex_lock(&c->lock);
+	*st = c->st;
+	pthread_mutex_unlock(&c->lock);
+}

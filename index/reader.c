@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How it works: the block map (cmap) has one entry per xz Block or per gzip
+ * checkpoint span.  A read walks the entries it touches; for each it forms
+ * the cache unit holding the wanted byte (the whole entry, or one slice of
+ * a streamed xz Block), keyed in the shared cache by the unit's uncompressed
+ * start offset, and fills it on a miss:
+ *  - gzip: gzdec_extract from the entry's checkpoint;
+ *  - small xz Block: one decoder, run to the Block's end, Check included;
+ *  - large xz Block: the parked decoder if it stopped exactly at the slice,
+ *    else a new one from the Block start; the slices it passes on the way
+ *    are offered to the cache, so a skip forward is not wasted.
+ */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bcache.h"
+#include "cmap.h"
+#include "gzdec.h"
+#include "xzdec.h"
+#include "zlog.h"
+
+/* No real xz encoder gets near this ratio; an Index that claims it lies. */
+#define XZ_MAX_RATIO 65536u
+#define XZ_KNOWN_CHECKS                                                                 \
+	(1u << XZDEC_CHECK_NONE | 1u << XZDEC_CHECK_CRC32 | 1u << XZDEC_CHECK_CRC64 |    \
+	 1u << XZDEC_CHECK_SHA256)
+/* A gzip span this large means one huge deflate block: not randomly readable. */
+#define GZ_MAX_UNIT (256u << 20)
+
+struct reader {
+	int fd;
+	char *name;
+	uint64_t id; /* cache key: unique per reader, so versions never mix */
+	struct stat st;
+	enum probe_fmt fmt;
+	struct bcache *cache;
+	struct reader_opts opts;
+	struct cmap map;
+	size_t *entry;               /* map entry -> xz Block or gzip point */
+	struct xzdec_index *xz;
+	struct gzdec_index *gz;
+
+	/*
+	 * Slices of streamed Blocks are filled only under this lock, so the
+	 * thread that holds it can claim every slice it walks past, and the
+	 * next one finds the decoder parked where it wants it.  Per archive:
+	 * other archives, and whole Blocks of this one, decode meanwhile.
+	 */
+	pthread_mutex_t stream;
+	/* Protected by stream. */
+	struct xzdec_dec *parked;    /* stopped at a slice boundary of parked_k */
+	size_t parked_k;
+
+	pthread_mutex_t lock;
+	/* Protected by lock. */
+	uint8_t *bad;                /* per map entry: failed and logged */
+	bool changed;                /* the source changed in place: all misses fail */
+};
+
+static atomic_uint_fast64_t next_id = 1;
+
+void reader_opts_default(struct reader_opts *o, size_t cache_size)
+{
+	o->span = 1u << 20;
+	o->whole_max = cache_size / 2;
+	if (o->whole_max < (1u << 20))
+		o->whole_max = 1u << 20;
+	o->slice = 2u << 20;
+}
+
+static int build_xz(struct reader *r)
+{
+	struct zerr err = { 0 };
+	struct xzdec_index *x;
+	int ret = xzdec_index_read(r->fd, (uint64_t)r->st.st_size, &x, &err);
+
+	if (ret < 0) {
+		zlog(ZLOG_ERROR, "%s: not readable as xz (at compressed offset %" PRIu64 "): %s",
+		     r->name, err.coff, err.msg);
+		/* The Index's memlimit only trips on an Index that lies about its size. */
+		return ret == -ENOMEM ? -EINVAL : ret;
+	}
+	r->xz = x;
+	if (x->checks & ~XZ_KNOWN_CHECKS)
+		zlog(ZLOG_WARN, "%s: unsupported type of integrity check; not verifying it", r->name);
+	for (size_t i = 0; i < x->nblocks; i++) {
+		const struct xzdec_block *b = &x->blocks[i];
+
+		if (b->usize / XZ_MAX_RATIO > b->csize) {
+			zlog(ZLOG_ERROR,
+			     "%s: Index claims %" PRIu64 " bytes for Block %zu of %" PRIu64
+			     " compressed bytes; refusing it",
+			     r->name, b->usize, i, b->csize);
+			return -EINVAL;
+		}
+	}
+	if (cmap_init(&r->map, x->nblocks) < 0)
+		return -ENOMEM;
+	r->entry = calloc(x->nblocks + 1, sizeof(*r->entry));
+	if (!r->entry)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->nblocks; i++) {
+		if (x->blocks[i].usize == 0)
+			continue;
+		cmap_add(&r->map, x->blocks[i].uoff);
+		r->entry[r->map.n - 1] = i;
+	}
+	cmap_end(&r->map, x->usize);
+	return 0;
+}
+
+static int build_gz(struct reader *r)
+{
+	struct zerr err = { 0 };
+	struct gzdec_index *g;
+	int ret = gzdec_index_build(r->fd, (uint64_t)r->st.st_size, r->opts.span, &g, &err);
+
+	if (ret < 0) {
+		zlog(ZLOG_ERROR, "%s: corrupt gzip at compressed offset %" PRIu64 ": %s", r->name,
+		     err.coff, err.msg);
+		return ret;
+	}
+	r->gz = g;
+	if (g->trailing == GZDEC_TRAIL_GARBAGE)
+		zlog(ZLOG_WARN, "%s: trailing garbage after the last member at offset %" PRIu64
+			       " ignored", r->name, g->trail_off);
+	if (cmap_init(&r->map, g->npoints) < 0)
+		return -ENOMEM;
+	r->entry = calloc(g->npoints + 1, sizeof(*r->entry));
+	if (!r->entry)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->npoints; i++) {
+		if (g->points[i].uoff >= g->usize)
+			break;
+		cmap_add(&r->map, g->points[i].uoff);
+		r->entry[r->map.n - 1] = i;
+	}
+	cmap_end(&r->map, g->usize);
+	return 0;
+}
+
+int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
+		struct reader **out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		int ret = -errno;
+
+		*out = NULL;
+		zlog(ZLOG_ERROR, "%s: cannot open: %s", path, strerror(-ret));
+		return ret;
+	}
+	return reader_open_fd(fd, path, cache, opts, out);
+}
+
+int reader_open_fd(int fd, const char *name, struct bcache *cache,
+		   const struct reader_opts *opts, struct reader **out)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+	int ret;
+
+	*out = NULL;
+	if (!r) {
+		close(fd);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->stream, NULL);
+	r->fd = fd;
+	r->cache = cache;
+	r->opts = *opts;
+	r->id = atomic_fetch_add(&next_id, 1);
+	r->name = strdup(name);
+	if (!r->name) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (fstat(r->fd, &r->st) < 0) {
+		ret = -errno;
+		zlog(ZLOG_ERROR, "%s: cannot stat: %s", name, strerror(-ret));
+		goto fail;
+	}
+	ret = probe_fd(r->fd, &r->fmt);
+	if (ret < 0)
+		goto fail;
+	if (r->fmt == PROBE_XZ)
+		ret = build_xz(r);
+	else if (r->fmt == PROBE_GZIP)
+		ret = build_gz(r);
+	else
+		ret = -ENOTSUP;
+	if (ret < 0)
+		goto fail;
+	r->bad = calloc(r->map.n + 1, 1);
+	if (!r->bad) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	reader_close(r);
+	return ret;
+}
+
+void reader_close(struct reader *r)
+{
+	if (!r)
+		return;
+	if (r->cache)
+		bcache_drop(r->cache, r->id);
+	xzdec_dec_close(r->parked);
+	xzdec_index_free(r->xz);
+	gzdec_index_free(r->gz);
+	cmap_free(&r->map);
+	free(r->entry);
+	free(r->bad);
+	if (r->fd >= 0)
+		close(r->fd);
+	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->stream);
+	free(r->name);
+	free(r);
+}
+
+uint64_t reader_size(const struct reader *r)
+{
+	return cmap_size(&r->map);
+}
+
+const struct stat *reader_stat(const struct reader *r)
+{
+	return &r->st;
+}
+
+int reader_matches(const struct reader *r, const struct stat *st)
+{
+	return st->st_dev == r->st.st_dev && st->st_ino == r->st.st_ino &&
+	       st->st_size == r->st.st_size && st->st_mtim.tv_sec == r->st.st_mtim.tv_sec &&
+	       st->st_mtim.tv_nsec == r->st.st_mtim.tv_nsec &&
+	       st->st_ctim.tv_sec == r->st.st_ctim.tv_sec &&
+	       st->st_ctim.tv_nsec == r->st.st_ctim.tv_nsec;
+}
+
+void reader_get_info(const struct reader *r, struct reader_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->fmt = r->fmt;
+	info->usize = reader_size(r);
+	info->csize = (uint64_t)r->st.st_size;
+	info->chunks = r->map.n;
+	for (size_t k = 0; k < r->map.n; k++)
+		if (cmap_len(&r->map, k) > info->max_block)
+			info->max_block = cmap_len(&r->map, k);
+	if (r->xz) {
+		info->streams = r->xz->nstreams;
+		info->blocks = r->map.n;
+		info->checks = r->xz->checks;
+		info->padding = r->xz->padding;
+	} else if (r->gz) {
+		info->streams = r->gz->members;
+		info->blocks = r->gz->npoints;
+		if (r->gz->trailing != GZDEC_TRAIL_NONE)
+			info->padding = info->csize - r->gz->trail_off;
+	}
+}
+
+/* Marks entry k failed and writes its one log line.  Returns -EIO. */
+static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err)
+{
+	bool first;
+
+	pthread_mutex_lock(&r->lock);
+	first = !r->bad[k];
+	r->bad[k] = 1;
+	pthread_mutex_unlock(&r->lock);
+	if (first)
+		zlog(ZLOG_ERROR, "%s: read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
+		     r->name, off, r->xz ? "Block" : "checkpoint", r->entry[k], err->coff,
+		     err->msg[0] ? err->msg : strerror(-ret));
+	return ret == -ENOMEM ? ret : -EIO;
+}
+
+/*
+ * The source must still be the file indexed at open: a file changed in
+ * place would mix versions.  Checked on every miss; hits serve the old bytes.
+ */
+static int check_unchanged(struct reader *r)
+{
+	struct stat st;
+	bool first;
+
+	if (fstat(r->fd, &st) == 0 && st.st_size == r->st.st_size &&
+	    st.st_mtim.tv_sec == r->st.st_mtim.tv_sec && st.st_mtim.tv_nsec == r->st.st_mtim.tv_nsec)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	first = !r->changed;
+	r->changed = true;
+	pthread_mutex_unlock(&r->lock);
+	if (first)
+		zlog(ZLOG_ERROR, "%s: source changed since it was opened; reads of it fail until it is reopened",
+		     r->name);
+	return -EIO;
+}
+
+/* Decodes xz Block bi whole into buf (exactly its usize), Check verified. */
+static int fill_xz_whole(struct reader *r, size_t bi, void *buf, struct zerr *err)
+{
+	const struct xzdec_block *b = &r->xz->blocks[bi];
+	struct xzdec_dec *d;
+	ssize_t n;
+	int ret = xzdec_dec_open(r->fd, b, &d, err);
+
+	if (ret < 0)
+		return ret;
+	n = xzdec_dec_read(d, buf, b->usize, err);
+	xzdec_dec_close(d);
+	if (n < 0)
+		return (int)n;
+	if ((uint64_t)n != b->usize)
+		return zerr_set(err, -EIO, b->coff, "Block ended %" PRIu64 " bytes early",
+				b->usize - (uint64_t)n);
+	return 0;
+}
+
+/*
+ * Fills slice [ustart, ustart + len) of the streamed xz Block behind map
+ * entry k into buf, using the parked decoder when it stopped right there.
+ * Called with r->stream held.
+ */
+static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
+			 struct zerr *err)
+{
+	const struct xzdec_block *b = &r->xz->blocks[r->entry[k]];
+	uint64_t want = ustart - b->uoff; /* position in the Block */
+	struct xzdec_dec *d = NULL;
+	unsigned char *scratch = NULL;
+	int ret = 0;
+
+	if (r->parked && r->parked_k == k && xzdec_dec_tell(r->parked) == want) {
+		d = r->parked;
+		r->parked = NULL;
+	}
+	if (!d) {
+		ret = xzdec_dec_open(r->fd, b, &d, err);
+		if (ret < 0)
+			return ret;
+	}
+	/* Walk forward slice by slice, offering each one we pass to the cache. */
+	while (xzdec_dec_tell(d) < want) {
+		uint64_t pos = xzdec_dec_tell(d);
+		size_t n = r->opts.slice;
+		struct bcache_ent *e = NULL;
+		void *dst;
+		ssize_t got;
+
+		if (b->usize - pos < n)
+			n = (size_t)(b->usize - pos);
+		if (bcache_claim(r->cache, r->id, b->uoff + pos, n, &e) == 1) {
+			dst = bcache_buf(e);
+		} else {
+			if (!scratch)
+				scratch = malloc(r->opts.slice);
+			if (!scratch) {
+				ret = -ENOMEM;
+				break;
+			}
+			dst = scratch;
+		}
+		got = xzdec_dec_read(d, dst, n, err);
+		if (got != (ssize_t)n) {
+			ret = got < 0 ? (int)got : zerr_set(err, -EIO, b->coff, "Block ended early");
+			if (e)
+				bcache_done(r->cache, e, ret);
+			break;
+		}
+		if (e) {
+			bcache_done(r->cache, e, 0);
+			bcache_put(r->cache, e);
+		}
+	}
+	free(scratch);
+	if (ret == 0) {
+		ssize_t got = xzdec_dec_read(d, buf, len, err);
+
+		if (got != (ssize_t)len)
+			ret = got < 0 ? (int)got : zerr_set(err, -EIO, b->coff, "Block ended early");
+	}
+	if (ret == 0 && xzdec_dec_tell(d) < b->usize) {
+		xzdec_dec_close(r->parked);
+		r->parked = d;
+		r->parked_k = k;
+		d = NULL;
+	}
+	xzdec_dec_close(d);
+	return ret;
+}
+
+static int fill(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
+		struct zerr *err)
+{
+	if (r->gz) {
+		ssize_t n = gzdec_extract(r->fd, r->gz, r->entry[k], buf, len, err);
+
+		return n < 0 ? (int)n : 0;
+	}
+	if (ustart == r->map.start[k] && len == cmap_len(&r->map, k))
+		return fill_xz_whole(r, r->entry[k], buf, err);
+	return fill_xz_slice(r, k, ustart, len, buf, err);
+}
+
+/* The cache unit holding byte off, as map entry k and [*ustart, *ustart + *len). */
+static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, size_t *len)
+{
+	size_t k = cmap_find(&r->map, off);
+	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
+
+	if (r->xz && elen > r->opts.whole_max) {
+		uint64_t s = (off - start) / r->opts.slice;
+
+		start += s * r->opts.slice;
+		elen = r->map.start[k + 1] - start;
+		if (elen > r->opts.slice)
+			elen = r->opts.slice;
+	}
+	*ustart = start;
+	*len = (size_t)elen;
+	return k;
+}
+
+/*
+ * Returns a referenced cache entry holding unit [ustart, ustart + ulen) of
+ * map entry k, decoding it on a miss, or a negative errno.
+ */
+static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos,
+		    struct bcache_ent **out)
+{
+	bool streamed = r->xz && cmap_len(&r->map, k) > r->opts.whole_max;
+	struct zerr err = { 0 };
+	int ret;
+
+	if (streamed) {
+		if (bcache_lookup(r->cache, r->id, ustart, out) == 0)
+			return 0;
+		pthread_mutex_lock(&r->stream);
+	}
+	ret = bcache_get(r->cache, r->id, ustart, ulen, out);
+	if (ret == 1) {
+		ret = check_unchanged(r);
+		if (ret == 0)
+			ret = fill(r, k, ustart, ulen, bcache_buf(*out), &err);
+		bcache_done(r->cache, *out, ret);
+		if (ret < 0) {
+			*out = NULL;
+			if (ret != -EIO || err.msg[0])
+				ret = fail_entry(r, k, pos, ret, &err);
+		}
+	} else if (ret < 0) {
+		ret = ret == -ENOMEM ? ret : -EIO; /* another thread's fill failed, and logged */
+	}
+	if (streamed)
+		pthread_mutex_unlock(&r->stream);
+	return ret < 0 ? ret : 0;
+}
+
+ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
+{
+	uint64_t size = reader_size(r);
+	size_t done = 0;
+
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = (size_t)(size - off);
+	while (done < len) {
+		uint64_t pos = off + done, ustart;
+		size_t ulen, n;
+		size_t k = unit_of(r, pos, &ustart, &ulen);
+		struct bcache_ent *e;
+		bool bad;
+		int ret;
+
+		pthread_mutex_lock(&r->lock);
+		bad = r->bad[k] || r->changed;
+		pthread_mutex_unlock(&r->lock);
+		if (bad)
+			return -EIO;
+		if (r->gz && ulen > GZ_MAX_UNIT) {
+			struct zerr err;
+
+			zerr_set(&err, -EIO, r->gz->points[r->entry[k]].coff,
+				 "a single deflate block of %zu bytes is too large for random access", ulen);
+			return fail_entry(r, k, pos, -EIO, &err);
+		}
+		ret = get_unit(r, k, ustart, ulen, pos, &e);
+		if (ret < 0)
+			return ret;
+		n = ulen - (size_t)(pos - ustart);
+		if (n > len - done)
+			n = len - done;
+		memcpy((char *)buf + done, (char *)bcache_buf(e) + (pos - ustart), n);
+		bcache_put(r->cache, e);
+		done += n;
+	}
+	return (ssize_t)done;
+}

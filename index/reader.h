@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_READER_H
+#define ZMOUNT_READER_H
+
+/*
+ * Random access to the uncompressed bytes of one .xz or .gz file.  This is
+ * the code path of the daemon, the tools, the tests and the benchmark alike.
+ *
+ * reader_open reads the archive's block map (xz: its own Index; gzip: one
+ * checkpoint pass that also verifies every member's CRC32 and ISIZE).
+ * reader_pread finds the chunks a range touches, takes each from the shared
+ * cache or decodes it once, and copies out.
+ *
+ * Cache units:
+ *  - gzip: the bytes between two checkpoints;
+ *  - xz: a Block up to opts.whole_max bytes, decoded whole, with its Check
+ *    verified before any byte of it is served; a larger Block is streamed in
+ *    opts.slice-sized slices by a decoder parked where it stopped, so reading
+ *    it in order decodes it once; its Check is verified when decoding reaches
+ *    its end, and a failure there fails later reads of that Block.
+ *
+ * Errors are logged once per cause, naming the file, the offset and the
+ * reason; later reads of a failed chunk get -EIO without decoding it again.
+ *
+ * Threads: every function but reader_close may be called from any thread
+ * at once.  The block map is immutable; the parked decoder and the failure
+ * marks are guarded by a lock that is never held while decoding.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "probe.h"
+
+struct bcache;
+struct reader;
+
+struct reader_opts {
+	uint64_t span;    /* gzip checkpoint spacing, bytes */
+	size_t whole_max; /* xz Blocks up to this size are one verified unit */
+	size_t slice;     /* larger xz Blocks are cached in slices of this size */
+};
+
+/* Defaults for a cache of cache_size bytes. */
+void reader_opts_default(struct reader_opts *o, size_t cache_size);
+
+struct reader_info {
+	enum probe_fmt fmt;
+	uint64_t usize;     /* uncompressed size */
+	uint64_t csize;     /* compressed (file) size */
+	uint64_t streams;   /* xz Streams or gzip members */
+	uint64_t blocks;    /* xz Blocks (non-empty) or gzip checkpoints */
+	uint64_t chunks;    /* entries of the block map */
+	uint64_t max_block; /* xz: largest Block; gzip: largest span between checkpoints */
+	uint32_t checks;    /* xz: mask of 1u << Check ID; gzip: 0 */
+	uint64_t padding;   /* xz: Stream Padding bytes; gzip: trailing bytes ignored */
+};
+
+/*
+ * Opens the archive on fd, which it takes over (closed on failure too);
+ * name is used in log lines and copied; cache and opts are borrowed and
+ * must outlive the reader.
+ * Returns 0 and *out (close with reader_close), or, with *out NULL:
+ *   -ENOTSUP  the magic bytes are not xz or gzip (pass the file through);
+ *   -EINVAL   xz: the Streams or Index cannot be read (logged);
+ *             gzip: a header, the data, a CRC32 or an ISIZE is bad (logged);
+ *   -ENOMEM, or another -errno from fstat/pread (logged).
+ */
+int reader_open_fd(int fd, const char *name, struct bcache *cache,
+		   const struct reader_opts *opts, struct reader **out);
+
+/* reader_open_fd on path opened read-only; -errno from open too (logged). */
+int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
+		struct reader **out);
+
+/*
+ * Copies min(len, size - off) uncompressed bytes at off into buf.
+ * Returns that count (0 at or past EOF), or a negative errno, never a short
+ * count before EOF:
+ *   -EIO     corrupt data, a failed Check, or the source changed since open;
+ *   -ENOMEM  out of memory.
+ */
+ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off);
+
+uint64_t reader_size(const struct reader *r);
+
+void reader_get_info(const struct reader *r, struct reader_info *info);
+
+/* The source's stat at open: device, inode, size and times identify it. */
+const struct stat *reader_stat(const struct reader *r);
+
+/* True if st (a fresh stat of the source path) still names the opened file unchanged. */
+int reader_matches(const struct reader *r, const struct stat *st);
+
+/* Closes the file and frees the reader; drops its cached chunks.  Accepts NULL. */
+void reader_close(struct reader *r);
+
+#endif

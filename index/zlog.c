@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#include "zlog.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static enum zlog_level max_level = ZLOG_INFO;
+
+void zlog_set_level(enum zlog_level level)
+{
+	max_level = level;
+}
+
+void zlog(enum zlog_level level, const char *fmt, ...)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	char line[1024];
+	va_list ap;
+
+	if (level > max_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* One fprintf per line: stdio locks the stream, so lines never interleave. */
+	fprintf(stderr, "zmount: %s: %s\n", names[level], line);
+}

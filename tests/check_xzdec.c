@@ -1,0 +1,1026 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for codec/xzdec.c.  Fixtures: the xz-utils test files under the
+ * corpus directory (argv[1], else $ZMOUNT_CORPUS, else /work/shared/corpus)
+ * and files made at start-up with the xz tool in a mkdtemp directory.
+ * A missing corpus or xz tool fails the tests that need them.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "xzdec.h"
+
+#define ORIG_SIZE  (3u << 20)
+#define SMALL_SIZE 300000u
+#define SPLIT	   (1u << 20) /* where the two-Stream file is cut */
+
+static char corpus[1024]; /* .../corpus/xz-utils */
+static char tmpdir[1024];
+static int gen_ok; /* all generated fixtures were made */
+
+/* Deterministic pseudo-text: words from a small list, xorshift order. */
+static int gen_text(const char *path, size_t size)
+{
+	static const char *words[] = {"block",	"stream", "index", "padding", "check",
+				      "the",	"of",	  "a",	   "lzma",    "dictionary",
+				      "zmount", "fuse",	  "\n",	   "offset",  "42"};
+	uint32_t x = 2463534242u;
+	size_t n = 0;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	while (n < size) {
+		const char *w;
+		size_t len;
+
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		w = words[x % (sizeof(words) / sizeof(words[0]))];
+		len = strlen(w);
+		if (len > size - n)
+			len = size - n;
+		fwrite(w, 1, len, f);
+		n += len;
+		if (n < size && w[0] != '\n') {
+			fputc(' ', f);
+			n++;
+		}
+	}
+	return fclose(f);
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[4 * PATH_MAX];
+	va_list ap;
+
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return -1;
+	return system(cmd);
+}
+
+static void need_generated(void)
+{
+	ck_assert_msg(gen_ok, "generated fixtures are missing (is xz installed?)");
+}
+
+static void tpath(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+static void cpath(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", corpus, name);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	uint8_t *buf;
+	long n;
+
+	ck_assert_msg(f, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc(n ? (size_t)n : 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Opens path and reads its Index; returns xzdec_index_read's result. */
+static int open_index(const char *path, int *fd, struct xzdec_index **idx, struct zerr *e)
+{
+	struct stat st;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(*fd >= 0, "cannot open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(fstat(*fd, &st), 0);
+	memset(e, 0, sizeof(*e));
+	return xzdec_index_read(*fd, (uint64_t)st.st_size, idx, e);
+}
+
+/*
+ * Decodes every Block in order with reads of chunk bytes.  If out is not
+ * NULL the whole output is returned there (idx->usize must be sane).
+ * Returns 0 or the first error, with *got the bytes decoded before it.
+ */
+static int decode_all(int fd, const struct xzdec_index *idx, size_t chunk, uint8_t **out,
+		      uint64_t *got, struct zerr *e)
+{
+	uint8_t *dst = NULL, *tmp = malloc(chunk);
+	int ret = 0;
+
+	ck_assert_ptr_nonnull(tmp);
+	*got = 0;
+	if (out) {
+		dst = malloc(idx->usize ? idx->usize : 1);
+		ck_assert_ptr_nonnull(dst);
+	}
+	for (size_t i = 0; i < idx->nblocks && !ret; i++) {
+		struct xzdec_dec *d;
+		ssize_t n;
+
+		ret = xzdec_dec_open(fd, &idx->blocks[i], &d, e);
+		if (ret) {
+			ck_assert_ptr_null(d);
+			break;
+		}
+		while ((n = xzdec_dec_read(d, tmp, chunk, e)) > 0) {
+			ck_assert_uint_le(*got + (uint64_t)n, idx->usize);
+			if (dst)
+				memcpy(dst + *got, tmp, (size_t)n);
+			*got += (uint64_t)n;
+		}
+		if (n < 0)
+			ret = (int)n;
+		xzdec_dec_close(d);
+	}
+	free(tmp);
+	if (out)
+		*out = dst;
+	return ret;
+}
+
+/* sha256 of buf as lowercase hex, by way of sha256sum(1). */
+static void sha256_hex(const uint8_t *buf, size_t len, char hex[65])
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/sha.%d", tmpdir, (int)getpid());
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "sha256sum '%s'", path);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%64s", hex), 1);
+	ck_assert_int_eq(pclose(f), 0);
+	unlink(path);
+}
+
+static uint32_t crc32_buf(const uint8_t *p, size_t n, uint32_t crc)
+{
+	crc = ~crc;
+	while (n--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = crc >> 1 ^ (0xEDB88320u & -(crc & 1));
+	}
+	return ~crc;
+}
+
+static void le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put32(FILE *f, uint32_t v)
+{
+	uint8_t b[4];
+
+	le32(b, v);
+	fwrite(b, 1, 4, f);
+}
+
+static size_t put_vli(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	for (; v >= 0x80; v >>= 7)
+		p[n++] = (uint8_t)(v | 0x80);
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/*
+ * Writes a one-Block .xz file by hand, so we know where every byte lies:
+ * the data in LZMA2 uncompressed chunks, then the end marker `end` bytes
+ * after the start of the Compressed Data, then a CRC32 Check (wrong if
+ * bad_check).  The header asks for a 4 GiB dictionary.  Returns the
+ * data length.
+ */
+static size_t write_handmade(const char *path, size_t end, int bad_check)
+{
+	static const uint8_t stream_hdr[] = {0xFD, '7', 'z', 'X', 'Z', 0, 0, 1};
+	/* Block Header: 12 bytes, one filter (LZMA2, dict byte 40), no sizes */
+	uint8_t bh[12] = {0x02, 0x00, 0x21, 0x01, 40}, idx[32] = {0}, foot[6];
+	/* each chunk is a 3-byte header and up to 64 KiB of data */
+	size_t nch = (end + 65538) / 65539, len = end - 3 * nch, csize, ilen, done;
+	uint8_t *data = malloc(len);
+	uint32_t x = 88172645u;
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(data);
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		data[i] = (uint8_t)x;
+	}
+	fwrite(stream_hdr, 1, sizeof(stream_hdr), f);
+	put32(f, crc32_buf(stream_hdr + 6, 2, 0));
+	le32(bh + 8, crc32_buf(bh, 8, 0));
+	fwrite(bh, 1, sizeof(bh), f);
+	for (done = 0; done < len;) {
+		size_t n = len - done < 65536 ? len - done : 65536;
+
+		fputc(0x01, f); /* uncompressed chunk, dictionary reset */
+		fputc((int)((n - 1) >> 8), f);
+		fputc((int)((n - 1) & 0xFF), f);
+		fwrite(data + done, 1, n, f);
+		done += n;
+	}
+	fputc(0x00, f); /* end of LZMA2 data */
+	csize = end + 1;
+	for (size_t n = 12 + csize; n % 4; n++)
+		fputc(0, f); /* Block Padding */
+	put32(f, crc32_buf(data, len, 0) ^ (uint32_t)bad_check);
+
+	ilen = 1;
+	ilen += put_vli(idx + ilen, 1);
+	ilen += put_vli(idx + ilen, 12 + csize + 4);
+	ilen += put_vli(idx + ilen, len);
+	ilen = (ilen + 3) & ~(size_t)3;
+	fwrite(idx, 1, ilen, f);
+	put32(f, crc32_buf(idx, ilen, 0));
+	ilen += 4;
+	le32(foot, (uint32_t)(ilen / 4 - 1)); /* Backward Size */
+	foot[4] = 0;
+	foot[5] = 1; /* Stream Flags: CRC32 */
+	put32(f, crc32_buf(foot, 6, 0));
+	fwrite(foot, 1, 6, f);
+	fwrite("YZ", 1, 2, f);
+	ck_assert_int_eq(fclose(f), 0);
+	free(data);
+	return len;
+}
+
+/* Decodes a generated file fully and compares it with the original. */
+static void check_generated(const char *xzname, const char *origname, size_t chunk,
+			    struct xzdec_index **keep)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	uint8_t *orig, *out;
+	size_t olen;
+	uint64_t got;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), origname);
+	orig = slurp(path, &olen);
+	tpath(path, sizeof(path), xzname);
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_uint_eq(idx->usize, olen);
+	ck_assert_msg(decode_all(fd, idx, chunk, &out, &got, &e) == 0, "%s: %s @%llu", xzname,
+		      e.msg, (unsigned long long)e.coff);
+	ck_assert_uint_eq(got, olen);
+	ck_assert(memcmp(out, orig, olen) == 0);
+	free(out);
+	free(orig);
+	close(fd);
+	if (keep)
+		*keep = idx;
+	else
+		xzdec_index_free(idx);
+}
+
+START_TEST(test_index_many_blocks)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	uint64_t sum = 0;
+	struct stat st;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), "blocks.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_uint_eq(idx->nblocks, ORIG_SIZE / 65536);
+	ck_assert_uint_eq(idx->nstreams, 1);
+	ck_assert_uint_eq(idx->padding, 0);
+	ck_assert_uint_eq(idx->checks, 1u << XZDEC_CHECK_CRC64);
+	ck_assert_uint_eq(idx->csize, (uint64_t)st.st_size);
+	ck_assert_uint_eq(idx->blocks[0].coff, 12); /* right after the Stream Header */
+	for (size_t i = 0; i < idx->nblocks; i++) {
+		const struct xzdec_block *b = &idx->blocks[i];
+
+		ck_assert_uint_eq(b->uoff, sum);
+		if (i > 0)
+			ck_assert_uint_eq(b->coff, b[-1].coff + b[-1].csize);
+		ck_assert_uint_eq(b->csize, (b->unpadded + 3) & ~3ull);
+		ck_assert_uint_eq(b->stream, 0);
+		ck_assert_uint_eq(b->check, XZDEC_CHECK_CRC64);
+		sum += b->usize;
+	}
+	ck_assert_uint_eq(sum, ORIG_SIZE);
+	ck_assert_uint_eq(idx->usize, ORIG_SIZE);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_blocks_independent)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	uint8_t *orig, *buf;
+	size_t olen;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), "orig.txt");
+	orig = slurp(path, &olen);
+	tpath(path, sizeof(path), "blocks.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	buf = malloc(65536 + 1);
+	/* backwards, so no Block can lean on state left by the one before */
+	for (size_t i = idx->nblocks; i-- > 0;) {
+		const struct xzdec_block *b = &idx->blocks[i];
+		struct xzdec_dec *d;
+
+		ck_assert_int_eq(xzdec_dec_open(fd, b, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, buf, 65536 + 1, &e), (ssize_t)b->usize);
+		ck_assert(memcmp(buf, orig + b->uoff, b->usize) == 0);
+		ck_assert_uint_eq(xzdec_dec_tell(d), b->usize);
+		ck_assert_int_eq(xzdec_dec_read(d, buf, 65536, &e), 0);
+		xzdec_dec_close(d);
+	}
+	free(buf);
+	free(orig);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_small_reads)
+{
+	static const size_t sizes[] = {1, 3, 7, 4093, 65537, 11};
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_dec *d;
+	struct zerr e;
+	uint8_t *orig, *buf;
+	size_t olen, pos = 0, k = 0;
+	ssize_t n;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), "orig.txt");
+	orig = slurp(path, &olen);
+	tpath(path, sizeof(path), "one.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_uint_eq(idx->nblocks, 1);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+	buf = malloc(olen);
+	while ((n = xzdec_dec_read(d, buf + pos, sizes[k++ % 6], &e)) > 0) {
+		pos += (size_t)n;
+		ck_assert_uint_eq(xzdec_dec_tell(d), pos);
+		ck_assert_uint_le(pos, olen);
+		if (pos + 65537 > olen)
+			break; /* finish below with a read that is too big */
+	}
+	ck_assert_int_ge(n, 0);
+	n = xzdec_dec_read(d, buf + pos, olen - pos, &e);
+	ck_assert_int_eq(n, (ssize_t)(olen - pos));
+	ck_assert_int_eq(xzdec_dec_read(d, buf, 1, &e), 0);
+	ck_assert(memcmp(buf, orig, olen) == 0);
+	xzdec_dec_close(d);
+	free(buf);
+	free(orig);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_one_big_block)
+{
+	/* one 3 MiB Block from an 8 MiB dictionary header: capped, same bytes */
+	check_generated("one.xz", "orig.txt", ORIG_SIZE + 5, NULL);
+}
+END_TEST
+
+START_TEST(test_sizes_in_headers)
+{
+	struct xzdec_index *idx;
+
+	/* xz -T2 writes both sizes into each Block Header */
+	check_generated("sized.xz", "orig.txt", 10007, &idx);
+	ck_assert_uint_gt(idx->nblocks, 1);
+	xzdec_index_free(idx);
+}
+END_TEST
+
+START_TEST(test_two_streams_padding)
+{
+	struct xzdec_index *idx;
+
+	check_generated("two.xz", "orig.txt", 65536, &idx);
+	ck_assert_uint_eq(idx->nstreams, 2);
+	ck_assert_uint_eq(idx->padding, 4);
+	ck_assert_uint_eq(idx->checks, (1u << XZDEC_CHECK_CRC32) | (1u << XZDEC_CHECK_SHA256));
+	ck_assert_uint_eq(idx->blocks[0].stream, 0);
+	ck_assert_uint_eq(idx->blocks[0].check, XZDEC_CHECK_CRC32);
+	ck_assert_uint_eq(idx->blocks[idx->nblocks - 1].stream, 1);
+	ck_assert_uint_eq(idx->blocks[idx->nblocks - 1].check, XZDEC_CHECK_SHA256);
+	ck_assert_uint_eq(idx->blocks[idx->nblocks - 1].uoff, SPLIT);
+	xzdec_index_free(idx);
+}
+END_TEST
+
+START_TEST(test_check_types)
+{
+	static const struct {
+		const char *file;
+		uint32_t id;
+	} t[] = {{"none.xz", XZDEC_CHECK_NONE},
+		 {"crc32.xz", XZDEC_CHECK_CRC32},
+		 {"crc64.xz", XZDEC_CHECK_CRC64},
+		 {"sha256.xz", XZDEC_CHECK_SHA256}};
+	struct xzdec_index *idx;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		check_generated(t[i].file, "small.txt", 4096, &idx);
+		ck_assert_uint_eq(idx->checks, 1u << t[i].id);
+		ck_assert_uint_eq(idx->blocks[0].check, t[i].id);
+		xzdec_index_free(idx);
+	}
+}
+END_TEST
+
+/* The Check is verified before the read that returns the last byte. */
+START_TEST(test_check_mismatch_at_end)
+{
+	static const char *files[] = {"bad-1-check-crc32.xz", "bad-1-check-crc64.xz",
+				      "bad-1-check-sha256.xz"};
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_dec *d;
+	struct zerr e;
+	uint8_t buf[64];
+	int fd;
+
+	for (size_t i = 0; i < 3; i++) {
+		cpath(path, sizeof(path), files[i]);
+		ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+		ck_assert_uint_eq(idx->nblocks, 1);
+		ck_assert_uint_eq(idx->blocks[0].usize, 13);
+
+		ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, buf, sizeof(buf), &e), -EIO);
+		ck_assert_msg(strstr(e.msg, "Check mismatch"), "%s: %s", files[i], e.msg);
+		ck_assert_uint_eq(e.coff, idx->blocks[0].coff + idx->blocks[0].csize);
+		ck_assert_int_eq(xzdec_dec_read(d, buf, sizeof(buf), &e), -EIO);
+		xzdec_dec_close(d);
+
+		/* bytes short of the end come unverified; the last one does not */
+		ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, buf, 12, &e), 12);
+		ck_assert_int_eq(xzdec_dec_read(d, buf, 1, &e), -EIO);
+		xzdec_dec_close(d);
+		xzdec_index_free(idx);
+		close(fd);
+	}
+}
+END_TEST
+
+/*
+ * Handmade Blocks whose LZMA2 end marker lies 4 KiB .. 128 KiB into the
+ * data, so that for some input chunk size the last byte comes out before
+ * the Padding and Check have been read: they must be read anyway.
+ */
+START_TEST(test_check_before_last_byte)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_dec *d;
+	struct zerr e;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/hand.%d.xz", tmpdir, (int)getpid());
+	for (size_t end = 4096; end <= 131072; end *= 2) {
+		for (int bad = 0; bad <= 1; bad++) {
+			size_t len = write_handmade(path, end, bad);
+			uint8_t *buf = malloc(len);
+
+			ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+			ck_assert_uint_eq(idx->nblocks, 1);
+			ck_assert_uint_eq(idx->usize, len);
+
+			/* in one read */
+			ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+			ck_assert_int_eq(xzdec_dec_read(d, buf, len, &e),
+					 bad ? -EIO : (ssize_t)len);
+			xzdec_dec_close(d);
+
+			/* and with the last byte on its own */
+			ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+			ck_assert_int_eq(xzdec_dec_read(d, buf, len - 1, &e), (ssize_t)len - 1);
+			if (bad) {
+				ck_assert_int_eq(xzdec_dec_read(d, buf, 1, &e), -EIO);
+				ck_assert_str_eq(e.msg, "Check mismatch (CRC32)");
+			} else {
+				ck_assert_int_eq(xzdec_dec_read(d, buf, 1, &e), 1);
+				ck_assert_int_eq(xzdec_dec_read(d, buf, 1, &e), 0);
+			}
+			xzdec_dec_close(d);
+			xzdec_index_free(idx);
+			close(fd);
+			free(buf);
+		}
+	}
+	unlink(path);
+}
+END_TEST
+
+/* bad-2-index-2: the Index says 13+0 bytes where the data holds 6+7. */
+START_TEST(test_lying_index)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	int fd, ret, failed = 0;
+
+	cpath(path, sizeof(path), "bad-2-index-2.xz");
+	ret = open_index(path, &fd, &idx, &e);
+	if (ret) {
+		ck_assert_int_eq(ret, -EINVAL);
+		close(fd);
+		return;
+	}
+	for (size_t i = 0; i < idx->nblocks; i++) {
+		struct xzdec_dec *d;
+		/* exactly usize bytes, so ASan sees any write past them */
+		uint8_t *buf = malloc(idx->blocks[i].usize + 1);
+		ssize_t n;
+
+		ret = xzdec_dec_open(fd, &idx->blocks[i], &d, &e);
+		if (ret == 0) {
+			do
+				n = xzdec_dec_read(d, buf, idx->blocks[i].usize, &e);
+			while (n > 0);
+			if (n < 0) {
+				ck_assert_int_eq(n, -EIO);
+				failed = 1;
+			}
+		} else {
+			failed = 1;
+		}
+		xzdec_dec_close(d);
+		free(buf);
+	}
+	ck_assert_msg(failed, "a lying Index decoded without error");
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+/* An absurd Uncompressed Size costs neither memory nor a crash. */
+START_TEST(test_huge_uncomp)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_dec *d;
+	struct zerr e;
+	uint8_t buf[4096];
+	int fd;
+
+	cpath(path, sizeof(path), "bad-1-index-huge-uncomp.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_uint_gt(idx->usize, 1ull << 60);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, buf, sizeof(buf), &e), -EIO);
+	ck_assert_uint_eq(xzdec_dec_tell(d), 0);
+	xzdec_dec_close(d);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_bad_structure_einval)
+{
+	static const char *files[] = {"bad-0-header_magic.xz",
+				      "bad-0-footer_magic.xz",
+				      "bad-0-backward_size.xz",
+				      "bad-0-empty-truncated.xz",
+				      "bad-0pad-empty.xz",
+				      "bad-0cat-alone.xz",
+				      "bad-1-stream_flags-1.xz",
+				      "bad-2-index-3.xz",
+				      "bad-3-index-uncomp-overflow.xz"};
+	char path[PATH_MAX];
+	struct xzdec_index *idx = (void *)1;
+	struct zerr e;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		cpath(path, sizeof(path), files[i]);
+		ck_assert_msg(open_index(path, &fd, &idx, &e) == -EINVAL, "%s", files[i]);
+		ck_assert_ptr_null(idx);
+		ck_assert_str_ne(e.msg, "");
+		close(fd);
+	}
+}
+END_TEST
+
+START_TEST(test_index_memlimit)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	int fd;
+
+	/* its Index claims more records than 64 MiB may hold */
+	cpath(path, sizeof(path), "bad-0-index-1.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), -ENOMEM);
+	ck_assert_ptr_null(idx);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_unsupported_filter)
+{
+	static const char *files[] = {
+		"unsupported-block_header.xz", "unsupported-filter_flags-1.xz",
+		"unsupported-filter_flags-2.xz", "unsupported-filter_flags-3.xz"};
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_dec *d = (void *)1;
+	struct zerr e;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		cpath(path, sizeof(path), files[i]);
+		ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+		ck_assert_msg(xzdec_dec_open(fd, &idx->blocks[0], &d, &e) == -ENOTSUP, "%s",
+			      files[i]);
+		ck_assert_ptr_null(d);
+		xzdec_index_free(idx);
+		close(fd);
+	}
+}
+END_TEST
+
+START_TEST(test_unsupported_check)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	uint8_t *out;
+	uint64_t got;
+	int fd;
+
+	cpath(path, sizeof(path), "unsupported-check.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_uint_eq(idx->checks, 1u << 2);
+	ck_assert_str_eq(xzdec_check_name(idx->blocks[0].check), "Unknown-2");
+	ck_assert_int_eq(decode_all(fd, idx, 64, &out, &got, &e), 0);
+	ck_assert_uint_eq(got, 13);
+	ck_assert(memcmp(out, "Hello\nWorld!\n", 13) == 0);
+	free(out);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+/* Index entries that contradict the Block Header are caught. */
+START_TEST(test_header_disagrees)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_block b;
+	struct xzdec_dec *d;
+	struct zerr e;
+	uint8_t buf[64];
+	int fd;
+
+	/* both sizes in the header */
+	cpath(path, sizeof(path), "good-1-block_header-1.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	b = idx->blocks[0];
+	b.unpadded += 4;
+	b.csize += 4;
+	ck_assert_int_eq(xzdec_dec_open(fd, &b, &d, &e), -EIO);
+	ck_assert_str_eq(e.msg, "Block Header disagrees with Index");
+	b = idx->blocks[0];
+	b.usize = 12;
+	ck_assert_int_eq(xzdec_dec_open(fd, &b, &d, &e), -EIO);
+	ck_assert_str_eq(e.msg, "Block Header disagrees with Index");
+	xzdec_index_free(idx);
+	close(fd);
+
+	/* no sizes in the header: the data must match the Index's usize */
+	cpath(path, sizeof(path), "good-1-check-crc32.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	for (int delta = -1; delta <= 1; delta += 2) {
+		b = idx->blocks[0];
+		b.usize += (uint64_t)(int64_t)delta;
+		ck_assert_int_eq(xzdec_dec_open(fd, &b, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, buf, sizeof(buf), &e), -EIO);
+		xzdec_dec_close(d);
+	}
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_empty_block)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_dec *d;
+	struct zerr e;
+	uint8_t buf[16];
+	int fd;
+
+	cpath(path, sizeof(path), "good-1-empty-bcj-lzma2.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_uint_eq(idx->nblocks, 1);
+	ck_assert_uint_eq(idx->blocks[0].usize, 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, buf, sizeof(buf), &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, buf, sizeof(buf), &e), 0);
+	xzdec_dec_close(d);
+	xzdec_index_free(idx);
+	close(fd);
+
+	cpath(path, sizeof(path), "good-0catpad-empty.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_uint_eq(idx->nblocks, 0);
+	ck_assert_uint_eq(idx->nstreams, 2);
+	ck_assert_uint_eq(idx->padding, 4);
+	ck_assert_uint_eq(idx->usize, 0);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+/* A file that shrinks under us gives -EIO, not a bogus success. */
+START_TEST(test_truncated)
+{
+	char src[PATH_MAX], path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_dec *d;
+	struct zerr e;
+	struct stat st;
+	uint8_t buf[4096];
+	const struct xzdec_block *last;
+	ssize_t n;
+	int fd;
+
+	need_generated();
+	tpath(src, sizeof(src), "blocks.xz");
+	snprintf(path, sizeof(path), "%s/trunc.%d.xz", tmpdir, (int)getpid());
+	ck_assert_int_eq(sh("cp '%s' '%s'", src, path), 0);
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	last = &idx->blocks[idx->nblocks - 1];
+	ck_assert_int_eq(truncate(path, (off_t)(last->coff + last->csize / 2)), 0);
+
+	ck_assert_int_eq(xzdec_dec_open(fd, last, &d, &e), 0);
+	while ((n = xzdec_dec_read(d, buf, sizeof(buf), &e)) > 0)
+		;
+	ck_assert_int_eq(n, -EIO);
+	xzdec_dec_close(d);
+	xzdec_index_free(idx);
+
+	/* the footer is gone: the old size reads short, the new one is corrupt */
+	ck_assert_int_eq(xzdec_index_read(fd, (uint64_t)st.st_size, &idx, &e), -EIO);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(xzdec_index_read(fd, (uint64_t)st.st_size, &idx, &e), -EINVAL);
+	ck_assert_int_eq(xzdec_index_read(fd, 0, &idx, &e), -EINVAL);
+	ck_assert_int_eq(xzdec_index_read(-1, 100, &idx, &e), -EIO);
+	ck_assert_ptr_null(idx);
+	close(fd);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(test_check_name)
+{
+	ck_assert_str_eq(xzdec_check_name(XZDEC_CHECK_NONE), "None");
+	ck_assert_str_eq(xzdec_check_name(XZDEC_CHECK_CRC32), "CRC32");
+	ck_assert_str_eq(xzdec_check_name(XZDEC_CHECK_CRC64), "CRC64");
+	ck_assert_str_eq(xzdec_check_name(XZDEC_CHECK_SHA256), "SHA-256");
+	ck_assert_str_eq(xzdec_check_name(7), "Unknown-7");
+	ck_assert_str_eq(xzdec_check_name(15), "Unknown-15");
+	ck_assert_str_eq(xzdec_check_name(16), "Unknown");
+	xzdec_index_free(NULL);
+	xzdec_dec_close(NULL);
+}
+END_TEST
+
+struct row {
+	char *file, *expect, *sha256, *usize, *format, *index;
+};
+
+/* Calls fn for each xz row of EXPECTED.tsv whose expect column matches. */
+static int for_each_row(int want_error, void (*fn)(const struct row *))
+{
+	char path[PATH_MAX], *line = NULL;
+	size_t cap = 0;
+	int rows = 0;
+	FILE *f;
+
+	cpath(path, sizeof(path), "EXPECTED.tsv");
+	f = fopen(path, "r");
+	ck_assert_msg(f, "corpus is missing: %s", path);
+	while (getline(&line, &cap, f) > 0) {
+		char *col[10], *p = line;
+		struct row r;
+		int n = 0;
+
+		if (line[0] == '#')
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		while (n < 10 && (col[n] = strsep(&p, "\t")))
+			n++;
+		ck_assert_int_eq(n, 10);
+		r = (struct row){col[0], col[1], col[2], col[3], col[7], col[8]};
+		if (strcmp(r.format, "xz") != 0 || (strcmp(r.expect, "error") == 0) != want_error)
+			continue;
+		fn(&r);
+		rows++;
+	}
+	free(line);
+	fclose(f);
+	return rows;
+}
+
+static void good_row(const struct row *r)
+{
+	char path[PATH_MAX], hex[65];
+	struct xzdec_index *idx;
+	struct zerr e;
+	uint8_t *out;
+	uint64_t got;
+	int fd;
+
+	cpath(path, sizeof(path), r->file);
+	ck_assert_msg(open_index(path, &fd, &idx, &e) == 0, "%s: %s", r->file, e.msg);
+	ck_assert_msg(decode_all(fd, idx, 1000, &out, &got, &e) == 0, "%s: %s", r->file, e.msg);
+	ck_assert_msg(got == strtoull(r->usize, NULL, 10), "%s: size", r->file);
+	sha256_hex(out, got, hex);
+	ck_assert_msg(strcmp(hex, r->sha256) == 0, "%s: sha256", r->file);
+	free(out);
+	xzdec_index_free(idx);
+	close(fd);
+}
+
+START_TEST(test_corpus_good)
+{
+	ck_assert_int_eq(for_each_row(0, good_row), 23);
+}
+END_TEST
+
+/* Never a full success, and failing at Index time exactly when xz -l does. */
+static void bad_row(const struct row *r)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	uint64_t got;
+	int fd, ret;
+
+	cpath(path, sizeof(path), r->file);
+	ret = open_index(path, &fd, &idx, &e);
+	if (strncmp(r->index, "fail:", 5) == 0) {
+		ck_assert_msg(ret < 0, "%s: Index accepted", r->file);
+		ck_assert_ptr_null(idx);
+		ck_assert_msg(e.msg[0], "%s: no message", r->file);
+	} else {
+		ck_assert_msg(ret == 0, "%s: %s", r->file, e.msg);
+		ret = decode_all(fd, idx, 4096, NULL, &got, &e);
+		ck_assert_msg(ret == -EIO || ret == -ENOTSUP, "%s: decoded (%d)", r->file, ret);
+		ck_assert_msg(e.msg[0], "%s: no message", r->file);
+		xzdec_index_free(idx);
+	}
+	close(fd);
+}
+
+START_TEST(test_corpus_bad)
+{
+	ck_assert_int_eq(for_each_row(1, bad_row), 48);
+}
+END_TEST
+
+static int gen_fixtures(void)
+{
+	char orig[PATH_MAX];
+	const char *t = tmpdir;
+
+	tpath(orig, sizeof(orig), "orig.txt");
+	if (gen_text(orig, ORIG_SIZE))
+		return -1;
+	if (sh("cd '%s' && xz -T1 -c --block-size=65536 orig.txt > blocks.xz"
+	       " && xz -T1 -c orig.txt > one.xz"
+	       " && xz -T2 -c --block-size=65536 orig.txt > sized.xz"
+	       " && head -c %u orig.txt | xz -T1 -c --check=crc32 > s1.xz"
+	       " && tail -c +%u orig.txt | xz -T1 -c --check=sha256 > s2.xz"
+	       " && head -c 4 /dev/zero > pad && cat s1.xz pad s2.xz > two.xz"
+	       " && head -c %u orig.txt > small.txt"
+	       " && for c in none crc32 crc64 sha256; do"
+	       "    xz -T1 -c --check=$c small.txt > $c.xz || exit 1; done",
+	       t, SPLIT, SPLIT + 1, SMALL_SIZE))
+		return -1;
+	return 0;
+}
+
+static Suite *xzdec_suite(void)
+{
+	Suite *s = suite_create("xzdec");
+	struct {
+		const char *name;
+		const TTest *test;
+	} t[] = {
+		{"index_many_blocks", test_index_many_blocks},
+		{"blocks_independent", test_blocks_independent},
+		{"small_reads", test_small_reads},
+		{"one_big_block", test_one_big_block},
+		{"sizes_in_headers", test_sizes_in_headers},
+		{"two_streams_padding", test_two_streams_padding},
+		{"check_types", test_check_types},
+		{"check_mismatch_at_end", test_check_mismatch_at_end},
+		{"check_before_last_byte", test_check_before_last_byte},
+		{"lying_index", test_lying_index},
+		{"huge_uncomp", test_huge_uncomp},
+		{"bad_structure_einval", test_bad_structure_einval},
+		{"index_memlimit", test_index_memlimit},
+		{"unsupported_filter", test_unsupported_filter},
+		{"unsupported_check", test_unsupported_check},
+		{"header_disagrees", test_header_disagrees},
+		{"empty_block", test_empty_block},
+		{"truncated", test_truncated},
+		{"check_name", test_check_name},
+		{"corpus_good", test_corpus_good},
+		{"corpus_bad", test_corpus_bad},
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		TCase *tc = tcase_create(t[i].name);
+
+		tcase_set_timeout(tc, 120);
+		tcase_add_test(tc, t[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : getenv("ZMOUNT_CORPUS");
+	const char *tmp = getenv("TMPDIR");
+	SRunner *sr;
+	int failed;
+
+	if ((size_t)snprintf(corpus, sizeof(corpus), "%s/xz-utils",
+			     dir ? dir : "/work/shared/corpus") >= sizeof(corpus) ||
+	    (size_t)snprintf(tmpdir, sizeof(tmpdir), "%s/check_xzdec.XXXXXX", tmp ? tmp : "/tmp") >=
+		    sizeof(tmpdir)) {
+		fprintf(stderr, "check_xzdec: path too long\n");
+		return 1;
+	}
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	gen_ok = gen_fixtures() == 0;
+	if (!gen_ok)
+		fprintf(stderr, "check_xzdec: could not generate fixtures in %s\n", tmpdir);
+
+	sr = srunner_create(xzdec_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	sh("rm -rf '%s'", tmpdir);
+	return failed != 0;
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what zmount needs to build and test on Debian 12.  Idempotent.
+set -euo pipefail
+pkgs=(cmake make gcc pkg-config libfuse3-dev fuse3 liblzma-dev zlib1g-dev check
+      xz-utils gzip pigz tabix python3 coreutils perl)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

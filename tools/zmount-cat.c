@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zmount-cat FILE [OFFSET [LENGTH]]: writes uncompressed bytes of an .xz or
+ * .gz file to stdout through the same reader the daemon uses.  Exit status:
+ * 0 done, 1 bad usage or not an archive, 2 a read failed (logged on stderr).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bcache.h"
+#include "reader.h"
+
+#define CACHE_SIZE (64u << 20)
+#define BUF (1u << 20)
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	return (errno || end == s || *end || s[0] == '-') ? -1 : 0;
+}
+
+static int write_all(const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(STDOUT_FILENO, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int main(int argc, char *argv[])
+{
+	uint64_t off = 0, len = UINT64_MAX;
+	struct reader_opts ro;
+	struct bcache *cache = NULL;
+	struct reader *r = NULL;
+	char *buf = malloc(BUF);
+	int ret;
+
+	if (argc < 2 || argc > 4 || (argc > 2 && parse_u64(argv[2], &off)) ||
+	    (argc > 3 && parse_u64(argv[3], &len))) {
+		fprintf(stderr, "usage: zmount-cat FILE [OFFSET [LENGTH]]\n");
+		return 1;
+	}
+	reader_opts_default(&ro, CACHE_SIZE);
+	if (!buf || bcache_new(CACHE_SIZE, &cache) < 0) {
+		fprintf(stderr, "zmount-cat: out of memory\n");
+		return 1;
+	}
+	ret = reader_open(argv[1], cache, &ro, &r);
+	if (ret == -ENOTSUP)
+		fprintf(stderr, "zmount-cat: %s: not an xz or gzip file\n", argv[1]);
+	if (ret < 0) {
+		ret = ret == -ENOTSUP ? 1 : 2;
+		goto out;
+	}
+	while (len > 0) {
+		ssize_t n = reader_pread(r, buf, len < BUF ? (size_t)len : BUF, off);
+
+		if (n < 0) {
+			fprintf(stderr, "zmount-cat: %s: offset %" PRIu64 ": %s\n", argv[1], off,
+				strerror((int)-n));
+			ret = 2;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (write_all(buf, (size_t)n) < 0) {
+			fprintf(stderr, "zmount-cat: write: %s\n", strerror(errno));
+			ret = 2;
+			goto out;
+		}
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	ret = 0;
+out:
+	reader_close(r);
+	bcache_free(cache);
+	free(buf);
+	return ret;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zmount-info FILE...: what the reader sees in each archive: format,
+ * Streams or members, Blocks or checkpoints, sizes.  Builds the index the
+ * daemon would (for gzip that is a full pass, which also verifies CRCs).
+ * Exit status: 0 all readable, 1 bad usage, 2 some file failed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bcache.h"
+#include "reader.h"
+
+static void checks(uint32_t mask, char *out, size_t len)
+{
+	static const struct {
+		unsigned id;
+		const char *name;
+	} names[] = { { 0, "None" }, { 1, "CRC32" }, { 4, "CRC64" }, { 10, "SHA-256" } };
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (unsigned id = 0; id < 32 && used < len; id++) {
+		const char *name = NULL;
+		char other[16];
+
+		if (!(mask & (1u << id)))
+			continue;
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (names[i].id == id)
+				name = names[i].name;
+		if (!name) {
+			snprintf(other, sizeof(other), "Unknown-%u", id);
+			name = other;
+		}
+		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "," : "", name);
+	}
+}
+
+int main(int argc, char *argv[])
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	int status = 0;
+
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		fprintf(stderr, "usage: zmount-info FILE...\n");
+		return 1;
+	}
+	reader_opts_default(&ro, 64u << 20);
+	if (bcache_new(64u << 20, &cache) < 0)
+		return 2;
+	for (int i = 1; i < argc; i++) {
+		struct reader_info in;
+		struct reader *r;
+		char ck[128];
+		int ret = reader_open(argv[i], cache, &ro, &r);
+
+		if (ret < 0) {
+			printf("%s\terror\t%s\n", argv[i],
+			       ret == -ENOTSUP ? "not an xz or gzip file" : strerror(-ret));
+			status = 2;
+			continue;
+		}
+		reader_get_info(r, &in);
+		if (in.fmt == PROBE_XZ) {
+			checks(in.checks, ck, sizeof(ck));
+			printf("%s\txz\tstreams=%" PRIu64 "\tblocks=%" PRIu64 "\tcompressed=%" PRIu64
+			       "\tuncompressed=%" PRIu64 "\tmax_block=%" PRIu64 "\tcheck=%s\tpadding=%" PRIu64 "\n",
+			       argv[i], in.streams, in.blocks, in.csize, in.usize, in.max_block, ck,
+			       in.padding);
+		} else {
+			printf("%s\tgzip\tmembers=%" PRIu64 "\tcheckpoints=%" PRIu64
+			       "\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64 "\tmax_span=%" PRIu64
+			       "\ttrailing=%" PRIu64 "\n",
+			       argv[i], in.streams, in.blocks, in.csize, in.usize, in.max_block, in.padding);
+		}
+		reader_close(r);
+	}
+	bcache_free(cache);
+	return status;
+}
