@@ -219,6 +219,9 @@ static int bld_member_end(struct gz_build *b)
 		idx->members++;
 		return 1;
 	}
+	/* gzip also reads compress, pack and LZH members there, which we cannot. */
+	if (n == 2 && m[0] == 0x1F && (m[1] == 0x9D || m[1] == 0x9E || m[1] == 0x1E || m[1] == 0xA0))
+		return zerr_set(b->err, -EINVAL, off, "unsupported member format after the gzip data");
 	zero = m[0] == 0 ? bld_all_zero(b, off) : 0;
 	if (zero < 0)
 		return zero;
@@ -276,6 +279,43 @@ static void bld_free(struct gz_build *b)
 	free(b->ring);
 	free(b->lin);
 	free(b->wz);
+}
+
+int gzdec_header_check(int fd, uint64_t size, struct zerr *err)
+{
+	unsigned char in[4096], out[1];
+	z_stream zs = { 0 };
+	uint64_t off = 0;
+	int ret;
+
+	if (inflateInit2(&zs, 31) != Z_OK)
+		return zerr_set(err, -ENOMEM, 0, "inflateInit2 failed");
+	/* Z_BLOCK makes inflate stop right after the header, before any data. */
+	for (;;) {
+		ssize_t n = gz_pread(fd, in, sizeof(in), off, size);
+
+		if (n <= 0) {
+			ret = gz_readerr(err, -EINVAL, n, off);
+			break;
+		}
+		zs.next_in = in;
+		zs.avail_in = (uInt)n;
+		zs.next_out = out;
+		zs.avail_out = sizeof(out);
+		int zret = inflate(&zs, Z_BLOCK);
+
+		off += (uint64_t)n - zs.avail_in;
+		if (zret != Z_OK && zret != Z_BUF_ERROR) {
+			ret = gz_zerr(err, &zs, zret, -EINVAL, off, "gzip header");
+			break;
+		}
+		if ((zs.data_type & 128) || zs.total_out > 0) {
+			ret = off < size ? 0 : zerr_set(err, -EINVAL, off, "no data after the gzip header");
+			break;
+		}
+	}
+	inflateEnd(&zs);
+	return ret;
 }
 
 int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index **out,

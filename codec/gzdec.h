@@ -19,7 +19,10 @@
  *  - zero bytes: accepted silently (trailing = GZDEC_TRAIL_ZEROS);
  *  - anything not starting with 1F 8B: accepted, trailing = GZDEC_TRAIL_GARBAGE
  *    (gzip says "trailing garbage ignored"; callers may log it);
- *  - bytes starting with 1F 8B are a member, and fail if it is not valid.
+ *  - bytes starting with 1F 8B are a member, and fail if it is not valid;
+ *  - 1F 9D, 1F 9E, 1F 1E, 1F A0 (compress, old gzip, pack, LZH members,
+ *    which gzip would decode) fail as unsupported, rather than being
+ *    dropped as garbage.
  *
  * Threads: a gzdec_index is immutable once built and may be shared.  Every
  * call does its own pread on a caller-owned fd and keeps no state between
@@ -74,6 +77,15 @@ struct gzdec_index {
  */
 int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index **out,
 		      struct zerr *err);
+
+/*
+ * Checks, cheaply, that fd starts with a readable gzip member header (magic,
+ * method, flags, FEXTRA/FNAME/FCOMMENT within the file, FHCRC) followed by
+ * at least one byte of deflate data.  Reads at most the header's size.
+ * Returns 0, or with err set: -EINVAL (not a readable gzip header), -ENOMEM,
+ * -EIO (pread failed).
+ */
+int gzdec_header_check(int fd, uint64_t size, struct zerr *err);
 
 /* Frees an index and its windows.  Accepts NULL. */
 void gzdec_index_free(struct gzdec_index *idx);

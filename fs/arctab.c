@@ -27,6 +27,7 @@ struct arc {
 	int err;
 	/* Protected by arctab.lock. */
 	int refs;              /* the table's own counts as one while hooked */
+	int opens;             /* handles reading it; r has an fd while > 0 */
 	bool opening;
 	bool hooked;
 	struct arc *next;
@@ -165,6 +166,8 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 
 	ret = open_same(dirfd, rel, st);
 	a->err = ret < 0 ? ret : reader_open_fd(ret, rel, t->cache, t->opts, &a->r);
+	if (a->r)
+		reader_detach(a->r); /* no handle yet: hold no descriptor */
 
 	pthread_mutex_lock(&t->lock);
 	a->opening = false;
@@ -186,6 +189,30 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 	}
 	pthread_mutex_unlock(&t->lock);
 	return ret;
+}
+
+int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	if (a->opens == 0) {
+		int fd = openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+		ret = fd < 0 ? -errno : reader_attach(a->r, fd);
+	}
+	if (ret == 0)
+		a->opens++;
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void arctab_close(struct arctab *t, struct arc *a)
+{
+	pthread_mutex_lock(&t->lock);
+	if (--a->opens == 0)
+		reader_detach(a->r);
+	pthread_mutex_unlock(&t->lock);
 }
 
 void arctab_put(struct arctab *t, struct arc *a)

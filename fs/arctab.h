@@ -9,6 +9,10 @@
  * longer matches gets a new reader, while handles already open keep the old
  * one, so a reader never mixes two versions of a file.
  *
+ * An archive holds a file descriptor only while it has open handles
+ * (arctab_open .. arctab_close), so the number of descriptors is bounded by
+ * the files users hold open, not by the files they have listed or stat'ed.
+ *
  * Threads: any thread may call anything but arctab_free.  Two threads that
  * want the same unindexed archive index it once; the other one waits.
  */
@@ -38,6 +42,17 @@ void arctab_free(struct arctab *t);
  */
 int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
 	       struct arc **out);
+
+/*
+ * Prepares a (non-corrupt) archive for reading: the first open handle
+ * reopens rel (relative to dirfd, never followed) and checks it is still the
+ * version indexed.  Returns 0, -ESTALE if the file changed since (look it
+ * up again), or -errno from openat (EMFILE, ...).
+ */
+int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel);
+
+/* Ends what arctab_open began; the last one closes the descriptor. */
+void arctab_close(struct arctab *t, struct arc *a);
 
 /* Releases a reference.  Accepts NULL. */
 void arctab_put(struct arctab *t, struct arc *a);

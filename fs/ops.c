@@ -85,6 +85,34 @@ static int op_readlink(const char *path, char *buf, size_t size)
 	return 0;
 }
 
+/* Opens the archive behind node for reading into h. */
+static int open_archive(struct ops_ctx *c, const char *path, struct tree_node *node,
+			struct handle *h)
+{
+	/* A file replaced between our stat and our open is simply looked up again. */
+	for (int tries = 0; tries < 3; tries++) {
+		int ret = tries ? tree_resolve(c->tree, path, node) : 0;
+
+		if (ret == 0 && node->kind != TREE_ARCHIVE)
+			ret = -ESTALE;
+		if (ret == 0)
+			ret = arctab_get(c->arcs, tree_root_fd(c->tree), node->rel, &node->st, &h->arc);
+		if (ret < 0)
+			return ret == -ENOTSUP ? -EIO : ret;
+		if (!arc_reader(h->arc))
+			ret = -EIO; /* logged once, when it was indexed */
+		else
+			ret = arctab_open(c->arcs, h->arc, tree_root_fd(c->tree), node->rel);
+		if (ret == 0)
+			return 0;
+		arctab_put(c->arcs, h->arc);
+		h->arc = NULL;
+		if (ret != -ESTALE)
+			return ret;
+	}
+	return -EIO;
+}
+
 static int op_open(const char *path, struct fuse_file_info *fi)
 {
 	struct ops_ctx *c = ctx();
@@ -102,9 +130,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		return -ENOMEM;
 	h->fd = -1;
 	if (node.kind == TREE_ARCHIVE) {
-		ret = arctab_get(c->arcs, tree_root_fd(c->tree), node.rel, &node.st, &h->arc);
-		if (ret == 0 && !arc_reader(h->arc))
-			ret = -EIO; /* logged once, when it was indexed */
+		ret = open_archive(c, path, &node, h);
 		/* Unchanged archives keep their page cache across opens. */
 		fi->keep_cache = 1;
 	} else if (S_ISREG(node.st.st_mode)) {
@@ -114,9 +140,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		ret = -EACCES;
 	}
 	if (ret < 0) {
-		arctab_put(c->arcs, h->arc);
 		free(h);
-		return ret == -ENOTSUP ? -EIO : ret;
+		return ret;
 	}
 	fi->fh = (uintptr_t)h;
 	return 0;
@@ -155,7 +180,10 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	struct handle *h = handle_of(fi);
 
 	(void)path;
-	arctab_put(ctx()->arcs, h->arc);
+	if (h->arc) {
+		arctab_close(ctx()->arcs, h->arc);
+		arctab_put(ctx()->arcs, h->arc);
+	}
 	if (h->fd >= 0)
 		close(h->fd);
 	free(h);

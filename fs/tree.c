@@ -154,18 +154,17 @@ static int probe_candidate(void *vctx, size_t i)
 	struct arc *a;
 	int fd, ret;
 
+	if (join(rel, sizeof(rel), c->rel, name) < 0)
+		return 0;
 	fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return 0;
-	ret = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? probe_fd(fd, &fmt) : -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		fmt = reader_probe(fd, rel);
 	close(fd);
-	if (ret < 0 || fmt == PROBE_NONE)
-		return 0;
-	if (fmt == PROBE_GZIP)
-		return 1; /* gzip is only indexed when its size is needed */
+	if (fmt != PROBE_XZ)
+		return fmt == PROBE_GZIP; /* gzip is only indexed when its size is needed */
 	/* xz: the Index is cheap to read and decides whether it is shown raw. */
-	if (join(rel, sizeof(rel), c->rel, name) < 0)
-		return 0;
 	if (arctab_get(c->t->arcs, c->t->root, rel, &st, &a) < 0)
 		return 0;
 	ret = arc_reader(a) != NULL;

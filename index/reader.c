@@ -234,6 +234,42 @@ void reader_close(struct reader *r)
 	free(r);
 }
 
+void reader_detach(struct reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+}
+
+int reader_attach(struct reader *r, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !reader_matches(r, &st)) {
+		close(fd);
+		return -ESTALE;
+	}
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = fd;
+	return 0;
+}
+
+enum probe_fmt reader_probe(int fd, const char *name)
+{
+	enum probe_fmt fmt;
+	struct zerr err = { 0 };
+	struct stat st;
+
+	if (probe_fd(fd, &fmt) < 0 || fmt != PROBE_GZIP)
+		return fmt == PROBE_XZ ? PROBE_XZ : PROBE_NONE;
+	if (fstat(fd, &st) == 0 && gzdec_header_check(fd, (uint64_t)st.st_size, &err) == 0)
+		return PROBE_GZIP;
+	zlog(ZLOG_WARN, "%s: not readable as gzip (at offset %" PRIu64 "): %s; shown as it is",
+	     name, err.coff, err.msg[0] ? err.msg : "cannot stat");
+	return PROBE_NONE;
+}
+
 uint64_t reader_size(const struct reader *r)
 {
 	return cmap_size(&r->map);

@@ -91,6 +91,29 @@ void reader_get_info(const struct reader *r, struct reader_info *info);
 /* The source's stat at open: device, inode, size and times identify it. */
 const struct stat *reader_stat(const struct reader *r);
 
+/*
+ * Closes the reader's fd and keeps its block map, so an indexed archive that
+ * nobody has open holds no descriptor.  The caller guarantees that no
+ * reader_pread runs until reader_attach.
+ */
+void reader_detach(struct reader *r);
+
+/*
+ * Gives a detached reader an fd again (taken over).  Returns 0, or -ESTALE
+ * (fd closed) if fd's file is not the version that was indexed.
+ * Same rule as reader_detach: no reader_pread may run meanwhile.
+ */
+int reader_attach(struct reader *r, int fd);
+
+/*
+ * The cheap part of the naming rules: returns the format of the file on fd
+ * if its magic says xz, or if it is gzip with a readable first member header;
+ * else PROBE_NONE, with a log line (naming it by name) when the magic said
+ * gzip but the header is unreadable.  xz files still need reader_open to
+ * know whether their Index is readable.
+ */
+enum probe_fmt reader_probe(int fd, const char *name);
+
 /* True if st (a fresh stat of the source path) still names the opened file unchanged. */
 int reader_matches(const struct reader *r, const struct stat *st);
 
