@@ -20,6 +20,7 @@
 #include "ops.h"
 #include <fuse_lowlevel.h>
 #include "opts.h"
+#include "pool.h"
 #include "reader.h"
 #include "tree.h"
 #include "zlog.h"
@@ -53,6 +54,7 @@ static void usage(FILE *out)
 		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G)\n"
 		"  -o span=SIZE        gzip checkpoint spacing (default 1M; 64K..64M)\n"
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
+		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
 		"FUSE options:\n"
 		"  -f                  stay in the foreground, log to stderr\n"
@@ -140,6 +142,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	       int single)
 {
 	struct reader_opts ropts;
+	struct pool *pool = NULL;
 	struct bcache *cache = NULL;
 	struct arctab *arcs = NULL;
 	struct ops_ctx octx = { 0 };
@@ -166,6 +169,10 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		goto out_fuse;
 	if (fuse_daemonize(foreground) != 0)
 		goto out_unmount;
+	/* Workers start after daemonizing: fork keeps only the calling thread. */
+	if (pool_new(cli->opts.threads, 4096, &pool) < 0)
+		goto out_unmount;
+	ropts.pool = pool;
 	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
 		goto out_unmount;
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
@@ -187,7 +194,8 @@ out_fuse:
 out_tree:
 	tree_free(octx.tree);
 out_cache:
-	arctab_free(arcs);
+	arctab_free(arcs); /* waits for the readers' queued jobs */
+	pool_free(pool);
 	bcache_free(cache);
 	return ret;
 }

@@ -27,6 +27,9 @@ int names_strip(const char *name, char *out, size_t outlen)
 	}
 	if (stem + strlen(add) + 1 > outlen)
 		return 0;
+	/* "..gz" must not become "." */
+	if (!*add && ((stem == 1 && name[0] == '.') || (stem == 2 && name[0] == '.' && name[1] == '.')))
+		return 0;
 	memcpy(out, name, stem);
 	strcpy(out + stem, add);
 	return 1;
@@ -91,11 +94,12 @@ int names_resolve(struct names_ent *ents, size_t n,
 		claims[nclaims++].ent = i;
 	}
 	qsort_r(claims, nclaims, sizeof(*claims), by_visible_then_source, ents);
-	for (size_t i = 0; i < nclaims; i++) {
-		if (i > 0 && strcmp(claims[i].visible, claims[i - 1].visible) == 0) {
+	for (size_t i = 0, win = 0; i < nclaims; i++) {
+		if (i > 0 && strcmp(claims[i].visible, claims[win].visible) == 0) {
 			free(claims[i].visible); /* a loser: keeps its own name */
 			continue;
 		}
+		win = i;
 		ents[claims[i].ent].visible = claims[i].visible;
 	}
 	nclaims = 0;

@@ -18,8 +18,8 @@
 
 /*
  * Writes the visible name of an archive called name into out (outlen
- * bytes).  Returns 1 if name has an archive suffix and a non-empty stem,
- * else 0 (out untouched).  Returns 0 too if out is too small.
+ * bytes).  Returns 1 if name has an archive suffix and a stem that is not
+ * empty, "." or ".."; else 0 (out untouched), also if out is too small.
  */
 int names_strip(const char *name, char *out, size_t outlen);
 

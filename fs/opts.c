@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "zlog.h"
 
@@ -49,6 +50,8 @@ void opts_default(struct opts *o)
 	o->span = OPTS_DEFAULT_SPAN;
 	o->log_level = ZLOG_INFO;
 	o->timeout = 1.0;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	o->threads = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
 
 static int sized(const char *val, uint64_t lo, uint64_t hi, uint64_t *out, const char *key,
@@ -78,6 +81,16 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 			     msglen);
 	if (KEY("span"))
 		return sized(val, 64ull << 10, 64ull << 20, &o->span, "span", msg, msglen);
+	if (KEY("threads")) {
+		uint64_t n;
+
+		if (opts_size(val, &n) < 0 || n < 1 || n > 256 || strspn(val, "0123456789") != strlen(val)) {
+			snprintf(msg, msglen, "bad threads '%s': give a number from 1 to 256", val);
+			return -EINVAL;
+		}
+		o->threads = (unsigned)n;
+		return 1;
+	}
 	if (KEY("timeout")) {
 		char *end;
 		double t = strtod(val, &end);

@@ -18,6 +18,7 @@ struct opts {
 	uint64_t span;       /* gzip checkpoint spacing */
 	int log_level;       /* enum zlog_level */
 	double timeout;      /* seconds the kernel caches entries and attributes */
+	unsigned threads;    /* decode workers for read-ahead */
 };
 
 /*
@@ -28,7 +29,7 @@ struct opts {
  */
 int opts_size(const char *s, uint64_t *out);
 
-/* Fills the defaults. */
+/* Fills the defaults (threads: the number of online CPUs). */
 void opts_default(struct opts *o);
 
 /*
@@ -36,7 +37,7 @@ void opts_default(struct opts *o);
  * applied, 0 if it is not ours (pass it on to FUSE), or -EINVAL with a
  * one-line reason in msg (msglen bytes).
  * Keys: cache_size (>= 1M), span (64K..64M), timeout (0..3600 seconds),
- * log_level (error, warning, info, debug).
+ * threads (1..256), log_level (error, warning, info, debug).
  */
 int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen);
 

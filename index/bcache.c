@@ -238,30 +238,33 @@ static int start_fill(struct bcache *c, struct bcache_ent *e, struct bcache_ent 
 int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
 {
 	struct bcache_ent *e, *victims;
-	bool waited = false;
 
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
-	for (;;) {
-		e = find(c, id, no);
-		if (!e || e->state != ENT_FILLING)
-			break;
-		/* Keep it alive while we sleep: a failed fill frees at the last put. */
+	e = find(c, id, no);
+	if (e && e->state == ENT_FILLING) {
+		/* Our reference keeps it alive even if it leaves the table meanwhile. */
 		e->refs++;
-		if (!waited)
-			c->st.waits++;
-		waited = true;
+		c->st.waits++;
 		while (e->state == ENT_FILLING)
 			pthread_cond_wait(&c->filled, &c->lock);
 		if (e->state == ENT_FAILED) {
 			int err = e->err;
+			bool dead = --e->refs == 0;
 
-			if (--e->refs == 0)
-				ent_free(e);
 			pthread_mutex_unlock(&c->lock);
+			if (dead)
+				ent_free(e);
 			return err;
 		}
-		e->refs--;
+		c->st.hits++; /* served without decoding, like any hit */
+		if (e->in_table) {
+			lru_unlink(c, e);
+			lru_push(c, e);
+		}
+		pthread_mutex_unlock(&c->lock);
+		*out = e;
+		return 0;
 	}
 	if (e) {
 		e->refs++;
@@ -332,7 +335,8 @@ void bcache_done(struct bcache *c, struct bcache_ent *e, int err)
 	pthread_mutex_lock(&c->lock);
 	if (err == 0) {
 		e->state = ENT_READY;
-		lru_push(c, e);
+		if (e->in_table) /* else dropped while in flight: freed at the last put */
+			lru_push(c, e);
 	} else {
 		if (e->in_table)
 			unlink_ent(c, e);
@@ -373,9 +377,9 @@ void bcache_drop(struct bcache *c, uint64_t id)
 
 		for (; e; e = next) {
 			next = e->hnext;
-			if (e->id != id || e->state != ENT_READY)
+			if (e->id != id)
 				continue;
-			unlink_ent(c, e);
+			unlink_ent(c, e); /* an entry in flight is freed at its filler's put */
 			if (e->refs == 0) {
 				e->hnext = victims;
 				victims = e;

@@ -30,7 +30,7 @@ struct bcache_stats {
 	size_t budget;      /* bytes */
 	size_t used;        /* bytes of data in the table, in flight included */
 	size_t entries;     /* entries in the table */
-	uint64_t hits;
+	uint64_t hits;      /* gets served without decoding, waits included */
 	uint64_t misses;    /* fills started */
 	uint64_t waits;     /* gets that waited for another thread's fill */
 	uint64_t evictions;
@@ -80,7 +80,11 @@ void bcache_done(struct bcache *c, struct bcache_ent *e, int err);
 /* Releases a reference taken by get or claim.  Accepts NULL. */
 void bcache_put(struct bcache *c, struct bcache_ent *e);
 
-/* Removes every entry of archive id; referenced ones are freed at their last put. */
+/*
+ * Removes every entry of archive id, in flight or ready; referenced ones are
+ * freed at their last put, and a fill in progress completes for its waiters
+ * but is not kept.
+ */
 void bcache_drop(struct bcache *c, uint64_t id);
 
 /* The entry's bytes.  Valid while the caller holds its reference. */

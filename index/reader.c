@@ -26,6 +26,7 @@
 #include "bcache.h"
 #include "cmap.h"
 #include "gzdec.h"
+#include "pool.h"
 #include "xzdec.h"
 #include "zlog.h"
 
@@ -34,6 +35,10 @@
 #define XZ_KNOWN_CHECKS                                                                 \
 	(1u << XZDEC_CHECK_NONE | 1u << XZDEC_CHECK_CRC32 | 1u << XZDEC_CHECK_CRC64 |    \
 	 1u << XZDEC_CHECK_SHA256)
+/* Sequential streams tracked per archive, as the kernel's read-ahead does per file. */
+#define NSTREAMS 4
+/* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
+#define SEQ_SLACK (1u << 20)
 /* A gzip span this large means one huge deflate block: not randomly readable. */
 #define GZ_MAX_UNIT (256u << 20)
 
@@ -62,8 +67,15 @@ struct reader {
 	size_t parked_k;
 
 	pthread_mutex_t lock;
+	pthread_cond_t idle;         /* jobs reached 0 */
 	/* Protected by lock. */
 	uint8_t *bad;                /* per map entry: failed and logged */
+	unsigned jobs;               /* read-ahead jobs queued or running */
+	struct {
+		uint64_t end;        /* where the stream's last read ended */
+		uint64_t ahead;      /* read-ahead queued up to here */
+	} streams[NSTREAMS];
+	unsigned next_stream;        /* slot to reuse for a new stream */
 	bool changed;                /* the source changed in place: all misses fail */
 };
 
@@ -76,6 +88,10 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	if (o->whole_max < (1u << 20))
 		o->whole_max = 1u << 20;
 	o->slice = 2u << 20;
+	o->pool = NULL;
+	o->readahead = cache_size / 8;
+	if (o->readahead > (32u << 20))
+		o->readahead = 32u << 20;
 }
 
 static int build_xz(struct reader *r)
@@ -176,6 +192,7 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->idle, NULL);
 	pthread_mutex_init(&r->stream, NULL);
 	r->fd = fd;
 	r->cache = cache;
@@ -214,10 +231,19 @@ fail:
 	return ret;
 }
 
+static void drain(struct reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->jobs > 0)
+		pthread_cond_wait(&r->idle, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+}
+
 void reader_close(struct reader *r)
 {
 	if (!r)
 		return;
+	drain(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
 	xzdec_dec_close(r->parked);
@@ -229,6 +255,7 @@ void reader_close(struct reader *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->idle);
 	pthread_mutex_destroy(&r->stream);
 	free(r->name);
 	free(r);
@@ -236,6 +263,7 @@ void reader_close(struct reader *r)
 
 void reader_detach(struct reader *r)
 {
+	drain(r);
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -319,7 +347,8 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
 
 	pthread_mutex_lock(&r->lock);
 	first = !r->bad[k];
-	r->bad[k] = 1;
+	if (ret != -ENOMEM) /* memory comes back; corrupt data does not */
+		r->bad[k] = 1;
 	pthread_mutex_unlock(&r->lock);
 	if (first)
 		zlog(ZLOG_ERROR, "%s: read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
@@ -372,7 +401,7 @@ static int fill_xz_whole(struct reader *r, size_t bi, void *buf, struct zerr *er
 
 /*
  * Fills slice [ustart, ustart + len) of the streamed xz Block behind map
- * entry k into buf, using the parked decoder when it stopped right there.
+ * entry k into buf, using the parked decoder when it stopped at or before it.
  * Called with r->stream held.
  */
 static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
@@ -384,11 +413,14 @@ static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len
 	unsigned char *scratch = NULL;
 	int ret = 0;
 
-	if (r->parked && r->parked_k == k && xzdec_dec_tell(r->parked) == want) {
+	if (r->parked && r->parked_k == k && xzdec_dec_tell(r->parked) <= want) {
 		d = r->parked;
 		r->parked = NULL;
 	}
 	if (!d) {
+		if (want > 0)
+			zlog(ZLOG_DEBUG, "%s: Block %zu: decoding from its start to reach %" PRIu64,
+			     r->name, r->entry[k], want);
 		ret = xzdec_dec_open(r->fd, b, &d, err);
 		if (ret < 0)
 			return ret;
@@ -475,6 +507,40 @@ static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, si
 	return k;
 }
 
+static bool is_bad(struct reader *r, size_t k)
+{
+	bool bad;
+
+	pthread_mutex_lock(&r->lock);
+	bad = r->bad[k] || r->changed;
+	pthread_mutex_unlock(&r->lock);
+	return bad;
+}
+
+static bool is_streamed(const struct reader *r, size_t k)
+{
+	return r->xz && cmap_len(&r->map, k) > r->opts.whole_max;
+}
+
+/*
+ * Fills entry e, which the caller claimed for the unit at ustart of map
+ * entry k, and ends the fill.  Returns 0, or a negative errno after the one
+ * log line for its cause.  pos is the offset a reader wanted, for the log.
+ */
+static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e,
+		      uint64_t pos)
+{
+	struct zerr err = { 0 };
+	int ret = check_unchanged(r);
+
+	if (ret == 0)
+		ret = fill(r, k, ustart, bcache_size(e), bcache_buf(e), &err);
+	bcache_done(r->cache, e, ret);
+	if (ret < 0 && err.msg[0])
+		ret = fail_entry(r, k, pos, ret, &err);
+	return ret;
+}
+
 /*
  * Returns a referenced cache entry holding unit [ustart, ustart + ulen) of
  * map entry k, decoding it on a miss, or a negative errno.
@@ -482,8 +548,7 @@ static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, si
 static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos,
 		    struct bcache_ent **out)
 {
-	bool streamed = r->xz && cmap_len(&r->map, k) > r->opts.whole_max;
-	struct zerr err = { 0 };
+	bool streamed = is_streamed(r, k);
 	int ret;
 
 	if (streamed) {
@@ -493,21 +558,101 @@ static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, ui
 	}
 	ret = bcache_get(r->cache, r->id, ustart, ulen, out);
 	if (ret == 1) {
-		ret = check_unchanged(r);
-		if (ret == 0)
-			ret = fill(r, k, ustart, ulen, bcache_buf(*out), &err);
-		bcache_done(r->cache, *out, ret);
-		if (ret < 0) {
+		ret = fill_entry(r, k, ustart, *out, pos);
+		if (ret < 0)
 			*out = NULL;
-			if (ret != -EIO || err.msg[0])
-				ret = fail_entry(r, k, pos, ret, &err);
-		}
-	} else if (ret < 0) {
-		ret = ret == -ENOMEM ? ret : -EIO; /* another thread's fill failed, and logged */
+	} else if (ret < 0 && ret != -ENOMEM) {
+		ret = -EIO; /* another thread's fill failed, and logged it */
 	}
 	if (streamed)
 		pthread_mutex_unlock(&r->stream);
 	return ret < 0 ? ret : 0;
+}
+
+struct pjob {
+	struct reader *r;
+	size_t k;
+	uint64_t ustart;
+	size_t ulen;
+};
+
+static void job_done(struct reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	if (--r->jobs == 0)
+		pthread_cond_broadcast(&r->idle);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* A worker decodes one unit ahead of a reader, unless it is cached or in flight. */
+static void prefetch_run(void *arg)
+{
+	struct pjob *j = arg;
+	struct reader *r = j->r;
+	bool streamed = is_streamed(r, j->k);
+	struct bcache_ent *e;
+
+	if (!is_bad(r, j->k)) {
+		if (streamed)
+			pthread_mutex_lock(&r->stream);
+		if (bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
+		    fill_entry(r, j->k, j->ustart, e, j->ustart) == 0)
+			bcache_put(r->cache, e);
+		if (streamed)
+			pthread_mutex_unlock(&r->stream);
+	}
+	job_done(r);
+	free(j);
+}
+
+/* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
+static void read_ahead(struct reader *r, uint64_t off, size_t len)
+{
+	uint64_t end = off + len, from, to;
+	unsigned i;
+
+	if (!r->opts.pool || r->opts.readahead == 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < NSTREAMS; i++) {
+		uint64_t e = r->streams[i].end;
+
+		if (e && off + SEQ_SLACK >= e && off <= e + SEQ_SLACK)
+			break;
+	}
+	if (i == NSTREAMS) {
+		i = r->next_stream++ % NSTREAMS;
+		r->streams[i].end = r->streams[i].ahead = end;
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	if (end > r->streams[i].end)
+		r->streams[i].end = end;
+	from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
+	to = end + r->opts.readahead;
+	if (to > reader_size(r))
+		to = reader_size(r);
+	if (from < to)
+		r->streams[i].ahead = to;
+	pthread_mutex_unlock(&r->lock);
+
+	while (from < to) {
+		struct pjob *j = malloc(sizeof(*j));
+
+		if (!j)
+			return;
+		j->r = r;
+		j->k = unit_of(r, from, &j->ustart, &j->ulen);
+		from = j->ustart + j->ulen;
+		pthread_mutex_lock(&r->lock);
+		r->jobs++;
+		pthread_mutex_unlock(&r->lock);
+		if (pool_submit(r->opts.pool, prefetch_run, j) < 0) {
+			job_done(r);
+			free(j);
+			return; /* the queue is full: the workers are busy enough */
+		}
+	}
 }
 
 ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
@@ -519,18 +664,15 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (len > size - off)
 		len = (size_t)(size - off);
+	read_ahead(r, off, len);
 	while (done < len) {
 		uint64_t pos = off + done, ustart;
 		size_t ulen, n;
 		size_t k = unit_of(r, pos, &ustart, &ulen);
 		struct bcache_ent *e;
-		bool bad;
 		int ret;
 
-		pthread_mutex_lock(&r->lock);
-		bad = r->bad[k] || r->changed;
-		pthread_mutex_unlock(&r->lock);
-		if (bad)
+		if (is_bad(r, k))
 			return -EIO;
 		if (r->gz && ulen > GZ_MAX_UNIT) {
 			struct zerr err;

@@ -19,6 +19,12 @@
  *    it in order decodes it once; its Check is verified when decoding reaches
  *    its end, and a failure there fails later reads of that Block.
  *
+ * Read-ahead: a read that continues where an earlier one ended (up to four
+ * interleaved streams are tracked) queues the next opts.readahead bytes'
+ * units on opts.pool, so workers decode them in parallel, into the same
+ * cache and under the same budget, while the reader copies out.  A random
+ * read queues nothing.
+ *
  * Errors are logged once per cause, naming the file, the offset and the
  * reason; later reads of a failed chunk get -EIO without decoding it again.
  *
@@ -35,15 +41,18 @@
 #include "probe.h"
 
 struct bcache;
+struct pool;
 struct reader;
 
 struct reader_opts {
-	uint64_t span;    /* gzip checkpoint spacing, bytes */
-	size_t whole_max; /* xz Blocks up to this size are one verified unit */
-	size_t slice;     /* larger xz Blocks are cached in slices of this size */
+	uint64_t span;     /* gzip checkpoint spacing, bytes */
+	size_t whole_max;  /* xz Blocks up to this size are one verified unit */
+	size_t slice;      /* larger xz Blocks are cached in slices of this size */
+	struct pool *pool; /* decodes ahead of sequential readers; NULL: no read-ahead */
+	size_t readahead;  /* bytes decoded ahead of a sequential reader */
 };
 
-/* Defaults for a cache of cache_size bytes. */
+/* Defaults for a cache of cache_size bytes (pool NULL). */
 void reader_opts_default(struct reader_opts *o, size_t cache_size);
 
 struct reader_info {
@@ -93,8 +102,9 @@ const struct stat *reader_stat(const struct reader *r);
 
 /*
  * Closes the reader's fd and keeps its block map, so an indexed archive that
- * nobody has open holds no descriptor.  The caller guarantees that no
- * reader_pread runs until reader_attach.
+ * nobody has open holds no descriptor.  Waits for its queued read-ahead to
+ * finish first.  The caller guarantees that no reader_pread runs until
+ * reader_attach.
  */
 void reader_detach(struct reader *r);
 
@@ -117,7 +127,7 @@ enum probe_fmt reader_probe(int fd, const char *name);
 /* True if st (a fresh stat of the source path) still names the opened file unchanged. */
 int reader_matches(const struct reader *r, const struct stat *st);
 
-/* Closes the file and frees the reader; drops its cached chunks.  Accepts NULL. */
+/* Waits for its read-ahead, closes the file and frees the reader; drops its cached chunks.  Accepts NULL. */
 void reader_close(struct reader *r);
 
 #endif
