@@ -162,6 +162,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		goto out_cache;
 	}
 	octx.arcs = arcs;
+	octx.cache = cache;
 	fuse = fuse_new(args, &ops_table, sizeof(ops_table), &octx);
 	if (!fuse)
 		goto out_tree;
@@ -169,6 +170,8 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		goto out_fuse;
 	if (fuse_daemonize(foreground) != 0)
 		goto out_unmount;
+	if (!foreground)
+		zlog_to_syslog();
 	/* Workers start after daemonizing: fork keeps only the calling thread. */
 	if (pool_new(cli->opts.threads, 4096, &pool) < 0)
 		goto out_unmount;

@@ -3,15 +3,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "arctab.h"
+#include "bcache.h"
 #include "reader.h"
 #include "tree.h"
+
+#define XATTR_STATS "user.zmount.stats"
+#define XATTR_INFO "user.zmount.info"
 
 /* An open file: an archive's reader, or a plain source file's fd. */
 struct handle {
@@ -246,7 +252,102 @@ static int op_releasedir(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
+static int stats_text(struct ops_ctx *c, char *out, size_t len)
+{
+	struct bcache_stats st;
+	struct reader_counters rc;
+
+	bcache_stats(c->cache, &st);
+	reader_get_counters(&rc);
+	return snprintf(out, len,
+			"cache_budget=%zu\ncache_used=%zu\ncache_entries=%zu\ncache_hits=%llu\n"
+			"cache_misses=%llu\ncache_waits=%llu\ncache_evictions=%llu\n"
+			"decoded_bytes=%llu\nindexes_built=%llu\nread_errors=%llu\n",
+			st.budget, st.used, st.entries, (unsigned long long)st.hits,
+			(unsigned long long)st.misses, (unsigned long long)st.waits,
+			(unsigned long long)st.evictions, (unsigned long long)rc.decoded_bytes,
+			(unsigned long long)rc.indexes_built, (unsigned long long)rc.read_errors);
+}
+
+static int info_text(struct ops_ctx *c, const struct tree_node *node, char *out, size_t len)
+{
+	struct reader_info in;
+	struct arc *a;
+	int n, ret = arctab_get(c->arcs, tree_root_fd(c->tree), node->rel, &node->st, &a);
+
+	if (ret < 0)
+		return ret == -ENOTSUP ? -ENODATA : ret;
+	if (!arc_reader(a)) {
+		n = snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", node->rel,
+			     strerror(-arc_error(a)));
+	} else {
+		reader_get_info(arc_reader(a), &in);
+		n = snprintf(out, len,
+			     "source=%s\nformat=%s\nstate=indexed\nstreams=%llu\nblocks=%llu\n"
+			     "chunks=%llu\ncompressed=%llu\nuncompressed=%llu\nmax_chunk=%llu\n",
+			     node->rel, probe_name(in.fmt), (unsigned long long)in.streams,
+			     (unsigned long long)in.blocks, (unsigned long long)in.chunks,
+			     (unsigned long long)in.csize, (unsigned long long)in.usize,
+			     (unsigned long long)in.max_block);
+	}
+	arctab_put(c->arcs, a);
+	return n;
+}
+
+static int op_getxattr(const char *path, const char *name, char *value, size_t size)
+{
+	struct ops_ctx *c = ctx();
+	struct tree_node node;
+	char text[1024 + PATH_MAX];
+	int n, ret = tree_resolve(c->tree, path, &node);
+
+	if (ret < 0)
+		return ret;
+	if (strcmp(name, XATTR_STATS) == 0 && strcmp(node.rel, ".") == 0)
+		n = stats_text(c, text, sizeof(text));
+	else if (strcmp(name, XATTR_INFO) == 0 && node.kind == TREE_ARCHIVE)
+		n = info_text(c, &node, text, sizeof(text));
+	else
+		return -ENODATA;
+	if (n < 0)
+		return n;
+	if ((size_t)n >= sizeof(text))
+		n = (int)sizeof(text) - 1;
+	if (size == 0)
+		return n;
+	if (size < (size_t)n)
+		return -ERANGE;
+	memcpy(value, text, (size_t)n);
+	return n;
+}
+
+static int op_listxattr(const char *path, char *list, size_t size)
+{
+	struct tree_node node;
+	const char *name = NULL;
+	size_t n;
+	int ret = tree_resolve(ctx()->tree, path, &node);
+
+	if (ret < 0)
+		return ret;
+	if (strcmp(node.rel, ".") == 0)
+		name = XATTR_STATS;
+	else if (node.kind == TREE_ARCHIVE)
+		name = XATTR_INFO;
+	if (!name)
+		return 0;
+	n = strlen(name) + 1;
+	if (size == 0)
+		return (int)n;
+	if (size < n)
+		return -ERANGE;
+	memcpy(list, name, n);
+	return (int)n;
+}
+
 const struct fuse_operations ops_table = {
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
 	.init = op_init,
 	.getattr = op_getattr,
 	.readlink = op_readlink,

@@ -12,12 +12,14 @@
 #include <fuse.h>
 
 struct arctab;
+struct bcache;
 struct tree;
 
 /* What every operation works on; passed as fuse_new's private data. */
 struct ops_ctx {
 	struct tree *tree;
 	struct arctab *arcs;
+	struct bcache *cache;
 	double timeout; /* seconds the kernel may cache entries and attributes */
 };
 

@@ -80,6 +80,14 @@ struct reader {
 };
 
 static atomic_uint_fast64_t next_id = 1;
+static atomic_uint_fast64_t n_decoded, n_built, n_errors;
+
+void reader_get_counters(struct reader_counters *out)
+{
+	out->decoded_bytes = atomic_load(&n_decoded);
+	out->indexes_built = atomic_load(&n_built);
+	out->read_errors = atomic_load(&n_errors);
+}
 
 void reader_opts_default(struct reader_opts *o, size_t cache_size)
 {
@@ -219,6 +227,7 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 		ret = -ENOTSUP;
 	if (ret < 0)
 		goto fail;
+	atomic_fetch_add(&n_built, 1);
 	r->bad = calloc(r->map.n + 1, 1);
 	if (!r->bad) {
 		ret = -ENOMEM;
@@ -350,6 +359,8 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
 	if (ret != -ENOMEM) /* memory comes back; corrupt data does not */
 		r->bad[k] = 1;
 	pthread_mutex_unlock(&r->lock);
+	if (first)
+		atomic_fetch_add(&n_errors, 1);
 	if (first)
 		zlog(ZLOG_ERROR, "%s: read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
 		     r->name, off, r->xz ? "Block" : "checkpoint", r->entry[k], err->coff,
@@ -536,6 +547,8 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	if (ret == 0)
 		ret = fill(r, k, ustart, bcache_size(e), bcache_buf(e), &err);
 	bcache_done(r->cache, e, ret);
+	if (ret == 0)
+		atomic_fetch_add(&n_decoded, bcache_size(e));
 	if (ret < 0 && err.msg[0])
 		ret = fail_entry(r, k, pos, ret, &err);
 	return ret;

@@ -97,6 +97,15 @@ uint64_t reader_size(const struct reader *r);
 
 void reader_get_info(const struct reader *r, struct reader_info *info);
 
+/* Process-wide counters of all readers, for the stats interface. */
+struct reader_counters {
+	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
+	uint64_t indexes_built;  /* xz Indexes read and gzip checkpoint passes run */
+	uint64_t read_errors;    /* chunks that failed to decode (each logged once) */
+};
+
+void reader_get_counters(struct reader_counters *out);
+
 /* The source's stat at open: device, inode, size and times identify it. */
 const struct stat *reader_stat(const struct reader *r);
 
