@@ -12,7 +12,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "reader.h"
@@ -34,6 +37,7 @@ struct arc {
 };
 
 struct arctab {
+	char *root;
 	struct bcache *cache;
 	const struct reader_opts *opts;
 	pthread_mutex_t lock;
@@ -42,13 +46,16 @@ struct arctab {
 	struct arc *buckets[NBUCKETS];
 };
 
-int arctab_new(struct bcache *cache, const struct reader_opts *opts, struct arctab **out)
+int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char *root,
+	       struct arctab **out)
 {
 	struct arctab *t = calloc(1, sizeof(*t));
 
 	*out = NULL;
-	if (!t)
+	if (!t || !(t->root = strdup(root))) {
+		free(t);
 		return -ENOMEM;
+	}
 	t->cache = cache;
 	t->opts = opts;
 	pthread_mutex_init(&t->lock, NULL);
@@ -77,6 +84,7 @@ void arctab_free(struct arctab *t)
 	}
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->opened);
+	free(t->root);
 	free(t);
 }
 
@@ -165,7 +173,13 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		return -ENOMEM;
 
 	ret = open_same(dirfd, rel, st);
-	a->err = ret < 0 ? ret : reader_open_fd(ret, rel, t->cache, t->opts, &a->r);
+	if (ret >= 0) {
+		char name[PATH_MAX * 2];
+
+		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
+		ret = reader_open_fd(ret, name, t->cache, t->opts, &a->r);
+	}
+	a->err = ret;
 	if (a->r)
 		reader_detach(a->r); /* no handle yet: hold no descriptor */
 

@@ -25,8 +25,13 @@ struct reader_opts;
 struct arctab;
 struct arc;
 
-/* Returns 0 and *out, or -ENOMEM.  cache and opts are borrowed for the table's life. */
-int arctab_new(struct bcache *cache, const struct reader_opts *opts, struct arctab **out);
+/*
+ * Returns 0 and *out, or -ENOMEM.  cache and opts are borrowed for the
+ * table's life; root, the source root's absolute path, is copied: readers
+ * are named by absolute path, in log lines and as keys of saved indexes.
+ */
+int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char *root,
+	       struct arctab **out);
 
 /* Closes every archive.  No reference may still be held.  Accepts NULL. */
 void arctab_free(struct arctab *t);

@@ -55,6 +55,8 @@ static void usage(FILE *out)
 		"  -o span=SIZE        gzip checkpoint spacing (default 1M; 64K..64M)\n"
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
+		"  -o index_dir=PATH   where gzip indexes persist (default\n"
+		"                      $XDG_CACHE_HOME/zmount or ~/.cache/zmount; none: memory only)\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
 		"FUSE options:\n"
 		"  -f                  stay in the foreground, log to stderr\n"
@@ -152,8 +154,9 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	reader_opts_default(&ropts, (size_t)cli->opts.cache_size);
 	ropts.span = cli->opts.span;
 	octx.timeout = cli->opts.timeout;
+	ropts.index_dir = cli->opts.index_dir[0] ? cli->opts.index_dir : NULL;
 	if (bcache_new((size_t)cli->opts.cache_size, &cache) < 0 ||
-	    arctab_new(cache, &ropts, &arcs) < 0) {
+	    arctab_new(cache, &ropts, cli->src, &arcs) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");
 		goto out_cache;
 	}

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "idxfile.h"
 #include "zlog.h"
 
 int opts_size(const char *s, uint64_t *out)
@@ -52,6 +53,8 @@ void opts_default(struct opts *o)
 	o->timeout = 1.0;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
+	if (idxfile_default_dir(o->index_dir, sizeof(o->index_dir)) < 0)
+		o->index_dir[0] = '\0';
 }
 
 static int sized(const char *val, uint64_t lo, uint64_t hi, uint64_t *out, const char *key,
@@ -89,6 +92,17 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 			return -EINVAL;
 		}
 		o->threads = (unsigned)n;
+		return 1;
+	}
+	if (KEY("index_dir")) {
+		if (strcmp(val, "none") == 0) {
+			o->index_dir[0] = '\0';
+		} else if (val[0] != '/' || strlen(val) >= sizeof(o->index_dir)) {
+			snprintf(msg, msglen, "bad index_dir '%s': give an absolute path, or none", val);
+			return -EINVAL;
+		} else {
+			strcpy(o->index_dir, val);
+		}
 		return 1;
 	}
 	if (KEY("timeout")) {

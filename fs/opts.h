@@ -19,6 +19,7 @@ struct opts {
 	int log_level;       /* enum zlog_level */
 	double timeout;      /* seconds the kernel caches entries and attributes */
 	unsigned threads;    /* decode workers for read-ahead */
+	char index_dir[4096]; /* where gzip indexes persist; "" = memory only */
 };
 
 /*
@@ -29,7 +30,10 @@ struct opts {
  */
 int opts_size(const char *s, uint64_t *out);
 
-/* Fills the defaults (threads: the number of online CPUs). */
+/*
+ * Fills the defaults (threads: the number of online CPUs; index_dir:
+ * $XDG_CACHE_HOME/zmount or ~/.cache/zmount, or "" if no home is known).
+ */
 void opts_default(struct opts *o);
 
 /*
@@ -37,7 +41,8 @@ void opts_default(struct opts *o);
  * applied, 0 if it is not ours (pass it on to FUSE), or -EINVAL with a
  * one-line reason in msg (msglen bytes).
  * Keys: cache_size (>= 1M), span (64K..64M), timeout (0..3600 seconds),
- * threads (1..256), log_level (error, warning, info, debug).
+ * threads (1..256), index_dir (a path, or "none" for memory only),
+ * log_level (error, warning, info, debug).
  */
 int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen);
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,6 +27,7 @@
 #include "bcache.h"
 #include "cmap.h"
 #include "gzdec.h"
+#include "idxfile.h"
 #include "pool.h"
 #include "xzdec.h"
 #include "zlog.h"
@@ -80,12 +82,15 @@ struct reader {
 };
 
 static atomic_uint_fast64_t next_id = 1;
-static atomic_uint_fast64_t n_decoded, n_built, n_errors;
+static atomic_uint_fast64_t n_decoded, n_xz, n_built, n_loaded, n_errors;
+static atomic_flag save_failed_logged = ATOMIC_FLAG_INIT;
 
 void reader_get_counters(struct reader_counters *out)
 {
 	out->decoded_bytes = atomic_load(&n_decoded);
+	out->xz_indexes = atomic_load(&n_xz);
 	out->indexes_built = atomic_load(&n_built);
+	out->indexes_loaded = atomic_load(&n_loaded);
 	out->read_errors = atomic_load(&n_errors);
 }
 
@@ -97,6 +102,7 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 		o->whole_max = 1u << 20;
 	o->slice = 2u << 20;
 	o->pool = NULL;
+	o->index_dir = NULL;
 	o->readahead = cache_size / 8;
 	if (o->readahead > (32u << 20))
 		o->readahead = 32u << 20;
@@ -115,6 +121,7 @@ static int build_xz(struct reader *r)
 		return ret == -ENOMEM ? -EINVAL : ret;
 	}
 	r->xz = x;
+	atomic_fetch_add(&n_xz, 1);
 	if (x->checks & ~XZ_KNOWN_CHECKS)
 		zlog(ZLOG_WARN, "%s: unsupported type of integrity check; not verifying it", r->name);
 	for (size_t i = 0; i < x->nblocks; i++) {
@@ -143,16 +150,54 @@ static int build_xz(struct reader *r)
 	return 0;
 }
 
-static int build_gz(struct reader *r)
+/* A saved index for this very version of the file, or NULL. */
+static struct gzdec_index *load_gz(struct reader *r, const struct idxfile_id *id)
 {
 	struct zerr err = { 0 };
 	struct gzdec_index *g;
-	int ret = gzdec_index_build(r->fd, (uint64_t)r->st.st_size, r->opts.span, &g, &err);
+	int ret = idxfile_load(r->opts.index_dir, r->name, id, r->opts.span, &g, &err);
 
-	if (ret < 0) {
-		zlog(ZLOG_ERROR, "%s: corrupt gzip at compressed offset %" PRIu64 ": %s", r->name,
-		     err.coff, err.msg);
-		return ret;
+	if (ret == 0) {
+		atomic_fetch_add(&n_loaded, 1);
+		zlog(ZLOG_DEBUG, "%s: using its saved index", r->name);
+		return g;
+	}
+	if (ret != -ENOENT)
+		zlog(ZLOG_INFO, "%s: saved index not usable (%s); rebuilding it", r->name,
+		     err.msg[0] ? err.msg : strerror(-ret));
+	return NULL;
+}
+
+static void save_gz(struct reader *r, const struct idxfile_id *id, const struct gzdec_index *g)
+{
+	int ret = idxfile_save(r->opts.index_dir, r->name, id, g, NULL);
+
+	if (ret < 0 && !atomic_flag_test_and_set(&save_failed_logged))
+		zlog(ZLOG_WARN, "cannot save indexes in %s (%s); keeping them in memory",
+		     r->opts.index_dir, strerror(-ret));
+}
+
+static int build_gz(struct reader *r)
+{
+	struct zerr err = { 0 };
+	struct gzdec_index *g = NULL;
+	struct idxfile_id id;
+	bool persist = r->opts.index_dir && r->name[0] == '/' &&
+		       idxfile_identify(r->fd, &id) == 0;
+	int ret;
+
+	if (persist)
+		g = load_gz(r, &id);
+	if (!g) {
+		ret = gzdec_index_build(r->fd, (uint64_t)r->st.st_size, r->opts.span, &g, &err);
+		if (ret < 0) {
+			zlog(ZLOG_ERROR, "%s: corrupt gzip at compressed offset %" PRIu64 ": %s",
+			     r->name, err.coff, err.msg);
+			return ret;
+		}
+		atomic_fetch_add(&n_built, 1);
+		if (persist)
+			save_gz(r, &id, g);
 	}
 	r->gz = g;
 	if (g->trailing == GZDEC_TRAIL_GARBAGE)
@@ -177,6 +222,7 @@ int reader_open(const char *path, struct bcache *cache, const struct reader_opts
 		struct reader **out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char real[PATH_MAX];
 
 	if (fd < 0) {
 		int ret = -errno;
@@ -185,7 +231,7 @@ int reader_open(const char *path, struct bcache *cache, const struct reader_opts
 		zlog(ZLOG_ERROR, "%s: cannot open: %s", path, strerror(-ret));
 		return ret;
 	}
-	return reader_open_fd(fd, path, cache, opts, out);
+	return reader_open_fd(fd, realpath(path, real) ? real : path, cache, opts, out);
 }
 
 int reader_open_fd(int fd, const char *name, struct bcache *cache,
@@ -227,7 +273,6 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 		ret = -ENOTSUP;
 	if (ret < 0)
 		goto fail;
-	atomic_fetch_add(&n_built, 1);
 	r->bad = calloc(r->map.n + 1, 1);
 	if (!r->bad) {
 		ret = -ENOMEM;

@@ -50,6 +50,7 @@ struct reader_opts {
 	size_t slice;      /* larger xz Blocks are cached in slices of this size */
 	struct pool *pool; /* decodes ahead of sequential readers; NULL: no read-ahead */
 	size_t readahead;  /* bytes decoded ahead of a sequential reader */
+	const char *index_dir; /* where gzip indexes persist; NULL: memory only */
 };
 
 /* Defaults for a cache of cache_size bytes (pool NULL). */
@@ -70,7 +71,11 @@ struct reader_info {
 /*
  * Opens the archive on fd, which it takes over (closed on failure too);
  * name is used in log lines and copied; cache and opts are borrowed and
- * must outlive the reader.
+ * must outlive the reader.  If name is an absolute path and
+ * opts->index_dir is set, a gzip index saved there for that path (and the
+ * file's current identity) is used instead of a pass over the data, and a
+ * newly built one is saved (failures to save are logged once and the index
+ * is kept in memory).
  * Returns 0 and *out (close with reader_close), or, with *out NULL:
  *   -ENOTSUP  the magic bytes are not xz or gzip (pass the file through);
  *   -EINVAL   xz: the Streams or Index cannot be read (logged);
@@ -80,7 +85,7 @@ struct reader_info {
 int reader_open_fd(int fd, const char *name, struct bcache *cache,
 		   const struct reader_opts *opts, struct reader **out);
 
-/* reader_open_fd on path opened read-only; -errno from open too (logged). */
+/* reader_open_fd on path opened read-only, named by its real path; -errno from open too (logged). */
 int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
 		struct reader **out);
 
@@ -100,7 +105,9 @@ void reader_get_info(const struct reader *r, struct reader_info *info);
 /* Process-wide counters of all readers, for the stats interface. */
 struct reader_counters {
 	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
-	uint64_t indexes_built;  /* xz Indexes read and gzip checkpoint passes run */
+	uint64_t xz_indexes;     /* xz Indexes read */
+	uint64_t indexes_built;  /* gzip checkpoint passes run */
+	uint64_t indexes_loaded; /* gzip indexes loaded from index_dir */
 	uint64_t read_errors;    /* chunks that failed to decode (each logged once) */
 };
 

@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Saved gzip checkpoint indexes (layout: doc/index-format.md).
+ *
+ * How it works.  Saving serializes the whole index into one buffer,
+ * little-endian byte by byte, ending with a CRC-64 of everything before it,
+ * then runs the loader's validator over that buffer (so we never write what
+ * we would refuse to read), writes it to a mkostemp file in the index
+ * directory, fsyncs it and renames it over the final name.
+ *
+ * Loading reads the whole file into memory (an index is about the size of
+ * the in-memory index it becomes), then validates before it allocates
+ * anything from it: magic, version, the recorded file length against the
+ * real one, the CRC, then every field and every checkpoint, with all 64-bit
+ * sums checked for overflow and every count bounded by the bytes actually
+ * present.  Only then are the path and identity compared, and the
+ * gzdec_index built, allocated exactly as gzdec.c does (calloc'd struct, one
+ * points array, each window malloc'd, NULL when empty) so gzdec_index_free
+ * frees it.
+ *
+ * The CRC table is built on the stack per call (2 KiB, microseconds), which
+ * keeps the file free of global state.
+ */
+#include "idxfile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IF_HDR	    128u /* fixed header */
+#define IF_REC	    32u	 /* one checkpoint record */
+#define IF_CRC	    8u	 /* trailing CRC-64 */
+#define IF_MIN_FILE (IF_HDR + 1u + IF_REC + IF_CRC)
+#define IF_MAX_WZ   (2u * GZDEC_WINDOW)	  /* no deflate encoder expands 32 KiB this much */
+#define IF_PROBE    4096u		  /* bytes hashed at each end of a source */
+#define IF_TMP_AGE  3600		  /* seconds before prune removes a temporary file */
+#define IF_HEXLEN   16u			  /* hex digits in a file name */
+#define CRC64_POLY  0xC96C5795D7870F42ull /* ECMA-182, reflected (CRC-64/XZ) */
+
+static const unsigned char if_magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
+
+/* Header field offsets; see doc/index-format.md. */
+enum {
+	H_MAGIC = 0,
+	H_VERSION = 8,
+	H_FLAGS = 12,
+	H_FSIZE = 16,
+	H_DEV = 24,
+	H_INO = 32,
+	H_SIZE = 40,
+	H_MTIME = 48,
+	H_NSEC = 56,
+	H_PATHLEN = 60,
+	H_FPRINT = 64,
+	H_USIZE = 72,
+	H_MEMBERS = 80,
+	H_SPAN = 88,
+	H_TRAILOFF = 96,
+	H_TRAILING = 104,
+	H_RSV1 = 108,
+	H_NPOINTS = 112,
+	H_RSV2 = 120,
+};
+/* Checkpoint record field offsets. */
+enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25 };
+static const unsigned char if_zero[IF_REC - P_RSV]; /* a record's reserved tail */
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* CRC-64/XZ: reflected, init and final xor all ones; "123456789" -> 995DC9BBDF1939FA. */
+static uint64_t crc64(const unsigned char *p, size_t n)
+{
+	uint64_t t[256], c;
+
+	for (unsigned i = 0; i < 256; i++) {
+		c = i;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ CRC64_POLY : c >> 1;
+		t[i] = c;
+	}
+	c = ~0ull;
+	while (n--)
+		c = t[(c ^ *p++) & 0xFF] ^ (c >> 8);
+	return ~c;
+}
+
+/* FNV-1a, 64 bits, continued from h (start with 0xCBF29CE484222325). */
+static uint64_t fnv64(uint64_t h, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+
+	while (n--)
+		h = (h ^ *p++) * 0x100000001B3ull;
+	return h;
+}
+
+/* splitmix64's finalizer: FNV's high bits mix poorly on their own. */
+static uint64_t mix64(uint64_t h)
+{
+	h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+	h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+	return h ^ (h >> 31);
+}
+
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const unsigned char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int idxfile_default_dir(char *out, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	struct passwd pw, *res = NULL;
+	char pwbuf[4096];
+	int n;
+
+	if (len)
+		out[0] = '\0';
+	if (xdg && xdg[0] == '/') {
+		n = snprintf(out, len, "%s/zmount", xdg);
+	} else {
+		if (!home || home[0] != '/') {
+			if (getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &res) != 0 || !res ||
+			    !res->pw_dir || res->pw_dir[0] != '/')
+				return -ENOENT;
+			home = res->pw_dir;
+		}
+		n = snprintf(out, len, "%s/.cache/zmount", home);
+	}
+	if (n < 0 || (size_t)n >= len) {
+		if (len)
+			out[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int idxfile_identify(int fd, struct idxfile_id *id)
+{
+	unsigned char buf[IF_PROBE];
+	struct stat st;
+	uint64_t h = 0xCBF29CE484222325ull;
+	size_t n;
+	int ret;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	id->dev = (uint64_t)st.st_dev;
+	id->ino = (uint64_t)st.st_ino;
+	id->size = (uint64_t)st.st_size;
+	id->mtime_sec = (int64_t)st.st_mtim.tv_sec;
+	id->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	n = id->size < IF_PROBE ? (size_t)id->size : IF_PROBE;
+	ret = pread_full(fd, buf, n, 0);
+	if (ret == 0) {
+		h = fnv64(h, buf, n);
+		ret = pread_full(fd, buf, n, id->size - n);
+	}
+	if (ret < 0)
+		return ret;
+	h = fnv64(h, buf, n);
+	id->fingerprint = mix64(h ^ id->size);
+	return 0;
+}
+
+int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len)
+{
+	uint64_t h;
+	int n;
+
+	if (!dir || !dir[0] || !src_abspath || src_abspath[0] != '/')
+		return -EINVAL;
+	h = mix64(fnv64(0xCBF29CE484222325ull, src_abspath, strlen(src_abspath)));
+	n = snprintf(out, len, "%s/%016" PRIx64 ".zmi", dir, h);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+#define BAD(off, ...) zerr_set(err, -EBADMSG, (off), __VA_ARGS__)
+
+/* Validates a whole index file image and fills *in from it.  0 or -EBADMSG. */
+static int check(const unsigned char *b, size_t len, struct idxfile_info *in, struct zerr *err)
+{
+	uint64_t usize, csize, avail, wtotal = 0, prev_uoff = 0, prev_coff = 0;
+	uint32_t plen;
+	size_t off;
+
+	if (len >= sizeof(if_magic) && memcmp(b + H_MAGIC, if_magic, sizeof(if_magic)))
+		return BAD(0, "not a zmount index (bad magic)");
+	if (len < IF_MIN_FILE)
+		return BAD(len, "truncated: %zu bytes", len);
+	in->version = get32(b + H_VERSION);
+	if (in->version != IDXFILE_VERSION)
+		return BAD(H_VERSION, "unsupported version %" PRIu32, in->version);
+	in->file_size = get64(b + H_FSIZE);
+	if (in->file_size != len)
+		return BAD(len, "file is %zu bytes, header says %" PRIu64 " (truncated or padded)",
+			   len, in->file_size);
+	if (crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
+		return BAD(len - IF_CRC, "checksum mismatch");
+
+	in->flags = get32(b + H_FLAGS);
+	if (in->flags & ~IDXFILE_F_VERIFIED)
+		return BAD(H_FLAGS, "unknown flags %#" PRIx32, in->flags);
+	if (get32(b + H_RSV1) || get64(b + H_RSV2))
+		return BAD(H_RSV1, "reserved header field is not zero");
+	in->id.dev = get64(b + H_DEV);
+	in->id.ino = get64(b + H_INO);
+	in->id.size = csize = get64(b + H_SIZE);
+	in->id.mtime_sec = (int64_t)get64(b + H_MTIME);
+	in->id.mtime_nsec = get32(b + H_NSEC);
+	in->id.fingerprint = get64(b + H_FPRINT);
+	if (in->id.mtime_nsec >= 1000000000u)
+		return BAD(H_NSEC, "mtime nanoseconds %" PRIu32 " out of range", in->id.mtime_nsec);
+	in->usize = usize = get64(b + H_USIZE);
+	in->members = get64(b + H_MEMBERS);
+	in->span = get64(b + H_SPAN);
+	if (in->span == 0 || in->span > GZDEC_MAX_SPAN)
+		return BAD(H_SPAN, "span %" PRIu64 " out of range", in->span);
+	if (get32(b + H_TRAILING) > GZDEC_TRAIL_GARBAGE || get64(b + H_TRAILOFF) > csize)
+		return BAD(H_TRAILOFF, "bad trailing-data fields");
+
+	/* len >= IF_MIN_FILE, so these subtractions cannot wrap */
+	plen = get32(b + H_PATHLEN);
+	if (plen == 0 || plen >= PATH_MAX || plen > len - IF_HDR - IF_CRC - IF_REC)
+		return BAD(H_PATHLEN, "path length %" PRIu32 " out of range", plen);
+	if (b[IF_HDR] != '/' || memchr(b + IF_HDR, 0, plen))
+		return BAD(IF_HDR, "source path is not absolute or holds a NUL");
+	memcpy(in->src, b + IF_HDR, plen);
+	in->src[plen] = '\0';
+
+	off = IF_HDR + plen;
+	avail = len - IF_CRC - off;
+	in->npoints = get64(b + H_NPOINTS);
+	if (in->npoints == 0 || in->npoints > avail / IF_REC)
+		return BAD(H_NPOINTS, "%" PRIu64 " checkpoints cannot fit in the file",
+			   in->npoints);
+
+	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
+		const unsigned char *r = b + off;
+		uint64_t uoff = get64(r + P_UOFF), coff = get64(r + P_COFF);
+		uint32_t wsize = get32(r + P_WSIZE), wzsize = get32(r + P_WZSIZE);
+
+		/* strictly ascending from 0; a checkpoint may sit at usize itself (a final
+		 * empty block or member follows it), which gzdec_index_build does produce */
+		if ((i == 0 && uoff != 0) || (i > 0 && uoff <= prev_uoff) || uoff > usize)
+			return BAD(off, "checkpoint %" PRIu64 ": uoff %" PRIu64 " out of order", i,
+				   uoff);
+		if (coff > csize || coff < prev_coff || (r[P_BITS] && coff == 0) || r[P_BITS] > 7)
+			return BAD(off, "checkpoint %" PRIu64 ": bad input position", i);
+		if (wsize > GZDEC_WINDOW || wsize > uoff || !wsize != !wzsize || wzsize > IF_MAX_WZ)
+			return BAD(off, "checkpoint %" PRIu64 ": bad window sizes", i);
+		if (memcmp(r + P_RSV, if_zero, sizeof(if_zero)))
+			return BAD(off, "checkpoint %" PRIu64 ": reserved bytes not zero", i);
+		if (__builtin_add_overflow(wtotal, wzsize, &wtotal))
+			return BAD(off, "window sizes overflow");
+		prev_uoff = uoff;
+		prev_coff = coff;
+	}
+	in->wbytes = wtotal;
+	if (wtotal != len - IF_CRC - off)
+		return BAD(off, "windows take %" PRIu64 " bytes, the file has %zu", wtotal,
+			   len - IF_CRC - off);
+	return 0;
+}
+
+/* Builds the gzdec_index of an image check() has accepted. */
+static int build(const unsigned char *b, const struct idxfile_info *in, struct gzdec_index **out)
+{
+	struct gzdec_index *idx = calloc(1, sizeof(*idx));
+	size_t off = IF_HDR + strlen(in->src), woff;
+
+	if (!idx)
+		return -ENOMEM;
+	idx->usize = in->usize;
+	idx->csize = in->id.size;
+	idx->members = in->members;
+	idx->span = in->span;
+	idx->trailing = (enum gzdec_trail)get32(b + H_TRAILING);
+	idx->trail_off = get64(b + H_TRAILOFF);
+	idx->npoints = (size_t)in->npoints; /* <= file size / IF_REC */
+	idx->points = calloc(idx->npoints, sizeof(*idx->points));
+	if (!idx->points) {
+		free(idx);
+		return -ENOMEM;
+	}
+	woff = off + idx->npoints * IF_REC;
+	for (size_t i = 0; i < idx->npoints; i++, off += IF_REC) {
+		struct gzdec_point *pt = &idx->points[i];
+
+		pt->uoff = get64(b + off + P_UOFF);
+		pt->coff = get64(b + off + P_COFF);
+		pt->wsize = get32(b + off + P_WSIZE);
+		pt->wzsize = get32(b + off + P_WZSIZE);
+		pt->bits = b[off + P_BITS];
+		if (!pt->wzsize)
+			continue;
+		pt->wz = malloc(pt->wzsize);
+		if (!pt->wz) {
+			gzdec_index_free(idx); /* later windows are still NULL */
+			return -ENOMEM;
+		}
+		memcpy(pt->wz, b + woff, pt->wzsize);
+		woff += pt->wzsize;
+	}
+	*out = idx;
+	return 0;
+}
+
+/* Serializes idx into a new buffer (caller frees) and checks the result. */
+static int serialize(const char *src, const struct idxfile_id *id, const struct gzdec_index *idx,
+		     unsigned char **buf, size_t *len)
+{
+	size_t plen = strlen(src), n, off, woff;
+	struct idxfile_info in;
+	unsigned char *b;
+
+	if (plen >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (id->size != idx->csize || !idx->points ||
+	    __builtin_mul_overflow(idx->npoints, (size_t)IF_REC, &n) ||
+	    __builtin_add_overflow(n, IF_HDR + IF_CRC + plen, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < idx->npoints; i++)
+		if ((idx->points[i].wzsize && !idx->points[i].wz) ||
+		    __builtin_add_overflow(n, idx->points[i].wzsize, &n))
+			return -EINVAL;
+	b = calloc(1, n);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b + H_MAGIC, if_magic, sizeof(if_magic));
+	put32(b + H_VERSION, IDXFILE_VERSION);
+	put32(b + H_FLAGS, IDXFILE_F_VERIFIED);
+	put64(b + H_FSIZE, n);
+	put64(b + H_DEV, id->dev);
+	put64(b + H_INO, id->ino);
+	put64(b + H_SIZE, id->size);
+	put64(b + H_MTIME, (uint64_t)id->mtime_sec);
+	put32(b + H_NSEC, id->mtime_nsec);
+	put32(b + H_PATHLEN, (uint32_t)plen);
+	put64(b + H_FPRINT, id->fingerprint);
+	put64(b + H_USIZE, idx->usize);
+	put64(b + H_MEMBERS, idx->members);
+	put64(b + H_SPAN, idx->span);
+	put64(b + H_TRAILOFF, idx->trail_off);
+	put32(b + H_TRAILING, (uint32_t)idx->trailing);
+	put64(b + H_NPOINTS, idx->npoints);
+	memcpy(b + IF_HDR, src, plen);
+	off = IF_HDR + plen;
+	woff = off + idx->npoints * IF_REC;
+	for (size_t i = 0; i < idx->npoints; i++, off += IF_REC) {
+		const struct gzdec_point *pt = &idx->points[i];
+
+		put64(b + off + P_UOFF, pt->uoff);
+		put64(b + off + P_COFF, pt->coff);
+		put32(b + off + P_WSIZE, pt->wsize);
+		put32(b + off + P_WZSIZE, pt->wzsize);
+		b[off + P_BITS] = pt->bits;
+		if (pt->wzsize)
+			memcpy(b + woff, pt->wz, pt->wzsize);
+		woff += pt->wzsize;
+	}
+	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
+	if (check(b, n, &in, NULL) < 0) {
+		free(b);
+		return -EINVAL;
+	}
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* Reads the whole regular file fd into a new buffer (caller frees). */
+static int slurp(int fd, unsigned char **buf, size_t *len, struct zerr *err)
+{
+	struct stat st;
+	unsigned char *b;
+	int ret;
+
+	if (fstat(fd, &st) < 0)
+		return zerr_set(err, -errno, 0, "fstat failed");
+	if (!S_ISREG(st.st_mode))
+		return BAD(0, "not a regular file");
+	if ((uint64_t)st.st_size != (size_t)st.st_size)
+		return zerr_set(err, -ENOMEM, 0, "too large");
+	*len = (size_t)st.st_size;
+	b = malloc(*len ? *len : 1);
+	if (!b)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	ret = pread_full(fd, b, *len, 0);
+	if (ret < 0) {
+		free(b);
+		if (ret == -EIO)
+			return zerr_set(err, -EBADMSG, 0, "file shrank while read, or read error");
+		return zerr_set(err, ret, 0, "read failed");
+	}
+	*buf = b;
+	return 0;
+}
+
+/* Opens an index file (never through a symlink if nofollow) and validates it. */
+static int read_checked(int dfd, const char *path, int nofollow, unsigned char **buf, size_t *len,
+			struct idxfile_info *in, struct zerr *err)
+{
+	int fd = openat(dfd, path,
+			O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+	int ret;
+
+	*buf = NULL;
+	if (fd < 0) {
+		ret = errno == ELOOP ? -EBADMSG : -errno;
+		return zerr_set(err, ret, 0, "cannot open index file");
+	}
+	ret = slurp(fd, buf, len, err);
+	close(fd);
+	if (ret == 0)
+		ret = check(*buf, *len, in, err);
+	if (ret < 0) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return ret;
+}
+
+static int id_eq(const struct idxfile_id *a, const struct idxfile_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+	       a->fingerprint == b->fingerprint;
+}
+
+int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err)
+{
+	char path[PATH_MAX];
+	struct idxfile_info *in;
+	unsigned char *b;
+	size_t len = 0;
+	int ret;
+
+	*out = NULL;
+	ret = idxfile_path(dir, src_abspath, path, sizeof(path));
+	if (ret < 0)
+		return zerr_set(err, ret, 0, "bad source path");
+	in = malloc(sizeof(*in));
+	if (!in)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	ret = read_checked(AT_FDCWD, path, 1, &b, &len, in, err);
+	if (ret < 0)
+		goto out;
+	if (strcmp(in->src, src_abspath))
+		ret = zerr_set(err, -ESTALE, IF_HDR, "made for another file: %s", in->src);
+	else if (!id_eq(&in->id, id))
+		ret = zerr_set(err, -ESTALE, H_DEV, "the source changed since it was indexed");
+	else if (span_wanted && span_wanted != in->span)
+		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
+			       in->span, span_wanted);
+	else if (build(b, in, out) < 0)
+		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
+	free(b);
+out:
+	free(in);
+	return ret;
+}
+
+int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr *err)
+{
+	unsigned char *b;
+	size_t len = 0;
+	int ret = read_checked(AT_FDCWD, path, 0, &b, &len, info, err);
+
+	free(b);
+	return ret;
+}
+
+/* mkdir -p with mode 0700 for every directory it creates. */
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		buf[i] = dir[i];
+	}
+	return 0;
+}
+
+int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		 const struct gzdec_index *idx, uint64_t *bytes_written)
+{
+	char final[PATH_MAX], tmp[PATH_MAX];
+	unsigned char *b = NULL;
+	size_t len = 0;
+	int fd, ret, n;
+
+	ret = idxfile_path(dir, src_abspath, final, sizeof(final));
+	if (ret == 0)
+		ret = serialize(src_abspath, id, idx, &b, &len);
+	if (ret == 0)
+		ret = mkdir_p(dir);
+	if (ret < 0)
+		goto out;
+	/* ".<name>.XXXXXX": hidden, and named after its index for prune */
+	n = snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, strrchr(final, '/') + 1);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		ret = -ENAMETOOLONG;
+		goto out;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = write_full(fd, b, len);
+	if (ret == 0 && fsync(fd) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0 && rename(tmp, final) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		unlink(tmp);
+		goto out;
+	}
+	/* make the rename durable too; the file is complete either way */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	if (bytes_written)
+		*bytes_written = len;
+out:
+	free(b);
+	return ret;
+}
+
+static int is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Whether the index file name in dfd must go: 1 yes, 0 keep. */
+static int prune_index(int dfd, const char *dir, const char *name)
+{
+	char want[PATH_MAX];
+	struct idxfile_info *in = malloc(sizeof(*in));
+	struct idxfile_id now;
+	unsigned char *b;
+	size_t len = 0;
+	int ret, fd, stale = 0;
+
+	if (!in)
+		return 0;
+	ret = read_checked(dfd, name, 1, &b, &len, in, NULL);
+	free(b);
+	if (ret == -EBADMSG) {
+		stale = 1;
+	} else if (ret == 0) {
+		/* misfiled: load would never find it under this name */
+		if (idxfile_path(dir, in->src, want, sizeof(want)) < 0 ||
+		    strcmp(strrchr(want, '/') + 1, name)) {
+			stale = 1;
+		} else {
+			fd = open(in->src, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+			if (fd < 0) {
+				stale = errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
+			} else {
+				ret = idxfile_identify(fd, &now);
+				stale = ret == -EINVAL || (ret == 0 && !id_eq(&now, &in->id));
+				close(fd);
+			}
+		}
+	}
+	free(in);
+	return stale;
+}
+
+int idxfile_prune(const char *dir, unsigned *removed)
+{
+	unsigned count = 0;
+	struct dirent *de;
+	struct stat st;
+	time_t now = time(NULL);
+	DIR *d;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (removed)
+		*removed = 0;
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d))) {
+		const char *s = de->d_name;
+		size_t n = strlen(s);
+		int go = 0;
+
+		/* only regular files: a symlink or anything else is not ours */
+		if (fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (n == IF_HEXLEN + 4 && is_hex(s, IF_HEXLEN) && !strcmp(s + IF_HEXLEN, ".zmi"))
+			go = prune_index(dfd, dir, s);
+		else if (n == IF_HEXLEN + 12 && s[0] == '.' && is_hex(s + 1, IF_HEXLEN) &&
+			 !strncmp(s + 1 + IF_HEXLEN, ".zmi.", 5))
+			go = st.st_mtime < now - IF_TMP_AGE;
+		if (go && unlinkat(dfd, s, 0) == 0)
+			count++;
+	}
+	closedir(d);
+	if (removed)
+		*removed = count;
+	return 0;
+}

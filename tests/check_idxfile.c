@@ -1,0 +1,1178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for index/idxfile.c.  main() makes a temporary directory holding
+ * big.gz (about 3 MiB of pseudo-random words, gzip -6) and small.gz (150 KiB
+ * of numbered lines, whose index is small enough to damage at every byte).
+ * Each test saves into its own fresh index directory.  Sources a test
+ * changes are private copies.  Forged index files are resealed with a
+ * bitwise CRC-64/XZ written here from doc/index-format.md, so the tests also
+ * hold the library to the documented layout.
+ *
+ * usage: check_idxfile [ignored]  (runs as root or not; see save_unwritable)
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gzdec.h"
+#include "idxfile.h"
+
+#define BIG_SIZE   (3u * 1048576u + 777u)
+#define SMALL_SIZE (150u * 1024u)
+#define SPAN_MIN   (64u << 10)
+#define HDR	   128u
+#define REC	   32u
+
+static char g_dir[PATH_MAX];
+static unsigned char *g_big; /* the text in big.gz */
+
+/* Runs a shell command built from fmt in g_dir; returns its exit status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	int n, st;
+	va_list ap;
+
+	n = snprintf(cmd, sizeof(cmd), "cd '%s' && ", g_dir);
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return -1;
+	va_start(ap, fmt);
+	n += vsnprintf(cmd + n, sizeof(cmd) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if ((size_t)n >= sizeof(cmd))
+		return -1;
+	st = system(cmd);
+	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
+}
+
+/* buf = dir/name, which must fit (also used before the tests run, so no ck_assert). */
+static void join(char *buf, size_t size, const char *dir, const char *name)
+{
+	int n = snprintf(buf, size, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= size) {
+		fprintf(stderr, "path too long: %s/%s\n", dir, name);
+		abort();
+	}
+}
+
+static void path_of(char *buf, size_t size, const char *name)
+{
+	join(buf, size, g_dir, name);
+}
+
+/* A fresh, empty directory g_dir/<tag>.XXXXXX, mode 0755 so other users can reach it. */
+static void new_dir(char *buf, size_t size, const char *tag)
+{
+	char t[64];
+
+	snprintf(t, sizeof(t), "%s.XXXXXX", tag);
+	path_of(buf, size, t);
+	ck_assert_ptr_nonnull(mkdtemp(buf));
+	ck_assert_int_eq(chmod(buf, 0755), 0);
+}
+
+/* Entries of dir other than . and .. */
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+	struct stat st;
+	unsigned char *b;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	*len = (size_t)st.st_size;
+	b = malloc(*len + 1);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(pread(fd, b, *len, 0), (ssize_t)*len);
+	close(fd);
+	return b;
+}
+
+static void write_all(const char *path, const unsigned char *b, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, b, len), (ssize_t)len);
+	close(fd);
+}
+
+/* An indexed source: its fd, index, identity and absolute path. */
+struct src {
+	int fd;
+	struct gzdec_index *idx;
+	struct idxfile_id id;
+	char path[PATH_MAX];
+};
+
+static void src_open(struct src *s, const char *name, uint64_t span)
+{
+	struct zerr err = {0};
+	struct stat st;
+
+	path_of(s->path, sizeof(s->path), name);
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(s->fd, 0);
+	ck_assert_int_eq(fstat(s->fd, &st), 0);
+	ck_assert_msg(gzdec_index_build(s->fd, (uint64_t)st.st_size, span, &s->idx, &err) == 0,
+		      "%s: %s", name, err.msg);
+	ck_assert_int_eq(idxfile_identify(s->fd, &s->id), 0);
+}
+
+/* A private copy of g_dir/from named to, opened and indexed. */
+static void src_copy(struct src *s, const char *from, const char *to)
+{
+	ck_assert_int_eq(sh("cp %s %s", from, to), 0);
+	src_open(s, to, SPAN_MIN);
+}
+
+static void src_close(struct src *s)
+{
+	gzdec_index_free(s->idx);
+	close(s->fd);
+}
+
+static void re_identify(struct src *s)
+{
+	ck_assert_int_eq(idxfile_identify(s->fd, &s->id), 0);
+}
+
+static void save_ok(const char *dir, const struct src *s, uint64_t *bytes)
+{
+	int ret = idxfile_save(dir, s->path, &s->id, s->idx, bytes);
+
+	ck_assert_msg(ret == 0, "save: %s", strerror(-ret));
+}
+
+static int load(const char *dir, const struct src *s, uint64_t span, struct gzdec_index **out)
+{
+	struct zerr err = {0};
+	int ret = idxfile_load(dir, s->path, &s->id, span, out, &err);
+
+	if (ret < 0)
+		ck_assert_ptr_null(*out);
+	else
+		ck_assert_ptr_nonnull(*out);
+	return ret;
+}
+
+static void index_path(const char *dir, const struct src *s, char *buf, size_t size)
+{
+	ck_assert_int_eq(idxfile_path(dir, s->path, buf, size), 0);
+}
+
+static void expect_equal(const struct gzdec_index *a, const struct gzdec_index *b)
+{
+	ck_assert_uint_eq(a->usize, b->usize);
+	ck_assert_uint_eq(a->csize, b->csize);
+	ck_assert_uint_eq(a->members, b->members);
+	ck_assert_uint_eq(a->span, b->span);
+	ck_assert_int_eq(a->trailing, b->trailing);
+	ck_assert_uint_eq(a->trail_off, b->trail_off);
+	ck_assert_uint_eq(a->npoints, b->npoints);
+	for (size_t i = 0; i < a->npoints; i++) {
+		const struct gzdec_point *p = &a->points[i], *q = &b->points[i];
+
+		ck_assert_uint_eq(p->uoff, q->uoff);
+		ck_assert_uint_eq(p->coff, q->coff);
+		ck_assert_uint_eq(p->bits, q->bits);
+		ck_assert_uint_eq(p->wsize, q->wsize);
+		ck_assert_uint_eq(p->wzsize, q->wzsize);
+		ck_assert(!p->wz == !q->wz);
+		if (p->wzsize)
+			ck_assert_msg(memcmp(p->wz, q->wz, p->wzsize) == 0, "window %zu differs",
+				      i);
+	}
+}
+
+static void expect_same_id(const struct idxfile_id *a, const struct idxfile_id *b)
+{
+	ck_assert_uint_eq(a->dev, b->dev);
+	ck_assert_uint_eq(a->ino, b->ino);
+	ck_assert_uint_eq(a->size, b->size);
+	ck_assert_int_eq(a->mtime_sec, b->mtime_sec);
+	ck_assert_uint_eq(a->mtime_nsec, b->mtime_nsec);
+	ck_assert_uint_eq(a->fingerprint, b->fingerprint);
+}
+
+/* CRC-64/XZ, bit by bit, straight from the definition. */
+static uint64_t ref_crc64(const unsigned char *p, size_t n)
+{
+	uint64_t c = ~0ull;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
+	}
+	return ~c;
+}
+
+static uint64_t le(const unsigned char *p, int bytes)
+{
+	uint64_t v = 0;
+
+	for (int i = bytes - 1; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void put_le(unsigned char *p, int bytes, uint64_t v)
+{
+	for (int i = 0; i < bytes; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void reseal(unsigned char *b, size_t len)
+{
+	put_le(b + len - 8, 8, ref_crc64(b, len - 8));
+}
+
+START_TEST(crc_and_layout)
+{
+	static const unsigned char magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct src s;
+	unsigned char *b;
+	size_t len, plen;
+	uint64_t bytes;
+
+	ck_assert_uint_eq(ref_crc64((const unsigned char *)"123456789", 9), 0x995DC9BBDF1939FAull);
+	new_dir(dir, sizeof(dir), "layout");
+	src_open(&s, "small.gz", SPAN_MIN);
+	ck_assert_uint_ge(s.idx->npoints, 2);
+	save_ok(dir, &s, &bytes);
+	index_path(dir, &s, file, sizeof(file));
+	b = read_all(file, &len);
+	plen = strlen(s.path);
+	ck_assert_uint_eq(len, bytes);
+	ck_assert_mem_eq(b, magic, 8);
+	ck_assert_uint_eq(le(b + 8, 4), IDXFILE_VERSION);
+	ck_assert_uint_eq(le(b + 12, 4), IDXFILE_F_VERIFIED);
+	ck_assert_uint_eq(le(b + 16, 8), len);
+	ck_assert_uint_eq(le(b + 24, 8), s.id.dev);
+	ck_assert_uint_eq(le(b + 32, 8), s.id.ino);
+	ck_assert_uint_eq(le(b + 40, 8), s.id.size);
+	ck_assert_uint_eq(le(b + 56, 4), s.id.mtime_nsec);
+	ck_assert_uint_eq(le(b + 60, 4), plen);
+	ck_assert_uint_eq(le(b + 64, 8), s.id.fingerprint);
+	ck_assert_uint_eq(le(b + 72, 8), s.idx->usize);
+	ck_assert_uint_eq(le(b + 88, 8), s.idx->span);
+	ck_assert_uint_eq(le(b + 112, 8), s.idx->npoints);
+	ck_assert_mem_eq(b + HDR, s.path, plen);
+	ck_assert_uint_eq(le(b + HDR + plen + REC + 0, 8), s.idx->points[1].uoff);
+	ck_assert_uint_eq(le(b + HDR + plen + REC + 8, 8), s.idx->points[1].coff);
+	ck_assert_uint_eq(le(b + HDR + plen + REC + 20, 4), s.idx->points[1].wzsize);
+	ck_assert_uint_eq(le(b + len - 8, 8), ref_crc64(b, len - 8));
+	free(b);
+	src_close(&s);
+}
+END_TEST
+
+START_TEST(roundtrip_fields)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct idxfile_info info;
+	struct src s;
+	struct stat st;
+	uint64_t bytes = 0;
+
+	new_dir(dir, sizeof(dir), "rt");
+	src_open(&s, "big.gz", SPAN_MIN);
+	ck_assert_uint_ge(s.idx->npoints, 10);
+	save_ok(dir, &s, &bytes);
+	index_path(dir, &s, file, sizeof(file));
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_uint_eq(bytes, (uint64_t)st.st_size);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	expect_equal(s.idx, got);
+	gzdec_index_free(got);
+
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_str_eq(info.src, s.path);
+	expect_same_id(&info.id, &s.id);
+	ck_assert_uint_eq(info.version, IDXFILE_VERSION);
+	ck_assert_uint_eq(info.flags, IDXFILE_F_VERIFIED);
+	ck_assert_uint_eq(info.span, SPAN_MIN);
+	ck_assert_uint_eq(info.usize, BIG_SIZE);
+	ck_assert_uint_eq(info.npoints, s.idx->npoints);
+	ck_assert_uint_eq(info.file_size, bytes);
+	src_close(&s);
+}
+END_TEST
+
+START_TEST(roundtrip_extract)
+{
+	char dir[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "rtx");
+	src_open(&s, "big.gz", SPAN_MIN);
+	save_ok(dir, &s, NULL);
+	ck_assert_int_eq(load(dir, &s, SPAN_MIN, &got), 0);
+	gzdec_index_free(s.idx); /* only the loaded index from here on */
+	s.idx = NULL;
+	ck_assert_uint_eq(got->usize, BIG_SIZE);
+	for (size_t i = 0; i < got->npoints; i++) {
+		uint64_t end = i + 1 < got->npoints ? got->points[i + 1].uoff : got->usize;
+		size_t len = (size_t)(end - got->points[i].uoff);
+		unsigned char *buf = malloc(len + 1);
+		struct zerr err = {0};
+
+		ck_assert_ptr_nonnull(buf);
+		ck_assert_msg(gzdec_extract(s.fd, got, i, buf, len, &err) == (ssize_t)len,
+			      "point %zu: %s", i, err.msg);
+		ck_assert_msg(memcmp(buf, g_big + got->points[i].uoff, len) == 0,
+			      "point %zu: wrong bytes", i);
+		free(buf);
+	}
+	gzdec_index_free(got);
+	src_close(&s);
+}
+END_TEST
+
+/* gzdec puts a checkpoint at uoff == usize before an empty last member. */
+START_TEST(point_at_end)
+{
+	char dir[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "end");
+	src_open(&s, "tail.gz", SPAN_MIN);
+	ck_assert_uint_eq(s.idx->usize, 131072);
+	ck_assert_uint_eq(s.idx->points[s.idx->npoints - 1].uoff, s.idx->usize);
+	save_ok(dir, &s, NULL);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	expect_equal(s.idx, got);
+	gzdec_index_free(got);
+	src_close(&s);
+}
+END_TEST
+
+START_TEST(missing_index)
+{
+	char dir[PATH_MAX], gone[PATH_MAX];
+	struct gzdec_index *got = (void *)1;
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "miss");
+	src_open(&s, "small.gz", SPAN_MIN);
+	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT);
+	join(gone, sizeof(gone), dir, "nonexistent");
+	ck_assert_int_eq(load(gone, &s, 0, &got), -ENOENT);
+	src_close(&s);
+}
+END_TEST
+
+START_TEST(stale_mtime)
+{
+	char dir[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct timespec ts[2] = {{0, UTIME_OMIT}, {0, 0}};
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "mtime");
+	src_copy(&s, "small.gz", "mtime.gz");
+	save_ok(dir, &s, NULL);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	gzdec_index_free(got);
+	/* one nanosecond later: the same second must not be enough */
+	ts[1].tv_sec = (time_t)s.id.mtime_sec;
+	ts[1].tv_nsec = (long)(s.id.mtime_nsec + 1) % 1000000000;
+	ck_assert_int_eq(futimens(s.fd, ts), 0);
+	re_identify(&s);
+	ck_assert_int_eq(load(dir, &s, 0, &got), -ESTALE);
+	src_close(&s);
+}
+END_TEST
+
+START_TEST(stale_size)
+{
+	char dir[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "size");
+	src_copy(&s, "small.gz", "size.gz");
+	save_ok(dir, &s, NULL);
+	ck_assert_int_eq(sh("printf x >> size.gz"), 0);
+	re_identify(&s);
+	ck_assert_int_eq(load(dir, &s, 0, &got), -ESTALE);
+	src_close(&s);
+}
+END_TEST
+
+/* Same size, inode and mtime, a byte changed in the last 4 KiB: only the fingerprint sees it. */
+START_TEST(stale_content)
+{
+	char dir[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct idxfile_id old;
+	struct stat st;
+	struct timespec ts[2];
+	struct src s;
+	unsigned char c;
+	int fd;
+
+	new_dir(dir, sizeof(dir), "content");
+	src_copy(&s, "small.gz", "content.gz");
+	save_ok(dir, &s, NULL);
+	old = s.id;
+	ck_assert_int_eq(fstat(s.fd, &st), 0);
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	fd = open(s.path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &c, 1, st.st_size - 100), 1);
+	c ^= 1;
+	ck_assert_int_eq(pwrite(fd, &c, 1, st.st_size - 100), 1);
+	ck_assert_int_eq(futimens(fd, ts), 0);
+	close(fd);
+	re_identify(&s);
+	ck_assert_uint_eq(s.id.ino, old.ino);
+	ck_assert_uint_eq(s.id.size, old.size);
+	ck_assert_int_eq(s.id.mtime_sec, old.mtime_sec);
+	ck_assert_uint_eq(s.id.mtime_nsec, old.mtime_nsec);
+	ck_assert_uint_ne(s.id.fingerprint, old.fingerprint);
+	ck_assert_int_eq(load(dir, &s, 0, &got), -ESTALE);
+	src_close(&s);
+}
+END_TEST
+
+/* An index file copied to another source's name, loaded for that source. */
+START_TEST(foreign_index)
+{
+	char dir[PATH_MAX], fa[PATH_MAX], fb[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src a, b;
+	unsigned char *buf;
+	size_t len;
+
+	new_dir(dir, sizeof(dir), "foreign");
+	src_open(&a, "small.gz", SPAN_MIN);
+	src_copy(&b, "small.gz", "other.gz");
+	save_ok(dir, &a, NULL);
+	index_path(dir, &a, fa, sizeof(fa));
+	index_path(dir, &b, fb, sizeof(fb));
+	ck_assert_str_ne(fa, fb);
+	buf = read_all(fa, &len);
+	write_all(fb, buf, len);
+	free(buf);
+	ck_assert_int_eq(load(dir, &b, 0, &got), -ESTALE);
+	/* even with a's identity: the recorded path is not b's */
+	b.id = a.id;
+	ck_assert_int_eq(load(dir, &b, 0, &got), -ESTALE);
+	ck_assert_int_eq(load(dir, &a, 0, &got), 0);
+	gzdec_index_free(got);
+	src_close(&a);
+	src_close(&b);
+}
+END_TEST
+
+START_TEST(span_mismatch)
+{
+	char dir[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "span");
+	src_open(&s, "small.gz", SPAN_MIN);
+	save_ok(dir, &s, NULL);
+	ck_assert_int_eq(load(dir, &s, 1u << 20, &got), -ERANGE);
+	ck_assert_int_eq(load(dir, &s, SPAN_MIN, &got), 0);
+	gzdec_index_free(got);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	gzdec_index_free(got);
+	src_close(&s);
+}
+END_TEST
+
+/* Saves small.gz's index; returns its bytes and the index file's path. */
+static unsigned char *small_image(struct src *s, char *dir, char *file, size_t *len)
+{
+	new_dir(dir, PATH_MAX, "img");
+	src_open(s, "small.gz", SPAN_MIN);
+	ck_assert_uint_ge(s->idx->npoints, 2);
+	save_ok(dir, s, NULL);
+	index_path(dir, s, file, PATH_MAX);
+	return read_all(file, len);
+}
+
+START_TEST(every_bit_flip)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+	size_t len;
+	unsigned char *b = small_image(&s, dir, file, &len);
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_le(len, 64 * 1024); /* keeps this test to seconds */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = b[i] ^ (unsigned char)(1u << (i % 8));
+		int ret;
+
+		ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)i), 1);
+		ret = load(dir, &s, 0, &got);
+		ck_assert_msg(ret == -EBADMSG || ret == -ESTALE, "flip at %zu: %d", i, ret);
+		ck_assert_int_eq(pwrite(fd, &b[i], 1, (off_t)i), 1);
+	}
+	close(fd);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0); /* restored: the test could fail */
+	gzdec_index_free(got);
+	free(b);
+	src_close(&s);
+}
+END_TEST
+
+START_TEST(every_truncation)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+	size_t len;
+	unsigned char *b = small_image(&s, dir, file, &len);
+
+	for (size_t n = 0; n < len; n++) {
+		ck_assert_int_eq(truncate(file, (off_t)n), 0);
+		ck_assert_msg(load(dir, &s, 0, &got) == -EBADMSG, "cut at %zu", n);
+	}
+	b[len] = 0;
+	write_all(file, b, len + 1); /* one byte of padding */
+	ck_assert_int_eq(load(dir, &s, 0, &got), -EBADMSG);
+	write_all(file, b, len);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	gzdec_index_free(got);
+	free(b);
+	src_close(&s);
+}
+END_TEST
+
+/* Fields set to impossible values in a file with a correct CRC. */
+START_TEST(forged_fields)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+	size_t len;
+	unsigned char *b = small_image(&s, dir, file, &len), *f;
+	size_t r0 = HDR + strlen(s.path), r1 = r0 + REC;
+	uint64_t usize = s.idx->usize, csize = s.idx->csize, np = s.idx->npoints;
+	uint64_t coff1 = s.idx->points[1].coff, wz1 = s.idx->points[1].wzsize;
+	const struct {
+		size_t off;
+		int bytes;
+		uint64_t val;
+		const char *what;
+	} forge[] = {
+		{16, 8, len, "control: the same length (loads)"},
+		{8, 4, 2, "version 2"},
+		{12, 4, 3, "unknown flag"},
+		{16, 8, len + 1, "file length"},
+		{56, 4, 1000000000, "mtime nanoseconds"},
+		{60, 4, 0, "path length 0"},
+		{60, 4, 5000, "path length 5000"},
+		{60, 4, 0xFFFFFFFF, "path length 2^32-1"},
+		{88, 8, 0, "span 0"},
+		{88, 8, GZDEC_MAX_SPAN + 1ull, "span too large"},
+		{96, 8, csize + 1, "trail_off past the end"},
+		{104, 4, 3, "trailing kind 3"},
+		{108, 4, 1, "reserved word"},
+		{120, 8, 1, "reserved quad"},
+		{112, 8, 0, "no checkpoints"},
+		{112, 8, np - 1, "one checkpoint fewer"},
+		{112, 8, np + 1, "one checkpoint more"},
+		{112, 8, 1ull << 60, "2^60 checkpoints"},
+		{112, 8, UINT64_MAX, "2^64-1 checkpoints"},
+		{HDR, 1, 'x', "relative path"},
+		{HDR + 1, 1, 0, "NUL in path"},
+		{r0 + 0, 8, 1, "first uoff not 0"},
+		{r1 + 0, 8, 0, "uoff not ascending"},
+		{r1 + 0, 8, usize + 1, "uoff past usize"},
+		{r1 + 0, 8, 100, "window larger than uoff"},
+		{r1 + 8, 8, csize + 1, "coff past the end"},
+		{r0 + 8, 8, coff1 + 1, "coff descending"},
+		{r0 + 8, 8, 0, "control: coff 0 (loads)"},
+		{r1 + 24, 1, 8, "bits 8"},
+		{r1 + 24, 1, 255, "bits 255"},
+		{r1 + 16, 4, GZDEC_WINDOW + 1, "window 32769"},
+		{r1 + 16, 4, 0, "wsize 0 with wzsize > 0"},
+		{r1 + 20, 4, 0, "wzsize 0"},
+		{r1 + 20, 4, wz1 + 1, "wzsize one more"},
+		{r1 + 20, 4, 0x80000000u, "wzsize 2^31"},
+		{r1 + 20, 4, 0xFFFFFFFFu, "wzsize 2^32-1"},
+		{r1 + 31, 1, 1, "record's reserved byte"},
+	};
+
+	f = malloc(len);
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; i < sizeof(forge) / sizeof(forge[0]); i++) {
+		int want = strncmp(forge[i].what, "control", 7) ? -EBADMSG : 0, ret;
+
+		memcpy(f, b, len);
+		put_le(f + forge[i].off, forge[i].bytes, forge[i].val);
+		reseal(f, len);
+		write_all(file, f, len);
+		ret = load(dir, &s, 0, &got);
+		ck_assert_msg(ret == want, "%s: %d, want %d", forge[i].what, ret, want);
+		gzdec_index_free(got);
+		got = NULL;
+	}
+	free(f);
+	free(b);
+	src_close(&s);
+}
+END_TEST
+
+/*
+ * An index file written from doc/index-format.md alone, with n checkpoint
+ * records (no windows) and npoints = claimed.  Returns its length.
+ */
+static size_t handmade(unsigned char *b, const struct src *s, uint64_t n, uint64_t claimed)
+{
+	static const unsigned char magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
+	size_t plen = strlen(s->path), len = HDR + plen + n * REC + 8;
+
+	memset(b, 0, len);
+	memcpy(b, magic, 8);
+	put_le(b + 8, 4, 1);
+	put_le(b + 12, 4, 1);
+	put_le(b + 16, 8, len);
+	put_le(b + 24, 8, s->id.dev);
+	put_le(b + 32, 8, s->id.ino);
+	put_le(b + 40, 8, s->id.size);
+	put_le(b + 48, 8, (uint64_t)s->id.mtime_sec);
+	put_le(b + 56, 4, s->id.mtime_nsec);
+	put_le(b + 60, 4, plen);
+	put_le(b + 64, 8, s->id.fingerprint);
+	put_le(b + 72, 8, s->idx->usize);
+	put_le(b + 80, 8, 1);
+	put_le(b + 88, 8, SPAN_MIN);
+	put_le(b + 112, 8, claimed);
+	memcpy(b + HDR, s->path, plen);
+	for (uint64_t i = 0; i < n; i++)
+		put_le(b + HDR + plen + i * REC, 8, i * 1000);
+	reseal(b, len);
+	return len;
+}
+
+START_TEST(handmade_file)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	unsigned char *b = calloc(1, 64 * 1024);
+	struct src s;
+	size_t len;
+
+	ck_assert_ptr_nonnull(b);
+	new_dir(dir, sizeof(dir), "hand");
+	src_open(&s, "small.gz", SPAN_MIN);
+	index_path(dir, &s, file, sizeof(file));
+	len = handmade(b, &s, 100, 100);
+	write_all(file, b, len);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_uint_eq(got->npoints, 100);
+	ck_assert_uint_eq(got->points[99].uoff, 99000);
+	ck_assert_ptr_null(got->points[99].wz);
+	gzdec_index_free(got);
+	/* valid records up to the checksum: a count beyond them must not be followed */
+	for (uint64_t more = 1; more <= 3; more++) {
+		len = handmade(b, &s, 100, 100 + more);
+		write_all(file, b, len);
+		ck_assert_int_eq(load(dir, &s, 0, &got), -EBADMSG);
+	}
+	free(b);
+	src_close(&s);
+}
+END_TEST
+
+/* A regular file where the directory should be: ENOTDIR even for root. */
+START_TEST(save_not_a_dir)
+{
+	char dir[PATH_MAX], file[PATH_MAX], sub[PATH_MAX];
+	struct src s;
+	struct stat st;
+
+	new_dir(dir, sizeof(dir), "notdir");
+	join(file, sizeof(file), dir, "plain");
+	write_all(file, (const unsigned char *)"x", 1);
+	join(sub, sizeof(sub), file, "sub");
+	src_open(&s, "small.gz", SPAN_MIN);
+	ck_assert_int_eq(idxfile_save(file, s.path, &s.id, s.idx, NULL), -ENOTDIR);
+	ck_assert_int_eq(idxfile_save(sub, s.path, &s.id, s.idx, NULL), -ENOTDIR);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_int_eq(st.st_size, 1);
+	ck_assert_int_eq(count_entries(dir), 1);
+	src_close(&s);
+}
+END_TEST
+
+/*
+ * A directory we may not write.  chmod 0500 stops nobody who is root, so as
+ * root a child drops to uid/gid 65534 first; either way the kernel says
+ * EACCES, for an existing directory and for one save would have to create.
+ */
+START_TEST(save_unwritable)
+{
+	char dir[PATH_MAX], sub[PATH_MAX];
+	struct src s;
+	pid_t pid;
+	int st;
+
+	new_dir(dir, sizeof(dir), "ro");
+	join(sub, sizeof(sub), dir, "deeper/zmount");
+	src_open(&s, "small.gz", SPAN_MIN);
+	if (geteuid() != 0)
+		ck_assert_int_eq(chmod(dir, 0500), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (geteuid() == 0 && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
+			_exit(99);
+		if (idxfile_save(dir, s.path, &s.id, s.idx, NULL) != -EACCES)
+			_exit(1);
+		if (idxfile_save(sub, s.path, &s.id, s.idx, NULL) != -EACCES)
+			_exit(2);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	chmod(dir, 0755);
+	ck_assert_int_eq(count_entries(dir), 0);
+	src_close(&s);
+}
+END_TEST
+
+/*
+ * A full disk, simulated with RLIMIT_FSIZE (which binds root too): the write
+ * fails with EFBIG after the temporary file exists, which must then be
+ * removed, and the previous index must survive.
+ */
+START_TEST(save_full_cleans_up)
+{
+	char dir[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+	pid_t pid;
+	int st;
+
+	new_dir(dir, sizeof(dir), "full");
+	src_open(&s, "big.gz", SPAN_MIN);
+	save_ok(dir, &s, NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = {4096, 4096};
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(99);
+		_exit(idxfile_save(dir, s.path, &s.id, s.idx, NULL) == -EFBIG ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	ck_assert_int_eq(count_entries(dir), 1); /* no temporary file left */
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	expect_equal(s.idx, got);
+	gzdec_index_free(got);
+	src_close(&s);
+}
+END_TEST
+
+/*
+ * Three processes save the same index over and over while this one loads it
+ * at least 50 times; they stop once it says so (by creating "stop").
+ */
+START_TEST(concurrent_savers)
+{
+	enum { NCHILD = 3, ROUNDS = 20, LOADS = 50 };
+	char dir[PATH_MAX], stop[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+	pid_t pid[NCHILD];
+	int running = NCHILD, loads = 0, st;
+
+	new_dir(dir, sizeof(dir), "race");
+	join(stop, sizeof(stop), dir, "stop");
+	src_open(&s, "big.gz", SPAN_MIN);
+	for (int c = 0; c < NCHILD; c++) {
+		pid[c] = fork();
+		ck_assert_int_ge(pid[c], 0);
+		if (pid[c] == 0) {
+			time_t deadline = time(NULL) + 60;
+
+			for (int r = 0; r < ROUNDS || access(stop, F_OK) != 0; r++)
+				if (idxfile_save(dir, s.path, &s.id, s.idx, NULL) != 0 ||
+				    time(NULL) > deadline)
+					_exit(1);
+			_exit(0);
+		}
+	}
+	while (running) {
+		int ret = load(dir, &s, 0, &got);
+
+		ck_assert_msg(ret == 0 || ret == -ENOENT, "load during saves: %d", ret);
+		gzdec_index_free(got);
+		got = NULL;
+		if (ret == 0 && ++loads == LOADS)
+			write_all(stop, (const unsigned char *)"", 0);
+		for (int c = 0; c < NCHILD; c++) {
+			if (pid[c] > 0 && waitpid(pid[c], &st, WNOHANG) == pid[c]) {
+				ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+					      "saver failed");
+				pid[c] = 0;
+				running--;
+			}
+		}
+	}
+	ck_assert_int_ge(loads, LOADS);
+	ck_assert_int_eq(unlink(stop), 0);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	expect_equal(s.idx, got);
+	gzdec_index_free(got);
+	ck_assert_int_eq(count_entries(dir), 1); /* no temporary file left */
+	src_close(&s);
+}
+END_TEST
+
+START_TEST(prune_stale)
+{
+	char dir[PATH_MAX], p[PATH_MAX], file[PATH_MAX], outside[PATH_MAX];
+	struct timespec old[2] = {{0, UTIME_OMIT}, {0, 0}};
+	struct src gone, changed, live;
+	unsigned removed = 99;
+
+	new_dir(dir, sizeof(dir), "prune");
+	src_copy(&gone, "small.gz", "gone.gz");
+	src_copy(&changed, "small.gz", "changed.gz");
+	src_copy(&live, "small.gz", "live.gz");
+	save_ok(dir, &gone, NULL);
+	save_ok(dir, &changed, NULL);
+	save_ok(dir, &live, NULL);
+	ck_assert_int_eq(unlink(gone.path), 0);
+	ck_assert_int_eq(sh("printf x >> changed.gz"), 0);
+	/* an abandoned temporary file two hours old, and a fresh one (a save in progress) */
+	join(p, sizeof(p), dir, ".0123456789abcdef.zmi.AbCdEf");
+	write_all(p, (const unsigned char *)"x", 1);
+	old[1].tv_sec = time(NULL) - 7200;
+	ck_assert_int_eq(utimensat(AT_FDCWD, p, old, 0), 0);
+	join(p, sizeof(p), dir, ".0123456789abcdef.zmi.GhIjKl");
+	write_all(p, (const unsigned char *)"x", 1);
+	/* a symlink with an index's name to a stale index outside dir: left alone */
+	index_path(g_dir, &gone, outside, sizeof(outside));
+	index_path(dir, &gone, file, sizeof(file));
+	ck_assert_int_eq(rename(file, outside), 0);
+	ck_assert_int_eq(symlink(outside, file), 0);
+	/* an unrelated file */
+	join(p, sizeof(p), dir, "README");
+	write_all(p, (const unsigned char *)"x", 1);
+
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 2); /* changed.gz's index, the old temporary file */
+	ck_assert_int_eq(access(outside, F_OK), 0);
+	index_path(dir, &changed, p, sizeof(p));
+	ck_assert_int_ne(access(p, F_OK), 0);
+	index_path(dir, &live, p, sizeof(p));
+	ck_assert_int_eq(access(p, F_OK), 0);
+	ck_assert_int_eq(count_entries(dir), 4); /* live, fresh temp, symlink, README */
+
+	/* the real file of a deleted source goes */
+	ck_assert_int_eq(unlink(file), 0);
+	ck_assert_int_eq(rename(outside, file), 0);
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_ne(access(file, F_OK), 0);
+	ck_assert_int_eq(count_entries(dir), 3);
+	unlink(outside);
+	src_close(&gone);
+	src_close(&changed);
+	src_close(&live);
+}
+END_TEST
+
+START_TEST(prune_corrupt_and_missing_dir)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	unsigned removed = 99;
+
+	new_dir(dir, sizeof(dir), "prunec");
+	join(p, sizeof(p), dir, "00000000deadbeef.zmi");
+	write_all(p, (const unsigned char *)"garbage", 7);
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_eq(count_entries(dir), 0);
+	join(p, sizeof(p), dir, "none");
+	ck_assert_int_eq(idxfile_prune(p, &removed), -ENOENT);
+	ck_assert_uint_eq(removed, 0);
+}
+END_TEST
+
+START_TEST(default_dir)
+{
+	char out[PATH_MAX];
+
+	setenv("XDG_CACHE_HOME", "/x/cache", 1);
+	setenv("HOME", "/home/u", 1);
+	ck_assert_int_eq(idxfile_default_dir(out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "/x/cache/zmount");
+	ck_assert_int_eq(idxfile_default_dir(out, 10), -ENAMETOOLONG);
+	ck_assert_str_eq(out, "");
+	setenv("XDG_CACHE_HOME", "relative", 1); /* the XDG spec: ignore it */
+	ck_assert_int_eq(idxfile_default_dir(out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "/home/u/.cache/zmount");
+	setenv("XDG_CACHE_HOME", "", 1);
+	ck_assert_int_eq(idxfile_default_dir(out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "/home/u/.cache/zmount");
+	unsetenv("XDG_CACHE_HOME");
+	ck_assert_int_eq(idxfile_default_dir(out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "/home/u/.cache/zmount");
+	unsetenv("HOME"); /* then the password database */
+	ck_assert_int_eq(idxfile_default_dir(out, sizeof(out)), 0);
+	ck_assert_msg(out[0] == '/' && strstr(out, "/.cache/zmount"), "%s", out);
+}
+END_TEST
+
+START_TEST(path_names)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	const char *base;
+
+	ck_assert_int_eq(idxfile_path("/d", "/srv/a.gz", a, sizeof(a)), 0);
+	ck_assert_int_eq(idxfile_path("/d", "/srv/b.gz", b, sizeof(b)), 0);
+	ck_assert_str_ne(a, b);
+	ck_assert_uint_eq(strlen(a), 3 + 16 + 4);
+	ck_assert(strncmp(a, "/d/", 3) == 0);
+	base = a + 3;
+	for (int i = 0; i < 16; i++)
+		ck_assert(strchr("0123456789abcdef", base[i]));
+	ck_assert_str_eq(base + 16, ".zmi");
+	ck_assert_int_eq(idxfile_path("/d", "/srv/a.gz", b, sizeof(b)), 0);
+	ck_assert_str_eq(a, b); /* stable */
+	ck_assert_int_eq(idxfile_path("/d", "srv/a.gz", a, sizeof(a)), -EINVAL);
+	ck_assert_int_eq(idxfile_path("", "/srv/a.gz", a, sizeof(a)), -EINVAL);
+	ck_assert_int_eq(idxfile_path("/d", "/srv/a.gz", a, 10), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(identify_files)
+{
+	char p1[PATH_MAX], p2[PATH_MAX];
+	struct idxfile_id a, b;
+	int f1, f2, d;
+
+	path_of(p1, sizeof(p1), "id1");
+	path_of(p2, sizeof(p2), "id2");
+	write_all(p1, g_big, 20000);
+	write_all(p2, g_big + 1, 20000);
+	f1 = open(p1, O_RDONLY | O_CLOEXEC);
+	f2 = open(p2, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(f1, 0);
+	ck_assert_int_ge(f2, 0);
+	ck_assert_int_eq(idxfile_identify(f1, &a), 0);
+	ck_assert_int_eq(idxfile_identify(f1, &b), 0);
+	expect_same_id(&a, &b);
+	ck_assert_uint_eq(a.size, 20000);
+	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
+	ck_assert_uint_ne(a.fingerprint, b.fingerprint);
+	ck_assert_uint_ne(a.ino, b.ino);
+	/* smaller than 4 KiB, and empty */
+	ck_assert_int_eq(truncate(p2, 100), 0);
+	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
+	ck_assert_uint_eq(b.size, 100);
+	ck_assert_int_eq(truncate(p2, 0), 0);
+	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
+	ck_assert_uint_eq(b.size, 0);
+	d = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_eq(idxfile_identify(d, &b), -EINVAL);
+	close(d);
+	close(f1);
+	close(f2);
+}
+END_TEST
+
+START_TEST(save_creates_dir)
+{
+	char dir[PATH_MAX], deep[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct src s;
+	struct stat st;
+
+	new_dir(dir, sizeof(dir), "mk");
+	join(deep, sizeof(deep), dir, "a/b/zmount");
+	src_open(&s, "small.gz", SPAN_MIN);
+	save_ok(deep, &s, NULL);
+	ck_assert_int_eq(stat(deep, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	index_path(deep, &s, file, sizeof(file));
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	ck_assert_int_eq(load(deep, &s, 0, &got), 0);
+	gzdec_index_free(got);
+	save_ok(deep, &s, NULL); /* over an existing one */
+	ck_assert_int_eq(count_entries(deep), 1);
+	src_close(&s);
+}
+END_TEST
+
+START_TEST(save_rejects_bad_input)
+{
+	char dir[PATH_MAX];
+	struct idxfile_id id;
+	struct gzdec_point tmp;
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "badin");
+	src_open(&s, "small.gz", SPAN_MIN);
+	ck_assert_int_eq(idxfile_save(dir, "rel/a.gz", &s.id, s.idx, NULL), -EINVAL);
+	id = s.id;
+	id.size++;
+	ck_assert_int_eq(idxfile_save(dir, s.path, &id, s.idx, NULL), -EINVAL);
+	tmp = s.idx->points[0]; /* out of order */
+	s.idx->points[0] = s.idx->points[1];
+	s.idx->points[1] = tmp;
+	ck_assert_int_eq(idxfile_save(dir, s.path, &s.id, s.idx, NULL), -EINVAL);
+	s.idx->points[1] = s.idx->points[0];
+	s.idx->points[0] = tmp;
+	ck_assert_int_eq(count_entries(dir), 0);
+	save_ok(dir, &s, NULL);
+	src_close(&s);
+}
+END_TEST
+
+/* Deterministic fixtures; returns 0 or -1. */
+static int make_fixtures(void)
+{
+	static const char *const syl[] = {"ka",	 "lo",	"mi",  "ne", "ru",  "ta",  "shi",
+					  "po",	 "ve",	"da",  "xu", "ben", "tor", "gal",
+					  "fin", "sen", "qua", "ri", "mo",  "zel"};
+	uint32_t x = 12345;
+	char path[PATH_MAX];
+	size_t n = 0;
+	FILE *f;
+
+	/* words of 1 to 3 syllables: compresses about 3:1, like text */
+	g_big = malloc(BIG_SIZE);
+	if (!g_big)
+		return -1;
+	while (n < BIG_SIZE) {
+		unsigned k;
+
+		x = x * 1103515245u + 12345u;
+		k = 1 + (x >> 16) % 3;
+		while (k-- && n < BIG_SIZE) {
+			x = x * 1103515245u + 12345u;
+			for (const char *w = syl[(x >> 16) % 20]; *w && n < BIG_SIZE; w++)
+				g_big[n++] = (unsigned char)*w;
+		}
+		if (n < BIG_SIZE)
+			g_big[n++] = (x >> 8) % 11 == 0 ? '\n' : ' ';
+	}
+	path_of(path, sizeof(path), "big");
+	f = fopen(path, "w");
+	if (!f || fwrite(g_big, 1, BIG_SIZE, f) != BIG_SIZE || fclose(f))
+		return -1;
+	path_of(path, sizeof(path), "small");
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	for (unsigned i = 0; i < SMALL_SIZE / 32; i++)
+		fprintf(f, "%07u the lazy dog sleeps on\n", i);
+	if (fclose(f))
+		return -1;
+	/*
+	 * small.gz: pigz ends a deflate block every 32 KiB (-b 32), so 150 KiB
+	 * get checkpoints at 0, 64 and 128 KiB, with small windows.
+	 * tail.gz: 128 KiB, then an empty member, whose header gives a
+	 * checkpoint at uoff == usize.
+	 */
+	return sh("gzip -n -6 -k big && pigz -n -6 -b 32 -k small && "
+		  "head -c 131072 small | pigz -n -6 -b 32 > tail.gz && "
+		  "printf '' | gzip -n >> tail.gz")
+		       ? -1
+		       : 0;
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	Suite *s = suite_create("idxfile");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	char real[PATH_MAX];
+	int failed;
+
+	snprintf(g_dir, sizeof(g_dir), "%s/check_idxfile.XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(g_dir) || !realpath(g_dir, real) || chmod(g_dir, 0755) ||
+	    snprintf(g_dir, sizeof(g_dir), "%s", real) < 0 || make_fixtures()) {
+		fprintf(stderr, "check_idxfile: cannot make fixtures in %s\n", g_dir);
+		return 1;
+	}
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, crc_and_layout);
+	tcase_add_test(tc, roundtrip_fields);
+	tcase_add_test(tc, roundtrip_extract);
+	tcase_add_test(tc, point_at_end);
+	tcase_add_test(tc, missing_index);
+	tcase_add_test(tc, stale_mtime);
+	tcase_add_test(tc, stale_size);
+	tcase_add_test(tc, stale_content);
+	tcase_add_test(tc, foreign_index);
+	tcase_add_test(tc, span_mismatch);
+	tcase_add_test(tc, every_bit_flip);
+	tcase_add_test(tc, every_truncation);
+	tcase_add_test(tc, forged_fields);
+	tcase_add_test(tc, handmade_file);
+	tcase_add_test(tc, save_not_a_dir);
+	tcase_add_test(tc, save_unwritable);
+	tcase_add_test(tc, save_full_cleans_up);
+	tcase_add_test(tc, concurrent_savers);
+	tcase_add_test(tc, prune_stale);
+	tcase_add_test(tc, prune_corrupt_and_missing_dir);
+	tcase_add_test(tc, default_dir);
+	tcase_add_test(tc, path_names);
+	tcase_add_test(tc, identify_files);
+	tcase_add_test(tc, save_creates_dir);
+	tcase_add_test(tc, save_rejects_bad_input);
+	suite_add_tcase(s, tc);
+
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	free(g_big);
+	sh("cd / && rm -rf '%s'", g_dir);
+	return failed ? 1 : 0;
+}
