@@ -321,6 +321,12 @@ int gzdec_header_check(int fd, uint64_t size, struct zerr *err)
 int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index **out,
 		      struct zerr *err)
 {
+	return gzdec_index_build_sink(fd, size, span, NULL, out, err);
+}
+
+int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
+			   struct gzdec_index **out, struct zerr *err)
+{
 	struct gz_build b = {.fd = fd, .size = size, .err = err};
 	struct gzdec_index *idx;
 	uint64_t last = 0; /* uoff of the newest checkpoint */
@@ -357,6 +363,9 @@ int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index *
 			goto fail;
 		}
 		b.mout += before - b.zs.avail_out;
+		if (sink && sink->output && before > b.zs.avail_out)
+			sink->output(sink->ctx, b.zs.next_out - (before - b.zs.avail_out),
+				     before - b.zs.avail_out);
 		if (zret == Z_STREAM_END) {
 			ret = bld_member_end(&b);
 			if (ret < 0)
@@ -377,6 +386,8 @@ int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index *
 			if (ret < 0)
 				goto fail;
 			last = idx->usize;
+			if (sink && sink->point)
+				sink->point(sink->ctx, last);
 		}
 	}
 	if (idx->npoints < b.cap) {

@@ -87,6 +87,22 @@ int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index *
  */
 int gzdec_header_check(int fd, uint64_t size, struct zerr *err);
 
+/*
+ * Optional observer of a build: output(ctx, buf, len) gets every
+ * uncompressed byte in order; point(ctx, uoff) is called as each checkpoint
+ * is recorded (after the output before it).  Either may be NULL.  They
+ * cannot fail a build: an observer that runs out of memory just stops.
+ */
+struct gzdec_sink {
+	void (*output)(void *ctx, const void *buf, size_t len);
+	void (*point)(void *ctx, uint64_t uoff);
+	void *ctx;
+};
+
+/* gzdec_index_build with an observer (sink may be NULL). */
+int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
+			   struct gzdec_index **out, struct zerr *err);
+
 /* Frees an index and its windows.  Accepts NULL. */
 void gzdec_index_free(struct gzdec_index *idx);
 

@@ -155,6 +155,8 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	ropts.span = cli->opts.span;
 	octx.timeout = cli->opts.timeout;
 	ropts.index_dir = cli->opts.index_dir[0] ? cli->opts.index_dir : NULL;
+	/* The first user of a gzip file usually reads it from the start. */
+	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;
 	if (bcache_new((size_t)cli->opts.cache_size, &cache) < 0 ||
 	    arctab_new(cache, &ropts, cli->src, &arcs) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");

@@ -44,8 +44,12 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->entry_timeout = c->timeout;
 	cfg->attr_timeout = c->timeout;
 	cfg->negative_timeout = c->timeout;
-	/* Archive contents only change with the source's identity, which open checks. */
-	cfg->auto_cache = 0;
+	/*
+	 * Keep the kernel's page cache across opens, unless the file's size
+	 * or mtime changed since it was cached: then libfuse drops it, so a
+	 * replaced archive is never served from its old version's pages.
+	 */
+	cfg->auto_cache = 1;
 	cfg->kernel_cache = 0;
 	/* Large requests: fewer round trips per decoded chunk. */
 	conn->max_readahead = 1u << 20;
@@ -137,8 +141,6 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	h->fd = -1;
 	if (node.kind == TREE_ARCHIVE) {
 		ret = open_archive(c, path, &node, h);
-		/* Unchanged archives keep their page cache across opens. */
-		fi->keep_cache = 1;
 	} else if (S_ISREG(node.st.st_mode)) {
 		h->fd = openat(tree_root_fd(c->tree), node.rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		ret = h->fd < 0 ? -errno : 0;

@@ -103,6 +103,7 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	o->slice = 2u << 20;
 	o->pool = NULL;
 	o->index_dir = NULL;
+	o->warm_bytes = 0;
 	o->readahead = cache_size / 8;
 	if (o->readahead > (32u << 20))
 		o->readahead = 32u << 20;
@@ -177,8 +178,74 @@ static void save_gz(struct reader *r, const struct idxfile_id *id, const struct 
 		     r->opts.index_dir, strerror(-ret));
 }
 
+/* Collects the chunks a gzip pass decodes and offers the first ones to the cache. */
+struct warm {
+	struct reader *r;
+	uint64_t start;       /* uncompressed offset of buf[0] */
+	unsigned char *buf;
+	size_t len, cap;
+	uint64_t budget;      /* bytes it may still put in the cache */
+	bool stop;
+};
+
+static void warm_flush(struct warm *w)
+{
+	struct bcache_ent *e;
+
+	if (w->stop || w->len == 0)
+		goto out;
+	if (w->len > w->budget) {
+		w->stop = true;
+		goto out;
+	}
+	if (bcache_claim(w->r->cache, w->r->id, w->start, w->len, &e) == 1) {
+		memcpy(bcache_buf(e), w->buf, w->len);
+		bcache_done(w->r->cache, e, 0);
+		bcache_put(w->r->cache, e);
+		atomic_fetch_add(&n_decoded, w->len);
+	}
+	w->budget -= w->len;
+out:
+	w->start += w->len;
+	w->len = 0;
+}
+
+static void warm_output(void *ctx, const void *buf, size_t len)
+{
+	struct warm *w = ctx;
+
+	if (w->stop)
+		return;
+	if (w->len + len > w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 1u << 20;
+		void *p;
+
+		while (cap < w->len + len)
+			cap *= 2;
+		p = cap <= GZ_MAX_UNIT ? realloc(w->buf, cap) : NULL;
+		if (!p) {
+			w->stop = true;
+			return;
+		}
+		w->buf = p;
+		w->cap = cap;
+	}
+	memcpy(w->buf + w->len, buf, len);
+	w->len += len;
+}
+
+static void warm_point(void *ctx, uint64_t uoff)
+{
+	struct warm *w = ctx;
+
+	if (!w->stop && uoff == w->start + w->len)
+		warm_flush(w);
+}
+
 static int build_gz(struct reader *r)
 {
+	struct warm w = { .r = r, .budget = r->opts.warm_bytes, .stop = !r->opts.warm_bytes };
+	struct gzdec_sink sink = { warm_output, warm_point, &w };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;
@@ -189,7 +256,11 @@ static int build_gz(struct reader *r)
 	if (persist)
 		g = load_gz(r, &id);
 	if (!g) {
-		ret = gzdec_index_build(r->fd, (uint64_t)r->st.st_size, r->opts.span, &g, &err);
+		ret = gzdec_index_build_sink(r->fd, (uint64_t)r->st.st_size, r->opts.span,
+					     w.stop ? NULL : &sink, &g, &err);
+		if (ret == 0)
+			warm_flush(&w); /* the last chunk ends at the end of the data */
+		free(w.buf);
 		if (ret < 0) {
 			zlog(ZLOG_ERROR, "%s: corrupt gzip at compressed offset %" PRIu64 ": %s",
 			     r->name, err.coff, err.msg);

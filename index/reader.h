@@ -7,7 +7,9 @@
  * the code path of the daemon, the tools, the tests and the benchmark alike.
  *
  * reader_open reads the archive's block map (xz: its own Index; gzip: one
- * checkpoint pass that also verifies every member's CRC32 and ISIZE).
+ * checkpoint pass that also verifies every member's CRC32 and ISIZE, and
+ * leaves the first opts.warm_bytes it decodes in the cache, so a reader
+ * that starts at the beginning does not decode them a second time).
  * reader_pread finds the chunks a range touches, takes each from the shared
  * cache or decodes it once, and copies out.
  *
@@ -51,6 +53,7 @@ struct reader_opts {
 	struct pool *pool; /* decodes ahead of sequential readers; NULL: no read-ahead */
 	size_t readahead;  /* bytes decoded ahead of a sequential reader */
 	const char *index_dir; /* where gzip indexes persist; NULL: memory only */
+	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
 };
 
 /* Defaults for a cache of cache_size bytes (pool NULL). */
