@@ -109,7 +109,8 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 		char *end;
 		double t = strtod(val, &end);
 
-		if (end == val || *end != '\0' || !(t >= 0 && t <= 3600)) {
+		if (!isdigit((unsigned char)val[0]) || strchr(val, 'x') || strchr(val, 'X') ||
+		    *end != '\0' || !(t >= 0 && t <= 3600)) {
 			snprintf(msg, msglen, "bad timeout '%s': give seconds from 0 to 3600", val);
 			return -EINVAL;
 		}

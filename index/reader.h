@@ -21,11 +21,12 @@
  *    it in order decodes it once; its Check is verified when decoding reaches
  *    its end, and a failure there fails later reads of that Block.
  *
- * Read-ahead: a read that continues where an earlier one ended (up to four
- * interleaved streams are tracked) queues the next opts.readahead bytes'
- * units on opts.pool, so workers decode them in parallel, into the same
- * cache and under the same budget, while the reader copies out.  A random
- * read queues nothing.
+ * Read-ahead: a read that starts within 1 MiB of where an earlier one ended
+ * (the kernel delivers its parallel read-ahead slightly out of order; up to
+ * four interleaved streams are tracked) queues the next opts.readahead
+ * bytes' units on opts.pool, so workers decode them in parallel, into the
+ * same cache and under the same budget, while the reader copies out.  Reads
+ * further apart than that queue nothing.
  *
  * Errors are logged once per cause, naming the file, the offset and the
  * reason; later reads of a failed chunk get -EIO without decoding it again.

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for fs/opts.c: size parsing and zmount's own mount options.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opts.h"
+#include "zlog.h"
+
+static void assert_size(const char *s, uint64_t want)
+{
+	uint64_t v = 12345;
+	int ret = opts_size(s, &v);
+
+	ck_assert_msg(ret == 0, "opts_size(\"%s\") returned %d, want %llu", s, ret,
+		      (unsigned long long)want);
+	ck_assert_msg(v == want, "opts_size(\"%s\") gave %llu, want %llu", s, (unsigned long long)v,
+		      (unsigned long long)want);
+}
+
+static void assert_bad_size(const char *s)
+{
+	uint64_t v = 12345;
+	int ret = opts_size(s, &v);
+
+	ck_assert_msg(ret == -EINVAL, "opts_size(\"%s\") returned %d (value %llu), want -EINVAL", s,
+		      ret, (unsigned long long)v);
+	ck_assert_msg(v == 12345, "opts_size(\"%s\") failed but wrote %llu", s,
+		      (unsigned long long)v);
+}
+
+START_TEST(size_plain_digits)
+{
+	assert_size("0", 0);
+	assert_size("1", 1);
+	assert_size("512", 512);
+	assert_size("007", 7);
+	assert_size("1048576", 1048576);
+}
+END_TEST
+
+START_TEST(size_suffixes_are_powers_of_1024)
+{
+	assert_size("512K", 512ull << 10);
+	assert_size("256M", 256ull << 20);
+	assert_size("1G", 1ull << 30);
+	assert_size("2T", 2ull << 40);
+	assert_size("0K", 0);
+	assert_size("3k", 3ull << 10);
+	assert_size("3m", 3ull << 20);
+	assert_size("3g", 3ull << 30);
+	assert_size("3t", 3ull << 40);
+}
+END_TEST
+
+START_TEST(size_suffix_with_ib_or_b)
+{
+	assert_size("1MiB", 1ull << 20);
+	assert_size("1KiB", 1ull << 10);
+	assert_size("4GiB", 4ull << 30);
+	assert_size("1TiB", 1ull << 40);
+	assert_size("1MB", 1ull << 20);
+	assert_size("1mb", 1ull << 20); /* either case */
+	assert_size("1mib", 1ull << 20);
+	assert_size("64kB", 64ull << 10);
+}
+END_TEST
+
+START_TEST(size_limits_of_64_bits)
+{
+	assert_size("18446744073709551615", UINT64_MAX);
+	assert_size("16777215T", 16777215ull << 40);
+	assert_size("17179869183G", 17179869183ull << 30);
+	assert_bad_size("18446744073709551616");
+	assert_bad_size("99999999999999999999");
+	assert_bad_size("16777216T"); /* 2^64 */
+	assert_bad_size("17179869184G");
+	assert_bad_size("18014398509481984K");
+}
+END_TEST
+
+START_TEST(size_rejects_other_forms)
+{
+	static const char *const bad[] = {"",	 "M",	"K",	"iB",	"-1",	 "+1",	" 1",
+					  "1 ",	 "1 M", "1.5M", "1,5M", "0x10",	 "1P",	"1E",
+					  "1B",	 "1b",	"1Mi",	"1MBB", "1MiBB", "1iB", "1KM",
+					  "1e3", "ten", "1M ",	"1\n"};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_bad_size(bad[i]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+
+/* Applies opt to fresh defaults; returns the result, with the message in msg. */
+static int apply(struct opts *o, const char *opt, char *msg, size_t msglen)
+{
+	opts_default(o);
+	msg[0] = '\0';
+	return opts_apply(o, opt, msg, msglen);
+}
+
+static void assert_rejected(const char *opt)
+{
+	struct opts o, def;
+	char msg[256];
+	int ret = apply(&o, opt, msg, sizeof(msg));
+
+	opts_default(&def);
+	ck_assert_msg(ret == -EINVAL, "opts_apply(\"%s\") returned %d, want -EINVAL", opt, ret);
+	ck_assert_msg(msg[0] != '\0', "opts_apply(\"%s\") gave no reason", opt);
+	ck_assert_msg(strchr(msg, '\n') == NULL, "reason for \"%s\" is not one line: %s", opt, msg);
+	/* nothing was changed */
+	ck_assert_uint_eq(o.cache_size, def.cache_size);
+	ck_assert_uint_eq(o.span, def.span);
+	ck_assert_int_eq(o.log_level, def.log_level);
+	ck_assert(o.timeout == def.timeout);
+	ck_assert_uint_eq(o.threads, def.threads);
+}
+
+START_TEST(defaults)
+{
+	struct opts o;
+
+	memset(&o, 0xAB, sizeof(o));
+	opts_default(&o);
+	ck_assert_uint_eq(o.cache_size, OPTS_DEFAULT_CACHE);
+	ck_assert_uint_eq(o.span, OPTS_DEFAULT_SPAN);
+	ck_assert_int_eq(o.log_level, ZLOG_INFO);
+	ck_assert(o.timeout == 1.0);
+	{
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		ck_assert_uint_eq(o.threads, n < 1 ? 1 : n > 256 ? 256 : (unsigned)n);
+	}
+}
+END_TEST
+
+START_TEST(threads_range)
+{
+	struct opts o;
+	char msg[256];
+
+	ck_assert_int_eq(apply(&o, "threads=1", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.threads, 1);
+	ck_assert_int_eq(apply(&o, "threads=256", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.threads, 256);
+	ck_assert_int_eq(apply(&o, "threads=8", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.threads, 8);
+	assert_rejected("threads=0");
+	assert_rejected("threads=257");
+	assert_rejected("threads=1K"); /* a count, not a size */
+	assert_rejected("threads=4M");
+	assert_rejected("threads=");
+	assert_rejected("threads=-1");
+	assert_rejected("threads=two");
+	assert_rejected("threads=4294967297"); /* 2^32 + 1: must not wrap to 1 */
+}
+END_TEST
+
+START_TEST(cache_size_applied)
+{
+	struct opts o;
+	char msg[256];
+
+	ck_assert_int_eq(apply(&o, "cache_size=512M", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.cache_size, 512ull << 20);
+	ck_assert_int_eq(apply(&o, "cache_size=1M", msg, sizeof(msg)), 1); /* the minimum */
+	ck_assert_uint_eq(o.cache_size, 1ull << 20);
+	ck_assert_int_eq(apply(&o, "cache_size=1048576", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.cache_size, 1ull << 20);
+	ck_assert_int_eq(apply(&o, "cache_size=2GiB", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.cache_size, 2ull << 30);
+}
+END_TEST
+
+START_TEST(cache_size_rejected)
+{
+	struct opts o;
+	char msg[256];
+
+	ck_assert_int_eq(apply(&o, "cache_size=banana", msg, sizeof(msg)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(msg, "cache_size"));
+	ck_assert_ptr_nonnull(strstr(msg, "banana"));
+	assert_rejected("cache_size=banana");
+	assert_rejected("cache_size=512K"); /* below 1M */
+	assert_rejected("cache_size=1048575");
+	assert_rejected("cache_size=0");
+	assert_rejected("cache_size=");
+	assert_rejected("cache_size");
+	assert_rejected("cache_size=-1M");
+	assert_rejected("cache_size=99999999999999999999");
+	assert_rejected("cache_size=18446744073709551615"); /* more than half the address space */
+}
+END_TEST
+
+START_TEST(span_range)
+{
+	struct opts o;
+	char msg[256];
+
+	ck_assert_int_eq(apply(&o, "span=1M", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.span, 1ull << 20);
+	ck_assert_int_eq(apply(&o, "span=64K", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.span, 64ull << 10);
+	ck_assert_int_eq(apply(&o, "span=64M", msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.span, 64ull << 20);
+	assert_rejected("span=32K");
+	assert_rejected("span=65535");
+	assert_rejected("span=65M");
+	assert_rejected("span=64M1");
+	assert_rejected("span=1G");
+	assert_rejected("span=");
+}
+END_TEST
+
+START_TEST(timeout_range)
+{
+	struct opts o;
+	char msg[256];
+
+	ck_assert_int_eq(apply(&o, "timeout=2.5", msg, sizeof(msg)), 1);
+	ck_assert(o.timeout == 2.5);
+	ck_assert_int_eq(apply(&o, "timeout=0", msg, sizeof(msg)), 1);
+	ck_assert(o.timeout == 0.0);
+	ck_assert_int_eq(apply(&o, "timeout=3600", msg, sizeof(msg)), 1);
+	ck_assert(o.timeout == 3600.0);
+	ck_assert_int_eq(apply(&o, "timeout=10", msg, sizeof(msg)), 1);
+	ck_assert(o.timeout == 10.0);
+	assert_rejected("timeout=-1");
+	assert_rejected("timeout=3600.5");
+	assert_rejected("timeout=1e9");
+	assert_rejected("timeout=");
+	assert_rejected("timeout=abc");
+	assert_rejected("timeout=1s");
+	assert_rejected("timeout=nan");
+	assert_rejected("timeout=inf");
+}
+END_TEST
+
+START_TEST(log_level_names)
+{
+	static const struct {
+		const char *opt;
+		int level;
+	} t[] = {
+		{"log_level=error", ZLOG_ERROR},
+		{"log_level=warning", ZLOG_WARN},
+		{"log_level=info", ZLOG_INFO},
+		{"log_level=debug", ZLOG_DEBUG},
+	};
+	struct opts o;
+	char msg[256];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		ck_assert_int_eq(apply(&o, t[i].opt, msg, sizeof(msg)), 1);
+		ck_assert_int_eq(o.log_level, t[i].level);
+	}
+	assert_rejected("log_level=verbose");
+	assert_rejected("log_level=");
+	assert_rejected("log_level=DEBUG");
+	assert_rejected("log_level=3");
+	assert_rejected("log_level=debugx");
+}
+END_TEST
+
+START_TEST(other_options_are_not_ours)
+{
+	static const char *const fuse[] = {"allow_other",
+					   "ro",
+					   "default_permissions",
+					   "max_read=131072",
+					   "fsname=zmount",
+					   "cache",
+					   "cache_sizes=1M",
+					   "spa=1M",
+					   "timeout_x=1",
+					   "log=debug",
+					   "thread=2",
+					   ""};
+	struct opts o, def;
+	char msg[256];
+
+	opts_default(&def);
+	for (size_t i = 0; i < sizeof(fuse) / sizeof(fuse[0]); i++) {
+		ck_assert_msg(apply(&o, fuse[i], msg, sizeof(msg)) == 0,
+			      "opts_apply(\"%s\") claimed a FUSE option", fuse[i]);
+		ck_assert_uint_eq(o.cache_size, def.cache_size);
+		ck_assert_uint_eq(o.span, def.span);
+	}
+}
+END_TEST
+
+START_TEST(options_accumulate)
+{
+	struct opts o;
+	char msg[256];
+
+	opts_default(&o);
+	ck_assert_int_eq(opts_apply(&o, "cache_size=64M", msg, sizeof(msg)), 1);
+	ck_assert_int_eq(opts_apply(&o, "span=128K", msg, sizeof(msg)), 1);
+	ck_assert_int_eq(opts_apply(&o, "timeout=0.25", msg, sizeof(msg)), 1);
+	ck_assert_int_eq(opts_apply(&o, "log_level=error", msg, sizeof(msg)), 1);
+	/* a bad one later leaves the good ones */
+	ck_assert_int_eq(opts_apply(&o, "span=1K", msg, sizeof(msg)), -EINVAL);
+	ck_assert_uint_eq(o.cache_size, 64ull << 20);
+	ck_assert_uint_eq(o.span, 128ull << 10);
+	ck_assert(o.timeout == 0.25);
+	ck_assert_int_eq(o.log_level, ZLOG_ERROR);
+}
+END_TEST
+
+START_TEST(message_fits_any_buffer)
+{
+	struct opts o;
+	char msg[8];
+
+	memset(msg, 'Z', sizeof(msg));
+	opts_default(&o);
+	ck_assert_int_eq(opts_apply(&o, "cache_size=banana", msg, 5), -EINVAL);
+	ck_assert_int_eq(msg[4], '\0'); /* truncated and terminated */
+	ck_assert_int_eq(msg[5], 'Z');	/* not past msglen */
+}
+END_TEST
+
+static Suite *opts_suite(void)
+{
+	Suite *s = suite_create("opts");
+	TCase *tz = tcase_create("size");
+	TCase *ta = tcase_create("apply");
+
+	tcase_add_test(tz, size_plain_digits);
+	tcase_add_test(tz, size_suffixes_are_powers_of_1024);
+	tcase_add_test(tz, size_suffix_with_ib_or_b);
+	tcase_add_test(tz, size_limits_of_64_bits);
+	tcase_add_test(tz, size_rejects_other_forms);
+	suite_add_tcase(s, tz);
+
+	tcase_add_test(ta, defaults);
+	tcase_add_test(ta, cache_size_applied);
+	tcase_add_test(ta, cache_size_rejected);
+	tcase_add_test(ta, span_range);
+	tcase_add_test(ta, timeout_range);
+	tcase_add_test(ta, threads_range);
+	tcase_add_test(ta, log_level_names);
+	tcase_add_test(ta, other_options_are_not_ours);
+	tcase_add_test(ta, options_accumulate);
+	tcase_add_test(ta, message_fits_any_buffer);
+	suite_add_tcase(s, ta);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(opts_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,1590 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for index/reader.c.  Fixtures are made at start-up in a mkdtemp
+ * directory: a deterministic ~3 MiB file (text lines and binary runs from
+ * an LCG) and its archives, made by the xz, gzip, pigz and bgzip tools.
+ * Every read is compared byte for byte with the original.  The chunk
+ * boundaries that reads are aimed at come from `xz --robot -lvv` for xz
+ * (plus the slice offsets inside streamed Blocks) and from gzdec's own
+ * checkpoint index for gzip.  Behaviours that every archive must show are
+ * loop tests over the table `cases`; read-ahead runs on a real pool.
+ * Worker threads never call ck_assert: they count failures and the main
+ * thread asserts.  A missing tool fails every test (see stderr).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bcache.h"
+#include "gzdec.h"
+#include "pool.h"
+#include "reader.h"
+#include "zlog.h"
+
+#define ORIG_SIZE  ((3u << 20) + 12345u) /* not a multiple of any block or slice size */
+#define SPLIT	   ((1u << 20) + 777u)	 /* where the multi-Stream files are cut */
+#define SPLIT2	   (2500000u)		 /* second cut of the three-member gzip */
+#define OTHER_SIZE 500000u		 /* the second, unrelated original */
+#define MiB	   (1u << 20)
+#define KiB	   (1u << 10)
+
+static char dir[PATH_MAX];
+static int gen_ok;
+static unsigned char *orig;  /* ORIG_SIZE bytes */
+static unsigned char *other; /* OTHER_SIZE bytes */
+
+/* ------------------------------------------------------------------ */
+/* fixtures                                                            */
+
+static uint32_t lcg(uint32_t *x)
+{
+	*x = *x * 1664525u + 1013904223u;
+	return *x >> 8;
+}
+
+/* Text lines from a word list, random binary runs, and runs of one byte. */
+static void gen_data(unsigned char *p, size_t size, uint32_t seed)
+{
+	static const char *const words[] = {
+		"zmount", "block", "stream", "index",	"offset", "chunk", "cache",	 "the",
+		"a",	  "of",	   "lzma2",  "deflate", "window", "42",	   "checkpoint", "slice"};
+	uint32_t x = seed;
+	size_t n = 0;
+
+	while (n < size) {
+		uint32_t kind = lcg(&x) % 16, len;
+
+		if (kind < 13) { /* a line of words */
+			int nw = 1 + (int)(lcg(&x) % 12);
+
+			for (int i = 0; i < nw && n < size; i++) {
+				const char *w = words[lcg(&x) % 16];
+
+				for (size_t j = 0; w[j] && n < size; j++)
+					p[n++] = (unsigned char)w[j];
+				if (n < size)
+					p[n++] = i + 1 < nw ? ' ' : '\n';
+			}
+		} else if (kind < 15) { /* binary noise */
+			len = 1 + lcg(&x) % 5000;
+			for (uint32_t i = 0; i < len && n < size; i++)
+				p[n++] = (unsigned char)lcg(&x);
+		} else { /* a run of one byte */
+			unsigned char b = (unsigned char)lcg(&x);
+
+			len = 1 + lcg(&x) % 20000;
+			for (uint32_t i = 0; i < len && n < size; i++)
+				p[n++] = b;
+		}
+	}
+}
+
+static void path_of(char *out, size_t outlen, const char *name)
+{
+	int n = snprintf(out, outlen, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= outlen)
+		abort(); /* a TMPDIR that long is not a test failure */
+}
+
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	ret = system(cmd);
+	if (ret != 0)
+		fprintf(stderr, "check_reader: command failed (%d): %s\n", ret, cmd);
+	return ret;
+}
+
+static int write_file(const char *name, const void *p, size_t n)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	size_t w;
+
+	path_of(path, sizeof(path), name);
+	f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	w = fwrite(p, 1, n, f);
+	return (fclose(f) == 0 && w == n) ? 0 : -1;
+}
+
+/* Makes every fixture; returns 0 if all were made. */
+static int make_fixtures(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	int bad = 0;
+
+	snprintf(dir, sizeof(dir), "%s/check_reader.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		return -1;
+	orig = malloc(ORIG_SIZE);
+	other = malloc(OTHER_SIZE);
+	if (!orig || !other)
+		return -1;
+	gen_data(orig, ORIG_SIZE, 12345);
+	gen_data(other, OTHER_SIZE, 777);
+	bad |= write_file("orig", orig, ORIG_SIZE);
+	bad |= write_file("part1", orig, SPLIT);
+	bad |= write_file("part2", orig + SPLIT, ORIG_SIZE - SPLIT);
+	bad |= write_file("g1", orig, SPLIT);
+	bad |= write_file("g2", orig + SPLIT, SPLIT2 - SPLIT);
+	bad |= write_file("g3", orig + SPLIT2, ORIG_SIZE - SPLIT2);
+	bad |= write_file("other", other, OTHER_SIZE);
+	bad |= write_file("empty", "", 0);
+	bad |= write_file("one", "x", 1);
+	if (bad)
+		return -1;
+	bad |= sh("cd '%s' && xz -T1 -c orig > single.xz", dir);
+	bad |= sh("cd '%s' && xz -T1 --block-size=65536 -c orig > b64k.xz", dir);
+	bad |= sh("cd '%s' && xz -T1 --block-size=300000 -c orig > b300k.xz", dir);
+	bad |= sh("cd '%s' && xz -T1 -C sha256 --block-size=100000 -c orig > sha256.xz", dir);
+	bad |= sh("cd '%s' && xz -T1 -C none --block-size=200000 -c orig > nocheck.xz", dir);
+	bad |= sh("cd '%s' && xz -T1 --block-size=65536 -c part1 > p1.xz && "
+		  "xz -T1 -C crc32 --block-size=65536 -c part2 > p2.xz && "
+		  "xz -T1 -c empty > empty.xz && "
+		  "{ cat p1.xz; printf '\\0\\0\\0\\0'; cat p2.xz; } > twostreams.xz && "
+		  "{ cat p1.xz empty.xz p2.xz; printf '\\0\\0\\0\\0\\0\\0\\0\\0'; } > "
+		  "threestreams.xz",
+		  dir);
+	bad |= sh("cd '%s' && xz -T1 --block-size=65536 -c other > other.xz", dir);
+	bad |= sh("cd '%s' && gzip -6 -n -c orig > orig.gz && gzip -n -c empty > empty.gz", dir);
+	bad |= sh("cd '%s' && gzip -6 -n -c g1 > g1.gz && gzip -1 -n -c g2 > g2.gz && "
+		  "gzip -9 -n -c g3 > g3.gz && cat g1.gz g2.gz g3.gz > members.gz",
+		  dir);
+	bad |= sh("cd '%s' && pigz -i -n -p 1 -c orig > pigz.gz", dir);
+	bad |= sh("cd '%s' && bgzip -c orig > bgzip.gz", dir);
+	bad |= sh("cd '%s' && { cat orig.gz; head -c 100 /dev/zero; } > zeros.gz", dir);
+	bad |= sh("cd '%s' && { cat b64k.xz; printf 'junk'; } > junk.xz", dir);
+	/* a truncated copy: the Index is gone */
+	bad |= sh("cd '%s' && head -c 100000 b64k.xz > cut.xz", dir);
+	/* gzip magic with a bad method byte; gzip magic alone */
+	{
+		static const unsigned char badhdr[] = {0x1f, 0x8b, 0x09, 0,   0,   0,	0,   0,
+						       0,    3,	   'a',	 'b', 'c', 'd', 'e', 'f'};
+
+		bad |= write_file("badhdr.gz", badhdr, sizeof(badhdr));
+		bad |= write_file("magic.gz", badhdr, 2);
+	}
+	return bad ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* archive cases                                                       */
+
+struct rcase {
+	const char *file;
+	size_t budget;		 /* bytes of the shared cache */
+	uint64_t span;		 /* 0: default */
+	size_t whole_max, slice; /* 0: defaults for budget */
+	int empty;		 /* the original is empty, else it is orig */
+	enum probe_fmt fmt;
+	uint64_t streams; /* 0: not checked */
+	uint32_t checks;
+	uint64_t padding;
+};
+
+#define CRC32	(1u << 1)
+#define CRC64	(1u << 4)
+#define SHA256	(1u << 10)
+#define NOCHECK (1u << 0)
+
+static const struct rcase cases[] = {
+	/* one 3 MiB Block decoded whole */
+	{"single.xz", 64 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, CRC64, 0},
+	/* the same Block streamed in 64 KiB slices through the parked decoder */
+	{"single.xz", 8 * MiB, 0, 128 * KiB, 64 * KiB, 0, PROBE_XZ, 1, CRC64, 0},
+	{"b64k.xz", 1 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, CRC64, 0},
+	/* Blocks above whole_max: slices of 64 KiB, last one short */
+	{"b300k.xz", 4 * MiB, 0, 128 * KiB, 64 * KiB, 0, PROBE_XZ, 1, CRC64, 0},
+	/* slices larger than whole_max and of an odd size */
+	{"b300k.xz", 4 * MiB, 0, 64 * KiB, 200000, 0, PROBE_XZ, 1, CRC64, 0},
+	{"sha256.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, SHA256, 0},
+	{"nocheck.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, NOCHECK, 0},
+	{"twostreams.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 2, CRC64 | CRC32, 4},
+	{"threestreams.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 3, CRC64 | CRC32, 8},
+	{"orig.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 1, 0, 0},
+	{"members.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 3, 0, 0},
+	{"pigz.gz", 4 * MiB, 0, 0, 0, 0, PROBE_GZIP, 1, 0, 0},
+	/* bgzip: one member per 65280 bytes and an empty EOF member */
+	{"bgzip.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, (ORIG_SIZE + 65279) / 65280 + 1, 0, 0},
+	{"zeros.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 1, 0, 100},
+	{"empty.xz", 1 * MiB, 0, 0, 0, 1, PROBE_XZ, 1, CRC64, 0},
+	{"empty.gz", 1 * MiB, 0, 0, 0, 1, PROBE_GZIP, 1, 0, 0},
+};
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+static void opts_for(const struct rcase *c, struct reader_opts *o)
+{
+	reader_opts_default(o, c->budget);
+	if (c->span)
+		o->span = c->span;
+	if (c->whole_max)
+		o->whole_max = c->whole_max;
+	if (c->slice)
+		o->slice = c->slice;
+}
+
+struct opened {
+	struct bcache *cache;
+	struct reader_opts opts;
+	struct reader *r;
+	const unsigned char *want; /* original bytes */
+	uint64_t size;
+	const char *name;
+};
+
+static void open_case(const struct rcase *c, struct opened *o)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
+	path_of(path, sizeof(path), c->file);
+	opts_for(c, &o->opts);
+	ck_assert_int_eq(bcache_new(c->budget, &o->cache), 0);
+	ret = reader_open(path, o->cache, &o->opts, &o->r);
+	ck_assert_msg(ret == 0, "%s: reader_open: %d", c->file, ret);
+	ck_assert_ptr_nonnull(o->r);
+	o->want = orig;
+	o->size = c->empty ? 0 : ORIG_SIZE;
+	o->name = c->file;
+}
+
+static void close_case(struct opened *o)
+{
+	struct bcache_stats st;
+
+	reader_close(o->r);
+	/* closing drops every chunk of the reader */
+	bcache_stats(o->cache, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.used, 0);
+	bcache_free(o->cache);
+}
+
+/* The expected count of reader_pread(len at off) on a file of size bytes. */
+static size_t expected_count(uint64_t size, uint64_t off, size_t len)
+{
+	if (off >= size)
+		return 0;
+	return len < size - off ? len : (size_t)(size - off);
+}
+
+#define CANARY 64
+
+/* Returns NULL if pread(len at off) gives exactly the original bytes, else why not. */
+static const char *try_read(struct reader *r, const unsigned char *want, uint64_t size,
+			    uint64_t off, size_t len, unsigned char *buf, char *why, size_t whylen)
+{
+	size_t exp = expected_count(size, off, len);
+	ssize_t n;
+
+	memset(buf, 0xEE, len + CANARY);
+	n = reader_pread(r, buf, len, off);
+	if (n != (ssize_t)exp) {
+		snprintf(why, whylen, "pread(%zu at %llu) returned %zd, want %zu", len,
+			 (unsigned long long)off, n, exp);
+		return why;
+	}
+	for (size_t i = 0; i < exp; i++) {
+		if (buf[i] != want[off + i]) {
+			snprintf(why, whylen, "pread(%zu at %llu): byte %llu is %02x, want %02x",
+				 len, (unsigned long long)off, (unsigned long long)(off + i),
+				 buf[i], want[off + i]);
+			return why;
+		}
+	}
+	for (size_t i = exp; i < len + CANARY; i++) {
+		if (buf[i] != 0xEE) {
+			snprintf(why, whylen,
+				 "pread(%zu at %llu) returned %zu but wrote buffer byte %zu", len,
+				 (unsigned long long)off, exp, i);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+static unsigned char *get_buf(size_t len)
+{
+	unsigned char *buf = malloc(len + CANARY);
+
+	ck_assert_ptr_nonnull(buf);
+	return buf;
+}
+
+static void expect_read(struct opened *o, uint64_t off, size_t len)
+{
+	unsigned char *buf = get_buf(len);
+	char why[256];
+	const char *err = try_read(o->r, o->want, o->size, off, len, buf, why, sizeof(why));
+
+	free(buf);
+	ck_assert_msg(err == NULL, "%s: %s", o->name, err);
+}
+
+/*
+ * The start of every cache unit but the first: xz Block starts from
+ * `xz --robot -lvv`, plus slice starts inside Blocks above whole_max;
+ * gzip checkpoints from gzdec.  Returns the count; *out is malloc'd.
+ */
+static size_t unit_starts(const struct rcase *c, const struct reader_opts *ro, uint64_t **out)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 64], line[1024];
+	size_t n = 0, cap = 64;
+	uint64_t *v = malloc(cap * sizeof(*v));
+
+	ck_assert_ptr_nonnull(v);
+	path_of(path, sizeof(path), c->file);
+	if (c->fmt == PROBE_XZ) {
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd), "xz --robot -lvv '%s'", path);
+		p = popen(cmd, "r");
+		ck_assert_ptr_nonnull(p);
+		while (fgets(line, sizeof(line), p)) {
+			unsigned long long coff, uoff, tsize, usize;
+
+			if (strncmp(line, "block\t", 6) != 0)
+				continue;
+			ck_assert_int_eq(sscanf(line,
+						"block\t%*u\t%*u\t%*u\t%llu\t%llu\t%llu\t%llu",
+						&coff, &uoff, &tsize, &usize),
+					 4);
+			for (uint64_t s = 0;
+			     s<usize; s += usize> ro->whole_max ? ro->slice : usize) {
+				if (n + 1 > cap) {
+					cap *= 2;
+					v = realloc(v, cap * sizeof(*v));
+					ck_assert_ptr_nonnull(v);
+				}
+				v[n++] = uoff + s;
+			}
+		}
+		ck_assert_int_eq(pclose(p), 0);
+	} else {
+		struct gzdec_index *g;
+		struct zerr zerr = {0};
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fstat(fd, &st), 0);
+		ck_assert_int_eq(gzdec_index_build(fd, (uint64_t)st.st_size, ro->span, &g, &zerr),
+				 0);
+		close(fd);
+		for (size_t i = 0; i < g->npoints; i++) {
+			if (n + 1 > cap) {
+				cap *= 2;
+				v = realloc(v, cap * sizeof(*v));
+				ck_assert_ptr_nonnull(v);
+			}
+			v[n++] = g->points[i].uoff;
+		}
+		gzdec_index_free(g);
+	}
+	/* drop offset 0, repeats, and anything at or past EOF */
+	{
+		size_t m = 0;
+		uint64_t size = c->empty ? 0 : ORIG_SIZE;
+
+		for (size_t i = 0; i < n; i++)
+			if (v[i] > 0 && v[i] < size && (m == 0 || v[i] != v[m - 1]))
+				v[m++] = v[i];
+		n = m;
+	}
+	*out = v;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* behaviours, each over every archive                                 */
+
+START_TEST(size_matches_original)
+{
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+
+	open_case(c, &o);
+	ck_assert_uint_eq(reader_size(o.r), o.size);
+	close_case(&o);
+}
+END_TEST
+
+START_TEST(info_matches_archive)
+{
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+	struct reader_info info;
+	uint64_t *starts;
+	size_t nstarts;
+	char path[PATH_MAX];
+	struct stat st;
+
+	open_case(c, &o);
+	reader_get_info(o.r, &info);
+	path_of(path, sizeof(path), c->file);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(info.fmt, c->fmt);
+	ck_assert_uint_eq(info.usize, o.size);
+	ck_assert_uint_eq(info.csize, (uint64_t)st.st_size);
+	if (c->streams)
+		ck_assert_uint_eq(info.streams, c->streams);
+	ck_assert_uint_eq(info.checks, c->checks);
+	ck_assert_uint_eq(info.padding, c->padding);
+	ck_assert_uint_le(info.max_block, o.size);
+	if (c->fmt == PROBE_XZ) {
+		/* one map entry per non-empty Block, as xz lists them */
+		struct reader_opts whole = o.opts;
+
+		whole.whole_max = SIZE_MAX;
+		nstarts = unit_starts(c, &whole, &starts);
+		ck_assert_uint_eq(info.chunks, o.size ? nstarts + 1 : 0);
+		ck_assert_uint_eq(info.blocks, info.chunks);
+		free(starts);
+	}
+	ck_assert_int_eq(reader_stat(o.r)->st_size, st.st_size);
+	ck_assert_uint_eq(reader_stat(o.r)->st_ino, st.st_ino);
+	ck_assert(reader_matches(o.r, &st));
+	close_case(&o);
+}
+END_TEST
+
+START_TEST(whole_file_in_one_read)
+{
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+
+	open_case(c, &o);
+	expect_read(&o, 0, ORIG_SIZE + 1000); /* asks for more than there is */
+	close_case(&o);
+}
+END_TEST
+
+START_TEST(sequential_odd_sized_reads)
+{
+	static const size_t lens[] = {1, 4093, 65537, 777, 131071, 2, 99991, 65535, 3};
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+	uint64_t off = 0;
+	size_t i = 0;
+
+	open_case(c, &o);
+	while (off < o.size) {
+		size_t len = lens[i++ % (sizeof(lens) / sizeof(lens[0]))];
+
+		expect_read(&o, off, len);
+		off += len;
+	}
+	expect_read(&o, off, 10); /* at or past EOF: 0 */
+	close_case(&o);
+}
+END_TEST
+
+START_TEST(reads_at_the_edges)
+{
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+	unsigned char buf[16];
+
+	open_case(c, &o);
+	expect_read(&o, 0, 1);
+	expect_read(&o, 0, 0);
+	if (o.size) {
+		expect_read(&o, o.size - 1, 1);	  /* the last byte */
+		expect_read(&o, o.size - 1, 100); /* short: 1 */
+		expect_read(&o, o.size - 70000, 100000);
+	}
+	expect_read(&o, o.size, 1); /* at EOF */
+	expect_read(&o, o.size, 70000);
+	expect_read(&o, o.size + 1, 1); /* past EOF */
+	expect_read(&o, UINT64_MAX - 5, 4);
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), UINT64_MAX), 0);
+	close_case(&o);
+}
+END_TEST
+
+START_TEST(reads_at_and_across_every_unit_boundary)
+{
+	static const size_t lens[] = {1, 2, 100000};
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+	uint64_t *starts;
+	size_t n;
+
+	open_case(c, &o);
+	n = unit_starts(c, &o.opts, &starts);
+	for (size_t i = 0; i < n; i++)
+		for (int d = -1; d <= 1; d++)
+			for (size_t l = 0; l < 3; l++)
+				expect_read(&o, starts[i] + (uint64_t)(int64_t)d, lens[l]);
+	/* and once more, in reverse order, now that some are cached */
+	for (size_t i = n; i-- > 0;)
+		expect_read(&o, starts[i] - 1, 2);
+	free(starts);
+	close_case(&o);
+}
+END_TEST
+
+START_TEST(random_reads)
+{
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+	uint32_t x = 4242 + (uint32_t)_i;
+
+	open_case(c, &o);
+	for (int i = 0; i < 2000; i++) {
+		uint64_t off = ((uint64_t)lcg(&x) << 8 ^ lcg(&x)) % (o.size + 100);
+		uint32_t k = lcg(&x) % 8;
+		size_t len = k < 4   ? 1 + lcg(&x) % 64
+			     : k < 7 ? 1 + lcg(&x) % 8192
+				     : lcg(&x) % 300000;
+
+		expect_read(&o, off, len);
+	}
+	close_case(&o);
+}
+END_TEST
+
+/* Reading the file in order twice: each unit is decoded once, then served. */
+START_TEST(second_pass_is_all_hits)
+{
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+	struct bcache_stats st1, st2;
+	uint64_t *starts;
+	size_t n;
+
+	if (c->budget < 4 * MiB)
+		return; /* needs a cache that holds the whole file */
+	open_case(c, &o);
+	n = unit_starts(c, &o.opts, &starts);
+	free(starts);
+	for (uint64_t off = 0; off < o.size; off += 50000)
+		expect_read(&o, off, 50000);
+	bcache_stats(o.cache, &st1);
+	ck_assert_uint_eq(st1.misses, n + 1);
+	ck_assert_uint_eq(st1.entries, n + 1);
+	ck_assert_uint_eq(st1.used, o.size);
+	for (uint64_t off = 0; off < o.size; off += 50000)
+		expect_read(&o, off, 50000);
+	bcache_stats(o.cache, &st2);
+	ck_assert_uint_eq(st2.misses, st1.misses);
+	ck_assert_uint_gt(st2.hits, st1.hits);
+	close_case(&o);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* single behaviours                                                   */
+
+static int open_file(const char *name, size_t budget, const struct reader_opts *ro,
+		     struct bcache **cache, struct reader **r)
+{
+	char path[PATH_MAX];
+
+	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
+	path_of(path, sizeof(path), name);
+	ck_assert_int_eq(bcache_new(budget, cache), 0);
+	return reader_open(path, *cache, ro, r);
+}
+
+START_TEST(not_an_archive_is_enotsup)
+{
+	static const char *const names[] = {"orig", "empty", "one"};
+	struct reader_opts ro;
+
+	reader_opts_default(&ro, MiB);
+	for (size_t i = 0; i < 3; i++) {
+		struct bcache *cache;
+		struct reader *r = (struct reader *)1;
+
+		ck_assert_int_eq(open_file(names[i], MiB, &ro, &cache, &r), -ENOTSUP);
+		ck_assert_ptr_null(r);
+		bcache_free(cache);
+	}
+}
+END_TEST
+
+START_TEST(open_fd_takes_over_the_fd_on_failure)
+{
+	char path[PATH_MAX];
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r = (struct reader *)1;
+	int fd;
+
+	ck_assert(gen_ok);
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(bcache_new(MiB, &cache), 0);
+	path_of(path, sizeof(path), "orig");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(reader_open_fd(fd, "orig", cache, &ro, &r), -ENOTSUP);
+	ck_assert_ptr_null(r);
+	ck_assert_int_eq(fcntl(fd, F_GETFD), -1); /* closed */
+	ck_assert_int_eq(errno, EBADF);
+	bcache_free(cache);
+}
+END_TEST
+
+START_TEST(missing_file_is_enoent)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r = (struct reader *)1;
+
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("no-such-file.xz", MiB, &ro, &cache, &r), -ENOENT);
+	ck_assert_ptr_null(r);
+	bcache_free(cache);
+	reader_close(NULL);
+}
+END_TEST
+
+START_TEST(broken_xz_structure_is_einval)
+{
+	static const char *const names[] = {"junk.xz", "cut.xz"};
+	struct reader_opts ro;
+
+	reader_opts_default(&ro, MiB);
+	for (size_t i = 0; i < 2; i++) {
+		struct bcache *cache;
+		struct reader *r = (struct reader *)1;
+
+		ck_assert_int_eq(open_file(names[i], MiB, &ro, &cache, &r), -EINVAL);
+		ck_assert_ptr_null(r);
+		bcache_free(cache);
+	}
+}
+END_TEST
+
+/* Copies src to dst in dir and flips one byte of dst at off. */
+static void corrupt_copy(const char *src, const char *dst, uint64_t off)
+{
+	char path[PATH_MAX];
+	unsigned char b;
+	int fd;
+
+	ck_assert_int_eq(sh("cd '%s' && cp %s %s", dir, src, dst), 0);
+	path_of(path, sizeof(path), dst);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= 0x55;
+	ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)off), 1);
+	close(fd);
+}
+
+struct xzblock {
+	uint64_t coff, uoff, tsize, usize, hsize, dsize;
+};
+
+/* Block bi (0-based, in the file) of an xz fixture, from `xz --robot -lvv`. */
+static struct xzblock xz_block(const char *name, unsigned bi)
+{
+	char cmd[PATH_MAX + 64], line[1024];
+	struct xzblock b = {0};
+	unsigned n;
+	int found = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "xz --robot -lvv '%s/%s'", dir, name);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long v[6];
+
+		if (sscanf(line,
+			   "block\t%*u\t%*u\t%u\t%llu\t%llu\t%llu\t%llu\t%*s\t%*s\t%*s\t%llu\t%*"
+			   "s\t%llu",
+			   &n, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) == 7 &&
+		    n == bi + 1) {
+			b = (struct xzblock){v[0], v[1], v[2], v[3], v[4], v[5]};
+			found = 1;
+		}
+	}
+	ck_assert_int_eq(pclose(p), 0);
+	ck_assert_msg(found, "%s has no Block %u", name, bi);
+	return b;
+}
+
+START_TEST(corrupt_xz_block_fails_alone)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct opened o;
+	struct xzblock b;
+	unsigned char *buf = get_buf(65536);
+	char why[256];
+
+	ck_assert(gen_ok);
+	b = xz_block("b64k.xz", 20);
+	ck_assert_uint_eq(b.uoff, 20 * 65536);
+	ck_assert_uint_eq(b.usize, 65536);
+	corrupt_copy("b64k.xz", "bad-data.xz", b.coff + b.hsize + b.dsize / 2);
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("bad-data.xz", MiB, &ro, &cache, &r), 0);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "bad-data.xz"};
+
+	/* the Blocks around it read fine, right up to its edges */
+	expect_read(&o, 0, 65536);
+	expect_read(&o, b.uoff - 1000, 1000);
+	expect_read(&o, b.uoff + b.usize, 1000);
+	expect_read(&o, ORIG_SIZE - 5, 5);
+	/* any read touching it fails, and never with bytes */
+	memset(buf, 0, 65536);
+	ck_assert_int_eq(reader_pread(r, buf, 1, b.uoff), -EIO);
+	ck_assert_int_eq(reader_pread(r, buf, 1, b.uoff + b.usize - 1), -EIO);
+	ck_assert_int_eq(reader_pread(r, buf, 2000, b.uoff - 1000), -EIO);
+	ck_assert_int_eq(reader_pread(r, buf, 2000, b.uoff + b.usize - 1000), -EIO);
+	ck_assert_int_eq(reader_pread(r, buf, 65536, b.uoff + 30000), -EIO);
+	/* still fine around it */
+	ck_assert_ptr_null(
+		try_read(r, orig, ORIG_SIZE, b.uoff - 65536, 65536, buf, why, sizeof(why)));
+	ck_assert_ptr_null(
+		try_read(r, orig, ORIG_SIZE, b.uoff + b.usize, 65536, buf, why, sizeof(why)));
+	free(buf);
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
+/* A streamed Block whose Check is wrong: slices before the end may be
+ * served, but once decoding reaches the end every read of the Block fails. */
+START_TEST(corrupt_check_fails_streamed_block)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct opened o;
+	struct xzblock b;
+	unsigned char *buf = get_buf(300000);
+	ssize_t n;
+
+	ck_assert(gen_ok);
+	b = xz_block("b300k.xz", 3);
+	ck_assert_uint_eq(b.uoff, 900000);
+	corrupt_copy("b300k.xz", "bad-check.xz", b.coff + b.tsize - 1);
+	reader_opts_default(&ro, MiB);
+	ro.whole_max = 128 * KiB;
+	ro.slice = 64 * KiB;
+	ck_assert_int_eq(open_file("bad-check.xz", MiB, &ro, &cache, &r), 0);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "bad-check.xz"};
+
+	expect_read(&o, b.uoff - 10, 10);
+	/* the first slice decodes, its bytes are right */
+	expect_read(&o, b.uoff, 1000);
+	/* the last slice reaches the Check */
+	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff + b.usize - 10), -EIO);
+	/* and now the whole Block fails, cached slices too */
+	ck_assert_int_eq(reader_pread(r, buf, 1000, b.uoff), -EIO);
+	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff + 70000), -EIO);
+	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff + b.usize - 10), -EIO);
+	n = reader_pread(r, buf, 300000, b.uoff);
+	ck_assert_int_eq(n, -EIO);
+	expect_read(&o, b.uoff + b.usize, 100000);
+	expect_read(&o, b.uoff - 100000, 100000);
+	free(buf);
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
+/* The same damage, read in order from the Block start through the parked decoder. */
+START_TEST(corrupt_check_fails_streamed_block_read_in_order)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct xzblock b;
+	unsigned char *buf = get_buf(70000);
+	int failed = 0;
+
+	ck_assert(gen_ok);
+	b = xz_block("b300k.xz", 5);
+	corrupt_copy("b300k.xz", "bad-check2.xz", b.coff + b.tsize - 3);
+	reader_opts_default(&ro, MiB);
+	ro.whole_max = 128 * KiB;
+	ro.slice = 64 * KiB;
+	ck_assert_int_eq(open_file("bad-check2.xz", MiB, &ro, &cache, &r), 0);
+	for (uint64_t off = b.uoff; off < b.uoff + b.usize; off += 70000) {
+		ssize_t n = reader_pread(r, buf, 70000, off);
+
+		if (n < 0) {
+			ck_assert_int_eq(n, -EIO);
+			failed = 1;
+			continue;
+		}
+		ck_assert_msg(!failed, "a read after the failure at %llu returned %zd",
+			      (unsigned long long)off, n);
+		ck_assert_int_eq(n, 70000);
+		ck_assert_int_eq(memcmp(buf, orig + off, 70000), 0);
+	}
+	ck_assert(failed);
+	ck_assert_int_eq(reader_pread(r, buf, 1, b.uoff), -EIO);
+	free(buf);
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
+START_TEST(corrupt_gzip_fails_open)
+{
+	char path[PATH_MAX];
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r = (struct reader *)1;
+	struct stat st;
+
+	ck_assert(gen_ok);
+	path_of(path, sizeof(path), "orig.gz");
+	ck_assert_int_eq(stat(path, &st), 0);
+	corrupt_copy("orig.gz", "bad.gz", (uint64_t)st.st_size / 2);
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("bad.gz", MiB, &ro, &cache, &r), -EINVAL);
+	ck_assert_ptr_null(r);
+	bcache_free(cache);
+}
+END_TEST
+
+START_TEST(corrupt_gzip_crc_fails_open)
+{
+	char path[PATH_MAX];
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r = (struct reader *)1;
+	struct stat st;
+
+	ck_assert(gen_ok);
+	path_of(path, sizeof(path), "orig.gz");
+	ck_assert_int_eq(stat(path, &st), 0);
+	corrupt_copy("orig.gz", "badcrc.gz", (uint64_t)st.st_size - 6); /* in the CRC32 */
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("badcrc.gz", MiB, &ro, &cache, &r), -EINVAL);
+	ck_assert_ptr_null(r);
+	bcache_free(cache);
+}
+END_TEST
+
+/* Truncates a copy of src after open: uncached reads must fail, never return other bytes. */
+static void truncated_source(const char *src, const char *copy, uint64_t span)
+{
+	char path[PATH_MAX];
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct stat st;
+	unsigned char *buf = get_buf(100000);
+	char why[256];
+	ssize_t n;
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(sh("cd '%s' && cp %s %s", dir, src, copy), 0);
+	reader_opts_default(&ro, 256 * KiB);
+	if (span)
+		ro.span = span;
+	ck_assert_int_eq(open_file(copy, 256 * KiB, &ro, &cache, &r), 0);
+	ck_assert_ptr_null(try_read(r, orig, ORIG_SIZE, 0, 1000, buf, why, sizeof(why)));
+	path_of(path, sizeof(path), copy);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert(reader_matches(r, &st));
+	ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert(!reader_matches(r, &st));
+	/* far from anything cached, and in the part that is still there */
+	n = reader_pread(r, buf, 1000, ORIG_SIZE / 4);
+	ck_assert_int_eq(n, -EIO);
+	/* past the cut */
+	n = reader_pread(r, buf, 1000, ORIG_SIZE - 70000);
+	ck_assert_int_eq(n, -EIO);
+	/* a cached range: the old bytes or -EIO, nothing else */
+	n = reader_pread(r, buf, 1000, 0);
+	ck_assert(n == -EIO || (n == 1000 && memcmp(buf, orig, 1000) == 0));
+	free(buf);
+	reader_close(r);
+	bcache_free(cache);
+}
+
+START_TEST(truncated_xz_source_gives_eio)
+{
+	truncated_source("b64k.xz", "trunc.xz", 0);
+}
+END_TEST
+
+START_TEST(truncated_gzip_source_gives_eio)
+{
+	truncated_source("orig.gz", "trunc.gz", 64 * KiB);
+}
+END_TEST
+
+/* Same size, same bytes, but touched: the source counts as changed. */
+START_TEST(rewritten_source_gives_eio)
+{
+	char path[PATH_MAX];
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct stat st;
+	unsigned char buf[1000];
+	struct timespec ts[2];
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(sh("cd '%s' && cp b64k.xz touched.xz", dir), 0);
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("touched.xz", MiB, &ro, &cache, &r), 0);
+	path_of(path, sizeof(path), "touched.xz");
+	ck_assert_int_eq(stat(path, &st), 0);
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	ts[1].tv_sec += 5;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 2 * MiB), -EIO);
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
+/* A cache smaller than one chunk: every unit is larger than the budget. */
+START_TEST(budget_smaller_than_a_chunk)
+{
+	static const struct {
+		const char *file;
+		size_t budget, whole_max;
+	} t[] = {
+		{"b64k.xz", 32 * KiB, 0},
+		{"single.xz", 64 * KiB, 64 * MiB}, /* one 3 MiB unit */
+		{"orig.gz", 16 * KiB, 0},
+	};
+	uint32_t x = 5;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct reader_opts ro;
+		struct bcache *cache;
+		struct reader *r;
+		struct opened o;
+		struct bcache_stats st;
+
+		reader_opts_default(&ro, t[i].budget);
+		if (t[i].whole_max)
+			ro.whole_max = t[i].whole_max;
+		ck_assert_int_eq(open_file(t[i].file, t[i].budget, &ro, &cache, &r), 0);
+		o = (struct opened){cache, ro, r, orig, ORIG_SIZE, t[i].file};
+		for (uint64_t off = 0; off < ORIG_SIZE; off += 700000)
+			expect_read(&o, off, 700000);
+		for (int k = 0; k < 10; k++)
+			expect_read(&o, lcg(&x) % ORIG_SIZE, 1 + lcg(&x) % 100000);
+		bcache_stats(cache, &st);
+		ck_assert_uint_eq(st.entries, 0); /* nothing stays once released */
+		ck_assert_uint_eq(st.used, 0);
+		reader_close(r);
+		bcache_free(cache);
+	}
+}
+END_TEST
+
+/* Two readers on one cache never see each other's chunks; close drops only its own. */
+START_TEST(readers_share_a_cache)
+{
+	char pa[PATH_MAX], pb[PATH_MAX];
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *a, *b;
+	struct opened oa, ob;
+	struct bcache_stats st;
+
+	ck_assert(gen_ok);
+	reader_opts_default(&ro, 16 * MiB);
+	ck_assert_int_eq(bcache_new(16 * MiB, &cache), 0);
+	path_of(pa, sizeof(pa), "b64k.xz");
+	path_of(pb, sizeof(pb), "other.xz");
+	ck_assert_int_eq(reader_open(pa, cache, &ro, &a), 0);
+	ck_assert_int_eq(reader_open(pb, cache, &ro, &b), 0);
+	oa = (struct opened){cache, ro, a, orig, ORIG_SIZE, "b64k.xz"};
+	ob = (struct opened){cache, ro, b, other, OTHER_SIZE, "other.xz"};
+	for (uint64_t off = 0; off < OTHER_SIZE; off += 30000) {
+		expect_read(&oa, off, 40000);
+		expect_read(&ob, off, 40000);
+	}
+	/* a read up to 520000: Blocks 0-7 of each */
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.misses, 16);
+	ck_assert_uint_eq(st.used, 8 * 65536 + OTHER_SIZE);
+	reader_close(a);
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.used, OTHER_SIZE);
+	ck_assert_uint_eq(st.entries, 8);
+	expect_read(&ob, 0, OTHER_SIZE);
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.misses, 16); /* b's are all still there */
+	/* the same file opened again is a new reader: it decodes afresh */
+	ck_assert_int_eq(reader_open(pa, cache, &ro, &a), 0);
+	oa.r = a;
+	expect_read(&oa, 0, OTHER_SIZE);
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.misses, 24);
+	reader_close(a);
+	reader_close(b);
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	bcache_free(cache);
+}
+END_TEST
+
+/* Concurrent readers of one reader. */
+struct conc {
+	struct reader *r;
+	uint32_t seed;
+	int reads;
+	atomic_int *failures;
+	char *first; /* 256 bytes, written by the first failure */
+	pthread_mutex_t *lock;
+};
+
+static void *conc_run(void *arg)
+{
+	struct conc *c = arg;
+	unsigned char *buf = malloc(200000 + CANARY);
+	uint32_t x = c->seed;
+	char why[256];
+
+	if (!buf) {
+		atomic_fetch_add(c->failures, 1);
+		return NULL;
+	}
+	for (int i = 0; i < c->reads; i++) {
+		uint64_t off = ((uint64_t)lcg(&x) << 8 ^ lcg(&x)) % ORIG_SIZE;
+		size_t len = lcg(&x) % 4 ? 1 + lcg(&x) % 20000 : 1 + lcg(&x) % 200000;
+		const char *err = try_read(c->r, orig, ORIG_SIZE, off, len, buf, why, sizeof(why));
+
+		if (err) {
+			pthread_mutex_lock(c->lock);
+			if (atomic_fetch_add(c->failures, 1) == 0)
+				snprintf(c->first, 256, "%s", err);
+			pthread_mutex_unlock(c->lock);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+static void concurrent_reads(const char *file, size_t budget, size_t whole_max, size_t slice,
+			     uint64_t span, int reads)
+{
+	enum { T = 8 };
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct conc c[T];
+	pthread_t t[T];
+	atomic_int failures = 0;
+	char first[256] = "";
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct bcache_stats st;
+
+	reader_opts_default(&ro, budget);
+	if (whole_max)
+		ro.whole_max = whole_max;
+	if (slice)
+		ro.slice = slice;
+	if (span)
+		ro.span = span;
+	ck_assert_int_eq(open_file(file, budget, &ro, &cache, &r), 0);
+	for (int i = 0; i < T; i++) {
+		c[i] = (struct conc){r,	   1000u + (uint32_t)i * 7919u, reads, &failures, first,
+				     &lock};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, conc_run, &c[i]), 0);
+	}
+	for (int i = 0; i < T; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_msg(failures == 0, "%s: %d reads failed, first: %s", file, (int)failures, first);
+	bcache_stats(cache, &st);
+	ck_assert_uint_le(st.used, st.budget);
+	ck_assert_uint_gt(st.evictions, 0);
+	reader_close(r);
+	bcache_free(cache);
+}
+
+START_TEST(concurrent_reads_xz_blocks)
+{
+	concurrent_reads("b64k.xz", MiB, 0, 0, 0, 200);
+}
+END_TEST
+
+START_TEST(concurrent_reads_xz_slices)
+{
+	concurrent_reads("b300k.xz", MiB, 128 * KiB, 64 * KiB, 0, 100);
+}
+END_TEST
+
+START_TEST(concurrent_reads_xz_one_streamed_block)
+{
+	/* every miss but a parked one decodes from the Block start: fewer reads */
+	concurrent_reads("single.xz", MiB, 256 * KiB, 128 * KiB, 0, 60);
+}
+END_TEST
+
+START_TEST(concurrent_reads_gzip)
+{
+	concurrent_reads("orig.gz", MiB, 0, 0, 64 * KiB, 300);
+}
+END_TEST
+
+START_TEST(concurrent_reads_gzip_members)
+{
+	concurrent_reads("bgzip.gz", MiB, 0, 0, 64 * KiB, 300);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* read-ahead                                                          */
+
+/* Opens file with read-ahead on a new pool of threads workers (none: no pool); ro is the reader's
+ * borrowed opts. */
+static void open_with_pool(const char *file, size_t budget, size_t whole_max, size_t slice,
+			   uint64_t span, size_t readahead, unsigned threads,
+			   struct reader_opts *ro, struct pool **pool, struct bcache **cache,
+			   struct reader **r)
+{
+	reader_opts_default(ro, budget);
+	if (whole_max)
+		ro->whole_max = whole_max;
+	if (slice)
+		ro->slice = slice;
+	if (span)
+		ro->span = span;
+	*pool = NULL;
+	if (threads)
+		ck_assert_int_eq(pool_new(threads, 64, pool), 0);
+	ro->pool = *pool;
+	ro->readahead = readahead;
+	ck_assert_int_eq(open_file(file, budget, ro, cache, r), 0);
+}
+
+START_TEST(sequential_reads_with_read_ahead)
+{
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+	struct pool *pool;
+	struct reader_opts ro;
+	char path[PATH_MAX];
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	opts_for(c, &ro);
+	ro.pool = pool;
+	ro.readahead = MiB;
+	path_of(path, sizeof(path), c->file);
+	ck_assert_int_eq(bcache_new(c->budget, &o.cache), 0);
+	ck_assert_int_eq(reader_open(path, o.cache, &ro, &o.r), 0);
+	o.opts = ro;
+	o.want = orig;
+	o.size = c->empty ? 0 : ORIG_SIZE;
+	o.name = c->file;
+	for (uint64_t off = 0; off < o.size; off += 40000)
+		expect_read(&o, off, 40000);
+	expect_read(&o, o.size, 40000);
+	close_case(&o);
+	pool_free(pool);
+}
+END_TEST
+
+/* Reads of exactly one 64 KiB Block each: only read-ahead can make them hits. */
+static void aligned_pass(unsigned threads, struct bcache_stats *st)
+{
+	struct reader_opts ro;
+	struct pool *pool;
+	struct bcache *cache;
+	struct reader *r;
+	struct opened o;
+
+	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, threads, &ro, &pool, &cache, &r);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	for (uint64_t off = 0; off < ORIG_SIZE; off += 65536)
+		expect_read(&o, off, 65536);
+	bcache_stats(cache, st);
+	reader_close(r);
+	pool_free(pool);
+	bcache_free(cache);
+}
+
+START_TEST(read_ahead_decodes_ahead_once)
+{
+	struct bcache_stats without, with;
+	const uint64_t blocks = (ORIG_SIZE + 65535) / 65536;
+
+	aligned_pass(0, &without);
+	ck_assert_uint_eq(without.hits, 0);
+	ck_assert_uint_eq(without.misses, blocks);
+	aligned_pass(2, &with);
+	/* every Block decoded exactly once, by a worker or the reader */
+	ck_assert_uint_eq(with.misses, blocks);
+	ck_assert_uint_eq(with.entries, blocks);
+	/* and some were ready (or in flight) when the reader got there */
+	ck_assert_uint_gt(with.hits, 0);
+}
+END_TEST
+
+START_TEST(random_reads_queue_no_read_ahead)
+{
+	struct reader_opts ro;
+	struct pool *pool;
+	struct bcache *cache;
+	struct reader *r;
+	struct opened o;
+	struct bcache_stats st;
+	/* more than a MiB from where any earlier read ended: never a continuation */
+	static const uint64_t offs[] = {2200000, 0, 1100000};
+
+	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &cache, &r);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		expect_read(&o, offs[i], 1000);
+	reader_close(r); /* waits for any job */
+	pool_free(pool);
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.misses, sizeof(offs) / sizeof(offs[0]));
+	bcache_free(cache);
+}
+END_TEST
+
+START_TEST(close_waits_for_read_ahead)
+{
+	for (int round = 0; round < 5; round++) {
+		struct reader_opts ro;
+		struct pool *pool;
+		struct bcache *cache;
+		struct reader *r;
+		struct opened o;
+		struct bcache_stats st;
+
+		/* one slow worker, and the whole file queued ahead */
+		open_with_pool(round % 2 ? "orig.gz" : "b64k.xz", 16 * MiB, 0, 0, 64 * KiB, 4 * MiB,
+			       1, &ro, &pool, &cache, &r);
+		o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "read-ahead"};
+		expect_read(&o, 0, 65536);
+		expect_read(&o, 65536, 65536);
+		reader_close(r);
+		/* nothing of the reader may appear in the cache after its close */
+		bcache_stats(cache, &st);
+		ck_assert_uint_eq(st.entries, 0);
+		ck_assert_uint_eq(st.used, 0);
+		pool_free(pool);
+		bcache_stats(cache, &st);
+		ck_assert_uint_eq(st.entries, 0);
+		bcache_free(cache);
+	}
+}
+END_TEST
+
+struct seqr {
+	struct reader *r;
+	uint32_t seed;
+	atomic_int *failures;
+};
+
+/* Sequential runs from random starts, so that read-ahead kicks in. */
+static void *seq_run(void *arg)
+{
+	struct seqr *c = arg;
+	unsigned char *buf = malloc(32768 + CANARY);
+	uint32_t x = c->seed;
+	char why[256];
+
+	if (!buf) {
+		atomic_fetch_add(c->failures, 1);
+		return NULL;
+	}
+	for (int run = 0; run < 6; run++) {
+		uint64_t off = ((uint64_t)lcg(&x) << 8 ^ lcg(&x)) % ORIG_SIZE;
+
+		for (int i = 0; i < 12; i++, off += 32768) {
+			const char *err =
+				try_read(c->r, orig, ORIG_SIZE, off, 32768, buf, why, sizeof(why));
+
+			if (err) {
+				if (atomic_fetch_add(c->failures, 1) == 0)
+					fprintf(stderr, "check_reader: %s\n", err);
+			}
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+static void concurrent_read_ahead(const char *file, size_t whole_max, size_t slice, uint64_t span)
+{
+	enum { T = 8 };
+	struct reader_opts ro;
+	struct pool *pool;
+	struct bcache *cache;
+	struct reader *r;
+	struct seqr c[T];
+	pthread_t t[T];
+	atomic_int failures = 0;
+	struct bcache_stats st;
+
+	open_with_pool(file, MiB, whole_max, slice, span, 512 * KiB, 2, &ro, &pool, &cache, &r);
+	for (int i = 0; i < T; i++) {
+		c[i] = (struct seqr){r, 99u + (uint32_t)i * 104729u, &failures};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, seq_run, &c[i]), 0);
+	}
+	for (int i = 0; i < T; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_msg(failures == 0, "%s: %d reads failed (first on stderr)", file, (int)failures);
+	reader_close(r);
+	pool_free(pool);
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	bcache_free(cache);
+}
+
+START_TEST(concurrent_read_ahead_xz_blocks)
+{
+	concurrent_read_ahead("b64k.xz", 0, 0, 0);
+}
+END_TEST
+
+START_TEST(concurrent_read_ahead_xz_slices)
+{
+	concurrent_read_ahead("b300k.xz", 128 * KiB, 64 * KiB, 0);
+}
+END_TEST
+
+START_TEST(concurrent_read_ahead_gzip)
+{
+	concurrent_read_ahead("orig.gz", 0, 0, 64 * KiB);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* detach, attach, probe                                               */
+
+static int open_ro(const char *name)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	path_of(path, sizeof(path), name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+START_TEST(detach_then_attach_reads_again)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct opened o;
+	int fd;
+
+	reader_opts_default(&ro, 128 * KiB);
+	ck_assert_int_eq(open_file("b64k.xz", 128 * KiB, &ro, &cache, &r), 0);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	expect_read(&o, 1000, 100000);
+	reader_detach(r);
+	ck_assert_uint_eq(reader_size(r), ORIG_SIZE); /* the map stays */
+	ck_assert_int_eq(reader_attach(r, open_ro("b64k.xz")), 0);
+	expect_read(&o, 2500000, 300000); /* uncached: decoded from the new fd */
+	expect_read(&o, 1000, 100000);
+	/* a detached reader can be closed */
+	reader_detach(r);
+	reader_close(r);
+	/* the same with gzip */
+	reader_opts_default(&ro, 128 * KiB);
+	ro.span = 64 * KiB;
+	bcache_free(cache);
+	ck_assert_int_eq(open_file("orig.gz", 128 * KiB, &ro, &cache, &r), 0);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "orig.gz"};
+	reader_detach(r);
+	fd = open_ro("orig.gz");
+	ck_assert_int_eq(reader_attach(r, fd), 0);
+	expect_read(&o, 3000000, 100000);
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
+START_TEST(attach_other_file_is_estale)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct opened o;
+	char path[PATH_MAX];
+	struct stat st;
+	struct timespec ts[2];
+	int fd;
+
+	ck_assert_int_eq(sh("cd '%s' && cp b64k.xz attach.xz", dir), 0);
+	reader_opts_default(&ro, 128 * KiB);
+	ck_assert_int_eq(open_file("attach.xz", 128 * KiB, &ro, &cache, &r), 0);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "attach.xz"};
+	reader_detach(r);
+	/* another file, even with the same bytes */
+	fd = open_ro("b64k.xz");
+	ck_assert_int_eq(reader_attach(r, fd), -ESTALE);
+	ck_assert_int_eq(fcntl(fd, F_GETFD), -1); /* taken over and closed */
+	fd = open_ro("other.xz");
+	ck_assert_int_eq(reader_attach(r, fd), -ESTALE);
+	/* the right file is still accepted after a refusal */
+	ck_assert_int_eq(reader_attach(r, open_ro("attach.xz")), 0);
+	expect_read(&o, 2000000, 70000);
+	/* the same file, touched since it was indexed */
+	reader_detach(r);
+	path_of(path, sizeof(path), "attach.xz");
+	ck_assert_int_eq(stat(path, &st), 0);
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	ts[1].tv_sec += 3;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+	fd = open_ro("attach.xz");
+	ck_assert_int_eq(reader_attach(r, fd), -ESTALE);
+	ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
+START_TEST(detach_waits_for_read_ahead)
+{
+	struct reader_opts ro;
+	struct pool *pool;
+	struct bcache *cache;
+	struct reader *r;
+	struct opened o;
+
+	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, 4 * MiB, 1, &ro, &pool, &cache, &r);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	expect_read(&o, 0, 65536);
+	expect_read(&o, 65536, 65536); /* queues the rest of the file */
+	reader_detach(r);
+	/* a job still running now would decode from a closed fd and fail a Block */
+	ck_assert_int_eq(reader_attach(r, open_ro("b64k.xz")), 0);
+	for (uint64_t off = 131072; off < ORIG_SIZE; off += 65536)
+		expect_read(&o, off, 65536);
+	reader_close(r);
+	pool_free(pool);
+	bcache_free(cache);
+}
+END_TEST
+
+START_TEST(probe_by_magic_and_gzip_header)
+{
+	static const struct {
+		const char *file;
+		enum probe_fmt want;
+	} t[] = {
+		{"b64k.xz", PROBE_XZ},	   {"cut.xz", PROBE_XZ}, /* the Index is reader_open's
+								    business */
+		{"orig.gz", PROBE_GZIP},   {"bgzip.gz", PROBE_GZIP}, {"empty.gz", PROBE_GZIP},
+		{"orig", PROBE_NONE},	   {"empty", PROBE_NONE},    {"one", PROBE_NONE},
+		{"badhdr.gz", PROBE_NONE}, {"magic.gz", PROBE_NONE},
+	};
+
+	ck_assert(gen_ok);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int fd = open_ro(t[i].file);
+		enum probe_fmt got = reader_probe(fd, t[i].file);
+
+		ck_assert_msg(got == t[i].want, "reader_probe(%s) = %d, want %d", t[i].file, got,
+			      t[i].want);
+		close(fd);
+	}
+}
+END_TEST
+
+static Suite *reader_suite(void)
+{
+	Suite *s = suite_create("reader");
+	TCase *tc = tcase_create("archives");
+	TCase *te = tcase_create("errors");
+	TCase *tt = tcase_create("threads");
+
+	tcase_add_loop_test(tc, size_matches_original, 0, NCASES);
+	tcase_add_loop_test(tc, info_matches_archive, 0, NCASES);
+	tcase_add_loop_test(tc, whole_file_in_one_read, 0, NCASES);
+	tcase_add_loop_test(tc, sequential_odd_sized_reads, 0, NCASES);
+	tcase_add_loop_test(tc, reads_at_the_edges, 0, NCASES);
+	tcase_add_loop_test(tc, reads_at_and_across_every_unit_boundary, 0, NCASES);
+	tcase_add_loop_test(tc, random_reads, 0, NCASES);
+	tcase_add_loop_test(tc, second_pass_is_all_hits, 0, NCASES);
+	tcase_add_loop_test(tc, sequential_reads_with_read_ahead, 0, NCASES);
+	tcase_add_test(tc, budget_smaller_than_a_chunk);
+	tcase_add_test(tc, read_ahead_decodes_ahead_once);
+	tcase_add_test(tc, random_reads_queue_no_read_ahead);
+	tcase_add_test(tc, close_waits_for_read_ahead);
+	tcase_add_test(tc, detach_then_attach_reads_again);
+	tcase_add_test(tc, attach_other_file_is_estale);
+	tcase_add_test(tc, detach_waits_for_read_ahead);
+	tcase_add_test(tc, probe_by_magic_and_gzip_header);
+	tcase_add_test(tc, readers_share_a_cache);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+
+	tcase_add_test(te, not_an_archive_is_enotsup);
+	tcase_add_test(te, open_fd_takes_over_the_fd_on_failure);
+	tcase_add_test(te, missing_file_is_enoent);
+	tcase_add_test(te, broken_xz_structure_is_einval);
+	tcase_add_test(te, corrupt_xz_block_fails_alone);
+	tcase_add_test(te, corrupt_check_fails_streamed_block);
+	tcase_add_test(te, corrupt_check_fails_streamed_block_read_in_order);
+	tcase_add_test(te, corrupt_gzip_fails_open);
+	tcase_add_test(te, corrupt_gzip_crc_fails_open);
+	tcase_add_test(te, truncated_xz_source_gives_eio);
+	tcase_add_test(te, truncated_gzip_source_gives_eio);
+	tcase_add_test(te, rewritten_source_gives_eio);
+	tcase_set_timeout(te, 60);
+	suite_add_tcase(s, te);
+
+	tcase_add_test(tt, concurrent_reads_xz_blocks);
+	tcase_add_test(tt, concurrent_reads_xz_slices);
+	tcase_add_test(tt, concurrent_reads_xz_one_streamed_block);
+	tcase_add_test(tt, concurrent_reads_gzip);
+	tcase_add_test(tt, concurrent_reads_gzip_members);
+	tcase_add_test(tt, concurrent_read_ahead_xz_blocks);
+	tcase_add_test(tt, concurrent_read_ahead_xz_slices);
+	tcase_add_test(tt, concurrent_read_ahead_gzip);
+	tcase_set_timeout(tt, 300);
+	suite_add_tcase(s, tt);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	/* the corrupt-data tests log on purpose; keep the output to errors */
+	zlog_set_level(ZLOG_ERROR);
+	gen_ok = make_fixtures() == 0;
+	sr = srunner_create(reader_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (dir[0])
+		sh("rm -rf '%s'", dir);
+	free(orig);
+	free(other);
+	return failed || !gen_ok ? EXIT_FAILURE : EXIT_SUCCESS;
+}
