@@ -40,6 +40,7 @@ struct arctab {
 	char *root;
 	struct bcache *cache;
 	const struct reader_opts *opts;
+	struct reader_opts bg_opts; /* opts for indexing nobody is waiting on */
 	pthread_mutex_t lock;
 	pthread_cond_t opened;
 	/* Protected by lock. */
@@ -58,6 +59,8 @@ int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char 
 	}
 	t->cache = cache;
 	t->opts = opts;
+	t->bg_opts = *opts;
+	t->bg_opts.warm_bytes = 0; /* no reader follows: keep the cache for those that do */
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->opened, NULL);
 	*out = t;
@@ -130,8 +133,8 @@ static int open_same(int dirfd, const char *rel, const struct stat *st)
 	return fd;
 }
 
-int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
-	       struct arc **out)
+static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
+	       const struct reader_opts *opts, struct arc **out)
 {
 	struct arc *a, *stale = NULL;
 	int ret;
@@ -177,7 +180,7 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		char name[PATH_MAX * 2];
 
 		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
-		ret = reader_open_fd(ret, name, t->cache, t->opts, &a->r);
+		ret = reader_open_fd(ret, name, t->cache, opts, &a->r);
 	}
 	a->err = ret;
 	if (a->r)
@@ -202,6 +205,24 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		*out = a;
 	}
 	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
+	       struct arc **out)
+{
+	return get(t, dirfd, rel, st, t->opts, out);
+}
+
+int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st)
+{
+	struct arc *a;
+	int ret = get(t, dirfd, rel, st, &t->bg_opts, &a);
+
+	if (ret == 0) {
+		ret = a->r ? 0 : a->err;
+		arctab_put(t, a);
+	}
 	return ret;
 }
 

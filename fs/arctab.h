@@ -49,6 +49,13 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 	       struct arc **out);
 
 /*
+ * Indexes the archive at rel, as arctab_get would, for a background job:
+ * nobody is about to read it, so it leaves nothing in the cache.  Returns 0,
+ * the archive's error if it is corrupt, or arctab_get's errors.
+ */
+int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st);
+
+/*
  * Prepares a (non-corrupt) archive for reading: the first open handle
  * reopens rel (relative to dirfd, never followed) and checks it is still the
  * version indexed.  Returns 0, -ESTALE if the file changed since (look it

@@ -19,6 +19,7 @@
 #include "bcache.h"
 #include "ops.h"
 #include <fuse_lowlevel.h>
+#include "indexer.h"
 #include "opts.h"
 #include "pool.h"
 #include "reader.h"
@@ -55,6 +56,7 @@ static void usage(FILE *out)
 		"  -o span=SIZE        gzip checkpoint spacing (default 1M; 64K..64M)\n"
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
+		"  -o noindex          do not index gzip files in the background after mount\n"
 		"  -o index_dir=PATH   where gzip indexes persist (default\n"
 		"                      $XDG_CACHE_HOME/zmount or ~/.cache/zmount; none: memory only)\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
@@ -145,6 +147,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 {
 	struct reader_opts ropts;
 	struct pool *pool = NULL;
+	struct indexer *ix = NULL;
 	struct bcache *cache = NULL;
 	struct arctab *arcs = NULL;
 	struct ops_ctx octx = { 0 };
@@ -183,6 +186,10 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	ropts.pool = pool;
 	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
 		goto out_unmount;
+	/* Half the workers index; the rest stay free for read-ahead. */
+	if (cli->opts.background_index &&
+	    indexer_start(arcs, tree_root_fd(octx.tree), pool, (cli->opts.threads + 1) / 2, &ix) < 0)
+		zlog(ZLOG_WARN, "cannot start the background indexer; gzip files are indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
 	if (single) {
@@ -194,6 +201,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		fuse_loop_cfg_destroy(lc);
 	}
 	ret = ret == 0 ? 0 : 1;
+	indexer_stop(ix);
 	fuse_remove_signal_handlers(fuse_get_session(fuse));
 out_unmount:
 	fuse_unmount(fuse);

@@ -53,6 +53,7 @@ void opts_default(struct opts *o)
 	o->timeout = 1.0;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
+	o->background_index = 1;
 	if (idxfile_default_dir(o->index_dir, sizeof(o->index_dir)) < 0)
 		o->index_dir[0] = '\0';
 }
@@ -92,6 +93,10 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 			return -EINVAL;
 		}
 		o->threads = (unsigned)n;
+		return 1;
+	}
+	if (KEY("noindex") && !eq) {
+		o->background_index = 0;
 		return 1;
 	}
 	if (KEY("index_dir")) {

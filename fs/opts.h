@@ -20,6 +20,7 @@ struct opts {
 	double timeout;      /* seconds the kernel caches entries and attributes */
 	unsigned threads;    /* decode workers for read-ahead */
 	char index_dir[4096]; /* where gzip indexes persist; "" = memory only */
+	int background_index; /* index gzip files after mount (noindex: 0) */
 };
 
 /*
@@ -41,7 +42,7 @@ void opts_default(struct opts *o);
  * applied, 0 if it is not ours (pass it on to FUSE), or -EINVAL with a
  * one-line reason in msg (msglen bytes).
  * Keys: cache_size (>= 1M), span (64K..64M), timeout (0..3600 seconds),
- * threads (1..256), index_dir (a path, or "none" for memory only),
+ * threads (1..256), index_dir (a path, or "none" for memory only), noindex,
  * log_level (error, warning, info, debug).
  */
 int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen);
