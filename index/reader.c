@@ -7,9 +7,11 @@
  * start offset, and fills it on a miss:
  *  - gzip: gzdec_extract from the entry's checkpoint;
  *  - small xz Block: one decoder, run to the Block's end, Check included;
- *  - large xz Block: the parked decoder if it stopped exactly at the slice,
- *    else a new one from the Block start; the slices it passes on the way
- *    are offered to the cache, so a skip forward is not wasted.
+ *  - large xz Block: the parked decoder if it stopped at or before the
+ *    slice, else a new one from the Block start; the slices it passes on the
+ *    way are offered to the cache, so a skip forward is not wasted.
+ * Sequential readers also get the units after theirs queued on the worker
+ * pool (read_ahead), so several decode at once.
  */
 #include "reader.h"
 
