@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# zmount-index on generated data with a private index directory: build,
+# second build (fresh), info (fresh, stale, sizes), verify's exit codes,
+# prune, and bad usage.
+# usage: test_index_tool.sh BINDIR CORPUS   (CORPUS is unused: data is generated)
+set -u
+bin=$1
+z=$bin/zmount-index
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "PASS: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+idx=$tmp/idx
+zmi() { find "$idx" -maxdepth 1 -name '*.zmi' 2>/dev/null | wc -l; }
+key() { sed -n "s/^$1=//p" "$2" | head -n 1; } # KEY FILE: the value of KEY= in FILE
+flip() { # FILE OFFSET: xor one byte with 0x55
+	local b
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	printf "\\$(printf '%03o' $((b ^ 0x55)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+[ -x "$z" ] || { echo "FAIL: no $z"; echo "0 passed, 1 failed"; exit 1; }
+
+# Data: text, one- and two-member gzip (one without a .gz name), multi-Block xz.
+mkdir -p "$tmp/tree/sub" "$tmp/bad" "$tmp/outside"
+seq 1 300000 > "$tmp/t1"
+awk 'BEGIN { for (i = 0; i < 60000; i++) printf "line %d %x %s\n", i, i * 7919, (i % 3 ? "abc" : "xyz") }' > "$tmp/t2"
+gzip -c "$tmp/t1" > "$tmp/tree/one.gz"
+{ gzip -c "$tmp/t2"; gzip -c "$tmp/t1"; } > "$tmp/tree/sub/two-members.dat"
+xz -T1 --block-size=65536 -c "$tmp/t1" > "$tmp/tree/blocks.xz"
+cp "$tmp/t2" "$tmp/tree/plain.txt"
+gzip -c "$tmp/t2" > "$tmp/outside/elsewhere.gz"
+ln -s ../outside "$tmp/tree/link" # build must not follow it
+
+# Corrupt copies: a byte flipped in the middle of the gzip, and in the middle of a middle xz Block.
+cp "$tmp/tree/one.gz" "$tmp/bad/flipped.gz"
+flip "$tmp/bad/flipped.gz" $(($(stat -c %s "$tmp/bad/flipped.gz") / 2))
+cp "$tmp/tree/blocks.xz" "$tmp/bad/flipped.xz"
+nblocks=$(xz --robot -lvv "$tmp/bad/flipped.xz" | grep -c '^block')
+read -r bcoff bcsize < <(xz --robot -lvv "$tmp/bad/flipped.xz" | awk -F'\t' -v n=$((nblocks / 2)) '$1 == "block" && $4 == n { print $5, $7 }')
+flip "$tmp/bad/flipped.xz" $((bcoff + bcsize / 2))
+check "fixtures: gzip -t rejects flipped.gz" eval '! gzip -t "$tmp/bad/flipped.gz" 2>/dev/null'
+check "fixtures: xz -t rejects flipped.xz (Block $((nblocks / 2)) of $nblocks)" eval '! xz -t "$tmp/bad/flipped.xz" 2>/dev/null'
+
+# build: one index per gzip file, found by magic; xz skipped and counted; symlinks not followed.
+"$z" build -d "$idx" "$tmp/tree" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+check "build exits 0 (got $rc, stderr: $(head -c 300 "$tmp/err"))" [ "$rc" = 0 ]
+check "build made 2 index files (got $(zmi))" [ "$(zmi)" = 2 ]
+check "build summary: built=2 fresh=0 failed=0, xz=1 skipped: $(cat "$tmp/out")" \
+	grep -q 'built=2 fresh=0 failed=0; skipped: xz=1 other=1' "$tmp/out"
+check "build is quiet off a terminal (stderr empty)" [ ! -s "$tmp/err" ]
+"$z" info -d "$idx" "$tmp/outside/elsewhere.gz" > "$tmp/info"
+check "symlinked directory not followed: elsewhere.gz has no index" [ "$(key index_state "$tmp/info")" = missing ]
+
+# A second build finds every index fresh and builds none.
+"$z" build -d "$idx" "$tmp/tree" > "$tmp/out" 2>&1
+rc=$?
+check "second build: exit 0, built=0 fresh=2: $(cat "$tmp/out")" eval '[ "$rc" = 0 ] && grep -q "built=0 fresh=2 failed=0" "$tmp/out"'
+"$z" build -q -d "$idx" "$tmp/tree" > "$tmp/out" 2>&1
+check "build -q prints nothing" [ ! -s "$tmp/out" ]
+# On a terminal (script(1) gives it one), a progress line redrawn with \r.
+if command -v script > /dev/null; then
+	script -qec "'$z' build -d '$tmp/idx-tty' '$tmp/tree'" /dev/null > "$tmp/out" 2>&1 < /dev/null
+	shown=$(tr '\r\033' '|~' < "$tmp/out")
+	case "$shown" in
+	*"|[####"*"] 1/2 files"*"built=2 fresh=0"*) ok "build on a terminal draws a progress line: $shown" ;;
+	*) bad "build on a terminal: no progress line in: $shown" ;;
+	esac
+fi
+
+# info: fresh, the saved index used, sizes as gzip and xz say.
+for f in tree/one.gz tree/sub/two-members.dat; do
+	"$z" info -d "$idx" "$tmp/$f" > "$tmp/info" 2>&1
+	rc=$?
+	want=$(gzip -dc "$tmp/$f" | wc -c)
+	check "info $f: exit 0, format=gzip, index fresh and used" eval \
+		'[ "$rc" = 0 ] && [ "$(key format "$tmp/info")" = gzip ] && [ "$(key index_state "$tmp/info")" = fresh ] && [ "$(key index_used "$tmp/info")" = saved ]'
+	check "info $f: uncompressed=$want" [ "$(key uncompressed "$tmp/info")" = "$want" ]
+	check "info $f: compressed is the file size" [ "$(key compressed "$tmp/info")" = "$(stat -c %s "$tmp/$f")" ]
+	ifile=$(key index_file "$tmp/info")
+	check "info $f: index_file exists in the index dir, index_size is its size" eval \
+		'[ "$(dirname "$ifile")" = "$idx" ] && [ "$(key index_size "$tmp/info")" = "$(stat -c %s "$ifile")" ]'
+done
+check "info two-members.dat: members=2" [ "$(key members "$tmp/info")" = 2 ]
+"$z" info -d "$idx" "$tmp/tree/blocks.xz" > "$tmp/info" 2>&1
+check "info blocks.xz: format=xz, blocks=$nblocks, uncompressed=$(xz -dc "$tmp/tree/blocks.xz" | wc -c)" eval \
+	'[ "$(key format "$tmp/info")" = xz ] && [ "$(key blocks "$tmp/info")" = "$nblocks" ] && [ "$(key uncompressed "$tmp/info")" = "$(xz -dc "$tmp/tree/blocks.xz" | wc -c)" ]'
+
+# A touched source makes its index stale; info then builds in memory and saves nothing.
+touch -d '2001-02-03 04:05:06' "$tmp/tree/one.gz"
+"$z" info -d "$idx" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+check "info after touch: index_state=stale, index_used=memory" eval \
+	'[ "$(key index_state "$tmp/info")" = stale ] && [ "$(key index_used "$tmp/info")" = memory ]'
+"$z" info -d "$idx" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+check "info saved nothing: still stale" [ "$(key index_state "$tmp/info")" = stale ]
+"$z" build -d "$idx" "$tmp/tree" > "$tmp/out" 2>&1
+check "build after touch rebuilds only that one: $(cat "$tmp/out")" grep -q 'built=1 fresh=1 failed=0' "$tmp/out"
+"$z" info -d "$idx" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+check "info after rebuild: fresh" [ "$(key index_state "$tmp/info")" = fresh ]
+
+# A corrupt gzip fails the build (exit 2), on one line naming it; no index for it.
+"$z" build -d "$idx" "$tmp/tree" "$tmp/bad" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+check "build with a corrupt gzip exits 2 (got $rc)" [ "$rc" = 2 ]
+check "build reports it on one line: $(cat "$tmp/err")" eval \
+	'[ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "flipped.gz" "$tmp/err"'
+check "build summary counts it: $(cat "$tmp/out")" grep -q 'built=0 fresh=2 failed=1; skipped: xz=2' "$tmp/out"
+check "still 2 index files" [ "$(zmi)" = 2 ]
+
+# verify: 0 all good, 2 corrupt (gzip and xz), 3 unreadable, 2 wins over 3.
+vrf() { "$z" verify "$@" > "$tmp/vout" 2> "$tmp/verr"; echo $?; }
+rc=$(vrf "$tmp/tree/one.gz" "$tmp/tree/sub/two-members.dat" "$tmp/tree/blocks.xz")
+check "verify good files: exit 0 (got $rc), three ok lines" eval \
+	'[ "$rc" = 0 ] && [ "$(grep -c ": ok$" "$tmp/vout")" = 3 ]'
+rc=$(vrf "$tmp/bad/flipped.gz")
+check "verify flipped.gz: exit 2 (got $rc): $(cat "$tmp/vout")" eval \
+	'[ "$rc" = 2 ] && grep -q "^$tmp/bad/flipped.gz: corrupt: ." "$tmp/vout"'
+rc=$(vrf "$tmp/bad/flipped.xz")
+check "verify flipped.xz: exit 2 (got $rc): $(cat "$tmp/vout")" eval \
+	'[ "$rc" = 2 ] && grep -q "^$tmp/bad/flipped.xz: corrupt: .*Block" "$tmp/vout"'
+rc=$(vrf "$tmp/missing.gz")
+check "verify a missing file: exit 3 (got $rc): $(cat "$tmp/vout")" eval \
+	'[ "$rc" = 3 ] && grep -q "^$tmp/missing.gz: unreadable: " "$tmp/vout"'
+rc=$(vrf "$tmp/tree/plain.txt")
+check "verify a plain file: exit 3 (got $rc)" [ "$rc" = 3 ]
+rc=$(vrf "$tmp/missing.gz" "$tmp/bad/flipped.xz" "$tmp/tree/one.gz")
+check "verify missing + corrupt + good: exit 2, one line each (got $rc)" eval \
+	'[ "$rc" = 2 ] && [ "$(wc -l < "$tmp/vout")" = 3 ] && grep -q "one.gz: ok$" "$tmp/vout"'
+
+# prune: the index of a deleted source goes, the others stay.
+"$z" info -d "$idx" "$tmp/tree/sub/two-members.dat" > "$tmp/info" 2>&1
+gone=$(key index_file "$tmp/info")
+"$z" info -d "$idx" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+kept=$(key index_file "$tmp/info")
+rm "$tmp/tree/sub/two-members.dat"
+"$z" prune -d "$idx" > "$tmp/out" 2>&1
+rc=$?
+check "prune: exit 0 (got $rc), removed 1: $(cat "$tmp/out")" eval '[ "$rc" = 0 ] && grep -q "removed 1 " "$tmp/out"'
+check "prune removed the deleted source's index" [ ! -e "$gone" ]
+check "prune kept the other index" [ -e "$kept" ]
+"$z" info -d "$idx" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+check "the kept index is still fresh" [ "$(key index_state "$tmp/info")" = fresh ]
+
+# Usage.
+"$z" frobnicate > /dev/null 2> "$tmp/err"; rc=$?
+check "unknown subcommand exits 1 with one line (got $rc)" eval '[ "$rc" = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ]'
+"$z" build --bogus "$tmp/tree" > /dev/null 2>&1; rc=$?
+check "unknown option exits 1 (got $rc)" [ "$rc" = 1 ]
+"$z" verify > /dev/null 2>&1; rc=$?
+check "verify without a file exits 1 (got $rc)" [ "$rc" = 1 ]
+"$z" > /dev/null 2>&1; rc=$?
+check "no subcommand exits 1 (got $rc)" [ "$rc" = 1 ]
+"$z" --help > "$tmp/out" 2>&1; rc=$?
+check "--help exits 0 and documents verify's exit codes" eval '[ "$rc" = 0 ] && grep -q "3 some file could not be read" "$tmp/out"'
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

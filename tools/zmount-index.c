@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zmount-index: saved gzip indexes for mounts to reuse, and end-to-end
+ * integrity checks.  Everything goes through the reader the daemon uses:
+ *  - build:  reader_open with index_dir set loads a fresh saved index or
+ *            runs the checkpoint pass and saves one; the reader's counters
+ *            tell which of the two happened;
+ *  - info:   reader_get_info, and the saved index's state (idxfile_load for
+ *            the file's current identity);
+ *  - verify: gzip: a checkpoint pass with no saved index (every member's
+ *            CRC32 and ISIZE); xz: every Block decoded to its end, so every
+ *            Check is verified;
+ *  - prune:  idxfile_prune.
+ * The reader logs each error once on stderr; build and verify capture those
+ * lines per file (struct capture) to print one line per file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bcache.h"
+#include "idxfile.h"
+#include "reader.h"
+#include "zlog.h"
+
+#define BUILD_CACHE  (1u << 20) /* build leaves nothing in the cache (warm_bytes is 0) */
+#define VERIFY_CACHE (8u << 20) /* xz Blocks over 4 MiB are streamed in 2 MiB slices */
+#define READ_BUF     (1u << 20)
+
+enum { EX_OK = 0, EX_USAGE = 1, EX_CORRUPT = 2, EX_UNREADABLE = 3 };
+
+static const char usage[] =
+	"usage: zmount-index build [-d DIR] [-q] PATH...\n"
+	"       zmount-index info [-d DIR] FILE...\n"
+	"       zmount-index verify FILE...\n"
+	"       zmount-index prune [-d DIR]\n"
+	"\n"
+	"  build   save the index of every gzip file (known by its magic) among PATHs\n"
+	"          and in directories under them (symlinks not followed), where mounts\n"
+	"          look for it.  xz files carry their own index and are skipped.\n"
+	"          Exit: 0 all indexed, 2 some file corrupt or unreadable.\n"
+	"  info    format, members/Streams, checkpoints/Blocks, sizes, and the saved\n"
+	"          index: its file, size and state (fresh, stale, missing, corrupt).\n"
+	"          Exit: 0, or 2 if some file could not be opened as an archive.\n"
+	"  verify  full integrity check: every xz Block and Check, every gzip member's\n"
+	"          CRC32 and ISIZE.  Prints 'FILE: ok', 'FILE: corrupt: why' or\n"
+	"          'FILE: unreadable: why'.  Exit: 0 all verified; 2 some file corrupt\n"
+	"          (wins over 3); 3 some file could not be read (missing, permission,\n"
+	"          I/O error, not an xz or gzip file).\n"
+	"  prune   remove the indexes whose source is gone or changed.\n"
+	"\n"
+	"  -d DIR  index directory (default: $XDG_CACHE_HOME/zmount or ~/.cache/zmount)\n"
+	"  -q      no progress bar and no summary line\n"
+	"Bad usage exits with 1.\n";
+
+static __attribute__((format(printf, 1, 2))) int bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("zmount-index: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see zmount-index --help)\n", stderr);
+	return EX_USAGE;
+}
+
+static void *xalloc(void *p)
+{
+	if (!p) {
+		fputs("zmount-index: out of memory\n", stderr);
+		exit(EX_UNREADABLE);
+	}
+	return p;
+}
+
+/*
+ * While the tool works on one file, stderr points at a temporary file.
+ * Afterwards the last error line becomes that file's reason and the other
+ * lines (warnings) are passed on, so a failure is one line, and no log line
+ * lands in the middle of the progress bar.
+ */
+struct capture {
+	FILE *tmp;  /* NULL: capturing is off, lines go straight to stderr */
+	int saved;  /* the real stderr while capturing, else -1 */
+	bool clear; /* a progress bar is showing: clear it before passing lines on */
+};
+
+static void capture_begin(struct capture *c)
+{
+	fflush(stderr);
+	if (!c->tmp || ftruncate(fileno(c->tmp), 0) < 0 || lseek(fileno(c->tmp), 0, SEEK_SET) < 0)
+		return;
+	c->saved = dup(STDERR_FILENO);
+	if (c->saved >= 0 && dup2(fileno(c->tmp), STDERR_FILENO) < 0) {
+		close(c->saved);
+		c->saved = -1;
+	}
+}
+
+/* Skips "name: " at the start of *s. */
+static void skip_name(const char **s, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(*s, name, n) == 0 && strncmp(*s + n, ": ", 2) == 0)
+		*s += n + 2;
+}
+
+/* Restores stderr; reason = the last error line without its prefix and file name, or "". */
+static void capture_end(struct capture *c, const char *path, char *reason, size_t len)
+{
+	static const char prefix[] = "zmount: error: ";
+	char text[16384], real[PATH_MAX], *line, *next;
+	const char *last = NULL;
+	ssize_t n;
+
+	reason[0] = '\0';
+	if (c->saved < 0)
+		return;
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	c->saved = -1;
+	n = pread(fileno(c->tmp), text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = '\0';
+	if (c->clear && text[0])
+		fputs("\r\033[K", stderr);
+	for (line = text; *line; line = next) {
+		bool error = strncmp(line, prefix, sizeof(prefix) - 1) == 0;
+
+		next = line + strcspn(line, "\n");
+		if (*next)
+			*next++ = '\0';
+		if (!error || last) /* all but the last error line */
+			fprintf(stderr, "%s%s\n", error ? prefix : "", error ? last : line);
+		if (error)
+			last = line + sizeof(prefix) - 1;
+	}
+	if (!last)
+		return;
+	/* The reader names a file by its real path, or as given if it cannot open it. */
+	if (realpath(path, real))
+		skip_name(&last, real);
+	skip_name(&last, path);
+	snprintf(reason, len, "%s", last);
+}
+
+/* -d DIR, or the default directory, into dir (PATH_MAX bytes). */
+static int get_dir(const char *opt, char *dir)
+{
+	if (opt && (!opt[0] || strlen(opt) >= PATH_MAX))
+		return bad_usage("bad index directory '%s'", opt);
+	if (opt)
+		strcpy(dir, opt);
+	else if (idxfile_default_dir(dir, PATH_MAX) < 0)
+		return bad_usage("no home directory for the default index directory; use -d DIR");
+	return 0;
+}
+
+/* The gzip files to build, with their compressed sizes, and the count of the rest. */
+struct item {
+	char *path;
+	uint64_t size;
+};
+
+struct list {
+	struct item *v;
+	size_t n, cap;
+	uint64_t bytes;
+	unsigned xz, other, failed;
+};
+
+static void walk_fail(struct list *l, const char *path, int err)
+{
+	fprintf(stderr, "zmount-index: %s: %s\n", path, strerror(err));
+	l->failed++;
+}
+
+/* Adds path, or every file under it, by magic.  Only a top path's symlink is followed. */
+static void walk(struct list *l, const char *path, bool top)
+{
+	enum probe_fmt fmt = PROBE_NONE;
+	struct stat st;
+	int fd, ret;
+
+	if ((top ? stat(path, &st) : lstat(path, &st)) < 0) {
+		walk_fail(l, path, errno);
+		return;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(path);
+		struct dirent *e;
+		char child[PATH_MAX];
+
+		if (!d) {
+			walk_fail(l, path, errno);
+			return;
+		}
+		while ((e = readdir(d))) {
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, e->d_name) >=
+			    sizeof(child))
+				walk_fail(l, path, ENAMETOOLONG);
+			else
+				walk(l, child, false);
+		}
+		closedir(d);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		if (top)
+			walk_fail(l, path, EINVAL);
+		return;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | (top ? 0 : O_NOFOLLOW));
+	ret = fd < 0 ? -errno : probe_fd(fd, &fmt);
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0) {
+		walk_fail(l, path, -ret);
+	} else if (fmt == PROBE_GZIP) {
+		if (l->n == l->cap) {
+			l->cap = l->cap ? l->cap * 2 : 64;
+			l->v = xalloc(realloc(l->v, l->cap * sizeof(*l->v)));
+		}
+		l->v[l->n].path = xalloc(strdup(path));
+		l->v[l->n++].size = (uint64_t)st.st_size;
+		l->bytes += (uint64_t)st.st_size;
+	} else {
+		*(fmt == PROBE_XZ ? &l->xz : &l->other) += 1;
+	}
+}
+
+static double mib(uint64_t n)
+{
+	return (double)n / (1u << 20);
+}
+
+/* One line redrawn in place: files and compressed bytes done, and the current file. */
+static void progress(const struct list *l, size_t i, uint64_t done, const char *path)
+{
+	struct winsize ws;
+	size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 40 ? ws.ws_col : 80;
+	size_t plen = strlen(path), room;
+	char line[256];
+	int n = snprintf(line, sizeof(line), "[%-20.*s] %zu/%zu files  %.1f/%.1f MiB  ",
+			 l->bytes ? (int)(done * 20 / l->bytes) : 0, "####################", i,
+			 l->n, mib(done), mib(l->bytes));
+
+	room = cols - 1 > (size_t)n + 3 ? cols - 1 - (size_t)n : 3;
+	if (plen <= room)
+		fprintf(stderr, "\r%s%s\033[K", line, path);
+	else
+		fprintf(stderr, "\r%s...%s\033[K", line, path + plen - (room - 3));
+	fflush(stderr);
+}
+
+/* True if dir holds a valid index made for r's source, as r opened it. */
+static bool saved_for(const char *dir, const char *path, const struct reader *r)
+{
+	const struct stat *st = reader_stat(r);
+	struct idxfile_info *hi = xalloc(malloc(sizeof(*hi)));
+	char real[PATH_MAX], ipath[PATH_MAX];
+	bool ok = realpath(path, real) && idxfile_path(dir, real, ipath, sizeof(ipath)) == 0 &&
+		  idxfile_read_header(ipath, hi, NULL) == 0 && strcmp(hi->src, real) == 0 &&
+		  hi->id.dev == (uint64_t)st->st_dev && hi->id.ino == (uint64_t)st->st_ino &&
+		  hi->id.size == (uint64_t)st->st_size && hi->id.mtime_sec == st->st_mtim.tv_sec &&
+		  hi->id.mtime_nsec == (uint32_t)st->st_mtim.tv_nsec;
+
+	free(hi);
+	return ok;
+}
+
+static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
+{
+	bool bar = !quiet && isatty(STDERR_FILENO);
+	struct capture cap = { .tmp = tmpfile(), .saved = -1, .clear = bar };
+	struct list l = { 0 };
+	unsigned built = 0, fresh = 0;
+	struct reader_opts ro;
+	struct bcache *cache;
+	uint64_t done = 0;
+
+	for (int i = 0; i < argc; i++)
+		walk(&l, argv[i], true);
+	reader_opts_default(&ro, BUILD_CACHE);
+	ro.index_dir = dir;
+	if (bcache_new(BUILD_CACHE, &cache) < 0)
+		xalloc(NULL);
+	zlog_set_level(ZLOG_WARN); /* not the "rebuilding a stale index" notes */
+	for (size_t i = 0; i < l.n; i++) {
+		const char *path = l.v[i].path;
+		struct reader_counters before, after;
+		struct reader *r;
+		char reason[512];
+		int ret;
+
+		if (bar)
+			progress(&l, i, done, path);
+		reader_get_counters(&before);
+		capture_begin(&cap);
+		ret = reader_open(path, cache, &ro, &r);
+		capture_end(&cap, path, reason, sizeof(reason));
+		reader_get_counters(&after);
+		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
+			fresh++;
+		} else if (ret == 0 && saved_for(dir, path, r)) {
+			built++;
+		} else {
+			fprintf(stderr, "%szmount-index: %s: %s\n", bar ? "\r\033[K" : "", path,
+				ret == 0    ? "index built but not saved"
+				: reason[0] ? reason
+					    : strerror(-ret));
+			l.failed++;
+		}
+		reader_close(r);
+		done += l.v[i].size;
+		free(l.v[i].path);
+	}
+	if (bar)
+		fputs("\r\033[K", stderr);
+	if (!quiet)
+		printf("zmount-index: %zu gzip files, %.1f MiB: built=%u fresh=%u failed=%u; "
+		       "skipped: xz=%u other=%u; index directory %s\n",
+		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, dir);
+	bcache_free(cache);
+	free(l.v);
+	if (cap.tmp)
+		fclose(cap.tmp);
+	return l.failed ? EX_CORRUPT : EX_OK;
+}
+
+/* Writes the index_* lines of gzip source fd to out; returns 0 if its saved index is fresh. */
+static int index_state(FILE *out, int fd, const char *real, const char *dir, uint64_t span)
+{
+	struct gzdec_index *g = NULL;
+	struct zerr err = { 0 };
+	struct idxfile_id id;
+	char ipath[PATH_MAX];
+	struct stat st;
+	int ret = idxfile_path(dir, real, ipath, sizeof(ipath));
+
+	if (ret == 0) {
+		fprintf(out, "index_file=%s\n", ipath);
+		if (stat(ipath, &st) == 0)
+			fprintf(out, "index_size=%" PRIu64 "\n", (uint64_t)st.st_size);
+		ret = idxfile_identify(fd, &id);
+	}
+	/* The span a mount wants by default: an index with another one is rebuilt. */
+	if (ret == 0)
+		ret = idxfile_load(dir, real, &id, span, &g, &err);
+	gzdec_index_free(g);
+	fprintf(out, "index_state=%s\n",
+		ret == 0			   ? "fresh"
+		: ret == -ESTALE || ret == -ERANGE ? "stale"
+		: ret == -ENOENT		   ? "missing"
+		: ret == -EBADMSG		   ? "corrupt"
+						   : "unreadable");
+	if (ret < 0 && ret != -ENOENT)
+		fprintf(out, "index_reason=%s\n", err.msg[0] ? err.msg : strerror(-ret));
+	return ret;
+}
+
+static int info_one(const char *path, const char *dir, struct bcache *cache)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct reader_counters before, after;
+	enum probe_fmt fmt = PROBE_NONE;
+	char real[PATH_MAX], *ilines = NULL;
+	struct reader_opts ro;
+	struct reader_info in;
+	struct reader *r;
+	size_t ilen;
+	FILE *idx;
+	int ret;
+
+	printf("file=%s\n", path);
+	ret = fd < 0 || !realpath(path, real) ? -errno : probe_fd(fd, &fmt);
+	if (ret < 0 || fmt == PROBE_NONE) {
+		printf("error=%s\n", ret < 0 ? strerror(-ret) : "not an xz or gzip file");
+		if (fd >= 0)
+			close(fd);
+		return EX_CORRUPT;
+	}
+	printf("format=%s\n", probe_name(fmt));
+	reader_opts_default(&ro, 1u << 20);
+	idx = xalloc(open_memstream(&ilines, &ilen));
+	/* A fresh saved index is used; otherwise the index is built in memory, not saved. */
+	if (fmt == PROBE_GZIP && index_state(idx, fd, real, dir, ro.span) == 0)
+		ro.index_dir = dir;
+	fclose(idx);
+	reader_get_counters(&before);
+	ret = reader_open_fd(fd, real, cache, &ro, &r);
+	reader_get_counters(&after);
+	if (ret == 0) {
+		reader_get_info(r, &in);
+		if (fmt == PROBE_XZ)
+			printf("streams=%" PRIu64 "\nblocks=%" PRIu64 "\n", in.streams, in.blocks);
+		else
+			printf("members=%" PRIu64 "\ncheckpoints=%" PRIu64 "\n", in.streams,
+			       in.blocks);
+		printf("compressed=%" PRIu64 "\nuncompressed=%" PRIu64 "\n", in.csize, in.usize);
+		if (fmt == PROBE_GZIP)
+			printf("index_used=%s\n",
+			       after.indexes_loaded > before.indexes_loaded ? "saved" : "memory");
+	} else {
+		printf("error=%s\n",
+		       ret == -EINVAL ? "corrupt (see the log line)" : strerror(-ret));
+	}
+	fputs(ilines, stdout);
+	free(ilines);
+	reader_close(r);
+	return ret == 0 ? EX_OK : EX_CORRUPT;
+}
+
+static int cmd_info(int argc, char *argv[], const char *dir)
+{
+	struct bcache *cache;
+	int status = EX_OK;
+
+	if (bcache_new(1u << 20, &cache) < 0)
+		xalloc(NULL);
+	for (int i = 0; i < argc; i++) {
+		if (i > 0)
+			putchar('\n');
+		if (info_one(argv[i], dir, cache) != EX_OK)
+			status = EX_CORRUPT;
+		fflush(stdout);
+	}
+	bcache_free(cache);
+	return status;
+}
+
+/* Prints the file's line; returns EX_OK, EX_CORRUPT or EX_UNREADABLE. */
+static int verify_one(const char *path, struct bcache *cache, struct capture *cap, char *buf)
+{
+	struct reader_opts ro;
+	struct reader_info in;
+	struct reader *r;
+	char reason[512];
+	ssize_t n = 0;
+	int ret;
+
+	reader_opts_default(&ro, VERIFY_CACHE); /* index_dir NULL: a fresh gzip pass */
+	capture_begin(cap);
+	ret = reader_open(path, cache, &ro, &r);
+	if (ret == 0) {
+		reader_get_info(r, &in);
+		for (uint64_t off = 0; in.fmt == PROBE_XZ && off < in.usize; off += (uint64_t)n) {
+			n = reader_pread(r, buf, READ_BUF, off);
+			if (n <= 0)
+				break;
+		}
+	}
+	capture_end(cap, path, reason, sizeof(reason));
+	reader_close(r);
+	if (ret == 0 && n >= 0) {
+		printf("%s: ok\n", path);
+		return EX_OK;
+	}
+	if (ret == -EINVAL || n == -EIO) {
+		printf("%s: corrupt: %s\n", path, reason[0] ? reason : "bad data");
+		return EX_CORRUPT;
+	}
+	printf("%s: unreadable: %s\n", path,
+	       ret == -ENOTSUP ? "not an xz or gzip file"
+	       : reason[0]     ? reason
+			       : strerror(ret ? -ret : (int)-n));
+	return EX_UNREADABLE;
+}
+
+static int cmd_verify(int argc, char *argv[])
+{
+	struct capture cap = { .tmp = tmpfile(), .saved = -1 };
+	char *buf = xalloc(malloc(READ_BUF));
+	bool corrupt = false, unreadable = false;
+	struct bcache *cache;
+
+	if (bcache_new(VERIFY_CACHE, &cache) < 0)
+		xalloc(NULL);
+	for (int i = 0; i < argc; i++) {
+		int ret = verify_one(argv[i], cache, &cap, buf);
+
+		corrupt |= ret == EX_CORRUPT;
+		unreadable |= ret == EX_UNREADABLE;
+		fflush(stdout);
+	}
+	bcache_free(cache);
+	free(buf);
+	if (cap.tmp)
+		fclose(cap.tmp);
+	return corrupt ? EX_CORRUPT : unreadable ? EX_UNREADABLE : EX_OK;
+}
+
+static int cmd_prune(const char *dir)
+{
+	unsigned removed = 0;
+	int ret = idxfile_prune(dir, &removed);
+
+	if (ret < 0 && ret != -ENOENT) { /* no directory: nothing to prune */
+		fprintf(stderr, "zmount-index: %s: %s\n", dir, strerror(-ret));
+		return EX_CORRUPT;
+	}
+	printf("zmount-index: removed %u index files from %s\n", removed, dir);
+	return EX_OK;
+}
+
+/* Archives must not be opened as fd 0 to 2, and stderr gets redirected. */
+static void open_std_fds(void)
+{
+	int fd;
+
+	do
+		fd = open("/dev/null", O_RDWR);
+	while (fd >= 0 && fd <= STDERR_FILENO);
+	if (fd >= 0)
+		close(fd);
+}
+
+int main(int argc, char *argv[])
+{
+	const char *cmd = argc > 1 ? argv[1] : "", *dopt = NULL;
+	char dir[PATH_MAX];
+	bool quiet = false, verify = strcmp(cmd, "verify") == 0;
+	int c, nargs;
+
+	open_std_fds();
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0 ||
+	    (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))) {
+		fputs(usage, stdout);
+		return EX_OK;
+	}
+	if (!cmd[0])
+		return bad_usage("no subcommand");
+	if (strcmp(cmd, "build") && strcmp(cmd, "info") && !verify && strcmp(cmd, "prune"))
+		return bad_usage("unknown subcommand '%s'", cmd);
+	argc--;
+	argv++;
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strncmp(argv[i], "--", 2) == 0)
+			return bad_usage("unknown option '%s'", argv[i]);
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":d:q")) != -1) {
+		char opt[3] = { '-', (char)(c == '?' || c == ':' ? optopt : c), '\0' };
+
+		if (c == 'd' && !verify)
+			dopt = optarg;
+		else if (c == 'q' && strcmp(cmd, "build") == 0)
+			quiet = true;
+		else
+			return bad_usage(c == ':' ? "option %s needs an argument"
+						  : "unknown option '%s'",
+					 opt);
+	}
+	nargs = argc - optind;
+	if (strcmp(cmd, "prune") == 0 && nargs)
+		return bad_usage("prune takes no file: '%s'", argv[optind]);
+	if (strcmp(cmd, "prune") != 0 && nargs == 0)
+		return bad_usage("%s: give at least one file", cmd);
+	if (!verify && get_dir(dopt, dir))
+		return EX_USAGE;
+	if (strcmp(cmd, "build") == 0)
+		return cmd_build(nargs, argv + optind, dir, quiet);
+	if (strcmp(cmd, "info") == 0)
+		return cmd_info(nargs, argv + optind, dir);
+	if (strcmp(cmd, "prune") == 0)
+		return cmd_prune(dir);
+	return cmd_verify(nargs, argv + optind);
+}
