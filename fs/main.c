@@ -17,8 +17,8 @@
 
 #include "arctab.h"
 #include "bcache.h"
+#include "nodes.h"
 #include "ops.h"
-#include <fuse_lowlevel.h>
 #include "indexer.h"
 #include "opts.h"
 #include "pool.h"
@@ -151,31 +151,41 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	struct bcache *cache = NULL;
 	struct arctab *arcs = NULL;
 	struct ops_ctx octx = { 0 };
-	struct fuse *fuse;
+	struct tree_node root;
+	struct fuse_session *se;
 	int ret = 1;
 
 	reader_opts_default(&ropts, (size_t)cli->opts.cache_size);
 	ropts.span = cli->opts.span;
-	octx.timeout = cli->opts.timeout;
 	ropts.index_dir = cli->opts.index_dir[0] ? cli->opts.index_dir : NULL;
 	/* The first user of a gzip file usually reads it from the start. */
 	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;
+	octx.timeout = cli->opts.timeout;
 	if (bcache_new((size_t)cli->opts.cache_size, &cache) < 0 ||
 	    arctab_new(cache, &ropts, cli->src, &arcs) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");
 		goto out_cache;
 	}
-	if (tree_new(cli->src, arcs, &octx.tree) < 0) {
-		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(errno));
-		goto out_cache;
+	ret = tree_new(cli->src, arcs, &octx.tree);
+	if (ret == 0)
+		ret = tree_resolve(octx.tree, "/", &root);
+	if (ret == 0)
+		ret = nodes_new(arcs, &root, &octx.nodes);
+	if (ret < 0) {
+		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(-ret));
+		ret = 1;
+		goto out_tree;
 	}
+	ret = 1;
 	octx.arcs = arcs;
 	octx.cache = cache;
-	fuse = fuse_new(args, &ops_table, sizeof(ops_table), &octx);
-	if (!fuse)
+	se = fuse_session_new(args, &ops_table, sizeof(ops_table), &octx);
+	if (!se)
 		goto out_tree;
-	if (fuse_mount(fuse, mnt) != 0)
-		goto out_fuse;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, mnt) != 0)
+		goto out_signals;
 	if (fuse_daemonize(foreground) != 0)
 		goto out_unmount;
 	if (!foreground)
@@ -184,8 +194,6 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	if (pool_new(cli->opts.threads, 4096, &pool) < 0)
 		goto out_unmount;
 	ropts.pool = pool;
-	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
-		goto out_unmount;
 	/* Half the workers index; the rest stay free for read-ahead. */
 	if (cli->opts.background_index &&
 	    indexer_start(arcs, tree_root_fd(octx.tree), pool, (cli->opts.threads + 1) / 2, &ix) < 0)
@@ -193,21 +201,23 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
 	if (single) {
-		ret = fuse_loop(fuse);
+		ret = fuse_session_loop(se);
 	} else {
 		struct fuse_loop_config *lc = fuse_loop_cfg_create();
 
-		ret = fuse_loop_mt(fuse, lc);
+		ret = fuse_session_loop_mt(se, lc);
 		fuse_loop_cfg_destroy(lc);
 	}
 	ret = ret == 0 ? 0 : 1;
 	indexer_stop(ix);
-	fuse_remove_signal_handlers(fuse_get_session(fuse));
 out_unmount:
-	fuse_unmount(fuse);
-out_fuse:
-	fuse_destroy(fuse);
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
 out_tree:
+	nodes_free(octx.nodes);
 	tree_free(octx.tree);
 out_cache:
 	arctab_free(arcs); /* waits for the readers' queued jobs */

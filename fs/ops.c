@@ -13,21 +13,32 @@
 
 #include "arctab.h"
 #include "bcache.h"
+#include "nodes.h"
 #include "reader.h"
 #include "tree.h"
 
 #define XATTR_STATS "user.zmount.stats"
 #define XATTR_INFO "user.zmount.info"
 
-/* An open file: an archive's reader, or a plain source file's fd. */
+/* An open file: a node (whose arc reads an archive), or a plain source file's fd. */
 struct handle {
-	struct arc *arc;
+	struct node *node;
 	int fd;
 };
 
-static struct ops_ctx *ctx(void)
+/* A directory listing, taken at opendir so offsets stay stable. */
+struct listing {
+	size_t n, cap;
+	struct {
+		char *name;
+		mode_t type;
+		ino_t ino;
+	} *ents;
+};
+
+static struct ops_ctx *ctx(fuse_req_t req)
 {
-	return fuse_get_context()->private_data;
+	return fuse_req_userdata(req);
 }
 
 static struct handle *handle_of(const struct fuse_file_info *fi)
@@ -35,223 +46,338 @@ static struct handle *handle_of(const struct fuse_file_info *fi)
 	return (struct handle *)(uintptr_t)fi->fh;
 }
 
-static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct ops_ctx *c = ctx();
-
-	cfg->use_ino = 1;
-	cfg->nullpath_ok = 1;
-	cfg->entry_timeout = c->timeout;
-	cfg->attr_timeout = c->timeout;
-	cfg->negative_timeout = c->timeout;
-	/*
-	 * Keep the kernel's page cache across opens, unless the file's size
-	 * or mtime changed since it was cached: then libfuse drops it, so a
-	 * replaced archive is never served from its old version's pages.
-	 */
-	cfg->auto_cache = 1;
-	cfg->kernel_cache = 0;
+	(void)userdata;
 	/* Large requests: fewer round trips per decoded chunk. */
 	conn->max_readahead = 1u << 20;
-	return c;
 }
 
-static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+/* The attributes node shows: its version's, read-only, archives at their uncompressed size. */
+static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 {
-	struct tree_node node;
+	struct stat now;
+
+	*st = n->tn.st;
+	if (n->arc) {
+		struct reader *r = arc_reader(n->arc);
+
+		st->st_size = r ? (off_t)reader_size(r) : 0;
+		st->st_blocks = (st->st_size + 511) / 512;
+	} else if (fstatat(tree_root_fd(c->tree), n->tn.rel, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		   now.st_ino == st->st_ino && now.st_dev == st->st_dev) {
+		*st = now; /* plain files and directories show their current state */
+	}
+	st->st_ino = n->id;
+	tree_readonly(st);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct ops_ctx *c = ctx(req);
+	struct fuse_entry_param e = { .attr_timeout = c->timeout, .entry_timeout = c->timeout };
+	struct node *p = nodes_get(c->nodes, parent), *n = NULL;
+	struct tree_node tn;
+	struct arc *arc = NULL;
+	char path[PATH_MAX];
 	int ret;
 
-	if (fi && fi->fh) {
-		struct handle *h = handle_of(fi);
-
-		if (!h->arc)
-			return fstat(h->fd, st) < 0 ? -errno : (tree_readonly(st), 0);
-		*st = *reader_stat(arc_reader(h->arc));
-		st->st_size = (off_t)reader_size(arc_reader(h->arc));
-		st->st_blocks = (st->st_size + 511) / 512;
-		tree_readonly(st);
-		return 0;
+	if (!p) {
+		fuse_reply_err(req, ESTALE);
+		return;
 	}
-	ret = tree_resolve(ctx()->tree, path, &node);
-	if (ret < 0)
-		return ret;
-	return tree_stat(ctx()->tree, &node, st);
+	ret = snprintf(path, sizeof(path), "%s/%s", strcmp(p->path, "/") ? p->path : "", name);
+	ret = ret < 0 || (size_t)ret >= sizeof(path) ? -ENAMETOOLONG : tree_resolve(c->tree, path, &tn);
+	if (ret == 0 && tn.kind == TREE_ARCHIVE) {
+		/* Index it now: its size is part of the version the kernel caches. */
+		ret = arctab_get(c->arcs, tree_root_fd(c->tree), tn.rel, &tn.st, &arc);
+		ret = ret == -ENOTSUP ? -EIO : ret;
+	}
+	if (ret == 0)
+		ret = nodes_lookup(c->nodes, parent, name, path, &tn, &arc, &n);
+	arctab_put(c->arcs, arc);
+	nodes_put(c->nodes, p);
+	if (ret == -ENOENT) {
+		fuse_reply_entry(req, &e); /* ino 0: the kernel caches the absence */
+		return;
+	}
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	e.ino = n->id;
+	node_attr(c, n, &e.attr);
+	nodes_put(c->nodes, n);
+	fuse_reply_entry(req, &e);
 }
 
-static int op_readlink(const char *path, char *buf, size_t size)
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	struct tree_node node;
-	ssize_t n;
-	int ret = tree_resolve(ctx()->tree, path, &node);
+	nodes_forget(ctx(req)->nodes, ino, nlookup);
+	fuse_reply_none(req);
+}
 
-	if (ret < 0)
-		return ret;
-	if (size == 0)
-		return -EINVAL;
-	n = readlinkat(tree_root_fd(ctx()->tree), node.rel, buf, size - 1);
-	if (n < 0)
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		nodes_forget(ctx(req)->nodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ops_ctx *c = ctx(req);
+	struct node *n = nodes_get(c->nodes, ino);
+	struct stat st;
+
+	(void)fi;
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	node_attr(c, n, &st);
+	nodes_put(c->nodes, n);
+	fuse_reply_attr(req, &st, c->timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct ops_ctx *c = ctx(req);
+	struct node *n = nodes_get(c->nodes, ino);
+	char buf[PATH_MAX];
+	ssize_t len = n ? readlinkat(tree_root_fd(c->tree), n->tn.rel, buf, sizeof(buf) - 1) : -1;
+	int err = n ? errno : ESTALE;
+
+	nodes_put(c->nodes, n);
+	if (len < 0) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	buf[len] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+/* Opens node n for reading into h.  -ESTALE makes the kernel look the name up again. */
+static int open_node(struct ops_ctx *c, struct node *n, struct handle *h)
+{
+	struct stat st;
+
+	if (n->arc) {
+		if (!arc_reader(n->arc))
+			return -EIO; /* logged once, when it was indexed */
+		return arctab_open(c->arcs, n->arc, tree_root_fd(c->tree), n->tn.rel);
+	}
+	if (!S_ISREG(n->tn.st.st_mode))
+		return -EACCES;
+	h->fd = openat(tree_root_fd(c->tree), n->tn.rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (h->fd < 0)
 		return -errno;
-	buf[n] = '\0';
+	if (fstat(h->fd, &st) < 0 || st.st_ino != n->tn.st.st_ino || st.st_dev != n->tn.st.st_dev) {
+		close(h->fd);
+		h->fd = -1;
+		return -ESTALE;
+	}
 	return 0;
 }
 
-/* Opens the archive behind node for reading into h. */
-static int open_archive(struct ops_ctx *c, const char *path, struct tree_node *node,
-			struct handle *h)
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* A file replaced between our stat and our open is simply looked up again. */
-	for (int tries = 0; tries < 3; tries++) {
-		int ret = tries ? tree_resolve(c->tree, path, node) : 0;
-
-		if (ret == 0 && node->kind != TREE_ARCHIVE)
-			ret = -ESTALE;
-		if (ret == 0)
-			ret = arctab_get(c->arcs, tree_root_fd(c->tree), node->rel, &node->st, &h->arc);
-		if (ret < 0)
-			return ret == -ENOTSUP ? -EIO : ret;
-		if (!arc_reader(h->arc))
-			ret = -EIO; /* logged once, when it was indexed */
-		else
-			ret = arctab_open(c->arcs, h->arc, tree_root_fd(c->tree), node->rel);
-		if (ret == 0)
-			return 0;
-		arctab_put(c->arcs, h->arc);
-		h->arc = NULL;
-		if (ret != -ESTALE)
-			return ret;
-	}
-	return -EIO;
-}
-
-static int op_open(const char *path, struct fuse_file_info *fi)
-{
-	struct ops_ctx *c = ctx();
-	struct tree_node node;
+	struct ops_ctx *c = ctx(req);
 	struct handle *h;
 	int ret;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-		return -EROFS;
-	ret = tree_resolve(c->tree, path, &node);
-	if (ret < 0)
-		return ret;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	h = calloc(1, sizeof(*h));
-	if (!h)
-		return -ENOMEM;
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	h->fd = -1;
-	if (node.kind == TREE_ARCHIVE) {
-		ret = open_archive(c, path, &node, h);
-	} else if (S_ISREG(node.st.st_mode)) {
-		h->fd = openat(tree_root_fd(c->tree), node.rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		ret = h->fd < 0 ? -errno : 0;
-	} else {
-		ret = -EACCES;
-	}
+	h->node = nodes_get(c->nodes, ino);
+	ret = h->node ? open_node(c, h->node, h) : -ESTALE;
 	if (ret < 0) {
+		nodes_put(c->nodes, h->node);
 		free(h);
-		return ret;
+		fuse_reply_err(req, -ret);
+		return;
 	}
+	/* A node is one version of an archive: its pages never go stale. */
+	fi->keep_cache = h->node->arc != NULL;
 	fi->fh = (uintptr_t)h;
-	return 0;
+	if (fuse_reply_open(req, fi) != 0) {
+		/* The opener is gone (interrupted): nobody will release it. */
+		if (h->node->arc)
+			arctab_close(c->arcs, h->node->arc);
+		if (h->fd >= 0)
+			close(h->fd);
+		nodes_put(c->nodes, h->node);
+		free(h);
+	}
 }
 
-static int op_read(const char *path, char *buf, size_t size, off_t off,
-		   struct fuse_file_info *fi)
+static ssize_t read_plain(int fd, char *buf, size_t size, off_t off)
 {
-	struct handle *h = handle_of(fi);
 	size_t done = 0;
 
-	(void)path;
-	if (off < 0)
-		return -EINVAL;
-	if (h->arc) {
-		ssize_t n = reader_pread(arc_reader(h->arc), buf, size, (uint64_t)off);
-
-		return (int)n;
-	}
 	while (done < size) {
-		ssize_t n = pread(h->fd, buf + done, size - done, off + (off_t)done);
+		ssize_t n = pread(fd, buf + done, size - done, off + (off_t)done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return done ? (int)done : -errno;
+			return done ? (ssize_t)done : -errno;
 		if (n == 0)
 			break;
 		done += (size_t)n;
 	}
-	return (int)done;
+	return (ssize_t)done;
 }
 
-static int op_release(const char *path, struct fuse_file_info *fi)
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
+	char *buf = malloc(size ? size : 1);
+	ssize_t n;
 
-	(void)path;
-	if (h->arc) {
-		arctab_close(ctx()->arcs, h->arc);
-		arctab_put(ctx()->arcs, h->arc);
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
+	if (off < 0)
+		n = -EINVAL;
+	else if (h->node->arc)
+		n = reader_pread(arc_reader(h->node->arc), buf, size, (uint64_t)off);
+	else
+		n = read_plain(h->fd, buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ops_ctx *c = ctx(req);
+	struct handle *h = handle_of(fi);
+
+	(void)ino;
+	if (h->node->arc)
+		arctab_close(c->arcs, h->node->arc);
 	if (h->fd >= 0)
 		close(h->fd);
+	nodes_put(c->nodes, h->node);
 	free(h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	(void)ino;
+	if (fstatvfs(tree_root_fd(ctx(req)->tree), &sv) < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+static void listing_free(struct listing *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->ents[i].name);
+	free(l->ents);
+	free(l);
+}
+
+static int listing_add(void *vl, const char *name, const struct stat *st)
+{
+	struct listing *l = vl;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		void *p = realloc(l->ents, cap * sizeof(*l->ents));
+
+		if (!p)
+			return 1;
+		l->ents = p;
+		l->cap = cap;
+	}
+	l->ents[l->n].name = strdup(name);
+	if (!l->ents[l->n].name)
+		return 1;
+	l->ents[l->n].type = st->st_mode & S_IFMT;
+	l->ents[l->n].ino = st->st_ino;
+	l->n++;
 	return 0;
 }
 
-static int op_statfs(const char *path, struct statvfs *sv)
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)path;
-	return fstatvfs(tree_root_fd(ctx()->tree), sv) < 0 ? -errno : 0;
+	struct ops_ctx *c = ctx(req);
+	struct node *n = nodes_get(c->nodes, ino);
+	struct listing *l = calloc(1, sizeof(*l));
+	int ret = !n ? -ESTALE : !l ? -ENOMEM : tree_list(c->tree, n->path, listing_add, l);
+
+	nodes_put(c->nodes, n);
+	if (ret < 0) {
+		listing_free(l);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fi->fh = (uintptr_t)l;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) != 0)
+		listing_free(l);
 }
 
-struct fill_ctx {
-	void *buf;
-	fuse_fill_dir_t filler;
-};
-
-static int fill_one(void *vctx, const char *name, const struct stat *st)
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
 {
-	struct fill_ctx *f = vctx;
+	struct listing *l = (struct listing *)(uintptr_t)fi->fh;
+	char *buf = malloc(size ? size : 1);
+	size_t used = 0;
 
-	return f->filler(f->buf, name, st, 0, 0);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* Offsets: 1 is ".", 2 is "..", 2 + i + 1 follows entry i. */
+	for (off_t i = off; i < (off_t)l->n + 2; i++) {
+		struct stat st = { 0 };
+		const char *name;
+		size_t len;
+
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			st.st_mode = S_IFDIR;
+			st.st_ino = ino;
+		} else {
+			name = l->ents[i - 2].name;
+			st.st_mode = l->ents[i - 2].type;
+			st.st_ino = l->ents[i - 2].ino;
+		}
+		len = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
+		if (len > size - used)
+			break;
+		used += len;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
 }
 
-static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
-		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fill_ctx f = { buf, filler };
-
-	(void)path;
-	(void)off;
-	(void)flags;
-	if (filler(buf, ".", NULL, 0, 0) || filler(buf, "..", NULL, 0, 0))
-		return -ENOMEM;
-	return tree_list(ctx()->tree, (const char *)(uintptr_t)fi->fh, fill_one, &f);
-}
-
-/* nullpath_ok leaves readdir without a path, so the handle keeps it. */
-static int op_opendir(const char *path, struct fuse_file_info *fi)
-{
-	struct tree_node node;
-	char *copy;
-	int ret = tree_resolve(ctx()->tree, path, &node);
-
-	if (ret < 0)
-		return ret;
-	if (!S_ISDIR(node.st.st_mode))
-		return -ENOTDIR;
-	copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	fi->fh = (uintptr_t)copy;
-	return 0;
-}
-
-static int op_releasedir(const char *path, struct fuse_file_info *fi)
-{
-	(void)path;
-	free((char *)(uintptr_t)fi->fh);
-	return 0;
+	(void)ino;
+	listing_free((struct listing *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
 }
 
 static int stats_text(struct ops_ctx *c, char *out, size_t len)
@@ -273,86 +399,73 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 			(unsigned long long)rc.indexes_loaded, (unsigned long long)rc.read_errors);
 }
 
-static int info_text(struct ops_ctx *c, const struct tree_node *node, char *out, size_t len)
+static int info_text(const struct node *n, char *out, size_t len)
 {
+	struct reader *r = arc_reader(n->arc);
 	struct reader_info in;
-	struct arc *a;
-	int n, ret = arctab_get(c->arcs, tree_root_fd(c->tree), node->rel, &node->st, &a);
 
-	if (ret < 0)
-		return ret == -ENOTSUP ? -ENODATA : ret;
-	if (!arc_reader(a)) {
-		n = snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", node->rel,
-			     strerror(-arc_error(a)));
-	} else {
-		reader_get_info(arc_reader(a), &in);
-		n = snprintf(out, len,
-			     "source=%s\nformat=%s\nstate=indexed\nstreams=%llu\nblocks=%llu\n"
-			     "chunks=%llu\ncompressed=%llu\nuncompressed=%llu\nmax_chunk=%llu\n",
-			     node->rel, probe_name(in.fmt), (unsigned long long)in.streams,
-			     (unsigned long long)in.blocks, (unsigned long long)in.chunks,
-			     (unsigned long long)in.csize, (unsigned long long)in.usize,
-			     (unsigned long long)in.max_block);
-	}
-	arctab_put(c->arcs, a);
-	return n;
+	if (!r)
+		return snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", n->tn.rel,
+				strerror(-arc_error(n->arc)));
+	reader_get_info(r, &in);
+	return snprintf(out, len,
+			"source=%s\nformat=%s\nstate=indexed\nstreams=%llu\nblocks=%llu\n"
+			"chunks=%llu\ncompressed=%llu\nuncompressed=%llu\nmax_chunk=%llu\n",
+			n->tn.rel, probe_name(in.fmt), (unsigned long long)in.streams,
+			(unsigned long long)in.blocks, (unsigned long long)in.chunks,
+			(unsigned long long)in.csize, (unsigned long long)in.usize,
+			(unsigned long long)in.max_block);
 }
 
-static int op_getxattr(const char *path, const char *name, char *value, size_t size)
+/* Replies with value (len bytes) the way getxattr and listxattr want it. */
+static void reply_xattr(fuse_req_t req, const char *value, size_t len, size_t size)
 {
-	struct ops_ctx *c = ctx();
-	struct tree_node node;
-	char text[1024 + PATH_MAX];
-	int n, ret = tree_resolve(c->tree, path, &node);
-
-	if (ret < 0)
-		return ret;
-	if (strcmp(name, XATTR_STATS) == 0 && strcmp(node.rel, ".") == 0)
-		n = stats_text(c, text, sizeof(text));
-	else if (strcmp(name, XATTR_INFO) == 0 && node.kind == TREE_ARCHIVE)
-		n = info_text(c, &node, text, sizeof(text));
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
 	else
-		return -ENODATA;
-	if (n < 0)
-		return n;
-	if ((size_t)n >= sizeof(text))
-		n = (int)sizeof(text) - 1;
-	if (size == 0)
-		return n;
-	if (size < (size_t)n)
-		return -ERANGE;
-	memcpy(value, text, (size_t)n);
-	return n;
+		fuse_reply_buf(req, value, len);
 }
 
-static int op_listxattr(const char *path, char *list, size_t size)
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	struct tree_node node;
-	const char *name = NULL;
-	size_t n;
-	int ret = tree_resolve(ctx()->tree, path, &node);
+	struct ops_ctx *c = ctx(req);
+	struct node *n = nodes_get(c->nodes, ino);
+	char text[1024 + PATH_MAX];
+	int len = -ENODATA;
 
-	if (ret < 0)
-		return ret;
-	if (strcmp(node.rel, ".") == 0)
-		name = XATTR_STATS;
-	else if (node.kind == TREE_ARCHIVE)
-		name = XATTR_INFO;
-	if (!name)
-		return 0;
-	n = strlen(name) + 1;
-	if (size == 0)
-		return (int)n;
-	if (size < n)
-		return -ERANGE;
-	memcpy(list, name, n);
-	return (int)n;
+	if (!n)
+		len = -ESTALE;
+	else if (strcmp(name, XATTR_STATS) == 0 && ino == FUSE_ROOT_ID)
+		len = stats_text(c, text, sizeof(text));
+	else if (strcmp(name, XATTR_INFO) == 0 && n->arc)
+		len = info_text(n, text, sizeof(text));
+	nodes_put(c->nodes, n);
+	if (len < 0) {
+		fuse_reply_err(req, -len);
+		return;
+	}
+	if ((size_t)len >= sizeof(text))
+		len = (int)sizeof(text) - 1;
+	reply_xattr(req, text, (size_t)len, size);
 }
 
-const struct fuse_operations ops_table = {
-	.getxattr = op_getxattr,
-	.listxattr = op_listxattr,
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct ops_ctx *c = ctx(req);
+	struct node *n = nodes_get(c->nodes, ino);
+	const char *name = ino == FUSE_ROOT_ID ? XATTR_STATS : n && n->arc ? XATTR_INFO : "";
+
+	nodes_put(c->nodes, n);
+	reply_xattr(req, name, *name ? strlen(name) + 1 : 0, size);
+}
+
+const struct fuse_lowlevel_ops ops_table = {
 	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
 	.getattr = op_getattr,
 	.readlink = op_readlink,
 	.open = op_open,
@@ -362,4 +475,6 @@ const struct fuse_operations ops_table = {
 	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.releasedir = op_releasedir,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
 };
