@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +209,8 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		ret = fuse_session_loop_mt(se, lc);
 		fuse_loop_cfg_destroy(lc);
 	}
-	ret = ret == 0 ? 0 : 1;
+	/* The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are a clean stop. */
+	ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
 	indexer_stop(ix);
 out_unmount:
 	fuse_session_unmount(se);

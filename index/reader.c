@@ -158,7 +158,11 @@ static struct gzdec_index *load_gz(struct reader *r, const struct idxfile_id *id
 {
 	struct zerr err = { 0 };
 	struct gzdec_index *g;
-	int ret = idxfile_load(r->opts.index_dir, r->name, id, r->opts.span, &g, &err);
+	/*
+	 * Any span will do: span only trades random-read cost for index size,
+	 * and a full pass to change it would cost far more than it saves.
+	 */
+	int ret = idxfile_load(r->opts.index_dir, r->name, id, 0, &g, &err);
 
 	if (ret == 0) {
 		atomic_fetch_add(&n_loaded, 1);

@@ -50,6 +50,12 @@ int main(int argc, char *argv[])
 	char *buf = malloc(BUF);
 	int ret;
 
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		printf("usage: zmount-cat FILE [OFFSET [LENGTH]]\n"
+		       "Writes the uncompressed bytes of an .xz or .gz file to stdout.\n"
+		       "Exit status: 0 done, 1 usage or not an archive, 2 a read failed.\n");
+		return 0;
+	}
 	if (argc < 2 || argc > 4 || (argc > 2 && parse_u64(argv[2], &off)) ||
 	    (argc > 3 && parse_u64(argv[3], &len))) {
 		fprintf(stderr, "usage: zmount-cat FILE [OFFSET [LENGTH]]\n");

@@ -343,7 +343,7 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 }
 
 /* Writes the index_* lines of gzip source fd to out; returns 0 if its saved index is fresh. */
-static int index_state(FILE *out, int fd, const char *real, const char *dir, uint64_t span)
+static int index_state(FILE *out, int fd, const char *real, const char *dir)
 {
 	struct gzdec_index *g = NULL;
 	struct zerr err = { 0 };
@@ -358,13 +358,13 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir, uin
 			fprintf(out, "index_size=%" PRIu64 "\n", (uint64_t)st.st_size);
 		ret = idxfile_identify(fd, &id);
 	}
-	/* The span a mount wants by default: an index with another one is rebuilt. */
+	/* Mounts use a saved index whatever its span, so any span is fresh here. */
 	if (ret == 0)
-		ret = idxfile_load(dir, real, &id, span, &g, &err);
+		ret = idxfile_load(dir, real, &id, 0, &g, &err);
 	gzdec_index_free(g);
 	fprintf(out, "index_state=%s\n",
 		ret == 0			   ? "fresh"
-		: ret == -ESTALE || ret == -ERANGE ? "stale"
+		: ret == -ESTALE		   ? "stale"
 		: ret == -ENOENT		   ? "missing"
 		: ret == -EBADMSG		   ? "corrupt"
 						   : "unreadable");
@@ -398,7 +398,7 @@ static int info_one(const char *path, const char *dir, struct bcache *cache)
 	reader_opts_default(&ro, 1u << 20);
 	idx = xalloc(open_memstream(&ilines, &ilen));
 	/* A fresh saved index is used; otherwise the index is built in memory, not saved. */
-	if (fmt == PROBE_GZIP && index_state(idx, fd, real, dir, ro.span) == 0)
+	if (fmt == PROBE_GZIP && index_state(idx, fd, real, dir) == 0)
 		ro.index_dir = dir;
 	fclose(idx);
 	reader_get_counters(&before);

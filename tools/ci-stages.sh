@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# ci-stages.sh STAGE -- the sanitizer and fuzzing stages of CI.
+#
+#   asan   build-asan/ (gcc, -DZMOUNT_SANITIZE=address,undefined, RelWithDebInfo);
+#          the WHOLE ctest suite, mount tests included, so the daemon itself
+#          runs under ASan+UBSan and LeakSanitizer checks it when it exits
+#          after its unmount.  Any report fails its test: the tests require
+#          the daemon to exit 0, and abort_on_error makes a report an abort.
+#   tsan   build-tsan/ (gcc, -DZMOUNT_SANITIZE=thread); the tests that share
+#          the cache and the reader between threads, and the mount tests (the
+#          daemon's multi-threaded FUSE loop and its read-ahead workers).
+#   fuzz   build-fuzz/ (clang, libFuzzer + ASan + UBSan; installs clang and
+#          libclang-rt-14-dev if missing); generates the seeds, fuzzes every
+#          target for FUZZ_SECONDS (default 60) each, two at a time, then
+#          replays the seeds and tests/fuzz/regress/ through every target.
+#          Crash inputs are kept in build-fuzz/fuzz-runs/TARGET/artifacts/.
+#   all    the three in sequence; runs them all and fails if any failed.
+#
+# The functions below run inside `||` (to time them and go on to the next
+# stage), where bash ignores set -e: every step says `|| return 1` itself.
+#
+# Each stage prints what it runs and ends with one line
+# "ci-stages: STAGE PASSED in N s" or "ci-stages: STAGE FAILED in N s",
+# and exits nonzero on failure.  Environment: FUZZ_SECONDS, JOBS (default
+# nproc), and CI's own variables pass through.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=${JOBS:-$(nproc)}
+fuzz_seconds=${FUZZ_SECONDS:-60}
+fuzz_targets=(xz gz idxfile opts)
+
+# Sanitizer runtime options for every process the tests start, the daemon
+# included.  LeakSanitizer runs at every exit; a leak is a failure.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+say() { printf '\n== %s\n' "$*"; }
+run() { printf '+ %s\n' "$*"; "$@"; }
+
+install_pkgs() { # install_pkgs PKG...: the missing ones, as tools/deps.sh does
+	local missing=() sudo=""
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	echo "installing: ${missing[*]}"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+}
+
+configure_build() { # configure_build DIR CMAKE-ARGS...
+	local dir=$1
+	shift
+	run cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+}
+
+stage_asan() {
+	say "asan: build-asan with gcc -fsanitize=address,undefined; the whole ctest suite"
+	configure_build build-asan -DCMAKE_C_COMPILER=gcc -DZMOUNT_SANITIZE=address,undefined ||
+		return 1
+	run cmake --build build-asan -j"$jobs" || return 1
+	say "asan: ctest (ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS)"
+	(cd build-asan && run ctest --output-on-failure -j"$jobs" --timeout 900) || return 1
+}
+
+stage_tsan() {
+	say "tsan: build-tsan with gcc -fsanitize=thread; threaded unit tests and mount tests"
+	configure_build build-tsan -DCMAKE_C_COMPILER=gcc -DZMOUNT_SANITIZE=thread || return 1
+	run cmake --build build-tsan -j"$jobs" || return 1
+	say "tsan: ctest (TSAN_OPTIONS=$TSAN_OPTIONS)"
+	(cd build-tsan && run ctest --output-on-failure -j"$jobs" --timeout 900 \
+		-R '^(check_bcache|check_reader|mount_.*)$') || return 1
+}
+
+stage_fuzz() {
+	local bin=build-fuzz/tests/fuzz seeds=build-fuzz/tests/fuzz/seeds runs=build-fuzz/fuzz-runs
+	local pids=() failed=0 t
+
+	say "fuzz: clang, libFuzzer + ASan + UBSan; $fuzz_seconds s per target (FUZZ_SECONDS)"
+	install_pkgs clang libclang-rt-14-dev || return 1
+	configure_build build-fuzz -DCMAKE_C_COMPILER=clang -DZMOUNT_FUZZ=ON \
+		-DZMOUNT_SANITIZE=fuzzer-no-link,address,undefined || return 1
+	if [ ! -f build-fuzz/tests/fuzz/CTestTestfile.cmake ]; then
+		echo "tests/fuzz is not part of the build: tests/CMakeLists.txt needs"
+		echo "  if(ZMOUNT_FUZZ) add_subdirectory(fuzz) endif()"
+		return 1
+	fi
+	run cmake --build build-fuzz -j"$jobs" --target fuzzers || return 1
+	say "fuzz: seeds (tests/fuzz/make-seeds.sh, from ../shared/corpus)"
+	run bash tests/fuzz/make-seeds.sh "$bin/fuzz_seed_idx" "$root/../shared/corpus" "$seeds" ||
+		return 1
+
+	say "fuzz: ${fuzz_targets[*]}, $jobs at a time"
+	for t in "${fuzz_targets[@]}"; do
+		bash tests/fuzz/fuzz.sh fuzz "$bin/fuzz_$t" "$t" "$fuzz_seconds" "$runs/$t" \
+			"$seeds/$t" "$root/tests/fuzz/regress/$t" &
+		pids+=($!)
+		if [ ${#pids[@]} -ge "$jobs" ]; then
+			wait "${pids[0]}" || failed=1
+			pids=("${pids[@]:1}")
+		fi
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || failed=1
+	done
+
+	say "fuzz: replay of the seeds and tests/fuzz/regress/ (ctest -L fuzz)"
+	(cd build-fuzz && run ctest --output-on-failure -j"$jobs" -L fuzz) || failed=1
+	return $failed
+}
+
+stage() { # stage NAME: runs stage_NAME, timed, and prints its closing line
+	local name=$1 start=$SECONDS rc=0
+	"stage_$name" || rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "ci-stages: $name PASSED in $((SECONDS - start)) s"
+	else
+		echo "ci-stages: $name FAILED in $((SECONDS - start)) s"
+	fi
+	return $rc
+}
+
+case ${1:-} in
+asan | tsan | fuzz)
+	bash tools/deps.sh
+	stage "$1"
+	;;
+all)
+	bash tools/deps.sh
+	start=$SECONDS failed=()
+	for s in asan tsan fuzz; do
+		stage "$s" || failed+=("$s")
+	done
+	if [ ${#failed[@]} -eq 0 ]; then
+		echo "ci-stages: all PASSED in $((SECONDS - start)) s"
+	else
+		echo "ci-stages: all FAILED (${failed[*]}) in $((SECONDS - start)) s"
+		exit 1
+	fi
+	;;
+*)
+	echo "usage: $0 asan|tsan|fuzz|all" >&2
+	exit 2
+	;;
+esac
