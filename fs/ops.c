@@ -157,6 +157,16 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
+static void handle_close(struct ops_ctx *c, struct handle *h)
+{
+	if (h->node->arc)
+		arctab_close(c->arcs, h->node->arc);
+	if (h->fd >= 0)
+		close(h->fd);
+	nodes_put(c->nodes, h->node);
+	free(h);
+}
+
 /* Opens node n for reading into h.  -ESTALE makes the kernel look the name up again. */
 static int open_node(struct ops_ctx *c, struct node *n, struct handle *h)
 {
@@ -207,15 +217,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* A node is one version of an archive: its pages never go stale. */
 	fi->keep_cache = h->node->arc != NULL;
 	fi->fh = (uintptr_t)h;
-	if (fuse_reply_open(req, fi) != 0) {
-		/* The opener is gone (interrupted): nobody will release it. */
-		if (h->node->arc)
-			arctab_close(c->arcs, h->node->arc);
-		if (h->fd >= 0)
-			close(h->fd);
-		nodes_put(c->nodes, h->node);
-		free(h);
-	}
+	if (fuse_reply_open(req, fi) != 0)
+		handle_close(c, h); /* the opener is gone (interrupted): nobody will release it */
 }
 
 static ssize_t read_plain(int fd, char *buf, size_t size, off_t off)
@@ -263,16 +266,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct ops_ctx *c = ctx(req);
-	struct handle *h = handle_of(fi);
-
 	(void)ino;
-	if (h->node->arc)
-		arctab_close(c->arcs, h->node->arc);
-	if (h->fd >= 0)
-		close(h->fd);
-	nodes_put(c->nodes, h->node);
-	free(h);
+	handle_close(ctx(req), handle_of(fi));
 	fuse_reply_err(req, 0);
 }
 

@@ -223,21 +223,42 @@ static struct bcache_ent *insert(struct bcache *c, uint64_t id, uint64_t no, siz
 	return e;
 }
 
-/* Second half of a miss: room is made and the buffer allocated, outside the lock. */
-static int start_fill(struct bcache *c, struct bcache_ent *e, struct bcache_ent *victims)
+/* A hit on ready entry e, with the lock held: one more reference, most recently used. */
+static struct bcache_ent *hit(struct bcache *c, struct bcache_ent *e)
 {
+	e->refs++;
+	c->st.hits++;
+	lru_unlink(c, e);
+	lru_push(c, e);
+	return e;
+}
+
+/*
+ * A miss, entered with the lock held, which it drops: inserts an in-flight
+ * entry, makes room, and allocates the buffer outside the lock.  Returns 1
+ * and *out, or -ENOMEM.
+ */
+static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
+{
+	struct bcache_ent *e = insert(c, id, no, size);
+	struct bcache_ent *victims = e ? evict(c) : NULL;
+
+	pthread_mutex_unlock(&c->lock);
+	if (!e)
+		return -ENOMEM;
 	free_chain(victims);
 	e->data = malloc(e->size ? e->size : 1);
 	if (!e->data) {
 		bcache_done(c, e, -ENOMEM);
 		return -ENOMEM;
 	}
+	*out = e;
 	return 1;
 }
 
 int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
 {
-	struct bcache_ent *e, *victims;
+	struct bcache_ent *e;
 
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
@@ -267,23 +288,11 @@ int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct b
 		return 0;
 	}
 	if (e) {
-		e->refs++;
-		c->st.hits++;
-		lru_unlink(c, e);
-		lru_push(c, e);
+		*out = hit(c, e);
 		pthread_mutex_unlock(&c->lock);
-		*out = e;
 		return 0;
 	}
-	e = insert(c, id, no, size);
-	victims = e ? evict(c) : NULL;
-	pthread_mutex_unlock(&c->lock);
-	if (!e)
-		return -ENOMEM;
-	if (start_fill(c, e, victims) != 1)
-		return -ENOMEM;
-	*out = e;
-	return 1;
+	return miss(c, id, no, size, out);
 }
 
 int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent **out)
@@ -292,14 +301,7 @@ int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent 
 
 	pthread_mutex_lock(&c->lock);
 	e = find(c, id, no);
-	if (e && e->state == ENT_READY) {
-		e->refs++;
-		c->st.hits++;
-		lru_unlink(c, e);
-		lru_push(c, e);
-	} else {
-		e = NULL;
-	}
+	e = e && e->state == ENT_READY ? hit(c, e) : NULL;
 	pthread_mutex_unlock(&c->lock);
 	*out = e;
 	return e ? 0 : -ENOENT;
@@ -308,24 +310,13 @@ int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent 
 int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size,
 		 struct bcache_ent **out)
 {
-	struct bcache_ent *e, *victims = NULL;
-
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
 	if (find(c, id, no)) {
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	e = insert(c, id, no, size);
-	if (e)
-		victims = evict(c);
-	pthread_mutex_unlock(&c->lock);
-	if (!e)
-		return -ENOMEM;
-	if (start_fill(c, e, victims) != 1)
-		return -ENOMEM;
-	*out = e;
-	return 1;
+	return miss(c, id, no, size, out);
 }
 
 void bcache_done(struct bcache *c, struct bcache_ent *e, int err)
