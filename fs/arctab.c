@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "beneath.h"
 #include "reader.h"
 
 #define NBUCKETS 4096
@@ -121,11 +122,11 @@ static bool unhook(struct arctab *t, struct arc *a)
 /* Opens rel and makes sure it is still the file st describes. */
 static int open_same(int dirfd, const char *rel, const struct stat *st)
 {
-	int fd = openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int fd = beneath_open(dirfd, rel, O_RDONLY | O_NONBLOCK);
 	struct stat now;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &now) < 0 || now.st_ino != st->st_ino || now.st_dev != st->st_dev) {
 		close(fd);
 		return -EAGAIN; /* replaced since it was looked up */
@@ -232,9 +233,9 @@ int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
 
 	pthread_mutex_lock(&t->lock);
 	if (a->opens == 0) {
-		int fd = openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		int fd = beneath_open(dirfd, rel, O_RDONLY | O_NONBLOCK);
 
-		ret = fd < 0 ? -errno : reader_attach(a->r, fd);
+		ret = fd < 0 ? fd : reader_attach(a->r, fd);
 	}
 	if (ret == 0)
 		a->opens++;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "arctab.h"
+#include "beneath.h"
 #include "pool.h"
 #include "zlog.h"
 
@@ -64,7 +65,7 @@ static int by_size(const void *a, const void *b)
 /* Appends the gzip candidates under rel (recursively) to *items. */
 static void walk(struct indexer *ix, const char *rel, struct item **items, size_t *n, size_t *cap)
 {
-	int fd = openat(ix->root, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = beneath_open(ix->root, rel, O_RDONLY | O_DIRECTORY);
 	struct dirent *de;
 	DIR *dir;
 

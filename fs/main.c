@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,6 +239,13 @@ int main(int argc, char *argv[])
 	int ret = 1;
 
 	keep_std_fds();
+	/*
+	 * Chunks are 64 KiB to a few MiB: give them their own mappings, so a
+	 * freed chunk goes back to the system instead of into a per-thread
+	 * arena, where it would count against nothing and push the process
+	 * past cache_size.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
 	opts_default(&cli.opts);
 	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) != 0 || cli.bad)
 		goto out;

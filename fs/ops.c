@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,11 @@
 
 #include "arctab.h"
 #include "bcache.h"
+#include "beneath.h"
 #include "nodes.h"
 #include "reader.h"
 #include "tree.h"
+#include "zlog.h"
 
 #define XATTR_STATS "user.zmount.stats"
 #define XATTR_INFO "user.zmount.info"
@@ -35,6 +38,17 @@ struct listing {
 		ino_t ino;
 	} *ents;
 };
+
+/* Running out of descriptors fails requests with EMFILE; say so once, not per request. */
+static int note_limits(int ret)
+{
+	static atomic_flag said = ATOMIC_FLAG_INIT;
+
+	if ((ret == -EMFILE || ret == -ENFILE) && !atomic_flag_test_and_set(&said))
+		zlog(ZLOG_ERROR, "out of file descriptors (%s); opens fail until some close "
+				 "(raise the limit with ulimit -n)", strerror(-ret));
+	return ret;
+}
 
 static struct ops_ctx *ctx(fuse_req_t req)
 {
@@ -64,7 +78,7 @@ static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 
 		st->st_size = r ? (off_t)reader_size(r) : 0;
 		st->st_blocks = (st->st_size + 511) / 512;
-	} else if (fstatat(tree_root_fd(c->tree), n->tn.rel, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	} else if (beneath_lstat(tree_root_fd(c->tree), n->tn.rel, &now) == 0 &&
 		   now.st_ino == st->st_ino && now.st_dev == st->st_dev) {
 		*st = now; /* plain files and directories show their current state */
 	}
@@ -95,6 +109,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (ret == 0)
 		ret = nodes_lookup(c->nodes, parent, name, path, &tn, &arc, &n);
+	note_limits(ret);
 	arctab_put(c->arcs, arc);
 	nodes_put(c->nodes, p);
 	if (ret == -ENOENT) {
@@ -145,16 +160,13 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct ops_ctx *c = ctx(req);
 	struct node *n = nodes_get(c->nodes, ino);
 	char buf[PATH_MAX];
-	ssize_t len = n ? readlinkat(tree_root_fd(c->tree), n->tn.rel, buf, sizeof(buf) - 1) : -1;
-	int err = n ? errno : ESTALE;
+	ssize_t len = n ? beneath_readlink(tree_root_fd(c->tree), n->tn.rel, buf, sizeof(buf)) : -ESTALE;
 
 	nodes_put(c->nodes, n);
-	if (len < 0) {
-		fuse_reply_err(req, err);
-		return;
-	}
-	buf[len] = '\0';
-	fuse_reply_readlink(req, buf);
+	if (len < 0)
+		fuse_reply_err(req, (int)-len);
+	else
+		fuse_reply_readlink(req, buf);
 }
 
 static void handle_close(struct ops_ctx *c, struct handle *h)
@@ -179,9 +191,9 @@ static int open_node(struct ops_ctx *c, struct node *n, struct handle *h)
 	}
 	if (!S_ISREG(n->tn.st.st_mode))
 		return -EACCES;
-	h->fd = openat(tree_root_fd(c->tree), n->tn.rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	h->fd = beneath_open(tree_root_fd(c->tree), n->tn.rel, O_RDONLY);
 	if (h->fd < 0)
-		return -errno;
+		return h->fd;
 	if (fstat(h->fd, &st) < 0 || st.st_ino != n->tn.st.st_ino || st.st_dev != n->tn.st.st_dev) {
 		close(h->fd);
 		h->fd = -1;
@@ -207,7 +219,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	h->fd = -1;
 	h->node = nodes_get(c->nodes, ino);
-	ret = h->node ? open_node(c, h->node, h) : -ESTALE;
+	ret = h->node ? note_limits(open_node(c, h->node, h)) : -ESTALE;
 	if (ret < 0) {
 		nodes_put(c->nodes, h->node);
 		free(h);

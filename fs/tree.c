@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "arctab.h"
+#include "beneath.h"
 #include "names.h"
 #include "probe.h"
 #include "reader.h"
@@ -189,9 +190,9 @@ static int dmap_build(struct tree *t, const char *rel, const struct stat *st, st
 	DIR *dir;
 
 	*out = NULL;
-	fd = openat(t->root, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = beneath_open(t->root, rel, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	dir = fdopendir(fd);
 	if (!dir) {
 		close(fd);
@@ -290,8 +291,9 @@ static int dmap_get(struct tree *t, const char *rel, struct dmap **out)
 	int ret;
 
 	*out = NULL;
-	if (fstatat(t->root, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	ret = beneath_lstat(t->root, rel, &st);
+	if (ret < 0)
+		return ret;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	pthread_mutex_lock(&t->lock);
@@ -370,8 +372,9 @@ int tree_resolve(struct tree *t, const char *path, struct tree_node *node)
 	dmap_put(t, m);
 	if (ret < 0)
 		return ret;
-	if (fstatat(t->root, node->rel, &node->st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	ret = beneath_lstat(t->root, node->rel, &node->st);
+	if (ret < 0)
+		return ret;
 	return 0;
 }
 

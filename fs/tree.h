@@ -10,8 +10,7 @@
  * until the directory's mtime or ctime changes, so lookups in a directory
  * of 10,000 archives do not list it again.  Directories keep their names;
  * only regular files are renamed.  Symlinks are shown as symlinks and
- * never followed: every open and stat is relative to the source root's fd,
- * with O_NOFOLLOW / AT_SYMLINK_NOFOLLOW on the last component.
+ * never followed, on the way or at the end (beneath.h).
  *
  * Threads: any thread may call anything but tree_free.
  */

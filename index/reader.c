@@ -342,6 +342,8 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 	ret = probe_fd(r->fd, &r->fmt);
 	if (ret < 0)
 		goto fail;
+	if (r->fmt == PROBE_GZIP && reader_probe(r->fd, NULL) != PROBE_GZIP)
+		r->fmt = PROBE_NONE; /* an unreadable header: shown raw, as reader_probe says */
 	if (r->fmt == PROBE_XZ)
 		ret = build_xz(r);
 	else if (r->fmt == PROBE_GZIP)
@@ -424,7 +426,8 @@ enum probe_fmt reader_probe(int fd, const char *name)
 		return fmt == PROBE_XZ ? PROBE_XZ : PROBE_NONE;
 	if (fstat(fd, &st) == 0 && gzdec_header_check(fd, (uint64_t)st.st_size, &err) == 0)
 		return PROBE_GZIP;
-	zlog(ZLOG_WARN, "%s: not readable as gzip (at offset %" PRIu64 "): %s; shown as it is",
+	if (name)
+		zlog(ZLOG_WARN, "%s: not readable as gzip (at offset %" PRIu64 "): %s; shown as it is",
 	     name, err.coff, err.msg[0] ? err.msg : "cannot stat");
 	return PROBE_NONE;
 }
@@ -671,9 +674,10 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	bcache_done(r->cache, e, ret);
 	if (ret == 0)
 		atomic_fetch_add(&n_decoded, bcache_size(e));
-	if (ret < 0 && err.msg[0])
+	/* A file changed under the decoder is not corrupt: that cause is logged once already. */
+	if (ret < 0 && err.msg[0] && check_unchanged(r) == 0)
 		ret = fail_entry(r, k, pos, ret, &err);
-	return ret;
+	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
 
 /*

@@ -81,7 +81,8 @@ struct reader_info {
  * newly built one is saved (failures to save are logged once and the index
  * is kept in memory).
  * Returns 0 and *out (close with reader_close), or, with *out NULL:
- *   -ENOTSUP  the magic bytes are not xz or gzip (pass the file through);
+ *   -ENOTSUP  the magic bytes are not xz or gzip, or a gzip header is
+ *             unreadable (pass the file through; not logged here);
  *   -EINVAL   xz: the Streams or Index cannot be read (logged);
  *             gzip: a header, the data, a CRC32 or an ISIZE is bad (logged);
  *   -ENOMEM, or another -errno from fstat/pread (logged).
@@ -139,8 +140,8 @@ int reader_attach(struct reader *r, int fd);
  * The cheap part of the naming rules: returns the format of the file on fd
  * if its magic says xz, or if it is gzip with a readable first member header;
  * else PROBE_NONE, with a log line (naming it by name) when the magic said
- * gzip but the header is unreadable.  xz files still need reader_open to
- * know whether their Index is readable.
+ * gzip but the header is unreadable (none if name is NULL).  xz files
+ * still need reader_open to know whether their Index is readable.
  */
 enum probe_fmt reader_probe(int fd, const char *name);
 
