@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# make-seeds.sh SEEDER CORPUS OUT -- writes the seed corpora of the fuzz targets.
+#
+#   SEEDER  the fuzz_seed_idx binary (saves real index files with our own code)
+#   CORPUS  the shared conformance corpus (../shared/corpus from the repo root)
+#   OUT     gets one directory per target: xz/ gz/ idxfile/ opts/
+#
+# Seeds:
+#   xz/       CORPUS/xz-utils/*.xz, plus small files made here with xz: several
+#             Blocks with and without sizes in their headers, every check type,
+#             x86 and delta filters, concatenated Streams with Stream Padding,
+#             an empty file, a small dictionary.
+#   gz/       the cases of CORPUS/make-gzip-cases.sh up to 1 MiB (about 15 s),
+#             plus small files made here: several 64 KiB checkpoints in a few
+#             KiB of input, stored blocks, several members, trailing zeros and
+#             garbage, FNAME/FCOMMENT/FEXTRA/FHCRC headers, bgzf, empty.
+#   idxfile/  index files saved by SEEDER for the good gzip seeds, span 64 KiB.
+#   opts/     option strings, valid and not.
+# Deterministic: no timestamps or random bytes go into any seed.  Everything
+# large stays in OUT (a build directory); nothing is written to CORPUS.
+# Writes OUT/.complete last, and does nothing if it is already there.
+set -euo pipefail
+export LC_ALL=C
+[ $# -eq 3 ] || { echo "usage: $0 SEEDER CORPUS OUT" >&2; exit 2; }
+seeder=$1 corpus=$2 out=$3
+[ -f "$out/.complete" ] && { echo "seeds already in $out"; exit 0; }
+for t in xz gzip pigz bgzip python3 perl; do
+	command -v $t >/dev/null || { echo "make-seeds: missing tool $t" >&2; exit 2; }
+done
+[ -d "$corpus/xz-utils" ] || { echo "make-seeds: no corpus at $corpus" >&2; exit 2; }
+rm -rf "$out"
+mkdir -p "$out"/{xz,gz,idxfile,opts}
+out=$(cd "$out" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/zmount-seeds.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# Text that compresses about 4:1, and text that compresses about 200:1.
+perl -e 'srand(7); my @w = map { join "", map { chr(97 + int rand 26) } 1 .. 1 + int rand 8 } 1 .. 500;
+	 for my $l (1 .. 6000) { print join(" ", map { $w[int rand @w] } 1 .. 8), "\n" }' >"$work/words"
+perl -e 'printf "line %07d of a very regular log file\n", $_ for 1 .. 9000' >"$work/lines"
+head -c 40000 "$work/words" >"$work/words40k"
+
+echo "== xz seeds"
+cp "$corpus"/xz-utils/*.xz "$out/xz/"
+x() { # x NAME INPUT XZ-OPTIONS...
+	local name=$1 in=$2
+	shift 2
+	xz -c "$@" <"$in" >"$out/xz/gen-$name.xz"
+}
+x blocks-T1 "$work/lines" -T1 --block-size=64KiB
+x blocks-T2 "$work/lines" -T2 --block-size=64KiB
+x blocks-uneven "$work/words40k" -T1 --block-list=1,100,4096,0
+x check-none "$work/words40k" --check=none -0
+x check-crc32 "$work/words40k" --check=crc32 -0
+x check-sha256 "$work/words40k" --check=sha256 -0
+x x86 "$work/words40k" --x86 --lzma2=preset=0
+x delta "$work/words40k" --delta=dist=4 --lzma2=preset=0
+x dict4k "$work/lines" --lzma2=dict=4KiB
+x empty /dev/null
+head -c 3000 "$work/lines" | xz -c -T1 --block-size=1000 >"$work/a.xz"
+head -c 2000 "$work/words" | xz -c --check=crc32 >"$work/b.xz"
+{ cat "$work/a.xz"; head -c 8 /dev/zero; xz -c </dev/null; cat "$work/b.xz"; head -c 4 /dev/zero; } \
+	>"$out/xz/gen-streams-padding.xz"
+
+echo "== gzip seeds (make-gzip-cases.sh, up to 1 MiB each)"
+bash "$corpus/make-gzip-cases.sh" "$work/gzc" >"$work/gzc.log" 2>&1 ||
+	{ cat "$work/gzc.log" >&2; exit 1; }
+find "$work/gzc" -name '*.gz' -size -1025k -exec cp {} "$out/gz/" \;
+g() { # g NAME INPUT COMMAND...: the command reads INPUT on stdin
+	local name=$1 in=$2
+	shift 2
+	"$@" <"$in" >"$out/gz/gen-$name.gz"
+}
+g lines-9 "$work/lines" gzip -9n
+g lines-1 "$work/lines" gzip -1n
+g words-6 "$work/words40k" gzip -6n
+g empty /dev/null gzip -n
+g bgzf "$work/lines" bgzip -c
+g pigz-indep "$work/lines" pigz -n -i -b 32
+cat "$out/gz/gen-lines-1.gz" "$out/gz/gen-empty.gz" "$out/gz/gen-words-6.gz" >"$out/gz/gen-members.gz"
+{ cat "$out/gz/gen-lines-9.gz"; head -c 100 /dev/zero; } >"$out/gz/gen-trail-zeros.gz"
+{ cat "$out/gz/gen-words-6.gz"; printf 'garbage\n'; } >"$out/gz/gen-trail-garbage.gz"
+python3 - "$work/lines" "$work/words40k" "$out/gz" <<'PY'
+import gzip, struct, sys, zlib
+lines, words, out = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read(), sys.argv[3]
+def raw(data, level):
+    c = zlib.compressobj(level, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush()
+def member(data, flags=0, extra=b'', name=b'', comment=b'', level=6):
+    hdr = b'\x1f\x8b\x08' + bytes([flags]) + b'\0\0\0\0\0\xff'
+    if flags & 4: hdr += struct.pack('<H', len(extra)) + extra
+    if flags & 8: hdr += name + b'\0'
+    if flags & 16: hdr += comment + b'\0'
+    if flags & 2: hdr += struct.pack('<H', zlib.crc32(hdr) & 0xffff)
+    return hdr + raw(data, level) + struct.pack('<II', zlib.crc32(data), len(data) & 0xffffffff)
+def put(name, b):
+    open(f'{out}/gen-{name}.gz', 'wb').write(b)
+put('stored', member(lines[:150000], level=0))
+put('all-flags', member(words[:5000], 2 | 4 | 8 | 16, b'AB\x02\0xy', b'name.txt', b'a comment'))
+put('fhcrc', member(words[:3000], 2))
+put('fextra-big', member(b'x' * 1000, 4, b'Z' * 6000))
+put('members-small', b''.join(member(lines[i:i + 20000]) for i in range(0, 100000, 20000)))
+put('python', gzip.compress(lines, 9, mtime=0))
+PY
+
+echo "== idxfile seeds (indexes saved by $(basename "$seeder"))"
+mkdir -p "$work/src"
+for f in gen-lines-9 gen-lines-1 gen-members gen-trail-zeros gen-trail-garbage gen-stored \
+	gen-pigz-indep gen-bgzf gen-members-small gen-words-6 gen-empty; do
+	cp "$out/gz/$f.gz" "$work/src/"
+done
+# a few of the shared cases too, so the fuzzer sees the indexes of odd files
+for f in "$work"/gzc/good-*.gz; do
+	[ "$(stat -c %s "$f")" -le 200000 ] && cp "$f" "$work/src/"
+done
+"$seeder" "$out/idxfile" 65536 "$work"/src/*.gz 2>"$work/seeder.log" ||
+	{ cat "$work/seeder.log" >&2; exit 1; }
+"$seeder" "$work/idx-1m" 1048576 "$work/src/gen-lines-9.gz" >/dev/null
+cp "$work"/idx-1m/*.zmi "$out/idxfile/span-1m.zmi"
+
+echo "== opts seeds"
+n=0
+while IFS= read -r line; do
+	n=$((n + 1))
+	printf '%s' "$line" >"$out/opts/opt-$n"
+done <<'OPTS'
+cache_size=256M,span=1M,timeout=1,log_level=info
+cache_size=1M,span=64K,timeout=0,threads=1,log_level=error
+cache_size=18446744073709551615,span=67108864,timeout=3600,threads=256
+cache_size=4GiB,span=64KiB,timeout=0.5,log_level=debug,noindex
+index_dir=none,index_dir=/var/cache/zmount,threads=2
+span=63K,span=65M,span=1T,cache_size=1023K,timeout=3601,timeout=-1
+timeout=1e3,timeout=0x10,timeout=nan,timeout=inf,threads=0,threads=257,threads=1K
+log_level=warning,log_level=WARN,log_level=,noindex=1,ro,allow_other,default_permissions
+index_dir=relative,index_dir=,cache_size=,span=K,cache_size=99999999999999999999
+fsname=zmount,subtype=zmount,max_read=131072,cache_size=2tib,span=1mb
+OPTS
+
+# one record of what was made, for the log of whoever runs this
+for d in xz gz idxfile opts; do
+	printf '%-8s %4d files, %7d KiB\n' "$d" "$(ls "$out/$d" | wc -l)" "$(du -sk "$out/$d" | cut -f1)"
+done
+touch "$out/.complete"
