@@ -301,6 +301,11 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out, 
 		ret = zerr_set(err, -EIO, b->coff, "Block size overflows");
 		goto fail;
 	}
+	if (b->usize / XZDEC_MAX_RATIO > b->csize) {
+		ret = zerr_set(err, -EIO, b->coff, "Index claims %llu bytes from %llu compressed bytes",
+			       (unsigned long long)b->usize, (unsigned long long)b->csize);
+		goto fail;
+	}
 	ret = xzdec_header_read(d, err);
 	if (ret)
 		goto fail;

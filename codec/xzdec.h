@@ -33,6 +33,13 @@
 #define XZDEC_CHECK_CRC64 0x04
 #define XZDEC_CHECK_SHA256 0x0A
 
+/*
+ * LZMA2 never expands one compressed byte into more than about 7,000 (a run
+ * of zeros at -9 gives 6,860).  A Block whose Index sizes claim more than
+ * this is lying, and is refused before its dictionary is sized from them.
+ */
+#define XZDEC_MAX_RATIO 16384u
+
 struct xzdec_block {
 	uint64_t coff;     /* file offset of the Block Header */
 	uint64_t csize;    /* Total Size: header + data + padding + check */
@@ -77,7 +84,8 @@ struct xzdec_dec;
  * borrowed and must stay open until xzdec_dec_close.  The Block Header is
  * read and checked against b (sizes, Unpadded Size) here.
  * Returns 0 and *out, or, with *out NULL and err set:
- *   -EIO     corrupt or disagreeing Block Header, or pread failed;
+ *   -EIO     corrupt or disagreeing Block Header, an Index claiming more
+ *            than XZDEC_MAX_RATIO bytes per compressed byte, or pread failed;
  *   -ENOTSUP a filter or option liblzma does not support;
  *   -ENOMEM  out of memory.
  * The LZMA2 dictionary is capped at the Block's usize, so a small Block

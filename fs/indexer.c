@@ -132,7 +132,8 @@ static void *main_loop(void *vix)
 	time_t last = time(NULL);
 
 	walk(ix, ".", &items, &n, &cap);
-	qsort(items, n, sizeof(*items), by_size);
+	if (n)
+		qsort(items, n, sizeof(*items), by_size);
 	for (size_t i = 0; i < n; i++)
 		total += (uint64_t)items[i].st.st_size;
 	if (n)

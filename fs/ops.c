@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,14 +25,48 @@
 #define XATTR_STATS "user.zmount.stats"
 #define XATTR_INFO "user.zmount.info"
 
+/*
+ * Every open file and directory is on a list, because the kernel sends no
+ * release for those still open when the daemon is stopped (SIGTERM, lazy
+ * unmount): ops_cleanup frees what is left.
+ */
+struct open_link {
+	struct open_link *prev, *next; /* protected by open_lock */
+	bool is_dir;
+};
+
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct open_link open_list = { &open_list, &open_list, false };
+
+static void open_add(struct open_link *l, bool is_dir)
+{
+	l->is_dir = is_dir;
+	pthread_mutex_lock(&open_lock);
+	l->next = open_list.next;
+	l->prev = &open_list;
+	open_list.next->prev = l;
+	open_list.next = l;
+	pthread_mutex_unlock(&open_lock);
+}
+
+static void open_remove(struct open_link *l)
+{
+	pthread_mutex_lock(&open_lock);
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	pthread_mutex_unlock(&open_lock);
+}
+
 /* An open file: a node (whose arc reads an archive), or a plain source file's fd. */
 struct handle {
+	struct open_link link; /* first: freed through it by ops_cleanup */
 	struct node *node;
 	int fd;
 };
 
 /* A directory listing, taken at opendir so offsets stay stable. */
 struct listing {
+	struct open_link link;
 	size_t n, cap;
 	struct {
 		char *name;
@@ -171,6 +207,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void handle_close(struct ops_ctx *c, struct handle *h)
 {
+	open_remove(&h->link);
 	if (h->node->arc)
 		arctab_close(c->arcs, h->node->arc);
 	if (h->fd >= 0)
@@ -229,6 +266,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* A node is one version of an archive: its pages never go stale. */
 	fi->keep_cache = h->node->arc != NULL;
 	fi->fh = (uintptr_t)h;
+	open_add(&h->link, false);
 	if (fuse_reply_open(req, fi) != 0)
 		handle_close(c, h); /* the opener is gone (interrupted): nobody will release it */
 }
@@ -298,6 +336,8 @@ static void listing_free(struct listing *l)
 {
 	if (!l)
 		return;
+	if (l->link.next)
+		open_remove(&l->link);
 	for (size_t i = 0; i < l->n; i++)
 		free(l->ents[i].name);
 	free(l->ents);
@@ -341,6 +381,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	fi->fh = (uintptr_t)l;
 	fi->cache_readdir = 0;
+	open_add(&l->link, true);
 	if (fuse_reply_open(req, fi) != 0)
 		listing_free(l);
 }
@@ -466,6 +507,18 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 	nodes_put(c->nodes, n);
 	reply_xattr(req, name, *name ? strlen(name) + 1 : 0, size);
+}
+
+void ops_cleanup(struct ops_ctx *c)
+{
+	while (open_list.next != &open_list) {
+		struct open_link *l = open_list.next;
+
+		if (l->is_dir)
+			listing_free((struct listing *)l);
+		else
+			handle_close(c, (struct handle *)l);
+	}
 }
 
 const struct fuse_lowlevel_ops ops_table = {

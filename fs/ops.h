@@ -36,4 +36,7 @@ struct ops_ctx {
 
 extern const struct fuse_lowlevel_ops ops_table;
 
+/* Frees the files and directories still open when the loop ends. */
+void ops_cleanup(struct ops_ctx *c);
+
 #endif

@@ -34,8 +34,6 @@
 #include "xzdec.h"
 #include "zlog.h"
 
-/* No real xz encoder gets near this ratio; an Index that claims it lies. */
-#define XZ_MAX_RATIO 65536u
 #define XZ_KNOWN_CHECKS                                                                 \
 	(1u << XZDEC_CHECK_NONE | 1u << XZDEC_CHECK_CRC32 | 1u << XZDEC_CHECK_CRC64 |    \
 	 1u << XZDEC_CHECK_SHA256)
@@ -130,7 +128,7 @@ static int build_xz(struct reader *r)
 	for (size_t i = 0; i < x->nblocks; i++) {
 		const struct xzdec_block *b = &x->blocks[i];
 
-		if (b->usize / XZ_MAX_RATIO > b->csize) {
+		if (b->usize / XZDEC_MAX_RATIO > b->csize) {
 			zlog(ZLOG_ERROR,
 			     "%s: Index claims %" PRIu64 " bytes for Block %zu of %" PRIu64
 			     " compressed bytes; refusing it",

@@ -77,7 +77,7 @@ fuzz)
 	for d in "$@"; do
 		[ -d "$d" ] && seeds+=("$d")
 	done
-	rc=0
+	rc=0 start=$SECONDS
 	"$bin" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=1024 \
 		-malloc_limit_mb="$malloc_mb" -timeout=20 -print_final_stats=1 \
 		-artifact_prefix="$work/artifacts/" "$work/corpus" "${seeds[@]}" \
@@ -86,7 +86,7 @@ fuzz)
 	speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/fuzz.log" | tail -1)
 	corpus=$(find "$work/corpus" -type f | wc -l)
 	crashes=$(find "$work/artifacts" -type f | wc -l)
-	echo "fuzz $target: ${execs:-?} execs in $secs s (${speed:-?}/s), corpus $corpus, crashes $crashes"
+	echo "fuzz $target: ${execs:-?} execs in $((SECONDS - start)) s (${speed:-?}/s), corpus $corpus, crashes $crashes"
 	if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then
 		grep -E -A40 '^==[0-9]+==ERROR|^SUMMARY|broken promise|deadly signal|out-of-memory|timeout' \
 			"$work/fuzz.log" | head -80 || true
