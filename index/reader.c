@@ -669,6 +669,13 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 
 	if (ret == 0)
 		ret = fill(r, k, ustart, bcache_size(e), bcache_buf(e), &err);
+	/*
+	 * And after: a file rewritten while we decoded it can yield bytes of
+	 * neither version (a gzip span has no CRC of its own), so they are
+	 * only kept if the file is still the one indexed.
+	 */
+	if (ret == 0)
+		ret = check_unchanged(r);
 	bcache_done(r->cache, e, ret);
 	if (ret == 0)
 		atomic_fetch_add(&n_decoded, bcache_size(e));
