@@ -15,7 +15,8 @@
 #          target for FUZZ_SECONDS (default 60) each, two at a time, then
 #          replays the seeds and tests/fuzz/regress/ through every target.
 #          Crash inputs are kept in build-fuzz/fuzz-runs/TARGET/artifacts/.
-#   all    the three in sequence; runs them all and fails if any failed.
+#   big    the >4 GiB conformance cases (2-4 minutes), in build/.
+#   all    the four in sequence; runs them all and fails if any failed.
 #
 # The functions below run inside `||` (to time them and go on to the next
 # stage), where bash ignores set -e: every step says `|| return 1` itself.
@@ -128,6 +129,13 @@ stage_fuzz() {
 	return $failed
 }
 
+stage_big() {
+	say "big: the >4 GiB gzip and xz conformance cases through the mount (ctest -L big)"
+	configure_build build -DZMOUNT_BIG_TESTS=ON || return 1
+	run cmake --build build -j"$jobs" || return 1
+	(cd build && run ctest --output-on-failure -L big --timeout 3600) || return 1
+}
+
 stage() { # stage NAME: runs stage_NAME, timed, and prints its closing line
 	local name=$1 start=$SECONDS rc=0
 	"stage_$name" || rc=$?
@@ -140,14 +148,14 @@ stage() { # stage NAME: runs stage_NAME, timed, and prints its closing line
 }
 
 case ${1:-} in
-asan | tsan | fuzz)
+asan | tsan | fuzz | big)
 	bash tools/deps.sh
 	stage "$1"
 	;;
 all)
 	bash tools/deps.sh
 	start=$SECONDS failed=()
-	for s in asan tsan fuzz; do
+	for s in asan tsan fuzz big; do
 		stage "$s" || failed+=("$s")
 	done
 	if [ ${#failed[@]} -eq 0 ]; then
@@ -158,7 +166,7 @@ all)
 	fi
 	;;
 *)
-	echo "usage: $0 asan|tsan|fuzz|all" >&2
+	echo "usage: $0 asan|tsan|fuzz|big|all" >&2
 	exit 2
 	;;
 esac
