@@ -39,8 +39,8 @@ xz -T1 --block-size=1MiB -c "$work/metrics.txt" > "$src/metrics/node1.txt.xz"
 tar -C "$work" -cJf "$src/logs.txz" app.log.1 app.log.2
 du -sh "$src" "$work"/app.log.* "$work/metrics.txt" | sed 's/^/   /'
 
-echo "== zmount $src $mnt -o cache_size=64M"
-"$zmount" "$src" "$mnt" -o cache_size=64M
+echo "== zmount $src $mnt -o cache_size=64M,index_dir=$work/index"
+"$zmount" "$src" "$mnt" -o cache_size=64M,index_dir="$work/index"
 echo "\$ ls -l $mnt/logs $mnt/metrics $mnt"
 ls -l "$mnt/logs" "$mnt/metrics" "$mnt"
 echo "\$ grep -c ' 500 ' $mnt/logs/app.log.3"
