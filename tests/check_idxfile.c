@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "gzdec.h"
+#include "testutil.h"
 #include "idxfile.h"
 
 #define BIG_SIZE   (3u * 1048576u + 777u)
@@ -39,36 +40,9 @@
 static char g_dir[PATH_MAX];
 static unsigned char *g_big; /* the text in big.gz */
 
-/* Runs a shell command built from fmt in g_dir; returns its exit status. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	int n, st;
-	va_list ap;
-
-	n = snprintf(cmd, sizeof(cmd), "cd '%s' && ", g_dir);
-	if (n < 0 || (size_t)n >= sizeof(cmd))
-		return -1;
-	va_start(ap, fmt);
-	n += vsnprintf(cmd + n, sizeof(cmd) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if ((size_t)n >= sizeof(cmd))
-		return -1;
-	st = system(cmd);
-	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
-}
-
-/* buf = dir/name, which must fit (also used before the tests run, so no ck_assert). */
-static void join(char *buf, size_t size, const char *dir, const char *name)
-{
-	int n = snprintf(buf, size, "%s/%s", dir, name);
-
-	if (n < 0 || (size_t)n >= size) {
-		fprintf(stderr, "path too long: %s/%s\n", dir, name);
-		abort();
-	}
-}
+/* Shell commands run in g_dir. */
+#define sh(...) testutil_sh(g_dir, __VA_ARGS__)
+#define join testutil_join
 
 static void path_of(char *buf, size_t size, const char *name)
 {

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_TESTUTIL_H
+#define ZMOUNT_TESTUTIL_H
+
+/* Helpers shared by the Check tests: fixtures are made by shell commands in a temp dir. */
+
+#include <stddef.h>
+
+/* Runs the shell command built from fmt in directory dir; returns its exit status, or -1. */
+int testutil_sh(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* buf = dir/name, which must fit: aborts otherwise (usable before any test runs). */
+void testutil_join(char *buf, size_t size, const char *dir, const char *name);
+
+#endif
