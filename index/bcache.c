@@ -20,6 +20,7 @@ struct bcache_ent {
 	uint64_t id, no;
 	unsigned char *data;
 	size_t size;
+	size_t cap;              /* bytes allocated at data: what the budget counts */
 	/* All below protected by bcache.lock. */
 	int refs;
 	int err;                 /* for ENT_FAILED */
@@ -162,7 +163,7 @@ static void unlink_ent(struct bcache *c, struct bcache_ent *e)
 	if (e->state == ENT_READY)
 		lru_unlink(c, e);
 	e->in_table = false;
-	c->st.used -= e->size;
+	c->st.used -= e->cap;
 	c->st.entries--;
 }
 
@@ -209,6 +210,7 @@ static struct bcache_ent *insert(struct bcache *c, uint64_t id, uint64_t no, siz
 	e->id = id;
 	e->no = no;
 	e->size = size;
+	e->cap = size;
 	e->refs = 1;
 	e->state = ENT_FILLING;
 	e->in_table = true;
@@ -234,6 +236,24 @@ static struct bcache_ent *hit(struct bcache *c, struct bcache_ent *e)
 }
 
 /*
+ * Gives e the buffer of a victim about its size, if there is one, with the
+ * lock held.  A full cache thus trades buffers instead of unmapping one
+ * and mapping another, which would cost a page fault per 4 KiB filled.
+ */
+static void reuse(struct bcache *c, struct bcache_ent *e, struct bcache_ent *victims)
+{
+	for (struct bcache_ent *v = victims; v; v = v->hnext) {
+		if (v->data && v->cap >= e->size && v->cap - e->size <= e->size / 8) {
+			c->st.used += v->cap - e->cap;
+			e->data = v->data;
+			e->cap = v->cap;
+			v->data = NULL;
+			return;
+		}
+	}
+}
+
+/*
  * A miss, entered with the lock held, which it drops: inserts an in-flight
  * entry, makes room, and allocates the buffer outside the lock.  Returns 1
  * and *out, or -ENOMEM.
@@ -243,11 +263,14 @@ static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct 
 	struct bcache_ent *e = insert(c, id, no, size);
 	struct bcache_ent *victims = e ? evict(c) : NULL;
 
+	if (e)
+		reuse(c, e, victims);
 	pthread_mutex_unlock(&c->lock);
 	if (!e)
 		return -ENOMEM;
 	free_chain(victims);
-	e->data = malloc(e->size ? e->size : 1);
+	if (!e->data)
+		e->data = malloc(e->size ? e->size : 1);
 	if (!e->data) {
 		bcache_done(c, e, -ENOMEM);
 		return -ENOMEM;

@@ -5,8 +5,10 @@
 /*
  * The shared cache of decoded chunks: one per process, used by every
  * archive.  Entries are keyed by (archive id, chunk number), refcounted,
- * and kept in LRU order.  The byte budget counts the data of every entry
- * in the table, being filled or ready.  Unreferenced entries are evicted,
+ * and kept in LRU order.  The byte budget counts the buffers of every
+ * entry in the table, being filled or ready (a new entry takes over the
+ * buffer of one it evicts when that is at most 1/8 larger than it needs:
+ * no fresh pages to fault in).  Unreferenced entries are evicted,
  * least recently used first, whenever the total would exceed the budget.
  * Referenced ones are never evicted, so the budget can be exceeded while
  * readers hold more than it, by at most what they hold; as soon as the
@@ -28,7 +30,7 @@ struct bcache_ent;
 
 struct bcache_stats {
 	size_t budget;      /* bytes */
-	size_t used;        /* bytes of data in the table, in flight included */
+	size_t used;        /* bytes of buffers in the table, in flight included */
 	size_t entries;     /* entries in the table */
 	uint64_t hits;      /* gets served without decoding, waits included */
 	uint64_t misses;    /* fills started */

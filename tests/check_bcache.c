@@ -441,6 +441,39 @@ START_TEST(budget_holds_with_lru_order)
 }
 END_TEST
 
+START_TEST(full_cache_reuses_victim_buffers)
+{
+	struct bcache *c;
+	struct bcache_ent *e;
+	struct bcache_stats st;
+	void *first;
+
+	ck_assert_int_eq(bcache_new(300, &c), 0);
+	for (uint64_t k = 0; k < 3; k++)
+		put_new(c, 1, k, 100);
+	ck_assert_int_eq(bcache_get(c, 1, 0, 100, &e), 0);
+	first = bcache_buf(e);
+	bcache_put(c, e);
+	put_new(c, 1, 3, 100); /* evicts 1 */
+	put_new(c, 1, 4, 100); /* evicts 2 */
+	put_new(c, 1, 5, 90);  /* evicts 0 (after 3 and 4 were used): takes its 100 bytes */
+	ck_assert_int_eq(bcache_get(c, 1, 5, 90, &e), 0);
+	ck_assert_ptr_eq(bcache_buf(e), first);
+	ck_assert_uint_eq(bcache_size(e), 90);
+	assert_pat(e, 1, 5, 0);
+	bcache_put(c, e);
+	st = stats(c);
+	ck_assert_uint_eq(st.used, 300); /* the whole buffer counts */
+
+	/* A victim much larger than needed is freed, not kept: 10 bytes need a new one. */
+	put_new(c, 1, 6, 10);
+	st = stats(c);
+	ck_assert_uint_eq(st.used, 210);
+	ck_assert_uint_eq(st.entries, 3);
+	bcache_free(c);
+}
+END_TEST
+
 START_TEST(budget_holds_under_churn)
 {
 	struct bcache *c;
@@ -1230,6 +1263,7 @@ static Suite *bcache_suite(void)
 	tcase_add_test(tc, many_entries_grow_the_table);
 	tcase_add_test(tc, failed_fill_without_waiters_leaves_no_trace);
 	tcase_add_test(tc, budget_holds_with_lru_order);
+	tcase_add_test(tc, full_cache_reuses_victim_buffers);
 	tcase_add_test(tc, budget_holds_under_churn);
 	tcase_add_test(tc, referenced_entries_are_never_evicted);
 	tcase_add_test(tc, held_entries_over_budget_shrink_back_on_put);
