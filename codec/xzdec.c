@@ -22,12 +22,19 @@
  * A Block cannot refer to data before its own start, so a dictionary
  * larger than the Block's uncompressed size is never used; we shrink it to
  * that size to keep a lying or generous header from costing memory.
+ *
+ * Memory: a decoder's struct and its dictionary are the same size Block
+ * after Block.  Allocations that large are fresh mappings (see main.c), so
+ * each new decoder would fault in every page of them again; freed ones are
+ * kept in a small shared stock (spare_*) for the next decoder instead.
  */
 #include "xzdec.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <lzma.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +57,78 @@ struct xzdec_dec {
 	bool failed;
 	uint8_t in[XZDEC_CHUNK];
 };
+
+#define SPARE_MIN   (64u << 10) /* smaller ones come from malloc's own free lists */
+#define SPARE_SLOTS 8
+#define SPARE_BYTES (16u << 20)
+
+/* Each allocation records its size, which lzma_allocator.free is not told. */
+union spare_hdr {
+	size_t n;
+	max_align_t align;
+};
+
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Protected by spare_lock. */
+static union spare_hdr *spare[SPARE_SLOTS];
+static size_t spare_bytes;
+
+static void *spare_alloc(size_t n)
+{
+	union spare_hdr *h = NULL;
+
+	if (n >= SPARE_MIN) {
+		pthread_mutex_lock(&spare_lock);
+		for (size_t i = 0; i < SPARE_SLOTS; i++) {
+			if (spare[i] && spare[i]->n == n) {
+				h = spare[i];
+				spare[i] = NULL;
+				spare_bytes -= n;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&spare_lock);
+	}
+	if (!h && n <= SIZE_MAX - sizeof(*h))
+		h = malloc(sizeof(*h) + n);
+	if (!h)
+		return NULL;
+	h->n = n;
+	return h + 1;
+}
+
+static void spare_free(void *p)
+{
+	union spare_hdr *h = p ? (union spare_hdr *)p - 1 : NULL;
+
+	if (h && h->n >= SPARE_MIN) {
+		pthread_mutex_lock(&spare_lock);
+		for (size_t i = 0; i < SPARE_SLOTS && spare_bytes + h->n <= SPARE_BYTES; i++) {
+			if (!spare[i]) {
+				spare[i] = h;
+				spare_bytes += h->n;
+				h = NULL;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&spare_lock);
+	}
+	free(h);
+}
+
+static void *xz_alloc(void *opaque, size_t nmemb, size_t size)
+{
+	(void)opaque;
+	return nmemb && size > SIZE_MAX / nmemb ? NULL : spare_alloc(nmemb * size);
+}
+
+static void xz_free(void *opaque, void *ptr)
+{
+	(void)opaque;
+	spare_free(ptr);
+}
+
+static const lzma_allocator xz_allocator = { xz_alloc, xz_free, NULL };
 
 /* Reads up to len bytes at off; 0 bytes means end of file. */
 static ssize_t xzdec_pread(int fd, void *buf, size_t len, uint64_t off)
@@ -290,12 +369,14 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out, 
 	int ret;
 
 	*out = NULL;
-	d = calloc(1, sizeof(*d));
+	d = spare_alloc(sizeof(*d));
 	if (!d)
 		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
+	memset(d, 0, offsetof(struct xzdec_dec, in));
 	d->fd = fd;
 	d->b = *b;
 	d->strm = (lzma_stream)LZMA_STREAM_INIT;
+	d->strm.allocator = &xz_allocator;
 	d->filters[0].id = LZMA_VLI_UNKNOWN;
 	if (__builtin_add_overflow(b->coff, b->csize, &d->in_end)) {
 		ret = zerr_set(err, -EIO, b->coff, "Block size overflows");
@@ -437,7 +518,7 @@ void xzdec_dec_close(struct xzdec_dec *d)
 		return;
 	lzma_end(&d->strm);
 	lzma_filters_free(d->filters, NULL);
-	free(d);
+	spare_free(d);
 }
 
 const char *xzdec_check_name(uint32_t check)
