@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "arctab.h"
+#include "bdi.h"
 #include "bcache.h"
 #include "nodes.h"
 #include "ops.h"
@@ -188,6 +189,10 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		goto out_session;
 	if (fuse_session_mount(se, mnt) != 0)
 		goto out_signals;
+	ret = bdi_set_read_ahead(mnt, OPS_READ_AHEAD);
+	if (ret < 0)
+		zlog(ZLOG_DEBUG, "kernel read-ahead left at its default: %s", strerror(-ret));
+	ret = 1;
 	if (fuse_daemonize(foreground) != 0)
 		goto out_unmount;
 	if (!foreground)

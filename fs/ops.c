@@ -99,8 +99,8 @@ static struct handle *handle_of(const struct fuse_file_info *fi)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
-	/* Large requests: fewer round trips per decoded chunk. */
-	conn->max_readahead = 1u << 20;
+	/* Large requests: fewer round trips per decoded chunk (see bdi.h). */
+	conn->max_readahead = OPS_READ_AHEAD;
 }
 
 /* The attributes node shows: its version's, read-only, archives at their uncompressed size. */
@@ -271,47 +271,51 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		handle_close(c, h); /* the opener is gone (interrupted): nobody will release it */
 }
 
-static ssize_t read_plain(int fd, char *buf, size_t size, off_t off)
+/* Archive bytes go to the kernel straight from the cache, not through a buffer of ours. */
+static void read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off)
 {
-	size_t done = 0;
+	struct reader_view v;
+	ssize_t n = reader_view(r, size, off, &v);
+	char *buf;
 
-	while (done < size) {
-		ssize_t n = pread(fd, buf + done, size - done, off + (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return done ? (ssize_t)done : -errno;
-		if (n == 0)
-			break;
-		done += (size_t)n;
+	if (n >= 0 && ((size_t)n == size || off + (uint64_t)n >= reader_size(r))) {
+		fuse_reply_iov(req, v.iov, (int)v.n);
+		reader_view_release(r, &v);
+		return;
 	}
-	return (ssize_t)done;
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	/* More pieces than a view holds (an xz file of tiny Blocks): copy them. */
+	reader_view_release(r, &v);
+	buf = malloc(size);
+	n = buf ? reader_pread(r, buf, size, off) : -ENOMEM;
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
-	char *buf = malloc(size ? size : 1);
-	ssize_t n;
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
 
 	(void)ino;
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+	} else if (h->node->arc) {
+		read_archive(req, arc_reader(h->node->arc), size, (uint64_t)off);
+	} else {
+		/* libfuse reads the file itself, splicing where the kernel lets it. */
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+		bv.buf[0].fd = h->fd;
+		bv.buf[0].pos = off;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 	}
-	if (off < 0)
-		n = -EINVAL;
-	else if (h->node->arc)
-		n = reader_pread(arc_reader(h->node->arc), buf, size, (uint64_t)off);
-	else
-		n = read_plain(h->fd, buf, size, off);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -34,6 +34,9 @@ struct ops_ctx {
 	double timeout; /* seconds the kernel may cache entries and attributes */
 };
 
+/* The read-ahead asked of the kernel, and so its largest read request. */
+#define OPS_READ_AHEAD (1u << 20)
+
 extern const struct fuse_lowlevel_ops ops_table;
 
 /* Frees the files and directories still open when the loop ends. */

@@ -651,6 +651,16 @@ static bool is_bad(struct reader *r, size_t k)
 	return bad;
 }
 
+/* A gzip span of one huge deflate block: fails it rather than inflating it whole. */
+static int too_large(struct reader *r, size_t k, uint64_t pos, size_t ulen)
+{
+	struct zerr err;
+
+	zerr_set(&err, -EIO, r->gz->points[r->entry[k]].coff,
+		 "a single deflate block of %zu bytes is too large for random access", ulen);
+	return fail_entry(r, k, pos, -EIO, &err);
+}
+
 static bool is_streamed(const struct reader *r, size_t k)
 {
 	return r->xz && cmap_len(&r->map, k) > r->opts.whole_max;
@@ -799,17 +809,18 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 	}
 }
 
-ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
+ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)
 {
 	uint64_t size = reader_size(r);
 	size_t done = 0;
 
+	v->n = 0;
 	if (off >= size)
 		return 0;
 	if (len > size - off)
 		len = (size_t)(size - off);
 	read_ahead(r, off, len);
-	while (done < len) {
+	while (done < len && v->n < READER_VIEW_MAX) {
 		uint64_t pos = off + done, ustart;
 		size_t ulen, n;
 		size_t k = unit_of(r, pos, &ustart, &ulen);
@@ -817,23 +828,48 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 		int ret;
 
 		if (is_bad(r, k))
-			return -EIO;
-		if (r->gz && ulen > GZ_MAX_UNIT) {
-			struct zerr err;
-
-			zerr_set(&err, -EIO, r->gz->points[r->entry[k]].coff,
-				 "a single deflate block of %zu bytes is too large for random access", ulen);
-			return fail_entry(r, k, pos, -EIO, &err);
-		}
-		ret = get_unit(r, k, ustart, ulen, pos, &e);
-		if (ret < 0)
+			ret = -EIO;
+		else if (r->gz && ulen > GZ_MAX_UNIT)
+			ret = too_large(r, k, pos, ulen);
+		else
+			ret = get_unit(r, k, ustart, ulen, pos, &e);
+		if (ret < 0) {
+			reader_view_release(r, v);
 			return ret;
+		}
 		n = ulen - (size_t)(pos - ustart);
 		if (n > len - done)
 			n = len - done;
-		memcpy((char *)buf + done, (char *)bcache_buf(e) + (pos - ustart), n);
-		bcache_put(r->cache, e);
+		v->iov[v->n].iov_base = (char *)bcache_buf(e) + (pos - ustart);
+		v->iov[v->n].iov_len = n;
+		v->ent[v->n++] = e;
 		done += n;
+	}
+	return (ssize_t)done;
+}
+
+void reader_view_release(struct reader *r, struct reader_view *v)
+{
+	for (unsigned i = 0; i < v->n; i++)
+		bcache_put(r->cache, v->ent[i]);
+	v->n = 0;
+}
+
+ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct reader_view v;
+		ssize_t n = reader_view(r, len - done, off + done, &v);
+
+		if (n <= 0)
+			return n < 0 ? n : (ssize_t)done;
+		for (unsigned i = 0; i < v.n; i++) {
+			memcpy((char *)buf + done, v.iov[i].iov_base, v.iov[i].iov_len);
+			done += v.iov[i].iov_len;
+		}
+		reader_view_release(r, &v);
 	}
 	return (ssize_t)done;
 }

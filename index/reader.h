@@ -39,11 +39,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/types.h>
 
 #include "probe.h"
 
 struct bcache;
+struct bcache_ent;
 struct pool;
 struct reader;
 
@@ -93,6 +95,26 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 /* reader_open_fd on path opened read-only, named by its real path; -errno from open too (logged). */
 int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
 		struct reader **out);
+
+/* The bytes of a read left where the cache holds them; see reader_view. */
+#define READER_VIEW_MAX 16
+struct reader_view {
+	unsigned n;                               /* pieces, in file order */
+	struct iovec iov[READER_VIEW_MAX];        /* their bytes */
+	struct bcache_ent *ent[READER_VIEW_MAX];  /* the references pinning them */
+};
+
+/*
+ * reader_pread without the copy: pins the cache units that hold the bytes
+ * at off and points v->iov at them.  Returns the count the pieces cover,
+ * min(len, size - off), or less when that would take more than
+ * READER_VIEW_MAX units (then a prefix ending at a unit boundary, never 0
+ * before EOF); or a negative errno as reader_pread, with nothing pinned.
+ * Unless it failed, the caller must pass v to reader_view_release, soon:
+ * pinned units stay in the cache past its budget.  Any thread may release.
+ */
+ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v);
+void reader_view_release(struct reader *r, struct reader_view *v);
 
 /*
  * Copies min(len, size - off) uncompressed bytes at off into buf.
