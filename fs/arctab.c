@@ -40,8 +40,7 @@ struct arc {
 struct arctab {
 	char *root;
 	struct bcache *cache;
-	const struct reader_opts *opts;
-	struct reader_opts bg_opts; /* opts for indexing nobody is waiting on */
+	const struct reader_opts *opts; /* the caller's: it sets opts->pool after we start */
 	pthread_mutex_t lock;
 	pthread_cond_t opened;
 	/* Protected by lock. */
@@ -60,8 +59,6 @@ int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char 
 	}
 	t->cache = cache;
 	t->opts = opts;
-	t->bg_opts = *opts;
-	t->bg_opts.warm_bytes = 0; /* no reader follows: keep the cache for those that do */
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->opened, NULL);
 	*out = t;
@@ -217,8 +214,13 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 
 int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st)
 {
+	struct reader_opts bg = *t->opts;
 	struct arc *a;
-	int ret = get(t, dirfd, rel, st, &t->bg_opts, &a);
+	int ret;
+
+	/* No reader follows an index pass nobody waits on: leave the cache to those that do. */
+	bg.warm_bytes = 0;
+	ret = get(t, dirfd, rel, st, &bg, &a);
 
 	if (ret == 0) {
 		ret = a->r ? 0 : a->err;

@@ -27,7 +27,9 @@ struct arc;
 
 /*
  * Returns 0 and *out, or -ENOMEM.  cache and opts are borrowed for the
- * table's life; root, the source root's absolute path, is copied: readers
+ * table's life, and opts is read at each reader open, so what the caller
+ * sets in it before the first open (the pool) applies to every reader;
+ * root, the source root's absolute path, is copied: readers
  * are named by absolute path, in log lines and as keys of saved indexes.
  */
 int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char *root,

@@ -442,12 +442,12 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 	return snprintf(out, len,
 			"cache_budget=%zu\ncache_used=%zu\ncache_entries=%zu\ncache_hits=%llu\n"
 			"cache_misses=%llu\ncache_waits=%llu\ncache_evictions=%llu\n"
-			"decoded_bytes=%llu\nxz_indexes=%llu\nindexes_built=%llu\n"
+			"decoded_bytes=%llu\nreadahead_bytes=%llu\nxz_indexes=%llu\nindexes_built=%llu\n"
 			"indexes_loaded=%llu\nread_errors=%llu\n",
 			st.budget, st.used, st.entries, (unsigned long long)st.hits,
 			(unsigned long long)st.misses, (unsigned long long)st.waits,
 			(unsigned long long)st.evictions, (unsigned long long)rc.decoded_bytes,
-			(unsigned long long)rc.xz_indexes, (unsigned long long)rc.indexes_built,
+			(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.xz_indexes, (unsigned long long)rc.indexes_built,
 			(unsigned long long)rc.indexes_loaded, (unsigned long long)rc.read_errors);
 }
 

@@ -82,12 +82,13 @@ struct reader {
 };
 
 static atomic_uint_fast64_t next_id = 1;
-static atomic_uint_fast64_t n_decoded, n_xz, n_built, n_loaded, n_errors;
+static atomic_uint_fast64_t n_decoded, n_ahead, n_xz, n_built, n_loaded, n_errors;
 static atomic_flag save_failed_logged = ATOMIC_FLAG_INIT;
 
 void reader_get_counters(struct reader_counters *out)
 {
 	out->decoded_bytes = atomic_load(&n_decoded);
+	out->readahead_bytes = atomic_load(&n_ahead);
 	out->xz_indexes = atomic_load(&n_xz);
 	out->indexes_built = atomic_load(&n_built);
 	out->indexes_loaded = atomic_load(&n_loaded);
@@ -750,8 +751,10 @@ static void prefetch_run(void *arg)
 		if (streamed)
 			pthread_mutex_lock(&r->stream);
 		if (bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
-		    fill_entry(r, j->k, j->ustart, e, j->ustart) == 0)
+		    fill_entry(r, j->k, j->ustart, e, j->ustart) == 0) {
+			atomic_fetch_add(&n_ahead, j->ulen);
 			bcache_put(r->cache, e);
+		}
 		if (streamed)
 			pthread_mutex_unlock(&r->stream);
 	}

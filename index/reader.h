@@ -132,6 +132,7 @@ void reader_get_info(const struct reader *r, struct reader_info *info);
 /* Process-wide counters of all readers, for the stats interface. */
 struct reader_counters {
 	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
+	uint64_t readahead_bytes; /* of those, decoded by read-ahead on the pool */
 	uint64_t xz_indexes;     /* xz Indexes read */
 	uint64_t indexes_built;  /* gzip checkpoint passes run */
 	uint64_t indexes_loaded; /* gzip indexes loaded from index_dir */

@@ -29,10 +29,13 @@ What it does:
      still reads back, no error lines about healthy files, and (with
      --corpus) the reference checker check-mount.py over the generated
      archives.  fusermount3 -u; the daemon must exit 0 within 20 s.
-  4. Three short extra mounts: without -f (the daemon detaches; it must go
-     away after fusermount3 -u), with -d, and with RLIMIT_NOFILE=256 while
+  4. Four short extra mounts: without -f (the daemon detaches; it must go
+     away after fusermount3 -u), with -d, with RLIMIT_NOFILE=256 while
      300 archives are read one after another (the daemon must stay within
-     its fd budget).
+     its fd budget), and one where a 24 MiB gzip (indexed in the background)
+     and a 1 MiB-Block xz are read in order: the stats must show bytes
+     decoded ahead by the workers for each, and the mount's read_ahead_kb
+     must be 1024.
 
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 The last line of output is always `N passed, M failed`.
@@ -739,6 +742,69 @@ def check_fd_budget(res, zmount, tree, tmp, limit=256):
                 res.note('daemon log for this mount: ' + (' | '.join(m.log_lines()[-3:]) or 'empty'))
     except zmtest.MountError as e:
         res.fail(f'RLIMIT_NOFILE={limit} mount comes up', str(e))
+
+
+def mount_dev(mnt):
+    """The "major:minor" of the newest mount on MNT, from /proc/self/mountinfo."""
+    dev = None
+    with open('/proc/self/mountinfo') as f:
+        for ln in f:
+            fields = ln.split()
+            if zmtest._unescape_mountinfo(fields[4]) == mnt:
+                dev = fields[2]
+    return dev
+
+
+def check_read_ahead(res, zmount, tmp):
+    """Sequential reads must be decoded ahead by the worker pool, also for a
+    gzip file the background indexer opened first (its reader once had no
+    pool), and the kernel must be asked for 1 MiB reads (read_ahead_kb)."""
+    src = os.path.join(tmp, 'src-ra')
+    mnt = os.path.join(tmp, 'mnt-ra')
+    os.makedirs(src, exist_ok=True)
+    data = content(77, 24 * MiB)
+    files = {'gz.log.gz': GZIP, 'xz.log.xz': XZ + ['--block-size=1MiB']}
+    for name, argv in files.items():
+        with open(os.path.join(src, name), 'wb') as f:
+            f.write(run_filter(argv, data))
+    try:
+        with zmtest.Mount(zmount, src, mnt, opts='cache_size=16M,index_dir=none', results=res,
+                          watchdog=120, log_path=os.path.join(tmp, 'daemon-ra.log'),
+                          label='read-ahead mount') as m:
+            def stats():
+                raw = os.getxattr(mnt, 'user.zmount.stats').decode()
+                return {k: int(v) for k, v in (ln.split('=', 1) for ln in raw.splitlines())}
+
+            deadline = time.monotonic() + 60
+            while stats()['indexes_built'] < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            res.check('read-ahead: the background indexer indexes the gzip file unasked',
+                      stats()['indexes_built'] == 1, f'stats: {stats()}')
+            ahead = stats()['readahead_bytes']
+            for name in sorted(files):
+                path = os.path.join(mnt, name[:-3])
+                with open(path, 'rb', buffering=0) as f:  # 1 MiB reads, as cat or dd make
+                    got = b''.join(iter(lambda: f.read(MiB), b''))
+                now = stats()['readahead_bytes']
+                res.check(f'read-ahead: {name} read in order comes back whole and right, '
+                          f'with bytes decoded ahead by the workers',
+                          got == data and now > ahead,
+                          f'bytes {"right" if got == data else "WRONG"}, readahead_bytes '
+                          f'{ahead} -> {now}')
+                ahead = now
+            dev = mount_dev(mnt)
+            if os.geteuid() != 0:
+                res.note('read-ahead: not root, so the kernel read-ahead stays at 128 KiB; '
+                         'read_ahead_kb not checked')
+            else:
+                with open(f'/sys/class/bdi/{dev}/read_ahead_kb') as f:
+                    kb = f.read().strip()
+                res.check('read-ahead: the mount\'s read_ahead_kb is 1024', kb == '1024',
+                          f'bdi {dev}: read_ahead_kb={kb}')
+            if m.log_lines():
+                res.note('read-ahead mount log: ' + ' | '.join(m.log_lines()[-3:]))
+    except zmtest.MountError as e:
+        res.fail('read-ahead mount comes up', str(e))
 
 
 def check_hashes(res, mnt, tree, label='sha256'):
@@ -1473,7 +1539,8 @@ def main():
             raise exc
         for name, fn in (('background mode', lambda: check_background_mode(res, zmount, tree, tmp)),
                          ('-d mode', lambda: check_debug_mode(res, zmount, tree, tmp)),
-                         ('fd budget', lambda: check_fd_budget(res, zmount, tree, tmp))):
+                         ('fd budget', lambda: check_fd_budget(res, zmount, tree, tmp)),
+                         ('read-ahead', lambda: check_read_ahead(res, zmount, tmp))):
             print(f'# --- {name}', flush=True)
             try:
                 fn()
