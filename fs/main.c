@@ -164,6 +164,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	/* The first user of a gzip file usually reads it from the start. */
 	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;
 	octx.timeout = cli->opts.timeout;
+	octx.max_read = cli->opts.max_read;
 	if (bcache_new((size_t)cli->opts.cache_size, &cache) < 0 ||
 	    arctab_new(cache, &ropts, cli->src, &arcs) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");

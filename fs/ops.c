@@ -98,7 +98,11 @@ static struct handle *handle_of(const struct fuse_file_info *fi)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	const struct ops_ctx *c = userdata;
+
+	/* libfuse ends the session unless init repeats a max_read mount option. */
+	if (c->max_read)
+		conn->max_read = c->max_read;
 	/* Large requests: fewer round trips per decoded chunk (see bdi.h). */
 	conn->max_readahead = OPS_READ_AHEAD;
 }

@@ -32,6 +32,7 @@ struct ops_ctx {
 	struct bcache *cache;
 	struct nodes *nodes;
 	double timeout; /* seconds the kernel may cache entries and attributes */
+	unsigned max_read; /* the max_read mount option, 0 if none */
 };
 
 /* The read-ahead asked of the kernel, and so its largest read request. */

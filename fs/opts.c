@@ -54,6 +54,7 @@ void opts_default(struct opts *o)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 	o->background_index = 1;
+	o->max_read = 0;
 	if (idxfile_default_dir(o->index_dir, sizeof(o->index_dir)) < 0)
 		o->index_dir[0] = '\0';
 }
@@ -121,6 +122,16 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 		}
 		o->timeout = t;
 		return 1;
+	}
+	if (KEY("max_read")) {
+		uint64_t n;
+
+		if (opts_size(val, &n) < 0 || n < 4096 || n > (1u << 31)) {
+			snprintf(msg, msglen, "bad max_read '%s': give a size from 4096 bytes to 2G", val);
+			return -EINVAL;
+		}
+		o->max_read = (unsigned)n;
+		return 0;
 	}
 	if (KEY("log_level")) {
 		for (int i = 0; i < 4; i++) {

@@ -21,6 +21,7 @@ struct opts {
 	unsigned threads;    /* decode workers for read-ahead */
 	char index_dir[4096]; /* where gzip indexes persist; "" = memory only */
 	int background_index; /* index gzip files after mount (noindex: 0) */
+	unsigned max_read;   /* FUSE's max_read=N, noted (0: not given): init must repeat it */
 };
 
 /*
@@ -40,7 +41,8 @@ void opts_default(struct opts *o);
 /*
  * Applies one "key=value" option.  Returns 1 if it is one of ours and was
  * applied, 0 if it is not ours (pass it on to FUSE), or -EINVAL with a
- * one-line reason in msg (msglen bytes).
+ * one-line reason in msg (msglen bytes).  FUSE's max_read=N is noted in
+ * o->max_read and passed on (0), or refused (-EINVAL) unless 4096..2^31.
  * Keys: cache_size (>= 1M), span (64K..64M), timeout (0..3600 seconds),
  * threads (1..256), index_dir (a path, or "none" for memory only), noindex,
  * log_level (error, warning, info, debug).

@@ -298,6 +298,24 @@ START_TEST(other_options_are_not_ours)
 }
 END_TEST
 
+START_TEST(max_read_is_noted_and_passed_on)
+{
+	struct opts o;
+	char msg[256];
+
+	ck_assert_int_eq(apply(&o, "max_read=131072", msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(o.max_read, 131072);
+	ck_assert_int_eq(apply(&o, "max_read=64K", msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(o.max_read, 65536);
+	ck_assert_int_eq(apply(&o, "max_read=100", msg, sizeof(msg)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(msg, "max_read"));
+	ck_assert_int_eq(apply(&o, "max_read=8G", msg, sizeof(msg)), -EINVAL);
+	ck_assert_int_eq(apply(&o, "max_read=x", msg, sizeof(msg)), -EINVAL);
+	ck_assert_int_eq(apply(&o, "allow_other", msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(o.max_read, 0);
+}
+END_TEST
+
 START_TEST(options_accumulate)
 {
 	struct opts o;
@@ -351,6 +369,7 @@ static Suite *opts_suite(void)
 	tcase_add_test(ta, threads_range);
 	tcase_add_test(ta, log_level_names);
 	tcase_add_test(ta, other_options_are_not_ours);
+	tcase_add_test(ta, max_read_is_noted_and_passed_on);
 	tcase_add_test(ta, options_accumulate);
 	tcase_add_test(ta, message_fits_any_buffer);
 	suite_add_tcase(s, ta);

@@ -29,8 +29,9 @@ What it does:
      still reads back, no error lines about healthy files, and (with
      --corpus) the reference checker check-mount.py over the generated
      archives.  fusermount3 -u; the daemon must exit 0 within 20 s.
-  4. Four short extra mounts: without -f (the daemon detaches; it must go
-     away after fusermount3 -u), with -d, with RLIMIT_NOFILE=256 while
+  4. Five short extra mounts: without -f (the daemon detaches; it must go
+     away after fusermount3 -u), with -d, with -o max_read=65536 (the
+     largest archive must read back), with RLIMIT_NOFILE=256 while
      300 archives are read one after another (the daemon must stay within
      its fd budget), and one where a 24 MiB gzip (indexed in the background)
      and a 1 MiB-Block xz are read in order: the stats must show bytes
@@ -1216,6 +1217,27 @@ def check_debug_mode(res, zmount, tree, tmp):
         res.fail('-d mount: a file reads back', errname(e))
 
 
+def check_max_read(res, zmount, tree, tmp):
+    """FUSE's own max_read=N mounts and serves (libfuse ends the session
+    unless the init callback repeats the value)."""
+    mnt = os.path.join(tmp, 'mnt-max-read')
+    rel = max((r for r in tree.archives if r in tree.files), key=lambda r: len(tree.files[r]))
+    try:
+        with zmtest.Mount(zmount, tree.src, mnt, opts=MOUNT_OPTS + ',max_read=65536',
+                          log_path=os.path.join(tmp, 'daemon-max-read.log'), results=res,
+                          watchdog=60, label='max_read mount') as m:
+            with open(os.path.join(mnt, rel), 'rb', buffering=0) as f:
+                got = b''.join(iter(lambda: f.read(MiB), b''))
+            res.check(f'max_read=65536 mount: {rel} ({len(got)} bytes) reads back',
+                      got == tree.files[rel], 'wrong bytes')
+            res.check('max_read=65536 mount: the daemon is still running', m.alive(),
+                      f'log: {m.log_tail()}')
+    except zmtest.MountError as e:
+        res.fail('max_read=65536 mount comes up', str(e))
+    except OSError as e:
+        res.fail('max_read=65536 mount: an archive reads back', errname(e))
+
+
 def expect_errno(res, what, fn, want=errno.EROFS):
     try:
         r = fn()
@@ -1539,6 +1561,7 @@ def main():
             raise exc
         for name, fn in (('background mode', lambda: check_background_mode(res, zmount, tree, tmp)),
                          ('-d mode', lambda: check_debug_mode(res, zmount, tree, tmp)),
+                         ('max_read', lambda: check_max_read(res, zmount, tree, tmp)),
                          ('fd budget', lambda: check_fd_budget(res, zmount, tree, tmp)),
                          ('read-ahead', lambda: check_read_ahead(res, zmount, tmp))):
             print(f'# --- {name}', flush=True)
