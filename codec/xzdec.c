@@ -60,7 +60,7 @@ struct xzdec_dec {
 
 #define SPARE_MIN   (64u << 10) /* smaller ones come from malloc's own free lists */
 #define SPARE_SLOTS 8
-#define SPARE_BYTES (16u << 20)
+#define SPARE_BYTES (8u << 20)
 
 /* Each allocation records its size, which lzma_allocator.free is not told. */
 union spare_hdr {
