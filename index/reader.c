@@ -762,6 +762,41 @@ static void prefetch_run(void *arg)
 	free(j);
 }
 
+/* The compressed bytes behind map entries [k0, k1]: [*cstart, *cend). */
+static void coff_range(const struct reader *r, size_t k0, size_t k1, uint64_t *cstart,
+		       uint64_t *cend)
+{
+	if (r->xz) {
+		const struct xzdec_block *b = &r->xz->blocks[r->entry[k1]];
+
+		*cstart = r->xz->blocks[r->entry[k0]].coff;
+		*cend = b->coff + b->csize;
+	} else {
+		size_t p = r->entry[k1] + 1;
+
+		*cstart = r->gz->points[r->entry[k0]].coff;
+		if (*cstart > 0)
+			(*cstart)--; /* its first bits may be in the byte before */
+		*cend = p < r->gz->npoints ? r->gz->points[p].coff : r->gz->csize;
+	}
+}
+
+/*
+ * Asks the kernel to start reading what the queued units [k0, k1] will
+ * need, so workers find it cached rather than wait on small preads in
+ * turn.  A streamed Block is left to the kernel's own sequential read-ahead.
+ */
+static void prefetch_input(struct reader *r, size_t k0, size_t k1)
+{
+	uint64_t cstart, cend;
+
+	if (is_streamed(r, k0) || is_streamed(r, k1))
+		return;
+	coff_range(r, k0, k1, &cstart, &cend);
+	if (cend > cstart && cend <= INT64_MAX)
+		posix_fadvise(r->fd, (off_t)cstart, (off_t)(cend - cstart), POSIX_FADV_WILLNEED);
+}
+
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 static void read_ahead(struct reader *r, uint64_t off, size_t len)
 {
@@ -793,6 +828,8 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 		r->streams[i].ahead = to;
 	pthread_mutex_unlock(&r->lock);
 
+	if (from < to)
+		prefetch_input(r, cmap_find(&r->map, from), cmap_find(&r->map, to - 1));
 	while (from < to) {
 		struct pjob *j = malloc(sizeof(*j));
 
