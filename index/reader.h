@@ -11,7 +11,7 @@
  * leaves the first opts.warm_bytes it decodes in the cache, so a reader
  * that starts at the beginning does not decode them a second time).
  * reader_pread finds the chunks a range touches, takes each from the shared
- * cache or decodes it once, and copies out.
+ * cache or decodes it once, and copies out (reader_view pins them instead).
  *
  * Cache units:
  *  - gzip: the bytes between two checkpoints;
@@ -25,7 +25,7 @@
  * (the kernel delivers its parallel read-ahead slightly out of order; up to
  * four interleaved streams are tracked) queues the next opts.readahead
  * bytes' units on opts.pool, so workers decode them in parallel, into the
- * same cache and under the same budget, while the reader copies out.  Reads
+ * same cache and under the same budget, while the reader is served.  Reads
  * further apart than that queue nothing.
  *
  * Errors are logged once per cause, naming the file, the offset and the

@@ -479,6 +479,46 @@ START_TEST(whole_file_in_one_read)
 }
 END_TEST
 
+START_TEST(views_cover_the_file_in_pinned_pieces)
+{
+	const struct rcase *c = &cases[_i];
+	struct opened o;
+	struct reader_view v;
+	uint64_t off = 0;
+	int calls = 0;
+
+	open_case(c, &o);
+	while (off < o.size) {
+		ssize_t n = reader_view(o.r, ORIG_SIZE, off, &v);
+		size_t at = 0;
+
+		ck_assert_int_gt(n, 0);
+		ck_assert_uint_ge(v.n, 1);
+		ck_assert_uint_le(v.n, READER_VIEW_MAX);
+		/* short only when the view is full */
+		if ((uint64_t)n < o.size - off)
+			ck_assert_uint_eq(v.n, READER_VIEW_MAX);
+		for (unsigned i = 0; i < v.n; i++) {
+			ck_assert_uint_gt(v.iov[i].iov_len, 0);
+			ck_assert_msg(memcmp(v.iov[i].iov_base, o.want + off + at, v.iov[i].iov_len) == 0,
+				      "%s: view piece %u at %llu: wrong bytes", c->file, i,
+				      (unsigned long long)(off + at));
+			at += v.iov[i].iov_len;
+		}
+		ck_assert_uint_eq(at, (size_t)n);
+		reader_view_release(o.r, &v);
+		ck_assert_uint_eq(v.n, 0);
+		off += (uint64_t)n;
+		calls++;
+	}
+	ck_assert_int_eq(reader_view(o.r, 10, off, &v), 0);
+	ck_assert_uint_eq(v.n, 0);
+	if (strcmp(c->file, "b64k.xz") == 0) /* 48 Blocks: more than one view's worth */
+		ck_assert_int_ge(calls, 3);
+	close_case(&o);
+}
+END_TEST
+
 START_TEST(sequential_odd_sized_reads)
 {
 	static const size_t lens[] = {1, 4093, 65537, 777, 131071, 2, 99991, 65535, 3};
@@ -1522,6 +1562,7 @@ static Suite *reader_suite(void)
 	tcase_add_loop_test(tc, size_matches_original, 0, NCASES);
 	tcase_add_loop_test(tc, info_matches_archive, 0, NCASES);
 	tcase_add_loop_test(tc, whole_file_in_one_read, 0, NCASES);
+	tcase_add_loop_test(tc, views_cover_the_file_in_pinned_pieces, 0, NCASES);
 	tcase_add_loop_test(tc, sequential_odd_sized_reads, 0, NCASES);
 	tcase_add_loop_test(tc, reads_at_the_edges, 0, NCASES);
 	tcase_add_loop_test(tc, reads_at_and_across_every_unit_boundary, 0, NCASES);
