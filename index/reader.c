@@ -797,6 +797,30 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
 		posix_fadvise(r->fd, (off_t)cstart, (off_t)(cend - cstart), POSIX_FADV_WILLNEED);
 }
 
+/*
+ * Where read-ahead for a stream that has read up to end stops: opts.readahead
+ * bytes on, or further when units are wide (an xz -T Block is 24 MiB or
+ * more), so that every worker has one of the next units to decode; never
+ * more than four times opts.readahead on.
+ */
+static uint64_t ahead_end(const struct reader *r, uint64_t end)
+{
+	uint64_t size = reader_size(r), to = end + r->opts.readahead;
+	uint64_t cap = end + 4 * (uint64_t)r->opts.readahead, pos = end;
+	unsigned units = pool_threads(r->opts.pool) + 1; /* the one holding end, then one each */
+
+	for (unsigned i = 0; i < units && pos < size && pos < cap; i++) {
+		uint64_t ustart;
+		size_t ulen;
+
+		unit_of(r, pos, &ustart, &ulen);
+		pos = ustart + ulen;
+	}
+	if (to < pos)
+		to = pos < cap ? pos : cap;
+	return to < size ? to : size;
+}
+
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 static void read_ahead(struct reader *r, uint64_t off, size_t len)
 {
@@ -821,9 +845,7 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 	if (end > r->streams[i].end)
 		r->streams[i].end = end;
 	from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
-	to = end + r->opts.readahead;
-	if (to > reader_size(r))
-		to = reader_size(r);
+	to = ahead_end(r, end);
 	if (from < to)
 		r->streams[i].ahead = to;
 	pthread_mutex_unlock(&r->lock);

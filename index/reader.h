@@ -24,7 +24,9 @@
  * Read-ahead: a read that starts within 1 MiB of where an earlier one ended
  * (the kernel delivers its parallel read-ahead slightly out of order; up to
  * four interleaved streams are tracked) queues the next opts.readahead
- * bytes' units on opts.pool, so workers decode them in parallel, into the
+ * bytes' units on opts.pool (or, when units are wider than that, the next
+ * one per worker, within 4 * opts.readahead), and asks the kernel for
+ * their compressed bytes, so workers decode them in parallel, into the
  * same cache and under the same budget, while the reader is served.  Reads
  * further apart than that queue nothing.
  *
