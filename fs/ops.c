@@ -314,7 +314,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	} else if (h->node->arc) {
 		read_archive(req, arc_reader(h->node->arc), size, (uint64_t)off);
 	} else {
-		/* libfuse reads the file itself, splicing where the kernel lets it. */
+		/* libfuse reads the file straight into its reply. */
 		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
 		bv.buf[0].fd = h->fd;
 		bv.buf[0].pos = off;
@@ -451,8 +451,9 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 			st.budget, st.used, st.entries, (unsigned long long)st.hits,
 			(unsigned long long)st.misses, (unsigned long long)st.waits,
 			(unsigned long long)st.evictions, (unsigned long long)rc.decoded_bytes,
-			(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.xz_indexes, (unsigned long long)rc.indexes_built,
-			(unsigned long long)rc.indexes_loaded, (unsigned long long)rc.read_errors);
+			(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.xz_indexes,
+			(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
+			(unsigned long long)rc.read_errors);
 }
 
 static int info_text(const struct node *n, char *out, size_t len)
