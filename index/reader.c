@@ -839,15 +839,33 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 	if (i == NSTREAMS) {
 		i = r->next_stream++ % NSTREAMS;
 		r->streams[i].end = r->streams[i].ahead = end;
-		pthread_mutex_unlock(&r->lock);
-		return;
+		from = to = 0;
+		/*
+		 * A read from the very start is most often the first of many
+		 * (cat, grep, tar): the unit after the first one starts at
+		 * once, so that a second core works while the first unit
+		 * decodes.  A reader that wanted only the header wastes one.
+		 */
+		if (off == 0) {
+			uint64_t ustart;
+			size_t ulen;
+
+			unit_of(r, 0, &ustart, &ulen);
+			from = ulen;
+			if (from < reader_size(r)) {
+				unit_of(r, from, &ustart, &ulen);
+				to = ustart + ulen;
+				r->streams[i].ahead = to;
+			}
+		}
+	} else {
+		if (end > r->streams[i].end)
+			r->streams[i].end = end;
+		from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
+		to = ahead_end(r, end);
+		if (from < to)
+			r->streams[i].ahead = to;
 	}
-	if (end > r->streams[i].end)
-		r->streams[i].end = end;
-	from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
-	to = ahead_end(r, end);
-	if (from < to)
-		r->streams[i].ahead = to;
 	pthread_mutex_unlock(&r->lock);
 
 	if (from < to)

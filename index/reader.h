@@ -28,7 +28,8 @@
  * one per worker, within 4 * opts.readahead), and asks the kernel for
  * their compressed bytes, so workers decode them in parallel, into the
  * same cache and under the same budget, while the reader is served.  Reads
- * further apart than that queue nothing.
+ * further apart than that queue nothing, except that a read at offset 0,
+ * the usual start of a sequential reader, queues the unit after its own.
  *
  * Errors are logged once per cause, naming the file, the offset and the
  * reason; later reads of a failed chunk get -EIO without decoding it again.

@@ -1290,8 +1290,8 @@ START_TEST(random_reads_queue_no_read_ahead)
 	struct reader *r;
 	struct opened o;
 	struct bcache_stats st;
-	/* more than a MiB from where any earlier read ended: never a continuation */
-	static const uint64_t offs[] = {2200000, 0, 1100000};
+	/* more than a MiB from where any earlier read ended: never a continuation (nor at 0) */
+	static const uint64_t offs[] = {2200000, 10, 1100000};
 
 	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &cache, &r);
 	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
@@ -1301,6 +1301,27 @@ START_TEST(random_reads_queue_no_read_ahead)
 	pool_free(pool);
 	bcache_stats(cache, &st);
 	ck_assert_uint_eq(st.misses, sizeof(offs) / sizeof(offs[0]));
+	bcache_free(cache);
+}
+END_TEST
+
+START_TEST(read_at_zero_starts_the_next_unit_only)
+{
+	struct reader_opts ro;
+	struct pool *pool;
+	struct bcache *cache;
+	struct reader *r;
+	struct opened o;
+	struct bcache_stats st;
+
+	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &cache, &r);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	expect_read(&o, 0, 1000);
+	reader_detach(r); /* waits for the queued job */
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.misses, 2); /* the Block read, and the one after it */
+	reader_close(r);
+	pool_free(pool);
 	bcache_free(cache);
 }
 END_TEST
@@ -1572,6 +1593,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, budget_smaller_than_a_chunk);
 	tcase_add_test(tc, read_ahead_decodes_ahead_once);
 	tcase_add_test(tc, random_reads_queue_no_read_ahead);
+	tcase_add_test(tc, read_at_zero_starts_the_next_unit_only);
 	tcase_add_test(tc, close_waits_for_read_ahead);
 	tcase_add_test(tc, detach_then_attach_reads_again);
 	tcase_add_test(tc, attach_other_file_is_estale);
