@@ -68,7 +68,6 @@ MiB = 1024 * KiB
 WATCHDOG_S = 180        # per mount
 POLL_DEADLINE_S = 5.0   # (g): a change must show within this
 READY_LIMIT_S = 5.0     # 3: the mount point must be ready within this
-STATS = 'user.zmount.stats'
 INFO = 'user.zmount.info'
 
 # --------------------------------------------------------------------------
@@ -253,16 +252,6 @@ def judge_old(got, err, old):
     return False, None
 
 
-def stats(mnt):
-    raw = os.getxattr(mnt, STATS).decode(errors='replace')
-    out = {}
-    for ln in raw.splitlines():
-        k, _, v = ln.partition('=')
-        if v.strip().isdigit():
-            out[k.strip()] = int(v)
-    return out
-
-
 def info(path):
     try:
         raw = os.getxattr(path, INFO).decode(errors='replace')
@@ -405,7 +394,7 @@ def section_saved_indexes(res, zm, tmp, seed):
         got, err = read_path(os.path.join(mnt, 'other.log'))
         res.check(f'{tag}: other.log reads back exactly', err is None and got == other,
                   describe(got, err, other))
-        s = stats(mnt)
+        s = zmtest.stats(mnt)
         print(f'#   {tag}: indexes_built={s.get("indexes_built")} '
               f'indexes_loaded={s.get("indexes_loaded")} decoded_bytes={s.get("decoded_bytes")}',
               flush=True)
@@ -668,6 +657,17 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     def size_is(path, n):
         return os.stat(path).st_size == n
 
+    def after_change(c, tag, new, allow_new=False):
+        """What every change that leaves a new version must show."""
+        early(res, tag, P(c), c.old, new, zero)
+        shows(tag, 'st_size shows the new size', lambda: size_is(P(c), len(new)))
+        fd = check_new_handle(res, tag, P(c), new, c.old)
+        check_old_handles(res, tag, c, new, allow_new=allow_new)
+        reread(res, tag, fd, new, c.old)
+        fresh(res, tag, P(c), new, c.old)
+        if fd is not None:
+            os.close(fd)
+
     # the starting state, read whole; then handles opened and half read
     names = listdir(mdir)
     res.check(f'{pre}{fmt}: starting listing', names == {c.vis for c in before}, f'{names}')
@@ -700,14 +700,7 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     tag = f'{pre}a {fmt} replaced by rename ({len(c.old)} -> {len(c.new)} bytes)'
     write_file(os.path.join(stage, c.name), c.nblob)
     os.rename(os.path.join(stage, c.name), S(c))
-    early(res, tag, P(c), c.old, c.new, zero)
-    shows(tag, 'st_size shows the new size', lambda: size_is(P(c), len(c.new)))
-    fd = check_new_handle(res, tag, P(c), c.new, c.old)
-    check_old_handles(res, tag, c, c.new)
-    reread(res, tag, fd, c.new, c.old)
-    fresh(res, tag, P(c), c.new, c.old)
-    if fd is not None:
-        os.close(fd)
+    after_change(c, tag, c.new)
 
     # (b) truncated in place and rewritten shorter
     c = cs['truncate']
@@ -719,14 +712,7 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
             view = view[os.write(wfd, view):]
     finally:
         os.close(wfd)
-    early(res, tag, P(c), c.old, c.new, zero)
-    shows(tag, 'st_size shows the new size', lambda: size_is(P(c), len(c.new)))
-    fd = check_new_handle(res, tag, P(c), c.new, c.old)
-    check_old_handles(res, tag, c, c.new)
-    reread(res, tag, fd, c.new, c.old)
-    fresh(res, tag, P(c), c.new, c.old)
-    if fd is not None:
-        os.close(fd)
+    after_change(c, tag, c.new)
 
     # (c) appended to in place: one more gzip member / xz Stream
     c = cs['append']
@@ -734,14 +720,7 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     tag = f'{pre}c {fmt} appended in place ({len(c.old)} -> {len(whole)} bytes)'
     with open(S(c), 'ab') as f:
         f.write(c.nblob)
-    early(res, tag, P(c), c.old, whole, zero)
-    shows(tag, 'st_size shows the new size', lambda: size_is(P(c), len(whole)))
-    fd = check_new_handle(res, tag, P(c), whole, c.old)
-    check_old_handles(res, tag, c, whole, allow_new=True)
-    reread(res, tag, fd, whole, c.old)
-    fresh(res, tag, P(c), whole, c.old)
-    if fd is not None:
-        os.close(fd)
+    after_change(c, tag, whole, allow_new=True)
 
     # (d) deleted
     c = cs['delete']
@@ -929,7 +908,7 @@ def section_large_tree(res, zm, tmp, seed):
         print(f'# TIMING 3: second os.walk (warm): {time.monotonic() - t0:.2f} s', flush=True)
         res.check('3: a second walk lists 10,000 files too', seen2 == 10000, f'{seen2}')
         try:
-            s = stats(mnt)
+            s = zmtest.stats(mnt)
             print(f'#   stats: indexes_built={s.get("indexes_built")} '
                   f'xz_indexes={s.get("xz_indexes")} indexes_loaded={s.get("indexes_loaded")}',
                   flush=True)
@@ -963,8 +942,7 @@ def main():
     zmtest.require_fuse()
     res = zmtest.Results()
     zm = os.path.abspath(a.zmount)
-    if not (os.path.isfile(zm) and os.access(zm, os.X_OK)):
-        res.fail('zmount binary exists and is executable', zm)
+    if not zmtest.binary_ok(res, zm):
         return res.finish()
     if shutil.which('xz') is None:
         res.fail('xz(1) is installed (it makes the multi-Block .xz files)', 'not on PATH')

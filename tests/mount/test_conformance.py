@@ -261,8 +261,7 @@ def main():
 
     zmtest.require_fuse()
     res = zmtest.Results()
-    if not (os.path.isfile(a.zmount) and os.access(a.zmount, os.X_OK)):
-        res.fail('zmount binary exists and is executable', a.zmount)
+    if not zmtest.binary_ok(res, a.zmount):
         return res.finish()
     a.corpus = os.path.abspath(a.corpus)
     if not os.path.isfile(os.path.join(a.corpus, 'check-mount.py')):

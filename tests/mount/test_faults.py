@@ -199,15 +199,9 @@ def nfds(pid):
 def zstats(mnt):
     """The daemon's user.zmount.stats as a dict of ints ({} when unavailable)."""
     try:
-        txt = os.getxattr(mnt, 'user.zmount.stats').decode()
+        return zmtest.stats(mnt)
     except OSError:
         return {}
-    out = {}
-    for line in txt.splitlines():
-        k, _, v = line.partition('=')
-        if v.strip().isdigit():
-            out[k.strip()] = int(v)
-    return out
 
 
 def mount_alive(mnt):
@@ -1526,8 +1520,7 @@ def main():
 
     zmtest.require_fuse()
     res = zmtest.Results()
-    if not (os.path.isfile(a.zmount) and os.access(a.zmount, os.X_OK)):
-        res.fail('zmount binary exists and is executable', a.zmount)
+    if not zmtest.binary_ok(res, a.zmount):
         return res.finish()
     tmp = tempfile.mkdtemp(prefix='zmount-faults-')
     print(f'# temp dir {tmp}, seed {a.seed}', flush=True)

@@ -772,21 +772,17 @@ def check_read_ahead(res, zmount, tmp):
         with zmtest.Mount(zmount, src, mnt, opts='cache_size=16M,index_dir=none', results=res,
                           watchdog=120, log_path=os.path.join(tmp, 'daemon-ra.log'),
                           label='read-ahead mount') as m:
-            def stats():
-                raw = os.getxattr(mnt, 'user.zmount.stats').decode()
-                return {k: int(v) for k, v in (ln.split('=', 1) for ln in raw.splitlines())}
-
             deadline = time.monotonic() + 60
-            while stats()['indexes_built'] < 1 and time.monotonic() < deadline:
+            while zmtest.stats(mnt)['indexes_built'] < 1 and time.monotonic() < deadline:
                 time.sleep(0.05)
             res.check('read-ahead: the background indexer indexes the gzip file unasked',
-                      stats()['indexes_built'] == 1, f'stats: {stats()}')
-            ahead = stats()['readahead_bytes']
+                      zmtest.stats(mnt)['indexes_built'] == 1, f'stats: {zmtest.stats(mnt)}')
+            ahead = zmtest.stats(mnt)['readahead_bytes']
             for name in sorted(files):
                 path = os.path.join(mnt, name[:-3])
                 with open(path, 'rb', buffering=0) as f:  # 1 MiB reads, as cat or dd make
                     got = b''.join(iter(lambda: f.read(MiB), b''))
-                now = stats()['readahead_bytes']
+                now = zmtest.stats(mnt)['readahead_bytes']
                 res.check(f'read-ahead: {name} read in order comes back whole and right, '
                           f'with bytes decoded ahead by the workers',
                           got == data and now > ahead,
@@ -1487,8 +1483,7 @@ def main():
     zmtest.require_fuse()
     res = zmtest.Results()
     zmount = os.path.abspath(a.zmount)
-    if not (os.path.isfile(zmount) and os.access(zmount, os.X_OK)):
-        res.fail('zmount binary exists and is executable', zmount)
+    if not zmtest.binary_ok(res, zmount):
         return res.finish()
 
     tmp = tempfile.mkdtemp(prefix='zmount-test-')

@@ -168,8 +168,7 @@ def main():
     src = os.path.abspath(a.source or os.path.join(a.corpus, 'xz-utils'))
     extra = (['--partial', a.partial] if a.partial else []) + (['--warn', a.warn] if a.warn else [])
     checker = os.path.abspath(os.path.join(a.corpus, 'check-mount.py'))
-    if not (os.path.isfile(zmount) and os.access(zmount, os.X_OK)):
-        res.fail('zmount binary exists and is executable', zmount)
+    if not zmtest.binary_ok(res, zmount):
         return res.finish()
     if not (os.path.isfile(os.path.join(src, 'EXPECTED.tsv')) and os.path.isfile(checker)):
         res.fail('the source has EXPECTED.tsv and the corpus check-mount.py', f'{src}, {checker}')

@@ -57,6 +57,24 @@ def require_fuse():
         sys.exit(SKIP_RC)
 
 
+def stats(mnt):
+    """The daemon's user.zmount.stats on MNT as {name: int}; OSError if unreadable."""
+    out = {}
+    for ln in os.getxattr(mnt, 'user.zmount.stats').decode(errors='replace').splitlines():
+        k, _, v = ln.partition('=')
+        if v.strip().isdigit():
+            out[k.strip()] = int(v)
+    return out
+
+
+def binary_ok(res, path):
+    """Records a failure and returns False unless PATH is an executable file."""
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return True
+    res.fail('zmount binary exists and is executable', path)
+    return False
+
+
 class Results:
     """Counts checks; prints one line per check and the final summary line."""
 
