@@ -105,6 +105,8 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	o->pool = NULL;
 	o->index_dir = NULL;
 	o->warm_bytes = 0;
+	o->tainted = NULL;
+	o->tainted_ctx = NULL;
 	o->readahead = cache_size / 8;
 	if (o->readahead > (32u << 20))
 		o->readahead = 32u << 20;

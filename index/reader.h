@@ -60,6 +60,16 @@ struct reader_opts {
 	size_t readahead;  /* bytes decoded ahead of a sequential reader */
 	const char *index_dir; /* where gzip indexes persist; NULL: memory only */
 	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
+	/*
+	 * Called at most once per reader, from whichever thread found it (a
+	 * reader's or a read-ahead worker), with no reader lock held, when a
+	 * streamed unit fails its Check after earlier slices of it may have
+	 * been served: pages the kernel cached from this reader must go.  The
+	 * callee must not block on the kernel (queue the invalidation).  NULL:
+	 * nobody to tell.
+	 */
+	void (*tainted)(void *ctx, const struct reader *r);
+	void *tainted_ctx;
 };
 
 /* Defaults for a cache of cache_size bytes (pool NULL). */
