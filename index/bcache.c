@@ -6,6 +6,13 @@
  * decoded or a large buffer is allocated or freed.  Waiters sleep on one
  * condition variable that every finished fill broadcasts: fills are
  * milliseconds long, so a shared wake-up costs little and keeps entries small.
+ *
+ * Room: a new entry is admitted when, after evicting what is unreferenced,
+ * it fits the budget, or when nothing else is left in the table (so one
+ * unit larger than the whole budget can still be served, alone).  Otherwise
+ * bcache_get waits for references to go (room_cv), and the non-waiting
+ * calls say "no room".  Every entry is charged its buffer plus
+ * BCACHE_ENT_COST, so a million one-byte chunks cost what they really do.
  */
 #include "bcache.h"
 
@@ -20,7 +27,7 @@ struct bcache_ent {
 	uint64_t id, no;
 	unsigned char *data;
 	size_t size;
-	size_t cap;              /* bytes allocated at data: what the budget counts */
+	size_t cap;              /* bytes allocated at data */
 	/* All below protected by bcache.lock. */
 	int refs;
 	int err;                 /* for ENT_FAILED */
@@ -33,12 +40,19 @@ struct bcache_ent {
 struct bcache {
 	pthread_mutex_t lock;
 	pthread_cond_t filled;
+	pthread_cond_t room;     /* a reference went, or bytes left the table */
 	/* All below protected by lock. */
 	struct bcache_ent **buckets;
 	size_t nbuckets;
 	struct bcache_ent *mru, *lru;
 	struct bcache_stats st;
 };
+
+/* What an entry costs the budget: its buffer, itself, malloc's headers, its hash slot. */
+static size_t charge(size_t cap)
+{
+	return cap + BCACHE_ENT_COST;
+}
 
 static size_t bucket_of(const struct bcache *c, uint64_t id, uint64_t no)
 {
@@ -65,6 +79,7 @@ int bcache_new(size_t budget, struct bcache **out)
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->filled, NULL);
+	pthread_cond_init(&c->room, NULL);
 	c->st.budget = budget;
 	*out = c;
 	return 0;
@@ -91,6 +106,7 @@ void bcache_free(struct bcache *c)
 	free(c->buckets);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->filled);
+	pthread_cond_destroy(&c->room);
 	free(c);
 }
 
@@ -163,19 +179,21 @@ static void unlink_ent(struct bcache *c, struct bcache_ent *e)
 	if (e->state == ENT_READY)
 		lru_unlink(c, e);
 	e->in_table = false;
-	c->st.used -= e->cap;
+	c->st.used -= charge(e->cap);
 	c->st.entries--;
+	pthread_cond_broadcast(&c->room);
 }
 
 /*
- * Evicts unreferenced ready entries from the LRU end until the budget holds.
- * Returns them chained through hnext, to be freed after the lock is dropped.
+ * Evicts unreferenced ready entries from the LRU end until `need` more bytes
+ * fit the budget.  Returns them chained through hnext, to be freed after the
+ * lock is dropped.
  */
-static struct bcache_ent *evict(struct bcache *c)
+static struct bcache_ent *evict(struct bcache *c, size_t need)
 {
 	struct bcache_ent *victims = NULL, *e = c->lru;
 
-	while (e && c->st.used > c->st.budget) {
+	while (e && c->st.used + need > c->st.budget) {
 		struct bcache_ent *prev = e->prev;
 
 		if (e->refs == 0) {
@@ -187,6 +205,12 @@ static struct bcache_ent *evict(struct bcache *c)
 		e = prev;
 	}
 	return victims;
+}
+
+/* With the lock held: whether `need` bytes may be admitted now (see "Room" above). */
+static bool has_room(const struct bcache *c, size_t need)
+{
+	return c->st.used + need <= c->st.budget || c->st.used == 0;
 }
 
 static void free_chain(struct bcache_ent *e)
@@ -220,7 +244,9 @@ static struct bcache_ent *insert(struct bcache *c, uint64_t id, uint64_t no, siz
 	e->hnext = c->buckets[b];
 	c->buckets[b] = e;
 	c->st.entries++;
-	c->st.used += size;
+	c->st.used += charge(size);
+	if (c->st.used > c->st.peak)
+		c->st.peak = c->st.used;
 	c->st.misses++;
 	return e;
 }
@@ -254,21 +280,25 @@ static void reuse(struct bcache *c, struct bcache_ent *e, struct bcache_ent *vic
 }
 
 /*
- * A miss, entered with the lock held, which it drops: inserts an in-flight
- * entry, makes room, and allocates the buffer outside the lock.  Returns 1
- * and *out, or -ENOMEM.
+ * A miss, entered with the lock held, which it drops.  Makes room, or with
+ * wait false gives up (returns 0) if there is none; with wait true the
+ * caller has checked has_room.  Inserts an in-flight entry and allocates its
+ * buffer outside the lock.  Returns 1 and *out, 0, or -ENOMEM.
  */
-static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
+static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, bool wait,
+		struct bcache_ent **out)
 {
-	struct bcache_ent *e = insert(c, id, no, size);
-	struct bcache_ent *victims = e ? evict(c) : NULL;
+	struct bcache_ent *victims = evict(c, charge(size)), *e = NULL;
 
-	if (e)
-		reuse(c, e, victims);
+	if (wait || has_room(c, charge(size))) {
+		e = insert(c, id, no, size);
+		if (e)
+			reuse(c, e, victims);
+	}
 	pthread_mutex_unlock(&c->lock);
-	if (!e)
-		return -ENOMEM;
 	free_chain(victims);
+	if (!e)
+		return wait ? -ENOMEM : 0;
 	if (!e->data)
 		e->data = malloc(e->size ? e->size : 1);
 	if (!e->data) {
@@ -279,13 +309,41 @@ static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct 
 	return 1;
 }
 
-int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
+/* Waits, with the lock held, until has_room(need) after evicting; frees victims unlocked. */
+static void wait_room(struct bcache *c, size_t need)
+{
+	for (;;) {
+		struct bcache_ent *victims = evict(c, need);
+
+		if (victims) {
+			pthread_mutex_unlock(&c->lock);
+			free_chain(victims);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
+		if (has_room(c, need))
+			return;
+		c->st.room_waits++;
+		pthread_cond_wait(&c->room, &c->lock);
+	}
+}
+
+int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, bool wait,
+	       struct bcache_ent **out)
 {
 	struct bcache_ent *e;
 
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
-	e = find(c, id, no);
+	for (;;) {
+		e = find(c, id, no);
+		if (e || !wait)
+			break;
+		if (has_room(c, charge(size)))
+			return miss(c, id, no, size, true, out);
+		/* The table may change while we wait: look the chunk up again after. */
+		wait_room(c, charge(size));
+	}
 	if (e && e->state == ENT_FILLING) {
 		/* Our reference keeps it alive even if it leaves the table meanwhile. */
 		e->refs++;
@@ -315,7 +373,14 @@ int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct b
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	return miss(c, id, no, size, out);
+	return miss(c, id, no, size, false, out) == 1 ? 1 : -EAGAIN;
+}
+
+void bcache_wait_room(struct bcache *c, size_t size)
+{
+	pthread_mutex_lock(&c->lock);
+	wait_room(c, charge(size));
+	pthread_mutex_unlock(&c->lock);
 }
 
 int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent **out)
@@ -339,7 +404,7 @@ int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size,
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	return miss(c, id, no, size, out);
+	return miss(c, id, no, size, false, out);
 }
 
 void bcache_done(struct bcache *c, struct bcache_ent *e, int err)
@@ -373,8 +438,11 @@ void bcache_put(struct bcache *c, struct bcache_ent *e)
 		return;
 	pthread_mutex_lock(&c->lock);
 	dead = --e->refs == 0 && !e->in_table;
-	if (e->refs == 0 && c->st.used > c->st.budget)
-		victims = evict(c);
+	if (e->refs == 0) {
+		if (c->st.used > c->st.budget)
+			victims = evict(c, 0);
+		pthread_cond_broadcast(&c->room);
+	}
 	pthread_mutex_unlock(&c->lock);
 	if (dead)
 		ent_free(e);
@@ -402,6 +470,29 @@ void bcache_drop(struct bcache *c, uint64_t id)
 	}
 	pthread_mutex_unlock(&c->lock);
 	free_chain(victims);
+}
+
+void bcache_charge(struct bcache *c, size_t bytes)
+{
+	struct bcache_ent *victims;
+
+	pthread_mutex_lock(&c->lock);
+	victims = evict(c, bytes);
+	c->st.used += bytes;
+	c->st.charged += bytes;
+	if (c->st.used > c->st.peak)
+		c->st.peak = c->st.used;
+	pthread_mutex_unlock(&c->lock);
+	free_chain(victims);
+}
+
+void bcache_uncharge(struct bcache *c, size_t bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	c->st.used -= bytes;
+	c->st.charged -= bytes;
+	pthread_cond_broadcast(&c->room);
+	pthread_mutex_unlock(&c->lock);
 }
 
 void *bcache_buf(struct bcache_ent *e)

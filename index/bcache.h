@@ -5,14 +5,20 @@
 /*
  * The shared cache of decoded chunks: one per process, used by every
  * archive.  Entries are keyed by (archive id, chunk number), refcounted,
- * and kept in LRU order.  The byte budget counts the buffers of every
- * entry in the table, being filled or ready (a new entry takes over the
- * buffer of one it evicts when that is at most 1/8 larger than it needs:
- * no fresh pages to fault in).  Unreferenced entries are evicted,
- * least recently used first, whenever the total would exceed the budget.
- * Referenced ones are never evicted, so the budget can be exceeded while
- * readers hold more than it, by at most what they hold; as soon as the
- * last reference goes the cache shrinks back under the budget.
+ * and kept in LRU order.  The byte budget counts, for every entry in the
+ * table, being filled or ready, its buffer plus BCACHE_ENT_COST (a new
+ * entry takes over the buffer of one it evicts when that is at most 1/8
+ * larger than it needs: no fresh pages to fault in), and whatever callers
+ * charge to it (bcache_charge: parked decoders).  Unreferenced entries are
+ * evicted, least recently used first, to make room.
+ *
+ * Room: a new entry is admitted only if it then fits the budget, or if the
+ * table is otherwise empty (one unit larger than the budget is served
+ * alone).  Referenced entries are never evicted, so when readers hold the
+ * budget, a new entry waits (bcache_get with wait) or is refused (the other
+ * calls).  So the budget holds, give or take the 1/8 of a reused buffer,
+ * except while one unit larger than the whole budget is in use.  A caller
+ * that holds references must never wait for room: it could wait for itself.
  *
  * A miss makes the caller the filler: the entry is in the table at once,
  * marked in flight, and the lock is dropped while the caller decodes into
@@ -22,20 +28,27 @@
  * bcache_free must be the last call.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* What one entry costs besides its buffer: the entry, malloc's headers, hash slots. */
+#define BCACHE_ENT_COST 160u
 
 struct bcache;
 struct bcache_ent;
 
 struct bcache_stats {
 	size_t budget;      /* bytes */
-	size_t used;        /* bytes of buffers in the table, in flight included */
+	size_t used;        /* bytes charged: entries in the table (in flight included) and bcache_charge */
+	size_t peak;        /* the most `used` has been */
+	size_t charged;     /* of used, through bcache_charge */
 	size_t entries;     /* entries in the table */
 	uint64_t hits;      /* gets served without decoding, waits included */
 	uint64_t misses;    /* fills started */
 	uint64_t waits;     /* gets that waited for another thread's fill */
 	uint64_t evictions;
+	uint64_t room_waits; /* gets that waited for room */
 };
 
 /* Returns 0 and *out, or -ENOMEM with *out NULL. */
@@ -50,12 +63,18 @@ void bcache_free(struct bcache *c);
  *   0  hit: *out is a ready entry holding a reference; release it with bcache_put;
  *   1  miss: *out is a new entry with an uninitialised buffer of size bytes
  *      (bcache_buf) that the caller must fill and then pass to bcache_done;
+ *   -EAGAIN  (wait false only) not cached and no room for it now (*out NULL);
  *   -ENOMEM  with *out NULL;
  *   -errno   the thread that was filling it failed with that error (*out NULL).
- * May block while another thread fills the same chunk; never while decoding
- * under a lock of its own.
+ * Blocks while another thread fills the same chunk, and with wait true
+ * until there is room for it: pass wait true only when holding no other
+ * reference of this cache and no lock that a holder of one may need.
  */
-int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out);
+int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, bool wait,
+	       struct bcache_ent **out);
+
+/* Waits until an entry of size bytes would have room (rules as bcache_get with wait). */
+void bcache_wait_room(struct bcache *c, size_t size);
 
 /*
  * Returns 0 and a referenced ready entry if (id, no) is cached, else
@@ -65,9 +84,9 @@ int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent 
 
 /*
  * Like bcache_get, but for chunks a decoder produces on its way to the one
- * it was asked for: never waits and never returns a hit.
+ * it was asked for, and for read-ahead: never waits and never returns a hit.
  * Returns 1 and *out to fill (as for a miss), 0 with *out NULL when the
- * chunk is already present or in flight, or -ENOMEM.
+ * chunk is already present or in flight or there is no room, or -ENOMEM.
  */
 int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size,
 		 struct bcache_ent **out);
@@ -88,6 +107,15 @@ void bcache_put(struct bcache *c, struct bcache_ent *e);
  * but is not kept.
  */
 void bcache_drop(struct bcache *c, uint64_t id);
+
+/*
+ * Counts bytes the caller holds outside the cache (a parked decoder) against
+ * the budget, evicting unreferenced entries to make room; never waits, so
+ * `used` may pass the budget by what is charged.  bcache_uncharge gives
+ * them back.
+ */
+void bcache_charge(struct bcache *c, size_t bytes);
+void bcache_uncharge(struct bcache *c, size_t bytes);
 
 /* The entry's bytes.  Valid while the caller holds its reference. */
 void *bcache_buf(struct bcache_ent *e);

@@ -713,7 +713,7 @@ static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, ui
 			return 0;
 		pthread_mutex_lock(&r->stream);
 	}
-	ret = bcache_get(r->cache, r->id, ustart, ulen, out);
+	ret = bcache_get(r->cache, r->id, ustart, ulen, true, out);
 	if (ret == 1) {
 		ret = fill_entry(r, k, ustart, *out, pos);
 		if (ret < 0)
