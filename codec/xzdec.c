@@ -55,6 +55,8 @@ struct xzdec_dec {
 	uint64_t pos;	 /* uncompressed bytes returned */
 	bool done;	 /* LZMA_STREAM_END seen: Padding and Check are good */
 	bool failed;
+	lzma_allocator alloc; /* xz_alloc and xz_free, opaque = this decoder */
+	size_t mem;	 /* bytes liblzma holds for this decoder */
 	uint8_t in[XZDEC_CHUNK];
 };
 
@@ -116,19 +118,22 @@ static void spare_free(void *p)
 	free(h);
 }
 
+/* opaque, when set, is the decoder whose `mem` counts what liblzma holds. */
 static void *xz_alloc(void *opaque, size_t nmemb, size_t size)
 {
-	(void)opaque;
-	return nmemb && size > SIZE_MAX / nmemb ? NULL : spare_alloc(nmemb * size);
+	void *p = nmemb && size > SIZE_MAX / nmemb ? NULL : spare_alloc(nmemb * size);
+
+	if (p && opaque)
+		((struct xzdec_dec *)opaque)->mem += nmemb * size;
+	return p;
 }
 
 static void xz_free(void *opaque, void *ptr)
 {
-	(void)opaque;
+	if (ptr && opaque)
+		((struct xzdec_dec *)opaque)->mem -= ((union spare_hdr *)ptr - 1)->n;
 	spare_free(ptr);
 }
-
-static const lzma_allocator xz_allocator = { xz_alloc, xz_free, NULL };
 
 /* Reads up to len bytes at off; 0 bytes means end of file. */
 static ssize_t xzdec_pread(int fd, void *buf, size_t len, uint64_t off)
@@ -376,7 +381,8 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out, 
 	d->fd = fd;
 	d->b = *b;
 	d->strm = (lzma_stream)LZMA_STREAM_INIT;
-	d->strm.allocator = &xz_allocator;
+	d->alloc = (lzma_allocator){ xz_alloc, xz_free, d };
+	d->strm.allocator = &d->alloc;
 	d->filters[0].id = LZMA_VLI_UNKNOWN;
 	if (__builtin_add_overflow(b->coff, b->csize, &d->in_end)) {
 		ret = zerr_set(err, -EIO, b->coff, "Block size overflows");
@@ -531,4 +537,9 @@ const char *xzdec_check_name(uint32_t check)
 	};
 
 	return check < 16 ? names[check] : "Unknown";
+}
+
+size_t xzdec_dec_memusage(const struct xzdec_dec *d)
+{
+	return sizeof(*d) + d->mem;
 }

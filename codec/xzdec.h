@@ -115,6 +115,9 @@ uint64_t xzdec_dec_tell(const struct xzdec_dec *d);
 /* Frees a decoder.  Accepts NULL. */
 void xzdec_dec_close(struct xzdec_dec *d);
 
+/* Bytes the decoder holds now (its dictionary and state): what keeping it parked costs. */
+size_t xzdec_dec_memusage(const struct xzdec_dec *d);
+
 /* "None", "CRC32", "CRC64", "SHA-256", "Unknown-N" (N < 16) or "Unknown"; static storage. */
 const char *xzdec_check_name(uint32_t check);
 

@@ -207,10 +207,14 @@ static struct bcache_ent *evict(struct bcache *c, size_t need)
 	return victims;
 }
 
-/* With the lock held: whether `need` bytes may be admitted now (see "Room" above). */
+/*
+ * With the lock held: whether `need` bytes may be admitted now (see "Room"
+ * above).  Charged bytes do not count for "otherwise empty": a parked
+ * decoder larger than the budget must not stop every read.
+ */
 static bool has_room(const struct bcache *c, size_t need)
 {
-	return c->st.used + need <= c->st.budget || c->st.used == 0;
+	return c->st.used + need <= c->st.budget || c->st.used == c->st.charged;
 }
 
 static void free_chain(struct bcache_ent *e)
@@ -493,6 +497,11 @@ void bcache_uncharge(struct bcache *c, size_t bytes)
 	c->st.charged -= bytes;
 	pthread_cond_broadcast(&c->room);
 	pthread_mutex_unlock(&c->lock);
+}
+
+size_t bcache_budget(const struct bcache *c)
+{
+	return c->st.budget; /* fixed at bcache_new */
 }
 
 void *bcache_buf(struct bcache_ent *e)

@@ -13,8 +13,8 @@
  * evicted, least recently used first, to make room.
  *
  * Room: a new entry is admitted only if it then fits the budget, or if the
- * table is otherwise empty (one unit larger than the budget is served
- * alone).  Referenced entries are never evicted, so when readers hold the
+ * table holds no other entry (one unit larger than the budget is served
+ * alone; charged bytes do not count here).  Referenced entries are never evicted, so when readers hold the
  * budget, a new entry waits (bcache_get with wait) or is refused (the other
  * calls).  So the budget holds, give or take the 1/8 of a reused buffer,
  * except while one unit larger than the whole budget is in use.  A caller
@@ -116,6 +116,9 @@ void bcache_drop(struct bcache *c, uint64_t id);
  */
 void bcache_charge(struct bcache *c, size_t bytes);
 void bcache_uncharge(struct bcache *c, size_t bytes);
+
+/* The budget given to bcache_new. */
+size_t bcache_budget(const struct bcache *c);
 
 /* The entry's bytes.  Valid while the caller holds its reference. */
 void *bcache_buf(struct bcache_ent *e);

@@ -31,6 +31,7 @@
 #include "gzdec.h"
 #include "idxfile.h"
 #include "pool.h"
+#include "srcid.h"
 #include "xzdec.h"
 #include "zlog.h"
 
@@ -43,6 +44,8 @@
 #define SEQ_SLACK (1u << 20)
 /* A gzip span this large means one huge deflate block: not randomly readable. */
 #define GZ_MAX_UNIT (256u << 20)
+/* Bytes of memory per xz Block in the block map: the Index entry, the map's start, entry and bad mark. */
+#define READER_XZ_BLOCK_COST (sizeof(struct xzdec_block) + sizeof(uint64_t) + sizeof(size_t) + 1)
 
 struct reader {
 	int fd;
@@ -64,9 +67,11 @@ struct reader {
 	 * other archives, and whole Blocks of this one, decode meanwhile.
 	 */
 	pthread_mutex_t stream;
-	/* Protected by stream. */
+	/* Protected by parked_lock (global; see park()). */
 	struct xzdec_dec *parked;    /* stopped at a slice boundary of parked_k */
 	size_t parked_k;
+	size_t parked_cost;          /* charged to the cache while parked */
+	struct reader *pprev, *pnext; /* on the parked list while parked != NULL */
 
 	pthread_mutex_t lock;
 	pthread_cond_t idle;         /* jobs reached 0 */
@@ -79,7 +84,21 @@ struct reader {
 	} streams[NSTREAMS];
 	unsigned next_stream;        /* slot to reuse for a new stream */
 	bool changed;                /* the source changed in place: all misses fail */
+	bool tainted;                /* opts.tainted was called */
 };
+
+/*
+ * Parked decoders of every reader, most recently parked first.  A parked
+ * decoder is charged to its reader's cache, and the list holds at most
+ * PARKED_SHARE of that cache's budget (always at least one decoder, so a
+ * sequential reader of a huge Block never decodes it twice): parking one
+ * more closes the oldest of the others.  A detached reader parks nothing,
+ * so a decoder never outlives the descriptor it was reading.
+ */
+#define PARKED_SHARE 2 /* 1/2 of the budget */
+static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct reader *parked_head, *parked_tail; /* protected by parked_lock */
+static size_t parked_total;                      /* protected by parked_lock */
 
 static atomic_uint_fast64_t next_id = 1;
 static atomic_uint_fast64_t n_decoded, n_ahead, n_xz, n_built, n_loaded, n_errors;
@@ -99,9 +118,15 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 {
 	o->span = 1u << 20;
 	o->whole_max = cache_size / 2;
-	if (o->whole_max < (1u << 20))
-		o->whole_max = 1u << 20;
-	o->slice = 2u << 20;
+	/* Small caches still hold a few slices, so one reader never evicts its own. */
+	o->slice = cache_size / 4;
+	if (o->slice > (2u << 20))
+		o->slice = 2u << 20;
+	if (o->slice < (64u << 10))
+		o->slice = 64u << 10;
+	if (o->whole_max < o->slice)
+		o->whole_max = o->slice;
+	o->index_max = cache_size / 4;
 	o->pool = NULL;
 	o->index_dir = NULL;
 	o->warm_bytes = 0;
@@ -138,6 +163,14 @@ static int build_xz(struct reader *r)
 			     r->name, b->usize, i, b->csize);
 			return -EINVAL;
 		}
+	}
+	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused. */
+	if (x->nblocks > r->opts.index_max / READER_XZ_BLOCK_COST) {
+		zlog(ZLOG_ERROR,
+		     "%s: its %zu Blocks need %zu KiB of index, more than cache_size/4 allows; "
+		     "raise cache_size or recompress with larger Blocks",
+		     r->name, x->nblocks, x->nblocks * READER_XZ_BLOCK_COST >> 10);
+		return -EINVAL;
 	}
 	if (cmap_init(&r->map, x->nblocks) < 0)
 		return -ENOMEM;
@@ -221,6 +254,9 @@ static void warm_output(void *ctx, const void *buf, size_t len)
 {
 	struct warm *w = ctx;
 
+	/* Past the budget nothing more is kept: stop before growing the buffer. */
+	if (!w->stop && w->len + len > w->budget)
+		w->stop = true;
 	if (w->stop)
 		return;
 	if (w->len + len > w->cap) {
@@ -361,8 +397,95 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 	*out = r;
 	return 0;
 fail:
+	if (ret == -EINVAL)
+		atomic_fetch_add(&n_errors, 1); /* a corrupt archive: logged above */
 	reader_close(r);
 	return ret;
+}
+
+/* With parked_lock held: takes r's parked decoder off the list; returns it. */
+static struct xzdec_dec *unpark_locked(struct reader *r)
+{
+	struct xzdec_dec *d = r->parked;
+
+	if (!d)
+		return NULL;
+	if (r->pprev)
+		r->pprev->pnext = r->pnext;
+	else
+		parked_head = r->pnext;
+	if (r->pnext)
+		r->pnext->pprev = r->pprev;
+	else
+		parked_tail = r->pprev;
+	r->pprev = r->pnext = NULL;
+	r->parked = NULL;
+	parked_total -= r->parked_cost;
+	return d;
+}
+
+/* Takes r's parked decoder if it is in map entry k (any entry if k is SIZE_MAX); else NULL. */
+static struct xzdec_dec *unpark(struct reader *r, size_t k)
+{
+	struct xzdec_dec *d = NULL;
+	size_t cost = 0;
+
+	pthread_mutex_lock(&parked_lock);
+	if (r->parked && (k == SIZE_MAX || r->parked_k == k)) {
+		cost = r->parked_cost;
+		d = unpark_locked(r);
+	}
+	pthread_mutex_unlock(&parked_lock);
+	if (d)
+		bcache_uncharge(r->cache, cost);
+	return d;
+}
+
+/*
+ * Parks d (stopped in map entry k) for r's next sequential read, charging
+ * it to the cache; closes the decoders of other readers that no longer fit
+ * the parked share, oldest first, and any decoder r had parked before.
+ */
+static void park(struct reader *r, struct xzdec_dec *d, size_t k)
+{
+	size_t cost = xzdec_dec_memusage(d), share = bcache_budget(r->cache) / PARKED_SHARE;
+	struct victim {
+		struct xzdec_dec *d;
+		struct bcache *cache;
+		size_t cost;
+	} v[8];
+	unsigned nv = 0;
+
+	pthread_mutex_lock(&parked_lock);
+	if (r->parked) {
+		v[nv].cache = r->cache;
+		v[nv].cost = r->parked_cost;
+		v[nv++].d = unpark_locked(r);
+	}
+	while (parked_tail && parked_total + cost > share && nv < 8) {
+		struct reader *o = parked_tail;
+
+		v[nv].cache = o->cache;
+		v[nv].cost = o->parked_cost;
+		v[nv++].d = unpark_locked(o);
+	}
+	r->parked = d;
+	r->parked_k = k;
+	r->parked_cost = cost;
+	r->pnext = parked_head;
+	r->pprev = NULL;
+	if (parked_head)
+		parked_head->pprev = r;
+	parked_head = r;
+	if (!parked_tail)
+		parked_tail = r;
+	parked_total += cost;
+	pthread_mutex_unlock(&parked_lock);
+	for (unsigned i = 0; i < nv; i++) {
+		xzdec_dec_close(v[i].d);
+		bcache_uncharge(v[i].cache, v[i].cost);
+	}
+	bcache_charge(r->cache, cost);
 }
 
 static void drain(struct reader *r)
@@ -380,7 +503,7 @@ void reader_close(struct reader *r)
 	drain(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
-	xzdec_dec_close(r->parked);
+	xzdec_dec_close(unpark(r, SIZE_MAX));
 	xzdec_index_free(r->xz);
 	gzdec_index_free(r->gz);
 	cmap_free(&r->map);
@@ -398,6 +521,8 @@ void reader_close(struct reader *r)
 void reader_detach(struct reader *r)
 {
 	drain(r);
+	/* Nobody reads it now: its decoder's memory goes back to the cache. */
+	xzdec_dec_close(unpark(r, SIZE_MAX));
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -445,11 +570,7 @@ const struct stat *reader_stat(const struct reader *r)
 
 int reader_matches(const struct reader *r, const struct stat *st)
 {
-	return st->st_dev == r->st.st_dev && st->st_ino == r->st.st_ino &&
-	       st->st_size == r->st.st_size && st->st_mtim.tv_sec == r->st.st_mtim.tv_sec &&
-	       st->st_mtim.tv_nsec == r->st.st_mtim.tv_nsec &&
-	       st->st_ctim.tv_sec == r->st.st_ctim.tv_sec &&
-	       st->st_ctim.tv_nsec == r->st.st_ctim.tv_nsec;
+	return srcid_same(st, &r->st);
 }
 
 void reader_get_info(const struct reader *r, struct reader_info *info)
@@ -503,8 +624,7 @@ static int check_unchanged(struct reader *r)
 	struct stat st;
 	bool first;
 
-	if (fstat(r->fd, &st) == 0 && st.st_size == r->st.st_size &&
-	    st.st_mtim.tv_sec == r->st.st_mtim.tv_sec && st.st_mtim.tv_nsec == r->st.st_mtim.tv_nsec)
+	if (fstat(r->fd, &st) == 0 && srcid_same(&st, &r->st))
 		return 0;
 	pthread_mutex_lock(&r->lock);
 	first = !r->changed;
@@ -550,9 +670,10 @@ static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len
 	unsigned char *scratch = NULL;
 	int ret = 0;
 
-	if (r->parked && r->parked_k == k && xzdec_dec_tell(r->parked) <= want) {
-		d = r->parked;
-		r->parked = NULL;
+	d = unpark(r, k);
+	if (d && xzdec_dec_tell(d) > want) {
+		xzdec_dec_close(d); /* past the slice: a reader went back */
+		d = NULL;
 	}
 	if (!d) {
 		if (want > 0)
@@ -591,7 +712,14 @@ static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len
 			break;
 		}
 		if (e) {
-			bcache_done(r->cache, e, 0);
+			/* Kept only if the file is still the one indexed, as in fill_entry. */
+			int ok = check_unchanged(r);
+
+			bcache_done(r->cache, e, ok);
+			if (ok < 0) {
+				ret = ok;
+				break;
+			}
 			bcache_put(r->cache, e);
 		}
 	}
@@ -603,9 +731,7 @@ static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len
 			ret = got < 0 ? (int)got : zerr_set(err, -EIO, b->coff, "Block ended early");
 	}
 	if (ret == 0 && xzdec_dec_tell(d) < b->usize) {
-		xzdec_dec_close(r->parked);
-		r->parked = d;
-		r->parked_k = k;
+		park(r, d, k);
 		d = NULL;
 	}
 	xzdec_dec_close(d);
@@ -670,6 +796,22 @@ static bool is_streamed(const struct reader *r, size_t k)
 }
 
 /*
+ * Earlier slices of a streamed unit that just failed its Check may be in
+ * the kernel's page cache: tell whoever can drop them, once.
+ */
+static void taint(struct reader *r)
+{
+	bool first;
+
+	pthread_mutex_lock(&r->lock);
+	first = !r->tainted;
+	r->tainted = true;
+	pthread_mutex_unlock(&r->lock);
+	if (first && r->opts.tainted)
+		r->opts.tainted(r->opts.tainted_ctx, r);
+}
+
+/*
  * Fills entry e, which the caller claimed for the unit at ustart of map
  * entry k, and ends the fill.  Returns 0, or a negative errno after the one
  * log line for its cause.  pos is the offset a reader wanted, for the log.
@@ -693,36 +835,47 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	if (ret == 0)
 		atomic_fetch_add(&n_decoded, bcache_size(e));
 	/* A file changed under the decoder is not corrupt: that cause is logged once already. */
-	if (ret < 0 && err.msg[0] && check_unchanged(r) == 0)
+	if (ret < 0 && err.msg[0] && check_unchanged(r) == 0) {
 		ret = fail_entry(r, k, pos, ret, &err);
+		if (ret == -EIO && is_streamed(r, k))
+			taint(r);
+	}
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
 
 /*
  * Returns a referenced cache entry holding unit [ustart, ustart + ulen) of
- * map entry k, decoding it on a miss, or a negative errno.
+ * map entry k, decoding it on a miss, or a negative errno; -EAGAIN when
+ * there is no room for it and the caller may not wait (it holds other
+ * units: waiting could be waiting for itself).  Room is never waited for
+ * with r->stream held, since holders of other units may need that lock.
  */
 static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos,
-		    struct bcache_ent **out)
+		    bool may_wait, struct bcache_ent **out)
 {
 	bool streamed = is_streamed(r, k);
 	int ret;
 
-	if (streamed) {
-		if (bcache_lookup(r->cache, r->id, ustart, out) == 0)
-			return 0;
-		pthread_mutex_lock(&r->stream);
+	for (;;) {
+		if (streamed) {
+			if (bcache_lookup(r->cache, r->id, ustart, out) == 0)
+				return 0;
+			pthread_mutex_lock(&r->stream);
+		}
+		ret = bcache_get(r->cache, r->id, ustart, ulen, may_wait && !streamed, out);
+		if (ret == 1) {
+			ret = fill_entry(r, k, ustart, *out, pos);
+			if (ret < 0)
+				*out = NULL;
+		} else if (ret < 0 && ret != -ENOMEM && ret != -EAGAIN) {
+			ret = -EIO; /* another thread's fill failed, and logged it */
+		}
+		if (streamed)
+			pthread_mutex_unlock(&r->stream);
+		if (ret != -EAGAIN || !may_wait)
+			break;
+		bcache_wait_room(r->cache, ulen);
 	}
-	ret = bcache_get(r->cache, r->id, ustart, ulen, true, out);
-	if (ret == 1) {
-		ret = fill_entry(r, k, ustart, *out, pos);
-		if (ret < 0)
-			*out = NULL;
-	} else if (ret < 0 && ret != -ENOMEM) {
-		ret = -EIO; /* another thread's fill failed, and logged it */
-	}
-	if (streamed)
-		pthread_mutex_unlock(&r->stream);
 	return ret < 0 ? ret : 0;
 }
 
@@ -914,7 +1067,9 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		else if (r->gz && ulen > GZ_MAX_UNIT)
 			ret = too_large(r, k, pos, ulen);
 		else
-			ret = get_unit(r, k, ustart, ulen, pos, &e);
+			ret = get_unit(r, k, ustart, ulen, pos, v->n == 0, &e);
+		if (ret == -EAGAIN)
+			break; /* the cache is full of what is pinned: serve what we have */
 		if (ret < 0) {
 			reader_view_release(r, v);
 			return ret;

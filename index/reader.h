@@ -60,6 +60,7 @@ struct reader_opts {
 	size_t readahead;  /* bytes decoded ahead of a sequential reader */
 	const char *index_dir; /* where gzip indexes persist; NULL: memory only */
 	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
+	size_t index_max;  /* an xz file whose block map would take more is refused */
 	/*
 	 * Called at most once per reader, from whichever thread found it (a
 	 * reader's or a read-ahead worker), with no reader lock held, when a
@@ -121,8 +122,8 @@ struct reader_view {
  * reader_pread without the copy: pins the cache units that hold the bytes
  * at off and points v->iov at them.  Returns the count the pieces cover,
  * min(len, size - off), or less when that would take more than
- * READER_VIEW_MAX units (then a prefix ending at a unit boundary, never 0
- * before EOF); or a negative errno as reader_pread, with nothing pinned.
+ * READER_VIEW_MAX units or when the cache has no room for more while these
+ * are pinned (then a prefix ending at a unit boundary, never 0 before EOF); or a negative errno as reader_pread, with nothing pinned.
  * Unless it failed, the caller must pass v to reader_view_release, soon:
  * pinned units stay in the cache past its budget.  Any thread may release.
  */
@@ -149,7 +150,8 @@ struct reader_counters {
 	uint64_t xz_indexes;     /* xz Indexes read */
 	uint64_t indexes_built;  /* gzip checkpoint passes run */
 	uint64_t indexes_loaded; /* gzip indexes loaded from index_dir */
-	uint64_t read_errors;    /* chunks that failed to decode (each logged once) */
+	uint64_t read_errors;    /* chunks that failed to decode, and archives that
+				  * failed to index (each logged once) */
 };
 
 void reader_get_counters(struct reader_counters *out);

@@ -495,9 +495,17 @@ START_TEST(views_cover_the_file_in_pinned_pieces)
 		ck_assert_int_gt(n, 0);
 		ck_assert_uint_ge(v.n, 1);
 		ck_assert_uint_le(v.n, READER_VIEW_MAX);
-		/* short only when the view is full */
-		if ((uint64_t)n < o.size - off)
-			ck_assert_uint_eq(v.n, READER_VIEW_MAX);
+		/* short only when the view is full, or the cache could not take one more unit */
+		if ((uint64_t)n < o.size - off && v.n < READER_VIEW_MAX) {
+			struct reader_info in;
+			uint64_t unit;
+
+			reader_get_info(o.r, &in);
+			unit = in.max_block > o.opts.whole_max ? o.opts.slice : in.max_block;
+			ck_assert_msg((v.n + 1) * (unit + BCACHE_ENT_COST) > c->budget,
+				      "%s: view of %u pieces at %llu is short with room for more",
+				      c->file, v.n, (unsigned long long)off);
+		}
 		for (unsigned i = 0; i < v.n; i++) {
 			ck_assert_uint_gt(v.iov[i].iov_len, 0);
 			ck_assert_msg(memcmp(v.iov[i].iov_base, o.want + off + at, v.iov[i].iov_len) == 0,
@@ -623,7 +631,7 @@ START_TEST(second_pass_is_all_hits)
 	bcache_stats(o.cache, &st1);
 	ck_assert_uint_eq(st1.misses, n + 1);
 	ck_assert_uint_eq(st1.entries, n + 1);
-	ck_assert_uint_eq(st1.used, o.size);
+	ck_assert_uint_eq(st1.used, o.size + st1.entries * BCACHE_ENT_COST);
 	for (uint64_t off = 0; off < o.size; off += 50000)
 		expect_read(&o, off, 50000);
 	bcache_stats(o.cache, &st2);
@@ -1066,10 +1074,10 @@ START_TEST(readers_share_a_cache)
 	/* a read up to 520000: Blocks 0-7 of each */
 	bcache_stats(cache, &st);
 	ck_assert_uint_eq(st.misses, 16);
-	ck_assert_uint_eq(st.used, 8 * 65536 + OTHER_SIZE);
+	ck_assert_uint_eq(st.used, 8 * 65536 + OTHER_SIZE + 16 * BCACHE_ENT_COST);
 	reader_close(a);
 	bcache_stats(cache, &st);
-	ck_assert_uint_eq(st.used, OTHER_SIZE);
+	ck_assert_uint_eq(st.used, OTHER_SIZE + 8 * BCACHE_ENT_COST);
 	ck_assert_uint_eq(st.entries, 8);
 	expect_read(&ob, 0, OTHER_SIZE);
 	bcache_stats(cache, &st);
@@ -1156,7 +1164,9 @@ static void concurrent_reads(const char *file, size_t budget, size_t whole_max, 
 		pthread_join(t[i], NULL);
 	ck_assert_msg(failures == 0, "%s: %d reads failed, first: %s", file, (int)failures, first);
 	bcache_stats(cache, &st);
-	ck_assert_uint_le(st.used, st.budget);
+	/* chunks within the budget; a parked decoder larger than its share may be charged on top */
+	ck_assert_uint_le(st.used - st.charged, st.budget);
+	ck_assert_uint_le(st.charged, 4 * MiB); /* one decoder: its dictionary is 3 MiB at most */
 	ck_assert_uint_gt(st.evictions, 0);
 	reader_close(r);
 	bcache_free(cache);
@@ -1484,6 +1494,172 @@ START_TEST(detach_then_attach_reads_again)
 }
 END_TEST
 
+/* Issue 10, item 1: a decoder parked before a detach never reads the fd number's next owner. */
+START_TEST(parked_decoder_never_reads_another_file)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct bcache_stats st;
+	struct reader *r;
+	struct opened o;
+	int ofd;
+
+	reader_opts_default(&ro, MiB);
+	ro.whole_max = 128 * KiB;
+	ro.slice = 64 * KiB;
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &cache, &r), 0);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "single.xz"};
+	expect_read(&o, 0, 200000); /* parks a decoder inside the one Block */
+	bcache_stats(cache, &st);
+	ck_assert_uint_gt(st.charged, 0);
+	reader_detach(r);
+	/* the parked decoder went with the descriptor, and so did its charge */
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.charged, 0);
+	ofd = open_ro("other.xz"); /* most likely takes the closed fd's number */
+	ck_assert_int_ge(ofd, 0);
+	ck_assert_int_eq(reader_attach(r, open_ro("single.xz")), 0);
+	expect_read(&o, 200000, 400000);
+	close(ofd);
+	reader_close(r);
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.charged, 0);
+	bcache_free(cache);
+}
+END_TEST
+
+/* Parked decoders share half the budget: parking one more closes the oldest. */
+START_TEST(parked_decoders_stay_within_their_share)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct bcache_stats st;
+	struct reader *a, *b;
+	struct opened oa, ob;
+	size_t one;
+
+	reader_opts_default(&ro, MiB);
+	ro.whole_max = 128 * KiB;
+	ro.slice = 64 * KiB;
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &cache, &a), 0);
+	ck_assert_int_eq(reader_open_fd(open_ro("single.xz"), "single.xz", cache, &ro, &b), 0);
+	oa = (struct opened){cache, ro, a, orig, ORIG_SIZE, "single.xz"};
+	ob = (struct opened){cache, ro, b, orig, ORIG_SIZE, "single.xz"};
+	expect_read(&oa, 0, 100000);
+	bcache_stats(cache, &st);
+	one = st.charged;
+	ck_assert_uint_gt(one, 0);
+	expect_read(&ob, 0, 100000);
+	bcache_stats(cache, &st);
+	/* each decoder costs more than the share (its dictionary): only the newest stays */
+	ck_assert_uint_gt(one, MiB / 2);
+	ck_assert_uint_le(st.charged, one + one / 4);
+	/* a's decoder is gone; reading a on still gives the right bytes */
+	expect_read(&oa, 100000, 300000);
+	expect_read(&ob, 100000, 300000);
+	reader_close(a);
+	reader_close(b);
+	bcache_stats(cache, &st);
+	ck_assert_uint_eq(st.charged, 0);
+	bcache_free(cache);
+}
+END_TEST
+
+/* Issue 10, item 7: an in-place rewrite that restores the mtime is still a change (ctime). */
+START_TEST(rewrite_restoring_mtime_gives_eio)
+{
+	char path[PATH_MAX];
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct stat st;
+	unsigned char buf[1000];
+	struct timespec ts[2];
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(sh("cd '%s' && cp b64k.xz inplace.xz", dir), 0);
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("inplace.xz", MiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	path_of(path, sizeof(path), "inplace.xz");
+	ck_assert_int_eq(stat(path, &st), 0);
+	/* rewrite every byte in place (the same bytes: only the identity can tell) */
+	ck_assert_int_eq(sh("cd '%s' && dd if=b64k.xz of=inplace.xz conv=notrunc status=none", dir), 0);
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 2 * MiB), -EIO);
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
+/* Issue 10, item 8: an xz file's block map is bounded by opts.index_max. */
+START_TEST(too_many_blocks_is_refused)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct reader_info in;
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(sh("cd '%s' && head -c 20000 orig > tiny && "
+			    "xz -T1 --block-size=64 -c tiny > tiny.xz", dir), 0);
+	reader_opts_default(&ro, 16 * MiB);
+	ck_assert_int_eq(open_file("tiny.xz", 16 * MiB, &ro, &cache, &r), 0);
+	reader_get_info(r, &in);
+	ck_assert_uint_eq(in.blocks, (20000 + 63) / 64);
+	reader_close(r);
+	/* the same file where its map would take more than index_max */
+	ro.index_max = 100 * 64;
+	ck_assert_int_eq(reader_open_fd(open_ro("tiny.xz"), "tiny.xz", cache, &ro, &r), -EINVAL);
+	ck_assert_ptr_null(r);
+	bcache_free(cache);
+}
+END_TEST
+
+static void count_taint(void *ctx, const struct reader *r)
+{
+	(void)r;
+	(*(int *)ctx)++;
+}
+
+/* Issue 10, item 10: a streamed Block that fails its Check asks for its pages to go, once. */
+START_TEST(failed_streamed_block_taints_once)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader *r;
+	struct xzblock b;
+	unsigned char buf[100];
+	int calls = 0;
+
+	ck_assert(gen_ok);
+	b = xz_block("b300k.xz", 3);
+	corrupt_copy("b300k.xz", "taint.xz", b.coff + b.tsize - 1);
+	reader_opts_default(&ro, MiB);
+	ro.whole_max = 128 * KiB;
+	ro.slice = 64 * KiB;
+	ro.tainted = count_taint;
+	ro.tainted_ctx = &calls;
+	ck_assert_int_eq(open_file("taint.xz", MiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff), 10);
+	ck_assert_int_eq(calls, 0);
+	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff + b.usize - 10), -EIO);
+	ck_assert_int_eq(calls, 1);
+	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff + b.usize - 10), -EIO);
+	ck_assert_int_eq(calls, 1);
+	reader_close(r);
+	/* a whole (verified) Block never served a byte: nothing to taint */
+	ro.whole_max = MiB;
+	ck_assert_int_eq(reader_open_fd(open_ro("taint.xz"), "taint.xz", cache, &ro, &r), 0);
+	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff), -EIO);
+	ck_assert_int_eq(calls, 1);
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
 START_TEST(attach_other_file_is_estale)
 {
 	struct reader_opts ro;
@@ -1597,6 +1773,9 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, close_waits_for_read_ahead);
 	tcase_add_test(tc, detach_then_attach_reads_again);
 	tcase_add_test(tc, attach_other_file_is_estale);
+	tcase_add_test(tc, parked_decoder_never_reads_another_file);
+	tcase_add_test(tc, parked_decoders_stay_within_their_share);
+	tcase_add_test(tc, too_many_blocks_is_refused);
 	tcase_add_test(tc, detach_waits_for_read_ahead);
 	tcase_add_test(tc, probe_by_magic_and_gzip_header);
 	tcase_add_test(tc, readers_share_a_cache);
@@ -1615,6 +1794,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(te, truncated_xz_source_gives_eio);
 	tcase_add_test(te, truncated_gzip_source_gives_eio);
 	tcase_add_test(te, rewritten_source_gives_eio);
+	tcase_add_test(te, rewrite_restoring_mtime_gives_eio);
+	tcase_add_test(te, failed_streamed_block_taints_once);
 	tcase_set_timeout(te, 60);
 	suite_add_tcase(s, te);
 
