@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bcache.h"
@@ -85,6 +86,9 @@ struct reader {
 	unsigned next_stream;        /* slot to reuse for a new stream */
 	bool changed;                /* the source changed in place: all misses fail */
 	bool tainted;                /* opts.tainted was called */
+	unsigned failed;             /* map entries marked bad */
+	/* Counters of this reader, for per-file stats. */
+	atomic_uint_fast64_t served, decoded;
 };
 
 /*
@@ -101,7 +105,7 @@ static struct reader *parked_head, *parked_tail; /* protected by parked_lock */
 static size_t parked_total;                      /* protected by parked_lock */
 
 static atomic_uint_fast64_t next_id = 1;
-static atomic_uint_fast64_t n_decoded, n_ahead, n_xz, n_built, n_loaded, n_errors;
+static atomic_uint_fast64_t n_decoded, n_ahead, n_xz, n_built, n_loaded, n_errors, n_served;
 static atomic_flag save_failed_logged = ATOMIC_FLAG_INIT;
 
 void reader_get_counters(struct reader_counters *out)
@@ -112,6 +116,7 @@ void reader_get_counters(struct reader_counters *out)
 	out->indexes_built = atomic_load(&n_built);
 	out->indexes_loaded = atomic_load(&n_loaded);
 	out->read_errors = atomic_load(&n_errors);
+	out->served_bytes = atomic_load(&n_served);
 }
 
 void reader_opts_default(struct reader_opts *o, size_t cache_size)
@@ -348,6 +353,32 @@ int reader_open(const char *path, struct bcache *cache, const struct reader_opts
 	return reader_open_fd(fd, realpath(path, real) ? real : path, cache, opts, out);
 }
 
+/*
+ * A unit wider than whole_max is streamed: reading inside it at random
+ * decodes from its start.  Say so once per open, with what to change.
+ */
+static void warn_wide_units(const struct reader *r)
+{
+	uint64_t widest = 0;
+
+	for (size_t k = 0; k < r->map.n; k++)
+		if (cmap_len(&r->map, k) > widest)
+			widest = cmap_len(&r->map, k);
+	if (widest <= r->opts.whole_max)
+		return;
+	if (r->xz)
+		zlog(ZLOG_WARN,
+		     "%s: a Block of %" PRIu64 " MiB is more than cache_size/2 (%zu MiB): random reads "
+		     "inside it decode from its start; for fast random access set cache_size=%" PRIu64
+		     "M or more, or recompress with xz --block-size=16MiB",
+		     r->name, widest >> 20, r->opts.whole_max >> 20, (2 * widest >> 20) + 1);
+	else
+		zlog(ZLOG_WARN,
+		     "%s: a span of %" PRIu64 " MiB between checkpoints (one deflate block) is more "
+		     "than cache_size/2 (%zu MiB): random reads inside it decode from its start",
+		     r->name, widest >> 20, r->opts.whole_max >> 20);
+}
+
 int reader_open_fd(int fd, const char *name, struct bcache *cache,
 		   const struct reader_opts *opts, struct reader **out)
 {
@@ -394,6 +425,7 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 		ret = -ENOMEM;
 		goto fail;
 	}
+	warn_wide_units(r);
 	*out = r;
 	return 0;
 fail:
@@ -580,6 +612,12 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	info->usize = reader_size(r);
 	info->csize = (uint64_t)r->st.st_size;
 	info->chunks = r->map.n;
+	info->served = atomic_load(&r->served);
+	info->decoded = atomic_load(&r->decoded);
+	pthread_mutex_lock((pthread_mutex_t *)&r->lock);
+	info->failed = r->failed;
+	info->changed = r->changed;
+	pthread_mutex_unlock((pthread_mutex_t *)&r->lock);
 	for (size_t k = 0; k < r->map.n; k++)
 		if (cmap_len(&r->map, k) > info->max_block)
 			info->max_block = cmap_len(&r->map, k);
@@ -603,8 +641,10 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
 
 	pthread_mutex_lock(&r->lock);
 	first = !r->bad[k];
-	if (ret != -ENOMEM) /* memory comes back; corrupt data does not */
+	if (ret != -ENOMEM && first) { /* memory comes back; corrupt data does not */
 		r->bad[k] = 1;
+		r->failed++;
+	}
 	pthread_mutex_unlock(&r->lock);
 	if (first)
 		atomic_fetch_add(&n_errors, 1);
@@ -795,6 +835,14 @@ static bool is_streamed(const struct reader *r, size_t k)
 	return r->xz && cmap_len(&r->map, k) > r->opts.whole_max;
 }
 
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 /*
  * Earlier slices of a streamed unit that just failed its Check may be in
  * the kernel's page cache: tell whoever can drop them, once.
@@ -820,8 +868,10 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 		      uint64_t pos)
 {
 	struct zerr err = { 0 };
+	struct timespec t0;
 	int ret = check_unchanged(r);
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (ret == 0)
 		ret = fill(r, k, ustart, bcache_size(e), bcache_buf(e), &err);
 	/*
@@ -832,8 +882,13 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	if (ret == 0)
 		ret = check_unchanged(r);
 	bcache_done(r->cache, e, ret);
-	if (ret == 0)
+	if (ret == 0) {
 		atomic_fetch_add(&n_decoded, bcache_size(e));
+		atomic_fetch_add(&r->decoded, bcache_size(e));
+		zlog(ZLOG_DEBUG, "%s: decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms", r->name,
+		     bcache_size(e), ustart, r->xz ? "Block" : "checkpoint", r->entry[k],
+		     ms_since(&t0));
+	}
 	/* A file changed under the decoder is not corrupt: that cause is logged once already. */
 	if (ret < 0 && err.msg[0] && check_unchanged(r) == 0) {
 		ret = fail_entry(r, k, pos, ret, &err);
@@ -1082,6 +1137,8 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		v->ent[v->n++] = e;
 		done += n;
 	}
+	atomic_fetch_add(&n_served, done);
+	atomic_fetch_add(&r->served, done);
 	return (ssize_t)done;
 }
 

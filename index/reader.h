@@ -86,6 +86,10 @@ struct reader_info {
 	uint64_t max_block; /* xz: largest Block; gzip: largest span between checkpoints */
 	uint32_t checks;    /* xz: mask of 1u << Check ID; gzip: 0 */
 	uint64_t padding;   /* xz: Stream Padding bytes; gzip: trailing bytes ignored */
+	uint64_t served;    /* bytes returned to readers of this reader */
+	uint64_t decoded;   /* bytes its decoders produced into the cache */
+	unsigned failed;    /* units that failed (corrupt data; each logged once) */
+	int changed;        /* the source changed in place since open: every miss fails */
 };
 
 /*
@@ -152,6 +156,7 @@ struct reader_counters {
 	uint64_t indexes_loaded; /* gzip indexes loaded from index_dir */
 	uint64_t read_errors;    /* chunks that failed to decode, and archives that
 				  * failed to index (each logged once) */
+	uint64_t served_bytes;   /* bytes returned by reader_view and reader_pread */
 };
 
 void reader_get_counters(struct reader_counters *out);
