@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ int main(int argc, char *argv[])
 	struct reader_opts ro;
 	struct bcache *cache = NULL;
 	struct reader *r = NULL;
-	char *buf = malloc(BUF);
+	char *buf = malloc(BUF), name[4 * PATH_MAX];
 	int ret;
 
 	zlog_set_name("zmount-cat");
@@ -86,9 +87,11 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "zmount-cat: out of memory\n");
 		return 1;
 	}
+	/* Messages are one line each, whatever the file is called. */
+	zlog_escape(name, sizeof(name), argv[1]);
 	ret = reader_open(argv[1], cache, &ro, &r);
 	if (ret == -ENOTSUP)
-		fprintf(stderr, "zmount-cat: %s: not an xz or gzip file\n", argv[1]);
+		fprintf(stderr, "zmount-cat: %s: not an xz or gzip file\n", name);
 	if (ret < 0) {
 		ret = ret == -ENOTSUP ? 1 : 2;
 		goto out;
@@ -97,7 +100,7 @@ int main(int argc, char *argv[])
 		ssize_t n = reader_pread(r, buf, len < BUF ? (size_t)len : BUF, off);
 
 		if (n < 0) {
-			fprintf(stderr, "zmount-cat: %s: offset %" PRIu64 ": %s\n", argv[1], off,
+			fprintf(stderr, "zmount-cat: %s: offset %" PRIu64 ": %s\n", name, off,
 				strerror((int)-n));
 			ret = 2;
 			goto out;

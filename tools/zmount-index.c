@@ -126,7 +126,7 @@ static void skip_name(const char **s, const char *name)
 static void capture_end(struct capture *c, const char *path, char *reason, size_t len)
 {
 	static const char prefix[] = "zmount-index: error: "; /* zlog_set_name in main */
-	char text[16384], real[PATH_MAX], *line, *next;
+	char text[16384], real[PATH_MAX], esc[4 * PATH_MAX], *line, *next;
 	const char *last = NULL;
 	ssize_t n;
 
@@ -154,10 +154,10 @@ static void capture_end(struct capture *c, const char *path, char *reason, size_
 	}
 	if (!last)
 		return;
-	/* The reader names a file by its real path, or as given if it cannot open it. */
+	/* The reader names a file by its real path, or as given if it cannot open it, escaped. */
 	if (realpath(path, real))
-		skip_name(&last, real);
-	skip_name(&last, path);
+		skip_name(&last, zlog_escape(esc, sizeof(esc), real));
+	skip_name(&last, zlog_escape(esc, sizeof(esc), path));
 	snprintf(reason, len, "%s", last);
 }
 
@@ -189,10 +189,13 @@ struct list {
 
 static void walk_fail(struct list *l, const char *path, int err)
 {
+	char esc[4 * PATH_MAX];
+
+	zlog_escape(esc, sizeof(esc), path);
 	if (l->all)
-		printf("%s: unreadable: %s\n", path, strerror(err));
+		printf("%s: unreadable: %s\n", esc, strerror(err));
 	else
-		fprintf(stderr, "zmount-index: %s: %s\n", path, strerror(err));
+		fprintf(stderr, "zmount-index: %s: %s\n", esc, strerror(err));
 	l->failed++;
 }
 
@@ -458,10 +461,12 @@ static int verify_one(const char *path, struct bcache *cache, struct capture *ca
 	struct reader_opts ro;
 	struct reader_info in;
 	struct reader *r;
-	char reason[512];
+	char reason[512], esc[4 * PATH_MAX];
 	ssize_t n = 0;
 	int ret;
 
+	/* One line per file: a name with a newline must not make two. */
+	zlog_escape(esc, sizeof(esc), path);
 	reader_opts_default(&ro, VERIFY_CACHE); /* index_dir NULL: a fresh gzip pass */
 	capture_begin(cap);
 	ret = reader_open(path, cache, &ro, &r);
@@ -476,14 +481,14 @@ static int verify_one(const char *path, struct bcache *cache, struct capture *ca
 	capture_end(cap, path, reason, sizeof(reason));
 	reader_close(r);
 	if (ret == 0 && n >= 0) {
-		printf("%s: ok\n", path);
+		printf("%s: ok\n", esc);
 		return EX_OK;
 	}
 	if (ret == -EINVAL || n == -EIO) {
-		printf("%s: corrupt: %s\n", path, reason[0] ? reason : "bad data");
+		printf("%s: corrupt: %s\n", esc, reason[0] ? reason : "bad data");
 		return EX_CORRUPT;
 	}
-	printf("%s: unreadable: %s\n", path,
+	printf("%s: unreadable: %s\n", esc,
 	       ret == -ENOTSUP ? "not an xz or gzip file"
 	       : reason[0]     ? reason
 			       : strerror(ret ? -ret : (int)-n));

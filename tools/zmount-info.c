@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,11 +84,13 @@ int main(int argc, char *argv[])
 	for (int i = first; i < argc; i++) {
 		struct reader_info in;
 		struct reader *r;
-		char ck[128];
+		char ck[128], name[4 * PATH_MAX];
 		int ret = reader_open(argv[i], cache, &ro, &r);
 
+		/* Tab-separated, one line per file: escape tabs and newlines in names. */
+		zlog_escape(name, sizeof(name), argv[i]);
 		if (ret < 0) {
-			printf("%s\terror\t%s\n", argv[i],
+			printf("%s\terror\t%s\n", name,
 			       ret == -ENOTSUP ? "not an xz or gzip file" : strerror(-ret));
 			status = 2;
 			continue;
@@ -97,13 +100,13 @@ int main(int argc, char *argv[])
 			checks(in.checks, ck, sizeof(ck));
 			printf("%s\txz\tstreams=%" PRIu64 "\tblocks=%" PRIu64 "\tcompressed=%" PRIu64
 			       "\tuncompressed=%" PRIu64 "\tmax_block=%" PRIu64 "\tcheck=%s\tpadding=%" PRIu64 "\n",
-			       argv[i], in.streams, in.blocks, in.csize, in.usize, in.max_block, ck,
+			       name, in.streams, in.blocks, in.csize, in.usize, in.max_block, ck,
 			       in.padding);
 		} else {
 			printf("%s\tgzip\tmembers=%" PRIu64 "\tcheckpoints=%" PRIu64
 			       "\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64 "\tmax_span=%" PRIu64
 			       "\ttrailing=%" PRIu64 "\n",
-			       argv[i], in.streams, in.blocks, in.csize, in.usize, in.max_block, in.padding);
+			       name, in.streams, in.blocks, in.csize, in.usize, in.max_block, in.padding);
 		}
 		reader_close(r);
 	}

@@ -55,5 +55,61 @@ case "$line" in *gzip*"members=1"*"uncompressed=$(stat -c %s "$tmp/orig")"*) ok 
 "$bin/zmount-info" "$tmp/orig" >/dev/null; rc=$?
 [ "$rc" = 2 ] && ok "zmount-info on a plain file exits 2" || bad "zmount-info on a plain file exits $rc"
 
+# Every tool: -h/--help (usage on stdout, exit 0), -V/--version ("TOOL X.Y.Z").
+for tool in zmount-cat zmount-info zmount-index zmount-stat; do
+	for flag in -h --help; do
+		"$bin/$tool" $flag >"$tmp/out" 2>"$tmp/err"; rc=$?
+		if [ "$rc" = 0 ] && grep -q "^usage: $tool" "$tmp/out" && [ ! -s "$tmp/err" ]; then ok "$tool $flag"
+		else bad "$tool $flag: exit $rc, stdout '$(head -c 100 "$tmp/out")', stderr '$(head -c 100 "$tmp/err")'"; fi
+	done
+	for flag in -V --version; do
+		"$bin/$tool" $flag >"$tmp/out" 2>"$tmp/err"; rc=$?
+		if [ "$rc" = 0 ] && grep -qx "$tool [0-9]*\.[0-9]*\.[0-9]*" "$tmp/out" && [ ! -s "$tmp/err" ]; then ok "$tool $flag: $(cat "$tmp/out")"
+		else bad "$tool $flag: exit $rc, stdout '$(head -c 100 "$tmp/out")', stderr '$(head -c 100 "$tmp/err")'"; fi
+	done
+	# An unknown option or no argument: exit 1, one line on stderr naming the tool.
+	for args in --bogus ""; do
+		"$bin/$tool" $args >"$tmp/out" 2>"$tmp/err"; rc=$?
+		if [ "$rc" = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "^$tool: " "$tmp/err"; then ok "$tool '${args}': exit 1, '$(cat "$tmp/err")'"
+		else bad "$tool '${args}': exit $rc, stderr '$(cat "$tmp/err")' (want exit 1 and one '$tool:' line)"; fi
+	done
+done
+
+# Messages start with the tool's own name, the reader's log lines included,
+# and a file name cannot forge a line: a corrupt .xz with newlines in its name.
+xz -T1 --block-size=65536 -c "$tmp/orig" > "$tmp/bad.xz"
+printf '\377' | dd of="$tmp/bad.xz" bs=1 seek=300 conv=notrunc status=none
+forged=$'a\nzmount: info: FORGED LINE\nb.xz'
+head -c 2000 "$tmp/bad.xz" > "$tmp/trunc.xz" # no Index at the end: zmount-info fails too
+for cmd in "zmount-cat" "zmount-info" "zmount-index verify"; do
+	tool=${cmd%% *}
+	src=$tmp/bad.xz
+	[ "$tool" = zmount-info ] && src=$tmp/trunc.xz
+	cp "$src" "$tmp/$forged"
+	$bin/$cmd "$tmp/$forged" >"$tmp/out" 2>"$tmp/err"; rc=$?
+	others=$(grep -v "^$tool: " "$tmp/err")
+	if [ "$rc" = 2 ] && [ -z "$others" ] && ! grep -q '^zmount: info: FORGED' "$tmp/out" "$tmp/err" &&
+	   grep -q 'a\\x0azmount: info: FORGED LINE\\x0ab.xz' "$tmp/out" "$tmp/err"; then
+		ok "$cmd on a corrupt file: exit 2, stderr lines all start '$tool: ', the name escaped: $(head -n1 "$tmp/out" "$tmp/err" | tr '\n' ' ' | head -c 300)"
+	else bad "$cmd on a corrupt file: exit $rc, stdout '$(cat "$tmp/out")', stderr '$(cat "$tmp/err")'"; fi
+done
+rm -f "$tmp/$forged"
+
+# zmount-index verify DIR recurses like build: every xz and gzip file, in name order.
+mkdir -p "$tmp/tree/sub/deeper"
+cp "$tmp/b.xz" "$tmp/tree/a.xz"
+cp "$tmp/g.gz" "$tmp/tree/sub/c.gz"
+cp "$tmp/two.xz" "$tmp/tree/sub/deeper/d.xz"
+cp "$tmp/orig" "$tmp/tree/plain.txt"
+"$bin/zmount-index" verify "$tmp/tree" >"$tmp/out" 2>"$tmp/err"; rc=$?
+want=$(printf '%s: ok\n' "$tmp/tree/a.xz" "$tmp/tree/sub/c.gz" "$tmp/tree/sub/deeper/d.xz")
+if [ "$rc" = 0 ] && [ "$(cat "$tmp/out")" = "$want" ] && grep -q "^zmount-index: $tmp/tree: skipped 1 files" "$tmp/err"; then ok "zmount-index verify DIR: 3 archives ok, 1 plain file skipped"
+else bad "zmount-index verify DIR: exit $rc, stdout '$(cat "$tmp/out")', stderr '$(cat "$tmp/err")'"; fi
+head -c 20000 "$tmp/g.gz" > "$tmp/tree/sub/trunc.gz"
+"$bin/zmount-index" verify "$tmp/tree" "$tmp/b.xz" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ "$rc" = 2 ] && grep -q "^$tmp/tree/sub/trunc.gz: corrupt: " "$tmp/out" && grep -qx "$tmp/b.xz: ok" "$tmp/out" &&
+   [ "$(wc -l < "$tmp/out")" = 5 ]; then ok "zmount-index verify DIR FILE: the truncated .gz under DIR is corrupt (exit 2)"
+else bad "zmount-index verify DIR FILE: exit $rc, stdout '$(cat "$tmp/out")'"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
