@@ -9,7 +9,8 @@
  * Keys it knows: cache_budget, cache_used, cache_peak, cache_entries,
  * cache_hits, cache_misses, cache_waits, cache_evictions, decoded_bytes,
  * readahead_bytes, served_bytes, xz_indexes, indexes_built, indexes_loaded,
- * read_errors, and up to 10 "top=DECODED_BYTES PATH" lines; other keys are
+ * read_errors, and up to 10 "top=DECODED_BYTES PATH" lines (PATH relative to
+ * the source, escaped by the daemon with zlog_escape); other keys are
  * printed as they are.
  * Exit status: 0, 1 bad usage, 2 MNT unreadable or not a zmount mount.
  */
@@ -235,10 +236,14 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 	if (st->ntop) {
 		printf("top files by decoded bytes\n");
 		for (unsigned i = 0; i < st->ntop; i++) {
-			char esc[1024];
-
-			printf("  %10s  %s\n", zlog_size(a, sizeof(a), st->top[i].decoded),
-			       zlog_escape(esc, sizeof(esc), st->top[i].path));
+			printf("  %10s  ", zlog_size(a, sizeof(a), st->top[i].decoded));
+			/*
+			 * The daemon writes the path escaped (zlog_escape); any
+			 * control byte left would still not reach the terminal.
+			 */
+			for (const unsigned char *p = (const unsigned char *)st->top[i].path; *p; p++)
+				putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
+			putchar('\n');
 		}
 	}
 	for (unsigned i = 0; i < st->nother; i++)

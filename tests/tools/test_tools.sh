@@ -111,5 +111,42 @@ if [ "$rc" = 2 ] && grep -q "^$tmp/tree/sub/trunc.gz: corrupt: " "$tmp/out" && g
    [ "$(wc -l < "$tmp/out")" = 5 ]; then ok "zmount-index verify DIR FILE: the truncated .gz under DIR is corrupt (exit 2)"
 else bad "zmount-index verify DIR FILE: exit $rc, stdout '$(cat "$tmp/out")'"; fi
 
+# zmount-stat without a daemon: the attribute set by hand on a directory, as a
+# new daemon (served_bytes, cache_peak, top lines) and an old one would write it.
+mkdir -p "$tmp/statdir"
+setx() { python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.zmount.stats", sys.argv[2].encode())' "$@"; }
+new=$'cache_budget=268435456\ncache_used=1048576\ncache_peak=201326592\ncache_entries=3\ncache_hits=90\ncache_misses=10\ncache_waits=2\ncache_evictions=5\ndecoded_bytes=3221225472\nreadahead_bytes=1073741824\nserved_bytes=2147483648\nxz_indexes=4\nindexes_built=1\nindexes_loaded=2\nread_errors=7\nnew_counter=9\ntop=2147483648 logs/big.xz\ntop=1610612736 a\\x0ab.gz\n'
+if ! setx "$tmp/statdir" "$new" 2>"$tmp/err"; then
+	bad "zmount-stat: cannot set a user xattr in $tmp to test with: $(cat "$tmp/err")"
+else
+	"$bin/zmount-stat" "$tmp/statdir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+	miss=""
+	for want in "cache      1 MiB used of 256 MiB (0.4%), 3 entries" "peak       192 MiB (75.0% of the budget)" \
+		"hit ratio  90.0%  (90 hits, 10 misses, 2 waited on a decode, 5 evictions)" \
+		"decoded    3 GiB, of which read-ahead 1 GiB" "served     2 GiB" "amplif.    1.50x" \
+		"indexes    4 xz read, 1 gzip built, 2 gzip loaded" "errors     7 failed reads" \
+		"       2 GiB  logs/big.xz" "     1.5 GiB  a\\x0ab.gz" "other      new_counter=9"; do
+		grep -qF -- "$want" "$tmp/out" || miss="$miss [$want]"
+	done
+	[ "$rc" = 0 ] && [ -z "$miss" ] && [ ! -s "$tmp/err" ] && ok "zmount-stat, new daemon: units, ratio, amplification, peak, top files" ||
+		bad "zmount-stat, new daemon: exit $rc, missing$miss in: $(cat "$tmp/out" "$tmp/err")"
+	old=$'cache_budget=1048576\ncache_used=0\ncache_entries=0\ncache_hits=0\ncache_misses=0\ncache_waits=0\ncache_evictions=0\ndecoded_bytes=0\nreadahead_bytes=0\nxz_indexes=0\nindexes_built=0\nindexes_loaded=0\nread_errors=0\n'
+	setx "$tmp/statdir" "$old"
+	"$bin/zmount-stat" "$tmp/statdir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+	if [ "$rc" = 0 ] && grep -qx "served     n/a (daemon too old)" "$tmp/out" && grep -qx "peak       n/a (daemon too old)" "$tmp/out" &&
+	   grep -q "^hit ratio  0.0%" "$tmp/out" && ! grep -q "top files" "$tmp/out"; then ok "zmount-stat, old daemon: served and peak n/a (daemon too old)"
+	else bad "zmount-stat, old daemon: exit $rc: $(cat "$tmp/out" "$tmp/err")"; fi
+	"$bin/zmount-stat" -w 0.1 -n 3 "$tmp/statdir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+	n=$(grep -c "^zmount-stat $tmp/statdir" "$tmp/out")
+	[ "$rc" = 0 ] && [ "$n" = 3 ] && ok "zmount-stat -w 0.1 -n 3: 3 reports" || bad "zmount-stat -w 0.1 -n 3: exit $rc, $n reports"
+fi
+"$bin/zmount-stat" "$tmp/tree" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "^zmount-stat: $tmp/tree: not the root of a zmount mount" "$tmp/err" && ok "zmount-stat on a plain directory: exit 2, said why" ||
+	bad "zmount-stat on a plain directory: exit $rc, '$(cat "$tmp/err")'"
+for args in "-w" "-w 0 $tmp/statdir" "-n 2 $tmp/statdir" "a b"; do
+	"$bin/zmount-stat" $args >/dev/null 2>"$tmp/err"; rc=$?
+	[ "$rc" = 1 ] && grep -q "^zmount-stat: " "$tmp/err" && ok "zmount-stat $args: bad usage, exit 1" || bad "zmount-stat $args: exit $rc '$(cat "$tmp/err")'"
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
