@@ -203,13 +203,13 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 	else
 		printf("peak       n/a (daemon too old)\n");
 
-	if (st->has[K_HITS] && st->has[K_MISSES])
+	if (st->has[K_HITS] && st->has[K_MISSES] && lookups)
 		printf("hit ratio  %.1f%%  (%" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 		       " waited on a decode, %" PRIu64 " evictions)\n",
-		       lookups ? pct(st->v[K_HITS], lookups) : 0.0, st->v[K_HITS], st->v[K_MISSES],
-		       st->v[K_WAITS], st->v[K_EVICTIONS]);
+		       pct(st->v[K_HITS], lookups), st->v[K_HITS], st->v[K_MISSES], st->v[K_WAITS],
+		       st->v[K_EVICTIONS]);
 	else
-		printf("hit ratio  n/a\n");
+		printf("hit ratio  n/a (%s)\n", st->has[K_HITS] ? "no lookups yet" : "not reported");
 
 	printf("decoded    %s%s", size(a, sizeof(a), st, K_DECODED),
 	       rate(r, sizeof(r), st, prev, secs, K_DECODED));
@@ -263,6 +263,7 @@ static int parse_secs(const char *s, double *out)
 int main(int argc, char *argv[])
 {
 	struct stats cur, prev;
+	struct timespec last = { 0, 0 };
 	char *texts[2] = { NULL, NULL };
 	const char *mnt = NULL;
 	double watch = 0;
@@ -311,8 +312,7 @@ int main(int argc, char *argv[])
 		return bad_usage("-n goes with -w", NULL);
 	for (uint64_t n = 0;; n++) {
 		struct timespec t0, t1;
-		static struct timespec last;
-		double secs = 0;
+		double secs = 0, left;
 		int ret;
 
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -342,7 +342,7 @@ int main(int argc, char *argv[])
 		if (!watch || (count && n + 1 >= count))
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double left = watch - ((double)(t1.tv_sec - t0.tv_sec) +
+		left = watch - ((double)(t1.tv_sec - t0.tv_sec) +
 				       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 		if (left > 0) {
 			struct timespec d = { (time_t)left,

@@ -134,7 +134,7 @@ else
 	setx "$tmp/statdir" "$old"
 	"$bin/zmount-stat" "$tmp/statdir" >"$tmp/out" 2>"$tmp/err"; rc=$?
 	if [ "$rc" = 0 ] && grep -qx "served     n/a (daemon too old)" "$tmp/out" && grep -qx "peak       n/a (daemon too old)" "$tmp/out" &&
-	   grep -q "^hit ratio  0.0%" "$tmp/out" && ! grep -q "top files" "$tmp/out"; then ok "zmount-stat, old daemon: served and peak n/a (daemon too old)"
+	   grep -qx "hit ratio  n/a (no lookups yet)" "$tmp/out" && ! grep -q "top files" "$tmp/out"; then ok "zmount-stat, old daemon: served and peak n/a (daemon too old)"
 	else bad "zmount-stat, old daemon: exit $rc: $(cat "$tmp/out" "$tmp/err")"; fi
 	"$bin/zmount-stat" -w 0.1 -n 3 "$tmp/statdir" >"$tmp/out" 2>"$tmp/err"; rc=$?
 	n=$(grep -c "^zmount-stat $tmp/statdir" "$tmp/out")
