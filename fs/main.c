@@ -63,6 +63,8 @@ static void usage(FILE *out)
 		"  -o index_dir=PATH   where gzip indexes persist (default\n"
 		"                      $XDG_CACHE_HOME/zmount or ~/.cache/zmount; none: memory only)\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
+		"  -o log_file=PATH    append log lines, time-stamped, to PATH (default:\n"
+		"                      syslog once daemonized, stderr with -f)\n"
 		"FUSE options:\n"
 		"  -f                  stay in the foreground, log to stderr\n"
 		"  -d                  debug: foreground, and trace every request\n"
@@ -194,10 +196,10 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	if (ret < 0)
 		zlog(ZLOG_DEBUG, "kernel read-ahead left at its default: %s", strerror(-ret));
 	ret = 1;
+	if (!foreground)
+		zlog_to_syslog(); /* before daemonizing: it may warn on stderr */
 	if (fuse_daemonize(foreground) != 0)
 		goto out_unmount;
-	if (!foreground)
-		zlog_to_syslog();
 	/* Workers start after daemonizing: fork keeps only the calling thread. */
 	if (pool_new(cli->opts.threads, 4096, &pool) < 0)
 		goto out_unmount;
@@ -285,6 +287,12 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	zlog_set_level(cli.opts.log_level);
+	if (cli.opts.log_file[0] && (ret = zlog_to_file(cli.opts.log_file)) < 0) {
+		fprintf(stderr, "zmount: log_file=%s: %s\n", cli.opts.log_file,
+			ret == -EINVAL ? "not a regular file" : ret == -ELOOP ? "a symlink" : strerror(-ret));
+		ret = 1;
+		goto out;
+	}
 	if (add_mount_opts(&args, src) != 0)
 		goto out;
 	raise_fd_limit();

@@ -55,21 +55,54 @@ void opts_default(struct opts *o)
 	o->threads = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 	o->background_index = 1;
 	o->max_read = 0;
+	o->log_file[0] = '\0';
 	if (idxfile_default_dir(o->index_dir, sizeof(o->index_dir)) < 0)
 		o->index_dir[0] = '\0';
+}
+
+uint64_t opts_phys_mem(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	uint64_t bytes;
+
+	if (pages <= 0 || psize <= 0 ||
+	    __builtin_mul_overflow((uint64_t)pages, (uint64_t)psize, &bytes))
+		return 0;
+	return bytes;
 }
 
 static int sized(const char *val, uint64_t lo, uint64_t hi, uint64_t *out, const char *key,
 		 char *msg, size_t msglen)
 {
+	char los[32], his[32];
 	uint64_t v;
 
 	if (opts_size(val, &v) < 0 || v < lo || v > hi) {
-		snprintf(msg, msglen, "bad %s '%s': give a size such as 64M, from %llu to %llu bytes",
-			 key, val, (unsigned long long)lo, (unsigned long long)hi);
+		snprintf(msg, msglen, "bad %s '%s': give a size such as 64M, from %s to %s", key, val,
+			 zlog_size(los, sizeof(los), lo), zlog_size(his, sizeof(his), hi));
 		return -EINVAL;
 	}
 	*out = v;
+	return 1;
+}
+
+/* cache_size: at least 1M, and no more than this machine's memory. */
+static int cache_size(struct opts *o, const char *val, char *msg, size_t msglen)
+{
+	uint64_t v, mem = opts_phys_mem();
+	char want[32], have[32];
+	int ret = sized(val, 1ull << 20, UINT64_MAX / 2, &v, "cache_size", msg, msglen);
+
+	if (ret < 0)
+		return ret;
+	if (mem && v > mem) {
+		snprintf(msg, msglen,
+			 "cache_size=%s (%s) is larger than this machine's %s of memory; "
+			 "give at most a fraction of it, such as 256M",
+			 val, zlog_size(want, sizeof(want), v), zlog_size(have, sizeof(have), mem));
+		return -EINVAL;
+	}
+	o->cache_size = v;
 	return 1;
 }
 
@@ -82,8 +115,7 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 
 #define KEY(k) (klen == strlen(k) && strncmp(opt, k, klen) == 0)
 	if (KEY("cache_size"))
-		return sized(val, 1ull << 20, UINT64_MAX / 2, &o->cache_size, "cache_size", msg,
-			     msglen);
+		return cache_size(o, val, msg, msglen);
 	if (KEY("span"))
 		return sized(val, 64ull << 10, 64ull << 20, &o->span, "span", msg, msglen);
 	if (KEY("threads")) {
@@ -109,6 +141,14 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 		} else {
 			strcpy(o->index_dir, val);
 		}
+		return 1;
+	}
+	if (KEY("log_file")) {
+		if (!val[0] || strlen(val) >= sizeof(o->log_file)) {
+			snprintf(msg, msglen, "bad log_file '%s': give a file name", val);
+			return -EINVAL;
+		}
+		strcpy(o->log_file, val);
 		return 1;
 	}
 	if (KEY("timeout")) {

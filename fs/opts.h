@@ -22,7 +22,15 @@ struct opts {
 	char index_dir[4096]; /* where gzip indexes persist; "" = memory only */
 	int background_index; /* index gzip files after mount (noindex: 0) */
 	unsigned max_read;   /* FUSE's max_read=N, noted (0: not given): init must repeat it */
+	char log_file[4096]; /* log_file=PATH: lines appended there; "" = syslog or stderr */
 };
+
+/*
+ * Physical memory in bytes (sysconf _SC_PHYS_PAGES * _SC_PAGESIZE), or 0 if
+ * unknown.  cache_size may not exceed it: a cache the machine cannot hold
+ * only swaps or gets the daemon killed.
+ */
+uint64_t opts_phys_mem(void);
 
 /*
  * Parses a size: digits with an optional K, M, G or T suffix (powers of
@@ -43,9 +51,12 @@ void opts_default(struct opts *o);
  * applied, 0 if it is not ours (pass it on to FUSE), or -EINVAL with a
  * one-line reason in msg (msglen bytes).  FUSE's max_read=N is noted in
  * o->max_read and passed on (0), or refused (-EINVAL) unless 4096..2^31.
- * Keys: cache_size (>= 1M), span (64K..64M), timeout (0..3600 seconds),
- * threads (1..256), index_dir (a path, or "none" for memory only), noindex,
- * log_level (error, warning, info, debug).
+ * Keys: cache_size (>= 1M, and no more than opts_phys_mem() when that is
+ * known), span (64K..64M), timeout (0..3600 seconds), threads (1..256),
+ * index_dir (a path, or "none" for memory only), noindex, log_level (error,
+ * warning, info, debug), log_file (a path; relative paths are taken from
+ * the current directory when zmount starts).  Sizes in messages are in
+ * units for people ("23.4 GiB").
  */
 int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen);
 

@@ -1,12 +1,39 @@
 # CPack settings: `cpack -G DEB` in the build directory makes
 # zmount_<version>_<arch>.deb from what `cmake --install` installs
-# (binaries in /usr/bin, man pages in /usr/share/man/man1).
+# (binaries in /usr/bin, man pages in /usr/share/man/man1, and the copyright,
+# README and the fstab and systemd examples in /usr/share/doc/zmount).
 # Included from the top-level CMakeLists.txt, after every install() rule.
 include(GNUInstallDirs)
 
+# Documentation and examples: `cmake --install` puts them in
+# PREFIX/share/doc/zmount, and so does the .deb (Debian wants a copyright file
+# there).  The .mount unit is named for its mount point, as systemd requires.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright ${PROJECT_SOURCE_DIR}/README.md
+              ${PROJECT_SOURCE_DIR}/packaging/fstab.example
+              ${PROJECT_SOURCE_DIR}/packaging/srv-logs.mount
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# Who answers for the package: `cmake -DZMOUNT_DEB_MAINTAINER="Name <mail>"`.
+# The default comes from DEBFULLNAME and DEBEMAIL, as with Debian's own
+# tools, when they are set at configure time.
+if(DEFINED ENV{DEBEMAIL} AND NOT "$ENV{DEBEMAIL}" STREQUAL "")
+  if(DEFINED ENV{DEBFULLNAME} AND NOT "$ENV{DEBFULLNAME}" STREQUAL "")
+    set(zmount_maintainer_default "$ENV{DEBFULLNAME} <$ENV{DEBEMAIL}>")
+  else()
+    set(zmount_maintainer_default "$ENV{DEBEMAIL}")
+  endif()
+else()
+  set(zmount_maintainer_default "zmount developers <zmount@localhost>")
+endif()
+set(ZMOUNT_DEB_MAINTAINER "${zmount_maintainer_default}" CACHE STRING
+    "Maintainer field of the .deb (Name <address>)")
+if(ZMOUNT_DEB_MAINTAINER MATCHES "@localhost>?$")
+  message(STATUS "The .deb's Maintainer is ${ZMOUNT_DEB_MAINTAINER}: set -DZMOUNT_DEB_MAINTAINER=\"Name <mail>\" (or DEBFULLNAME and DEBEMAIL) for a package you hand out")
+endif()
+
 set(CPACK_PACKAGE_NAME zmount)
 set(CPACK_PACKAGE_VENDOR "zmount developers")
-set(CPACK_PACKAGE_CONTACT "zmount developers <zmount@localhost>")
+set(CPACK_PACKAGE_CONTACT "${ZMOUNT_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "FUSE filesystem that shows .xz and .gz files decompressed, with random access")
 set(CPACK_PACKAGE_DESCRIPTION
@@ -17,7 +44,7 @@ compressed logs and archives.  xz files are read Block by Block through
 their own Index; gzip files get a checkpoint index that is verified, saved
 and reused.  Decoded data lives in one bounded LRU cache; nothing is
 written to disk.  zmount-cat, zmount-info and zmount-index use the same
-reader without FUSE.")
+reader without FUSE; zmount-stat shows a mount's cache counters.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_STRIP_FILES ON)
 set(CPACK_GENERATOR DEB)
@@ -27,7 +54,7 @@ set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build/" "__pycache__")
 # Debian
 set(CPACK_DEBIAN_PACKAGE_NAME zmount)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT) # zmount_0.1.0_amd64.deb
-set(CPACK_DEBIAN_PACKAGE_MAINTAINER "zmount developers <zmount@localhost>")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${ZMOUNT_DEB_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # fuse3 brings fusermount3 (unmounting as a user) and mount.fuse3, the

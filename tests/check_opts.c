@@ -348,11 +348,172 @@ START_TEST(message_fits_any_buffer)
 }
 END_TEST
 
+START_TEST(cache_size_above_memory_refused_in_human_units)
+{
+	uint64_t mem = opts_phys_mem();
+	struct opts o;
+	char msg[256], have[32];
+
+	ck_assert_msg(mem >= (64ull << 20), "sysconf says this machine has %llu bytes",
+		      (unsigned long long)mem);
+	assert_rejected("cache_size=99999T");
+	ck_assert_int_eq(apply(&o, "cache_size=99999T", msg, sizeof(msg)), -EINVAL);
+	zlog_size(have, sizeof(have), mem);
+	ck_assert_msg(strstr(msg, "cache_size=99999T (97.7 PiB) is larger than this machine's") &&
+			      strstr(msg, have) && strstr(msg, "of memory"),
+		      "message: %s", msg);
+	/* Exactly the memory is allowed (if a machine ever wants that); a byte more is not. */
+	snprintf(have, sizeof(have), "cache_size=%llu", (unsigned long long)mem);
+	ck_assert_int_eq(apply(&o, have, msg, sizeof(msg)), 1);
+	ck_assert_uint_eq(o.cache_size, mem);
+	snprintf(have, sizeof(have), "cache_size=%llu", (unsigned long long)mem + 1);
+	assert_rejected(have);
+}
+END_TEST
+
+START_TEST(range_messages_use_units)
+{
+	struct opts o;
+	char msg[256];
+
+	ck_assert_int_eq(apply(&o, "span=1K", msg, sizeof(msg)), -EINVAL);
+	ck_assert_msg(strstr(msg, "from 64 KiB to 64 MiB"), "message: %s", msg);
+	ck_assert_int_eq(apply(&o, "cache_size=99999999999999999999", msg, sizeof(msg)), -EINVAL);
+	ck_assert_msg(strstr(msg, "from 1 MiB to 8.0 EiB") && !strstr(msg, "9223372036854775807"),
+		      "message: %s", msg);
+}
+END_TEST
+
+START_TEST(log_file_applied)
+{
+	struct opts o;
+	char msg[256];
+
+	opts_default(&o);
+	ck_assert_str_eq(o.log_file, "");
+	ck_assert_int_eq(apply(&o, "log_file=/var/log/zmount.log", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.log_file, "/var/log/zmount.log");
+	ck_assert_int_eq(apply(&o, "log_file=rel.log", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.log_file, "rel.log");
+	assert_rejected("log_file=");
+	assert_rejected("log_file");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* zlog: the escaping that keeps one call one line, and sizes for people. */
+
+static void assert_escaped(const char *in, const char *want)
+{
+	char out[256];
+
+	zlog_escape(out, sizeof(out), in);
+	ck_assert_msg(strcmp(out, want) == 0, "escape gave '%s', want '%s'", out, want);
+}
+
+START_TEST(zlog_escapes_control_bytes_and_backslash)
+{
+	assert_escaped("plain name.xz", "plain name.xz");
+	assert_escaped("a\nzmount: info: FORGED LINE\nb.xz", "a\\x0azmount: info: FORGED LINE\\x0ab.xz");
+	assert_escaped("cr\rtab\tesc\033del\177", "cr\\x0dtab\\x09esc\\x1bdel\\x7f");
+	/* A literal "\x0a" in a name must not read like an escaped newline. */
+	assert_escaped("back\\x0a", "back\\x5cx0a");
+	assert_escaped("caf\xc3\xa9.gz", "caf\xc3\xa9.gz"); /* UTF-8 passes */
+	assert_escaped("", "");
+}
+END_TEST
+
+START_TEST(zlog_escape_truncates_whole)
+{
+	char out[8];
+
+	zlog_escape(out, sizeof(out), "ab\ncdef");
+	ck_assert_str_eq(out, "ab\\x0ac"); /* 7 bytes + NUL */
+	zlog_escape(out, 6, "abc\nd");
+	ck_assert_str_eq(out, "abc"); /* the escape does not fit: not cut in half */
+	out[0] = 'x';
+	zlog_escape(out, 0, "abc"); /* no room at all: untouched */
+	ck_assert_int_eq(out[0], 'x');
+}
+END_TEST
+
+START_TEST(zlog_sizes_for_people)
+{
+	char b[32];
+
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 0), "0 bytes");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 1), "1 byte");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 1023), "1023 bytes");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 1024), "1 KiB");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 1536), "1.5 KiB");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 1ull << 20), "1 MiB");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 256ull << 20), "256 MiB");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 25125130240ull), "23.4 GiB");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), 99999ull << 40), "97.7 PiB");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), UINT64_MAX / 2), "8.0 EiB");
+	ck_assert_str_eq(zlog_size(b, sizeof(b), UINT64_MAX), "16.0 EiB");
+}
+END_TEST
+
+/* Reads the whole file at path into buf (len bytes); returns the length. */
+static size_t slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return n;
+}
+
+START_TEST(zlog_file_one_line_per_call)
+{
+	char dir[] = "/tmp/check_zlog.XXXXXX", path[128], link[128], text[4096];
+	unsigned lines = 0;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/log", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	ck_assert_int_eq(symlink(path, link), 0);
+	ck_assert_int_eq(zlog_to_file(link), -ELOOP); /* O_NOFOLLOW */
+	ck_assert_int_eq(zlog_to_file("/dev/null"), -EINVAL); /* not a regular file */
+	ck_assert_int_eq(zlog_to_file(dir), -EISDIR);
+	ck_assert_int_eq(zlog_to_file(path), 0);
+	zlog_set_level(ZLOG_INFO);
+	zlog(ZLOG_ERROR, "%s: corrupt", "a\nzmount: info: FORGED LINE\nb.xz");
+	zlog(ZLOG_DEBUG, "dropped: above the level");
+	zlog(ZLOG_INFO, "second");
+	slurp(path, text, sizeof(text));
+	for (const char *p = text; *p; p++)
+		lines += *p == '\n';
+	ck_assert_msg(lines == 2, "want 2 lines, got %u: %s", lines, text);
+	/* "2026-11-30T22:12:12.123Z zmount[PID]: error: a\x0azmount: ..." */
+	ck_assert_msg(strlen(text) > 25 && text[4] == '-' && text[10] == 'T' && text[19] == '.' &&
+			      text[23] == 'Z' && strncmp(text + 24, " zmount[", 8) == 0,
+		      "no time stamp: %s", text);
+	ck_assert_msg(strstr(text, "]: error: a\\x0azmount: info: FORGED LINE\\x0ab.xz: corrupt\n"),
+		      "line: %s", text);
+	ck_assert_msg(strstr(text, "]: info: second\n"), "line: %s", text);
+	ck_assert_ptr_null(strstr(text, "\nzmount: info: FORGED"));
+	/* Appends: a second open keeps what is there. */
+	ck_assert_int_eq(zlog_to_file(path), 0);
+	zlog(ZLOG_WARN, "third");
+	slurp(path, text, sizeof(text));
+	ck_assert_msg(strstr(text, "second\n") && strstr(text, "]: warning: third\n"), "%s", text);
+	unlink(link);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *opts_suite(void)
 {
 	Suite *s = suite_create("opts");
 	TCase *tz = tcase_create("size");
 	TCase *ta = tcase_create("apply");
+	TCase *tl = tcase_create("zlog");
 
 	tcase_add_test(tz, size_plain_digits);
 	tcase_add_test(tz, size_suffixes_are_powers_of_1024);
@@ -372,7 +533,16 @@ static Suite *opts_suite(void)
 	tcase_add_test(ta, max_read_is_noted_and_passed_on);
 	tcase_add_test(ta, options_accumulate);
 	tcase_add_test(ta, message_fits_any_buffer);
+	tcase_add_test(ta, cache_size_above_memory_refused_in_human_units);
+	tcase_add_test(ta, range_messages_use_units);
+	tcase_add_test(ta, log_file_applied);
 	suite_add_tcase(s, ta);
+
+	tcase_add_test(tl, zlog_escapes_control_bytes_and_backslash);
+	tcase_add_test(tl, zlog_escape_truncates_whole);
+	tcase_add_test(tl, zlog_sizes_for_people);
+	tcase_add_test(tl, zlog_file_one_line_per_call);
+	suite_add_tcase(s, tl);
 	return s;
 }
 

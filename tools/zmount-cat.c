@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "bcache.h"
 #include "reader.h"
+#include "zlog.h"
 
 #define CACHE_SIZE (64u << 20)
 #define BUF (1u << 20)
@@ -47,18 +49,37 @@ int main(int argc, char *argv[])
 	struct reader_opts ro;
 	struct bcache *cache = NULL;
 	struct reader *r = NULL;
-	char *buf = malloc(BUF);
+	char *buf = malloc(BUF), name[4 * PATH_MAX];
 	int ret;
 
-	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		printf("usage: zmount-cat FILE [OFFSET [LENGTH]]\n"
-		       "Writes the uncompressed bytes of an .xz or .gz file to stdout.\n"
+	zlog_set_name("zmount-cat");
+	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		printf("usage: zmount-cat [--] FILE [OFFSET [LENGTH]]\n"
+		       "Writes the uncompressed bytes of an .xz or .gz file to stdout, from\n"
+		       "OFFSET (default 0) for LENGTH bytes (default: to the end).\n"
+		       "  -h, --help     this text\n"
+		       "  -V, --version  the version\n"
 		       "Exit status: 0 done, 1 usage or not an archive, 2 a read failed.\n");
+		free(buf);
 		return 0;
+	}
+	if (argc > 1 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) {
+		printf("zmount-cat %s\n", ZMOUNT_VERSION);
+		free(buf);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "--") == 0) {
+		argc--;
+		argv++;
+	} else if (argc > 1 && argv[1][0] == '-' && argv[1][1]) {
+		fprintf(stderr, "zmount-cat: unknown option '%s' (see zmount-cat --help)\n", argv[1]);
+		free(buf);
+		return 1;
 	}
 	if (argc < 2 || argc > 4 || (argc > 2 && parse_u64(argv[2], &off)) ||
 	    (argc > 3 && parse_u64(argv[3], &len))) {
-		fprintf(stderr, "usage: zmount-cat FILE [OFFSET [LENGTH]]\n");
+		fprintf(stderr, "zmount-cat: usage: zmount-cat FILE [OFFSET [LENGTH]] (see --help)\n");
+		free(buf);
 		return 1;
 	}
 	reader_opts_default(&ro, CACHE_SIZE);
@@ -66,9 +87,11 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "zmount-cat: out of memory\n");
 		return 1;
 	}
+	/* Messages are one line each, whatever the file is called. */
+	zlog_escape(name, sizeof(name), argv[1]);
 	ret = reader_open(argv[1], cache, &ro, &r);
 	if (ret == -ENOTSUP)
-		fprintf(stderr, "zmount-cat: %s: not an xz or gzip file\n", argv[1]);
+		fprintf(stderr, "zmount-cat: %s: not an xz or gzip file\n", name);
 	if (ret < 0) {
 		ret = ret == -ENOTSUP ? 1 : 2;
 		goto out;
@@ -77,7 +100,7 @@ int main(int argc, char *argv[])
 		ssize_t n = reader_pread(r, buf, len < BUF ? (size_t)len : BUF, off);
 
 		if (n < 0) {
-			fprintf(stderr, "zmount-cat: %s: offset %" PRIu64 ": %s\n", argv[1], off,
+			fprintf(stderr, "zmount-cat: %s: offset %" PRIu64 ": %s\n", name, off,
 				strerror((int)-n));
 			ret = 2;
 			goto out;

@@ -42,7 +42,7 @@ enum { EX_OK = 0, EX_USAGE = 1, EX_CORRUPT = 2, EX_UNREADABLE = 3 };
 static const char usage[] =
 	"usage: zmount-index build [-d DIR] [-q] PATH...\n"
 	"       zmount-index info [-d DIR] FILE...\n"
-	"       zmount-index verify FILE...\n"
+	"       zmount-index verify PATH...\n"
 	"       zmount-index prune [-d DIR]\n"
 	"\n"
 	"  build   save the index of every gzip file (known by its magic) among PATHs\n"
@@ -53,7 +53,10 @@ static const char usage[] =
 	"          index: its file, size and state (fresh, stale, missing, corrupt).\n"
 	"          Exit: 0, or 2 if some file could not be opened as an archive.\n"
 	"  verify  full integrity check: every xz Block and Check, every gzip member's\n"
-	"          CRC32 and ISIZE.  Prints 'FILE: ok', 'FILE: corrupt: why' or\n"
+	"          CRC32 and ISIZE, of each FILE, and of every xz and gzip file (known\n"
+	"          by its magic) in directories under each directory PATH, in name\n"
+	"          order (other files there are skipped, as build skips them).\n"
+	"          Prints 'FILE: ok', 'FILE: corrupt: why' or\n"
 	"          'FILE: unreadable: why'.  Exit: 0 all verified; 2 some file corrupt\n"
 	"          (wins over 3); 3 some file could not be read (missing, permission,\n"
 	"          I/O error, not an xz or gzip file).\n"
@@ -61,6 +64,8 @@ static const char usage[] =
 	"\n"
 	"  -d DIR  index directory (default: $XDG_CACHE_HOME/zmount or ~/.cache/zmount)\n"
 	"  -q      no progress bar and no summary line\n"
+	"  -h, --help     this text\n"
+	"  -V, --version  the version\n"
 	"Bad usage exits with 1.\n";
 
 static __attribute__((format(printf, 1, 2))) int bad_usage(const char *fmt, ...)
@@ -120,8 +125,8 @@ static void skip_name(const char **s, const char *name)
 /* Restores stderr; reason = the last error line without its prefix and file name, or "". */
 static void capture_end(struct capture *c, const char *path, char *reason, size_t len)
 {
-	static const char prefix[] = "zmount: error: ";
-	char text[16384], real[PATH_MAX], *line, *next;
+	static const char prefix[] = "zmount-index: error: "; /* zlog_set_name in main */
+	char text[16384], real[PATH_MAX], esc[4 * PATH_MAX], *line, *next;
 	const char *last = NULL;
 	ssize_t n;
 
@@ -149,10 +154,10 @@ static void capture_end(struct capture *c, const char *path, char *reason, size_
 	}
 	if (!last)
 		return;
-	/* The reader names a file by its real path, or as given if it cannot open it. */
+	/* The reader names a file by its real path, or as given if it cannot open it, escaped. */
 	if (realpath(path, real))
-		skip_name(&last, real);
-	skip_name(&last, path);
+		skip_name(&last, zlog_escape(esc, sizeof(esc), real));
+	skip_name(&last, zlog_escape(esc, sizeof(esc), path));
 	snprintf(reason, len, "%s", last);
 }
 
@@ -179,11 +184,18 @@ struct list {
 	size_t n, cap;
 	uint64_t bytes;
 	unsigned xz, other, failed;
+	bool all; /* verify: list xz files too, and report failures as verify lines */
 };
 
 static void walk_fail(struct list *l, const char *path, int err)
 {
-	fprintf(stderr, "zmount-index: %s: %s\n", path, strerror(err));
+	char esc[4 * PATH_MAX];
+
+	zlog_escape(esc, sizeof(esc), path);
+	if (l->all)
+		printf("%s: unreadable: %s\n", esc, strerror(err));
+	else
+		fprintf(stderr, "zmount-index: %s: %s\n", esc, strerror(err));
 	l->failed++;
 }
 
@@ -230,7 +242,7 @@ static void walk(struct list *l, const char *path, bool top)
 		close(fd);
 	if (ret < 0) {
 		walk_fail(l, path, -ret);
-	} else if (fmt == PROBE_GZIP) {
+	} else if (fmt == PROBE_GZIP || (l->all && fmt == PROBE_XZ)) {
 		if (l->n == l->cap) {
 			l->cap = l->cap ? l->cap * 2 : 64;
 			l->v = xalloc(realloc(l->v, l->cap * sizeof(*l->v)));
@@ -449,10 +461,12 @@ static int verify_one(const char *path, struct bcache *cache, struct capture *ca
 	struct reader_opts ro;
 	struct reader_info in;
 	struct reader *r;
-	char reason[512];
+	char reason[512], esc[4 * PATH_MAX];
 	ssize_t n = 0;
 	int ret;
 
+	/* One line per file: a name with a newline must not make two. */
+	zlog_escape(esc, sizeof(esc), path);
 	reader_opts_default(&ro, VERIFY_CACHE); /* index_dir NULL: a fresh gzip pass */
 	capture_begin(cap);
 	ret = reader_open(path, cache, &ro, &r);
@@ -467,18 +481,23 @@ static int verify_one(const char *path, struct bcache *cache, struct capture *ca
 	capture_end(cap, path, reason, sizeof(reason));
 	reader_close(r);
 	if (ret == 0 && n >= 0) {
-		printf("%s: ok\n", path);
+		printf("%s: ok\n", esc);
 		return EX_OK;
 	}
 	if (ret == -EINVAL || n == -EIO) {
-		printf("%s: corrupt: %s\n", path, reason[0] ? reason : "bad data");
+		printf("%s: corrupt: %s\n", esc, reason[0] ? reason : "bad data");
 		return EX_CORRUPT;
 	}
-	printf("%s: unreadable: %s\n", path,
+	printf("%s: unreadable: %s\n", esc,
 	       ret == -ENOTSUP ? "not an xz or gzip file"
 	       : reason[0]     ? reason
 			       : strerror(ret ? -ret : (int)-n));
 	return EX_UNREADABLE;
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->path, ((const struct item *)b)->path);
 }
 
 static int cmd_verify(int argc, char *argv[])
@@ -491,8 +510,29 @@ static int cmd_verify(int argc, char *argv[])
 	if (bcache_new(VERIFY_CACHE, &cache) < 0)
 		xalloc(NULL);
 	for (int i = 0; i < argc; i++) {
-		int ret = verify_one(argv[i], cache, &cap, buf);
+		struct list l = { .all = true };
+		struct stat st;
+		int ret;
 
+		/* A directory is verified the way build indexes one: every archive under it. */
+		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			walk(&l, argv[i], true);
+			qsort(l.v, l.n, sizeof(*l.v), by_path);
+			unreadable |= l.failed > 0;
+			for (size_t j = 0; j < l.n; j++) {
+				ret = verify_one(l.v[j].path, cache, &cap, buf);
+				corrupt |= ret == EX_CORRUPT;
+				unreadable |= ret == EX_UNREADABLE;
+				fflush(stdout);
+				free(l.v[j].path);
+			}
+			free(l.v);
+			if (l.other)
+				fprintf(stderr, "zmount-index: %s: skipped %u files that are neither xz nor gzip\n",
+					argv[i], l.other);
+			continue;
+		}
+		ret = verify_one(argv[i], cache, &cap, buf);
 		corrupt |= ret == EX_CORRUPT;
 		unreadable |= ret == EX_UNREADABLE;
 		fflush(stdout);
@@ -537,6 +577,11 @@ int main(int argc, char *argv[])
 	int c, nargs;
 
 	open_std_fds();
+	zlog_set_name("zmount-index");
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+		printf("zmount-index %s\n", ZMOUNT_VERSION);
+		return EX_OK;
+	}
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0 ||
 	    (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))) {
 		fputs(usage, stdout);

@@ -7,11 +7,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bcache.h"
 #include "reader.h"
+#include "zlog.h"
 
 static void checks(uint32_t mask, char *out, size_t len)
 {
@@ -39,27 +41,56 @@ static void checks(uint32_t mask, char *out, size_t len)
 	}
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: zmount-info [--] FILE...\n"
+		     "Prints, per .xz or .gz file, one tab-separated line: format, Streams or\n"
+		     "members, Blocks or checkpoints, compressed and uncompressed sizes.\n"
+		     "  -h, --help     this text\n"
+		     "  -V, --version  the version\n"
+		     "Exit status: 0 all readable, 1 bad usage, 2 some file failed.\n");
+}
+
 int main(int argc, char *argv[])
 {
 	struct reader_opts ro;
 	struct bcache *cache;
-	int status = 0;
+	int status = 0, first = 1;
 
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		fprintf(stderr, "usage: zmount-info FILE...\n");
+	zlog_set_name("zmount-info");
+	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 1 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) {
+		printf("zmount-info %s\n", ZMOUNT_VERSION);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "--") == 0)
+		first = 2;
+	else if (argc > 1 && argv[1][0] == '-' && argv[1][1]) {
+		fprintf(stderr, "zmount-info: unknown option '%s' (see zmount-info --help)\n", argv[1]);
+		return 1;
+	}
+	if (argc <= first) {
+		fprintf(stderr, "zmount-info: give at least one file (see zmount-info --help)\n");
 		return 1;
 	}
 	reader_opts_default(&ro, 64u << 20);
-	if (bcache_new(64u << 20, &cache) < 0)
+	if (bcache_new(64u << 20, &cache) < 0) {
+		fprintf(stderr, "zmount-info: out of memory\n");
 		return 2;
-	for (int i = 1; i < argc; i++) {
+	}
+	for (int i = first; i < argc; i++) {
 		struct reader_info in;
 		struct reader *r;
-		char ck[128];
+		char ck[128], name[4 * PATH_MAX];
 		int ret = reader_open(argv[i], cache, &ro, &r);
 
+		/* Tab-separated, one line per file: escape tabs and newlines in names. */
+		zlog_escape(name, sizeof(name), argv[i]);
 		if (ret < 0) {
-			printf("%s\terror\t%s\n", argv[i],
+			printf("%s\terror\t%s\n", name,
 			       ret == -ENOTSUP ? "not an xz or gzip file" : strerror(-ret));
 			status = 2;
 			continue;
@@ -69,13 +100,13 @@ int main(int argc, char *argv[])
 			checks(in.checks, ck, sizeof(ck));
 			printf("%s\txz\tstreams=%" PRIu64 "\tblocks=%" PRIu64 "\tcompressed=%" PRIu64
 			       "\tuncompressed=%" PRIu64 "\tmax_block=%" PRIu64 "\tcheck=%s\tpadding=%" PRIu64 "\n",
-			       argv[i], in.streams, in.blocks, in.csize, in.usize, in.max_block, ck,
+			       name, in.streams, in.blocks, in.csize, in.usize, in.max_block, ck,
 			       in.padding);
 		} else {
 			printf("%s\tgzip\tmembers=%" PRIu64 "\tcheckpoints=%" PRIu64
 			       "\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64 "\tmax_span=%" PRIu64
 			       "\ttrailing=%" PRIu64 "\n",
-			       argv[i], in.streams, in.blocks, in.csize, in.usize, in.max_block, in.padding);
+			       name, in.streams, in.blocks, in.csize, in.usize, in.max_block, in.padding);
 		}
 		reader_close(r);
 	}

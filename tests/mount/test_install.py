@@ -30,6 +30,10 @@ prints a loud SKIP line and exits 77.  Standard library only.
      installed binary (in a namespace where /usr/local cannot shadow it);
      `dpkg -r zmount`.  A zmount package that is already installed is not
      replaced: that is a FAIL.
+     Also: /usr/share/doc/zmount/{copyright,README.md,fstab.example,
+     srv-logs.mount}, zmount-stat and its page are in the package, the
+     Maintainer is the ZMOUNT_DEB_MAINTAINER cache variable, and
+     `systemd-analyze verify` (when installed) accepts the shipped unit.
   d. Stats without getfattr: os.listxattr/os.getxattr on the mount root give
      user.zmount.stats, whose lines all parse as name=number, with every
      counter present, cache_budget equal to cache_size, and counters that
@@ -887,6 +891,23 @@ class Outer:
         lacking = [f for f in want_files if f not in files]
         res.check(f'(c) .deb holds {len(bins)} programs in /usr/bin and 4 man pages',
                   not lacking, f'missing {lacking}; contents:\n{out}')
+        # Issue 13: documentation, examples and the stats tool ship too.
+        docs = [f'/usr/share/doc/zmount/{f}'
+                for f in ('copyright', 'README.md', 'fstab.example', 'srv-logs.mount')]
+        extra = docs + ['/usr/bin/zmount-stat', '/usr/share/man/man1/zmount-stat.1.gz']
+        lacking = [f for f in extra if f not in files]
+        res.check('(c) .deb holds /usr/share/doc/zmount/{copyright,README.md,fstab.example,'
+                  'srv-logs.mount}, zmount-stat and its man page', not lacking,
+                  f'missing {lacking}; contents:\n{out}')
+        cache = os.path.join(a.build_dir, 'CMakeCache.txt')
+        want_maint = None
+        if os.path.exists(cache):
+            with open(cache) as f:
+                m = re.search(r'^ZMOUNT_DEB_MAINTAINER:STRING=(.*)$', f.read(), re.M)
+                want_maint = m.group(1) if m else None
+        res.check('(c) .deb Maintainer is the ZMOUNT_DEB_MAINTAINER cache variable',
+                  want_maint is not None and fields.get('Maintainer') == want_maint,
+                  f'Maintainer {fields.get("Maintainer")!r}, cache variable {want_maint!r}')
 
         installed = False
         try:
@@ -913,6 +934,19 @@ class Outer:
                               and os.path.realpath(out) == path, f'rc={rc}: {out}')
                 else:
                     res.check(f'(c) {path} is installed', os.path.isfile(path))
+            rc, out = run(['/usr/bin/zmount-stat', '--version'])
+            res.check('(c) /usr/bin/zmount-stat --version works',
+                      rc == 0 and out.startswith('zmount-stat '), f'rc={rc}: {out}')
+            unit = '/usr/share/doc/zmount/srv-logs.mount'
+            if shutil.which('systemd-analyze'):
+                udir = tempfile.mkdtemp(prefix='zm-unit.', dir=a.work)
+                shutil.copy(unit, udir)
+                rc, out = run(['systemd-analyze', 'verify',
+                               os.path.join(udir, 'srv-logs.mount')])
+                res.check('(c) `systemd-analyze verify` accepts the shipped srv-logs.mount',
+                          rc == 0, f'rc={rc}: {short(out)}')
+            else:
+                res.note('systemd-analyze not installed: the shipped unit was not verified')
             if shutil.which('man'):
                 rc, out = run(['man', '-P', 'cat', 'zmount'],
                               env=dict(os.environ, MANWIDTH='80', LC_ALL='C.UTF-8'))
