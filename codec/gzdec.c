@@ -431,15 +431,17 @@ void gzdec_index_free(struct gzdec_index *idx)
 struct gzdec_dec {
 	const struct gzdec_index *idx; /* borrowed: must outlive the decoder */
 	size_t point;
-	uint64_t pos;	    /* bytes returned so far, after idx->points[point].uoff */
-	uint64_t inoff;	    /* file offset of in[0] */
-	z_stream zs;	    /* raw deflate at first, gzip mode after the first member */
-	unsigned skip;	    /* trailer bytes still to step over */
-	bool raw;	    /* still in the checkpoint's own member, inflating raw deflate */
-	bool primed;	    /* the checkpoint's partial byte has been fed to inflate */
+	uint64_t pos;	/* bytes returned so far, after idx->points[point].uoff */
+	uint64_t inoff; /* file offset of in[0] */
+	z_stream zs;	/* raw deflate at first, gzip mode after the first member */
+	unsigned skip;	/* trailer bytes still to step over */
+	bool raw;	/* still in the checkpoint's own member, inflating raw deflate */
+	bool primed;	/* the checkpoint's partial byte has been fed to inflate */
 	bool failed;
 	unsigned char in[GZ_DEC_IN]; /* input; at open, the window's scratch space */
 };
+
+_Static_assert(GZ_DEC_IN >= GZDEC_WINDOW, "a decoder's input buffer holds a window at open");
 
 /* Whether checkpoint point of idx can be started from, with err set if not. */
 static int dec_check(const struct gzdec_index *idx, size_t point, struct zerr *err)
@@ -514,7 +516,11 @@ int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec
 			gzdec_dec_close(d);
 			return ret;
 		}
-		inflateSetDictionary(&d->zs, d->in, pt->wsize);
+		/* zlib allocates its window here */
+		if (inflateSetDictionary(&d->zs, d->in, pt->wsize) != Z_OK) {
+			gzdec_dec_close(d);
+			return zerr_set(err, -ENOMEM, pt->coff, "out of memory");
+		}
 	}
 	/* the checkpoint's partial byte is read with the first data, in gzdec_dec_read */
 	d->inoff = pt->coff - (pt->bits ? 1 : 0);

@@ -40,7 +40,7 @@ static unsigned char *g_data; /* the original text, ORIG_SIZE bytes */
 
 /* Shell commands run in g_dir. */
 #define sh(...) testutil_sh(g_dir, __VA_ARGS__)
-#define join testutil_join
+#define join	testutil_join
 
 static void path_of(char *buf, size_t size, const char *name)
 {
@@ -581,8 +581,8 @@ START_TEST(stream_equals_extract)
 			ck_assert_ptr_nonnull(ext);
 			ck_assert_int_eq(gzdec_extract(fd, idx, i, ext, len, &err), (ssize_t)len);
 			str = stream_read(fd, idx, i, len, i, good_files[f]);
-			ck_assert_msg(memcmp(ext, str, len) == 0, "%s: point %zu: stream != extract",
-				      good_files[f], i);
+			ck_assert_msg(memcmp(ext, str, len) == 0,
+				      "%s: point %zu: stream != extract", good_files[f], i);
 			ck_assert_msg(memcmp(str, g_data + idx->points[i].uoff, len) == 0,
 				      "%s: point %zu: wrong bytes", good_files[f], i);
 			free(ext);
@@ -718,15 +718,14 @@ static void put_fixed(struct bitw *w, unsigned sym)
 		put_code(w, 0xC0 + sym - 280, 8);
 }
 
-static const unsigned short len_base[29] = {3,	4,  5,	6,  7,	8,  9,	10, 11,	 13,
-					    15, 17, 19, 23, 27, 31, 35, 43, 51,	 59,
+static const unsigned short len_base[29] = {3,	4,  5,	6,   7,	  8,   9,   10,	 11, 13,
+					    15, 17, 19, 23,  27,  31,  35,  43,	 51, 59,
 					    67, 83, 99, 115, 131, 163, 195, 227, 258};
 static const unsigned char len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
 					    2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-static const unsigned short dist_base[30] = {1,	   2,	 3,    4,    5,	   7,	  9,	 13,
-					     17,   25,	 33,   49,   65,   97,	  129,	 193,
-					     257,  385,	 513,  769,  1025, 1537,  2049,	 3073,
-					     4097, 6145, 8193, 12289, 16385, 24577};
+static const unsigned short dist_base[30] = {
+	1,   2,	  3,   4,   5,	 7,    9,    13,   17,	 25,   33,   49,   65,	  97,	 129,
+	193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
 static const unsigned char dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
 					     6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
 
@@ -1203,8 +1202,9 @@ int main(int argc, char **argv)
 	join(probe, sizeof(probe), g_corpus, "make-gzip-cases.sh");
 	have_corpus = access(probe, R_OK) == 0;
 	if (!have_corpus)
-		fprintf(stderr, "check_gzdec: SKIP: corpus not found (%s: %s); pass CORPUS_DIR, "
-				"set ZMOUNT_CORPUS or configure with -DZMOUNT_CORPUS=\n",
+		fprintf(stderr,
+			"check_gzdec: SKIP: corpus not found (%s: %s); pass CORPUS_DIR, "
+			"set ZMOUNT_CORPUS or configure with -DZMOUNT_CORPUS=\n",
 			probe, strerror(errno));
 	snprintf(g_dir, sizeof(g_dir), "%s/check_gzdec.XXXXXX", tmp ? tmp : "/tmp");
 	if (!mkdtemp(g_dir) || make_fixtures()) {

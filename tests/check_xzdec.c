@@ -844,8 +844,7 @@ END_TEST
  * Index says hold usize bytes each.  The Blocks themselves are 16 zero
  * bytes: xzdec_index_read never looks inside a Block.
  */
-static void write_index_only(const char *path, unsigned nstreams, unsigned nblocks,
-			     uint64_t usize)
+static void write_index_only(const char *path, unsigned nstreams, unsigned nblocks, uint64_t usize)
 {
 	static const uint8_t stream_hdr[] = {0xFD, '7', 'z', 'X', 'Z', 0, 0, 1};
 	static const uint8_t block[16];
@@ -892,9 +891,9 @@ START_TEST(test_usize_bound)
 		int ok;
 	} cases[] = {
 		{1, 1, (uint64_t)INT64_MAX, 1},
-		{2, 1, 1ull << 62, 0},		    /* 2^63 across two Streams */
-		{1, 2, 1ull << 62, 0},		    /* 2^63 in one Stream */
-		{1, 3, (1ull << 62) - 1, 0},	    /* wraps nothing, still too big */
+		{2, 1, 1ull << 62, 0},		      /* 2^63 across two Streams */
+		{1, 2, 1ull << 62, 0},		      /* 2^63 in one Stream */
+		{1, 3, (1ull << 62) - 1, 0},	      /* wraps nothing, still too big */
 		{3, 1, ((uint64_t)INT64_MAX) / 3, 1}, /* just under */
 	};
 	char path[PATH_MAX];
@@ -909,8 +908,8 @@ START_TEST(test_usize_bound)
 		ret = open_index(path, &fd, &idx, &e);
 		if (cases[i].ok) {
 			ck_assert_msg(ret == 0, "case %zu: %d %s", i, ret, e.msg);
-			ck_assert_uint_eq(idx->usize, cases[i].usize * cases[i].nstreams *
-							      cases[i].nblocks);
+			ck_assert_uint_eq(idx->usize,
+					  cases[i].usize * cases[i].nstreams * cases[i].nblocks);
 			ck_assert_uint_le(idx->usize, XZDEC_MAX_USIZE);
 			for (size_t b = 0; b < idx->nblocks; b++)
 				ck_assert_uint_le(idx->blocks[b].uoff + idx->blocks[b].usize,
@@ -1176,8 +1175,9 @@ int main(int argc, char **argv)
 	cpath(probe, sizeof(probe), "EXPECTED.tsv");
 	have_corpus = access(probe, R_OK) == 0;
 	if (!have_corpus)
-		fprintf(stderr, "check_xzdec: SKIP: corpus not found (%s: %s); pass CORPUS_DIR, "
-				"set ZMOUNT_CORPUS or configure with -DZMOUNT_CORPUS=\n",
+		fprintf(stderr,
+			"check_xzdec: SKIP: corpus not found (%s: %s); pass CORPUS_DIR, "
+			"set ZMOUNT_CORPUS or configure with -DZMOUNT_CORPUS=\n",
 			probe, strerror(errno));
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
