@@ -23,12 +23,17 @@
  * and given the window as its dictionary, goes on exactly where the build
  * pass was.  When that member's deflate data ends, we skip its 8-byte
  * trailer and continue in gzip mode, which parses and verifies each further
- * member whole.
+ * member whole.  A gzdec_dec is that inflate kept between calls, so a span
+ * of any size streams through a fixed amount of memory: the struct with its
+ * 32 KiB input buffer, and zlib's inflate state with its 32 KiB window.
+ * gzdec_extract is one decoder used once.
  */
 #include "gzdec.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,7 +41,7 @@
 
 #define GZ_MIN_SPAN   (64u << 10)
 #define GZ_BUILD_IN   (256u << 10) /* input buffer of the build pass */
-#define GZ_EXTRACT_IN (64u << 10)  /* input buffer of one extract call */
+#define GZ_DEC_IN     GZDEC_WINDOW /* input buffer of a decoder; holds a window at open */
 #define GZ_TRAILER    8u	   /* CRC32 + ISIZE after each member's deflate data */
 
 /* Reads up to len bytes at off, never at or past limit.
@@ -286,14 +291,21 @@ int gzdec_header_check(int fd, uint64_t size, struct zerr *err)
 	unsigned char in[4096], out[1];
 	z_stream zs = { 0 };
 	uint64_t off = 0;
+	/* the header must end within the budget, and one data byte must follow */
+	uint64_t limit = size < GZDEC_HEADER_MAX ? size : GZDEC_HEADER_MAX;
 	int ret;
 
 	if (inflateInit2(&zs, 31) != Z_OK)
 		return zerr_set(err, -ENOMEM, 0, "inflateInit2 failed");
 	/* Z_BLOCK makes inflate stop right after the header, before any data. */
 	for (;;) {
-		ssize_t n = gz_pread(fd, in, sizeof(in), off, size);
+		ssize_t n = gz_pread(fd, in, sizeof(in), off, limit);
 
+		if (n == 0 && off == limit && limit < size) {
+			ret = zerr_set(err, -EINVAL, off, "gzip header is longer than %u bytes",
+				       GZDEC_HEADER_MAX);
+			break;
+		}
 		if (n <= 0) {
 			ret = gz_readerr(err, -EINVAL, n, off);
 			break;
@@ -357,9 +369,10 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
 		}
 		before = b.zs.avail_out;
 		zret = inflate(&b.zs, Z_BLOCK);
-		if (__builtin_add_overflow(idx->usize, before - b.zs.avail_out, &idx->usize)) {
+		if (__builtin_add_overflow(idx->usize, before - b.zs.avail_out, &idx->usize) ||
+		    idx->usize > (uint64_t)INT64_MAX) {
 			ret = zerr_set(err, -EINVAL, bld_coff(&b),
-				       "uncompressed size overflows 64 bits");
+				       "uncompressed size is larger than a file can be");
 			goto fail;
 		}
 		b.mout += before - b.zs.avail_out;
@@ -415,8 +428,37 @@ void gzdec_index_free(struct gzdec_index *idx)
 	free(idx);
 }
 
+struct gzdec_dec {
+	const struct gzdec_index *idx; /* borrowed: must outlive the decoder */
+	size_t point;
+	uint64_t pos;	/* bytes returned so far, after idx->points[point].uoff */
+	uint64_t inoff; /* file offset of in[0] */
+	z_stream zs;	/* raw deflate at first, gzip mode after the first member */
+	unsigned skip;	/* trailer bytes still to step over */
+	bool raw;	/* still in the checkpoint's own member, inflating raw deflate */
+	bool primed;	/* the checkpoint's partial byte has been fed to inflate */
+	bool failed;
+	unsigned char in[GZ_DEC_IN]; /* input; at open, the window's scratch space */
+};
+
+_Static_assert(GZ_DEC_IN >= GZDEC_WINDOW, "a decoder's input buffer holds a window at open");
+
+/* Whether checkpoint point of idx can be started from, with err set if not. */
+static int dec_check(const struct gzdec_index *idx, size_t point, struct zerr *err)
+{
+	const struct gzdec_point *pt;
+
+	if (!idx || point >= idx->npoints)
+		return zerr_set(err, -EINVAL, 0, "checkpoint %zu out of range", point);
+	pt = &idx->points[point];
+	if (pt->uoff > idx->usize || pt->bits > 7 || (pt->bits && pt->coff == 0) ||
+	    pt->coff > idx->csize || pt->wsize > GZDEC_WINDOW || (pt->wsize && !pt->wz))
+		return zerr_set(err, -EINVAL, pt->coff, "checkpoint %zu is malformed", point);
+	return 0;
+}
+
 /* Inflates pt's window into win with zs (raw), then resets zs for the data. */
-static int ext_window(z_stream *zs, const struct gzdec_point *pt, unsigned char *win, size_t point,
+static int dec_window(z_stream *zs, const struct gzdec_point *pt, unsigned char *win, size_t point,
 		      struct zerr *err)
 {
 	int zret;
@@ -434,107 +476,170 @@ static int ext_window(z_stream *zs, const struct gzdec_point *pt, unsigned char 
 }
 
 /* Refills the empty input buffer from where it ends.  Returns the count, 0 at EOF, or -errno. */
-static ssize_t ext_fill(int fd, uint64_t csize, z_stream *zs, unsigned char *in, uint64_t *inoff)
+static ssize_t dec_fill(struct gzdec_dec *d, int fd)
 {
 	ssize_t n;
 
-	*inoff += (uint64_t)(zs->next_in - in);
-	zs->next_in = in;
-	n = gz_pread(fd, in, GZ_EXTRACT_IN, *inoff, csize);
-	zs->avail_in = n > 0 ? (uInt)n : 0;
+	d->inoff += (uint64_t)(d->zs.next_in - d->in);
+	d->zs.next_in = d->in;
+	n = gz_pread(fd, d->in, GZ_DEC_IN, d->inoff, d->idx->csize);
+	d->zs.avail_in = n > 0 ? (uInt)n : 0;
 	return n;
+}
+
+int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec **out,
+		   struct zerr *err)
+{
+	const struct gzdec_point *pt;
+	struct gzdec_dec *d;
+	int ret;
+
+	*out = NULL;
+	ret = dec_check(idx, point, err);
+	if (ret < 0)
+		return ret;
+	pt = &idx->points[point];
+	d = malloc(sizeof(*d));
+	if (!d)
+		return zerr_set(err, -ENOMEM, pt->coff, "out of memory");
+	memset(d, 0, offsetof(struct gzdec_dec, in));
+	d->idx = idx;
+	d->point = point;
+	d->raw = true;
+	if (inflateInit2(&d->zs, -15) != Z_OK) {
+		free(d);
+		return zerr_set(err, -ENOMEM, pt->coff, "inflateInit2 failed");
+	}
+	if (pt->wsize) {
+		ret = dec_window(&d->zs, pt, d->in, point, err);
+		if (ret < 0) {
+			gzdec_dec_close(d);
+			return ret;
+		}
+		/* zlib allocates its window here */
+		if (inflateSetDictionary(&d->zs, d->in, pt->wsize) != Z_OK) {
+			gzdec_dec_close(d);
+			return zerr_set(err, -ENOMEM, pt->coff, "out of memory");
+		}
+	}
+	/* the checkpoint's partial byte is read with the first data, in gzdec_dec_read */
+	d->inoff = pt->coff - (pt->bits ? 1 : 0);
+	d->zs.next_in = d->in;
+	d->zs.avail_in = 0;
+	d->primed = pt->bits == 0;
+	*out = d;
+	return 0;
+}
+
+/* Inflates exactly len bytes (the caller has checked they exist) into dst. */
+static int dec_inflate(struct gzdec_dec *d, int fd, unsigned char *dst, size_t len,
+		       struct zerr *err)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	if (!d->primed) {
+		const struct gzdec_point *pt = &d->idx->points[d->point];
+
+		n = dec_fill(d, fd);
+		if (n <= 0)
+			return gz_readerr(err, -EIO, n, d->inoff);
+		inflatePrime(&d->zs, pt->bits, d->in[0] >> (8 - pt->bits));
+		d->zs.next_in++;
+		d->zs.avail_in--;
+		d->primed = true;
+	}
+	while (done < len) {
+		size_t chunk = len - done < UINT_MAX ? len - done : UINT_MAX;
+		int zret;
+
+		if (d->zs.avail_in == 0) {
+			n = dec_fill(d, fd);
+			if (n <= 0)
+				return gz_readerr(err, -EIO, n, d->inoff);
+		}
+		if (d->skip) {
+			unsigned k = d->skip < d->zs.avail_in ? d->skip : d->zs.avail_in;
+
+			d->zs.next_in += k;
+			d->zs.avail_in -= k;
+			d->skip -= k;
+			continue;
+		}
+		d->zs.next_out = dst + done;
+		d->zs.avail_out = (uInt)chunk;
+		zret = inflate(&d->zs, Z_NO_FLUSH);
+		done += chunk - d->zs.avail_out;
+		if (zret == Z_STREAM_END) {
+			/* raw deflate leaves the trailer to us; gzip mode eats its own */
+			d->skip = d->raw ? GZ_TRAILER : 0;
+			d->raw = false;
+			zret = inflateReset2(&d->zs, 31);
+		}
+		if (zret != Z_OK)
+			return gz_zerr(err, &d->zs, zret, -EIO,
+				       d->inoff + (uint64_t)(d->zs.next_in - d->in), "inflate");
+	}
+	return 0;
+}
+
+ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+{
+	const struct gzdec_index *idx = d->idx;
+	uint64_t left = idx->usize - idx->points[d->point].uoff - d->pos;
+	size_t want = len < left ? len : (size_t)left;
+	int ret;
+
+	if (d->failed)
+		return zerr_set(err, -EIO, d->inoff + (uint64_t)(d->zs.next_in - d->in),
+				"decoder has already failed");
+	if (want > SSIZE_MAX)
+		want = SSIZE_MAX;
+	if (want == 0)
+		return 0;
+	ret = dec_inflate(d, fd, buf, want, err);
+	if (ret < 0) {
+		d->failed = true;
+		return ret;
+	}
+	d->pos += want;
+	return (ssize_t)want;
+}
+
+uint64_t gzdec_dec_tell(const struct gzdec_dec *d)
+{
+	return d->pos;
+}
+
+void gzdec_dec_close(struct gzdec_dec *d)
+{
+	if (!d)
+		return;
+	inflateEnd(&d->zs);
+	free(d);
 }
 
 ssize_t gzdec_extract(int fd, const struct gzdec_index *idx, size_t point, void *buf, size_t len,
 		      struct zerr *err)
 {
 	const struct gzdec_point *pt;
-	unsigned char *win, *in, *dst = buf;
-	z_stream zs = {0};
-	uint64_t inoff; /* file offset of in[0] */
-	size_t done = 0;
-	unsigned skip = 0; /* trailer bytes still to step over */
-	int raw = 1;	   /* still in the checkpoint's own member, inflating raw deflate */
-	ssize_t ret;
+	struct gzdec_dec *d;
+	ssize_t n;
+	int ret;
 
-	if (!idx || point >= idx->npoints)
-		return zerr_set(err, -EINVAL, 0, "checkpoint %zu out of range", point);
+	ret = dec_check(idx, point, err);
+	if (ret < 0)
+		return ret;
 	pt = &idx->points[point];
-	if (pt->uoff > idx->usize || len > idx->usize - pt->uoff || len > SSIZE_MAX)
+	if (len > idx->usize - pt->uoff || len > SSIZE_MAX)
 		return zerr_set(err, -EINVAL, pt->coff, "%zu bytes at %llu reach past the end", len,
 				(unsigned long long)pt->uoff);
-	if (pt->bits > 7 || (pt->bits && pt->coff == 0) || pt->coff > idx->csize ||
-	    pt->wsize > GZDEC_WINDOW || (pt->wsize && !pt->wz))
-		return zerr_set(err, -EINVAL, pt->coff, "checkpoint %zu is malformed", point);
 	if (len == 0)
 		return 0;
-
-	win = malloc(GZDEC_WINDOW + GZ_EXTRACT_IN);
-	if (!win)
-		return zerr_set(err, -ENOMEM, pt->coff, "out of memory");
-	in = win + GZDEC_WINDOW;
-	if (inflateInit2(&zs, -15) != Z_OK) {
-		free(win);
-		return zerr_set(err, -ENOMEM, pt->coff, "inflateInit2 failed");
-	}
-	if (pt->wsize) {
-		ret = ext_window(&zs, pt, win, point, err);
-		if (ret < 0)
-			goto out;
-		inflateSetDictionary(&zs, win, pt->wsize);
-	}
-	inoff = pt->coff - (pt->bits ? 1 : 0);
-	zs.next_in = in;
-	zs.avail_in = 0;
-	if (pt->bits) {
-		ret = ext_fill(fd, idx->csize, &zs, in, &inoff);
-		if (ret <= 0) {
-			ret = gz_readerr(err, -EIO, ret, inoff);
-			goto out;
-		}
-		inflatePrime(&zs, pt->bits, in[0] >> (8 - pt->bits));
-		zs.next_in++;
-		zs.avail_in--;
-	}
-
-	while (done < len) {
-		size_t chunk = len - done < UINT_MAX ? len - done : UINT_MAX;
-		int zret;
-
-		if (zs.avail_in == 0) {
-			ret = ext_fill(fd, idx->csize, &zs, in, &inoff);
-			if (ret <= 0) {
-				ret = gz_readerr(err, -EIO, ret, inoff);
-				goto out;
-			}
-		}
-		if (skip) {
-			unsigned n = skip < zs.avail_in ? skip : zs.avail_in;
-
-			zs.next_in += n;
-			zs.avail_in -= n;
-			skip -= n;
-			continue;
-		}
-		zs.next_out = dst + done;
-		zs.avail_out = (uInt)chunk;
-		zret = inflate(&zs, Z_NO_FLUSH);
-		done += chunk - zs.avail_out;
-		if (zret == Z_STREAM_END) {
-			/* raw deflate leaves the trailer to us; gzip mode eats its own */
-			skip = raw ? GZ_TRAILER : 0;
-			raw = 0;
-			zret = inflateReset2(&zs, 31);
-		}
-		if (zret != Z_OK) {
-			ret = gz_zerr(err, &zs, zret, -EIO, inoff + (uint64_t)(zs.next_in - in),
-				      "inflate");
-			goto out;
-		}
-	}
-	ret = (ssize_t)len;
-out:
-	inflateEnd(&zs);
-	free(win);
-	return ret;
+	ret = gzdec_dec_open(idx, point, &d, err);
+	if (ret < 0)
+		return ret;
+	n = gzdec_dec_read(d, fd, buf, len, err);
+	gzdec_dec_close(d);
+	return n;
 }

@@ -25,8 +25,12 @@
  *    dropped as garbage.
  *
  * Threads: a gzdec_index is immutable once built and may be shared.  Every
- * call does its own pread on a caller-owned fd and keeps no state between
- * calls, so any number of threads may extract from one index at once.
+ * call does its own pread on a caller-owned fd, so any number of threads
+ * may extract from one index at once.  A gzdec_dec belongs to one thread at
+ * a time; any number of them may share one index and one fd.
+ *
+ * Descriptors: nothing here keeps a file descriptor.  Every call that reads
+ * takes the fd as an argument and uses it only during that call.
  */
 
 #include <stddef.h>
@@ -38,6 +42,12 @@
 #define GZDEC_WINDOW 32768u
 /* A checkpoint span never exceeds this, whatever the caller asks. */
 #define GZDEC_MAX_SPAN (64u << 20)
+/*
+ * gzdec_header_check reads at most this many bytes: a member header (with
+ * FEXTRA, FNAME, FCOMMENT and FHCRC) longer than this is called unreadable.
+ * It holds the largest FEXTRA (65,537 bytes) and 60 KiB of name and comment.
+ */
+#define GZDEC_HEADER_MAX (128u << 10)
 
 enum gzdec_trail {
 	GZDEC_TRAIL_NONE = 0,
@@ -67,11 +77,14 @@ struct gzdec_index {
 
 /*
  * Builds the checkpoint index of fd (size bytes long).  span is clamped to
- * [64 KiB, GZDEC_MAX_SPAN].
+ * [64 KiB, GZDEC_MAX_SPAN].  Checkpoints fall only on deflate block
+ * boundaries, so one deflate block larger than span gives a span that
+ * large: read such spans with a gzdec_dec, not whole.
  * Returns 0 and *out (free with gzdec_index_free), or, with *out NULL and
  * err set:
  *   -EINVAL  not gzip, a bad header, corrupt deflate data, a CRC32 or ISIZE
- *            mismatch, or truncated input (err->coff says where);
+ *            mismatch, truncated input (err->coff says where), or more
+ *            than INT64_MAX bytes of output;
  *   -ENOMEM  out of memory;
  *   -EIO     pread failed.
  */
@@ -81,9 +94,12 @@ int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index *
 /*
  * Checks, cheaply, that fd starts with a readable gzip member header (magic,
  * method, flags, FEXTRA/FNAME/FCOMMENT within the file, FHCRC) followed by
- * at least one byte of deflate data.  Reads at most the header's size.
- * Returns 0, or with err set: -EINVAL (not a readable gzip header), -ENOMEM,
- * -EIO (pread failed).
+ * at least one byte of deflate data.  Reads the header in 4 KiB preads, and
+ * never more than its first GZDEC_HEADER_MAX bytes, so an FNAME or FCOMMENT
+ * without its terminating NUL costs at most that much, not the whole file.
+ * Returns 0, or with err set: -EINVAL (not a readable gzip header, or one
+ * longer than GZDEC_HEADER_MAX bytes, which gzdec_index_build itself would
+ * accept), -ENOMEM, -EIO (pread failed).
  */
 int gzdec_header_check(int fd, uint64_t size, struct zerr *err);
 
@@ -120,5 +136,48 @@ void gzdec_index_free(struct gzdec_index *idx);
  */
 ssize_t gzdec_extract(int fd, const struct gzdec_index *idx, size_t point, void *buf,
 		      size_t len, struct zerr *err);
+
+/*
+ * Streaming: a decoder that starts at a checkpoint and returns the bytes
+ * after it in as many calls as the caller likes, crossing members as
+ * gzdec_extract does.  It is what a span too large to hold whole is read
+ * with.  Memory per decoder is fixed, whatever the span: 72,880 bytes of
+ * heap measured (check_gzdec stream_one_huge_block, zlib 1.2.13, glibc):
+ * the struct with its 32 KiB input buffer (about 32,930 bytes), zlib's
+ * inflate state (7,160) and zlib's 32 KiB window (32,768).
+ */
+struct gzdec_dec;
+
+/*
+ * Prepares to decode from idx->points[point].  idx is borrowed and must
+ * outlive the decoder; no fd is needed (the window is in the index), and
+ * none is kept.
+ * Returns 0 and *out (close with gzdec_dec_close), or, with *out NULL and
+ * err set:
+ *   -EINVAL  point out of range, or a malformed checkpoint;
+ *   -EIO     the checkpoint's stored window does not inflate;
+ *   -ENOMEM  out of memory.
+ */
+int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec **out,
+		   struct zerr *err);
+
+/*
+ * Decodes the next min(len, bytes left before idx->usize) bytes into buf,
+ * reading compressed input from fd (the file idx was built from) with pread
+ * during this call only.  Returns that count (0 once idx->usize is reached;
+ * reads stop there, before the last member's trailer), or, with err set:
+ *   -EIO     the data no longer inflates as it did when indexed (the file
+ *            changed), or pread failed or came up short;
+ *   -ENOMEM  out of memory.
+ * The caller must check the file's identity, as for gzdec_extract.
+ * After a failure the decoder may only be closed (reads return -EIO).
+ */
+ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err);
+
+/* Bytes returned so far: the next byte is at idx->points[point].uoff + this. */
+uint64_t gzdec_dec_tell(const struct gzdec_dec *d);
+
+/* Frees a decoder.  Accepts NULL. */
+void gzdec_dec_close(struct gzdec_dec *d);
 
 #endif

@@ -44,7 +44,6 @@
 #define XZDEC_CHUNK    (64u << 10) /* pread size for compressed input */
 
 struct xzdec_dec {
-	int fd;
 	struct xzdec_block b;
 	lzma_stream strm;
 	/* the Block decoder keeps a pointer to these until lzma_end */
@@ -184,6 +183,14 @@ static int xzdec_index_fill(struct xzdec_index *idx, const lzma_index *li, uint6
 		return zerr_set(err, -ENOMEM, size, "too many Blocks");
 	idx->nstreams = (uint32_t)nstreams;
 	idx->usize = lzma_index_uncompressed_size(li);
+	/*
+	 * liblzma caps sizes at LZMA_VLI_MAX, the same number; checked again
+	 * because st_size is an off_t and must never come out negative.
+	 */
+	if (idx->usize > XZDEC_MAX_USIZE)
+		return zerr_set(err, -EINVAL, size,
+				"uncompressed size %llu is larger than a file can be",
+				(unsigned long long)idx->usize);
 	idx->csize = size;
 	idx->checks = lzma_index_checks(li);
 
@@ -213,7 +220,7 @@ static int xzdec_index_fill(struct xzdec_index *idx, const lzma_index *li, uint6
 		if (__builtin_add_overflow(b->coff, b->csize, &end) || end > size)
 			return zerr_set(err, -EINVAL, b->coff, "Block %zu extends past end of file",
 					i - 1);
-		if (__builtin_add_overflow(b->uoff, b->usize, &end))
+		if (__builtin_add_overflow(b->uoff, b->usize, &end) || end > idx->usize)
 			return zerr_set(err, -EINVAL, b->coff,
 					"Block %zu uncompressed size overflows", i - 1);
 	}
@@ -304,15 +311,15 @@ void xzdec_index_free(struct xzdec_index *idx)
 	free(idx);
 }
 
-/* Reads the Block Header and sets up d->block and d->filters from it. */
-static int xzdec_header_read(struct xzdec_dec *d, struct zerr *err)
+/* Reads the Block Header from fd and sets up d->block and d->filters from it. */
+static int xzdec_header_read(struct xzdec_dec *d, int fd, struct zerr *err)
 {
 	const struct xzdec_block *b = &d->b;
 	uint8_t hdr[LZMA_BLOCK_HEADER_SIZE_MAX];
 	lzma_ret lret;
 	ssize_t n;
 
-	n = xzdec_pread(d->fd, hdr, 1, b->coff);
+	n = xzdec_pread(fd, hdr, 1, b->coff);
 	if (n <= 0)
 		return zerr_set(err, -EIO, b->coff, "reading Block Header: %s",
 				n ? strerror((int)-n) : "unexpected end of file");
@@ -324,7 +331,7 @@ static int xzdec_header_read(struct xzdec_dec *d, struct zerr *err)
 	d->block.filters = d->filters;
 	if (d->block.header_size >= b->csize)
 		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
-	n = xzdec_pread(d->fd, hdr, d->block.header_size, b->coff);
+	n = xzdec_pread(fd, hdr, d->block.header_size, b->coff);
 	if (n < (ssize_t)d->block.header_size)
 		return zerr_set(err, -EIO, b->coff, "reading Block Header: %s",
 				n < 0 ? strerror((int)-n) : "unexpected end of file");
@@ -378,7 +385,6 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out, 
 	if (!d)
 		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
 	memset(d, 0, offsetof(struct xzdec_dec, in));
-	d->fd = fd;
 	d->b = *b;
 	d->strm = (lzma_stream)LZMA_STREAM_INIT;
 	d->alloc = (lzma_allocator){ xz_alloc, xz_free, d };
@@ -393,7 +399,7 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out, 
 			       (unsigned long long)b->usize, (unsigned long long)b->csize);
 		goto fail;
 	}
-	ret = xzdec_header_read(d, err);
+	ret = xzdec_header_read(d, fd, err);
 	if (ret)
 		goto fail;
 	d->in_off = b->coff + d->block.header_size;
@@ -428,14 +434,14 @@ static uint64_t xzdec_coff(const struct xzdec_dec *d)
 	return d->in_off - d->strm.avail_in;
 }
 
-/* One lzma_code call, refilling input first; 0 or negative errno. */
-static int xzdec_step(struct xzdec_dec *d, struct zerr *err)
+/* One lzma_code call, refilling input from fd first; 0 or negative errno. */
+static int xzdec_step(struct xzdec_dec *d, int fd, struct zerr *err)
 {
 	lzma_ret lret;
 
 	if (d->strm.avail_in == 0 && d->in_off < d->in_end) {
 		uint64_t left = d->in_end - d->in_off;
-		ssize_t n = xzdec_pread(d->fd, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK,
+		ssize_t n = xzdec_pread(fd, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK,
 					d->in_off);
 
 		if (n <= 0)
@@ -467,7 +473,7 @@ static int xzdec_step(struct xzdec_dec *d, struct zerr *err)
 	return zerr_set(err, -EIO, xzdec_coff(d), "%s", xzdec_ret_name(lret));
 }
 
-ssize_t xzdec_dec_read(struct xzdec_dec *d, void *buf, size_t len, struct zerr *err)
+ssize_t xzdec_dec_read(struct xzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err)
 {
 	uint64_t left = d->b.usize - d->pos;
 	size_t want = len < left ? len : (size_t)left;
@@ -484,7 +490,7 @@ ssize_t xzdec_dec_read(struct xzdec_dec *d, void *buf, size_t len, struct zerr *
 	d->strm.next_out = buf;
 	d->strm.avail_out = want;
 	while (d->strm.avail_out > 0) {
-		ret = xzdec_step(d, err);
+		ret = xzdec_step(d, fd, err);
 		if (ret)
 			goto fail;
 		if (d->done && d->strm.avail_out > 0) {
@@ -497,7 +503,7 @@ ssize_t xzdec_dec_read(struct xzdec_dec *d, void *buf, size_t len, struct zerr *
 	while (want == left && !d->done) {
 		d->strm.next_out = &scratch;
 		d->strm.avail_out = 1;
-		ret = xzdec_step(d, err);
+		ret = xzdec_step(d, fd, err);
 		if (ret)
 			goto fail;
 		if (d->strm.avail_out == 0) {

@@ -19,6 +19,13 @@
  * may be read from any thread.  An xzdec_dec belongs to one thread at a
  * time.  All I/O is pread on a caller-owned fd, so any number of decoders
  * may share one fd.
+ *
+ * Descriptors: a decoder never holds a file descriptor.  The caller passes
+ * the fd to each call that reads (xzdec_dec_open, xzdec_dec_read), so a
+ * decoder kept after its file was closed cannot read whatever file reuses
+ * the number: the caller decides which fd it reads, on every call.  The
+ * fd must be the same file (the same version of it) on every call for one
+ * decoder; the decoder cannot check that.
  */
 
 #include <stddef.h>
@@ -39,6 +46,12 @@
  * this is lying, and is refused before its dictionary is sized from them.
  */
 #define XZDEC_MAX_RATIO 16384u
+
+/*
+ * The largest uncompressed size of a whole file: what an off_t (st_size)
+ * can hold.  liblzma's own limit for a VLI is the same number.
+ */
+#define XZDEC_MAX_USIZE ((uint64_t)INT64_MAX)
 
 struct xzdec_block {
 	uint64_t coff;     /* file offset of the Block Header */
@@ -63,10 +76,13 @@ struct xzdec_index {
 /*
  * Reads the Indexes of every Stream in fd (size bytes long).
  * On success returns 0 and *out, which the caller frees with
- * xzdec_index_free.  On failure *out is NULL, err says why, and it returns:
- *   -EINVAL  not .xz, or its Stream/Index structure is corrupt or its
- *            sizes overflow 64 bits (a "bad" file), or reserved Stream
- *            Flags (a future format version);
+ * xzdec_index_free; then idx->usize <= XZDEC_MAX_USIZE, and so is every
+ * Block's uoff + usize, which therefore fits an off_t.
+ * On failure *out is NULL, err says why, and it returns:
+ *   -EINVAL  not .xz, or its Stream/Index structure is corrupt, or its
+ *            uncompressed sizes add up to more than XZDEC_MAX_USIZE (a
+ *            "bad" file), or reserved Stream Flags (a future format
+ *            version);
  *   -ENOMEM  out of memory, or the Index needs more than 64 MiB to decode,
  *            which for a corrupt Index claiming huge record counts means a
  *            bad file rather than a busy machine;
@@ -80,9 +96,9 @@ void xzdec_index_free(struct xzdec_index *idx);
 struct xzdec_dec;
 
 /*
- * Prepares to decode Block b of fd from its start.  b is copied, fd is
- * borrowed and must stay open until xzdec_dec_close.  The Block Header is
- * read and checked against b (sizes, Unpadded Size) here.
+ * Prepares to decode Block b of fd from its start.  b is copied.  fd is
+ * only used during this call, to read the Block Header and check it
+ * against b (sizes, Unpadded Size); the decoder does not keep it.
  * Returns 0 and *out, or, with *out NULL and err set:
  *   -EIO     corrupt or disagreeing Block Header, an Index claiming more
  *            than XZDEC_MAX_RATIO bytes per compressed byte, or pread failed;
@@ -97,6 +113,10 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out,
 /*
  * Decodes the next min(len, remaining) bytes of the Block into buf and
  * returns how many that is (0 once the whole Block has been returned).
+ * Compressed input is read from fd with pread during this call only; fd
+ * must refer to the file xzdec_dec_open read the header from (the caller
+ * checks that: a different file gives -EIO, or bytes that are wrong and
+ * that only the Block's Check, if it has one, catches at the Block's end).
  * The call that returns the Block's last byte first reads and verifies the
  * Block Padding and Check, so a positive return that reaches the end of the
  * Block means the Check passed.  An unsupported Check ID is skipped without
@@ -107,7 +127,7 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out,
  *   -ENOMEM  out of memory.
  * After a failure the decoder may only be closed.
  */
-ssize_t xzdec_dec_read(struct xzdec_dec *d, void *buf, size_t len, struct zerr *err);
+ssize_t xzdec_dec_read(struct xzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err);
 
 /* Uncompressed bytes returned so far from this Block. */
 uint64_t xzdec_dec_tell(const struct xzdec_dec *d);

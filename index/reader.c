@@ -686,7 +686,7 @@ static int fill_xz_whole(struct reader *r, size_t bi, void *buf, struct zerr *er
 
 	if (ret < 0)
 		return ret;
-	n = xzdec_dec_read(d, buf, b->usize, err);
+	n = xzdec_dec_read(d, r->fd, buf, b->usize, err);
 	xzdec_dec_close(d);
 	if (n < 0)
 		return (int)n;
@@ -744,7 +744,7 @@ static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len
 			}
 			dst = scratch;
 		}
-		got = xzdec_dec_read(d, dst, n, err);
+		got = xzdec_dec_read(d, r->fd, dst, n, err);
 		if (got != (ssize_t)n) {
 			ret = got < 0 ? (int)got : zerr_set(err, -EIO, b->coff, "Block ended early");
 			if (e)
@@ -765,7 +765,7 @@ static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len
 	}
 	free(scratch);
 	if (ret == 0) {
-		ssize_t got = xzdec_dec_read(d, buf, len, err);
+		ssize_t got = xzdec_dec_read(d, r->fd, buf, len, err);
 
 		if (got != (ssize_t)len)
 			ret = got < 0 ? (int)got : zerr_set(err, -EIO, b->coff, "Block ended early");

@@ -12,6 +12,8 @@
  * restarts inflate in the wrong place, with the wrong bits or the wrong
  * window, shows up as a mismatch even when nothing crashes.  Extract writes
  * at the very end of a heap buffer, so one byte too many is an ASan report.
+ * A gzdec_dec then streams the same bytes in odd-sized pieces and must give
+ * exactly what extract gave.
  *
  * The harness also aborts when a result breaks gzdec.h: error codes outside
  * the listed ones, *out not NULL on error, checkpoints out of order or with
@@ -131,6 +133,47 @@ static void extract_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t 
 }
 
 /*
+ * Streams len bytes from checkpoint i with a gzdec_dec, in pieces of
+ * input-derived sizes, and compares them with gzdec_extract's (at the end
+ * of buf, from extract_cmp just before).  At the end of the data a read
+ * returns 0.
+ */
+static void stream_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t len,
+		       const unsigned char *buf, uint64_t *state)
+{
+	static const size_t pieces[] = {1, 3, 4093, 7, 65537, 2, 32768};
+	static unsigned char tmp[65537];
+	const unsigned char *want = buf + EXTRACT_MAX - len;
+	struct gzdec_dec *d = (struct gzdec_dec *)&d; /* must be overwritten */
+	struct zerr err = {0};
+	uint64_t left = idx->usize - idx->points[i].uoff;
+	size_t got = 0, k = (size_t)fuzz_mix(state);
+	ssize_t n;
+	int ret = gzdec_dec_open(idx, i, &d, &err);
+
+	FUZZ_CHECK(ret == 0 && d, "dec_open(point %zu) returned %d: %s", i, ret, err.msg);
+	while (got < len) {
+		size_t want_n = pieces[k++ % (sizeof(pieces) / sizeof(pieces[0]))];
+
+		if (want_n > len - got)
+			want_n = len - got;
+		n = gzdec_dec_read(d, fd, tmp, want_n, &err);
+		FUZZ_CHECK(n == (ssize_t)want_n, "dec_read(point %zu, +%zu, %zu) returned %zd: %s",
+			   i, got, want_n, n, err.msg);
+		FUZZ_CHECK(memcmp(tmp, want + got, want_n) == 0,
+			   "streaming from checkpoint %zu differs from extract at +%zu", i, got);
+		got += want_n;
+		FUZZ_CHECK(gzdec_dec_tell(d) == got, "dec_tell %llu != %zu",
+			   (unsigned long long)gzdec_dec_tell(d), got);
+	}
+	if (left == len) {
+		n = gzdec_dec_read(d, fd, tmp, 1, &err);
+		FUZZ_CHECK(n == 0, "dec_read at the end returned %zd", n);
+	}
+	gzdec_dec_close(d);
+}
+
+/*
  * A checkpoint that lies, as in an index file edited and resealed, or one
  * kept after its source changed in place: another bit offset, input offset
  * or window size.  Extract may serve wrong bytes (it cannot know; callers
@@ -209,6 +252,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = left < 4099 ? (size_t)left : 4099;
 
 		extract_cmp(fd, idx, i, len, buf, &s);
+		stream_cmp(fd, idx, i, len, buf, &state);
 	}
 	/* a few (point, length) pairs from the input, including runs across checkpoints */
 	for (int k = 0; k < RANDOM_EXTRACTS; k++) {
@@ -223,8 +267,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t i = idx->npoints - 1;
 		uint64_t left = idx->usize - idx->points[i].uoff;
 
-		if (left <= EXTRACT_MAX)
+		if (left <= EXTRACT_MAX) {
 			extract_cmp(fd, idx, i, (size_t)left, buf, &s);
+			stream_cmp(fd, idx, i, (size_t)left, buf, &state);
+		}
 	}
 	/* requests out of range are refused, not served */
 	n = gzdec_extract(fd, idx, idx->npoints, buf, 1, &err);

@@ -113,12 +113,12 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 		if (want > *budget)
 			want = (size_t)*budget;
 		err.msg[0] = '\0';
-		n = xzdec_dec_read(d, buf + BUF_CAP - want, want, &err);
+		n = xzdec_dec_read(d, fd, buf + BUF_CAP - want, want, &err);
 		if (n < 0) {
 			FUZZ_CHECK(n == -EIO || n == -ENOMEM, "dec_read returned %zd", n);
 			FUZZ_CHECK(err.msg[0], "dec_read failed (%zd) without a reason", n);
 			/* a failed decoder may only be closed: later reads fail too */
-			n = xzdec_dec_read(d, buf, 1, &err);
+			n = xzdec_dec_read(d, fd, buf, 1, &err);
 			FUZZ_CHECK(n < 0, "a failed decoder returned %zd", n);
 			ret = -EIO;
 			break;
@@ -126,7 +126,7 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 		if (n == 0) {
 			FUZZ_CHECK(got == b->usize, "dec_read returned 0 after %llu of %llu bytes",
 				   (unsigned long long)got, (unsigned long long)b->usize);
-			n = xzdec_dec_read(d, buf, 1, &err);
+			n = xzdec_dec_read(d, fd, buf, 1, &err);
 			FUZZ_CHECK(n == 0, "dec_read after the end returned %zd", n);
 			ret = 0;
 			break;
