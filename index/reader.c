@@ -3,15 +3,20 @@
  * How it works: the block map (cmap) has one entry per xz Block or per gzip
  * checkpoint span.  A read walks the entries it touches; for each it forms
  * the cache unit holding the wanted byte (the whole entry, or one slice of
- * a streamed xz Block), keyed in the shared cache by the unit's uncompressed
- * start offset, and fills it on a miss:
- *  - gzip: gzdec_extract from the entry's checkpoint;
+ * an entry wider than whole_max), keyed in the shared cache by the unit's
+ * uncompressed start offset, and fills it on a miss:
+ *  - gzip span: gzdec_extract from the entry's checkpoint;
  *  - small xz Block: one decoder, run to the Block's end, Check included;
- *  - large xz Block: the parked decoder if it stopped at or before the
- *    slice, else a new one from the Block start; the slices it passes on the
- *    way are offered to the cache, so a skip forward is not wasted.
+ *  - a wider entry (a large xz Block, a gzip span of one huge deflate
+ *    block): the parked decoder (struct udec) if it stopped at or before
+ *    the slice, else a new one from the entry's start; the slices it passes
+ *    on the way are offered to the cache, so a skip forward is not wasted.
  * Sequential readers also get the units after theirs queued on the worker
  * pool (read_ahead), so several decode at once.
+ *
+ * Memory: chunks and parked decoders are charged to the cache (bcache.h);
+ * a reader holds its map (READER_XZ_BLOCK_COST per xz Block, the gzip index
+ * per checkpoint) and, only while it has a descriptor, a parked decoder.
  */
 #include "reader.h"
 
@@ -43,8 +48,8 @@
 #define NSTREAMS 4
 /* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
 #define SEQ_SLACK (1u << 20)
-/* A gzip span this large means one huge deflate block: not randomly readable. */
-#define GZ_MAX_UNIT (256u << 20)
+/* What a parked gzip decoder holds (gzdec.h: inflate state, window, input buffer). */
+#define GZ_DEC_COST (80u << 10)
 /* Bytes of memory per xz Block in the block map: the Index entry, the map's start, entry and bad mark. */
 #define READER_XZ_BLOCK_COST (sizeof(struct xzdec_block) + sizeof(uint64_t) + sizeof(size_t) + 1)
 
@@ -69,7 +74,7 @@ struct reader {
 	 */
 	pthread_mutex_t stream;
 	/* Protected by parked_lock (global; see park()). */
-	struct xzdec_dec *parked;    /* stopped at a slice boundary of parked_k */
+	struct udec *parked;         /* stopped at a slice boundary of parked_k */
 	size_t parked_k;
 	size_t parked_cost;          /* charged to the cache while parked */
 	struct reader *pprev, *pnext; /* on the parked list while parked != NULL */
@@ -270,7 +275,7 @@ static void warm_output(void *ctx, const void *buf, size_t len)
 
 		while (cap < w->len + len)
 			cap *= 2;
-		p = cap <= GZ_MAX_UNIT ? realloc(w->buf, cap) : NULL;
+		p = realloc(w->buf, cap);
 		if (!p) {
 			w->stop = true;
 			return;
@@ -435,10 +440,68 @@ fail:
 	return ret;
 }
 
-/* With parked_lock held: takes r's parked decoder off the list; returns it. */
-static struct xzdec_dec *unpark_locked(struct reader *r)
+/*
+ * A decoder inside one map entry, whatever the format: what a streamed unit
+ * is read with, and what is parked between reads.  The fd is the reader's
+ * at each call, never kept.
+ */
+struct udec {
+	struct xzdec_dec *xz;
+	struct gzdec_dec *gz;
+};
+
+static void udec_close(struct udec *d)
 {
-	struct xzdec_dec *d = r->parked;
+	if (!d)
+		return;
+	xzdec_dec_close(d->xz);
+	gzdec_dec_close(d->gz);
+	free(d);
+}
+
+/* A decoder at the start of map entry k.  Returns 0 and *out, or a negative errno (err set). */
+static int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr *err)
+{
+	struct udec *d = calloc(1, sizeof(*d));
+	int ret;
+
+	*out = NULL;
+	if (!d)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	if (r->xz)
+		ret = xzdec_dec_open(r->fd, &r->xz->blocks[r->entry[k]], &d->xz, err);
+	else
+		ret = gzdec_dec_open(r->gz, r->entry[k], &d->gz, err);
+	if (ret < 0) {
+		udec_close(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+static ssize_t udec_read(struct reader *r, struct udec *d, void *buf, size_t len,
+			 struct zerr *err)
+{
+	return d->xz ? xzdec_dec_read(d->xz, r->fd, buf, len, err)
+		     : gzdec_dec_read(d->gz, r->fd, buf, len, err);
+}
+
+/* Bytes returned since the start of its map entry. */
+static uint64_t udec_tell(const struct udec *d)
+{
+	return d->xz ? xzdec_dec_tell(d->xz) : gzdec_dec_tell(d->gz);
+}
+
+static size_t udec_cost(const struct udec *d)
+{
+	return sizeof(*d) + (d->xz ? xzdec_dec_memusage(d->xz) : GZ_DEC_COST);
+}
+
+/* With parked_lock held: takes r's parked decoder off the list; returns it. */
+static struct udec *unpark_locked(struct reader *r)
+{
+	struct udec *d = r->parked;
 
 	if (!d)
 		return NULL;
@@ -457,9 +520,9 @@ static struct xzdec_dec *unpark_locked(struct reader *r)
 }
 
 /* Takes r's parked decoder if it is in map entry k (any entry if k is SIZE_MAX); else NULL. */
-static struct xzdec_dec *unpark(struct reader *r, size_t k)
+static struct udec *unpark(struct reader *r, size_t k)
 {
-	struct xzdec_dec *d = NULL;
+	struct udec *d = NULL;
 	size_t cost = 0;
 
 	pthread_mutex_lock(&parked_lock);
@@ -478,11 +541,11 @@ static struct xzdec_dec *unpark(struct reader *r, size_t k)
  * it to the cache; closes the decoders of other readers that no longer fit
  * the parked share, oldest first, and any decoder r had parked before.
  */
-static void park(struct reader *r, struct xzdec_dec *d, size_t k)
+static void park(struct reader *r, struct udec *d, size_t k)
 {
-	size_t cost = xzdec_dec_memusage(d), share = bcache_budget(r->cache) / PARKED_SHARE;
+	size_t cost = udec_cost(d), share = bcache_budget(r->cache) / PARKED_SHARE;
 	struct victim {
-		struct xzdec_dec *d;
+		struct udec *d;
 		struct bcache *cache;
 		size_t cost;
 	} v[8];
@@ -514,7 +577,7 @@ static void park(struct reader *r, struct xzdec_dec *d, size_t k)
 	parked_total += cost;
 	pthread_mutex_unlock(&parked_lock);
 	for (unsigned i = 0; i < nv; i++) {
-		xzdec_dec_close(v[i].d);
+		udec_close(v[i].d);
 		bcache_uncharge(v[i].cache, v[i].cost);
 	}
 	bcache_charge(r->cache, cost);
@@ -535,7 +598,7 @@ void reader_close(struct reader *r)
 	drain(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
-	xzdec_dec_close(unpark(r, SIZE_MAX));
+	udec_close(unpark(r, SIZE_MAX));
 	xzdec_index_free(r->xz);
 	gzdec_index_free(r->gz);
 	cmap_free(&r->map);
@@ -554,7 +617,7 @@ void reader_detach(struct reader *r)
 {
 	drain(r);
 	/* Nobody reads it now: its decoder's memory goes back to the cache. */
-	xzdec_dec_close(unpark(r, SIZE_MAX));
+	udec_close(unpark(r, SIZE_MAX));
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -697,43 +760,42 @@ static int fill_xz_whole(struct reader *r, size_t bi, void *buf, struct zerr *er
 }
 
 /*
- * Fills slice [ustart, ustart + len) of the streamed xz Block behind map
- * entry k into buf, using the parked decoder when it stopped at or before it.
- * Called with r->stream held.
+ * Fills slice [ustart, ustart + len) of the streamed unit (an xz Block or a
+ * gzip span wider than whole_max) behind map entry k into buf, using the
+ * parked decoder when it stopped at or before it.  Called with r->stream held.
  */
-static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
-			 struct zerr *err)
+static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
+		      struct zerr *err)
 {
-	const struct xzdec_block *b = &r->xz->blocks[r->entry[k]];
-	uint64_t want = ustart - b->uoff; /* position in the Block */
-	struct xzdec_dec *d = NULL;
+	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
+	uint64_t want = ustart - start; /* position in the entry */
+	struct udec *d = unpark(r, k);
 	unsigned char *scratch = NULL;
 	int ret = 0;
 
-	d = unpark(r, k);
-	if (d && xzdec_dec_tell(d) > want) {
-		xzdec_dec_close(d); /* past the slice: a reader went back */
+	if (d && udec_tell(d) > want) {
+		udec_close(d); /* past the slice: a reader went back */
 		d = NULL;
 	}
 	if (!d) {
 		if (want > 0)
-			zlog(ZLOG_DEBUG, "%s: Block %zu: decoding from its start to reach %" PRIu64,
-			     r->name, r->entry[k], want);
-		ret = xzdec_dec_open(r->fd, b, &d, err);
+			zlog(ZLOG_DEBUG, "%s: %s %zu: decoding from its start to reach %" PRIu64,
+			     r->name, r->xz ? "Block" : "checkpoint", r->entry[k], want);
+		ret = udec_open(r, k, &d, err);
 		if (ret < 0)
 			return ret;
 	}
 	/* Walk forward slice by slice, offering each one we pass to the cache. */
-	while (xzdec_dec_tell(d) < want) {
-		uint64_t pos = xzdec_dec_tell(d);
+	while (udec_tell(d) < want) {
+		uint64_t pos = udec_tell(d);
 		size_t n = r->opts.slice;
 		struct bcache_ent *e = NULL;
 		void *dst;
 		ssize_t got;
 
-		if (b->usize - pos < n)
-			n = (size_t)(b->usize - pos);
-		if (bcache_claim(r->cache, r->id, b->uoff + pos, n, &e) == 1) {
+		if (elen - pos < n)
+			n = (size_t)(elen - pos);
+		if (bcache_claim(r->cache, r->id, start + pos, n, &e) == 1) {
 			dst = bcache_buf(e);
 		} else {
 			if (!scratch)
@@ -744,9 +806,9 @@ static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len
 			}
 			dst = scratch;
 		}
-		got = xzdec_dec_read(d, r->fd, dst, n, err);
+		got = udec_read(r, d, dst, n, err);
 		if (got != (ssize_t)n) {
-			ret = got < 0 ? (int)got : zerr_set(err, -EIO, b->coff, "Block ended early");
+			ret = got < 0 ? (int)got : zerr_set(err, -EIO, 0, "data ended early");
 			if (e)
 				bcache_done(r->cache, e, ret);
 			break;
@@ -765,30 +827,30 @@ static int fill_xz_slice(struct reader *r, size_t k, uint64_t ustart, size_t len
 	}
 	free(scratch);
 	if (ret == 0) {
-		ssize_t got = xzdec_dec_read(d, r->fd, buf, len, err);
+		ssize_t got = udec_read(r, d, buf, len, err);
 
 		if (got != (ssize_t)len)
-			ret = got < 0 ? (int)got : zerr_set(err, -EIO, b->coff, "Block ended early");
+			ret = got < 0 ? (int)got : zerr_set(err, -EIO, 0, "data ended early");
 	}
-	if (ret == 0 && xzdec_dec_tell(d) < b->usize) {
+	if (ret == 0 && udec_tell(d) < elen) {
 		park(r, d, k);
 		d = NULL;
 	}
-	xzdec_dec_close(d);
+	udec_close(d);
 	return ret;
 }
 
 static int fill(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
 		struct zerr *err)
 {
+	if (ustart != r->map.start[k] || len != cmap_len(&r->map, k))
+		return fill_slice(r, k, ustart, len, buf, err);
 	if (r->gz) {
 		ssize_t n = gzdec_extract(r->fd, r->gz, r->entry[k], buf, len, err);
 
 		return n < 0 ? (int)n : 0;
 	}
-	if (ustart == r->map.start[k] && len == cmap_len(&r->map, k))
-		return fill_xz_whole(r, r->entry[k], buf, err);
-	return fill_xz_slice(r, k, ustart, len, buf, err);
+	return fill_xz_whole(r, r->entry[k], buf, err);
 }
 
 /* The cache unit holding byte off, as map entry k and [*ustart, *ustart + *len). */
@@ -797,7 +859,7 @@ static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, si
 	size_t k = cmap_find(&r->map, off);
 	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
 
-	if (r->xz && elen > r->opts.whole_max) {
+	if (elen > r->opts.whole_max) {
 		uint64_t s = (off - start) / r->opts.slice;
 
 		start += s * r->opts.slice;
@@ -820,19 +882,9 @@ static bool is_bad(struct reader *r, size_t k)
 	return bad;
 }
 
-/* A gzip span of one huge deflate block: fails it rather than inflating it whole. */
-static int too_large(struct reader *r, size_t k, uint64_t pos, size_t ulen)
-{
-	struct zerr err;
-
-	zerr_set(&err, -EIO, r->gz->points[r->entry[k]].coff,
-		 "a single deflate block of %zu bytes is too large for random access", ulen);
-	return fail_entry(r, k, pos, -EIO, &err);
-}
-
 static bool is_streamed(const struct reader *r, size_t k)
 {
-	return r->xz && cmap_len(&r->map, k) > r->opts.whole_max;
+	return cmap_len(&r->map, k) > r->opts.whole_max;
 }
 
 static double ms_since(const struct timespec *t0)
@@ -1119,8 +1171,6 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 
 		if (is_bad(r, k))
 			ret = -EIO;
-		else if (r->gz && ulen > GZ_MAX_UNIT)
-			ret = too_large(r, k, pos, ulen);
 		else
 			ret = get_unit(r, k, ustart, ulen, pos, v->n == 0, &e);
 		if (ret == -EAGAIN)
