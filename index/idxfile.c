@@ -5,8 +5,9 @@
  * How it works.  Saving serializes the whole index into one buffer,
  * little-endian byte by byte, ending with a CRC-64 of everything before it,
  * then runs the loader's validator over that buffer (so we never write what
- * we would refuse to read), writes it to a mkostemp file in the index
- * directory, fsyncs it and renames it over the final name.
+ * we would refuse to read), checks the index directory as loading does,
+ * writes the buffer to a new O_EXCL temporary file made in it through its
+ * descriptor, fsyncs it and renames it over the final name.
  *
  * Loading first checks who may have written the file: the index directory
  * (opened once, then used only through its descriptor, so a rename after
@@ -19,10 +20,10 @@
  * file (an index is about the size of the in-memory index it becomes) and
  * validate it before it allocates anything from it: the CRC, then every
  * field and every checkpoint, with all 64-bit sums checked for overflow and
- * every count bounded by the bytes actually present.  Only then are the path and identity compared, and the
- * gzdec_index built, allocated exactly as gzdec.c does (calloc'd struct, one
- * points array, each window malloc'd, NULL when empty) so gzdec_index_free
- * frees it.
+ * every count bounded by the bytes actually present.  Only then are the
+ * path and identity (idxfile_id_same) compared, and the gzdec_index built,
+ * allocated exactly as gzdec.c does (calloc'd struct, one points array, each
+ * window malloc'd, NULL when empty) so gzdec_index_free frees it.
  *
  * The CRC table is built on the stack per call (2 KiB, microseconds), which
  * keeps the file free of global state.
@@ -516,8 +517,8 @@ static int trusted(const struct stat *st, bool sticky_ok, const char *what, stru
 	uid_t me = geteuid();
 
 	if (st->st_uid != me && st->st_uid != 0)
-		return zerr_set(err, -EPERM, 0, "%s is owned by uid %u, not by uid %u or root", what,
-				(unsigned)st->st_uid, (unsigned)me);
+		return zerr_set(err, -EPERM, 0, "%s is owned by uid %u (neither ours, uid %u, "
+				"nor root)", what, (unsigned)st->st_uid, (unsigned)me);
 	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(sticky_ok && (st->st_mode & S_ISVTX)))
 		return zerr_set(err, -EPERM, 0, "%s is writable by others (mode %04o)", what,
 				(unsigned)(st->st_mode & 07777));
