@@ -527,9 +527,10 @@ static int trusted(const struct stat *st, bool sticky_ok, const char *what, stru
 
 /*
  * Checks the index directory dfd, its parent, and the directories above
- * that up to and including the first one root owns (or "/").  A sticky parent is accepted:
- * nobody else can rename or remove what we own in it, and past this check
- * the directory is only used through dfd.  Returns 0, or -EPERM with err.
+ * that up to and including the first one root owns (or "/").  A sticky
+ * parent is accepted: nobody else can rename or remove what we own in it,
+ * and past this check the directory is only used through dfd.  Returns 0,
+ * or -EPERM with err.
  */
 static int trust_dir(int dfd, struct zerr *err)
 {
