@@ -5,18 +5,25 @@
  * How it works.  Saving serializes the whole index into one buffer,
  * little-endian byte by byte, ending with a CRC-64 of everything before it,
  * then runs the loader's validator over that buffer (so we never write what
- * we would refuse to read), writes it to a mkostemp file in the index
- * directory, fsyncs it and renames it over the final name.
+ * we would refuse to read), checks the index directory as loading does,
+ * writes the buffer to a new O_EXCL temporary file made in it through its
+ * descriptor, fsyncs it and renames it over the final name.
  *
- * Loading reads the whole file into memory (an index is about the size of
- * the in-memory index it becomes), then validates before it allocates
- * anything from it: magic, version, the recorded file length against the
- * real one, the CRC, then every field and every checkpoint, with all 64-bit
- * sums checked for overflow and every count bounded by the bytes actually
- * present.  Only then are the path and identity compared, and the
- * gzdec_index built, allocated exactly as gzdec.c does (calloc'd struct, one
- * points array, each window malloc'd, NULL when empty) so gzdec_index_free
- * frees it.
+ * Loading first checks who may have written the file: the index directory
+ * (opened once, then used only through its descriptor, so a rename after
+ * the check changes nothing), the directories above it up to the first one
+ * root owns, walked through "..", and the file itself (O_NOFOLLOW, fstat).
+ * Then it reads only the 128-byte header and checks magic, version, the
+ * recorded length against the real one, and that length against
+ * idxfile_max_size of the source: a junk or forged file costs 128 bytes of
+ * reading, never its own size in memory.  Only then does it read the whole
+ * file (an index is about the size of the in-memory index it becomes) and
+ * validate it before it allocates anything from it: the CRC, then every
+ * field and every checkpoint, with all 64-bit sums checked for overflow and
+ * every count bounded by the bytes actually present.  Only then are the
+ * path and identity (idxfile_id_same) compared, and the gzdec_index built,
+ * allocated exactly as gzdec.c does (calloc'd struct, one points array, each
+ * window malloc'd, NULL when empty) so gzdec_index_free frees it.
  *
  * The CRC table is built on the stack per call (2 KiB, microseconds), which
  * keeps the file free of global state.
@@ -31,9 +38,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "srcid.h"
 
 #define IF_HDR	    128u /* fixed header */
 #define IF_REC	    32u	 /* one checkpoint record */
@@ -43,6 +53,11 @@
 #define IF_PROBE    4096u		  /* bytes hashed at each end of a source */
 #define IF_TMP_AGE  3600		  /* seconds before prune removes a temporary file */
 #define IF_HEXLEN   16u			  /* hex digits in a file name */
+#define IF_TMPLEN   6u			  /* random characters ending a temporary name */
+#define IF_RATIO    1032u /* deflate's most output per input byte: 258 bytes from 2 bits */
+#define IF_MIN_SPAN (64u << 10)		  /* gzdec_index_build never uses less (gzdec.h) */
+#define IF_MAX_UP   1024		  /* parents checked above an index directory, at most */
+#define IF_OPEN	    (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 #define CRC64_POLY  0xC96C5795D7870F42ull /* ECMA-182, reflected (CRC-64/XZ) */
 
 static const unsigned char if_magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
@@ -65,9 +80,9 @@ enum {
 	H_SPAN = 88,
 	H_TRAILOFF = 96,
 	H_TRAILING = 104,
-	H_RSV1 = 108,
+	H_CNSEC = 108,
 	H_NPOINTS = 112,
-	H_RSV2 = 120,
+	H_CTIME = 120,
 };
 /* Checkpoint record field offsets. */
 enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25 };
@@ -216,6 +231,8 @@ int idxfile_identify(int fd, struct idxfile_id *id)
 	id->size = (uint64_t)st.st_size;
 	id->mtime_sec = (int64_t)st.st_mtim.tv_sec;
 	id->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	id->ctime_sec = (int64_t)st.st_ctim.tv_sec;
+	id->ctime_nsec = (uint32_t)st.st_ctim.tv_nsec;
 	n = id->size < IF_PROBE ? (size_t)id->size : IF_PROBE;
 	ret = pread_full(fd, buf, n, 0);
 	if (ret == 0) {
@@ -227,6 +244,53 @@ int idxfile_identify(int fd, struct idxfile_id *id)
 	h = fnv64(h, buf, n);
 	id->fingerprint = mix64(h ^ id->size);
 	return 0;
+}
+
+/*
+ * An identity as the stat fields srcid_same looks at, so that identities are
+ * compared by the one predicate.  Every field is 64 bits on the Linux ABIs we
+ * build for (asserted), so the conversion loses nothing.
+ */
+static void id_stat(const struct idxfile_id *id, struct stat *st)
+{
+	_Static_assert(sizeof(st->st_dev) >= 8 && sizeof(st->st_ino) >= 8 &&
+			       sizeof(st->st_size) >= 8 && sizeof(st->st_mtim.tv_sec) >= 8,
+		       "struct stat fields narrower than an idxfile_id");
+	memset(st, 0, sizeof(*st));
+	st->st_mode = S_IFREG;
+	st->st_dev = (dev_t)id->dev;
+	st->st_ino = (ino_t)id->ino;
+	st->st_size = (off_t)id->size;
+	st->st_mtim.tv_sec = (time_t)id->mtime_sec;
+	st->st_mtim.tv_nsec = (long)id->mtime_nsec;
+	st->st_ctim.tv_sec = (time_t)id->ctime_sec;
+	st->st_ctim.tv_nsec = (long)id->ctime_nsec;
+}
+
+bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b)
+{
+	struct stat sa, sb;
+
+	id_stat(a, &sa);
+	id_stat(b, &sb);
+	return srcid_same(&sa, &sb) && a->fingerprint == b->fingerprint;
+}
+
+uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
+{
+	uint64_t points, len;
+
+	if (span < IF_MIN_SPAN)
+		span = IF_MIN_SPAN;
+	if (span > GZDEC_MAX_SPAN)
+		span = GZDEC_MAX_SPAN;
+	if (__builtin_mul_overflow(src_size, (uint64_t)IF_RATIO, &points))
+		return UINT64_MAX;
+	points = points / span + 1;
+	if (__builtin_mul_overflow(points, (uint64_t)(IF_REC + IF_MAX_WZ), &len) ||
+	    __builtin_add_overflow(len, (uint64_t)(IF_HDR + PATH_MAX - 1 + IF_CRC), &len))
+		return UINT64_MAX;
+	return len;
 }
 
 int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len)
@@ -267,21 +331,27 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	in->flags = get32(b + H_FLAGS);
 	if (in->flags & ~IDXFILE_F_VERIFIED)
 		return BAD(H_FLAGS, "unknown flags %#" PRIx32, in->flags);
-	if (get32(b + H_RSV1) || get64(b + H_RSV2))
-		return BAD(H_RSV1, "reserved header field is not zero");
 	in->id.dev = get64(b + H_DEV);
 	in->id.ino = get64(b + H_INO);
 	in->id.size = csize = get64(b + H_SIZE);
 	in->id.mtime_sec = (int64_t)get64(b + H_MTIME);
 	in->id.mtime_nsec = get32(b + H_NSEC);
+	in->id.ctime_sec = (int64_t)get64(b + H_CTIME);
+	in->id.ctime_nsec = get32(b + H_CNSEC);
 	in->id.fingerprint = get64(b + H_FPRINT);
 	if (in->id.mtime_nsec >= 1000000000u)
 		return BAD(H_NSEC, "mtime nanoseconds %" PRIu32 " out of range", in->id.mtime_nsec);
+	if (in->id.ctime_nsec >= 1000000000u)
+		return BAD(H_CNSEC, "ctime nanoseconds %" PRIu32 " out of range", in->id.ctime_nsec);
 	in->usize = usize = get64(b + H_USIZE);
 	in->members = get64(b + H_MEMBERS);
 	in->span = get64(b + H_SPAN);
-	if (in->span == 0 || in->span > GZDEC_MAX_SPAN)
+	if (in->span < IF_MIN_SPAN || in->span > GZDEC_MAX_SPAN)
 		return BAD(H_SPAN, "span %" PRIu64 " out of range", in->span);
+	/* deflate's ratio bounds usize by the source, which also keeps st_size positive */
+	if (usize > INT64_MAX || (csize <= UINT64_MAX / IF_RATIO && usize > csize * IF_RATIO))
+		return BAD(H_USIZE, "uncompressed size %" PRIu64 " impossible for %" PRIu64
+				    " compressed bytes", usize, csize);
 	if (get32(b + H_TRAILING) > GZDEC_TRAIL_GARBAGE || get64(b + H_TRAILOFF) > csize)
 		return BAD(H_TRAILOFF, "bad trailing-data fields");
 
@@ -300,6 +370,10 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	if (in->npoints == 0 || in->npoints > avail / IF_REC)
 		return BAD(H_NPOINTS, "%" PRIu64 " checkpoints cannot fit in the file",
 			   in->npoints);
+	/* checkpoints are span apart: what idxfile_max_size counts on */
+	if (csize <= UINT64_MAX / IF_RATIO && in->npoints - 1 > csize * IF_RATIO / in->span)
+		return BAD(H_NPOINTS, "%" PRIu64 " checkpoints, more than a %" PRIu64
+				      "-byte source can have", in->npoints, csize);
 
 	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
 		const unsigned char *r = b + off;
@@ -402,6 +476,8 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 	put64(b + H_SIZE, id->size);
 	put64(b + H_MTIME, (uint64_t)id->mtime_sec);
 	put32(b + H_NSEC, id->mtime_nsec);
+	put64(b + H_CTIME, (uint64_t)id->ctime_sec);
+	put32(b + H_CNSEC, id->ctime_nsec);
 	put32(b + H_PATHLEN, (uint32_t)plen);
 	put64(b + H_FPRINT, id->fingerprint);
 	put64(b + H_USIZE, idx->usize);
@@ -435,106 +511,223 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 	return 0;
 }
 
-/* Reads the whole regular file fd into a new buffer (caller frees). */
-static int slurp(int fd, unsigned char **buf, size_t *len, struct zerr *err)
+/* 0 if st may have been written only by us or root; else -EPERM and why in err. */
+static int trusted(const struct stat *st, bool sticky_ok, const char *what, struct zerr *err)
 {
-	struct stat st;
-	unsigned char *b;
-	int ret;
+	uid_t me = geteuid();
 
-	if (fstat(fd, &st) < 0)
-		return zerr_set(err, -errno, 0, "fstat failed");
-	if (!S_ISREG(st.st_mode))
-		return BAD(0, "not a regular file");
-	if ((uint64_t)st.st_size != (size_t)st.st_size)
-		return zerr_set(err, -ENOMEM, 0, "too large");
-	*len = (size_t)st.st_size;
-	b = malloc(*len ? *len : 1);
-	if (!b)
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	ret = pread_full(fd, b, *len, 0);
-	if (ret < 0) {
-		free(b);
-		if (ret == -EIO)
-			return zerr_set(err, -EBADMSG, 0, "file shrank while read, or read error");
-		return zerr_set(err, ret, 0, "read failed");
-	}
-	*buf = b;
+	if (st->st_uid != me && st->st_uid != 0)
+		return zerr_set(err, -EPERM, 0, "%s is owned by uid %u (neither ours, uid %u, "
+				"nor root)", what, (unsigned)st->st_uid, (unsigned)me);
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(sticky_ok && (st->st_mode & S_ISVTX)))
+		return zerr_set(err, -EPERM, 0, "%s is writable by others (mode %04o)", what,
+				(unsigned)(st->st_mode & 07777));
 	return 0;
 }
 
-/* Opens an index file (never through a symlink if nofollow) and validates it. */
-static int read_checked(int dfd, const char *path, int nofollow, unsigned char **buf, size_t *len,
-			struct idxfile_info *in, struct zerr *err)
+/*
+ * Checks the index directory dfd, its parent, and the directories above
+ * that up to and including the first one root owns (or "/").  A sticky
+ * parent is accepted: nobody else can rename or remove what we own in it,
+ * and past this check the directory is only used through dfd.  Returns 0,
+ * or -EPERM with err.
+ */
+static int trust_dir(int dfd, struct zerr *err)
 {
-	int fd = openat(dfd, path,
-			O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
-	int ret;
+	struct stat st, up;
+	int fd = dfd, next, ret;
 
-	*buf = NULL;
-	if (fd < 0) {
-		ret = errno == ELOOP ? -EBADMSG : -errno;
-		return zerr_set(err, ret, 0, "cannot open index file");
+	if (fstat(dfd, &st) < 0)
+		return zerr_set(err, -EPERM, 0, "cannot stat the index directory: %s",
+				strerror(errno));
+	ret = trusted(&st, false, "the index directory", err);
+	/* the parent always (a root daemon's directory is root's), then up to root's */
+	for (int n = 0; ret == 0 && (n == 0 || st.st_uid != 0); n++) {
+		if (n == IF_MAX_UP) {
+			ret = zerr_set(err, -EPERM, 0, "over %d directories above the index "
+					"directory", IF_MAX_UP);
+			break;
+		}
+		/* O_PATH: only search permission is needed to look at a parent */
+		next = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0 || fstat(next, &up) < 0) {
+			ret = zerr_set(err, -EPERM, 0, "cannot check the directories above the "
+					"index directory: %s", strerror(errno));
+			if (next >= 0)
+				close(next);
+			break;
+		}
+		if (fd != dfd)
+			close(fd);
+		fd = next;
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
+			break; /* "/" is its own parent */
+		st = up;
+		ret = trusted(&st, true, "a directory above the index directory", err);
 	}
-	ret = slurp(fd, buf, len, err);
-	close(fd);
-	if (ret == 0)
-		ret = check(*buf, *len, in, err);
-	if (ret < 0) {
-		free(*buf);
-		*buf = NULL;
-	}
+	if (fd != dfd)
+		close(fd);
 	return ret;
 }
 
-static int id_eq(const struct idxfile_id *a, const struct idxfile_id *b)
+/*
+ * Opens the index file name in dfd, never through a symlink and never
+ * blocking, and checks that it is a regular file and, if trust, that it is
+ * ours.  Returns the fd (st filled), or -EBADMSG, -EPERM, -ENOENT, ... with err.
+ */
+static int open_index(int dfd, const char *name, bool trust, struct stat *st, struct zerr *err)
 {
-	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
-	       a->fingerprint == b->fingerprint;
+	int fd = openat(dfd, name, IF_OPEN), ret;
+
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return BAD(0, "the index file is a symlink");
+		return zerr_set(err, -errno, 0, "cannot open the index file");
+	}
+	if (fstat(fd, st) < 0)
+		ret = zerr_set(err, -errno, 0, "fstat failed");
+	else if (!S_ISREG(st->st_mode))
+		ret = BAD(0, "not a regular file");
+	else
+		ret = trust ? trusted(st, false, "the index file", err) : 0;
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * Reads index file fd (st: its fstat): the header first, which must say a
+ * supported version, the real length, and if want_size is not NULL the
+ * source size *want_size; and the length must be within idxfile_max_size of
+ * the recorded source size.  Then the whole file into a new buffer (caller
+ * frees), validated by check().  0, -EBADMSG, -ESTALE, -ENOMEM or -errno.
+ */
+static int read_checked(int fd, const struct stat *st, const uint64_t *want_size,
+			unsigned char **buf, size_t *len, struct idxfile_info *in, struct zerr *err)
+{
+	unsigned char h[IF_HDR], *b;
+	uint64_t flen = (uint64_t)st->st_size, src_size, span, cap;
+	size_t n = flen < IF_HDR ? (size_t)flen : IF_HDR;
+	uint32_t version;
+	int ret;
+
+	*buf = NULL;
+	ret = pread_full(fd, h, n, 0);
+	if (ret < 0)
+		return ret == -EIO ? BAD(0, "file shrank while read, or read error")
+				   : zerr_set(err, ret, 0, "read failed");
+	if (n >= sizeof(if_magic) && memcmp(h + H_MAGIC, if_magic, sizeof(if_magic)))
+		return BAD(0, "not a zmount index (bad magic)");
+	if (flen < IF_MIN_FILE)
+		return BAD(flen, "truncated: %" PRIu64 " bytes", flen);
+	version = get32(h + H_VERSION);
+	if (version != IDXFILE_VERSION)
+		return BAD(H_VERSION, "unsupported version %" PRIu32 " (this zmount writes %u)",
+			   version, IDXFILE_VERSION);
+	if (get64(h + H_FSIZE) != flen)
+		return BAD(flen, "file is %" PRIu64 " bytes, header says %" PRIu64
+				 " (truncated or padded)", flen, get64(h + H_FSIZE));
+	src_size = get64(h + H_SIZE);
+	span = get64(h + H_SPAN);
+	if (span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN)
+		return BAD(H_SPAN, "span %" PRIu64 " out of range", span);
+	if (want_size && src_size != *want_size)
+		return zerr_set(err, -ESTALE, H_SIZE, "the source changed since it was indexed "
+				"(%" PRIu64 " bytes, now %" PRIu64 ")", src_size, *want_size);
+	cap = idxfile_max_size(src_size, span);
+	if (flen > cap || flen != (size_t)flen)
+		return BAD(flen, "file is %" PRIu64 " bytes, more than an index of a %" PRIu64
+				 "-byte source can be (%" PRIu64 ")", flen, src_size, cap);
+	*len = (size_t)flen;
+	b = malloc(*len);
+	if (!b)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	ret = pread_full(fd, b, *len, 0);
+	if (ret < 0)
+		ret = ret == -EIO ? BAD(0, "file shrank while read, or read error")
+				  : zerr_set(err, ret, 0, "read failed");
+	else
+		ret = check(b, *len, in, err);
+	if (ret < 0)
+		free(b);
+	else
+		*buf = b;
+	return ret;
+}
+
+/* Opens dir (following symlinks: it is the user's setting) and checks it. */
+static int open_dir(const char *dir, struct zerr *err)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+
+	if (dfd < 0)
+		return zerr_set(err, -errno, 0, "cannot open the index directory");
+	ret = trust_dir(dfd, err);
+	if (ret < 0) {
+		close(dfd);
+		return ret;
+	}
+	return dfd;
 }
 
 int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
 		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err)
 {
 	char path[PATH_MAX];
-	struct idxfile_info *in;
-	unsigned char *b;
+	struct idxfile_info *in = NULL;
+	unsigned char *b = NULL;
+	struct stat st;
 	size_t len = 0;
-	int ret;
+	int dfd, fd = -1, ret;
 
 	*out = NULL;
 	ret = idxfile_path(dir, src_abspath, path, sizeof(path));
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "bad source path");
+	dfd = open_dir(dir, err);
+	if (dfd < 0)
+		return dfd;
 	in = malloc(sizeof(*in));
-	if (!in)
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	ret = read_checked(AT_FDCWD, path, 1, &b, &len, in, err);
+	ret = in ? open_index(dfd, strrchr(path, '/') + 1, true, &st, err)
+		 : zerr_set(err, -ENOMEM, 0, "out of memory");
+	if (ret < 0)
+		goto out;
+	fd = ret;
+	ret = read_checked(fd, &st, &id->size, &b, &len, in, err);
 	if (ret < 0)
 		goto out;
 	if (strcmp(in->src, src_abspath))
 		ret = zerr_set(err, -ESTALE, IF_HDR, "made for another file: %s", in->src);
-	else if (!id_eq(&in->id, id))
+	else if (!idxfile_id_same(&in->id, id))
 		ret = zerr_set(err, -ESTALE, H_DEV, "the source changed since it was indexed");
 	else if (span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
 			       in->span, span_wanted);
 	else if (build(b, in, out) < 0)
 		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
-	free(b);
 out:
+	free(b);
 	free(in);
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
 	return ret;
 }
 
 int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr *err)
 {
-	unsigned char *b;
+	unsigned char *b = NULL;
+	struct stat st;
 	size_t len = 0;
-	int ret = read_checked(AT_FDCWD, path, 0, &b, &len, info, err);
+	int fd = open_index(AT_FDCWD, path, false, &st, err), ret;
 
+	if (fd < 0)
+		return fd;
+	ret = read_checked(fd, &st, NULL, &b, &len, info, err);
 	free(b);
+	close(fd);
 	return ret;
 }
 
@@ -558,30 +751,58 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/*
+ * Creates ".<name>.XXXXXX" in dfd (O_EXCL, mode 0600, never through a
+ * symlink) and puts its name in tmp.  Returns the fd or -errno.
+ */
+static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
+{
+	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	int n = snprintf(tmp, len, ".%s.", name), fd = -EEXIST;
+	struct timespec ts;
+	uint64_t r;
+
+	if (n < 0 || (size_t)n + IF_TMPLEN >= len)
+		return -ENAMETOOLONG;
+	for (int tries = 0; tries < 100 && fd == -EEXIST; tries++) {
+		/* getrandom, or failing that the clock: O_EXCL makes any name safe */
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			r = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)tries);
+		}
+		for (unsigned i = 0; i < IF_TMPLEN; i++, r /= sizeof(set) - 1)
+			tmp[n + i] = set[r % (sizeof(set) - 1)];
+		tmp[n + IF_TMPLEN] = '\0';
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			fd = -errno;
+	}
+	return fd;
+}
+
 int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
 		 const struct gzdec_index *idx, uint64_t *bytes_written)
 {
 	char final[PATH_MAX], tmp[PATH_MAX];
+	const char *name;
 	unsigned char *b = NULL;
 	size_t len = 0;
-	int fd, ret, n;
+	int dfd = -1, fd, ret;
 
 	ret = idxfile_path(dir, src_abspath, final, sizeof(final));
 	if (ret == 0)
 		ret = serialize(src_abspath, id, idx, &b, &len);
 	if (ret == 0)
 		ret = mkdir_p(dir);
+	if (ret == 0)
+		ret = dfd = open_dir(dir, NULL);
 	if (ret < 0)
 		goto out;
+	name = strrchr(final, '/') + 1;
 	/* ".<name>.XXXXXX": hidden, and named after its index for prune */
-	n = snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, strrchr(final, '/') + 1);
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		ret = -ENAMETOOLONG;
-		goto out;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = make_tmp(dfd, name, tmp, sizeof(tmp));
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		goto out;
 	}
 	ret = write_full(fd, b, len);
@@ -589,21 +810,18 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
 		ret = -errno;
 	if (close(fd) < 0 && ret == 0)
 		ret = -errno;
-	if (ret == 0 && rename(tmp, final) < 0)
+	if (ret == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		ret = -errno;
 	if (ret < 0) {
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 		goto out;
 	}
-	/* make the rename durable too; the file is complete either way */
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
+	fsync(dfd); /* make the rename durable too; the file is complete either way */
 	if (bytes_written)
 		*bytes_written = len;
 out:
+	if (dfd >= 0)
+		close(dfd);
 	free(b);
 	return ret;
 }
@@ -622,13 +840,19 @@ static int prune_index(int dfd, const char *dir, const char *name)
 	char want[PATH_MAX];
 	struct idxfile_info *in = malloc(sizeof(*in));
 	struct idxfile_id now;
-	unsigned char *b;
+	unsigned char *b = NULL;
+	struct stat st;
 	size_t len = 0;
 	int ret, fd, stale = 0;
 
 	if (!in)
 		return 0;
-	ret = read_checked(dfd, name, 1, &b, &len, in, NULL);
+	/* not ours (-EPERM): kept, as is anything we cannot read */
+	ret = fd = open_index(dfd, name, true, &st, NULL);
+	if (fd >= 0) {
+		ret = read_checked(fd, &st, NULL, &b, &len, in, NULL);
+		close(fd);
+	}
 	free(b);
 	if (ret == -EBADMSG) {
 		stale = 1;
@@ -638,12 +862,12 @@ static int prune_index(int dfd, const char *dir, const char *name)
 		    strcmp(strrchr(want, '/') + 1, name)) {
 			stale = 1;
 		} else {
-			fd = open(in->src, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+			fd = open(in->src, IF_OPEN);
 			if (fd < 0) {
 				stale = errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
 			} else {
 				ret = idxfile_identify(fd, &now);
-				stale = ret == -EINVAL || (ret == 0 && !id_eq(&now, &in->id));
+				stale = ret == -EINVAL || (ret == 0 && !idxfile_id_same(&now, &in->id));
 				close(fd);
 			}
 		}
@@ -659,12 +883,13 @@ int idxfile_prune(const char *dir, unsigned *removed)
 	struct stat st;
 	time_t now = time(NULL);
 	DIR *d;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd;
 
 	if (removed)
 		*removed = 0;
+	dfd = open_dir(dir, NULL);
 	if (dfd < 0)
-		return -errno;
+		return dfd;
 	d = fdopendir(dfd);
 	if (!d) {
 		close(dfd);

@@ -8,9 +8,23 @@
  * doc/index-format.md.
  *
  * A saved index is bound to its source's identity (struct idxfile_id) and
- * absolute path.  Loading validates the whole file (magic, version, length,
- * CRC-64, every field and every checkpoint) before anything is allocated
- * from it, so a damaged, foreign or stale index is rejected, never trusted.
+ * absolute path.  Loading validates the fixed header first (magic, version,
+ * length, and a size cap computed from the source's size), so a junk file is
+ * refused before it is read; then the whole file (CRC-64, every field and
+ * every checkpoint) before anything is allocated from it, so a damaged,
+ * foreign or stale index is rejected, never trusted.
+ *
+ * Ownership (as ssh's StrictModes): load, save and prune trust an index
+ * directory only if it is owned by geteuid() or root and is not writable by
+ * group or others (a sticky 1777 directory such as /tmp is refused too), and
+ * its parent and each directory above that, up to and including the first
+ * one owned by root, is owned by geteuid() or root and is not group/other-writable unless it
+ * is sticky.  An index file must be a regular file (opened with O_NOFOLLOW,
+ * never through a symlink), owned by geteuid() or root and not writable by
+ * group or others.  Otherwise they return -EPERM with the reason in err;
+ * the caller logs that once and works without saved indexes.  Directories
+ * are used through descriptors once checked, so renaming them afterwards
+ * changes nothing.
  *
  * Files are written to a unique temporary name in the same directory,
  * fsync'd, and renamed over the final name: readers see the old file or the
@@ -31,20 +45,25 @@
  */
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gzdec.h"
 #include "zerr.h"
 
-#define IDXFILE_VERSION	   1u
+#define IDXFILE_VERSION	   2u /* 2: the source's ctime joined the identity */
 #define IDXFILE_F_VERIFIED 1u /* every member's CRC32 and ISIZE were checked when built */
 
-/* What a saved index is bound to.  All of it must match for a load. */
+/*
+ * What a saved index is bound to: the fields of srcid.h's "same version"
+ * (device, inode, size, mtime ns, ctime ns) and a fingerprint.  All of it
+ * must match for a load; compare two with idxfile_id_same, never by hand.
+ */
 struct idxfile_id {
 	uint64_t dev, ino, size;
-	int64_t mtime_sec;
-	uint32_t mtime_nsec;
+	int64_t mtime_sec, ctime_sec;
+	uint32_t mtime_nsec, ctime_nsec;
 	uint64_t fingerprint; /* hash of the first and last 4 KiB (fewer if the file is smaller) */
 };
 
@@ -77,6 +96,24 @@ int idxfile_default_dir(char *out, size_t len);
 int idxfile_identify(int fd, struct idxfile_id *id);
 
 /*
+ * Whether a and b are the same version of a source: srcid_same (srcid.h)
+ * over their stat fields, and equal fingerprints.  The one comparison of
+ * identities: load, prune and the tools all go through it.
+ */
+bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b);
+
+/*
+ * The largest index file that can be valid for a source of src_size bytes
+ * indexed with span bytes (span is clamped to [64 KiB, GZDEC_MAX_SPAN]):
+ *   128 + 4095 + 8 + (1 + floor(1032 * src_size / span)) * (32 + 65536),
+ * saturating at UINT64_MAX.  Deflate makes at most 1032 bytes per input
+ * byte, and checkpoints are at least span apart, so an index has at most
+ * 1 + 1032 * src_size / span records, each with a window of at most 64 KiB.
+ * Load refuses a larger file before reading past its header.
+ */
+uint64_t idxfile_max_size(uint64_t src_size, uint64_t span);
+
+/*
  * out = "DIR/<16 hex digits>.zmi", the hex being a 64-bit hash of
  * src_abspath.  The path is hashed as given: callers should pass a
  * canonical path (realpath) so that one source has one index file.
@@ -91,6 +128,7 @@ int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len
  * Returns 0 and, if bytes_written is not NULL, the file's size; or
  *   -EINVAL        src_abspath not absolute, id->size != idx->csize, or idx
  *                  is not a well-formed index (points out of order, ...);
+ *   -EPERM         dir is not trusted (see above; nothing is written);
  *   -ENAMETOOLONG  a path too long;
  *   -ENOMEM        out of memory;
  *   or the errno of mkdir, mkstemp, write, fsync, close or rename, e.g.
@@ -108,11 +146,16 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
  * Pass 0 (tools) to take any span; on -ERANGE rebuild and save over it.
  * Returns 0 and *out (caller frees with gzdec_index_free), or *out = NULL and
  *   -ENOENT   no index file for this path (-ENOTDIR if dir is not a directory);
- *   -EBADMSG  not a valid index: wrong magic, unsupported version, truncated
- *             or padded, checksum mismatch, a field out of range, or not a
- *             regular file;
+ *   -EPERM    dir or the index file is not trusted (see above): do not save
+ *             there either;
+ *   -EBADMSG  not a valid index: wrong magic, unsupported version (an index
+ *             from an older zmount), truncated or padded, larger than
+ *             idxfile_max_size allows, checksum mismatch, a field out of
+ *             range, a symlink, or not a regular file;
  *   -ESTALE   a valid index, but made for another path (hash collision or a
- *             copied file) or another identity (the source changed);
+ *             copied file) or another identity (the source changed; a
+ *             header recording another source size gives this before the
+ *             rest of the file is read);
  *   -ERANGE   valid and current, but built with another span;
  *   -ENOMEM   out of memory;
  *   or the errno of open/pread (-EACCES, -EIO, ...).
@@ -123,7 +166,10 @@ int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_
 
 /*
  * Reads and fully validates the index file at path (checksum included, as
- * load does; the source is not looked at) and fills *info.
+ * load does, with the size cap taken from the source size it records; the
+ * source is not looked at) and fills *info.  For inspecting a file: it does
+ * not check ownership, so success says nothing about whether load trusts it.
+ * path is opened with O_NOFOLLOW: a symlink gives -EBADMSG.
  * Returns 0, -EBADMSG, -ENOMEM, or the errno of open/pread; err as for load.
  * *info is undefined on error.
  */
@@ -137,9 +183,12 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
  *    or not a regular file, or whose source's identity changed;
  *  - temporary files ".<16 hex>.zmi.XXXXXX" last modified over an hour ago
  *    (a live save takes seconds).
- * Indexes whose source cannot be checked (EACCES, EIO, ...) are kept.
+ * Indexes whose source cannot be checked (EACCES, EIO, ...) are kept, and
+ * so are index files not trusted (another owner, group/other-writable).
+ * Sources are opened with O_NOFOLLOW|O_NONBLOCK.
  * Returns 0 and, if removed is not NULL, how many files went; or -ENOENT,
- * -ENOTDIR, -ENOMEM or the errno of opening dir.
+ * -ENOTDIR, -EPERM (dir not trusted: nothing is removed), -ENOMEM or the
+ * errno of opening dir.
  */
 int idxfile_prune(const char *dir, unsigned *removed);
 

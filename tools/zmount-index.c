@@ -31,6 +31,7 @@
 #include "bcache.h"
 #include "idxfile.h"
 #include "reader.h"
+#include "srcid.h"
 #include "zlog.h"
 
 #define BUILD_CACHE  (1u << 20) /* build leaves nothing in the cache (warm_bytes is 0) */
@@ -50,7 +51,8 @@ static const char usage[] =
 	"          look for it.  xz files carry their own index and are skipped.\n"
 	"          Exit: 0 all indexed, 2 some file corrupt or unreadable.\n"
 	"  info    format, members/Streams, checkpoints/Blocks, sizes, and the saved\n"
-	"          index: its file, size and state (fresh, stale, missing, corrupt).\n"
+	"          index: its file, size and state (fresh, stale, missing, corrupt,\n"
+	"          untrusted: the index directory or file is not only ours or root's).\n"
 	"          Exit: 0, or 2 if some file could not be opened as an archive.\n"
 	"  verify  full integrity check: every xz Block and Check, every gzip member's\n"
 	"          CRC32 and ISIZE, of each FILE, and of every xz and gzip file (known\n"
@@ -279,19 +281,41 @@ static void progress(const struct list *l, size_t i, uint64_t done, const char *
 	fflush(stderr);
 }
 
-/* True if dir holds a valid index made for r's source, as r opened it. */
+/*
+ * Whether dir holds a saved index that a mount would use for the version of
+ * the source real that fd has open: the daemon's own test, idxfile_identify
+ * then idxfile_load (path, identity by idxfile_id_same, ownership, the whole
+ * file), with any span since mounts take any.  Returns idxfile_load's result
+ * (0: fresh) or idxfile_identify's error; err (may be NULL) says why.
+ */
+static int saved_index(const char *dir, const char *real, int fd, struct zerr *err)
+{
+	struct gzdec_index *g = NULL;
+	struct idxfile_id id;
+	int ret = idxfile_identify(fd, &id);
+
+	if (ret == 0)
+		ret = idxfile_load(dir, real, &id, 0, &g, err);
+	gzdec_index_free(g);
+	return ret;
+}
+
+/* True if dir holds a fresh saved index for r's source, the version r opened. */
 static bool saved_for(const char *dir, const char *path, const struct reader *r)
 {
-	const struct stat *st = reader_stat(r);
-	struct idxfile_info *hi = xalloc(malloc(sizeof(*hi)));
-	char real[PATH_MAX], ipath[PATH_MAX];
-	bool ok = realpath(path, real) && idxfile_path(dir, real, ipath, sizeof(ipath)) == 0 &&
-		  idxfile_read_header(ipath, hi, NULL) == 0 && strcmp(hi->src, real) == 0 &&
-		  hi->id.dev == (uint64_t)st->st_dev && hi->id.ino == (uint64_t)st->st_ino &&
-		  hi->id.size == (uint64_t)st->st_size && hi->id.mtime_sec == st->st_mtim.tv_sec &&
-		  hi->id.mtime_nsec == (uint32_t)st->st_mtim.tv_nsec;
+	char real[PATH_MAX];
+	struct stat st;
+	bool ok;
+	int fd;
 
-	free(hi);
+	if (!realpath(path, real))
+		return false;
+	fd = open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	ok = fstat(fd, &st) == 0 && srcid_same(&st, reader_stat(r)) &&
+	     saved_index(dir, real, fd, NULL) == 0;
+	close(fd);
 	return ok;
 }
 
@@ -357,29 +381,24 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 /* Writes the index_* lines of gzip source fd to out; returns 0 if its saved index is fresh. */
 static int index_state(FILE *out, int fd, const char *real, const char *dir)
 {
-	struct gzdec_index *g = NULL;
 	struct zerr err = { 0 };
-	struct idxfile_id id;
 	char ipath[PATH_MAX];
 	struct stat st;
 	int ret = idxfile_path(dir, real, ipath, sizeof(ipath));
 
 	if (ret == 0) {
 		fprintf(out, "index_file=%s\n", ipath);
-		if (stat(ipath, &st) == 0)
+		if (lstat(ipath, &st) == 0)
 			fprintf(out, "index_size=%" PRIu64 "\n", (uint64_t)st.st_size);
-		ret = idxfile_identify(fd, &id);
+		ret = saved_index(dir, real, fd, &err);
 	}
-	/* Mounts use a saved index whatever its span, so any span is fresh here. */
-	if (ret == 0)
-		ret = idxfile_load(dir, real, &id, 0, &g, &err);
-	gzdec_index_free(g);
 	fprintf(out, "index_state=%s\n",
-		ret == 0			   ? "fresh"
-		: ret == -ESTALE		   ? "stale"
-		: ret == -ENOENT		   ? "missing"
-		: ret == -EBADMSG		   ? "corrupt"
-						   : "unreadable");
+		ret == 0	     ? "fresh"
+		: ret == -ESTALE     ? "stale"
+		: ret == -ENOENT     ? "missing"
+		: ret == -EBADMSG    ? "corrupt"
+		: ret == -EPERM	     ? "untrusted"
+				     : "unreadable");
 	if (ret < 0 && ret != -ENOENT)
 		fprintf(out, "index_reason=%s\n", err.msg[0] ? err.msg : strerror(-ret));
 	return ret;

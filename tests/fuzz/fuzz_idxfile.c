@@ -51,6 +51,8 @@
 #define H_PATHLEN   60u
 #define H_FPRINT    64u
 #define H_SPAN	    88u
+#define H_CNSEC	    108u
+#define H_CTIME	    120u
 #define MAX_POINTS  16
 #define EXTRACT_LEN 4096u
 
@@ -174,6 +176,8 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 	id.size = get64(img + H_SIZE);
 	id.mtime_sec = (int64_t)get64(img + H_MTIME);
 	id.mtime_nsec = get32(img + H_NSEC);
+	id.ctime_sec = (int64_t)get64(img + H_CTIME);
+	id.ctime_nsec = get32(img + H_CNSEC);
 	id.fingerprint = get64(img + H_FPRINT);
 
 	ret = idxfile_path(g_dir, src, path, sizeof(path));

@@ -33,7 +33,8 @@ What it does:
      away after fusermount3 -u), with -d, with -o max_read=65536 (the
      largest archive must read back), with RLIMIT_NOFILE=256 while
      300 archives are read one after another (the daemon must stay within
-     its fd budget), and one where a 24 MiB gzip (indexed in the background)
+     its fd budget) and then held open all at once (EMFILE must happen, be
+     logged once, and go away once they are closed), and one where a 24 MiB gzip (indexed in the background)
      and a 1 MiB-Block xz are read in order: the stats must show bytes
      decoded ahead by the workers for each, and the mount's read_ahead_kb
      must be 1024.
@@ -50,6 +51,7 @@ import math
 import mmap
 import os
 import random
+import resource
 import shutil
 import stat
 import subprocess
@@ -650,9 +652,8 @@ def check_stat(res, mnt, tree):
     for d in sorted(tree.dirs):
         try:
             st = os.lstat(os.path.join(mnt, d))
-            res.check(f'stat /{d}: directory', stat.S_ISDIR(st.st_mode), oct(st.st_mode))
-            if st.st_mode & 0o222:
-                res.note(f'directory /{d} has write bits: {oct(st.st_mode)}')
+            res.check(f'stat /{d}: a directory without write bits',
+                      stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o222, oct(st.st_mode))
         except OSError as e:
             res.fail(f'stat /{d}', errname(e))
     g = Grouped(res, 'stat (regular, exact st_size, no write bits)')
@@ -710,39 +711,100 @@ def check_inodes(res, mnt, tree):
 
 
 def check_fd_budget(res, zmount, tree, tmp, limit=256):
-    """With RLIMIT_NOFILE at LIMIT (soft and hard), reading more archives than
-    that, one after another and each closed, must keep working: the daemon may
-    cache archive fds but has to stay within its fd budget."""
+    """The daemon runs with RLIMIT_NOFILE at LIMIT (soft and hard, so its own
+    raise to the hard limit changes nothing) and more archives than that exist.
+
+    1. Read one after another, each closed: all must read back and the daemon
+       must never run out (no "out of file descriptors" line): it holds no fd
+       for an archive nobody has open.
+    2. Held open all at once: each open archive costs the daemon one fd, so
+       EMFILE must happen.  The opens beyond the budget fail with EMFILE and
+       nothing else, those that worked read right, and the daemon says so in
+       exactly one log line.
+    3. Once they are closed, every archive opens and reads again: EMFILE is
+       not kept as a verdict on the file."""
     mnt = os.path.join(tmp, 'mnt-fd')
     arcs = sorted(r for r in tree.archives if r.startswith('many/'))
-    assert len(arcs) > limit
+    tag = f'RLIMIT_NOFILE={limit}'
+    if len(arcs) <= limit:
+        res.fail(f'{tag}: more archives than the limit', f'only {len(arcs)}')
+        return
+    # our side must not be the one to run out
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2 * len(arcs) + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 2 * len(arcs) + 64), hard))
+
+    def out_of_fds(m):
+        return [ln for ln in m.log_lines() if 'out of file descriptors' in ln]
+
+    def read_all_one_by_one():
+        bad = []
+        for rel in arcs:
+            try:
+                with open(os.path.join(mnt, rel), 'rb') as f:
+                    if f.read() != tree.files[rel]:
+                        bad.append(f'{rel}: wrong bytes')
+            except OSError as e:
+                bad.append(f'{rel}: {errname(e)}')
+        return bad
+
     try:
         with zmtest.Mount(zmount, tree.src, mnt, opts=MOUNT_OPTS, results=res, watchdog=120,
                           log_path=os.path.join(tmp, 'daemon-fd.log'), nofile=(limit, limit),
-                          label=f'RLIMIT_NOFILE={limit} mount') as m:
-            bad = []
-            for rel in arcs:
-                try:
-                    with open(os.path.join(mnt, rel), 'rb') as f:
-                        if f.read() != tree.files[rel]:
-                            bad.append(f'{rel}: wrong bytes')
-                except OSError as e:
-                    bad.append(f'{rel}: {errname(e)}')
-            res.check(f'RLIMIT_NOFILE={limit}: {len(arcs)} archives opened, read and closed '
-                      f'one by one all read back', not bad,
+                          label=f'{tag} mount') as m:
+            with open(f'/proc/{m.proc.pid}/limits') as f:
+                lim = [ln for ln in f if ln.startswith('Max open files')]
+            res.check(f'{tag}: the daemon runs with that limit', lim and
+                      lim[0].split()[3:5] == [str(limit), str(limit)], f'{lim}')
+            bad = read_all_one_by_one()
+            res.check(f'{tag}: {len(arcs)} archives opened, read and closed one by one all '
+                      f'read back, and the daemon never ran out', not bad and not out_of_fds(m),
                       f'{len(bad)} failed, first: ' + ' | '.join(bad[:3]) +
-                      f'; daemon holds {len(os.listdir(f"/proc/{m.proc.pid}/fd"))} fds')
+                      f'; log: {out_of_fds(m)[:2]}; daemon holds '
+                      f'{len(os.listdir(f"/proc/{m.proc.pid}/fd"))} fds')
+
+            held, emfile, other = [], [], []
+            try:
+                for rel in arcs:
+                    try:
+                        held.append((rel, os.open(os.path.join(mnt, rel), os.O_RDONLY)))
+                    except OSError as e:
+                        (emfile if e.errno == errno.EMFILE else other).append(
+                            f'{rel}: {errname(e)}')
+                res.check(f'{tag}: {len(arcs)} archives held open at once: the opens beyond '
+                          f'the daemon\'s budget fail with EMFILE, and with nothing else',
+                          emfile and not other and len(held) + len(emfile) == len(arcs),
+                          f'{len(held)} opened, {len(emfile)} EMFILE, {len(other)} other: '
+                          + ' | '.join(other[:3]),
+                          info=f'{len(held)} opened, {len(emfile)} EMFILE')
+                wrong = []
+                for rel, fd in held:
+                    try:
+                        if os.pread(fd, len(tree.files[rel]) + 1, 0) != tree.files[rel]:
+                            wrong.append(f'{rel}: wrong bytes')
+                    except OSError as e:
+                        wrong.append(f'{rel}: {errname(e)}')
+                res.check(f'{tag}: the {len(held)} archives that did open read back while '
+                          f'the daemon is out of descriptors', held and not wrong,
+                          f'{len(wrong)} bad: ' + ' | '.join(wrong[:3]))
+            finally:
+                for _, fd in held:
+                    os.close(fd)
+            lines = out_of_fds(m)
+            res.check(f'{tag}: the daemon logged running out of descriptors exactly once',
+                      len(lines) == 1, f'{len(lines)} lines: {lines[:3]}', info=lines[0] if
+                      len(lines) == 1 else '')
+            bad = read_all_one_by_one()
+            res.check(f'{tag}: after they are closed, all {len(arcs)} archives open and read '
+                      f'back again', not bad, f'{len(bad)} failed, first: ' + ' | '.join(bad[:3]))
             try:
                 with open(os.path.join(mnt, 'plain.txt'), 'rb') as f:
                     ok = f.read() == tree.files['plain.txt']
-                res.check(f'RLIMIT_NOFILE={limit}: a plain file still opens afterwards', ok,
-                          'wrong bytes')
+                res.check(f'{tag}: a plain file still opens afterwards', ok, 'wrong bytes')
             except OSError as e:
-                res.fail(f'RLIMIT_NOFILE={limit}: a plain file still opens afterwards', errname(e))
-            if bad:
-                res.note('daemon log for this mount: ' + (' | '.join(m.log_lines()[-3:]) or 'empty'))
+                res.fail(f'{tag}: a plain file still opens afterwards', errname(e))
     except zmtest.MountError as e:
-        res.fail(f'RLIMIT_NOFILE={limit} mount comes up', str(e))
+        res.fail(f'{tag} mount comes up', str(e))
 
 
 def mount_dev(mnt):
@@ -908,8 +970,8 @@ def check_random_preads(res, mnt, tree, rnd, total):
             if b is not None:
                 os.close(b)
     dt = time.monotonic() - t0
-    if not direct_ok:
-        res.note('O_DIRECT open failed on the mount; all random reads went through the page cache')
+    res.check('O_DIRECT opens work on the mount, so odd offsets and lengths reach the daemon',
+              direct_ok, 'every O_DIRECT open failed; all random reads went through the page cache')
     for rel, st in sorted(stats.items()):
         res.check(f'random pread {rel}: {st["n"]} reads ({st["direct"]} O_DIRECT, '
                   f'{st["bytes"]} bytes) equal the original', not st['bad'],
@@ -1063,12 +1125,10 @@ def check_misc(res, mnt, tree):
         res.fail(f'mmap of {rel} reads the original bytes', f'{type(e).__name__}: {e}')
     try:
         sv = os.statvfs(mnt)
-        res.ok('statvfs on the mount succeeds', info=f'f_flag={sv.f_flag:#x}, '
-               f'f_namemax={sv.f_namemax}')
-        if not sv.f_flag & os.ST_RDONLY:
-            res.note('statvfs does not report ST_RDONLY')
+        res.check('statvfs on the mount reports ST_RDONLY', sv.f_flag & os.ST_RDONLY,
+                  f'f_flag={sv.f_flag:#x}', info=f'f_flag={sv.f_flag:#x}, f_namemax={sv.f_namemax}')
     except OSError as e:
-        res.fail('statvfs on the mount succeeds', errname(e))
+        res.fail('statvfs on the mount reports ST_RDONLY', errname(e))
     # seeking: SEEK_END lands at st_size
     try:
         fd = os.open(os.path.join(mnt, 'members.log'), os.O_RDONLY)
@@ -1362,8 +1422,9 @@ def check_corrupt(res, mnt, tree, m):
                   f'{len(m.log_lines())} log lines, none names {rel} or {src_name}')
         for ln in hits[:3]:
             print(f'#   log: {ln}')
-        if len(hits) > 1:
-            res.note(f'{rel}: {len(hits)} log lines name this file (contract says one per error)')
+        # every read above hit the one damaged Block: one error, so one line
+        res.check(f'{rel}: exactly one log line for its one damaged Block, however often it is read',
+                  len(hits) == 1, f'{len(hits)} lines name it: ' + ' | '.join(hits[:4]))
         res.check(f'mount still alive after {rel}', mount_alive(mnt) and m.alive(),
                   'ENOTCONN or daemon gone')
 
@@ -1501,8 +1562,16 @@ def main():
             return res.finish()
         refdir = os.path.join(tmp, 'ref')
         write_refs(tree, refdir)
-        res.ok(f'generated {len(tree.files)} files ({len(tree.archives)} archives, '
-               f'{sum(map(len, tree.files.values())) // MiB} MiB) in {time.monotonic() - t0:.1f} s')
+        print(f'# generated {len(tree.files)} files ({len(tree.archives)} archives, '
+              f'{sum(map(len, tree.files.values())) // MiB} MiB) in {time.monotonic() - t0:.1f} s',
+              flush=True)
+        many = sum(1 for r in tree.archives if r.startswith('many/'))
+        kinds = sorted({c['kind'] for c in tree.corrupt.values()})
+        res.check('the generated tree has what the checks below need: > 256 archives in many/ '
+                  '(fd budget), damaged xz and gzip archives, directories',
+                  many > 256 and kinds == ['gz', 'xz'] and len(tree.corrupt) >= 3 and len(tree.dirs) > 1,
+                  f'{many} archives in many/, damaged kinds {kinds} ({len(tree.corrupt)}), '
+                  f'{len(tree.dirs)} directories')
 
         mount = zmtest.Mount(zmount, tree.src, mnt, opts=MOUNT_OPTS,
                              log_path=os.path.join(tmp, 'daemon.log'), results=res,

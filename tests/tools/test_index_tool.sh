@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # zmount-index on generated data with a private index directory: build,
-# second build (fresh), info (fresh, stale, sizes), verify's exit codes,
-# prune, and bad usage.
+# second build (fresh), info (fresh, stale, sizes), stale after an in-place
+# rewrite that restores the mtime, a forged index in a 1777 directory,
+# verify's exit codes, prune, and bad usage.
 # usage: test_index_tool.sh BINDIR CORPUS   (CORPUS is unused: data is generated)
 set -u
 bin=$1
@@ -100,6 +101,75 @@ check "info saved nothing: still stale" [ "$(key index_state "$tmp/info")" = sta
 check "build after touch rebuilds only that one: $(cat "$tmp/out")" grep -q 'built=1 fresh=1 failed=0' "$tmp/out"
 "$z" info -d "$idx" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
 check "info after rebuild: fresh" [ "$(key index_state "$tmp/info")" = fresh ]
+
+# Item 7 of issue 10: an in-place rewrite that restores the mtime (touch -r, rsync --inplace -t)
+# keeps size, inode, mtime and even the bytes; only ctime moves, and info must call the index stale.
+touch -r "$tmp/tree/one.gz" "$tmp/ref-times"
+mtime_before=$(stat -c %y "$tmp/tree/one.gz")
+sleep 0.05 # ctime ticks with the kernel's coarse clock
+dd if="$tmp/tree/one.gz" of="$tmp/tree/one.gz" bs=64k conv=notrunc status=none
+touch -r "$tmp/ref-times" "$tmp/tree/one.gz"
+check "fixture: the rewrite kept the mtime ($mtime_before)" [ "$(stat -c %y "$tmp/tree/one.gz")" = "$mtime_before" ]
+"$z" info -d "$idx" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+check "info after an in-place rewrite with the mtime restored: stale, memory ($(key index_state "$tmp/info"))" eval \
+	'[ "$(key index_state "$tmp/info")" = stale ] && [ "$(key index_used "$tmp/info")" = memory ]'
+"$z" build -d "$idx" "$tmp/tree" > "$tmp/out" 2>&1
+check "build after the rewrite rebuilds that one: $(cat "$tmp/out")" grep -q 'built=1 fresh=1 failed=0' "$tmp/out"
+
+# Item 9 of issue 10: a forged index (one window byte changed, CRC recomputed) planted by another
+# user in a mode-1777 index directory must not be used, and nothing may be saved there.
+reseal() { # FILE: flip a byte in the middle of the last window, then recompute the CRC-64/XZ
+	python3 - "$1" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+le = lambda o, n: int.from_bytes(b[o:o + n], 'little')
+plen, npoints = le(60, 4), le(112, 8)
+recs = 128 + plen
+wz = [le(recs + 32 * i + 20, 4) for i in range(npoints)]
+assert wz[-1] > 0, 'the last checkpoint has no window'
+b[len(b) - 8 - wz[-1] // 2] ^= 0x55
+t = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0xC96C5795D7870F42 if c & 1 else c >> 1
+    t.append(c)
+c = (1 << 64) - 1
+for x in b[:-8]:
+    c = t[(c ^ x) & 0xFF] ^ (c >> 8)
+b[-8:] = (c ^ ((1 << 64) - 1)).to_bytes(8, 'little')
+open(p, 'wb').write(b)
+PY
+}
+good=$tmp/idx-good shared=$tmp/shared
+mkdir -p "$shared"
+"$z" build -q -d "$good" "$tmp/tree/one.gz"
+gfile=$(ls "$good"/*.zmi)
+reseal "$gfile"
+"$z" info -d "$good" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+check "control: the forged index is valid (CRC resealed) and used from a directory of ours" eval \
+	'[ "$(key index_state "$tmp/info")" = fresh ] && [ "$(key index_used "$tmp/info")" = saved ]'
+cp "$gfile" "$shared/"
+chmod 1777 "$shared"
+if [ "$(id -u)" = 0 ]; then chown 65534:65534 "$shared"/*.zmi; fi
+forged_sum=$(cksum < "$shared/$(basename "$gfile")")
+"$z" info -d "$shared" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+check "forged index in a 1777 dir: index_state=untrusted, index_used=memory ($(key index_state "$tmp/info"), $(key index_used "$tmp/info"): $(key index_reason "$tmp/info"))" eval \
+	'[ "$(key index_state "$tmp/info")" = untrusted ] && [ "$(key index_used "$tmp/info")" = memory ]'
+check "forged index in a 1777 dir: sizes still right" \
+	[ "$(key uncompressed "$tmp/info")" = "$(gzip -dc "$tmp/tree/one.gz" | wc -c)" ]
+"$z" build -d "$shared" "$tmp/tree" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+check "build into a 1777 dir: exit 2, nothing saved, forged file untouched (rc $rc, $(ls -A "$shared" | wc -l) entries)" eval \
+	'[ "$rc" = 2 ] && [ "$(ls -A "$shared" | wc -l)" = 1 ] && [ "$(cksum < "$shared/$(basename "$gfile")")" = "$forged_sum" ]'
+check "build into a 1777 dir says why: $(head -c 300 "$tmp/err")" grep -q "cannot save indexes in $shared" "$tmp/err"
+if [ "$(id -u)" = 0 ]; then
+	chmod 0700 "$shared"
+	"$z" info -d "$shared" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
+	check "forged index owned by uid 65534 in a 0700 dir of ours: untrusted ($(key index_reason "$tmp/info"))" eval \
+		'[ "$(key index_state "$tmp/info")" = untrusted ] && [ "$(key index_used "$tmp/info")" = memory ]'
+fi
 
 # A corrupt gzip fails the build (exit 2), on one line naming it; no index for it.
 "$z" build -d "$idx" "$tmp/tree" "$tmp/bad" > "$tmp/out" 2> "$tmp/err"
