@@ -112,6 +112,7 @@ static size_t parked_total;                      /* protected by parked_lock */
 static atomic_uint_fast64_t next_id = 1;
 static atomic_uint_fast64_t n_decoded, n_ahead, n_xz, n_built, n_loaded, n_errors, n_served;
 static atomic_flag save_failed_logged = ATOMIC_FLAG_INIT;
+static atomic_flag untrusted_logged = ATOMIC_FLAG_INIT;
 
 void reader_get_counters(struct reader_counters *out)
 {
@@ -213,9 +214,15 @@ static struct gzdec_index *load_gz(struct reader *r, const struct idxfile_id *id
 		zlog(ZLOG_DEBUG, "%s: using its saved index", r->name);
 		return g;
 	}
-	if (ret != -ENOENT)
+	if (ret == -EPERM) {
+		/* Another user could have written it (idxfile.h): never used; said once. */
+		if (!atomic_flag_test_and_set(&untrusted_logged))
+			zlog(ZLOG_WARN, "%s: saved index not trusted (%s); indexes are rebuilt",
+			     r->name, err.msg[0] ? err.msg : strerror(-ret));
+	} else if (ret != -ENOENT) {
 		zlog(ZLOG_INFO, "%s: saved index not usable (%s); rebuilding it", r->name,
 		     err.msg[0] ? err.msg : strerror(-ret));
+	}
 	return NULL;
 }
 
