@@ -165,6 +165,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	ropts.index_dir = cli->opts.index_dir[0] ? cli->opts.index_dir : NULL;
 	/* The first user of a gzip file usually reads it from the start. */
 	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;
+	ropts.warn_wide = true;
 	octx.timeout = cli->opts.timeout;
 	octx.max_read = cli->opts.max_read;
 	if (bcache_new((size_t)cli->opts.cache_size, &cache) < 0 ||

@@ -138,6 +138,7 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	if (o->whole_max < o->slice)
 		o->whole_max = o->slice;
 	o->index_max = cache_size / 4;
+	o->warn_wide = false;
 	o->pool = NULL;
 	o->index_dir = NULL;
 	o->warm_bytes = 0;
@@ -376,19 +377,19 @@ static void warn_wide_units(const struct reader *r)
 	for (size_t k = 0; k < r->map.n; k++)
 		if (cmap_len(&r->map, k) > widest)
 			widest = cmap_len(&r->map, k);
-	if (widest <= r->opts.whole_max)
+	if (!r->opts.warn_wide || widest <= r->opts.whole_max)
 		return;
 	if (r->xz)
 		zlog(ZLOG_WARN,
-		     "%s: a Block of %" PRIu64 " MiB is more than cache_size/2 (%zu MiB): random reads "
+		     "%s: a Block of %" PRIu64 " KiB is more than cache_size/2 (%zu KiB): random reads "
 		     "inside it decode from its start; for fast random access set cache_size=%" PRIu64
 		     "M or more, or recompress with xz --block-size=16MiB",
-		     r->name, widest >> 20, r->opts.whole_max >> 20, (2 * widest >> 20) + 1);
+		     r->name, widest >> 10, r->opts.whole_max >> 10, (2 * widest >> 20) + 1);
 	else
 		zlog(ZLOG_WARN,
-		     "%s: a span of %" PRIu64 " MiB between checkpoints (one deflate block) is more "
-		     "than cache_size/2 (%zu MiB): random reads inside it decode from its start",
-		     r->name, widest >> 20, r->opts.whole_max >> 20);
+		     "%s: a span of %" PRIu64 " KiB between checkpoints (one deflate block) is more "
+		     "than cache_size/2 (%zu KiB): random reads inside it decode from its start",
+		     r->name, widest >> 10, r->opts.whole_max >> 10);
 }
 
 int reader_open_fd(int fd, const char *name, struct bcache *cache,

@@ -39,6 +39,7 @@
  * marks are guarded by a lock that is never held while decoding.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -61,6 +62,7 @@ struct reader_opts {
 	const char *index_dir; /* where gzip indexes persist; NULL: memory only */
 	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
 	size_t index_max;  /* an xz file whose block map would take more is refused */
+	bool warn_wide;    /* log a warning for units wider than whole_max (the daemon does) */
 	/*
 	 * Called at most once per reader, from whichever thread found it (a
 	 * reader's or a read-ahead worker), with no reader lock held, when a
