@@ -121,9 +121,18 @@ def zmount_mounts_at(path):
     return [m for m in mounts_at(path) if m[0] == 'fuse.zmount']
 
 
-def unmount_all_zmount(path):
-    for _ in range(len(zmount_mounts_at(path))):
-        zmtest.fusermount(path, lazy=True)
+def zmount_mounts_under(top):
+    """Mount points of fuse.zmount mounts at or below directory TOP, deepest first."""
+    out = []
+    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
+        for line in f:
+            pre, _, post = line.rstrip('\n').partition(' - ')
+            fields = pre.split(' ')
+            if len(fields) > 4 and post.split(' ')[0] == 'fuse.zmount':
+                mp = zmtest._unescape_mountinfo(fields[4])
+                if mp == top or mp.startswith(top + '/'):
+                    out.append(mp)
+    return sorted(out, key=len, reverse=True)
 
 
 # --------------------------------------------------------------------------
@@ -202,8 +211,137 @@ def section_deadlock(res, zm, tmp):
 
 
 # --------------------------------------------------------------------------
+# 2. mount points: inside SRC, containing SRC, not a directory, SRC itself
+# --------------------------------------------------------------------------
+def refused(res, zm, name, argv, words):
+    """zmount ARGV (SRC MNT) must print one line containing WORDS, exit 1, and mount nothing."""
+    mnt = argv[1]
+    # Counted from mountinfo: a stat of a mount whose daemon died fails (ENOTCONN).
+    before = len(zmount_mounts_at(mnt))
+    rc, lines = zmount_run(zm, argv, timeout=10)
+    after = len(zmount_mounts_at(mnt))
+    if rc is None or after > before:
+        # It mounted (the daemon was killed by the timeout): take the dead mount away.
+        for _ in range(max(after - before, 1)):
+            zmtest.fusermount(mnt, lazy=True)
+    ok = rc == 1 and len(lines) == 1 and all(w in lines[0] for w in words) and after == before
+    return res.check(f'{name}: refused with one line and exit 1', ok,
+                     f'rc={rc}, {len(lines)} lines: {lines[:5]}; '
+                     f'zmount mounts at {mnt}: {before} before, {after} after')
+
+
+def bdi_read_ahead_kb(path):
+    """read_ahead_kb of the backing device of the file system at PATH, or None."""
+    st = os.stat(path)
+    try:
+        with open(f'/sys/class/bdi/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/read_ahead_kb') as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def check_bdi(res, label, mnt):
+    if os.geteuid() != 0:
+        res.note(f'{label}: not root, so read_ahead_kb stays at its default; not checked')
+        return
+    kb = bdi_read_ahead_kb(mnt)
+    res.check(f'{label}: read_ahead_kb of our own mount is 1024', kb == 1024, f'it is {kb}')
+
+
+def section_mountpoints(res, zm, tmp):
+    src = fresh_dir(os.path.join(tmp, 'src2'))
+    data = text(2, 300 * KiB)
+    write(os.path.join(src, 'a.gz'), gzip.compress(data, mtime=0))
+    os.makedirs(os.path.join(src, 'view'))
+    regular = os.path.join(tmp, 'regular')
+    write(regular, b'not a directory\n')
+    link = os.path.join(tmp, 'link-to-view')
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(os.path.join(src, 'view'), link)
+
+    refused(res, zm, 'MNT inside SRC (SRC/view)', [src, os.path.join(src, 'view')],
+            ['inside'])
+    refused(res, zm, 'MNT inside SRC through a symlink', [src, link], ['inside'])
+    refused(res, zm, 'MNT not a directory', [src, regular], ['not a directory'])
+    outer = fresh_dir(os.path.join(tmp, 'outer'))
+    inner = os.path.join(outer, 'logs')
+    os.makedirs(inner)
+    write(os.path.join(inner, 'b.gz'), gzip.compress(b'b\n', mtime=0))
+    refused(res, zm, 'MNT containing SRC', [inner, outer], ['contains'])
+    # Another path to the same directory: realpath cannot see it, device and inode can.
+    if os.geteuid() == 0:
+        bind = fresh_dir(os.path.join(tmp, 'bind'))
+        p = subprocess.run(['mount', '--bind', src, bind], stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            res.fail('bind mount of SRC for the next check', p.stderr.decode(errors='replace'))
+        else:
+            try:
+                refused(res, zm, 'MNT inside SRC through a bind mount of SRC',
+                        [src, os.path.join(bind, 'view')], ['inside'])
+                refused(res, zm, 'MNT inside SRC given as a bind mount',
+                        [bind, os.path.join(src, 'view')], ['inside'])
+            finally:
+                subprocess.run(['umount', '-l', bind])
+    else:
+        res.note('not root: the bind-mount cases were not run')
+
+    # MNT == SRC works: the daemon reads SRC through the descriptor it opened before mounting.
+    m = zmtest.Mount(zm, src, src, log_path=os.path.join(tmp, 'over-src.log'), results=res,
+                     watchdog=60, label='MNT == SRC')
+    with m:
+        try:
+            with open(os.path.join(src, 'a'), 'rb') as f:
+                got = f.read()
+        except OSError as e:
+            got = e
+        res.check('MNT == SRC: a.gz reads decompressed through the mount over SRC', got == data,
+                  f'got {got!r:.80}')
+        names = sorted(os.listdir(src))
+        res.check('MNT == SRC: the listing is the view of SRC', names == ['a', 'view'],
+                  f'listing {names}')
+        check_bdi(res, 'MNT == SRC', src)
+    names = sorted(os.listdir(src))
+    res.check('MNT == SRC: SRC itself is unchanged after unmount', names == ['a.gz', 'view'],
+              f'listing {names}')
+
+
+# --------------------------------------------------------------------------
+# 3. the same SRC twice on the same MNT
+# --------------------------------------------------------------------------
+def section_double(res, zm, tmp):
+    src = fresh_dir(os.path.join(tmp, 'src3'))
+    mnt = os.path.join(tmp, 'mnt')
+    write(os.path.join(src, 'c.gz'), gzip.compress(b'c\n', mtime=0))
+    m = zmtest.Mount(zm, src, mnt, log_path=os.path.join(tmp, 'double.log'), results=res,
+                     watchdog=60, label='double mount: first')
+    with m:
+        refused(res, zm, 'the same SRC on the same MNT again', [src, mnt],
+                ['already mounted'])
+        refused(res, zm, 'the same SRC on the same MNT again, spelled otherwise',
+                [src + '/', os.path.join(tmp, '.', 'mnt') + '/'], ['already mounted'])
+        n = len(zmount_mounts_at(mnt))
+        res.check('double mount: one zmount mount at MNT', n == 1, f'{n} mounts')
+        try:
+            with open(os.path.join(mnt, 'c'), 'rb') as f:
+                got = f.read()
+        except OSError as e:
+            got = e
+        res.check('double mount: the first mount still serves', got == b'c\n', f'got {got!r}')
+        check_bdi(res, 'double mount', mnt)
+    m = zmtest.Mount(zm, src, src, log_path=os.path.join(tmp, 'double2.log'), results=res,
+                     watchdog=60, label='double mount over SRC: first')
+    with m:
+        refused(res, zm, 'the same SRC on itself again', [src, src], ['already mounted'])
+        n = len(zmount_mounts_at(src))
+        res.check('double mount over SRC: one zmount mount at SRC', n == 1, f'{n} mounts')
+
+
+# --------------------------------------------------------------------------
 sections_list = [
     ('1', 'deadlock under background indexing, threads=1', section_deadlock),
+    ('2', 'mount points', section_mountpoints),
+    ('3', 'the same SRC on the same MNT twice', section_double),
 ]
 
 
@@ -228,7 +366,6 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix='zmount-hardening-')
     print(f'# temp dir {tmp}', flush=True)
-    mnt = os.path.join(tmp, 'mnt')
     try:
         for key, name, fn in sections_list:
             if key not in only:
@@ -241,12 +378,13 @@ def main():
                 res.fail(f'{name}: unexpected exception',
                          f'{type(e).__name__}: {e}\n' + traceback.format_exc())
             print(f'# === {key}: {name}: {time.monotonic() - t0:.1f} s', flush=True)
-            if zmtest.is_mounted(mnt):
-                res.fail(f'{name}: nothing left mounted', 'still mounted; lazy-unmounting')
-                unmount_all_zmount(mnt)
-                zmtest.fusermount(mnt, lazy=True)
+            left = zmount_mounts_under(tmp)
+            if left:
+                res.fail(f'{name}: nothing left mounted', f'still mounted: {left}; lazy-unmounting')
+                for mp in left:
+                    zmtest.fusermount(mp, lazy=True)
     finally:
-        if a.keep or zmtest.is_mounted(mnt):
+        if a.keep or zmount_mounts_under(tmp):
             print(f'# kept {tmp}', flush=True)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
