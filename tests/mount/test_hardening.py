@@ -174,7 +174,7 @@ def section_deadlock(res, zm, tmp):
                      watchdog=WATCHDOG_S, label='deadlock mount')
     try:
         with m:
-            deadline = time.monotonic() + 90
+            deadline = time.monotonic() + 180
             # Until the background indexing is over (and at least 24 runs).
             while time.monotonic() < deadline:
                 log = m.log_text()
