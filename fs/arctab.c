@@ -5,6 +5,14 @@
  * rather than indexing the same file again; the slow part, reader_open,
  * runs with the table lock dropped.  A stale entry is unhooked from the
  * table and lives on until its last reference goes.
+ *
+ * Opens are counted under the lock, but the first open's attach and the
+ * last close's detach run with it dropped, the entry marked `moving`
+ * meanwhile: a detach waits for the file's read-ahead jobs, and a pool
+ * worker may be in arctab_index waiting for the lock, so holding it there
+ * deadlocks (with threads=1, for good).  An arctab_open that finds the entry
+ * moving waits for the move to end, then attaches anew or counts itself in.
+ * See locking.h.
  */
 #include "arctab.h"
 
@@ -32,6 +40,7 @@ struct arc {
 	/* Protected by arctab.lock. */
 	int refs;              /* the table's own counts as one while hooked */
 	int opens;             /* handles reading it; r has an fd while > 0 */
+	bool moving;           /* an attach or detach of r runs, with the lock dropped */
 	bool opening;
 	bool hooked;
 	struct arc *next;
@@ -42,7 +51,8 @@ struct arctab {
 	struct bcache *cache;
 	const struct reader_opts *opts; /* the caller's: it sets opts->pool after we start */
 	pthread_mutex_t lock;
-	pthread_cond_t opened;
+	pthread_cond_t opened;  /* an entry's opening ended */
+	pthread_cond_t moved;   /* an entry's moving ended */
 	/* Protected by lock. */
 	struct arc *buckets[NBUCKETS];
 };
@@ -61,6 +71,7 @@ int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char 
 	t->opts = opts;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->opened, NULL);
+	pthread_cond_init(&t->moved, NULL);
 	*out = t;
 	return 0;
 }
@@ -85,6 +96,7 @@ void arctab_free(struct arctab *t)
 	}
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->opened);
+	pthread_cond_destroy(&t->moved);
 	free(t->root);
 	free(t);
 }
@@ -231,16 +243,27 @@ int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat
 
 int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
 {
-	int ret = 0;
+	int fd, ret;
 
 	pthread_mutex_lock(&t->lock);
-	if (a->opens == 0) {
-		int fd = beneath_open(dirfd, rel, O_RDONLY | O_NONBLOCK);
-
-		ret = fd < 0 ? fd : reader_attach(a->r, fd);
+	while (a->moving) /* the last close's detach, or another first open's attach */
+		pthread_cond_wait(&t->moved, &t->lock);
+	if (a->opens > 0) {
+		a->opens++;
+		pthread_mutex_unlock(&t->lock);
+		return 0;
 	}
+	a->moving = true;
+	pthread_mutex_unlock(&t->lock);
+
+	fd = beneath_open(dirfd, rel, O_RDONLY | O_NONBLOCK);
+	ret = fd < 0 ? fd : reader_attach(a->r, fd);
+
+	pthread_mutex_lock(&t->lock);
+	a->moving = false;
 	if (ret == 0)
 		a->opens++;
+	pthread_cond_broadcast(&t->moved);
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
@@ -248,8 +271,19 @@ int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
 void arctab_close(struct arctab *t, struct arc *a)
 {
 	pthread_mutex_lock(&t->lock);
-	if (--a->opens == 0)
-		reader_detach(a->r);
+	/* Not moving: an attach ends with opens > 0, and a detach starts at 0. */
+	if (--a->opens > 0) {
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	a->moving = true;
+	pthread_mutex_unlock(&t->lock);
+
+	reader_detach(a->r); /* waits for the read-ahead jobs: never under the lock */
+
+	pthread_mutex_lock(&t->lock);
+	a->moving = false;
+	pthread_cond_broadcast(&t->moved);
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -61,11 +61,18 @@ int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat
  * Prepares a (non-corrupt) archive for reading: the first open handle
  * reopens rel (relative to dirfd, never followed) and checks it is still the
  * version indexed.  Returns 0, -ESTALE if the file changed since (look it
- * up again), or -errno from openat (EMFILE, ...).
+ * up again), or -errno from openat (EMFILE, ...).  It may wait for a last
+ * arctab_close of a still detaching (see below), so, like arctab_close, it
+ * is for FUSE threads, never for a pool worker.
  */
 int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel);
 
-/* Ends what arctab_open began; the last one closes the descriptor. */
+/*
+ * Ends what arctab_open began; the last one closes the descriptor, after
+ * waiting for the file's read-ahead jobs on the pool, with no lock held
+ * (locking.h).  Never call it from a pool worker: it could wait for a job
+ * queued behind itself.
+ */
 void arctab_close(struct arctab *t, struct arc *a);
 
 /* Releases a reference.  Accepts NULL. */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,46 +26,128 @@ static void unescape(char *s)
 	*out = '\0';
 }
 
-/* The "major:minor" of the last mount on mnt into dev, or -ENOENT. */
-static int find_dev(const char *mnt, char *dev, size_t size)
+/* One mount at the path asked about. */
+struct at {
+	unsigned long id, parent;
+	char dev[32];       /* "major:minor"; "" if it did not fit */
+	int ours;           /* type BDI_FSTYPE, source src */
+};
+
+/*
+ * Collects the mounts at mnt listed in mountinfo text f into *out (*n of
+ * them; the caller frees *out).  Returns 0 or -ENOMEM.
+ *
+ * A line: ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER
+ */
+static int collect(FILE *f, const char *mnt, const char *src, struct at **out, size_t *n)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
-	size_t cap = 0;
-	int ret = -ENOENT;
+	size_t cap = 0, acap = 0;
+	int ret = 0;
 
-	if (!f)
-		return -errno;
+	*out = NULL;
+	*n = 0;
 	while (getline(&line, &cap, f) > 0) {
-		/* mount ID, parent ID, major:minor, root, mount point, ... */
-		char *save, *tok = strtok_r(line, " ", &save), *mm = NULL, *mp = NULL;
+		char *save, *tok[6], *type = NULL, *source = NULL, *t;
+		int i;
 
-		for (int i = 1; tok && i <= 4; i++) {
-			tok = strtok_r(NULL, " ", &save);
-			if (i == 2)
-				mm = tok;
-			else if (i == 4)
-				mp = tok;
-		}
-		if (!mm || !mp)
+		line[strcspn(line, "\n")] = '\0';
+		for (i = 0, t = strtok_r(line, " ", &save); t && i < 6; t = strtok_r(NULL, " ", &save))
+			tok[i++] = t;
+		if (i < 6)
 			continue;
-		unescape(mp);
-		if (strcmp(mp, mnt) == 0 && strlen(mm) < size) {
-			strcpy(dev, mm);
-			ret = 0; /* keep going: a later line is a mount stacked on top */
+		/* Optional fields up to the lone "-", then type and source. */
+		for (; t; t = strtok_r(NULL, " ", &save)) {
+			if (strcmp(t, "-") == 0) {
+				type = strtok_r(NULL, " ", &save);
+				source = type ? strtok_r(NULL, " ", &save) : NULL;
+				break;
+			}
 		}
+		if (!type || !source)
+			continue;
+		unescape(tok[4]);
+		if (strcmp(tok[4], mnt) != 0)
+			continue;
+		unescape(source);
+		if (*n == acap) {
+			size_t ncap = acap ? acap * 2 : 8;
+			struct at *na = realloc(*out, ncap * sizeof(*na));
+
+			if (!na) {
+				ret = -ENOMEM;
+				break;
+			}
+			*out = na;
+			acap = ncap;
+		}
+		(*out)[*n].id = strtoul(tok[0], NULL, 10);
+		(*out)[*n].parent = strtoul(tok[1], NULL, 10);
+		if (strlen(tok[2]) < sizeof((*out)[*n].dev))
+			strcpy((*out)[*n].dev, tok[2]);
+		else
+			(*out)[*n].dev[0] = '\0';
+		(*out)[*n].ours = strcmp(type, BDI_FSTYPE) == 0 && strcmp(source, src) == 0;
+		(*n)++;
 	}
 	free(line);
-	fclose(f);
 	return ret;
 }
 
-int bdi_set_read_ahead(const char *mnt, size_t bytes)
+int bdi_find_dev(FILE *f, const char *mnt, const char *src, char *dev, size_t size)
 {
-	char dev[64], path[128], val[32];
-	int fd, ret = find_dev(mnt, dev, sizeof(dev));
-	ssize_t n;
+	struct at *at;
+	const char *found = NULL;
+	size_t n;
+	int ret = collect(f, mnt, src, &at, &n);
 
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		bool top = true;
+
+		for (size_t j = 0; j < n && top; j++)
+			if (j != i && at[j].parent == at[i].id)
+				top = false; /* another mount at mnt sits on it */
+		if (!top || !at[i].ours)
+			continue;
+		/* Copies of one mount made by propagation share its device. */
+		if (found && strcmp(found, at[i].dev) != 0)
+			ret = -EEXIST;
+		found = at[i].dev;
+	}
+	if (ret == 0 && !found)
+		ret = -ENOENT;
+	if (ret == 0 && (!found[0] || strlen(found) >= size))
+		ret = -ENAMETOOLONG;
+	if (ret == 0)
+		strcpy(dev, found);
+	free(at);
+	return ret;
+}
+
+int bdi_is_mounted(FILE *f, const char *mnt, const char *src)
+{
+	struct at *at;
+	size_t n;
+	int ret = collect(f, mnt, src, &at, &n);
+
+	for (size_t i = 0; ret == 0 && i < n; i++)
+		if (at[i].ours)
+			ret = 1;
+	free(at);
+	return ret;
+}
+
+int bdi_set_read_ahead(const char *mnt, const char *src, size_t bytes)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char dev[64], path[128], val[32];
+	ssize_t n;
+	int fd, ret;
+
+	if (!f)
+		return -errno;
+	ret = bdi_find_dev(f, mnt, src, dev, sizeof(dev));
+	fclose(f);
 	if (ret < 0)
 		return ret;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);

@@ -40,6 +40,7 @@ struct indexer {
 	bool stop;
 	unsigned running;
 	uint64_t done, done_bytes;
+	uint64_t indexed, corrupt, not_gzip, skipped; /* done, by verdict */
 };
 
 struct job {
@@ -62,10 +63,111 @@ static int by_size(const void *a, const void *b)
 	return (x->st.st_size > y->st.st_size) - (x->st.st_size < y->st.st_size);
 }
 
-/* Appends the gzip candidates under rel (recursively) to *items. */
-static void walk(struct indexer *ix, const char *rel, struct item **items, size_t *n, size_t *cap)
+static bool stopping(struct indexer *ix)
 {
-	int fd = beneath_open(ix->root, rel, O_RDONLY | O_DIRECTORY);
+	bool stop;
+
+	pthread_mutex_lock(&ix->lock);
+	stop = ix->stop;
+	pthread_mutex_unlock(&ix->lock);
+	return stop;
+}
+
+/*
+ * The walk's state: a stack of directories still to list and the gzip
+ * candidates found so far, both on the heap.  `bytes` is what they hold
+ * (each path, plus its slot), capped at INDEXER_WALK_MAX_BYTES.
+ */
+struct walk {
+	char **dirs;
+	size_t ndirs, capdirs;
+	struct item *items;
+	size_t n, cap;
+	size_t bytes;
+	bool full;    /* the cap was hit: some files were left out */
+};
+
+/* Takes over path (freed on failure).  Returns false once the cap is hit. */
+static bool push_dir(struct walk *w, char *path)
+{
+	size_t cost = strlen(path) + 1 + sizeof(char *);
+
+	if (w->bytes + cost > INDEXER_WALK_MAX_BYTES)
+		goto full;
+	if (w->ndirs == w->capdirs) {
+		size_t ncap = w->capdirs ? w->capdirs * 2 : 64;
+		char **nd = realloc(w->dirs, ncap * sizeof(*nd));
+
+		if (!nd)
+			goto full;
+		w->dirs = nd;
+		w->capdirs = ncap;
+	}
+	w->dirs[w->ndirs++] = path;
+	w->bytes += cost;
+	return true;
+full:
+	w->full = true;
+	free(path);
+	return false;
+}
+
+static char *pop_dir(struct walk *w)
+{
+	char *path = w->dirs[--w->ndirs];
+
+	w->bytes -= strlen(path) + 1 + sizeof(char *);
+	return path;
+}
+
+/* Takes over path (freed on failure).  Returns false once the cap is hit. */
+static bool add_item(struct walk *w, char *path, const struct stat *st)
+{
+	size_t cost = strlen(path) + 1 + sizeof(struct item);
+
+	if (w->bytes + cost > INDEXER_WALK_MAX_BYTES)
+		goto full;
+	if (w->n == w->cap) {
+		size_t ncap = w->cap ? w->cap * 2 : 256;
+		struct item *ni = realloc(w->items, ncap * sizeof(*ni));
+
+		if (!ni)
+			goto full;
+		w->items = ni;
+		w->cap = ncap;
+	}
+	w->items[w->n].rel = path;
+	w->items[w->n].st = *st;
+	w->n++;
+	w->bytes += cost;
+	return true;
+full:
+	w->full = true;
+	free(path);
+	return false;
+}
+
+/* rel/name, or name alone under the root; NULL if too long for a path or out of memory. */
+static char *join(const char *rel, const char *name)
+{
+	char *path;
+	int len = strcmp(rel, ".") == 0 ? asprintf(&path, "%s", name)
+					 : asprintf(&path, "%s/%s", rel, name);
+
+	if (len < 0)
+		return NULL;
+	if (len >= PATH_MAX) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+/* Lists directory rel: subdirectories go on the stack, gzip candidates into the items. */
+static void list_dir(struct indexer *ix, struct walk *w, const char *rel)
+{
+	int fd = beneath_open(ix->root, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
+	unsigned long seen = 0;
 	struct dirent *de;
 	DIR *dir;
 
@@ -75,73 +177,123 @@ static void walk(struct indexer *ix, const char *rel, struct item **items, size_
 		return;
 	}
 	while ((de = readdir(dir))) {
-		char path[PATH_MAX];
 		struct stat st;
-		int len;
+		char *path;
 
+		/* A directory of millions of entries: unmount should not wait for it. */
+		if (++seen % 4096 == 0 && stopping(ix))
+			break;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		len = strcmp(rel, ".") == 0 ? snprintf(path, sizeof(path), "%s", de->d_name)
-					    : snprintf(path, sizeof(path), "%s/%s", rel, de->d_name);
-		if (len < 0 || (size_t)len >= sizeof(path) ||
-		    fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (de->d_type != DT_UNKNOWN && de->d_type != DT_DIR && de->d_type != DT_REG)
+			continue;
+		if (de->d_type == DT_REG && !is_candidate(de->d_name))
+			continue;
+		if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			walk(ix, path, items, n, cap);
+			path = join(rel, de->d_name);
+			if (path)
+				push_dir(w, path);
 		} else if (S_ISREG(st.st_mode) && is_candidate(de->d_name)) {
-			if (*n == *cap) {
-				size_t ncap = *cap ? *cap * 2 : 256;
-				struct item *ni = realloc(*items, ncap * sizeof(**items));
-
-				if (!ni)
-					break;
-				*items = ni;
-				*cap = ncap;
-			}
-			(*items)[*n].rel = strdup(path);
-			(*items)[*n].st = st;
-			if ((*items)[*n].rel)
-				(*n)++;
+			path = join(rel, de->d_name);
+			if (path)
+				add_item(w, path, &st);
 		}
 	}
 	closedir(dir);
+}
+
+/*
+ * Collects the gzip candidates of the whole tree into w, depth first, with
+ * an explicit stack: no recursion, so a deep tree costs heap (its paths,
+ * under the cap), not stack.  Checks `stop` at each directory.
+ */
+static void walk_tree(struct indexer *ix, struct walk *w)
+{
+	char *root = strdup(".");
+
+	if (!root || !push_dir(w, root))
+		return;
+	/* Once full, stop: what was found is indexed, the rest on first use. */
+	while (w->ndirs > 0 && !w->full && !stopping(ix)) {
+		char *rel = pop_dir(w);
+
+		list_dir(ix, w, rel);
+		free(rel);
+	}
+	while (w->ndirs > 0)
+		free(pop_dir(w));
+	free(w->dirs);
+	w->dirs = NULL;
+	w->capdirs = 0;
 }
 
 static void run_job(void *arg)
 {
 	struct job *j = arg;
 	struct indexer *ix = j->ix;
+	int ret = arctab_index(ix->arcs, ix->root, j->it.rel, &j->it.st);
 
-	arctab_index(ix->arcs, ix->root, j->it.rel, &j->it.st);
 	pthread_mutex_lock(&ix->lock);
 	ix->running--;
 	ix->done++;
 	ix->done_bytes += (uint64_t)j->it.st.st_size;
+	if (ret == 0)
+		ix->indexed++;
+	else if (ret == -EINVAL || ret == -EIO)
+		ix->corrupt++; /* logged by the reader, with its offset */
+	else if (ret == -ENOTSUP)
+		ix->not_gzip++;
+	else
+		ix->skipped++; /* gone, changed, or no descriptor: indexed on first use */
 	pthread_cond_broadcast(&ix->changed);
 	pthread_mutex_unlock(&ix->lock);
 	free(j->it.rel);
 	free(j);
 }
 
+/* The summary: what each file turned out to be, not just that all were tried. */
+static void log_summary(struct indexer *ix, size_t n, uint64_t total, bool all)
+{
+	char extra[64] = "";
+
+	if (ix->skipped)
+		snprintf(extra, sizeof(extra), ", %" PRIu64 " skipped (gone, changed or unreadable)",
+			 ix->skipped);
+	if (all)
+		zlog(ZLOG_INFO, "background indexing done, %zu gzip files (%" PRIu64 " MiB): %" PRIu64
+		     " indexed, %" PRIu64 " corrupt, %" PRIu64 " not gzip%s",
+		     n, total >> 20, ix->indexed, ix->corrupt, ix->not_gzip, extra);
+	else
+		zlog(ZLOG_INFO, "background indexing stopped after %" PRIu64 " of %zu gzip files: %" PRIu64
+		     " indexed, %" PRIu64 " corrupt, %" PRIu64 " not gzip%s",
+		     ix->done, n, ix->indexed, ix->corrupt, ix->not_gzip, extra);
+}
+
 static void *main_loop(void *vix)
 {
 	struct indexer *ix = vix;
-	struct item *items = NULL;
-	size_t n = 0, cap = 0, next = 0;
+	struct walk w = { 0 };
+	size_t next = 0;
 	uint64_t total = 0;
 	time_t last = time(NULL);
 
-	walk(ix, ".", &items, &n, &cap);
-	if (n)
-		qsort(items, n, sizeof(*items), by_size);
-	for (size_t i = 0; i < n; i++)
-		total += (uint64_t)items[i].st.st_size;
-	if (n)
-		zlog(ZLOG_INFO, "indexing %zu gzip files (%" PRIu64 " MiB) in the background", n,
+	walk_tree(ix, &w);
+	if (w.full)
+		zlog(ZLOG_WARN, "background indexing: the tree has more gzip files or directories "
+		     "than %u MiB of paths can list; the rest are indexed on first use",
+		     (unsigned)(INDEXER_WALK_MAX_BYTES >> 20));
+	if (w.n)
+		qsort(w.items, w.n, sizeof(*w.items), by_size);
+	for (size_t i = 0; i < w.n; i++)
+		total += (uint64_t)w.items[i].st.st_size;
+	if (w.n && !stopping(ix))
+		zlog(ZLOG_INFO, "indexing %zu gzip files (%" PRIu64 " MiB) in the background", w.n,
 		     total >> 20);
 
 	pthread_mutex_lock(&ix->lock);
-	while (!ix->stop && next < n) {
+	while (!ix->stop && next < w.n) {
 		struct job *j;
 
 		while (!ix->stop && ix->running >= ix->max_jobs)
@@ -151,13 +303,13 @@ static void *main_loop(void *vix)
 		if (time(NULL) - last >= PROGRESS_SECS) {
 			last = time(NULL);
 			zlog(ZLOG_INFO, "indexed %" PRIu64 " of %zu gzip files (%" PRIu64 " of %" PRIu64 " MiB)",
-			     ix->done, n, ix->done_bytes >> 20, total >> 20);
+			     ix->done, w.n, ix->done_bytes >> 20, total >> 20);
 		}
 		j = malloc(sizeof(*j));
 		if (!j)
 			break;
 		j->ix = ix;
-		j->it = items[next];
+		j->it = w.items[next];
 		ix->running++;
 		if (pool_submit(ix->pool, run_job, j) < 0) {
 			ix->running--;
@@ -168,16 +320,16 @@ static void *main_loop(void *vix)
 			pthread_mutex_lock(&ix->lock);
 			continue;
 		}
-		items[next++].rel = NULL; /* the job owns it now */
+		w.items[next++].rel = NULL; /* the job owns it now */
 	}
 	while (ix->running > 0)
 		pthread_cond_wait(&ix->changed, &ix->lock);
-	if (n && next == n)
-		zlog(ZLOG_INFO, "indexed all %zu gzip files (%" PRIu64 " MiB)", n, total >> 20);
+	if (w.n)
+		log_summary(ix, w.n, total, next == w.n);
 	pthread_mutex_unlock(&ix->lock);
-	for (size_t i = 0; i < n; i++)
-		free(items[i].rel);
-	free(items);
+	for (size_t i = 0; i < w.n; i++)
+		free(w.items[i].rel);
+	free(w.items);
 	return NULL;
 }
 

@@ -10,10 +10,25 @@
  * `jobs` at a time so read-ahead still gets workers.  A file a user stats
  * meanwhile is indexed at once in the user's own thread (the archive table
  * makes a second indexer of the same file wait for the first), so it never
- * waits behind the queue.  Progress is logged at info level.
+ * waits behind the queue.  Progress is logged at info level, and at the end
+ * one summary of what the files turned out to be: "N indexed, C corrupt,
+ * G not gzip" (and "S skipped" for files that vanished, changed or could
+ * not be opened meanwhile: they are indexed on first use).
+ *
+ * The walk is iterative, with its stack of directories on the heap, so the
+ * depth of the tree costs no stack; it checks for indexer_stop at every
+ * directory (and every 4096 entries of a large one), so unmount never waits
+ * for the rest of a walk.  Its memory is capped: the pending directories
+ * and the candidates, each counted as its path plus its slot (about 160
+ * bytes plus the path for a candidate), hold at most INDEXER_WALK_MAX_BYTES;
+ * when that is reached the walk ends there, the candidates found are
+ * indexed, the rest on first use, and a warning says so.
  *
  * Threads: indexer_start and indexer_stop from the main thread.
  */
+
+/* About 100,000 gzip files with 40-byte paths; twice that, briefly, while an array grows. */
+#define INDEXER_WALK_MAX_BYTES ((size_t)16 << 20)
 
 struct arctab;
 struct pool;

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,110 @@ static int add_mount_opts(struct fuse_args *args, const char *src)
 	return ret;
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/*
+ * True if the directory dir is top or lies below it: walks up from dir by
+ * "..", comparing device and inode, so that a path through a bind mount or
+ * a symlink, which realpath would not match, is caught too.  Iterative, and
+ * bounded: a canonical path has fewer than PATH_MAX / 2 components.
+ */
+static bool is_below(const char *dir, const struct stat *top)
+{
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool below = false;
+
+	for (int depth = 0; fd >= 0 && depth < PATH_MAX; depth++) {
+		struct stat st, up;
+		int parent;
+
+		if (fstat(fd, &st) < 0)
+			break;
+		if (same_file(&st, top)) {
+			below = true;
+			break;
+		}
+		parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0 || fstat(parent, &up) < 0 || same_file(&up, &st)) {
+			if (parent >= 0)
+				close(parent);
+			break; /* the root: its ".." is itself */
+		}
+		close(fd);
+		fd = parent;
+	}
+	if (fd >= 0)
+		close(fd);
+	return below;
+}
+
+static bool path_below(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (strcmp(top, "/") == 0)
+		return true;
+	return strncmp(path, top, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* True if mountinfo lists a zmount of src on mnt already. */
+static bool mounted_already(const char *mnt, const char *src)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int ret;
+
+	if (!f)
+		return false; /* no /proc: nothing to check against */
+	ret = bdi_is_mounted(f, mnt, src);
+	fclose(f);
+	return ret == 1;
+}
+
+/*
+ * The mount point rules, checked before mounting; prints the one line and
+ * returns -1 if mnt (canonical, from fuse_parse_cmdline) breaks one:
+ *  - a mount point that is not a directory would mount, then fail every stat;
+ *  - SRC already zmount-mounted on MNT: a second daemon would stack on it;
+ *  - MNT inside SRC: the daemon's own walks of SRC would enter the mount
+ *    and wait on themselves, hanging every worker;
+ *  - MNT containing SRC: SRC would be shown inside its own view.
+ * MNT == SRC is allowed: the daemon opens SRC before mounting over it, and
+ * reads it through that descriptor, under the mount.
+ */
+static int check_mountpoint(const char *mnt, const char *src, const struct stat *src_st)
+{
+	struct stat st;
+
+	if (stat(mnt, &st) < 0) {
+		fprintf(stderr, "zmount: %s: %s\n", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "zmount: %s: mount point is not a directory\n", mnt);
+		return -1;
+	}
+	if (mounted_already(mnt, src)) {
+		fprintf(stderr, "zmount: %s: %s is already mounted there\n", mnt, src);
+		return -1;
+	}
+	if (same_file(&st, src_st))
+		return 0; /* over SRC itself */
+	if (path_below(mnt, src) || is_below(mnt, src_st)) {
+		fprintf(stderr, "zmount: %s: mount point is inside SRC %s; choose one outside it\n",
+			mnt, src);
+		return -1;
+	}
+	if (path_below(src, mnt) || is_below(src, &st)) {
+		fprintf(stderr, "zmount: %s: mount point contains SRC %s; choose one outside it\n",
+			mnt, src);
+		return -1;
+	}
+	return 0;
+}
+
 static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground,
 	       int single)
 {
@@ -193,7 +298,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		goto out_session;
 	if (fuse_session_mount(se, mnt) != 0)
 		goto out_signals;
-	ret = bdi_set_read_ahead(mnt, OPS_READ_AHEAD);
+	ret = bdi_set_read_ahead(mnt, cli->src, OPS_READ_AHEAD);
 	if (ret < 0)
 		zlog(ZLOG_DEBUG, "kernel read-ahead left at its default: %s", strerror(-ret));
 	ret = 1;
@@ -287,6 +392,8 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "zmount: missing MNT (usage: zmount SRC MNT [-o OPTS])\n");
 		goto out;
 	}
+	if (check_mountpoint(copts.mountpoint, src, &st) < 0)
+		goto out;
 	zlog_set_level(cli.opts.log_level);
 	if (cli.opts.log_file[0] && (ret = zlog_to_file(cli.opts.log_file)) < 0) {
 		fprintf(stderr, "zmount: log_file=%s: %s\n", cli.opts.log_file,

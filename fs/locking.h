@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_LOCKING_H
+#define ZMOUNT_LOCKING_H
+
+/*
+ * The daemon's locks and the order they nest in.  Documentation only: no
+ * code includes this for anything but the reader's benefit.  Checked
+ * against the code at the commit that last changed this file; a change
+ * that takes one lock inside another, or waits while holding one, updates
+ * this list in the same commit.
+ *
+ * Two rules:
+ *
+ *  1. Nest only downwards in the list below.  A lock marked "leaf" has no
+ *     other lock taken inside it.
+ *
+ *  2. Never wait for work while holding a lock that the work may need.
+ *     Above all: no thread waits for jobs on the decode pool (reader_detach,
+ *     reader_close: their drain of the reader's read-ahead) while it holds
+ *     any lock, and a pool worker never waits for a pool job at all (with
+ *     threads=1 the job it waits for is queued behind itself).
+ *     Waiting on a condition variable releases only its own mutex; any
+ *     other lock still held counts as held.
+ *
+ * The order, outermost first:
+ *
+ *  indexer.lock      fs/indexer.c   the walk's progress and job count.
+ *                                   Inside it: pool.lock (pool_submit,
+ *                                   which never waits), zlog.
+ *  reader.stream     index/reader.c serialises the decode of one large
+ *                                   streamed xz Block.  Inside it:
+ *                                   bcache.lock (bcache_get/claim/done;
+ *                                   bcache_get may wait on bcache.filled for
+ *                                   a fill another thread is running now,
+ *                                   never for a queued job), reader.lock
+ *                                   (check_unchanged, fail_entry).
+ *  arctab.lock       fs/arctab.c    the archive table.  Leaf.  Its
+ *                                   condition variables wait for a
+ *                                   reader_open (opened) or an attach or
+ *                                   detach (moved) that runs with the lock
+ *                                   dropped.  Those waits are made by FUSE
+ *                                   threads (arctab_open) or by any thread
+ *                                   (arctab_get, arctab_index); the work
+ *                                   they wait for never waits for a pool job
+ *                                   except a detach, and only arctab_open,
+ *                                   never called on a pool worker, waits for
+ *                                   a detach.
+ *  nodes.lock        fs/nodes.c     the inode table.  Leaf: entries are
+ *                                   freed, and their arcs put, after it is
+ *                                   dropped.
+ *  tree.lock         fs/tree.c      the listing cache.  Leaf: listings are
+ *                                   built and freed with it dropped.
+ *  open_lock         fs/ops.c       the list of open handles.  Leaf.
+ *  reader.lock       index/reader.c a reader's bad-unit marks, streams and
+ *                                   job count.  Leaf; reader.idle (drain)
+ *                                   waits on it, see rule 2.
+ *  bcache.lock       index/bcache.c the cache.  Leaf: buffers are freed
+ *                                   after it is dropped.
+ *  pool.lock         index/pool.c   the job queue.  Leaf: jobs run with it
+ *                                   dropped.
+ *
+ * Who waits for pool jobs, and why it is safe:
+ *  - arctab_close (the last close of a file) detaches its reader with no
+ *    lock held, on a FUSE thread;
+ *  - reader_close, from arc_free, runs when the last reference to an
+ *    archive goes, with no lock held; its reader then has no open handle,
+ *    so the last arctab_close already drained it and there is nothing to
+ *    wait for, even when that last reference is a pool worker's
+ *    (arctab_index);
+ *  - get() in fs/arctab.c detaches the reader it has just opened, with no
+ *    lock held, possibly on a pool worker (arctab_index): nobody can have
+ *    read from that reader yet (it is still `opening`), so it has no job;
+ *  - arctab_free, pool_free and indexer_stop run on the main thread after
+ *    the FUSE loop ended.
+ */
+
+#endif
