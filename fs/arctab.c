@@ -28,6 +28,7 @@
 
 #include "beneath.h"
 #include "reader.h"
+#include "srcid.h"
 
 #define NBUCKETS 4096
 
@@ -111,13 +112,6 @@ static struct arc **slot(struct arctab *t, dev_t dev, ino_t ino)
 	return pp;
 }
 
-static bool same_version(const struct stat *a, const struct stat *b)
-{
-	return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
-	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
 /* Unhooks a from the table; returns true if that dropped its last reference. */
 static bool unhook(struct arctab *t, struct arc *a)
 {
@@ -157,7 +151,7 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 			break;
 		pthread_cond_wait(&t->opened, &t->lock);
 	}
-	if (a && same_version(&a->st, st)) {
+	if (a && srcid_same(&a->st, st)) {
 		ret = a->err == -ENOTSUP ? -ENOTSUP : 0;
 		if (ret == 0) {
 			a->refs++;
