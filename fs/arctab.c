@@ -38,6 +38,7 @@ struct arc {
 	struct stat st;        /* identity it was opened for */
 	struct reader *r;      /* NULL on error */
 	int err;
+	char *why;             /* why it is corrupt (NULL if not, or out of memory) */
 	/* Protected by arctab.lock. */
 	int refs;              /* the table's own counts as one while hooked */
 	int opens;             /* handles reading it; r has an fd while > 0 */
@@ -80,6 +81,7 @@ int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char 
 static void arc_free(struct arc *a)
 {
 	reader_close(a->r);
+	free(a->why);
 	free(a);
 }
 
@@ -140,6 +142,7 @@ static int open_same(int dirfd, const char *rel, const struct stat *st)
 static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
 	       const struct reader_opts *opts, struct arc **out)
 {
+	struct zerr why = { 0 };
 	struct arc *a, *stale = NULL;
 	int ret;
 
@@ -184,7 +187,9 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		char name[PATH_MAX * 2];
 
 		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
-		ret = reader_open_fd(ret, name, t->cache, opts, &a->r);
+		ret = reader_open_fd(ret, name, t->cache, opts, &a->r, &why);
+		if (ret == -EINVAL || ret == -EIO)
+			a->why = strdup(why.msg);
 	}
 	a->err = ret;
 	if (a->r)
@@ -297,6 +302,11 @@ void arctab_put(struct arctab *t, struct arc *a)
 struct reader *arc_reader(const struct arc *a)
 {
 	return a->r;
+}
+
+const char *arc_why(const struct arc *a)
+{
+	return a->why ? a->why : strerror(-a->err);
 }
 
 int arc_error(const struct arc *a)

@@ -82,4 +82,7 @@ void arctab_put(struct arctab *t, struct arc *a);
 struct reader *arc_reader(const struct arc *a);
 int arc_error(const struct arc *a);
 
+/* Why a corrupt archive is corrupt, as reader_open said (or strerror); valid with the reference. */
+const char *arc_why(const struct arc *a);
+
 #endif

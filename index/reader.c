@@ -149,18 +149,18 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 		o->readahead = 32u << 20;
 }
 
-static int build_xz(struct reader *r)
+/* Reads the xz Index into the map; on failure why says what and where. */
+static int build_xz(struct reader *r, struct zerr *why)
 {
 	struct zerr err = { 0 };
 	struct xzdec_index *x;
 	int ret = xzdec_index_read(r->fd, (uint64_t)r->st.st_size, &x, &err);
 
-	if (ret < 0) {
-		zlog(ZLOG_ERROR, "%s: not readable as xz (at compressed offset %" PRIu64 "): %s",
-		     r->name, err.coff, err.msg);
+	if (ret < 0)
 		/* The Index's memlimit only trips on an Index that lies about its size. */
-		return ret == -ENOMEM ? -EINVAL : ret;
-	}
+		return zerr_set(why, ret == -ENOMEM ? -EINVAL : ret, err.coff,
+				"not readable as xz (at compressed offset %" PRIu64 "): %s", err.coff,
+				err.msg);
 	r->xz = x;
 	atomic_fetch_add(&n_xz, 1);
 	if (x->checks & ~XZ_KNOWN_CHECKS)
@@ -168,22 +168,18 @@ static int build_xz(struct reader *r)
 	for (size_t i = 0; i < x->nblocks; i++) {
 		const struct xzdec_block *b = &x->blocks[i];
 
-		if (b->usize / XZDEC_MAX_RATIO > b->csize) {
-			zlog(ZLOG_ERROR,
-			     "%s: Index claims %" PRIu64 " bytes for Block %zu of %" PRIu64
-			     " compressed bytes; refusing it",
-			     r->name, b->usize, i, b->csize);
-			return -EINVAL;
-		}
+		if (b->usize / XZDEC_MAX_RATIO > b->csize)
+			return zerr_set(why, -EINVAL, b->coff,
+					"Index claims %" PRIu64 " bytes for Block %zu of %" PRIu64
+					" compressed bytes; refusing it",
+					b->usize, i, b->csize);
 	}
 	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused. */
-	if (x->nblocks > r->opts.index_max / READER_XZ_BLOCK_COST) {
-		zlog(ZLOG_ERROR,
-		     "%s: its %zu Blocks need %zu KiB of index, more than cache_size/4 allows; "
-		     "raise cache_size or recompress with larger Blocks",
-		     r->name, x->nblocks, x->nblocks * READER_XZ_BLOCK_COST >> 10);
-		return -EINVAL;
-	}
+	if (x->nblocks > r->opts.index_max / READER_XZ_BLOCK_COST)
+		return zerr_set(why, -EINVAL, 0,
+				"its %zu Blocks need %zu KiB of index, more than cache_size/4 allows; "
+				"raise cache_size or recompress with larger Blocks",
+				x->nblocks, x->nblocks * READER_XZ_BLOCK_COST >> 10);
 	if (cmap_init(&r->map, x->nblocks) < 0)
 		return -ENOMEM;
 	r->entry = calloc(x->nblocks + 1, sizeof(*r->entry));
@@ -303,7 +299,8 @@ static void warm_point(void *ctx, uint64_t uoff)
 		warm_flush(w);
 }
 
-static int build_gz(struct reader *r)
+/* Loads or builds the gzip index into the map; on failure why says what and where. */
+static int build_gz(struct reader *r, struct zerr *why)
 {
 	struct warm w = { .r = r, .budget = r->opts.warm_bytes, .stop = !r->opts.warm_bytes };
 	struct gzdec_sink sink = { warm_output, warm_point, &w };
@@ -322,11 +319,9 @@ static int build_gz(struct reader *r)
 		if (ret == 0)
 			warm_flush(&w); /* the last chunk ends at the end of the data */
 		free(w.buf);
-		if (ret < 0) {
-			zlog(ZLOG_ERROR, "%s: corrupt gzip at compressed offset %" PRIu64 ": %s",
-			     r->name, err.coff, err.msg);
-			return ret;
-		}
+		if (ret < 0)
+			return zerr_set(why, ret, err.coff, "corrupt gzip at compressed offset %" PRIu64 ": %s",
+					err.coff, err.msg);
 		atomic_fetch_add(&n_built, 1);
 		if (persist)
 			save_gz(r, &id, g);
@@ -351,7 +346,7 @@ static int build_gz(struct reader *r)
 }
 
 int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
-		struct reader **out)
+		struct reader **out, struct zerr *why)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	char real[PATH_MAX];
@@ -360,10 +355,11 @@ int reader_open(const char *path, struct bcache *cache, const struct reader_opts
 		int ret = -errno;
 
 		*out = NULL;
+		zerr_set(why, ret, 0, "cannot open: %s", strerror(-ret));
 		zlog(ZLOG_ERROR, "%s: cannot open: %s", path, strerror(-ret));
 		return ret;
 	}
-	return reader_open_fd(fd, realpath(path, real) ? real : path, cache, opts, out);
+	return reader_open_fd(fd, realpath(path, real) ? real : path, cache, opts, out, why);
 }
 
 /*
@@ -393,15 +389,16 @@ static void warn_wide_units(const struct reader *r)
 }
 
 int reader_open_fd(int fd, const char *name, struct bcache *cache,
-		   const struct reader_opts *opts, struct reader **out)
+		   const struct reader_opts *opts, struct reader **out, struct zerr *why)
 {
 	struct reader *r = calloc(1, sizeof(*r));
+	struct zerr e = { 0 };
 	int ret;
 
 	*out = NULL;
 	if (!r) {
 		close(fd);
-		return -ENOMEM;
+		return zerr_set(why, -ENOMEM, 0, "out of memory");
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->idle, NULL);
@@ -416,21 +413,22 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 		goto fail;
 	}
 	if (fstat(r->fd, &r->st) < 0) {
-		ret = -errno;
-		zlog(ZLOG_ERROR, "%s: cannot stat: %s", name, strerror(-ret));
+		ret = zerr_set(&e, -errno, 0, "cannot stat: %s", strerror(errno));
 		goto fail;
 	}
 	ret = probe_fd(r->fd, &r->fmt);
-	if (ret < 0)
+	if (ret < 0) {
+		zerr_set(&e, ret, 0, "cannot read: %s", strerror(-ret));
 		goto fail;
+	}
 	if (r->fmt == PROBE_GZIP && reader_probe(r->fd, NULL) != PROBE_GZIP)
 		r->fmt = PROBE_NONE; /* an unreadable header: shown raw, as reader_probe says */
 	if (r->fmt == PROBE_XZ)
-		ret = build_xz(r);
+		ret = build_xz(r, &e);
 	else if (r->fmt == PROBE_GZIP)
-		ret = build_gz(r);
+		ret = build_gz(r, &e);
 	else
-		ret = -ENOTSUP;
+		ret = zerr_set(&e, -ENOTSUP, 0, "not an xz or gzip file");
 	if (ret < 0)
 		goto fail;
 	r->bad = calloc(r->map.n + 1, 1);
@@ -442,8 +440,14 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 	*out = r;
 	return 0;
 fail:
+	if (ret == -ENOMEM && !e.msg[0])
+		zerr_set(&e, ret, 0, "out of memory");
 	if (ret == -EINVAL)
-		atomic_fetch_add(&n_errors, 1); /* a corrupt archive: logged above */
+		atomic_fetch_add(&n_errors, 1); /* a corrupt archive */
+	if (ret != -ENOTSUP) /* not an archive: passed through, nothing to say */
+		zlog(ZLOG_ERROR, "%s: %s", name, e.msg);
+	if (why)
+		*why = e;
 	reader_close(r);
 	return ret;
 }

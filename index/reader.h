@@ -47,6 +47,7 @@
 #include <sys/types.h>
 
 #include "probe.h"
+#include "zerr.h"
 
 struct bcache;
 struct bcache_ent;
@@ -102,19 +103,22 @@ struct reader_info {
  * file's current identity) is used instead of a pass over the data, and a
  * newly built one is saved (failures to save are logged once and the index
  * is kept in memory).
- * Returns 0 and *out (close with reader_close), or, with *out NULL:
+ * Returns 0 and *out (close with reader_close), or, with *out NULL and,
+ * if why is not NULL, *why set to the reason (a sentence naming the
+ * compressed offset where it applies; why->coff too):
  *   -ENOTSUP  the magic bytes are not xz or gzip, or a gzip header is
- *             unreadable (pass the file through; not logged here);
- *   -EINVAL   xz: the Streams or Index cannot be read (logged);
- *             gzip: a header, the data, a CRC32 or an ISIZE is bad (logged);
+ *             unreadable (pass the file through; not logged);
+ *   -EINVAL   xz: the Streams or Index cannot be read, or its map would
+ *             take more than opts->index_max; gzip: a header, the data, a
+ *             CRC32 or an ISIZE is bad (logged);
  *   -ENOMEM, or another -errno from fstat/pread (logged).
  */
 int reader_open_fd(int fd, const char *name, struct bcache *cache,
-		   const struct reader_opts *opts, struct reader **out);
+		   const struct reader_opts *opts, struct reader **out, struct zerr *why);
 
 /* reader_open_fd on path opened read-only, named by its real path; -errno from open too (logged). */
 int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
-		struct reader **out);
+		struct reader **out, struct zerr *why);
 
 /* The bytes of a read left where the cache holds them; see reader_view. */
 #define READER_VIEW_MAX 16

@@ -260,7 +260,7 @@ static void open_case(const struct rcase *c, struct opened *o)
 	path_of(path, sizeof(path), c->file);
 	opts_for(c, &o->opts);
 	ck_assert_int_eq(bcache_new(c->budget, &o->cache), 0);
-	ret = reader_open(path, o->cache, &o->opts, &o->r);
+	ret = reader_open(path, o->cache, &o->opts, &o->r, NULL);
 	ck_assert_msg(ret == 0, "%s: reader_open: %d", c->file, ret);
 	ck_assert_ptr_nonnull(o->r);
 	o->want = orig;
@@ -652,7 +652,7 @@ static int open_file(const char *name, size_t budget, const struct reader_opts *
 	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
 	path_of(path, sizeof(path), name);
 	ck_assert_int_eq(bcache_new(budget, cache), 0);
-	return reader_open(path, *cache, ro, r);
+	return reader_open(path, *cache, ro, r, NULL);
 }
 
 /* Opening each of names fails with want, and leaves no reader behind. */
@@ -693,7 +693,7 @@ START_TEST(open_fd_takes_over_the_fd_on_failure)
 	path_of(path, sizeof(path), "orig");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(reader_open_fd(fd, "orig", cache, &ro, &r), -ENOTSUP);
+	ck_assert_int_eq(reader_open_fd(fd, "orig", cache, &ro, &r, NULL), -ENOTSUP);
 	ck_assert_ptr_null(r);
 	ck_assert_int_eq(fcntl(fd, F_GETFD), -1); /* closed */
 	ck_assert_int_eq(errno, EBADF);
@@ -1109,8 +1109,8 @@ START_TEST(readers_share_a_cache)
 	ck_assert_int_eq(bcache_new(16 * MiB, &cache), 0);
 	path_of(pa, sizeof(pa), "b64k.xz");
 	path_of(pb, sizeof(pb), "other.xz");
-	ck_assert_int_eq(reader_open(pa, cache, &ro, &a), 0);
-	ck_assert_int_eq(reader_open(pb, cache, &ro, &b), 0);
+	ck_assert_int_eq(reader_open(pa, cache, &ro, &a, NULL), 0);
+	ck_assert_int_eq(reader_open(pb, cache, &ro, &b, NULL), 0);
 	oa = (struct opened){cache, ro, a, orig, ORIG_SIZE, "b64k.xz"};
 	ob = (struct opened){cache, ro, b, other, OTHER_SIZE, "other.xz"};
 	for (uint64_t off = 0; off < OTHER_SIZE; off += 30000) {
@@ -1129,7 +1129,7 @@ START_TEST(readers_share_a_cache)
 	bcache_stats(cache, &st);
 	ck_assert_uint_eq(st.misses, 16); /* b's are all still there */
 	/* the same file opened again is a new reader: it decodes afresh */
-	ck_assert_int_eq(reader_open(pa, cache, &ro, &a), 0);
+	ck_assert_int_eq(reader_open(pa, cache, &ro, &a, NULL), 0);
 	oa.r = a;
 	expect_read(&oa, 0, OTHER_SIZE);
 	bcache_stats(cache, &st);
@@ -1289,7 +1289,7 @@ START_TEST(sequential_reads_with_read_ahead)
 	ro.readahead = MiB;
 	path_of(path, sizeof(path), c->file);
 	ck_assert_int_eq(bcache_new(c->budget, &o.cache), 0);
-	ck_assert_int_eq(reader_open(path, o.cache, &ro, &o.r), 0);
+	ck_assert_int_eq(reader_open(path, o.cache, &ro, &o.r, NULL), 0);
 	o.opts = ro;
 	o.want = orig;
 	o.size = c->empty ? 0 : ORIG_SIZE;
@@ -1588,7 +1588,7 @@ START_TEST(parked_decoders_stay_within_their_share)
 	ro.whole_max = 128 * KiB;
 	ro.slice = 64 * KiB;
 	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &cache, &a), 0);
-	ck_assert_int_eq(reader_open_fd(open_ro("single.xz"), "single.xz", cache, &ro, &b), 0);
+	ck_assert_int_eq(reader_open_fd(open_ro("single.xz"), "single.xz", cache, &ro, &b, NULL), 0);
 	oa = (struct opened){cache, ro, a, orig, ORIG_SIZE, "single.xz"};
 	ob = (struct opened){cache, ro, b, orig, ORIG_SIZE, "single.xz"};
 	expect_read(&oa, 0, 100000);
@@ -1643,6 +1643,7 @@ END_TEST
 /* Issue 10, item 8: an xz file's block map is bounded by opts.index_max. */
 START_TEST(too_many_blocks_is_refused)
 {
+	struct zerr why = { 0 };
 	struct reader_opts ro;
 	struct bcache *cache;
 	struct reader *r;
@@ -1658,8 +1659,9 @@ START_TEST(too_many_blocks_is_refused)
 	reader_close(r);
 	/* the same file where its map would take more than index_max */
 	ro.index_max = 100 * 64;
-	ck_assert_int_eq(reader_open_fd(open_ro("tiny.xz"), "tiny.xz", cache, &ro, &r), -EINVAL);
+	ck_assert_int_eq(reader_open_fd(open_ro("tiny.xz"), "tiny.xz", cache, &ro, &r, &why), -EINVAL);
 	ck_assert_ptr_null(r);
+	ck_assert_msg(strstr(why.msg, "313 Blocks need"), "reason: %s", why.msg);
 	bcache_free(cache);
 }
 END_TEST
@@ -1698,7 +1700,7 @@ START_TEST(failed_streamed_block_taints_once)
 	reader_close(r);
 	/* a whole (verified) Block never served a byte: nothing to taint */
 	ro.whole_max = MiB;
-	ck_assert_int_eq(reader_open_fd(open_ro("taint.xz"), "taint.xz", cache, &ro, &r), 0);
+	ck_assert_int_eq(reader_open_fd(open_ro("taint.xz"), "taint.xz", cache, &ro, &r, NULL), 0);
 	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff), -EIO);
 	ck_assert_int_eq(calls, 1);
 	reader_close(r);

@@ -89,7 +89,7 @@ int main(int argc, char *argv[])
 	}
 	/* Messages are one line each, whatever the file is called. */
 	zlog_escape(name, sizeof(name), argv[1]);
-	ret = reader_open(argv[1], cache, &ro, &r);
+	ret = reader_open(argv[1], cache, &ro, &r, NULL);
 	if (ret == -ENOTSUP)
 		fprintf(stderr, "zmount-cat: %s: not an xz or gzip file\n", name);
 	if (ret < 0) {

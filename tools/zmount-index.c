@@ -347,7 +347,7 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 			progress(&l, i, done, path);
 		reader_get_counters(&before);
 		capture_begin(&cap);
-		ret = reader_open(path, cache, &ro, &r);
+		ret = reader_open(path, cache, &ro, &r, NULL);
 		capture_end(&cap, path, reason, sizeof(reason));
 		reader_get_counters(&after);
 		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
@@ -433,7 +433,7 @@ static int info_one(const char *path, const char *dir, struct bcache *cache)
 		ro.index_dir = dir;
 	fclose(idx);
 	reader_get_counters(&before);
-	ret = reader_open_fd(fd, real, cache, &ro, &r);
+	ret = reader_open_fd(fd, real, cache, &ro, &r, NULL);
 	reader_get_counters(&after);
 	if (ret == 0) {
 		reader_get_info(r, &in);
@@ -488,7 +488,7 @@ static int verify_one(const char *path, struct bcache *cache, struct capture *ca
 	zlog_escape(esc, sizeof(esc), path);
 	reader_opts_default(&ro, VERIFY_CACHE); /* index_dir NULL: a fresh gzip pass */
 	capture_begin(cap);
-	ret = reader_open(path, cache, &ro, &r);
+	ret = reader_open(path, cache, &ro, &r, NULL);
 	if (ret == 0) {
 		reader_get_info(r, &in);
 		for (uint64_t off = 0; in.fmt == PROBE_XZ && off < in.usize; off += (uint64_t)n) {

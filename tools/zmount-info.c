@@ -84,14 +84,15 @@ int main(int argc, char *argv[])
 	for (int i = first; i < argc; i++) {
 		struct reader_info in;
 		struct reader *r;
-		char ck[128], name[4 * PATH_MAX];
-		int ret = reader_open(argv[i], cache, &ro, &r);
+		char ck[128], name[4 * PATH_MAX], why_text[4 * sizeof(why.msg)];
+		struct zerr why = { 0 };
+		int ret = reader_open(argv[i], cache, &ro, &r, &why);
 
 		/* Tab-separated, one line per file: escape tabs and newlines in names. */
 		zlog_escape(name, sizeof(name), argv[i]);
 		if (ret < 0) {
-			printf("%s\terror\t%s\n", name,
-			       ret == -ENOTSUP ? "not an xz or gzip file" : strerror(-ret));
+			zlog_escape(why_text, sizeof(why_text), why.msg[0] ? why.msg : strerror(-ret));
+			printf("%s\terror\t%s\n", name, why_text);
 			status = 2;
 			continue;
 		}
