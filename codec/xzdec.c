@@ -232,6 +232,13 @@ static int xzdec_index_fill(struct xzdec_index *idx, const lzma_index *li, uint6
 
 int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err)
 {
+	return xzdec_index_read_max(fd, size, 0, out, err);
+}
+
+int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_index **out,
+			 struct zerr *err)
+{
+	uint64_t memlimit = XZDEC_MEMLIMIT;
 	lzma_stream strm = LZMA_STREAM_INIT;
 	lzma_index *li = NULL;
 	struct xzdec_index *idx = NULL;
@@ -244,7 +251,10 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
 	buf = malloc(XZDEC_CHUNK);
 	if (!buf)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	lret = lzma_file_info_decoder(&strm, &li, XZDEC_MEMLIMIT, size);
+	/* liblzma's own Index of max_blocks records, in one Stream, is what we allow it. */
+	if (max_blocks && lzma_index_memusage(1, max_blocks) < memlimit)
+		memlimit = lzma_index_memusage(1, max_blocks);
+	lret = lzma_file_info_decoder(&strm, &li, memlimit, size);
 	if (lret != LZMA_OK) {
 		ret = zerr_set(err, lret == LZMA_MEM_ERROR ? -ENOMEM : -EINVAL, 0, "%s",
 			       xzdec_ret_name(lret));
@@ -277,6 +287,11 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
 			ret = -EINVAL;
 			if (lret == LZMA_MEM_ERROR || lret == LZMA_MEMLIMIT_ERROR)
 				ret = -ENOMEM;
+			if (lret == LZMA_MEMLIMIT_ERROR && memlimit < XZDEC_MEMLIMIT) {
+				ret = zerr_set(err, -E2BIG, off - strm.avail_in,
+					       "its Index holds more than %zu Blocks", max_blocks);
+				goto out;
+			}
 			/* where the decoder stopped, for the log line */
 			ret = zerr_set(err, ret, off - strm.avail_in, "%s",
 				       lret == LZMA_DATA_ERROR ? "Stream or Index is corrupt"
@@ -285,6 +300,11 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
 		}
 	}
 
+	if (max_blocks && lzma_index_block_count(li) > max_blocks) {
+		ret = zerr_set(err, -E2BIG, 0, "its Index holds %llu Blocks, more than %zu",
+			       (unsigned long long)lzma_index_block_count(li), max_blocks);
+		goto out;
+	}
 	idx = calloc(1, sizeof(*idx));
 	if (!idx) {
 		ret = zerr_set(err, -ENOMEM, 0, "out of memory");

@@ -90,6 +90,15 @@ struct xzdec_index {
  */
 int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err);
 
+/*
+ * xzdec_index_read, refusing a file of more than max_blocks Blocks (0: no
+ * limit but the 64 MiB one) before building anything per Block: liblzma's
+ * own Index is capped at what max_blocks records need.  Returns -E2BIG for
+ * such a file, else as xzdec_index_read.
+ */
+int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_index **out,
+			 struct zerr *err);
+
 /* Frees an index.  Accepts NULL. */
 void xzdec_index_free(struct xzdec_index *idx);
 

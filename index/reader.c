@@ -154,8 +154,16 @@ static int build_xz(struct reader *r, struct zerr *why)
 {
 	struct zerr err = { 0 };
 	struct xzdec_index *x;
-	int ret = xzdec_index_read(r->fd, (uint64_t)r->st.st_size, &x, &err);
+	size_t max_blocks = r->opts.index_max / READER_XZ_BLOCK_COST;
+	int ret = xzdec_index_read_max(r->fd, (uint64_t)r->st.st_size, max_blocks ? max_blocks : 1,
+				       &x, &err);
 
+	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused. */
+	if (ret == -E2BIG)
+		return zerr_set(why, -EINVAL, err.coff,
+				"%s: its map would need more than cache_size/4 (%zu KiB); raise "
+				"cache_size or recompress with larger Blocks",
+				err.msg, r->opts.index_max >> 10);
 	if (ret < 0)
 		/* The Index's memlimit only trips on an Index that lies about its size. */
 		return zerr_set(why, ret == -ENOMEM ? -EINVAL : ret, err.coff,
@@ -174,12 +182,6 @@ static int build_xz(struct reader *r, struct zerr *why)
 					" compressed bytes; refusing it",
 					b->usize, i, b->csize);
 	}
-	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused. */
-	if (x->nblocks > r->opts.index_max / READER_XZ_BLOCK_COST)
-		return zerr_set(why, -EINVAL, 0,
-				"its %zu Blocks need %zu KiB of index, more than cache_size/4 allows; "
-				"raise cache_size or recompress with larger Blocks",
-				x->nblocks, x->nblocks * READER_XZ_BLOCK_COST >> 10);
 	if (cmap_init(&r->map, x->nblocks) < 0)
 		return -ENOMEM;
 	r->entry = calloc(x->nblocks + 1, sizeof(*r->entry));
