@@ -43,7 +43,7 @@ struct node {
 	struct arc *arc;       /* archives: its reader (may be corrupt); else NULL */
 };
 
-/* Bytes per node, besides its two paths (an upper bound on 64-bit glibc; check_nodes asserts it). */
+/* Bytes per node besides its two paths: an upper bound, asserted at build time in nodes.c. */
 #define NODES_BYTES_PER_NODE 272
 
 /* Creates the table with the root node for tn (copied).  Returns 0 and *out, or -ENOMEM. */

@@ -66,7 +66,7 @@ struct dmap {
 	struct dmap *newer, *older;
 };
 
-/* The charges documented in tree.h bound what malloc really takes (16-byte chunks, 8-byte header). */
+/* The charges in tree.h bound what malloc takes (16-byte chunks, 8-byte header). */
 _Static_assert(sizeof(struct dent) + 32 <= TREE_LIST_BYTES_PER_ENTRY, "entry charge");
 _Static_assert(sizeof(struct probed) <= TREE_LIST_BYTES_PER_PROBED, "probed charge");
 _Static_assert(sizeof(struct dmap) + 4 * 24 <= TREE_LIST_BYTES_PER_LISTING, "listing charge");
@@ -301,7 +301,8 @@ struct probe_ctx {
 };
 
 /* Probes the magic bytes (and, for xz, the Index) of regular file name in c's directory. */
-static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *lst, struct stat *st)
+static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *lst,
+		      struct stat *st)
 {
 	enum probe_fmt fmt = PROBE_NONE;
 	struct arc *a;
