@@ -15,8 +15,8 @@ Sections (issue 10 items 5, 8, 10, 11, 13; issue 11 plain files; issue 13 sectio
            The daemon's VmHWM must stay under the documented bound, computed
            from the formula: RSS before + per node (NODES_BYTES_PER_NODE from
            fs/nodes.h + its visible and source path) + the listing budget (from
-           the stats) + SLACK_MIB for libfuse's worker buffers and malloc's
-           arenas; and listings must have been evicted to stay in the budget.
+           the stats) + 1 MiB + 64 KiB per thread (libfuse's buffers) + SLACK_MIB;
+           and listings must have been evicted to stay in the budget.
   stale    timeout=1: an empty x.gz is listed (raw), then valid gzip is written
            into it in place (the directory does not change): within 4 s `x`
            shows and reads right.  Then junk is written over it in place: within
@@ -62,7 +62,8 @@ import zmtest  # noqa: E402
 KiB = 1024
 MiB = 1024 * KiB
 WATCHDOG_S = 300
-SLACK_MIB = 24          # memory: libfuse worker buffers (1 MiB+ each) and malloc arenas
+WORKER_BUF = MiB + 64 * KiB  # memory: libfuse's receive buffer per worker thread
+SLACK_MIB = 8           # memory: malloc arenas' headroom and the loop's own allocations
 OPEN_DEADLINE_S = 10.0  # fifo: every open must be answered within this
 SHOW_DEADLINE_S = 4.0   # stale: timeout (1 s) for the kernel + 1 s re-check + margin
 XATTRS = ('user.zmount.stats', 'user.zmount.info')
@@ -132,6 +133,8 @@ def proc_status(pid):
             k, _, v = ln.partition(':')
             if v.strip().endswith('kB'):
                 out[k] = int(v.split()[0]) * KiB
+            elif k == 'Threads':
+                out[k] = int(v)
     return out
 
 
@@ -309,7 +312,8 @@ def section_memory(res, zm, tmp, nfiles):
         # Each node: the fixed part plus its visible path ("/d/f") and source path ("d/f").
         node_bytes = sum(per_node + len(p) + 1 + len(p) for p in paths)
         node_bytes = node_bytes * nodes // max(1, len(paths))  # the nodes the kernel holds
-        bound = (before['VmRSS'] + node_bytes + st['listing_budget'] + SLACK_MIB * MiB)
+        bound = (before['VmRSS'] + node_bytes + st['listing_budget'] +
+                 after['Threads'] * WORKER_BUF + SLACK_MIB * MiB)
         grew = after['VmHWM'] - before['VmRSS']
         info = (f'VmRSS before {before["VmRSS"] / MiB:.1f} MiB, VmHWM after '
                 f'{after["VmHWM"] / MiB:.1f} MiB, VmRSS after {after["VmRSS"] / MiB:.1f} MiB, '
@@ -319,7 +323,8 @@ def section_memory(res, zm, tmp, nfiles):
         print(f'# memory: {info}', flush=True)
         res.check(f'memory: daemon VmHWM {after["VmHWM"] / MiB:.1f} MiB <= bound '
                   f'{bound / MiB:.1f} MiB (RSS before + {nodes} nodes x ({per_node} B + paths)'
-                  f' + listing budget + {SLACK_MIB} MiB)', after['VmHWM'] <= bound, info,
+                  f' + listing budget + {after["Threads"]} threads x {WORKER_BUF // KiB} KiB + '
+                  f'{SLACK_MIB} MiB)', after['VmHWM'] <= bound, info,
                   info=info)
         if 'listings' in st:
             must_drop = all_lists > st['listing_budget']
