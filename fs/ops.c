@@ -659,6 +659,12 @@ int ops_notify_start(struct ops_ctx *c, struct fuse_session *se)
 	return 0;
 }
 
+/*
+ * The join cannot hang on the kernel: an invalidation waits only for reads
+ * in flight on that inode, and libfuse's loop lets a worker finish the
+ * request it is processing (workers are cancelled only while they wait for
+ * the next one), so every such read is answered.
+ */
 void ops_notify_stop(void)
 {
 	bool running;
