@@ -660,10 +660,12 @@ int ops_notify_start(struct ops_ctx *c, struct fuse_session *se)
 }
 
 /*
- * The join cannot hang on the kernel: an invalidation waits only for reads
- * in flight on that inode, and libfuse's loop lets a worker finish the
- * request it is processing (workers are cancelled only while they wait for
- * the next one), so every such read is answered.
+ * The join does not wait on the kernel in practice: an invalidation waits
+ * only for reads in flight on that inode, and libfuse 3.14's loop lets a
+ * worker finish the request it is processing (workers are cancelled only
+ * while they wait for the next one).  The one gap: a request received in
+ * the instant the loop exits is dropped unanswered; an invalidation of that
+ * very inode at that instant would wait for the connection to be aborted.
  */
 void ops_notify_stop(void)
 {
