@@ -271,6 +271,9 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	/* The first user of a gzip file usually reads it from the start. */
 	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;
 	ropts.warn_wide = true;
+	/* A streamed unit that fails late: drop the pages it already gave the kernel. */
+	ropts.tainted = ops_tainted;
+	ropts.tainted_ctx = &octx;
 	octx.timeout = cli->opts.timeout;
 	octx.max_read = cli->opts.max_read;
 	if (bcache_new((size_t)cli->opts.cache_size, &cache) < 0 ||
@@ -278,11 +281,15 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		fprintf(stderr, "zmount: out of memory\n");
 		goto out_cache;
 	}
+	root.rel = NULL;
 	ret = tree_new(cli->src, arcs, &octx.tree);
-	if (ret == 0)
+	if (ret == 0) {
+		tree_set_limits(octx.tree, 0, cli->opts.timeout);
 		ret = tree_resolve(octx.tree, "/", &root);
+	}
 	if (ret == 0)
 		ret = nodes_new(arcs, &root, &octx.nodes);
+	tree_node_clear(&root);
 	if (ret < 0) {
 		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(-ret));
 		ret = 1;
@@ -310,6 +317,8 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	if (pool_new(cli->opts.threads, 4096, &pool) < 0)
 		goto out_unmount;
 	ropts.pool = pool;
+	if (ops_notify_start(&octx, se) < 0)
+		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
 	/* Half the workers index; the rest stay free for read-ahead. */
 	if (cli->opts.background_index &&
 	    indexer_start(arcs, tree_root_fd(octx.tree), pool, (cli->opts.threads + 1) / 2, &ix) < 0)
@@ -326,6 +335,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	}
 	/* The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are a clean stop. */
 	ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
+	ops_notify_stop();
 	indexer_stop(ix);
 	ops_cleanup(&octx);
 out_unmount:

@@ -3,7 +3,8 @@
  * How it works: two chained hashes over the same nodes, one by id for
  * nodes_get and one by (parent, name) for nodes_lookup, whose chain holds
  * every live version of that name.  Ids are never reused, so the generation
- * number the kernel sees can stay 0.
+ * number the kernel sees can stay 0.  A node and its two paths are one
+ * allocation; its name points into its visible path.
  */
 #include "nodes.h"
 
@@ -14,24 +15,30 @@
 #include <string.h>
 
 #include "arctab.h"
+#include "srcid.h"
 
 #define FUSE_ROOT 1
 #define NBUCKETS 8192
 
 struct entry {
 	struct node n;
-	char *name;
+	const char *name; /* the last component of n.path */
 	/* Protected by nodes.lock. */
 	uint64_t nlookup;
 	int refs;
 	struct entry *by_id, *by_name;
+	char strings[]; /* n.path, then n.tn.rel */
 };
+
+_Static_assert(sizeof(struct entry) + 2 + 8 + 15 <= NODES_BYTES_PER_NODE,
+	       "NODES_BYTES_PER_NODE (documented in README) is too small");
 
 struct nodes {
 	struct arctab *arcs;
 	pthread_mutex_t lock;
 	/* Protected by lock. */
 	uint64_t next_id;
+	size_t count;
 	struct entry *ids[NBUCKETS];
 	struct entry *names[NBUCKETS];
 };
@@ -50,44 +57,43 @@ static size_t name_hash(uint64_t parent, const char *name)
 	return (size_t)(h % NBUCKETS);
 }
 
-/* The same version: the same source object, and for archives the same contents. */
+/*
+ * The same version: the same object, and for a regular file (archive or
+ * plain) the same contents, so that a file's pages, cached under its node,
+ * are never shown for another version of it.
+ */
 static bool same_version(const struct tree_node *a, const struct tree_node *b)
 {
-	if (a->kind != b->kind || a->st.st_dev != b->st.st_dev || a->st.st_ino != b->st.st_ino ||
-	    (a->st.st_mode & S_IFMT) != (b->st.st_mode & S_IFMT))
+	if (a->kind != b->kind || !srcid_same_object(&a->st, &b->st))
 		return false;
-	return a->kind != TREE_ARCHIVE ||
-	       (a->st.st_size == b->st.st_size && a->st.st_mtim.tv_sec == b->st.st_mtim.tv_sec &&
-		a->st.st_mtim.tv_nsec == b->st.st_mtim.tv_nsec &&
-		a->st.st_ctim.tv_sec == b->st.st_ctim.tv_sec &&
-		a->st.st_ctim.tv_nsec == b->st.st_ctim.tv_nsec);
+	return !S_ISREG(a->st.st_mode) || srcid_same(&a->st, &b->st);
 }
 
 static void entry_free(struct nodes *t, struct entry *e)
 {
 	arctab_put(t->arcs, e->n.arc);
-	free(e->n.path);
-	free(e->name);
 	free(e);
 }
 
 static struct entry *entry_new(uint64_t parent, const char *name, const char *path,
 			       const struct tree_node *tn)
 {
-	struct entry *e = calloc(1, sizeof(*e));
+	size_t plen = strlen(path), rlen = strlen(tn->rel), nlen = strlen(name);
+	struct entry *e;
 
+	if (nlen > plen || strcmp(path + plen - nlen, name) != 0)
+		return NULL; /* name must end path */
+	e = malloc(sizeof(*e) + plen + 1 + rlen + 1);
 	if (!e)
 		return NULL;
+	memset(e, 0, sizeof(*e));
 	e->n.parent = parent;
 	e->n.tn = *tn;
-	e->n.path = strdup(path);
-	e->name = strdup(name);
-	if (!e->n.path || !e->name) {
-		free(e->n.path);
-		free(e->name);
-		free(e);
-		return NULL;
-	}
+	e->n.path = e->strings;
+	memcpy(e->n.path, path, plen + 1);
+	e->n.tn.rel = e->strings + plen + 1;
+	memcpy(e->n.tn.rel, tn->rel, rlen + 1);
+	e->name = e->n.path + plen - nlen;
 	return e;
 }
 
@@ -118,6 +124,7 @@ int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **
 	e->n.id = FUSE_ROOT;
 	e->nlookup = 1; /* the root is never forgotten */
 	t->next_id = FUSE_ROOT + 1;
+	t->count = 1;
 	link_entry(t, e);
 	*out = t;
 	return 0;
@@ -166,6 +173,7 @@ int nodes_lookup(struct nodes *t, uint64_t parent, const char *name, const char 
 		e->n.arc = *arc;
 		*arc = NULL;
 		link_entry(t, e);
+		t->count++;
 	}
 	e->nlookup++;
 	e->refs++;
@@ -202,6 +210,7 @@ static bool maybe_unlink(struct nodes *t, struct entry *e)
 	for (pp = &t->names[name_hash(e->n.parent, e->name)]; *pp != e; pp = &(*pp)->by_name)
 		;
 	*pp = e->by_name;
+	t->count--;
 	return true;
 }
 
@@ -235,4 +244,45 @@ void nodes_forget(struct nodes *t, uint64_t id, uint64_t nlookup)
 	pthread_mutex_unlock(&t->lock);
 	if (dead)
 		entry_free(t, e);
+}
+
+size_t nodes_count(struct nodes *t)
+{
+	size_t n;
+
+	pthread_mutex_lock(&t->lock);
+	n = t->count;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+ssize_t nodes_with_reader(struct nodes *t, const struct reader *r, uint64_t **ids)
+{
+	size_t n = 0, cap = 0;
+	uint64_t *out = NULL;
+
+	*ids = NULL;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		for (struct entry *e = t->ids[i]; e; e = e->by_id) {
+			if (!e->n.arc || (r && arc_reader(e->n.arc) != r))
+				continue;
+			if (n == cap) {
+				uint64_t *p;
+
+				cap = cap ? cap * 2 : 8;
+				p = realloc(out, cap * sizeof(*out));
+				if (!p) {
+					pthread_mutex_unlock(&t->lock);
+					free(out);
+					return -ENOMEM;
+				}
+				out = p;
+			}
+			out[n++] = e->n.id;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	*ids = out;
+	return (ssize_t)n;
 }

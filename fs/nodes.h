@@ -4,13 +4,18 @@
 
 /*
  * The kernel's inode numbers (FUSE node ids), one per *version* of a
- * visible entry.  An archive's version is its source's device, inode, size,
- * mtime and ctime; anything else's is its device and inode.  When a source
- * changes, the next lookup of its name gets a new node, so the kernel gives
- * the new version a new inode with its own page cache: handles on the old
- * version keep reading the old version's pages and bytes, and new opens
- * never see them.  That is what lets archives keep their page cache
- * (keep_cache) without ever mixing two versions.
+ * visible entry.  A regular file's version, archive or plain, is its
+ * source's device, inode, size, mtime and ctime (srcid_same); a directory's
+ * or anything else's is its device, inode and type (srcid_same_object).
+ * When a file changes, the next lookup of its name gets a new node, so the
+ * kernel gives the new version a new inode with its own page cache:
+ * handles on the old version keep their pages, and new opens never see
+ * them.  That is what lets files keep their page cache (keep_cache) without
+ * a new open ever reading a page of an older version.
+ *
+ * Memory: one allocation per node of at most NODES_BYTES_PER_NODE plus the
+ * lengths of its visible and source paths; the kernel decides how many
+ * nodes it holds (it forgets them as it drops inodes).
  *
  * A node lives while the kernel holds lookups on it (nodes_lookup adds one,
  * nodes_forget removes them) or an operation holds a reference (nodes_get).
@@ -18,23 +23,30 @@
  * Threads: any thread may call anything but nodes_free.
  */
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "tree.h"
 
 struct arc;
 struct arctab;
 struct nodes;
+struct reader;
 
 struct node {
 	uint64_t id;           /* the FUSE node id; FUSE_ROOT_ID for the root */
 	uint64_t parent;       /* parent's id (the root is its own parent) */
-	char *path;            /* visible path: "/" or "/a/b" */
-	struct tree_node tn;   /* the version: kind, source path, lstat */
+	char *path;            /* visible path: "/" or "/a/b" (the node's own storage) */
+	struct tree_node tn;   /* the version: kind, source path (the node's storage:
+				  never tree_node_clear it), lstat */
 	struct arc *arc;       /* archives: its reader (may be corrupt); else NULL */
 };
 
-/* Creates the table with the root node for tn.  Returns 0 and *out, or -ENOMEM. */
+/* Bytes per node besides its two paths: an upper bound, asserted at build time in nodes.c. */
+#define NODES_BYTES_PER_NODE 272
+
+/* Creates the table with the root node for tn (copied).  Returns 0 and *out, or -ENOMEM. */
 int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **out);
 
 /* Frees every node.  Accepts NULL. */
@@ -43,9 +55,10 @@ void nodes_free(struct nodes *t);
 /*
  * Returns, with one more kernel lookup counted and one reference for the
  * caller, the node for name under parent at version tn (a fresh
- * tree_resolve of path), creating it if that version has none yet.  For a
- * new archive node, arc is taken over; otherwise the caller keeps it (and
- * puts it).  Returns 0, or -ENOMEM.
+ * tree_resolve of path, copied), creating it if that version has none yet.
+ * name must be path's last component.  For a new archive node, arc is
+ * taken over; otherwise the caller keeps it (and puts it).  Returns 0, or
+ * -ENOMEM.
  */
 int nodes_lookup(struct nodes *t, uint64_t parent, const char *name, const char *path,
 		 const struct tree_node *tn, struct arc **arc, struct node **out);
@@ -58,5 +71,16 @@ void nodes_put(struct nodes *t, struct node *n);
 
 /* The kernel dropped nlookup lookups of node id. */
 void nodes_forget(struct nodes *t, uint64_t id, uint64_t nlookup);
+
+/* Live nodes (for the stats). */
+size_t nodes_count(struct nodes *t);
+
+/*
+ * The ids of every live node whose archive's reader is r (only compared,
+ * never dereferenced, so r may be gone), or of every archive node if r is
+ * NULL.  Returns the count and *ids (malloc'd, caller frees; NULL when 0),
+ * or -ENOMEM.
+ */
+ssize_t nodes_with_reader(struct nodes *t, const struct reader *r, uint64_t **ids);
 
 #endif

@@ -19,6 +19,7 @@
 #include "beneath.h"
 #include "nodes.h"
 #include "reader.h"
+#include "srcid.h"
 #include "tree.h"
 #include "zlog.h"
 
@@ -74,6 +75,9 @@ struct listing {
 		ino_t ino;
 	} *ents;
 };
+
+/* Read requests for plain files that reached the daemon (the page cache missed). */
+static atomic_ullong plain_reads;
 
 /* Running out of descriptors fails requests with EMFILE; say so once, not per request. */
 static int note_limits(int ret)
@@ -141,6 +145,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	ret = snprintf(path, sizeof(path), "%s/%s", strcmp(p->path, "/") ? p->path : "", name);
+	tn.rel = NULL;
 	ret = ret < 0 || (size_t)ret >= sizeof(path) ? -ENAMETOOLONG : tree_resolve(c->tree, path, &tn);
 	if (ret == 0 && tn.kind == TREE_ARCHIVE) {
 		/* Index it now: its size is part of the version the kernel caches. */
@@ -149,6 +154,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (ret == 0)
 		ret = nodes_lookup(c->nodes, parent, name, path, &tn, &arc, &n);
+	tree_node_clear(&tn);
 	note_limits(ret);
 	arctab_put(c->arcs, arc);
 	nodes_put(c->nodes, p);
@@ -220,26 +226,26 @@ static void handle_close(struct ops_ctx *c, struct handle *h)
 	free(h);
 }
 
-/* Opens node n for reading into h.  -ESTALE makes the kernel look the name up again. */
-static int open_node(struct ops_ctx *c, struct node *n, struct handle *h)
+/*
+ * Opens node n for reading into h; *same says whether the file is still the
+ * version n names.  -ESTALE (the name is no longer that regular file) makes
+ * the kernel look the name up again.
+ */
+static int open_node(struct ops_ctx *c, struct node *n, struct handle *h, bool *same)
 {
-	struct stat st;
+	struct stat now;
 
+	*same = true;
 	if (n->arc) {
 		if (!arc_reader(n->arc))
 			return -EIO; /* logged once, when it was indexed */
 		return arctab_open(c->arcs, n->arc, tree_root_fd(c->tree), n->tn.rel);
 	}
-	if (!S_ISREG(n->tn.st.st_mode))
-		return -EACCES;
-	h->fd = beneath_open(tree_root_fd(c->tree), n->tn.rel, O_RDONLY);
+	/* Never opens what is not that regular file: no FIFO can block us, no device is opened. */
+	h->fd = tree_open_file(tree_root_fd(c->tree), n->tn.rel, &n->tn.st, &now);
 	if (h->fd < 0)
 		return h->fd;
-	if (fstat(h->fd, &st) < 0 || st.st_ino != n->tn.st.st_ino || st.st_dev != n->tn.st.st_dev) {
-		close(h->fd);
-		h->fd = -1;
-		return -ESTALE;
-	}
+	*same = srcid_same(&now, &n->tn.st);
 	return 0;
 }
 
@@ -247,6 +253,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ops_ctx *c = ctx(req);
 	struct handle *h;
+	bool same = false;
 	int ret;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -260,15 +267,20 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	h->fd = -1;
 	h->node = nodes_get(c->nodes, ino);
-	ret = h->node ? note_limits(open_node(c, h->node, h)) : -ESTALE;
+	ret = h->node ? note_limits(open_node(c, h->node, h, &same)) : -ESTALE;
 	if (ret < 0) {
 		nodes_put(c->nodes, h->node);
 		free(h);
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	/* A node is one version of an archive: its pages never go stale. */
-	fi->keep_cache = h->node->arc != NULL;
+	/*
+	 * A node is one version of a file: its pages never go stale.  A plain
+	 * file that changed since its node was looked up (the kernel still
+	 * caches the name) is read afresh by this open; the next lookup gives
+	 * the new version its own node.
+	 */
+	fi->keep_cache = same;
 	fi->fh = (uintptr_t)h;
 	open_add(&h->link, false);
 	if (fuse_reply_open(req, fi) != 0)
@@ -314,6 +326,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	} else if (h->node->arc) {
 		read_archive(req, arc_reader(h->node->arc), size, (uint64_t)off);
 	} else {
+		atomic_fetch_add_explicit(&plain_reads, 1, memory_order_relaxed);
 		/* libfuse reads the file straight into its reply. */
 		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
 		bv.buf[0].fd = h->fd;
@@ -440,10 +453,13 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 {
 	struct bcache_stats st;
 	struct reader_counters rc;
+	struct tree_stats ts;
+	int n;
 
 	bcache_stats(c->cache, &st);
 	reader_get_counters(&rc);
-	return snprintf(out, len,
+	tree_get_stats(c->tree, &ts);
+	n = snprintf(out, len,
 			"cache_budget=%zu\ncache_used=%zu\ncache_entries=%zu\ncache_hits=%llu\n"
 			"cache_misses=%llu\ncache_waits=%llu\ncache_evictions=%llu\n"
 			"decoded_bytes=%llu\nreadahead_bytes=%llu\nxz_indexes=%llu\nindexes_built=%llu\n"
@@ -454,6 +470,13 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 			(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.xz_indexes,
 			(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
 			(unsigned long long)rc.read_errors);
+	if (n < 0 || (size_t)n >= len)
+		return n;
+	return n + snprintf(out + n, len - (size_t)n,
+			    "nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
+			    "listing_rebuilds=%llu\nplain_reads=%llu\n",
+			    nodes_count(c->nodes), ts.listings, ts.list_bytes, ts.list_budget,
+			    ts.rebuilds, (unsigned long long)atomic_load(&plain_reads));
 }
 
 static int info_text(const struct node *n, char *out, size_t len)
@@ -508,14 +531,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	reply_xattr(req, text, (size_t)len, size);
 }
 
+/*
+ * No names: ours are views of the daemon, not the files' attributes, and a
+ * listed name is one that cp -a, rsync -X and tar --xattrs copy.  getxattr
+ * still serves them to whoever asks by name.
+ */
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct ops_ctx *c = ctx(req);
-	struct node *n = nodes_get(c->nodes, ino);
-	const char *name = ino == FUSE_ROOT_ID ? XATTR_STATS : n && n->arc ? XATTR_INFO : "";
-
-	nodes_put(c->nodes, n);
-	reply_xattr(req, name, *name ? strlen(name) + 1 : 0, size);
+	(void)ino;
+	reply_xattr(req, "", 0, size);
 }
 
 void ops_cleanup(struct ops_ctx *c)
@@ -528,6 +552,133 @@ void ops_cleanup(struct ops_ctx *c)
 		else
 			handle_close(c, (struct handle *)l);
 	}
+}
+
+/*
+ * The invalidation thread.  State is static, like the open list, so that a
+ * late hook call (a read-ahead job finishing after unmount) finds a queue
+ * that says "stopped" rather than freed memory.
+ */
+#define NOTIFY_QUEUE 64
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	/* Protected by lock. */
+	const struct reader *queue[NOTIFY_QUEUE];
+	size_t n;
+	bool all;     /* the queue overflowed: invalidate every archive node */
+	bool running;
+	bool stop;
+	/* Set before the thread starts, read by it only. */
+	pthread_t thread;
+	struct fuse_session *se;
+	struct ops_ctx *c;
+} notify = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
+
+void ops_tainted(void *vctx, const struct reader *r)
+{
+	(void)vctx; /* the thread has it */
+	pthread_mutex_lock(&notify.lock);
+	if (!notify.stop) {
+		if (notify.n < NOTIFY_QUEUE)
+			notify.queue[notify.n++] = r;
+		else
+			notify.all = true;
+		pthread_cond_signal(&notify.wake);
+	}
+	pthread_mutex_unlock(&notify.lock);
+}
+
+/* Drops the kernel's pages (and attributes) of every node reading r (every archive if NULL). */
+static void invalidate(const struct reader *r)
+{
+	uint64_t *ids;
+	ssize_t n = nodes_with_reader(notify.c->nodes, r, &ids);
+
+	if (n < 0) {
+		zlog(ZLOG_ERROR, "cannot drop cached pages of a failed archive: %s", strerror((int)-n));
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		/* -ENOENT: the kernel has forgotten the inode, and its pages with it. */
+		int ret = fuse_lowlevel_notify_inval_inode(notify.se, ids[i], 0, 0);
+
+		if (ret < 0 && ret != -ENOENT)
+			zlog(ZLOG_WARN, "cannot drop the cached pages of inode %llu: %s",
+			     (unsigned long long)ids[i], strerror(-ret));
+		else
+			zlog(ZLOG_DEBUG, "dropped the cached pages of inode %llu",
+			     (unsigned long long)ids[i]);
+	}
+	free(ids);
+}
+
+static void *notify_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&notify.lock);
+	for (;;) {
+		const struct reader *batch[NOTIFY_QUEUE];
+		size_t n;
+		bool all;
+
+		while (!notify.stop && notify.n == 0 && !notify.all)
+			pthread_cond_wait(&notify.wake, &notify.lock);
+		if (notify.stop)
+			break;
+		n = notify.n;
+		all = notify.all;
+		memcpy(batch, notify.queue, n * sizeof(*batch));
+		notify.n = 0;
+		notify.all = false;
+		pthread_mutex_unlock(&notify.lock);
+		if (all)
+			invalidate(NULL);
+		else
+			for (size_t i = 0; i < n; i++)
+				invalidate(batch[i]);
+		pthread_mutex_lock(&notify.lock);
+	}
+	pthread_mutex_unlock(&notify.lock);
+	return NULL;
+}
+
+int ops_notify_start(struct ops_ctx *c, struct fuse_session *se)
+{
+	int ret;
+
+	notify.c = c;
+	notify.se = se;
+	ret = pthread_create(&notify.thread, NULL, notify_main, NULL);
+	if (ret != 0)
+		return -ret;
+	pthread_mutex_lock(&notify.lock);
+	notify.running = true;
+	pthread_mutex_unlock(&notify.lock);
+	return 0;
+}
+
+/*
+ * The join does not wait on the kernel in practice: an invalidation waits
+ * only for reads in flight on that inode, and libfuse 3.14's loop lets a
+ * worker finish the request it is processing (workers are cancelled only
+ * while they wait for the next one).  The one gap: a request received in
+ * the instant the loop exits is dropped unanswered; an invalidation of that
+ * very inode at that instant would wait for the connection to be aborted.
+ */
+void ops_notify_stop(void)
+{
+	bool running;
+
+	pthread_mutex_lock(&notify.lock);
+	notify.stop = true;
+	running = notify.running;
+	notify.running = false;
+	pthread_cond_signal(&notify.wake);
+	pthread_mutex_unlock(&notify.lock);
+	if (running)
+		pthread_join(notify.thread, NULL);
 }
 
 const struct fuse_lowlevel_ops ops_table = {

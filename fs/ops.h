@@ -7,14 +7,25 @@
  * the node table, the tree, the archive table and the readers.  Each
  * operation replies exactly once.
  *
- * Node ids name versions (see nodes.h), so archives are opened with
+ * Node ids name versions (see nodes.h), so files are opened with
  * keep_cache: their pages stay valid for as long as the kernel keeps the
- * inode, and a changed source gets a new inode.
+ * inode, and a changed source gets a new inode.  A plain file found changed
+ * at open (its node is an older version whose name the kernel still caches)
+ * is opened without keep_cache, so that open reads it afresh.
+ *
+ * Source files are only ever opened through tree_open_file: a FIFO or a
+ * device swapped in for a file is never opened, so no worker blocks on one.
  *
  * Stats are extended attributes, so they never show up in find or du:
  *   user.zmount.stats on the mount root: cache and decoder counters;
  *   user.zmount.info on each archive: format, index state, blocks, sizes.
- * Each value is "key=value" lines.
+ * Each value is "key=value" lines.  They are served by name only and not
+ * listed by listxattr, so cp -a, rsync -X and tar --xattrs do not copy them.
+ *
+ * Pages a reader served and later found bad (reader_opts.tainted) are
+ * dropped from the kernel's cache by a thread of our own (ops_notify_*):
+ * the hook may run on a worker that is in the middle of a read of that
+ * very inode, and an invalidation waits for such reads.
  */
 
 #define FUSE_USE_VERSION 314
@@ -23,6 +34,7 @@
 struct arctab;
 struct bcache;
 struct nodes;
+struct reader;
 struct tree;
 
 /* What every operation works on; passed as fuse_session_new's user data. */
@@ -42,5 +54,23 @@ extern const struct fuse_lowlevel_ops ops_table;
 
 /* Frees the files and directories still open when the loop ends. */
 void ops_cleanup(struct ops_ctx *c);
+
+/*
+ * The reader_opts.tainted hook; ctx is the struct ops_ctx.  Queues r and
+ * returns at once (never blocks on the kernel); any thread.  Calls before
+ * ops_notify_start wait in the queue; calls after ops_notify_stop are
+ * dropped (the mount is going away).
+ */
+void ops_tainted(void *ctx, const struct reader *r);
+
+/*
+ * Starts the thread that invalidates, through se, the kernel's pages of
+ * every node whose reader was queued by ops_tainted.  Call once the session
+ * exists; returns 0 or -errno (then tainted readers are only logged).
+ */
+int ops_notify_start(struct ops_ctx *c, struct fuse_session *se);
+
+/* Stops and joins that thread, before se is destroyed.  Safe if never started. */
+void ops_notify_stop(void);
 
 #endif

@@ -5,8 +5,11 @@
  * also opened in the archive table, since an unreadable Index means the
  * file is shown raw), and resolving names.  Listings are sorted by visible
  * name for lookups and kept in a hash by relative path, stamped with the
- * directory's identity; a stale one is rebuilt with no lock held and swapped
- * in.  Holders keep a reference, so a swap never frees a listing in use.
+ * directory's identity and with each probed candidate's version; a stale
+ * one is rebuilt with no lock held and swapped in, reusing the verdicts of
+ * the candidates that did not change.  Holders keep a reference, so a swap
+ * or an eviction never frees a listing in use.  All kept listings are on an
+ * LRU list whose charged bytes stay under the budget.
  */
 #include "tree.h"
 
@@ -16,8 +19,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arctab.h"
@@ -25,8 +30,10 @@
 #include "names.h"
 #include "probe.h"
 #include "reader.h"
+#include "srcid.h"
 
 #define NBUCKETS 1024
+#define MIN_TTL 0.1
 
 struct dent {
 	char *vis;   /* visible name */
@@ -35,23 +42,55 @@ struct dent {
 	ino_t ino;   /* readdir's d_ino: glibc hides entries whose inode is 0 */
 };
 
+/* A candidate whose magic bytes were probed: its version and the verdict. */
+struct probed {
+	const char *src; /* the dent's src string */
+	struct stat st;
+	bool archive;
+};
+
 struct dmap {
 	char *rel;
 	struct stat st; /* the directory's identity when listed */
 	size_t n;
 	struct dent *ents; /* sorted by vis */
+	size_t np;
+	struct probed *probed; /* sorted by src */
+	size_t bytes; /* charged to the budget */
 	/* Protected by tree.lock. */
 	int refs;
+	bool hooked;   /* in the hash and on the LRU list (that holds one ref) */
+	bool checking; /* a thread is re-stating the probed candidates */
+	double checked; /* CLOCK_MONOTONIC seconds of the last check */
 	struct dmap *next;
+	struct dmap *newer, *older;
 };
+
+/* The charges in tree.h bound what malloc takes (16-byte chunks, 8-byte header). */
+_Static_assert(sizeof(struct dent) + 32 <= TREE_LIST_BYTES_PER_ENTRY, "entry charge");
+_Static_assert(sizeof(struct probed) <= TREE_LIST_BYTES_PER_PROBED, "probed charge");
+_Static_assert(sizeof(struct dmap) + 4 * 24 <= TREE_LIST_BYTES_PER_LISTING, "listing charge");
 
 struct tree {
 	int root;
 	struct arctab *arcs;
+	size_t budget;
+	double ttl;
 	pthread_mutex_t lock;
 	/* Protected by lock. */
 	struct dmap *buckets[NBUCKETS];
+	struct dmap *newest, *oldest;
+	size_t nlist, bytes;
+	unsigned long long rebuilds;
 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 int tree_new(const char *src, struct arctab *arcs, struct tree **out)
 {
@@ -68,9 +107,17 @@ int tree_new(const char *src, struct arctab *arcs, struct tree **out)
 	}
 	t->root = fd;
 	t->arcs = arcs;
+	t->budget = TREE_LIST_BUDGET_DEFAULT;
+	t->ttl = 1.0;
 	pthread_mutex_init(&t->lock, NULL);
 	*out = t;
 	return 0;
+}
+
+void tree_set_limits(struct tree *t, size_t list_budget, double ttl)
+{
+	t->budget = list_budget ? list_budget : TREE_LIST_BUDGET_DEFAULT;
+	t->ttl = ttl < MIN_TTL ? MIN_TTL : ttl;
 }
 
 static void dmap_free(struct dmap *m)
@@ -81,6 +128,7 @@ static void dmap_free(struct dmap *m)
 		free(m->ents[i].src);
 	}
 	free(m->ents);
+	free(m->probed);
 	free(m->rel);
 	free(m);
 }
@@ -112,6 +160,99 @@ void tree_readonly(struct stat *st)
 	st->st_mode &= ~(mode_t)(S_IWUSR | S_IWGRP | S_IWOTH);
 }
 
+void tree_node_clear(struct tree_node *node)
+{
+	free(node->rel);
+	node->rel = NULL;
+}
+
+void tree_get_stats(struct tree *t, struct tree_stats *out)
+{
+	pthread_mutex_lock(&t->lock);
+	out->listings = t->nlist;
+	out->list_bytes = t->bytes;
+	out->list_budget = t->budget;
+	out->rebuilds = t->rebuilds;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * Reopens the object behind pfd (an O_PATH fd) for reading if it is the
+ * regular file want names.  Going through /proc/self/fd opens that very
+ * inode, so nothing swapped in by name in between can be opened; without
+ * /proc, dirfd/name is opened with O_NONBLOCK (a FIFO cannot block us) and
+ * checked after.
+ */
+static int reopen_checked(int pfd, int dirfd, const char *name, const struct stat *want,
+			  struct stat *now)
+{
+	char proc[64];
+	struct stat st;
+	int fd, flags;
+
+	if (fstat(pfd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_dev != want->st_dev || st.st_ino != want->st_ino)
+		return -ESTALE;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) /* no /proc */
+		fd = dirfd == -1 ? -ENOENT
+				 : openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != want->st_dev ||
+	    st.st_ino != want->st_ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	/* A regular file: reads must block as usual (some file systems honour O_NONBLOCK). */
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	if (now)
+		*now = st;
+	return fd;
+}
+
+/* Opens dirfd/name (one component) like tree_open_file. */
+static int open_file_at(int dirfd, const char *name, const struct stat *want, struct stat *now)
+{
+	int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd;
+
+	if (pfd < 0)
+		return -errno;
+	fd = reopen_checked(pfd, dirfd, name, want, now);
+	close(pfd);
+	return fd;
+}
+
+int tree_open_file(int root, const char *rel, const struct stat *want, struct stat *now)
+{
+	const char *slash = strrchr(rel, '/');
+	int dfd, fd;
+
+	if (!S_ISREG(want->st_mode))
+		return -EACCES;
+	if (!slash)
+		return open_file_at(root, rel, want, now);
+	/* The parent beneath the root, then the last component, never followed. */
+	{
+		size_t plen = (size_t)(slash - rel);
+		char *parent = strndup(rel, plen);
+
+		if (!parent)
+			return -ENOMEM;
+		dfd = beneath_open(root, parent, O_PATH | O_DIRECTORY);
+		free(parent);
+	}
+	if (dfd < 0)
+		return dfd;
+	fd = open_file_at(dfd, slash + 1, want, now);
+	close(dfd);
+	return fd;
+}
+
 static bool same_dir(const struct stat *a, const struct stat *b)
 {
 	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
@@ -128,49 +269,94 @@ static size_t hash_rel(const char *rel)
 	return h % NBUCKETS;
 }
 
-/* Joins dir and name into out; returns -ENAMETOOLONG if it does not fit. */
-static int join(char *out, size_t outlen, const char *dir, const char *name)
+/* dir joined with name, malloc'd; NULL if out of memory. */
+static char *join(const char *dir, const char *name)
 {
-	int n = strcmp(dir, ".") == 0 ? snprintf(out, outlen, "%s", name)
-				      : snprintf(out, outlen, "%s/%s", dir, name);
+	char *out;
 
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+	if (strcmp(dir, ".") == 0)
+		return strdup(name);
+	return asprintf(&out, "%s/%s", dir, name) < 0 ? NULL : out;
 }
+
+static int probed_by_src(const void *a, const void *b)
+{
+	return strcmp(((const struct probed *)a)->src, ((const struct probed *)b)->src);
+}
+
+struct slot {
+	ino_t ino;
+	ssize_t probed; /* index in probe_ctx.probed, or -1 */
+};
 
 struct probe_ctx {
 	struct tree *t;
 	const char *rel;
 	int dirfd;
 	struct names_ent *ents;
+	struct slot *slots;
+	struct probed *probed; /* one per candidate at most */
+	size_t np;
+	const struct dmap *old; /* verdicts to reuse, or NULL */
 };
+
+/* Probes the magic bytes (and, for xz, the Index) of regular file name in c's directory. */
+static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *lst,
+		      struct stat *st)
+{
+	enum probe_fmt fmt = PROBE_NONE;
+	struct arc *a;
+	char *rel;
+	bool ret;
+	int fd;
+
+	rel = join(c->rel, name);
+	if (!rel)
+		return false;
+	fd = open_file_at(c->dirfd, name, lst, st);
+	if (fd >= 0) {
+		fmt = reader_probe(fd, rel);
+		close(fd);
+	}
+	if (fmt != PROBE_XZ) {
+		free(rel);
+		return fmt == PROBE_GZIP; /* gzip is only indexed when its size is needed */
+	}
+	/* xz: the Index is cheap to read and decides whether it is shown raw. */
+	ret = arctab_get(c->t->arcs, c->t->root, rel, st, &a) == 0;
+	if (ret) {
+		ret = arc_reader(a) != NULL;
+		arctab_put(c->t->arcs, a);
+	}
+	free(rel);
+	return ret;
+}
 
 /* names_resolve callback: is candidate i a real, readable archive? */
 static int probe_candidate(void *vctx, size_t i)
 {
 	struct probe_ctx *c = vctx;
 	const char *name = c->ents[i].name;
-	enum probe_fmt fmt = PROBE_NONE;
-	char rel[PATH_MAX];
-	struct stat st;
-	struct arc *a;
-	int fd, ret;
+	struct probed *p = &c->probed[c->np];
+	const struct probed *old = NULL;
+	struct stat lst;
 
-	if (join(rel, sizeof(rel), c->rel, name) < 0)
+	if (fstatat(c->dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(lst.st_mode))
 		return 0;
-	fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		fmt = reader_probe(fd, rel);
-	close(fd);
-	if (fmt != PROBE_XZ)
-		return fmt == PROBE_GZIP; /* gzip is only indexed when its size is needed */
-	/* xz: the Index is cheap to read and decides whether it is shown raw. */
-	if (arctab_get(c->t->arcs, c->t->root, rel, &st, &a) < 0)
-		return 0;
-	ret = arc_reader(a) != NULL;
-	arctab_put(c->t->arcs, a);
-	return ret;
+	if (c->old) {
+		struct probed key = { .src = name };
+
+		old = bsearch(&key, c->old->probed, c->old->np, sizeof(key), probed_by_src);
+	}
+	if (old && srcid_same(&old->st, &lst)) {
+		p->st = lst;
+		p->archive = old->archive;
+	} else {
+		p->st = lst;
+		p->archive = probe_now(c, name, &lst, &p->st);
+	}
+	c->slots[i].probed = (ssize_t)c->np++;
+	return p->archive;
 }
 
 static int by_vis(const void *a, const void *b)
@@ -178,12 +364,32 @@ static int by_vis(const void *a, const void *b)
 	return strcmp(((const struct dent *)a)->vis, ((const struct dent *)b)->vis);
 }
 
-/* Reads source directory rel (whose stat is st) into a new listing. */
-static int dmap_build(struct tree *t, const char *rel, const struct stat *st, struct dmap **out)
+/* Bytes charged for a listing (see tree.h). */
+static size_t dmap_charge(const struct dmap *m)
 {
+	size_t b = TREE_LIST_BYTES_PER_LISTING + strlen(m->rel) +
+		   m->np * TREE_LIST_BYTES_PER_PROBED;
+
+	for (size_t i = 0; i < m->n; i++) {
+		b += TREE_LIST_BYTES_PER_ENTRY + strlen(m->ents[i].src);
+		if (m->ents[i].vis != m->ents[i].src)
+			b += TREE_LIST_BYTES_PER_ENTRY + strlen(m->ents[i].vis);
+	}
+	return b;
+}
+
+/*
+ * Reads source directory rel (whose stat is st) into a new listing; old,
+ * if not NULL, is the listing it replaces, whose verdicts are reused for
+ * candidates that did not change.
+ */
+static int dmap_build(struct tree *t, const char *rel, const struct stat *st,
+		      const struct dmap *old, struct dmap **out)
+{
+	struct probe_ctx ctx = { .t = t, .rel = rel, .old = old };
 	struct names_ent *ents = NULL;
-	ino_t *inos = NULL;
-	size_t n = 0, cap = 0;
+	struct slot *slots = NULL;
+	size_t n = 0, cap = 0, ncand = 0;
 	struct dmap *m = NULL;
 	struct dirent *de;
 	int ret = 0, fd;
@@ -206,16 +412,16 @@ static int dmap_build(struct tree *t, const char *rel, const struct stat *st, st
 			continue;
 		if (n == cap) {
 			struct names_ent *ne;
-			ino_t *ni;
+			struct slot *ns;
 
 			cap = cap ? cap * 2 : 64;
 			ne = realloc(ents, cap * sizeof(*ents));
 			if (ne)
 				ents = ne;
-			ni = realloc(inos, cap * sizeof(*inos));
-			if (ni)
-				inos = ni;
-			if (!ne || !ni) {
+			ns = realloc(slots, cap * sizeof(*slots));
+			if (ns)
+				slots = ns;
+			if (!ne || !ns) {
 				ret = -ENOMEM;
 				goto out;
 			}
@@ -224,7 +430,8 @@ static int dmap_build(struct tree *t, const char *rel, const struct stat *st, st
 		if (de->d_type == DT_UNKNOWN)
 			reg = fstatat(dirfd(dir), de->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 &&
 			      S_ISREG(est.st_mode);
-		inos[n] = de->d_ino;
+		slots[n].ino = de->d_ino;
+		slots[n].probed = -1;
 		ents[n].name = strdup(de->d_name);
 		ents[n].visible = NULL;
 		if (!ents[n].name) {
@@ -232,10 +439,17 @@ static int dmap_build(struct tree *t, const char *rel, const struct stat *st, st
 			goto out;
 		}
 		ents[n].candidate = reg && names_strip(de->d_name, (char[NAME_MAX + 1]){ 0 }, NAME_MAX + 1);
+		ncand += ents[n].candidate;
 		n++;
 	}
-	struct probe_ctx ctx = { .t = t, .rel = rel, .dirfd = dirfd(dir), .ents = ents };
-
+	ctx.dirfd = dirfd(dir);
+	ctx.ents = ents;
+	ctx.slots = slots;
+	ctx.probed = malloc((ncand + 1) * sizeof(*ctx.probed));
+	if (!ctx.probed) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	ret = names_resolve(ents, n, probe_candidate, &ctx);
 	if (ret < 0)
 		goto out;
@@ -250,11 +464,21 @@ static int dmap_build(struct tree *t, const char *rel, const struct stat *st, st
 		m->ents[i].src = (char *)ents[i].name;
 		m->ents[i].vis = ents[i].visible ? ents[i].visible : (char *)ents[i].name;
 		m->ents[i].kind = ents[i].visible ? TREE_ARCHIVE : TREE_PASS;
-		m->ents[i].ino = inos[i];
+		m->ents[i].ino = slots[i].ino;
+		if (slots[i].probed >= 0)
+			ctx.probed[slots[i].probed].src = ents[i].name;
 		ents[i].name = NULL;
 		ents[i].visible = NULL;
 	}
 	qsort(m->ents, n, sizeof(*m->ents), by_vis);
+	qsort(ctx.probed, ctx.np, sizeof(*ctx.probed), probed_by_src);
+	/* Keep only the candidates probed (names taken by plain files were not). */
+	m->probed = realloc(ctx.probed, (ctx.np + 1) * sizeof(*ctx.probed));
+	if (!m->probed)
+		m->probed = ctx.probed;
+	m->np = ctx.np;
+	ctx.probed = NULL;
+	m->bytes = dmap_charge(m);
 	*out = m;
 	m = NULL;
 out:
@@ -263,13 +487,54 @@ out:
 		free(ents[i].visible);
 	}
 	free(ents);
-	free(inos);
+	free(slots);
+	free(ctx.probed);
 	if (m) {
 		m->n = 0;
 		dmap_free(m);
 	}
 	closedir(dir);
 	return ret;
+}
+
+static void lru_unlink(struct tree *t, struct dmap *m)
+{
+	if (m->newer)
+		m->newer->older = m->older;
+	else
+		t->newest = m->older;
+	if (m->older)
+		m->older->newer = m->newer;
+	else
+		t->oldest = m->newer;
+	m->newer = m->older = NULL;
+}
+
+static void lru_push(struct tree *t, struct dmap *m)
+{
+	m->older = t->newest;
+	m->newer = NULL;
+	if (t->newest)
+		t->newest->newer = m;
+	else
+		t->oldest = m;
+	t->newest = m;
+}
+
+/* Takes m out of the table; returns true if that dropped its last reference. */
+static bool unhook(struct tree *t, struct dmap *m)
+{
+	struct dmap **pp = &t->buckets[hash_rel(m->rel)];
+
+	while (*pp != m)
+		pp = &(*pp)->next;
+	*pp = m->next;
+	m->next = NULL;
+	lru_unlink(t, m);
+	m->hooked = false;
+	t->nlist--;
+	t->bytes -= m->bytes;
+	return --m->refs == 0;
 }
 
 static void dmap_put(struct tree *t, struct dmap *m)
@@ -283,11 +548,70 @@ static void dmap_put(struct tree *t, struct dmap *m)
 		dmap_free(m);
 }
 
+static struct dmap *lookup_locked(struct tree *t, const char *rel)
+{
+	struct dmap *m = t->buckets[hash_rel(rel)];
+
+	while (m && strcmp(m->rel, rel) != 0)
+		m = m->next;
+	return m;
+}
+
+/* True if every probed candidate of m is still the version it was probed at. */
+static bool probed_unchanged(struct tree *t, const struct dmap *m)
+{
+	struct stat st;
+	bool ok = true;
+	int dfd;
+
+	if (m->np == 0)
+		return true;
+	dfd = beneath_open(t->root, m->rel, O_PATH | O_DIRECTORY);
+	if (dfd < 0)
+		return false;
+	for (size_t i = 0; i < m->np && ok; i++)
+		ok = fstatat(dfd, m->probed[i].src, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		     srcid_same(&st, &m->probed[i].st);
+	close(dfd);
+	return ok;
+}
+
+/* Hooks fresh listing m (one reference, the caller's) in place of any other for its path. */
+static void hook(struct tree *t, struct dmap *m)
+{
+	struct dmap *drop = NULL, *cur, *next;
+
+	pthread_mutex_lock(&t->lock);
+	cur = lookup_locked(t, m->rel);
+	if (cur && unhook(t, cur))
+		cur->next = drop, drop = cur;
+	m->refs++; /* the table's */
+	m->hooked = true;
+	m->checked = now_s();
+	m->next = t->buckets[hash_rel(m->rel)];
+	t->buckets[hash_rel(m->rel)] = m;
+	lru_push(t, m);
+	t->nlist++;
+	t->bytes += m->bytes;
+	while (t->bytes > t->budget && t->oldest != m) {
+		cur = t->oldest;
+		if (unhook(t, cur))
+			cur->next = drop, drop = cur;
+	}
+	pthread_mutex_unlock(&t->lock);
+	for (; drop; drop = next) {
+		next = drop->next;
+		dmap_free(drop);
+	}
+}
+
 /* Returns the current listing of source directory rel, referenced. */
 static int dmap_get(struct tree *t, const char *rel, struct dmap **out)
 {
-	struct dmap **pp, *m, *old = NULL;
+	struct dmap *m, *old = NULL;
+	bool check = false;
 	struct stat st;
+	double now;
 	int ret;
 
 	*out = NULL;
@@ -296,35 +620,47 @@ static int dmap_get(struct tree *t, const char *rel, struct dmap **out)
 		return ret;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
+	now = now_s();
 	pthread_mutex_lock(&t->lock);
-	for (pp = &t->buckets[hash_rel(rel)]; *pp; pp = &(*pp)->next)
-		if (strcmp((*pp)->rel, rel) == 0)
-			break;
-	if (*pp && same_dir(&(*pp)->st, &st)) {
-		(*pp)->refs++;
-		*out = *pp;
+	m = lookup_locked(t, rel);
+	if (m) {
+		m->refs++;
+		if (same_dir(&m->st, &st)) {
+			lru_unlink(t, m);
+			lru_push(t, m);
+			check = !m->checking && now - m->checked >= t->ttl;
+			m->checking |= check;
+		} else {
+			old = m; /* changed: rebuild, reusing what did not */
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (m && !old) {
+		if (!check) {
+			*out = m;
+			return 0;
+		}
+		ret = probed_unchanged(t, m);
+		pthread_mutex_lock(&t->lock);
+		m->checking = false;
+		m->checked = now_s();
+		if (!ret)
+			t->rebuilds++;
 		pthread_mutex_unlock(&t->lock);
-		return 0;
+		if (ret) {
+			*out = m;
+			return 0;
+		}
+		old = m;
 	}
-	pthread_mutex_unlock(&t->lock);
 
-	ret = dmap_build(t, rel, &st, &m);
-	if (ret < 0)
-		return ret;
-	m->refs = 2; /* the table's and the caller's */
-	pthread_mutex_lock(&t->lock);
-	for (pp = &t->buckets[hash_rel(rel)]; *pp; pp = &(*pp)->next)
-		if (strcmp((*pp)->rel, rel) == 0)
-			break;
-	if (*pp) {
-		old = *pp;
-		m->next = old->next;
-		old->next = NULL;
-	}
-	*pp = m;
-	pthread_mutex_unlock(&t->lock);
+	ret = dmap_build(t, rel, &st, old, &m);
 	if (old)
 		dmap_put(t, old);
+	if (ret < 0)
+		return ret;
+	m->refs = 1; /* the caller's */
+	hook(t, m);
 	*out = m;
 	return 0;
 }
@@ -338,44 +674,54 @@ static const struct dent *dmap_find(const struct dmap *m, const char *vis)
 
 int tree_resolve(struct tree *t, const char *path, struct tree_node *node)
 {
-	char parent[PATH_MAX];
 	const char *slash, *name;
 	const struct dent *d;
+	char *parent;
 	struct dmap *m;
-	size_t plen;
 	int ret;
 
+	node->rel = NULL;
 	while (*path == '/')
 		path++;
 	if (*path == '\0') {
 		node->kind = TREE_PASS;
-		strcpy(node->rel, ".");
-		return fstatat(t->root, ".", &node->st, 0) < 0 ? -errno : 0;
+		node->rel = strdup(".");
+		if (!node->rel)
+			return -ENOMEM;
+		if (fstatat(t->root, ".", &node->st, 0) < 0) {
+			ret = -errno;
+			tree_node_clear(node);
+			return ret;
+		}
+		return 0;
 	}
 	slash = strrchr(path, '/');
 	name = slash ? slash + 1 : path;
-	plen = slash ? (size_t)(slash - path) : 0;
-	if (plen >= sizeof(parent))
+	if (strlen(path) >= PATH_MAX)
 		return -ENAMETOOLONG;
-	if (plen == 0)
-		strcpy(parent, ".");
-	else
-		memcpy(parent, path, plen), parent[plen] = '\0';
+	parent = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	if (!parent)
+		return -ENOMEM;
 	ret = dmap_get(t, parent, &m);
-	if (ret < 0)
+	if (ret < 0) {
+		free(parent);
 		return ret == -ENOTDIR ? -ENOENT : ret;
+	}
 	d = dmap_find(m, name);
-	if (!d)
+	if (!d) {
 		ret = -ENOENT;
-	else if ((ret = join(node->rel, sizeof(node->rel), parent, d->src)) == 0)
+	} else {
 		node->kind = d->kind;
+		node->rel = join(parent, d->src);
+		ret = node->rel ? 0 : -ENOMEM;
+	}
 	dmap_put(t, m);
+	free(parent);
+	if (ret == 0)
+		ret = beneath_lstat(t->root, node->rel, &node->st);
 	if (ret < 0)
-		return ret;
-	ret = beneath_lstat(t->root, node->rel, &node->st);
-	if (ret < 0)
-		return ret;
-	return 0;
+		tree_node_clear(node);
+	return ret;
 }
 
 int tree_stat(struct tree *t, const struct tree_node *node, struct stat *st)
@@ -406,9 +752,12 @@ int tree_list(struct tree *t, const char *path, int (*fill)(void *ctx, const cha
 
 	if (ret < 0)
 		return ret;
-	if (!S_ISDIR(dir.st.st_mode))
+	if (!S_ISDIR(dir.st.st_mode)) {
+		tree_node_clear(&dir);
 		return -ENOTDIR;
+	}
 	ret = dmap_get(t, dir.rel, &m);
+	tree_node_clear(&dir);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < m->n; i++) {

@@ -7,15 +7,31 @@
  * behind it, by the rules in names.h, and gives the stat it shows.
  *
  * Each source directory's visible listing is computed once and reused
- * until the directory's mtime or ctime changes, so lookups in a directory
- * of 10,000 archives do not list it again.  Directories keep their names;
- * only regular files are renamed.  Symlinks are shown as symlinks and
- * never followed, on the way or at the end (beneath.h).
+ * while the directory's identity (inode, mtime, ctime) is unchanged, so
+ * lookups in a directory of 10,000 archives do not list it again.  A
+ * listing also records the version (srcid_same) of every candidate whose
+ * magic bytes it probed; at most every max(ttl, 0.1 s) a use re-stats them
+ * (no opens) and a changed one rebuilds the listing, so an empty x.gz that
+ * later becomes gzip shows as x without the directory changing.  A rebuild
+ * re-probes only the candidates that changed.
+ *
+ * Memory: listings are kept in an LRU bounded by a byte budget (see
+ * tree_set_limits).  Each listing is charged TREE_LIST_BYTES_PER_ENTRY per
+ * entry plus its names, and TREE_LIST_BYTES_PER_PROBED per probed
+ * candidate; the least recently used ones are dropped while the total is
+ * over the budget, except the newest (a directory larger than the budget
+ * still works, and is then the only one kept).  Listings in use by a
+ * request are freed when it ends.
+ *
+ * Directories keep their names; only regular files are renamed.  Symlinks
+ * are shown as symlinks and never followed, on the way or at the end
+ * (beneath.h).
  *
  * Threads: any thread may call anything but tree_free.
  */
 
-#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <sys/stat.h>
 
 struct arctab;
@@ -26,17 +42,33 @@ enum tree_kind {
 	TREE_ARCHIVE, /* shown decompressed under its stripped name */
 };
 
+/* One resolved entry.  rel is malloc'd and owned by the node (tree_node_clear). */
 struct tree_node {
 	enum tree_kind kind;
-	char rel[PATH_MAX]; /* source path relative to the root, "." for the root */
-	struct stat st;     /* lstat of the source entry */
+	char *rel;      /* source path relative to the root, "." for the root */
+	struct stat st; /* lstat of the source entry */
 };
+
+/* Bytes charged to the listing budget (an upper bound of what malloc gives, on 64-bit glibc). */
+#define TREE_LIST_BYTES_PER_ENTRY 64 /* per entry, plus the lengths of its names */
+#define TREE_LIST_BYTES_PER_PROBED 176 /* per candidate probed (its stat) */
+#define TREE_LIST_BYTES_PER_LISTING 384 /* plus the length of its path */
+#define TREE_LIST_BUDGET_DEFAULT (4u << 20)
 
 /*
  * Opens the source root src.  Returns 0 and *out, or -ENOTDIR / -ENOENT /
- * another -errno from opening src, or -ENOMEM.  arcs is borrowed.
+ * another -errno from opening src, or -ENOMEM.  arcs is borrowed.  The
+ * listing budget is TREE_LIST_BUDGET_DEFAULT and candidates are re-checked
+ * every second until tree_set_limits says otherwise.
  */
 int tree_new(const char *src, struct arctab *arcs, struct tree **out);
+
+/*
+ * Sets the listing byte budget (0: the default) and how often, in seconds,
+ * a listing's probed candidates are re-checked (the mount's timeout; 0.1 s
+ * at least).  Call before the tree is used.
+ */
+void tree_set_limits(struct tree *t, size_t list_budget, double ttl);
 
 /* Frees the tree.  Accepts NULL. */
 void tree_free(struct tree *t);
@@ -45,10 +77,27 @@ void tree_free(struct tree *t);
 int tree_root_fd(const struct tree *t);
 
 /*
- * Resolves a visible absolute path ("/" or "/a/b").  Returns 0 and *node,
- * -ENOENT if nothing is shown there, -ENAMETOOLONG, or another -errno.
+ * Resolves a visible absolute path ("/" or "/a/b").  Returns 0 and *node
+ * (free node->rel with tree_node_clear), -ENOENT if nothing is shown there,
+ * -ENAMETOOLONG, -ENOMEM, or another -errno; on error node->rel is NULL.
  */
 int tree_resolve(struct tree *t, const char *path, struct tree_node *node);
+
+/* Frees node->rel and sets it to NULL.  Accepts a cleared node. */
+void tree_node_clear(struct tree_node *node);
+
+/*
+ * Opens the regular file rel (relative to the root, never through a
+ * symlink) for reading, without ever opening anything else: the path is
+ * first opened O_PATH (which opens no device and blocks on no FIFO), its
+ * type and object are checked against want (S_ISREG, device, inode), and
+ * only then is that very object reopened O_RDONLY through /proc/self/fd
+ * (or, without /proc, by name with O_NONBLOCK, and checked again by fstat).
+ * If now is not NULL it gets the opened file's fstat.  The fd has
+ * O_CLOEXEC and blocks normally on reads.  Returns the fd, -ESTALE if rel
+ * is no longer that regular file, or -errno.
+ */
+int tree_open_file(int root, const char *rel, const struct stat *want, struct stat *now);
 
 /*
  * The stat shown for node: read-only modes, times and owners of the source,
@@ -64,6 +113,15 @@ int tree_stat(struct tree *t, const struct tree_node *node, struct stat *st);
  */
 int tree_list(struct tree *t, const char *path,
 	      int (*fill)(void *ctx, const char *name, const struct stat *st), void *ctx);
+
+struct tree_stats {
+	size_t listings;     /* listings kept */
+	size_t list_bytes;   /* bytes charged for them */
+	size_t list_budget;
+	unsigned long long rebuilds; /* listings rebuilt because a probed candidate changed */
+};
+
+void tree_get_stats(struct tree *t, struct tree_stats *out);
 
 /* Masks the write bits: the mount is read-only. */
 void tree_readonly(struct stat *st);
