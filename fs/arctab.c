@@ -304,6 +304,38 @@ struct reader *arc_reader(const struct arc *a)
 	return a->r;
 }
 
+void arctab_top(struct arctab *t, struct arctab_top *top, size_t n)
+{
+	size_t have = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t b = 0; b < NBUCKETS; b++) {
+		for (struct arc *a = t->buckets[b]; a; a = a->next) {
+			struct reader_info in;
+			size_t i;
+
+			if (!a->r || a->opening)
+				continue;
+			reader_get_info(a->r, &in);
+			if (in.decoded == 0)
+				continue;
+			/* insertion into the n largest, kept sorted */
+			for (i = have; i > 0 && top[i - 1].decoded < in.decoded; i--)
+				if (i < n)
+					top[i] = top[i - 1];
+			if (i < n) {
+				top[i].decoded = in.decoded;
+				snprintf(top[i].name, sizeof(top[i].name), "%s", reader_name(a->r));
+				if (have < n)
+					have++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	for (size_t i = have; i < n; i++)
+		top[i].decoded = 0;
+}
+
 const char *arc_why(const struct arc *a)
 {
 	return a->why ? a->why : strerror(-a->err);

@@ -17,6 +17,8 @@
  * want the same unindexed archive index it once; the other one waits.
  */
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 struct bcache;
@@ -81,6 +83,18 @@ void arctab_put(struct arctab *t, struct arc *a);
 /* The archive's reader, valid while the reference is held; NULL if it is corrupt. */
 struct reader *arc_reader(const struct arc *a);
 int arc_error(const struct arc *a);
+
+/* One of the archives that decoded the most, for the stats. */
+struct arctab_top {
+	uint64_t decoded;
+	char name[256]; /* the reader's name, cut to fit */
+};
+
+/*
+ * Fills top[0..n) with the n archives that decoded the most bytes, largest
+ * first; unused slots get decoded 0.  Takes the table lock briefly.
+ */
+void arctab_top(struct arctab *t, struct arctab_top *top, size_t n);
 
 /* Why a corrupt archive is corrupt, as reader_open said (or strerror); valid with the reference. */
 const char *arc_why(const struct arc *a);

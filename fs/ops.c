@@ -25,6 +25,7 @@
 
 #define XATTR_STATS "user.zmount.stats"
 #define XATTR_INFO "user.zmount.info"
+#define XATTR_MAX (64 << 10) /* room for the stats with ten escaped names */
 
 /*
  * Every open file and directory is on a list, because the kernel sends no
@@ -449,52 +450,69 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
+#define STATS_TOP 10
+
 static int stats_text(struct ops_ctx *c, char *out, size_t len)
 {
 	struct bcache_stats st;
 	struct reader_counters rc;
 	struct tree_stats ts;
-	int n;
+	struct arctab_top top[STATS_TOP];
+	size_t n;
 
 	bcache_stats(c->cache, &st);
 	reader_get_counters(&rc);
 	tree_get_stats(c->tree, &ts);
-	n = snprintf(out, len,
-			"cache_budget=%zu\ncache_used=%zu\ncache_entries=%zu\ncache_hits=%llu\n"
-			"cache_misses=%llu\ncache_waits=%llu\ncache_evictions=%llu\n"
-			"decoded_bytes=%llu\nreadahead_bytes=%llu\nxz_indexes=%llu\nindexes_built=%llu\n"
-			"indexes_loaded=%llu\nread_errors=%llu\n",
-			st.budget, st.used, st.entries, (unsigned long long)st.hits,
-			(unsigned long long)st.misses, (unsigned long long)st.waits,
-			(unsigned long long)st.evictions, (unsigned long long)rc.decoded_bytes,
-			(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.xz_indexes,
-			(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
-			(unsigned long long)rc.read_errors);
-	if (n < 0 || (size_t)n >= len)
-		return n;
-	return n + snprintf(out + n, len - (size_t)n,
-			    "nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
-			    "listing_rebuilds=%llu\nplain_reads=%llu\n",
-			    nodes_count(c->nodes), ts.listings, ts.list_bytes, ts.list_budget,
-			    ts.rebuilds, (unsigned long long)atomic_load(&plain_reads));
+	arctab_top(c->arcs, top, STATS_TOP);
+	n = (size_t)snprintf(out, len,
+		"cache_budget=%zu\ncache_used=%zu\ncache_peak=%zu\ncache_charged=%zu\n"
+		"cache_entries=%zu\ncache_hits=%llu\ncache_misses=%llu\ncache_waits=%llu\n"
+		"cache_room_waits=%llu\ncache_evictions=%llu\n"
+		"decoded_bytes=%llu\nserved_bytes=%llu\nreadahead_bytes=%llu\nxz_indexes=%llu\n"
+		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\n"
+		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
+		"listing_rebuilds=%llu\nplain_reads=%llu\n",
+		st.budget, st.used, st.peak, st.charged, st.entries, (unsigned long long)st.hits,
+		(unsigned long long)st.misses, (unsigned long long)st.waits,
+		(unsigned long long)st.room_waits, (unsigned long long)st.evictions,
+		(unsigned long long)rc.decoded_bytes, (unsigned long long)rc.served_bytes,
+		(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.xz_indexes,
+		(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
+		(unsigned long long)rc.read_errors, nodes_count(c->nodes), ts.listings,
+		ts.list_bytes, ts.list_budget, (unsigned long long)ts.rebuilds,
+		(unsigned long long)atomic_load(&plain_reads));
+	/* The archives that cost the most decoding: "top=DECODED NAME", escaped. */
+	for (size_t i = 0; i < STATS_TOP && top[i].decoded && n < len; i++) {
+		char name[4 * sizeof(top[i].name)];
+
+		zlog_escape(name, sizeof(name), top[i].name);
+		n += (size_t)snprintf(out + n, len - n, "top=%llu %s\n",
+				      (unsigned long long)top[i].decoded, name);
+	}
+	return n < len ? (int)n : (int)len - 1;
 }
 
 static int info_text(const struct node *n, char *out, size_t len)
 {
 	struct reader *r = arc_reader(n->arc);
 	struct reader_info in;
+	char why[1024];
 
-	if (!r)
-		return snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", n->tn.rel,
-				strerror(-arc_error(n->arc)));
+	if (!r) {
+		zlog_escape(why, sizeof(why), arc_why(n->arc));
+		return snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", n->tn.rel, why);
+	}
 	reader_get_info(r, &in);
 	return snprintf(out, len,
-			"source=%s\nformat=%s\nstate=indexed\nstreams=%llu\nblocks=%llu\n"
-			"chunks=%llu\ncompressed=%llu\nuncompressed=%llu\nmax_chunk=%llu\n",
-			n->tn.rel, probe_name(in.fmt), (unsigned long long)in.streams,
-			(unsigned long long)in.blocks, (unsigned long long)in.chunks,
-			(unsigned long long)in.csize, (unsigned long long)in.usize,
-			(unsigned long long)in.max_block);
+			"source=%s\nformat=%s\nstate=%s\nfailed_units=%u\nstreams=%llu\n"
+			"blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
+			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\n",
+			n->tn.rel, probe_name(in.fmt),
+			in.changed ? "changed" : in.failed ? "damaged" : "indexed", in.failed,
+			(unsigned long long)in.streams, (unsigned long long)in.blocks,
+			(unsigned long long)in.chunks, (unsigned long long)in.csize,
+			(unsigned long long)in.usize, (unsigned long long)in.max_block,
+			(unsigned long long)in.decoded, (unsigned long long)in.served);
 }
 
 /* Replies with value (len bytes) the way getxattr and listxattr want it. */
@@ -512,23 +530,23 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 {
 	struct ops_ctx *c = ctx(req);
 	struct node *n = nodes_get(c->nodes, ino);
-	char text[1024 + PATH_MAX];
+	char *text = malloc(XATTR_MAX);
 	int len = -ENODATA;
 
-	if (!n)
+	if (!text)
+		len = -ENOMEM;
+	else if (!n)
 		len = -ESTALE;
 	else if (strcmp(name, XATTR_STATS) == 0 && ino == FUSE_ROOT_ID)
-		len = stats_text(c, text, sizeof(text));
+		len = stats_text(c, text, XATTR_MAX);
 	else if (strcmp(name, XATTR_INFO) == 0 && n->arc)
-		len = info_text(n, text, sizeof(text));
+		len = info_text(n, text, XATTR_MAX);
 	nodes_put(c->nodes, n);
-	if (len < 0) {
+	if (len < 0)
 		fuse_reply_err(req, -len);
-		return;
-	}
-	if ((size_t)len >= sizeof(text))
-		len = (int)sizeof(text) - 1;
-	reply_xattr(req, text, (size_t)len, size);
+	else
+		reply_xattr(req, text, len < XATTR_MAX ? (size_t)len : XATTR_MAX - 1, size);
+	free(text);
 }
 
 /*

@@ -667,6 +667,11 @@ enum probe_fmt reader_probe(int fd, const char *name)
 	return PROBE_NONE;
 }
 
+const char *reader_name(const struct reader *r)
+{
+	return r->name;
+}
+
 uint64_t reader_size(const struct reader *r)
 {
 	return cmap_size(&r->map);

@@ -151,6 +151,9 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off);
 
 uint64_t reader_size(const struct reader *r);
 
+/* The name given at open (a copy owned by the reader). */
+const char *reader_name(const struct reader *r);
+
 void reader_get_info(const struct reader *r, struct reader_info *info);
 
 /* Process-wide counters of all readers, for the stats interface. */

@@ -499,7 +499,7 @@ class Inner:
                 m = re.fullmatch(r'([a-z_]+)=(\d+)', line)
                 if m:
                     out[m.group(1)] = int(m.group(2))
-                else:
+                elif not re.fullmatch(r'top=\d+ \S.*', line):  # top files: DECODED NAME
                     junk.append(line)
             if junk or not text.endswith('\n'):
                 raise ValueError(f'unparsable stats {text!r}')
