@@ -705,9 +705,9 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 	}
 	if (known && out.pos < want) {
 		ret = zerr_set(err, -EIO, dec_coff(d),
-			       "frame is smaller than its size says (%llu of %llu bytes)",
+			       "frame is smaller than its size says (%llu of %llu bytes, %s)",
 			       (unsigned long long)(d->pos + out.pos),
-			       (unsigned long long)d->f.usize);
+			       (unsigned long long)d->f.usize, zstddec_src_name(d->f.usize_src));
 		goto fail;
 	}
 	/* the last byte is returned only after the frame's end and checksum */
