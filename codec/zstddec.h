@@ -84,6 +84,8 @@
 
 /* Window limits for zstddec_index_read's window_max. */
 #define ZSTDDEC_WINDOW_LIBMAX (1ull << 31) /* libzstd's own limit on 64-bit */
+/* What `zstd -d` decodes without --memory or --long (ZSTD_WINDOWLOG_LIMIT_DEFAULT). */
+#define ZSTDDEC_WINDOW_DEFAULT (1ull << 27)
 
 /* zstddec_frame.flags */
 #define ZSTDDEC_F_DICT	 0x1u /* needs dictionary dict_id: cannot be decoded here */

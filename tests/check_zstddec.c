@@ -808,6 +808,154 @@ START_TEST(test_seekable)
 }
 END_TEST
 
+/*
+ * The conformance cases of tests/zstd/make-zstd-cases.sh, against the
+ * verdicts of `zstd -t` and the sha256 of `zstd -dc` in its EXPECTED.tsv:
+ * every "decoded" row decodes to that sha256, every "raw" row walks and is
+ * flagged (dictionary or window), every "eio" row fails in the walk or in
+ * a frame's decode; when the damage is confined to frame k (bad-frame=k@),
+ * the other frames still decode.
+ */
+#ifndef ZMOUNT_ZSTD_CASES
+#define ZMOUNT_ZSTD_CASES "tests/zstd/make-zstd-cases.sh"
+#endif
+
+/* Decodes every frame of fd in order into out (may be NULL); returns the 1-based failing frame or 0. */
+static size_t conf_decode(int fd, struct zstddec_index *idx, FILE *out, size_t skip, struct zerr *e)
+{
+	uint8_t *buf = malloc(1u << 20);
+
+	ck_assert_ptr_nonnull(buf);
+	for (size_t i = 0; i < idx->nframes; i++) {
+		struct zstddec_dec *d;
+		ssize_t n;
+
+		if (i + 1 == skip)
+			continue;
+		if (zstddec_dec_open(&idx->frames[i], &d, e) < 0) {
+			free(buf);
+			return i + 1;
+		}
+		while ((n = zstddec_dec_read(d, fd, buf, 1u << 20, e)) > 0)
+			if (out)
+				ck_assert_uint_eq(fwrite(buf, 1, (size_t)n, out), (size_t)n);
+		zstddec_dec_close(d);
+		if (n < 0) {
+			ck_assert_int_eq(n, -EIO);
+			free(buf);
+			return i + 1;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+START_TEST(test_conformance)
+{
+	char dir[PATH_MAX], path[PATH_MAX], line[4096], sha[80];
+	FILE *tsv;
+	int rows = 0;
+
+	testutil_join(dir, sizeof(dir), tmpdir, "cases");
+	ck_assert_msg(testutil_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) == 0,
+		      "make-zstd-cases.sh failed (see %s/cases.log)", tmpdir);
+	testutil_join(path, sizeof(path), dir, "EXPECTED.tsv");
+	tsv = fopen(path, "r");
+	ck_assert_ptr_nonnull(tsv);
+	while (fgets(line, sizeof(line), tsv)) {
+		char *col[9], *save = NULL, *p = line;
+		struct zstddec_index *idx;
+		struct zerr e;
+		size_t bad = 0, failed;
+		int fd, ret, k = 0;
+		FILE *out;
+		struct stat st;
+
+		if (line[0] == '#')
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		for (k = 0; k < 9 && (col[k] = strtok_r(p, "\t", &save)); k++)
+			p = NULL;
+		ck_assert_int_eq(k, 9);
+		rows++;
+		testutil_join(path, sizeof(path), dir, col[0]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fstat(fd, &st), 0);
+		memset(&e, 0, sizeof(e));
+		ret = zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &idx, &e);
+		if (strcmp(col[8], "eio") == 0) {
+			const char *bf = strstr(col[6], "bad-frame=");
+
+			ck_assert_str_eq(col[1], "error");
+			if (ret < 0) {
+				ck_assert_msg(ret == -EINVAL, "%s: walk returned %d", col[0], ret);
+				ck_assert_msg(e.msg[0], "%s: no reason", col[0]);
+				close(fd);
+				continue;
+			}
+			if (bf) {
+				bad = strtoul(bf + 10, NULL, 10);
+				ck_assert_msg(conf_decode(fd, idx, NULL, bad, &e) == 0,
+					      "%s: a frame other than %zu fails: %s", col[0], bad,
+					      e.msg);
+			}
+			for (size_t i = 0; i < idx->nframes; i++) {
+				uint64_t u;
+
+				if (idx->frames[i].usize == ZSTDDEC_UNKNOWN &&
+				    zstddec_measure(fd, &idx->frames[i], &u, &e) == 0)
+					zstddec_index_settle(idx, i, u);
+			}
+			failed = conf_decode(fd, idx, NULL, 0, &e);
+			ck_assert_msg(failed > 0, "%s: decodes, zstd -t says: %s", col[0], col[5]);
+			ck_assert_msg(!bad || failed == bad, "%s: frame %zu failed, not %zu", col[0],
+				      failed, bad);
+			ck_assert_msg(e.msg[0], "%s: no reason", col[0]);
+		} else if (strcmp(col[8], "raw") == 0) {
+			ck_assert_msg(ret == 0, "%s: %s", col[0], e.msg);
+			ck_assert_msg(idx->ndict + idx->nbigwin > 0, "%s: not flagged", col[0]);
+			ck_assert_uint_eq(conf_decode(fd, idx, NULL, 0, &e), 1);
+		} else {
+			ck_assert_str_eq(col[8], "decoded");
+			ck_assert_msg(ret == 0, "%s: %d: %s at %llu", col[0], ret, e.msg,
+				      (unsigned long long)e.coff);
+			ck_assert_uint_eq(idx->ndict + idx->nbigwin, 0);
+			for (size_t i = 0; i < idx->nframes; i++) {
+				uint64_t u;
+
+				if (idx->frames[i].usize != ZSTDDEC_UNKNOWN)
+					continue;
+				ck_assert_msg(zstddec_measure(fd, &idx->frames[i], &u, &e) == 0,
+					      "%s: %s", col[0], e.msg);
+				ck_assert_int_eq(zstddec_index_settle(idx, i, u), 0);
+			}
+			ck_assert_uint_eq(idx->usize, strtoull(col[3], NULL, 10));
+			testutil_join(path, sizeof(path), tmpdir, "conf.out");
+			out = fopen(path, "w");
+			ck_assert_ptr_nonnull(out);
+			failed = conf_decode(fd, idx, out, 0, &e);
+			ck_assert_int_eq(fclose(out), 0);
+			ck_assert_msg(failed == 0, "%s: frame %zu: %s", col[0], failed, e.msg);
+			ck_assert_int_eq(testutil_sh(tmpdir, "sha256sum < conf.out | cut -c1-64 > conf.sha"), 0);
+			testutil_join(path, sizeof(path), tmpdir, "conf.sha");
+			out = fopen(path, "r");
+			ck_assert_ptr_nonnull(out);
+			ck_assert_ptr_nonnull(fgets(sha, sizeof(sha), out));
+			fclose(out);
+			sha[strcspn(sha, "\n")] = '\0';
+			ck_assert_msg(strcmp(sha, col[2]) == 0, "%s: sha256 differs from zstd -dc", col[0]);
+			if (strstr(col[7], "seektable=yes"))
+				ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_USED);
+		}
+		zstddec_index_free(idx);
+		close(fd);
+	}
+	fclose(tsv);
+	ck_assert_int_ge(rows, 25);
+}
+END_TEST
+
 /* Fixture commands; each name.zst that decodes gets name.zst.out from `zstd -dc`. */
 static int gen_fixtures(void)
 {
@@ -916,12 +1064,13 @@ static Suite *zstddec_suite(void)
 		{"reserved_bits", test_reserved_bits},
 		{"lying_size", test_lying_size},
 		{"seekable", test_seekable},
+		{"conformance", test_conformance},
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		TCase *tc = tcase_create(t[i].name);
 
-		tcase_set_timeout(tc, 120);
+		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, t[i].test);
 		suite_add_tcase(s, tc);
 	}
