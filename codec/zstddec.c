@@ -104,7 +104,8 @@ static int walk_get(struct walk *w, uint64_t off, size_t n, const uint8_t **p, s
 		w->blen = got > 0 ? (size_t)got : 0;
 		if (got < (ssize_t)n)
 			return zerr_set(err, -EIO, off, "reading: %s",
-					got < 0 ? strerror((int)-got) : "file is shorter than its size");
+					got < 0 ? strerror((int)-got)
+						: "file is shorter than its size");
 	}
 	*p = w->buf + (off - w->boff);
 	return 0;
@@ -154,7 +155,7 @@ static int ext_add(struct walkstate *s, uint64_t coff, uint64_t csize, size_t zi
 		s->ext = e;
 		s->ecap = cap;
 	}
-	s->ext[s->next++] = (struct extent){ coff, csize, zi, magic };
+	s->ext[s->next++] = (struct extent){coff, csize, zi, magic};
 	return 0;
 }
 
@@ -178,7 +179,7 @@ static int frame_add(struct walkstate *s, const struct zstddec_frame *f, struct 
 /* Parses the zstd frame at off (its magic already checked); sets f. */
 static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f, struct zerr *err)
 {
-	static const uint8_t did_bytes[4] = { 0, 1, 2, 4 };
+	static const uint8_t did_bytes[4] = {0, 1, 2, 4};
 	struct walk *w = &s->w;
 	uint64_t size = w->size, pos, fcs = 0, rawrle = 0;
 	const uint8_t *p;
@@ -268,9 +269,9 @@ static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f
 		if (type != 2)
 			rawrle += bsize;
 		if (size - pos - 3 < body)
-			return zerr_set(err, -EINVAL, pos, "block is truncated (%llu of %llu bytes)",
-					(unsigned long long)(size - pos - 3),
-					(unsigned long long)body);
+			return zerr_set(
+				err, -EINVAL, pos, "block is truncated (%llu of %llu bytes)",
+				(unsigned long long)(size - pos - 3), (unsigned long long)body);
 		pos += 3 + body;
 		if (hdr & 1)
 			break;
@@ -286,9 +287,10 @@ static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f
 				"Frame_Content_Size %llu is more than its %u blocks can hold",
 				(unsigned long long)fcs, f->nblocks);
 	if (has_fcs && fcs < rawrle)
-		return zerr_set(err, -EINVAL, off,
-				"Frame_Content_Size %llu is less than its raw and RLE blocks hold (%llu)",
-				(unsigned long long)fcs, (unsigned long long)rawrle);
+		return zerr_set(
+			err, -EINVAL, off,
+			"Frame_Content_Size %llu is less than its raw and RLE blocks hold (%llu)",
+			(unsigned long long)fcs, (unsigned long long)rawrle);
 	if (f->dict_id)
 		f->flags |= ZSTDDEC_F_DICT;
 	if (f->window > s->idx->window_max)
@@ -367,25 +369,30 @@ static int seek_check(struct walkstate *s, struct zerr *err)
 		cs = le32(p);
 		dsize[i] = le32(p + 4);
 		if (cs != e->csize) {
-			ret = seek_ignore(idx, "seek table entry %u: %u compressed bytes, the frame at %llu has %llu",
+			ret = seek_ignore(idx,
+					  "seek table entry %u: %u compressed bytes, the frame at "
+					  "%llu has %llu",
 					  i, cs, (unsigned long long)e->coff,
 					  (unsigned long long)e->csize);
 			goto out;
 		}
 		if (!f && dsize[i] != 0) {
-			ret = seek_ignore(idx, "seek table entry %u: %llu bytes for a skippable frame", i,
-					  (unsigned long long)dsize[i]);
+			ret = seek_ignore(idx,
+					  "seek table entry %u: %llu bytes for a skippable frame",
+					  i, (unsigned long long)dsize[i]);
 			goto out;
 		}
 		if (f && f->usize != ZSTDDEC_UNKNOWN && dsize[i] != f->usize) {
-			ret = seek_ignore(idx, "seek table entry %u: %llu bytes, Frame_Content_Size says %llu",
-					  i, (unsigned long long)dsize[i],
-					  (unsigned long long)f->usize);
+			ret = seek_ignore(
+				idx,
+				"seek table entry %u: %llu bytes, Frame_Content_Size says %llu", i,
+				(unsigned long long)dsize[i], (unsigned long long)f->usize);
 			goto out;
 		}
 		if (f && dsize[i] > frame_umax(f)) {
-			ret = seek_ignore(idx, "seek table entry %u: %llu bytes, more than %u blocks hold",
-					  i, (unsigned long long)dsize[i], f->nblocks);
+			ret = seek_ignore(
+				idx, "seek table entry %u: %llu bytes, more than %u blocks hold", i,
+				(unsigned long long)dsize[i], f->nblocks);
 			goto out;
 		}
 	}
@@ -434,7 +441,7 @@ static void index_sum(struct zstddec_index *idx)
 int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstddec_index **out,
 		       struct zerr *err)
 {
-	struct walkstate s = { .w = { .fd = fd, .size = size } };
+	struct walkstate s = {.w = {.fd = fd, .size = size}};
 	struct zstddec_index *idx;
 	uint64_t off = 0;
 	int ret;
@@ -454,8 +461,9 @@ int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstdde
 		uint32_t magic;
 
 		if (size - off < 4) {
-			ret = zerr_set(err, -EINVAL, off, off ? "trailing data is not a zstd frame"
-							      : "not a zstd file");
+			ret = zerr_set(err, -EINVAL, off,
+				       off ? "trailing data is not a zstd frame"
+					   : "not a zstd file");
 			goto out;
 		}
 		ret = walk_get(&s.w, off, 4, &p, err);
@@ -477,7 +485,8 @@ int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstdde
 			uint64_t fsize;
 
 			if (size - off < 8) {
-				ret = zerr_set(err, -EINVAL, off, "skippable frame header is truncated");
+				ret = zerr_set(err, -EINVAL, off,
+					       "skippable frame header is truncated");
 				goto out;
 			}
 			ret = walk_get(&s.w, off + 4, 4, &p, err);
@@ -604,7 +613,8 @@ int zstddec_dec_open(const struct zstddec_frame *f, struct zstddec_dec **out, st
 		return zerr_set(err, -ENOTSUP, f->coff, "frame needs dictionary %u",
 				(unsigned)f->dict_id);
 	if (f->flags & ZSTDDEC_F_BIGWIN || f->window > ZSTDDEC_WINDOW_LIBMAX)
-		return zerr_set(err, -ENOTSUP, f->coff, "frame window of %llu bytes is over the limit",
+		return zerr_set(err, -ENOTSUP, f->coff,
+				"frame window of %llu bytes is over the limit",
 				(unsigned long long)f->window);
 	d = malloc(sizeof(*d));
 	if (!d)
@@ -664,7 +674,8 @@ static int dec_step(struct zstddec_dec *d, int fd, ZSTD_outBuffer *out, struct z
 		if (code == ZSTD_error_memory_allocation)
 			return zerr_set(err, -ENOMEM, dec_coff(d), "out of memory");
 		if (code == ZSTD_error_checksum_wrong)
-			return zerr_set(err, -EIO, dec_coff(d), "content checksum mismatch (XXH64)");
+			return zerr_set(err, -EIO, dec_coff(d),
+					"content checksum mismatch (XXH64)");
 		return zerr_set(err, -EIO, dec_coff(d), "%s", ZSTD_getErrorName(r));
 	}
 	if (r == 0) {
@@ -688,7 +699,7 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 	bool known = d->f.usize != ZSTDDEC_UNKNOWN;
 	uint64_t left = known ? d->f.usize - d->pos : UINT64_MAX;
 	size_t want = len < left ? len : (size_t)left;
-	ZSTD_outBuffer out = { buf, 0, 0 };
+	ZSTD_outBuffer out = {buf, 0, 0};
 	int ret;
 
 	if (d->failed)
@@ -713,7 +724,7 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 	/* the last byte is returned only after the frame's end and checksum */
 	while (known && out.pos == left && !d->done) {
 		uint8_t scratch;
-		ZSTD_outBuffer one = { &scratch, 1, 0 };
+		ZSTD_outBuffer one = {&scratch, 1, 0};
 
 		ret = dec_step(d, fd, &one, err);
 		if (ret)

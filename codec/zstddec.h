@@ -120,20 +120,20 @@ struct zstddec_frame {
 };
 
 struct zstddec_index {
-	uint64_t usize;		   /* sum of the frames' usize, or ZSTDDEC_UNKNOWN */
-	uint64_t csize;		   /* file size */
-	uint64_t window_max;	   /* the limit the walk was given */
-	uint64_t max_window;	   /* largest window of any frame */
-	uint64_t nskippable;	   /* skippable frames, the seek table's included */
-	uint64_t skippable_bytes;  /* their total size */
-	size_t nunknown;	   /* frames whose usize is ZSTDDEC_UNKNOWN */
-	size_t ndict;		   /* frames flagged ZSTDDEC_F_DICT */
-	size_t nbigwin;		   /* frames flagged ZSTDDEC_F_BIGWIN */
-	size_t nchecksum;	   /* frames with a Content_Checksum */
-	enum zstddec_seek seek;	   /* the seek table, if any */
-	uint64_t seek_coff;	   /* its frame's offset, when seek != NONE */
-	char seek_reason[120];	   /* when seek == IGNORED: why, "" otherwise */
-	size_t nframes;		   /* zstd frames (skippable ones are not listed) */
+	uint64_t usize;		      /* sum of the frames' usize, or ZSTDDEC_UNKNOWN */
+	uint64_t csize;		      /* file size */
+	uint64_t window_max;	      /* the limit the walk was given */
+	uint64_t max_window;	      /* largest window of any frame */
+	uint64_t nskippable;	      /* skippable frames, the seek table's included */
+	uint64_t skippable_bytes;     /* their total size */
+	size_t nunknown;	      /* frames whose usize is ZSTDDEC_UNKNOWN */
+	size_t ndict;		      /* frames flagged ZSTDDEC_F_DICT */
+	size_t nbigwin;		      /* frames flagged ZSTDDEC_F_BIGWIN */
+	size_t nchecksum;	      /* frames with a Content_Checksum */
+	enum zstddec_seek seek;	      /* the seek table, if any */
+	uint64_t seek_coff;	      /* its frame's offset, when seek != NONE */
+	char seek_reason[120];	      /* when seek == IGNORED: why, "" otherwise */
+	size_t nframes;		      /* zstd frames (skippable ones are not listed) */
 	struct zstddec_frame *frames; /* nframes entries, in file order */
 };
 

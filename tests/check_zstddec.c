@@ -31,9 +31,9 @@ static int gen_ok; /* all generated fixtures were made */
 /* Deterministic pseudo-text: words from a small list, xorshift order. */
 static int gen_text(const char *path, size_t size, uint32_t x)
 {
-	static const char *words[] = {"frame",	"block",  "window", "skippable", "checksum",
-				      "the",	"of",	  "a",	    "zstd",	 "dictionary",
-				      "zmount", "seek",	  "\n",	    "offset",	 "42"};
+	static const char *words[] = {"frame",	"block", "window", "skippable", "checksum",
+				      "the",	"of",	 "a",	   "zstd",	"dictionary",
+				      "zmount", "seek",	 "\n",	   "offset",	"42"};
 	size_t n = 0;
 	FILE *f = fopen(path, "w");
 
@@ -172,8 +172,7 @@ static void check_file(const char *name, size_t chunk, struct zstddec_index **ke
 	snprintf(oname, sizeof(oname), "%s.out", name);
 	want = slurp(oname, &wlen);
 	ret = open_index(name, WMAX, &fd, &idx, &e);
-	ck_assert_msg(ret == 0, "%s: %d: %s at %llu", name, ret, e.msg,
-		      (unsigned long long)e.coff);
+	ck_assert_msg(ret == 0, "%s: %d: %s at %llu", name, ret, e.msg, (unsigned long long)e.coff);
 	for (size_t i = 0; i < idx->nframes; i++) {
 		uint64_t u = 0;
 
@@ -820,7 +819,8 @@ END_TEST
 #define ZMOUNT_ZSTD_CASES "tests/zstd/make-zstd-cases.sh"
 #endif
 
-/* Decodes every frame of fd in order into out (may be NULL); returns the 1-based failing frame or 0. */
+/* Decodes every frame of fd in order into out (may be NULL); returns the 1-based failing frame or
+ * 0. */
 static size_t conf_decode(int fd, struct zstddec_index *idx, FILE *out, size_t skip, struct zerr *e)
 {
 	uint8_t *buf = malloc(1u << 20);
@@ -857,7 +857,8 @@ START_TEST(test_conformance)
 	int rows = 0;
 
 	testutil_join(dir, sizeof(dir), tmpdir, "cases");
-	ck_assert_msg(testutil_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) == 0,
+	ck_assert_msg(testutil_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) ==
+			      0,
 		      "make-zstd-cases.sh failed (see %s/cases.log)", tmpdir);
 	testutil_join(path, sizeof(path), dir, "EXPECTED.tsv");
 	tsv = fopen(path, "r");
@@ -883,7 +884,8 @@ START_TEST(test_conformance)
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_eq(fstat(fd, &st), 0);
 		memset(&e, 0, sizeof(e));
-		ret = zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &idx, &e);
+		ret = zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &idx,
+					 &e);
 		if (strcmp(col[8], "eio") == 0) {
 			const char *bf = strstr(col[6], "bad-frame=");
 
@@ -909,8 +911,8 @@ START_TEST(test_conformance)
 			}
 			failed = conf_decode(fd, idx, NULL, 0, &e);
 			ck_assert_msg(failed > 0, "%s: decodes, zstd -t says: %s", col[0], col[5]);
-			ck_assert_msg(!bad || failed == bad, "%s: frame %zu failed, not %zu", col[0],
-				      failed, bad);
+			ck_assert_msg(!bad || failed == bad, "%s: frame %zu failed, not %zu",
+				      col[0], failed, bad);
 			ck_assert_msg(e.msg[0], "%s: no reason", col[0]);
 		} else if (strcmp(col[8], "raw") == 0) {
 			ck_assert_msg(ret == 0, "%s: %s", col[0], e.msg);
@@ -937,14 +939,17 @@ START_TEST(test_conformance)
 			failed = conf_decode(fd, idx, out, 0, &e);
 			ck_assert_int_eq(fclose(out), 0);
 			ck_assert_msg(failed == 0, "%s: frame %zu: %s", col[0], failed, e.msg);
-			ck_assert_int_eq(testutil_sh(tmpdir, "sha256sum < conf.out | cut -c1-64 > conf.sha"), 0);
+			ck_assert_int_eq(
+				testutil_sh(tmpdir, "sha256sum < conf.out | cut -c1-64 > conf.sha"),
+				0);
 			testutil_join(path, sizeof(path), tmpdir, "conf.sha");
 			out = fopen(path, "r");
 			ck_assert_ptr_nonnull(out);
 			ck_assert_ptr_nonnull(fgets(sha, sizeof(sha), out));
 			fclose(out);
 			sha[strcspn(sha, "\n")] = '\0';
-			ck_assert_msg(strcmp(sha, col[2]) == 0, "%s: sha256 differs from zstd -dc", col[0]);
+			ck_assert_msg(strcmp(sha, col[2]) == 0, "%s: sha256 differs from zstd -dc",
+				      col[0]);
 			if (strstr(col[7], "seektable=yes"))
 				ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_USED);
 		}
@@ -979,7 +984,8 @@ static int gen_fixtures(void)
 		": > empty.txt; $Z empty.txt -o empty.zst; : | $Z -c > emptypipe.zst; "
 		/* skippable frames: 16 bytes before, 0 between, 5 after */
 		"{ printf '\\120\\052\\115\\030\\020\\000\\000\\000'; printf 0123456789abcdef; "
-		"  cat small.zst; printf '\\137\\052\\115\\030\\000\\000\\000\\000'; cat small.zst; "
+		"  cat small.zst; printf '\\137\\052\\115\\030\\000\\000\\000\\000'; cat "
+		"small.zst; "
 		"  printf '\\123\\052\\115\\030\\005\\000\\000\\000'; printf hello; } > skip.zst; "
 		"printf '\\120\\052\\115\\030\\001\\000\\000\\000x' > onlyskip.zst; "
 		/* a trained dictionary, so the frame carries its Dictionary_ID */

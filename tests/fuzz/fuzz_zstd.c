@@ -102,8 +102,8 @@ static void check_index(const struct zstddec_index *idx, uint64_t size)
  * the end of the budget.  Returns 0 if it decoded whole, 1 if the budget ran
  * out or the frame is flagged, or the negative errno it failed with.
  */
-static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *buf,
-			uint64_t *state, uint64_t *budget, unsigned *calls)
+static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *buf, uint64_t *state,
+			uint64_t *budget, unsigned *calls)
 {
 	struct zstddec_dec *d = (struct zstddec_dec *)&d; /* must be overwritten */
 	struct zerr err = {0};
