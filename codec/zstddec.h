@@ -49,8 +49,14 @@
  * or FCS for a single-segment frame), libzstd's ZSTD_DStream (about 160 KiB
  * plus two blocks of buffers, ZSTD_estimateDStreamSize) and our 128 KiB
  * input buffer.  ZSTD_d_windowLogMax is set from the frame's own header, so
- * libzstd never allocates more than that.  The index costs about 64 bytes
- * per frame; the walk refuses files with more than ZSTDDEC_MAX_FRAMES.
+ * libzstd never allocates more than that.  Measured with libzstd 1.5.4: a
+ * 2 MiB window (zstd -3 on a large input) costs 2.6 MiB, the window plus
+ * about 606 KiB; --long=27 costs 128.6 MiB.
+ * The index costs 56 bytes per zstd frame, and the walk 32 more per frame of
+ * any kind while it runs; a file of more than ZSTDDEC_MAX_FRAMES frames is
+ * refused (-ENOMEM), which bounds that at about 90 MiB, as the 64 MiB
+ * memlimit bounds an xz Index.  (A million frames is 64 GiB in the 64 KiB
+ * frames seekable-format writers use; pzstd writes one per few MiB.)
  *
  * Checkpoints inside a frame (not done yet; where they would go).  Today a
  * random read inside a frame decodes forward from a parked decoder or from
@@ -80,7 +86,7 @@
 
 #define ZSTDDEC_UNKNOWN	   UINT64_MAX	/* usize or uoff not known without decoding */
 #define ZSTDDEC_BLOCK_MAX  (128u << 10) /* the most one block decodes to */
-#define ZSTDDEC_MAX_FRAMES (1u << 24)	/* zstd and skippable frames in one file */
+#define ZSTDDEC_MAX_FRAMES (1u << 20)	/* zstd and skippable frames in one file */
 
 /* Window limits for zstddec_index_read's window_max. */
 #define ZSTDDEC_WINDOW_LIBMAX (1ull << 31) /* libzstd's own limit on 64-bit */

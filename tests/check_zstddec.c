@@ -718,6 +718,37 @@ static void make_seekable(const char *name, const uint32_t *dsize, size_t n, int
 	close(fd);
 }
 
+/* More frames than ZSTDDEC_MAX_FRAMES: refused before the index grows past its bound. */
+START_TEST(test_too_many_frames)
+{
+	struct zstddec_index *idx;
+	struct zerr e;
+	size_t n = ZSTDDEC_MAX_FRAMES + 1, len = n * 8;
+	uint8_t *b = malloc(len);
+	int fd;
+
+	ck_assert_ptr_nonnull(b);
+	for (size_t i = 0; i < n; i++) {
+		put32(b + 8 * i, 0x184D2A50u); /* an empty skippable frame */
+		put32(b + 8 * i + 4, 0);
+	}
+	spew("many.zst", b, len);
+	ck_assert_int_eq(open_index("many.zst", WMAX, &fd, &idx, &e), -ENOMEM);
+	ck_assert_ptr_null(idx);
+	ck_assert_uint_eq(e.coff, len - 8);
+	close(fd);
+	spew("many.zst", b, len - 8); /* exactly the limit: fine */
+	ck_assert_int_eq(open_index("many.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_uint_eq(idx->nskippable, ZSTDDEC_MAX_FRAMES);
+	ck_assert_uint_eq(idx->nframes, 0);
+	zstddec_index_free(idx);
+	close(fd);
+	free(b);
+	/* the header's memory figure */
+	ck_assert_uint_eq(sizeof(struct zstddec_frame), 56);
+}
+END_TEST
+
 START_TEST(test_seekable)
 {
 	/* frames.zst: three frames from pipes (no FCS) of parts of sizes: */
@@ -1070,6 +1101,7 @@ static Suite *zstddec_suite(void)
 		{"reserved_bits", test_reserved_bits},
 		{"lying_size", test_lying_size},
 		{"seekable", test_seekable},
+		{"too_many_frames", test_too_many_frames},
 		{"conformance", test_conformance},
 	};
 
