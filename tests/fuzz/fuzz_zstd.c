@@ -14,6 +14,8 @@
  * measured (zstddec_measure) and settled when their blocks cannot produce
  * more than the output budget.
  *
+ * probe_fd must call a file that starts with a zstd frame zstd.
+ *
  * Then the first frames are decoded again under entries that lie the way a
  * seek table or a stale index can: a different usize or csize.  A frame
  * that decoded whole under its own entry must not decode whole under any
@@ -36,6 +38,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
+#include "probe.h"
 #include "zstddec.h"
 
 #define MAX_FRAMES 64
@@ -191,6 +194,13 @@ static void run(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(ret == 0 && idx, "index_read returned %d", ret);
 	check_index(idx, size);
+	{
+		enum probe_fmt fmt;
+
+		FUZZ_CHECK(probe_fd(fd, &fmt) == 0, "probe_fd failed on a memfd");
+		FUZZ_CHECK(idx->nframes == 0 || idx->frames[0].coff != 0 || fmt == PROBE_ZSTD,
+			   "a file starting with a zstd frame probes as %s", probe_name(fmt));
+	}
 
 	/* frames without a size: measured when their blocks fit the budget */
 	for (size_t i = 0; i < idx->nframes && i < MAX_FRAMES; i++) {
