@@ -60,16 +60,22 @@
  *
  * Checkpoints inside a frame (not done yet; where they would go).  Today a
  * random read inside a frame decodes forward from a parked decoder or from
- * the frame's start.  A decoder's position is already (uncompressed offset
- * in the frame, compressed offset of the next unread input): a checkpoint is
- * that pair plus the decoder state libzstd needs to resume at a block
- * boundary: the last Window_Size bytes of output, the three repeat offsets
- * and the entropy tables in force.  libzstd has no public call to export or
- * import the last two, so persistent checkpoints would be taken only at
- * blocks the walk can prove self-contained, and restarted with the window
- * as a raw-content prefix (ZSTD_DCtx_refPrefix); the API change would be
- * one zstddec_dec_open_at(f, point) beside zstddec_dec_open, with the
- * frame entry unchanged.  The walk records each frame's block count already.
+ * the frame's start.  Two kinds could be added without changing the frame
+ * entry or the calls above:
+ *  - in memory: a parked zstddec_dec is a checkpoint at zstddec_dec_tell();
+ *    a reader may keep several per frame, each charged zstddec_dec_cost();
+ *  - saved, like gzip's: libzstd needs, to resume at a block boundary, the
+ *    last Window_Size bytes of output, the three repeat offsets and the
+ *    entropy tables in force, and has no public call to export the last
+ *    two.  So a saved point is (block's compressed offset, uoff in the
+ *    frame, that window), taken by the decode pass that measures the frame
+ *    and only before a block that needs no earlier tables (its literals and
+ *    sequences section headers say so) and sets its offsets before using a
+ *    repeat code (the pass sees that while decoding).  Restart would be the
+ *    block-level API (ZSTD_decompressBegin_usingDict with the window as
+ *    raw content, then ZSTD_decompressBlock) behind one new call,
+ *    zstddec_dec_open_at(f, point), with the same read/tell/close.
+ *    A decoder already keeps (uoff, compressed offset) as its position.
  *
  * Threads: a zstddec_index is immutable after zstddec_index_read (and any
  * zstddec_index_settle calls, which must finish before it is shared) and
