@@ -30,6 +30,11 @@
 #             zstd=N;skippable=M;fcs=all|some|none;check=all|some|none;
 #             window=<largest Window_Size>;dict=<ids or 0>;seektable=yes|no
 #  9 show     what zmount must do: decoded | raw | eio
+#
+# zstd-cases.EXPECTED.reference.tsv beside this script is the table it wrote
+# with Debian 12's zstd 1.5.4 (two runs gave byte-identical cases); diff a
+# fresh run against it to catch tool drift.  check_zstddec runs this script
+# and holds zmount's codec to every row.
 set -euo pipefail
 export LC_ALL=C
 
