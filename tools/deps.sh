@@ -2,7 +2,8 @@
 # Installs what zmount needs to build and test on Debian 12.  Idempotent.
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config libfuse3-dev fuse3 liblzma-dev zlib1g-dev check
-      xz-utils gzip pigz tabix python3 coreutils perl dpkg-dev man-db util-linux attr)
+      xz-utils gzip pigz tabix python3 coreutils perl dpkg-dev man-db util-linux attr
+      libzstd-dev zstd)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -14,13 +14,14 @@
 #       "fuzz TARGET: N execs in S s (E/s), corpus C, crashes K"
 #       Exit 0 when no crash was found, 1 otherwise.
 #
-# TARGET is xz, gz, idxfile or opts.  Per target:
+# TARGET is xz, gz, idxfile, opts or zstd.  Per target:
 #   max_len   the largest input fuzzing makes (replay runs files whole);
 #   malloc    the largest single allocation allowed (-malloc_limit_mb): each
 #             is what the code under test may legitimately need, with room:
 #             xz: the Index memlimit is 64 MiB and the harness decodes small
 #             Blocks; gz: the harness keeps 8 MiB of output; the others are
 #             small.  Anything bigger is reported as a crash ("malloc limit").
+#             zstd: the harness's window limit is 8 MiB, plus libzstd's buffers.
 # Every target: -rss_limit_mb=1024, -timeout=20 s per input (a hang is a crash).
 set -euo pipefail
 
@@ -30,6 +31,7 @@ limits() { # limits TARGET -> "max_len malloc_mb"
 	gz) echo "65536 64" ;;
 	idxfile) echo "65536 32" ;;
 	opts) echo "8192 16" ;;
+	zstd) echo "65536 64" ;;
 	*) echo "fuzz.sh: unknown target '$1'" >&2; return 2 ;;
 	esac
 }

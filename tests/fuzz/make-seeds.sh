@@ -3,7 +3,7 @@
 #
 #   SEEDER  the fuzz_seed_idx binary (saves real index files with our own code)
 #   CORPUS  the shared conformance corpus (../shared/corpus from the repo root)
-#   OUT     gets one directory per target: xz/ gz/ idxfile/ opts/
+#   OUT     gets one directory per target: xz/ gz/ idxfile/ opts/ zstd/
 #
 # Seeds:
 #   xz/       CORPUS/xz-utils/*.xz, plus small files made here with xz: several
@@ -16,6 +16,10 @@
 #             garbage, FNAME/FCOMMENT/FEXTRA/FHCRC headers, bgzf, empty.
 #   idxfile/  index files saved by SEEDER for the good gzip seeds, span 64 KiB.
 #   opts/     option strings, valid and not.
+#   zstd/     small files made here with zstd and pzstd: levels, from a pipe
+#             (no Frame_Content_Size), no checksum, --long=27, empty, RLE and
+#             raw blocks, pzstd, concatenated, skippable frames, a trained
+#             dictionary, a seekable-format file with its seek table.
 # Deterministic: no timestamps or random bytes go into any seed.  Everything
 # large stays in OUT (a build directory); nothing is written to CORPUS.
 # Writes OUT/.complete last, and does nothing if it is already there.
@@ -136,8 +140,53 @@ index_dir=relative,index_dir=,cache_size=,span=K,cache_size=99999999999999999999
 fsname=zmount,subtype=zmount,max_read=131072,cache_size=2tib,span=1mb
 OPTS
 
+echo "== zstd seeds"
+for t in zstd pzstd; do
+	command -v $t >/dev/null || { echo "make-seeds: missing tool $t" >&2; exit 2; }
+done
+mkdir -p "$out/zstd"
+z() { # z NAME INPUT ZSTD-OPTIONS...: the input goes through a pipe (no FCS) if INPUT is "-INPUT"
+	local name=$1 in=$2
+	shift 2
+	case $in in
+	-*) cat "${in#-}" | zstd -q -c "$@" >"$out/zstd/gen-$name.zst" ;;
+	*) zstd -q -c "$@" "$in" >"$out/zstd/gen-$name.zst" ;;
+	esac
+}
+le32() { local v=$1; printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $((v & 255)) $((v >> 8 & 255)) $((v >> 16 & 255)) $((v >> 24 & 255)))"; }
+z level1 "$work/lines" -1
+z level19 "$work/words40k" -19
+z pipe -"$work/words40k" -3
+z nocheck "$work/words40k" --no-check
+z long27 -"$work/words40k" --long=27
+z empty -/dev/null
+head -c 300 "$work/words" >"$work/tiny"
+z tiny "$work/tiny" -3
+head -c 20000 /dev/zero >"$work/zeros"
+z rle -"$work/zeros" -3
+perl -e 'my $x = 7; for (1 .. 20000) { $x = ($x * 1103515245 + 12345) & 0x7fffffff; print chr(($x >> 16) & 255) }' >"$work/rnd"
+z raw "$work/rnd" -3
+pzstd -q -p2 -1 -c "$work/lines" >"$out/zstd/gen-pzstd.zst"
+cat "$out/zstd/gen-tiny.zst" "$out/zstd/gen-empty.zst" "$out/zstd/gen-pipe.zst" >"$out/zstd/gen-concat.zst"
+{ le32 $((0x184D2A50)); le32 4; printf abcd; cat "$out/zstd/gen-tiny.zst"; le32 $((0x184D2A5F)); le32 0; } \
+	>"$out/zstd/gen-skippable.zst"
+mkdir -p "$work/samples"
+split -b 1000 "$work/words40k" "$work/samples/s."
+zstd -q --train "$work"/samples/s.* -o "$work/dict" --maxdict=4096 >/dev/null 2>&1
+z dict "$work/tiny" -D "$work/dict"
+# seekable format: three frames from pipes and their seek table (8-byte entries)
+head -c 1000 "$work/words" >"$work/p1"
+head -c 3000 "$work/lines" >"$work/p2"
+head -c 2000 "$work/words40k" >"$work/p3"
+{
+	for p in p1 p2 p3; do zstd -q -c <"$work/$p" >"$work/$p.zst"; cat "$work/$p.zst"; done
+	le32 $((0x184D2A5E)); le32 $((3 * 8 + 9))
+	for p in p1 p2 p3; do le32 "$(stat -c %s "$work/$p.zst")"; le32 "$(stat -c %s "$work/$p")"; done
+	le32 3; printf '\000'; le32 $((0x8F92EAB1))
+} >"$out/zstd/gen-seekable.zst"
+
 # one record of what was made, for the log of whoever runs this
-for d in xz gz idxfile opts; do
+for d in xz gz idxfile opts zstd; do
 	printf '%-8s %4d files, %7d KiB\n' "$d" "$(ls "$out/$d" | wc -l)" "$(du -sk "$out/$d" | cut -f1)"
 done
 touch "$out/.complete"

@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How it works.
+ *
+ * Walk: from offset 0, one frame after another until the end of the file.
+ * A zstd frame's header is parsed by hand (RFC 8878, 3.1.1.1) so that every
+ * refusal can say which field at which offset; then its blocks are stepped
+ * over by their 3-byte headers (a Raw block carries Block_Size bytes, an
+ * RLE block one byte, a Compressed block Block_Size bytes) until the one
+ * with Last_Block set, then the 4-byte checksum if the header announced
+ * one.  Nothing is decompressed.  Reads go through a 64 KiB window
+ * (struct walk), so a file of small blocks costs one pread per 64 KiB, not
+ * one per block.  Skippable frames are stepped over by their Frame_Size.
+ *
+ * The walk keeps the extent of every frame, skippable ones included, so
+ * that a trailing seek table can be checked entry by entry against what
+ * the file really holds (zstddec.h, "Seek table").
+ *
+ * Decode: one ZSTD_DStream per frame, fed by pread from [coff, coff+csize)
+ * only, so libzstd can never run into the next frame.  Its window limit is
+ * the frame's own Window_Size, so a decoder costs what the index said.
+ * Output is bounded by the frame's usize when known, and as in xzdec.c, the
+ * call that produces the last byte keeps feeding input into a one-byte
+ * scratch output until libzstd reports the frame complete: the checksum is
+ * verified, and a frame that would go on is caught, before that last byte
+ * is returned.
+ */
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_estimateDStreamSize: exported by libzstd.so */
+#include "zstddec.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#define ZSTD_MAGIC	 0xFD2FB528u
+#define SKIP_MAGIC_MASK	 0xFFFFFFF0u
+#define SKIP_MAGIC	 0x184D2A50u
+#define SEEKTAB_MAGIC	 0x184D2A5Eu /* the skippable magic the seekable format uses */
+#define SEEKTAB_FOOTER	 0x8F92EAB1u
+#define SEEKTAB_FOOTSIZE 9u
+
+#define WALK_BUF  (64u << 10)
+#define DEC_CHUNK (128u << 10) /* pread size for compressed input */
+
+/* ------------------------------------------------------------------------ */
+/* Reading. */
+
+/* Reads up to len bytes at off; 0 means end of file. */
+static ssize_t zstddec_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n;
+
+	if (off > INT64_MAX)
+		return -EINVAL;
+	do
+		n = pread(fd, buf, len, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le_n(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* A read-through window over the file for the walk. */
+struct walk {
+	int fd;
+	uint64_t size; /* file size: bytes at or past it are never asked for */
+	uint64_t boff; /* file offset of buf[0] */
+	size_t blen;   /* valid bytes in buf */
+	uint8_t *buf;  /* WALK_BUF bytes */
+};
+
+/*
+ * Points *p at n (<= 32) bytes at file offset off, which the caller has
+ * checked lie inside the file.  0, or -EIO if pread fails or comes up short.
+ */
+static int walk_get(struct walk *w, uint64_t off, size_t n, const uint8_t **p, struct zerr *err)
+{
+	if (off < w->boff || off + n > w->boff + w->blen) {
+		uint64_t left = w->size - off;
+		size_t want = left < WALK_BUF ? (size_t)left : WALK_BUF;
+		ssize_t got = zstddec_pread(w->fd, w->buf, want, off);
+
+		w->boff = off;
+		w->blen = got > 0 ? (size_t)got : 0;
+		if (got < (ssize_t)n)
+			return zerr_set(err, -EIO, off, "reading: %s",
+					got < 0 ? strerror((int)-got)
+						: "file is shorter than its size");
+	}
+	*p = w->buf + (off - w->boff);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The walk. */
+
+/* One frame of any kind, for the seek table check. */
+struct extent {
+	uint64_t coff, csize;
+	size_t zi; /* index in idx->frames, or SIZE_MAX for a skippable frame */
+	uint32_t magic;
+};
+
+struct walkstate {
+	struct walk w;
+	struct zstddec_index *idx;
+	size_t fcap;
+	struct extent *ext;
+	size_t next, ecap;
+};
+
+/* Most output frame f can have: one full block per block. */
+static uint64_t frame_umax(const struct zstddec_frame *f)
+{
+	uint64_t m;
+
+	if (__builtin_mul_overflow((uint64_t)f->nblocks, (uint64_t)ZSTDDEC_BLOCK_MAX, &m))
+		return UINT64_MAX;
+	return m;
+}
+
+static int ext_add(struct walkstate *s, uint64_t coff, uint64_t csize, size_t zi, uint32_t magic,
+		   struct zerr *err)
+{
+	if (s->next == s->ecap) {
+		size_t cap = s->ecap ? s->ecap * 2 : 16;
+		struct extent *e;
+
+		if (s->next >= ZSTDDEC_MAX_FRAMES)
+			return zerr_set(err, -ENOMEM, coff, "more than %u frames",
+					ZSTDDEC_MAX_FRAMES);
+		e = realloc(s->ext, cap * sizeof(*e));
+		if (!e)
+			return zerr_set(err, -ENOMEM, coff, "out of memory");
+		s->ext = e;
+		s->ecap = cap;
+	}
+	s->ext[s->next++] = (struct extent){coff, csize, zi, magic};
+	return 0;
+}
+
+static int frame_add(struct walkstate *s, const struct zstddec_frame *f, struct zerr *err)
+{
+	struct zstddec_index *idx = s->idx;
+
+	if (idx->nframes == s->fcap) {
+		size_t cap = s->fcap ? s->fcap * 2 : 16;
+		struct zstddec_frame *v = realloc(idx->frames, cap * sizeof(*v));
+
+		if (!v)
+			return zerr_set(err, -ENOMEM, f->coff, "out of memory");
+		idx->frames = v;
+		s->fcap = cap;
+	}
+	idx->frames[idx->nframes++] = *f;
+	return 0;
+}
+
+/* Parses the zstd frame at off (its magic already checked); sets f. */
+static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f, struct zerr *err)
+{
+	static const uint8_t did_bytes[4] = {0, 1, 2, 4};
+	struct walk *w = &s->w;
+	uint64_t size = w->size, pos, fcs = 0, rawrle = 0;
+	const uint8_t *p;
+	unsigned fhd, ss, fcs_bytes, did;
+	bool has_fcs;
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	f->coff = off;
+	if (size - off < 5)
+		return zerr_set(err, -EINVAL, off, "frame header is truncated");
+	ret = walk_get(w, off + 4, 1, &p, err);
+	if (ret)
+		return ret;
+	fhd = p[0];
+	if (fhd & 0x08)
+		return zerr_set(err, -EINVAL, off + 4,
+				"reserved bit set in Frame_Header_Descriptor (0x%02x)", fhd);
+	ss = (fhd >> 5) & 1;
+	did = did_bytes[fhd & 3];
+	switch (fhd >> 6) {
+	case 0:
+		fcs_bytes = ss ? 1 : 0;
+		break;
+	case 1:
+		fcs_bytes = 2;
+		break;
+	case 2:
+		fcs_bytes = 4;
+		break;
+	default:
+		fcs_bytes = 8;
+		break;
+	}
+	has_fcs = fcs_bytes > 0;
+	f->hsize = (uint8_t)(5 + !ss + did + fcs_bytes);
+	f->checksum = (fhd >> 2) & 1;
+	if (size - off < f->hsize)
+		return zerr_set(err, -EINVAL, off, "frame header is truncated");
+	ret = walk_get(w, off + 5, f->hsize - 5u, &p, err);
+	if (ret)
+		return ret;
+	if (!ss) {
+		unsigned wlog = 10 + (p[0] >> 3);
+		uint64_t base = 1ull << wlog;
+
+		f->window = base + (base >> 3) * (p[0] & 7);
+		p++;
+	}
+	f->dict_id = (uint32_t)le_n(p, did);
+	p += did;
+	if (has_fcs) {
+		fcs = le_n(p, fcs_bytes);
+		if (fcs_bytes == 2)
+			fcs += 256;
+		f->usize = fcs;
+		f->usize_src = ZSTDDEC_SRC_FCS;
+	} else {
+		f->usize = ZSTDDEC_UNKNOWN;
+		f->usize_src = ZSTDDEC_SRC_NONE;
+	}
+	if (ss)
+		f->window = fcs;
+
+	/* the blocks: a loop over the file, never recursion */
+	pos = off + f->hsize;
+	for (;;) {
+		uint32_t hdr, type, bsize;
+		uint64_t body;
+
+		if (size - pos < 3)
+			return zerr_set(err, -EINVAL, pos, "block header is truncated");
+		ret = walk_get(w, pos, 3, &p, err);
+		if (ret)
+			return ret;
+		hdr = (uint32_t)le_n(p, 3);
+		type = (hdr >> 1) & 3;
+		bsize = hdr >> 3;
+		if (type == 3)
+			return zerr_set(err, -EINVAL, pos, "reserved block type");
+		if (bsize > ZSTDDEC_BLOCK_MAX)
+			return zerr_set(err, -EINVAL, pos, "block size %u exceeds 128 KiB", bsize);
+		if (f->nblocks == UINT32_MAX)
+			return zerr_set(err, -EINVAL, pos, "too many blocks in one frame");
+		f->nblocks++;
+		body = type == 1 ? 1 : bsize;
+		if (type != 2)
+			rawrle += bsize;
+		if (size - pos - 3 < body)
+			return zerr_set(
+				err, -EINVAL, pos, "block is truncated (%llu of %llu bytes)",
+				(unsigned long long)(size - pos - 3), (unsigned long long)body);
+		pos += 3 + body;
+		if (hdr & 1)
+			break;
+	}
+	if (f->checksum) {
+		if (size - pos < 4)
+			return zerr_set(err, -EINVAL, pos, "content checksum is truncated");
+		pos += 4;
+	}
+	f->csize = pos - off;
+	if (has_fcs && fcs > frame_umax(f))
+		return zerr_set(err, -EINVAL, off,
+				"Frame_Content_Size %llu is more than its %u blocks can hold",
+				(unsigned long long)fcs, f->nblocks);
+	if (has_fcs && fcs < rawrle)
+		return zerr_set(
+			err, -EINVAL, off,
+			"Frame_Content_Size %llu is less than its raw and RLE blocks hold (%llu)",
+			(unsigned long long)fcs, (unsigned long long)rawrle);
+	if (f->dict_id)
+		f->flags |= ZSTDDEC_F_DICT;
+	if (f->window > s->idx->window_max)
+		f->flags |= ZSTDDEC_F_BIGWIN;
+	return 0;
+}
+
+/* Sets ignore reason and returns 0: a disagreeing seek table is not an error. */
+static int seek_ignore(struct zstddec_index *idx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int seek_ignore(struct zstddec_index *idx, const char *fmt, ...)
+{
+	va_list ap;
+
+	idx->seek = ZSTDDEC_SEEK_IGNORED;
+	va_start(ap, fmt);
+	vsnprintf(idx->seek_reason, sizeof(idx->seek_reason), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/*
+ * Checks the seek table in the last frame (a skippable one) against the
+ * other frames, and on agreement takes the sizes of frames without FCS.
+ * Returns 0 (the verdict is in idx->seek) or -EIO/-ENOMEM.
+ */
+static int seek_check(struct walkstate *s, struct zerr *err)
+{
+	struct zstddec_index *idx = s->idx;
+	const struct extent *t = &s->ext[s->next - 1];
+	uint64_t *dsize = NULL, fsize = t->csize - 8;
+	uint32_t n, esize;
+	const uint8_t *p;
+	uint8_t desc;
+	int ret;
+
+	if (t->magic != SEEKTAB_MAGIC || fsize < 4)
+		return 0;
+	ret = walk_get(&s->w, t->coff + t->csize - 4, 4, &p, err);
+	if (ret)
+		return ret;
+	if (le32(p) != SEEKTAB_FOOTER)
+		return 0;
+	idx->seek_coff = t->coff;
+	idx->seek = ZSTDDEC_SEEK_USED;
+	if (fsize < SEEKTAB_FOOTSIZE)
+		return seek_ignore(idx, "seek table is too short (%llu bytes)",
+				   (unsigned long long)fsize);
+	ret = walk_get(&s->w, t->coff + t->csize - SEEKTAB_FOOTSIZE, SEEKTAB_FOOTSIZE, &p, err);
+	if (ret)
+		return ret;
+	n = le32(p);
+	desc = p[4];
+	if (desc & 0x7C)
+		return seek_ignore(idx, "seek table descriptor has reserved bits set (0x%02x)",
+				   desc);
+	esize = desc & 0x80 ? 12 : 8;
+	if ((uint64_t)n * esize + SEEKTAB_FOOTSIZE != fsize)
+		return seek_ignore(idx, "seek table of %llu bytes cannot hold %u entries",
+				   (unsigned long long)fsize, n);
+	if (n != s->next - 1)
+		return seek_ignore(idx, "seek table lists %u frames, the file has %zu", n,
+				   s->next - 1);
+	dsize = calloc(n ? n : 1, sizeof(*dsize));
+	if (!dsize)
+		return zerr_set(err, -ENOMEM, t->coff, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct extent *e = &s->ext[i];
+		const struct zstddec_frame *f = e->zi == SIZE_MAX ? NULL : &idx->frames[e->zi];
+		uint32_t cs;
+
+		ret = walk_get(&s->w, t->coff + 8 + (uint64_t)i * esize, 8, &p, err);
+		if (ret)
+			goto out;
+		cs = le32(p);
+		dsize[i] = le32(p + 4);
+		if (cs != e->csize) {
+			ret = seek_ignore(idx,
+					  "seek table entry %u: %u compressed bytes, the frame at "
+					  "%llu has %llu",
+					  i, cs, (unsigned long long)e->coff,
+					  (unsigned long long)e->csize);
+			goto out;
+		}
+		if (!f && dsize[i] != 0) {
+			ret = seek_ignore(idx,
+					  "seek table entry %u: %llu bytes for a skippable frame",
+					  i, (unsigned long long)dsize[i]);
+			goto out;
+		}
+		if (f && f->usize != ZSTDDEC_UNKNOWN && dsize[i] != f->usize) {
+			ret = seek_ignore(
+				idx,
+				"seek table entry %u: %llu bytes, Frame_Content_Size says %llu", i,
+				(unsigned long long)dsize[i], (unsigned long long)f->usize);
+			goto out;
+		}
+		if (f && dsize[i] > frame_umax(f)) {
+			ret = seek_ignore(
+				idx, "seek table entry %u: %llu bytes, more than %u blocks hold", i,
+				(unsigned long long)dsize[i], f->nblocks);
+			goto out;
+		}
+	}
+	/* it agrees: take the sizes the frames do not state */
+	for (uint32_t i = 0; i < n; i++) {
+		size_t zi = s->ext[i].zi;
+
+		if (zi != SIZE_MAX && idx->frames[zi].usize == ZSTDDEC_UNKNOWN) {
+			idx->frames[zi].usize = dsize[i];
+			idx->frames[zi].usize_src = ZSTDDEC_SRC_SEEKTAB;
+		}
+	}
+	ret = 0;
+out:
+	free(dsize);
+	return ret;
+}
+
+/* Recomputes uoff, the totals and the counts from the frames. */
+static void index_sum(struct zstddec_index *idx)
+{
+	uint64_t uoff = 0;
+
+	idx->nunknown = idx->ndict = idx->nbigwin = idx->nchecksum = 0;
+	idx->max_window = 0;
+	for (size_t i = 0; i < idx->nframes; i++) {
+		struct zstddec_frame *f = &idx->frames[i];
+
+		f->uoff = uoff;
+		if (f->usize == ZSTDDEC_UNKNOWN) {
+			idx->nunknown++;
+			uoff = ZSTDDEC_UNKNOWN;
+		} else if (uoff != ZSTDDEC_UNKNOWN &&
+			   __builtin_add_overflow(uoff, f->usize, &uoff)) {
+			uoff = ZSTDDEC_UNKNOWN; /* cannot happen below 2^64 bytes of file */
+		}
+		idx->ndict += !!(f->flags & ZSTDDEC_F_DICT);
+		idx->nbigwin += !!(f->flags & ZSTDDEC_F_BIGWIN);
+		idx->nchecksum += f->checksum;
+		if (f->window > idx->max_window)
+			idx->max_window = f->window;
+	}
+	idx->usize = uoff;
+}
+
+int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstddec_index **out,
+		       struct zerr *err)
+{
+	struct walkstate s = {.w = {.fd = fd, .size = size}};
+	struct zstddec_index *idx;
+	uint64_t off = 0;
+	int ret;
+
+	*out = NULL;
+	idx = calloc(1, sizeof(*idx));
+	s.w.buf = malloc(WALK_BUF);
+	if (!idx || !s.w.buf) {
+		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	s.idx = idx;
+	idx->csize = size;
+	idx->window_max = window_max < ZSTDDEC_WINDOW_LIBMAX ? window_max : ZSTDDEC_WINDOW_LIBMAX;
+	while (off < size) {
+		const uint8_t *p;
+		uint32_t magic;
+
+		if (size - off < 4) {
+			ret = zerr_set(err, -EINVAL, off,
+				       off ? "trailing data is not a zstd frame"
+					   : "not a zstd file");
+			goto out;
+		}
+		ret = walk_get(&s.w, off, 4, &p, err);
+		if (ret)
+			goto out;
+		magic = le32(p);
+		if (magic == ZSTD_MAGIC) {
+			struct zstddec_frame f;
+
+			ret = walk_frame(&s, off, &f, err);
+			if (!ret)
+				ret = ext_add(&s, off, f.csize, idx->nframes, magic, err);
+			if (!ret)
+				ret = frame_add(&s, &f, err);
+			if (ret)
+				goto out;
+			off += f.csize;
+		} else if ((magic & SKIP_MAGIC_MASK) == SKIP_MAGIC) {
+			uint64_t fsize;
+
+			if (size - off < 8) {
+				ret = zerr_set(err, -EINVAL, off,
+					       "skippable frame header is truncated");
+				goto out;
+			}
+			ret = walk_get(&s.w, off + 4, 4, &p, err);
+			if (ret)
+				goto out;
+			fsize = le32(p);
+			if (size - off - 8 < fsize) {
+				ret = zerr_set(err, -EINVAL, off,
+					       "skippable frame is truncated (%llu of %llu bytes)",
+					       (unsigned long long)(size - off - 8),
+					       (unsigned long long)fsize);
+				goto out;
+			}
+			ret = ext_add(&s, off, fsize + 8, SIZE_MAX, magic, err);
+			if (ret)
+				goto out;
+			idx->nskippable++;
+			idx->skippable_bytes += fsize + 8;
+			off += fsize + 8;
+		} else if (off == 0) {
+			ret = zerr_set(err, -EINVAL, 0, "not a zstd file (magic 0x%08x)", magic);
+			goto out;
+		} else {
+			ret = zerr_set(err, -EINVAL, off,
+				       "trailing data is not a zstd frame (magic 0x%08x)", magic);
+			goto out;
+		}
+	}
+	if (size == 0) {
+		ret = zerr_set(err, -EINVAL, 0, "not a zstd file (empty)");
+		goto out;
+	}
+	ret = seek_check(&s, err);
+	if (ret)
+		goto out;
+	index_sum(idx);
+	*out = idx;
+	idx = NULL;
+out:
+	zstddec_index_free(idx);
+	free(s.ext);
+	free(s.w.buf);
+	return ret;
+}
+
+void zstddec_index_free(struct zstddec_index *idx)
+{
+	if (!idx)
+		return;
+	free(idx->frames);
+	free(idx);
+}
+
+int zstddec_index_settle(struct zstddec_index *idx, size_t i, uint64_t usize)
+{
+	struct zstddec_frame *f;
+
+	if (i >= idx->nframes || usize == ZSTDDEC_UNKNOWN)
+		return -EINVAL;
+	f = &idx->frames[i];
+	if (f->usize != ZSTDDEC_UNKNOWN)
+		return f->usize == usize ? 0 : -EINVAL;
+	if (usize > frame_umax(f))
+		return -EINVAL;
+	f->usize = usize;
+	f->usize_src = ZSTDDEC_SRC_MEASURED;
+	index_sum(idx);
+	return 0;
+}
+
+const char *zstddec_src_name(unsigned src)
+{
+	switch (src) {
+	case ZSTDDEC_SRC_FCS:
+		return "FCS";
+	case ZSTDDEC_SRC_SEEKTAB:
+		return "seek table";
+	case ZSTDDEC_SRC_MEASURED:
+		return "measured";
+	default:
+		return "unknown";
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decoding. */
+
+struct zstddec_dec {
+	struct zstddec_frame f;
+	ZSTD_DStream *ds;
+	uint64_t in_off; /* file offset of the next pread */
+	uint64_t in_end; /* end of the frame: coff + csize */
+	uint64_t pos;	 /* uncompressed bytes returned */
+	ZSTD_inBuffer in;
+	bool done; /* libzstd finished the frame: checksum good */
+	bool failed;
+	uint8_t buf[DEC_CHUNK];
+};
+
+/* log2 of the smallest power of two >= the window, at least libzstd's minimum. */
+static int window_log(uint64_t window)
+{
+	int log = ZSTD_WINDOWLOG_MIN;
+
+	while (log < 63 && (1ull << log) < window)
+		log++;
+	return log;
+}
+
+uint64_t zstddec_dec_cost(const struct zstddec_frame *f)
+{
+	uint64_t w = f->window < ZSTDDEC_WINDOW_LIBMAX ? f->window : ZSTDDEC_WINDOW_LIBMAX;
+
+	return (uint64_t)ZSTD_estimateDStreamSize((size_t)w) + sizeof(struct zstddec_dec);
+}
+
+int zstddec_dec_open(const struct zstddec_frame *f, struct zstddec_dec **out, struct zerr *err)
+{
+	struct zstddec_dec *d;
+	size_t r;
+
+	*out = NULL;
+	if (f->flags & ZSTDDEC_F_DICT)
+		return zerr_set(err, -ENOTSUP, f->coff, "frame needs dictionary %u",
+				(unsigned)f->dict_id);
+	if (f->flags & ZSTDDEC_F_BIGWIN || f->window > ZSTDDEC_WINDOW_LIBMAX)
+		return zerr_set(err, -ENOTSUP, f->coff,
+				"frame window of %llu bytes is over the limit",
+				(unsigned long long)f->window);
+	d = malloc(sizeof(*d));
+	if (!d)
+		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
+	memset(d, 0, offsetof(struct zstddec_dec, buf));
+	d->f = *f;
+	d->in_off = f->coff;
+	if (__builtin_add_overflow(f->coff, f->csize, &d->in_end)) {
+		free(d);
+		return zerr_set(err, -EIO, f->coff, "frame size overflows");
+	}
+	d->in.src = d->buf;
+	d->ds = ZSTD_createDStream();
+	if (!d->ds) {
+		free(d);
+		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
+	}
+	/* libzstd's own limit is 2^27 by default: allow exactly this frame's window */
+	r = ZSTD_DCtx_setParameter(d->ds, ZSTD_d_windowLogMax, window_log(f->window));
+	if (ZSTD_isError(r)) {
+		zstddec_dec_close(d);
+		return zerr_set(err, -ENOTSUP, f->coff, "window log: %s", ZSTD_getErrorName(r));
+	}
+	*out = d;
+	return 0;
+}
+
+/* File offset of the first input byte libzstd has not consumed. */
+static uint64_t dec_coff(const struct zstddec_dec *d)
+{
+	return d->in_off - (d->in.size - d->in.pos);
+}
+
+/* One ZSTD_decompressStream call into out, refilling input first. */
+static int dec_step(struct zstddec_dec *d, int fd, ZSTD_outBuffer *out, struct zerr *err)
+{
+	size_t in_pos, out_pos, r;
+
+	if (d->in.pos == d->in.size && d->in_off < d->in_end) {
+		uint64_t left = d->in_end - d->in_off;
+		ssize_t n = zstddec_pread(fd, d->buf, left < DEC_CHUNK ? (size_t)left : DEC_CHUNK,
+					  d->in_off);
+
+		if (n <= 0)
+			return zerr_set(err, -EIO, d->in_off, "reading frame data: %s",
+					n ? strerror((int)-n) : "unexpected end of file");
+		d->in.size = (size_t)n;
+		d->in.pos = 0;
+		d->in_off += (uint64_t)n;
+	}
+	in_pos = d->in.pos;
+	out_pos = out->pos;
+	r = ZSTD_decompressStream(d->ds, out, &d->in);
+	if (ZSTD_isError(r)) {
+		ZSTD_ErrorCode code = ZSTD_getErrorCode(r);
+
+		if (code == ZSTD_error_memory_allocation)
+			return zerr_set(err, -ENOMEM, dec_coff(d), "out of memory");
+		if (code == ZSTD_error_checksum_wrong)
+			return zerr_set(err, -EIO, dec_coff(d),
+					"content checksum mismatch (XXH64)");
+		return zerr_set(err, -EIO, dec_coff(d), "%s", ZSTD_getErrorName(r));
+	}
+	if (r == 0) {
+		d->done = true;
+		if (dec_coff(d) != d->in_end)
+			return zerr_set(err, -EIO, dec_coff(d), "frame ends at %llu, not at %llu",
+					(unsigned long long)dec_coff(d),
+					(unsigned long long)d->in_end);
+		return 0;
+	}
+	if (d->in.pos == in_pos && out->pos == out_pos) {
+		if (d->in.pos == d->in.size && d->in_off == d->in_end)
+			return zerr_set(err, -EIO, dec_coff(d), "frame data is truncated");
+		return zerr_set(err, -EIO, dec_coff(d), "decoder made no progress");
+	}
+	return 0;
+}
+
+ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+{
+	bool known = d->f.usize != ZSTDDEC_UNKNOWN;
+	uint64_t left = known ? d->f.usize - d->pos : UINT64_MAX;
+	size_t want = len < left ? len : (size_t)left;
+	ZSTD_outBuffer out = {buf, 0, 0};
+	int ret;
+
+	if (d->failed)
+		return zerr_set(err, -EIO, dec_coff(d), "decoder has already failed");
+	if (want > SSIZE_MAX)
+		want = SSIZE_MAX;
+	if (d->done || (want == 0 && left > 0))
+		return 0;
+	out.size = want;
+	while (out.pos < want && !d->done) {
+		ret = dec_step(d, fd, &out, err);
+		if (ret)
+			goto fail;
+	}
+	if (known && out.pos < want) {
+		ret = zerr_set(err, -EIO, dec_coff(d),
+			       "frame is smaller than its size says (%llu of %llu bytes, %s)",
+			       (unsigned long long)(d->pos + out.pos),
+			       (unsigned long long)d->f.usize, zstddec_src_name(d->f.usize_src));
+		goto fail;
+	}
+	/* the last byte is returned only after the frame's end and checksum */
+	while (known && out.pos == left && !d->done) {
+		uint8_t scratch;
+		ZSTD_outBuffer one = {&scratch, 1, 0};
+
+		ret = dec_step(d, fd, &one, err);
+		if (ret)
+			goto fail;
+		if (one.pos) {
+			ret = zerr_set(err, -EIO, dec_coff(d),
+				       "frame is larger than its size says (%llu bytes, %s)",
+				       (unsigned long long)d->f.usize,
+				       zstddec_src_name(d->f.usize_src));
+			goto fail;
+		}
+	}
+	d->pos += out.pos;
+	return (ssize_t)out.pos;
+fail:
+	d->failed = true;
+	return ret;
+}
+
+uint64_t zstddec_dec_tell(const struct zstddec_dec *d)
+{
+	return d->pos;
+}
+
+void zstddec_dec_close(struct zstddec_dec *d)
+{
+	if (!d)
+		return;
+	ZSTD_freeDStream(d->ds);
+	free(d);
+}
+
+int zstddec_measure(int fd, const struct zstddec_frame *f, uint64_t *usize, struct zerr *err)
+{
+	struct zstddec_dec *d;
+	uint8_t *buf;
+	uint64_t total = 0;
+	ssize_t n;
+	int ret;
+
+	ret = zstddec_dec_open(f, &d, err);
+	if (ret)
+		return ret;
+	buf = malloc(DEC_CHUNK);
+	if (!buf) {
+		zstddec_dec_close(d);
+		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
+	}
+	while ((n = zstddec_dec_read(d, fd, buf, DEC_CHUNK, err)) > 0)
+		total += (uint64_t)n;
+	free(buf);
+	zstddec_dec_close(d);
+	if (n < 0)
+		return (int)n;
+	*usize = total;
+	return 0;
+}
