@@ -782,3 +782,8 @@ int zstddec_measure(int fd, const struct zstddec_frame *f, uint64_t *usize, stru
 	*usize = total;
 	return 0;
 }
+
+uint64_t zstddec_dec_cost_of(const struct zstddec_dec *d)
+{
+	return zstddec_dec_cost(&d->f);
+}

@@ -229,6 +229,9 @@ void zstddec_dec_close(struct zstddec_dec *d);
  */
 uint64_t zstddec_dec_cost(const struct zstddec_frame *f);
 
+/* zstddec_dec_cost of the frame d decodes. */
+uint64_t zstddec_dec_cost_of(const struct zstddec_dec *d);
+
 /* "FCS", "seek table", "measured" or "unknown"; static storage. */
 const char *zstddec_src_name(unsigned src);
 

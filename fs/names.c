@@ -19,8 +19,13 @@ int names_strip(const char *name, char *out, size_t outlen)
 
 	if (ends_with(name, len, ".xz") || ends_with(name, len, ".gz")) {
 		stem = len - 3;
+	} else if (ends_with(name, len, ".zst")) {
+		stem = len - 4;
 	} else if (ends_with(name, len, ".txz") || ends_with(name, len, ".tgz")) {
 		stem = len - 4;
+		add = ".tar";
+	} else if (ends_with(name, len, ".tzst")) {
+		stem = len - 5;
 		add = ".tar";
 	} else {
 		return 0;

@@ -320,7 +320,8 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 	}
 	if (fmt != PROBE_XZ) {
 		free(rel);
-		return fmt == PROBE_GZIP; /* gzip is only indexed when its size is needed */
+		/* gzip and zstd (probed: header, frames) are indexed when their size is needed */
+		return fmt == PROBE_GZIP || fmt == PROBE_ZSTD;
 	}
 	/* xz: the Index is cheap to read and decides whether it is shown raw. */
 	ret = arctab_get(c->t->arcs, c->t->root, rel, st, &a) == 0;

@@ -5,18 +5,20 @@
  * the cache unit holding the wanted byte (the whole entry, or one slice of
  * an entry wider than whole_max), keyed in the shared cache by the unit's
  * uncompressed start offset, and fills it on a miss:
- *  - gzip span: gzdec_extract from the entry's checkpoint;
- *  - small xz Block: one decoder, run to the Block's end, Check included;
- *  - a wider entry (a large xz Block, a gzip span of one huge deflate
- *    block): the parked decoder (struct udec) if it stopped at or before
- *    the slice, else a new one from the entry's start; the slices it passes
- *    on the way are offered to the cache, so a skip forward is not wasted.
+ *  - an entry up to whole_max: one decoder from the entry's start, run to
+ *    its end, its integrity check (xz Check, zstd checksum) included;
+ *  - a wider entry (a large xz Block or zstd frame, a gzip span of one huge
+ *    deflate block): the parked decoder (struct udec) if it stopped at or
+ *    before the slice, else a new one from the entry's start; the slices it
+ *    passes on the way are offered to the cache, so a skip forward is not
+ *    wasted.
+ * What the formats differ in is behind struct fmt (fmt.h, fmt_*.c).
  * Sequential readers also get the units after theirs queued on the worker
  * pool (read_ahead), so several decode at once.
  *
  * Memory: chunks and parked decoders are charged to the cache (bcache.h);
- * a reader holds its map (READER_XZ_BLOCK_COST per xz Block, the gzip index
- * per checkpoint) and, only while it has a descriptor, a parked decoder.
+ * a reader holds its map (a documented cost per entry, see fmt_*.c) and,
+ * only while it has a descriptor, a parked decoder.
  */
 #include "reader.h"
 
@@ -34,68 +36,14 @@
 
 #include "bcache.h"
 #include "cmap.h"
-#include "gzdec.h"
-#include "idxfile.h"
+#include "fmt.h"
 #include "pool.h"
+#include "reader_int.h"
 #include "srcid.h"
-#include "xzdec.h"
 #include "zlog.h"
 
-#define XZ_KNOWN_CHECKS                                                                 \
-	(1u << XZDEC_CHECK_NONE | 1u << XZDEC_CHECK_CRC32 | 1u << XZDEC_CHECK_CRC64 |    \
-	 1u << XZDEC_CHECK_SHA256)
-/* Sequential streams tracked per archive, as the kernel's read-ahead does per file. */
-#define NSTREAMS 4
 /* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
 #define SEQ_SLACK (1u << 20)
-/* What a parked gzip decoder holds (gzdec.h: inflate state, window, input buffer). */
-#define GZ_DEC_COST (80u << 10)
-/* Bytes of memory per xz Block in the block map: the Index entry, the map's start, entry and bad mark. */
-#define READER_XZ_BLOCK_COST (sizeof(struct xzdec_block) + sizeof(uint64_t) + sizeof(size_t) + 1)
-
-struct reader {
-	int fd;
-	char *name;
-	uint64_t id; /* cache key: unique per reader, so versions never mix */
-	struct stat st;
-	enum probe_fmt fmt;
-	struct bcache *cache;
-	struct reader_opts opts;
-	struct cmap map;
-	size_t *entry;               /* map entry -> xz Block or gzip point */
-	struct xzdec_index *xz;
-	struct gzdec_index *gz;
-
-	/*
-	 * Slices of streamed Blocks are filled only under this lock, so the
-	 * thread that holds it can claim every slice it walks past, and the
-	 * next one finds the decoder parked where it wants it.  Per archive:
-	 * other archives, and whole Blocks of this one, decode meanwhile.
-	 */
-	pthread_mutex_t stream;
-	/* Protected by parked_lock (global; see park()). */
-	struct udec *parked;         /* stopped at a slice boundary of parked_k */
-	size_t parked_k;
-	size_t parked_cost;          /* charged to the cache while parked */
-	struct reader *pprev, *pnext; /* on the parked list while parked != NULL */
-
-	pthread_mutex_t lock;
-	pthread_cond_t idle;         /* jobs reached 0 */
-	/* Protected by lock. */
-	uint8_t *bad;                /* per map entry: failed and logged */
-	unsigned jobs;               /* read-ahead jobs queued or running */
-	struct {
-		uint64_t end;        /* where the stream's last read ended */
-		uint64_t ahead;      /* read-ahead queued up to here */
-	} streams[NSTREAMS];
-	unsigned next_stream;        /* slot to reuse for a new stream */
-	bool changed;                /* the source changed in place: all misses fail */
-	bool tainted;                /* opts.tainted was called */
-	unsigned failed;             /* map entries marked bad */
-	/* Counters of this reader, for per-file stats. */
-	atomic_uint_fast64_t served, decoded;
-};
-
 /*
  * Parked decoders of every reader, most recently parked first.  A parked
  * decoder is charged to its reader's cache, and the list holds at most
@@ -110,19 +58,29 @@ static struct reader *parked_head, *parked_tail; /* protected by parked_lock */
 static size_t parked_total;                      /* protected by parked_lock */
 
 static atomic_uint_fast64_t next_id = 1;
-static atomic_uint_fast64_t n_decoded, n_ahead, n_xz, n_built, n_loaded, n_errors, n_served;
-static atomic_flag save_failed_logged = ATOMIC_FLAG_INIT;
-static atomic_flag untrusted_logged = ATOMIC_FLAG_INIT;
+struct reader_stats reader_stats;
+
+/* The backends, by the format the magic bytes say. */
+static const struct fmt *const fmts[] = {
+	[PROBE_XZ] = &fmt_xz,
+	[PROBE_GZIP] = &fmt_gzip,
+	[PROBE_ZSTD] = &fmt_zstd,
+};
+
+static const struct fmt *fmt_of(enum probe_fmt id)
+{
+	return (size_t)id < sizeof(fmts) / sizeof(fmts[0]) ? fmts[id] : NULL;
+}
 
 void reader_get_counters(struct reader_counters *out)
 {
-	out->decoded_bytes = atomic_load(&n_decoded);
-	out->readahead_bytes = atomic_load(&n_ahead);
-	out->xz_indexes = atomic_load(&n_xz);
-	out->indexes_built = atomic_load(&n_built);
-	out->indexes_loaded = atomic_load(&n_loaded);
-	out->read_errors = atomic_load(&n_errors);
-	out->served_bytes = atomic_load(&n_served);
+	out->decoded_bytes = atomic_load(&reader_stats.decoded);
+	out->readahead_bytes = atomic_load(&reader_stats.ahead);
+	out->xz_indexes = atomic_load(&reader_stats.xz);
+	out->indexes_built = atomic_load(&reader_stats.built);
+	out->indexes_loaded = atomic_load(&reader_stats.loaded);
+	out->read_errors = atomic_load(&reader_stats.errors);
+	out->served_bytes = atomic_load(&reader_stats.served);
 }
 
 void reader_opts_default(struct reader_opts *o, size_t cache_size)
@@ -149,202 +107,12 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 		o->readahead = 32u << 20;
 }
 
-/* Reads the xz Index into the map; on failure why says what and where. */
-static int build_xz(struct reader *r, struct zerr *why)
+int reader_map_init(struct reader *r, size_t n)
 {
-	struct zerr err = { 0 };
-	struct xzdec_index *x;
-	size_t max_blocks = r->opts.index_max / READER_XZ_BLOCK_COST;
-	int ret = xzdec_index_read_max(r->fd, (uint64_t)r->st.st_size, max_blocks ? max_blocks : 1,
-				       &x, &err);
-
-	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused. */
-	if (ret == -E2BIG)
-		return zerr_set(why, -EINVAL, err.coff,
-				"%s: its map would need more than cache_size/4 (%zu KiB); raise "
-				"cache_size or recompress with larger Blocks",
-				err.msg, r->opts.index_max >> 10);
-	if (ret < 0)
-		/* The Index's memlimit only trips on an Index that lies about its size. */
-		return zerr_set(why, ret == -ENOMEM ? -EINVAL : ret, err.coff,
-				"not readable as xz (at compressed offset %" PRIu64 "): %s", err.coff,
-				err.msg);
-	r->xz = x;
-	atomic_fetch_add(&n_xz, 1);
-	if (x->checks & ~XZ_KNOWN_CHECKS)
-		zlog(ZLOG_WARN, "%s: unsupported type of integrity check; not verifying it", r->name);
-	for (size_t i = 0; i < x->nblocks; i++) {
-		const struct xzdec_block *b = &x->blocks[i];
-
-		if (b->usize / XZDEC_MAX_RATIO > b->csize)
-			return zerr_set(why, -EINVAL, b->coff,
-					"Index claims %" PRIu64 " bytes for Block %zu of %" PRIu64
-					" compressed bytes; refusing it",
-					b->usize, i, b->csize);
-	}
-	if (cmap_init(&r->map, x->nblocks) < 0)
+	if (cmap_init(&r->map, n) < 0)
 		return -ENOMEM;
-	r->entry = calloc(x->nblocks + 1, sizeof(*r->entry));
-	if (!r->entry)
-		return -ENOMEM;
-	for (size_t i = 0; i < x->nblocks; i++) {
-		if (x->blocks[i].usize == 0)
-			continue;
-		cmap_add(&r->map, x->blocks[i].uoff);
-		r->entry[r->map.n - 1] = i;
-	}
-	cmap_end(&r->map, x->usize);
-	return 0;
-}
-
-/* A saved index for this very version of the file, or NULL. */
-static struct gzdec_index *load_gz(struct reader *r, const struct idxfile_id *id)
-{
-	struct zerr err = { 0 };
-	struct gzdec_index *g;
-	/*
-	 * Any span will do: span only trades random-read cost for index size,
-	 * and a full pass to change it would cost far more than it saves.
-	 */
-	int ret = idxfile_load(r->opts.index_dir, r->name, id, 0, &g, &err);
-
-	if (ret == 0) {
-		atomic_fetch_add(&n_loaded, 1);
-		zlog(ZLOG_DEBUG, "%s: using its saved index", r->name);
-		return g;
-	}
-	if (ret == -EPERM) {
-		/* Another user could have written it (idxfile.h): never used; said once. */
-		if (!atomic_flag_test_and_set(&untrusted_logged))
-			zlog(ZLOG_WARN, "%s: saved index not trusted (%s); indexes are rebuilt",
-			     r->name, err.msg[0] ? err.msg : strerror(-ret));
-	} else if (ret != -ENOENT) {
-		zlog(ZLOG_INFO, "%s: saved index not usable (%s); rebuilding it", r->name,
-		     err.msg[0] ? err.msg : strerror(-ret));
-	}
-	return NULL;
-}
-
-static void save_gz(struct reader *r, const struct idxfile_id *id, const struct gzdec_index *g)
-{
-	int ret = idxfile_save(r->opts.index_dir, r->name, id, g, NULL);
-
-	if (ret < 0 && !atomic_flag_test_and_set(&save_failed_logged))
-		zlog(ZLOG_WARN, "cannot save indexes in %s (%s); keeping them in memory",
-		     r->opts.index_dir, strerror(-ret));
-}
-
-/* Collects the chunks a gzip pass decodes and offers the first ones to the cache. */
-struct warm {
-	struct reader *r;
-	uint64_t start;       /* uncompressed offset of buf[0] */
-	unsigned char *buf;
-	size_t len, cap;
-	uint64_t budget;      /* bytes it may still put in the cache */
-	bool stop;
-};
-
-static void warm_flush(struct warm *w)
-{
-	struct bcache_ent *e;
-
-	if (w->stop || w->len == 0)
-		goto out;
-	if (w->len > w->budget) {
-		w->stop = true;
-		goto out;
-	}
-	if (bcache_claim(w->r->cache, w->r->id, w->start, w->len, &e) == 1) {
-		memcpy(bcache_buf(e), w->buf, w->len);
-		bcache_done(w->r->cache, e, 0);
-		bcache_put(w->r->cache, e);
-		atomic_fetch_add(&n_decoded, w->len);
-	}
-	w->budget -= w->len;
-out:
-	w->start += w->len;
-	w->len = 0;
-}
-
-static void warm_output(void *ctx, const void *buf, size_t len)
-{
-	struct warm *w = ctx;
-
-	/* Past the budget nothing more is kept: stop before growing the buffer. */
-	if (!w->stop && w->len + len > w->budget)
-		w->stop = true;
-	if (w->stop)
-		return;
-	if (w->len + len > w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 1u << 20;
-		void *p;
-
-		while (cap < w->len + len)
-			cap *= 2;
-		p = realloc(w->buf, cap);
-		if (!p) {
-			w->stop = true;
-			return;
-		}
-		w->buf = p;
-		w->cap = cap;
-	}
-	memcpy(w->buf + w->len, buf, len);
-	w->len += len;
-}
-
-static void warm_point(void *ctx, uint64_t uoff)
-{
-	struct warm *w = ctx;
-
-	if (!w->stop && uoff == w->start + w->len)
-		warm_flush(w);
-}
-
-/* Loads or builds the gzip index into the map; on failure why says what and where. */
-static int build_gz(struct reader *r, struct zerr *why)
-{
-	struct warm w = { .r = r, .budget = r->opts.warm_bytes, .stop = !r->opts.warm_bytes };
-	struct gzdec_sink sink = { warm_output, warm_point, &w };
-	struct zerr err = { 0 };
-	struct gzdec_index *g = NULL;
-	struct idxfile_id id;
-	bool persist = r->opts.index_dir && r->name[0] == '/' &&
-		       idxfile_identify(r->fd, &id) == 0;
-	int ret;
-
-	if (persist)
-		g = load_gz(r, &id);
-	if (!g) {
-		ret = gzdec_index_build_sink(r->fd, (uint64_t)r->st.st_size, r->opts.span,
-					     w.stop ? NULL : &sink, &g, &err);
-		if (ret == 0)
-			warm_flush(&w); /* the last chunk ends at the end of the data */
-		free(w.buf);
-		if (ret < 0)
-			return zerr_set(why, ret, err.coff, "corrupt gzip at compressed offset %" PRIu64 ": %s",
-					err.coff, err.msg);
-		atomic_fetch_add(&n_built, 1);
-		if (persist)
-			save_gz(r, &id, g);
-	}
-	r->gz = g;
-	if (g->trailing == GZDEC_TRAIL_GARBAGE)
-		zlog(ZLOG_WARN, "%s: trailing garbage after the last member at offset %" PRIu64
-			       " ignored", r->name, g->trail_off);
-	if (cmap_init(&r->map, g->npoints) < 0)
-		return -ENOMEM;
-	r->entry = calloc(g->npoints + 1, sizeof(*r->entry));
-	if (!r->entry)
-		return -ENOMEM;
-	for (size_t i = 0; i < g->npoints; i++) {
-		if (g->points[i].uoff >= g->usize)
-			break;
-		cmap_add(&r->map, g->points[i].uoff);
-		r->entry[r->map.n - 1] = i;
-	}
-	cmap_end(&r->map, g->usize);
-	return 0;
+	r->entry = calloc(n + 1, sizeof(*r->entry));
+	return r->entry ? 0 : -ENOMEM;
 }
 
 int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
@@ -377,17 +145,12 @@ static void warn_wide_units(const struct reader *r)
 			widest = cmap_len(&r->map, k);
 	if (!r->opts.warn_wide || widest <= r->opts.whole_max)
 		return;
-	if (r->xz)
-		zlog(ZLOG_WARN,
-		     "%s: a Block of %" PRIu64 " KiB is more than cache_size/2 (%zu KiB): random reads "
-		     "inside it decode from its start; for fast random access set cache_size=%" PRIu64
-		     "M or more, or recompress with xz --block-size=16MiB",
-		     r->name, widest >> 10, r->opts.whole_max >> 10, (2 * widest >> 20) + 1);
-	else
-		zlog(ZLOG_WARN,
-		     "%s: a span of %" PRIu64 " KiB between checkpoints (one deflate block) is more "
-		     "than cache_size/2 (%zu KiB): random reads inside it decode from its start",
-		     r->name, widest >> 10, r->opts.whole_max >> 10);
+	zlog(ZLOG_WARN,
+	     "%s: a %s of %" PRIu64 " KiB is more than cache_size/2 (%zu KiB): random reads "
+	     "inside it decode from its start; for fast random access set cache_size=%" PRIu64
+	     "M or more%s",
+	     r->name, r->f->unit, widest >> 10, r->opts.whole_max >> 10, (2 * widest >> 20) + 1,
+	     r->f == &fmt_xz ? ", or recompress with xz --block-size=16MiB" : "");
 }
 
 int reader_open_fd(int fd, const char *name, struct bcache *cache,
@@ -423,14 +186,11 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 		zerr_set(&e, ret, 0, "cannot read: %s", strerror(-ret));
 		goto fail;
 	}
-	if (r->fmt == PROBE_GZIP && reader_probe(r->fd, NULL) != PROBE_GZIP)
-		r->fmt = PROBE_NONE; /* an unreadable header: shown raw, as reader_probe says */
-	if (r->fmt == PROBE_XZ)
-		ret = build_xz(r, &e);
-	else if (r->fmt == PROBE_GZIP)
-		ret = build_gz(r, &e);
+	r->f = fmt_of(r->fmt);
+	if (r->f)
+		ret = r->f->open(r, &e);
 	else
-		ret = zerr_set(&e, -ENOTSUP, 0, "not an xz or gzip file");
+		ret = zerr_set(&e, -ENOTSUP, 0, "not an xz, gzip or zstd file");
 	if (ret < 0)
 		goto fail;
 	r->bad = calloc(r->map.n + 1, 1);
@@ -445,8 +205,8 @@ fail:
 	if (ret == -ENOMEM && !e.msg[0])
 		zerr_set(&e, ret, 0, "out of memory");
 	if (ret == -EINVAL)
-		atomic_fetch_add(&n_errors, 1); /* a corrupt archive */
-	if (ret != -ENOTSUP) /* not an archive: passed through, nothing to say */
+		atomic_fetch_add(&reader_stats.errors, 1); /* a corrupt archive */
+	if (ret != -ENOTSUP) /* not an archive (or one shown raw): said by probe, if at all */
 		zlog(ZLOG_ERROR, "%s: %s", name, e.msg);
 	if (why)
 		*why = e;
@@ -460,16 +220,15 @@ fail:
  * at each call, never kept.
  */
 struct udec {
-	struct xzdec_dec *xz;
-	struct gzdec_dec *gz;
+	const struct fmt *f;
+	void *d;
 };
 
 static void udec_close(struct udec *d)
 {
 	if (!d)
 		return;
-	xzdec_dec_close(d->xz);
-	gzdec_dec_close(d->gz);
+	d->f->dec_close(d->d);
 	free(d);
 }
 
@@ -482,12 +241,10 @@ static int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr 
 	*out = NULL;
 	if (!d)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	if (r->xz)
-		ret = xzdec_dec_open(r->fd, &r->xz->blocks[r->entry[k]], &d->xz, err);
-	else
-		ret = gzdec_dec_open(r->gz, r->entry[k], &d->gz, err);
+	d->f = r->f;
+	ret = r->f->dec_open(r, k, &d->d, err);
 	if (ret < 0) {
-		udec_close(d);
+		free(d);
 		return ret;
 	}
 	*out = d;
@@ -497,19 +254,18 @@ static int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr 
 static ssize_t udec_read(struct reader *r, struct udec *d, void *buf, size_t len,
 			 struct zerr *err)
 {
-	return d->xz ? xzdec_dec_read(d->xz, r->fd, buf, len, err)
-		     : gzdec_dec_read(d->gz, r->fd, buf, len, err);
+	return d->f->dec_read(d->d, r->fd, buf, len, err);
 }
 
 /* Bytes returned since the start of its map entry. */
 static uint64_t udec_tell(const struct udec *d)
 {
-	return d->xz ? xzdec_dec_tell(d->xz) : gzdec_dec_tell(d->gz);
+	return d->f->dec_tell(d->d);
 }
 
 static size_t udec_cost(const struct udec *d)
 {
-	return sizeof(*d) + (d->xz ? xzdec_dec_memusage(d->xz) : GZ_DEC_COST);
+	return sizeof(*d) + d->f->dec_cost(d->d);
 }
 
 /* With parked_lock held: takes r's parked decoder off the list; returns it. */
@@ -613,8 +369,8 @@ void reader_close(struct reader *r)
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
 	udec_close(unpark(r, SIZE_MAX));
-	xzdec_index_free(r->xz);
-	gzdec_index_free(r->gz);
+	if (r->f)
+		r->f->free(r->idx);
 	cmap_free(&r->map);
 	free(r->entry);
 	free(r->bad);
@@ -654,16 +410,19 @@ int reader_attach(struct reader *r, int fd)
 enum probe_fmt reader_probe(int fd, const char *name)
 {
 	enum probe_fmt fmt;
+	const struct fmt *f;
 	struct zerr err = { 0 };
 	struct stat st;
 
-	if (probe_fd(fd, &fmt) < 0 || fmt != PROBE_GZIP)
-		return fmt == PROBE_XZ ? PROBE_XZ : PROBE_NONE;
-	if (fstat(fd, &st) == 0 && gzdec_header_check(fd, (uint64_t)st.st_size, &err) == 0)
-		return PROBE_GZIP;
+	if (probe_fd(fd, &fmt) < 0 || !(f = fmt_of(fmt)))
+		return PROBE_NONE;
+	if (!f->probe)
+		return fmt;
+	if (fstat(fd, &st) == 0 && f->probe(fd, (uint64_t)st.st_size, &err) == 0)
+		return fmt;
 	if (name)
-		zlog(ZLOG_WARN, "%s: not readable as gzip (at offset %" PRIu64 "): %s; shown as it is",
-	     name, err.coff, err.msg[0] ? err.msg : "cannot stat");
+		zlog(ZLOG_WARN, "%s: not readable as %s (at offset %" PRIu64 "): %s; shown as it is",
+		     name, f->name, err.coff, err.msg[0] ? err.msg : "cannot stat");
 	return PROBE_NONE;
 }
 
@@ -703,17 +462,7 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	for (size_t k = 0; k < r->map.n; k++)
 		if (cmap_len(&r->map, k) > info->max_block)
 			info->max_block = cmap_len(&r->map, k);
-	if (r->xz) {
-		info->streams = r->xz->nstreams;
-		info->blocks = r->map.n;
-		info->checks = r->xz->checks;
-		info->padding = r->xz->padding;
-	} else if (r->gz) {
-		info->streams = r->gz->members;
-		info->blocks = r->gz->npoints;
-		if (r->gz->trailing != GZDEC_TRAIL_NONE)
-			info->padding = info->csize - r->gz->trail_off;
-	}
+	r->f->info(r, info);
 }
 
 /* Marks entry k failed and writes its one log line.  Returns -EIO. */
@@ -729,10 +478,10 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (first)
-		atomic_fetch_add(&n_errors, 1);
+		atomic_fetch_add(&reader_stats.errors, 1);
 	if (first)
 		zlog(ZLOG_ERROR, "%s: read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
-		     r->name, off, r->xz ? "Block" : "checkpoint", r->entry[k], err->coff,
+		     r->name, off, r->f->unit, r->entry[k], err->coff,
 		     err->msg[0] ? err->msg : strerror(-ret));
 	return ret == -ENOMEM ? ret : -EIO;
 }
@@ -758,23 +507,21 @@ static int check_unchanged(struct reader *r)
 	return -EIO;
 }
 
-/* Decodes xz Block bi whole into buf (exactly its usize), Check verified. */
-static int fill_xz_whole(struct reader *r, size_t bi, void *buf, struct zerr *err)
+/* Decodes map entry k whole into buf (exactly len bytes), its integrity check verified. */
+static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct zerr *err)
 {
-	const struct xzdec_block *b = &r->xz->blocks[bi];
-	struct xzdec_dec *d;
+	struct udec *d;
 	ssize_t n;
-	int ret = xzdec_dec_open(r->fd, b, &d, err);
+	int ret = udec_open(r, k, &d, err);
 
 	if (ret < 0)
 		return ret;
-	n = xzdec_dec_read(d, r->fd, buf, b->usize, err);
-	xzdec_dec_close(d);
+	n = udec_read(r, d, buf, len, err);
+	udec_close(d);
 	if (n < 0)
 		return (int)n;
-	if ((uint64_t)n != b->usize)
-		return zerr_set(err, -EIO, b->coff, "Block ended %" PRIu64 " bytes early",
-				b->usize - (uint64_t)n);
+	if ((size_t)n != len)
+		return zerr_set(err, -EIO, 0, "%s ended %zu bytes early", r->f->unit, len - (size_t)n);
 	return 0;
 }
 
@@ -799,7 +546,7 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 	if (!d) {
 		if (want > 0)
 			zlog(ZLOG_DEBUG, "%s: %s %zu: decoding from its start to reach %" PRIu64,
-			     r->name, r->xz ? "Block" : "checkpoint", r->entry[k], want);
+			     r->name, r->f->unit, r->entry[k], want);
 		ret = udec_open(r, k, &d, err);
 		if (ret < 0)
 			return ret;
@@ -864,12 +611,7 @@ static int fill(struct reader *r, size_t k, uint64_t ustart, size_t len, void *b
 {
 	if (ustart != r->map.start[k] || len != cmap_len(&r->map, k))
 		return fill_slice(r, k, ustart, len, buf, err);
-	if (r->gz) {
-		ssize_t n = gzdec_extract(r->fd, r->gz, r->entry[k], buf, len, err);
-
-		return n < 0 ? (int)n : 0;
-	}
-	return fill_xz_whole(r, r->entry[k], buf, err);
+	return fill_whole(r, k, buf, len, err);
 }
 
 /* The cache unit holding byte off, as map entry k and [*ustart, *ustart + *len). */
@@ -954,10 +696,10 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 		ret = check_unchanged(r);
 	bcache_done(r->cache, e, ret);
 	if (ret == 0) {
-		atomic_fetch_add(&n_decoded, bcache_size(e));
+		atomic_fetch_add(&reader_stats.decoded, bcache_size(e));
 		atomic_fetch_add(&r->decoded, bcache_size(e));
 		zlog(ZLOG_DEBUG, "%s: decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms", r->name,
-		     bcache_size(e), ustart, r->xz ? "Block" : "checkpoint", r->entry[k],
+		     bcache_size(e), ustart, r->f->unit, r->entry[k],
 		     ms_since(&t0));
 	}
 	/* A file changed under the decoder is not corrupt: that cause is logged once already. */
@@ -1033,7 +775,7 @@ static void prefetch_run(void *arg)
 			pthread_mutex_lock(&r->stream);
 		if (bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
 		    fill_entry(r, j->k, j->ustart, e, j->ustart) == 0) {
-			atomic_fetch_add(&n_ahead, j->ulen);
+			atomic_fetch_add(&reader_stats.ahead, j->ulen);
 			bcache_put(r->cache, e);
 		}
 		if (streamed)
@@ -1041,25 +783,6 @@ static void prefetch_run(void *arg)
 	}
 	job_done(r);
 	free(j);
-}
-
-/* The compressed bytes behind map entries [k0, k1]: [*cstart, *cend). */
-static void coff_range(const struct reader *r, size_t k0, size_t k1, uint64_t *cstart,
-		       uint64_t *cend)
-{
-	if (r->xz) {
-		const struct xzdec_block *b = &r->xz->blocks[r->entry[k1]];
-
-		*cstart = r->xz->blocks[r->entry[k0]].coff;
-		*cend = b->coff + b->csize;
-	} else {
-		size_t p = r->entry[k1] + 1;
-
-		*cstart = r->gz->points[r->entry[k0]].coff;
-		if (*cstart > 0)
-			(*cstart)--; /* its first bits may be in the byte before */
-		*cend = p < r->gz->npoints ? r->gz->points[p].coff : r->gz->csize;
-	}
 }
 
 /*
@@ -1073,7 +796,7 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
 
 	if (is_streamed(r, k0) || is_streamed(r, k1))
 		return;
-	coff_range(r, k0, k1, &cstart, &cend);
+	r->f->extent(r, k0, k1, &cstart, &cend);
 	if (cend > cstart && cend <= INT64_MAX)
 		posix_fadvise(r->fd, (off_t)cstart, (off_t)(cend - cstart), POSIX_FADV_WILLNEED);
 }
@@ -1206,7 +929,7 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		v->ent[v->n++] = e;
 		done += n;
 	}
-	atomic_fetch_add(&n_served, done);
+	atomic_fetch_add(&reader_stats.served, done);
 	atomic_fetch_add(&r->served, done);
 	return (ssize_t)done;
 }

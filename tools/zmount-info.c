@@ -84,8 +84,8 @@ int main(int argc, char *argv[])
 	for (int i = first; i < argc; i++) {
 		struct reader_info in;
 		struct reader *r;
-		char ck[128], name[4 * PATH_MAX], why_text[4 * sizeof(why.msg)];
 		struct zerr why = { 0 };
+		char ck[128], name[4 * PATH_MAX], why_text[4 * sizeof(why.msg)];
 		int ret = reader_open(argv[i], cache, &ro, &r, &why);
 
 		/* Tab-separated, one line per file: escape tabs and newlines in names. */
@@ -103,6 +103,10 @@ int main(int argc, char *argv[])
 			       "\tuncompressed=%" PRIu64 "\tmax_block=%" PRIu64 "\tcheck=%s\tpadding=%" PRIu64 "\n",
 			       name, in.streams, in.blocks, in.csize, in.usize, in.max_block, ck,
 			       in.padding);
+		} else if (in.fmt == PROBE_ZSTD) {
+			printf("%s\tzstd\tframes=%" PRIu64 "\tcompressed=%" PRIu64
+			       "\tuncompressed=%" PRIu64 "\tmax_frame=%" PRIu64 "\tskippable=%" PRIu64 "\n",
+			       name, in.streams, in.csize, in.usize, in.max_block, in.padding);
 		} else {
 			printf("%s\tgzip\tmembers=%" PRIu64 "\tcheckpoints=%" PRIu64
 			       "\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64 "\tmax_span=%" PRIu64

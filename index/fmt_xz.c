@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The xz backend: the block map is the file's own Index (read from the end
+ * of each Stream, nothing decoded); one map entry per non-empty Block.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "reader_int.h"
+#include "xzdec.h"
+#include "zlog.h"
+
+#define XZ_KNOWN_CHECKS                                                              \
+	(1u << XZDEC_CHECK_NONE | 1u << XZDEC_CHECK_CRC32 | 1u << XZDEC_CHECK_CRC64 | \
+	 1u << XZDEC_CHECK_SHA256)
+/* Bytes of memory per Block in the map: the Index entry, the map's start, entry and bad mark. */
+#define XZ_BLOCK_COST (sizeof(struct xzdec_block) + sizeof(uint64_t) + sizeof(size_t) + 1)
+
+static int xz_open(struct reader *r, struct zerr *why)
+{
+	struct zerr err = { 0 };
+	struct xzdec_index *x;
+	size_t max_blocks = r->opts.index_max / XZ_BLOCK_COST;
+	int ret = xzdec_index_read_max(r->fd, (uint64_t)r->st.st_size, max_blocks ? max_blocks : 1,
+				       &x, &err);
+
+	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused. */
+	if (ret == -E2BIG)
+		return zerr_set(why, -EINVAL, err.coff,
+				"%s: its map would need more than cache_size/4 (%zu KiB); raise "
+				"cache_size or recompress with larger Blocks",
+				err.msg, r->opts.index_max >> 10);
+	if (ret < 0)
+		/* The Index's memlimit only trips on an Index that lies about its size. */
+		return zerr_set(why, ret == -ENOMEM ? -EINVAL : ret, err.coff,
+				"not readable as xz (at compressed offset %" PRIu64 "): %s", err.coff,
+				err.msg);
+	r->idx = x;
+	atomic_fetch_add(&reader_stats.xz, 1);
+	if (x->checks & ~XZ_KNOWN_CHECKS)
+		zlog(ZLOG_WARN, "%s: unsupported type of integrity check; not verifying it", r->name);
+	for (size_t i = 0; i < x->nblocks; i++) {
+		const struct xzdec_block *b = &x->blocks[i];
+
+		if (b->usize / XZDEC_MAX_RATIO > b->csize)
+			return zerr_set(why, -EINVAL, b->coff,
+					"Index claims %" PRIu64 " bytes for Block %zu of %" PRIu64
+					" compressed bytes; refusing it",
+					b->usize, i, b->csize);
+	}
+	if (reader_map_init(r, x->nblocks) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->nblocks; i++) {
+		if (x->blocks[i].usize == 0)
+			continue;
+		cmap_add(&r->map, x->blocks[i].uoff);
+		r->entry[r->map.n - 1] = i;
+	}
+	cmap_end(&r->map, x->usize);
+	return 0;
+}
+
+static void xz_free(void *idx)
+{
+	xzdec_index_free(idx);
+}
+
+static const struct xzdec_block *block(const struct reader *r, size_t k)
+{
+	return &((const struct xzdec_index *)r->idx)->blocks[r->entry[k]];
+}
+
+static int xz_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
+{
+	return xzdec_dec_open(r->fd, block(r, k), (struct xzdec_dec **)dec, err);
+}
+
+static ssize_t xz_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+{
+	return xzdec_dec_read(dec, fd, buf, len, err);
+}
+
+static uint64_t xz_dec_tell(const void *dec)
+{
+	return xzdec_dec_tell(dec);
+}
+
+static size_t xz_dec_cost(const void *dec)
+{
+	return xzdec_dec_memusage(dec);
+}
+
+static void xz_dec_close(void *dec)
+{
+	xzdec_dec_close(dec);
+}
+
+static void xz_extent(const struct reader *r, size_t k0, size_t k1, uint64_t *cstart,
+		      uint64_t *cend)
+{
+	*cstart = block(r, k0)->coff;
+	*cend = block(r, k1)->coff + block(r, k1)->csize;
+}
+
+static void xz_info(const struct reader *r, struct reader_info *in)
+{
+	const struct xzdec_index *x = r->idx;
+
+	in->streams = x->nstreams;
+	in->blocks = r->map.n;
+	in->checks = x->checks;
+	in->padding = x->padding;
+}
+
+const struct fmt fmt_xz = {
+	.name = "xz",
+	.unit = "Block",
+	.open = xz_open,
+	.free = xz_free,
+	.dec_open = xz_dec_open,
+	.dec_read = xz_dec_read,
+	.dec_tell = xz_dec_tell,
+	.dec_cost = xz_dec_cost,
+	.dec_close = xz_dec_close,
+	.extent = xz_extent,
+	.info = xz_info,
+};

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_READER_INT_H
+#define ZMOUNT_READER_INT_H
+
+/*
+ * The reader's state, shared by its core (reader.c) and the format
+ * backends (fmt_*.c, see fmt.h), and by nothing else: callers see only
+ * reader.h.
+ */
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "cmap.h"
+#include "fmt.h"
+#include "reader.h"
+
+/* Sequential streams tracked per archive, as the kernel's read-ahead does per file. */
+#define NSTREAMS 4
+
+struct udec;
+
+struct reader {
+	int fd;
+	char *name;
+	uint64_t id; /* cache key: unique per reader, so versions never mix */
+	struct stat st;
+	enum probe_fmt fmt;
+	const struct fmt *f; /* the backend */
+	void *idx;           /* the backend's index */
+	struct bcache *cache;
+	struct reader_opts opts;
+	struct cmap map;
+	size_t *entry;       /* map entry -> the backend's unit (Block, point, frame) */
+
+	/*
+	 * Slices of streamed units are filled only under this lock, so the
+	 * thread that holds it can claim every slice it walks past, and the
+	 * next one finds the decoder parked where it wants it.  Per archive:
+	 * other archives, and whole units of this one, decode meanwhile.
+	 */
+	pthread_mutex_t stream;
+	/* Protected by parked_lock (global; see park() in reader.c). */
+	struct udec *parked;          /* stopped at a slice boundary of parked_k */
+	size_t parked_k;
+	size_t parked_cost;           /* charged to the cache while parked */
+	struct reader *pprev, *pnext; /* on the parked list while parked != NULL */
+
+	pthread_mutex_t lock;
+	pthread_cond_t idle; /* jobs reached 0 */
+	/* Protected by lock. */
+	uint8_t *bad;        /* per map entry: failed and logged */
+	unsigned jobs;       /* read-ahead jobs queued or running */
+	struct {
+		uint64_t end;   /* where the stream's last read ended */
+		uint64_t ahead; /* read-ahead queued up to here */
+	} streams[NSTREAMS];
+	unsigned next_stream; /* slot to reuse for a new stream */
+	bool changed;         /* the source changed in place: all misses fail */
+	bool tainted;         /* opts.tainted was called */
+	unsigned failed;      /* map entries marked bad */
+	/* Counters of this reader, for per-file stats. */
+	atomic_uint_fast64_t served, decoded;
+};
+
+/* Process-wide counters (reader_get_counters); backends add to their own. */
+struct reader_stats {
+	atomic_uint_fast64_t decoded, ahead, xz, built, loaded, errors, served;
+};
+extern struct reader_stats reader_stats;
+
+/*
+ * Sizes r->map and r->entry for up to n entries.  Returns 0 or -ENOMEM.
+ * Then cmap_add each entry (recording r->entry[r->map.n - 1]) and cmap_end.
+ */
+int reader_map_init(struct reader *r, size_t n);
+
+#endif
