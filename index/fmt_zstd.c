@@ -31,10 +31,10 @@ static int walk(int fd, uint64_t size, struct zstddec_index **out, struct zerr *
 	int ret = zstddec_index_read(fd, size, ZSTDDEC_WINDOW_DEFAULT, &z, &err);
 
 	*out = NULL;
-	if (ret < 0)
-		return zerr_set(why, ret == -ENOMEM ? -EINVAL : ret, err.coff,
-				"not readable as zstd (at compressed offset %" PRIu64 "): %s",
-				err.coff, err.msg);
+	if (ret < 0) {
+		*why = err;
+		return ret == -ENOMEM ? -EINVAL : ret;
+	}
 	for (size_t i = 0; i < z->nframes; i++) {
 		const struct zstddec_frame *f = &z->frames[i];
 
@@ -69,6 +69,13 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	struct zstddec_index *z;
 	int ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
 
+	if (ret == -EINVAL) {
+		struct zerr w = *why; /* zerr_set must not read what it writes */
+
+		return zerr_set(why, ret, w.coff,
+				"not readable as zstd (at compressed offset %" PRIu64 "): %s", w.coff,
+				w.msg);
+	}
 	if (ret < 0)
 		return ret;
 	r->idx = z;

@@ -694,19 +694,23 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	 */
 	if (ret == 0)
 		ret = check_unchanged(r);
+	/*
+	 * The log line and the marks come before bcache_done, so a reader
+	 * waiting on this unit gets its EIO only once the cause is recorded.
+	 * A file changed under the decoder is not corrupt: that cause is logged
+	 * once already.
+	 */
+	if (ret < 0 && err.msg[0] && check_unchanged(r) == 0) {
+		ret = fail_entry(r, k, pos, ret, &err);
+		if (ret == -EIO && is_streamed(r, k))
+			taint(r);
+	}
 	bcache_done(r->cache, e, ret);
 	if (ret == 0) {
 		atomic_fetch_add(&reader_stats.decoded, bcache_size(e));
 		atomic_fetch_add(&r->decoded, bcache_size(e));
 		zlog(ZLOG_DEBUG, "%s: decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms", r->name,
-		     bcache_size(e), ustart, r->f->unit, r->entry[k],
-		     ms_since(&t0));
-	}
-	/* A file changed under the decoder is not corrupt: that cause is logged once already. */
-	if (ret < 0 && err.msg[0] && check_unchanged(r) == 0) {
-		ret = fail_entry(r, k, pos, ret, &err);
-		if (ret == -EIO && is_streamed(r, k))
-			taint(r);
+		     bcache_size(e), ustart, r->f->unit, r->entry[k], ms_since(&t0));
 	}
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
