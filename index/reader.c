@@ -766,6 +766,15 @@ static void job_done(struct reader *r)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* Whether len more bytes fit the cache without evicting anything (a hint: it may change). */
+static bool free_room(struct bcache *c, size_t len)
+{
+	struct bcache_stats st;
+
+	bcache_stats(c, &st);
+	return st.used + len + BCACHE_ENT_COST <= st.budget;
+}
+
 /* A worker decodes one unit ahead of a reader, unless it is cached or in flight. */
 static void prefetch_run(void *arg)
 {
@@ -774,7 +783,12 @@ static void prefetch_run(void *arg)
 	bool streamed = is_streamed(r, j->k);
 	struct bcache_ent *e;
 
-	if (!is_bad(r, j->k)) {
+	/*
+	 * A slice of a streamed unit is read ahead only into free room: an
+	 * evicted slice the reader has not reached yet would cost a decode
+	 * from the unit's start, not just its own.
+	 */
+	if (!is_bad(r, j->k) && (!streamed || free_room(r->cache, j->ulen))) {
 		if (streamed)
 			pthread_mutex_lock(&r->stream);
 		if (bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&

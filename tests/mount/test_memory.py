@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""test_memory.py -- the daemon's memory stays within the README's bound
+on the inputs that broke it (issue 10, item 8).
+
+usage: test_memory.py --zmount PATH [--keep]
+
+Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
+  deflate  a 1.5 MB gzip whose data is ONE fixed-Huffman deflate block of
+           256 MiB of zeros (written here: no zlib tool makes such a block),
+           at cache_size=1M: read whole twice, and at random; every byte must
+           be 0, decoded_bytes <= 1.1 x the size per pass (the parked decoder
+           streams it once), VmHWM <= base + bound.  It was 241 MiB.
+  parked   16 single-Block xz files of 8 MiB (dictionary 8 MiB), cache_size=4M,
+           threads=1: 1 MiB read from each while all 16 stay open, then all
+           closed.  Parked decoders share half the cache plus at most one over
+           it; VmHWM <= base + bound, and after the closes cache_charged is 0.
+           Sixteen parked 8 MiB decoders were 128 MiB.
+  blocks   an xz file of 200,000 one-byte Blocks (written here), cache_size=4M:
+           its map would need 13 MiB, more than cache_size/4, so it is shown
+           raw with a log line, without building anything per Block.  At
+           cache_size=64M it is decoded, and VmHWM stays within base + 64M +
+           200,000 x 65 bytes + slack.
+The bound per case is computed from the README's formula, not hard-coded:
+cache_size + decoders in use (threads + FUSE threads, each one decoder and one
+slice) + one parked decoder over its share + maps + 16 MiB slack.
+Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
+"""
+import argparse
+import binascii
+import lzma
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zmtest  # noqa: E402
+
+MiB = 1 << 20
+SLACK = 16 * MiB
+
+
+def vm(pid, key):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith(key + ':'):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+# -- one huge deflate block ---------------------------------------------------
+class Bits:
+    def __init__(self):
+        self.out = bytearray()
+        self.acc = 0
+        self.n = 0
+
+    def put(self, value, nbits):
+        """LSB-first, as deflate packs everything but Huffman codes."""
+        self.acc |= value << self.n
+        self.n += nbits
+        while self.n >= 8:
+            self.out.append(self.acc & 0xFF)
+            self.acc >>= 8
+            self.n -= 8
+
+    def put_code(self, code, nbits):
+        """Huffman codes go MSB-first."""
+        rev = int(format(code, f'0{nbits}b')[::-1], 2)
+        self.put(rev, nbits)
+
+    def flush(self):
+        if self.n:
+            self.out.append(self.acc & 0xFF)
+            self.acc = self.n = 0
+
+
+def one_block_zeros_gz(path, size):
+    """gzip of `size` zeros as a single fixed-Huffman block: one literal 0,
+    then matches of 258 at distance 1 (length code 285 = 8-bit code 11000101,
+    distance code 0 = 5 bits 00000), then the rest as shorter literal zeros."""
+    b = Bits()
+    b.put(1, 1)       # BFINAL
+    b.put(1, 2)       # BTYPE = 01, fixed Huffman
+    b.put_code(0x30, 8)  # literal 0 (codes 0-143: 00110000 + value)
+    left = size - 1
+    # A whole chunk of matches is a repeating bit pattern: build it once.
+    unit = Bits()
+    for _ in range(8):  # 8 matches x 13 bits = 104 bits = 13 bytes, byte aligned
+        unit.put_code(0b11000101, 8)
+        unit.put(0, 5)
+    assert unit.n == 0
+    nmatch = left // 258
+    # Emit single matches until the writer is byte aligned, then whole units.
+    while nmatch and b.n:
+        b.put_code(0b11000101, 8)
+        b.put(0, 5)
+        nmatch -= 1
+        left -= 258
+    units, rest = divmod(nmatch, 8)
+    b.out += bytes(unit.out) * units
+    left -= units * 8 * 258
+    for _ in range(rest):
+        b.put_code(0b11000101, 8)
+        b.put(0, 5)
+        left -= 258
+    for _ in range(left):
+        b.put_code(0x30, 8)
+    b.put_code(0, 7)  # end of block (256: 0000000)
+    b.flush()
+    # CRC32 of `size` zeros, without 256 MiB in memory: crc32 is streamable.
+    crc = 0
+    chunk = bytes(1 << 20)
+    n = size
+    while n:
+        k = min(n, len(chunk))
+        crc = binascii.crc32(chunk[:k], crc)
+        n -= k
+    with open(path, 'wb') as f:
+        f.write(b'\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03')
+        f.write(bytes(b.out))
+        f.write(struct.pack('<II', crc & 0xFFFFFFFF, size & 0xFFFFFFFF))
+
+
+# -- many tiny xz Blocks -------------------------------------------------------
+def vli(n):
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def tiny_blocks_xz(path, nblocks):
+    """An xz Stream of nblocks Blocks holding one byte each (LZMA2 stored
+    chunks, CRC32 checks), written by hand: xz itself takes minutes."""
+    flags = b'\x00\x01'  # check type CRC32
+    header = b'\xfd7zXZ\x00' + flags + struct.pack('<I', binascii.crc32(flags))
+    # Block Header: size byte (2 => 12 bytes), flags (1 filter), LZMA2 id, props size 1, dict 0
+    bh = bytes([0x02, 0x00, 0x21, 0x01, 0x00, 0x00, 0x00, 0x00])
+    bh += struct.pack('<I', binascii.crc32(bh))
+    records = []
+    with open(path, 'wb') as f:
+        f.write(header)
+        for i in range(nblocks):
+            byte = bytes([0x61 + i % 26])
+            data = b'\x01\x00\x00' + byte + b'\x00'  # stored chunk of 1 byte, end marker
+            unpadded = len(bh) + len(data) + 4
+            pad = (-(len(bh) + len(data))) % 4
+            f.write(bh + data + b'\x00' * pad + struct.pack('<I', binascii.crc32(byte)))
+            records.append((unpadded, 1))
+        idx = bytearray(b'\x00') + vli(len(records))
+        for unpadded, usize in records:
+            idx += vli(unpadded) + vli(usize)
+        idx += b'\x00' * ((-len(idx)) % 4)
+        idx += struct.pack('<I', binascii.crc32(idx))
+        f.write(idx)
+        backward = len(idx) // 4 - 1
+        footer_body = struct.pack('<I', backward) + flags
+        f.write(struct.pack('<I', binascii.crc32(footer_body)) + footer_body + b'YZ')
+
+
+def expected_tiny(nblocks):
+    return bytes(0x61 + i % 26 for i in range(nblocks))
+
+
+# -- the cases ----------------------------------------------------------------
+def bound(cache, threads, decoder, maps=0):
+    fuse_threads = 10  # libfuse's default max_threads
+    return cache + (threads + fuse_threads) * (decoder + 2 * MiB) + decoder + maps + SLACK
+
+
+def case_deflate(args, res, work):
+    src = os.path.join(work, 'src-deflate')
+    os.mkdir(src)
+    size = 256 * MiB
+    one_block_zeros_gz(os.path.join(src, 'zeros.gz'), size)
+    res.note(f'one-block gzip: {os.path.getsize(os.path.join(src, "zeros.gz"))} bytes')
+    res.check('deflate: gzip -t accepts the one-block file',
+              subprocess.run(['gzip', '-t', os.path.join(src, 'zeros.gz')]).returncode == 0)
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=1M,threads=2,index_dir=none',
+                      results=res, log_path=os.path.join(work, 'deflate.log'), watchdog=900) as m:
+        base = vm(m.proc.pid, 'VmRSS')
+        path = os.path.join(mnt, 'zeros')
+        res.check('deflate: size', os.stat(path).st_size == size)
+        for p in range(2):
+            before = zmtest.stats(mnt)['decoded_bytes']
+            nonzero = 0
+            with open(path, 'rb') as f:
+                # the kernel keeps the first pass's pages: drop them, so pass 2 reaches zmount
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                while True:
+                    b = f.read(1 << 20)
+                    if not b:
+                        break
+                    nonzero += len(b) - b.count(0)
+            dec = zmtest.stats(mnt)['decoded_bytes'] - before
+            res.check(f'deflate: pass {p + 1} reads only zeros', nonzero == 0, f'{nonzero} nonzero')
+            res.check(f'deflate: pass {p + 1} decodes each byte once', 0.9 * size <= dec <= 1.1 * size,
+                      f'decoded {dec} for {size}', info=f'decoded {dec / size:.2f} x the size')
+        rng = random.Random(3)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        try:
+            import mmap
+            buf = mmap.mmap(-1, 4096)
+            for _ in range(3):
+                off = rng.randrange(size // 4096) * 4096
+                os.preadv(fd, [buf], off)
+                if buf[:] != bytes(4096):
+                    res.fail('deflate: random read is zeros', f'at {off}')
+                    break
+            else:
+                res.ok('deflate: random reads (O_DIRECT) are zeros')
+        finally:
+            os.close(fd)
+        hwm = vm(m.proc.pid, 'VmHWM')
+        lim = base + bound(1 * MiB, 2, 128 << 10)
+        res.check('deflate: VmHWM within the bound', hwm <= lim,
+                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
+                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+
+
+def case_parked(args, res, work):
+    src = os.path.join(work, 'src-parked')
+    os.mkdir(src)
+    text = b''.join(b'%08d some log text to compress, line after line\n' % i for i in range(170000))
+    text = text[:8 * MiB]
+    for i in range(16):
+        with open(os.path.join(src, f'f{i:02d}.xz'), 'wb') as f:
+            f.write(lzma.compress(text[i:] + text[:i], format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
+                                  filters=[{'id': lzma.FILTER_LZMA2, 'preset': 0,
+                                            'dict_size': 8 * MiB}]))
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=4M,threads=1,index_dir=none',
+                      results=res, log_path=os.path.join(work, 'parked.log'), watchdog=900) as m:
+        base = vm(m.proc.pid, 'VmRSS')
+        files = [open(os.path.join(mnt, f'f{i:02d}'), 'rb') for i in range(16)]
+        ok = True
+        for i, f in enumerate(files):
+            got = f.read(1 * MiB)
+            want = (text[i:] + text[:i])[:1 * MiB]
+            ok &= got == want
+        res.check('parked: 1 MiB of each of 16 open files is right', ok)
+        st = zmtest.stats(mnt)
+        res.check('parked: parked decoders within half the cache, or one over it',
+                  st.get('cache_charged', 0) <= 2 * MiB + 9 * MiB,
+                  f'cache_charged {st.get("cache_charged")}',
+                  info=f'cache_charged {st.get("cache_charged", 0) / MiB:.1f} MiB')
+        for f in files:
+            f.close()
+        time.sleep(0.2)
+        st = zmtest.stats(mnt)
+        res.check('parked: no decoder stays parked once its file is closed',
+                  st.get('cache_charged', -1) == 0, f'cache_charged {st.get("cache_charged")}')
+        hwm = vm(m.proc.pid, 'VmHWM')
+        lim = base + bound(4 * MiB, 1, 9 * MiB)
+        res.check('parked: VmHWM within the bound', hwm <= lim,
+                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
+                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+
+
+def case_blocks(args, res, work):
+    src = os.path.join(work, 'src-blocks')
+    os.mkdir(src)
+    n = 200000
+    tiny_blocks_xz(os.path.join(src, 'tiny.xz'), n)
+    want = expected_tiny(n)
+    res.check('blocks: xz -dc agrees with the hand-made file',
+              subprocess.run(['xz', '-dc', os.path.join(src, 'tiny.xz')],
+                             stdout=subprocess.PIPE).stdout == want)
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=4M,index_dir=none',
+                      results=res, log_path=os.path.join(work, 'blocks4.log'), watchdog=600) as m:
+        base = vm(m.proc.pid, 'VmRSS')
+        names = os.listdir(mnt)
+        res.check('blocks: at 4M the file is shown raw', names == ['tiny.xz'], f'{names}')
+        res.check('blocks: the log says why',
+                  any('tiny.xz' in ln and 'Blocks' in ln for ln in m.log_lines()))
+        hwm = vm(m.proc.pid, 'VmHWM')
+        lim = base + bound(4 * MiB, 2, 0)
+        res.check('blocks: VmHWM at 4M within the bound', hwm <= lim,
+                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
+                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=64M,index_dir=none',
+                      results=res, log_path=os.path.join(work, 'blocks64.log'), watchdog=600) as m:
+        base = vm(m.proc.pid, 'VmRSS')
+        got = open(os.path.join(mnt, 'tiny'), 'rb').read()
+        res.check('blocks: at 64M all 200,000 Blocks read right', got == want)
+        hwm = vm(m.proc.pid, 'VmHWM')
+        lim = base + bound(64 * MiB, 2, 0, maps=n * 65)
+        res.check('blocks: VmHWM at 64M within the bound', hwm <= lim,
+                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
+                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--zmount', required=True)
+    ap.add_argument('--keep', action='store_true')
+    ap.add_argument('--only', choices=['deflate', 'parked', 'blocks'])
+    args = ap.parse_args()
+    zmtest.require_fuse()
+    res = zmtest.Results()
+    if not zmtest.binary_ok(res, args.zmount):
+        return res.finish()
+    work = tempfile.mkdtemp(prefix='zmount-memory-')
+    os.mkdir(os.path.join(work, 'mnt'))
+    try:
+        for name, fn in (('deflate', case_deflate), ('parked', case_parked),
+                         ('blocks', case_blocks)):
+            if args.only in (None, name):
+                t0 = time.monotonic()
+                fn(args, res, work)
+                res.note(f'{name}: {time.monotonic() - t0:.1f} s')
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return res.finish()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
