@@ -259,6 +259,11 @@ def case_parked(args, res, work):
         st = zmtest.stats(mnt)
         res.check('parked: no decoder stays parked once its file is closed',
                   st.get('cache_charged', -1) == 0, f'cache_charged {st.get("cache_charged")}')
+        # what is left: the cache, xzdec's stock of spare buffers (8 MiB at most), slack
+        rss = vm(m.proc.pid, 'VmRSS')
+        lim = base + 4 * MiB + 8 * MiB + SLACK
+        res.check('parked: RSS after the closes is back near the cache', rss <= lim,
+                  f'{rss / MiB:.0f} MiB > {lim / MiB:.0f} MiB', info=f'VmRSS {rss / MiB:.0f} MiB')
         hwm = vm(m.proc.pid, 'VmHWM')
         lim = base + bound(4 * MiB, 1, 9 * MiB)
         res.check('parked: VmHWM within the bound', hwm <= lim,
