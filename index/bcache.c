@@ -207,10 +207,14 @@ static struct bcache_ent *evict(struct bcache *c, size_t need)
 	return victims;
 }
 
-/* With the lock held: whether `need` bytes may be admitted now (see "Room" above). */
+/*
+ * With the lock held: whether `need` bytes may be admitted now (see "Room"
+ * above).  "Otherwise empty" means no entries: charges alone must not shut
+ * every reader out, since no put could ever make room for them.
+ */
 static bool has_room(const struct bcache *c, size_t need)
 {
-	return c->st.used + need <= c->st.budget || c->st.used == 0;
+	return c->st.used + need <= c->st.budget || c->st.entries == 0;
 }
 
 static void free_chain(struct bcache_ent *e)
