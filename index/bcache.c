@@ -209,12 +209,12 @@ static struct bcache_ent *evict(struct bcache *c, size_t need)
 
 /*
  * With the lock held: whether `need` bytes may be admitted now (see "Room"
- * above).  Charged bytes do not count for "otherwise empty": a parked
- * decoder larger than the budget must not stop every read.
+ * above).  "Otherwise empty" means no entries: charges alone must not shut
+ * every reader out, since no put could ever make room for them.
  */
 static bool has_room(const struct bcache *c, size_t need)
 {
-	return c->st.used + need <= c->st.budget || c->st.used == c->st.charged;
+	return c->st.used + need <= c->st.budget || c->st.entries == 0;
 }
 
 static void free_chain(struct bcache_ent *e)
@@ -284,17 +284,18 @@ static void reuse(struct bcache *c, struct bcache_ent *e, struct bcache_ent *vic
 }
 
 /*
- * A miss, entered with the lock held, which it drops.  Makes room, or with
- * wait false gives up (returns 0) if there is none; with wait true the
- * caller has checked has_room.  Inserts an in-flight entry and allocates its
- * buffer outside the lock.  Returns 1 and *out, 0, or -ENOMEM.
+ * A miss, entered with the lock held, which it drops.  Makes room by
+ * evicting, or gives up (returns 0) if there is none.  Inserts an in-flight
+ * entry, reusing a victim's buffer if one fits, else allocates its buffer
+ * outside the lock.  Returns 1 and *out, 0, or -ENOMEM.
  */
-static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, bool wait,
+static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size,
 		struct bcache_ent **out)
 {
 	struct bcache_ent *victims = evict(c, charge(size)), *e = NULL;
+	bool room = has_room(c, charge(size));
 
-	if (wait || has_room(c, charge(size))) {
+	if (room) {
 		e = insert(c, id, no, size);
 		if (e)
 			reuse(c, e, victims);
@@ -302,7 +303,7 @@ static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, bool wa
 	pthread_mutex_unlock(&c->lock);
 	free_chain(victims);
 	if (!e)
-		return wait ? -ENOMEM : 0;
+		return room ? -ENOMEM : 0;
 	if (!e->data)
 		e->data = malloc(e->size ? e->size : 1);
 	if (!e->data) {
@@ -336,16 +337,23 @@ int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, bool wai
 	       struct bcache_ent **out)
 {
 	struct bcache_ent *e;
+	int ret;
 
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		e = find(c, id, no);
-		if (e || !wait)
+		if (e)
 			break;
-		if (has_room(c, charge(size)))
-			return miss(c, id, no, size, true, out);
+		/*
+		 * Evict and insert in one go, so that the new entry can take a
+		 * victim's buffer; wait only if that finds no room.
+		 */
+		ret = miss(c, id, no, size, out);
+		if (ret != 0 || !wait)
+			return ret == 0 ? -EAGAIN : ret;
 		/* The table may change while we wait: look the chunk up again after. */
+		pthread_mutex_lock(&c->lock);
 		wait_room(c, charge(size));
 	}
 	if (e && e->state == ENT_FILLING) {
@@ -372,12 +380,9 @@ int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, bool wai
 		*out = e;
 		return 0;
 	}
-	if (e) {
-		*out = hit(c, e);
-		pthread_mutex_unlock(&c->lock);
-		return 0;
-	}
-	return miss(c, id, no, size, false, out) == 1 ? 1 : -EAGAIN;
+	*out = hit(c, e);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 void bcache_wait_room(struct bcache *c, size_t size)
@@ -408,7 +413,7 @@ int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size,
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	return miss(c, id, no, size, false, out);
+	return miss(c, id, no, size, out);
 }
 
 void bcache_done(struct bcache *c, struct bcache_ent *e, int err)

@@ -13,12 +13,13 @@
  * evicted, least recently used first, to make room.
  *
  * Room: a new entry is admitted only if it then fits the budget, or if the
- * table holds no other entry (one unit larger than the budget is served
- * alone; charged bytes do not count here).  Referenced entries are never evicted, so when readers hold the
- * budget, a new entry waits (bcache_get with wait) or is refused (the other
- * calls).  So the budget holds, give or take the 1/8 of a reused buffer,
- * except while one unit larger than the whole budget is in use.  A caller
- * that holds references must never wait for room: it could wait for itself.
+ * table is otherwise empty (one unit larger than the budget is served
+ * alone; charges are not entries, so they alone never shut readers out).
+ * Referenced entries are never evicted, so when readers hold the budget, a
+ * new entry waits (bcache_get with wait) or is refused (the other calls).
+ * So the budget holds, give or take the 1/8 of a reused buffer, except
+ * while one unit larger than the whole budget is in use.  A caller that
+ * holds references must never wait for room: it could wait for itself.
  *
  * A miss makes the caller the filler: the entry is in the table at once,
  * marked in flight, and the lock is dropped while the caller decodes into
