@@ -46,6 +46,8 @@ START_TEST(strip_xz_and_gz)
 	assert_strip("a.b.c.xz", "a.b.c");
 	assert_strip("x.gz.gz", "x.gz"); /* one suffix at a time */
 	assert_strip("x.xz.gz", "x.xz");
+	assert_strip("x.zst", "x");
+	assert_strip("pmlogger.20261130.0.zst", "pmlogger.20261130.0");
 }
 END_TEST
 
@@ -56,6 +58,8 @@ START_TEST(strip_tgz_and_txz_to_tar)
 	assert_strip("x.tar.gz", "x.tar");
 	assert_strip("x.tar.xz", "x.tar");
 	assert_strip("backup-2024.01.tgz", "backup-2024.01.tar");
+	assert_strip("x.tzst", "x.tar");
+	assert_strip("x.tar.zst", "x.tar");
 }
 END_TEST
 
@@ -75,7 +79,7 @@ END_TEST
 
 START_TEST(strip_only_known_suffixes)
 {
-	static const char *const names[] = {"x.bz2",  "x.zst",	  "x.lzma", "x.z",    "x.Z",
+	static const char *const names[] = {"x.bz2",  "x.zstd",	  "x.lzma", "x.z",    "x.Z",
 					    "x.gzip", "x.gz.bak", "x.xz~",  "xz",     "gz",
 					    "x.tar",  "x.tbz2",	  "x.tgzz", "x.xzgz", "xgz",
 					    "x_gz",   "x.g",	  "x."};
