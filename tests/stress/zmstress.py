@@ -53,6 +53,7 @@ import tempfile
 import time
 import traceback
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -165,17 +166,22 @@ def src_name(spec):
 # --------------------------------------------------------------------------
 # the plan: files, mutations, worker ops -- all from the seed
 # --------------------------------------------------------------------------
-def make_files(rnd, scale):
+def make_files(rnd, scale, depth=None):
     """The file specs of one tree.  Sizes are scaled by SCALE."""
     def sz(n):
         return max(4096, int(n * scale))
-    depth = rnd.randint(200, 400)
+    d = rnd.randint(200, 400)
+    depth = depth or d
     deep = '/'.join(['d'] * depth)
     files = [
         dict(path='xz_one', fmt='xz', kind='text', size=sz(3 * MiB)),
         dict(path='xz_many', fmt='xz', kind='text', size=sz(4 * MiB), block=256 * KiB),
         dict(path='xz_big', fmt='xz', kind='text', size=sz(7 * MiB), block=3 * MiB),
         dict(path='xz_tiny', fmt='xz', kind='text', size=sz(192 * KiB), block=1 * KiB),
+        # twins: one Block each, the same layout, so a decoder reading the other
+        # one's descriptor would decode it without an error until the Check
+        dict(path='xz_twin_a', fmt='xz', kind='rand', size=sz(2560 * KiB)),
+        dict(path='xz_twin_b', fmt='xz', kind='rand', size=sz(2560 * KiB)),
         dict(path='xz_rw', fmt='xz', kind='rand', size=sz(2 * MiB), block=512 * KiB),
         dict(path='gz_one', fmt='gz', kind='text', size=sz(3 * MiB)),
         dict(path='gz_many', fmt='gz', kind='text', size=sz(4 * MiB), members=8),
@@ -243,7 +249,7 @@ def make_mutations(rnd, files, duration, n, kinds_on=ALL_MUTATIONS):
                        and files[fid]['path'] != 'plain_fifo')
         if k == 'delete':
             # deleting is final for that file; keep most files alive
-            cands = [c for c in cands if c not in (0, 1)]
+            cands = [c for c in cands if not files[c]['path'].startswith(('xz_one', 'xz_many'))]
         if k == 'rewrite_mtime':
             # the same size and Block layout: the '_rw' files (incompressible data)
             cands = [c for c in cands if files[c]['path'].endswith('_rw')
@@ -259,13 +265,12 @@ def make_mutations(rnd, files, duration, n, kinds_on=ALL_MUTATIONS):
     return muts
 
 
-def make_ops(rnd, files, maxsize, nops):
+def make_ops(rnd, files, maxsize, nops, few):
     """One worker's ops.  Handle ids are the worker's own; paths by fid.
 
     A worker has a style: 'few' keeps at most 2 handles and closes often (so
     an archive's last handle closes and it is opened again), 'many' holds
     up to 3 per file (bursts of more handles than files happen in both)."""
-    few = rnd.random() < 0.5
     cap = 2 if few else 3 * len(files)
     p_open, p_close = (0.2, 0.4) if few else (0.15, 0.27)
     ops = []
@@ -326,7 +331,7 @@ def make_plan(seed, args):
     opts, extra = MATRIX[seed % len(MATRIX)]
     if args.opts is not None:
         opts, extra = args.opts, (['-s'] if args.sflag else [])
-    files = make_files(rnd, args.scale)
+    files = make_files(rnd, args.scale, args.depth)
     duration = args.seconds
     muts = make_mutations(rnd, files, duration * 0.8, rnd.randint(6, 10), args.muts.split(','))
     # version sizes are needed for offsets; compute them from the plan
@@ -338,10 +343,12 @@ def make_plan(seed, args):
     # time-bound: enough ops for the time (workers stop at it); a long run is many runs
     nops = args.ops if args.ops else int(min(60000, max(3000, duration * 400)))
     workers = []
+    style = rnd.choice(('few', 'many', 'mixed'))
     for w in range(args.workers):
         wr = random.Random(f'{seed}/w{w}')
-        workers.append(make_ops(wr, files, maxsize, nops))
-    return dict(seed=seed, opts=opts, extra=extra, files=files, muts=muts,
+        few = style == 'few' or (style == 'mixed' and w % 2 == 0)
+        workers.append(make_ops(wr, files, maxsize, nops, few))
+    return dict(seed=seed, opts=opts, extra=extra, files=files, muts=muts, style=style,
                 workers=workers, seconds=duration, scale=args.scale)
 
 
@@ -373,13 +380,18 @@ def build_tree(plan, work):
     src = os.path.join(work, 'src')
     os.makedirs(src)
     seed = plan['seed']
-    for f in plan['files']:
+
+    def one(f):
         data = content(seed, f['fid'], 0, f['size'], f['kind'])
         write_model(work, f['fid'], 0, data)
         p = os.path.join(src, src_name(f))
         os.makedirs(os.path.dirname(p), exist_ok=True)
         with open(p, 'wb') as fh:
             fh.write(encode(f, data))
+    # xz runs as a child process: two at a time (the CI machine has 2 cores)
+    with ThreadPoolExecutor(2) as ex:
+        for _ in ex.map(one, sorted(plan['files'], key=lambda f: -f['size'])):
+            pass
     # what the swapped-in symlink points at: files of the same names outside
     # SRC, with content no version has (the "EVIL" file ids 9000+)
     out = os.path.join(work, 'outside', 'swapdir')
@@ -521,6 +533,29 @@ def match_versions(work, fid, off, n, data, cache):
     return got
 
 
+def explain(work, fid, off, n, data, cache):
+    """Which version each 4 KiB piece of DATA matches, as runs; and a short read."""
+    vs = model_versions(work, fid)
+    want = {v: cache[(fid, v)][off:off + n] for v in vs if (fid, v) in cache}
+    notes = []
+    for v, w in want.items():
+        if len(data) < len(w) and w[:len(data)] == data:
+            notes.append(f'a SHORT READ: {len(data)} of the {len(w)} bytes version {v} has there')
+    runs = []
+    step = 4096
+    for a in range(0, len(data), step):
+        piece = data[a:a + step]
+        who = ','.join(f'v{v}' for v, w in want.items() if w[a:a + len(piece)] == piece) or 'none'
+        if runs and runs[-1][2] == who:
+            runs[-1][1] = a + len(piece)
+        else:
+            runs.append([a, a + len(piece), who])
+    desc = ' '.join(f'[+{a}..+{b}: {who}]' for a, b, who in runs[:8])
+    if len(runs) > 8:
+        desc += f' ... ({len(runs)} runs)'
+    return '; '.join(notes + [f'{len(data)} bytes by 4 KiB piece: {desc}'])
+
+
 def diagnose(data, fid, off):
     """Where the wrong bytes came from, from the markers they carry."""
     seen = []
@@ -600,7 +635,8 @@ def worker_main(wid, plan, work, mnt, t_stop, hb, logpath):
                         mv = match_versions(work, fid, op['off'], op['len'], data, cache)
                         rec['match'] = mv
                         if not mv:
-                            rec['diag'] = diagnose(data, fid, op['off'])
+                            rec['diag'] = (explain(work, fid, op['off'], op['len'], data, cache)
+                                           + '; ' + diagnose(data, fid, op['off']))
                             bad = os.path.join(work, f'bad-w{wid}-{i}.bin')
                             with open(bad, 'wb') as bf:
                                 bf.write(data)
@@ -725,16 +761,25 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
     fails = []
     files = plan['files']
     nreads = nok = neio = nopen = 0
+    first_t = 1e18 if cutoff >= 1e18 else cutoff   # when the first failure was seen
+    allrecs = {}
     for w in range(len(plan['workers'])):
+        nfails = len(fails)
+        prev_t1 = 0.0
         p = os.path.join(work, f'w{w}.log')
         if not os.path.exists(p):
             continue
         handles = {}
         with open(p) as f:
             recs = [json.loads(ln) for ln in f if ln.strip()]
+        allrecs[w] = recs
         for r in recs:
             if r['t1'] > cutoff:    # after a hang or a crash: consequences, not causes
                 break
+            if len(fails) > nfails:
+                first_t = min(first_t, prev_t1)
+            nfails = len(fails)
+            prev_t1 = r['t1']
             if 'exc' in r:
                 fails.append(('exception', f'w{w} op {r["i"]}: {r["exc"]}'))
                 continue
@@ -779,7 +824,8 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
                     continue
                 m = set(r['match'])
                 if not m:
-                    fails.append(('wrong bytes', f'{where}: {r["n"]} bytes that are no version '
+                    cls = 'short read' if 'SHORT READ' in (r.get('diag') or '') else 'wrong bytes'
+                    fails.append((cls, f'{where}: {r["n"]} bytes that are no version '
                                   f'of the file; {r.get("diag")}'))
                     continue
                 allowed = h['allowed']
@@ -787,6 +833,12 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
                     allowed = {v['ver'] for v in tl.valid_during(fid, h['t0'], r['t1'])
                                if v['kind'] == 'data'}
                 ok = m & allowed
+                if not ok and h['seen'] is not None and files[fid]['fmt'] != 'plain':
+                    fails.append(('mixed versions', f'{where}: bytes of version(s) {sorted(m)}, '
+                                  f'but this handle read version(s) {sorted(h["seen"])} before '
+                                  f'(op {h["first"]}), and only {sorted(allowed)} were current '
+                                  f'while it was opened'))
+                    continue
                 if not ok:
                     fails.append(('stale/future version', f'{where}: bytes of version(s) '
                                   f'{sorted(m)}, but only {sorted(allowed)} were current '
@@ -809,8 +861,16 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
                 handles.pop(r['h'], None)
             elif r['op'] == 'ls' and r.get('err') == 'ENOTCONN':
                 fails.append(('daemon gone', f'w{w} op {r["i"]} ls: ENOTCONN'))
+        if len(fails) > nfails:
+            first_t = min(first_t, prev_t1)
     res.note(f'{label}: {nopen} opens, {nreads} reads: {nok} right bytes, '
              f'{neio} allowed errors after a change')
+    if fails and first_t < 1e18:
+        # for --shrink: each worker's ops that started before the first failure
+        cut = {w: max([r['i'] for r in recs if r['t0'] <= first_t] + [-1]) + 2
+               for w, recs in allrecs.items()}
+        with open(os.path.join(work, 'first_fail.json'), 'w') as f:
+            json.dump(dict(t=first_t, cut=cut), f)
     return fails, nreads
 
 
@@ -953,7 +1013,7 @@ def run_plan(plan, args, res, label, quiet=False):
         fails.append(('memory', f'daemon VmHWM {hwm / MiB:.1f} MiB > bound {hwm_bound / MiB:.0f} MiB'))
     if not quiet:
         kinds = ','.join(r['kind'] for r in mutlog)
-        res.note(f'{label}: {len(mutlog)} mutations ({kinds}); '
+        res.note(f'{label}: handle style {plan.get("style")}; {len(mutlog)} mutations ({kinds}); '
                  f'{tl.same_size_rewrites} same-size mtime-restoring rewrites; '
                  f'VmHWM {hwm / MiB:.1f} MiB (bound {hwm_bound / MiB:.0f} MiB)')
     if nreads == 0 and not fails:
@@ -988,6 +1048,7 @@ def report(plan, fails, work, res, label, args):
         'hang': 'no op exceeds its deadline (no hang)',
         'daemon died': 'the daemon stays alive',
         'wrong bytes': 'every read returns bytes of some version of its file',
+        'short read': 'no short read before EOF',
         'stale/future version': 'every read returns a version current when its handle was opened',
         'mixed versions': 'one handle never returns bytes of two versions',
         'bad read error': 'no read error unless the file changed',
@@ -1045,7 +1106,7 @@ def handle_units(ops):
     return list(units.values())
 
 
-def shrink(plan, args, want):
+def shrink(plan, args, want, work0):
     res = zmtest.Results()
     tries = 0
     best = plan
@@ -1061,7 +1122,17 @@ def shrink(plan, args, want):
             shutil.rmtree(work, ignore_errors=True)
         return same
 
-    # whole workers first, then mutations, then halves of each worker's handles
+    # the ops up to the first failure first, then whole workers, then
+    # single mutations, then halves (quarters, ...) of each worker's handles
+    try:
+        with open(os.path.join(work0, 'first_fail.json')) as f:
+            cut = json.load(f)['cut']
+        cand = dict(best, workers=[ops[:cut.get(str(w), len(ops))]
+                                   for w, ops in enumerate(best['workers'])])
+        if fails_same(cand):
+            best = cand
+    except (OSError, ValueError, KeyError):
+        pass
     for w in range(len(best['workers']) - 1, -1, -1):
         if len(best['workers']) > 1 and tries < args.shrink_tries:
             cand = dict(best, workers=[x for j, x in enumerate(best['workers']) if j != w])
@@ -1112,6 +1183,8 @@ def main():
     ap.add_argument('--opts', default=None, help='-o options instead of the seed\'s MATRIX row')
     ap.add_argument('--sflag', action='store_true', help='with --opts: add -s')
     ap.add_argument('--scale', type=float, default=1.0, help='file sizes x this (default 1)')
+    ap.add_argument('--depth', type=int, default=None,
+                    help='levels of the deep directory chain (default: 200-400 from the seed)')
     ap.add_argument('--hwm-mib', type=int, default=None,
                     help='VmHWM bound in MiB (default: cache_size + 64 MiB)')
     ap.add_argument('--deadline', type=float, default=20.0,
@@ -1158,7 +1231,7 @@ def main():
         for c in classes:
             found.setdefault(c, []).append(plan['seed'])
         if fails and args.shrink:
-            small = shrink(plan, args, classes)
+            small = shrink(plan, args, classes, work)
             sp = os.path.join(work, 'replay-small.json')
             with open(sp, 'w') as f:
                 json.dump(small, f)
