@@ -635,6 +635,10 @@ def worker_main(wid, plan, work, mnt, t_stop, hb, logpath):
                         mv = match_versions(work, fid, op['off'], op['len'], data, cache)
                         rec['match'] = mv
                         if not mv:
+                            rec['prefix_of'] = [v for v in model_versions(work, fid)
+                                                if len(cache[(fid, v)][op['off']:op['off'] + op['len']])
+                                                > len(data) and cache[(fid, v)][op['off']:
+                                                op['off'] + len(data)] == data]
                             rec['diag'] = (explain(work, fid, op['off'], op['len'], data, cache)
                                            + '; ' + diagnose(data, fid, op['off']))
                             bad = os.path.join(work, f'bad-w{wid}-{i}.bin')
@@ -790,7 +794,9 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
                 if 'err' in r:
                     if r['err'] == 'ENOTCONN':
                         fails.append(('daemon gone', f'w{w} op {r["i"]} open {short(files[fid]["path"])!r}: ENOTCONN'))
-                    elif r['err'] in ('ENOENT', 'ESTALE', 'EIO', 'ELOOP', 'ENOTDIR', 'EACCES') and (
+                    # (EINVAL: O_DIRECT on a FIFO, refused by the kernel itself)
+                    elif r['err'] in ('ENOENT', 'ESTALE', 'EIO', 'ELOOP', 'ENOTDIR', 'EACCES',
+                                      'EINVAL') and (
                             tl.changing(fid, r['t0'], r['t1'])
                             or any(v['kind'] != 'data' for v in valid)):
                         pass
@@ -823,6 +829,13 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
                                       f'changed during the handle\'s life'))
                     continue
                 m = set(r['match'])
+                pre = set(r.get('prefix_of', ())) & h['allowed']
+                if (not m and pre and (r['off'] + r['n']) % 4096 == 0
+                        and tl.changed_after(fid, h['t0'], r['t1'])):
+                    # README: a read in flight when the file is changed in place may
+                    # return the old bytes up to a page boundary and then fail
+                    neio += 1
+                    continue
                 if not m:
                     cls = 'short read' if 'SHORT READ' in (r.get('diag') or '') else 'wrong bytes'
                     fails.append((cls, f'{where}: {r["n"]} bytes that are no version '
