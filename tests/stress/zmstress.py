@@ -698,6 +698,19 @@ def dump_threads(pid):
                 out += ['    ' + ln.rstrip() for ln in f if ln.strip()]
         except OSError as e:
             out.append(f'    (stack not readable: {e.strerror})')
+    gdb = shutil.which('gdb')
+    if gdb:
+        # the user-space side: which lock each thread waits on
+        try:
+            p = subprocess.run([gdb, '-p', str(pid), '-batch', '-nx', '-ex', 'thread apply all bt'],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=60)
+            bt = [ln for ln in p.stdout.decode(errors='replace').splitlines()
+                  if ln.startswith(('Thread ', '#'))]
+            out.append('  gdb backtraces:')
+            out += ['    ' + ln[:200] for ln in bt]
+        except subprocess.TimeoutExpired:
+            out.append('  (gdb timed out)')
     return '\n'.join(out)
 
 
@@ -878,7 +891,7 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
             first_t = min(first_t, prev_t1)
     res.note(f'{label}: {nopen} opens, {nreads} reads: {nok} right bytes, '
              f'{neio} allowed errors after a change')
-    if fails and first_t < 1e18:
+    if (fails or cutoff < 1e18) and first_t < 1e18:
         # for --shrink: each worker's ops that started before the first failure
         cut = {w: max([r['i'] for r in recs if r['t0'] <= first_t] + [-1]) + 2
                for w, recs in allrecs.items()}
