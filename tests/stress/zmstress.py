@@ -959,9 +959,10 @@ def run_plan(plan, args, res, label, quiet=False):
                 crashed = m.proc.returncode
                 break
             for w in range(nw):
-                if hbs[w][1] and now - hbs[w][1] > args.deadline:
-                    op = plan['workers'][w][int(hbs[w][0])]
-                    hang = (w, int(hbs[w][0]), op, now - hbs[w][1])
+                # read each shared value once: the worker clears t0 at any moment
+                t0, i = hbs[w][1], int(hbs[w][0])
+                if t0 and now - t0 > args.deadline:
+                    hang = (w, i, plan['workers'][w][i], now - t0)
                     break
             if hang:
                 break
@@ -1224,6 +1225,8 @@ def main():
     ap.add_argument('--shrink', action='store_true', help='on failure, bisect the op lists')
     ap.add_argument('--shrink-tries', type=int, default=24)
     args = ap.parse_args()
+    if args.depth is not None and not 1 <= args.depth <= 900:
+        ap.error('--depth must be 1..900 (paths stay under PATH_MAX for the checker itself)')
 
     zmtest.require_fuse()
     res = zmtest.Results()
