@@ -1117,7 +1117,7 @@ def report(plan, fails, work, res, label, args):
         with open(rp, 'w') as f:
             json.dump(dict(plan, workers=trimmed), f)
         print(f'# FAILED: seed {plan["seed"]}, options "{plan["opts"]}" {" ".join(plan["extra"])}'
-              f' -- work dir kept: {work}\n# replay: {sys.argv[0]} --zmount {args.zmount} '
+              f' -- work dir: {work} (logs and replay; the trees too with --keep)\n# replay: {sys.argv[0]} --zmount {args.zmount} '
               f'--replay {rp} [--shrink]', flush=True)
     return classes
 
@@ -1146,7 +1146,7 @@ def shrink(plan, args, want, work0):
         same = bool(set(fail_classes(f)) & set(want))
         print(f'# shrink try {tries}: {sum(len(w) for w in p["workers"])} ops, '
               f'{len(p["muts"])} mutations -> {"still fails" if same else "passes"}', flush=True)
-        if not args.keep:
+        if not args.keep and not zmtest.is_mounted(os.path.join(work, 'm', 'mnt')):
             shutil.rmtree(work, ignore_errors=True)
         return same
 
@@ -1267,8 +1267,19 @@ def main():
                 json.dump(small, f)
             print(f'# shrunk to {sum(len(w) for w in small["workers"])} ops and '
                   f'{len(small["muts"])} mutations: --replay {sp}', flush=True)
-        if not fails and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        if not args.keep and zmtest.is_mounted(os.path.join(work, 'm', 'mnt')):
+            print(f'# {work}/m/mnt is still mounted: work dir left as it is', flush=True)
+        elif not args.keep:
+            if not fails:
+                shutil.rmtree(work, ignore_errors=True)
+            else:
+                # keep what reproduces and explains it (the plan, the logs); drop
+                # the trees, which a replay rebuilds from the seed
+                for name in os.listdir(work):
+                    if name in ('src', 'model', 'outside', 'grave', 'idx', 'm'):
+                        shutil.rmtree(os.path.join(work, name), ignore_errors=True)
+                    elif name.startswith('bad-'):
+                        os.unlink(os.path.join(work, name))
     if found:
         print('# failure classes by seed: ' + '; '.join(f'{c}: {s}' for c, s in sorted(found.items())),
               flush=True)
