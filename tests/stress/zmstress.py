@@ -850,6 +850,11 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
                     # return the old bytes up to a page boundary and then fail
                     neio += 1
                     continue
+                if not m and files[fid]['fmt'] == 'plain' and tl.changing(fid, r['t0'], r['t1']):
+                    # a plain file is read through: a read that overlaps an in-place
+                    # write may see part of each, as on any file system
+                    neio += 1
+                    continue
                 if not m:
                     cls = 'short read' if 'SHORT READ' in (r.get('diag') or '') else 'wrong bytes'
                     fails.append((cls, f'{where}: {r["n"]} bytes that are no version '
