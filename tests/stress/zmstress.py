@@ -341,8 +341,9 @@ def make_plan(seed, args):
             f = files[m['fid']]
             maxsize[f['fid']] = max(maxsize[f['fid']], f['size'] * 2)
     # time-bound: enough ops for the time (workers stop at it); a long run is many runs
-    # (a fast op takes about 1 ms: 1500 per second keeps a worker busy to the end)
-    nops = args.ops if args.ops else int(min(120000, max(3000, duration * 1500)))
+    # (about 1500 ops a second per worker: at cache_size=256M a worker may run out
+    # of ops before the time is up; generating more costs more time up front)
+    nops = args.ops if args.ops else int(min(100000, max(3000, duration * 1500)))
     workers = []
     style = rnd.choice(('few', 'many', 'mixed'))
     for w in range(args.workers):
