@@ -45,7 +45,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -581,7 +580,6 @@ def worker_main(wid, plan, work, mnt, t_stop, hb, logpath):
     cache = {}
     handles = {}
     log = open(logpath, 'w')
-    buf_direct = None
 
     def emit(rec):
         log.write(json.dumps(rec) + '\n')
@@ -660,7 +658,6 @@ def worker_main(wid, plan, work, mnt, t_stop, hb, logpath):
             pass
     log.close()
     hb[2] = 1.0
-    del buf_direct
 
 
 # --------------------------------------------------------------------------
