@@ -28,12 +28,21 @@
  *                                   Inside it: pool.lock (pool_submit,
  *                                   which never waits), zlog.
  *  reader.stream     index/reader.c serialises the decode of one large
- *                                   streamed xz Block.  Inside it:
- *                                   bcache.lock (bcache_get/claim/done;
- *                                   bcache_get may wait on bcache.filled for
- *                                   a fill another thread is running now,
- *                                   never for a queued job), reader.lock
- *                                   (check_unchanged, fail_entry).
+ *                                   streamed unit (xz Block, zstd frame,
+ *                                   gzip span).  Inside it: parked_lock
+ *                                   (park, unpark), bcache.lock
+ *                                   (bcache_get without waiting for room,
+ *                                   claim, done, charge; bcache_get may wait
+ *                                   on bcache.filled for a fill another
+ *                                   thread is running now, never for a
+ *                                   queued job), reader.lock
+ *                                   (check_unchanged, fail_entry).  Room in
+ *                                   the cache is never waited for under it
+ *                                   (get_unit drops it first): a holder of
+ *                                   pinned units may need it.
+ *  parked_lock       index/reader.c the list of parked decoders of all
+ *                                   readers.  Leaf: decoders are closed and
+ *                                   uncharged after it is dropped.
  *  arctab.lock       fs/arctab.c    the archive table.  Leaf.  Its
  *                                   condition variables wait for a
  *                                   reader_open (opened) or an attach or
@@ -55,7 +64,12 @@
  *                                   job count.  Leaf; reader.idle (drain)
  *                                   waits on it, see rule 2.
  *  bcache.lock       index/bcache.c the cache.  Leaf: buffers are freed
- *                                   after it is dropped.
+ *                                   after it is dropped.  bcache.room is
+ *                                   waited on (bcache_get with wait,
+ *                                   bcache_wait_room) only by a thread that
+ *                                   holds no cache reference and no other
+ *                                   lock: every reference is released
+ *                                   without waiting, so room comes.
  *  pool.lock         index/pool.c   the job queue.  Leaf: jobs run with it
  *                                   dropped.
  *
