@@ -270,11 +270,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->node = nodes_get(c->nodes, ino);
 	ret = h->node ? note_limits(open_node(c, h->node, h, &same)) : -ESTALE;
 	if (ret < 0) {
+		if (ret == -EIO)
+			reader_note_error(); /* a corrupt archive: its cause was logged when indexed */
+		if (h->node)
+			zlog(ZLOG_DEBUG, "open %s: %s", h->node->path, strerror(-ret));
 		nodes_put(c->nodes, h->node);
 		free(h);
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	zlog(ZLOG_DEBUG, "open %s (%s, node %llu)", h->node->path,
+	     h->node->arc ? "archive" : "plain", (unsigned long long)h->node->id);
 	/*
 	 * A node is one version of a file: its pages never go stale.  A plain
 	 * file that changed since its node was looked up (the kernel still

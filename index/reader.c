@@ -83,6 +83,11 @@ void reader_get_counters(struct reader_counters *out)
 	out->served_bytes = atomic_load(&reader_stats.served);
 }
 
+void reader_note_error(void)
+{
+	atomic_fetch_add(&reader_stats.errors, 1);
+}
+
 void reader_opts_default(struct reader_opts *o, size_t cache_size)
 {
 	o->span = 1u << 20;

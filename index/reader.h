@@ -170,6 +170,9 @@ struct reader_counters {
 
 void reader_get_counters(struct reader_counters *out);
 
+/* Counts one more read error (read_errors) found by a caller: a failed open of a corrupt archive. */
+void reader_note_error(void);
+
 /* The source's stat at open: device, inode, size and times identify it. */
 const struct stat *reader_stat(const struct reader *r);
 
