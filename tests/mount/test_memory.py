@@ -220,6 +220,9 @@ def case_deflate(args, res, work):
                 res.ok('deflate: random reads (O_DIRECT) are zeros')
         finally:
             os.close(fd)
+        warn = [ln for ln in m.log_lines() if 'zeros.gz' in ln and 'more than cache_size/2' in ln]
+        res.check('deflate: one warning says the span is wider than cache_size/2',
+                  len(warn) == 1, f'{len(warn)} lines')
         hwm = vm(m.proc.pid, 'VmHWM')
         lim = base + bound(1 * MiB, 2, 128 << 10)
         res.check('deflate: VmHWM within the bound', hwm <= lim,
