@@ -53,8 +53,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: zmount SRC MNT [-f] [-d] [-s] [-o OPT[,OPT...]]\n"
-		"Mounts directory SRC read-only at MNT; every x.xz and x.gz shows as x,\n"
-		"x.txz and x.tgz as x.tar, decompressed on demand.\n\n"
+		"Mounts directory SRC read-only at MNT; every x.xz, x.gz and x.zst shows as x,\n"
+		"x.txz, x.tgz and x.tzst as x.tar, decompressed on demand.\n\n"
 		"zmount options:\n"
 		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G)\n"
 		"  -o span=SIZE        gzip checkpoint spacing (default 1M; 64K..64M)\n"
