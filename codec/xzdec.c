@@ -601,6 +601,10 @@ static int scan_add(struct xz_scan *s, const struct xzdec_block *b)
 {
 	struct xzdec_index *idx = s->idx;
 
+	if (idx->nblocks >= XZDEC_SCAN_MAX_BLOCKS)
+		return zerr_set(s->err, SCAN_DAMAGE, b->coff,
+				"more than %zu Blocks; the rest is not scanned",
+				(size_t)XZDEC_SCAN_MAX_BLOCKS);
 	if (idx->nblocks == s->cap) {
 		size_t cap = s->cap ? s->cap : 64, bytes;
 		void *p;

@@ -98,6 +98,8 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
 
 /* The most memory xzdec_index_scan lets one Block's decoder use. */
 #define XZDEC_SCAN_MEMLIMIT (256u << 20)
+/* The most Blocks xzdec_index_scan lists: 64 MiB of them, as for an Index. */
+#define XZDEC_SCAN_MAX_BLOCKS ((64u << 20) / sizeof(struct xzdec_block))
 
 /*
  * Salvage: builds the index of fd (size bytes long) by decoding it forward
@@ -124,8 +126,9 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
  *    corrupt or disagreeing Index, Footer or Stream Padding, bytes after a
  *    Stream that are not another Stream, and also Blocks that are not
  *    damaged but cannot be decoded here: an unsupported filter, or one
- *    needing more than XZDEC_SCAN_MEMLIMIT bytes of decoder memory, or
- *    output past XZDEC_MAX_USIZE.
+ *    needing more than XZDEC_SCAN_MEMLIMIT bytes of decoder memory,
+ *    output past XZDEC_MAX_USIZE, or a Block after the first
+ *    XZDEC_SCAN_MAX_BLOCKS.
  * A Block is kept only whole: the bytes a failing Block decodes before
  * its failure are dropped, though `xz -dc` prints them before its error,
  * because nothing verified them.  So the salvaged bytes are a prefix of
@@ -142,9 +145,11 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
  *   -EIO     pread failed.
  *
  * Cost: the whole file is decoded once, one Block at a time, into a 64 KiB
- * scratch buffer; memory is one decoder (at most XZDEC_SCAN_MEMLIMIT, its
- * dictionary capped by the Block's size as for xzdec_dec_open), two 64 KiB
- * buffers and the Block list.  No recursion.
+ * scratch buffer; memory is one decoder (at most XZDEC_SCAN_MEMLIMIT; its
+ * dictionary is capped by the Block's uncompressed size when the header
+ * gives it, and always by XZDEC_MAX_RATIO times the compressed bytes it
+ * can have), two 64 KiB buffers and the Block list (at most 64 MiB).  No
+ * recursion.  Time is one full decode, as for a gzip index build.
  * Threads: like xzdec_index_read, it touches nothing shared but fd.
  */
 int xzdec_index_scan(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err);

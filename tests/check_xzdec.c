@@ -1350,6 +1350,40 @@ START_TEST(test_scan_two_streams)
 }
 END_TEST
 
+/*
+ * A header asking for a 4 GiB dictionary: on a small Block the scan caps it
+ * by what the Block's compressed bytes can expand to and decodes it; on a
+ * large one it would need more than XZDEC_SCAN_MEMLIMIT and stops there.
+ */
+START_TEST(test_scan_memlimit)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	size_t len;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), "dict-small.xz");
+	len = write_handmade(path, 4000, 0);
+	expect_scan(path, NULL, 0, 1);
+	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+	ck_assert_uint_eq(idx->usize, len);
+	xzdec_index_free(idx);
+	close(fd);
+
+	tpath(path, sizeof(path), "dict-big.xz");
+	write_handmade(path, 1u << 20, 0);
+	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(idx->salvaged, 1);
+	ck_assert_uint_eq(idx->nblocks, 0);
+	ck_assert_msg(strstr(e.msg, "MiB to decode"), "message: %s", e.msg);
+	ck_assert_uint_eq(e.coff, 12);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
 /* Not .xz, or a bad first Stream Header: nothing to salvage, -EINVAL. */
 START_TEST(test_scan_refused)
 {
@@ -1482,6 +1516,7 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{"scan_corrupt_block", test_scan_corrupt_block, 0},
 		{"scan_two_streams", test_scan_two_streams, 0},
 		{"scan_refused", test_scan_refused, 0},
+		{"scan_memlimit", test_scan_memlimit, 0},
 		{"scan_corpus", test_scan_corpus, 1},
 	};
 
