@@ -368,7 +368,7 @@ static void bld_salvage(struct gz_build *b, uint64_t verified)
 int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
 			   unsigned flags, struct gzdec_index **out, struct zerr *err)
 {
-	struct zerr own = { 0 };
+	struct zerr own = {0};
 	struct gz_build b = {.fd = fd, .size = size, .err = err ? err : &own};
 	struct gzdec_index *idx = NULL;
 	uint64_t last = 0;     /* uoff of the newest checkpoint */

@@ -79,9 +79,9 @@ struct gzdec_index {
 	 * ISIZE, and damage_coff and verified mean nothing (an index built
 	 * here has verified == usize; one loaded from elsewhere may have 0).
 	 */
-	int salvaged;            /* 1: the data is damaged; usize stops before the damage */
-	uint64_t damage_coff;    /* compressed offset where the damage was seen (err->coff) */
-	uint64_t verified;       /* leading bytes of usize that passed a member's CRC32/ISIZE */
+	int salvaged;	      /* 1: the data is damaged; usize stops before the damage */
+	uint64_t damage_coff; /* compressed offset where the damage was seen (err->coff) */
+	uint64_t verified;    /* leading bytes of usize that passed a member's CRC32/ISIZE */
 };
 
 /*

@@ -569,9 +569,9 @@ struct xz_scan {
 	uint64_t size;
 	struct zerr *err;
 	struct xzdec_index *idx;
-	size_t cap;	/* blocks allocated in idx */
-	uint8_t *in;	/* XZDEC_CHUNK bytes of input */
-	uint8_t *out;	/* XZDEC_CHUNK bytes of scratch output */
+	size_t cap;   /* blocks allocated in idx */
+	uint8_t *in;  /* XZDEC_CHUNK bytes of input */
+	uint8_t *out; /* XZDEC_CHUNK bytes of scratch output */
 };
 
 /*
@@ -591,7 +591,8 @@ static int scan_read(struct xz_scan *s, void *buf, size_t len, uint64_t off, con
 			return zerr_set(s->err, -EIO, off + got, "reading %s: %s", what,
 					strerror((int)-n));
 		if (n == 0) /* shorter than the size we were given: it shrank */
-			return zerr_set(s->err, SCAN_DAMAGE, off + got, "file ends inside %s", what);
+			return zerr_set(s->err, SCAN_DAMAGE, off + got, "file ends inside %s",
+					what);
 		got += (size_t)n;
 	}
 	return 0;
@@ -632,7 +633,7 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 {
 	uint8_t hdr[LZMA_BLOCK_HEADER_SIZE_MAX];
 	lzma_filter filters[LZMA_FILTERS_MAX + 1];
-	lzma_block block = { 0 };
+	lzma_block block = {0};
 	lzma_stream strm = LZMA_STREAM_INIT;
 	uint64_t in_off, bound, mem, usize = 0;
 	/* room left for this Block's output in the whole file's */
@@ -656,8 +657,7 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 	if (lret == LZMA_MEM_ERROR)
 		return zerr_set(s->err, -ENOMEM, b->coff, "out of memory");
 	if (lret == LZMA_OPTIONS_ERROR)
-		return zerr_set(s->err, SCAN_DAMAGE, b->coff,
-				"unsupported filter or Block option");
+		return zerr_set(s->err, SCAN_DAMAGE, b->coff, "unsupported filter or Block option");
 	if (lret != LZMA_OK)
 		return zerr_set(s->err, SCAN_DAMAGE, b->coff, "Block Header is corrupt");
 	/* from here on filters holds options to free */
@@ -678,9 +678,10 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 	if (mem == UINT64_MAX)
 		ret = zerr_set(s->err, SCAN_DAMAGE, b->coff, "unsupported filter chain");
 	else if (mem > XZDEC_SCAN_MEMLIMIT)
-		ret = zerr_set(s->err, SCAN_DAMAGE, b->coff,
-			       "Block needs %llu MiB to decode, more than the %u MiB a scan may use",
-			       (unsigned long long)(mem >> 20), XZDEC_SCAN_MEMLIMIT >> 20);
+		ret = zerr_set(
+			s->err, SCAN_DAMAGE, b->coff,
+			"Block needs %llu MiB to decode, more than the %u MiB a scan may use",
+			(unsigned long long)(mem >> 20), XZDEC_SCAN_MEMLIMIT >> 20);
 	else if ((lret = lzma_block_decoder(&strm, &block)) != LZMA_OK)
 		ret = zerr_set(s->err, lret == LZMA_MEM_ERROR ? -ENOMEM : SCAN_DAMAGE, b->coff,
 			       "starting Block decoder: %s", xzdec_ret_name(lret));
@@ -693,9 +694,10 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 
 		if (strm.avail_in == 0 && !eof) {
 			uint64_t left = s->size - in_off;
-			ssize_t n = left ? xzdec_pread(s->fd, s->in,
-						       left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
-					 : 0;
+			ssize_t n =
+				left ? xzdec_pread(s->fd, s->in,
+						   left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
+				     : 0;
 
 			if (n < 0) {
 				ret = zerr_set(s->err, -EIO, in_off, "reading Block data: %s",
@@ -768,7 +770,8 @@ static int scan_index(struct xz_scan *s, lzma_index_hash *hash, uint64_t off, ui
 			want = (size_t)(s->size - pos);
 		n = xzdec_pread(s->fd, s->in, want, pos);
 		if (n < 0)
-			return zerr_set(s->err, -EIO, pos, "reading the Index: %s", strerror((int)-n));
+			return zerr_set(s->err, -EIO, pos, "reading the Index: %s",
+					strerror((int)-n));
 		if (n == 0)
 			return zerr_set(s->err, SCAN_DAMAGE, pos, "file ends inside an Index");
 		lret = lzma_index_hash_decode(hash, s->in, &in_pos, (size_t)n);
@@ -842,10 +845,11 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 		return ret;
 	lret = lzma_stream_header_decode(&hflags, buf);
 	if (lret == LZMA_FORMAT_ERROR)
-		return zerr_set(s->err, SCAN_DAMAGE, *off, "%s", stream ? "garbage after Stream Padding"
-									   : "not an .xz file");
+		return zerr_set(s->err, SCAN_DAMAGE, *off, "%s",
+				stream ? "garbage after Stream Padding" : "not an .xz file");
 	if (lret == LZMA_OPTIONS_ERROR)
-		return zerr_set(s->err, SCAN_DAMAGE, *off, "reserved Stream Flags (a newer format?)");
+		return zerr_set(s->err, SCAN_DAMAGE, *off,
+				"reserved Stream Flags (a newer format?)");
 	if (lret != LZMA_OK)
 		return zerr_set(s->err, SCAN_DAMAGE, *off, "Stream Header is corrupt");
 	idx->nstreams++;
@@ -856,8 +860,8 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 	if (!*hash)
 		return zerr_set(s->err, -ENOMEM, *off, "out of memory");
 	for (;;) {
-		struct xzdec_block b = { .coff = *off, .uoff = idx->usize, .stream = stream,
-					 .check = hflags.check };
+		struct xzdec_block b = {
+			.coff = *off, .uoff = idx->usize, .stream = stream, .check = hflags.check};
 		uint8_t first;
 
 		ret = scan_read(s, &first, 1, *off, "a Stream, before its Index");
@@ -869,7 +873,8 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 		if (ret)
 			return ret;
 		if (lzma_index_hash_append(*hash, b.unpadded, b.usize) != LZMA_OK)
-			return zerr_set(s->err, SCAN_DAMAGE, b.coff, "too many Blocks in one Stream");
+			return zerr_set(s->err, SCAN_DAMAGE, b.coff,
+					"too many Blocks in one Stream");
 		ret = scan_add(s, &b);
 		if (ret)
 			return ret;
@@ -888,7 +893,8 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 		return zerr_set(s->err, SCAN_DAMAGE, *off,
 				"Stream Footer disagrees with the Stream Header");
 	if (fflags.backward_size != ilen)
-		return zerr_set(s->err, SCAN_DAMAGE, *off, "Backward Size disagrees with the Index");
+		return zerr_set(s->err, SCAN_DAMAGE, *off,
+				"Backward Size disagrees with the Index");
 	*off += sizeof(buf);
 	ret = scan_padding(s, *off, &pad, &end);
 	if (ret)
@@ -903,8 +909,8 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 
 int xzdec_index_scan(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err)
 {
-	struct zerr own = { 0 };
-	struct xz_scan s = { .fd = fd, .size = size, .err = err ? err : &own };
+	struct zerr own = {0};
+	struct xz_scan s = {.fd = fd, .size = size, .err = err ? err : &own};
 	lzma_index_hash *hash = NULL;
 	uint64_t off = 0;
 	int ret;

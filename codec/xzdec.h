@@ -9,6 +9,9 @@
  * time (Stream Footer, Index, Stream Header, Stream Padding), and returns
  * a flat list of Blocks without decompressing anything.  xzdec_dec_*
  * decode one Block on its own, given its entry from that list.
+ * xzdec_index_scan() builds the same list the slow way, by decoding the
+ * file forward, for salvaging a file whose Index is gone or whose Blocks
+ * are damaged (its entries' sizes come from the decoded data).
  *
  * Every size in a Block entry comes from the file's Index and is therefore
  * untrusted until the Block decodes: the decoder is told the Index's sizes,
@@ -75,8 +78,8 @@ struct xzdec_index {
 	 * Set only by xzdec_index_scan; 0 from xzdec_index_read (and from
 	 * a scan of an undamaged file).
 	 */
-	int salvaged;              /* 1: the file is damaged; blocks stop before the damage */
-	uint64_t damage_coff;      /* compressed offset where the damage was seen (err->coff) */
+	int salvaged;	      /* 1: the file is damaged; blocks stop before the damage */
+	uint64_t damage_coff; /* compressed offset where the damage was seen (err->coff) */
 };
 
 /*

@@ -1130,8 +1130,8 @@ static void same_block(const struct xzdec_block *a, const struct xzdec_block *b,
 		       const char *name)
 {
 	ck_assert_msg(a->coff == b->coff && a->csize == b->csize && a->unpadded == b->unpadded &&
-			      a->uoff == b->uoff && a->usize == b->usize && a->stream == b->stream &&
-			      a->check == b->check,
+			      a->uoff == b->uoff && a->usize == b->usize &&
+			      a->stream == b->stream && a->check == b->check,
 		      "%s: Block %zu differs: coff %llu/%llu csize %llu/%llu usize %llu/%llu", name,
 		      i, (unsigned long long)a->coff, (unsigned long long)b->coff,
 		      (unsigned long long)a->csize, (unsigned long long)b->csize,
@@ -1147,8 +1147,7 @@ static void same_block(const struct xzdec_block *a, const struct xzdec_block *b,
  *    a prefix of what xz -dc prints (all of it when undamaged).
  * Returns the number of Blocks kept.
  */
-static size_t expect_scan(const char *path, const struct xzdec_index *whole, int damaged,
-			  long keep)
+static size_t expect_scan(const char *path, const struct xzdec_index *whole, int damaged, long keep)
 {
 	char cmd[3 * PATH_MAX], out[PATH_MAX];
 	struct xzdec_index *idx;
@@ -1211,7 +1210,7 @@ static long blocks_before(const struct xzdec_index *idx, uint64_t cut)
 START_TEST(test_scan_whole)
 {
 	static const char *const files[] = {"blocks.xz", "one.xz",  "sized.xz", "two.xz",
-					    "six.xz",    "twob.xz", "none.xz",  "sha256.xz"};
+					    "six.xz",	 "twob.xz", "none.xz",	"sha256.xz"};
 
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
 		struct xzdec_index *whole = read_index(files[f]), *idx;
@@ -1428,8 +1427,8 @@ static void scan_row(const struct row *r)
 		expect_scan(path, NULL, 0, -1);
 		return;
 	}
-	ck_assert_msg(ret == -EINVAL || (ret == 0 && idx->salvaged), "%s: %d, taken whole",
-		      r->file, ret);
+	ck_assert_msg(ret == -EINVAL || (ret == 0 && idx->salvaged), "%s: %d, taken whole", r->file,
+		      ret);
 	ck_assert_msg(e.msg[0], "%s: no message", r->file);
 	if (ret == 0) {
 		xzdec_index_free(idx);
