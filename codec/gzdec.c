@@ -333,18 +333,54 @@ int gzdec_header_check(int fd, uint64_t size, struct zerr *err)
 int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index **out,
 		      struct zerr *err)
 {
-	return gzdec_index_build_sink(fd, size, span, NULL, out, err);
+	return gzdec_index_build_opts(fd, size, span, NULL, 0, out, err);
 }
 
 int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
 			   struct gzdec_index **out, struct zerr *err)
 {
-	struct gz_build b = {.fd = fd, .size = size, .err = err};
-	struct gzdec_index *idx;
-	uint64_t last = 0; /* uoff of the newest checkpoint */
+	return gzdec_index_build_opts(fd, size, span, sink, 0, out, err);
+}
+
+/*
+ * Turns a build that failed on damaged data into the index of what came
+ * before the damage.  inflate has already written (and the sink has seen)
+ * every byte it decoded before it noticed the damage, and idx->usize counts
+ * them, which is what gzip -dc prints too.  Checkpoints at usize are
+ * dropped, but never the first: nothing may start at or after the damage.
+ */
+static void bld_salvage(struct gz_build *b, uint64_t verified)
+{
+	struct gzdec_index *idx = b->idx;
+
+	while (idx->npoints > 1 && idx->points[idx->npoints - 1].uoff >= idx->usize) {
+		idx->npoints--;
+		free(idx->points[idx->npoints].wz);
+		idx->points[idx->npoints].wz = NULL;
+	}
+	idx->salvaged = 1;
+	idx->damage_coff = b->err->coff; /* set by whoever saw the damage */
+	idx->verified = verified;
+	idx->trailing = GZDEC_TRAIL_NONE;
+	idx->trail_off = 0;
+}
+
+int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
+			   unsigned flags, struct gzdec_index **out, struct zerr *err)
+{
+	struct zerr own = {0};
+	struct gz_build b = {.fd = fd, .size = size, .err = err ? err : &own};
+	struct gzdec_index *idx = NULL;
+	uint64_t last = 0;     /* uoff of the newest checkpoint */
+	uint64_t verified = 0; /* usize at the end of the newest member whose trailer passed */
+	bool in_data = false;  /* past the first member's header: damage from here is salvaged */
+	bool salvage = false;  /* whether the failure at `fail` may be salvaged */
 	int ret;
 
 	*out = NULL;
+	err = b.err;
+	if (flags & ~GZDEC_SALVAGE)
+		return zerr_set(err, -EINVAL, 0, "unknown flags %#x", flags);
 	if (size > (uint64_t)INT64_MAX)
 		return zerr_set(err, -EINVAL, 0, "file too large");
 	b.span = span < GZ_MIN_SPAN ? GZ_MIN_SPAN : span;
@@ -360,8 +396,10 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
 
 		if (b.zs.avail_in == 0) {
 			ret = bld_fill(&b);
-			if (ret < 0)
+			if (ret < 0) {
+				salvage = ret == -EINVAL;
 				goto fail;
+			}
 		}
 		if (b.zs.avail_out == 0) {
 			b.zs.next_out = b.ring;
@@ -380,19 +418,27 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
 			sink->output(sink->ctx, b.zs.next_out - (before - b.zs.avail_out),
 				     before - b.zs.avail_out);
 		if (zret == Z_STREAM_END) {
+			/* inflate has checked this member's CRC32 and ISIZE */
+			verified = idx->usize;
+			in_data = true;
 			ret = bld_member_end(&b);
-			if (ret < 0)
+			if (ret < 0) {
+				salvage = ret == -EINVAL;
 				goto fail;
+			}
 			if (ret == 0)
 				break;
 			continue;
 		}
 		if (zret != Z_OK) {
 			ret = gz_zerr(err, &b.zs, zret, -EINVAL, bld_coff(&b), "inflate");
+			salvage = ret == -EINVAL;
 			goto fail;
 		}
 		/* bit 128: at a block boundary (or just after the header); 64: in the last block */
 		dt = b.zs.data_type;
+		if ((dt & 128) || idx->usize)
+			in_data = true;
 		if ((dt & 128) && !(dt & 64) &&
 		    (idx->npoints == 0 || idx->usize - last >= b.span)) {
 			ret = bld_point(&b, (unsigned)dt & 7);
@@ -409,10 +455,17 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
 		if (p)
 			idx->points = p;
 	}
+	idx->verified = idx->usize;
 	bld_free(&b);
 	*out = idx;
 	return 0;
 fail:
+	if (salvage && in_data && (flags & GZDEC_SALVAGE)) {
+		bld_salvage(&b, verified);
+		bld_free(&b);
+		*out = b.idx;
+		return 0;
+	}
 	bld_free(&b);
 	gzdec_index_free(b.idx);
 	return ret;
@@ -531,8 +584,9 @@ int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec
 	return 0;
 }
 
-/* Inflates exactly len bytes (the caller has checked they exist) into dst. */
-static int dec_inflate(struct gzdec_dec *d, int fd, unsigned char *dst, size_t len,
+/* Inflates exactly len bytes (the caller has checked they exist) into dst;
+ * end says that they are the last bytes of the index. */
+static int dec_inflate(struct gzdec_dec *d, int fd, unsigned char *dst, size_t len, bool end,
 		       struct zerr *err)
 {
 	size_t done = 0;
@@ -576,6 +630,13 @@ static int dec_inflate(struct gzdec_dec *d, int fd, unsigned char *dst, size_t l
 			d->raw = false;
 			zret = inflateReset2(&d->zs, 31);
 		}
+		/*
+		 * A salvaged index ends where inflate saw the damage, and inflate
+		 * may see it again in the call that produced the last byte we
+		 * asked for: those bytes are good, the damage is after them.
+		 */
+		if (zret != Z_OK && zret != Z_MEM_ERROR && done == len && end && d->idx->salvaged)
+			break;
 		if (zret != Z_OK)
 			return gz_zerr(err, &d->zs, zret, -EIO,
 				       d->inoff + (uint64_t)(d->zs.next_in - d->in), "inflate");
@@ -597,7 +658,7 @@ ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struc
 		want = SSIZE_MAX;
 	if (want == 0)
 		return 0;
-	ret = dec_inflate(d, fd, buf, want, err);
+	ret = dec_inflate(d, fd, buf, want, want == left, err);
 	if (ret < 0) {
 		d->failed = true;
 		return ret;

@@ -73,6 +73,15 @@ struct gzdec_index {
 	uint64_t trail_off;      /* file offset where trailing data starts, if any */
 	size_t npoints;          /* >= 1 */
 	struct gzdec_point *points; /* ascending uoff; points[0].uoff == 0 */
+	/*
+	 * Salvage (GZDEC_SALVAGE): set only by gzdec_index_build_opts.  When
+	 * salvaged is 0 every byte of usize passed its member's CRC32 and
+	 * ISIZE, and damage_coff and verified mean nothing (an index built
+	 * here has verified == usize; one loaded from elsewhere may have 0).
+	 */
+	int salvaged;	      /* 1: the data is damaged; usize stops before the damage */
+	uint64_t damage_coff; /* compressed offset where the damage was seen (err->coff) */
+	uint64_t verified;    /* leading bytes of usize that passed a member's CRC32/ISIZE */
 };
 
 /*
@@ -118,6 +127,49 @@ struct gzdec_sink {
 /* gzdec_index_build with an observer (sink may be NULL). */
 int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
 			   struct gzdec_index **out, struct zerr *err);
+
+/* Flags for gzdec_index_build_opts. */
+#define GZDEC_SALVAGE 0x1u
+
+/*
+ * gzdec_index_build_sink with flags.  With flags 0 it is exactly
+ * gzdec_index_build_sink.  Unknown flags: -EINVAL.
+ *
+ * GZDEC_SALVAGE: damaged data is not an error once the first member's
+ * header has been read whole.  Where the plain build would fail with
+ * -EINVAL because the data is corrupt or truncated (a deflate error, a
+ * CRC32 or ISIZE mismatch, the file ending inside a member or inside the
+ * magic of the next one, a next member whose header is bad, or one of the
+ * unsupported member formats above), it instead returns 0 and an index
+ * with salvaged = 1 of the bytes inflate produced before it noticed the
+ * damage, which are the bytes `gzip -dc` writes before its error message
+ * (tests compare with gzip 1.12 for cuts, flipped bytes and bad trailers;
+ * after an unsupported member format gzip goes on, as it can decode it):
+ *  - usize is that count; every complete member before the damaged one
+ *    passed its CRC32 and ISIZE; the damaged member's bytes are included
+ *    unverified (for a bad CRC32 or ISIZE, all of its data; for corrupt
+ *    deflate data, what decoded before inflate saw the error, which may
+ *    already be wrong: deflate cannot tell);
+ *  - verified is the number of leading bytes covered by passed CRCs
+ *    (the end of the last good member), <= usize;
+ *  - damage_coff is the compressed offset where the damage was seen;
+ *  - err is set as the plain build would have set it (message and coff),
+ *    so the caller can log why, though the call returned 0;
+ *  - trailing is GZDEC_TRAIL_NONE; nothing after the damage is looked at;
+ *  - no checkpoint lies at or after usize, except points[0] when usize is
+ *    0 (a file damaged before its first output byte gives an empty index);
+ *  - gzdec_extract and gzdec_dec_read return exactly the usize bytes and
+ *    stop there, without failing on the damage right after them.
+ * The sink, if any, has seen exactly the usize bytes.
+ * Still failures with GZDEC_SALVAGE: not gzip, or damage inside the first
+ * member's header (-EINVAL; nothing decodes), -ENOMEM, -EIO (pread
+ * failed: the file is not damaged, our reading of it is), and more than
+ * INT64_MAX bytes of output (-EINVAL).
+ * An undamaged file gives the same index as without the flag, salvaged 0,
+ * trailing data judged the same way.
+ */
+int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
+			   unsigned flags, struct gzdec_index **out, struct zerr *err);
 
 /* Frees an index and its windows.  Accepts NULL. */
 void gzdec_index_free(struct gzdec_index *idx);

@@ -569,3 +569,412 @@ size_t xzdec_dec_memusage(const struct xzdec_dec *d)
 {
 	return sizeof(*d) + d->mem;
 }
+
+/*
+ * Salvage: a forward scan from the first Stream Header, for files whose
+ * Index or Stream Footer cannot be read (a truncated file) or whose Blocks
+ * may be damaged.  Every Block is decoded once, into a scratch buffer,
+ * with sizes taken from the data itself; its Check is verified by
+ * liblzma's Block decoder.  Each Stream's Index is checked against the
+ * Blocks seen with lzma_index_hash, which needs a fixed amount of memory
+ * whatever the Index says.  The first thing that fails ends the scan.
+ */
+
+/* What a scan step returns besides 0 and -errno. */
+#define SCAN_DAMAGE 1 /* found damage: err says what and where */
+#define SCAN_END    2 /* a Stream ended, and so did the file */
+
+struct xz_scan {
+	int fd;
+	uint64_t size;
+	struct zerr *err;
+	struct xzdec_index *idx;
+	size_t cap;   /* blocks allocated in idx */
+	uint8_t *in;  /* XZDEC_CHUNK bytes of input */
+	uint8_t *out; /* XZDEC_CHUNK bytes of scratch output */
+};
+
+/*
+ * Reads exactly len bytes at off: 0, SCAN_DAMAGE (err set) when the file
+ * ends first, or -EIO.
+ */
+static int scan_read(struct xz_scan *s, void *buf, size_t len, uint64_t off, const char *what)
+{
+	size_t got = 0;
+
+	if (off > s->size || len > s->size - off)
+		return zerr_set(s->err, SCAN_DAMAGE, s->size, "file ends inside %s", what);
+	while (got < len) {
+		ssize_t n = xzdec_pread(s->fd, (uint8_t *)buf + got, len - got, off + got);
+
+		if (n < 0)
+			return zerr_set(s->err, -EIO, off + got, "reading %s: %s", what,
+					strerror((int)-n));
+		if (n == 0) /* shorter than the size we were given: it shrank */
+			return zerr_set(s->err, SCAN_DAMAGE, off + got, "file ends inside %s",
+					what);
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static int scan_add(struct xz_scan *s, const struct xzdec_block *b)
+{
+	struct xzdec_index *idx = s->idx;
+
+	if (idx->nblocks >= XZDEC_SCAN_MAX_BLOCKS)
+		return zerr_set(s->err, SCAN_DAMAGE, b->coff,
+				"more than %zu Blocks; the rest is not scanned",
+				(size_t)XZDEC_SCAN_MAX_BLOCKS);
+	if (idx->nblocks == s->cap) {
+		size_t cap = s->cap ? s->cap : 64, bytes;
+		void *p;
+
+		if (__builtin_mul_overflow(cap, 2, &cap) ||
+		    __builtin_mul_overflow(cap, sizeof(*b), &bytes))
+			return zerr_set(s->err, -ENOMEM, b->coff, "too many Blocks");
+		p = realloc(idx->blocks, bytes);
+		if (!p)
+			return zerr_set(s->err, -ENOMEM, b->coff, "out of memory");
+		idx->blocks = p;
+		s->cap = cap;
+	}
+	idx->blocks[idx->nblocks++] = *b;
+	idx->usize += b->usize;
+	return 0;
+}
+
+/*
+ * Decodes the Block whose header starts at b->coff to its end, verifying
+ * its Check, and fills in the rest of *b.  Returns 0, SCAN_DAMAGE (err
+ * set), -ENOMEM or -EIO.
+ */
+static int scan_block(struct xz_scan *s, struct xzdec_block *b)
+{
+	uint8_t hdr[LZMA_BLOCK_HEADER_SIZE_MAX];
+	lzma_filter filters[LZMA_FILTERS_MAX + 1];
+	lzma_block block = {0};
+	lzma_stream strm = LZMA_STREAM_INIT;
+	uint64_t in_off, bound, mem, usize = 0;
+	/* room left for this Block's output in the whole file's */
+	uint64_t room = XZDEC_MAX_USIZE - s->idx->usize;
+	bool eof = false;
+	lzma_ret lret;
+	int ret;
+
+	filters[0].id = LZMA_VLI_UNKNOWN;
+	ret = scan_read(s, hdr, 1, b->coff, "a Block Header");
+	if (ret)
+		return ret;
+	block.version = 1;
+	block.check = (lzma_check)b->check;
+	block.header_size = lzma_block_header_size_decode(hdr[0]);
+	block.filters = filters;
+	ret = scan_read(s, hdr, block.header_size, b->coff, "a Block Header");
+	if (ret)
+		return ret;
+	lret = lzma_block_header_decode(&block, NULL, hdr);
+	if (lret == LZMA_MEM_ERROR)
+		return zerr_set(s->err, -ENOMEM, b->coff, "out of memory");
+	if (lret == LZMA_OPTIONS_ERROR)
+		return zerr_set(s->err, SCAN_DAMAGE, b->coff, "unsupported filter or Block option");
+	if (lret != LZMA_OK)
+		return zerr_set(s->err, SCAN_DAMAGE, b->coff, "Block Header is corrupt");
+	/* from here on filters holds options to free */
+
+	/*
+	 * The dictionary never needs to exceed the Block's output, and that is
+	 * at most XZDEC_MAX_RATIO times its compressed bytes (which the rest
+	 * of the file bounds when the header does not say).
+	 */
+	in_off = b->coff + block.header_size;
+	bound = block.compressed_size != LZMA_VLI_UNKNOWN ? block.compressed_size
+							  : s->size - in_off;
+	bound = bound > UINT64_MAX / XZDEC_MAX_RATIO ? UINT64_MAX : bound * XZDEC_MAX_RATIO;
+	if (block.uncompressed_size != LZMA_VLI_UNKNOWN && block.uncompressed_size < bound)
+		bound = block.uncompressed_size;
+	xzdec_dict_cap(filters, bound);
+	mem = lzma_raw_decoder_memusage(filters);
+	if (mem == UINT64_MAX)
+		ret = zerr_set(s->err, SCAN_DAMAGE, b->coff, "unsupported filter chain");
+	else if (mem > XZDEC_SCAN_MEMLIMIT)
+		ret = zerr_set(
+			s->err, SCAN_DAMAGE, b->coff,
+			"Block needs %llu MiB to decode, more than the %u MiB a scan may use",
+			(unsigned long long)(mem >> 20), XZDEC_SCAN_MEMLIMIT >> 20);
+	else if ((lret = lzma_block_decoder(&strm, &block)) != LZMA_OK)
+		ret = zerr_set(s->err, lret == LZMA_MEM_ERROR ? -ENOMEM : SCAN_DAMAGE, b->coff,
+			       "starting Block decoder: %s", xzdec_ret_name(lret));
+	lzma_filters_free(filters, NULL);
+	if (ret)
+		goto out;
+
+	for (;;) {
+		size_t made;
+
+		if (strm.avail_in == 0 && !eof) {
+			uint64_t left = s->size - in_off;
+			ssize_t n =
+				left ? xzdec_pread(s->fd, s->in,
+						   left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
+				     : 0;
+
+			if (n < 0) {
+				ret = zerr_set(s->err, -EIO, in_off, "reading Block data: %s",
+					       strerror((int)-n));
+				goto out;
+			}
+			/* at the end, the decoder may still have output to give */
+			eof = n == 0;
+			strm.next_in = s->in;
+			strm.avail_in = (size_t)n;
+			in_off += (uint64_t)n;
+		}
+		strm.next_out = s->out;
+		strm.avail_out = XZDEC_CHUNK;
+		lret = lzma_code(&strm, LZMA_RUN);
+		made = XZDEC_CHUNK - strm.avail_out;
+		usize += made;
+		if (usize > room) {
+			ret = zerr_set(s->err, SCAN_DAMAGE, in_off - strm.avail_in,
+				       "uncompressed size is larger than a file can be");
+			goto out;
+		}
+		if (lret == LZMA_STREAM_END)
+			break;
+		if (lret == LZMA_MEM_ERROR) {
+			ret = zerr_set(s->err, -ENOMEM, in_off - strm.avail_in, "out of memory");
+			goto out;
+		}
+		if (lret != LZMA_OK || (eof && strm.avail_in == 0 && made == 0)) {
+			const char *why = xzdec_ret_name(lret);
+
+			if (lret == LZMA_OK || lret == LZMA_BUF_ERROR)
+				why = "file ends inside it";
+			else if (lret == LZMA_DATA_ERROR)
+				why = "corrupt data, Padding or Check";
+			ret = zerr_set(s->err, SCAN_DAMAGE, in_off - strm.avail_in, "Block %zu: %s",
+				       s->idx->nblocks, why);
+			goto out;
+		}
+	}
+	b->unpadded = lzma_block_unpadded_size(&block);
+	b->csize = lzma_block_total_size(&block);
+	b->usize = usize;
+	/* the decoder stops exactly at the Block's end */
+	if (b->csize == 0 || b->coff + b->csize != in_off - strm.avail_in ||
+	    block.uncompressed_size != usize)
+		ret = zerr_set(s->err, SCAN_DAMAGE, b->coff, "Block %zu: inconsistent sizes",
+			       s->idx->nblocks);
+out:
+	lzma_end(&strm);
+	return ret;
+}
+
+/*
+ * Reads the Index at off and checks it against the Blocks given to hash.
+ * Returns 0 with *len its size, SCAN_DAMAGE (err set), or -EIO.
+ */
+static int scan_index(struct xz_scan *s, lzma_index_hash *hash, uint64_t off, uint64_t *len)
+{
+	uint64_t pos = off;
+
+	for (;;) {
+		size_t in_pos = 0, want = XZDEC_CHUNK;
+		ssize_t n;
+		lzma_ret lret;
+
+		if (pos >= s->size)
+			return zerr_set(s->err, SCAN_DAMAGE, pos, "file ends inside an Index");
+		if (want > s->size - pos)
+			want = (size_t)(s->size - pos);
+		n = xzdec_pread(s->fd, s->in, want, pos);
+		if (n < 0)
+			return zerr_set(s->err, -EIO, pos, "reading the Index: %s",
+					strerror((int)-n));
+		if (n == 0)
+			return zerr_set(s->err, SCAN_DAMAGE, pos, "file ends inside an Index");
+		lret = lzma_index_hash_decode(hash, s->in, &in_pos, (size_t)n);
+		pos += in_pos;
+		if (lret == LZMA_STREAM_END)
+			break;
+		if (lret != LZMA_OK)
+			return zerr_set(s->err, SCAN_DAMAGE, pos,
+					"Index is corrupt or disagrees with the Blocks");
+	}
+	*len = lzma_index_hash_size(hash);
+	if (*len != pos - off)
+		return zerr_set(s->err, SCAN_DAMAGE, off, "Index size is inconsistent");
+	return 0;
+}
+
+/*
+ * Counts the zero bytes at off.  Returns 0 with *pad the count and *end
+ * whether they reach the end of the file, or -EIO.
+ */
+static int scan_padding(struct xz_scan *s, uint64_t off, uint64_t *pad, bool *end)
+{
+	*pad = 0;
+	for (;;) {
+		uint64_t pos = off + *pad;
+		size_t want = XZDEC_CHUNK;
+		ssize_t n;
+
+		if (pos >= s->size) {
+			*end = true;
+			return 0;
+		}
+		if (want > s->size - pos)
+			want = (size_t)(s->size - pos);
+		n = xzdec_pread(s->fd, s->in, want, pos);
+		if (n < 0)
+			return zerr_set(s->err, -EIO, pos, "reading Stream Padding: %s",
+					strerror((int)-n));
+		if (n == 0) {
+			*end = true;
+			return 0;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			if (s->in[i]) {
+				*end = false;
+				return 0;
+			}
+			(*pad)++;
+		}
+	}
+}
+
+/*
+ * Scans the Stream whose header is at *off and moves *off past it and its
+ * Stream Padding.  Returns 0 (another Stream follows), SCAN_END (the file
+ * ends there), SCAN_DAMAGE (err set), -ENOMEM or -EIO.
+ */
+static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
+{
+	struct xzdec_index *idx = s->idx;
+	uint8_t buf[LZMA_STREAM_HEADER_SIZE];
+	lzma_stream_flags hflags, fflags;
+	uint32_t stream = idx->nstreams;
+	uint64_t ilen = 0, pad = 0;
+	bool end = false;
+	lzma_ret lret;
+	int ret;
+
+	ret = scan_read(s, buf, sizeof(buf), *off, "a Stream Header");
+	if (ret)
+		return ret;
+	lret = lzma_stream_header_decode(&hflags, buf);
+	if (lret == LZMA_FORMAT_ERROR)
+		return zerr_set(s->err, SCAN_DAMAGE, *off, "%s",
+				stream ? "garbage after Stream Padding" : "not an .xz file");
+	if (lret == LZMA_OPTIONS_ERROR)
+		return zerr_set(s->err, SCAN_DAMAGE, *off,
+				"reserved Stream Flags (a newer format?)");
+	if (lret != LZMA_OK)
+		return zerr_set(s->err, SCAN_DAMAGE, *off, "Stream Header is corrupt");
+	idx->nstreams++;
+	idx->checks |= 1u << hflags.check;
+	*off += sizeof(buf);
+
+	*hash = lzma_index_hash_init(*hash, NULL);
+	if (!*hash)
+		return zerr_set(s->err, -ENOMEM, *off, "out of memory");
+	for (;;) {
+		struct xzdec_block b = {
+			.coff = *off, .uoff = idx->usize, .stream = stream, .check = hflags.check};
+		uint8_t first;
+
+		ret = scan_read(s, &first, 1, *off, "a Stream, before its Index");
+		if (ret)
+			return ret;
+		if (first == 0) /* the Index Indicator */
+			break;
+		ret = scan_block(s, &b);
+		if (ret)
+			return ret;
+		if (lzma_index_hash_append(*hash, b.unpadded, b.usize) != LZMA_OK)
+			return zerr_set(s->err, SCAN_DAMAGE, b.coff,
+					"too many Blocks in one Stream");
+		ret = scan_add(s, &b);
+		if (ret)
+			return ret;
+		*off += b.csize;
+	}
+	ret = scan_index(s, *hash, *off, &ilen);
+	if (ret)
+		return ret;
+	*off += ilen;
+	ret = scan_read(s, buf, sizeof(buf), *off, "a Stream Footer");
+	if (ret)
+		return ret;
+	if (lzma_stream_footer_decode(&fflags, buf) != LZMA_OK)
+		return zerr_set(s->err, SCAN_DAMAGE, *off, "Stream Footer is corrupt");
+	if (lzma_stream_flags_compare(&hflags, &fflags) != LZMA_OK)
+		return zerr_set(s->err, SCAN_DAMAGE, *off,
+				"Stream Footer disagrees with the Stream Header");
+	if (fflags.backward_size != ilen)
+		return zerr_set(s->err, SCAN_DAMAGE, *off,
+				"Backward Size disagrees with the Index");
+	*off += sizeof(buf);
+	ret = scan_padding(s, *off, &pad, &end);
+	if (ret)
+		return ret;
+	if (pad % 4)
+		return zerr_set(s->err, SCAN_DAMAGE, *off + pad,
+				"Stream Padding is not a multiple of four bytes");
+	idx->padding += pad;
+	*off += pad;
+	return end ? SCAN_END : 0;
+}
+
+int xzdec_index_scan(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err)
+{
+	struct zerr own = {0};
+	struct xz_scan s = {.fd = fd, .size = size, .err = err ? err : &own};
+	lzma_index_hash *hash = NULL;
+	uint64_t off = 0;
+	int ret;
+
+	*out = NULL;
+	if (size > (uint64_t)INT64_MAX)
+		return zerr_set(s.err, -EINVAL, 0, "file too large");
+	s.idx = calloc(1, sizeof(*s.idx));
+	s.in = malloc(XZDEC_CHUNK);
+	s.out = malloc(XZDEC_CHUNK);
+	if (!s.idx || !s.in || !s.out) {
+		ret = zerr_set(s.err, -ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	s.idx->csize = size;
+	do
+		ret = scan_stream(&s, &hash, &off);
+	while (ret == 0);
+	if (ret == SCAN_DAMAGE && s.idx->nstreams == 0)
+		ret = -EINVAL; /* no Stream Header: not .xz, nothing to salvage */
+	if (ret == SCAN_DAMAGE) {
+		s.idx->salvaged = 1;
+		s.idx->damage_coff = s.err->coff;
+		ret = 0;
+	}
+	if (ret == SCAN_END)
+		ret = 0;
+	if (ret == 0) {
+		if (s.idx->nblocks == 0) {
+			/* callers index blocks[] without looking at nblocks first */
+			free(s.idx->blocks);
+			s.idx->blocks = calloc(1, sizeof(*s.idx->blocks));
+			if (!s.idx->blocks) {
+				ret = zerr_set(s.err, -ENOMEM, 0, "out of memory");
+				goto out;
+			}
+		}
+		*out = s.idx;
+		s.idx = NULL;
+	}
+out:
+	lzma_index_hash_end(hash, NULL);
+	xzdec_index_free(s.idx);
+	free(s.in);
+	free(s.out);
+	return ret;
+}

@@ -9,6 +9,9 @@
  * time (Stream Footer, Index, Stream Header, Stream Padding), and returns
  * a flat list of Blocks without decompressing anything.  xzdec_dec_*
  * decode one Block on its own, given its entry from that list.
+ * xzdec_index_scan() builds the same list the slow way, by decoding the
+ * file forward, for salvaging a file whose Index is gone or whose Blocks
+ * are damaged (its entries' sizes come from the decoded data).
  *
  * Every size in a Block entry comes from the file's Index and is therefore
  * untrusted until the Block decodes: the decoder is told the Index's sizes,
@@ -71,6 +74,12 @@ struct xzdec_index {
 	uint32_t checks;           /* bit mask: 1u << Check ID, for every Stream */
 	size_t nblocks;
 	struct xzdec_block *blocks; /* nblocks entries, in file order */
+	/*
+	 * Set only by xzdec_index_scan; 0 from xzdec_index_read (and from
+	 * a scan of an undamaged file).
+	 */
+	int salvaged;	      /* 1: the file is damaged; blocks stop before the damage */
+	uint64_t damage_coff; /* compressed offset where the damage was seen (err->coff) */
 };
 
 /*
@@ -98,6 +107,64 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
  */
 int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_index **out,
 			 struct zerr *err);
+
+/* The most memory xzdec_index_scan lets one Block's decoder use. */
+#define XZDEC_SCAN_MEMLIMIT (256u << 20)
+/* The most Blocks xzdec_index_scan lists: 64 MiB of them, as for an Index. */
+#define XZDEC_SCAN_MAX_BLOCKS ((64u << 20) / sizeof(struct xzdec_block))
+
+/*
+ * Salvage: builds the index of fd (size bytes long) by decoding it forward
+ * from the first Stream Header, for a file whose Index or Stream Footer
+ * cannot be read (typically a file cut short by a crash) or whose Blocks
+ * may be corrupt.  It reads each Block Header, decodes the Block to its
+ * end (the sizes come from the data, checked against the header's if it
+ * has them), and verifies its Padding and Check; at each Index it checks
+ * the Index against the Blocks decoded (lzma_index_hash), then the Stream
+ * Footer and Stream Padding, and goes on to the next Stream.
+ *
+ * Returns 0 and *out (free with xzdec_index_free) in two cases:
+ *  - the whole file is sound: salvaged = 0, and the index is the one
+ *    xzdec_index_read gives (same Blocks, Streams, padding, checks);
+ *  - something fails after the first Stream Header: salvaged = 1 and the
+ *    index holds every Block before the failure that decoded whole and
+ *    passed its Check, in file order, with uoff/usize/coff/csize/unpadded
+ *    exact, so xzdec_dec_open/xzdec_dec_read read them as usual; usize is
+ *    their sum (possibly 0, with nblocks 0); damage_coff and err (message
+ *    and coff, set although the call returned 0) say what failed where.
+ *    What counts as failure: the file ending anywhere before the end of a
+ *    Stream (inside a Block, before or inside an Index, inside a Footer),
+ *    corrupt Block data, Padding or Check, a corrupt Block Header, a
+ *    corrupt or disagreeing Index, Footer or Stream Padding, bytes after a
+ *    Stream that are not another Stream, and also Blocks that are not
+ *    damaged but cannot be decoded here: an unsupported filter, or one
+ *    needing more than XZDEC_SCAN_MEMLIMIT bytes of decoder memory,
+ *    output past XZDEC_MAX_USIZE, or a Block after the first
+ *    XZDEC_SCAN_MAX_BLOCKS.
+ * A Block is kept only whole: the bytes a failing Block decodes before
+ * its failure are dropped, though `xz -dc` prints them before its error,
+ * because nothing verified them.  So the salvaged bytes are a prefix of
+ * what `xz -dc` prints, ending at the last good Block's end.
+ * A Block's Check is verified when liblzma supports its type; a Stream
+ * with Check None (or an unsupported type, see idx->checks) gives Blocks
+ * that decoded without error but are not verified.  Blocks of a Stream
+ * whose Index turns out bad stay in the index: their own Checks passed.
+ *
+ * Fails, with *out NULL and err set:
+ *   -EINVAL  not .xz: the first Stream Header is missing, corrupt or
+ *            has reserved flags (nothing to salvage), or size > INT64_MAX;
+ *   -ENOMEM  out of memory (for the Block list or the decoders);
+ *   -EIO     pread failed.
+ *
+ * Cost: the whole file is decoded once, one Block at a time, into a 64 KiB
+ * scratch buffer; memory is one decoder (at most XZDEC_SCAN_MEMLIMIT; its
+ * dictionary is capped by the Block's uncompressed size when the header
+ * gives it, and always by XZDEC_MAX_RATIO times the compressed bytes it
+ * can have), two 64 KiB buffers and the Block list (at most 64 MiB).  No
+ * recursion.  Time is one full decode, as for a gzip index build.
+ * Threads: like xzdec_index_read, it touches nothing shared but fd.
+ */
+int xzdec_index_scan(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err);
 
 /* Frees an index.  Accepts NULL. */
 void xzdec_index_free(struct xzdec_index *idx);

@@ -1121,6 +1121,305 @@ START_TEST(corpus_table)
 }
 END_TEST
 
+/* ------------------------------------------------------------- salvage */
+
+/* Reads g_dir/name whole into a malloc'd buffer (caller frees). */
+static unsigned char *slurp(const char *name, size_t *len)
+{
+	char path[PATH_MAX];
+	unsigned char *buf;
+	uint64_t size;
+	int fd;
+
+	path_of(path, sizeof(path), name);
+	fd = open_file(path, &size);
+	buf = malloc(size ? size : 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pread(fd, buf, size, 0), (ssize_t)size);
+	close(fd);
+	*len = size;
+	return buf;
+}
+
+/* What `gzip -dc` writes of g_dir/name before it gives up: the oracle. */
+static unsigned char *zcat_of(const char *name, size_t *len)
+{
+	char out[PATH_MAX];
+
+	snprintf(out, sizeof(out), "%s.zcat", name);
+	/* its exit status is 1 for damaged input: only the bytes it wrote count */
+	ck_assert_int_ge(sh("gzip -dc < %s > %s 2>/dev/null; true", name, out), 0);
+	return slurp(out, len);
+}
+
+/* Collects a build's output, for the sink check. */
+struct collect {
+	unsigned char *buf;
+	size_t len, cap;
+	uint64_t last_point;
+};
+
+static void collect_output(void *ctx, const void *buf, size_t len)
+{
+	struct collect *c = ctx;
+
+	if (c->len + len > c->cap) {
+		c->cap = (c->len + len) * 2;
+		c->buf = realloc(c->buf, c->cap);
+		ck_assert_ptr_nonnull(c->buf);
+	}
+	memcpy(c->buf + c->len, buf, len);
+	c->len += len;
+}
+
+static void collect_point(void *ctx, uint64_t uoff)
+{
+	((struct collect *)ctx)->last_point = uoff;
+}
+
+/*
+ * Builds g_dir/name with GZDEC_SALVAGE and holds it to zcat's output: usize,
+ * the sink's bytes, every checkpoint extracted to the end, one decoder
+ * streamed in odd pieces from point 0 to the end and then returning 0.
+ * damaged says whether zcat fails on it; verified is what must be
+ * CRC-covered.  Returns nothing; fails the test on any difference.
+ */
+static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_t verified)
+{
+	struct collect c = {0};
+	struct gzdec_sink sink = {collect_output, collect_point, &c};
+	struct gzdec_index *idx = (void *)1;
+	struct zerr err = {0}, rerr = {0};
+	char path[PATH_MAX];
+	unsigned char *want, *got, tail[16];
+	struct gzdec_dec *d;
+	size_t wlen;
+	uint64_t size;
+	int fd, ret;
+
+	want = zcat_of(name, &wlen);
+	path_of(path, sizeof(path), name);
+	fd = open_file(path, &size);
+	ret = gzdec_index_build_opts(fd, size, span, &sink, GZDEC_SALVAGE, &idx, &err);
+	ck_assert_msg(ret == 0, "%s: salvage build %d: %s at %llu", name, ret, err.msg,
+		      (unsigned long long)err.coff);
+	ck_assert_msg(idx->usize == wlen, "%s: usize %llu, zcat gave %zu (%s at %llu)", name,
+		      (unsigned long long)idx->usize, wlen, err.msg, (unsigned long long)err.coff);
+	ck_assert_int_eq(idx->salvaged, damaged);
+	if (damaged) {
+		ck_assert_msg(err.msg[0], "%s: salvaged without a reason", name);
+		ck_assert_uint_eq(idx->damage_coff, err.coff);
+		ck_assert_uint_le(idx->damage_coff, size);
+		ck_assert_int_eq(idx->trailing, GZDEC_TRAIL_NONE);
+	}
+	ck_assert_msg(idx->verified == verified, "%s: verified %llu, want %llu", name,
+		      (unsigned long long)idx->verified, (unsigned long long)verified);
+	ck_assert_uint_le(idx->verified, idx->usize);
+	/* the observer saw exactly the salvaged bytes */
+	ck_assert_uint_eq(c.len, wlen);
+	ck_assert_msg(wlen == 0 || memcmp(c.buf, want, wlen) == 0, "%s: sink bytes differ", name);
+	free(c.buf);
+	/* no checkpoint at or after the damage */
+	ck_assert_uint_ge(idx->npoints, 1);
+	ck_assert_uint_eq(idx->points[0].uoff, 0);
+	for (size_t i = 1; i < idx->npoints; i++)
+		ck_assert_msg(idx->points[i].uoff < idx->usize, "%s: point %zu at %llu of %llu",
+			      name, i, (unsigned long long)idx->points[i].uoff,
+			      (unsigned long long)idx->usize);
+	/* every checkpoint extracts to the end */
+	for (size_t i = 0; i < idx->npoints; i++)
+		expect_extract(fd, idx, i, (size_t)(idx->usize - idx->points[i].uoff), want, name);
+	/* one decoder from 0 to the end, in odd pieces; then it only says 0 */
+	got = stream_read(fd, idx, 0, wlen, 3, name);
+	ck_assert_msg(memcmp(got, want, wlen) == 0, "%s: streamed bytes differ", name);
+	free(got);
+	ck_assert_int_eq(gzdec_dec_open(idx, idx->npoints - 1, &d, &rerr), 0);
+	got = malloc(wlen + 1);
+	ck_assert_ptr_nonnull(got);
+	{
+		size_t from = (size_t)idx->points[idx->npoints - 1].uoff, n = 0;
+		ssize_t r;
+
+		while ((r = gzdec_dec_read(d, fd, got + n, wlen + 1 - n, &rerr)) > 0)
+			n += (size_t)r;
+		ck_assert_msg(r == 0, "%s: last point read: %zd %s", name, r, rerr.msg);
+		ck_assert_uint_eq(n, wlen - from);
+		ck_assert_int_eq(gzdec_dec_read(d, fd, tail, sizeof(tail), &rerr), 0);
+	}
+	free(got);
+	gzdec_dec_close(d);
+	/* one byte past usize is refused (before anything is written to tail) */
+	ck_assert_int_eq(gzdec_extract(fd, idx, 0, tail, (size_t)idx->usize + 1, &rerr), -EINVAL);
+	/* without the flag the same file fails (if damaged) or gives the same size */
+	{
+		struct gzdec_index *plain = (void *)1;
+		struct zerr perr = {0};
+
+		ret = gzdec_index_build(fd, size, span, &plain, &perr);
+		if (damaged) {
+			ck_assert_int_eq(ret, -EINVAL);
+			ck_assert_ptr_null(plain);
+			ck_assert_str_eq(perr.msg, err.msg);
+			ck_assert_uint_eq(perr.coff, err.coff);
+		} else {
+			ck_assert_int_eq(ret, 0);
+			ck_assert_uint_eq(plain->usize, idx->usize);
+			ck_assert_uint_eq(plain->npoints, idx->npoints);
+			ck_assert_int_eq(plain->salvaged, 0);
+			gzdec_index_free(plain);
+		}
+	}
+	gzdec_index_free(idx);
+	free(want);
+	close(fd);
+}
+
+/* Uncompressed bytes of multi.gz's members wholly inside its first cut bytes. */
+static uint64_t multi_verified(long cut)
+{
+	long e1 = file_size("m1.gz"), e2 = e1 + file_size("m2.gz");
+
+	if (cut >= e2)
+		return M2; /* the empty member needs 20 more bytes, but adds nothing */
+	return cut >= e1 ? M1 : 0;
+}
+
+/* Cut at every 10% (and at a few awkward places): what zcat recovers, no more. */
+START_TEST(salvage_truncated)
+{
+	long s = file_size("g6.gz"), m = file_size("multi.gz");
+	long e1 = file_size("m1.gz");
+	char name[64];
+
+	for (int p = 1; p <= 9; p++) {
+		snprintf(name, sizeof(name), "s-g6-%d.gz", p);
+		make_variant("g6.gz", name, s * p / 10, -1, 0);
+		expect_salvage(name, SPAN_MIN, 1, 0);
+		snprintf(name, sizeof(name), "s-multi-%d.gz", p);
+		make_variant("multi.gz", name, m * p / 10, -1, 0);
+		expect_salvage(name, SPAN_MIN, 1, multi_verified(m * p / 10));
+	}
+	/* in the trailer: all the data, none of it verified */
+	make_variant("g6.gz", "s-trailer.gz", s - 3, -1, 0);
+	expect_salvage("s-trailer.gz", SPAN_1M, 1, 0);
+	/* right after the header: nothing decodes yet, still a (0-byte) salvage */
+	make_variant("g6.gz", "s-hdr.gz", 11, -1, 0);
+	expect_salvage("s-hdr.gz", SPAN_1M, 1, 0);
+	/* at a member boundary plus the first magic byte; then inside the next header */
+	make_variant("multi.gz", "s-magic.gz", e1 + 1, -1, 0);
+	expect_salvage("s-magic.gz", SPAN_MIN, 1, M1);
+	make_variant("multi.gz", "s-hdr2.gz", e1 + 5, -1, 0);
+	expect_salvage("s-hdr2.gz", SPAN_MIN, 1, M1);
+	/* exactly where a checkpoint is: that checkpoint must not survive */
+	{
+		int fd;
+		struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &fd);
+		size_t i = idx->npoints / 2;
+
+		ck_assert_uint_gt(idx->npoints, 4);
+		make_variant("g6.gz", "s-point.gz", (long)idx->points[i].coff, -1, 0);
+		expect_salvage("s-point.gz", SPAN_MIN, 1, 0);
+		ck_assert_uint_eq(file_size("s-point.gz.zcat"), idx->points[i].uoff);
+		gzdec_index_free(idx);
+		close(fd);
+	}
+	/* exactly at a member boundary the file is whole: nothing is salvaged */
+	make_variant("multi.gz", "s-whole.gz", e1, -1, 0);
+	expect_salvage("s-whole.gz", SPAN_MIN, 0, M1);
+}
+END_TEST
+
+/* A flipped byte in the deflate data: the bytes before inflate notices, as zcat. */
+START_TEST(salvage_corrupt)
+{
+	static const int masks[] = {0x55, 0x01, 0x80, 0xff};
+	long s = file_size("g6.gz"), m = file_size("multi.gz");
+	long e1 = file_size("m1.gz"), e2 = e1 + file_size("m2.gz");
+	char name[64];
+
+	for (int k = 0; k < 4; k++) {
+		long off = s / 2 + k * 7919;
+
+		snprintf(name, sizeof(name), "c-g6-%d.gz", k);
+		make_variant("g6.gz", name, -1, off, masks[k]);
+		expect_salvage(name, SPAN_MIN, 1, 0);
+		/* in member 2 of multi.gz: member 1 verified */
+		off = e1 + (e2 - e1) / 3 + k * 4099;
+		snprintf(name, sizeof(name), "c-multi-%d.gz", k);
+		make_variant("multi.gz", name, -1, off, masks[k]);
+		expect_salvage(name, SPAN_MIN, 1, M1);
+	}
+	/* the last member of multi.gz: members 1 to 3 verified */
+	make_variant("multi.gz", "c-multi-last.gz", -1, m - 5000, 0x55);
+	expect_salvage("c-multi-last.gz", SPAN_1M, 1, M2);
+	/* a bad header of member 2 (reserved FLG bit) */
+	make_variant("multi.gz", "c-hdr2.gz", -1, e1 + 3, 0x80);
+	expect_salvage("c-hdr2.gz", SPAN_MIN, 1, M1);
+}
+END_TEST
+
+/* A bad CRC32 or ISIZE: the member's data is kept, but verified stops before it. */
+START_TEST(salvage_bad_crc)
+{
+	long s = file_size("g6.gz"), e1 = file_size("m1.gz");
+
+	make_variant("g6.gz", "k-crc.gz", -1, s - 8, 1);
+	expect_salvage("k-crc.gz", SPAN_MIN, 1, 0);
+	make_variant("g6.gz", "k-isize.gz", -1, s - 4, 1);
+	expect_salvage("k-isize.gz", SPAN_MIN, 1, 0);
+	make_variant("multi.gz", "k-crc1.gz", -1, e1 - 8, 0x80);
+	expect_salvage("k-crc1.gz", SPAN_MIN, 1, 0);
+	make_variant("multi.gz", "k-crc2.gz", -1, e1 + file_size("m2.gz") - 6, 0x10);
+	expect_salvage("k-crc2.gz", SPAN_1M, 1, M1);
+}
+END_TEST
+
+/* Undamaged files, trailing data included, are what they are without the flag. */
+START_TEST(salvage_undamaged)
+{
+	static const char *const files[] = {"g6.gz",	    "multi.gz",	  "bgz.gz",
+					    "zeros.gz",	    "garbage.gz", "zero-garbage.gz",
+					    "magic-junk.gz"};
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
+		expect_salvage(files[f], SPAN_MIN, 0, ORIG_SIZE);
+}
+END_TEST
+
+/* What is not gzip, or damaged before any data, still fails with the flag. */
+START_TEST(salvage_refused)
+{
+	static const char *const files[] = {"notgz.gz", "emptyfile.gz", "s-cut5.gz", "s-badflg.gz"};
+	struct gzdec_index *idx;
+	struct zerr err;
+	char path[PATH_MAX];
+	uint64_t size;
+	int fd;
+
+	make_variant("g6.gz", "s-cut5.gz", 5, -1, 0);
+	make_variant("g6.gz", "s-badflg.gz", -1, 3, 0x80);
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		path_of(path, sizeof(path), files[f]);
+		fd = open_file(path, &size);
+		idx = (void *)1;
+		memset(&err, 0, sizeof(err));
+		ck_assert_msg(gzdec_index_build_opts(fd, size, SPAN_MIN, NULL, GZDEC_SALVAGE, &idx,
+						     &err) == -EINVAL,
+			      "%s", files[f]);
+		ck_assert_ptr_null(idx);
+		ck_assert(err.msg[0]);
+		close(fd);
+	}
+	path_of(path, sizeof(path), "g6.gz");
+	fd = open_file(path, &size);
+	idx = (void *)1;
+	ck_assert_int_eq(gzdec_index_build_opts(fd, size, SPAN_MIN, NULL, 0x2, &idx, &err),
+			 -EINVAL);
+	ck_assert_ptr_null(idx);
+	close(fd);
+}
+END_TEST
+
 /* ------------------------------------------------------------- fixtures */
 
 static int write_text(const char *path)
@@ -1237,6 +1536,11 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, stream_file_changed);
 	tcase_add_test(tc, stream_one_huge_block);
 	tcase_add_test(tc, header_budget);
+	tcase_add_test(tc, salvage_truncated);
+	tcase_add_test(tc, salvage_corrupt);
+	tcase_add_test(tc, salvage_bad_crc);
+	tcase_add_test(tc, salvage_undamaged);
+	tcase_add_test(tc, salvage_refused);
 	suite_add_tcase(s, tc);
 	if (have_corpus) {
 		TCase *tcc = tcase_create("corpus");

@@ -1071,6 +1071,388 @@ START_TEST(test_corpus_bad)
 }
 END_TEST
 
+/* ------------------------------------------------------------- salvage */
+
+/* Scans path; returns xzdec_index_scan's result, *fd open either way. */
+static int open_scan(const char *path, int *fd, struct xzdec_index **idx, struct zerr *e)
+{
+	struct stat st;
+	int ret;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(*fd >= 0, "cannot open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(fstat(*fd, &st), 0);
+	memset(e, 0, sizeof(*e));
+	*idx = (void *)1;
+	ret = xzdec_index_scan(*fd, (uint64_t)st.st_size, idx, e);
+	if (ret)
+		ck_assert_ptr_null(*idx);
+	return ret;
+}
+
+/* Copies tmpdir/src to tmpdir/dst, cut to cut bytes (if >= 0), byte xoff ^= mask (if >= 0). */
+static void variant(const char *src, const char *dst, long long cut, long long xoff, int mask)
+{
+	char path[PATH_MAX];
+	uint8_t c;
+	int fd;
+
+	ck_assert_int_eq(sh("cd '%s' && cp %s %s", tmpdir, src, dst), 0);
+	tpath(path, sizeof(path), dst);
+	if (cut >= 0)
+		ck_assert_int_eq(truncate(path, (off_t)cut), 0);
+	if (xoff >= 0) {
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pread(fd, &c, 1, (off_t)xoff), 1);
+		c ^= (uint8_t)mask;
+		ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)xoff), 1);
+		close(fd);
+	}
+}
+
+/* The intact file's Index (xzdec_index_read), to say where Blocks are. */
+static struct xzdec_index *read_index(const char *name)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), name);
+	ck_assert_msg(open_index(path, &fd, &idx, &e) == 0, "%s: %s", name, e.msg);
+	close(fd);
+	return idx;
+}
+
+static void same_block(const struct xzdec_block *a, const struct xzdec_block *b, size_t i,
+		       const char *name)
+{
+	ck_assert_msg(a->coff == b->coff && a->csize == b->csize && a->unpadded == b->unpadded &&
+			      a->uoff == b->uoff && a->usize == b->usize &&
+			      a->stream == b->stream && a->check == b->check,
+		      "%s: Block %zu differs: coff %llu/%llu csize %llu/%llu usize %llu/%llu", name,
+		      i, (unsigned long long)a->coff, (unsigned long long)b->coff,
+		      (unsigned long long)a->csize, (unsigned long long)b->csize,
+		      (unsigned long long)a->usize, (unsigned long long)b->usize);
+}
+
+/*
+ * Scans path (a file made from an original whose Index is `whole`, or NULL)
+ * and holds the result to the format and to `xz -dc`:
+ *  - salvaged as `damaged` says, with a reason when damaged;
+ *  - exactly `keep` Blocks (if keep >= 0), each the same as whole's;
+ *  - every Block decodes through xzdec_dec to usize bytes in all, which are
+ *    a prefix of what xz -dc prints (all of it when undamaged).
+ * Returns the number of Blocks kept.
+ */
+static size_t expect_scan(const char *path, const struct xzdec_index *whole, int damaged, long keep)
+{
+	char cmd[3 * PATH_MAX], out[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e, de = {0};
+	uint8_t *got, *want;
+	size_t wlen, n;
+	uint64_t glen;
+	int fd, ret;
+
+	ret = open_scan(path, &fd, &idx, &e);
+	ck_assert_msg(ret == 0, "%s: scan %d: %s @%llu", path, ret, e.msg,
+		      (unsigned long long)e.coff);
+	ck_assert_msg(idx->salvaged == damaged, "%s: salvaged %d (%s @%llu)", path, idx->salvaged,
+		      e.msg, (unsigned long long)e.coff);
+	if (damaged) {
+		ck_assert_msg(e.msg[0], "%s: salvaged without a reason", path);
+		ck_assert_uint_eq(idx->damage_coff, e.coff);
+	}
+	if (keep >= 0)
+		ck_assert_msg(idx->nblocks == (size_t)keep, "%s: %zu Blocks, want %ld (%s @%llu)",
+			      path, idx->nblocks, keep, e.msg, (unsigned long long)e.coff);
+	if (whole) {
+		ck_assert_uint_le(idx->nblocks, whole->nblocks);
+		for (size_t i = 0; i < idx->nblocks; i++)
+			same_block(&idx->blocks[i], &whole->blocks[i], i, path);
+	}
+	ck_assert_msg(decode_all(fd, idx, 4093, &got, &glen, &de) == 0, "%s: decode: %s @%llu",
+		      path, de.msg, (unsigned long long)de.coff);
+	ck_assert_uint_eq(glen, idx->usize);
+	snprintf(out, sizeof(out), "%s.xzcat", path);
+	snprintf(cmd, sizeof(cmd), "xz -dc < '%s' > '%s' 2>/dev/null; true", path, out);
+	ck_assert_int_eq(system(cmd), 0);
+	want = slurp(out, &wlen);
+	ck_assert_msg(glen <= wlen, "%s: %llu bytes, xz -dc gave only %zu", path,
+		      (unsigned long long)glen, wlen);
+	if (!damaged)
+		ck_assert_msg(glen == wlen, "%s: %llu bytes, xz -dc gave %zu", path,
+			      (unsigned long long)glen, wlen);
+	ck_assert_msg(memcmp(got, want, glen) == 0, "%s: not a prefix of xz -dc's output", path);
+	free(got);
+	free(want);
+	unlink(out);
+	n = idx->nblocks;
+	xzdec_index_free(idx);
+	close(fd);
+	return n;
+}
+
+/* Blocks of idx that end at or before cut. */
+static long blocks_before(const struct xzdec_index *idx, uint64_t cut)
+{
+	long k = 0;
+
+	while ((size_t)k < idx->nblocks && idx->blocks[k].coff + idx->blocks[k].csize <= cut)
+		k++;
+	return k;
+}
+
+/* An undamaged file scans to exactly what xzdec_index_read says. */
+START_TEST(test_scan_whole)
+{
+	static const char *const files[] = {"blocks.xz", "one.xz",  "sized.xz", "two.xz",
+					    "six.xz",	 "twob.xz", "none.xz",	"sha256.xz"};
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct xzdec_index *whole = read_index(files[f]), *idx;
+		char path[PATH_MAX];
+		struct zerr e;
+		int fd;
+
+		tpath(path, sizeof(path), files[f]);
+		expect_scan(path, whole, 0, (long)whole->nblocks);
+		ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+		ck_assert_uint_eq(idx->usize, whole->usize);
+		ck_assert_uint_eq(idx->csize, whole->csize);
+		ck_assert_uint_eq(idx->nstreams, whole->nstreams);
+		ck_assert_uint_eq(idx->padding, whole->padding);
+		ck_assert_uint_eq(idx->checks, whole->checks);
+		ck_assert_uint_eq(idx->damage_coff, 0);
+		xzdec_index_free(idx);
+		xzdec_index_free(whole);
+		close(fd);
+	}
+}
+END_TEST
+
+/* Cut at every 10% (no Index, no Footer): every whole Block before the cut. */
+START_TEST(test_scan_truncated)
+{
+	static const char *const files[] = {"blocks.xz", "sized.xz", "six.xz"};
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct xzdec_index *whole = read_index(files[f]);
+		const struct xzdec_block *last = &whole->blocks[whole->nblocks - 1];
+		uint64_t s = whole->csize, iend = last->coff + last->csize;
+		char path[PATH_MAX], name[64];
+
+		for (int p = 1; p <= 9; p++) {
+			snprintf(name, sizeof(name), "t%zu-%d.xz", f, p);
+			variant(files[f], name, (long long)(s * p / 10), -1, 0);
+			tpath(path, sizeof(path), name);
+			expect_scan(path, whole, 1, blocks_before(whole, s * p / 10));
+		}
+		/* right at a Block's end; inside the Index; inside the Footer */
+		variant(files[f], "t-bend.xz", (long long)whole->blocks[2].coff, -1, 0);
+		tpath(path, sizeof(path), "t-bend.xz");
+		expect_scan(path, whole, 1, 2);
+		variant(files[f], "t-index.xz", (long long)iend + 2, -1, 0);
+		tpath(path, sizeof(path), "t-index.xz");
+		expect_scan(path, whole, 1, (long)whole->nblocks);
+		variant(files[f], "t-footer.xz", (long long)s - 5, -1, 0);
+		tpath(path, sizeof(path), "t-footer.xz");
+		expect_scan(path, whole, 1, (long)whole->nblocks);
+		/* inside the first Block: nothing, but still a salvage */
+		variant(files[f], "t-first.xz", 40, -1, 0);
+		tpath(path, sizeof(path), "t-first.xz");
+		expect_scan(path, whole, 1, 0);
+		xzdec_index_free(whole);
+	}
+}
+END_TEST
+
+/* Damage in Block 3 of 6: Blocks 0 to 2, whatever part of Block 3 is hit. */
+START_TEST(test_scan_corrupt_block)
+{
+	struct xzdec_index *whole = read_index("six.xz");
+	const struct xzdec_block *b3 = &whole->blocks[3];
+	char path[PATH_MAX];
+
+	ck_assert_uint_eq(whole->nblocks, 6);
+	/* its data, three ways */
+	variant("six.xz", "c-data.xz", -1, (long long)(b3->coff + b3->csize / 2), 0x55);
+	tpath(path, sizeof(path), "c-data.xz");
+	expect_scan(path, whole, 1, 3);
+	variant("six.xz", "c-data2.xz", -1, (long long)(b3->coff + 100), 0x01);
+	tpath(path, sizeof(path), "c-data2.xz");
+	expect_scan(path, whole, 1, 3);
+	/* its header (CRC32 catches it) */
+	variant("six.xz", "c-hdr.xz", -1, (long long)b3->coff + 2, 0x10);
+	tpath(path, sizeof(path), "c-hdr.xz");
+	expect_scan(path, whole, 1, 3);
+	/* its Check (CRC64, the last 8 bytes): the data decodes, but is not verified */
+	variant("six.xz", "c-check.xz", -1, (long long)(b3->coff + b3->csize - 3), 0x01);
+	tpath(path, sizeof(path), "c-check.xz");
+	expect_scan(path, whole, 1, 3);
+	/* Block 0: nothing to keep */
+	variant("six.xz", "c-first.xz", -1, (long long)(whole->blocks[0].coff + 300), 0x55);
+	tpath(path, sizeof(path), "c-first.xz");
+	expect_scan(path, whole, 1, 0);
+	/* the Index: all the Blocks (their Checks passed), salvaged all the same */
+	variant("six.xz", "c-index.xz", -1,
+		(long long)(whole->blocks[5].coff + whole->blocks[5].csize + 2), 0x01);
+	tpath(path, sizeof(path), "c-index.xz");
+	expect_scan(path, whole, 1, 6);
+	xzdec_index_free(whole);
+}
+END_TEST
+
+/* Two Streams of several Blocks each, cut in the second: Stream 1 and the whole Blocks after. */
+START_TEST(test_scan_two_streams)
+{
+	struct xzdec_index *whole = read_index("twob.xz");
+	const struct xzdec_block *b = NULL;
+	char path[PATH_MAX], name[64];
+	size_t first2 = 0;
+	uint64_t s1end;
+
+	ck_assert_uint_eq(whole->nstreams, 2);
+	while (whole->blocks[first2].stream == 0)
+		first2++;
+	ck_assert_uint_gt(whole->nblocks - first2, 3);
+	/* in the middle of every Block of Stream 2 */
+	for (size_t i = first2; i < whole->nblocks; i++) {
+		b = &whole->blocks[i];
+		snprintf(name, sizeof(name), "m-%zu.xz", i);
+		variant("twob.xz", name, (long long)(b->coff + b->csize / 2), -1, 0);
+		tpath(path, sizeof(path), name);
+		expect_scan(path, whole, 1, (long)i);
+	}
+	/* a corrupt byte in Stream 2's second Block */
+	b = &whole->blocks[first2 + 1];
+	variant("twob.xz", "m-bad.xz", -1, (long long)(b->coff + b->csize / 2), 0x55);
+	tpath(path, sizeof(path), "m-bad.xz");
+	expect_scan(path, whole, 1, (long)first2 + 1);
+	/* Stream 1, then part of the padding: not a multiple of four */
+	s1end = whole->blocks[first2].coff - 12 - 8; /* Stream Header, 8 bytes of padding */
+	variant("twob.xz", "m-pad.xz", (long long)s1end + 2, -1, 0);
+	tpath(path, sizeof(path), "m-pad.xz");
+	expect_scan(path, whole, 1, (long)first2);
+	/* Stream 1 and all its padding: a whole, sound file */
+	variant("twob.xz", "m-s1.xz", (long long)s1end + 8, -1, 0);
+	tpath(path, sizeof(path), "m-s1.xz");
+	expect_scan(path, whole, 0, (long)first2);
+	/* Stream 1, its padding and half a Stream Header */
+	variant("twob.xz", "m-sh.xz", (long long)s1end + 14, -1, 0);
+	tpath(path, sizeof(path), "m-sh.xz");
+	expect_scan(path, whole, 1, (long)first2);
+	xzdec_index_free(whole);
+}
+END_TEST
+
+/*
+ * A header asking for a 4 GiB dictionary: on a small Block the scan caps it
+ * by what the Block's compressed bytes can expand to and decodes it; on a
+ * large one it would need more than XZDEC_SCAN_MEMLIMIT and stops there.
+ */
+START_TEST(test_scan_memlimit)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	size_t len;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), "dict-small.xz");
+	len = write_handmade(path, 4000, 0);
+	expect_scan(path, NULL, 0, 1);
+	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+	ck_assert_uint_eq(idx->usize, len);
+	xzdec_index_free(idx);
+	close(fd);
+
+	tpath(path, sizeof(path), "dict-big.xz");
+	write_handmade(path, 1u << 20, 0);
+	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(idx->salvaged, 1);
+	ck_assert_uint_eq(idx->nblocks, 0);
+	ck_assert_msg(strstr(e.msg, "MiB to decode"), "message: %s", e.msg);
+	ck_assert_uint_eq(e.coff, 12);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+/* Not .xz, or a bad first Stream Header: nothing to salvage, -EINVAL. */
+START_TEST(test_scan_refused)
+{
+	static const char *const files[] = {"orig.txt", "sc-empty.xz", "sc-short.xz", "sc-hdr.xz"};
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	int fd;
+
+	need_generated();
+	variant("six.xz", "sc-empty.xz", 0, -1, 0);
+	variant("six.xz", "sc-short.xz", 9, -1, 0);
+	variant("six.xz", "sc-hdr.xz", -1, 7, 0x01);
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		tpath(path, sizeof(path), files[f]);
+		ck_assert_msg(open_scan(path, &fd, &idx, &e) == -EINVAL, "%s", files[f]);
+		ck_assert_msg(e.msg[0], "%s: no message", files[f]);
+		close(fd);
+	}
+	ck_assert_int_eq(xzdec_index_scan(-1, 100, &idx, &e), -EIO);
+	ck_assert_ptr_null(idx);
+}
+END_TEST
+
+/* Every corpus file: good ones scan whole; bad ones are refused or salvaged, never whole. */
+static void scan_row(const struct row *r)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct zerr e;
+	int fd, ret;
+
+	cpath(path, sizeof(path), r->file);
+	ret = open_scan(path, &fd, &idx, &e);
+	close(fd);
+	if (strcmp(r->expect, "error") != 0) {
+		ck_assert_msg(ret == 0, "%s: %d %s", r->file, ret, e.msg);
+		ck_assert_msg(!idx->salvaged, "%s: salvaged: %s @%llu", r->file, e.msg,
+			      (unsigned long long)e.coff);
+		ck_assert_uint_eq(idx->usize, strtoull(r->usize, NULL, 10));
+		xzdec_index_free(idx);
+		expect_scan(path, NULL, 0, -1);
+		return;
+	}
+	ck_assert_msg(ret == -EINVAL || (ret == 0 && idx->salvaged), "%s: %d, taken whole", r->file,
+		      ret);
+	ck_assert_msg(e.msg[0], "%s: no message", r->file);
+	if (ret == 0) {
+		xzdec_index_free(idx);
+		expect_scan(path, NULL, 1, -1);
+	}
+}
+
+static void scan_good_row(const struct row *r)
+{
+	scan_row(r);
+}
+
+static void scan_bad_row(const struct row *r)
+{
+	scan_row(r);
+}
+
+START_TEST(test_scan_corpus)
+{
+	ck_assert_int_eq(for_each_row(0, scan_good_row), 23);
+	ck_assert_int_eq(for_each_row(1, scan_bad_row), 48);
+}
+END_TEST
+
 static int gen_fixtures(void)
 {
 	char orig[PATH_MAX];
@@ -1087,8 +1469,12 @@ static int gen_fixtures(void)
 	       " && head -c 4 /dev/zero > pad && cat s1.xz pad s2.xz > two.xz"
 	       " && head -c %u orig.txt > small.txt"
 	       " && for c in none crc32 crc64 sha256; do"
-	       "    xz -T1 -c --check=$c small.txt > $c.xz || exit 1; done",
-	       t, SPLIT, SPLIT + 1, SMALL_SIZE))
+	       "    xz -T1 -c --check=$c small.txt > $c.xz || exit 1; done"
+	       " && xz -T1 -c --block-size=524288 orig.txt > six.xz"
+	       " && head -c %u orig.txt | xz -T1 -c --check=crc32 --block-size=131072 > s1b.xz"
+	       " && tail -c +%u orig.txt | xz -T1 -c --block-size=262144 > s2b.xz"
+	       " && head -c 8 /dev/zero > pad8 && cat s1b.xz pad8 s2b.xz > twob.xz",
+	       t, SPLIT, SPLIT + 1, SMALL_SIZE, SPLIT, SPLIT + 1))
 		return -1;
 	return 0;
 }
@@ -1124,6 +1510,13 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{"fd_per_call", test_fd_per_call, 0},
 		{"corpus_good", test_corpus_good, 1},
 		{"corpus_bad", test_corpus_bad, 1},
+		{"scan_whole", test_scan_whole, 0},
+		{"scan_truncated", test_scan_truncated, 0},
+		{"scan_corrupt_block", test_scan_corrupt_block, 0},
+		{"scan_two_streams", test_scan_two_streams, 0},
+		{"scan_refused", test_scan_refused, 0},
+		{"scan_memlimit", test_scan_memlimit, 0},
+		{"scan_corpus", test_scan_corpus, 1},
 	};
 
 	*skipped = 0;
