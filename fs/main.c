@@ -61,6 +61,7 @@ static void usage(FILE *out)
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
 		"  -o noindex          do not index gzip files in the background after mount\n"
+		"  -o salvage          show the readable, verified start of damaged .gz/.xz files\n"
 		"  -o index_dir=PATH   where gzip indexes persist (default\n"
 		"                      $XDG_CACHE_HOME/zmount or ~/.cache/zmount; none: memory only)\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
@@ -271,6 +272,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	/* The first user of a gzip file usually reads it from the start. */
 	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;
 	ropts.warn_wide = true;
+	ropts.salvage = cli->opts.salvage != 0;
 	/* A streamed unit that fails late: drop the pages it already gave the kernel. */
 	ropts.tainted = ops_tainted;
 	ropts.tainted_ctx = &octx;

@@ -514,7 +514,8 @@ static int info_text(const struct node *n, char *out, size_t len)
 			"blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
 			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\n",
 			n->tn.rel, probe_name(in.fmt),
-			in.changed ? "changed" : in.failed ? "damaged" : "indexed", in.failed,
+			in.changed ? "changed" : in.failed ? "damaged" : in.salvaged ? "salvaged" : "indexed",
+			in.failed,
 			(unsigned long long)in.streams, (unsigned long long)in.blocks,
 			(unsigned long long)in.chunks, (unsigned long long)in.csize,
 			(unsigned long long)in.usize, (unsigned long long)in.max_block,

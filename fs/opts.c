@@ -132,6 +132,10 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 		o->background_index = 0;
 		return 1;
 	}
+	if (KEY("salvage") && !eq) {
+		o->salvage = 1;
+		return 1;
+	}
 	if (KEY("index_dir")) {
 		if (strcmp(val, "none") == 0) {
 			o->index_dir[0] = '\0';

@@ -151,8 +151,9 @@ static int gz_open(struct reader *r, struct zerr *why)
 	if (persist)
 		g = load_gz(r, &id);
 	if (!g) {
-		ret = gzdec_index_build_sink(r->fd, (uint64_t)r->st.st_size, r->opts.span,
-					     w.stop ? NULL : &sink, &g, &err);
+		ret = gzdec_index_build_opts(r->fd, (uint64_t)r->st.st_size, r->opts.span,
+					     w.stop ? NULL : &sink,
+					     r->opts.salvage ? GZDEC_SALVAGE : 0, &g, &err);
 		if (ret == 0)
 			warm_flush(&w); /* the last chunk ends at the end of the data */
 		free(w.buf);
@@ -160,10 +161,16 @@ static int gz_open(struct reader *r, struct zerr *why)
 			return zerr_set(why, ret, err.coff, "corrupt gzip at compressed offset %" PRIu64 ": %s",
 					err.coff, err.msg);
 		atomic_fetch_add(&reader_stats.built, 1);
-		if (persist)
+		/* A salvaged index is only for this mount: saved, it would pass for a whole file. */
+		if (persist && !g->salvaged)
 			save_gz(r, &id, g);
 	}
 	r->idx = g;
+	if (g->salvaged)
+		zlog(ZLOG_WARN,
+		     "%s: corrupt gzip at compressed offset %" PRIu64 ": %s; salvage: showing the "
+		     "%" PRIu64 " bytes before the damage (%" PRIu64 " of them verified by a CRC32)",
+		     r->name, g->damage_coff, err.msg, g->usize, g->verified);
 	if (g->trailing == GZDEC_TRAIL_GARBAGE)
 		zlog(ZLOG_WARN, "%s: trailing garbage after the last member at offset %" PRIu64
 			       " ignored", r->name, g->trail_off);
@@ -226,6 +233,7 @@ static void gz_info(const struct reader *r, struct reader_info *in)
 {
 	const struct gzdec_index *g = r->idx;
 
+	in->salvaged = g->salvaged;
 	in->streams = g->members;
 	in->blocks = g->npoints;
 	if (g->trailing != GZDEC_TRAIL_NONE)

@@ -31,6 +31,31 @@ static int xz_open(struct reader *r, struct zerr *why)
 				"%s: its map would need more than cache_size/4 (%zu KiB); raise "
 				"cache_size or recompress with larger Blocks",
 				err.msg, r->opts.index_max >> 10);
+	/*
+	 * Salvage: a file whose Index cannot be read (cut short by a crash,
+	 * most often) is decoded forward instead, and shows the whole verified
+	 * Blocks before the damage.  A file whose Index reads keeps every Block
+	 * it can: a corrupt one fails alone, with EIO, as without salvage.
+	 */
+	if (ret < 0 && ret != -EIO && r->opts.salvage) {
+		struct zerr first = err;
+
+		ret = xzdec_index_scan(r->fd, (uint64_t)r->st.st_size, &x, &err);
+		if (ret == 0 && x->salvaged)
+			zlog(ZLOG_WARN,
+			     "%s: not readable as xz (%s at compressed offset %" PRIu64 "); salvage: "
+			     "showing the %" PRIu64 " bytes of the %zu whole, verified Blocks before "
+			     "compressed offset %" PRIu64,
+			     r->name, first.msg, first.coff, x->usize, x->nblocks, x->damage_coff);
+		if (ret == 0 && max_blocks && x->nblocks > max_blocks) {
+			ret = zerr_set(&err, -EINVAL, 0, "its %zu Blocks need more than cache_size/4",
+				       x->nblocks);
+			xzdec_index_free(x);
+			return zerr_set(why, ret, 0, "salvage: %s", err.msg);
+		}
+		if (ret < 0)
+			err = first;
+	}
 	if (ret < 0)
 		/* The Index's memlimit only trips on an Index that lies about its size. */
 		return zerr_set(why, ret == -ENOMEM ? -EINVAL : ret, err.coff,
@@ -107,6 +132,7 @@ static void xz_info(const struct reader *r, struct reader_info *in)
 {
 	const struct xzdec_index *x = r->idx;
 
+	in->salvaged = x->salvaged;
 	in->streams = x->nstreams;
 	in->blocks = r->map.n;
 	in->checks = x->checks;

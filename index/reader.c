@@ -102,6 +102,7 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 		o->whole_max = o->slice;
 	o->index_max = cache_size / 4;
 	o->warn_wide = false;
+	o->salvage = false;
 	o->pool = NULL;
 	o->index_dir = NULL;
 	o->warm_bytes = 0;

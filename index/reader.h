@@ -64,6 +64,7 @@ struct reader_opts {
 	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
 	size_t index_max;  /* an xz file whose block map would take more is refused */
 	bool warn_wide;    /* log a warning for units wider than whole_max (the daemon does) */
+	bool salvage;      /* a damaged gzip or xz file shows the good part before the damage */
 	/*
 	 * Called at most once per reader, from whichever thread found it (a
 	 * reader's or a read-ahead worker), with no reader lock held, when a
@@ -93,6 +94,7 @@ struct reader_info {
 	uint64_t decoded;   /* bytes its decoders produced into the cache */
 	unsigned failed;    /* units that failed (corrupt data; each logged once) */
 	int changed;        /* the source changed in place since open: every miss fails */
+	int salvaged;       /* opened with opts.salvage and damaged: only its start is shown */
 };
 
 /*
