@@ -694,6 +694,20 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	if (ret == 0)
 		ret = fill(r, k, ustart, bcache_size(e), bcache_buf(e), &err);
 	/*
+	 * Once more before calling the unit bad: a read error can pass (a
+	 * pread EIO of a flaky disk or network file system), while corrupt
+	 * data fails again, the same way, and only then is marked and logged.
+	 */
+	if (ret < 0 && ret != -ENOMEM && err.msg[0] && check_unchanged(r) == 0) {
+		struct zerr again = { 0 };
+
+		if (fill(r, k, ustart, bcache_size(e), bcache_buf(e), &again) == 0) {
+			zlog(ZLOG_WARN, "%s: a %s at offset %" PRIu64 " failed once (%s) and decoded "
+			     "the second time", r->name, r->f->unit, ustart, err.msg);
+			ret = 0;
+		}
+	}
+	/*
 	 * And after: a file rewritten while we decoded it can yield bytes of
 	 * neither version (a gzip span has no CRC of its own), so they are
 	 * only kept if the file is still the one indexed.

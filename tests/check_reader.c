@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "bcache.h"
@@ -1540,6 +1541,49 @@ START_TEST(detach_then_attach_reads_again)
 }
 END_TEST
 
+/*
+ * Fault injection: this pread replaces libc's for the whole test binary,
+ * the reader and codecs included.  While pread_fail_in is positive it
+ * counts calls down, and the call that takes it to 0 fails with EIO.
+ */
+static atomic_int pread_fail_in;
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	int left = atomic_load(&pread_fail_in);
+
+	while (left > 0 && !atomic_compare_exchange_weak(&pread_fail_in, &left, left - 1))
+		;
+	if (left == 1) {
+		errno = EIO;
+		return -1;
+	}
+	return (ssize_t)syscall(SYS_pread64, fd, buf, n, off);
+}
+
+/* Issue 10, item 13: one failed pread is not a corrupt unit: it is read again. */
+START_TEST(transient_read_error_is_not_corrupt)
+{
+	struct reader_opts ro;
+	struct bcache *cache;
+	struct reader_info in;
+	struct reader *r;
+	struct opened o;
+
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("b64k.xz", MiB, &ro, &cache, &r), 0);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	atomic_store(&pread_fail_in, 1); /* the decode's first pread fails */
+	expect_read(&o, 2 * MiB, 1000);
+	ck_assert_int_eq(atomic_load(&pread_fail_in), 0);
+	reader_get_info(r, &in);
+	ck_assert_uint_eq(in.failed, 0);
+	expect_read(&o, 2 * MiB + 70000, 1000); /* and the reader goes on */
+	reader_close(r);
+	bcache_free(cache);
+}
+END_TEST
+
 /* Issue 10, item 1: a decoder parked before a detach never reads the fd number's next owner. */
 START_TEST(parked_decoder_never_reads_another_file)
 {
@@ -1822,6 +1866,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, detach_then_attach_reads_again);
 	tcase_add_test(tc, attach_other_file_is_estale);
 	tcase_add_test(tc, parked_decoder_never_reads_another_file);
+	tcase_add_test(tc, transient_read_error_is_not_corrupt);
 	tcase_add_test(tc, parked_decoders_stay_within_their_share);
 	tcase_add_test(tc, too_many_blocks_is_refused);
 	tcase_add_test(tc, huge_deflate_span_is_streamed_once);
