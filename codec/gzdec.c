@@ -29,6 +29,7 @@
  * gzdec_extract is one decoder used once.
  */
 #include "gzdec.h"
+#include "pio.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -48,16 +49,11 @@
  * Returns the count, 0 at limit, or -errno. */
 static ssize_t gz_pread(int fd, void *buf, size_t len, uint64_t off, uint64_t limit)
 {
-	ssize_t n;
-
 	if (off >= limit)
 		return 0;
 	if (len > limit - off)
 		len = (size_t)(limit - off);
-	do
-		n = pread(fd, buf, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
+	return pio_pread(fd, buf, len, off);
 }
 
 /* The one place zlib codes become errnos; other is what corrupt data means to the caller. */

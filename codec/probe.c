@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "probe.h"
+#include "pio.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -22,17 +23,6 @@ enum probe_fmt probe_buf(const void *buf, size_t len)
 	return PROBE_NONE;
 }
 
-/* Reads up to len bytes at off; -errno on failure. */
-static ssize_t probe_pread(int fd, void *buf, size_t len, uint64_t off)
-{
-	ssize_t n;
-
-	do
-		n = pread(fd, buf, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
-}
-
 /* A zstd skippable frame's magic, 0x184D2A50 to 0x184D2A5F little-endian. */
 static bool probe_skippable(const unsigned char *p, size_t len)
 {
@@ -46,7 +36,7 @@ int probe_fd(int fd, enum probe_fmt *fmt)
 	ssize_t n;
 
 	*fmt = PROBE_NONE;
-	n = probe_pread(fd, buf, sizeof(buf), 0);
+	n = pio_pread(fd, buf, sizeof(buf), 0);
 	if (n < 0)
 		return (int)n;
 	/*
@@ -57,7 +47,7 @@ int probe_fd(int fd, enum probe_fmt *fmt)
 	for (int i = 0; i < PROBE_SKIP_MAX && probe_skippable(buf, (size_t)n); i++) {
 		off += 8 + ((uint64_t)buf[4] | (uint64_t)buf[5] << 8 | (uint64_t)buf[6] << 16 |
 			    (uint64_t)buf[7] << 24);
-		n = probe_pread(fd, buf, sizeof(buf), off);
+		n = pio_pread(fd, buf, sizeof(buf), off);
 		if (n < 0)
 			return (int)n;
 		if (probe_buf(buf, (size_t)n) == PROBE_ZSTD) {

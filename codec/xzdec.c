@@ -29,6 +29,7 @@
  * kept in a small shared stock (spare_*) for the next decoder instead.
  */
 #include "xzdec.h"
+#include "pio.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -132,19 +133,6 @@ static void xz_free(void *opaque, void *ptr)
 	if (ptr && opaque)
 		((struct xzdec_dec *)opaque)->mem -= ((union spare_hdr *)ptr - 1)->n;
 	spare_free(ptr);
-}
-
-/* Reads up to len bytes at off; 0 bytes means end of file. */
-static ssize_t xzdec_pread(int fd, void *buf, size_t len, uint64_t off)
-{
-	ssize_t n;
-
-	if (off > INT64_MAX)
-		return -EINVAL;
-	do
-		n = pread(fd, buf, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
 }
 
 static const char *xzdec_ret_name(lzma_ret ret)
@@ -263,7 +251,7 @@ int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_
 	for (;;) {
 		if (strm.avail_in == 0 && off < size) {
 			size_t want = size - off < XZDEC_CHUNK ? size - off : XZDEC_CHUNK;
-			ssize_t n = xzdec_pread(fd, buf, want, off);
+			ssize_t n = pio_pread(fd, buf, want, off);
 
 			if (n <= 0) {
 				ret = zerr_set(err, -EIO, off, "%s",
@@ -339,7 +327,7 @@ static int xzdec_header_read(struct xzdec_dec *d, int fd, struct zerr *err)
 	lzma_ret lret;
 	ssize_t n;
 
-	n = xzdec_pread(fd, hdr, 1, b->coff);
+	n = pio_pread(fd, hdr, 1, b->coff);
 	if (n <= 0)
 		return zerr_set(err, -EIO, b->coff, "reading Block Header: %s",
 				n ? strerror((int)-n) : "unexpected end of file");
@@ -351,7 +339,7 @@ static int xzdec_header_read(struct xzdec_dec *d, int fd, struct zerr *err)
 	d->block.filters = d->filters;
 	if (d->block.header_size >= b->csize)
 		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
-	n = xzdec_pread(fd, hdr, d->block.header_size, b->coff);
+	n = pio_pread(fd, hdr, d->block.header_size, b->coff);
 	if (n < (ssize_t)d->block.header_size)
 		return zerr_set(err, -EIO, b->coff, "reading Block Header: %s",
 				n < 0 ? strerror((int)-n) : "unexpected end of file");
@@ -461,7 +449,7 @@ static int xzdec_step(struct xzdec_dec *d, int fd, struct zerr *err)
 
 	if (d->strm.avail_in == 0 && d->in_off < d->in_end) {
 		uint64_t left = d->in_end - d->in_off;
-		ssize_t n = xzdec_pread(fd, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK,
+		ssize_t n = pio_pread(fd, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK,
 					d->in_off);
 
 		if (n <= 0)
@@ -605,7 +593,7 @@ static int scan_read(struct xz_scan *s, void *buf, size_t len, uint64_t off, con
 	if (off > s->size || len > s->size - off)
 		return zerr_set(s->err, SCAN_DAMAGE, s->size, "file ends inside %s", what);
 	while (got < len) {
-		ssize_t n = xzdec_pread(s->fd, (uint8_t *)buf + got, len - got, off + got);
+		ssize_t n = pio_pread(s->fd, (uint8_t *)buf + got, len - got, off + got);
 
 		if (n < 0)
 			return zerr_set(s->err, -EIO, off + got, "reading %s: %s", what,
@@ -715,7 +703,7 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 		if (strm.avail_in == 0 && !eof) {
 			uint64_t left = s->size - in_off;
 			ssize_t n =
-				left ? xzdec_pread(s->fd, s->in,
+				left ? pio_pread(s->fd, s->in,
 						   left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
 				     : 0;
 
@@ -788,7 +776,7 @@ static int scan_index(struct xz_scan *s, lzma_index_hash *hash, uint64_t off, ui
 			return zerr_set(s->err, SCAN_DAMAGE, pos, "file ends inside an Index");
 		if (want > s->size - pos)
 			want = (size_t)(s->size - pos);
-		n = xzdec_pread(s->fd, s->in, want, pos);
+		n = pio_pread(s->fd, s->in, want, pos);
 		if (n < 0)
 			return zerr_set(s->err, -EIO, pos, "reading the Index: %s",
 					strerror((int)-n));
@@ -826,7 +814,7 @@ static int scan_padding(struct xz_scan *s, uint64_t off, uint64_t *pad, bool *en
 		}
 		if (want > s->size - pos)
 			want = (size_t)(s->size - pos);
-		n = xzdec_pread(s->fd, s->in, want, pos);
+		n = pio_pread(s->fd, s->in, want, pos);
 		if (n < 0)
 			return zerr_set(s->err, -EIO, pos, "reading Stream Padding: %s",
 					strerror((int)-n));

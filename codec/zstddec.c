@@ -27,6 +27,7 @@
  */
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_estimateDStreamSize: exported by libzstd.so */
 #include "zstddec.h"
+#include "pio.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -52,19 +53,6 @@
 
 /* ------------------------------------------------------------------------ */
 /* Reading. */
-
-/* Reads up to len bytes at off; 0 means end of file. */
-static ssize_t zstddec_pread(int fd, void *buf, size_t len, uint64_t off)
-{
-	ssize_t n;
-
-	if (off > INT64_MAX)
-		return -EINVAL;
-	do
-		n = pread(fd, buf, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
-}
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -98,7 +86,7 @@ static int walk_get(struct walk *w, uint64_t off, size_t n, const uint8_t **p, s
 	if (off < w->boff || off + n > w->boff + w->blen) {
 		uint64_t left = w->size - off;
 		size_t want = left < WALK_BUF ? (size_t)left : WALK_BUF;
-		ssize_t got = zstddec_pread(w->fd, w->buf, want, off);
+		ssize_t got = pio_pread(w->fd, w->buf, want, off);
 
 		w->boff = off;
 		w->blen = got > 0 ? (size_t)got : 0;
@@ -655,7 +643,7 @@ static int dec_step(struct zstddec_dec *d, int fd, ZSTD_outBuffer *out, struct z
 
 	if (d->in.pos == d->in.size && d->in_off < d->in_end) {
 		uint64_t left = d->in_end - d->in_off;
-		ssize_t n = zstddec_pread(fd, d->buf, left < DEC_CHUNK ? (size_t)left : DEC_CHUNK,
+		ssize_t n = pio_pread(fd, d->buf, left < DEC_CHUNK ? (size_t)left : DEC_CHUNK,
 					  d->in_off);
 
 		if (n <= 0)
