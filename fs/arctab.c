@@ -26,9 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "beneath.h"
 #include "reader.h"
 #include "srcid.h"
+#include "tree.h"
 
 #define NBUCKETS 4096
 
@@ -124,19 +124,15 @@ static bool unhook(struct arctab *t, struct arc *a)
 	return --a->refs == 0;
 }
 
-/* Opens rel and makes sure it is still the file st describes. */
+/*
+ * Opens rel only if it is still the regular file st describes: nothing else
+ * (a FIFO, a device node swapped in) is ever opened (tree_open_file).
+ */
 static int open_same(int dirfd, const char *rel, const struct stat *st)
 {
-	int fd = beneath_open(dirfd, rel, O_RDONLY | O_NONBLOCK);
-	struct stat now;
+	int fd = tree_open_file(dirfd, rel, st, NULL);
 
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &now) < 0 || now.st_ino != st->st_ino || now.st_dev != st->st_dev) {
-		close(fd);
-		return -EAGAIN; /* replaced since it was looked up */
-	}
-	return fd;
+	return fd == -ESTALE ? -EAGAIN : fd; /* replaced since it was looked up */
 }
 
 static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
@@ -255,7 +251,7 @@ int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
 	a->moving = true;
 	pthread_mutex_unlock(&t->lock);
 
-	fd = beneath_open(dirfd, rel, O_RDONLY | O_NONBLOCK);
+	fd = tree_open_file(dirfd, rel, &a->st, NULL);
 	ret = fd < 0 ? fd : reader_attach(a->r, fd);
 
 	pthread_mutex_lock(&t->lock);
