@@ -36,6 +36,8 @@ for i in 1 2 3 4; do gzip -c "$work/app.log.$i" > "$src/logs/app.log.$i.gz"; don
 # A metrics archive in 1 MiB xz Blocks, and a tarball.
 seq 1 3000000 | awk '{ printf "%d cpu=%d mem=%d\n", $1, $1 * 7 % 100, $1 * 13 % 4096 }' > "$work/metrics.txt"
 xz -T1 --block-size=1MiB -c "$work/metrics.txt" > "$src/metrics/node1.txt.xz"
+# The same series as PCP 7 and others write it: zstd, in frames of 4 MiB (pzstd).
+pzstd -q -p2 -c "$work/metrics.txt" > "$src/metrics/node2.txt.zst"
 tar -C "$work" -cJf "$src/logs.txz" app.log.1 app.log.2
 du -sh "$src" "$work"/app.log.* "$work/metrics.txt" | sed 's/^/   /'
 
@@ -49,10 +51,13 @@ echo "\$ tail -n 2 $mnt/metrics/node1.txt"
 tail -n 2 "$mnt/metrics/node1.txt"
 echo "\$ dd if=$mnt/metrics/node1.txt bs=1 skip=40000000 count=60"
 dd if="$mnt/metrics/node1.txt" bs=1 skip=40000000 count=60 status=none; echo
+echo "\$ tail -c 60 $mnt/metrics/node2.txt  # from the .zst"
+tail -c 60 "$mnt/metrics/node2.txt"
 echo "\$ tar -tvf $mnt/logs.tar"
 tar -tvf "$mnt/logs.tar"
 echo "== checking every byte against the originals"
 cmp "$mnt/metrics/node1.txt" "$work/metrics.txt"
+cmp "$mnt/metrics/node2.txt" "$work/metrics.txt"
 for i in 1 2 3 4; do cmp "$mnt/logs/app.log.$i" "$work/app.log.$i"; done
 echo "all files identical"
 fusermount3 -u "$mnt"
