@@ -310,7 +310,8 @@ void arctab_top(struct arctab *t, struct arctab_top *top, size_t n)
 			struct reader_info in;
 			size_t i;
 
-			if (!a->r || a->opening)
+			/* opening first: a->r is written, unlocked, until opening is cleared */
+			if (a->opening || !a->r)
 				continue;
 			reader_get_info(a->r, &in);
 			if (in.decoded == 0)
