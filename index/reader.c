@@ -804,11 +804,13 @@ static void prefetch_run(void *arg)
 	struct bcache_ent *e;
 
 	/*
-	 * A slice of a streamed unit is read ahead only into free room: an
-	 * evicted slice the reader has not reached yet would cost a decode
-	 * from the unit's start, not just its own.
+	 * In a cache of a few slices, a slice of a streamed unit is read ahead
+	 * only into free room: what it evicts could be a slice the reader has
+	 * not reached yet, which would cost a decode from the unit's start.
+	 * A larger cache evicts slices read long ago.
 	 */
-	if (!is_bad(r, j->k) && (!streamed || free_room(r->cache, j->ulen))) {
+	if (!is_bad(r, j->k) && (!streamed || bcache_budget(r->cache) >= 16 * r->opts.slice ||
+				 free_room(r->cache, j->ulen))) {
 		if (streamed)
 			pthread_mutex_lock(&r->stream);
 		if (bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
