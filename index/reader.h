@@ -3,23 +3,25 @@
 #define ZMOUNT_READER_H
 
 /*
- * Random access to the uncompressed bytes of one .xz or .gz file.  This is
- * the code path of the daemon, the tools, the tests and the benchmark alike.
+ * Random access to the uncompressed bytes of one .xz, .gz or .zst file.
+ * This is the code path of the daemon, the tools, the tests and the
+ * benchmark alike.  The formats differ only behind struct fmt (fmt.h).
  *
- * reader_open reads the archive's block map (xz: its own Index; gzip: one
- * checkpoint pass that also verifies every member's CRC32 and ISIZE, and
- * leaves the first opts.warm_bytes it decodes in the cache, so a reader
+ * reader_open reads the archive's block map (xz: its own Index; zstd: its
+ * frames, each measured by one decode if it does not say its size; gzip:
+ * one checkpoint pass that also verifies every member's CRC32 and ISIZE,
+ * and leaves the first opts.warm_bytes it decodes in the cache, so a reader
  * that starts at the beginning does not decode them a second time).
  * reader_pread finds the chunks a range touches, takes each from the shared
  * cache or decodes it once, and copies out (reader_view pins them instead).
  *
- * Cache units:
- *  - gzip: the bytes between two checkpoints;
- *  - xz: a Block up to opts.whole_max bytes, decoded whole, with its Check
- *    verified before any byte of it is served; a larger Block is streamed in
- *    opts.slice-sized slices by a decoder parked where it stopped, so reading
- *    it in order decodes it once; its Check is verified when decoding reaches
- *    its end, and a failure there fails later reads of that Block.
+ * Cache units: a map entry (gzip: the bytes between two checkpoints; xz: a
+ * Block; zstd: a frame) up to opts.whole_max bytes, decoded whole, its
+ * integrity check verified before any byte of it is served; a larger entry
+ * is streamed in opts.slice-sized slices by a decoder parked where it
+ * stopped, so reading it in order decodes it once; its check is verified
+ * when decoding reaches its end, and a failure there fails later reads of
+ * that entry (and calls opts.tainted).
  *
  * Read-ahead: a read that starts within 1 MiB of where an earlier one ended
  * (the kernel delivers its parallel read-ahead slightly out of order; up to
@@ -108,8 +110,9 @@ struct reader_info {
  * Returns 0 and *out (close with reader_close), or, with *out NULL and,
  * if why is not NULL, *why set to the reason (a sentence naming the
  * compressed offset where it applies; why->coff too):
- *   -ENOTSUP  the magic bytes are not xz or gzip, or a gzip header is
- *             unreadable (pass the file through; not logged);
+ *   -ENOTSUP  the magic bytes are not xz, gzip or zstd, a gzip header is
+ *             unreadable, or a zstd file needs a dictionary or a window over
+ *             128 MiB (pass the file through; not logged here);
  *   -EINVAL   xz: the Streams or Index cannot be read, or its map would
  *             take more than opts->index_max; gzip: a header, the data, a
  *             CRC32 or an ISIZE is bad (logged);

@@ -91,7 +91,7 @@ int main(int argc, char *argv[])
 	zlog_escape(name, sizeof(name), argv[1]);
 	ret = reader_open(argv[1], cache, &ro, &r, NULL);
 	if (ret == -ENOTSUP)
-		fprintf(stderr, "zmount-cat: %s: not an xz or gzip file\n", name);
+		fprintf(stderr, "zmount-cat: %s: not an xz, gzip or zstd file\n", name);
 	if (ret < 0) {
 		ret = ret == -ENOTSUP ? 1 : 2;
 		goto out;

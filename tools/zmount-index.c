@@ -61,7 +61,7 @@ static const char usage[] =
 	"          Prints 'FILE: ok', 'FILE: corrupt: why' or\n"
 	"          'FILE: unreadable: why'.  Exit: 0 all verified; 2 some file corrupt\n"
 	"          (wins over 3); 3 some file could not be read (missing, permission,\n"
-	"          I/O error, not an xz or gzip file).\n"
+	"          I/O error, not an xz, gzip or zstd file).\n"
 	"  prune   remove the indexes whose source is gone or changed.\n"
 	"\n"
 	"  -d DIR  index directory (default: $XDG_CACHE_HOME/zmount or ~/.cache/zmount)\n"
@@ -420,7 +420,7 @@ static int info_one(const char *path, const char *dir, struct bcache *cache)
 	printf("file=%s\n", path);
 	ret = fd < 0 || !realpath(path, real) ? -errno : probe_fd(fd, &fmt);
 	if (ret < 0 || fmt == PROBE_NONE) {
-		printf("error=%s\n", ret < 0 ? strerror(-ret) : "not an xz or gzip file");
+		printf("error=%s\n", ret < 0 ? strerror(-ret) : "not an xz, gzip or zstd file");
 		if (fd >= 0)
 			close(fd);
 		return EX_CORRUPT;
@@ -508,7 +508,7 @@ static int verify_one(const char *path, struct bcache *cache, struct capture *ca
 		return EX_CORRUPT;
 	}
 	printf("%s: unreadable: %s\n", esc,
-	       ret == -ENOTSUP ? "not an xz or gzip file"
+	       ret == -ENOTSUP ? "not an xz, gzip or zstd file"
 	       : reason[0]     ? reason
 			       : strerror(ret ? -ret : (int)-n));
 	return EX_UNREADABLE;
