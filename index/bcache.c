@@ -48,6 +48,22 @@ struct bcache {
 	struct bcache_stats st;
 };
 
+/*
+ * Bytes of parked decoders (bcache_charge) beyond half the budget, with the
+ * lock held.  They are not counted when deciding what to evict or admit:
+ * one decoder is always parked, however small the budget (xz -6 needs
+ * 9 MiB), and were it counted in full, a cache smaller than it would evict
+ * every unit as soon as its reader let go of it, the slice a sequential
+ * reader is halfway through included; the reader would then decode the
+ * Block again from its start for the rest of that slice.
+ */
+static size_t excess(const struct bcache *c)
+{
+	size_t half = c->st.budget / 2;
+
+	return c->st.charged > half ? c->st.charged - half : 0;
+}
+
 /* What an entry costs the budget: its buffer, itself, malloc's headers, its hash slot. */
 static size_t charge(size_t cap)
 {
@@ -193,7 +209,7 @@ static struct bcache_ent *evict(struct bcache *c, size_t need)
 {
 	struct bcache_ent *victims = NULL, *e = c->lru;
 
-	while (e && c->st.used + need > c->st.budget) {
+	while (e && c->st.used - excess(c) + need > c->st.budget) {
 		struct bcache_ent *prev = e->prev;
 
 		if (e->refs == 0) {
@@ -214,7 +230,7 @@ static struct bcache_ent *evict(struct bcache *c, size_t need)
  */
 static bool has_room(const struct bcache *c, size_t need)
 {
-	return c->st.used + need <= c->st.budget || c->st.entries == 0;
+	return c->st.used - excess(c) + need <= c->st.budget || c->st.entries == 0;
 }
 
 static void free_chain(struct bcache_ent *e)
@@ -448,7 +464,7 @@ void bcache_put(struct bcache *c, struct bcache_ent *e)
 	pthread_mutex_lock(&c->lock);
 	dead = --e->refs == 0 && !e->in_table;
 	if (e->refs == 0) {
-		if (c->st.used > c->st.budget)
+		if (c->st.used - excess(c) > c->st.budget)
 			victims = evict(c, 0);
 		pthread_cond_broadcast(&c->room);
 	}
@@ -484,9 +500,14 @@ void bcache_drop(struct bcache *c, uint64_t id)
 void bcache_charge(struct bcache *c, size_t bytes)
 {
 	struct bcache_ent *victims;
+	size_t half, before, after;
 
 	pthread_mutex_lock(&c->lock);
-	victims = evict(c, bytes);
+	/* Only the part within half the budget counts (excess()). */
+	half = c->st.budget / 2;
+	before = c->st.charged < half ? c->st.charged : half;
+	after = bytes < half - before ? before + bytes : half;
+	victims = evict(c, after - before);
 	c->st.used += bytes;
 	c->st.charged += bytes;
 	if (c->st.used > c->st.peak)

@@ -112,8 +112,11 @@ void bcache_drop(struct bcache *c, uint64_t id);
 /*
  * Counts bytes the caller holds outside the cache (a parked decoder) against
  * the budget, evicting unreferenced entries to make room; never waits, so
- * `used` may pass the budget by what is charged.  bcache_uncharge gives
- * them back.
+ * `used` may pass the budget by what is charged.  Charged bytes beyond half
+ * the budget evict nothing and keep nothing out: entries always have at
+ * least half the budget, so a decoder larger than the whole cache does not
+ * push out the slice its reader is in the middle of (memory is then the
+ * budget plus that excess).  bcache_uncharge gives them back.
  */
 void bcache_charge(struct bcache *c, size_t bytes);
 void bcache_uncharge(struct bcache *c, size_t bytes);

@@ -786,13 +786,26 @@ static void job_done(struct reader *r)
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* Whether len more bytes fit the cache without evicting anything (a hint: it may change). */
-static bool free_room(struct bcache *c, size_t len)
+/*
+ * Whether a read-ahead job for slice [ustart, ...) of streamed entry k may
+ * run, with r->stream held: only if r's decoder stands at its very start
+ * (parked there, or none parked and the slice is the entry's first).  A job
+ * that ran further would walk the decoder past slices the reader has not
+ * had yet, and a slice the cache has no room for is lost on the way: the
+ * reader would then decode the Block again from its start.
+ */
+static bool ahead_in_step(struct reader *r, size_t k, uint64_t ustart)
 {
-	struct bcache_stats st;
+	uint64_t want = ustart - r->map.start[k];
+	bool ok;
 
-	bcache_stats(c, &st);
-	return st.used + len + BCACHE_ENT_COST <= st.budget;
+	pthread_mutex_lock(&parked_lock);
+	if (r->parked)
+		ok = r->parked_k == k && udec_tell(r->parked) == want;
+	else
+		ok = want == 0;
+	pthread_mutex_unlock(&parked_lock);
+	return ok;
 }
 
 /* A worker decodes one unit ahead of a reader, unless it is cached or in flight. */
@@ -803,17 +816,11 @@ static void prefetch_run(void *arg)
 	bool streamed = is_streamed(r, j->k);
 	struct bcache_ent *e;
 
-	/*
-	 * In a cache of a few slices, a slice of a streamed unit is read ahead
-	 * only into free room: what it evicts could be a slice the reader has
-	 * not reached yet, which would cost a decode from the unit's start.
-	 * A larger cache evicts slices read long ago.
-	 */
-	if (!is_bad(r, j->k) && (!streamed || bcache_budget(r->cache) >= 16 * r->opts.slice ||
-				 free_room(r->cache, j->ulen))) {
+	if (!is_bad(r, j->k)) {
 		if (streamed)
 			pthread_mutex_lock(&r->stream);
-		if (bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
+		if ((!streamed || ahead_in_step(r, j->k, j->ustart)) &&
+		    bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
 		    fill_entry(r, j->k, j->ustart, e, j->ustart) == 0) {
 			atomic_fetch_add(&reader_stats.ahead, j->ulen);
 			bcache_put(r->cache, e);
@@ -842,27 +849,65 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
 }
 
 /*
- * Where read-ahead for a stream that has read up to end stops: opts.readahead
- * bytes on, or further when units are wide (an xz -T Block is 24 MiB or
- * more), so that every worker has one of the next units to decode; never
- * more than four times opts.readahead on.
+ * Bytes of the cache that read-ahead for a reader at end may fill without
+ * evicting what it has not consumed: the budget, less the parked decoders'
+ * share (see PARKED_SHARE) and the unit the reader is in.  Units decoded
+ * ahead are the most recently used, so older entries go first; beyond this
+ * the newest read-ahead would push out the oldest, still unread.
+ */
+static uint64_t ahead_room(const struct reader *r, uint64_t end)
+{
+	struct bcache_stats st;
+	size_t parked, own, held;
+	uint64_t ustart;
+
+	size_t k;
+
+	bcache_stats(r->cache, &st);
+	k = unit_of(r, end < reader_size(r) ? end : end - 1, &ustart, &own);
+	/*
+	 * As bcache counts them: a decoder beyond the parked share evicts no
+	 * units.  In a streamed unit the reader's decoder counts in full even
+	 * while it is out of the list, decoding: it is parked again after.
+	 */
+	parked = st.charged < st.budget / PARKED_SHARE ? st.charged : st.budget / PARKED_SHARE;
+	if (is_streamed(r, k))
+		parked = st.budget / PARKED_SHARE;
+	held = parked + own + BCACHE_ENT_COST;
+	return st.budget > held ? st.budget - held : 0;
+}
+
+/*
+ * Where read-ahead for a stream that has read up to end stops: far enough
+ * that every worker has one of the next units to decode (an xz -T Block is
+ * 24 MiB or more), and at least opts.readahead bytes on; never past what
+ * the cache can hold beside the reader's own unit (ahead_room), so a unit
+ * decoded ahead is still there when the reader comes to it.  Always at a
+ * unit boundary: units are queued whole.
  */
 static uint64_t ahead_end(const struct reader *r, uint64_t end)
 {
-	uint64_t size = reader_size(r), to = end + r->opts.readahead;
-	uint64_t cap = end + 4 * (uint64_t)r->opts.readahead, pos = end;
+	uint64_t size = reader_size(r), room = ahead_room(r, end), held = 0, pos = end;
+	uint64_t min_to = end + r->opts.readahead;
 	unsigned units = pool_threads(r->opts.pool) + 1; /* the one holding end, then one each */
 
-	for (unsigned i = 0; i < units && pos < size && pos < cap; i++) {
+	for (unsigned i = 0; pos < size; i++) {
 		uint64_t ustart;
 		size_t ulen;
 
 		unit_of(r, pos, &ustart, &ulen);
+		if (ustart < end) { /* the reader's own: counted in room already */
+			pos = ustart + ulen;
+			continue;
+		}
+		if (i >= units && pos >= min_to)
+			break;
+		if (held + ulen + BCACHE_ENT_COST > room)
+			break; /* a unit that does not fit is not started */
+		held += ulen + BCACHE_ENT_COST;
 		pos = ustart + ulen;
 	}
-	if (to < pos)
-		to = pos < cap ? pos : cap;
-	return to < size ? to : size;
+	return pos < size ? pos : size;
 }
 
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
@@ -898,8 +943,10 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 			from = ulen;
 			if (from < reader_size(r)) {
 				unit_of(r, from, &ustart, &ulen);
-				to = ustart + ulen;
-				r->streams[i].ahead = to;
+				/* Only if it fits beside the first: else it would evict it. */
+				if (ulen + BCACHE_ENT_COST <= ahead_room(r, 0))
+					to = ustart + ulen;
+				r->streams[i].ahead = to > from ? to : from;
 			}
 		}
 	} else {

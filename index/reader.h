@@ -27,9 +27,12 @@
  * (the kernel delivers its parallel read-ahead slightly out of order; up to
  * four interleaved streams are tracked) queues the next opts.readahead
  * bytes' units on opts.pool (or, when units are wider than that, the next
- * one per worker, within 4 * opts.readahead), and asks the kernel for
+ * one per worker), never more than the cache holds beside the reader's own
+ * unit and the parked decoders' share, and asks the kernel for
  * their compressed bytes, so workers decode them in parallel, into the
- * same cache and under the same budget, while the reader is served.  Reads
+ * same cache and under the same budget, while the reader is served.  A
+ * slice of a streamed unit is decoded ahead only by the decoder parked
+ * exactly at its start, so read-ahead never walks past a slice.  Reads
  * further apart than that queue nothing, except that a read at offset 0,
  * the usual start of a sequential reader, queues the unit after its own.
  *

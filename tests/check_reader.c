@@ -1655,6 +1655,34 @@ START_TEST(parked_decoders_stay_within_their_share)
 }
 END_TEST
 
+/*
+ * Issue 11: a cache smaller than one parked decoder (single.xz is one Block
+ * of xz -6: its decoder needs 9 MiB) still decodes a sequential reader's
+ * Block once, with read-ahead on, read in the kernel's 128 KiB requests.
+ */
+START_TEST(tiny_cache_decodes_a_big_block_once)
+{
+	struct reader_opts ro;
+	struct pool *pool;
+	struct bcache *cache;
+	struct reader *r;
+	struct reader_info info;
+	struct opened o;
+
+	open_with_pool("single.xz", MiB, 0, 0, 0, MiB / 8, 2, &ro, &pool, &cache, &r);
+	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "single.xz"};
+	for (uint64_t off = 0; off < ORIG_SIZE; off += 128 * KiB)
+		expect_read(&o, off, 128 * KiB);
+	reader_get_info(r, &info);
+	ck_assert_msg(info.decoded <= ORIG_SIZE + ORIG_SIZE / 20,
+		      "decoded %llu bytes of a %u-byte file", (unsigned long long)info.decoded,
+		      ORIG_SIZE);
+	reader_close(r);
+	pool_free(pool);
+	bcache_free(cache);
+}
+END_TEST
+
 /* Issue 10, item 7: an in-place rewrite that restores the mtime is still a change (ctime). */
 START_TEST(rewrite_restoring_mtime_gives_eio)
 {
@@ -1868,6 +1896,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, parked_decoder_never_reads_another_file);
 	tcase_add_test(tc, transient_read_error_is_not_corrupt);
 	tcase_add_test(tc, parked_decoders_stay_within_their_share);
+	tcase_add_test(tc, tiny_cache_decodes_a_big_block_once);
 	tcase_add_test(tc, too_many_blocks_is_refused);
 	tcase_add_test(tc, huge_deflate_span_is_streamed_once);
 	tcase_add_test(tc, detach_waits_for_read_ahead);
