@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * How it works: the block map (cmap) has one entry per xz Block or per gzip
- * checkpoint span.  A read walks the entries it touches; for each it forms
- * the cache unit holding the wanted byte (the whole entry, or one slice of
- * an entry wider than whole_max), keyed in the shared cache by the unit's
- * uncompressed start offset, and fills it on a miss:
+ * How it works: the block map (cmap) has one entry per xz Block, zstd frame
+ * or gzip checkpoint span.  A read walks the entries it touches; for each it
+ * forms the cache unit holding the wanted byte (the whole entry, or one
+ * slice of an entry wider than whole_max), keyed in the shared cache by the
+ * unit's uncompressed start offset, and fills it on a miss:
  *  - an entry up to whole_max: one decoder from the entry's start, run to
  *    its end, its integrity check (xz Check, zstd checksum) included;
  *  - a wider entry (a large xz Block or zstd frame, a gzip span of one huge
@@ -532,9 +532,10 @@ static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct 
 }
 
 /*
- * Fills slice [ustart, ustart + len) of the streamed unit (an xz Block or a
- * gzip span wider than whole_max) behind map entry k into buf, using the
- * parked decoder when it stopped at or before it.  Called with r->stream held.
+ * Fills slice [ustart, ustart + len) of the streamed unit (an xz Block, a
+ * zstd frame or a gzip span wider than whole_max) behind map entry k into
+ * buf, using the parked decoder when it stopped at or before it.  Called
+ * with r->stream held.
  */
 static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
 		      struct zerr *err)
