@@ -61,7 +61,7 @@ static void usage(FILE *out)
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
 		"  -o noindex          do not index gzip files in the background after mount\n"
-		"  -o salvage          show the readable, verified start of damaged .gz/.xz files\n"
+		"  -o salvage          show what decodes before the damage in .gz/.xz files (as zcat)\n"
 		"  -o index_dir=PATH   where gzip indexes persist (default\n"
 		"                      $XDG_CACHE_HOME/zmount or ~/.cache/zmount; none: memory only)\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
