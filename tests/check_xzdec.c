@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "testutil.h"
 #include "xzdec.h"
 
 #define ORIG_SIZE  (3u << 20)
@@ -27,55 +28,6 @@
 static char corpus[1024]; /* .../corpus/xz-utils */
 static char tmpdir[1024];
 static int gen_ok; /* all generated fixtures were made */
-
-/* Deterministic pseudo-text: words from a small list, xorshift order. */
-static int gen_text(const char *path, size_t size)
-{
-	static const char *words[] = {"block",	"stream", "index", "padding", "check",
-				      "the",	"of",	  "a",	   "lzma",    "dictionary",
-				      "zmount", "fuse",	  "\n",	   "offset",  "42"};
-	uint32_t x = 2463534242u;
-	size_t n = 0;
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
-	while (n < size) {
-		const char *w;
-		size_t len;
-
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		w = words[x % (sizeof(words) / sizeof(words[0]))];
-		len = strlen(w);
-		if (len > size - n)
-			len = size - n;
-		fwrite(w, 1, len, f);
-		n += len;
-		if (n < size && w[0] != '\n') {
-			fputc(' ', f);
-			n++;
-		}
-	}
-	return fclose(f);
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(cmd))
-		return -1;
-	return system(cmd);
-}
 
 static void need_generated(void)
 {
@@ -800,7 +752,7 @@ START_TEST(test_truncated)
 	need_generated();
 	tpath(src, sizeof(src), "blocks.xz");
 	snprintf(path, sizeof(path), "%s/trunc.%d.xz", tmpdir, (int)getpid());
-	ck_assert_int_eq(sh("cp '%s' '%s'", src, path), 0);
+	ck_assert_int_eq(testutil_sh(".", "cp '%s' '%s'", src, path), 0);
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_int_eq(fstat(fd, &st), 0);
 	last = &idx->blocks[idx->nblocks - 1];
@@ -1097,7 +1049,7 @@ static void variant(const char *src, const char *dst, long long cut, long long x
 	uint8_t c;
 	int fd;
 
-	ck_assert_int_eq(sh("cd '%s' && cp %s %s", tmpdir, src, dst), 0);
+	ck_assert_int_eq(testutil_sh(tmpdir, "cp %s %s", src, dst), 0);
 	tpath(path, sizeof(path), dst);
 	if (cut >= 0)
 		ck_assert_int_eq(truncate(path, (off_t)cut), 0);
@@ -1456,12 +1408,11 @@ END_TEST
 static int gen_fixtures(void)
 {
 	char orig[PATH_MAX];
-	const char *t = tmpdir;
 
 	tpath(orig, sizeof(orig), "orig.txt");
-	if (gen_text(orig, ORIG_SIZE))
+	if (testutil_text(orig, ORIG_SIZE, 2463534242u))
 		return -1;
-	if (sh("cd '%s' && xz -T1 -c --block-size=65536 orig.txt > blocks.xz"
+	if (testutil_sh(tmpdir, "xz -T1 -c --block-size=65536 orig.txt > blocks.xz"
 	       " && xz -T1 -c orig.txt > one.xz"
 	       " && xz -T2 -c --block-size=65536 orig.txt > sized.xz"
 	       " && head -c %u orig.txt | xz -T1 -c --check=crc32 > s1.xz"
@@ -1474,7 +1425,7 @@ static int gen_fixtures(void)
 	       " && head -c %u orig.txt | xz -T1 -c --check=crc32 --block-size=131072 > s1b.xz"
 	       " && tail -c +%u orig.txt | xz -T1 -c --block-size=262144 > s2b.xz"
 	       " && head -c 8 /dev/zero > pad8 && cat s1b.xz pad8 s2b.xz > twob.xz",
-	       t, SPLIT, SPLIT + 1, SMALL_SIZE, SPLIT, SPLIT + 1))
+	       SPLIT, SPLIT + 1, SMALL_SIZE, SPLIT, SPLIT + 1))
 		return -1;
 	return 0;
 }
@@ -1584,7 +1535,7 @@ int main(int argc, char **argv)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	sh("rm -rf '%s'", tmpdir);
+	testutil_sh("/", "rm -rf '%s'", tmpdir);
 	if (failed)
 		return 1;
 	if (skipped) {

@@ -29,38 +29,6 @@
 static char tmpdir[1024];
 static int gen_ok; /* all generated fixtures were made */
 
-/* Deterministic pseudo-text: words from a small list, xorshift order. */
-static int gen_text(const char *path, size_t size, uint32_t x)
-{
-	static const char *words[] = {"frame",	"block", "window", "skippable", "checksum",
-				      "the",	"of",	 "a",	   "zstd",	"dictionary",
-				      "zmount", "seek",	 "\n",	   "offset",	"42"};
-	size_t n = 0;
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
-	while (n < size) {
-		const char *w;
-		size_t len;
-
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		w = words[x % (sizeof(words) / sizeof(words[0]))];
-		len = strlen(w);
-		if (len > size - n)
-			len = size - n;
-		fwrite(w, 1, len, f);
-		n += len;
-		if (n < size && w[0] != '\n') {
-			fputc(' ', f);
-			n++;
-		}
-	}
-	return fclose(f);
-}
-
 static void tpath(char *buf, size_t len, const char *name)
 {
 	testutil_join(buf, len, tmpdir, name);
@@ -1043,7 +1011,7 @@ static int gen_fixtures(void)
 
 	tpath(orig, sizeof(orig), "orig.txt");
 	tpath(small, sizeof(small), "small.txt");
-	if (gen_text(orig, ORIG_SIZE, 2463534242u) || gen_text(small, SMALL_SIZE, 88172645u))
+	if (testutil_text(orig, ORIG_SIZE, 2463534242u) || testutil_text(small, SMALL_SIZE, 88172645u))
 		return -1;
 	return testutil_sh(
 		tmpdir,

@@ -2,8 +2,10 @@
 #include "testutil.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 int testutil_sh(const char *dir, const char *fmt, ...)
@@ -32,4 +34,36 @@ void testutil_join(char *buf, size_t size, const char *dir, const char *name)
 		fprintf(stderr, "path too long: %s/%s\n", dir, name);
 		abort();
 	}
+}
+
+int testutil_text(const char *path, size_t size, unsigned seed)
+{
+	static const char *words[] = {"block",	"stream", "index", "padding", "check",
+				      "the",	"of",	  "a",	   "lzma",    "dictionary",
+				      "zmount", "fuse",	  "\n",	   "offset",  "42"};
+	uint32_t x = seed;
+	size_t n = 0;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	while (n < size) {
+		const char *w;
+		size_t len;
+
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		w = words[x % (sizeof(words) / sizeof(words[0]))];
+		len = strlen(w);
+		if (len > size - n)
+			len = size - n;
+		fwrite(w, 1, len, f);
+		n += len;
+		if (n < size && w[0] != '\n') {
+			fputc(' ', f);
+			n++;
+		}
+	}
+	return fclose(f);
 }

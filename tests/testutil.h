@@ -12,4 +12,11 @@ int testutil_sh(const char *dir, const char *fmt, ...) __attribute__((format(pri
 /* buf = dir/name, which must fit: aborts otherwise (usable before any test runs). */
 void testutil_join(char *buf, size_t size, const char *dir, const char *name);
 
+/*
+ * Writes size bytes of deterministic pseudo-text (words from a small list,
+ * in xorshift32 order from seed, which must not be 0) to path.  Returns 0,
+ * or -1 if the file cannot be written.
+ */
+int testutil_text(const char *path, size_t size, unsigned seed);
+
 #endif
