@@ -818,6 +818,14 @@ END_TEST
 
 /* A streamed Block whose Check is wrong: slices before the end may be
  * served, but once decoding reaches the end every read of the Block fails. */
+/* Options for a 1 MiB cache in which Blocks over 128 KiB are streamed in 64 KiB slices. */
+static void streamed_opts(struct reader_opts *ro)
+{
+	reader_opts_default(ro, MiB);
+	ro->whole_max = 128 * KiB;
+	ro->slice = 64 * KiB;
+}
+
 START_TEST(corrupt_check_fails_streamed_block)
 {
 	struct reader_opts ro;
@@ -832,9 +840,7 @@ START_TEST(corrupt_check_fails_streamed_block)
 	b = xz_block("b300k.xz", 3);
 	ck_assert_uint_eq(b.uoff, 900000);
 	corrupt_copy("b300k.xz", "bad-check.xz", b.coff + b.tsize - 1);
-	reader_opts_default(&ro, MiB);
-	ro.whole_max = 128 * KiB;
-	ro.slice = 64 * KiB;
+	streamed_opts(&ro);
 	ck_assert_int_eq(open_file("bad-check.xz", MiB, &ro, &cache, &r), 0);
 	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "bad-check.xz"};
 
@@ -870,9 +876,7 @@ START_TEST(corrupt_check_fails_streamed_block_read_in_order)
 	ck_assert(gen_ok);
 	b = xz_block("b300k.xz", 5);
 	corrupt_copy("b300k.xz", "bad-check2.xz", b.coff + b.tsize - 3);
-	reader_opts_default(&ro, MiB);
-	ro.whole_max = 128 * KiB;
-	ro.slice = 64 * KiB;
+	streamed_opts(&ro);
 	ck_assert_int_eq(open_file("bad-check2.xz", MiB, &ro, &cache, &r), 0);
 	for (uint64_t off = b.uoff; off < b.uoff + b.usize; off += 70000) {
 		ssize_t n = reader_pread(r, buf, 70000, off);
@@ -1594,9 +1598,7 @@ START_TEST(parked_decoder_never_reads_another_file)
 	struct opened o;
 	int ofd;
 
-	reader_opts_default(&ro, MiB);
-	ro.whole_max = 128 * KiB;
-	ro.slice = 64 * KiB;
+	streamed_opts(&ro);
 	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &cache, &r), 0);
 	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "single.xz"};
 	expect_read(&o, 0, 200000); /* parks a decoder inside the one Block */
@@ -1628,9 +1630,7 @@ START_TEST(parked_decoders_stay_within_their_share)
 	struct opened oa, ob;
 	size_t one;
 
-	reader_opts_default(&ro, MiB);
-	ro.whole_max = 128 * KiB;
-	ro.slice = 64 * KiB;
+	streamed_opts(&ro);
 	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &cache, &a), 0);
 	ck_assert_int_eq(reader_open_fd(open_ro("single.xz"), "single.xz", cache, &ro, &b, NULL), 0);
 	oa = (struct opened){cache, ro, a, orig, ORIG_SIZE, "single.xz"};
@@ -1757,9 +1757,7 @@ START_TEST(failed_streamed_block_taints_once)
 	ck_assert(gen_ok);
 	b = xz_block("b300k.xz", 3);
 	corrupt_copy("b300k.xz", "taint.xz", b.coff + b.tsize - 1);
-	reader_opts_default(&ro, MiB);
-	ro.whole_max = 128 * KiB;
-	ro.slice = 64 * KiB;
+	streamed_opts(&ro);
 	ro.tainted = count_taint;
 	ro.tainted_ctx = &calls;
 	ck_assert_int_eq(open_file("taint.xz", MiB, &ro, &cache, &r), 0);
