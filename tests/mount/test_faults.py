@@ -186,13 +186,9 @@ def sha(b):
 
 def vm_hwm_kib(pid):
     try:
-        with open(f'/proc/{pid}/status') as f:
-            for line in f:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+        return zmtest.proc_status(pid)['VmHWM'] // 1024
+    except (OSError, KeyError):
+        return None
 
 
 def nfds(pid):
@@ -956,15 +952,6 @@ def crc32(b):
     return zlib.crc32(b) & 0xffffffff
 
 
-def vli(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7f) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def read_vli(b, pos):
     n, shift = 0, 0
     while True:
@@ -1006,7 +993,7 @@ def xz_set_index(blob, usizes):
         unp, pos = read_vli(idx, pos)
         _, pos = read_vli(idx, pos)
         recs.append(unp)
-    body = b'\x00' + vli(n) + b''.join(vli(u) + vli(s) for u, s in zip(recs, usizes))
+    body = b'\x00' + zmtest.xz_vli(n) + b''.join(zmtest.xz_vli(u) + zmtest.xz_vli(s) for u, s in zip(recs, usizes))
     body += b'\x00' * (-len(body) % 4)
     body += struct.pack('<I', crc32(body))
     flags = footer[8:10]

@@ -45,14 +45,6 @@ MiB = 1 << 20
 SLACK = 16 * MiB
 
 
-def vm(pid, key):
-    with open(f'/proc/{pid}/status') as f:
-        for line in f:
-            if line.startswith(key + ':'):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 # -- one huge deflate block ---------------------------------------------------
 class Bits:
     def __init__(self):
@@ -128,15 +120,6 @@ def one_block_zeros_gz(path, size):
 
 
 # -- many tiny xz Blocks -------------------------------------------------------
-def vli(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def tiny_blocks_xz(path, nblocks):
     """An xz Stream of nblocks Blocks holding one byte each (LZMA2 stored
     chunks, CRC32 checks), written by hand: xz itself takes minutes."""
@@ -155,9 +138,9 @@ def tiny_blocks_xz(path, nblocks):
             pad = (-(len(bh) + len(data))) % 4
             f.write(bh + data + b'\x00' * pad + struct.pack('<I', binascii.crc32(byte)))
             records.append((unpadded, 1))
-        idx = bytearray(b'\x00') + vli(len(records))
+        idx = bytearray(b'\x00') + zmtest.xz_vli(len(records))
         for unpadded, usize in records:
-            idx += vli(unpadded) + vli(usize)
+            idx += zmtest.xz_vli(unpadded) + zmtest.xz_vli(usize)
         idx += b'\x00' * ((-len(idx)) % 4)
         idx += struct.pack('<I', binascii.crc32(idx))
         f.write(idx)
@@ -187,7 +170,7 @@ def case_deflate(args, res, work):
     mnt = os.path.join(work, 'mnt')
     with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=1M,threads=2,index_dir=none',
                       results=res, log_path=os.path.join(work, 'deflate.log'), watchdog=900) as m:
-        base = vm(m.proc.pid, 'VmRSS')
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
         path = os.path.join(mnt, 'zeros')
         res.check('deflate: size', os.stat(path).st_size == size)
         for p in range(2):
@@ -223,7 +206,7 @@ def case_deflate(args, res, work):
         warn = [ln for ln in m.log_lines() if 'zeros.gz' in ln and 'more than cache_size/2' in ln]
         res.check('deflate: one warning says the span is wider than cache_size/2',
                   len(warn) == 1, f'{len(warn)} lines')
-        hwm = vm(m.proc.pid, 'VmHWM')
+        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
         lim = base + bound(1 * MiB, 2, 128 << 10)
         res.check('deflate: VmHWM within the bound', hwm <= lim,
                   f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
@@ -243,7 +226,7 @@ def case_parked(args, res, work):
     mnt = os.path.join(work, 'mnt')
     with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=4M,threads=1,index_dir=none',
                       results=res, log_path=os.path.join(work, 'parked.log'), watchdog=900) as m:
-        base = vm(m.proc.pid, 'VmRSS')
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
         files = [open(os.path.join(mnt, f'f{i:02d}'), 'rb') for i in range(16)]
         ok = True
         for i, f in enumerate(files):
@@ -263,11 +246,11 @@ def case_parked(args, res, work):
         res.check('parked: no decoder stays parked once its file is closed',
                   st.get('cache_charged', -1) == 0, f'cache_charged {st.get("cache_charged")}')
         # what is left: the cache, xzdec's stock of spare buffers (8 MiB at most), slack
-        rss = vm(m.proc.pid, 'VmRSS')
+        rss = zmtest.proc_status(m.proc.pid)['VmRSS']
         lim = base + 4 * MiB + 8 * MiB + SLACK
         res.check('parked: RSS after the closes is back near the cache', rss <= lim,
                   f'{rss / MiB:.0f} MiB > {lim / MiB:.0f} MiB', info=f'VmRSS {rss / MiB:.0f} MiB')
-        hwm = vm(m.proc.pid, 'VmHWM')
+        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
         lim = base + bound(4 * MiB, 1, 9 * MiB)
         res.check('parked: VmHWM within the bound', hwm <= lim,
                   f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
@@ -286,22 +269,22 @@ def case_blocks(args, res, work):
     mnt = os.path.join(work, 'mnt')
     with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=4M,index_dir=none',
                       results=res, log_path=os.path.join(work, 'blocks4.log'), watchdog=600) as m:
-        base = vm(m.proc.pid, 'VmRSS')
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
         names = os.listdir(mnt)
         res.check('blocks: at 4M the file is shown raw', names == ['tiny.xz'], f'{names}')
         res.check('blocks: the log says why',
                   any('tiny.xz' in ln and 'Blocks' in ln for ln in m.log_lines()))
-        hwm = vm(m.proc.pid, 'VmHWM')
+        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
         lim = base + bound(4 * MiB, 2, 0)
         res.check('blocks: VmHWM at 4M within the bound', hwm <= lim,
                   f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
                   info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB')
     with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=64M,index_dir=none',
                       results=res, log_path=os.path.join(work, 'blocks64.log'), watchdog=600) as m:
-        base = vm(m.proc.pid, 'VmRSS')
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
         got = open(os.path.join(mnt, 'tiny'), 'rb').read()
         res.check('blocks: at 64M all 200,000 Blocks read right', got == want)
-        hwm = vm(m.proc.pid, 'VmHWM')
+        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
         lim = base + bound(64 * MiB, 2, 0, maps=n * 65)
         res.check('blocks: VmHWM at 64M within the bound', hwm <= lim,
                   f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',

@@ -126,18 +126,6 @@ def resident_after_open(path):
         os.close(fd)
 
 
-def proc_status(pid):
-    out = {}
-    with open(f'/proc/{pid}/status') as f:
-        for ln in f:
-            k, _, v = ln.partition(':')
-            if v.strip().endswith('kB'):
-                out[k] = int(v.split()[0]) * KiB
-            elif k == 'Threads':
-                out[k] = int(v)
-    return out
-
-
 def header_const(rel, name):
     """An integer #define (N or (Nu << M)) from the source tree the daemon was built from."""
     with open(os.path.join(REPO, rel)) as f:
@@ -289,7 +277,7 @@ def section_memory(res, zm, tmp, nfiles):
     def body(m):
         pid = m.proc.pid
         os.listdir(mnt)
-        before = proc_status(pid)
+        before = zmtest.proc_status(pid)
         t1 = time.monotonic()
         p = subprocess.run(['find', mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=600)
@@ -299,7 +287,7 @@ def section_memory(res, zm, tmp, nfiles):
         res.check('memory: find over the mount lists every entry', p.returncode == 0 and
                   found == len(paths) + 1, f'rc={p.returncode} found={found} want='
                   f'{len(paths) + 1} {p.stderr[-300:]!r}')
-        after = proc_status(pid)
+        after = zmtest.proc_status(pid)
         st = zmtest.stats(mnt)
         if not res.check('memory: stats show nodes and listings', all(
                 k in st for k in ('nodes', 'listings', 'listing_bytes', 'listing_budget')),

@@ -21,6 +21,8 @@ Standard library only (python3 >= 3.11).  What is here:
                       syscall returns ENOTCONN.
   log helpers         Mount.log_text(), Mount.log_lines(), lines_naming().
   is_mounted()        from /proc/self/mountinfo, so it never blocks on the daemon.
+  proc_status()       the daemon's memory figures from /proc/PID/status.
+  xz_vli()            an xz variable-length integer, for files written by hand.
 
 The daemon is only ever signalled by its own pid (subprocess.Popen.kill/terminate).
 """
@@ -65,6 +67,30 @@ def stats(mnt):
         if v.strip().isdigit():
             out[k.strip()] = int(v)
     return out
+
+
+def proc_status(pid):
+    """The daemon's /proc/PID/status sizes as {name: bytes} (VmRSS, VmHWM, ...),
+    and Threads; OSError if it is gone."""
+    out = {}
+    with open(f'/proc/{pid}/status') as f:
+        for ln in f:
+            k, _, v = ln.partition(':')
+            if v.strip().endswith('kB'):
+                out[k] = int(v.split()[0]) * 1024
+            elif k == 'Threads':
+                out[k] = int(v)
+    return out
+
+
+def xz_vli(n):
+    """n as an xz variable-length integer (Index records, sizes)."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def binary_ok(res, path):
