@@ -87,29 +87,45 @@ struct walk {
 	bool full;    /* the cap was hit: some files were left out */
 };
 
+/*
+ * Returns arr (n elements of size elem used, *cap allocated) with room for
+ * one more, moved if it had to grow, and charges cost bytes (the element
+ * and its path) to the walk's cap; or NULL, with w->full set and arr still
+ * valid, if the cap or memory says no.
+ */
+static void *room_for(struct walk *w, void *arr, size_t n, size_t *cap, size_t elem, size_t cost)
+{
+	if (w->bytes + cost > INDEXER_WALK_MAX_BYTES)
+		goto full;
+	if (n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		void *na = realloc(arr, ncap * elem);
+
+		if (!na)
+			goto full;
+		arr = na;
+		*cap = ncap;
+	}
+	w->bytes += cost;
+	return arr;
+full:
+	w->full = true;
+	return NULL;
+}
+
 /* Takes over path (freed on failure).  Returns false once the cap is hit. */
 static bool push_dir(struct walk *w, char *path)
 {
-	size_t cost = strlen(path) + 1 + sizeof(char *);
+	char **dirs = room_for(w, w->dirs, w->ndirs, &w->capdirs, sizeof(*dirs),
+			       strlen(path) + 1 + sizeof(*dirs));
 
-	if (w->bytes + cost > INDEXER_WALK_MAX_BYTES)
-		goto full;
-	if (w->ndirs == w->capdirs) {
-		size_t ncap = w->capdirs ? w->capdirs * 2 : 64;
-		char **nd = realloc(w->dirs, ncap * sizeof(*nd));
-
-		if (!nd)
-			goto full;
-		w->dirs = nd;
-		w->capdirs = ncap;
+	if (!dirs) {
+		free(path);
+		return false;
 	}
+	w->dirs = dirs;
 	w->dirs[w->ndirs++] = path;
-	w->bytes += cost;
 	return true;
-full:
-	w->full = true;
-	free(path);
-	return false;
 }
 
 static char *pop_dir(struct walk *w)
@@ -123,28 +139,18 @@ static char *pop_dir(struct walk *w)
 /* Takes over path (freed on failure).  Returns false once the cap is hit. */
 static bool add_item(struct walk *w, char *path, const struct stat *st)
 {
-	size_t cost = strlen(path) + 1 + sizeof(struct item);
+	struct item *items = room_for(w, w->items, w->n, &w->cap, sizeof(*items),
+				      strlen(path) + 1 + sizeof(*items));
 
-	if (w->bytes + cost > INDEXER_WALK_MAX_BYTES)
-		goto full;
-	if (w->n == w->cap) {
-		size_t ncap = w->cap ? w->cap * 2 : 256;
-		struct item *ni = realloc(w->items, ncap * sizeof(*ni));
-
-		if (!ni)
-			goto full;
-		w->items = ni;
-		w->cap = ncap;
+	if (!items) {
+		free(path);
+		return false;
 	}
+	w->items = items;
 	w->items[w->n].rel = path;
 	w->items[w->n].st = *st;
 	w->n++;
-	w->bytes += cost;
 	return true;
-full:
-	w->full = true;
-	free(path);
-	return false;
 }
 
 /* rel/name, or name alone under the root; NULL if too long for a path or out of memory. */
