@@ -13,6 +13,8 @@ middle, and intact copies of both formats.
       ends on a Block boundary and covers every whole Block before the cut;
       user.zmount.info says state=salvaged and the log has one line per file
       saying salvage is in effect; intact files read exactly as without it.
+  afterwards, without salvage but with the same index_dir: the cut .gz fails
+      again (its salvaged index was never saved), the intact one loads its own.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
@@ -84,7 +86,9 @@ def main():
                 res.check('without salvage: the cut .gz fails with EIO', e.errno == 5, str(e))
             names = os.listdir(os.path.join(mnt, 'x'))
             res.check('without salvage: the cut .xz shows raw', 'cut.log.xz' in names, f'{names}')
-        with zmtest.Mount(args.zmount, src, mnt, opts='index_dir=none,salvage', results=res,
+        idx = os.path.join(work, 'idx')
+        os.mkdir(idx, 0o700)
+        with zmtest.Mount(args.zmount, src, mnt, opts=f'index_dir={idx},salvage', results=res,
                           log_path=os.path.join(work, 'salvage.log')) as m:
             want = zcat_prefix(os.path.join(src, 'cut.log.gz'))
             p = os.path.join(mnt, 'cut.log')
@@ -116,6 +120,19 @@ def main():
             res.check('salvage: the log says salvage is in effect for each damaged file',
                       all(any(n in ln for ln in lines)
                           for n in ('cut.log.gz', 'flip.log.gz', 'cut.log.xz')), '\n'.join(lines))
+        # A salvaged index is never saved: a later mount without salvage must
+        # not load it and serve the cut file as if it were whole.
+        with zmtest.Mount(args.zmount, src, mnt, opts=f'index_dir={idx}', results=res,
+                          log_path=os.path.join(work, 'after.log')):
+            try:
+                read(os.path.join(mnt, 'cut.log'))
+                res.fail('after salvage, a plain mount still fails the cut .gz', 'it read')
+            except OSError as e:
+                res.check('after salvage, a plain mount still fails the cut .gz', e.errno == 5,
+                          str(e))
+            res.check('after salvage, the intact .gz loads its saved index',
+                      zmtest.stats(mnt).get('indexes_loaded', 0) >= 1 and
+                      read(os.path.join(mnt, 'ok.log')) == text)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return res.finish()
