@@ -124,6 +124,14 @@ def xz_bytes(data, block_size=None, check='crc64'):
     return subprocess.run(argv, input=data, stdout=subprocess.PIPE, check=True).stdout
 
 
+def zst_bytes(data, frames=1):
+    """zstd frames (content size and checksum in each), concatenated as pzstd does."""
+    step = -(-len(data) // max(frames, 1)) or 1
+    return b''.join(subprocess.run(['zstd', '-q', '-3', '-c'], input=data[i:i + step],
+                                   stdout=subprocess.PIPE, check=True).stdout
+                    for i in range(0, max(len(data), 1), step))
+
+
 def gz_member(data, level=6, mem_level=8):
     co = zlib.compressobj(level, zlib.DEFLATED, 31, mem_level)
     return co.compress(data) + co.flush(zlib.Z_FINISH)
@@ -151,6 +159,8 @@ def encode(spec, data):
     fmt = spec['fmt']
     if fmt == 'xz':
         return xz_bytes(data, spec.get('block'))
+    if fmt == 'zst':
+        return zst_bytes(data, spec.get('frames', 1))
     if fmt == 'gz':
         if spec.get('deflate1'):
             return deflate_one_block(data)
@@ -159,7 +169,7 @@ def encode(spec, data):
 
 
 def src_name(spec):
-    return spec['path'] + {'xz': '.xz', 'gz': '.gz', 'plain': ''}[spec['fmt']]
+    return spec['path'] + {'xz': '.xz', 'gz': '.gz', 'zst': '.zst', 'plain': ''}[spec['fmt']]
 
 
 # --------------------------------------------------------------------------
@@ -183,6 +193,9 @@ def make_files(rnd, scale, depth=None):
         dict(path='xz_twin_b', fmt='xz', kind='rand', size=sz(2560 * KiB)),
         dict(path='xz_rw', fmt='xz', kind='rand', size=sz(2 * MiB), block=512 * KiB),
         dict(path='gz_one', fmt='gz', kind='text', size=sz(3 * MiB)),
+        dict(path='zst_one', fmt='zst', kind='text', size=sz(3 * MiB)),
+        dict(path='zst_frames', fmt='zst', kind='text', size=sz(4 * MiB), frames=4),
+        dict(path='zst_rw', fmt='zst', kind='rand', size=sz(1 * MiB), frames=2),
         dict(path='gz_many', fmt='gz', kind='text', size=sz(4 * MiB), members=8),
         dict(path='gz_deflate1', fmt='gz', kind='zeros', size=sz(3 * MiB), deflate1=True),
         dict(path='gz_rw', fmt='gz', kind='rand', size=sz(1 * MiB), members=2, level=0),
