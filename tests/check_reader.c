@@ -29,9 +29,9 @@
 #include "bcache.h"
 #include "gzdec.h"
 #include "pool.h"
-#include "zmctx.h"
 #include "reader.h"
 #include "zlog.h"
+#include "zmctx.h"
 
 #define ORIG_SIZE  ((3u << 20) + 12345u) /* not a multiple of any block or slice size */
 #define SPLIT	   ((1u << 20) + 777u)	 /* where the multi-Stream files are cut */
@@ -1657,6 +1657,158 @@ START_TEST(parked_decoders_stay_within_their_share)
 END_TEST
 
 /*
+ * Issue 12: two contexts in one process share nothing.  Each reader's
+ * decoder costs more than a 1 MiB cache's parked share, so on one shared
+ * list parking b's would close a's; counters count only their own readers.
+ */
+START_TEST(contexts_keep_their_own_counters_and_parked_decoders)
+{
+	struct reader_opts ro;
+	struct zmctx *z1, *z2;
+	struct bcache_stats st1, st2;
+	struct reader_counters c1, c2;
+	struct reader *a, *b;
+	struct opened oa, ob;
+	size_t one;
+
+	streamed_opts(&ro);
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &z1, &a), 0);
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &z2, &b), 0);
+	oa = (struct opened){z1, ro, a, orig, ORIG_SIZE, "single.xz"};
+	ob = (struct opened){z2, ro, b, orig, ORIG_SIZE, "single.xz"};
+
+	expect_read(&oa, 0, 100000);
+	bcache_stats(zmctx_cache(z1), &st1);
+	one = st1.charged;
+	ck_assert_uint_gt(one, MiB / 2); /* a's parked decoder, over the share */
+	reader_get_counters(z1, &c1);
+	reader_get_counters(z2, &c2);
+	ck_assert_uint_eq(c1.served_bytes, 100000);
+	ck_assert_uint_gt(c1.decoded_bytes, 0);
+	ck_assert_uint_eq(c1.xz_indexes, 1);
+	ck_assert_uint_eq(c2.served_bytes, 0);
+	ck_assert_uint_eq(c2.decoded_bytes, 0);
+	ck_assert_uint_eq(c2.xz_indexes, 1);
+
+	expect_read(&ob, 0, 100000);
+	bcache_stats(zmctx_cache(z1), &st1);
+	bcache_stats(zmctx_cache(z2), &st2);
+	ck_assert_msg(st1.charged == one, "parking in z2 closed z1's decoder (charged %zu, was %zu)",
+		      st1.charged, one);
+	ck_assert_uint_gt(st2.charged, MiB / 2);
+	reader_note_error(z2);
+	reader_get_counters(z1, &c1);
+	reader_get_counters(z2, &c2);
+	ck_assert_uint_eq(c1.served_bytes, 100000);
+	ck_assert_uint_eq(c2.served_bytes, 100000);
+	ck_assert_uint_eq(c1.read_errors, 0);
+	ck_assert_uint_eq(c2.read_errors, 1);
+
+	/* a goes on from its own parked decoder: nothing decoded twice */
+	expect_read(&oa, 100000, 100000);
+	reader_close(a);
+	reader_close(b);
+	bcache_stats(zmctx_cache(z1), &st1);
+	bcache_stats(zmctx_cache(z2), &st2);
+	ck_assert_uint_eq(st1.charged, 0);
+	ck_assert_uint_eq(st2.charged, 0);
+	zmctx_free(z1);
+	zmctx_free(z2);
+}
+END_TEST
+
+/* What a log sink was given, for the tests. */
+struct sunk {
+	unsigned lines, errors;
+	int level;
+	char name[PATH_MAX], text[1024];
+	struct zerr why;
+	bool have_why;
+};
+
+static void sink(void *user, enum zlog_level level, const char *name, const char *text,
+		 const struct zerr *why)
+{
+	struct sunk *k = user;
+
+	k->lines++;
+	if (level != ZLOG_ERROR)
+		return;
+	k->errors++;
+	k->level = (int)level;
+	snprintf(k->name, sizeof(k->name), "%s", name ? name : "");
+	snprintf(k->text, sizeof(k->text), "%s", text);
+	k->have_why = why != NULL;
+	if (why)
+		k->why = *why;
+}
+
+/*
+ * Issue 12: a failure's reason reaches the caller as data: reader_open's
+ * why and the sink for a corrupt archive, and the sink and
+ * reader_last_error for a Block that fails on a read; a second context's
+ * sink hears nothing of it.
+ */
+START_TEST(reasons_reach_the_sink_and_the_caller)
+{
+	struct reader_opts ro;
+	struct zmctx *z1, *z2;
+	struct sunk k1 = { 0 }, k2 = { 0 };
+	struct reader *r;
+	struct xzblock b;
+	struct zerr why = { 0 };
+	unsigned char buf[100];
+	char path[PATH_MAX];
+
+	ck_assert(gen_ok);
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(zmctx_new(MiB, &z1), 0);
+	ck_assert_int_eq(zmctx_new(MiB, &z2), 0);
+	zmctx_set_log(z1, sink, &k1, ZLOG_WARN);
+	zmctx_set_log(z2, sink, &k2, ZLOG_DEBUG);
+
+	/* a truncated gzip: the open fails, with its offset, in why and in the sink */
+	ck_assert_int_eq(sh("cd '%s' && head -c 30000 orig.gz > cut-sink.gz", dir), 0);
+	path_of(path, sizeof(path), "cut-sink.gz");
+	ck_assert_int_eq(reader_open(path, z1, &ro, &r, &why), -EINVAL);
+	ck_assert_ptr_null(r);
+	ck_assert_msg(strstr(why.msg, "compressed offset"), "why: %s", why.msg);
+	ck_assert_uint_gt(why.coff, 0);
+	ck_assert_uint_le(why.coff, 30000);
+	ck_assert_uint_eq(k1.errors, 1);
+	ck_assert_msg(k1.have_why && k1.why.coff == why.coff && strcmp(k1.why.msg, why.msg) == 0,
+		      "sink: %s", k1.text);
+	ck_assert_str_eq(k1.text, why.msg);
+	ck_assert_msg(strstr(k1.name, "cut-sink.gz"), "name: %s", k1.name);
+
+	/* a corrupt Block: the read fails; the reason comes from the sink and from the reader */
+	b = xz_block("b64k.xz", 5);
+	corrupt_copy("b64k.xz", "bad-sink.xz", b.coff + b.hsize + b.dsize / 2);
+	path_of(path, sizeof(path), "bad-sink.xz");
+	ck_assert_int_eq(reader_open(path, z1, &ro, &r, NULL), 0);
+	ck_assert_int_eq(reader_last_error(r, &why), 0);
+	ck_assert_str_eq(why.msg, "");
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), b.uoff + 10), -EIO);
+	ck_assert_uint_eq(k1.errors, 2);
+	ck_assert_msg(k1.have_why && strstr(k1.text, "compressed offset"), "sink: %s", k1.text);
+	ck_assert_uint_ge(k1.why.coff, b.coff);
+	ck_assert_uint_le(k1.why.coff, b.coff + b.tsize);
+	ck_assert_int_eq(reader_last_error(r, &why), -EIO);
+	ck_assert_str_eq(why.msg, k1.text);
+	ck_assert_uint_eq(why.coff, k1.why.coff);
+	/* the failed Block is not decoded or logged again */
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), b.uoff + 20), -EIO);
+	ck_assert_uint_eq(k1.errors, 2);
+	reader_close(r);
+
+	ck_assert_uint_eq(k2.lines, 0);
+	zmctx_free(z1);
+	zmctx_free(z2);
+}
+END_TEST
+
+/*
  * Issue 11: a cache smaller than one parked decoder (single.xz is one Block
  * of xz -6: its decoder needs 9 MiB) still decodes a sequential reader's
  * Block once, with read-ahead on, read in the kernel's 128 KiB requests.
@@ -1895,6 +2047,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, parked_decoder_never_reads_another_file);
 	tcase_add_test(tc, transient_read_error_is_not_corrupt);
 	tcase_add_test(tc, parked_decoders_stay_within_their_share);
+	tcase_add_test(tc, contexts_keep_their_own_counters_and_parked_decoders);
+	tcase_add_test(tc, reasons_reach_the_sink_and_the_caller);
 	tcase_add_test(tc, tiny_cache_decodes_a_big_block_once);
 	tcase_add_test(tc, too_many_blocks_is_refused);
 	tcase_add_test(tc, huge_deflate_span_is_streamed_once);
