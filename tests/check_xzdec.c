@@ -336,6 +336,50 @@ START_TEST(test_blocks_independent)
 }
 END_TEST
 
+/*
+ * Issue 12: a decoder's buffers go back to the stock it was lent, not to a
+ * process-wide one: another stock stays empty, and a second decoder of the
+ * same Block takes them back out.
+ */
+START_TEST(test_spares_are_the_callers)
+{
+	char path[PATH_MAX];
+	struct xzdec_spares *a, *b;
+	struct xzdec_index *idx;
+	struct xzdec_dec *d;
+	struct zerr e;
+	uint8_t buf[4096];
+	size_t held;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), "one.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(xzdec_spares_new(&a), 0);
+	ck_assert_int_eq(xzdec_spares_new(&b), 0);
+	ck_assert_uint_eq(xzdec_spares_bytes(a), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], a, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
+	xzdec_dec_close(d);
+	held = xzdec_spares_bytes(a);
+	ck_assert_uint_gt(held, 0); /* at least the decoder's struct, over 64 KiB */
+	ck_assert_uint_eq(xzdec_spares_bytes(b), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], a, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
+	ck_assert_uint_lt(xzdec_spares_bytes(a), held); /* reused, not allocated again */
+	xzdec_dec_close(d);
+	/* without a stock nothing is kept */
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
+	xzdec_dec_close(d);
+	ck_assert_uint_eq(xzdec_spares_bytes(b), 0);
+	xzdec_spares_free(a);
+	xzdec_spares_free(b);
+	xzdec_spares_free(NULL);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_small_reads)
 {
 	static const size_t sizes[] = {1, 3, 7, 4093, 65537, 11};
@@ -1441,6 +1485,7 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{"index_many_blocks", test_index_many_blocks, 0},
 		{"blocks_independent", test_blocks_independent, 0},
 		{"small_reads", test_small_reads, 0},
+		{"spares_are_the_callers", test_spares_are_the_callers, 0},
 		{"one_big_block", test_one_big_block, 0},
 		{"sizes_in_headers", test_sizes_in_headers, 0},
 		{"two_streams_padding", test_two_streams_padding, 0},
