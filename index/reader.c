@@ -149,10 +149,8 @@ int reader_open(const char *path, struct zmctx *ctx, const struct reader_opts *o
 	char real[PATH_MAX];
 
 	if (fd < 0) {
-		int ret = -errno;
-
-		*out = NULL;
 		struct zerr e = { 0 };
+		int ret = -errno;
 
 		*out = NULL;
 		zerr_set(&e, ret, 0, "cannot open: %s", strerror(-ret));
@@ -504,7 +502,7 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
 	struct zerr why;
 	bool first;
 
-	/* The line names both offsets: a caller gets it whole as data (reader_last_error). */
+	/* The line names both offsets: a caller gets it as data (reader_last_error). */
 	zerr_set(&why, ret, err->coff,
 		 "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s", off,
 		 r->f->unit, r->entry[k], err->coff, err->msg[0] ? err->msg : strerror(-ret));
@@ -518,8 +516,12 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
 	pthread_mutex_unlock(&r->lock);
 	if (first)
 		atomic_fetch_add(&r->ctx->stats.errors, 1);
+	/* Formatted again, not from why.msg: the log line is not cut at sizeof(why.msg). */
 	if (first)
-		reader_log(r, ZLOG_ERROR, &why, "%s", why.msg);
+		reader_log(r, ZLOG_ERROR, &why,
+			   "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
+			   off, r->f->unit, r->entry[k], err->coff,
+			   err->msg[0] ? err->msg : strerror(-ret));
 	return ret == -ENOMEM ? ret : -EIO;
 }
 
@@ -538,9 +540,13 @@ static int check_unchanged(struct reader *r)
 	first = !r->changed;
 	r->changed = true;
 	pthread_mutex_unlock(&r->lock);
-	if (first)
-		reader_log(r, ZLOG_ERROR, NULL,
+	if (first) {
+		struct zerr why;
+
+		zerr_set(&why, -EIO, 0, "source changed since it was opened");
+		reader_log(r, ZLOG_ERROR, &why,
 			   "source changed since it was opened; reads of it fail until it is reopened");
+	}
 	return -EIO;
 }
 
