@@ -64,9 +64,10 @@ struct bcache *zmctx_cache(const struct zmctx *c);
  *          failed), the reason and its compressed offset (why->coff);
  *          else NULL.
  * It runs on whichever thread found the problem (a reader's or a pool
- * worker's) with no reader lock held, possibly on several at once; all
- * pointers are valid only during the call.  It must not call back into
- * the reader that logged.
+ * worker's), possibly on several at once, and may hold the reader's
+ * stream lock (the decode of a large unit; never a cache or parked-list
+ * lock): it must return soon and must not call into the readers of this
+ * context.  All pointers are valid only during the call.
  */
 typedef void (*zmctx_log_fn)(void *user, enum zlog_level level, const char *name,
 			     const char *text, const struct zerr *why);
