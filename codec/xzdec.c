@@ -26,7 +26,8 @@
  * Memory: a decoder's struct and its dictionary are the same size Block
  * after Block.  Allocations that large are fresh mappings (see main.c), so
  * each new decoder would fault in every page of them again; freed ones are
- * kept in a small shared stock (spare_*) for the next decoder instead.
+ * kept in a small stock (struct xzdec_spares, owned by the caller and
+ * shared by its decoders) for the next decoder instead.
  */
 #include "xzdec.h"
 #include "pio.h"
@@ -57,6 +58,7 @@ struct xzdec_dec {
 	bool failed;
 	lzma_allocator alloc; /* xz_alloc and xz_free, opaque = this decoder */
 	size_t mem;	 /* bytes liblzma holds for this decoder */
+	struct xzdec_spares *spares; /* borrowed; NULL: plain malloc and free */
 	uint8_t in[XZDEC_CHUNK];
 };
 
@@ -70,26 +72,65 @@ union spare_hdr {
 	max_align_t align;
 };
 
-static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Protected by spare_lock. */
-static union spare_hdr *spare[SPARE_SLOTS];
-static size_t spare_bytes;
+/*
+ * A stock of freed buffers for the next decoder (xzdec.h).  Owned by the
+ * caller, so two users in one process (two mounts, a tool and a test) never
+ * share a lock or a bound.
+ */
+struct xzdec_spares {
+	pthread_mutex_t lock;
+	/* Protected by lock. */
+	union spare_hdr *slot[SPARE_SLOTS];
+	size_t bytes;
+};
 
-static void *spare_alloc(size_t n)
+int xzdec_spares_new(struct xzdec_spares **out)
+{
+	struct xzdec_spares *sp = calloc(1, sizeof(*sp));
+
+	*out = sp;
+	if (!sp)
+		return -ENOMEM;
+	pthread_mutex_init(&sp->lock, NULL);
+	return 0;
+}
+
+void xzdec_spares_free(struct xzdec_spares *sp)
+{
+	if (!sp)
+		return;
+	for (size_t i = 0; i < SPARE_SLOTS; i++)
+		free(sp->slot[i]);
+	pthread_mutex_destroy(&sp->lock);
+	free(sp);
+}
+
+size_t xzdec_spares_bytes(struct xzdec_spares *sp)
+{
+	size_t n;
+
+	pthread_mutex_lock(&sp->lock);
+	n = sp->bytes;
+	pthread_mutex_unlock(&sp->lock);
+	return n;
+}
+
+/* n bytes, from sp's stock if it holds a buffer of exactly that size (sp may be NULL). */
+static void *spare_alloc(struct xzdec_spares *sp, size_t n)
 {
 	union spare_hdr *h = NULL;
 
-	if (n >= SPARE_MIN) {
-		pthread_mutex_lock(&spare_lock);
+	if (sp && n >= SPARE_MIN) {
+		pthread_mutex_lock(&sp->lock);
 		for (size_t i = 0; i < SPARE_SLOTS; i++) {
-			if (spare[i] && spare[i]->n == n) {
-				h = spare[i];
-				spare[i] = NULL;
-				spare_bytes -= n;
+			if (sp->slot[i] && sp->slot[i]->n == n) {
+				h = sp->slot[i];
+				sp->slot[i] = NULL;
+				sp->bytes -= n;
 				break;
 			}
 		}
-		pthread_mutex_unlock(&spare_lock);
+		pthread_mutex_unlock(&sp->lock);
 	}
 	if (!h && n <= SIZE_MAX - sizeof(*h))
 		h = malloc(sizeof(*h) + n);
@@ -99,40 +140,44 @@ static void *spare_alloc(size_t n)
 	return h + 1;
 }
 
-static void spare_free(void *p)
+/* Frees p (from spare_alloc), or keeps it in sp's stock while that has room. */
+static void spare_free(struct xzdec_spares *sp, void *p)
 {
 	union spare_hdr *h = p ? (union spare_hdr *)p - 1 : NULL;
 
-	if (h && h->n >= SPARE_MIN) {
-		pthread_mutex_lock(&spare_lock);
-		for (size_t i = 0; i < SPARE_SLOTS && spare_bytes + h->n <= SPARE_BYTES; i++) {
-			if (!spare[i]) {
-				spare[i] = h;
-				spare_bytes += h->n;
+	if (sp && h && h->n >= SPARE_MIN) {
+		pthread_mutex_lock(&sp->lock);
+		for (size_t i = 0; i < SPARE_SLOTS && sp->bytes + h->n <= SPARE_BYTES; i++) {
+			if (!sp->slot[i]) {
+				sp->slot[i] = h;
+				sp->bytes += h->n;
 				h = NULL;
 				break;
 			}
 		}
-		pthread_mutex_unlock(&spare_lock);
+		pthread_mutex_unlock(&sp->lock);
 	}
 	free(h);
 }
 
-/* opaque, when set, is the decoder whose `mem` counts what liblzma holds. */
+/* opaque is the decoder: its `mem` counts what liblzma holds, its `spares` lend buffers. */
 static void *xz_alloc(void *opaque, size_t nmemb, size_t size)
 {
-	void *p = nmemb && size > SIZE_MAX / nmemb ? NULL : spare_alloc(nmemb * size);
+	struct xzdec_dec *d = opaque;
+	void *p = nmemb && size > SIZE_MAX / nmemb ? NULL : spare_alloc(d->spares, nmemb * size);
 
-	if (p && opaque)
-		((struct xzdec_dec *)opaque)->mem += nmemb * size;
+	if (p)
+		d->mem += nmemb * size;
 	return p;
 }
 
 static void xz_free(void *opaque, void *ptr)
 {
-	if (ptr && opaque)
-		((struct xzdec_dec *)opaque)->mem -= ((union spare_hdr *)ptr - 1)->n;
-	spare_free(ptr);
+	struct xzdec_dec *d = opaque;
+
+	if (ptr)
+		d->mem -= ((union spare_hdr *)ptr - 1)->n;
+	spare_free(d->spares, ptr);
 }
 
 static const char *xzdec_ret_name(lzma_ret ret)
@@ -382,17 +427,19 @@ static void xzdec_dict_cap(lzma_filter *filters, uint64_t usize)
 	}
 }
 
-int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out, struct zerr *err)
+int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+		   struct xzdec_dec **out, struct zerr *err)
 {
 	struct xzdec_dec *d;
 	lzma_ret lret;
 	int ret;
 
 	*out = NULL;
-	d = spare_alloc(sizeof(*d));
+	d = spare_alloc(sp, sizeof(*d));
 	if (!d)
 		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
 	memset(d, 0, offsetof(struct xzdec_dec, in));
+	d->spares = sp;
 	d->b = *b;
 	d->strm = (lzma_stream)LZMA_STREAM_INIT;
 	d->alloc = (lzma_allocator){ xz_alloc, xz_free, d };
@@ -538,7 +585,7 @@ void xzdec_dec_close(struct xzdec_dec *d)
 		return;
 	lzma_end(&d->strm);
 	lzma_filters_free(d->filters, NULL);
-	spare_free(d);
+	spare_free(d->spares, d);
 }
 
 const char *xzdec_check_name(uint32_t check)

@@ -172,7 +172,23 @@ void xzdec_index_free(struct xzdec_index *idx);
 struct xzdec_dec;
 
 /*
- * Prepares to decode Block b of fd from its start.  b is copied.  fd is
+ * A small stock of freed decoder buffers (at most 8 of them, 8 MiB in all)
+ * that later decoders of the same size reuse: large allocations are fresh
+ * mappings, and faulting a dictionary's pages in again for every Block
+ * costs more than decoding a small one.  The caller owns it and lends it to
+ * every decoder it opens; it must outlive them.  Any thread may use it.
+ * xzdec_spares_new returns 0, or -ENOMEM with *out NULL; xzdec_spares_free
+ * frees the buffers it holds and accepts NULL; xzdec_spares_bytes says how
+ * many bytes it holds now.
+ */
+struct xzdec_spares;
+int xzdec_spares_new(struct xzdec_spares **out);
+void xzdec_spares_free(struct xzdec_spares *sp);
+size_t xzdec_spares_bytes(struct xzdec_spares *sp);
+
+/*
+ * Prepares to decode Block b of fd from its start.  b is copied.  sp (may
+ * be NULL: plain malloc) is borrowed for the decoder's life.  fd is
  * only used during this call, to read the Block Header and check it
  * against b (sizes, Unpadded Size); the decoder does not keep it.
  * Returns 0 and *out, or, with *out NULL and err set:
@@ -183,8 +199,8 @@ struct xzdec_dec;
  * The LZMA2 dictionary is capped at the Block's usize, so a small Block
  * never allocates the large dictionary its header may ask for.
  */
-int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_dec **out,
-		   struct zerr *err);
+int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+		   struct xzdec_dec **out, struct zerr *err);
 
 /*
  * Decodes the next min(len, remaining) bytes of the Block into buf and

@@ -50,8 +50,8 @@ struct arc {
 
 struct arctab {
 	char *root;
-	struct bcache *cache;
-	const struct reader_opts *opts; /* the caller's: it sets opts->pool after we start */
+	struct zmctx *zm;
+	const struct reader_opts *opts; /* the caller's */
 	pthread_mutex_t lock;
 	pthread_cond_t opened;  /* an entry's opening ended */
 	pthread_cond_t moved;   /* an entry's moving ended */
@@ -59,7 +59,7 @@ struct arctab {
 	struct arc *buckets[NBUCKETS];
 };
 
-int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char *root,
+int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *root,
 	       struct arctab **out)
 {
 	struct arctab *t = calloc(1, sizeof(*t));
@@ -69,7 +69,7 @@ int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char 
 		free(t);
 		return -ENOMEM;
 	}
-	t->cache = cache;
+	t->zm = zm;
 	t->opts = opts;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->opened, NULL);
@@ -183,7 +183,7 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		char name[PATH_MAX * 2];
 
 		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
-		ret = reader_open_fd(ret, name, t->cache, opts, &a->r, &why);
+		ret = reader_open_fd(ret, name, t->zm, opts, &a->r, &why);
 		if (ret == -EINVAL || ret == -EIO)
 			a->why = strdup(why.msg);
 	}

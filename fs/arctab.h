@@ -21,20 +21,19 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-struct bcache;
 struct reader;
+struct zmctx;
 struct reader_opts;
 struct arctab;
 struct arc;
 
 /*
- * Returns 0 and *out, or -ENOMEM.  cache and opts are borrowed for the
- * table's life, and opts is read at each reader open, so what the caller
- * sets in it before the first open (the pool) applies to every reader;
- * root, the source root's absolute path, is copied: readers
- * are named by absolute path, in log lines and as keys of saved indexes.
+ * Returns 0 and *out, or -ENOMEM.  zm (the readers' context) and opts are
+ * borrowed for the table's life; opts is read at each reader open.  root,
+ * the source root's absolute path, is copied: readers are named by
+ * absolute path, in log lines and as keys of saved indexes.
  */
-int arctab_new(struct bcache *cache, const struct reader_opts *opts, const char *root,
+int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *root,
 	       struct arctab **out);
 
 /* Closes every archive.  No reference may still be held.  Accepts NULL. */

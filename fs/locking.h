@@ -36,12 +36,14 @@
  *                                   on bcache.filled for a fill another
  *                                   thread is running now, never for a
  *                                   queued job), reader.lock
- *                                   (check_unchanged, fail_entry).  Room in
+ *                                   (check_unchanged, fail_entry), and the
+ *                                   context's log sink (zmctx.h).  Room in
  *                                   the cache is never waited for under it
  *                                   (get_unit drops it first): a holder of
  *                                   pinned units may need it.
  *  parked_lock       index/reader.c the list of parked decoders of all
- *                                   readers.  Leaf: decoders are closed and
+ *                                   readers of one context (zmctx.h).
+ *                                   Leaf: decoders are closed and
  *                                   uncharged after it is dropped.
  *  arctab.lock       fs/arctab.c    the archive table.  Leaf.  Its
  *                                   condition variables wait for a
@@ -59,7 +61,8 @@
  *                                   dropped.
  *  tree.lock         fs/tree.c      the listing cache.  Leaf: listings are
  *                                   built and freed with it dropped.
- *  open_lock         fs/ops.c       the list of open handles.  Leaf.
+ *  open_lock         fs/ops.c       the mount's list of open handles
+ *                                   (struct ops_ctx).  Leaf.
  *  reader.lock       index/reader.c a reader's bad-unit marks, streams and
  *                                   job count.  Leaf; reader.idle (drain)
  *                                   waits on it, see rule 2.

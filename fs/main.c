@@ -20,7 +20,6 @@
 
 #include "arctab.h"
 #include "bdi.h"
-#include "bcache.h"
 #include "nodes.h"
 #include "ops.h"
 #include "indexer.h"
@@ -29,6 +28,7 @@
 #include "reader.h"
 #include "tree.h"
 #include "zlog.h"
+#include "zmctx.h"
 
 struct cli {
 	struct opts opts;
@@ -259,13 +259,14 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	struct reader_opts ropts;
 	struct pool *pool = NULL;
 	struct indexer *ix = NULL;
-	struct bcache *cache = NULL;
+	struct zmctx *zm = NULL;
 	struct arctab *arcs = NULL;
-	struct ops_ctx octx = { 0 };
+	struct ops_ctx octx;
 	struct tree_node root;
 	struct fuse_session *se;
 	int ret = 1;
 
+	ops_ctx_init(&octx);
 	reader_opts_default(&ropts, (size_t)cli->opts.cache_size);
 	ropts.span = cli->opts.span;
 	ropts.index_dir = cli->opts.index_dir[0] ? cli->opts.index_dir : NULL;
@@ -278,8 +279,9 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	ropts.tainted_ctx = &octx;
 	octx.timeout = cli->opts.timeout;
 	octx.max_read = cli->opts.max_read;
-	if (bcache_new((size_t)cli->opts.cache_size, &cache) < 0 ||
-	    arctab_new(cache, &ropts, cli->src, &arcs) < 0) {
+	/* One context per mount: its cache, pool, counters and parked decoders. */
+	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0 ||
+	    arctab_new(zm, &ropts, cli->src, &arcs) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");
 		goto out_cache;
 	}
@@ -299,7 +301,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	}
 	ret = 1;
 	octx.arcs = arcs;
-	octx.cache = cache;
+	octx.zm = zm;
 	se = fuse_session_new(args, &ops_table, sizeof(ops_table), &octx);
 	if (!se)
 		goto out_tree;
@@ -318,7 +320,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	/* Workers start after daemonizing: fork keeps only the calling thread. */
 	if (pool_new(cli->opts.threads, 4096, &pool) < 0)
 		goto out_unmount;
-	ropts.pool = pool;
+	zmctx_set_pool(zm, pool);
 	if (ops_notify_start(&octx, se) < 0)
 		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
 	/* Half the workers index; the rest stay free for read-ahead. */
@@ -352,7 +354,7 @@ out_tree:
 out_cache:
 	arctab_free(arcs); /* waits for the readers' queued jobs */
 	pool_free(pool);
-	bcache_free(cache);
+	zmctx_free(zm);
 	return ret;
 }
 

@@ -22,53 +22,51 @@
 #include "srcid.h"
 #include "tree.h"
 #include "zlog.h"
+#include "zmctx.h"
 
 #define XATTR_STATS "user.zmount.stats"
 #define XATTR_INFO "user.zmount.info"
 #define XATTR_MAX (64 << 10) /* room for the stats with ten escaped names */
 
-/*
- * Every open file and directory is on a list, because the kernel sends no
- * release for those still open when the daemon is stopped (SIGTERM, lazy
- * unmount): ops_cleanup frees what is left.
- */
-struct open_link {
-	struct open_link *prev, *next; /* protected by open_lock */
-	bool is_dir;
-};
-
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct open_link open_list = { &open_list, &open_list, false };
-
-static void open_add(struct open_link *l, bool is_dir)
+/* Every open file and directory is on its mount's list (struct ops_open). */
+void ops_ctx_init(struct ops_ctx *c)
 {
-	l->is_dir = is_dir;
-	pthread_mutex_lock(&open_lock);
-	l->next = open_list.next;
-	l->prev = &open_list;
-	open_list.next->prev = l;
-	open_list.next = l;
-	pthread_mutex_unlock(&open_lock);
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->open_lock, NULL);
+	c->open_list.next = c->open_list.prev = &c->open_list;
+	atomic_init(&c->plain_reads, 0);
+	atomic_flag_clear(&c->fd_limit_said);
 }
 
-static void open_remove(struct open_link *l)
+static void open_add(struct ops_ctx *c, struct ops_open *l, bool is_dir)
 {
-	pthread_mutex_lock(&open_lock);
+	l->is_dir = is_dir;
+	pthread_mutex_lock(&c->open_lock);
+	l->next = c->open_list.next;
+	l->prev = &c->open_list;
+	c->open_list.next->prev = l;
+	c->open_list.next = l;
+	pthread_mutex_unlock(&c->open_lock);
+}
+
+static void open_remove(struct ops_ctx *c, struct ops_open *l)
+{
+	pthread_mutex_lock(&c->open_lock);
 	l->prev->next = l->next;
 	l->next->prev = l->prev;
-	pthread_mutex_unlock(&open_lock);
+	pthread_mutex_unlock(&c->open_lock);
 }
 
 /* An open file: a node (whose arc reads an archive), or a plain source file's fd. */
 struct handle {
-	struct open_link link; /* first: freed through it by ops_cleanup */
+	struct ops_open link; /* first: freed through it by ops_cleanup */
 	struct node *node;
 	int fd;
 };
 
 /* A directory listing, taken at opendir so offsets stay stable. */
 struct listing {
-	struct open_link link;
+	struct ops_open link;
 	size_t n, cap;
 	struct {
 		char *name;
@@ -77,15 +75,10 @@ struct listing {
 	} *ents;
 };
 
-/* Read requests for plain files that reached the daemon (the page cache missed). */
-static atomic_ullong plain_reads;
-
-/* Running out of descriptors fails requests with EMFILE; say so once, not per request. */
-static int note_limits(int ret)
+/* Running out of descriptors fails requests with EMFILE; say so once per mount, not per request. */
+static int note_limits(struct ops_ctx *c, int ret)
 {
-	static atomic_flag said = ATOMIC_FLAG_INIT;
-
-	if ((ret == -EMFILE || ret == -ENFILE) && !atomic_flag_test_and_set(&said))
+	if ((ret == -EMFILE || ret == -ENFILE) && !atomic_flag_test_and_set(&c->fd_limit_said))
 		zlog(ZLOG_ERROR, "out of file descriptors (%s); opens fail until some close "
 				 "(raise the limit with ulimit -n)", strerror(-ret));
 	return ret;
@@ -156,7 +149,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ret == 0)
 		ret = nodes_lookup(c->nodes, parent, name, path, &tn, &arc, &n);
 	tree_node_clear(&tn);
-	note_limits(ret);
+	note_limits(c, ret);
 	arctab_put(c->arcs, arc);
 	nodes_put(c->nodes, p);
 	if (ret == -ENOENT) {
@@ -218,7 +211,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void handle_close(struct ops_ctx *c, struct handle *h)
 {
-	open_remove(&h->link);
+	open_remove(c, &h->link);
 	if (h->node->arc)
 		arctab_close(c->arcs, h->node->arc);
 	if (h->fd >= 0)
@@ -268,10 +261,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	h->fd = -1;
 	h->node = nodes_get(c->nodes, ino);
-	ret = h->node ? note_limits(open_node(c, h->node, h, &same)) : -ESTALE;
+	ret = h->node ? note_limits(c, open_node(c, h->node, h, &same)) : -ESTALE;
 	if (ret < 0) {
 		if (ret == -EIO)
-			reader_note_error(); /* a corrupt archive: its cause was logged when indexed */
+			reader_note_error(c->zm); /* a corrupt archive: its cause was logged when indexed */
 		if (h->node)
 			zlog(ZLOG_DEBUG, "open %s: %s", h->node->path, strerror(-ret));
 		nodes_put(c->nodes, h->node);
@@ -289,7 +282,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 */
 	fi->keep_cache = same;
 	fi->fh = (uintptr_t)h;
-	open_add(&h->link, false);
+	open_add(c, &h->link, false);
 	if (fuse_reply_open(req, fi) != 0)
 		handle_close(c, h); /* the opener is gone (interrupted): nobody will release it */
 }
@@ -326,6 +319,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct handle *h = handle_of(fi);
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+	struct ops_ctx *c = ctx(req);
 
 	(void)ino;
 	if (off < 0) {
@@ -333,7 +327,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	} else if (h->node->arc) {
 		read_archive(req, arc_reader(h->node->arc), size, (uint64_t)off);
 	} else {
-		atomic_fetch_add_explicit(&plain_reads, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->plain_reads, 1, memory_order_relaxed);
 		/* libfuse reads the file straight into its reply. */
 		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
 		bv.buf[0].fd = h->fd;
@@ -360,12 +354,12 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &sv);
 }
 
-static void listing_free(struct listing *l)
+static void listing_free(struct ops_ctx *c, struct listing *l)
 {
 	if (!l)
 		return;
 	if (l->link.next)
-		open_remove(&l->link);
+		open_remove(c, &l->link);
 	for (size_t i = 0; i < l->n; i++)
 		free(l->ents[i].name);
 	free(l->ents);
@@ -403,15 +397,15 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 	nodes_put(c->nodes, n);
 	if (ret < 0) {
-		listing_free(l);
+		listing_free(c, l);
 		fuse_reply_err(req, -ret);
 		return;
 	}
 	fi->fh = (uintptr_t)l;
 	fi->cache_readdir = 0;
-	open_add(&l->link, true);
+	open_add(c, &l->link, true);
 	if (fuse_reply_open(req, fi) != 0)
-		listing_free(l);
+		listing_free(c, l);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -452,7 +446,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	listing_free((struct listing *)(uintptr_t)fi->fh);
+	listing_free(ctx(req), (struct listing *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -466,8 +460,8 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 	struct arctab_top top[STATS_TOP];
 	size_t n;
 
-	bcache_stats(c->cache, &st);
-	reader_get_counters(&rc);
+	bcache_stats(zmctx_cache(c->zm), &st);
+	reader_get_counters(c->zm, &rc);
 	tree_get_stats(c->tree, &ts);
 	arctab_top(c->arcs, top, STATS_TOP);
 	n = (size_t)snprintf(out, len,
@@ -486,7 +480,7 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
 		(unsigned long long)rc.read_errors, nodes_count(c->nodes), ts.listings,
 		ts.list_bytes, ts.list_budget, (unsigned long long)ts.rebuilds,
-		(unsigned long long)atomic_load(&plain_reads));
+		(unsigned long long)atomic_load(&c->plain_reads));
 	/* The archives that cost the most decoding: "top=DECODED NAME", escaped. */
 	for (size_t i = 0; i < STATS_TOP && top[i].decoded && n < len; i++) {
 		char name[4 * sizeof(top[i].name)];
@@ -502,14 +496,16 @@ static int info_text(const struct node *n, char *out, size_t len)
 {
 	struct reader *r = arc_reader(n->arc);
 	struct reader_info in;
+	struct zerr err;
 	char why[1024];
+	int n_out;
 
 	if (!r) {
 		zlog_escape(why, sizeof(why), arc_why(n->arc));
 		return snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", n->tn.rel, why);
 	}
 	reader_get_info(r, &in);
-	return snprintf(out, len,
+	n_out = snprintf(out, len,
 			"source=%s\nformat=%s\nstate=%s\nfailed_units=%u\nstreams=%llu\n"
 			"blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
 			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\n",
@@ -520,6 +516,12 @@ static int info_text(const struct node *n, char *out, size_t len)
 			(unsigned long long)in.chunks, (unsigned long long)in.csize,
 			(unsigned long long)in.usize, (unsigned long long)in.max_block,
 			(unsigned long long)in.decoded, (unsigned long long)in.served);
+	/* A damaged or changed archive: why its reads fail, as the log said it. */
+	if (n_out >= 0 && (size_t)n_out < len && reader_last_error(r, &err) < 0) {
+		zlog_escape(why, sizeof(why), err.msg);
+		n_out += snprintf(out + n_out, len - (size_t)n_out, "error=%s\n", why);
+	}
+	return n_out;
 }
 
 /* Replies with value (len bytes) the way getxattr and listxattr want it. */
@@ -569,18 +571,18 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 void ops_cleanup(struct ops_ctx *c)
 {
-	while (open_list.next != &open_list) {
-		struct open_link *l = open_list.next;
+	while (c->open_list.next != &c->open_list) {
+		struct ops_open *l = c->open_list.next;
 
 		if (l->is_dir)
-			listing_free((struct listing *)l);
+			listing_free(c, (struct listing *)l);
 		else
 			handle_close(c, (struct handle *)l);
 	}
 }
 
 /*
- * The invalidation thread.  State is static, like the open list, so that a
+ * The invalidation thread.  State is static, unlike the open list, so that a
  * late hook call (a read-ahead job finishing after unmount) finds a queue
  * that says "stopped" rather than freed memory.
  */

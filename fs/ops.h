@@ -31,21 +31,45 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
 struct arctab;
-struct bcache;
 struct nodes;
 struct reader;
 struct tree;
+struct zmctx;
 
-/* What every operation works on; passed as fuse_session_new's user data. */
+/*
+ * A link on the mount's list of open files and directories (ops.c): the
+ * kernel sends no release for those still open when the daemon is stopped
+ * (SIGTERM, lazy unmount), so ops_cleanup frees what is left.
+ */
+struct ops_open {
+	struct ops_open *prev, *next; /* protected by ops_ctx.open_lock */
+	bool is_dir;
+};
+
+/*
+ * One mount: what every operation works on; passed as fuse_session_new's
+ * user data.  Initialize with ops_ctx_init; the caller fills the pointers.
+ */
 struct ops_ctx {
 	struct tree *tree;
 	struct arctab *arcs;
-	struct bcache *cache;
+	struct zmctx *zm;  /* the readers' context: cache, pool, counters, log */
 	struct nodes *nodes;
 	double timeout; /* seconds the kernel may cache entries and attributes */
 	unsigned max_read; /* the max_read mount option, 0 if none */
+	pthread_mutex_t open_lock;
+	struct ops_open open_list;  /* list head; protected by open_lock */
+	atomic_ullong plain_reads;  /* reads of plain files that reached us (page cache missed) */
+	atomic_flag fd_limit_said;  /* "out of file descriptors" was logged */
 };
+
+/* Zeroes c and sets up its lock and list (a default mutex: nothing to destroy). */
+void ops_ctx_init(struct ops_ctx *c);
 
 /* The read-ahead asked of the kernel, and so its largest read request. */
 #define OPS_READ_AHEAD (1u << 20)

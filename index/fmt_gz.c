@@ -22,9 +22,6 @@
 /* What a parked decoder holds (gzdec.h: inflate state, window, input buffer). */
 #define GZ_DEC_COST (80u << 10)
 
-static atomic_flag save_failed_logged = ATOMIC_FLAG_INIT;
-static atomic_flag untrusted_logged = ATOMIC_FLAG_INIT;
-
 /* A saved index for this very version of the file, or NULL. */
 static struct gzdec_index *load_gz(struct reader *r, const struct idxfile_id *id)
 {
@@ -37,17 +34,17 @@ static struct gzdec_index *load_gz(struct reader *r, const struct idxfile_id *id
 	int ret = idxfile_load(r->opts.index_dir, r->name, id, 0, &g, &err);
 
 	if (ret == 0) {
-		atomic_fetch_add(&reader_stats.loaded, 1);
-		zlog(ZLOG_DEBUG, "%s: using its saved index", r->name);
+		atomic_fetch_add(&r->ctx->stats.loaded, 1);
+		reader_log(r, ZLOG_DEBUG, NULL, "using its saved index");
 		return g;
 	}
 	if (ret == -EPERM) {
 		/* Another user could have written it (idxfile.h): never used; said once. */
-		if (!atomic_flag_test_and_set(&untrusted_logged))
-			zlog(ZLOG_WARN, "%s: saved index not trusted (%s); indexes are rebuilt",
-			     r->name, err.msg[0] ? err.msg : strerror(-ret));
+		if (!atomic_flag_test_and_set(&r->ctx->untrusted_logged))
+			reader_log(r, ZLOG_WARN, NULL, "saved index not trusted (%s); indexes are rebuilt",
+				   err.msg[0] ? err.msg : strerror(-ret));
 	} else if (ret != -ENOENT) {
-		zlog(ZLOG_INFO, "%s: saved index not usable (%s); rebuilding it", r->name,
+		reader_log(r, ZLOG_INFO, NULL, "saved index not usable (%s); rebuilding it",
 		     err.msg[0] ? err.msg : strerror(-ret));
 	}
 	return NULL;
@@ -57,8 +54,9 @@ static void save_gz(struct reader *r, const struct idxfile_id *id, const struct 
 {
 	int ret = idxfile_save(r->opts.index_dir, r->name, id, g, NULL);
 
-	if (ret < 0 && !atomic_flag_test_and_set(&save_failed_logged))
-		zlog(ZLOG_WARN, "cannot save indexes in %s (%s); keeping them in memory",
+	if (ret < 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
+		zmctx_log(r->ctx, ZLOG_WARN, NULL, NULL,
+			  "cannot save indexes in %s (%s); keeping them in memory",
 		     r->opts.index_dir, strerror(-ret));
 }
 
@@ -86,7 +84,7 @@ static void warm_flush(struct warm *w)
 		memcpy(bcache_buf(e), w->buf, w->len);
 		bcache_done(w->r->cache, e, 0);
 		bcache_put(w->r->cache, e);
-		atomic_fetch_add(&reader_stats.decoded, w->len);
+		atomic_fetch_add(&w->r->ctx->stats.decoded, w->len);
 	}
 	w->budget -= w->len;
 out:
@@ -160,20 +158,20 @@ static int gz_open(struct reader *r, struct zerr *why)
 		if (ret < 0)
 			return zerr_set(why, ret, err.coff, "corrupt gzip at compressed offset %" PRIu64 ": %s",
 					err.coff, err.msg);
-		atomic_fetch_add(&reader_stats.built, 1);
+		atomic_fetch_add(&r->ctx->stats.built, 1);
 		/* A salvaged index is only for this mount: saved, it would pass for a whole file. */
 		if (persist && !g->salvaged)
 			save_gz(r, &id, g);
 	}
 	r->idx = g;
 	if (g->salvaged)
-		zlog(ZLOG_WARN,
-		     "%s: corrupt gzip at compressed offset %" PRIu64 ": %s; salvage: showing the "
+		reader_log(r, ZLOG_WARN, NULL,
+		     "corrupt gzip at compressed offset %" PRIu64 ": %s; salvage: showing the "
 		     "%" PRIu64 " bytes before the damage (%" PRIu64 " of them verified by a CRC32)",
-		     r->name, g->damage_coff, err.msg, g->usize, g->verified);
+		     g->damage_coff, err.msg, g->usize, g->verified);
 	if (g->trailing == GZDEC_TRAIL_GARBAGE)
-		zlog(ZLOG_WARN, "%s: trailing garbage after the last member at offset %" PRIu64
-			       " ignored", r->name, g->trail_off);
+		reader_log(r, ZLOG_WARN, NULL, "trailing garbage after the last member at offset %" PRIu64
+			   " ignored", g->trail_off);
 	if (reader_map_init(r, g->npoints) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < g->npoints; i++) {

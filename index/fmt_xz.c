@@ -42,11 +42,11 @@ static int xz_open(struct reader *r, struct zerr *why)
 
 		ret = xzdec_index_scan(r->fd, (uint64_t)r->st.st_size, &x, &err);
 		if (ret == 0 && x->salvaged)
-			zlog(ZLOG_WARN,
-			     "%s: not readable as xz (%s at compressed offset %" PRIu64 "); salvage: "
+			reader_log(r, ZLOG_WARN, NULL,
+			     "not readable as xz (%s at compressed offset %" PRIu64 "); salvage: "
 			     "showing the %" PRIu64 " bytes of the %zu whole, verified Blocks before "
 			     "compressed offset %" PRIu64,
-			     r->name, first.msg, first.coff, x->usize, x->nblocks, x->damage_coff);
+			     first.msg, first.coff, x->usize, x->nblocks, x->damage_coff);
 		if (ret == 0 && max_blocks && x->nblocks > max_blocks) {
 			ret = zerr_set(&err, -EINVAL, 0, "its %zu Blocks need more than cache_size/4",
 				       x->nblocks);
@@ -62,9 +62,9 @@ static int xz_open(struct reader *r, struct zerr *why)
 				"not readable as xz (at compressed offset %" PRIu64 "): %s", err.coff,
 				err.msg);
 	r->idx = x;
-	atomic_fetch_add(&reader_stats.xz, 1);
+	atomic_fetch_add(&r->ctx->stats.xz, 1);
 	if (x->checks & ~XZ_KNOWN_CHECKS)
-		zlog(ZLOG_WARN, "%s: unsupported type of integrity check; not verifying it", r->name);
+		reader_log(r, ZLOG_WARN, NULL, "unsupported type of integrity check; not verifying it");
 	for (size_t i = 0; i < x->nblocks; i++) {
 		const struct xzdec_block *b = &x->blocks[i];
 
@@ -98,7 +98,7 @@ static const struct xzdec_block *block(const struct reader *r, size_t k)
 
 static int xz_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
 {
-	return xzdec_dec_open(r->fd, block(r, k), (struct xzdec_dec **)dec, err);
+	return xzdec_dec_open(r->fd, block(r, k), r->ctx->xzspare, (struct xzdec_dec **)dec, err);
 }
 
 static ssize_t xz_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)

@@ -80,7 +80,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		return ret;
 	r->idx = z;
 	if (z->seek == ZSTDDEC_SEEK_IGNORED)
-		zlog(ZLOG_WARN, "%s: seek table ignored: %s", r->name, z->seek_reason);
+		reader_log(r, ZLOG_WARN, NULL, "seek table ignored: %s", z->seek_reason);
 	if (z->nframes > r->opts.index_max / ZSTD_FRAME_COST)
 		return zerr_set(why, -EINVAL, 0,
 				"its %zu frames need more than cache_size/4 (%zu KiB) of map; raise "
@@ -99,7 +99,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 			return zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, err.coff,
 					"corrupt zstd at compressed offset %" PRIu64 ": %s", err.coff,
 					err.msg[0] ? err.msg : "frame size does not settle");
-		atomic_fetch_add(&reader_stats.decoded, usize);
+		atomic_fetch_add(&r->ctx->stats.decoded, usize);
 	}
 	if (reader_map_init(r, z->nframes) < 0)
 		return -ENOMEM;
@@ -111,8 +111,9 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	}
 	cmap_end(&r->map, z->nframes ? z->usize : 0);
 	if (z->nframes && z->nchecksum < z->nframes)
-		zlog(ZLOG_INFO, "%s: %zu of %zu frames have no checksum: their bytes are not verified",
-		     r->name, z->nframes - z->nchecksum, z->nframes);
+		reader_log(r, ZLOG_INFO, NULL,
+			   "%zu of %zu frames have no checksum: their bytes are not verified",
+			   z->nframes - z->nchecksum, z->nframes);
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -45,7 +46,8 @@
 /* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
 #define SEQ_SLACK (1u << 20)
 /*
- * Parked decoders of every reader, most recently parked first.  A parked
+ * Parked decoders of every reader on a context (zmctx_int.h), most
+ * recently parked first.  A parked
  * decoder is charged to its reader's cache, and the list holds at most
  * PARKED_SHARE of that cache's budget (always at least one decoder, so a
  * sequential reader of a huge Block never decodes it twice): parking one
@@ -53,12 +55,6 @@
  * so a decoder never outlives the descriptor it was reading.
  */
 #define PARKED_SHARE 2 /* 1/2 of the budget */
-static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct reader *parked_head, *parked_tail; /* protected by parked_lock */
-static size_t parked_total;                      /* protected by parked_lock */
-
-static atomic_uint_fast64_t next_id = 1;
-struct reader_stats reader_stats;
 
 /* The backends, by the format the magic bytes say. */
 static const struct fmt *const fmts[] = {
@@ -72,20 +68,46 @@ static const struct fmt *fmt_of(enum probe_fmt id)
 	return (size_t)id < sizeof(fmts) / sizeof(fmts[0]) ? fmts[id] : NULL;
 }
 
-void reader_get_counters(struct reader_counters *out)
+void reader_get_counters(struct zmctx *c, struct reader_counters *out)
 {
-	out->decoded_bytes = atomic_load(&reader_stats.decoded);
-	out->readahead_bytes = atomic_load(&reader_stats.ahead);
-	out->xz_indexes = atomic_load(&reader_stats.xz);
-	out->indexes_built = atomic_load(&reader_stats.built);
-	out->indexes_loaded = atomic_load(&reader_stats.loaded);
-	out->read_errors = atomic_load(&reader_stats.errors);
-	out->served_bytes = atomic_load(&reader_stats.served);
+	out->decoded_bytes = atomic_load(&c->stats.decoded);
+	out->readahead_bytes = atomic_load(&c->stats.ahead);
+	out->xz_indexes = atomic_load(&c->stats.xz);
+	out->indexes_built = atomic_load(&c->stats.built);
+	out->indexes_loaded = atomic_load(&c->stats.loaded);
+	out->read_errors = atomic_load(&c->stats.errors);
+	out->served_bytes = atomic_load(&c->stats.served);
 }
 
-void reader_note_error(void)
+void reader_note_error(struct zmctx *c)
 {
-	atomic_fetch_add(&reader_stats.errors, 1);
+	atomic_fetch_add(&c->stats.errors, 1);
+}
+
+void reader_log(const struct reader *r, enum zlog_level level, const struct zerr *why,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	zmctx_vlog(r->ctx, level, r->name, why, fmt, ap);
+	va_end(ap);
+}
+
+int reader_last_error(const struct reader *r, struct zerr *why)
+{
+	int ret;
+
+	pthread_mutex_lock((pthread_mutex_t *)&r->lock);
+	ret = r->changed ? -ESTALE : r->failed ? -EIO : 0;
+	if (why && r->changed)
+		zerr_set(why, ret, 0, "source changed since it was opened");
+	else if (why && r->failed)
+		*why = r->first_err;
+	else if (why)
+		zerr_set(why, 0, 0, "%s", "");
+	pthread_mutex_unlock((pthread_mutex_t *)&r->lock);
+	return ret;
 }
 
 void reader_opts_default(struct reader_opts *o, size_t cache_size)
@@ -103,7 +125,6 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	o->index_max = cache_size / 4;
 	o->warn_wide = false;
 	o->salvage = false;
-	o->pool = NULL;
 	o->index_dir = NULL;
 	o->warm_bytes = 0;
 	o->tainted = NULL;
@@ -121,21 +142,24 @@ int reader_map_init(struct reader *r, size_t n)
 	return r->entry ? 0 : -ENOMEM;
 }
 
-int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
+int reader_open(const char *path, struct zmctx *ctx, const struct reader_opts *opts,
 		struct reader **out, struct zerr *why)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	char real[PATH_MAX];
 
 	if (fd < 0) {
+		struct zerr e = { 0 };
 		int ret = -errno;
 
 		*out = NULL;
-		zerr_set(why, ret, 0, "cannot open: %s", strerror(-ret));
-		zlog(ZLOG_ERROR, "%s: cannot open: %s", path, strerror(-ret));
+		zerr_set(&e, ret, 0, "cannot open: %s", strerror(-ret));
+		zmctx_log(ctx, ZLOG_ERROR, path, &e, "%s", e.msg);
+		if (why)
+			*why = e;
 		return ret;
 	}
-	return reader_open_fd(fd, realpath(path, real) ? real : path, cache, opts, out, why);
+	return reader_open_fd(fd, realpath(path, real) ? real : path, ctx, opts, out, why);
 }
 
 /*
@@ -151,15 +175,15 @@ static void warn_wide_units(const struct reader *r)
 			widest = cmap_len(&r->map, k);
 	if (!r->opts.warn_wide || widest <= r->opts.whole_max)
 		return;
-	zlog(ZLOG_WARN,
-	     "%s: a %s of %" PRIu64 " KiB is more than cache_size/2 (%zu KiB): random reads "
+	reader_log(r, ZLOG_WARN, NULL,
+	     "a %s of %" PRIu64 " KiB is more than cache_size/2 (%zu KiB): random reads "
 	     "inside it decode from its start; for fast random access set cache_size=%" PRIu64
 	     "M or more%s",
-	     r->name, r->f->unit, widest >> 10, r->opts.whole_max >> 10, (2 * widest >> 20) + 1,
+	     r->f->unit, widest >> 10, r->opts.whole_max >> 10, (2 * widest >> 20) + 1,
 	     r->f == &fmt_xz ? ", or recompress with xz --block-size=16MiB" : "");
 }
 
-int reader_open_fd(int fd, const char *name, struct bcache *cache,
+int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
 		   const struct reader_opts *opts, struct reader **out, struct zerr *why)
 {
 	struct reader *r = calloc(1, sizeof(*r));
@@ -175,9 +199,10 @@ int reader_open_fd(int fd, const char *name, struct bcache *cache,
 	pthread_cond_init(&r->idle, NULL);
 	pthread_mutex_init(&r->stream, NULL);
 	r->fd = fd;
-	r->cache = cache;
+	r->ctx = ctx;
+	r->cache = ctx->cache;
 	r->opts = *opts;
-	r->id = atomic_fetch_add(&next_id, 1);
+	r->id = atomic_fetch_add(&ctx->next_id, 1);
 	r->name = strdup(name);
 	if (!r->name) {
 		ret = -ENOMEM;
@@ -211,9 +236,9 @@ fail:
 	if (ret == -ENOMEM && !e.msg[0])
 		zerr_set(&e, ret, 0, "out of memory");
 	if (ret == -EINVAL)
-		atomic_fetch_add(&reader_stats.errors, 1); /* a corrupt archive */
+		atomic_fetch_add(&ctx->stats.errors, 1); /* a corrupt archive */
 	if (ret != -ENOTSUP) /* not an archive (or one shown raw): said by probe, if at all */
-		zlog(ZLOG_ERROR, "%s: %s", name, e.msg);
+		zmctx_log(ctx, ZLOG_ERROR, name, &e, "%s", e.msg);
 	if (why)
 		*why = e;
 	reader_close(r);
@@ -274,7 +299,7 @@ static size_t udec_cost(const struct udec *d)
 	return sizeof(*d) + d->f->dec_cost(d->d);
 }
 
-/* With parked_lock held: takes r's parked decoder off the list; returns it. */
+/* With r->ctx->parked_lock held: takes r's parked decoder off the list; returns it. */
 static struct udec *unpark_locked(struct reader *r)
 {
 	struct udec *d = r->parked;
@@ -284,14 +309,14 @@ static struct udec *unpark_locked(struct reader *r)
 	if (r->pprev)
 		r->pprev->pnext = r->pnext;
 	else
-		parked_head = r->pnext;
+		r->ctx->parked_head = r->pnext;
 	if (r->pnext)
 		r->pnext->pprev = r->pprev;
 	else
-		parked_tail = r->pprev;
+		r->ctx->parked_tail = r->pprev;
 	r->pprev = r->pnext = NULL;
 	r->parked = NULL;
-	parked_total -= r->parked_cost;
+	r->ctx->parked_total -= r->parked_cost;
 	return d;
 }
 
@@ -301,12 +326,12 @@ static struct udec *unpark(struct reader *r, size_t k)
 	struct udec *d = NULL;
 	size_t cost = 0;
 
-	pthread_mutex_lock(&parked_lock);
+	pthread_mutex_lock(&r->ctx->parked_lock);
 	if (r->parked && (k == SIZE_MAX || r->parked_k == k)) {
 		cost = r->parked_cost;
 		d = unpark_locked(r);
 	}
-	pthread_mutex_unlock(&parked_lock);
+	pthread_mutex_unlock(&r->ctx->parked_lock);
 	if (d)
 		bcache_uncharge(r->cache, cost);
 	return d;
@@ -327,14 +352,14 @@ static void park(struct reader *r, struct udec *d, size_t k)
 	} v[8];
 	unsigned nv = 0;
 
-	pthread_mutex_lock(&parked_lock);
+	pthread_mutex_lock(&r->ctx->parked_lock);
 	if (r->parked) {
 		v[nv].cache = r->cache;
 		v[nv].cost = r->parked_cost;
 		v[nv++].d = unpark_locked(r);
 	}
-	while (parked_tail && parked_total + cost > share && nv < 8) {
-		struct reader *o = parked_tail;
+	while (r->ctx->parked_tail && r->ctx->parked_total + cost > share && nv < 8) {
+		struct reader *o = r->ctx->parked_tail;
 
 		v[nv].cache = o->cache;
 		v[nv].cost = o->parked_cost;
@@ -343,15 +368,15 @@ static void park(struct reader *r, struct udec *d, size_t k)
 	r->parked = d;
 	r->parked_k = k;
 	r->parked_cost = cost;
-	r->pnext = parked_head;
+	r->pnext = r->ctx->parked_head;
 	r->pprev = NULL;
-	if (parked_head)
-		parked_head->pprev = r;
-	parked_head = r;
-	if (!parked_tail)
-		parked_tail = r;
-	parked_total += cost;
-	pthread_mutex_unlock(&parked_lock);
+	if (r->ctx->parked_head)
+		r->ctx->parked_head->pprev = r;
+	r->ctx->parked_head = r;
+	if (!r->ctx->parked_tail)
+		r->ctx->parked_tail = r;
+	r->ctx->parked_total += cost;
+	pthread_mutex_unlock(&r->ctx->parked_lock);
 	for (unsigned i = 0; i < nv; i++) {
 		udec_close(v[i].d);
 		bcache_uncharge(v[i].cache, v[i].cost);
@@ -474,21 +499,29 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 /* Marks entry k failed and writes its one log line.  Returns -EIO. */
 static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err)
 {
+	struct zerr why;
 	bool first;
 
+	/* The line names both offsets: a caller gets it as data (reader_last_error). */
+	zerr_set(&why, ret, err->coff,
+		 "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s", off,
+		 r->f->unit, r->entry[k], err->coff, err->msg[0] ? err->msg : strerror(-ret));
 	pthread_mutex_lock(&r->lock);
 	first = !r->bad[k];
 	if (ret != -ENOMEM && first) { /* memory comes back; corrupt data does not */
 		r->bad[k] = 1;
-		r->failed++;
+		if (r->failed++ == 0)
+			r->first_err = why;
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (first)
-		atomic_fetch_add(&reader_stats.errors, 1);
+		atomic_fetch_add(&r->ctx->stats.errors, 1);
+	/* Formatted again, not from why.msg: the log line is not cut at sizeof(why.msg). */
 	if (first)
-		zlog(ZLOG_ERROR, "%s: read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
-		     r->name, off, r->f->unit, r->entry[k], err->coff,
-		     err->msg[0] ? err->msg : strerror(-ret));
+		reader_log(r, ZLOG_ERROR, &why,
+			   "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
+			   off, r->f->unit, r->entry[k], err->coff,
+			   err->msg[0] ? err->msg : strerror(-ret));
 	return ret == -ENOMEM ? ret : -EIO;
 }
 
@@ -507,9 +540,13 @@ static int check_unchanged(struct reader *r)
 	first = !r->changed;
 	r->changed = true;
 	pthread_mutex_unlock(&r->lock);
-	if (first)
-		zlog(ZLOG_ERROR, "%s: source changed since it was opened; reads of it fail until it is reopened",
-		     r->name);
+	if (first) {
+		struct zerr why;
+
+		zerr_set(&why, -EIO, 0, "source changed since it was opened");
+		reader_log(r, ZLOG_ERROR, &why,
+			   "source changed since it was opened; reads of it fail until it is reopened");
+	}
 	return -EIO;
 }
 
@@ -552,8 +589,8 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 	}
 	if (!d) {
 		if (want > 0)
-			zlog(ZLOG_DEBUG, "%s: %s %zu: decoding from its start to reach %" PRIu64,
-			     r->name, r->f->unit, r->entry[k], want);
+			reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
+			     r->f->unit, r->entry[k], want);
 		ret = udec_open(r, k, &d, err);
 		if (ret < 0)
 			return ret;
@@ -703,8 +740,8 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 		struct zerr again = { 0 };
 
 		if (fill(r, k, ustart, bcache_size(e), bcache_buf(e), &again) == 0) {
-			zlog(ZLOG_WARN, "%s: a %s at offset %" PRIu64 " failed once (%s) and decoded "
-			     "the second time", r->name, r->f->unit, ustart, err.msg);
+			reader_log(r, ZLOG_WARN, NULL, "a %s at offset %" PRIu64 " failed once (%s) and decoded "
+			     "the second time", r->f->unit, ustart, err.msg);
 			ret = 0;
 		}
 	}
@@ -728,9 +765,9 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	}
 	bcache_done(r->cache, e, ret);
 	if (ret == 0) {
-		atomic_fetch_add(&reader_stats.decoded, bcache_size(e));
+		atomic_fetch_add(&r->ctx->stats.decoded, bcache_size(e));
 		atomic_fetch_add(&r->decoded, bcache_size(e));
-		zlog(ZLOG_DEBUG, "%s: decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms", r->name,
+		reader_log(r, ZLOG_DEBUG, NULL, "decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms",
 		     bcache_size(e), ustart, r->f->unit, r->entry[k], ms_since(&t0));
 	}
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
@@ -800,12 +837,12 @@ static bool ahead_in_step(struct reader *r, size_t k, uint64_t ustart)
 	uint64_t want = ustart - r->map.start[k];
 	bool ok;
 
-	pthread_mutex_lock(&parked_lock);
+	pthread_mutex_lock(&r->ctx->parked_lock);
 	if (r->parked)
 		ok = r->parked_k == k && udec_tell(r->parked) == want;
 	else
 		ok = want == 0;
-	pthread_mutex_unlock(&parked_lock);
+	pthread_mutex_unlock(&r->ctx->parked_lock);
 	return ok;
 }
 
@@ -823,7 +860,7 @@ static void prefetch_run(void *arg)
 		if ((!streamed || ahead_in_step(r, j->k, j->ustart)) &&
 		    bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
 		    fill_entry(r, j->k, j->ustart, e, j->ustart) == 0) {
-			atomic_fetch_add(&reader_stats.ahead, j->ulen);
+			atomic_fetch_add(&r->ctx->stats.ahead, j->ulen);
 			bcache_put(r->cache, e);
 		}
 		if (streamed)
@@ -890,7 +927,7 @@ static uint64_t ahead_end(const struct reader *r, uint64_t end)
 {
 	uint64_t size = reader_size(r), room = ahead_room(r, end), held = 0, pos = end;
 	uint64_t min_to = end + r->opts.readahead;
-	unsigned units = pool_threads(r->opts.pool) + 1; /* the one holding end, then one each */
+	unsigned units = pool_threads(r->ctx->pool) + 1; /* the one holding end, then one each */
 
 	for (unsigned i = 0; pos < size; i++) {
 		uint64_t ustart;
@@ -917,7 +954,7 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 	uint64_t end = off + len, from, to;
 	unsigned i;
 
-	if (!r->opts.pool || r->opts.readahead == 0)
+	if (!r->ctx->pool || r->opts.readahead == 0)
 		return;
 	pthread_mutex_lock(&r->lock);
 	for (i = 0; i < NSTREAMS; i++) {
@@ -973,7 +1010,7 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 		pthread_mutex_lock(&r->lock);
 		r->jobs++;
 		pthread_mutex_unlock(&r->lock);
-		if (pool_submit(r->opts.pool, prefetch_run, j) < 0) {
+		if (pool_submit(r->ctx->pool, prefetch_run, j) < 0) {
 			job_done(r);
 			free(j);
 			return; /* the queue is full: the workers are busy enough */
@@ -1017,7 +1054,7 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		v->ent[v->n++] = e;
 		done += n;
 	}
-	atomic_fetch_add(&reader_stats.served, done);
+	atomic_fetch_add(&r->ctx->stats.served, done);
 	atomic_fetch_add(&r->served, done);
 	return (ssize_t)done;
 }

@@ -15,6 +15,11 @@
  * reader_pread finds the chunks a range touches, takes each from the shared
  * cache or decodes it once, and copies out (reader_view pins them instead).
  *
+ * A reader is opened on a context (zmctx.h), which it borrows: the cache,
+ * the read-ahead pool, the counters (reader_get_counters), the parked
+ * decoders and the log sink are the context's, so readers on two contexts
+ * share none of them.
+ *
  * Cache units: a map entry (gzip: the bytes between two checkpoints; xz: a
  * Block; zstd: a frame) up to opts.whole_max bytes, decoded whole, its
  * integrity check verified before any byte of it is served; a larger entry
@@ -26,7 +31,7 @@
  * Read-ahead: a read that starts within 1 MiB of where an earlier one ended
  * (the kernel delivers its parallel read-ahead slightly out of order; up to
  * four interleaved streams are tracked) queues the next opts.readahead
- * bytes' units on opts.pool (or, when units are wider than that, the next
+ * bytes' units on the context's pool (or, when units are wider than that, the next
  * one per worker), never more than the cache holds beside the reader's own
  * unit and the parked decoders' share, and asks the kernel for
  * their compressed bytes, so workers decode them in parallel, into the
@@ -36,8 +41,10 @@
  * further apart than that queue nothing, except that a read at offset 0,
  * the usual start of a sequential reader, queues the unit after its own.
  *
- * Errors are logged once per cause, naming the file, the offset and the
- * reason; later reads of a failed chunk get -EIO without decoding it again.
+ * Errors are logged once per cause, through the context's sink (zmctx.h),
+ * naming the file, the offset and the reason; later reads of a failed chunk
+ * get -EIO without decoding it again.  The reason is data too: reader_open's
+ * why, and reader_last_error after a read failed.
  *
  * Threads: every function but reader_close may be called from any thread
  * at once.  The block map is immutable; the parked decoder and the failure
@@ -54,17 +61,15 @@
 #include "probe.h"
 #include "zerr.h"
 
-struct bcache;
 struct bcache_ent;
-struct pool;
 struct reader;
+struct zmctx;
 
 struct reader_opts {
 	uint64_t span;     /* gzip checkpoint spacing, bytes */
 	size_t whole_max;  /* xz Blocks up to this size are one verified unit */
 	size_t slice;      /* larger xz Blocks are cached in slices of this size */
-	struct pool *pool; /* decodes ahead of sequential readers; NULL: no read-ahead */
-	size_t readahead;  /* bytes decoded ahead of a sequential reader */
+	size_t readahead;  /* bytes decoded ahead of a sequential reader, on the context's pool */
 	const char *index_dir; /* where gzip indexes persist; NULL: memory only */
 	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
 	size_t index_max;  /* an xz file whose block map would take more is refused */
@@ -82,7 +87,7 @@ struct reader_opts {
 	void *tainted_ctx;
 };
 
-/* Defaults for a cache of cache_size bytes (pool NULL). */
+/* Defaults for a cache of cache_size bytes. */
 void reader_opts_default(struct reader_opts *o, size_t cache_size);
 
 struct reader_info {
@@ -104,8 +109,8 @@ struct reader_info {
 
 /*
  * Opens the archive on fd, which it takes over (closed on failure too);
- * name is used in log lines and copied; cache and opts are borrowed and
- * must outlive the reader.  If name is an absolute path and
+ * name is used in log lines and copied; ctx is borrowed and must outlive
+ * the reader; opts is copied.  If name is an absolute path and
  * opts->index_dir is set, a gzip index saved there for that path (and the
  * file's current identity) is used instead of a pass over the data, and a
  * newly built one is saved (failures to save are logged once and the index
@@ -120,12 +125,13 @@ struct reader_info {
  *             take more than opts->index_max; gzip: a header, the data, a
  *             CRC32 or an ISIZE is bad (logged);
  *   -ENOMEM, or another -errno from fstat/pread (logged).
+ * "Logged" means one line through ctx's sink, its why the same as *why.
  */
-int reader_open_fd(int fd, const char *name, struct bcache *cache,
+int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
 		   const struct reader_opts *opts, struct reader **out, struct zerr *why);
 
 /* reader_open_fd on path opened read-only, named by its real path; -errno from open too (logged). */
-int reader_open(const char *path, struct bcache *cache, const struct reader_opts *opts,
+int reader_open(const char *path, struct zmctx *ctx, const struct reader_opts *opts,
 		struct reader **out, struct zerr *why);
 
 /* The bytes of a read left where the cache holds them; see reader_view. */
@@ -164,7 +170,15 @@ const char *reader_name(const struct reader *r);
 
 void reader_get_info(const struct reader *r, struct reader_info *info);
 
-/* Process-wide counters of all readers, for the stats interface. */
+/*
+ * Why reads of r fail, as data: returns 0 if none has (why->msg ""), -EIO
+ * if a unit failed (why: the first such failure's line, "read error at
+ * offset U (Block K, compressed offset C): reason", and why->coff = C), or
+ * -ESTALE if the source changed since open.  why may be NULL.  Any thread.
+ */
+int reader_last_error(const struct reader *r, struct zerr *why);
+
+/* Counters of all readers on one context, for the stats interface. */
 struct reader_counters {
 	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
 	uint64_t readahead_bytes; /* of those, decoded by read-ahead on the pool */
@@ -176,10 +190,10 @@ struct reader_counters {
 	uint64_t served_bytes;   /* bytes returned by reader_view and reader_pread */
 };
 
-void reader_get_counters(struct reader_counters *out);
+void reader_get_counters(struct zmctx *ctx, struct reader_counters *out);
 
 /* Counts one more read error (read_errors) found by a caller: a failed open of a corrupt archive. */
-void reader_note_error(void);
+void reader_note_error(struct zmctx *ctx);
 
 /* The source's stat at open: device, inode, size and times identify it. */
 const struct stat *reader_stat(const struct reader *r);

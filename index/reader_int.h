@@ -17,6 +17,8 @@
 #include "cmap.h"
 #include "fmt.h"
 #include "reader.h"
+#include "zerr.h"
+#include "zmctx_int.h"
 
 /* Sequential streams tracked per archive, as the kernel's read-ahead does per file. */
 #define NSTREAMS 4
@@ -31,7 +33,8 @@ struct reader {
 	enum probe_fmt fmt;
 	const struct fmt *f; /* the backend */
 	void *idx;           /* the backend's index */
-	struct bcache *cache;
+	struct zmctx *ctx;   /* borrowed: cache, pool, counters, parked list, log */
+	struct bcache *cache; /* ctx->cache */
 	struct reader_opts opts;
 	struct cmap map;
 	size_t *entry;       /* map entry -> the backend's unit (Block, point, frame) */
@@ -43,7 +46,7 @@ struct reader {
 	 * other archives, and whole units of this one, decode meanwhile.
 	 */
 	pthread_mutex_t stream;
-	/* Protected by parked_lock (global; see park() in reader.c). */
+	/* Protected by ctx->parked_lock (see park() in reader.c). */
 	struct udec *parked;          /* stopped at a slice boundary of parked_k */
 	size_t parked_k;
 	size_t parked_cost;           /* charged to the cache while parked */
@@ -62,20 +65,19 @@ struct reader {
 	bool changed;         /* the source changed in place: all misses fail */
 	bool tainted;         /* opts.tainted was called */
 	unsigned failed;      /* map entries marked bad */
+	struct zerr first_err; /* why the first of them failed (reader_last_error) */
 	/* Counters of this reader, for per-file stats. */
 	atomic_uint_fast64_t served, decoded;
 };
-
-/* Process-wide counters (reader_get_counters); backends add to their own. */
-struct reader_stats {
-	atomic_uint_fast64_t decoded, ahead, xz, built, loaded, errors, served;
-};
-extern struct reader_stats reader_stats;
 
 /*
  * Sizes r->map and r->entry for up to n entries.  Returns 0 or -ENOMEM.
  * Then cmap_add each entry (recording r->entry[r->map.n - 1]) and cmap_end.
  */
 int reader_map_init(struct reader *r, size_t n);
+
+/* A log line about r through its context's sink: "NAME: text"; why as for zmctx_log_fn. */
+void reader_log(const struct reader *r, enum zlog_level level, const struct zerr *why,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif

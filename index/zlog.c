@@ -62,6 +62,11 @@ void zlog_set_level(enum zlog_level level)
 	max_level = level;
 }
 
+int zlog_wants(enum zlog_level level)
+{
+	return level <= max_level;
+}
+
 char *zlog_escape(char *dst, size_t len, const char *src)
 {
 	static const char hex[] = "0123456789abcdef";

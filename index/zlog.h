@@ -46,6 +46,9 @@ int zlog_to_file(const char *path);
  */
 int zlog_to_syslog(void);
 
+/* True if a line at level would be written (not dropped by zlog_set_level). Any thread. */
+int zlog_wants(enum zlog_level level);
+
 void zlog(enum zlog_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*

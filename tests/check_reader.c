@@ -31,6 +31,7 @@
 #include "pool.h"
 #include "reader.h"
 #include "zlog.h"
+#include "zmctx.h"
 
 #define ORIG_SIZE  ((3u << 20) + 12345u) /* not a multiple of any block or slice size */
 #define SPLIT	   ((1u << 20) + 777u)	 /* where the multi-Stream files are cut */
@@ -244,7 +245,7 @@ static void opts_for(const struct rcase *c, struct reader_opts *o)
 }
 
 struct opened {
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader_opts opts;
 	struct reader *r;
 	const unsigned char *want; /* original bytes */
@@ -260,8 +261,8 @@ static void open_case(const struct rcase *c, struct opened *o)
 	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
 	path_of(path, sizeof(path), c->file);
 	opts_for(c, &o->opts);
-	ck_assert_int_eq(bcache_new(c->budget, &o->cache), 0);
-	ret = reader_open(path, o->cache, &o->opts, &o->r, NULL);
+	ck_assert_int_eq(zmctx_new(c->budget, &o->zm), 0);
+	ret = reader_open(path, o->zm, &o->opts, &o->r, NULL);
 	ck_assert_msg(ret == 0, "%s: reader_open: %d", c->file, ret);
 	ck_assert_ptr_nonnull(o->r);
 	o->want = orig;
@@ -275,10 +276,10 @@ static void close_case(struct opened *o)
 
 	reader_close(o->r);
 	/* closing drops every chunk of the reader */
-	bcache_stats(o->cache, &st);
+	bcache_stats(zmctx_cache(o->zm), &st);
 	ck_assert_uint_eq(st.entries, 0);
 	ck_assert_uint_eq(st.used, 0);
-	bcache_free(o->cache);
+	zmctx_free(o->zm);
 }
 
 /* The expected count of reader_pread(len at off) on a file of size bytes. */
@@ -629,13 +630,13 @@ START_TEST(second_pass_is_all_hits)
 	free(starts);
 	for (uint64_t off = 0; off < o.size; off += 50000)
 		expect_read(&o, off, 50000);
-	bcache_stats(o.cache, &st1);
+	bcache_stats(zmctx_cache(o.zm), &st1);
 	ck_assert_uint_eq(st1.misses, n + 1);
 	ck_assert_uint_eq(st1.entries, n + 1);
 	ck_assert_uint_eq(st1.used, o.size + st1.entries * BCACHE_ENT_COST);
 	for (uint64_t off = 0; off < o.size; off += 50000)
 		expect_read(&o, off, 50000);
-	bcache_stats(o.cache, &st2);
+	bcache_stats(zmctx_cache(o.zm), &st2);
 	ck_assert_uint_eq(st2.misses, st1.misses);
 	ck_assert_uint_gt(st2.hits, st1.hits);
 	close_case(&o);
@@ -646,14 +647,14 @@ END_TEST
 /* single behaviours                                                   */
 
 static int open_file(const char *name, size_t budget, const struct reader_opts *ro,
-		     struct bcache **cache, struct reader **r)
+		     struct zmctx **zm, struct reader **r)
 {
 	char path[PATH_MAX];
 
 	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
 	path_of(path, sizeof(path), name);
-	ck_assert_int_eq(bcache_new(budget, cache), 0);
-	return reader_open(path, *cache, ro, r, NULL);
+	ck_assert_int_eq(zmctx_new(budget, zm), 0);
+	return reader_open(path, *zm, ro, r, NULL);
 }
 
 /* Opening each of names fails with want, and leaves no reader behind. */
@@ -663,12 +664,12 @@ static void expect_open_error(const char *const *names, size_t n, int want)
 
 	reader_opts_default(&ro, MiB);
 	for (size_t i = 0; i < n; i++) {
-		struct bcache *cache;
+		struct zmctx *zm;
 		struct reader *r = (struct reader *)1;
 
-		ck_assert_int_eq(open_file(names[i], MiB, &ro, &cache, &r), want);
+		ck_assert_int_eq(open_file(names[i], MiB, &ro, &zm, &r), want);
 		ck_assert_ptr_null(r);
-		bcache_free(cache);
+		zmctx_free(zm);
 	}
 }
 
@@ -684,34 +685,34 @@ START_TEST(open_fd_takes_over_the_fd_on_failure)
 {
 	char path[PATH_MAX];
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r = (struct reader *)1;
 	int fd;
 
 	ck_assert(gen_ok);
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(bcache_new(MiB, &cache), 0);
+	ck_assert_int_eq(zmctx_new(MiB, &zm), 0);
 	path_of(path, sizeof(path), "orig");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(reader_open_fd(fd, "orig", cache, &ro, &r, NULL), -ENOTSUP);
+	ck_assert_int_eq(reader_open_fd(fd, "orig", zm, &ro, &r, NULL), -ENOTSUP);
 	ck_assert_ptr_null(r);
 	ck_assert_int_eq(fcntl(fd, F_GETFD), -1); /* closed */
 	ck_assert_int_eq(errno, EBADF);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
 START_TEST(missing_file_is_enoent)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r = (struct reader *)1;
 
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(open_file("no-such-file.xz", MiB, &ro, &cache, &r), -ENOENT);
+	ck_assert_int_eq(open_file("no-such-file.xz", MiB, &ro, &zm, &r), -ENOENT);
 	ck_assert_ptr_null(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 	reader_close(NULL);
 }
 END_TEST
@@ -777,7 +778,7 @@ static struct xzblock xz_block(const char *name, unsigned bi)
 START_TEST(corrupt_xz_block_fails_alone)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct opened o;
 	struct xzblock b;
@@ -790,8 +791,8 @@ START_TEST(corrupt_xz_block_fails_alone)
 	ck_assert_uint_eq(b.usize, 65536);
 	corrupt_copy("b64k.xz", "bad-data.xz", b.coff + b.hsize + b.dsize / 2);
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(open_file("bad-data.xz", MiB, &ro, &cache, &r), 0);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "bad-data.xz"};
+	ck_assert_int_eq(open_file("bad-data.xz", MiB, &ro, &zm, &r), 0);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "bad-data.xz"};
 
 	/* the Blocks around it read fine, right up to its edges */
 	expect_read(&o, 0, 65536);
@@ -812,7 +813,7 @@ START_TEST(corrupt_xz_block_fails_alone)
 		try_read(r, orig, ORIG_SIZE, b.uoff + b.usize, 65536, buf, why, sizeof(why)));
 	free(buf);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -829,7 +830,7 @@ static void streamed_opts(struct reader_opts *ro)
 START_TEST(corrupt_check_fails_streamed_block)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct opened o;
 	struct xzblock b;
@@ -841,8 +842,8 @@ START_TEST(corrupt_check_fails_streamed_block)
 	ck_assert_uint_eq(b.uoff, 900000);
 	corrupt_copy("b300k.xz", "bad-check.xz", b.coff + b.tsize - 1);
 	streamed_opts(&ro);
-	ck_assert_int_eq(open_file("bad-check.xz", MiB, &ro, &cache, &r), 0);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "bad-check.xz"};
+	ck_assert_int_eq(open_file("bad-check.xz", MiB, &ro, &zm, &r), 0);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "bad-check.xz"};
 
 	expect_read(&o, b.uoff - 10, 10);
 	/* the first slice decodes, its bytes are right */
@@ -859,7 +860,7 @@ START_TEST(corrupt_check_fails_streamed_block)
 	expect_read(&o, b.uoff - 100000, 100000);
 	free(buf);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -867,7 +868,7 @@ END_TEST
 START_TEST(corrupt_check_fails_streamed_block_read_in_order)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct xzblock b;
 	unsigned char *buf = get_buf(70000);
@@ -877,7 +878,7 @@ START_TEST(corrupt_check_fails_streamed_block_read_in_order)
 	b = xz_block("b300k.xz", 5);
 	corrupt_copy("b300k.xz", "bad-check2.xz", b.coff + b.tsize - 3);
 	streamed_opts(&ro);
-	ck_assert_int_eq(open_file("bad-check2.xz", MiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(open_file("bad-check2.xz", MiB, &ro, &zm, &r), 0);
 	for (uint64_t off = b.uoff; off < b.uoff + b.usize; off += 70000) {
 		ssize_t n = reader_pread(r, buf, 70000, off);
 
@@ -895,7 +896,7 @@ START_TEST(corrupt_check_fails_streamed_block_read_in_order)
 	ck_assert_int_eq(reader_pread(r, buf, 1, b.uoff), -EIO);
 	free(buf);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -903,7 +904,7 @@ START_TEST(corrupt_gzip_fails_open)
 {
 	char path[PATH_MAX];
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r = (struct reader *)1;
 	struct stat st;
 
@@ -912,9 +913,9 @@ START_TEST(corrupt_gzip_fails_open)
 	ck_assert_int_eq(stat(path, &st), 0);
 	corrupt_copy("orig.gz", "bad.gz", (uint64_t)st.st_size / 2);
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(open_file("bad.gz", MiB, &ro, &cache, &r), -EINVAL);
+	ck_assert_int_eq(open_file("bad.gz", MiB, &ro, &zm, &r), -EINVAL);
 	ck_assert_ptr_null(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -922,7 +923,7 @@ START_TEST(corrupt_gzip_crc_fails_open)
 {
 	char path[PATH_MAX];
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r = (struct reader *)1;
 	struct stat st;
 
@@ -931,9 +932,9 @@ START_TEST(corrupt_gzip_crc_fails_open)
 	ck_assert_int_eq(stat(path, &st), 0);
 	corrupt_copy("orig.gz", "badcrc.gz", (uint64_t)st.st_size - 6); /* in the CRC32 */
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(open_file("badcrc.gz", MiB, &ro, &cache, &r), -EINVAL);
+	ck_assert_int_eq(open_file("badcrc.gz", MiB, &ro, &zm, &r), -EINVAL);
 	ck_assert_ptr_null(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -942,7 +943,7 @@ static void truncated_source(const char *src, const char *copy, uint64_t span)
 {
 	char path[PATH_MAX];
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct stat st;
 	unsigned char *buf = get_buf(100000);
@@ -954,7 +955,7 @@ static void truncated_source(const char *src, const char *copy, uint64_t span)
 	reader_opts_default(&ro, 256 * KiB);
 	if (span)
 		ro.span = span;
-	ck_assert_int_eq(open_file(copy, 256 * KiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(open_file(copy, 256 * KiB, &ro, &zm, &r), 0);
 	ck_assert_ptr_null(try_read(r, orig, ORIG_SIZE, 0, 1000, buf, why, sizeof(why)));
 	path_of(path, sizeof(path), copy);
 	ck_assert_int_eq(stat(path, &st), 0);
@@ -973,7 +974,7 @@ static void truncated_source(const char *src, const char *copy, uint64_t span)
 	ck_assert(n == -EIO || (n == 1000 && memcmp(buf, orig, 1000) == 0));
 	free(buf);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 
 START_TEST(truncated_xz_source_gives_eio)
@@ -993,7 +994,7 @@ START_TEST(rewritten_source_gives_eio)
 {
 	char path[PATH_MAX];
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct stat st;
 	unsigned char buf[1000];
@@ -1002,7 +1003,7 @@ START_TEST(rewritten_source_gives_eio)
 	ck_assert(gen_ok);
 	ck_assert_int_eq(sh("cd '%s' && cp b64k.xz touched.xz", dir), 0);
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(open_file("touched.xz", MiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(open_file("touched.xz", MiB, &ro, &zm, &r), 0);
 	path_of(path, sizeof(path), "touched.xz");
 	ck_assert_int_eq(stat(path, &st), 0);
 	ts[0] = st.st_atim;
@@ -1011,7 +1012,7 @@ START_TEST(rewritten_source_gives_eio)
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
 	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 2 * MiB), -EIO);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1030,7 +1031,7 @@ START_TEST(budget_smaller_than_a_chunk)
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct reader_opts ro;
-		struct bcache *cache;
+		struct zmctx *zm;
 		struct reader *r;
 		struct opened o;
 		struct bcache_stats st;
@@ -1038,19 +1039,19 @@ START_TEST(budget_smaller_than_a_chunk)
 		reader_opts_default(&ro, t[i].budget);
 		if (t[i].whole_max)
 			ro.whole_max = t[i].whole_max;
-		ck_assert_int_eq(open_file(t[i].file, t[i].budget, &ro, &cache, &r), 0);
-		o = (struct opened){cache, ro, r, orig, ORIG_SIZE, t[i].file};
+		ck_assert_int_eq(open_file(t[i].file, t[i].budget, &ro, &zm, &r), 0);
+		o = (struct opened){zm, ro, r, orig, ORIG_SIZE, t[i].file};
 		for (uint64_t off = 0; off < ORIG_SIZE; off += 700000)
 			expect_read(&o, off, 700000);
 		for (int k = 0; k < 10; k++)
 			expect_read(&o, lcg(&x) % ORIG_SIZE, 1 + lcg(&x) % 100000);
-		bcache_stats(cache, &st);
+		bcache_stats(zmctx_cache(zm), &st);
 		ck_assert_uint_eq(st.entries, 0); /* nothing stays once released */
 		ck_assert_uint_eq(st.used, st.charged); /* but a parked decoder */
 		reader_close(r);
-		bcache_stats(cache, &st);
+		bcache_stats(zmctx_cache(zm), &st);
 		ck_assert_uint_eq(st.used, 0);
-		bcache_free(cache);
+		zmctx_free(zm);
 	}
 }
 END_TEST
@@ -1064,7 +1065,7 @@ START_TEST(huge_deflate_span_is_streamed_once)
 {
 	enum { SIZE = 24 * 1000 * 1000 };
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct bcache_stats st;
 	struct reader_info in;
 	struct reader *r;
@@ -1075,7 +1076,7 @@ START_TEST(huge_deflate_span_is_streamed_once)
 	/* gzip puts up to 32 Ki symbols in a block: runs of zeros make blocks of ~8 MB */
 	ck_assert_int_eq(sh("cd '%s' && head -c %d /dev/zero | gzip -c > zeros.gz", dir, SIZE), 0);
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(open_file("zeros.gz", MiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(open_file("zeros.gz", MiB, &ro, &zm, &r), 0);
 	reader_get_info(r, &in);
 	ck_assert_uint_eq(in.usize, SIZE);
 	ck_assert_uint_gt(in.max_block, 4 * MiB); /* wider than the whole cache */
@@ -1086,7 +1087,7 @@ START_TEST(huge_deflate_span_is_streamed_once)
 		ck_assert_int_eq(n, (ssize_t)want);
 		ck_assert_msg(buf[0] == 0 && memcmp(buf, buf + 1, want - 1) == 0, "bytes at %llu",
 			      (unsigned long long)off);
-		bcache_stats(cache, &st);
+		bcache_stats(zmctx_cache(zm), &st);
 		/* chunks stay within the budget; one parked decoder is charged besides */
 		ck_assert_uint_le(st.used - st.charged, st.budget);
 	}
@@ -1095,7 +1096,7 @@ START_TEST(huge_deflate_span_is_streamed_once)
 		      (unsigned long long)in.decoded, SIZE);
 	free(buf);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1104,46 +1105,46 @@ START_TEST(readers_share_a_cache)
 {
 	char pa[PATH_MAX], pb[PATH_MAX];
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *a, *b;
 	struct opened oa, ob;
 	struct bcache_stats st;
 
 	ck_assert(gen_ok);
 	reader_opts_default(&ro, 16 * MiB);
-	ck_assert_int_eq(bcache_new(16 * MiB, &cache), 0);
+	ck_assert_int_eq(zmctx_new(16 * MiB, &zm), 0);
 	path_of(pa, sizeof(pa), "b64k.xz");
 	path_of(pb, sizeof(pb), "other.xz");
-	ck_assert_int_eq(reader_open(pa, cache, &ro, &a, NULL), 0);
-	ck_assert_int_eq(reader_open(pb, cache, &ro, &b, NULL), 0);
-	oa = (struct opened){cache, ro, a, orig, ORIG_SIZE, "b64k.xz"};
-	ob = (struct opened){cache, ro, b, other, OTHER_SIZE, "other.xz"};
+	ck_assert_int_eq(reader_open(pa, zm, &ro, &a, NULL), 0);
+	ck_assert_int_eq(reader_open(pb, zm, &ro, &b, NULL), 0);
+	oa = (struct opened){zm, ro, a, orig, ORIG_SIZE, "b64k.xz"};
+	ob = (struct opened){zm, ro, b, other, OTHER_SIZE, "other.xz"};
 	for (uint64_t off = 0; off < OTHER_SIZE; off += 30000) {
 		expect_read(&oa, off, 40000);
 		expect_read(&ob, off, 40000);
 	}
 	/* a read up to 520000: Blocks 0-7 of each */
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.misses, 16);
 	ck_assert_uint_eq(st.used, 8 * 65536 + OTHER_SIZE + 16 * BCACHE_ENT_COST);
 	reader_close(a);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.used, OTHER_SIZE + 8 * BCACHE_ENT_COST);
 	ck_assert_uint_eq(st.entries, 8);
 	expect_read(&ob, 0, OTHER_SIZE);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.misses, 16); /* b's are all still there */
 	/* the same file opened again is a new reader: it decodes afresh */
-	ck_assert_int_eq(reader_open(pa, cache, &ro, &a, NULL), 0);
+	ck_assert_int_eq(reader_open(pa, zm, &ro, &a, NULL), 0);
 	oa.r = a;
 	expect_read(&oa, 0, OTHER_SIZE);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.misses, 24);
 	reader_close(a);
 	reader_close(b);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.entries, 0);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1189,7 +1190,7 @@ static void concurrent_reads(const char *file, size_t budget, size_t whole_max, 
 {
 	enum { T = 8 };
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct conc c[T];
 	pthread_t t[T];
@@ -1205,7 +1206,7 @@ static void concurrent_reads(const char *file, size_t budget, size_t whole_max, 
 		ro.slice = slice;
 	if (span)
 		ro.span = span;
-	ck_assert_int_eq(open_file(file, budget, &ro, &cache, &r), 0);
+	ck_assert_int_eq(open_file(file, budget, &ro, &zm, &r), 0);
 	for (int i = 0; i < T; i++) {
 		c[i] = (struct conc){r,	   1000u + (uint32_t)i * 7919u, reads, &failures, first,
 				     &lock};
@@ -1214,13 +1215,13 @@ static void concurrent_reads(const char *file, size_t budget, size_t whole_max, 
 	for (int i = 0; i < T; i++)
 		pthread_join(t[i], NULL);
 	ck_assert_msg(failures == 0, "%s: %d reads failed, first: %s", file, (int)failures, first);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	/* chunks within the budget; a parked decoder larger than its share may be charged on top */
 	ck_assert_uint_le(st.used - st.charged, st.budget);
 	ck_assert_uint_le(st.charged, 4 * MiB); /* one decoder: its dictionary is 3 MiB at most */
 	ck_assert_uint_gt(st.evictions, 0);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 
 START_TEST(concurrent_reads_xz_blocks)
@@ -1261,7 +1262,7 @@ END_TEST
  * borrowed opts. */
 static void open_with_pool(const char *file, size_t budget, size_t whole_max, size_t slice,
 			   uint64_t span, size_t readahead, unsigned threads,
-			   struct reader_opts *ro, struct pool **pool, struct bcache **cache,
+			   struct reader_opts *ro, struct pool **pool, struct zmctx **zm,
 			   struct reader **r)
 {
 	reader_opts_default(ro, budget);
@@ -1274,9 +1275,9 @@ static void open_with_pool(const char *file, size_t budget, size_t whole_max, si
 	*pool = NULL;
 	if (threads)
 		ck_assert_int_eq(pool_new(threads, 64, pool), 0);
-	ro->pool = *pool;
 	ro->readahead = readahead;
-	ck_assert_int_eq(open_file(file, budget, ro, cache, r), 0);
+	ck_assert_int_eq(open_file(file, budget, ro, zm, r), 0);
+	zmctx_set_pool(*zm, *pool);
 }
 
 START_TEST(sequential_reads_with_read_ahead)
@@ -1290,11 +1291,11 @@ START_TEST(sequential_reads_with_read_ahead)
 	ck_assert(gen_ok);
 	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
 	opts_for(c, &ro);
-	ro.pool = pool;
 	ro.readahead = MiB;
 	path_of(path, sizeof(path), c->file);
-	ck_assert_int_eq(bcache_new(c->budget, &o.cache), 0);
-	ck_assert_int_eq(reader_open(path, o.cache, &ro, &o.r, NULL), 0);
+	ck_assert_int_eq(zmctx_new(c->budget, &o.zm), 0);
+	zmctx_set_pool(o.zm, pool);
+	ck_assert_int_eq(reader_open(path, o.zm, &ro, &o.r, NULL), 0);
 	o.opts = ro;
 	o.want = orig;
 	o.size = c->empty ? 0 : ORIG_SIZE;
@@ -1312,18 +1313,18 @@ static void aligned_pass(unsigned threads, struct bcache_stats *st)
 {
 	struct reader_opts ro;
 	struct pool *pool;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct opened o;
 
-	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, threads, &ro, &pool, &cache, &r);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, threads, &ro, &pool, &zm, &r);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
 	for (uint64_t off = 0; off < ORIG_SIZE; off += 65536)
 		expect_read(&o, off, 65536);
-	bcache_stats(cache, st);
+	bcache_stats(zmctx_cache(zm), st);
 	reader_close(r);
 	pool_free(pool);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 
 START_TEST(read_ahead_decodes_ahead_once)
@@ -1347,22 +1348,22 @@ START_TEST(random_reads_queue_no_read_ahead)
 {
 	struct reader_opts ro;
 	struct pool *pool;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct opened o;
 	struct bcache_stats st;
 	/* more than a MiB from where any earlier read ended: never a continuation (nor at 0) */
 	static const uint64_t offs[] = {2200000, 10, 1100000};
 
-	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &cache, &r);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &zm, &r);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
 		expect_read(&o, offs[i], 1000);
 	reader_close(r); /* waits for any job */
 	pool_free(pool);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.misses, sizeof(offs) / sizeof(offs[0]));
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1370,20 +1371,20 @@ START_TEST(read_at_zero_starts_the_next_unit_only)
 {
 	struct reader_opts ro;
 	struct pool *pool;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct opened o;
 	struct bcache_stats st;
 
-	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &cache, &r);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &zm, &r);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
 	expect_read(&o, 0, 1000);
 	reader_detach(r); /* waits for the queued job */
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.misses, 2); /* the Block read, and the one after it */
 	reader_close(r);
 	pool_free(pool);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1392,26 +1393,26 @@ START_TEST(close_waits_for_read_ahead)
 	for (int round = 0; round < 5; round++) {
 		struct reader_opts ro;
 		struct pool *pool;
-		struct bcache *cache;
+		struct zmctx *zm;
 		struct reader *r;
 		struct opened o;
 		struct bcache_stats st;
 
 		/* one slow worker, and the whole file queued ahead */
 		open_with_pool(round % 2 ? "orig.gz" : "b64k.xz", 16 * MiB, 0, 0, 64 * KiB, 4 * MiB,
-			       1, &ro, &pool, &cache, &r);
-		o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "read-ahead"};
+			       1, &ro, &pool, &zm, &r);
+		o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "read-ahead"};
 		expect_read(&o, 0, 65536);
 		expect_read(&o, 65536, 65536);
 		reader_close(r);
 		/* nothing of the reader may appear in the cache after its close */
-		bcache_stats(cache, &st);
+		bcache_stats(zmctx_cache(zm), &st);
 		ck_assert_uint_eq(st.entries, 0);
 		ck_assert_uint_eq(st.used, 0);
 		pool_free(pool);
-		bcache_stats(cache, &st);
+		bcache_stats(zmctx_cache(zm), &st);
 		ck_assert_uint_eq(st.entries, 0);
-		bcache_free(cache);
+		zmctx_free(zm);
 	}
 }
 END_TEST
@@ -1456,14 +1457,14 @@ static void concurrent_read_ahead(const char *file, size_t whole_max, size_t sli
 	enum { T = 8 };
 	struct reader_opts ro;
 	struct pool *pool;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct seqr c[T];
 	pthread_t t[T];
 	atomic_int failures = 0;
 	struct bcache_stats st;
 
-	open_with_pool(file, MiB, whole_max, slice, span, 512 * KiB, 2, &ro, &pool, &cache, &r);
+	open_with_pool(file, MiB, whole_max, slice, span, 512 * KiB, 2, &ro, &pool, &zm, &r);
 	for (int i = 0; i < T; i++) {
 		c[i] = (struct seqr){r, 99u + (uint32_t)i * 104729u, &failures};
 		ck_assert_int_eq(pthread_create(&t[i], NULL, seq_run, &c[i]), 0);
@@ -1473,9 +1474,9 @@ static void concurrent_read_ahead(const char *file, size_t whole_max, size_t sli
 	ck_assert_msg(failures == 0, "%s: %d reads failed (first on stderr)", file, (int)failures);
 	reader_close(r);
 	pool_free(pool);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.entries, 0);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 
 START_TEST(concurrent_read_ahead_xz_blocks)
@@ -1513,14 +1514,14 @@ static int open_ro(const char *name)
 START_TEST(detach_then_attach_reads_again)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct opened o;
 	int fd;
 
 	reader_opts_default(&ro, 128 * KiB);
-	ck_assert_int_eq(open_file("b64k.xz", 128 * KiB, &ro, &cache, &r), 0);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	ck_assert_int_eq(open_file("b64k.xz", 128 * KiB, &ro, &zm, &r), 0);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
 	expect_read(&o, 1000, 100000);
 	reader_detach(r);
 	ck_assert_uint_eq(reader_size(r), ORIG_SIZE); /* the map stays */
@@ -1533,15 +1534,15 @@ START_TEST(detach_then_attach_reads_again)
 	/* the same with gzip */
 	reader_opts_default(&ro, 128 * KiB);
 	ro.span = 64 * KiB;
-	bcache_free(cache);
-	ck_assert_int_eq(open_file("orig.gz", 128 * KiB, &ro, &cache, &r), 0);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "orig.gz"};
+	zmctx_free(zm);
+	ck_assert_int_eq(open_file("orig.gz", 128 * KiB, &ro, &zm, &r), 0);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "orig.gz"};
 	reader_detach(r);
 	fd = open_ro("orig.gz");
 	ck_assert_int_eq(reader_attach(r, fd), 0);
 	expect_read(&o, 3000000, 100000);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1569,14 +1570,14 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 START_TEST(transient_read_error_is_not_corrupt)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader_info in;
 	struct reader *r;
 	struct opened o;
 
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(open_file("b64k.xz", MiB, &ro, &cache, &r), 0);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	ck_assert_int_eq(open_file("b64k.xz", MiB, &ro, &zm, &r), 0);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
 	atomic_store(&pread_fail_in, 1); /* the decode's first pread fails */
 	expect_read(&o, 2 * MiB, 1000);
 	ck_assert_int_eq(atomic_load(&pread_fail_in), 0);
@@ -1584,7 +1585,7 @@ START_TEST(transient_read_error_is_not_corrupt)
 	ck_assert_uint_eq(in.failed, 0);
 	expect_read(&o, 2 * MiB + 70000, 1000); /* and the reader goes on */
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1592,21 +1593,21 @@ END_TEST
 START_TEST(parked_decoder_never_reads_another_file)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct bcache_stats st;
 	struct reader *r;
 	struct opened o;
 	int ofd;
 
 	streamed_opts(&ro);
-	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &cache, &r), 0);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "single.xz"};
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &zm, &r), 0);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "single.xz"};
 	expect_read(&o, 0, 200000); /* parks a decoder inside the one Block */
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_gt(st.charged, 0);
 	reader_detach(r);
 	/* the parked decoder went with the descriptor, and so did its charge */
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.charged, 0);
 	ofd = open_ro("other.xz"); /* most likely takes the closed fd's number */
 	ck_assert_int_ge(ofd, 0);
@@ -1614,9 +1615,9 @@ START_TEST(parked_decoder_never_reads_another_file)
 	expect_read(&o, 200000, 400000);
 	close(ofd);
 	reader_close(r);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.charged, 0);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1624,23 +1625,23 @@ END_TEST
 START_TEST(parked_decoders_stay_within_their_share)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct bcache_stats st;
 	struct reader *a, *b;
 	struct opened oa, ob;
 	size_t one;
 
 	streamed_opts(&ro);
-	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &cache, &a), 0);
-	ck_assert_int_eq(reader_open_fd(open_ro("single.xz"), "single.xz", cache, &ro, &b, NULL), 0);
-	oa = (struct opened){cache, ro, a, orig, ORIG_SIZE, "single.xz"};
-	ob = (struct opened){cache, ro, b, orig, ORIG_SIZE, "single.xz"};
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &zm, &a), 0);
+	ck_assert_int_eq(reader_open_fd(open_ro("single.xz"), "single.xz", zm, &ro, &b, NULL), 0);
+	oa = (struct opened){zm, ro, a, orig, ORIG_SIZE, "single.xz"};
+	ob = (struct opened){zm, ro, b, orig, ORIG_SIZE, "single.xz"};
 	expect_read(&oa, 0, 100000);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	one = st.charged;
 	ck_assert_uint_gt(one, 0);
 	expect_read(&ob, 0, 100000);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	/* each decoder costs more than the share (its dictionary): only the newest stays */
 	ck_assert_uint_gt(one, MiB / 2);
 	ck_assert_uint_le(st.charged, one + one / 4);
@@ -1649,9 +1650,161 @@ START_TEST(parked_decoders_stay_within_their_share)
 	expect_read(&ob, 100000, 300000);
 	reader_close(a);
 	reader_close(b);
-	bcache_stats(cache, &st);
+	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_eq(st.charged, 0);
-	bcache_free(cache);
+	zmctx_free(zm);
+}
+END_TEST
+
+/*
+ * Issue 12: two contexts in one process share nothing.  Each reader's
+ * decoder costs more than a 1 MiB cache's parked share, so on one shared
+ * list parking b's would close a's; counters count only their own readers.
+ */
+START_TEST(contexts_keep_their_own_counters_and_parked_decoders)
+{
+	struct reader_opts ro;
+	struct zmctx *z1, *z2;
+	struct bcache_stats st1, st2;
+	struct reader_counters c1, c2;
+	struct reader *a, *b;
+	struct opened oa, ob;
+	size_t one;
+
+	streamed_opts(&ro);
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &z1, &a), 0);
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &z2, &b), 0);
+	oa = (struct opened){z1, ro, a, orig, ORIG_SIZE, "single.xz"};
+	ob = (struct opened){z2, ro, b, orig, ORIG_SIZE, "single.xz"};
+
+	expect_read(&oa, 0, 100000);
+	bcache_stats(zmctx_cache(z1), &st1);
+	one = st1.charged;
+	ck_assert_uint_gt(one, MiB / 2); /* a's parked decoder, over the share */
+	reader_get_counters(z1, &c1);
+	reader_get_counters(z2, &c2);
+	ck_assert_uint_eq(c1.served_bytes, 100000);
+	ck_assert_uint_gt(c1.decoded_bytes, 0);
+	ck_assert_uint_eq(c1.xz_indexes, 1);
+	ck_assert_uint_eq(c2.served_bytes, 0);
+	ck_assert_uint_eq(c2.decoded_bytes, 0);
+	ck_assert_uint_eq(c2.xz_indexes, 1);
+
+	expect_read(&ob, 0, 100000);
+	bcache_stats(zmctx_cache(z1), &st1);
+	bcache_stats(zmctx_cache(z2), &st2);
+	ck_assert_msg(st1.charged == one, "parking in z2 closed z1's decoder (charged %zu, was %zu)",
+		      st1.charged, one);
+	ck_assert_uint_gt(st2.charged, MiB / 2);
+	reader_note_error(z2);
+	reader_get_counters(z1, &c1);
+	reader_get_counters(z2, &c2);
+	ck_assert_uint_eq(c1.served_bytes, 100000);
+	ck_assert_uint_eq(c2.served_bytes, 100000);
+	ck_assert_uint_eq(c1.read_errors, 0);
+	ck_assert_uint_eq(c2.read_errors, 1);
+
+	/* a goes on from its own parked decoder: nothing decoded twice */
+	expect_read(&oa, 100000, 100000);
+	reader_close(a);
+	reader_close(b);
+	bcache_stats(zmctx_cache(z1), &st1);
+	bcache_stats(zmctx_cache(z2), &st2);
+	ck_assert_uint_eq(st1.charged, 0);
+	ck_assert_uint_eq(st2.charged, 0);
+	zmctx_free(z1);
+	zmctx_free(z2);
+}
+END_TEST
+
+/* What a log sink was given, for the tests. */
+struct sunk {
+	unsigned lines, errors;
+	int level;
+	char name[PATH_MAX], text[1024];
+	struct zerr why;
+	bool have_why;
+};
+
+static void sink(void *user, enum zlog_level level, const char *name, const char *text,
+		 const struct zerr *why)
+{
+	struct sunk *k = user;
+
+	k->lines++;
+	if (level != ZLOG_ERROR)
+		return;
+	k->errors++;
+	k->level = (int)level;
+	snprintf(k->name, sizeof(k->name), "%s", name ? name : "");
+	snprintf(k->text, sizeof(k->text), "%s", text);
+	k->have_why = why != NULL;
+	if (why)
+		k->why = *why;
+}
+
+/*
+ * Issue 12: a failure's reason reaches the caller as data: reader_open's
+ * why and the sink for a corrupt archive, and the sink and
+ * reader_last_error for a Block that fails on a read; a second context's
+ * sink hears nothing of it.
+ */
+START_TEST(reasons_reach_the_sink_and_the_caller)
+{
+	struct reader_opts ro;
+	struct zmctx *z1, *z2;
+	struct sunk k1 = { 0 }, k2 = { 0 };
+	struct reader *r;
+	struct xzblock b;
+	struct zerr why = { 0 };
+	unsigned char buf[100];
+	char path[PATH_MAX];
+
+	ck_assert(gen_ok);
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(zmctx_new(MiB, &z1), 0);
+	ck_assert_int_eq(zmctx_new(MiB, &z2), 0);
+	zmctx_set_log(z1, sink, &k1, ZLOG_WARN);
+	zmctx_set_log(z2, sink, &k2, ZLOG_DEBUG);
+
+	/* a truncated gzip: the open fails, with its offset, in why and in the sink */
+	ck_assert_int_eq(sh("cd '%s' && head -c 30000 orig.gz > cut-sink.gz", dir), 0);
+	path_of(path, sizeof(path), "cut-sink.gz");
+	ck_assert_int_eq(reader_open(path, z1, &ro, &r, &why), -EINVAL);
+	ck_assert_ptr_null(r);
+	ck_assert_msg(strstr(why.msg, "compressed offset"), "why: %s", why.msg);
+	ck_assert_uint_gt(why.coff, 0);
+	ck_assert_uint_le(why.coff, 30000);
+	ck_assert_uint_eq(k1.errors, 1);
+	ck_assert_msg(k1.have_why && k1.why.coff == why.coff && strcmp(k1.why.msg, why.msg) == 0,
+		      "sink: %s", k1.text);
+	ck_assert_str_eq(k1.text, why.msg);
+	ck_assert_msg(strstr(k1.name, "cut-sink.gz"), "name: %s", k1.name);
+
+	/* a corrupt Block: the read fails; the reason comes from the sink and from the reader */
+	b = xz_block("b64k.xz", 5);
+	corrupt_copy("b64k.xz", "bad-sink.xz", b.coff + b.hsize + b.dsize / 2);
+	path_of(path, sizeof(path), "bad-sink.xz");
+	ck_assert_int_eq(reader_open(path, z1, &ro, &r, NULL), 0);
+	ck_assert_int_eq(reader_last_error(r, &why), 0);
+	ck_assert_str_eq(why.msg, "");
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), b.uoff + 10), -EIO);
+	ck_assert_uint_eq(k1.errors, 2);
+	ck_assert_msg(k1.have_why && strstr(k1.text, "compressed offset"), "sink: %s", k1.text);
+	ck_assert_uint_ge(k1.why.coff, b.coff);
+	ck_assert_uint_le(k1.why.coff, b.coff + b.tsize);
+	ck_assert_int_eq(reader_last_error(r, &why), -EIO);
+	ck_assert_str_eq(why.msg, k1.text);
+	ck_assert_uint_eq(why.coff, k1.why.coff);
+	/* the failed Block is not decoded or logged again */
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), b.uoff + 20), -EIO);
+	ck_assert_uint_eq(k1.errors, 2);
+	reader_close(r);
+
+	ck_assert_uint_eq(k2.lines, 0);
+	zmctx_free(z1);
+	zmctx_free(z2);
 }
 END_TEST
 
@@ -1664,13 +1817,13 @@ START_TEST(tiny_cache_decodes_a_big_block_once)
 {
 	struct reader_opts ro;
 	struct pool *pool;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct reader_info info;
 	struct opened o;
 
-	open_with_pool("single.xz", MiB, 0, 0, 0, MiB / 8, 2, &ro, &pool, &cache, &r);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "single.xz"};
+	open_with_pool("single.xz", MiB, 0, 0, 0, MiB / 8, 2, &ro, &pool, &zm, &r);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "single.xz"};
 	for (uint64_t off = 0; off < ORIG_SIZE; off += 128 * KiB)
 		expect_read(&o, off, 128 * KiB);
 	reader_get_info(r, &info);
@@ -1679,7 +1832,7 @@ START_TEST(tiny_cache_decodes_a_big_block_once)
 		      ORIG_SIZE);
 	reader_close(r);
 	pool_free(pool);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1688,7 +1841,7 @@ START_TEST(rewrite_restoring_mtime_gives_eio)
 {
 	char path[PATH_MAX];
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct stat st;
 	unsigned char buf[1000];
@@ -1697,7 +1850,7 @@ START_TEST(rewrite_restoring_mtime_gives_eio)
 	ck_assert(gen_ok);
 	ck_assert_int_eq(sh("cd '%s' && cp b64k.xz inplace.xz", dir), 0);
 	reader_opts_default(&ro, MiB);
-	ck_assert_int_eq(open_file("inplace.xz", MiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(open_file("inplace.xz", MiB, &ro, &zm, &r), 0);
 	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 	path_of(path, sizeof(path), "inplace.xz");
 	ck_assert_int_eq(stat(path, &st), 0);
@@ -1708,7 +1861,7 @@ START_TEST(rewrite_restoring_mtime_gives_eio)
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
 	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 2 * MiB), -EIO);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1717,7 +1870,7 @@ START_TEST(too_many_blocks_is_refused)
 {
 	struct zerr why = { 0 };
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct reader_info in;
 
@@ -1725,16 +1878,16 @@ START_TEST(too_many_blocks_is_refused)
 	ck_assert_int_eq(sh("cd '%s' && head -c 20000 orig > tiny && "
 			    "xz -T1 --block-size=64 -c tiny > tiny.xz", dir), 0);
 	reader_opts_default(&ro, 16 * MiB);
-	ck_assert_int_eq(open_file("tiny.xz", 16 * MiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(open_file("tiny.xz", 16 * MiB, &ro, &zm, &r), 0);
 	reader_get_info(r, &in);
 	ck_assert_uint_eq(in.blocks, (20000 + 63) / 64);
 	reader_close(r);
 	/* the same file where its map would take more than index_max */
 	ro.index_max = 100 * 64;
-	ck_assert_int_eq(reader_open_fd(open_ro("tiny.xz"), "tiny.xz", cache, &ro, &r, &why), -EINVAL);
+	ck_assert_int_eq(reader_open_fd(open_ro("tiny.xz"), "tiny.xz", zm, &ro, &r, &why), -EINVAL);
 	ck_assert_ptr_null(r);
 	ck_assert_msg(strstr(why.msg, "313 Blocks, more than 98"), "reason: %s", why.msg);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1748,7 +1901,7 @@ static void count_taint(void *ctx, const struct reader *r)
 START_TEST(failed_streamed_block_taints_once)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct xzblock b;
 	unsigned char buf[100];
@@ -1760,7 +1913,7 @@ START_TEST(failed_streamed_block_taints_once)
 	streamed_opts(&ro);
 	ro.tainted = count_taint;
 	ro.tainted_ctx = &calls;
-	ck_assert_int_eq(open_file("taint.xz", MiB, &ro, &cache, &r), 0);
+	ck_assert_int_eq(open_file("taint.xz", MiB, &ro, &zm, &r), 0);
 	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff), 10);
 	ck_assert_int_eq(calls, 0);
 	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff + b.usize - 10), -EIO);
@@ -1770,18 +1923,18 @@ START_TEST(failed_streamed_block_taints_once)
 	reader_close(r);
 	/* a whole (verified) Block never served a byte: nothing to taint */
 	ro.whole_max = MiB;
-	ck_assert_int_eq(reader_open_fd(open_ro("taint.xz"), "taint.xz", cache, &ro, &r, NULL), 0);
+	ck_assert_int_eq(reader_open_fd(open_ro("taint.xz"), "taint.xz", zm, &ro, &r, NULL), 0);
 	ck_assert_int_eq(reader_pread(r, buf, 10, b.uoff), -EIO);
 	ck_assert_int_eq(calls, 1);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
 START_TEST(attach_other_file_is_estale)
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct opened o;
 	char path[PATH_MAX];
@@ -1791,8 +1944,8 @@ START_TEST(attach_other_file_is_estale)
 
 	ck_assert_int_eq(sh("cd '%s' && cp b64k.xz attach.xz", dir), 0);
 	reader_opts_default(&ro, 128 * KiB);
-	ck_assert_int_eq(open_file("attach.xz", 128 * KiB, &ro, &cache, &r), 0);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "attach.xz"};
+	ck_assert_int_eq(open_file("attach.xz", 128 * KiB, &ro, &zm, &r), 0);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "attach.xz"};
 	reader_detach(r);
 	/* another file, even with the same bytes */
 	fd = open_ro("b64k.xz");
@@ -1815,7 +1968,7 @@ START_TEST(attach_other_file_is_estale)
 	ck_assert_int_eq(reader_attach(r, fd), -ESTALE);
 	ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1823,12 +1976,12 @@ START_TEST(detach_waits_for_read_ahead)
 {
 	struct reader_opts ro;
 	struct pool *pool;
-	struct bcache *cache;
+	struct zmctx *zm;
 	struct reader *r;
 	struct opened o;
 
-	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, 4 * MiB, 1, &ro, &pool, &cache, &r);
-	o = (struct opened){cache, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, 4 * MiB, 1, &ro, &pool, &zm, &r);
+	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
 	expect_read(&o, 0, 65536);
 	expect_read(&o, 65536, 65536); /* queues the rest of the file */
 	reader_detach(r);
@@ -1838,7 +1991,7 @@ START_TEST(detach_waits_for_read_ahead)
 		expect_read(&o, off, 65536);
 	reader_close(r);
 	pool_free(pool);
-	bcache_free(cache);
+	zmctx_free(zm);
 }
 END_TEST
 
@@ -1894,6 +2047,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, parked_decoder_never_reads_another_file);
 	tcase_add_test(tc, transient_read_error_is_not_corrupt);
 	tcase_add_test(tc, parked_decoders_stay_within_their_share);
+	tcase_add_test(tc, contexts_keep_their_own_counters_and_parked_decoders);
+	tcase_add_test(tc, reasons_reach_the_sink_and_the_caller);
 	tcase_add_test(tc, tiny_cache_decodes_a_big_block_once);
 	tcase_add_test(tc, too_many_blocks_is_refused);
 	tcase_add_test(tc, huge_deflate_span_is_streamed_once);

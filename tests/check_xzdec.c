@@ -95,7 +95,7 @@ static int decode_all(int fd, const struct xzdec_index *idx, size_t chunk, uint8
 		struct xzdec_dec *d;
 		ssize_t n;
 
-		ret = xzdec_dec_open(fd, &idx->blocks[i], &d, e);
+		ret = xzdec_dec_open(fd, &idx->blocks[i], NULL, &d, e);
 		if (ret) {
 			ck_assert_ptr_null(d);
 			break;
@@ -322,7 +322,7 @@ START_TEST(test_blocks_independent)
 		const struct xzdec_block *b = &idx->blocks[i];
 		struct xzdec_dec *d;
 
-		ck_assert_int_eq(xzdec_dec_open(fd, b, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_open(fd, b, NULL, &d, &e), 0);
 		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 65536 + 1, &e), (ssize_t)b->usize);
 		ck_assert(memcmp(buf, orig + b->uoff, b->usize) == 0);
 		ck_assert_uint_eq(xzdec_dec_tell(d), b->usize);
@@ -331,6 +331,50 @@ START_TEST(test_blocks_independent)
 	}
 	free(buf);
 	free(orig);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+/*
+ * Issue 12: a decoder's buffers go back to the stock it was lent, not to a
+ * process-wide one: another stock stays empty, and a second decoder of the
+ * same Block takes them back out.
+ */
+START_TEST(test_spares_are_the_callers)
+{
+	char path[PATH_MAX];
+	struct xzdec_spares *a, *b;
+	struct xzdec_index *idx;
+	struct xzdec_dec *d;
+	struct zerr e;
+	uint8_t buf[4096];
+	size_t held;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), "one.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(xzdec_spares_new(&a), 0);
+	ck_assert_int_eq(xzdec_spares_new(&b), 0);
+	ck_assert_uint_eq(xzdec_spares_bytes(a), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], a, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
+	xzdec_dec_close(d);
+	held = xzdec_spares_bytes(a);
+	ck_assert_uint_gt(held, 0); /* at least the decoder's struct, over 64 KiB */
+	ck_assert_uint_eq(xzdec_spares_bytes(b), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], a, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
+	ck_assert_uint_lt(xzdec_spares_bytes(a), held); /* reused, not allocated again */
+	xzdec_dec_close(d);
+	/* without a stock nothing is kept */
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
+	xzdec_dec_close(d);
+	ck_assert_uint_eq(xzdec_spares_bytes(b), 0);
+	xzdec_spares_free(a);
+	xzdec_spares_free(b);
+	xzdec_spares_free(NULL);
 	xzdec_index_free(idx);
 	close(fd);
 }
@@ -354,7 +398,7 @@ START_TEST(test_small_reads)
 	tpath(path, sizeof(path), "one.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
 	buf = malloc(olen);
 	while ((n = xzdec_dec_read(d, fd, buf + pos, sizes[k++ % 6], &e)) > 0) {
 		pos += (size_t)n;
@@ -449,7 +493,7 @@ START_TEST(test_check_mismatch_at_end)
 		ck_assert_uint_eq(idx->nblocks, 1);
 		ck_assert_uint_eq(idx->blocks[0].usize, 13);
 
-		ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
 		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), -EIO);
 		ck_assert_msg(strstr(e.msg, "Check mismatch"), "%s: %s", files[i], e.msg);
 		ck_assert_uint_eq(e.coff, idx->blocks[0].coff + idx->blocks[0].csize);
@@ -457,7 +501,7 @@ START_TEST(test_check_mismatch_at_end)
 		xzdec_dec_close(d);
 
 		/* bytes short of the end come unverified; the last one does not */
-		ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
 		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 12, &e), 12);
 		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 1, &e), -EIO);
 		xzdec_dec_close(d);
@@ -491,13 +535,13 @@ START_TEST(test_check_before_last_byte)
 			ck_assert_uint_eq(idx->usize, len);
 
 			/* in one read */
-			ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+			ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
 			ck_assert_int_eq(xzdec_dec_read(d, fd, buf, len, &e),
 					 bad ? -EIO : (ssize_t)len);
 			xzdec_dec_close(d);
 
 			/* and with the last byte on its own */
-			ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+			ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
 			ck_assert_int_eq(xzdec_dec_read(d, fd, buf, len - 1, &e), (ssize_t)len - 1);
 			if (bad) {
 				ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 1, &e), -EIO);
@@ -537,7 +581,7 @@ START_TEST(test_lying_index)
 		uint8_t *buf = malloc(idx->blocks[i].usize + 1);
 		ssize_t n;
 
-		ret = xzdec_dec_open(fd, &idx->blocks[i], &d, &e);
+		ret = xzdec_dec_open(fd, &idx->blocks[i], NULL, &d, &e);
 		if (ret == 0) {
 			do
 				n = xzdec_dec_read(d, fd, buf, idx->blocks[i].usize, &e);
@@ -570,7 +614,7 @@ START_TEST(test_huge_uncomp)
 	cpath(path, sizeof(path), "bad-1-index-huge-uncomp.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_gt(idx->usize, 1ull << 60);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), -EIO);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "Index claims") != NULL, "reason: %s", e.msg);
 	xzdec_index_free(idx);
@@ -633,7 +677,7 @@ START_TEST(test_unsupported_filter)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		cpath(path, sizeof(path), files[i]);
 		ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
-		ck_assert_msg(xzdec_dec_open(fd, &idx->blocks[0], &d, &e) == -ENOTSUP, "%s",
+		ck_assert_msg(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e) == -ENOTSUP, "%s",
 			      files[i]);
 		ck_assert_ptr_null(d);
 		xzdec_index_free(idx);
@@ -681,11 +725,11 @@ START_TEST(test_header_disagrees)
 	b = idx->blocks[0];
 	b.unpadded += 4;
 	b.csize += 4;
-	ck_assert_int_eq(xzdec_dec_open(fd, &b, &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), -EIO);
 	ck_assert_str_eq(e.msg, "Block Header disagrees with Index");
 	b = idx->blocks[0];
 	b.usize = 12;
-	ck_assert_int_eq(xzdec_dec_open(fd, &b, &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), -EIO);
 	ck_assert_str_eq(e.msg, "Block Header disagrees with Index");
 	xzdec_index_free(idx);
 	close(fd);
@@ -696,7 +740,7 @@ START_TEST(test_header_disagrees)
 	for (int delta = -1; delta <= 1; delta += 2) {
 		b = idx->blocks[0];
 		b.usize += (uint64_t)(int64_t)delta;
-		ck_assert_int_eq(xzdec_dec_open(fd, &b, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), 0);
 		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), -EIO);
 		xzdec_dec_close(d);
 	}
@@ -718,7 +762,7 @@ START_TEST(test_empty_block)
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
 	ck_assert_uint_eq(idx->blocks[0].usize, 0);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
 	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), 0);
 	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), 0);
 	xzdec_dec_close(d);
@@ -758,7 +802,7 @@ START_TEST(test_truncated)
 	last = &idx->blocks[idx->nblocks - 1];
 	ck_assert_int_eq(truncate(path, (off_t)(last->coff + last->csize / 2)), 0);
 
-	ck_assert_int_eq(xzdec_dec_open(fd, last, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, last, NULL, &d, &e), 0);
 	while ((n = xzdec_dec_read(d, fd, buf, sizeof(buf), &e)) > 0)
 		;
 	ck_assert_int_eq(n, -EIO);
@@ -901,7 +945,7 @@ START_TEST(test_fd_per_call)
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
 	ck_assert_uint_eq(idx->blocks[0].usize, olen);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
 	buf = malloc(olen);
 	ck_assert_ptr_nonnull(buf);
 	half = olen / 3;
@@ -917,7 +961,7 @@ START_TEST(test_fd_per_call)
 	ck_assert_int_eq(xzdec_dec_read(d, fd2, buf, 1, &e), 0);
 	xzdec_dec_close(d);
 	/* and a read through the other file's fd fails or is caught, never served whole */
-	ck_assert_int_eq(xzdec_dec_open(fd2, &idx->blocks[0], &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(fd2, &idx->blocks[0], NULL, &d, &e), 0);
 	ck_assert_int_eq(xzdec_dec_read(d, fd2, buf, half, &e), (ssize_t)half);
 	ck_assert_int_lt(xzdec_dec_read(d, ofd, buf + half, olen - half, &e), 0);
 	xzdec_dec_close(d);
@@ -1441,6 +1485,7 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{"index_many_blocks", test_index_many_blocks, 0},
 		{"blocks_independent", test_blocks_independent, 0},
 		{"small_reads", test_small_reads, 0},
+		{"spares_are_the_callers", test_spares_are_the_callers, 0},
 		{"one_big_block", test_one_big_block, 0},
 		{"sizes_in_headers", test_sizes_in_headers, 0},
 		{"two_streams_padding", test_two_streams_padding, 0},

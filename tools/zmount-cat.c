@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bcache.h"
 #include "reader.h"
 #include "zlog.h"
+#include "zmctx.h"
 
 #define CACHE_SIZE (64u << 20)
 #define BUF (1u << 20)
@@ -47,7 +47,7 @@ int main(int argc, char *argv[])
 {
 	uint64_t off = 0, len = UINT64_MAX;
 	struct reader_opts ro;
-	struct bcache *cache = NULL;
+	struct zmctx *zm = NULL;
 	struct reader *r = NULL;
 	char *buf = malloc(BUF), name[4 * PATH_MAX];
 	int ret;
@@ -83,13 +83,13 @@ int main(int argc, char *argv[])
 		return 1;
 	}
 	reader_opts_default(&ro, CACHE_SIZE);
-	if (!buf || bcache_new(CACHE_SIZE, &cache) < 0) {
+	if (!buf || zmctx_new(CACHE_SIZE, &zm) < 0) {
 		fprintf(stderr, "zmount-cat: out of memory\n");
 		return 1;
 	}
 	/* Messages are one line each, whatever the file is called. */
 	zlog_escape(name, sizeof(name), argv[1]);
-	ret = reader_open(argv[1], cache, &ro, &r, NULL);
+	ret = reader_open(argv[1], zm, &ro, &r, NULL);
 	if (ret == -ENOTSUP)
 		fprintf(stderr, "zmount-cat: %s: not an xz, gzip or zstd file\n", name);
 	if (ret < 0) {
@@ -118,7 +118,7 @@ int main(int argc, char *argv[])
 	ret = 0;
 out:
 	reader_close(r);
-	bcache_free(cache);
+	zmctx_free(zm);
 	free(buf);
 	return ret;
 }

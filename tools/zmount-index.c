@@ -11,8 +11,9 @@
  *            CRC32 and ISIZE); xz: every Block decoded to its end, so every
  *            Check is verified;
  *  - prune:  idxfile_prune.
- * The reader logs each error once on stderr; build and verify capture those
- * lines per file (struct capture) to print one line per file.
+ * The reader reports each error once, through its context's log sink:
+ * build and verify collect those lines per file (struct reasons) to print
+ * one line per file; stderr is never redirected.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,11 +29,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bcache.h"
 #include "idxfile.h"
 #include "reader.h"
 #include "srcid.h"
 #include "zlog.h"
+#include "zmctx.h"
 
 #define BUILD_CACHE  (1u << 20) /* build leaves nothing in the cache (warm_bytes is 0) */
 #define VERIFY_CACHE (8u << 20) /* xz Blocks over 4 MiB are streamed in 2 MiB slices */
@@ -92,75 +93,70 @@ static void *xalloc(void *p)
 }
 
 /*
- * While the tool works on one file, stderr points at a temporary file.
- * Afterwards the last error line becomes that file's reason and the other
- * lines (warnings) are passed on, so a failure is one line, and no log line
- * lands in the middle of the progress bar.
+ * The readers' log lines come here as data (zmctx_set_log), never through
+ * stderr.  While the tool works on one file, its last error line becomes
+ * that file's reason; the other lines (warnings, earlier errors) are passed
+ * on to stderr, the progress bar cleared first, so a failure is one line
+ * and no log line lands in the middle of the bar.
  */
-struct capture {
-	FILE *tmp;  /* NULL: capturing is off, lines go straight to stderr */
-	int saved;  /* the real stderr while capturing, else -1 */
-	bool clear; /* a progress bar is showing: clear it before passing lines on */
+struct reasons {
+	bool clear;        /* a progress bar is showing: clear it before passing lines on */
+	int level;         /* of the line held in text; -1: none */
+	char name[PATH_MAX]; /* the file it names ("" if none) */
+	char text[1024];   /* the line without the name */
 };
 
-static void capture_begin(struct capture *c)
+/* Writes a line as zlog would, escaped: "zmount-index: LEVEL: NAME: text". */
+static void pass_on(struct reasons *rs, enum zlog_level level, const char *name, const char *text)
 {
-	fflush(stderr);
-	if (!c->tmp || ftruncate(fileno(c->tmp), 0) < 0 || lseek(fileno(c->tmp), 0, SEEK_SET) < 0)
-		return;
-	c->saved = dup(STDERR_FILENO);
-	if (c->saved >= 0 && dup2(fileno(c->tmp), STDERR_FILENO) < 0) {
-		close(c->saved);
-		c->saved = -1;
-	}
-}
-
-/* Skips "name: " at the start of *s. */
-static void skip_name(const char **s, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(*s, name, n) == 0 && strncmp(*s + n, ": ", 2) == 0)
-		*s += n + 2;
-}
-
-/* Restores stderr; reason = the last error line without its prefix and file name, or "". */
-static void capture_end(struct capture *c, const char *path, char *reason, size_t len)
-{
-	static const char prefix[] = "zmount-index: error: "; /* zlog_set_name in main */
-	char text[16384], real[PATH_MAX], esc[4 * PATH_MAX], *line, *next;
-	const char *last = NULL;
-	ssize_t n;
-
-	reason[0] = '\0';
-	if (c->saved < 0)
-		return;
-	fflush(stderr);
-	dup2(c->saved, STDERR_FILENO);
-	close(c->saved);
-	c->saved = -1;
-	n = pread(fileno(c->tmp), text, sizeof(text) - 1, 0);
-	text[n > 0 ? n : 0] = '\0';
-	if (c->clear && text[0])
+	if (rs->clear)
 		fputs("\r\033[K", stderr);
-	for (line = text; *line; line = next) {
-		bool error = strncmp(line, prefix, sizeof(prefix) - 1) == 0;
+	if (name && name[0])
+		zlog(level, "%s: %s", name, text);
+	else
+		zlog(level, "%s", text);
+}
 
-		next = line + strcspn(line, "\n");
-		if (*next)
-			*next++ = '\0';
-		if (!error || last) /* all but the last error line */
-			fprintf(stderr, "%s%s\n", error ? prefix : "", error ? last : line);
-		if (error)
-			last = line + sizeof(prefix) - 1;
-	}
-	if (!last)
+static void collect(void *user, enum zlog_level level, const char *name, const char *text,
+		    const struct zerr *why)
+{
+	struct reasons *rs = user;
+
+	(void)why; /* text carries why's reason and, where it applies, its compressed offset */
+	if (level != ZLOG_ERROR) {
+		pass_on(rs, level, name, text);
 		return;
-	/* The reader names a file by its real path, or as given if it cannot open it, escaped. */
-	if (realpath(path, real))
-		skip_name(&last, zlog_escape(esc, sizeof(esc), real));
-	skip_name(&last, zlog_escape(esc, sizeof(esc), path));
-	snprintf(reason, len, "%s", last);
+	}
+	if (rs->level >= 0) /* an earlier error of the same file: not its reason */
+		pass_on(rs, ZLOG_ERROR, rs->name, rs->text);
+	rs->level = level;
+	snprintf(rs->name, sizeof(rs->name), "%s", name ? name : "");
+	snprintf(rs->text, sizeof(rs->text), "%s", text);
+}
+
+/* Before a file: nothing held. */
+static void reasons_begin(struct reasons *rs)
+{
+	rs->level = -1;
+}
+
+/* After it: reason = the last error line's text (without the file name), or "". */
+static void reasons_end(struct reasons *rs, char *reason, size_t len)
+{
+	snprintf(reason, len, "%s", rs->level >= 0 ? rs->text : "");
+	rs->level = -1;
+}
+
+/* A context whose readers' lines go to rs. */
+static struct zmctx *new_ctx(size_t cache_size, struct reasons *rs, enum zlog_level max)
+{
+	struct zmctx *zm = NULL;
+
+	if (zmctx_new(cache_size, &zm) < 0)
+		xalloc(NULL);
+	rs->level = -1;
+	zmctx_set_log(zm, collect, rs, max);
+	return zm;
 }
 
 /* -d DIR, or the default directory, into dir (PATH_MAX bytes). */
@@ -322,34 +318,32 @@ static bool saved_for(const char *dir, const char *path, const struct reader *r)
 static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 {
 	bool bar = !quiet && isatty(STDERR_FILENO);
-	struct capture cap = { .tmp = tmpfile(), .saved = -1, .clear = bar };
+	struct reasons rs = { .clear = bar };
 	struct list l = { 0 };
 	unsigned built = 0, fresh = 0;
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	uint64_t done = 0;
 
 	for (int i = 0; i < argc; i++)
 		walk(&l, argv[i], true);
 	reader_opts_default(&ro, BUILD_CACHE);
 	ro.index_dir = dir;
-	if (bcache_new(BUILD_CACHE, &cache) < 0)
-		xalloc(NULL);
-	zlog_set_level(ZLOG_WARN); /* not the "rebuilding a stale index" notes */
+	zm = new_ctx(BUILD_CACHE, &rs, ZLOG_WARN); /* not the "rebuilding a stale index" notes */
 	for (size_t i = 0; i < l.n; i++) {
 		const char *path = l.v[i].path;
 		struct reader_counters before, after;
 		struct reader *r;
-		char reason[512];
+		char reason[1024];
 		int ret;
 
 		if (bar)
 			progress(&l, i, done, path);
-		reader_get_counters(&before);
-		capture_begin(&cap);
-		ret = reader_open(path, cache, &ro, &r, NULL);
-		capture_end(&cap, path, reason, sizeof(reason));
-		reader_get_counters(&after);
+		reader_get_counters(zm, &before);
+		reasons_begin(&rs);
+		ret = reader_open(path, zm, &ro, &r, NULL);
+		reasons_end(&rs, reason, sizeof(reason));
+		reader_get_counters(zm, &after);
 		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
 			fresh++;
 		} else if (ret == 0 && saved_for(dir, path, r)) {
@@ -371,10 +365,8 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 		printf("zmount-index: %zu gzip files, %.1f MiB: built=%u fresh=%u failed=%u; "
 		       "skipped: xz=%u other=%u; index directory %s\n",
 		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, dir);
-	bcache_free(cache);
+	zmctx_free(zm);
 	free(l.v);
-	if (cap.tmp)
-		fclose(cap.tmp);
 	return l.failed ? EX_CORRUPT : EX_OK;
 }
 
@@ -404,8 +396,10 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir)
 	return ret;
 }
 
-static int info_one(const char *path, const char *dir, struct bcache *cache)
+static int info_one(const char *path, const char *dir, struct zmctx *zm)
 {
+	struct zerr why = { 0 };
+	char why_text[4 * sizeof(why.msg)];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct reader_counters before, after;
 	enum probe_fmt fmt = PROBE_NONE;
@@ -432,9 +426,9 @@ static int info_one(const char *path, const char *dir, struct bcache *cache)
 	if (fmt == PROBE_GZIP && index_state(idx, fd, real, dir) == 0)
 		ro.index_dir = dir;
 	fclose(idx);
-	reader_get_counters(&before);
-	ret = reader_open_fd(fd, real, cache, &ro, &r, NULL);
-	reader_get_counters(&after);
+	reader_get_counters(zm, &before);
+	ret = reader_open_fd(fd, real, zm, &ro, &r, &why);
+	reader_get_counters(zm, &after);
 	if (ret == 0) {
 		reader_get_info(r, &in);
 		if (fmt == PROBE_XZ)
@@ -447,8 +441,9 @@ static int info_one(const char *path, const char *dir, struct bcache *cache)
 			printf("index_used=%s\n",
 			       after.indexes_loaded > before.indexes_loaded ? "saved" : "memory");
 	} else {
-		printf("error=%s\n",
-		       ret == -EINVAL ? "corrupt (see the log line)" : strerror(-ret));
+		/* The reason as data, one line whatever it quotes. */
+		zlog_escape(why_text, sizeof(why_text), why.msg[0] ? why.msg : strerror(-ret));
+		printf("error=%s\n", why_text);
 	}
 	fputs(ilines, stdout);
 	free(ilines);
@@ -458,37 +453,39 @@ static int info_one(const char *path, const char *dir, struct bcache *cache)
 
 static int cmd_info(int argc, char *argv[], const char *dir)
 {
-	struct bcache *cache;
+	struct zmctx *zm;
 	int status = EX_OK;
 
-	if (bcache_new(1u << 20, &cache) < 0)
+	/* The reader's lines go to stderr, as zlog writes them: info prints the reason itself. */
+	if (zmctx_new(1u << 20, &zm) < 0)
 		xalloc(NULL);
 	for (int i = 0; i < argc; i++) {
 		if (i > 0)
 			putchar('\n');
-		if (info_one(argv[i], dir, cache) != EX_OK)
+		if (info_one(argv[i], dir, zm) != EX_OK)
 			status = EX_CORRUPT;
 		fflush(stdout);
 	}
-	bcache_free(cache);
+	zmctx_free(zm);
 	return status;
 }
 
 /* Prints the file's line; returns EX_OK, EX_CORRUPT or EX_UNREADABLE. */
-static int verify_one(const char *path, struct bcache *cache, struct capture *cap, char *buf)
+static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, char *buf)
 {
 	struct reader_opts ro;
 	struct reader_info in;
 	struct reader *r;
-	char reason[512], esc[4 * PATH_MAX];
+	struct zerr why = { 0 };
+	char reason[1024], reason_esc[4 * sizeof(reason)], esc[4 * PATH_MAX];
 	ssize_t n = 0;
 	int ret;
 
 	/* One line per file: a name with a newline must not make two. */
 	zlog_escape(esc, sizeof(esc), path);
 	reader_opts_default(&ro, VERIFY_CACHE); /* index_dir NULL: a fresh gzip pass */
-	capture_begin(cap);
-	ret = reader_open(path, cache, &ro, &r, NULL);
+	reasons_begin(rs);
+	ret = reader_open(path, zm, &ro, &r, &why);
 	if (ret == 0) {
 		reader_get_info(r, &in);
 		for (uint64_t off = 0; in.fmt == PROBE_XZ && off < in.usize; off += (uint64_t)n) {
@@ -497,19 +494,25 @@ static int verify_one(const char *path, struct bcache *cache, struct capture *ca
 				break;
 		}
 	}
-	capture_end(cap, path, reason, sizeof(reason));
+	reasons_end(rs, reason, sizeof(reason));
+	/* What the sink did not get (a line above its level) the reader still says. */
+	if (!reason[0] && ret < 0)
+		snprintf(reason, sizeof(reason), "%s", why.msg);
+	else if (!reason[0] && ret == 0 && reader_last_error(r, &why) < 0)
+		snprintf(reason, sizeof(reason), "%s", why.msg);
+	zlog_escape(reason_esc, sizeof(reason_esc), reason);
 	reader_close(r);
 	if (ret == 0 && n >= 0) {
 		printf("%s: ok\n", esc);
 		return EX_OK;
 	}
 	if (ret == -EINVAL || n == -EIO) {
-		printf("%s: corrupt: %s\n", esc, reason[0] ? reason : "bad data");
+		printf("%s: corrupt: %s\n", esc, reason[0] ? reason_esc : "bad data");
 		return EX_CORRUPT;
 	}
 	printf("%s: unreadable: %s\n", esc,
 	       ret == -ENOTSUP ? "not an xz, gzip or zstd file"
-	       : reason[0]     ? reason
+	       : reason[0]     ? reason_esc
 			       : strerror(ret ? -ret : (int)-n));
 	return EX_UNREADABLE;
 }
@@ -521,13 +524,11 @@ static int by_path(const void *a, const void *b)
 
 static int cmd_verify(int argc, char *argv[])
 {
-	struct capture cap = { .tmp = tmpfile(), .saved = -1 };
+	struct reasons rs = { .clear = false };
 	char *buf = xalloc(malloc(READ_BUF));
 	bool corrupt = false, unreadable = false;
-	struct bcache *cache;
+	struct zmctx *zm = new_ctx(VERIFY_CACHE, &rs, ZLOG_INFO);
 
-	if (bcache_new(VERIFY_CACHE, &cache) < 0)
-		xalloc(NULL);
 	for (int i = 0; i < argc; i++) {
 		struct list l = { .all = true };
 		struct stat st;
@@ -539,7 +540,7 @@ static int cmd_verify(int argc, char *argv[])
 			qsort(l.v, l.n, sizeof(*l.v), by_path);
 			unreadable |= l.failed > 0;
 			for (size_t j = 0; j < l.n; j++) {
-				ret = verify_one(l.v[j].path, cache, &cap, buf);
+				ret = verify_one(l.v[j].path, zm, &rs, buf);
 				corrupt |= ret == EX_CORRUPT;
 				unreadable |= ret == EX_UNREADABLE;
 				fflush(stdout);
@@ -551,15 +552,13 @@ static int cmd_verify(int argc, char *argv[])
 					argv[i], l.other);
 			continue;
 		}
-		ret = verify_one(argv[i], cache, &cap, buf);
+		ret = verify_one(argv[i], zm, &rs, buf);
 		corrupt |= ret == EX_CORRUPT;
 		unreadable |= ret == EX_UNREADABLE;
 		fflush(stdout);
 	}
-	bcache_free(cache);
+	zmctx_free(zm);
 	free(buf);
-	if (cap.tmp)
-		fclose(cap.tmp);
 	return corrupt ? EX_CORRUPT : unreadable ? EX_UNREADABLE : EX_OK;
 }
 
@@ -576,7 +575,7 @@ static int cmd_prune(const char *dir)
 	return EX_OK;
 }
 
-/* Archives must not be opened as fd 0 to 2, and stderr gets redirected. */
+/* Archives must not be opened as fd 0 to 2. */
 static void open_std_fds(void)
 {
 	int fd;

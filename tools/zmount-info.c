@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bcache.h"
 #include "reader.h"
 #include "zlog.h"
+#include "zmctx.h"
 
 static void checks(uint32_t mask, char *out, size_t len)
 {
@@ -54,7 +54,7 @@ static void usage(FILE *out)
 int main(int argc, char *argv[])
 {
 	struct reader_opts ro;
-	struct bcache *cache;
+	struct zmctx *zm;
 	int status = 0, first = 1;
 
 	zlog_set_name("zmount-info");
@@ -77,7 +77,7 @@ int main(int argc, char *argv[])
 		return 1;
 	}
 	reader_opts_default(&ro, 64u << 20);
-	if (bcache_new(64u << 20, &cache) < 0) {
+	if (zmctx_new(64u << 20, &zm) < 0) {
 		fprintf(stderr, "zmount-info: out of memory\n");
 		return 2;
 	}
@@ -86,7 +86,7 @@ int main(int argc, char *argv[])
 		struct reader *r;
 		struct zerr why = { 0 };
 		char ck[128], name[4 * PATH_MAX], why_text[4 * sizeof(why.msg)];
-		int ret = reader_open(argv[i], cache, &ro, &r, &why);
+		int ret = reader_open(argv[i], zm, &ro, &r, &why);
 
 		/* Tab-separated, one line per file: escape tabs and newlines in names. */
 		zlog_escape(name, sizeof(name), argv[i]);
@@ -115,6 +115,6 @@ int main(int argc, char *argv[])
 		}
 		reader_close(r);
 	}
-	bcache_free(cache);
+	zmctx_free(zm);
 	return status;
 }

@@ -91,7 +91,7 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 	ssize_t n;
 	int ret;
 
-	ret = xzdec_dec_open(fd, b, &d, &err);
+	ret = xzdec_dec_open(fd, b, NULL, &d, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(d == NULL, "dec_open failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EIO || ret == -ENOTSUP || ret == -ENOMEM,

@@ -200,6 +200,27 @@ rc=$(vrf "$tmp/missing.gz" "$tmp/bad/flipped.xz" "$tmp/tree/one.gz")
 check "verify missing + corrupt + good: exit 2, one line each (got $rc)" eval \
 	'[ "$rc" = 2 ] && [ "$(wc -l < "$tmp/vout")" = 3 ] && grep -q "one.gz: ok$" "$tmp/vout"'
 
+# Issue 12: reasons as data.  A truncated gzip and an xz with a flipped
+# Block: verify prints each one's reason, with its compressed offset, on its
+# own line and nothing on stderr; info prints the open's reason in error=;
+# and the tool never points fd 2 elsewhere (no dup2/dup3 onto fd 2).
+head -c 40000 "$tmp/tree/one.gz" > "$tmp/bad/cut.gz"
+rc=$(vrf "$tmp/bad/cut.gz" "$tmp/bad/flipped.xz")
+check "verify cut.gz and flipped.xz: exit 2, both reasons name the compressed offset: $(cat "$tmp/vout")" eval \
+	'[ "$rc" = 2 ] && grep -q "^$tmp/bad/cut.gz: corrupt: .*compressed offset [0-9]" "$tmp/vout" &&
+	 grep -q "^$tmp/bad/flipped.xz: corrupt: read error at offset [0-9]* (Block [0-9]*, compressed offset [0-9]*): ." "$tmp/vout"'
+check "verify writes no log line of theirs to stderr: $(head -c 300 "$tmp/verr")" [ ! -s "$tmp/verr" ]
+"$z" info -d "$idx" "$tmp/bad/cut.gz" > "$tmp/info" 2> /dev/null
+check "info cut.gz: error= gives the reason: $(key error "$tmp/info")" eval \
+	'key error "$tmp/info" | grep -q "compressed offset [0-9]"'
+if strace -o /dev/null true 2> /dev/null; then
+	strace -f -qq -e trace=dup2,dup3 -o "$tmp/strace" "$z" verify "$tmp/bad/cut.gz" "$tmp/bad/flipped.xz" > /dev/null 2>&1
+	check "verify never redirects fd 2: $(grep -m1 -E 'dup[23]\([0-9]+, 2[,)]' "$tmp/strace")" eval \
+		'! grep -Eq "dup[23]\([0-9]+, 2[,)]" "$tmp/strace"'
+else
+	echo "SKIP: strace cannot trace here, so fd 2 redirection is not checked"
+fi
+
 # prune: the index of a deleted source goes, the others stay.
 "$z" info -d "$idx" "$tmp/tree/sub/two-members.dat" > "$tmp/info" 2>&1
 gone=$(key index_file "$tmp/info")

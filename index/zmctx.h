@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_ZMCTX_H
+#define ZMOUNT_ZMCTX_H
+
+/*
+ * The state readers share, held in one object instead of process globals,
+ * so that two users in one process (two mounts, a tool and a test, two
+ * tests) never see each other's cache, counters or parked decoders:
+ *  - the block cache (bcache) and its byte budget;
+ *  - the worker pool that decodes ahead of sequential readers (optional);
+ *  - the counters of reader_get_counters;
+ *  - the list of parked decoders and its lock;
+ *  - xz's stock of spare decoder buffers;
+ *  - the log sink that every reader's log lines go through.
+ * Readers are opened on a context (reader_open) and keep a pointer to it.
+ *
+ * Ownership: the context owns its cache, its spares and its parked list,
+ * and borrows the pool: a pool's threads can only start once a daemon has
+ * forked, and the daemon's own indexer shares them.  zmctx_free is the last
+ * call, after every reader opened on it is closed.
+ *
+ * Threads: zmctx_new, zmctx_set_pool, zmctx_set_log and zmctx_free are
+ * for one thread, before the readers are shared (the setters) or after
+ * they are gone (free).  The rest may be called from any thread at once.
+ */
+
+#include <stddef.h>
+
+#include "zlog.h"
+
+struct bcache;
+struct pool;
+struct zerr;
+struct zmctx;
+
+/*
+ * A context with a cache of cache_size bytes, no pool, and the default
+ * sink (zlog).  Returns 0 and *out (free with zmctx_free), or -ENOMEM with
+ * *out NULL.
+ */
+int zmctx_new(size_t cache_size, struct zmctx **out);
+
+/*
+ * Lends pool to the readers for read-ahead (NULL: none; the default).
+ * Readers opened earlier use it too, from their next read.  The caller
+ * frees the pool (pool_free, which runs the jobs still queued) only after
+ * the last read of a reader on c, usually after closing them all.
+ */
+void zmctx_set_pool(struct zmctx *c, struct pool *pool);
+
+/* Frees the cache, the spares and c.  No reader may be open on it.  Accepts NULL. */
+void zmctx_free(struct zmctx *c);
+
+/* The context's cache (for its stats); valid until zmctx_free. */
+struct bcache *zmctx_cache(const struct zmctx *c);
+
+/*
+ * Where the log lines of readers on this context go.  One call per line:
+ *   level  its severity;
+ *   name   the file it is about (a reader's name), or NULL;
+ *   text   the line without the name, e.g. "read error at offset 1048576
+ *          (Block 1, compressed offset 1501068): compressed data is corrupt";
+ *   why    for an error about a file's data (an open or a read that
+ *          failed), the reason and its compressed offset (why->coff);
+ *          else NULL.
+ * It runs on whichever thread found the problem (a reader's or a pool
+ * worker's), possibly on several at once, and may hold the reader's
+ * stream lock (the decode of a large unit; never a cache or parked-list
+ * lock): it must return soon and must not call into the readers of this
+ * context.  All pointers are valid only during the call.
+ */
+typedef void (*zmctx_log_fn)(void *user, enum zlog_level level, const char *name,
+			     const char *text, const struct zerr *why);
+
+/*
+ * Sends the readers' lines at or below max to fn(user, ...) instead of
+ * zlog (fn NULL: back to zlog, which applies its own level).  user is
+ * borrowed.  Call before the readers are shared.
+ */
+void zmctx_set_log(struct zmctx *c, zmctx_log_fn fn, void *user, enum zlog_level max);
+
+/* Writes one line through c's sink; name and why as for zmctx_log_fn (may be NULL). */
+void zmctx_log(struct zmctx *c, enum zlog_level level, const char *name, const struct zerr *why,
+	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

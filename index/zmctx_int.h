@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_ZMCTX_INT_H
+#define ZMOUNT_ZMCTX_INT_H
+
+/*
+ * The context's fields, for the reader (reader.c, fmt_*.c) and zmctx.c
+ * only: callers see zmctx.h.
+ */
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "zmctx.h"
+
+struct reader;
+struct xzdec_spares;
+
+/* Counters of all readers on one context (reader_get_counters); backends add to their own. */
+struct reader_stats {
+	atomic_uint_fast64_t decoded, ahead, xz, built, loaded, errors, served;
+};
+
+struct zmctx {
+	struct bcache *cache;        /* owned */
+	struct pool *pool;           /* borrowed; NULL: no read-ahead */
+	struct xzdec_spares *xzspare; /* owned: xz decoders' buffers (xzdec.h) */
+	struct reader_stats stats;
+	atomic_uint_fast64_t next_id; /* cache keys: unique per reader within this cache */
+	/*
+	 * Parked decoders of the readers on this context, most recently
+	 * parked first (see park() in reader.c).
+	 */
+	pthread_mutex_t parked_lock;
+	struct reader *parked_head, *parked_tail; /* protected by parked_lock */
+	size_t parked_total;                      /* protected by parked_lock */
+	/* Once-only warnings (fmt_gz.c): said once per context. */
+	atomic_flag save_failed_logged, untrusted_logged;
+	/* The sink; set before readers are shared, read-only after. */
+	zmctx_log_fn log;
+	void *log_user;
+	enum zlog_level log_max;
+};
+
+/* zmctx_log with a va_list. */
+void zmctx_vlog(struct zmctx *c, enum zlog_level level, const char *name, const struct zerr *why,
+		const char *fmt, va_list ap);
+
+#endif
