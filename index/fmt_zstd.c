@@ -3,7 +3,17 @@
  * The zstd backend: the frame walk (frame and block headers, nothing
  * decoded) gives each frame's compressed extent and, from its
  * Frame_Content_Size or an agreeing seek table, its size; a frame without
- * either is measured by one decode pass at open (checksum verified).  One
+ * either is measured by one decode pass at open (checksum verified), and
+ * the sizes measured are saved in opts.index_dir like a gzip index
+ * (idxfile_save_zstd) and loaded by the next open of the same version of
+ * the file instead of decoding again, once they agree with the frames just
+ * walked (idxfile_load_zstd).  A loaded size is no more trusted than a
+ * measured one: the decoder fails with -EIO if a frame decodes to any
+ * other length.  And since a frame's place in the output is the sum of the
+ * sizes before it, a frame after one whose size came from the saved index
+ * is not decoded until that one has been seen to decode to its size
+ * (struct zst, zstd_dec_open): a forged index costs errors (-EIO, logged
+ * once per frame), never bytes served at the wrong offset.  One
  * map entry per non-empty frame, so multi-frame files (pzstd, the seekable
  * format) are read at random per frame, and a single frame is read in
  * order through a parked decoder.
@@ -14,8 +24,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "idxfile.h"
 #include "reader_int.h"
 #include "zlog.h"
 #include "zstddec.h"
@@ -55,6 +68,62 @@ static int walk(int fd, uint64_t size, struct zstddec_index **out, struct zerr *
 	return 0;
 }
 
+/* The backend's index (r->idx). */
+struct zst {
+	struct zstddec_index *z;
+	/*
+	 * Per frame, or NULL when no size came from a saved index: 1 while
+	 * the frame's size is the saved index's word only.  Cleared when the
+	 * frame is seen to decode to that size (its decoder reached its end,
+	 * or a measuring pass); a frame is decoded only once every frame
+	 * before it is clear.
+	 */
+	atomic_uchar *unseen;
+};
+
+/* A decoder, and which frame it decodes, to clear its mark at its end. */
+struct zdec {
+	struct zstddec_dec *d;
+	struct zst *s;
+	size_t i;
+};
+
+static atomic_flag save_failed_logged = ATOMIC_FLAG_INIT;
+static atomic_flag untrusted_logged = ATOMIC_FLAG_INIT;
+
+/* Fills z's unknown sizes from a saved index of this version of the file; true if it did. */
+static bool load_sizes(struct reader *r, const struct idxfile_id *id, struct zstddec_index *z)
+{
+	struct zerr err = { 0 };
+	int ret = idxfile_load_zstd(r->opts.index_dir, r->name, id, z, &err);
+
+	if (ret == 0) {
+		atomic_fetch_add(&reader_stats.loaded, 1);
+		zlog(ZLOG_DEBUG, "%s: using its saved frame sizes", r->name);
+		return true;
+	}
+	if (ret == -EPERM) {
+		/* Another user could have written it (idxfile.h): never used; said once. */
+		if (!atomic_flag_test_and_set(&untrusted_logged))
+			zlog(ZLOG_WARN, "%s: saved index not trusted (%s); frame sizes are measured",
+			     r->name, err.msg[0] ? err.msg : strerror(-ret));
+	} else if (ret != -ENOENT) {
+		zlog(ZLOG_INFO, "%s: saved index not usable (%s); measuring the frames", r->name,
+		     err.msg[0] ? err.msg : strerror(-ret));
+	}
+	return false;
+}
+
+static void save_sizes(struct reader *r, const struct idxfile_id *id,
+		       const struct zstddec_index *z)
+{
+	int ret = idxfile_save_zstd(r->opts.index_dir, r->name, id, z, NULL);
+
+	if (ret < 0 && !atomic_flag_test_and_set(&save_failed_logged))
+		zlog(ZLOG_WARN, "cannot save indexes in %s (%s); keeping them in memory",
+		     r->opts.index_dir, strerror(-ret));
+}
+
 static int zstd_probe(int fd, uint64_t size, struct zerr *why)
 {
 	struct zstddec_index *z;
@@ -64,10 +133,26 @@ static int zstd_probe(int fd, uint64_t size, struct zerr *why)
 	return ret;
 }
 
+static void zst_free(struct zst *s)
+{
+	if (s) {
+		zstddec_index_free(s->z);
+		free(s->unseen);
+		free(s);
+	}
+}
+
 static int zstd_open(struct reader *r, struct zerr *why)
 {
 	struct zstddec_index *z;
-	int ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
+	struct idxfile_id id;
+	struct zst *s = calloc(1, sizeof(*s));
+	bool persist = false, measured;
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
 
 	if (ret == -EINVAL) {
 		struct zerr w = *why; /* zerr_set must not read what it writes */
@@ -76,16 +161,37 @@ static int zstd_open(struct reader *r, struct zerr *why)
 				"not readable as zstd (at compressed offset %" PRIu64 "): %s", w.coff,
 				w.msg);
 	}
-	if (ret < 0)
+	if (ret < 0) {
+		free(s);
 		return ret;
-	r->idx = z;
+	}
+	s->z = z;
+	r->idx = s; /* the core frees it with zstd_free whatever happens next */
 	if (z->seek == ZSTDDEC_SEEK_IGNORED)
 		zlog(ZLOG_WARN, "%s: seek table ignored: %s", r->name, z->seek_reason);
 	if (z->nframes > r->opts.index_max / ZSTD_FRAME_COST)
 		return zerr_set(why, -EINVAL, 0,
 				"its %zu frames need more than cache_size/4 (%zu KiB) of map; raise "
 				"cache_size", z->nframes, r->opts.index_max >> 10);
-	/* Streamed input has no sizes: one decode pass each (checksums verified on the way). */
+	/*
+	 * Streamed input has no sizes: the saved ones if any, else one decode
+	 * pass each (checksums verified on the way), then saved.  A file whose
+	 * frames all state their size needs no index file.
+	 */
+	if (z->nunknown && r->opts.index_dir && r->name[0] == '/' &&
+	    idxfile_identify(r->fd, &id) == 0) {
+		s->unseen = calloc(z->nframes, sizeof(*s->unseen));
+		if (!s->unseen)
+			return -ENOMEM;
+		for (size_t i = 0; i < z->nframes; i++)
+			atomic_init(&s->unseen[i], z->frames[i].usize == ZSTDDEC_UNKNOWN);
+		persist = !load_sizes(r, &id, z);
+		if (persist) { /* measured below: nothing unseen */
+			free(s->unseen);
+			s->unseen = NULL;
+		}
+	}
+	measured = z->nunknown > 0;
 	for (size_t i = 0; i < z->nframes; i++) {
 		struct zerr err = { 0 };
 		uint64_t usize;
@@ -101,6 +207,10 @@ static int zstd_open(struct reader *r, struct zerr *why)
 					err.msg[0] ? err.msg : "frame size does not settle");
 		atomic_fetch_add(&reader_stats.decoded, usize);
 	}
+	if (measured)
+		atomic_fetch_add(&reader_stats.built, 1);
+	if (persist)
+		save_sizes(r, &id, z);
 	if (reader_map_init(r, z->nframes) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < z->nframes; i++) {
@@ -118,38 +228,95 @@ static int zstd_open(struct reader *r, struct zerr *why)
 
 static void zstd_free(void *idx)
 {
-	zstddec_index_free(idx);
+	zst_free(idx);
 }
 
 static const struct zstddec_frame *frame(const struct reader *r, size_t k)
 {
-	return &((const struct zstddec_index *)r->idx)->frames[r->entry[k]];
+	return &((const struct zst *)r->idx)->z->frames[r->entry[k]];
+}
+
+/*
+ * Before frame i is decoded: every earlier frame whose size only the saved
+ * index vouches for is decoded once, to see that it has that size, so that
+ * frame i's offset is right.  0, or -EIO/-ENOMEM with err.
+ */
+static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *err)
+{
+	for (size_t j = 0; s->unseen && j < i; j++) {
+		const struct zstddec_frame *f = &s->z->frames[j];
+		struct zerr e = { 0 };
+		uint64_t usize;
+		int ret;
+
+		if (!atomic_load(&s->unseen[j]))
+			continue;
+		/* racing threads may both measure j: the same answer, twice the work once */
+		ret = zstddec_measure(r->fd, f, &usize, &e);
+		if (ret < 0)
+			return zerr_set(err, ret == -ENOMEM ? ret : -EIO, e.coff,
+					"frame %zu, before this one, does not decode to its saved "
+					"size %" PRIu64 " (%s): the saved index is wrong", j, f->usize,
+					e.msg);
+		atomic_fetch_add(&reader_stats.decoded, usize);
+		atomic_store(&s->unseen[j], 0);
+	}
+	return 0;
 }
 
 static int zstd_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
 {
-	return zstddec_dec_open(frame(r, k), (struct zstddec_dec **)dec, err);
+	struct zst *s = r->idx;
+	struct zdec *zd = malloc(sizeof(*zd));
+	int ret;
+
+	*dec = NULL;
+	if (!zd)
+		return zerr_set(err, -ENOMEM, frame(r, k)->coff, "out of memory");
+	zd->s = s;
+	zd->i = r->entry[k];
+	ret = check_before(r, s, zd->i, err);
+	if (ret == 0)
+		ret = zstddec_dec_open(frame(r, k), &zd->d, err);
+	if (ret < 0) {
+		free(zd);
+		return ret;
+	}
+	*dec = zd;
+	return 0;
 }
 
 static ssize_t zstd_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
 {
-	return zstddec_dec_read(dec, fd, buf, len, err);
+	struct zdec *zd = dec;
+	ssize_t n = zstddec_dec_read(zd->d, fd, buf, len, err);
+
+	/* the call that returns the last byte has checked that the frame ends there */
+	if (n > 0 && zd->s->unseen &&
+	    zstddec_dec_tell(zd->d) == zd->s->z->frames[zd->i].usize)
+		atomic_store(&zd->s->unseen[zd->i], 0);
+	return n;
 }
 
 static uint64_t zstd_dec_tell(const void *dec)
 {
-	return zstddec_dec_tell(dec);
+	return zstddec_dec_tell(((const struct zdec *)dec)->d);
 }
 
 /* The frame's window and buffers: known from its header, as the decoder was sized. */
 static size_t zstd_dec_cost(const void *dec)
 {
-	return (size_t)zstddec_dec_cost_of(dec);
+	return (size_t)zstddec_dec_cost_of(((const struct zdec *)dec)->d) + sizeof(struct zdec);
 }
 
 static void zstd_dec_close(void *dec)
 {
-	zstddec_dec_close(dec);
+	struct zdec *zd = dec;
+
+	if (zd) {
+		zstddec_dec_close(zd->d);
+		free(zd);
+	}
 }
 
 static void zstd_extent(const struct reader *r, size_t k0, size_t k1, uint64_t *cstart,
@@ -161,7 +328,7 @@ static void zstd_extent(const struct reader *r, size_t k0, size_t k1, uint64_t *
 
 static void zstd_info(const struct reader *r, struct reader_info *in)
 {
-	const struct zstddec_index *z = r->idx;
+	const struct zstddec_index *z = ((const struct zst *)r->idx)->z;
 
 	in->streams = z->nframes;
 	in->blocks = r->map.n;
