@@ -79,6 +79,10 @@ struct zst {
 	 * before it is clear.
 	 */
 	atomic_uchar *unseen;
+	/* Where the sizes came from, to remove them once one is proven wrong. */
+	const char *dir, *name; /* borrowed from the reader, which outlives this */
+	struct idxfile_id id;
+	atomic_flag dropped;
 };
 
 /* A decoder, and which frame it decodes, to clear its mark at its end. */
@@ -152,8 +156,10 @@ static int zstd_open(struct reader *r, struct zerr *why)
 
 	if (!s)
 		return -ENOMEM;
+	atomic_flag_clear(&s->dropped);
 	ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
-
+	if (ret < 0)
+		free(s);
 	if (ret == -EINVAL) {
 		struct zerr w = *why; /* zerr_set must not read what it writes */
 
@@ -161,10 +167,8 @@ static int zstd_open(struct reader *r, struct zerr *why)
 				"not readable as zstd (at compressed offset %" PRIu64 "): %s", w.coff,
 				w.msg);
 	}
-	if (ret < 0) {
-		free(s);
+	if (ret < 0)
 		return ret;
-	}
 	s->z = z;
 	r->idx = s; /* the core frees it with zstd_free whatever happens next */
 	if (z->seek == ZSTDDEC_SEEK_IGNORED)
@@ -190,6 +194,9 @@ static int zstd_open(struct reader *r, struct zerr *why)
 			free(s->unseen);
 			s->unseen = NULL;
 		}
+		s->dir = r->opts.index_dir;
+		s->name = r->name;
+		s->id = id;
 	}
 	measured = z->nunknown > 0;
 	for (size_t i = 0; i < z->nframes; i++) {
@@ -237,6 +244,21 @@ static const struct zstddec_frame *frame(const struct reader *r, size_t k)
 }
 
 /*
+ * Frame i's saved size was just proven wrong (or could not be checked: its
+ * data is bad): err, already set, gets a note, and the saved index goes,
+ * once, so that the next open measures the frames instead of failing again.
+ */
+static void drop_saved(struct zst *s, struct zerr *err)
+{
+	struct zerr e = *err; /* zerr_set must not read what it writes */
+
+	if (!atomic_flag_test_and_set(&s->dropped))
+		idxfile_remove(s->dir, s->name, &s->id);
+	zerr_set(err, -EIO, e.coff, "%s (its size came from the saved index, now removed)",
+		 e.msg);
+}
+
+/*
  * Before frame i is decoded: every earlier frame whose size only the saved
  * index vouches for is decoded once, to see that it has that size, so that
  * frame i's offset is right.  0, or -EIO/-ENOMEM with err.
@@ -253,11 +275,14 @@ static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *
 			continue;
 		/* racing threads may both measure j: the same answer, twice the work once */
 		ret = zstddec_measure(r->fd, f, &usize, &e);
-		if (ret < 0)
-			return zerr_set(err, ret == -ENOMEM ? ret : -EIO, e.coff,
-					"frame %zu, before this one, does not decode to its saved "
-					"size %" PRIu64 " (%s): the saved index is wrong", j, f->usize,
-					e.msg);
+		if (ret == -ENOMEM)
+			return zerr_set(err, ret, e.coff, "out of memory");
+		if (ret < 0) {
+			zerr_set(err, -EIO, e.coff, "frame %zu, before this one, does not decode "
+				 "to its saved size %" PRIu64 ": %s", j, f->usize, e.msg);
+			drop_saved(s, err);
+			return -EIO;
+		}
 		atomic_fetch_add(&reader_stats.decoded, usize);
 		atomic_store(&s->unseen[j], 0);
 	}
@@ -290,6 +315,9 @@ static ssize_t zstd_dec_read(void *dec, int fd, void *buf, size_t len, struct ze
 {
 	struct zdec *zd = dec;
 	ssize_t n = zstddec_dec_read(zd->d, fd, buf, len, err);
+
+	if (n == -EIO && zd->s->unseen && atomic_load(&zd->s->unseen[zd->i]))
+		drop_saved(zd->s, err);
 
 	/* the call that returns the last byte has checked that the frame ends there */
 	if (n > 0 && zd->s->unseen &&

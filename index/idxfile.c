@@ -941,6 +941,38 @@ out:
 	return ret;
 }
 
+int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+{
+	char path[PATH_MAX];
+	struct idxfile_info *in = malloc(sizeof(*in));
+	unsigned char *b = NULL;
+	const char *name;
+	struct stat st;
+	size_t len = 0;
+	int dfd = -1, fd, ret = in ? idxfile_path(dir, src_abspath, path, sizeof(path)) : -ENOMEM;
+
+	if (ret == 0)
+		ret = dfd = open_dir(dir, NULL);
+	if (ret < 0)
+		goto out;
+	name = strrchr(path, '/') + 1;
+	ret = fd = open_index(dfd, name, true, &st, NULL);
+	if (fd >= 0) {
+		ret = read_checked(fd, &st, &id->size, &b, &len, in, NULL);
+		close(fd);
+	}
+	if (ret == 0 && (strcmp(in->src, src_abspath) || !idxfile_id_same(&in->id, id)))
+		ret = -ESTALE;
+	if (ret == 0 && unlinkat(dfd, name, 0) < 0)
+		ret = -errno;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(b);
+	free(in);
+	return ret;
+}
+
 int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr *err)
 {
 	unsigned char *b = NULL;

@@ -215,6 +215,18 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
 		      struct zstddec_index *z, struct zerr *err);
 
 /*
+ * Removes src_abspath's index file from dir if it is a valid index made for
+ * that path and identity id: for a caller that has proven a saved index
+ * wrong (a zstd frame that does not decode to its saved size), so that the
+ * next open rebuilds it instead of failing again.  Same trust checks as
+ * load; a file it would not load for (id) is left alone.  A save that
+ * replaces the file between the check and the unlink loses its file: one
+ * rebuild.  Returns 0, or what idxfile_load returns (-ENOENT, -EPERM,
+ * -EBADMSG, -ESTALE, ...), or the errno of unlinkat.
+ */
+int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id);
+
+/*
  * Reads and fully validates the index file at path (checksum included, as
  * load does, with the size cap taken from the source size it records; the
  * source is not looked at) and fills *info.  For inspecting a file: it does

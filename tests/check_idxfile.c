@@ -1821,6 +1821,32 @@ START_TEST(zstd_stale_and_foreign)
 }
 END_TEST
 
+START_TEST(remove_only_its_own)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct idxfile_id other;
+	struct zsrc s;
+	struct stat st;
+
+	new_dir(dir, sizeof(dir), "zrm");
+	zsrc_open(&s, "three.zst");
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), -ENOENT);
+	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	ck_assert_int_eq(idxfile_path(dir, s.path, file, sizeof(file)), 0);
+	other = s.id;
+	other.mtime_nsec = (other.mtime_nsec + 1) % 1000000000u;
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &other), -ESTALE);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_int_eq(chmod(dir, 0777), 0); /* not ours alone: nothing is removed */
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), -EPERM);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), 0);
+	ck_assert_int_eq(count_entries(dir), 0);
+	zsrc_close(&s);
+}
+END_TEST
+
 START_TEST(zstd_save_rejects_bad_input)
 {
 	char dir[PATH_MAX];
@@ -1894,6 +1920,7 @@ int main(void)
 	tcase_add_test(tc, zstd_every_bit_flip);
 	tcase_add_test(tc, zstd_stale_and_foreign);
 	tcase_add_test(tc, zstd_save_rejects_bad_input);
+	tcase_add_test(tc, remove_only_its_own);
 	suite_add_tcase(s, tc);
 
 	sr = srunner_create(s);

@@ -1897,7 +1897,8 @@ static void zforge(const char *d, int64_t d0, int64_t d1, int64_t dt)
  * A saved index whose sizes were changed (checksum fixed up) is refused
  * when the frames cannot hold them, and otherwise every read is EIO or
  * the right bytes: a frame is not served at an offset that a wrong size
- * before it moved.
+ * before it moved.  Once a read proves it wrong the index file is removed,
+ * and the next open measures and saves a right one.
  */
 START_TEST(zstd_forged_sizes_never_give_wrong_bytes)
 {
@@ -1938,6 +1939,15 @@ START_TEST(zstd_forged_sizes_never_give_wrong_bytes)
 			/* the last byte lies in frame 1, after the wrong size, if any */
 			ck_assert_int_eq(reader_pread(r, &byte, 1, last), -EIO);
 			ck_assert_uint_gt(zread_all(r), 0);
+			/* proven wrong: removed, and the next open measures again */
+			ck_assert_int_eq(zidx_files(d), 0);
+			reader_close(r);
+			bcache_free(cache);
+			ck_assert_int_eq(zopen("pipe2.zst", d, &cache, &r, &c), 0);
+			ck_assert_uint_eq(c.indexes_built, 1);
+			ck_assert_uint_eq(c.indexes_loaded, 0);
+			ck_assert_uint_eq(zread_all(r), 0);
+			ck_assert_int_eq(zidx_files(d), 1);
 		}
 		reader_close(r);
 		bcache_free(cache);

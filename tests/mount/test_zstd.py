@@ -22,7 +22,8 @@ usage: test_zstd.py --zmount PATH [--reads N] [--seed S] [--keep]
    for a file whose frames state their size), the second loads them and
    decodes nothing before the first read (user.zmount.stats), bytes equal;
    the third runs on indexes whose sizes were changed (checksum resealed):
-   every read gives EIO or the right bytes, never wrong ones;
+   every read gives EIO or the right bytes, never wrong ones, and the
+   index files proven wrong are removed;
 5. every mount ends with fusermount3 -u and daemon exit 0.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
@@ -266,6 +267,9 @@ def run_saved_sizes(args, res):
                               m.log_tail(10))
             if tag == 'first mount':
                 res.check(f'{tag}: 2 index files, none for stated.zst', len(zmis()) == 2,
+                          str(zmis()))
+            if tag == 'forged sizes':
+                res.check(f'{tag}: the disproved index files were removed', zmis() == [],
                           str(zmis()))
     finally:
         if not args.keep:
