@@ -137,6 +137,38 @@ static int zstd_probe(int fd, uint64_t size, struct zerr *why)
 	return ret;
 }
 
+/*
+ * One decode pass over every frame of z whose size is unknown (checksums
+ * verified on the way), then all sizes settled at once: settling one frame
+ * at a time re-sums every offset, quadratic in the frames.
+ */
+static int measure_all(struct reader *r, struct zstddec_index *z, struct zerr *why)
+{
+	uint64_t *usize = malloc(z->nframes * sizeof(*usize));
+	int ret = 0;
+
+	if (!usize)
+		return -ENOMEM;
+	for (size_t i = 0; i < z->nframes && ret == 0; i++) {
+		struct zerr err = { 0 };
+
+		usize[i] = z->frames[i].usize;
+		if (usize[i] != ZSTDDEC_UNKNOWN)
+			continue;
+		ret = zstddec_measure(r->fd, &z->frames[i], &usize[i], &err);
+		if (ret < 0)
+			ret = zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, err.coff,
+				       "corrupt zstd at compressed offset %" PRIu64 ": %s", err.coff,
+				       err.msg);
+		else
+			atomic_fetch_add(&reader_stats.decoded, usize[i]);
+	}
+	if (ret == 0 && zstddec_index_settle_all(z, usize) < 0)
+		ret = zerr_set(why, -EINVAL, 0, "corrupt zstd: frame sizes do not settle");
+	free(usize);
+	return ret;
+}
+
 static void zst_free(struct zst *s)
 {
 	if (s) {
@@ -199,23 +231,12 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		s->id = id;
 	}
 	measured = z->nunknown > 0;
-	for (size_t i = 0; i < z->nframes; i++) {
-		struct zerr err = { 0 };
-		uint64_t usize;
-
-		if (z->frames[i].usize != ZSTDDEC_UNKNOWN)
-			continue;
-		ret = zstddec_measure(r->fd, &z->frames[i], &usize, &err);
-		if (ret == 0)
-			ret = zstddec_index_settle(z, i, usize);
+	if (measured) {
+		ret = measure_all(r, z, why);
 		if (ret < 0)
-			return zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, err.coff,
-					"corrupt zstd at compressed offset %" PRIu64 ": %s", err.coff,
-					err.msg[0] ? err.msg : "frame size does not settle");
-		atomic_fetch_add(&reader_stats.decoded, usize);
-	}
-	if (measured)
+			return ret;
 		atomic_fetch_add(&reader_stats.built, 1);
+	}
 	if (persist)
 		save_sizes(r, &id, z);
 	if (reader_map_init(r, z->nframes) < 0)
