@@ -290,6 +290,11 @@ check "verify decodes frames that state their size: flipped-stated.zst exit 2 (g
 rc=$(vrf "$tmp/zbad/flipped-stream.zst")
 check "verify flipped-stream.zst: exit 2 (got $rc): $(cat "$tmp/vout")" eval \
 	'[ "$rc" = 2 ] && grep -q "flipped-stream.zst: corrupt: ." "$tmp/vout"'
+"$z" build -q -d "$zidx" "$tmp/ztree" # stream.zst was touched: fresh again
+rm "$tmp/ztree/two-streams.dat"
+"$z" prune -d "$zidx" > "$tmp/out" 2>&1
+check "prune removes the zstd index of a deleted source, keeps the other: $(cat "$tmp/out")" eval \
+	'grep -q "removed 1 " "$tmp/out" && [ "$(zmiz)" = 1 ]'
 "$z" build -d "$zidx" "$tmp/zbad" > "$tmp/out" 2> "$tmp/err"
 rc=$?
 check "build over corrupt zstd: exit 2 (got $rc), flipped-stream.zst failed: $(cat "$tmp/out" "$tmp/err")" eval \
