@@ -33,8 +33,8 @@
 #include "zlog.h"
 #include "zstddec.h"
 
-/* Bytes of memory per frame in the map: the walk's entry, the map's start, entry and bad mark. */
-#define ZSTD_FRAME_COST (sizeof(struct zstddec_frame) + sizeof(uint64_t) + sizeof(size_t) + 1)
+/* Bytes of memory per frame: the walk's entry, the map's start, entry and bad mark, unseen mark. */
+#define ZSTD_FRAME_COST (sizeof(struct zstddec_frame) + sizeof(uint64_t) + sizeof(size_t) + 2)
 
 /* The walk, and whether zmount decodes what it found; why says why not. */
 static int walk(int fd, uint64_t size, struct zstddec_index **out, struct zerr *why)
@@ -169,6 +169,27 @@ static int measure_all(struct reader *r, struct zstddec_index *z, struct zerr *w
 	return ret;
 }
 
+/*
+ * A frame of size 0 gets no map entry, so nothing would ever decode it: a
+ * saved 0 on the last frame would hide its bytes without an error.  So the
+ * frames the saved index says are empty are decoded now (an honest one is a
+ * few bytes).  True if all are; their marks are cleared.
+ */
+static bool empty_frames_ok(struct reader *r, struct zst *s)
+{
+	for (size_t i = 0; i < s->z->nframes; i++) {
+		struct zerr err = { 0 };
+		uint64_t usize;
+
+		if (!atomic_load(&s->unseen[i]) || s->z->frames[i].usize != 0)
+			continue;
+		if (zstddec_measure(r->fd, &s->z->frames[i], &usize, &err) < 0)
+			return false;
+		atomic_store(&s->unseen[i], 0);
+	}
+	return true;
+}
+
 static void zst_free(struct zst *s)
 {
 	if (s) {
@@ -222,6 +243,18 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		for (size_t i = 0; i < z->nframes; i++)
 			atomic_init(&s->unseen[i], z->frames[i].usize == ZSTDDEC_UNKNOWN);
 		persist = !load_sizes(r, &id, z);
+		if (!persist && !empty_frames_ok(r, s)) {
+			/* sizes already settled into z: walk again, measure, save over it */
+			zlog(ZLOG_INFO, "%s: saved index not usable (a frame it says is empty "
+			     "is not); measuring the frames", r->name);
+			zstddec_index_free(z);
+			s->z = NULL;
+			ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
+			if (ret < 0)
+				return ret == -ENOTSUP ? -EINVAL : ret; /* it walked a moment ago */
+			s->z = z;
+			persist = true;
+		}
 		if (persist) { /* measured below: nothing unseen */
 			free(s->unseen);
 			s->unseen = NULL;

@@ -1902,12 +1902,23 @@ static void zforge(const char *d, int64_t d0, int64_t d1, int64_t dt)
  */
 START_TEST(zstd_forged_sizes_never_give_wrong_bytes)
 {
-	static const int64_t forge[][3] = {
-		{-1000, 0, -1000},   /* frame 0 short: frame 1 would move back 1000 bytes */
-		{1000, 0, 1000},     /* frame 0 long: frame 1 would move on */
-		{-1000, 1000, 0},    /* the same total */
-		{0, 1, 1},	     /* only the last frame wrong */
-		{(int64_t)ORIG_SIZE, 0, (int64_t)ORIG_SIZE}, /* more than frame 0's blocks hold */
+	/* frame 0's change, frame 1's, the total's, and what must happen */
+	enum { READS_EIO, REFUSED, DISPROVED_AT_OPEN };
+	static const int64_t forge[][4] = {
+		/* frame 0 short: frame 1 would move back 1000 bytes */
+		{-1000, 0, -1000, READS_EIO},
+		/* frame 0 long: frame 1 would move on */
+		{1000, 0, 1000, READS_EIO},
+		/* the same total */
+		{-1000, 1000, 0, READS_EIO},
+		/* only the last frame wrong */
+		{0, 1, 1, READS_EIO},
+		/* more than frame 0's blocks hold */
+		{(int64_t)ORIG_SIZE, 0, (int64_t)ORIG_SIZE, REFUSED},
+		/* the last frame empty: no map entry would ever decode it */
+		{0, -(int64_t)(ORIG_SIZE - SPLIT), -(int64_t)(ORIG_SIZE - SPLIT), DISPROVED_AT_OPEN},
+		/* the first frame empty */
+		{-(int64_t)SPLIT, 0, -(int64_t)SPLIT, DISPROVED_AT_OPEN},
 	};
 	char d[PATH_MAX];
 	struct reader_counters c;
@@ -1916,7 +1927,7 @@ START_TEST(zstd_forged_sizes_never_give_wrong_bytes)
 	struct reader *r;
 
 	for (size_t i = 0; i < sizeof(forge) / sizeof(forge[0]); i++) {
-		bool refused = i == 4;
+		int64_t want = forge[i][3];
 
 		zidx_dir(d, sizeof(d), "zforge");
 		ck_assert_int_eq(zopen("pipe2.zst", d, &cache, &r, &c), 0);
@@ -1924,13 +1935,16 @@ START_TEST(zstd_forged_sizes_never_give_wrong_bytes)
 		bcache_free(cache);
 		zforge(d, forge[i][0], forge[i][1], forge[i][2]);
 		ck_assert_int_eq(zopen("pipe2.zst", d, &cache, &r, &c), 0);
-		ck_assert_msg(c.indexes_loaded == !refused, "forge %zu: loaded %llu", i,
+		ck_assert_msg(c.indexes_loaded == (want != REFUSED), "forge %zu: loaded %llu", i,
 			      (unsigned long long)c.indexes_loaded);
+		ck_assert_msg(c.indexes_built == (want != READS_EIO), "forge %zu: built %llu", i,
+			      (unsigned long long)c.indexes_built);
 		reader_get_info(r, &info);
-		if (refused) {
-			/* measured again: the right size, the right bytes */
+		if (want != READS_EIO) {
+			/* measured again: the right size, the right bytes, a right index saved */
 			ck_assert_uint_eq(info.usize, ORIG_SIZE);
 			ck_assert_uint_eq(zread_all(r), 0);
+			ck_assert_int_eq(zidx_files(d), 1);
 		} else {
 			uint64_t last = info.usize - 1;
 			unsigned char byte;
