@@ -545,6 +545,29 @@ int zstddec_index_settle(struct zstddec_index *idx, size_t i, uint64_t usize)
 	return 0;
 }
 
+int zstddec_index_settle_all(struct zstddec_index *idx, const uint64_t *usize)
+{
+	/* every frame is checked before any is changed: a refusal leaves idx as it was */
+	for (size_t i = 0; i < idx->nframes; i++) {
+		const struct zstddec_frame *f = &idx->frames[i];
+
+		if (usize[i] == ZSTDDEC_UNKNOWN ||
+		    (f->usize != ZSTDDEC_UNKNOWN && f->usize != usize[i]) ||
+		    (f->usize == ZSTDDEC_UNKNOWN && usize[i] > frame_umax(f)))
+			return -EINVAL;
+	}
+	for (size_t i = 0; i < idx->nframes; i++) {
+		struct zstddec_frame *f = &idx->frames[i];
+
+		if (f->usize == ZSTDDEC_UNKNOWN) {
+			f->usize = usize[i];
+			f->usize_src = ZSTDDEC_SRC_MEASURED;
+		}
+	}
+	index_sum(idx);
+	return 0;
+}
+
 const char *zstddec_src_name(unsigned src)
 {
 	switch (src) {

@@ -180,6 +180,17 @@ void zstddec_index_free(struct zstddec_index *idx);
 int zstddec_index_settle(struct zstddec_index *idx, size_t i, uint64_t usize);
 
 /*
+ * zstddec_index_settle for every frame at once, in one pass (a saved index
+ * gives all the sizes together): usize[i] is frame i's size, nframes
+ * entries.  Frames whose usize is known must get that same value; the
+ * others get usize[i] (usize_src ZSTDDEC_SRC_MEASURED: still untrusted, the
+ * decoder checks it).  Only before the index is shared.
+ * Returns 0, or -EINVAL with idx unchanged if any entry is ZSTDDEC_UNKNOWN,
+ * differs from a known size, or exceeds what its frame's blocks can hold.
+ */
+int zstddec_index_settle_all(struct zstddec_index *idx, const uint64_t *usize);
+
+/*
  * Decodes frame f of fd once, to the end, discarding the output, and sets
  * *usize to its length.  The Content_Checksum, if any, is verified.  If
  * f->usize is known it must match.  Returns 0, or with *usize untouched and

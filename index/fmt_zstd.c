@@ -3,7 +3,17 @@
  * The zstd backend: the frame walk (frame and block headers, nothing
  * decoded) gives each frame's compressed extent and, from its
  * Frame_Content_Size or an agreeing seek table, its size; a frame without
- * either is measured by one decode pass at open (checksum verified).  One
+ * either is measured by one decode pass at open (checksum verified), and
+ * the sizes measured are saved in opts.index_dir like a gzip index
+ * (idxfile_save_zstd) and loaded by the next open of the same version of
+ * the file instead of decoding again, once they agree with the frames just
+ * walked (idxfile_load_zstd).  A loaded size is no more trusted than a
+ * measured one: the decoder fails with -EIO if a frame decodes to any
+ * other length.  And since a frame's place in the output is the sum of the
+ * sizes before it, a frame after one whose size came from the saved index
+ * is not decoded until that one has been seen to decode to its size
+ * (struct zst, zstd_dec_open): a forged index costs errors (-EIO, logged
+ * once per frame), never bytes served at the wrong offset.  One
  * map entry per non-empty frame, so multi-frame files (pzstd, the seekable
  * format) are read at random per frame, and a single frame is read in
  * order through a parked decoder.
@@ -14,14 +24,17 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "idxfile.h"
 #include "reader_int.h"
 #include "zlog.h"
 #include "zstddec.h"
 
-/* Bytes of memory per frame in the map: the walk's entry, the map's start, entry and bad mark. */
-#define ZSTD_FRAME_COST (sizeof(struct zstddec_frame) + sizeof(uint64_t) + sizeof(size_t) + 1)
+/* Bytes of memory per frame: the walk's entry, the map's start, entry and bad mark, unseen mark. */
+#define ZSTD_FRAME_COST (sizeof(struct zstddec_frame) + sizeof(uint64_t) + sizeof(size_t) + 2)
 
 /* The walk, and whether zmount decodes what it found; why says why not. */
 static int walk(int fd, uint64_t size, struct zstddec_index **out, struct zerr *why)
@@ -55,6 +68,64 @@ static int walk(int fd, uint64_t size, struct zstddec_index **out, struct zerr *
 	return 0;
 }
 
+/* The backend's index (r->idx). */
+struct zst {
+	struct zstddec_index *z;
+	/*
+	 * Per frame, or NULL when no size came from a saved index: 1 while
+	 * the frame's size is the saved index's word only.  Cleared when the
+	 * frame is seen to decode to that size (its decoder reached its end,
+	 * or a measuring pass); a frame is decoded only once every frame
+	 * before it is clear.
+	 */
+	atomic_uchar *unseen;
+	/* Where the sizes came from, to remove them once one is proven wrong. */
+	const char *dir, *name; /* borrowed from the reader, which outlives this */
+	struct idxfile_id id;
+	atomic_flag dropped;
+};
+
+/* A decoder, and which frame it decodes, to clear its mark at its end. */
+struct zdec {
+	struct zstddec_dec *d;
+	struct zst *s;
+	size_t i;
+};
+
+/* Fills z's unknown sizes from a saved index of this version of the file; true if it did. */
+static bool load_sizes(struct reader *r, const struct idxfile_id *id, struct zstddec_index *z)
+{
+	struct zerr err = { 0 };
+	int ret = idxfile_load_zstd(r->opts.index_dir, r->name, id, z, &err);
+
+	if (ret == 0) {
+		atomic_fetch_add(&r->ctx->stats.loaded, 1);
+		reader_log(r, ZLOG_DEBUG, NULL, "using its saved frame sizes");
+		return true;
+	}
+	if (ret == -EPERM) {
+		/* Another user could have written it (idxfile.h): never used; said once. */
+		if (!atomic_flag_test_and_set(&r->ctx->untrusted_logged))
+			reader_log(r, ZLOG_WARN, NULL, "saved index not trusted (%s); frame sizes are measured",
+				   err.msg[0] ? err.msg : strerror(-ret));
+	} else if (ret != -ENOENT) {
+		reader_log(r, ZLOG_INFO, NULL, "saved index not usable (%s); measuring the frames",
+			   err.msg[0] ? err.msg : strerror(-ret));
+	}
+	return false;
+}
+
+static void save_sizes(struct reader *r, const struct idxfile_id *id,
+		       const struct zstddec_index *z)
+{
+	int ret = idxfile_save_zstd(r->opts.index_dir, r->name, id, z, NULL);
+
+	if (ret < 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
+		zmctx_log(r->ctx, ZLOG_WARN, NULL, NULL,
+			  "cannot save indexes in %s (%s); keeping them in memory",
+			  r->opts.index_dir, strerror(-ret));
+}
+
 static int zstd_probe(int fd, uint64_t size, struct zerr *why)
 {
 	struct zstddec_index *z;
@@ -64,11 +135,82 @@ static int zstd_probe(int fd, uint64_t size, struct zerr *why)
 	return ret;
 }
 
+/*
+ * One decode pass over every frame of z whose size is unknown (checksums
+ * verified on the way), then all sizes settled at once: settling one frame
+ * at a time re-sums every offset, quadratic in the frames.
+ */
+static int measure_all(struct reader *r, struct zstddec_index *z, struct zerr *why)
+{
+	uint64_t *usize = malloc(z->nframes * sizeof(*usize));
+	int ret = 0;
+
+	if (!usize)
+		return -ENOMEM;
+	for (size_t i = 0; i < z->nframes && ret == 0; i++) {
+		struct zerr err = { 0 };
+
+		usize[i] = z->frames[i].usize;
+		if (usize[i] != ZSTDDEC_UNKNOWN)
+			continue;
+		ret = zstddec_measure(r->fd, &z->frames[i], &usize[i], &err);
+		if (ret < 0)
+			ret = zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, err.coff,
+				       "corrupt zstd at compressed offset %" PRIu64 ": %s", err.coff,
+				       err.msg);
+		else
+			atomic_fetch_add(&r->ctx->stats.decoded, usize[i]);
+	}
+	if (ret == 0 && zstddec_index_settle_all(z, usize) < 0)
+		ret = zerr_set(why, -EINVAL, 0, "corrupt zstd: frame sizes do not settle");
+	free(usize);
+	return ret;
+}
+
+/*
+ * A frame of size 0 gets no map entry, so nothing would ever decode it: a
+ * saved 0 on the last frame would hide its bytes without an error.  So the
+ * frames the saved index says are empty are decoded now (an honest one is a
+ * few bytes).  True if all are; their marks are cleared.
+ */
+static bool empty_frames_ok(struct reader *r, struct zst *s)
+{
+	for (size_t i = 0; i < s->z->nframes; i++) {
+		struct zerr err = { 0 };
+		uint64_t usize;
+
+		if (!atomic_load(&s->unseen[i]) || s->z->frames[i].usize != 0)
+			continue;
+		if (zstddec_measure(r->fd, &s->z->frames[i], &usize, &err) < 0)
+			return false;
+		atomic_store(&s->unseen[i], 0);
+	}
+	return true;
+}
+
+static void zst_free(struct zst *s)
+{
+	if (s) {
+		zstddec_index_free(s->z);
+		free(s->unseen);
+		free(s);
+	}
+}
+
 static int zstd_open(struct reader *r, struct zerr *why)
 {
 	struct zstddec_index *z;
-	int ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
+	struct idxfile_id id;
+	struct zst *s = calloc(1, sizeof(*s));
+	bool persist = false, measured;
+	int ret;
 
+	if (!s)
+		return -ENOMEM;
+	atomic_flag_clear(&s->dropped);
+	ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
+	if (ret < 0)
+		free(s);
 	if (ret == -EINVAL) {
 		struct zerr w = *why; /* zerr_set must not read what it writes */
 
@@ -78,29 +220,56 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	}
 	if (ret < 0)
 		return ret;
-	r->idx = z;
+	s->z = z;
+	r->idx = s; /* the core frees it with zstd_free whatever happens next */
 	if (z->seek == ZSTDDEC_SEEK_IGNORED)
 		reader_log(r, ZLOG_WARN, NULL, "seek table ignored: %s", z->seek_reason);
 	if (z->nframes > r->opts.index_max / ZSTD_FRAME_COST)
 		return zerr_set(why, -EINVAL, 0,
 				"its %zu frames need more than cache_size/4 (%zu KiB) of map; raise "
 				"cache_size", z->nframes, r->opts.index_max >> 10);
-	/* Streamed input has no sizes: one decode pass each (checksums verified on the way). */
-	for (size_t i = 0; i < z->nframes; i++) {
-		struct zerr err = { 0 };
-		uint64_t usize;
-
-		if (z->frames[i].usize != ZSTDDEC_UNKNOWN)
-			continue;
-		ret = zstddec_measure(r->fd, &z->frames[i], &usize, &err);
-		if (ret == 0)
-			ret = zstddec_index_settle(z, i, usize);
-		if (ret < 0)
-			return zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, err.coff,
-					"corrupt zstd at compressed offset %" PRIu64 ": %s", err.coff,
-					err.msg[0] ? err.msg : "frame size does not settle");
-		atomic_fetch_add(&r->ctx->stats.decoded, usize);
+	/*
+	 * Streamed input has no sizes: the saved ones if any, else one decode
+	 * pass each (checksums verified on the way), then saved.  A file whose
+	 * frames all state their size needs no index file.
+	 */
+	if (z->nunknown && r->opts.index_dir && r->name[0] == '/' &&
+	    idxfile_identify(r->fd, &id) == 0) {
+		s->unseen = calloc(z->nframes, sizeof(*s->unseen));
+		if (!s->unseen)
+			return -ENOMEM;
+		for (size_t i = 0; i < z->nframes; i++)
+			atomic_init(&s->unseen[i], z->frames[i].usize == ZSTDDEC_UNKNOWN);
+		persist = !load_sizes(r, &id, z);
+		if (!persist && !empty_frames_ok(r, s)) {
+			/* sizes already settled into z: walk again, measure, save over it */
+			reader_log(r, ZLOG_INFO, NULL, "saved index not usable (a frame it says is empty "
+				   "is not); measuring the frames");
+			zstddec_index_free(z);
+			s->z = NULL;
+			ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
+			if (ret < 0)
+				return ret == -ENOTSUP ? -EINVAL : ret; /* it walked a moment ago */
+			s->z = z;
+			persist = true;
+		}
+		if (persist) { /* measured below: nothing unseen */
+			free(s->unseen);
+			s->unseen = NULL;
+		}
+		s->dir = r->opts.index_dir;
+		s->name = r->name;
+		s->id = id;
 	}
+	measured = z->nunknown > 0;
+	if (measured) {
+		ret = measure_all(r, z, why);
+		if (ret < 0)
+			return ret;
+		atomic_fetch_add(&r->ctx->stats.built, 1);
+	}
+	if (persist)
+		save_sizes(r, &id, z);
 	if (reader_map_init(r, z->nframes) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < z->nframes; i++) {
@@ -119,38 +288,116 @@ static int zstd_open(struct reader *r, struct zerr *why)
 
 static void zstd_free(void *idx)
 {
-	zstddec_index_free(idx);
+	zst_free(idx);
 }
 
 static const struct zstddec_frame *frame(const struct reader *r, size_t k)
 {
-	return &((const struct zstddec_index *)r->idx)->frames[r->entry[k]];
+	return &((const struct zst *)r->idx)->z->frames[r->entry[k]];
+}
+
+/*
+ * Frame i's saved size was just proven wrong (or could not be checked: its
+ * data is bad): err, already set, gets a note, and the saved index goes,
+ * once, so that the next open measures the frames instead of failing again.
+ */
+static void drop_saved(struct zst *s, struct zerr *err)
+{
+	struct zerr e = *err; /* zerr_set must not read what it writes */
+
+	if (!atomic_flag_test_and_set(&s->dropped))
+		idxfile_remove(s->dir, s->name, &s->id);
+	zerr_set(err, -EIO, e.coff, "%s (its size came from the saved index, now removed)",
+		 e.msg);
+}
+
+/*
+ * Before frame i is decoded: every earlier frame whose size only the saved
+ * index vouches for is decoded once, to see that it has that size, so that
+ * frame i's offset is right.  0, or -EIO/-ENOMEM with err.
+ */
+static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *err)
+{
+	for (size_t j = 0; s->unseen && j < i; j++) {
+		const struct zstddec_frame *f = &s->z->frames[j];
+		struct zerr e = { 0 };
+		uint64_t usize;
+		int ret;
+
+		if (!atomic_load(&s->unseen[j]))
+			continue;
+		/* racing threads may both measure j: the same answer, twice the work once */
+		ret = zstddec_measure(r->fd, f, &usize, &e);
+		if (ret == -ENOMEM)
+			return zerr_set(err, ret, e.coff, "out of memory");
+		if (ret < 0) {
+			zerr_set(err, -EIO, e.coff, "frame %zu, before this one, does not decode "
+				 "to its saved size %" PRIu64 ": %s", j, f->usize, e.msg);
+			drop_saved(s, err);
+			return -EIO;
+		}
+		atomic_fetch_add(&r->ctx->stats.decoded, usize);
+		atomic_store(&s->unseen[j], 0);
+	}
+	return 0;
 }
 
 static int zstd_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
 {
-	return zstddec_dec_open(frame(r, k), (struct zstddec_dec **)dec, err);
+	struct zst *s = r->idx;
+	struct zdec *zd = malloc(sizeof(*zd));
+	int ret;
+
+	*dec = NULL;
+	if (!zd)
+		return zerr_set(err, -ENOMEM, frame(r, k)->coff, "out of memory");
+	zd->s = s;
+	zd->i = r->entry[k];
+	ret = check_before(r, s, zd->i, err);
+	if (ret == 0)
+		ret = zstddec_dec_open(frame(r, k), &zd->d, err);
+	if (ret < 0) {
+		free(zd);
+		return ret;
+	}
+	*dec = zd;
+	return 0;
 }
 
 static ssize_t zstd_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
 {
-	return zstddec_dec_read(dec, fd, buf, len, err);
+	struct zdec *zd = dec;
+	ssize_t n = zstddec_dec_read(zd->d, fd, buf, len, err);
+
+	if (n == -EIO && zd->s->unseen && atomic_load(&zd->s->unseen[zd->i]))
+		drop_saved(zd->s, err);
+
+	/* the call that returns the last byte has checked that the frame ends there */
+	if (n > 0 && zd->s->unseen &&
+	    zstddec_dec_tell(zd->d) == zd->s->z->frames[zd->i].usize)
+		atomic_store(&zd->s->unseen[zd->i], 0);
+	return n;
 }
 
 static uint64_t zstd_dec_tell(const void *dec)
 {
-	return zstddec_dec_tell(dec);
+	return zstddec_dec_tell(((const struct zdec *)dec)->d);
 }
 
 /* The frame's window and buffers: known from its header, as the decoder was sized. */
 static size_t zstd_dec_cost(const void *dec)
 {
-	return (size_t)zstddec_dec_cost_of(dec);
+	return (size_t)zstddec_dec_cost_of(((const struct zdec *)dec)->d) + sizeof(struct zdec);
 }
 
 static void zstd_dec_close(void *dec)
 {
-	zstddec_dec_close(dec);
+	struct zdec *zd = dec;
+
+	if (zd) {
+		zstddec_dec_close(zd->d);
+		free(zd);
+	}
 }
 
 static void zstd_extent(const struct reader *r, size_t k0, size_t k1, uint64_t *cstart,
@@ -162,7 +409,7 @@ static void zstd_extent(const struct reader *r, size_t k0, size_t k1, uint64_t *
 
 static void zstd_info(const struct reader *r, struct reader_info *in)
 {
-	const struct zstddec_index *z = r->idx;
+	const struct zstddec_index *z = ((const struct zst *)r->idx)->z;
 
 	in->streams = z->nframes;
 	in->blocks = r->map.n;

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Saved gzip checkpoint indexes (layout: doc/index-format.md).
+ * Saved indexes, gzip checkpoints or zstd frame sizes (layout:
+ * doc/index-format.md).  Both kinds share the header, the source path, the
+ * checksum, and all of the trust, identity and writing below; only the
+ * records after the path differ, and check() validates each kind's.
  *
  * How it works.  Saving serializes the whole index into one buffer,
  * little-endian byte by byte, ending with a CRC-64 of everything before it,
@@ -59,6 +62,10 @@
 #define IF_MAX_UP   1024		  /* parents checked above an index directory, at most */
 #define IF_OPEN	    (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 #define CRC64_POLY  0xC96C5795D7870F42ull /* ECMA-182, reflected (CRC-64/XZ) */
+/* magic, a 1-byte header and a block header: no zstd frame is shorter */
+#define IF_ZMIN_FRAME 9u
+/* a 4-byte RLE block makes 128 KiB: no zstd frame makes more per compressed byte */
+#define IF_ZRATIO     32768u
 
 static const unsigned char if_magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
 
@@ -79,14 +86,29 @@ enum {
 	H_MEMBERS = 80,
 	H_SPAN = 88,
 	H_TRAILOFF = 96,
-	H_TRAILING = 104,
+	H_TRAILING = 104, /* 2 bytes */
+	H_KIND = 106,	  /* 2 bytes, version 3 */
 	H_CNSEC = 108,
 	H_NPOINTS = 112,
 	H_CTIME = 120,
 };
 /* Checkpoint record field offsets. */
 enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25 };
+/* zstd frame record field offsets (kind 2). */
+enum { Z_COFF = 0, Z_CSIZE = 8, Z_USIZE = 16, Z_SRC = 24, Z_RSV = 25 };
 static const unsigned char if_zero[IF_REC - P_RSV]; /* a record's reserved tail */
+_Static_assert((int)P_RSV == (int)Z_RSV, "both records end in the same reserved bytes");
+
+static void put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -293,6 +315,25 @@ uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
 	return len;
 }
 
+uint64_t idxfile_max_size_zstd(uint64_t src_size)
+{
+	uint64_t frames = src_size / IF_ZMIN_FRAME;
+
+	if (frames > ZSTDDEC_MAX_FRAMES)
+		frames = ZSTDDEC_MAX_FRAMES;
+	return IF_HDR + PATH_MAX - 1 + IF_CRC + frames * IF_REC;
+}
+
+/* The size cap of a kind; 0 for a kind this zmount does not know. */
+static uint64_t max_size_kind(uint32_t kind, uint64_t src_size, uint64_t span)
+{
+	if (kind == IDXFILE_KIND_GZIP)
+		return idxfile_max_size(src_size, span);
+	if (kind == IDXFILE_KIND_ZSTD)
+		return idxfile_max_size_zstd(src_size);
+	return 0;
+}
+
 int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len)
 {
 	uint64_t h;
@@ -307,66 +348,23 @@ int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len
 
 #define BAD(off, ...) zerr_set(err, -EBADMSG, (off), __VA_ARGS__)
 
-/* Validates a whole index file image and fills *in from it.  0 or -EBADMSG. */
-static int check(const unsigned char *b, size_t len, struct idxfile_info *in, struct zerr *err)
+/* The gzip records and windows from off on (check() did the rest).  0 or -EBADMSG. */
+static int check_gz(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
+		    struct zerr *err)
 {
-	uint64_t usize, csize, avail, wtotal = 0, prev_uoff = 0, prev_coff = 0;
-	uint32_t plen;
-	size_t off;
+	uint64_t usize = in->usize, csize = in->id.size, avail, wtotal = 0, prev_uoff = 0,
+		 prev_coff = 0;
 
-	if (len >= sizeof(if_magic) && memcmp(b + H_MAGIC, if_magic, sizeof(if_magic)))
-		return BAD(0, "not a zmount index (bad magic)");
-	if (len < IF_MIN_FILE)
-		return BAD(len, "truncated: %zu bytes", len);
-	in->version = get32(b + H_VERSION);
-	if (in->version != IDXFILE_VERSION)
-		return BAD(H_VERSION, "unsupported version %" PRIu32, in->version);
-	in->file_size = get64(b + H_FSIZE);
-	if (in->file_size != len)
-		return BAD(len, "file is %zu bytes, header says %" PRIu64 " (truncated or padded)",
-			   len, in->file_size);
-	if (crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
-		return BAD(len - IF_CRC, "checksum mismatch");
-
-	in->flags = get32(b + H_FLAGS);
-	if (in->flags & ~IDXFILE_F_VERIFIED)
-		return BAD(H_FLAGS, "unknown flags %#" PRIx32, in->flags);
-	in->id.dev = get64(b + H_DEV);
-	in->id.ino = get64(b + H_INO);
-	in->id.size = csize = get64(b + H_SIZE);
-	in->id.mtime_sec = (int64_t)get64(b + H_MTIME);
-	in->id.mtime_nsec = get32(b + H_NSEC);
-	in->id.ctime_sec = (int64_t)get64(b + H_CTIME);
-	in->id.ctime_nsec = get32(b + H_CNSEC);
-	in->id.fingerprint = get64(b + H_FPRINT);
-	if (in->id.mtime_nsec >= 1000000000u)
-		return BAD(H_NSEC, "mtime nanoseconds %" PRIu32 " out of range", in->id.mtime_nsec);
-	if (in->id.ctime_nsec >= 1000000000u)
-		return BAD(H_CNSEC, "ctime nanoseconds %" PRIu32 " out of range", in->id.ctime_nsec);
-	in->usize = usize = get64(b + H_USIZE);
-	in->members = get64(b + H_MEMBERS);
-	in->span = get64(b + H_SPAN);
 	if (in->span < IF_MIN_SPAN || in->span > GZDEC_MAX_SPAN)
 		return BAD(H_SPAN, "span %" PRIu64 " out of range", in->span);
 	/* deflate's ratio bounds usize by the source, which also keeps st_size positive */
 	if (usize > INT64_MAX || (csize <= UINT64_MAX / IF_RATIO && usize > csize * IF_RATIO))
 		return BAD(H_USIZE, "uncompressed size %" PRIu64 " impossible for %" PRIu64
 				    " compressed bytes", usize, csize);
-	if (get32(b + H_TRAILING) > GZDEC_TRAIL_GARBAGE || get64(b + H_TRAILOFF) > csize)
+	if (get16(b + H_TRAILING) > GZDEC_TRAIL_GARBAGE || get64(b + H_TRAILOFF) > csize)
 		return BAD(H_TRAILOFF, "bad trailing-data fields");
 
-	/* len >= IF_MIN_FILE, so these subtractions cannot wrap */
-	plen = get32(b + H_PATHLEN);
-	if (plen == 0 || plen >= PATH_MAX || plen > len - IF_HDR - IF_CRC - IF_REC)
-		return BAD(H_PATHLEN, "path length %" PRIu32 " out of range", plen);
-	if (b[IF_HDR] != '/' || memchr(b + IF_HDR, 0, plen))
-		return BAD(IF_HDR, "source path is not absolute or holds a NUL");
-	memcpy(in->src, b + IF_HDR, plen);
-	in->src[plen] = '\0';
-
-	off = IF_HDR + plen;
 	avail = len - IF_CRC - off;
-	in->npoints = get64(b + H_NPOINTS);
 	if (in->npoints == 0 || in->npoints > avail / IF_REC)
 		return BAD(H_NPOINTS, "%" PRIu64 " checkpoints cannot fit in the file",
 			   in->npoints);
@@ -403,6 +401,109 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	return 0;
 }
 
+/*
+ * The zstd frame records from off on.  Only what the file alone can show:
+ * frames in order, inside the source, apart, each at least 9 bytes, sizes
+ * within 32768:1 and summing to usize.  Whether they are this source's
+ * frames is idxfile_load_zstd's check against the walk.  0 or -EBADMSG.
+ */
+static int check_zstd(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
+		      struct zerr *err)
+{
+	uint64_t csize = in->id.size, next = 0, sum = 0, end;
+
+	if (in->span != 0 || get16(b + H_TRAILING) != 0 || get64(b + H_TRAILOFF) != 0)
+		return BAD(H_SPAN, "span or trailing-data fields set in a zstd index");
+	if (in->npoints == 0 || in->npoints != in->members ||
+	    in->npoints != (len - IF_CRC - off) / IF_REC || (len - IF_CRC - off) % IF_REC)
+		return BAD(H_NPOINTS, "%" PRIu64 " frame records (%" PRIu64 " frames) do not "
+				      "fill the file", in->npoints, in->members);
+	if (in->npoints > csize / IF_ZMIN_FRAME || in->npoints > ZSTDDEC_MAX_FRAMES)
+		return BAD(H_NPOINTS, "%" PRIu64 " frames, more than a %" PRIu64
+				      "-byte source can have", in->npoints, csize);
+	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
+		const unsigned char *r = b + off;
+		uint64_t coff = get64(r + Z_COFF), fsize = get64(r + Z_CSIZE),
+			 usize = get64(r + Z_USIZE);
+
+		if (coff < next || fsize < IF_ZMIN_FRAME ||
+		    __builtin_add_overflow(coff, fsize, &end) || end > csize)
+			return BAD(off, "frame %" PRIu64 ": bad extent %" PRIu64 "+%" PRIu64, i,
+				   coff, fsize);
+		if (fsize <= UINT64_MAX / IF_ZRATIO && usize > fsize * IF_ZRATIO)
+			return BAD(off, "frame %" PRIu64 ": %" PRIu64 " bytes impossible from %"
+					PRIu64 " compressed", i, usize, fsize);
+		if (r[Z_SRC] < ZSTDDEC_SRC_FCS || r[Z_SRC] > ZSTDDEC_SRC_MEASURED)
+			return BAD(off, "frame %" PRIu64 ": unknown size source %u", i, r[Z_SRC]);
+		if (memcmp(r + Z_RSV, if_zero, sizeof(if_zero)))
+			return BAD(off, "frame %" PRIu64 ": reserved bytes not zero", i);
+		if (__builtin_add_overflow(sum, usize, &sum))
+			return BAD(off, "frame sizes overflow");
+		next = end;
+	}
+	if (sum != in->usize || sum > INT64_MAX)
+		return BAD(H_USIZE, "frames sum to %" PRIu64 " bytes, the header says %" PRIu64,
+			   sum, in->usize);
+	in->wbytes = 0;
+	return 0;
+}
+
+/* Validates a whole index file image and fills *in from it.  0 or -EBADMSG. */
+static int check(const unsigned char *b, size_t len, struct idxfile_info *in, struct zerr *err)
+{
+	uint32_t plen;
+
+	if (len >= sizeof(if_magic) && memcmp(b + H_MAGIC, if_magic, sizeof(if_magic)))
+		return BAD(0, "not a zmount index (bad magic)");
+	if (len < IF_MIN_FILE)
+		return BAD(len, "truncated: %zu bytes", len);
+	in->version = get32(b + H_VERSION);
+	if (in->version != IDXFILE_VERSION)
+		return BAD(H_VERSION, "unsupported version %" PRIu32, in->version);
+	in->file_size = get64(b + H_FSIZE);
+	if (in->file_size != len)
+		return BAD(len, "file is %zu bytes, header says %" PRIu64 " (truncated or padded)",
+			   len, in->file_size);
+	if (crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
+		return BAD(len - IF_CRC, "checksum mismatch");
+
+	in->flags = get32(b + H_FLAGS);
+	if (in->flags & ~IDXFILE_F_VERIFIED)
+		return BAD(H_FLAGS, "unknown flags %#" PRIx32, in->flags);
+	in->kind = get16(b + H_KIND);
+	if (in->kind != IDXFILE_KIND_GZIP && in->kind != IDXFILE_KIND_ZSTD)
+		return BAD(H_KIND, "unknown kind %" PRIu32, in->kind);
+	in->id.dev = get64(b + H_DEV);
+	in->id.ino = get64(b + H_INO);
+	in->id.size = get64(b + H_SIZE);
+	in->id.mtime_sec = (int64_t)get64(b + H_MTIME);
+	in->id.mtime_nsec = get32(b + H_NSEC);
+	in->id.ctime_sec = (int64_t)get64(b + H_CTIME);
+	in->id.ctime_nsec = get32(b + H_CNSEC);
+	in->id.fingerprint = get64(b + H_FPRINT);
+	if (in->id.mtime_nsec >= 1000000000u)
+		return BAD(H_NSEC, "mtime nanoseconds %" PRIu32 " out of range", in->id.mtime_nsec);
+	if (in->id.ctime_nsec >= 1000000000u)
+		return BAD(H_CNSEC, "ctime nanoseconds %" PRIu32 " out of range", in->id.ctime_nsec);
+	in->usize = get64(b + H_USIZE);
+	in->members = get64(b + H_MEMBERS);
+	in->span = get64(b + H_SPAN);
+	in->npoints = get64(b + H_NPOINTS);
+
+	/* len >= IF_MIN_FILE, so these subtractions cannot wrap */
+	plen = get32(b + H_PATHLEN);
+	if (plen == 0 || plen >= PATH_MAX || plen > len - IF_HDR - IF_CRC - IF_REC)
+		return BAD(H_PATHLEN, "path length %" PRIu32 " out of range", plen);
+	if (b[IF_HDR] != '/' || memchr(b + IF_HDR, 0, plen))
+		return BAD(IF_HDR, "source path is not absolute or holds a NUL");
+	memcpy(in->src, b + IF_HDR, plen);
+	in->src[plen] = '\0';
+
+	if (in->kind == IDXFILE_KIND_ZSTD)
+		return check_zstd(b, len, IF_HDR + plen, in, err);
+	return check_gz(b, len, IF_HDR + plen, in, err);
+}
+
 /* Builds the gzdec_index of an image check() has accepted. */
 static int build(const unsigned char *b, const struct idxfile_info *in, struct gzdec_index **out)
 {
@@ -415,7 +516,7 @@ static int build(const unsigned char *b, const struct idxfile_info *in, struct g
 	idx->csize = in->id.size;
 	idx->members = in->members;
 	idx->span = in->span;
-	idx->trailing = (enum gzdec_trail)get32(b + H_TRAILING);
+	idx->trailing = (enum gzdec_trail)get16(b + H_TRAILING);
 	idx->trail_off = get64(b + H_TRAILOFF);
 	idx->npoints = (size_t)in->npoints; /* <= file size / IF_REC */
 	idx->points = calloc(idx->npoints, sizeof(*idx->points));
@@ -446,6 +547,70 @@ static int build(const unsigned char *b, const struct idxfile_info *in, struct g
 	return 0;
 }
 
+/* A zeroed image of n bytes with the fields common to both kinds, and the path; NULL: no memory. */
+static unsigned char *new_image(size_t n, const char *src, size_t plen, const struct idxfile_id *id)
+{
+	unsigned char *b = calloc(1, n);
+
+	if (!b)
+		return NULL;
+	memcpy(b + H_MAGIC, if_magic, sizeof(if_magic));
+	put32(b + H_VERSION, IDXFILE_VERSION);
+	put32(b + H_FLAGS, IDXFILE_F_VERIFIED);
+	put64(b + H_FSIZE, n);
+	put64(b + H_DEV, id->dev);
+	put64(b + H_INO, id->ino);
+	put64(b + H_SIZE, id->size);
+	put64(b + H_MTIME, (uint64_t)id->mtime_sec);
+	put32(b + H_NSEC, id->mtime_nsec);
+	put64(b + H_CTIME, (uint64_t)id->ctime_sec);
+	put32(b + H_CNSEC, id->ctime_nsec);
+	put32(b + H_PATHLEN, (uint32_t)plen);
+	put64(b + H_FPRINT, id->fingerprint);
+	memcpy(b + IF_HDR, src, plen);
+	return b;
+}
+
+/* Serializes z's frames into a new buffer (caller frees) and checks the result. */
+static int serialize_zstd(const char *src, const struct idxfile_id *id,
+			  const struct zstddec_index *z, unsigned char **buf, size_t *len)
+{
+	size_t plen = strlen(src), n, off;
+	struct idxfile_info in;
+	unsigned char *b;
+
+	if (plen >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (id->size != z->csize || z->nframes == 0 || z->nunknown ||
+	    z->usize == ZSTDDEC_UNKNOWN || z->nframes > ZSTDDEC_MAX_FRAMES)
+		return -EINVAL;
+	n = IF_HDR + plen + z->nframes * IF_REC + IF_CRC;
+	b = new_image(n, src, plen, id);
+	if (!b)
+		return -ENOMEM;
+	put16(b + H_KIND, IDXFILE_KIND_ZSTD);
+	put64(b + H_USIZE, z->usize);
+	put64(b + H_MEMBERS, z->nframes);
+	put64(b + H_NPOINTS, z->nframes);
+	off = IF_HDR + plen;
+	for (size_t i = 0; i < z->nframes; i++, off += IF_REC) {
+		const struct zstddec_frame *f = &z->frames[i];
+
+		put64(b + off + Z_COFF, f->coff);
+		put64(b + off + Z_CSIZE, f->csize);
+		put64(b + off + Z_USIZE, f->usize);
+		b[off + Z_SRC] = f->usize_src;
+	}
+	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
+	if (check(b, n, &in, NULL) < 0) {
+		free(b);
+		return -EINVAL;
+	}
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
 /* Serializes idx into a new buffer (caller frees) and checks the result. */
 static int serialize(const char *src, const struct idxfile_id *id, const struct gzdec_index *idx,
 		     unsigned char **buf, size_t *len)
@@ -464,29 +629,16 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 		if ((idx->points[i].wzsize && !idx->points[i].wz) ||
 		    __builtin_add_overflow(n, idx->points[i].wzsize, &n))
 			return -EINVAL;
-	b = calloc(1, n);
+	b = new_image(n, src, plen, id);
 	if (!b)
 		return -ENOMEM;
-	memcpy(b + H_MAGIC, if_magic, sizeof(if_magic));
-	put32(b + H_VERSION, IDXFILE_VERSION);
-	put32(b + H_FLAGS, IDXFILE_F_VERIFIED);
-	put64(b + H_FSIZE, n);
-	put64(b + H_DEV, id->dev);
-	put64(b + H_INO, id->ino);
-	put64(b + H_SIZE, id->size);
-	put64(b + H_MTIME, (uint64_t)id->mtime_sec);
-	put32(b + H_NSEC, id->mtime_nsec);
-	put64(b + H_CTIME, (uint64_t)id->ctime_sec);
-	put32(b + H_CNSEC, id->ctime_nsec);
-	put32(b + H_PATHLEN, (uint32_t)plen);
-	put64(b + H_FPRINT, id->fingerprint);
 	put64(b + H_USIZE, idx->usize);
 	put64(b + H_MEMBERS, idx->members);
 	put64(b + H_SPAN, idx->span);
 	put64(b + H_TRAILOFF, idx->trail_off);
-	put32(b + H_TRAILING, (uint32_t)idx->trailing);
+	put16(b + H_TRAILING, (uint16_t)idx->trailing);
+	put16(b + H_KIND, IDXFILE_KIND_GZIP);
 	put64(b + H_NPOINTS, idx->npoints);
-	memcpy(b + IF_HDR, src, plen);
 	off = IF_HDR + plen;
 	woff = off + idx->npoints * IF_REC;
 	for (size_t i = 0; i < idx->npoints; i++, off += IF_REC) {
@@ -610,7 +762,7 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	unsigned char h[IF_HDR], *b;
 	uint64_t flen = (uint64_t)st->st_size, src_size, span, cap;
 	size_t n = flen < IF_HDR ? (size_t)flen : IF_HDR;
-	uint32_t version;
+	uint32_t version, kind;
 	int ret;
 
 	*buf = NULL;
@@ -631,12 +783,15 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 				 " (truncated or padded)", flen, get64(h + H_FSIZE));
 	src_size = get64(h + H_SIZE);
 	span = get64(h + H_SPAN);
-	if (span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN)
+	kind = get16(h + H_KIND);
+	if (kind != IDXFILE_KIND_GZIP && kind != IDXFILE_KIND_ZSTD)
+		return BAD(H_KIND, "unknown kind %" PRIu32, kind);
+	if (kind == IDXFILE_KIND_GZIP && (span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN))
 		return BAD(H_SPAN, "span %" PRIu64 " out of range", span);
 	if (want_size && src_size != *want_size)
 		return zerr_set(err, -ESTALE, H_SIZE, "the source changed since it was indexed "
 				"(%" PRIu64 " bytes, now %" PRIu64 ")", src_size, *want_size);
-	cap = idxfile_max_size(src_size, span);
+	cap = max_size_kind(kind, src_size, span);
 	if (flen > cap || flen != (size_t)flen)
 		return BAD(flen, "file is %" PRIu64 " bytes, more than an index of a %" PRIu64
 				 "-byte source can be (%" PRIu64 ")", flen, src_size, cap);
@@ -672,36 +827,59 @@ static int open_dir(const char *dir, struct zerr *err)
 	return dfd;
 }
 
-int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err)
+/*
+ * The part of a load both kinds share: the trusted, fully validated image
+ * of src_abspath's index file (*buf, caller frees; *in filled), made for
+ * that path and identity id.  Returns 0, or -errno with err as
+ * idxfile_load documents (*buf NULL).
+ */
+static int load_image(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      unsigned char **buf, struct idxfile_info *in, struct zerr *err)
 {
 	char path[PATH_MAX];
-	struct idxfile_info *in = NULL;
 	unsigned char *b = NULL;
 	struct stat st;
 	size_t len = 0;
-	int dfd, fd = -1, ret;
+	int dfd, fd, ret;
 
-	*out = NULL;
+	*buf = NULL;
 	ret = idxfile_path(dir, src_abspath, path, sizeof(path));
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "bad source path");
 	dfd = open_dir(dir, err);
 	if (dfd < 0)
 		return dfd;
-	in = malloc(sizeof(*in));
-	ret = in ? open_index(dfd, strrchr(path, '/') + 1, true, &st, err)
+	ret = fd = open_index(dfd, strrchr(path, '/') + 1, true, &st, err);
+	if (fd >= 0) {
+		ret = read_checked(fd, &st, &id->size, &b, &len, in, err);
+		close(fd);
+	}
+	close(dfd);
+	if (ret == 0 && strcmp(in->src, src_abspath))
+		ret = zerr_set(err, -ESTALE, IF_HDR, "made for another file: %s", in->src);
+	else if (ret == 0 && !idxfile_id_same(&in->id, id))
+		ret = zerr_set(err, -ESTALE, H_DEV, "the source changed since it was indexed");
+	if (ret < 0)
+		free(b);
+	else
+		*buf = b;
+	return ret;
+}
+
+int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err)
+{
+	struct idxfile_info *in = malloc(sizeof(*in));
+	unsigned char *b = NULL;
+	int ret;
+
+	*out = NULL;
+	ret = in ? load_image(dir, src_abspath, id, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
 	if (ret < 0)
 		goto out;
-	fd = ret;
-	ret = read_checked(fd, &st, &id->size, &b, &len, in, err);
-	if (ret < 0)
-		goto out;
-	if (strcmp(in->src, src_abspath))
-		ret = zerr_set(err, -ESTALE, IF_HDR, "made for another file: %s", in->src);
-	else if (!idxfile_id_same(&in->id, id))
-		ret = zerr_set(err, -ESTALE, H_DEV, "the source changed since it was indexed");
+	if (in->kind != IDXFILE_KIND_GZIP)
+		ret = BAD(H_KIND, "a zstd index, not a gzip one");
 	else if (span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
 			       in->span, span_wanted);
@@ -710,9 +888,88 @@ int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_
 out:
 	free(b);
 	free(in);
-	if (fd >= 0)
+	return ret;
+}
+
+int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      struct zstddec_index *z, struct zerr *err)
+{
+	struct idxfile_info *in = malloc(sizeof(*in));
+	unsigned char *b = NULL;
+	uint64_t *usize = NULL;
+	size_t off;
+	int ret;
+
+	ret = in ? load_image(dir, src_abspath, id, &b, in, err)
+		 : zerr_set(err, -ENOMEM, 0, "out of memory");
+	if (ret < 0)
+		goto out;
+	if (in->kind != IDXFILE_KIND_ZSTD) {
+		ret = BAD(H_KIND, "a gzip index, not a zstd one");
+		goto out;
+	}
+	/* the same source (identity) walked now: the frames must be the ones recorded */
+	if (in->npoints != z->nframes || z->csize != in->id.size) {
+		ret = BAD(H_NPOINTS, "%" PRIu64 " frames recorded, the file has %zu",
+			  in->npoints, z->nframes);
+		goto out;
+	}
+	usize = malloc(z->nframes * sizeof(*usize)); /* nframes >= 1: check_zstd */
+	if (!usize) {
+		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	off = IF_HDR + strlen(in->src);
+	for (size_t i = 0; i < z->nframes; i++, off += IF_REC) {
+		const struct zstddec_frame *f = &z->frames[i];
+
+		usize[i] = get64(b + off + Z_USIZE);
+		if (get64(b + off + Z_COFF) != f->coff || get64(b + off + Z_CSIZE) != f->csize) {
+			ret = BAD(off, "frame %zu: recorded at %" PRIu64 "+%" PRIu64 ", the file "
+				  "has it at %" PRIu64 "+%" PRIu64, i, get64(b + off + Z_COFF),
+				  get64(b + off + Z_CSIZE), f->coff, f->csize);
+			goto out;
+		}
+	}
+	if (zstddec_index_settle_all(z, usize) < 0)
+		ret = BAD(IF_HDR + strlen(in->src), "the recorded sizes disagree with the frames' "
+			  "headers or blocks");
+out:
+	free(usize);
+	free(b);
+	free(in);
+	return ret;
+}
+
+int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+{
+	char path[PATH_MAX];
+	struct idxfile_info *in = malloc(sizeof(*in));
+	unsigned char *b = NULL;
+	const char *name;
+	struct stat st;
+	size_t len = 0;
+	int dfd = -1, fd, ret = in ? idxfile_path(dir, src_abspath, path, sizeof(path)) : -ENOMEM;
+
+	if (ret == 0)
+		ret = dfd = open_dir(dir, NULL);
+	if (ret < 0)
+		goto out;
+	name = strrchr(path, '/') + 1;
+	ret = fd = open_index(dfd, name, true, &st, NULL);
+	if (fd >= 0) {
+		ret = read_checked(fd, &st, &id->size, &b, &len, in, NULL);
 		close(fd);
-	close(dfd);
+	}
+	if (ret == 0 && (strcmp(in->src, src_abspath) || !idxfile_id_same(&in->id, id)))
+		ret = -ESTALE;
+	if (ret == 0 && unlinkat(dfd, name, 0) < 0)
+		ret = -errno;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(b);
+	free(in);
 	return ret;
 }
 
@@ -780,18 +1037,15 @@ static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
 	return fd;
 }
 
-int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		 const struct gzdec_index *idx, uint64_t *bytes_written)
+/* Writes image b (len bytes, validated; freed here) as src_abspath's index in dir. */
+static int save_image(const char *dir, const char *src_abspath, unsigned char *b, size_t len,
+		      uint64_t *bytes_written)
 {
 	char final[PATH_MAX], tmp[PATH_MAX];
 	const char *name;
-	unsigned char *b = NULL;
-	size_t len = 0;
 	int dfd = -1, fd, ret;
 
 	ret = idxfile_path(dir, src_abspath, final, sizeof(final));
-	if (ret == 0)
-		ret = serialize(src_abspath, id, idx, &b, &len);
 	if (ret == 0)
 		ret = mkdir_p(dir);
 	if (ret == 0)
@@ -824,6 +1078,30 @@ out:
 		close(dfd);
 	free(b);
 	return ret;
+}
+
+int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		 const struct gzdec_index *idx, uint64_t *bytes_written)
+{
+	unsigned char *b = NULL;
+	size_t len = 0;
+	int ret = src_abspath && src_abspath[0] == '/' ? 0 : -EINVAL;
+
+	if (ret == 0)
+		ret = serialize(src_abspath, id, idx, &b, &len);
+	return ret < 0 ? ret : save_image(dir, src_abspath, b, len, bytes_written);
+}
+
+int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct zstddec_index *z, uint64_t *bytes_written)
+{
+	unsigned char *b = NULL;
+	size_t len = 0;
+	int ret = src_abspath && src_abspath[0] == '/' ? 0 : -EINVAL;
+
+	if (ret == 0)
+		ret = serialize_zstd(src_abspath, id, z, &b, &len);
+	return ret < 0 ? ret : save_image(dir, src_abspath, b, len, bytes_written);
 }
 
 static int is_hex(const char *s, size_t n)

@@ -3,8 +3,11 @@
 #define ZMOUNT_IDXFILE_H
 
 /*
- * Saved gzip checkpoint indexes: one file per source in an index directory,
- * reused by later mounts and by the tools.  The byte layout is in
+ * Saved indexes: one file per source in an index directory, reused by later
+ * mounts and by the tools.  Two kinds share the file format and every rule
+ * below: a gzip checkpoint index (idxfile_save / idxfile_load), and the
+ * measured frame sizes of a zstd file whose frames do not state them
+ * (idxfile_save_zstd / idxfile_load_zstd).  The byte layout is in
  * doc/index-format.md.
  *
  * A saved index is bound to its source's identity (struct idxfile_id) and
@@ -51,9 +54,17 @@
 
 #include "gzdec.h"
 #include "zerr.h"
+#include "zstddec.h"
 
-#define IDXFILE_VERSION	   2u /* 2: the source's ctime joined the identity */
-#define IDXFILE_F_VERIFIED 1u /* every member's CRC32 and ISIZE were checked when built */
+#define IDXFILE_VERSION	   3u /* 2: the source's ctime joined the identity; 3: kind */
+/* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured */
+#define IDXFILE_F_VERIFIED 1u
+
+/* What an index file holds (its kind field). */
+enum idxfile_kind {
+	IDXFILE_KIND_GZIP = 1, /* gzip checkpoints and windows */
+	IDXFILE_KIND_ZSTD = 2, /* one record per zstd frame: extent and uncompressed size */
+};
 
 /*
  * What a saved index is bound to: the fields of srcid.h's "same version"
@@ -72,6 +83,8 @@ struct idxfile_info {
 	char src[PATH_MAX]; /* the source's absolute path, NUL-terminated */
 	struct idxfile_id id;
 	uint32_t version, flags; /* flags: IDXFILE_F_VERIFIED */
+	uint32_t kind;		 /* enum idxfile_kind */
+	/* zstd: span 0, members = npoints = frames, wbytes 0 */
 	uint64_t span, usize, members, npoints;
 	uint64_t wbytes;    /* compressed window bytes, all checkpoints */
 	uint64_t file_size; /* bytes of the index file */
@@ -114,6 +127,13 @@ bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b);
 uint64_t idxfile_max_size(uint64_t src_size, uint64_t span);
 
 /*
+ * The largest zstd index file that can be valid for a source of src_size
+ * bytes: 128 + 4095 + 8 + min(src_size / 9, ZSTDDEC_MAX_FRAMES) * 32 (the
+ * smallest zstd frame is 9 bytes; one 32-byte record per frame).
+ */
+uint64_t idxfile_max_size_zstd(uint64_t src_size);
+
+/*
  * out = "DIR/<16 hex digits>.zmi", the hex being a 64-bit hash of
  * src_abspath.  The path is hashed as given: callers should pass a
  * canonical path (realpath) so that one source has one index file.
@@ -149,7 +169,7 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
  *   -EPERM    dir or the index file is not trusted (see above): do not save
  *             there either;
  *   -EBADMSG  not a valid index: wrong magic, unsupported version (an index
- *             from an older zmount), truncated or padded, larger than
+ *             from an older zmount), a zstd-kind file, truncated or padded, larger than
  *             idxfile_max_size allows, checksum mismatch, a field out of
  *             range, a symlink, or not a regular file;
  *   -ESTALE   a valid index, but made for another path (hash collision or a
@@ -163,6 +183,48 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
  */
 int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
 		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err);
+
+/*
+ * Saves the frame sizes of z (borrowed), the walked and measured index of
+ * the source at src_abspath with identity id, as a zstd-kind index file:
+ * one record per zstd frame (its compressed offset and size, its
+ * uncompressed size and where that came from).  Same directory rules,
+ * naming, and atomic write as idxfile_save; a gzip index saved for the same
+ * path is replaced.  Returns what idxfile_save returns; -EINVAL also when z
+ * has no frame or a frame of unknown size, or id->size != z->csize.
+ */
+int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct zstddec_index *z, uint64_t *bytes_written);
+
+/*
+ * Loads the zstd-kind index of src_abspath for identity id, with the same
+ * checks as idxfile_load, and then applies it to z, the index that
+ * zstddec_index_read just walked from this very source, only if the two
+ * agree: the same number of zstd frames, each record's compressed offset
+ * and size equal to the walked frame's, each size the walk already knows
+ * (Frame_Content_Size, seek table) equal to the record's, and every other
+ * size within what its frame's blocks can hold (zstddec_index_settle_all).
+ * A saved size stays untrusted: the decoder still fails with -EIO when a
+ * frame decodes to another length.
+ * Returns 0 with the unknown sizes of z filled in (usize_src MEASURED), or,
+ * with z unchanged, what idxfile_load returns (-ENOENT, -EPERM, -EBADMSG,
+ * -ESTALE, -ENOMEM, -errno) and also -EBADMSG for a gzip-kind file or an
+ * index that disagrees with z (err says which frame).
+ */
+int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      struct zstddec_index *z, struct zerr *err);
+
+/*
+ * Removes src_abspath's index file from dir if it is a valid index made for
+ * that path and identity id: for a caller that has proven a saved index
+ * wrong (a zstd frame that does not decode to its saved size), so that the
+ * next open rebuilds it instead of failing again.  Same trust checks as
+ * load; a file it would not load for (id) is left alone.  A save that
+ * replaces the file between the check and the unlink loses its file: one
+ * rebuild.  Returns 0, or what idxfile_load returns (-ENOENT, -EPERM,
+ * -EBADMSG, -ESTALE, ...), or the errno of unlinkat.
+ */
+int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id);
 
 /*
  * Reads and fully validates the index file at path (checksum included, as

@@ -70,7 +70,7 @@ struct reader_opts {
 	size_t whole_max;  /* xz Blocks up to this size are one verified unit */
 	size_t slice;      /* larger xz Blocks are cached in slices of this size */
 	size_t readahead;  /* bytes decoded ahead of a sequential reader, on the context's pool */
-	const char *index_dir; /* where gzip indexes persist; NULL: memory only */
+	const char *index_dir; /* where gzip indexes and zstd frame sizes persist; NULL: memory only */
 	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
 	size_t index_max;  /* an xz file whose block map would take more is refused */
 	bool warn_wide;    /* log a warning for units wider than whole_max (the daemon does) */
@@ -111,9 +111,9 @@ struct reader_info {
  * Opens the archive on fd, which it takes over (closed on failure too);
  * name is used in log lines and copied; ctx is borrowed and must outlive
  * the reader; opts is copied.  If name is an absolute path and
- * opts->index_dir is set, a gzip index saved there for that path (and the
- * file's current identity) is used instead of a pass over the data, and a
- * newly built one is saved (failures to save are logged once and the index
+ * opts->index_dir is set, a gzip index or zstd frame sizes saved there for
+ * that path (and the file's current identity) are used instead of a pass
+ * over the data, and newly built ones are saved (failures to save are logged once and the index
  * is kept in memory).
  * Returns 0 and *out (close with reader_close), or, with *out NULL and,
  * if why is not NULL, *why set to the reason (a sentence naming the
@@ -183,8 +183,8 @@ struct reader_counters {
 	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
 	uint64_t readahead_bytes; /* of those, decoded by read-ahead on the pool */
 	uint64_t xz_indexes;     /* xz Indexes read */
-	uint64_t indexes_built;  /* gzip checkpoint passes run */
-	uint64_t indexes_loaded; /* gzip indexes loaded from index_dir */
+	uint64_t indexes_built;  /* gzip checkpoint passes and zstd measuring passes run */
+	uint64_t indexes_loaded; /* gzip indexes and zstd frame sizes loaded from index_dir */
 	uint64_t read_errors;    /* chunks that failed to decode, and archives that
 				  * failed to index (each logged once) */
 	uint64_t served_bytes;   /* bytes returned by reader_view and reader_pread */

@@ -30,6 +30,7 @@
 #include "gzdec.h"
 #include "testutil.h"
 #include "idxfile.h"
+#include "zstddec.h"
 
 #define BIG_SIZE   (3u * 1048576u + 777u)
 #define SMALL_SIZE (150u * 1024u)
@@ -267,6 +268,8 @@ START_TEST(crc_and_layout)
 	ck_assert_uint_eq(le(b + 64, 8), s.id.fingerprint);
 	ck_assert_uint_eq(le(b + 72, 8), s.idx->usize);
 	ck_assert_uint_eq(le(b + 88, 8), s.idx->span);
+	ck_assert_uint_eq(le(b + 104, 2), s.idx->trailing);
+	ck_assert_uint_eq(le(b + 106, 2), IDXFILE_KIND_GZIP);
 	ck_assert_uint_eq(le(b + 112, 8), s.idx->npoints);
 	ck_assert_mem_eq(b + HDR, s.path, plen);
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 0, 8), s.idx->points[1].uoff);
@@ -580,7 +583,11 @@ START_TEST(forged_fields)
 	} forge[] = {
 		{16, 8, len, "control: the same length (loads)"},
 		{8, 4, 1, "version 1 (before ctime)"},
-		{8, 4, 3, "version 3"},
+		{8, 4, 2, "version 2 (before kind)"},
+		{8, 4, 4, "version 4"},
+		{106, 2, 0, "kind 0"},
+		{106, 2, 2, "kind zstd on gzip records"},
+		{106, 2, 3, "kind 3"},
 		{12, 4, 3, "unknown flag"},
 		{16, 8, len + 1, "file length"},
 		{56, 4, 1000000000, "mtime nanoseconds"},
@@ -594,7 +601,7 @@ START_TEST(forged_fields)
 		{88, 8, 0, "span 0"},
 		{88, 8, GZDEC_MAX_SPAN + 1ull, "span too large"},
 		{96, 8, csize + 1, "trail_off past the end"},
-		{104, 4, 3, "trailing kind 3"},
+		{104, 2, 3, "trailing kind 3"},
 		{112, 8, 0, "no checkpoints"},
 		{112, 8, np - 1, "one checkpoint fewer"},
 		{112, 8, np + 1, "one checkpoint more"},
@@ -666,6 +673,7 @@ static size_t handmade(unsigned char *b, const struct src *s, uint64_t n, uint64
 	put_le(b + 72, 8, s->idx->usize);
 	put_le(b + 80, 8, 1);
 	put_le(b + 88, 8, SPAN_MIN);
+	put_le(b + 106, 2, 1); /* kind: gzip */
 	put_le(b + 112, 8, claimed);
 	memcpy(b + HDR, s->path, plen);
 	for (uint64_t i = 0; i < n; i++)
@@ -1211,6 +1219,7 @@ START_TEST(junk_refused_from_header)
 			put_le(h + 16, 8, junk);
 			put_le(h + 40, 8, k == 1 ? s.id.size : 1ull << 40);
 			put_le(h + 88, 8, SPAN_MIN);
+			put_le(h + 106, 2, 1); /* kind: gzip */
 		}
 		fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		ck_assert_int_ge(fd, 0);
@@ -1493,10 +1502,371 @@ static int make_fixtures(void)
 	 */
 	return sh("gzip -n -6 -k big && pigz -n -6 -b 32 -k small && "
 		  "head -c 131072 small | pigz -n -6 -b 32 > tail.gz && "
-		  "printf '' | gzip -n >> tail.gz")
+		  "printf '' | gzip -n >> tail.gz && "
+		  /* three.zst: streamed, stated (FCS), streamed */
+		  "{ zstd -q -3 -c < small; zstd -q -3 -c small; zstd -q -19 -c < big; } > three.zst")
 		       ? -1
 		       : 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* zstd-kind index files                                               */
+
+/* A zstd source: fd, its walked index (sizes measured if settle), identity, path. */
+struct zsrc {
+	int fd;
+	struct zstddec_index *z;
+	struct idxfile_id id;
+	char path[PATH_MAX];
+};
+
+/* The frame walk of fd, nothing decoded: unknown sizes stay unknown. */
+static struct zstddec_index *zwalk(int fd)
+{
+	struct zerr err = {0};
+	struct zstddec_index *z = NULL;
+	struct stat st;
+
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_msg(zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &z,
+					 &err) == 0, "walk: %s", err.msg);
+	return z;
+}
+
+static void zsrc_open(struct zsrc *s, const char *name)
+{
+	path_of(s->path, sizeof(s->path), name);
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(s->fd, 0);
+	s->z = zwalk(s->fd);
+	for (size_t i = 0; i < s->z->nframes; i++) {
+		struct zerr err = {0};
+		uint64_t u;
+
+		if (s->z->frames[i].usize != ZSTDDEC_UNKNOWN)
+			continue;
+		ck_assert_msg(zstddec_measure(s->fd, &s->z->frames[i], &u, &err) == 0, "%s",
+			      err.msg);
+		ck_assert_int_eq(zstddec_index_settle(s->z, i, u), 0);
+	}
+	ck_assert_int_eq(idxfile_identify(s->fd, &s->id), 0);
+}
+
+static void zsrc_close(struct zsrc *s)
+{
+	zstddec_index_free(s->z);
+	close(s->fd);
+}
+
+/* Loads s's zstd index into a fresh walk; returns the result, the walk in *out. */
+static int zload(const char *dir, const struct zsrc *s, struct zstddec_index **out)
+{
+	struct zerr err = {0};
+	struct zstddec_index *z = zwalk(s->fd);
+	int ret = idxfile_load_zstd(dir, s->path, &s->id, z, &err);
+
+	if (ret < 0) /* refused: the walk is as it was */
+		ck_assert_uint_eq(z->nunknown, 2);
+	else
+		ck_assert_uint_eq(z->nunknown, 0);
+	*out = z;
+	return ret;
+}
+
+/* The bytes three.zst decodes to: small twice, and big. */
+static uint64_t zplain(void)
+{
+	char path[PATH_MAX];
+	struct stat a, b;
+
+	path_of(path, sizeof(path), "small");
+	ck_assert_int_eq(stat(path, &a), 0);
+	path_of(path, sizeof(path), "big");
+	ck_assert_int_eq(stat(path, &b), 0);
+	return 2 * (uint64_t)a.st_size + (uint64_t)b.st_size;
+}
+
+/* three.zst's index saved in a fresh directory, and its bytes. */
+static unsigned char *zimage(struct zsrc *s, char *dir, char *file, size_t *len)
+{
+	uint64_t bytes = 0;
+
+	new_dir(dir, PATH_MAX, "zimg");
+	zsrc_open(s, "three.zst");
+	ck_assert_uint_eq(s->z->nframes, 3);
+	ck_assert_int_eq(idxfile_save_zstd(dir, s->path, &s->id, s->z, &bytes), 0);
+	ck_assert_int_eq(idxfile_path(dir, s->path, file, PATH_MAX), 0);
+	unsigned char *b = read_all(file, len);
+	ck_assert_uint_eq(*len, bytes);
+	return b;
+}
+
+START_TEST(zstd_roundtrip_and_layout)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct idxfile_info info;
+	struct gzdec_index *g = NULL;
+	struct zstddec_index *z;
+	struct zerr err = {0};
+	struct zsrc s;
+	size_t len, plen, r0;
+	unsigned char *b = zimage(&s, dir, file, &len);
+
+	plen = strlen(s.path);
+	r0 = HDR + plen;
+	/* the documented layout */
+	ck_assert_uint_eq(le(b + 8, 4), IDXFILE_VERSION);
+	ck_assert_uint_eq(le(b + 106, 2), IDXFILE_KIND_ZSTD);
+	ck_assert_uint_eq(le(b + 104, 2), 0);
+	ck_assert_uint_eq(le(b + 88, 8), 0);
+	ck_assert_uint_eq(le(b + 72, 8), zplain());
+	ck_assert_uint_eq(le(b + 80, 8), 3);
+	ck_assert_uint_eq(le(b + 112, 8), 3);
+	ck_assert_uint_eq(len, HDR + plen + 3 * REC + 8);
+	for (size_t i = 0; i < 3; i++) {
+		const struct zstddec_frame *f = &s.z->frames[i];
+
+		ck_assert_uint_eq(le(b + r0 + i * REC, 8), f->coff);
+		ck_assert_uint_eq(le(b + r0 + i * REC + 8, 8), f->csize);
+		ck_assert_uint_eq(le(b + r0 + i * REC + 16, 8), f->usize);
+		ck_assert_uint_eq(b[r0 + i * REC + 24], i == 1 ? ZSTDDEC_SRC_FCS : ZSTDDEC_SRC_MEASURED);
+	}
+	ck_assert_uint_eq(le(b + len - 8, 8), ref_crc64(b, len - 8));
+
+	ck_assert_int_eq(zload(dir, &s, &z), 0);
+	ck_assert_uint_eq(z->usize, zplain());
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert_uint_eq(z->frames[i].usize, s.z->frames[i].usize);
+		ck_assert_uint_eq(z->frames[i].uoff, s.z->frames[i].uoff);
+		ck_assert_uint_eq(z->frames[i].usize_src, s.z->frames[i].usize_src);
+	}
+	zstddec_index_free(z);
+
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_uint_eq(info.kind, IDXFILE_KIND_ZSTD);
+	ck_assert_uint_eq(info.members, 3);
+	ck_assert_uint_eq(info.npoints, 3);
+	ck_assert_uint_eq(info.span, 0);
+	ck_assert_uint_eq(info.wbytes, 0);
+	ck_assert_uint_eq(info.usize, zplain());
+	expect_same_id(&info.id, &s.id);
+	/* the other kind's loader refuses it */
+	ck_assert_int_eq(idxfile_load(dir, s.path, &s.id, 0, &g, &err), -EBADMSG);
+	ck_assert_ptr_null(g);
+	ck_assert_msg(strstr(err.msg, "zstd"), "%s", err.msg);
+	free(b);
+	zsrc_close(&s);
+}
+END_TEST
+
+START_TEST(zstd_forged_fields)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct zstddec_index *z;
+	struct zsrc s;
+	size_t len;
+	unsigned char *b = zimage(&s, dir, file, &len), *f;
+	size_t r0 = HDR + strlen(s.path), r1 = r0 + REC, r2 = r1 + REC;
+	uint64_t usize = s.z->usize, u0 = s.z->frames[0].usize, u2 = s.z->frames[2].usize;
+	uint64_t c1 = s.z->frames[1].coff, l1 = s.z->frames[1].csize;
+	const struct {
+		size_t off;
+		int bytes;
+		uint64_t val;
+		const char *what;
+	} forge[] = {
+		{16, 8, len, "control: the same length (loads)"},
+		{106, 2, 1, "kind gzip on zstd records"},
+		{106, 2, 0, "kind 0"},
+		{88, 8, SPAN_MIN, "a span"},
+		{104, 2, 1, "trailing data"},
+		{96, 8, 1, "trail_off"},
+		{80, 8, 2, "members one fewer"},
+		{112, 8, 2, "records one fewer"},
+		{112, 8, 4, "records one more"},
+		{112, 8, UINT64_MAX, "2^64-1 records"},
+		{72, 8, usize + 1, "total one more"},
+		{72, 8, usize - 1, "total one fewer"},
+		{r0 + 0, 8, 1, "frame 0 moved"},
+		{r1 + 0, 8, c1 + 1, "frame 1 moved"},
+		{r1 + 8, 8, l1 - 1, "frame 1 one byte shorter"},
+		{r1 + 8, 8, l1 + 1, "frame 1 overlapping frame 2"},
+		{r2 + 8, 8, UINT64_MAX, "frame 2 extent wraps"},
+		{r1 + 0, 8, 0, "frames out of order"},
+		{r1 + 24, 1, 0, "size source 0"},
+		{r1 + 24, 1, 4, "size source 4"},
+		{r1 + 31, 1, 1, "record's reserved byte"},
+		{r2 + 16, 8, UINT64_MAX, "frame 2 size 2^64-1"},
+	};
+
+	f = malloc(len);
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; i < sizeof(forge) / sizeof(forge[0]); i++) {
+		int want = strncmp(forge[i].what, "control", 7) ? -EBADMSG : 0, ret;
+
+		memcpy(f, b, len);
+		put_le(f + forge[i].off, forge[i].bytes, forge[i].val);
+		reseal(f, len);
+		write_all(file, f, len);
+		ret = zload(dir, &s, &z);
+		ck_assert_msg(ret == want, "%s: %d, want %d", forge[i].what, ret, want);
+		zstddec_index_free(z);
+	}
+	/*
+	 * Self-consistent files (records and total agree, checksum resealed)
+	 * that disagree with the frames: a stated size changed, a size more
+	 * than the frame's blocks hold.  Only the walk can tell.
+	 */
+	{
+		const struct {
+			size_t off;
+			uint64_t val, total;
+			const char *what;
+		} lie[] = {
+			{r1 + 16, s.z->frames[1].usize + 1, usize + 1, "the FCS frame's size"},
+			{r0 + 16, u0 + 8 * 131072, usize + 8 * 131072, "frame 0 beyond its blocks"},
+			{r2 + 16, u2 * 2, usize + u2, "frame 2 beyond its blocks"},
+		};
+
+		for (size_t i = 0; i < sizeof(lie) / sizeof(lie[0]); i++) {
+			memcpy(f, b, len);
+			put_le(f + lie[i].off, 8, lie[i].val);
+			put_le(f + 72, 8, lie[i].total);
+			reseal(f, len);
+			write_all(file, f, len);
+			ck_assert_msg(zload(dir, &s, &z) == -EBADMSG, "%s", lie[i].what);
+			zstddec_index_free(z);
+		}
+	}
+	free(f);
+	free(b);
+	zsrc_close(&s);
+}
+END_TEST
+
+START_TEST(zstd_every_bit_flip)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct zstddec_index *z;
+	struct zsrc s;
+	size_t len;
+	unsigned char *b = zimage(&s, dir, file, &len);
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = b[i] ^ (unsigned char)(1u << (i % 8));
+		int ret;
+
+		ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)i), 1);
+		ret = zload(dir, &s, &z);
+		zstddec_index_free(z);
+		ck_assert_msg(ret == -EBADMSG || ret == -ESTALE, "flip at %zu: %d", i, ret);
+		ck_assert_int_eq(pwrite(fd, &b[i], 1, (off_t)i), 1);
+	}
+	close(fd);
+	ck_assert_int_eq(zload(dir, &s, &z), 0);
+	zstddec_index_free(z);
+	free(b);
+	zsrc_close(&s);
+}
+END_TEST
+
+START_TEST(zstd_stale_and_foreign)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct zstddec_index *z;
+	struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+	struct zsrc s, t;
+	size_t len;
+	unsigned char *b;
+
+	ck_assert_int_eq(sh("cp three.zst zstale.zst"), 0);
+	new_dir(dir, sizeof(dir), "zstale");
+	zsrc_open(&s, "zstale.zst");
+	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	ck_assert_int_eq(zload(dir, &s, &z), 0);
+	zstddec_index_free(z);
+	/* a new mtime: stale */
+	ck_assert_int_eq(futimens(s.fd, ts), 0);
+	ck_assert_int_eq(idxfile_identify(s.fd, &s.id), 0);
+	ck_assert_int_eq(zload(dir, &s, &z), -ESTALE);
+	zstddec_index_free(z);
+	/* the same bytes under another name: the index is not its */
+	ck_assert_int_eq(sh("cp three.zst zother.zst"), 0);
+	zsrc_open(&t, "zother.zst");
+	ck_assert_int_eq(idxfile_path(dir, s.path, file, sizeof(file)), 0);
+	b = read_all(file, &len);
+	ck_assert_int_eq(idxfile_path(dir, t.path, file, sizeof(file)), 0);
+	write_all(file, b, len);
+	ck_assert_int_eq(zload(dir, &t, &z), -ESTALE);
+	zstddec_index_free(z);
+	/* a gzip index is not a zstd one */
+	{
+		struct zerr err = {0};
+		struct src g;
+
+		src_open(&g, "small.gz", SPAN_MIN);
+		save_ok(dir, &g, NULL);
+		z = zwalk(t.fd);
+		ck_assert_int_eq(idxfile_load_zstd(dir, g.path, &g.id, z, &err), -EBADMSG);
+		ck_assert_msg(strstr(err.msg, "gzip"), "%s", err.msg);
+		ck_assert_uint_eq(z->nunknown, 2);
+		zstddec_index_free(z);
+		src_close(&g);
+	}
+	free(b);
+	zsrc_close(&t);
+	zsrc_close(&s);
+}
+END_TEST
+
+START_TEST(remove_only_its_own)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct idxfile_id other;
+	struct zsrc s;
+	struct stat st;
+
+	new_dir(dir, sizeof(dir), "zrm");
+	zsrc_open(&s, "three.zst");
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), -ENOENT);
+	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	ck_assert_int_eq(idxfile_path(dir, s.path, file, sizeof(file)), 0);
+	other = s.id;
+	other.mtime_nsec = (other.mtime_nsec + 1) % 1000000000u;
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &other), -ESTALE);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_int_eq(chmod(dir, 0777), 0); /* not ours alone: nothing is removed */
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), -EPERM);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), 0);
+	ck_assert_int_eq(count_entries(dir), 0);
+	zsrc_close(&s);
+}
+END_TEST
+
+START_TEST(zstd_save_rejects_bad_input)
+{
+	char dir[PATH_MAX];
+	struct idxfile_id id;
+	struct zsrc s;
+	struct zstddec_index *z;
+
+	new_dir(dir, sizeof(dir), "zbad");
+	zsrc_open(&s, "three.zst");
+	z = zwalk(s.fd); /* sizes not measured */
+	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, z, NULL), -EINVAL);
+	zstddec_index_free(z);
+	id = s.id;
+	id.size++;
+	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &id, s.z, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save_zstd(dir, "rel/x.zst", &s.id, s.z, NULL), -EINVAL);
+	ck_assert_int_eq(count_entries(dir), 0);
+	zsrc_close(&s);
+}
+END_TEST
 
 int main(void)
 {
@@ -1545,6 +1915,12 @@ int main(void)
 	tcase_add_test(tc, junk_refused_from_header);
 	tcase_add_test(tc, untrusted_places);
 	tcase_add_test(tc, forged_window_in_shared_dir);
+	tcase_add_test(tc, zstd_roundtrip_and_layout);
+	tcase_add_test(tc, zstd_forged_fields);
+	tcase_add_test(tc, zstd_every_bit_flip);
+	tcase_add_test(tc, zstd_stale_and_foreign);
+	tcase_add_test(tc, zstd_save_rejects_bad_input);
+	tcase_add_test(tc, remove_only_its_own);
 	suite_add_tcase(s, tc);
 
 	sr = srunner_create(s);

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,6 +176,10 @@ static int make_fixtures(void)
 	bad |= sh("cd '%s' && bgzip -c orig > bgzip.gz", dir);
 	bad |= sh("cd '%s' && { cat orig.gz; head -c 100 /dev/zero; } > zeros.gz", dir);
 	bad |= sh("cd '%s' && { cat b64k.xz; printf 'junk'; } > junk.xz", dir);
+	/* zstd from a pipe: frames with no Frame_Content_Size; one stating it */
+	bad |= sh("cd '%s' && zstd -q -3 -c < orig > pipe.zst && "
+		  "{ zstd -q -3 -c < part1; zstd -q -19 -c < part2; } > pipe2.zst && "
+		  "zstd -q -3 -c orig > fcs.zst", dir);
 	/* a truncated copy: the Index is gone */
 	bad |= sh("cd '%s' && head -c 100000 b64k.xz > cut.xz", dir);
 	/* gzip magic with a bad method byte; gzip magic alone */
@@ -1865,6 +1870,253 @@ START_TEST(rewrite_restoring_mtime_gives_eio)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* zstd frame sizes saved in index_dir                                 */
+
+/* A fresh index directory dir/name, mode 0700. */
+static void zidx_dir(char *out, size_t len, const char *name)
+{
+	path_of(out, len, name);
+	ck_assert_int_eq(sh("rm -rf '%s' && mkdir -m 0700 '%s'", out, out), 0);
+}
+
+/* Files in an index directory. */
+static int zidx_files(const char *d)
+{
+	char cmd[PATH_MAX + 64];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", d);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%d", &n), 1);
+	pclose(f);
+	return n;
+}
+
+/* Opens name with index_dir d and returns the counters' change over the open. */
+static int zopen(const char *name, const char *d, struct zmctx **zm, struct reader **r,
+		 struct reader_counters *delta)
+{
+	struct reader_opts ro;
+	int ret;
+
+	reader_opts_default(&ro, 64 * MiB);
+	ro.index_dir = d;
+	ret = open_file(name, 64 * MiB, &ro, zm, r); /* a fresh context: its counters start at 0 */
+	reader_get_counters(*zm, delta);
+	return ret;
+}
+
+/*
+ * Reads all of r in 64 KiB preads at every offset: each read is either an
+ * error or exactly orig's bytes there (never wrong bytes).  Returns how
+ * many reads failed.
+ */
+static unsigned zread_all(struct reader *r)
+{
+	static unsigned char buf[64 * KiB];
+	unsigned failed = 0;
+
+	for (uint64_t off = 0; off < ORIG_SIZE; off += sizeof(buf)) {
+		size_t want = ORIG_SIZE - off < sizeof(buf) ? ORIG_SIZE - off : sizeof(buf);
+		ssize_t n = reader_pread(r, buf, sizeof(buf), off);
+
+		if (n < 0) {
+			ck_assert_int_eq(n, -EIO);
+			failed++;
+			continue;
+		}
+		ck_assert_int_eq(n, (ssize_t)want);
+		ck_assert_msg(memcmp(buf, orig + off, want) == 0, "wrong bytes at %llu",
+			      (unsigned long long)off);
+	}
+	return failed;
+}
+
+START_TEST(zstd_streamed_sizes_saved_then_loaded)
+{
+	static const char *const names[] = {"pipe.zst", "pipe2.zst"};
+	char d[PATH_MAX];
+	struct reader_counters c;
+	struct reader_info info;
+	struct zmctx *cache;
+	struct reader *r;
+
+	for (size_t i = 0; i < 2; i++) {
+		zidx_dir(d, sizeof(d), "zidx");
+		/* first open: one measuring pass over every frame, then saved */
+		ck_assert_int_eq(zopen(names[i], d, &cache, &r, &c), 0);
+		ck_assert_uint_eq(c.indexes_built, 1);
+		ck_assert_uint_eq(c.indexes_loaded, 0);
+		ck_assert_uint_eq(c.decoded_bytes, ORIG_SIZE);
+		ck_assert_int_eq(zidx_files(d), 1);
+		reader_close(r);
+		zmctx_free(cache);
+		/* second open, a new reader and cache: loaded, nothing decoded */
+		ck_assert_int_eq(zopen(names[i], d, &cache, &r, &c), 0);
+		ck_assert_uint_eq(c.indexes_loaded, 1);
+		ck_assert_uint_eq(c.indexes_built, 0);
+		ck_assert_uint_eq(c.decoded_bytes, 0);
+		reader_get_info(r, &info);
+		ck_assert_uint_eq(info.usize, ORIG_SIZE);
+		ck_assert_uint_eq(info.streams, i + 1);
+		ck_assert_uint_eq(zread_all(r), 0);
+		reader_close(r);
+		zmctx_free(cache);
+	}
+	/* every frame states its size: nothing to measure, no index file */
+	zidx_dir(d, sizeof(d), "zidx");
+	ck_assert_int_eq(zopen("fcs.zst", d, &cache, &r, &c), 0);
+	ck_assert_uint_eq(c.indexes_built, 0);
+	ck_assert_uint_eq(c.decoded_bytes, 0);
+	ck_assert_int_eq(zidx_files(d), 0);
+	ck_assert_uint_eq(zread_all(r), 0);
+	reader_close(r);
+	zmctx_free(cache);
+}
+END_TEST
+
+/* CRC-64/XZ bit by bit (doc/index-format.md), to reseal a forged index. */
+static uint64_t zcrc64(const unsigned char *p, size_t n)
+{
+	uint64_t c = ~0ull;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
+	}
+	return ~c;
+}
+
+static uint64_t zle(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void zput(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/*
+ * pipe2.zst's saved index (frames part1 and part2) with frame 0's size
+ * changed by d0, frame 1's by d1 and the total by dt, the checksum fixed
+ * up: what only someone writing as us could do.
+ */
+static void zforge(const char *d, int64_t d0, int64_t d1, int64_t dt)
+{
+	char cmd[PATH_MAX + 64], file[PATH_MAX];
+	unsigned char b[8192];
+	size_t len, rec;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ls -d '%s'/*.zmi", d);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(file, sizeof(file), f));
+	pclose(f);
+	file[strcspn(file, "\n")] = '\0';
+	f = fopen(file, "r+b");
+	ck_assert_ptr_nonnull(f);
+	len = fread(b, 1, sizeof(b), f);
+	ck_assert_uint_gt(len, 128);
+	ck_assert_uint_eq(b[106], 2); /* kind: zstd */
+	rec = 128 + (b[60] | b[61] << 8);
+	ck_assert_uint_eq(zle(b + rec + 16), SPLIT);
+	ck_assert_uint_eq(zle(b + rec + 32 + 16), ORIG_SIZE - SPLIT);
+	zput(b + rec + 16, (uint64_t)(SPLIT + d0));
+	zput(b + rec + 32 + 16, (uint64_t)(ORIG_SIZE - SPLIT + d1));
+	zput(b + 72, (uint64_t)(ORIG_SIZE + dt));
+	zput(b + len - 8, zcrc64(b, len - 8));
+	rewind(f);
+	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * A saved index whose sizes were changed (checksum fixed up) is refused
+ * when the frames cannot hold them, and otherwise every read is EIO or
+ * the right bytes: a frame is not served at an offset that a wrong size
+ * before it moved.  Once a read proves it wrong the index file is removed,
+ * and the next open measures and saves a right one.
+ */
+START_TEST(zstd_forged_sizes_never_give_wrong_bytes)
+{
+	/* frame 0's change, frame 1's, the total's, and what must happen */
+	enum { READS_EIO, REFUSED, DISPROVED_AT_OPEN };
+	static const int64_t forge[][4] = {
+		/* frame 0 short: frame 1 would move back 1000 bytes */
+		{-1000, 0, -1000, READS_EIO},
+		/* frame 0 long: frame 1 would move on */
+		{1000, 0, 1000, READS_EIO},
+		/* the same total */
+		{-1000, 1000, 0, READS_EIO},
+		/* only the last frame wrong */
+		{0, 1, 1, READS_EIO},
+		/* more than frame 0's blocks hold */
+		{(int64_t)ORIG_SIZE, 0, (int64_t)ORIG_SIZE, REFUSED},
+		/* the last frame empty: no map entry would ever decode it */
+		{0, -(int64_t)(ORIG_SIZE - SPLIT), -(int64_t)(ORIG_SIZE - SPLIT), DISPROVED_AT_OPEN},
+		/* the first frame empty */
+		{-(int64_t)SPLIT, 0, -(int64_t)SPLIT, DISPROVED_AT_OPEN},
+	};
+	char d[PATH_MAX];
+	struct reader_counters c;
+	struct reader_info info;
+	struct zmctx *cache;
+	struct reader *r;
+
+	for (size_t i = 0; i < sizeof(forge) / sizeof(forge[0]); i++) {
+		int64_t want = forge[i][3];
+
+		zidx_dir(d, sizeof(d), "zforge");
+		ck_assert_int_eq(zopen("pipe2.zst", d, &cache, &r, &c), 0);
+		reader_close(r);
+		zmctx_free(cache);
+		zforge(d, forge[i][0], forge[i][1], forge[i][2]);
+		ck_assert_int_eq(zopen("pipe2.zst", d, &cache, &r, &c), 0);
+		ck_assert_msg(c.indexes_loaded == (want != REFUSED), "forge %zu: loaded %llu", i,
+			      (unsigned long long)c.indexes_loaded);
+		ck_assert_msg(c.indexes_built == (want != READS_EIO), "forge %zu: built %llu", i,
+			      (unsigned long long)c.indexes_built);
+		reader_get_info(r, &info);
+		if (want != READS_EIO) {
+			/* measured again: the right size, the right bytes, a right index saved */
+			ck_assert_uint_eq(info.usize, ORIG_SIZE);
+			ck_assert_uint_eq(zread_all(r), 0);
+			ck_assert_int_eq(zidx_files(d), 1);
+		} else {
+			uint64_t last = info.usize - 1;
+			unsigned char byte;
+
+			ck_assert_uint_eq(info.usize, (uint64_t)(ORIG_SIZE + forge[i][2]));
+			/* the last byte lies in frame 1, after the wrong size, if any */
+			ck_assert_int_eq(reader_pread(r, &byte, 1, last), -EIO);
+			ck_assert_uint_gt(zread_all(r), 0);
+			/* proven wrong: removed, and the next open measures again */
+			ck_assert_int_eq(zidx_files(d), 0);
+			reader_close(r);
+			zmctx_free(cache);
+			ck_assert_int_eq(zopen("pipe2.zst", d, &cache, &r, &c), 0);
+			ck_assert_uint_eq(c.indexes_built, 1);
+			ck_assert_uint_eq(c.indexes_loaded, 0);
+			ck_assert_uint_eq(zread_all(r), 0);
+			ck_assert_int_eq(zidx_files(d), 1);
+		}
+		reader_close(r);
+		zmctx_free(cache);
+	}
+}
+END_TEST
+
 /* Issue 10, item 8: an xz file's block map is bounded by opts.index_max. */
 START_TEST(too_many_blocks_is_refused)
 {
@@ -2055,6 +2307,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, detach_waits_for_read_ahead);
 	tcase_add_test(tc, probe_by_magic_and_gzip_header);
 	tcase_add_test(tc, readers_share_a_cache);
+	tcase_add_test(tc, zstd_streamed_sizes_saved_then_loaded);
+	tcase_add_test(tc, zstd_forged_sizes_never_give_wrong_bytes);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 

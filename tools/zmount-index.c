@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * zmount-index: saved gzip indexes for mounts to reuse, and end-to-end
- * integrity checks.  Everything goes through the reader the daemon uses:
+ * zmount-index: saved gzip indexes and zstd frame sizes for mounts to
+ * reuse, and end-to-end integrity checks.  Everything goes through the
+ * reader the daemon uses:
  *  - build:  reader_open with index_dir set loads a fresh saved index or
- *            runs the checkpoint pass and saves one; the reader's counters
- *            tell which of the two happened;
+ *            runs the gzip checkpoint pass or the zstd measuring pass and
+ *            saves one; the reader's counters tell which happened (a zstd
+ *            file whose frames all state their size runs neither);
  *  - info:   reader_get_info, and the saved index's state (idxfile_load for
  *            the file's current identity);
  *  - verify: gzip: a checkpoint pass with no saved index (every member's
- *            CRC32 and ISIZE); xz: every Block decoded to its end, so every
- *            Check is verified;
+ *            CRC32 and ISIZE); xz and zstd: every Block or frame decoded to
+ *            its end, so every Check and content checksum is verified;
  *  - prune:  idxfile_prune.
  * The reader reports each error once, through its context's log sink:
  * build and verify collect those lines per file (struct reasons) to print
@@ -47,16 +49,19 @@ static const char usage[] =
 	"       zmount-index verify PATH...\n"
 	"       zmount-index prune [-d DIR]\n"
 	"\n"
-	"  build   save the index of every gzip file (known by its magic) among PATHs\n"
-	"          and in directories under them (symlinks not followed), where mounts\n"
-	"          look for it.  xz files carry their own index and are skipped.\n"
+	"  build   save the index of every gzip file, and the frame sizes of every\n"
+	"          zstd file whose frames do not state them (zstd from a pipe), known\n"
+	"          by their magic, among PATHs and in directories under them (symlinks\n"
+	"          not followed), where mounts look for them.  xz files carry their own\n"
+	"          index and are skipped.\n"
 	"          Exit: 0 all indexed, 2 some file corrupt or unreadable.\n"
 	"  info    format, members/Streams, checkpoints/Blocks, sizes, and the saved\n"
 	"          index: its file, size and state (fresh, stale, missing, corrupt,\n"
 	"          untrusted: the index directory or file is not only ours or root's).\n"
 	"          Exit: 0, or 2 if some file could not be opened as an archive.\n"
 	"  verify  full integrity check: every xz Block and Check, every gzip member's\n"
-	"          CRC32 and ISIZE, of each FILE, and of every xz and gzip file (known\n"
+	"          CRC32 and ISIZE, every zstd frame and content checksum, of each FILE,\n"
+	"          and of every xz, gzip and zstd file (known\n"
 	"          by its magic) in directories under each directory PATH, in name\n"
 	"          order (other files there are skipped, as build skips them).\n"
 	"          Prints 'FILE: ok', 'FILE: corrupt: why' or\n"
@@ -171,7 +176,7 @@ static int get_dir(const char *opt, char *dir)
 	return 0;
 }
 
-/* The gzip files to build, with their compressed sizes, and the count of the rest. */
+/* The gzip and zstd files to build, with their compressed sizes, and the count of the rest. */
 struct item {
 	char *path;
 	uint64_t size;
@@ -240,7 +245,7 @@ static void walk(struct list *l, const char *path, bool top)
 		close(fd);
 	if (ret < 0) {
 		walk_fail(l, path, -ret);
-	} else if (fmt == PROBE_GZIP || (l->all && fmt == PROBE_XZ)) {
+	} else if (fmt == PROBE_GZIP || fmt == PROBE_ZSTD || (l->all && fmt == PROBE_XZ)) {
 		if (l->n == l->cap) {
 			l->cap = l->cap ? l->cap * 2 : 64;
 			l->v = xalloc(realloc(l->v, l->cap * sizeof(*l->v)));
@@ -280,19 +285,30 @@ static void progress(const struct list *l, size_t i, uint64_t done, const char *
 /*
  * Whether dir holds a saved index that a mount would use for the version of
  * the source real that fd has open: the daemon's own test, idxfile_identify
- * then idxfile_load (path, identity by idxfile_id_same, ownership, the whole
- * file), with any span since mounts take any.  Returns idxfile_load's result
- * (0: fresh) or idxfile_identify's error; err (may be NULL) says why.
+ * then, for gzip, idxfile_load (path, identity by idxfile_id_same,
+ * ownership, the whole file), with any span since mounts take any; for
+ * zstd, the frame walk and idxfile_load_zstd (the same, and agreement with
+ * the frames).  Returns the load's result (0: fresh), 1 for a zstd file
+ * whose frames all state their size (no index needed), or the error of
+ * idxfile_identify or the walk; err (may be NULL) says why.
  */
-static int saved_index(const char *dir, const char *real, int fd, struct zerr *err)
+static int saved_index(const char *dir, const char *real, int fd, enum probe_fmt fmt,
+		       struct zerr *err)
 {
+	struct zstddec_index *z = NULL;
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;
 	int ret = idxfile_identify(fd, &id);
 
-	if (ret == 0)
+	if (ret == 0 && fmt == PROBE_ZSTD) {
+		ret = zstddec_index_read(fd, id.size, ZSTDDEC_WINDOW_DEFAULT, &z, err);
+		if (ret == 0)
+			ret = z->nunknown ? idxfile_load_zstd(dir, real, &id, z, err) : 1;
+	} else if (ret == 0) {
 		ret = idxfile_load(dir, real, &id, 0, &g, err);
+	}
 	gzdec_index_free(g);
+	zstddec_index_free(z);
 	return ret;
 }
 
@@ -300,6 +316,7 @@ static int saved_index(const char *dir, const char *real, int fd, struct zerr *e
 static bool saved_for(const char *dir, const char *path, const struct reader *r)
 {
 	char real[PATH_MAX];
+	struct reader_info in;
 	struct stat st;
 	bool ok;
 	int fd;
@@ -309,10 +326,19 @@ static bool saved_for(const char *dir, const char *path, const struct reader *r)
 	fd = open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return false;
+	reader_get_info(r, &in);
 	ok = fstat(fd, &st) == 0 && srcid_same(&st, reader_stat(r)) &&
-	     saved_index(dir, real, fd, NULL) == 0;
+	     saved_index(dir, real, fd, in.fmt, NULL) == 0;
 	close(fd);
 	return ok;
+}
+
+static enum probe_fmt format_of(const struct reader *r)
+{
+	struct reader_info in;
+
+	reader_get_info(r, &in);
+	return in.fmt;
 }
 
 static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
@@ -320,7 +346,7 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 	bool bar = !quiet && isatty(STDERR_FILENO);
 	struct reasons rs = { .clear = bar };
 	struct list l = { 0 };
-	unsigned built = 0, fresh = 0;
+	unsigned built = 0, fresh = 0, unneeded = 0;
 	struct reader_opts ro;
 	struct zmctx *zm;
 	uint64_t done = 0;
@@ -346,6 +372,9 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 		reader_get_counters(zm, &after);
 		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
 			fresh++;
+		} else if (ret == 0 && after.indexes_built == before.indexes_built &&
+			   format_of(r) == PROBE_ZSTD) {
+			unneeded++; /* every frame states its size: nothing measured, nothing to save */
 		} else if (ret == 0 && saved_for(dir, path, r)) {
 			built++;
 		} else {
@@ -362,16 +391,19 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 	if (bar)
 		fputs("\r\033[K", stderr);
 	if (!quiet)
-		printf("zmount-index: %zu gzip files, %.1f MiB: built=%u fresh=%u failed=%u; "
-		       "skipped: xz=%u other=%u; index directory %s\n",
-		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, dir);
+		printf("zmount-index: %zu gzip and zstd files, %.1f MiB: built=%u fresh=%u failed=%u; "
+		       "skipped: xz=%u other=%u; not needed: zstd=%u; index directory %s\n",
+		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, unneeded, dir);
 	zmctx_free(zm);
 	free(l.v);
 	return l.failed ? EX_CORRUPT : EX_OK;
 }
 
-/* Writes the index_* lines of gzip source fd to out; returns 0 if its saved index is fresh. */
-static int index_state(FILE *out, int fd, const char *real, const char *dir)
+/*
+ * Writes the index_* lines of gzip or zstd source fd to out; returns 0 if
+ * its saved index is fresh, 1 if it needs none (zstd sizes all stated).
+ */
+static int index_state(FILE *out, int fd, const char *real, const char *dir, enum probe_fmt fmt)
 {
 	struct zerr err = { 0 };
 	char ipath[PATH_MAX];
@@ -382,10 +414,11 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir)
 		fprintf(out, "index_file=%s\n", ipath);
 		if (lstat(ipath, &st) == 0)
 			fprintf(out, "index_size=%" PRIu64 "\n", (uint64_t)st.st_size);
-		ret = saved_index(dir, real, fd, &err);
+		ret = saved_index(dir, real, fd, fmt, &err);
 	}
 	fprintf(out, "index_state=%s\n",
-		ret == 0	     ? "fresh"
+		ret == 1	     ? "unneeded"
+		: ret == 0	     ? "fresh"
 		: ret == -ESTALE     ? "stale"
 		: ret == -ENOENT     ? "missing"
 		: ret == -EBADMSG    ? "corrupt"
@@ -423,7 +456,7 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	reader_opts_default(&ro, 1u << 20);
 	idx = xalloc(open_memstream(&ilines, &ilen));
 	/* A fresh saved index is used; otherwise the index is built in memory, not saved. */
-	if (fmt == PROBE_GZIP && index_state(idx, fd, real, dir) == 0)
+	if ((fmt == PROBE_GZIP || fmt == PROBE_ZSTD) && index_state(idx, fd, real, dir, fmt) == 0)
 		ro.index_dir = dir;
 	fclose(idx);
 	reader_get_counters(zm, &before);
@@ -433,13 +466,18 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 		reader_get_info(r, &in);
 		if (fmt == PROBE_XZ)
 			printf("streams=%" PRIu64 "\nblocks=%" PRIu64 "\n", in.streams, in.blocks);
+		else if (fmt == PROBE_ZSTD)
+			printf("frames=%" PRIu64 "\n", in.streams);
 		else
 			printf("members=%" PRIu64 "\ncheckpoints=%" PRIu64 "\n", in.streams,
 			       in.blocks);
 		printf("compressed=%" PRIu64 "\nuncompressed=%" PRIu64 "\n", in.csize, in.usize);
-		if (fmt == PROBE_GZIP)
+		if (fmt == PROBE_GZIP || fmt == PROBE_ZSTD)
 			printf("index_used=%s\n",
-			       after.indexes_loaded > before.indexes_loaded ? "saved" : "memory");
+			       after.indexes_loaded > before.indexes_loaded ? "saved"
+			       : fmt == PROBE_ZSTD && after.indexes_built == before.indexes_built
+				       ? "none"
+				       : "memory");
 	} else {
 		/* The reason as data, one line whatever it quotes. */
 		zlog_escape(why_text, sizeof(why_text), why.msg[0] ? why.msg : strerror(-ret));
@@ -488,7 +526,8 @@ static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, ch
 	ret = reader_open(path, zm, &ro, &r, &why);
 	if (ret == 0) {
 		reader_get_info(r, &in);
-		for (uint64_t off = 0; in.fmt == PROBE_XZ && off < in.usize; off += (uint64_t)n) {
+		for (uint64_t off = 0; (in.fmt == PROBE_XZ || in.fmt == PROBE_ZSTD) && off < in.usize;
+		     off += (uint64_t)n) {
 			n = reader_pread(r, buf, READ_BUF, off);
 			if (n <= 0)
 				break;
@@ -548,7 +587,7 @@ static int cmd_verify(int argc, char *argv[])
 			}
 			free(l.v);
 			if (l.other)
-				fprintf(stderr, "zmount-index: %s: skipped %u files that are neither xz nor gzip\n",
+				fprintf(stderr, "zmount-index: %s: skipped %u files that are neither xz, gzip nor zstd\n",
 					argv[i], l.other);
 			continue;
 		}

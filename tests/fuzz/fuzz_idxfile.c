@@ -20,6 +20,12 @@
  *     gzdec_extract from each of its checkpoints (over the input itself as
  *     the "source", which is not gzip) must fail cleanly with -EIO, never
  *     -EINVAL: the loader promises it never hands out a malformed index.
+ *     A zstd-kind image (kind 2) is refused by idxfile_load (-EBADMSG, or
+ *     -ESTALE first) and goes through idxfile_load_zstd instead, against a
+ *     frame list made from its own records (what a walk of a matching
+ *     source would give, sizes unknown): accepted, every size must equal
+ *     its record's and sum to the header's usize; refused, the list must be
+ *     untouched.
  *
  * The harness aborts when a result breaks idxfile.h: a code outside the
  * listed ones, *out not NULL on error, a loaded index unlike its header.
@@ -37,6 +43,7 @@
 #include "fuzz_common.h"
 #include "gzdec.h"
 #include "idxfile.h"
+#include "zstddec.h"
 
 /* Layout, from doc/index-format.md. */
 #define HDR	    128u
@@ -50,6 +57,7 @@
 #define H_NSEC	    56u
 #define H_PATHLEN   60u
 #define H_FPRINT    64u
+#define H_USIZE	    72u
 #define H_SPAN	    88u
 #define H_CNSEC	    108u
 #define H_CTIME	    120u
@@ -152,6 +160,52 @@ static void extract_all(const struct gzdec_index *idx, const uint8_t *data, size
 	close(fd);
 }
 
+/*
+ * A zstd-kind image that read_header accepted: its records as the frame list
+ * a walk would give (sizes unknown, blocks enough for any size), loaded.
+ */
+static void load_zstd(const uint8_t *img, const struct idxfile_info *info, const char *src,
+		      const struct idxfile_id *id)
+{
+	struct zstddec_index z = {0};
+	struct zerr err = {0};
+	size_t off = HDR + strlen(info->src);
+	uint64_t sum = 0;
+	int ret;
+
+	z.nframes = (size_t)info->npoints; /* fits: records are in the file */
+	z.csize = info->id.size;
+	z.usize = ZSTDDEC_UNKNOWN;
+	z.nunknown = z.nframes;
+	z.frames = calloc(z.nframes, sizeof(*z.frames));
+	FUZZ_CHECK(z.frames, "out of memory");
+	for (size_t i = 0; i < z.nframes; i++, off += REC) {
+		z.frames[i].coff = get64(img + off);
+		z.frames[i].csize = get64(img + off + 8);
+		z.frames[i].usize = z.frames[i].uoff = ZSTDDEC_UNKNOWN;
+		z.frames[i].nblocks = UINT32_MAX;
+	}
+	ret = idxfile_load_zstd(g_dir, src, id, &z, &err);
+	if (ret < 0) {
+		FUZZ_CHECK(ret == -ESTALE || ret == -EBADMSG || ret == -ENOMEM,
+			   "load_zstd returned %d", ret);
+		FUZZ_CHECK(ret != -EBADMSG || err.msg[0], "load_zstd refused without a reason");
+		FUZZ_CHECK(z.nunknown == z.nframes && z.frames[0].usize == ZSTDDEC_UNKNOWN,
+			   "load_zstd failed (%d) but changed the frames", ret);
+	} else {
+		off = HDR + strlen(info->src);
+		for (size_t i = 0; i < z.nframes; i++, off += REC) {
+			FUZZ_CHECK(z.frames[i].usize == get64(img + off + 16) &&
+					   z.frames[i].uoff == sum,
+				   "frame %zu: loaded size or offset unlike its record", i);
+			sum += z.frames[i].usize;
+		}
+		FUZZ_CHECK(z.nunknown == 0 && z.usize == sum && sum == get64(img + H_USIZE),
+			   "loaded sizes do not sum to the header's");
+	}
+	free(z.frames);
+}
+
 /* Pass 2: the resealed image, through read_header and load. */
 static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 {
@@ -193,9 +247,10 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 		FUZZ_CHECK(idx == NULL, "load failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EBADMSG || ret == -ESTALE || ret == -ENOMEM || ret == -ERANGE,
 			   "load returned %d", ret);
-		/* the same bytes: if the header is valid, only the path can differ */
-		FUZZ_CHECK(hret < 0 || ret == -ESTALE, "read_header accepted, load said %d: %s",
-			   ret, err.msg);
+		/* the same bytes: if the header is valid, only the path (or kind) can differ */
+		FUZZ_CHECK(hret < 0 || ret == -ESTALE ||
+				   (ret == -EBADMSG && info->kind == IDXFILE_KIND_ZSTD),
+			   "read_header accepted, load said %d: %s", ret, err.msg);
 		FUZZ_CHECK(hret == 0 || ret != -ESTALE, "read_header refused, load said stale");
 	} else {
 		FUZZ_CHECK(ret == 0 && idx, "load returned %d", ret);
@@ -207,6 +262,8 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 		extract_all(idx, data, size);
 		gzdec_index_free(idx);
 	}
+	if (hret == 0 && info->kind == IDXFILE_KIND_ZSTD)
+		load_zstd(img, info, src, &id);
 	unlink(path);
 	free(info);
 }

@@ -16,7 +16,15 @@ usage: test_zstd.py --zmount PATH [--reads N] [--seed S] [--keep]
               the log names the file (dictionary, window);
      eio      some read of NAME fails with EIO and none returns wrong bytes, or
               the file is shown raw under its own name; the log names it;
-4. every mount ends with fusermount3 -u and daemon exit 0.
+4. saved frame sizes (index_dir): zstd written from a pipe (no
+   Frame_Content_Size), one frame and two, mounted three times with one
+   index directory: the first mount measures and saves (2 index files; none
+   for a file whose frames state their size), the second loads them and
+   decodes nothing before the first read (user.zmount.stats), bytes equal;
+   the third runs on indexes whose sizes were changed (checksum resealed):
+   every read gives EIO or the right bytes, never wrong ones, and the
+   index files proven wrong are removed;
+5. every mount ends with fusermount3 -u and daemon exit 0.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
@@ -146,6 +154,128 @@ def run(args, res, cases, rows, opts, label):
             shutil.rmtree(work, ignore_errors=True)
 
 
+def crc64(b):
+    """CRC-64/XZ (doc/index-format.md)."""
+    c = (1 << 64) - 1
+    for x in b:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ 0xC96C5795D7870F42 if c & 1 else c >> 1
+    return c ^ ((1 << 64) - 1)
+
+
+def forge_first_size(path, delta):
+    """Frame 0's size and the total changed by delta in the zstd index at path, resealed."""
+    b = bytearray(open(path, 'rb').read())
+    le = lambda o, n: int.from_bytes(b[o:o + n], 'little')  # noqa: E731
+    if le(106, 2) != 2:
+        return False
+    rec = 128 + le(60, 4)
+    b[rec + 16:rec + 24] = (le(rec + 16, 8) + delta).to_bytes(8, 'little')
+    b[72:80] = (le(72, 8) + delta).to_bytes(8, 'little')
+    b[-8:] = crc64(bytes(b[:-8])).to_bytes(8, 'little')
+    open(path, 'wb').write(b)
+    return True
+
+
+def reads_right_or_eio(path, data):
+    """(number of 64 KiB preads that failed with EIO, description of the first wrong result)."""
+    failed, wrong = 0, None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for off in range(0, len(data), 65536):
+            try:
+                got = os.pread(fd, 65536, off)
+            except OSError as e:
+                if e.errno != errno.EIO:
+                    wrong = wrong or f'{errno.errorcode.get(e.errno)} at {off}'
+                failed += 1
+                continue
+            if got != data[off:off + 65536]:
+                wrong = wrong or f'wrong bytes at {off}'
+    finally:
+        os.close(fd)
+    return failed, wrong
+
+
+def run_saved_sizes(args, res):
+    work = tempfile.mkdtemp(prefix='zmount-zstd-idx-')
+    src, mnt, idx = (os.path.join(work, n) for n in ('src', 'mnt', 'idx'))
+    os.mkdir(src)
+    os.mkdir(mnt)
+    os.mkdir(idx, 0o700)
+    rng = random.Random(args.seed)
+    words = [b'frame', b'zstd', b'pipe', b'size', b'index', b'measured', b'0123456789']
+    data = b' '.join(rng.choice(words) + (b'\n' if rng.random() < 0.1 else b'')
+                     for _ in range(1200000))[:6 * 1048576 + 4321]
+    cut = 2 * 1048576 + 17
+    plain = {'stream': data, 'two': data, 'stated': data}
+
+    def zstd(inp, *opts):
+        return subprocess.run(['zstd', '-q', '-c', *opts], input=inp, check=True,
+                              stdout=subprocess.PIPE).stdout
+    with open(os.path.join(src, 'stream.zst'), 'wb') as f:
+        f.write(zstd(data))  # from a pipe: no Frame_Content_Size
+    with open(os.path.join(src, 'two.zst'), 'wb') as f:
+        f.write(zstd(data[:cut]) + zstd(data[cut:], '-19'))
+    with open(os.path.join(os.path.join(work, 'data'), ), 'wb') as f:
+        f.write(data)
+    subprocess.run(['zstd', '-q', '-f', os.path.join(work, 'data'), '-o',
+                    os.path.join(src, 'stated.zst')], check=True)
+    opts = f'cache_size=64M,index_dir={idx}'
+    zmis = lambda: sorted(n for n in os.listdir(idx) if n.endswith('.zmi'))  # noqa: E731
+    try:
+        for tag in ('first mount', 'second mount', 'forged sizes'):
+            if tag == 'forged sizes':
+                forged = [forge_first_size(os.path.join(idx, n), -1000) for n in zmis()]
+                res.check(f'{tag}: both index files are zstd ones, forged', forged == [True, True],
+                          str(forged))
+            with zmtest.Mount(args.zmount, src, mnt, opts=opts, results=res,
+                              log_path=os.path.join(work, f'{tag}.log'), watchdog=300) as m:
+                sizes = {n: os.stat(os.path.join(mnt, n)).st_size for n in plain}
+                st = zmtest.stats(mnt)
+                info = (f'indexes_built={st.get("indexes_built")} '
+                        f'indexes_loaded={st.get("indexes_loaded")} '
+                        f'decoded_bytes={st.get("decoded_bytes")}')
+                if tag == 'first mount':
+                    res.check(f'{tag}: the two streamed files measured ({info})',
+                              st.get('indexes_built') == 2 and st.get('decoded_bytes', 0) >= 2 * len(data),
+                              info)
+                else:
+                    res.check(f'{tag}: both saved sizes loaded, nothing decoded at open ({info})',
+                              st.get('indexes_loaded') == 2 and st.get('indexes_built') == 0 and
+                              st.get('decoded_bytes') == 0, info)
+                if tag != 'forged sizes':
+                    res.check(f'{tag}: sizes', all(v == len(data) for v in sizes.values()),
+                              str(sizes))
+                    for n in plain:
+                        res.check(f'{tag}: {n} reads back exactly',
+                                  read_all(os.path.join(mnt, n)) == data)
+                else:
+                    res.check(f'{tag}: the forged sizes are shown (1000 bytes short)',
+                              sizes['stream'] == len(data) - 1000 and
+                              sizes['two'] == len(data) - 1000, str(sizes))
+                    for n in ('stream', 'two'):
+                        failed, wrong = reads_right_or_eio(os.path.join(mnt, n), data)
+                        res.check(f'{tag}: {n}: {failed} reads EIO, none wrong',
+                                  failed > 0 and wrong is None, wrong or 'no EIO')
+                    res.check(f'{tag}: stated.zst (no index) reads back exactly',
+                              read_all(os.path.join(mnt, 'stated')) == data)
+                    res.check(f'{tag}: the log names the files',
+                              bool(zmtest.lines_naming(m.log_lines(), ['stream.zst'])) and
+                              bool(zmtest.lines_naming(m.log_lines(), ['two.zst'])),
+                              m.log_tail(10))
+            if tag == 'first mount':
+                res.check(f'{tag}: 2 index files, none for stated.zst', len(zmis()) == 2,
+                          str(zmis()))
+            if tag == 'forged sizes':
+                res.check(f'{tag}: the disproved index files were removed', zmis() == [],
+                          str(zmis()))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -165,6 +295,7 @@ def main():
         res.check('cases generated', len(rows) >= 20, f'{len(rows)} rows')
         run(args, res, cases, rows, 'cache_size=256M,index_dir=none', 'cache 256M')
         run(args, res, cases, rows, 'cache_size=4M,index_dir=none', 'cache 4M')
+        run_saved_sizes(args, res)
     finally:
         if not args.keep:
             shutil.rmtree(cases, ignore_errors=True)

@@ -2,7 +2,8 @@
 # zmount-index on generated data with a private index directory: build,
 # second build (fresh), info (fresh, stale, sizes), stale after an in-place
 # rewrite that restores the mtime, a forged index in a 1777 directory,
-# verify's exit codes, prune, and bad usage.
+# verify's exit codes, prune, zstd (build, info, a forged index, verify),
+# and bad usage.
 # usage: test_index_tool.sh BINDIR CORPUS   (CORPUS is unused: data is generated)
 set -u
 bin=$1
@@ -234,6 +235,91 @@ check "prune removed the deleted source's index" [ ! -e "$gone" ]
 check "prune kept the other index" [ -e "$kept" ]
 "$z" info -d "$idx" "$tmp/tree/one.gz" > "$tmp/info" 2>&1
 check "the kept index is still fresh" [ "$(key index_state "$tmp/info")" = fresh ]
+
+# zstd: build saves the measured frame sizes of zstd written from a pipe (no Frame_Content_Size),
+# finds them fresh the second time; a file whose frames state their size needs no index; info
+# uses a fresh one; one that disagrees with the frames is refused; verify decodes every frame.
+mkdir -p "$tmp/ztree" "$tmp/zbad"
+zstd -q -c < "$tmp/t1" > "$tmp/ztree/stream.zst"
+{ zstd -q -c < "$tmp/t2"; zstd -q -c < "$tmp/t1"; } > "$tmp/ztree/two-streams.dat"
+zstd -q -c "$tmp/t2" > "$tmp/ztree/stated.zst"
+cp "$tmp/ztree/stated.zst" "$tmp/zbad/flipped-stated.zst"
+flip "$tmp/zbad/flipped-stated.zst" $(($(stat -c %s "$tmp/zbad/flipped-stated.zst") / 2))
+cp "$tmp/ztree/stream.zst" "$tmp/zbad/flipped-stream.zst"
+flip "$tmp/zbad/flipped-stream.zst" $(($(stat -c %s "$tmp/zbad/flipped-stream.zst") / 2))
+check "fixtures: zstd -t rejects both flipped zstd files" eval \
+	'! zstd -q -t "$tmp/zbad/flipped-stated.zst" 2>/dev/null && ! zstd -q -t "$tmp/zbad/flipped-stream.zst" 2>/dev/null'
+zidx=$tmp/zidx
+zmiz() { find "$zidx" -maxdepth 1 -name '*.zmi' 2>/dev/null | wc -l; }
+"$z" build -d "$zidx" "$tmp/ztree" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+check "zstd build: exit 0 (got $rc, stderr: $(head -c 300 "$tmp/err")), built=2, stated.zst not needed: $(cat "$tmp/out")" eval \
+	'[ "$rc" = 0 ] && grep -q "built=2 fresh=0 failed=0; skipped: xz=0 other=0; not needed: zstd=1" "$tmp/out"'
+check "zstd build made 2 index files (got $(zmiz))" [ "$(zmiz)" = 2 ]
+"$z" build -d "$zidx" "$tmp/ztree" > "$tmp/out" 2>&1
+check "zstd second build: built=0 fresh=2: $(cat "$tmp/out")" grep -q 'built=0 fresh=2 failed=0' "$tmp/out"
+for f in stream.zst two-streams.dat; do
+	"$z" info -d "$zidx" "$tmp/ztree/$f" > "$tmp/info" 2>&1
+	want=$(zstd -dc "$tmp/ztree/$f" | wc -c)
+	check "info $f: format=zstd, index fresh and used, uncompressed=$want: $(tr '\n' ' ' < "$tmp/info")" eval \
+		'[ "$(key format "$tmp/info")" = zstd ] && [ "$(key index_state "$tmp/info")" = fresh ] && [ "$(key index_used "$tmp/info")" = saved ] && [ "$(key uncompressed "$tmp/info")" = "$want" ]'
+done
+check "info two-streams.dat: frames=2" [ "$(key frames "$tmp/info")" = 2 ]
+"$z" info -d "$zidx" "$tmp/ztree/stated.zst" > "$tmp/info" 2>&1
+check "info stated.zst: index_state=unneeded, index_used=none" eval \
+	'[ "$(key index_state "$tmp/info")" = unneeded ] && [ "$(key index_used "$tmp/info")" = none ]'
+# A saved size more than its frame's blocks can hold (total and CRC fixed up): refused.
+zforge() { # FILE: double frame 0's size and the total, then recompute the CRC-64/XZ
+	python3 - "$1" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+le = lambda o, n: int.from_bytes(b[o:o + n], 'little')
+put = lambda o, v: b.__setitem__(slice(o, o + 8), v.to_bytes(8, 'little'))
+assert le(106, 2) == 2, 'not a zstd index'
+rec = 128 + le(60, 4)
+u0 = le(rec + 16, 8)
+put(rec + 16, 2 * u0)
+put(72, le(72, 8) + u0)
+c = (1 << 64) - 1
+for x in b[:-8]:
+    c ^= x
+    for _ in range(8):
+        c = (c >> 1) ^ 0xC96C5795D7870F42 if c & 1 else c >> 1
+b[-8:] = (c ^ ((1 << 64) - 1)).to_bytes(8, 'little')
+open(p, 'wb').write(b)
+PY
+}
+"$z" info -d "$zidx" "$tmp/ztree/stream.zst" > "$tmp/info" 2>&1
+zfile=$(key index_file "$tmp/info")
+zforge "$zfile"
+"$z" info -d "$zidx" "$tmp/ztree/stream.zst" > "$tmp/info" 2>&1
+check "info with a forged zstd index: corrupt, not used, size still right ($(key index_reason "$tmp/info"))" eval \
+	'[ "$(key index_state "$tmp/info")" = corrupt ] && [ "$(key index_used "$tmp/info")" = memory ] && [ "$(key uncompressed "$tmp/info")" = "$(zstd -dc "$tmp/ztree/stream.zst" | wc -c)" ]'
+"$z" build -d "$zidx" "$tmp/ztree" > "$tmp/out" 2>&1
+check "build replaces the forged zstd index: $(cat "$tmp/out")" grep -q 'built=1 fresh=1 failed=0' "$tmp/out"
+touch -d '2001-02-03 04:05:06' "$tmp/ztree/stream.zst"
+"$z" info -d "$zidx" "$tmp/ztree/stream.zst" > "$tmp/info" 2>&1
+check "info after touching a zstd source: stale, memory" eval \
+	'[ "$(key index_state "$tmp/info")" = stale ] && [ "$(key index_used "$tmp/info")" = memory ]'
+rc=$(vrf "$tmp/ztree")
+check "verify the zstd tree: exit 0 (got $rc), three ok lines: $(cat "$tmp/vout")" eval \
+	'[ "$rc" = 0 ] && [ "$(grep -c ": ok$" "$tmp/vout")" = 3 ]'
+rc=$(vrf "$tmp/zbad/flipped-stated.zst")
+check "verify decodes frames that state their size: flipped-stated.zst exit 2 (got $rc): $(cat "$tmp/vout")" eval \
+	'[ "$rc" = 2 ] && grep -q "flipped-stated.zst: corrupt: ." "$tmp/vout"'
+rc=$(vrf "$tmp/zbad/flipped-stream.zst")
+check "verify flipped-stream.zst: exit 2 (got $rc): $(cat "$tmp/vout")" eval \
+	'[ "$rc" = 2 ] && grep -q "flipped-stream.zst: corrupt: ." "$tmp/vout"'
+"$z" build -q -d "$zidx" "$tmp/ztree" # stream.zst was touched: fresh again
+rm "$tmp/ztree/two-streams.dat"
+"$z" prune -d "$zidx" > "$tmp/out" 2>&1
+check "prune removes the zstd index of a deleted source, keeps the other: $(cat "$tmp/out")" eval \
+	'grep -q "removed 1 " "$tmp/out" && [ "$(zmiz)" = 1 ]'
+"$z" build -d "$zidx" "$tmp/zbad" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+check "build over corrupt zstd: exit 2 (got $rc), flipped-stream.zst failed: $(cat "$tmp/out" "$tmp/err")" eval \
+	'[ "$rc" = 2 ] && grep -q "flipped-stream.zst" "$tmp/err"'
 
 # Usage.
 "$z" frobnicate > /dev/null 2> "$tmp/err"; rc=$?
