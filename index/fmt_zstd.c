@@ -3,7 +3,8 @@
  * The zstd backend: the frame walk (frame and block headers, nothing
  * decoded) gives each frame's compressed extent and, from its
  * Frame_Content_Size or an agreeing seek table, its size; a frame without
- * either is measured by one decode pass at open (checksum verified), and
+ * either is measured by one decode pass at open (checksum verified; the
+ * frames are spread over the context's pool, see measure_all), and
  * the sizes measured are saved in opts.index_dir like a gzip index
  * (idxfile_save_zstd) and loaded by the next open of the same version of
  * the file instead of decoding again, once they agree with the frames just
@@ -24,11 +25,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bcache.h"
 #include "idxfile.h"
+#include "pool.h"
 #include "reader_int.h"
 #include "zlog.h"
 #include "zstddec.h"
@@ -136,34 +140,148 @@ static int zstd_probe(int fd, uint64_t size, struct zerr *why)
 }
 
 /*
+ * Measuring shared with pool workers: frames are handed out one at a time
+ * under lock, and the opener waits only for frames a worker has taken, never
+ * for a job still queued (a worker may be the opener itself, or busy).  A
+ * job that runs after the opener gave up finds nothing to take: it touches
+ * neither fd nor z, only this struct, freed by whichever side lets go last.
+ */
+struct measure {
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned refs;  /* the opener and each queued job; under lock */
+	bool closed;    /* the opener stopped handing out frames; under lock */
+	size_t next;    /* the next frame to take; under lock */
+	unsigned busy;  /* frames taken and not yet done; under lock */
+	int ret;        /* the first failure, its reason in err; under lock */
+	struct zerr err;
+	int fd;
+	const struct zstddec_index *z;
+	uint64_t *usize;
+	struct zmctx *ctx;
+};
+
+static void measure_unref(struct measure *m)
+{
+	bool last;
+
+	pthread_mutex_lock(&m->lock);
+	last = --m->refs == 0;
+	pthread_mutex_unlock(&m->lock);
+	if (last) {
+		pthread_mutex_destroy(&m->lock);
+		pthread_cond_destroy(&m->idle);
+		free(m->usize);
+		free(m);
+	}
+}
+
+/* Takes and measures frames until none is left or one failed. */
+static void measure_run(struct measure *m)
+{
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		struct zerr err = { 0 };
+		size_t i;
+		int ret;
+
+		while (!m->closed && m->ret == 0 && m->next < m->z->nframes &&
+		       m->usize[m->next] != ZSTDDEC_UNKNOWN)
+			m->next++;
+		if (m->closed || m->ret != 0 || m->next >= m->z->nframes)
+			break;
+		i = m->next++;
+		m->busy++;
+		pthread_mutex_unlock(&m->lock);
+		ret = zstddec_measure(m->fd, &m->z->frames[i], &m->usize[i], &err);
+		if (ret == 0)
+			atomic_fetch_add(&m->ctx->stats.decoded, m->usize[i]);
+		pthread_mutex_lock(&m->lock);
+		if (ret < 0 && m->ret == 0) {
+			m->ret = ret;
+			m->err = err;
+		}
+		if (--m->busy == 0)
+			pthread_cond_broadcast(&m->idle);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void measure_job(void *arg)
+{
+	measure_run(arg);
+	measure_unref(arg);
+}
+
+/*
+ * Workers to lend a measuring pass: the pool's, as far as their decoders
+ * (cost each, the costliest frame's) fit in a quarter of the budget beside
+ * the opener's own.  Measuring is transient and charged to no one, so it is
+ * kept well inside what the cache leaves.
+ */
+static unsigned measure_helpers(struct reader *r, uint64_t cost)
+{
+	uint64_t room = bcache_budget(r->ctx->cache) / 4;
+	uint64_t fit = cost ? room / cost : 0;
+	unsigned n = r->ctx->pool ? pool_threads(r->ctx->pool) : 0;
+
+	if (fit <= 1)
+		return 0;
+	return fit - 1 < n ? (unsigned)(fit - 1) : n;
+}
+
+/*
  * One decode pass over every frame of z whose size is unknown (checksums
- * verified on the way), then all sizes settled at once: settling one frame
- * at a time re-sums every offset, quadratic in the frames.
+ * verified on the way), spread over the context's pool, then all sizes
+ * settled at once: settling one frame at a time re-sums every offset,
+ * quadratic in the frames.
  */
 static int measure_all(struct reader *r, struct zstddec_index *z, struct zerr *why)
 {
-	uint64_t *usize = malloc(z->nframes * sizeof(*usize));
-	int ret = 0;
+	struct measure *m = calloc(1, sizeof(*m));
+	uint64_t cost = 0;
+	unsigned helpers;
+	int ret;
 
-	if (!usize)
+	if (!m || !(m->usize = malloc(z->nframes * sizeof(*m->usize)))) {
+		free(m);
 		return -ENOMEM;
-	for (size_t i = 0; i < z->nframes && ret == 0; i++) {
-		struct zerr err = { 0 };
-
-		usize[i] = z->frames[i].usize;
-		if (usize[i] != ZSTDDEC_UNKNOWN)
-			continue;
-		ret = zstddec_measure(r->fd, &z->frames[i], &usize[i], &err);
-		if (ret < 0)
-			ret = zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, err.coff,
-				       "corrupt zstd at compressed offset %" PRIu64 ": %s", err.coff,
-				       err.msg);
-		else
-			atomic_fetch_add(&r->ctx->stats.decoded, usize[i]);
 	}
-	if (ret == 0 && zstddec_index_settle_all(z, usize) < 0)
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->idle, NULL);
+	m->refs = 1;
+	m->fd = r->fd;
+	m->z = z;
+	m->ctx = r->ctx;
+	for (size_t i = 0; i < z->nframes; i++) {
+		m->usize[i] = z->frames[i].usize;
+		if (m->usize[i] == ZSTDDEC_UNKNOWN && zstddec_dec_cost(&z->frames[i]) > cost)
+			cost = zstddec_dec_cost(&z->frames[i]);
+	}
+	helpers = z->nunknown > 1 ? measure_helpers(r, cost) : 0;
+	for (unsigned k = 0; k < helpers; k++) {
+		pthread_mutex_lock(&m->lock);
+		m->refs++;
+		pthread_mutex_unlock(&m->lock);
+		if (pool_submit(r->ctx->pool, measure_job, m) < 0) {
+			measure_unref(m); /* the queue is full: the rest is the opener's */
+			break;
+		}
+	}
+	measure_run(m);
+	pthread_mutex_lock(&m->lock);
+	m->closed = true;
+	while (m->busy)
+		pthread_cond_wait(&m->idle, &m->lock);
+	ret = m->ret;
+	pthread_mutex_unlock(&m->lock);
+	if (ret < 0)
+		ret = zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, m->err.coff,
+			       "corrupt zstd at compressed offset %" PRIu64 ": %s", m->err.coff,
+			       m->err.msg);
+	else if (zstddec_index_settle_all(z, m->usize) < 0)
 		ret = zerr_set(why, -EINVAL, 0, "corrupt zstd: frame sizes do not settle");
-	free(usize);
+	measure_unref(m);
 	return ret;
 }
 

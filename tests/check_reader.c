@@ -180,6 +180,11 @@ static int make_fixtures(void)
 	bad |= sh("cd '%s' && zstd -q -3 -c < orig > pipe.zst && "
 		  "{ zstd -q -3 -c < part1; zstd -q -19 -c < part2; } > pipe2.zst && "
 		  "zstd -q -3 -c orig > fcs.zst", dir);
+	/* eight such frames, and a copy with a byte of the sixth flipped */
+	bad |= sh("cd '%s' && split -n 8 --filter='zstd -q -3 -c' orig > pipe8.zst && "
+		  "cp pipe8.zst pipe8bad.zst && size=$(stat -c %%s pipe8.zst) && "
+		  "printf '\\377' | dd of=pipe8bad.zst bs=1 seek=$((size * 5 / 8 + 100)) "
+		  "conv=notrunc status=none", dir);
 	/* a truncated copy: the Index is gone */
 	bad |= sh("cd '%s' && head -c 100000 b64k.xz > cut.xz", dir);
 	/* gzip magic with a bad method byte; gzip magic alone */
@@ -1978,6 +1983,45 @@ START_TEST(zstd_streamed_sizes_saved_then_loaded)
 }
 END_TEST
 
+/*
+ * Frames with no stated size are measured at open on the context's pool
+ * too: each measured once (decoded_bytes is the file's size), the same
+ * sizes and bytes as measured alone, and a bad frame found by a worker
+ * fails the open with its reason.  Run repeatedly for the thread sanitizer.
+ */
+START_TEST(zstd_frames_measured_on_the_pool)
+{
+	struct reader_counters c;
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct pool *pool;
+	struct reader *r;
+	struct zerr why = { 0 };
+	char path[PATH_MAX];
+
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	reader_opts_default(&ro, 64 * MiB);
+	for (int k = 0; k < 8; k++) {
+		ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
+		zmctx_set_pool(zm, pool);
+		path_of(path, sizeof(path), "pipe8.zst");
+		ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
+		reader_get_counters(zm, &c);
+		ck_assert_uint_eq(c.decoded_bytes, ORIG_SIZE);
+		ck_assert_uint_eq(c.indexes_built, 1);
+		ck_assert_uint_eq(reader_size(r), ORIG_SIZE);
+		ck_assert_uint_eq(zread_all(r), 0);
+		reader_close(r);
+		path_of(path, sizeof(path), "pipe8bad.zst");
+		ck_assert_int_eq(reader_open(path, zm, &ro, &r, &why), -EINVAL);
+		ck_assert_ptr_null(r);
+		ck_assert_msg(strstr(why.msg, "compressed offset"), "reason: %s", why.msg);
+		zmctx_free(zm);
+	}
+	pool_free(pool);
+}
+END_TEST
+
 /* CRC-64/XZ bit by bit (doc/index-format.md), to reseal a forged index. */
 static uint64_t zcrc64(const unsigned char *p, size_t n)
 {
@@ -2308,6 +2352,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, probe_by_magic_and_gzip_header);
 	tcase_add_test(tc, readers_share_a_cache);
 	tcase_add_test(tc, zstd_streamed_sizes_saved_then_loaded);
+	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
 	tcase_add_test(tc, zstd_forged_sizes_never_give_wrong_bytes);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
