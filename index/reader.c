@@ -586,6 +586,9 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 				bcache_done(r->cache, e, ret);
 			break;
 		}
+		/* Decoding work done, kept or not: the stat must show a walk re-decoding. */
+		atomic_fetch_add(&reader_stats.decoded, n);
+		atomic_fetch_add(&r->decoded, n);
 		if (e) {
 			/* Kept only if the file is still the one indexed, as in fill_entry. */
 			int ok = check_unchanged(r);
