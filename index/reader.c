@@ -55,7 +55,7 @@
  * (near_stream): a random reader skipping forward does not wait.
  */
 #define TURN_SPAN     (8u << 20)
-#define TURN_GRACE_MS 10
+#define TURN_GRACE_MS 20
 #define TURN_STALL_MS 500
 /*
  * Parked decoders of every reader, most recently parked first.  A parked
