@@ -105,8 +105,14 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 {
 	o->span = 1u << 20;
 	o->whole_max = cache_size / 2;
-	/* Small caches still hold a few slices, so one reader never evicts its own. */
-	o->slice = cache_size / 4;
+	/*
+	 * Small caches still hold a few slices, so one reader never evicts its
+	 * own: at least three of them in half the budget, which is all slices
+	 * get beside a parked decoder larger than the cache (bcache_charge).
+	 * A kernel request is rarely slice-aligned, so two share a slice, and
+	 * filling the next must not evict the one the earlier is still in.
+	 */
+	o->slice = cache_size / 8;
 	if (o->slice > (2u << 20))
 		o->slice = 2u << 20;
 	if (o->slice < (64u << 10))
