@@ -41,6 +41,9 @@
  *                                   the cache is never waited for under it
  *                                   (get_unit drops it first): a holder of
  *                                   pinned units may need it.
+ *                                   wait_for_turn takes reader.lock inside
+ *                                   it, then drops reader.stream and waits
+ *                                   on reader.moved (see reader.lock).
  *  parked_lock       index/reader.c the list of parked decoders of all
  *                                   readers of one context (zmctx.h).
  *                                   Leaf: decoders are closed and
@@ -63,9 +66,17 @@
  *                                   built and freed with it dropped.
  *  open_lock         fs/ops.c       the mount's list of open handles
  *                                   (struct ops_ctx).  Leaf.
- *  reader.lock       index/reader.c a reader's bad-unit marks, streams and
- *                                   job count.  Leaf; reader.idle (drain)
- *                                   waits on it, see rule 2.
+ *  reader.lock       index/reader.c a reader's bad-unit marks, streams,
+ *                                   reads in progress and job count.  Leaf;
+ *                                   reader.idle (drain) waits on it, see
+ *                                   rule 2.  reader.moved waits on it in
+ *                                   wait_for_turn (a read letting an earlier
+ *                                   read of a streamed unit go first): with
+ *                                   no other lock and no cache reference
+ *                                   held, never on a pool worker, for reads
+ *                                   that want earlier bytes (so no cycle),
+ *                                   and at most TURN_STALL_MS without any of
+ *                                   them moving.
  *  bcache.lock       index/bcache.c the cache.  Leaf: buffers are freed
  *                                   after it is dropped.  bcache.room is
  *                                   waited on (bcache_get with wait,

@@ -303,10 +303,27 @@ static void read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
-	/* More pieces than a view holds (an xz file of tiny Blocks): copy them. */
-	reader_view_release(r, &v);
+	/*
+	 * More pieces than a view holds (an xz file of tiny Blocks), or no
+	 * room to pin them all at once: copy them.  What the view has is
+	 * copied first, so it is not decoded again if evicted meanwhile.
+	 */
 	buf = malloc(size);
-	n = buf ? reader_pread(r, buf, size, off) : -ENOMEM;
+	if (buf) {
+		size_t have = 0;
+
+		for (unsigned i = 0; i < v.n; i++) {
+			memcpy(buf + have, v.iov[i].iov_base, v.iov[i].iov_len);
+			have += v.iov[i].iov_len;
+		}
+		reader_view_release(r, &v);
+		n = reader_pread(r, buf + have, size - have, off + have);
+		if (n >= 0)
+			n += (ssize_t)have;
+	} else {
+		reader_view_release(r, &v);
+		n = -ENOMEM;
+	}
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

@@ -46,6 +46,19 @@
 /* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
 #define SEQ_SLACK (1u << 20)
 /*
+ * Misses in a streamed unit are decoded in the order of the reads that
+ * want them, within this distance (wait_for_turn): the kernel sends its
+ * read-ahead requests to several threads at once, and the one for a later
+ * slice may come first.  A read waits for the earlier ones up to
+ * TURN_STALL_MS without anything moving; with none, but the decoder a
+ * little behind, TURN_GRACE_MS once, for one that the kernel sent but that
+ * has not reached us yet, if the read continues a sequential stream
+ * (near_stream): a random reader skipping forward does not wait.
+ */
+#define TURN_SPAN     (8u << 20)
+#define TURN_GRACE_MS 20
+#define TURN_STALL_MS 500
+/*
  * Parked decoders of every reader on a context (zmctx_int.h), most
  * recently parked first.  A parked
  * decoder is charged to its reader's cache, and the list holds at most
@@ -114,8 +127,14 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 {
 	o->span = 1u << 20;
 	o->whole_max = cache_size / 2;
-	/* Small caches still hold a few slices, so one reader never evicts its own. */
-	o->slice = cache_size / 4;
+	/*
+	 * Small caches still hold a few slices, so one reader never evicts its
+	 * own: at least three of them in half the budget, which is all slices
+	 * get beside a parked decoder larger than the cache (bcache_charge).
+	 * A kernel request is rarely slice-aligned, so two share a slice, and
+	 * filling the next must not evict the one the earlier is still in.
+	 */
+	o->slice = cache_size / 8;
 	if (o->slice > (2u << 20))
 		o->slice = 2u << 20;
 	if (o->slice < (64u << 10))
@@ -197,6 +216,14 @@ int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->idle, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&r->moved, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_mutex_init(&r->stream, NULL);
 	r->fd = fd;
 	r->ctx = ctx;
@@ -409,6 +436,7 @@ void reader_close(struct reader *r)
 		close(r->fd);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->idle);
+	pthread_cond_destroy(&r->moved);
 	pthread_mutex_destroy(&r->stream);
 	free(r->name);
 	free(r);
@@ -623,6 +651,9 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 				bcache_done(r->cache, e, ret);
 			break;
 		}
+		/* Decoding work done, kept or not: the stat must show a walk re-decoding. */
+		atomic_fetch_add(&r->ctx->stats.decoded, n);
+		atomic_fetch_add(&r->decoded, n);
 		if (e) {
 			/* Kept only if the file is still the one indexed, as in fill_entry. */
 			int ok = check_unchanged(r);
@@ -773,6 +804,165 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
 
+/* With r->lock held: wakes the threads in wait_for_turn to look again. */
+static void moved_locked(struct reader *r)
+{
+	r->moves++;
+	if (r->waiters)
+		pthread_cond_broadcast(&r->moved);
+}
+
+/* The decoder of a streamed unit moved (or was closed). */
+static void stream_moved(struct reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	moved_locked(r);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Notes a read in progress of [pos, end); returns its slot, or -1 if all are taken. */
+static int inflight_add(struct reader *r, uint64_t pos, uint64_t end)
+{
+	int slot = -1;
+
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < NINFLIGHT; i++) {
+		if (r->inflight[i].used)
+			continue;
+		r->inflight[i].who = pthread_self();
+		r->inflight[i].pos = pos;
+		r->inflight[i].end = end;
+		r->inflight[i].used = true;
+		slot = i;
+		moved_locked(r);
+		break;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return slot;
+}
+
+static void inflight_move(struct reader *r, int slot, uint64_t pos)
+{
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->inflight[slot].pos = pos;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void inflight_del(struct reader *r, int slot)
+{
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->inflight[slot].used = false;
+	moved_locked(r);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/*
+ * With r->stream held: where in entry k the decoder that would fill the
+ * slice at want (bytes into the entry) starts: the parked one if it is in
+ * k and not past want, else a new one at 0.
+ */
+static uint64_t decoder_at(struct reader *r, size_t k, uint64_t want)
+{
+	uint64_t at = 0;
+
+	pthread_mutex_lock(&r->ctx->parked_lock);
+	if (r->parked && r->parked_k == k && udec_tell(r->parked) <= want)
+		at = udec_tell(r->parked);
+	pthread_mutex_unlock(&r->ctx->parked_lock);
+	return at;
+}
+
+/*
+ * With r->lock held: whether a read in progress on another thread wants a
+ * byte before ustart, at most TURN_SPAN before it.  Filling ustart first
+ * would either walk the decoder past that read's slices, or evict the
+ * slice it is in the middle of (a kernel request is rarely aligned to
+ * slices, so two requests share one): either way it would be decoded again.
+ */
+static bool turn_earlier(const struct reader *r, uint64_t ustart)
+{
+	pthread_t self = pthread_self();
+
+	for (int i = 0; i < NINFLIGHT; i++) {
+		uint64_t pos = r->inflight[i].pos;
+
+		if (!r->inflight[i].used || pthread_equal(r->inflight[i].who, self))
+			continue;
+		if (pos < ustart && pos + TURN_SPAN >= ustart)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * With r->stream held, for slice ustart of streamed entry k: whether the
+ * caller should let another read go first (turn_earlier), or, with
+ * *grace, wait briefly for one that may not be noted yet because the
+ * decoder stands a little behind ustart.
+ */
+static bool turn_wait(struct reader *r, size_t k, uint64_t ustart, bool *grace)
+{
+	uint64_t want = ustart - r->map.start[k], at = decoder_at(r, k, want);
+	bool earlier;
+
+	pthread_mutex_lock(&r->lock);
+	earlier = turn_earlier(r, ustart);
+	pthread_mutex_unlock(&r->lock);
+	*grace = !earlier && at != want && want - at <= TURN_SPAN;
+	return earlier;
+}
+
+/*
+ * Called with r->stream held, for slice ustart of streamed entry k, by a
+ * read that holds no cache reference.  If a read on another thread wants
+ * an earlier byte (turn_earlier), releases r->stream, waits for something
+ * to change (the decoder moving, a read starting, moving on or ending) or
+ * TURN_STALL_MS, and returns true: the caller looks again.  If only the
+ * decoder stands a little behind the slice, the same for TURN_GRACE_MS,
+ * once, and only if the read continues a sequential stream (the kernel
+ * may have sent the earlier read, not yet noted).  Else returns false,
+ * r->stream still held, and the caller decodes (walking the decoder if it
+ * must).  *graced and *stalled carry the time-outs across calls; once
+ * stalled, the caller stops waiting.  Waits with no lock held (r->lock is
+ * the condition's own) and no cache reference, so every read it waits for
+ * can go on; that read wants an earlier byte than the waiter, so waits
+ * never form a cycle.
+ */
+static bool wait_for_turn(struct reader *r, size_t k, uint64_t ustart, bool *graced,
+			  bool *stalled)
+{
+	struct timespec dl;
+	uint64_t moves;
+	bool grace, earlier = turn_wait(r, k, ustart, &grace);
+	int rc = 0;
+
+	if (!earlier && (!grace || *graced))
+		return false;
+	pthread_mutex_lock(&r->lock);
+	moves = r->moves;
+	pthread_mutex_unlock(&r->stream);
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += (long)(earlier ? TURN_STALL_MS : TURN_GRACE_MS) * 1000000L;
+	dl.tv_sec += dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	r->waiters++;
+	while (r->moves == moves && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&r->moved, &r->lock, &dl);
+	r->waiters--;
+	if (r->moves == moves) {
+		if (earlier)
+			*stalled = true;
+		else
+			*graced = true;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return true;
+}
+
 /*
  * Returns a referenced cache entry holding unit [ustart, ustart + ulen) of
  * map entry k, decoding it on a miss, or a negative errno; -EAGAIN when
@@ -781,9 +971,9 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
  * with r->stream held, since holders of other units may need that lock.
  */
 static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos,
-		    bool may_wait, struct bcache_ent **out)
+		    bool may_wait, bool seq, struct bcache_ent **out)
 {
-	bool streamed = is_streamed(r, k);
+	bool streamed = is_streamed(r, k), graced = !seq, stalled = false;
 	int ret;
 
 	for (;;) {
@@ -791,6 +981,23 @@ static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, ui
 			if (bcache_lookup(r->cache, r->id, ustart, out) == 0)
 				return 0;
 			pthread_mutex_lock(&r->stream);
+			/*
+			 * A read holding units of its own may not wait, nor go
+			 * before an earlier read or walk the decoder: it serves
+			 * what it has, and asks again.
+			 */
+			if (!may_wait) {
+				bool grace;
+
+				if (turn_wait(r, k, ustart, &grace) ||
+				    decoder_at(r, k, ustart - r->map.start[k]) !=
+					    ustart - r->map.start[k]) {
+					pthread_mutex_unlock(&r->stream);
+					return -EAGAIN;
+				}
+			}
+			if (may_wait && !stalled && wait_for_turn(r, k, ustart, &graced, &stalled))
+				continue;
 		}
 		ret = bcache_get(r->cache, r->id, ustart, ulen, may_wait && !streamed, out);
 		if (ret == 1) {
@@ -800,8 +1007,10 @@ static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, ui
 		} else if (ret < 0 && ret != -ENOMEM && ret != -EAGAIN) {
 			ret = -EIO; /* another thread's fill failed, and logged it */
 		}
-		if (streamed)
+		if (streamed) {
+			stream_moved(r);
 			pthread_mutex_unlock(&r->stream);
+		}
 		if (ret != -EAGAIN || !may_wait)
 			break;
 		bcache_wait_room(r->cache, ulen);
@@ -843,6 +1052,12 @@ static bool ahead_in_step(struct reader *r, size_t k, uint64_t ustart)
 	else
 		ok = want == 0;
 	pthread_mutex_unlock(&r->ctx->parked_lock);
+	/* Nor while a read wants an earlier byte: the slice could evict the one it is in. */
+	if (ok) {
+		pthread_mutex_lock(&r->lock);
+		ok = !turn_earlier(r, ustart);
+		pthread_mutex_unlock(&r->lock);
+	}
 	return ok;
 }
 
@@ -863,8 +1078,10 @@ static void prefetch_run(void *arg)
 			atomic_fetch_add(&r->ctx->stats.ahead, j->ulen);
 			bcache_put(r->cache, e);
 		}
-		if (streamed)
+		if (streamed) {
+			stream_moved(r);
 			pthread_mutex_unlock(&r->stream);
+		}
 	}
 	job_done(r);
 	free(j);
@@ -948,6 +1165,25 @@ static uint64_t ahead_end(const struct reader *r, uint64_t end)
 	return pos < size ? pos : size;
 }
 
+/*
+ * Whether a read at off is near where a sequential stream (read_ahead) has
+ * got to, either side: one of a burst of read-ahead requests that the
+ * kernel sent at once.
+ */
+static bool near_stream(struct reader *r, uint64_t off)
+{
+	bool near = false;
+
+	pthread_mutex_lock(&r->lock);
+	for (unsigned i = 0; i < NSTREAMS && !near; i++) {
+		uint64_t e = r->streams[i].end;
+
+		near = e && off + TURN_SPAN >= e && off <= e + TURN_SPAN;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return near;
+}
+
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 static void read_ahead(struct reader *r, uint64_t off, size_t len)
 {
@@ -1018,17 +1254,23 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 	}
 }
 
-ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)
+/* reader_view; note: whether to note the read in progress (reader_pread notes its own). */
+static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_view *v, bool note)
 {
 	uint64_t size = reader_size(r);
 	size_t done = 0;
+	int slot = -1;
+	bool seq;
 
 	v->n = 0;
 	if (off >= size)
 		return 0;
 	if (len > size - off)
 		len = (size_t)(size - off);
+	seq = near_stream(r, off);
 	read_ahead(r, off, len);
+	if (note)
+		slot = inflight_add(r, off, off + len);
 	while (done < len && v->n < READER_VIEW_MAX) {
 		uint64_t pos = off + done, ustart;
 		size_t ulen, n;
@@ -1039,11 +1281,12 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		if (is_bad(r, k))
 			ret = -EIO;
 		else
-			ret = get_unit(r, k, ustart, ulen, pos, v->n == 0, &e);
+			ret = get_unit(r, k, ustart, ulen, pos, v->n == 0, seq, &e);
 		if (ret == -EAGAIN)
 			break; /* the cache is full of what is pinned: serve what we have */
 		if (ret < 0) {
 			reader_view_release(r, v);
+			inflight_del(r, slot);
 			return ret;
 		}
 		n = ulen - (size_t)(pos - ustart);
@@ -1054,9 +1297,15 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		v->ent[v->n++] = e;
 		done += n;
 	}
+	inflight_del(r, slot);
 	atomic_fetch_add(&r->ctx->stats.served, done);
 	atomic_fetch_add(&r->served, done);
 	return (ssize_t)done;
+}
+
+ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)
+{
+	return view(r, len, off, v, true);
 }
 
 void reader_view_release(struct reader *r, struct reader_view *v)
@@ -1068,19 +1317,25 @@ void reader_view_release(struct reader *r, struct reader_view *v)
 
 ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 {
+	uint64_t size = reader_size(r);
 	size_t done = 0;
+	ssize_t n = 0;
+	/* Noted once for the whole read: it is in progress between its views too. */
+	int slot = off < size ? inflight_add(r, off, len < size - off ? off + len : size) : -1;
 
 	while (done < len) {
 		struct reader_view v;
-		ssize_t n = reader_view(r, len - done, off + done, &v);
 
+		inflight_move(r, slot, off + done);
+		n = view(r, len - done, off + done, &v, false);
 		if (n <= 0)
-			return n < 0 ? n : (ssize_t)done;
+			break;
 		for (unsigned i = 0; i < v.n; i++) {
 			memcpy((char *)buf + done, v.iov[i].iov_base, v.iov[i].iov_len);
 			done += v.iov[i].iov_len;
 		}
 		reader_view_release(r, &v);
 	}
-	return (ssize_t)done;
+	inflight_del(r, slot);
+	return n < 0 ? n : (ssize_t)done;
 }

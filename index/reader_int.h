@@ -22,6 +22,8 @@
 
 /* Sequential streams tracked per archive, as the kernel's read-ahead does per file. */
 #define NSTREAMS 4
+/* Reads in progress tracked per archive, for a read ahead of the decoder to wait on. */
+#define NINFLIGHT 16
 
 struct udec;
 
@@ -62,6 +64,19 @@ struct reader {
 		uint64_t ahead; /* read-ahead queued up to here */
 	} streams[NSTREAMS];
 	unsigned next_stream; /* slot to reuse for a new stream */
+	/*
+	 * Reads in progress (reader_view, reader_pread): a read that wants a
+	 * slice a little ahead of the parked decoder waits for the one that
+	 * will take the decoder there (see wait_for_turn in reader.c).
+	 */
+	struct {
+		pthread_t who;
+		uint64_t pos, end; /* the next byte it wants, and its end */
+		bool used;
+	} inflight[NINFLIGHT];
+	pthread_cond_t moved; /* the decoder moved, or a read started or ended */
+	uint64_t moves;       /* counts those events */
+	unsigned waiters;     /* threads waiting on moved */
 	bool changed;         /* the source changed in place: all misses fail */
 	bool tainted;         /* opts.tainted was called */
 	unsigned failed;      /* map entries marked bad */

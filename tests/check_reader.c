@@ -31,6 +31,7 @@
 #include "gzdec.h"
 #include "pool.h"
 #include "reader.h"
+#include "reader_int.h" /* r->stream: to line reads up in a chosen order */
 #include "zlog.h"
 #include "zmctx.h"
 
@@ -1846,6 +1847,68 @@ START_TEST(tiny_cache_decodes_a_big_block_once)
 }
 END_TEST
 
+struct ooo {
+	struct reader *r;
+	uint64_t off;
+	size_t len;
+	const char *err;
+	char why[256];
+};
+
+static void *ooo_run(void *arg)
+{
+	struct ooo *c = arg;
+	unsigned char *buf = malloc(c->len + CANARY);
+
+	c->err = buf ? try_read(c->r, orig, ORIG_SIZE, c->off, c->len, buf, c->why, sizeof(c->why))
+		     : "out of memory";
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Issue 11: the kernel sends its read-ahead requests to several threads at
+ * once, and the one for the later MiB can reach the decoder first.  Here
+ * it does, every time: with r->stream held, the later read starts, then
+ * the earlier one; both stop at r->stream (a miss in a streamed Block),
+ * the later one first in line.  The later one must not walk the decoder
+ * through slices a 1 MiB cache has no room for (the earlier read would
+ * then decode the Block from its start again): each byte decoded once.
+ */
+START_TEST(out_of_order_reads_decode_a_streamed_block_once)
+{
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct reader *r;
+	struct reader_info info;
+
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &zm, &r), 0);
+	ck_assert_uint_gt(ORIG_SIZE, ro.whole_max); /* one streamed Block */
+	for (uint64_t off = 0; off < ORIG_SIZE; off += 2 * MiB) {
+		struct ooo first = {r, off, MiB, NULL, ""}, later = {r, off + MiB, MiB, NULL, ""};
+		pthread_t t1, t2;
+
+		pthread_mutex_lock(&r->stream);
+		ck_assert_int_eq(pthread_create(&t2, NULL, ooo_run, &later), 0);
+		usleep(100 * 1000); /* to reach r->stream and wait there */
+		ck_assert_int_eq(pthread_create(&t1, NULL, ooo_run, &first), 0);
+		usleep(100 * 1000);
+		pthread_mutex_unlock(&r->stream);
+		pthread_join(t2, NULL);
+		pthread_join(t1, NULL);
+		ck_assert_msg(!later.err, "single.xz: %s", later.err);
+		ck_assert_msg(!first.err, "single.xz: %s", first.err);
+	}
+	reader_get_info(r, &info);
+	ck_assert_msg(info.decoded <= ORIG_SIZE + ORIG_SIZE / 20,
+		      "decoded %llu bytes of a %u-byte file", (unsigned long long)info.decoded,
+		      ORIG_SIZE);
+	reader_close(r);
+	zmctx_free(zm);
+}
+END_TEST
+
 /* Issue 10, item 7: an in-place rewrite that restores the mtime is still a change (ctime). */
 START_TEST(rewrite_restoring_mtime_gives_eio)
 {
@@ -2382,6 +2445,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tt, concurrent_read_ahead_xz_blocks);
 	tcase_add_test(tt, concurrent_read_ahead_xz_slices);
 	tcase_add_test(tt, concurrent_read_ahead_gzip);
+	tcase_add_test(tt, out_of_order_reads_decode_a_streamed_block_once);
 	tcase_set_timeout(tt, 300);
 	suite_add_tcase(s, tt);
 	return s;
