@@ -100,8 +100,12 @@ int main(int argc, char *argv[])
 		ssize_t n = reader_pread(r, buf, len < BUF ? (size_t)len : BUF, off);
 
 		if (n < 0) {
+			struct zerr why;
+
+			/* The reader's own reason, not "Input/output error" (its log line said it too). */
 			fprintf(stderr, "zmount-cat: %s: offset %" PRIu64 ": %s\n", name, off,
-				strerror((int)-n));
+				reader_last_error(r, &why) < 0 && why.msg[0] ? why.msg
+									 : strerror((int)-n));
 			ret = 2;
 			goto out;
 		}

@@ -550,9 +550,9 @@ static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, ch
 		return EX_CORRUPT;
 	}
 	printf("%s: unreadable: %s\n", esc,
-	       ret == -ENOTSUP ? "not an xz, gzip or zstd file"
-	       : reason[0]     ? reason_esc
-			       : strerror(ret ? -ret : (int)-n));
+	       reason[0]	 ? reason_esc
+	       : ret == -ENOTSUP ? "not an xz, gzip or zstd file"
+				 : strerror(ret ? -ret : (int)-n));
 	return EX_UNREADABLE;
 }
 

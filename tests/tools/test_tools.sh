@@ -95,6 +95,14 @@ for cmd in "zmount-cat" "zmount-info" "zmount-index verify"; do
 done
 rm -f "$tmp/$forged"
 
+# zmount-cat's own last line gives the reader's reason, not strerror's "Input/output error".
+$bin/zmount-cat "$tmp/bad.xz" >/dev/null 2>"$tmp/err"; rc=$?
+last=$(tail -n1 "$tmp/err")
+if [ "$rc" = 2 ] && [ "${last#zmount-cat: $tmp/bad.xz: offset }" != "$last" ] &&
+   grep -q 'compressed offset' <<<"$last"; then
+	ok "zmount-cat on a corrupt file names the reason: $last"
+else bad "zmount-cat on a corrupt file: exit $rc, last line '$last'"; fi
+
 # zmount-index verify DIR recurses like build: every xz and gzip file, in name order.
 mkdir -p "$tmp/tree/sub/deeper"
 cp "$tmp/b.xz" "$tmp/tree/a.xz"
