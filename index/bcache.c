@@ -45,6 +45,11 @@ struct bcache {
 	struct bcache_ent **buckets;
 	size_t nbuckets;
 	struct bcache_ent *mru, *lru;
+	/*
+	 * The entry demoted last (bcache_demote) while it is still where that
+	 * put it; NULL once it leaves that place (lru_unlink clears it).
+	 */
+	struct bcache_ent *demoted;
 	struct bcache_stats st;
 };
 
@@ -161,6 +166,8 @@ static void grow(struct bcache *c)
 
 static void lru_unlink(struct bcache *c, struct bcache_ent *e)
 {
+	if (c->demoted == e) /* the hint must never outlive e's place in the list */
+		c->demoted = NULL;
 	if (e->prev)
 		e->prev->next = e->next;
 	else
@@ -452,6 +459,42 @@ void bcache_done(struct bcache *c, struct bcache_ent *e, int err)
 	pthread_mutex_unlock(&c->lock);
 	if (dead)
 		ent_free(e);
+}
+
+void bcache_demote(struct bcache *c, uint64_t id, uint64_t no)
+{
+	struct bcache_ent *e;
+
+	pthread_mutex_lock(&c->lock);
+	e = find(c, id, no);
+	if (e && e->state == ENT_READY) {
+		/*
+		 * Behind the entries demoted before it, not at the very end:
+		 * those were finished earlier and go first.
+		 */
+		struct bcache_ent *at = c->demoted != e ? c->demoted : NULL;
+
+		lru_unlink(c, e);
+		if (at) { /* insert e just before `at` (towards the MRU end) */
+			e->next = at;
+			e->prev = at->prev;
+			if (at->prev)
+				at->prev->next = e;
+			else
+				c->mru = e;
+			at->prev = e;
+		} else { /* append at the LRU end */
+			e->prev = c->lru;
+			e->next = NULL;
+			if (c->lru)
+				c->lru->next = e;
+			else
+				c->mru = e;
+			c->lru = e;
+		}
+		c->demoted = e;
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 void bcache_put(struct bcache *c, struct bcache_ent *e)

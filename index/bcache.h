@@ -99,6 +99,17 @@ int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size,
  */
 void bcache_done(struct bcache *c, struct bcache_ent *e, int err);
 
+/*
+ * Moves the ready entry (id, no), if cached, to the evicting end of the LRU
+ * list: a sequential reader has read it to the end, and its kernel page
+ * cache now holds those bytes, so it is the first to go when room is
+ * needed, before entries that other readers have only started on.
+ * Demoted entries leave in the order they were demoted; a later hit makes
+ * one most recently used again.  Not a hit: the counters do not change.
+ * Never waits (beyond the lock).
+ */
+void bcache_demote(struct bcache *c, uint64_t id, uint64_t no);
+
 /* Releases a reference taken by get or claim.  Accepts NULL. */
 void bcache_put(struct bcache *c, struct bcache_ent *e);
 

@@ -56,6 +56,8 @@
  * (near_stream): a random reader skipping forward does not wait.
  */
 #define TURN_SPAN     (8u << 20)
+/* A sequential stream gives up a unit it has read through once it reads this far past it. */
+#define DONE_LAG      TURN_SPAN
 #define TURN_GRACE_MS 20
 #define TURN_STALL_MS 500
 /*
@@ -1185,9 +1187,39 @@ static bool near_stream(struct reader *r, uint64_t off)
 }
 
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
+/* Bytes of the budget that nothing holds now. */
+static uint64_t cache_free(const struct reader *r)
+{
+	struct bcache_stats st;
+
+	bcache_stats(r->cache, &st);
+	return st.budget > st.used ? st.budget - st.used : 0;
+}
+
+/*
+ * Where a stream that has demoted the units below done, and now reads at
+ * off, may demote up to: the end of the last whole unit that ends
+ * DONE_LAG or more before off.  The lag is for the kernel's read-ahead
+ * requests, which arrive out of order: a unit is not given up while a
+ * request for its bytes may still be on the way.
+ */
+static uint64_t consumed_to(const struct reader *r, uint64_t done, uint64_t off)
+{
+	while (done + DONE_LAG <= off) {
+		uint64_t us;
+		size_t ul;
+
+		unit_of(r, done, &us, &ul);
+		if (us + ul + DONE_LAG > off)
+			break;
+		done = us + ul;
+	}
+	return done;
+}
+
 static void read_ahead(struct reader *r, uint64_t off, size_t len)
 {
-	uint64_t end = off + len, from, to;
+	uint64_t end = off + len, from, to, done_from = 0, done_to = 0;
 	unsigned i;
 
 	if (!r->ctx->pool || r->opts.readahead == 0)
@@ -1200,8 +1232,14 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 			break;
 	}
 	if (i == NSTREAMS) {
+		uint64_t us;
+		size_t ul;
+
 		i = r->next_stream++ % NSTREAMS;
 		r->streams[i].end = r->streams[i].ahead = end;
+		/* The unit the stream starts in was not read from its start by it. */
+		unit_of(r, off, &us, &ul);
+		r->streams[i].done = us == off ? off : us + ul;
 		from = to = 0;
 		/*
 		 * A read from the very start is most often the first of many
@@ -1217,8 +1255,16 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 			from = ulen;
 			if (from < reader_size(r)) {
 				unit_of(r, from, &ustart, &ulen);
-				/* Only if it fits beside the first: else it would evict it. */
-				if (ulen + BCACHE_ENT_COST <= ahead_room(r, 0))
+				/*
+				 * Only if it fits beside the first (else it would
+				 * evict it), and in room nobody uses: a guess must
+				 * not push out units other files' readers will
+				 * want, as when a client opens many files and
+				 * reads their heads first (a PCP multi-archive
+				 * context).
+				 */
+				if (ulen + BCACHE_ENT_COST <= ahead_room(r, 0) &&
+				    ulen + BCACHE_ENT_COST <= cache_free(r))
 					to = ustart + ulen;
 				r->streams[i].ahead = to > from ? to : from;
 			}
@@ -1230,8 +1276,21 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 		to = ahead_end(r, end);
 		if (from < to)
 			r->streams[i].ahead = to;
+		done_from = r->streams[i].done;
+		done_to = consumed_to(r, done_from, off);
+		r->streams[i].done = done_to;
 	}
 	pthread_mutex_unlock(&r->lock);
+
+	/* Units the stream has read through go first when room is needed (bcache_demote). */
+	while (done_from < done_to) {
+		uint64_t us;
+		size_t ul;
+
+		unit_of(r, done_from, &us, &ul);
+		bcache_demote(r->cache, r->id, us);
+		done_from = us + ul;
+	}
 
 	if (from < to)
 		prefetch_input(r, cmap_find(&r->map, from), cmap_find(&r->map, to - 1));

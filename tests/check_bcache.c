@@ -502,6 +502,61 @@ START_TEST(budget_holds_with_lru_order)
 }
 END_TEST
 
+/*
+ * Demoted entries go first, oldest demotion first, before entries that were
+ * used less recently but not demoted; a hit undoes a demotion; demoting the
+ * absent, and demoting again after the last demoted one was evicted (the
+ * hint it leaves must not dangle), are harmless.
+ */
+START_TEST(demoted_entries_go_first_in_demotion_order)
+{
+	struct bcache *c;
+	struct bcache_ent *e;
+	struct bcache_stats st;
+
+	ck_assert_int_eq(bcache_new(4 * COST(100) + COST(1), &c), 0);
+	for (uint64_t k = 0; k < 4; k++)
+		put_new(c, 1, k, 100); /* LRU order 0, 1, 2, 3 */
+	bcache_demote(c, 1, 3);
+	bcache_demote(c, 1, 2);
+	bcache_demote(c, 1, 99); /* absent: nothing */
+	st = stats(c);
+	ck_assert_uint_eq(st.hits, 0); /* not a use */
+	put_new(c, 1, 4, 100); /* evicts 3, demoted first */
+	present(c, 1, 0);
+	present(c, 1, 1);
+	present(c, 1, 2);
+	present(c, 1, 4);
+	put_new(c, 1, 5, 100); /* evicts 2, demoted next; 0 is older but was not demoted */
+	present(c, 1, 0);
+	present(c, 1, 1);
+	present(c, 1, 4);
+	present(c, 1, 5);
+	ck_assert_uint_eq(stats(c).evictions, 2);
+
+	/* 2 was the last demoted and is gone: a new demotion must not use it */
+	bcache_demote(c, 1, 4);
+	ck_assert_int_eq(bcache_get(c, 1, 4, 100, true, &e), 0); /* a hit: 4 is in use again */
+	bcache_put(c, e);
+	bcache_demote(c, 1, 1);
+	put_new(c, 1, 6, 100); /* evicts 1 */
+	present(c, 1, 0);
+	present(c, 1, 4);
+	present(c, 1, 5);
+	present(c, 1, 6);
+	put_new(c, 1, 7, 100); /* then plain LRU: 0 */
+	present(c, 1, 4);
+	present(c, 1, 5);
+	present(c, 1, 6);
+	present(c, 1, 7);
+	ck_assert_int_eq(bcache_get(c, 1, 0, 100, true, &e), 1);
+	bcache_done(c, e, -ECANCELED);
+	ck_assert_int_eq(bcache_get(c, 1, 1, 100, true, &e), 1);
+	bcache_done(c, e, -ECANCELED);
+	bcache_free(c);
+}
+END_TEST
+
 START_TEST(full_cache_reuses_victim_buffers)
 {
 	struct bcache *c;
@@ -1883,6 +1938,7 @@ static Suite *bcache_suite(void)
 	tcase_add_test(tc, many_entries_grow_the_table);
 	tcase_add_test(tc, failed_fill_without_waiters_leaves_no_trace);
 	tcase_add_test(tc, budget_holds_with_lru_order);
+	tcase_add_test(tc, demoted_entries_go_first_in_demotion_order);
 	tcase_add_test(tc, full_cache_reuses_victim_buffers);
 	tcase_add_test(tc, budget_holds_under_churn);
 	tcase_add_test(tc, referenced_entries_are_never_evicted);

@@ -186,6 +186,9 @@ static int make_fixtures(void)
 		  "cp pipe8.zst pipe8bad.zst && size=$(stat -c %%s pipe8.zst) && "
 		  "printf '\\377' | dd of=pipe8bad.zst bs=1 seek=$((size * 5 / 8 + 100)) "
 		  "conv=notrunc status=none", dir);
+	/* 16 copies of orig in 1 MiB Blocks: a stream longer than a small cache */
+	bad |= sh("cd '%s' && for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do cat orig; done "
+		  "| xz -0 -T1 --block-size=1MiB > long.xz", dir);
 	/* a truncated copy: the Index is gone */
 	bad |= sh("cd '%s' && head -c 100000 b64k.xz > cut.xz", dir);
 	/* gzip magic with a bad method byte; gzip magic alone */
@@ -1909,6 +1912,56 @@ START_TEST(out_of_order_reads_decode_a_streamed_block_once)
 }
 END_TEST
 
+/*
+ * A client that reads the head of one file, then another file through from
+ * start to end (a multi-archive PCP context does this with every archive):
+ * the units the second reader has read through go first when room is
+ * needed (bcache_demote), so the first file's unit, which its reader has
+ * only started on, is still cached when that reader comes back.  With plain
+ * LRU the long stream evicts it and the head is decoded again.
+ */
+START_TEST(a_stream_gives_up_what_it_has_read_before_other_files_units)
+{
+	struct reader_opts ro, ro_a;
+	struct reader_info before, after;
+	struct zmctx *zm;
+	struct pool *pool;
+	struct reader *a, *b;
+	char path[PATH_MAX];
+	unsigned char *buf = malloc(MiB);
+	ssize_t n;
+
+	ck_assert(gen_ok && buf);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	reader_opts_default(&ro, 16 * MiB);
+	ck_assert_int_eq(zmctx_new(16 * MiB, &zm), 0);
+	zmctx_set_pool(zm, pool);
+	ro_a = ro;
+	ro_a.readahead = 0; /* nothing decoded for a but what its reads ask for */
+	path_of(path, sizeof(path), "b64k.xz");
+	ck_assert_int_eq(reader_open(path, zm, &ro_a, &a, NULL), 0);
+	path_of(path, sizeof(path), "long.xz");
+	ck_assert_int_eq(reader_open(path, zm, &ro, &b, NULL), 0);
+	ck_assert_uint_eq(reader_pread(a, buf, 4096, 100000), 4096);
+	reader_get_info(a, &before);
+	for (uint64_t off = 0; (n = reader_pread(b, buf, MiB, off)) > 0; off += (uint64_t)n)
+		ck_assert_msg(buf[0] == orig[off % ORIG_SIZE], "long.xz: wrong byte at %llu",
+			      (unsigned long long)off);
+	ck_assert_int_eq(n, 0);
+	ck_assert_uint_eq(reader_pread(a, buf, 4096, 100000), 4096);
+	ck_assert(memcmp(buf, orig + 100000, 4096) == 0);
+	reader_get_info(a, &after);
+	ck_assert_msg(after.decoded == before.decoded,
+		      "b64k.xz's first unit was decoded again (%llu bytes before, %llu after)",
+		      (unsigned long long)before.decoded, (unsigned long long)after.decoded);
+	reader_close(b);
+	reader_close(a);
+	zmctx_free(zm);
+	pool_free(pool);
+	free(buf);
+}
+END_TEST
+
 /* Issue 10, item 7: an in-place rewrite that restores the mtime is still a change (ctime). */
 START_TEST(rewrite_restoring_mtime_gives_eio)
 {
@@ -2416,6 +2469,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, readers_share_a_cache);
 	tcase_add_test(tc, zstd_streamed_sizes_saved_then_loaded);
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
+	tcase_add_test(tc, a_stream_gives_up_what_it_has_read_before_other_files_units);
 	tcase_add_test(tc, zstd_forged_sizes_never_give_wrong_bytes);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
