@@ -705,6 +705,15 @@ static int dec_step(struct zstddec_dec *d, int fd, ZSTD_outBuffer *out, struct z
 	return 0;
 }
 
+/* The error for a frame that ended after pos + got bytes, short of the size it was given. */
+static int too_small(const struct zstddec_dec *d, size_t got, struct zerr *err)
+{
+	return zerr_set(err, -EIO, dec_coff(d),
+			"frame is smaller than its size says (%llu of %llu bytes, %s)",
+			(unsigned long long)(d->pos + got), (unsigned long long)d->f.usize,
+			zstddec_src_name(d->f.usize_src));
+}
+
 ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, struct zerr *err)
 {
 	bool known = d->f.usize != ZSTDDEC_UNKNOWN;
@@ -717,6 +726,11 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 		return zerr_set(err, -EIO, dec_coff(d), "decoder has already failed");
 	if (want > SSIZE_MAX)
 		want = SSIZE_MAX;
+	/* The frame may have ended exactly where an earlier call's buffer did. */
+	if (d->done && known && d->pos < d->f.usize) {
+		ret = too_small(d, 0, err);
+		goto fail;
+	}
 	if (d->done || (want == 0 && left > 0))
 		return 0;
 	out.size = want;
@@ -725,11 +739,8 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 		if (ret)
 			goto fail;
 	}
-	if (known && out.pos < want) {
-		ret = zerr_set(err, -EIO, dec_coff(d),
-			       "frame is smaller than its size says (%llu of %llu bytes, %s)",
-			       (unsigned long long)(d->pos + out.pos),
-			       (unsigned long long)d->f.usize, zstddec_src_name(d->f.usize_src));
+	if (known && (out.pos < want || (d->done && d->pos + out.pos < d->f.usize))) {
+		ret = too_small(d, out.pos, err);
 		goto fail;
 	}
 	/* the last byte is returned only after the frame's end and checksum */

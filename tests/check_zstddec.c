@@ -617,6 +617,22 @@ START_TEST(test_lying_size)
 	f.usize = SMALL_SIZE + 1;
 	ck_assert_int_eq(decode_frame(fd, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
 	ck_assert_msg(strstr(e.msg, "smaller"), "reason: %s", e.msg);
+	/*
+	 * The same lie read with a buffer that ends exactly where the frame
+	 * does (fuzz_zstd found it): the next read is an error, never 0 (EOF).
+	 */
+	{
+		struct zstddec_dec *d;
+		ssize_t n;
+
+		ck_assert_int_eq(zstddec_dec_open(&f, &d, &e), 0);
+		n = zstddec_dec_read(d, fd, buf, SMALL_SIZE, &e);
+		ck_assert(n == SMALL_SIZE || n == -EIO);
+		if (n == SMALL_SIZE)
+			ck_assert_int_eq(zstddec_dec_read(d, fd, buf, 4096, &e), -EIO);
+		ck_assert_msg(strstr(e.msg, "smaller"), "reason: %s", e.msg);
+		zstddec_dec_close(d);
+	}
 	f.usize = SMALL_SIZE - 1;
 	ck_assert_int_eq(decode_frame(fd, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
 	ck_assert_msg(strstr(e.msg, "larger"), "reason: %s", e.msg);
