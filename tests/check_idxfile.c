@@ -202,19 +202,6 @@ static void expect_same_id(const struct idxfile_id *a, const struct idxfile_id *
 	ck_assert(idxfile_id_same(a, b));
 }
 
-/* CRC-64/XZ, bit by bit, straight from the definition. */
-static uint64_t ref_crc64(const unsigned char *p, size_t n)
-{
-	uint64_t c = ~0ull;
-
-	while (n--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
-	}
-	return ~c;
-}
-
 static uint64_t le(const unsigned char *p, int bytes)
 {
 	uint64_t v = 0;
@@ -232,7 +219,7 @@ static void put_le(unsigned char *p, int bytes, uint64_t v)
 
 static void reseal(unsigned char *b, size_t len)
 {
-	put_le(b + len - 8, 8, ref_crc64(b, len - 8));
+	put_le(b + len - 8, 8, testutil_crc64(b, len - 8));
 }
 
 START_TEST(crc_and_layout)
@@ -244,7 +231,7 @@ START_TEST(crc_and_layout)
 	size_t len, plen;
 	uint64_t bytes;
 
-	ck_assert_uint_eq(ref_crc64((const unsigned char *)"123456789", 9), 0x995DC9BBDF1939FAull);
+	ck_assert_uint_eq(testutil_crc64((const unsigned char *)"123456789", 9), 0x995DC9BBDF1939FAull);
 	new_dir(dir, sizeof(dir), "layout");
 	src_open(&s, "small.gz", SPAN_MIN);
 	ck_assert_uint_ge(s.idx->npoints, 2);
@@ -275,7 +262,7 @@ START_TEST(crc_and_layout)
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 0, 8), s.idx->points[1].uoff);
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 8, 8), s.idx->points[1].coff);
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 20, 4), s.idx->points[1].wzsize);
-	ck_assert_uint_eq(le(b + len - 8, 8), ref_crc64(b, len - 8));
+	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
 	free(b);
 	src_close(&s);
 }
@@ -1631,7 +1618,7 @@ START_TEST(zstd_roundtrip_and_layout)
 		ck_assert_uint_eq(le(b + r0 + i * REC + 16, 8), f->usize);
 		ck_assert_uint_eq(b[r0 + i * REC + 24], i == 1 ? ZSTDDEC_SRC_FCS : ZSTDDEC_SRC_MEASURED);
 	}
-	ck_assert_uint_eq(le(b + len - 8, 8), ref_crc64(b, len - 8));
+	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
 
 	ck_assert_int_eq(zload(dir, &s, &z), 0);
 	ck_assert_uint_eq(z->usize, zplain());

@@ -32,6 +32,7 @@
 #include "pool.h"
 #include "reader.h"
 #include "reader_int.h" /* r->stream: to line reads up in a chosen order */
+#include "testutil.h"
 #include "zlog.h"
 #include "zmctx.h"
 
@@ -2138,19 +2139,6 @@ START_TEST(zstd_frames_measured_on_the_pool)
 }
 END_TEST
 
-/* CRC-64/XZ bit by bit (doc/index-format.md), to reseal a forged index. */
-static uint64_t zcrc64(const unsigned char *p, size_t n)
-{
-	uint64_t c = ~0ull;
-
-	while (n--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
-	}
-	return ~c;
-}
-
 static uint64_t zle(const unsigned char *p)
 {
 	uint64_t v = 0;
@@ -2195,7 +2183,7 @@ static void zforge(const char *d, int64_t d0, int64_t d1, int64_t dt)
 	zput(b + rec + 16, (uint64_t)(SPLIT + d0));
 	zput(b + rec + 32 + 16, (uint64_t)(ORIG_SIZE - SPLIT + d1));
 	zput(b + 72, (uint64_t)(ORIG_SIZE + dt));
-	zput(b + len - 8, zcrc64(b, len - 8));
+	zput(b + len - 8, testutil_crc64(b, len - 8));
 	rewind(f);
 	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
 	ck_assert_int_eq(fclose(f), 0);

@@ -67,3 +67,15 @@ int testutil_text(const char *path, size_t size, unsigned seed)
 	}
 	return fclose(f);
 }
+
+uint64_t testutil_crc64(const unsigned char *p, size_t n)
+{
+	uint64_t c = ~0ull;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
+	}
+	return ~c;
+}
