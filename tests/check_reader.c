@@ -2139,6 +2139,69 @@ START_TEST(zstd_frames_measured_on_the_pool)
 }
 END_TEST
 
+/* A pool job that holds the only worker until released. */
+struct gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state; /* 0 queued, 1 holding the worker, 2 released */
+};
+
+static void gate_run(void *arg)
+{
+	struct gate *g = arg;
+
+	pthread_mutex_lock(&g->lock);
+	g->state = 1;
+	pthread_cond_broadcast(&g->cond);
+	while (g->state != 2)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/*
+ * The measuring jobs an open queues may run only after that open has
+ * returned and the reader and its context are gone (the worker was busy):
+ * the open must not wait for them, and they must touch nothing it freed
+ * (ASan would see it).  Here the one worker is held while the open runs.
+ */
+START_TEST(zstd_measuring_jobs_that_run_late_touch_nothing_freed)
+{
+	struct gate g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	struct reader_counters c;
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct pool *pool;
+	struct reader *r;
+	char path[PATH_MAX];
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(pool_new(1, 64, &pool), 0);
+	ck_assert_int_eq(pool_submit(pool, gate_run, &g), 0);
+	pthread_mutex_lock(&g.lock);
+	while (g.state != 1)
+		pthread_cond_wait(&g.cond, &g.lock);
+	pthread_mutex_unlock(&g.lock);
+
+	reader_opts_default(&ro, 64 * MiB);
+	ro.readahead = 0; /* reader_close waits for read-ahead jobs, which the held worker would never run */
+	ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
+	zmctx_set_pool(zm, pool);
+	path_of(path, sizeof(path), "pipe8.zst");
+	ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0); /* alone: the worker is held */
+	reader_get_counters(zm, &c);
+	ck_assert_uint_eq(c.decoded_bytes, ORIG_SIZE);
+	ck_assert_uint_eq(zread_all(r), 0);
+	reader_close(r);
+	zmctx_free(zm);
+
+	pthread_mutex_lock(&g.lock); /* now the queued measuring job runs, late */
+	g.state = 2;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	pool_free(pool); /* runs what is queued, then joins */
+}
+END_TEST
+
 static uint64_t zle(const unsigned char *p)
 {
 	uint64_t v = 0;
@@ -2457,6 +2520,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, readers_share_a_cache);
 	tcase_add_test(tc, zstd_streamed_sizes_saved_then_loaded);
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
+	tcase_add_test(tc, zstd_measuring_jobs_that_run_late_touch_nothing_freed);
 	tcase_add_test(tc, a_stream_gives_up_what_it_has_read_before_other_files_units);
 	tcase_add_test(tc, zstd_forged_sizes_never_give_wrong_bytes);
 	tcase_set_timeout(tc, 120);
