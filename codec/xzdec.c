@@ -407,10 +407,14 @@ static int xzdec_header_read(struct xzdec_dec *d, int fd, struct zerr *err)
 	return 0;
 }
 
-/* A Block never looks back past its own start: cap the dictionary. */
-static void xzdec_dict_cap(lzma_filter *filters, uint64_t usize)
+/*
+ * A Block never looks back past its own start: cap the dictionary.
+ * Returns the largest dictionary left, which the caller holds to
+ * XZDEC_DICT_MAX.
+ */
+static uint32_t xzdec_dict_cap(lzma_filter *filters, uint64_t usize)
 {
-	uint32_t cap = UINT32_MAX;
+	uint32_t cap = UINT32_MAX, most = 0;
 
 	if (usize < LZMA_DICT_SIZE_MIN)
 		cap = LZMA_DICT_SIZE_MIN;
@@ -422,15 +426,30 @@ static void xzdec_dict_cap(lzma_filter *filters, uint64_t usize)
 
 		if ((filters[i].id == LZMA_FILTER_LZMA2 || filters[i].id == LZMA_FILTER_LZMA1 ||
 		     filters[i].id == LZMA_FILTER_LZMA1EXT) &&
-		    opt && opt->dict_size > cap)
-			opt->dict_size = cap;
+		    opt) {
+			if (opt->dict_size > cap)
+				opt->dict_size = cap;
+			if (opt->dict_size > most)
+				most = opt->dict_size;
+		}
 	}
+	return most;
+}
+
+/* The message both callers give for a dictionary over XZDEC_DICT_MAX. */
+static int dict_refused(struct zerr *err, int code, uint64_t coff, uint32_t dict)
+{
+	return zerr_set(err, code, coff,
+			"Block needs a %u MiB dictionary, more than the %u MiB zmount decodes "
+			"(recompress with a smaller one: xz -9 uses 64 MiB)",
+			(unsigned)(((uint64_t)dict + (1u << 20) - 1) >> 20), XZDEC_DICT_MAX >> 20);
 }
 
 int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
 		   struct xzdec_dec **out, struct zerr *err)
 {
 	struct xzdec_dec *d;
+	uint32_t dict;
 	lzma_ret lret;
 	int ret;
 
@@ -459,7 +478,11 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
 		goto fail;
 	d->in_off = b->coff + d->block.header_size;
 
-	xzdec_dict_cap(d->filters, b->usize);
+	dict = xzdec_dict_cap(d->filters, b->usize);
+	if (dict > XZDEC_DICT_MAX) {
+		ret = dict_refused(err, -ENOTSUP, b->coff, dict);
+		goto fail;
+	}
 	/*
 	 * An unsupported Check ID is accepted here and its Check field is
 	 * skipped unverified, as xz does with a warning.
@@ -690,7 +713,8 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 	lzma_filter filters[LZMA_FILTERS_MAX + 1];
 	lzma_block block = {0};
 	lzma_stream strm = LZMA_STREAM_INIT;
-	uint64_t in_off, bound, mem, usize = 0;
+	uint64_t in_off, bound, usize = 0;
+	uint32_t dict;
 	/* room left for this Block's output in the whole file's */
 	uint64_t room = XZDEC_MAX_USIZE - s->idx->usize;
 	bool eof = false;
@@ -728,15 +752,11 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 	bound = bound > UINT64_MAX / XZDEC_MAX_RATIO ? UINT64_MAX : bound * XZDEC_MAX_RATIO;
 	if (block.uncompressed_size != LZMA_VLI_UNKNOWN && block.uncompressed_size < bound)
 		bound = block.uncompressed_size;
-	xzdec_dict_cap(filters, bound);
-	mem = lzma_raw_decoder_memusage(filters);
-	if (mem == UINT64_MAX)
+	dict = xzdec_dict_cap(filters, bound);
+	if (lzma_raw_decoder_memusage(filters) == UINT64_MAX)
 		ret = zerr_set(s->err, SCAN_DAMAGE, b->coff, "unsupported filter chain");
-	else if (mem > XZDEC_SCAN_MEMLIMIT)
-		ret = zerr_set(
-			s->err, SCAN_DAMAGE, b->coff,
-			"Block needs %llu MiB to decode, more than the %u MiB a scan may use",
-			(unsigned long long)(mem >> 20), XZDEC_SCAN_MEMLIMIT >> 20);
+	else if (dict > XZDEC_DICT_MAX)
+		ret = dict_refused(s->err, SCAN_DAMAGE, b->coff, dict);
 	else if ((lret = lzma_block_decoder(&strm, &block)) != LZMA_OK)
 		ret = zerr_set(s->err, lret == LZMA_MEM_ERROR ? -ENOMEM : SCAN_DAMAGE, b->coff,
 			       "starting Block decoder: %s", xzdec_ret_name(lret));

@@ -108,8 +108,14 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
 int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_index **out,
 			 struct zerr *err);
 
-/* The most memory xzdec_index_scan lets one Block's decoder use. */
-#define XZDEC_SCAN_MEMLIMIT (256u << 20)
+/*
+ * The largest LZMA dictionary a decoder (xzdec_dec_open, xzdec_index_scan)
+ * allocates, after capping it at what the Block can hold: zstd's default
+ * window limit, twice what xz -9 uses.  Every decoding thread may hold one,
+ * so this is what bounds a decoder's memory against a 15 KiB file whose
+ * Block Header asks for 4 GiB and whose Index claims a Block big enough.
+ */
+#define XZDEC_DICT_MAX (128u << 20)
 /* The most Blocks xzdec_index_scan lists: 64 MiB of them, as for an Index. */
 #define XZDEC_SCAN_MAX_BLOCKS ((64u << 20) / sizeof(struct xzdec_block))
 
@@ -137,10 +143,9 @@ int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_
  *    corrupt Block data, Padding or Check, a corrupt Block Header, a
  *    corrupt or disagreeing Index, Footer or Stream Padding, bytes after a
  *    Stream that are not another Stream, and also Blocks that are not
- *    damaged but cannot be decoded here: an unsupported filter, or one
- *    needing more than XZDEC_SCAN_MEMLIMIT bytes of decoder memory,
- *    output past XZDEC_MAX_USIZE, or a Block after the first
- *    XZDEC_SCAN_MAX_BLOCKS.
+ *    damaged but cannot be decoded here: an unsupported filter, a
+ *    dictionary over XZDEC_DICT_MAX, output past XZDEC_MAX_USIZE, or a
+ *    Block after the first XZDEC_SCAN_MAX_BLOCKS.
  * A Block is kept only whole: the bytes a failing Block decodes before
  * its failure are dropped, though `xz -dc` prints them before its error,
  * because nothing verified them.  So the salvaged bytes are a prefix of
@@ -157,8 +162,8 @@ int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_
  *   -EIO     pread failed.
  *
  * Cost: the whole file is decoded once, one Block at a time, into a 64 KiB
- * scratch buffer; memory is one decoder (at most XZDEC_SCAN_MEMLIMIT; its
- * dictionary is capped by the Block's uncompressed size when the header
+ * scratch buffer; memory is one decoder (its dictionary, at most
+ * XZDEC_DICT_MAX, is capped by the Block's uncompressed size when the header
  * gives it, and always by XZDEC_MAX_RATIO times the compressed bytes it
  * can have), two 64 KiB buffers and the Block list (at most 64 MiB).  No
  * recursion.  Time is one full decode, as for a gzip index build.
@@ -194,7 +199,8 @@ size_t xzdec_spares_bytes(struct xzdec_spares *sp);
  * Returns 0 and *out, or, with *out NULL and err set:
  *   -EIO     corrupt or disagreeing Block Header, an Index claiming more
  *            than XZDEC_MAX_RATIO bytes per compressed byte, or pread failed;
- *   -ENOTSUP a filter or option liblzma does not support;
+ *   -ENOTSUP a filter or option liblzma does not support, or a dictionary
+ *            over XZDEC_DICT_MAX once capped;
  *   -ENOMEM  out of memory.
  * The LZMA2 dictionary is capped at the Block's usize, so a small Block
  * never allocates the large dictionary its header may ask for.

@@ -1348,7 +1348,7 @@ END_TEST
 /*
  * A header asking for a 4 GiB dictionary: on a small Block the scan caps it
  * by what the Block's compressed bytes can expand to and decodes it; on a
- * large one it would need more than XZDEC_SCAN_MEMLIMIT and stops there.
+ * large one it would need more than XZDEC_DICT_MAX and stops there.
  */
 START_TEST(test_scan_memlimit)
 {
@@ -1372,8 +1372,44 @@ START_TEST(test_scan_memlimit)
 	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
 	ck_assert_int_eq(idx->salvaged, 1);
 	ck_assert_uint_eq(idx->nblocks, 0);
-	ck_assert_msg(strstr(e.msg, "MiB to decode"), "message: %s", e.msg);
+	ck_assert_msg(strstr(e.msg, "MiB dictionary"), "message: %s", e.msg);
 	ck_assert_uint_eq(e.coff, 12);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
+/*
+ * The same 4 GiB header behind an Index that claims the most the reader
+ * accepts (XZDEC_MAX_RATIO bytes per compressed byte): the dictionary,
+ * capped at that claim, would still be a gigabyte for a 64 KiB Block
+ * (tests/fuzz/regress/xz/oom-lzma2-dict-sized-from-index.xz).  The decoder
+ * refuses it before allocating anything and says why; a claim small enough
+ * for XZDEC_DICT_MAX still opens.
+ */
+START_TEST(test_dec_dict_limit)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_block b;
+	struct xzdec_dec *d;
+	struct zerr e;
+	int fd;
+
+	need_generated();
+	tpath(path, sizeof(path), "dict-claim.xz");
+	write_handmade(path, 1u << 16, 0);
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	b = idx->blocks[0];
+	b.usize = b.csize * XZDEC_MAX_RATIO;
+	ck_assert_uint_gt(b.usize, XZDEC_DICT_MAX);
+	ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), -ENOTSUP);
+	ck_assert_ptr_null(d);
+	ck_assert_msg(strstr(e.msg, "MiB dictionary, more than the 128 MiB"), "message: %s", e.msg);
+	ck_assert_uint_eq(e.coff, b.coff);
+	b.usize = XZDEC_DICT_MAX;
+	ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), 0);
+	xzdec_dec_close(d);
 	xzdec_index_free(idx);
 	close(fd);
 }
@@ -1512,6 +1548,7 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{"scan_two_streams", test_scan_two_streams, 0},
 		{"scan_refused", test_scan_refused, 0},
 		{"scan_memlimit", test_scan_memlimit, 0},
+		{"dec_dict_limit", test_dec_dict_limit, 0},
 		{"scan_corpus", test_scan_corpus, 1},
 	};
 

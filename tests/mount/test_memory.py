@@ -24,6 +24,12 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            than the cache), cat at cache_size=1M and 4M: the bytes are the
            original's and decoded_bytes <= 1.05 x the size (issue 11: the
            kernel's parallel read-ahead requests made 1M decode 9x, 4M 5x).
+  dict     24 KB of xz holding 160 MiB of zeros with a 192 MiB dictionary
+           (xz --lzma2=dict=192MiB): capped at the Block's size it still
+           needs 160 MiB, more than XZDEC_DICT_MAX (128 MiB), and every
+           decoding thread could hold one.  Reading it gives EIO and one log
+           line naming the file and the dictionary; a good file beside it
+           reads right; VmHWM <= base + bound (decoding it took 160 MiB).
 The bound per case is computed from the README's formula, not hard-coded:
 cache_size + decoders in use (threads + FUSE threads, each one decoder and one
 slice) + one parked decoder over its share + maps + 16 MiB slack.
@@ -31,6 +37,7 @@ Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
 import binascii
+import errno
 import hashlib
 import lzma
 import os
@@ -296,6 +303,43 @@ def case_blocks(args, res, work):
                   info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
 
 
+def case_dict(args, res, work):
+    src = os.path.join(work, 'src-dict')
+    os.mkdir(src)
+    with open(os.path.join(src, 'bomb.xz'), 'wb') as f:
+        xz = subprocess.Popen(['xz', '--lzma2=preset=0,dict=192MiB', '-c'], stdin=subprocess.PIPE,
+                              stdout=f)
+        for _ in range(160):
+            xz.stdin.write(bytes(MiB))
+        xz.stdin.close()
+        res.check('dict: xz made the file', xz.wait() == 0)
+    good = b'a line that is not a bomb\n' * 40000
+    with open(os.path.join(src, 'good.xz'), 'wb') as f:
+        f.write(lzma.compress(good, format=lzma.FORMAT_XZ))
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=4M,threads=2,index_dir=none',
+                      results=res, log_path=os.path.join(work, 'dict.log'), watchdog=300) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        err = None
+        try:
+            with open(os.path.join(mnt, 'bomb'), 'rb') as f:
+                while f.read(1 << 20):
+                    pass
+        except OSError as e:
+            err = e.errno
+        res.check('dict: reading the bomb gives EIO', err == errno.EIO, f'errno {err}')
+        lines = [ln for ln in m.log_lines() if 'bomb.xz' in ln and 'dictionary' in ln]
+        res.check('dict: one log line names the file and the dictionary', len(lines) == 1,
+                  f'{len(lines)} lines', info=lines[0].strip() if lines else '')
+        res.check('dict: the good file beside it reads right',
+                  open(os.path.join(mnt, 'good'), 'rb').read() == good)
+        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
+        lim = base + bound(4 * MiB, 2, 1 * MiB)
+        res.check('dict: VmHWM within the bound', hwm <= lim,
+                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
+                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+
+
 def case_tiny(args, res, work):
     src = os.path.join(work, 'src-tiny')
     os.mkdir(src)
@@ -349,7 +393,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--zmount', required=True)
     ap.add_argument('--keep', action='store_true')
-    ap.add_argument('--only', choices=['deflate', 'parked', 'blocks', 'tiny'])
+    ap.add_argument('--only', choices=['deflate', 'parked', 'blocks', 'dict', 'tiny'])
     args = ap.parse_args()
     zmtest.require_fuse()
     res = zmtest.Results()
@@ -359,7 +403,7 @@ def main():
     os.mkdir(os.path.join(work, 'mnt'))
     try:
         for name, fn in (('deflate', case_deflate), ('parked', case_parked),
-                         ('blocks', case_blocks), ('tiny', case_tiny)):
+                         ('blocks', case_blocks), ('dict', case_dict), ('tiny', case_tiny)):
             if args.only in (None, name):
                 t0 = time.monotonic()
                 fn(args, res, work)
