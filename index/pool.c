@@ -21,6 +21,7 @@ struct pool {
 	/* Protected by lock. */
 	struct job *ring;
 	size_t head, count;
+	unsigned sleeping; /* workers waiting for a job */
 	bool stop;
 };
 
@@ -32,8 +33,11 @@ static void *worker(void *vp)
 	for (;;) {
 		struct job j;
 
-		while (p->count == 0 && !p->stop)
+		while (p->count == 0 && !p->stop) {
+			p->sleeping++;
 			pthread_cond_wait(&p->wake, &p->lock);
+			p->sleeping--;
+		}
 		if (p->count == 0)
 			break;
 		j = p->ring[p->head];
@@ -79,12 +83,12 @@ fail:
 	return ret;
 }
 
-int pool_submit(struct pool *p, pool_fn fn, void *arg)
+static int submit(struct pool *p, pool_fn fn, void *arg, bool only_idle)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->count == p->qmax || p->stop) {
+	if (p->count == p->qmax || p->stop || (only_idle && p->count >= p->sleeping)) {
 		ret = -EBUSY;
 	} else {
 		p->ring[(p->head + p->count) % p->qmax] = (struct job){ fn, arg };
@@ -93,6 +97,16 @@ int pool_submit(struct pool *p, pool_fn fn, void *arg)
 	}
 	pthread_mutex_unlock(&p->lock);
 	return ret;
+}
+
+int pool_submit(struct pool *p, pool_fn fn, void *arg)
+{
+	return submit(p, fn, arg, false);
+}
+
+int pool_submit_idle(struct pool *p, pool_fn fn, void *arg)
+{
+	return submit(p, fn, arg, true);
 }
 
 unsigned pool_threads(const struct pool *p)

@@ -25,6 +25,12 @@ int pool_new(unsigned nthreads, size_t qmax, struct pool **out);
 
 /* Queues fn(arg).  Returns 0, or -EBUSY if the queue is full (fn is not called). */
 int pool_submit(struct pool *p, pool_fn fn, void *arg);
+/*
+ * Queues fn(arg) only if a worker is waiting for it (every queued job has
+ * a sleeping worker, and one more is left): for work worth doing only on a
+ * core that is free now.  Returns 0, or -EBUSY (fn is not called).
+ */
+int pool_submit_idle(struct pool *p, pool_fn fn, void *arg);
 
 unsigned pool_threads(const struct pool *p);
 

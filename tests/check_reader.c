@@ -2483,6 +2483,49 @@ START_TEST(probe_by_magic_and_gzip_header)
 }
 END_TEST
 
+static void count_run(void *arg)
+{
+	atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/*
+ * pool_submit_idle (the prefault of a whole unit's pages) queues only onto
+ * a worker that is waiting: never behind decoding jobs.  One worker, held
+ * by a job: refused, while pool_submit still queues; once the worker is
+ * free, accepted and run.
+ */
+START_TEST(pool_submit_idle_needs_a_waiting_worker)
+{
+	struct gate g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	atomic_int ran = 0;
+	struct pool *p;
+	int ok = -1;
+
+	ck_assert_int_eq(pool_new(1, 8, &p), 0);
+	ck_assert_int_eq(pool_submit(p, gate_run, &g), 0);
+	pthread_mutex_lock(&g.lock);
+	while (g.state != 1)
+		pthread_cond_wait(&g.cond, &g.lock);
+	pthread_mutex_unlock(&g.lock);
+	ck_assert_int_eq(pool_submit_idle(p, count_run, &ran), -EBUSY);
+	ck_assert_int_eq(pool_submit(p, count_run, &ran), 0);
+	pthread_mutex_lock(&g.lock);
+	g.state = 2;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	/* the worker finishes both jobs, then waits: from then on it is idle */
+	for (int i = 0; i < 5000 && ok != 0; i++) {
+		if (atomic_load(&ran) == 1)
+			ok = pool_submit_idle(p, count_run, &ran);
+		if (ok != 0)
+			usleep(1000);
+	}
+	ck_assert_int_eq(ok, 0);
+	pool_free(p); /* runs what is queued */
+	ck_assert_int_eq(atomic_load(&ran), 2);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
@@ -2520,6 +2563,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, readers_share_a_cache);
 	tcase_add_test(tc, zstd_streamed_sizes_saved_then_loaded);
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
+	tcase_add_test(tc, pool_submit_idle_needs_a_waiting_worker);
 	tcase_add_test(tc, zstd_measuring_jobs_that_run_late_touch_nothing_freed);
 	tcase_add_test(tc, a_stream_gives_up_what_it_has_read_before_other_files_units);
 	tcase_add_test(tc, zstd_forged_sizes_never_give_wrong_bytes);
