@@ -485,7 +485,8 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		"cache_budget=%zu\ncache_used=%zu\ncache_peak=%zu\ncache_charged=%zu\n"
 		"cache_entries=%zu\ncache_hits=%llu\ncache_misses=%llu\ncache_waits=%llu\n"
 		"cache_room_waits=%llu\ncache_evictions=%llu\n"
-		"decoded_bytes=%llu\nserved_bytes=%llu\nreadahead_bytes=%llu\nxz_indexes=%llu\n"
+		"decoded_bytes=%llu\nserved_bytes=%llu\nreadahead_bytes=%llu\nprefault_bytes=%llu\n"
+		"xz_indexes=%llu\n"
 		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\n"
 		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
 		"listing_rebuilds=%llu\nplain_reads=%llu\n",
@@ -493,7 +494,8 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		(unsigned long long)st.misses, (unsigned long long)st.waits,
 		(unsigned long long)st.room_waits, (unsigned long long)st.evictions,
 		(unsigned long long)rc.decoded_bytes, (unsigned long long)rc.served_bytes,
-		(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.xz_indexes,
+		(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.prefault_bytes,
+		(unsigned long long)rc.xz_indexes,
 		(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
 		(unsigned long long)rc.read_errors, nodes_count(c->nodes), ts.listings,
 		ts.list_bytes, ts.list_budget, (unsigned long long)ts.rebuilds,

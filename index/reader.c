@@ -96,6 +96,7 @@ void reader_get_counters(struct zmctx *c, struct reader_counters *out)
 {
 	out->decoded_bytes = atomic_load(&c->stats.decoded);
 	out->readahead_bytes = atomic_load(&c->stats.ahead);
+	out->prefault_bytes = atomic_load(&c->stats.prefault);
 	out->xz_indexes = atomic_load(&c->stats.xz);
 	out->indexes_built = atomic_load(&c->stats.built);
 	out->indexes_loaded = atomic_load(&c->stats.loaded);
@@ -803,6 +804,8 @@ static void prefault(struct reader *r, void *buf, size_t len)
 	*p = (struct prefault){ start, end - start };
 	if (pool_submit_idle(r->ctx->pool, prefault_run, p) < 0)
 		free(p);
+	else
+		atomic_fetch_add(&r->ctx->stats.prefault, end - start);
 }
 
 static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e,

@@ -182,6 +182,7 @@ int reader_last_error(const struct reader *r, struct zerr *why);
 struct reader_counters {
 	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
 	uint64_t readahead_bytes; /* of those, decoded by read-ahead on the pool */
+	uint64_t prefault_bytes; /* whole units whose pages an idle worker faulted in */
 	uint64_t xz_indexes;     /* xz Indexes read */
 	uint64_t indexes_built;  /* gzip checkpoint passes and zstd measuring passes run */
 	uint64_t indexes_loaded; /* gzip indexes and zstd frame sizes loaded from index_dir */

@@ -190,6 +190,8 @@ static int make_fixtures(void)
 	/* 16 copies of orig in 1 MiB Blocks: a stream longer than a small cache */
 	bad |= sh("cd '%s' && for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do cat orig; done "
 		  "| xz -0 -T1 --block-size=1MiB > long.xz", dir);
+	/* two copies of orig in one 6 MiB Block: a whole unit over 4 MiB (prefault) */
+	bad |= sh("cd '%s' && cat orig orig | xz -0 -T1 > double.xz", dir);
 	/* a truncated copy: the Index is gone */
 	bad |= sh("cd '%s' && head -c 100000 b64k.xz > cut.xz", dir);
 	/* gzip magic with a bad method byte; gzip magic alone */
@@ -2526,6 +2528,70 @@ START_TEST(pool_submit_idle_needs_a_waiting_worker)
 }
 END_TEST
 
+/* Opens name on a fresh context on pool, reads it whole (orig, twice) and returns prefault_bytes. */
+static uint64_t read_double(struct pool *pool, const char *name)
+{
+	static unsigned char buf[256 * KiB];
+	struct reader_counters c;
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct reader *r;
+	char path[PATH_MAX];
+
+	reader_opts_default(&ro, 64 * MiB);
+	ro.readahead = 0; /* the pool is only for the prefault here */
+	ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
+	zmctx_set_pool(zm, pool);
+	path_of(path, sizeof(path), name);
+	ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
+	for (uint64_t off = 0; off < 2 * (uint64_t)ORIG_SIZE; off += sizeof(buf)) {
+		uint64_t left = 2 * (uint64_t)ORIG_SIZE - off;
+		size_t want = left < sizeof(buf) ? (size_t)left : sizeof(buf);
+
+		ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), off), (ssize_t)want);
+		for (size_t i = 0; i < want; i += 4093)
+			ck_assert_uint_eq(buf[i], orig[(off + i) % ORIG_SIZE]);
+	}
+	reader_get_counters(zm, &c);
+	reader_close(r);
+	zmctx_free(zm);
+	return c.prefault_bytes;
+}
+
+/*
+ * A whole unit of 6 MiB in a fresh buffer: with the pool's worker idle it
+ * is given the buffer's pages to fault in (prefault_bytes is the buffer,
+ * less its unaligned ends), and the bytes are right; with the worker busy,
+ * nothing is queued behind it.
+ */
+START_TEST(whole_unit_pages_prefaulted_by_an_idle_worker)
+{
+	struct gate g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	uint64_t size = 2 * (uint64_t)ORIG_SIZE, got = 0;
+	struct pool *pool;
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(pool_new(1, 64, &pool), 0);
+	/* The worker must have reached its wait: on a loaded machine, try again. */
+	for (int i = 0; i < 50 && (got = read_double(pool, "double.xz")) == 0; i++)
+		usleep(20000);
+	ck_assert_msg(got > size - 8192 && got <= size, "prefault_bytes %llu for a unit of %llu",
+		      (unsigned long long)got, (unsigned long long)size);
+
+	ck_assert_int_eq(pool_submit(pool, gate_run, &g), 0);
+	pthread_mutex_lock(&g.lock);
+	while (g.state != 1)
+		pthread_cond_wait(&g.cond, &g.lock);
+	pthread_mutex_unlock(&g.lock);
+	ck_assert_uint_eq(read_double(pool, "double.xz"), 0);
+	pthread_mutex_lock(&g.lock);
+	g.state = 2;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	pool_free(pool);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
@@ -2564,6 +2630,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, zstd_streamed_sizes_saved_then_loaded);
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
 	tcase_add_test(tc, pool_submit_idle_needs_a_waiting_worker);
+	tcase_add_test(tc, whole_unit_pages_prefaulted_by_an_idle_worker);
 	tcase_add_test(tc, zstd_measuring_jobs_that_run_late_touch_nothing_freed);
 	tcase_add_test(tc, a_stream_gives_up_what_it_has_read_before_other_files_units);
 	tcase_add_test(tc, zstd_forged_sizes_never_give_wrong_bytes);
