@@ -83,8 +83,7 @@ CACHE_OPT = 'cache_size=16M'
 CACHE_BYTES = 16 * MiB
 STATS_KEYS = ('cache_budget cache_used cache_entries cache_hits cache_misses cache_waits '
               'cache_evictions decoded_bytes readahead_bytes prefault_bytes xz_indexes indexes_built '
-              'indexes_loaded '
-              'read_errors').split()
+              'indexes_loaded read_errors').split()
 FSTAB_ONLY = 'defaults,nofail,_netdev,users,comment=zmount-test,x-systemd.idle-timeout=60'
 INNER_TIMEOUT = 300   # seconds for one namespace phase
 DAEMON_EXIT_S = 20    # seconds a daemon may take to exit after umount
