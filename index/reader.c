@@ -1164,20 +1164,27 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
 /*
  * Bytes of the cache that read-ahead for a reader at end may fill without
  * evicting what it has not consumed: the budget, less the parked decoders'
- * share (see PARKED_SHARE) and the unit the reader is in.  Units decoded
+ * share (see PARKED_SHARE), the unit the reader is in and those it left
+ * less than DONE_LAG ago.  Units decoded
  * ahead are the most recently used, so older entries go first; beyond this
  * the newest read-ahead would push out the oldest, still unread.
  */
 static uint64_t ahead_room(const struct reader *r, uint64_t end)
 {
 	struct bcache_stats st;
-	size_t parked, own, held;
-	uint64_t ustart;
-
+	size_t parked, own, held, llen;
+	uint64_t ustart, lstart, behind;
 	size_t k;
 
 	bcache_stats(r->cache, &st);
 	k = unit_of(r, end < reader_size(r) ? end : end - 1, &ustart, &own);
+	/*
+	 * And the units just read, which a stream gives up only DONE_LAG past
+	 * them (consumed_to): until then they may be more recently used than
+	 * units decoded ahead, which would be evicted first.
+	 */
+	unit_of(r, end > DONE_LAG ? end - DONE_LAG : 0, &lstart, &llen);
+	behind = ustart > lstart ? ustart - lstart : 0;
 	/*
 	 * As bcache counts them: a decoder beyond the parked share evicts no
 	 * units.  In a streamed unit the reader's decoder counts in full even
@@ -1187,7 +1194,7 @@ static uint64_t ahead_room(const struct reader *r, uint64_t end)
 	if (is_streamed(r, k))
 		parked = st.budget / PARKED_SHARE;
 	held = parked + own + BCACHE_ENT_COST;
-	return st.budget > held ? st.budget - held : 0;
+	return st.budget > held + behind ? st.budget - held - behind : 0;
 }
 
 /*

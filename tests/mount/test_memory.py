@@ -30,6 +30,11 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            decoding thread could hold one.  Reading it gives EIO and one log
            line naming the file and the dictionary; a good file beside it
            reads right; VmHWM <= base + bound (decoding it took 160 MiB).
+  frames   256 MiB of text as 32 zstd frames of 8 MiB (pzstd -p2), cat at
+           cache_size=32M after the stat that measures them: each frame
+           decoded once by the read (decoded_bytes <= 2.02 x the size, the
+           measuring pass included).  Frames decoded ahead were evicted by
+           the frame just read, still more recently used: 2.0-2.2 x.
 The bound per case is computed from the README's formula, not hard-coded:
 cache_size + decoders in use (threads + FUSE threads, each one decoder and one
 slice) + one parked decoder over its share + maps + 16 MiB slack.
@@ -340,6 +345,44 @@ def case_dict(args, res, work):
                   info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
 
 
+def case_frames(args, res, work):
+    src = os.path.join(work, 'src-frames')
+    os.mkdir(src)
+    size = 256 * MiB
+    line = b'%010d GET /api/v1/items?page=%d 200 %d bytes in %d ms\n'
+    h = hashlib.sha256()
+    with subprocess.Popen(['pzstd', '-q', '-p2', '-3', '-o', os.path.join(src, 'f.zst')],
+                          stdin=subprocess.PIPE) as z:
+        done, i = 0, 0
+        while done < size:
+            chunk = b''.join(line % (i + j, (i + j) % 97, (i + j) * 7 % 5000, (i + j) % 13)
+                             for j in range(20000))
+            chunk = chunk[:size - done]
+            z.stdin.write(chunk)
+            h.update(chunk)
+            done += len(chunk)
+            i += 20000
+        z.stdin.close()
+        res.check('frames: pzstd made the file', z.wait() == 0)
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=32M,index_dir=none',
+                      results=res, log_path=os.path.join(work, 'frames.log'), watchdog=600):
+        path = os.path.join(mnt, 'f')
+        res.check('frames: size', os.stat(path).st_size == size)
+        got = hashlib.sha256()
+        with open(path, 'rb') as f:
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    break
+                got.update(b)
+        dec = zmtest.stats(mnt)['decoded_bytes']
+        res.check('frames: cat gives the original bytes', got.digest() == h.digest())
+        res.check('frames: each frame decoded once by the read', dec <= 2.02 * size,
+                  f'decoded {dec} for {size} ({dec / size:.2f} x, measuring pass included)',
+                  info=f'decoded {dec / size:.3f} x the size, measuring pass included')
+
+
 def case_tiny(args, res, work):
     src = os.path.join(work, 'src-tiny')
     os.mkdir(src)
@@ -393,7 +436,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--zmount', required=True)
     ap.add_argument('--keep', action='store_true')
-    ap.add_argument('--only', choices=['deflate', 'parked', 'blocks', 'dict', 'tiny'])
+    ap.add_argument('--only', choices=['deflate', 'parked', 'blocks', 'dict', 'frames', 'tiny'])
     args = ap.parse_args()
     zmtest.require_fuse()
     res = zmtest.Results()
@@ -403,7 +446,8 @@ def main():
     os.mkdir(os.path.join(work, 'mnt'))
     try:
         for name, fn in (('deflate', case_deflate), ('parked', case_parked),
-                         ('blocks', case_blocks), ('dict', case_dict), ('tiny', case_tiny)):
+                         ('blocks', case_blocks), ('dict', case_dict), ('frames', case_frames),
+                         ('tiny', case_tiny)):
             if args.only in (None, name):
                 t0 = time.monotonic()
                 fn(args, res, work)
