@@ -2160,6 +2160,24 @@ static void gate_run(void *arg)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* Queues g on pool and returns once it holds the worker. */
+static void gate_hold(struct pool *pool, struct gate *g)
+{
+	ck_assert_int_eq(pool_submit(pool, gate_run, g), 0);
+	pthread_mutex_lock(&g->lock);
+	while (g->state != 1)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void gate_release(struct gate *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->state = 2;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
 /*
  * The measuring jobs an open queues may run only after that open has
  * returned and the reader and its context are gone (the worker was busy):
@@ -2178,11 +2196,7 @@ START_TEST(zstd_measuring_jobs_that_run_late_touch_nothing_freed)
 
 	ck_assert(gen_ok);
 	ck_assert_int_eq(pool_new(1, 64, &pool), 0);
-	ck_assert_int_eq(pool_submit(pool, gate_run, &g), 0);
-	pthread_mutex_lock(&g.lock);
-	while (g.state != 1)
-		pthread_cond_wait(&g.cond, &g.lock);
-	pthread_mutex_unlock(&g.lock);
+	gate_hold(pool, &g);
 
 	reader_opts_default(&ro, 64 * MiB);
 	ro.readahead = 0; /* reader_close waits for read-ahead jobs, which the held worker would never run */
@@ -2196,10 +2210,7 @@ START_TEST(zstd_measuring_jobs_that_run_late_touch_nothing_freed)
 	reader_close(r);
 	zmctx_free(zm);
 
-	pthread_mutex_lock(&g.lock); /* now the queued measuring job runs, late */
-	g.state = 2;
-	pthread_cond_broadcast(&g.cond);
-	pthread_mutex_unlock(&g.lock);
+	gate_release(&g); /* now the queued measuring job runs, late */
 	pool_free(pool); /* runs what is queued, then joins */
 }
 END_TEST
@@ -2504,17 +2515,10 @@ START_TEST(pool_submit_idle_needs_a_waiting_worker)
 	int ok = -1;
 
 	ck_assert_int_eq(pool_new(1, 8, &p), 0);
-	ck_assert_int_eq(pool_submit(p, gate_run, &g), 0);
-	pthread_mutex_lock(&g.lock);
-	while (g.state != 1)
-		pthread_cond_wait(&g.cond, &g.lock);
-	pthread_mutex_unlock(&g.lock);
+	gate_hold(p, &g);
 	ck_assert_int_eq(pool_submit_idle(p, count_run, &ran), -EBUSY);
 	ck_assert_int_eq(pool_submit(p, count_run, &ran), 0);
-	pthread_mutex_lock(&g.lock);
-	g.state = 2;
-	pthread_cond_broadcast(&g.cond);
-	pthread_mutex_unlock(&g.lock);
+	gate_release(&g);
 	/* the worker finishes both jobs, then waits: from then on it is idle */
 	for (int i = 0; i < 5000 && ok != 0; i++) {
 		if (atomic_load(&ran) == 1)
@@ -2578,16 +2582,9 @@ START_TEST(whole_unit_pages_prefaulted_by_an_idle_worker)
 	ck_assert_msg(got > size - 8192 && got <= size, "prefault_bytes %llu for a unit of %llu",
 		      (unsigned long long)got, (unsigned long long)size);
 
-	ck_assert_int_eq(pool_submit(pool, gate_run, &g), 0);
-	pthread_mutex_lock(&g.lock);
-	while (g.state != 1)
-		pthread_cond_wait(&g.cond, &g.lock);
-	pthread_mutex_unlock(&g.lock);
+	gate_hold(pool, &g);
 	ck_assert_uint_eq(read_double(pool, "double.xz"), 0);
-	pthread_mutex_lock(&g.lock);
-	g.state = 2;
-	pthread_cond_broadcast(&g.cond);
-	pthread_mutex_unlock(&g.lock);
+	gate_release(&g);
 	pool_free(pool);
 }
 END_TEST
