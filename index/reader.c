@@ -759,11 +759,6 @@ static void taint(struct reader *r)
 		r->opts.tainted(r->opts.tainted_ctx, r);
 }
 
-/*
- * Fills entry e, which the caller claimed for the unit at ustart of map
- * entry k, and ends the fill.  Returns 0, or a negative errno after the one
- * log line for its cause.  pos is the offset a reader wanted, for the log.
- */
 struct prefault {
 	uintptr_t start;
 	size_t len;
@@ -780,8 +775,8 @@ static void prefault_run(void *arg)
 /*
  * A whole unit's buffer is often a fresh mapping (a new mount has no
  * evicted buffers to reuse), and the decoder, writing it from the start,
- * stops for a page fault and the zeroing of a page every 4 KiB: 45 ms per
- * 128 MiB here, a third of zstd's time to decode that much.  When a worker
+ * stops for a page fault and the zeroing of a page every 4 KiB: about 50 ms
+ * per 128 MiB here, a third of zstd's time to decode that much.  When a worker
  * is idle (one Block or frame being read, nothing else decoding), it
  * faults the pages in ahead of the decoder instead.  MADV_POPULATE_WRITE
  * never changes the bytes, so it cannot race the decoder, and if the
@@ -808,6 +803,11 @@ static void prefault(struct reader *r, void *buf, size_t len)
 		atomic_fetch_add(&r->ctx->stats.prefault, end - start);
 }
 
+/*
+ * Fills entry e, which the caller claimed for the unit at ustart of map
+ * entry k, and ends the fill.  Returns 0, or a negative errno after the one
+ * log line for its cause.  pos is the offset a reader wanted, for the log.
+ */
 static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e,
 		      uint64_t pos)
 {
@@ -1165,9 +1165,9 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
  * Bytes of the cache that read-ahead for a reader at end may fill without
  * evicting what it has not consumed: the budget, less the parked decoders'
  * share (see PARKED_SHARE), the unit the reader is in and those it left
- * less than DONE_LAG ago.  Units decoded
- * ahead are the most recently used, so older entries go first; beyond this
- * the newest read-ahead would push out the oldest, still unread.
+ * less than DONE_LAG ago.  Units decoded ahead are the most recently used,
+ * so older entries go first; beyond this the newest read-ahead would push
+ * out the oldest, still unread.
  */
 static uint64_t ahead_room(const struct reader *r, uint64_t end)
 {
