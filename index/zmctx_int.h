@@ -45,6 +45,6 @@ struct zmctx {
 
 /* zmctx_log with a va_list. */
 void zmctx_vlog(struct zmctx *c, enum zlog_level level, const char *name, const struct zerr *why,
-		const char *fmt, va_list ap);
+		const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
 
 #endif

@@ -43,6 +43,7 @@
 #include "fuzz_common.h"
 #include "gzdec.h"
 #include "idxfile.h"
+#include "testutil.h"
 #include "zstddec.h"
 
 /* Layout, from doc/index-format.md. */
@@ -85,19 +86,6 @@ static void put64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* CRC-64/XZ, bitwise: slow, obviously right, and independent of idxfile.c's. */
-static uint64_t crc64(const uint8_t *p, size_t n)
-{
-	uint64_t c = ~0ull;
-
-	while (n--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
-	}
-	return ~c;
 }
 
 static void write_file(const char *path, const uint8_t *data, size_t size)
@@ -290,7 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(img, "out of memory");
 	memcpy(img, data, size);
 	put64(img + H_FSIZE, size);
-	put64(img + size - CRC, crc64(img, size - CRC));
+	put64(img + size - CRC, testutil_crc64(img, size - CRC));
 	resealed(data, size, img);
 	free(img);
 	return 0;

@@ -176,6 +176,14 @@ def bound(cache, threads, decoder, maps=0):
     return cache + (threads + fuse_threads) * (decoder + 2 * MiB) + decoder + maps + SLACK
 
 
+def check_hwm(res, m, what, base, allowed):
+    """The daemon's VmHWM against base (its VmRSS right after mounting) + allowed."""
+    hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
+    lim = base + allowed
+    res.check(what, hwm <= lim, f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
+              info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+
+
 def case_deflate(args, res, work):
     src = os.path.join(work, 'src-deflate')
     os.mkdir(src)
@@ -223,11 +231,8 @@ def case_deflate(args, res, work):
         warn = [ln for ln in m.log_lines() if 'zeros.gz' in ln and 'more than cache_size/2' in ln]
         res.check('deflate: one warning says the span is wider than cache_size/2',
                   len(warn) == 1, f'{len(warn)} lines')
-        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
-        lim = base + bound(1 * MiB, 2, 128 << 10)
-        res.check('deflate: VmHWM within the bound', hwm <= lim,
-                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
-                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+        check_hwm(res, m, 'deflate: VmHWM within the bound',
+                  base, bound(1 * MiB, 2, 128 << 10))
 
 
 def case_parked(args, res, work):
@@ -267,11 +272,8 @@ def case_parked(args, res, work):
         lim = base + 4 * MiB + 8 * MiB + SLACK
         res.check('parked: RSS after the closes is back near the cache', rss <= lim,
                   f'{rss / MiB:.0f} MiB > {lim / MiB:.0f} MiB', info=f'VmRSS {rss / MiB:.0f} MiB')
-        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
-        lim = base + bound(4 * MiB, 1, 9 * MiB)
-        res.check('parked: VmHWM within the bound', hwm <= lim,
-                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
-                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+        check_hwm(res, m, 'parked: VmHWM within the bound',
+                  base, bound(4 * MiB, 1, 9 * MiB))
 
 
 def case_blocks(args, res, work):
@@ -291,21 +293,15 @@ def case_blocks(args, res, work):
         res.check('blocks: at 4M the file is shown raw', names == ['tiny.xz'], f'{names}')
         res.check('blocks: the log says why',
                   any('tiny.xz' in ln and 'Blocks' in ln for ln in m.log_lines()))
-        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
-        lim = base + bound(4 * MiB, 2, 0)
-        res.check('blocks: VmHWM at 4M within the bound', hwm <= lim,
-                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
-                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB')
+        check_hwm(res, m, 'blocks: VmHWM at 4M within the bound',
+                  base, bound(4 * MiB, 2, 0))
     with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=64M,index_dir=none',
                       results=res, log_path=os.path.join(work, 'blocks64.log'), watchdog=600) as m:
         base = zmtest.proc_status(m.proc.pid)['VmRSS']
         got = open(os.path.join(mnt, 'tiny'), 'rb').read()
         res.check('blocks: at 64M all 200,000 Blocks read right', got == want)
-        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
-        lim = base + bound(64 * MiB, 2, 0, maps=n * 65)
-        res.check('blocks: VmHWM at 64M within the bound', hwm <= lim,
-                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
-                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+        check_hwm(res, m, 'blocks: VmHWM at 64M within the bound',
+                  base, bound(64 * MiB, 2, 0, maps=n * 65))
 
 
 def case_dict(args, res, work):
@@ -338,11 +334,8 @@ def case_dict(args, res, work):
                   f'{len(lines)} lines', info=lines[0].strip() if lines else '')
         res.check('dict: the good file beside it reads right',
                   open(os.path.join(mnt, 'good'), 'rb').read() == good)
-        hwm = zmtest.proc_status(m.proc.pid)['VmHWM']
-        lim = base + bound(4 * MiB, 2, 1 * MiB)
-        res.check('dict: VmHWM within the bound', hwm <= lim,
-                  f'{hwm / MiB:.0f} MiB > {lim / MiB:.0f} MiB',
-                  info=f'VmHWM {hwm / MiB:.0f} MiB, base {base / MiB:.0f} MiB, bound {lim / MiB:.0f} MiB')
+        check_hwm(res, m, 'dict: VmHWM within the bound',
+                  base, bound(4 * MiB, 2, 1 * MiB))
 
 
 def case_frames(args, res, work):
