@@ -631,31 +631,37 @@ START_TEST(random_reads)
 }
 END_TEST
 
-/* Reading the file in order twice: each unit is decoded once, then served. */
+/* Reading the file in order twice: each unit is decoded once, then served.
+ * Every row runs, with its budget raised where it is too small to hold the
+ * whole file (the units stay those of the row). */
 START_TEST(second_pass_is_all_hits)
 {
-	const struct rcase *c = &cases[_i];
+	struct rcase big = cases[_i];
+	const struct rcase *c = &big;
 	struct opened o;
 	struct bcache_stats st1, st2;
 	uint64_t *starts;
 	size_t n;
 
-	if (c->budget < 4 * MiB)
-		return; /* needs a cache that holds the whole file */
+	if (big.budget < 4 * MiB)
+		big.budget = 4 * MiB;
 	open_case(c, &o);
-	n = unit_starts(c, &o.opts, &starts);
+	/* unit_starts leaves out offset 0: an empty file has no unit at all */
+	n = unit_starts(c, &o.opts, &starts) + (o.size > 0);
 	free(starts);
 	for (uint64_t off = 0; off < o.size; off += 50000)
 		expect_read(&o, off, 50000);
+	expect_read(&o, o.size, 1);
 	bcache_stats(zmctx_cache(o.zm), &st1);
-	ck_assert_uint_eq(st1.misses, n + 1);
-	ck_assert_uint_eq(st1.entries, n + 1);
+	ck_assert_uint_eq(st1.misses, n);
+	ck_assert_uint_eq(st1.entries, n);
 	ck_assert_uint_eq(st1.used, o.size + st1.entries * BCACHE_ENT_COST);
 	for (uint64_t off = 0; off < o.size; off += 50000)
 		expect_read(&o, off, 50000);
 	bcache_stats(zmctx_cache(o.zm), &st2);
 	ck_assert_uint_eq(st2.misses, st1.misses);
-	ck_assert_uint_gt(st2.hits, st1.hits);
+	if (o.size > 0)
+		ck_assert_uint_gt(st2.hits, st1.hits);
 	close_case(&o);
 }
 END_TEST
