@@ -35,16 +35,17 @@ set(CPACK_PACKAGE_NAME zmount)
 set(CPACK_PACKAGE_VENDOR "zmount developers")
 set(CPACK_PACKAGE_CONTACT "${ZMOUNT_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "FUSE filesystem that shows .xz and .gz files decompressed, with random access")
+    "FUSE filesystem that shows .xz, .gz and .zst files decompressed, with random access")
 set(CPACK_PACKAGE_DESCRIPTION
-    "zmount mounts a directory read-only and shows every x.xz and x.gz in it
-as the plain file x, at its exact uncompressed size and readable at any
-offset, so unmodified tools (grep, tail, dd, tar, sqlite3) work on
+    "zmount mounts a directory read-only and shows every x.xz, x.gz and x.zst
+in it as the plain file x, at its exact uncompressed size and readable at
+any offset, so unmodified tools (grep, tail, dd, tar, sqlite3) work on
 compressed logs and archives.  xz files are read Block by Block through
-their own Index; gzip files get a checkpoint index that is verified, saved
-and reused.  Decoded data lives in one bounded LRU cache; nothing is
-written to disk.  zmount-cat, zmount-info and zmount-index use the same
-reader without FUSE; zmount-stat shows a mount's cache counters.")
+their own Index, zstd files frame by frame; gzip files get a checkpoint
+index that is verified, saved and reused.  Decoded data lives in one
+bounded LRU cache; nothing is written to disk.  zmount-cat, zmount-info
+and zmount-index use the same reader without FUSE; zmount-stat shows a
+mount's cache counters.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_STRIP_FILES ON)
 set(CPACK_GENERATOR DEB)
