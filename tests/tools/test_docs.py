@@ -293,7 +293,10 @@ def main():
         texts = [(f'{p} --help', helps[p]) for p in programs] + \
                 [('the package description', desc)] + \
                 [(f'zmount.1 {s}', ' '.join(zman.get(s, [])))
-                 for s in ('NAME', 'DESCRIPTION', 'INTEGRITY AND ERRORS')]
+                 for s in ('NAME', 'DESCRIPTION', 'INTEGRITY AND ERRORS')] + \
+                [(f'{m}.1 {s}', ' '.join(troff_text(os.path.join(man_dir, m + '.1')).get(s, [])))
+                 for m in man_pages if m != 'zmount' for s in ('NAME', 'DESCRIPTION')
+                 if (m, s) != ('zmount-index', 'NAME')]  # xz has no index to keep
         for where, text in texts:
             named = [f for f in FORMATS if names_format(text, f)]
             if named:
