@@ -61,6 +61,23 @@ def run(argv):
     return p.returncode, p.stdout, p.stderr
 
 
+def install_to(cmake, build, prefix):
+    """cmake --install into prefix; the build's install_manifest.txt, which
+    lists what a real install wrote (the README's uninstall reads it), is put
+    back as it was."""
+    manifest = os.path.join(build, 'install_manifest.txt')
+    saved = open(manifest, 'rb').read() if os.path.exists(manifest) else None
+    try:
+        return run([cmake, '--install', build, '--prefix', prefix])
+    finally:
+        if saved is None:
+            if os.path.exists(manifest):
+                os.unlink(manifest)
+        else:
+            with open(manifest, 'wb') as f:
+                f.write(saved)
+
+
 def cpack_description(build):
     text = open(os.path.join(build, 'CPackConfig.cmake')).read()
     out = []
@@ -211,7 +228,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix='zmount-docs-') as tmp:
         prefix = os.path.join(tmp, 'prefix')
-        rc, out, err = run([a.cmake, '--install', a.build_dir, '--prefix', prefix])
+        rc, out, err = install_to(a.cmake, a.build_dir, prefix)
         if rc != 0:
             res.fail('cmake --install into a temporary prefix', err.strip())
             sys.exit(res.finish())
