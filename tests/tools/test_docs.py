@@ -332,6 +332,26 @@ def main():
                     res.check(f'{where} names all the {what} or none: {", ".join(pkgs)}',
                               len(named) == len(pkgs), f'only {named}')
 
+        # -- the README as a user's front door ------------------------------------------
+        sections = dict((m.group(1), m.start()) for m in re.finditer(r'^## (.+)$', readme, re.M))
+        for want in ('Install', 'Options', 'Choosing cache_size', 'Logs and troubleshooting',
+                     'Memory', 'Limits', 'Performance', 'Uninstall'):
+            res.check(f'README.md has a "## {want}" section', want in sections,
+                      f'sections: {list(sections)}')
+
+        def section(name):
+            start = sections.get(name, len(readme))
+            nxt = [s for s in sections.values() if s > start]
+            return readme[start:min(nxt) if nxt else len(readme)]
+        for what in ('/dev/log', 'log_file', '/dev/fuse', 'journalctl'):
+            res.check(f'README.md "Logs and troubleshooting" covers {what}',
+                      what in section('Logs and troubleshooting'))
+        for what in ('~/.cache/zmount', 'zmount-index prune', 'install_manifest.txt'):
+            res.check(f'README.md "Uninstall" covers {what}', what in section('Uninstall'))
+        for name in sorted(set(re.findall(r'\b(test_[a-z_]+\.py)\b', section('Memory')))):
+            res.check(f'README.md "Memory" names {name}, which exists',
+                      os.path.exists(os.path.join(src, 'tests', 'mount', name)))
+
         # -- facts -------------------------------------------------------------------
         # A deflate block wider than cache_size/2 is streamed, not refused
         # (tests/mount/test_memory.py deflate reads one of 256 MiB).
