@@ -1,7 +1,8 @@
 # CPack settings: `cpack -G DEB` in the build directory makes
 # zmount_<version>_<arch>.deb from what `cmake --install` installs
 # (binaries in /usr/bin, man pages in /usr/share/man/man1, and the copyright,
-# README and the fstab and systemd examples in /usr/share/doc/zmount).
+# README, its doc/ pages and the fstab and systemd examples in
+# /usr/share/doc/zmount).
 # Included from the top-level CMakeLists.txt, after every install() rule.
 include(GNUInstallDirs)
 
@@ -12,6 +13,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright ${PROJECT_SOURCE_DIR}/RE
               ${PROJECT_SOURCE_DIR}/packaging/fstab.example
               ${PROJECT_SOURCE_DIR}/packaging/srv-logs.mount
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The pages the README links to, at the same relative paths, so that its
+# links work in the installed copy too.
+install(FILES ${PROJECT_SOURCE_DIR}/doc/recipes.md ${PROJECT_SOURCE_DIR}/doc/design.md
+              ${PROJECT_SOURCE_DIR}/doc/memory.md ${PROJECT_SOURCE_DIR}/doc/benchmarks.md
+              ${PROJECT_SOURCE_DIR}/doc/index-format.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/doc)
 
 # Who answers for the package: `cmake -DZMOUNT_DEB_MAINTAINER="Name <mail>"`.
 # The default comes from DEBFULLNAME and DEBEMAIL, as with Debian's own

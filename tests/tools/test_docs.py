@@ -348,6 +348,13 @@ def main():
                       what in section('Logs and troubleshooting'))
         for what in ('~/.cache/zmount', 'zmount-index prune', 'install_manifest.txt'):
             res.check(f'README.md "Uninstall" covers {what}', what in section('Uninstall'))
+        docdir = os.path.join(prefix, 'share', 'doc', 'zmount')
+        for link in sorted(set(re.findall(r'\]\(([^)#:]+)\)', readme))):
+            res.check(f'README.md link {link} resolves in the source tree',
+                      os.path.exists(os.path.join(src, link)))
+            if not link.startswith('../') and not link.startswith('tools/'):
+                res.check(f'README.md link {link} resolves in the installed share/doc/zmount',
+                          os.path.exists(os.path.join(docdir, link)))
         for name in sorted(set(re.findall(r'\b(test_[a-z_]+\.py)\b', section('Memory')))):
             res.check(f'README.md "Memory" names {name}, which exists',
                       os.path.exists(os.path.join(src, 'tests', 'mount', name)))
