@@ -25,7 +25,13 @@ Checks:
             page and every program those name is installed.
   packages  a text that names one of the runtime libraries (or -dev
             packages) names them all.
-  facts     statements found wrong before, which must not come back.
+  README    the sections a user needs (install, options, choosing
+            cache_size, logs and troubleshooting, memory, limits,
+            performance, uninstall), with what they must cover; its links
+            resolve in the source tree and in the installed share/doc/zmount;
+            the tests its Memory table names exist.
+  facts     statements found wrong before, which must not come back: a wide
+            deflate block failing with EIO; cache_size "at most 8.0 EiB".
 
 usage: test_docs.py --source DIR --build-dir DIR --cmake CMAKE
 Exit 0 all passed, 1 a check failed.  When FUSE is missing the mount
@@ -297,7 +303,7 @@ def main():
             for where, text in (('README.md', readme), ('zmount.1', zman_all),
                                 ('zmount --help', helps.get('zmount', ''))):
                 res.check(f'{where} names the suffix {s}', names_suffix(text, s))
-        as_is = [(f'README.md', p) for p in paragraphs(readme)] + \
+        as_is = [('README.md', p) for p in paragraphs(readme)] + \
                 [('zmount.1', p) for p in zman_all.split('\n\n')]
         for where, p in as_is:
             if not re.search(r'as they are|pass(es)? through', p):
