@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * zmount SRC MNT [-o opts]: mounts SRC read-only at MNT with every .xz and
- * .gz shown decompressed.  main parses and checks everything it can before
+ * zmount SRC MNT [-o opts]: mounts SRC read-only at MNT with every .xz, .gz
+ * and .zst shown decompressed.  main parses and checks everything it can before
  * mounting, so a mistake costs one line on stderr and exit status 1, then
  * runs libfuse's multi-threaded loop until unmount or SIGTERM/SIGINT.
  */
@@ -56,14 +56,15 @@ static void usage(FILE *out)
 		"Mounts directory SRC read-only at MNT; every x.xz, x.gz and x.zst shows as x,\n"
 		"x.txz, x.tgz and x.tzst as x.tar, decompressed on demand.\n\n"
 		"zmount options:\n"
-		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G)\n"
+		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G/T)\n"
 		"  -o span=SIZE        gzip checkpoint spacing (default 1M; 64K..64M)\n"
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
 		"  -o noindex          do not index gzip files in the background after mount\n"
 		"  -o salvage          show what decodes before the damage in .gz/.xz files (as zcat)\n"
-		"  -o index_dir=PATH   where gzip indexes persist (default\n"
-		"                      $XDG_CACHE_HOME/zmount or ~/.cache/zmount; none: memory only)\n"
+		"  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes persist\n"
+		"                      (default $XDG_CACHE_HOME/zmount or ~/.cache/zmount;\n"
+		"                      none: memory only)\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
 		"  -o log_file=PATH    append log lines, time-stamped, to PATH (default:\n"
 		"                      syslog once daemonized, stderr with -f)\n"
@@ -72,6 +73,7 @@ static void usage(FILE *out)
 		"  -d                  debug: foreground, and trace every request\n"
 		"  -s                  single-threaded\n"
 		"  -o allow_other      let other users read the mount\n"
+		"  -o max_read=SIZE    largest read request the kernel sends (4096..2G)\n"
 		"  -h, --help          this text\n"
 		"  -V, --version       the version\n");
 }

@@ -86,15 +86,27 @@ static int sized(const char *val, uint64_t lo, uint64_t hi, uint64_t *out, const
 	return 1;
 }
 
-/* cache_size: at least 1M, and no more than this machine's memory. */
+/*
+ * cache_size: at least 1M, and no more than this machine's memory.  The
+ * real cap is the memory, so that is what a bad value's message names, not
+ * the 8 EiB that only keeps the arithmetic in range.
+ */
 static int cache_size(struct opts *o, const char *val, char *msg, size_t msglen)
 {
 	uint64_t v, mem = opts_phys_mem();
 	char want[32], have[32];
-	int ret = sized(val, 1ull << 20, UINT64_MAX / 2, &v, "cache_size", msg, msglen);
 
-	if (ret < 0)
-		return ret;
+	if (opts_size(val, &v) < 0 || v < (1ull << 20) || v > UINT64_MAX / 2) {
+		if (mem)
+			snprintf(msg, msglen,
+				 "bad cache_size '%s': give a size such as 256M, from 1 MiB to this "
+				 "machine's %s of memory",
+				 val, zlog_size(have, sizeof(have), mem));
+		else
+			snprintf(msg, msglen,
+				 "bad cache_size '%s': give a size such as 256M, at least 1 MiB", val);
+		return -EINVAL;
+	}
 	if (mem && v > mem) {
 		snprintf(msg, msglen,
 			 "cache_size=%s (%s) is larger than this machine's %s of memory; "

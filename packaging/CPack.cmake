@@ -1,7 +1,8 @@
 # CPack settings: `cpack -G DEB` in the build directory makes
 # zmount_<version>_<arch>.deb from what `cmake --install` installs
 # (binaries in /usr/bin, man pages in /usr/share/man/man1, and the copyright,
-# README and the fstab and systemd examples in /usr/share/doc/zmount).
+# README, its doc/ pages and the fstab and systemd examples in
+# /usr/share/doc/zmount).
 # Included from the top-level CMakeLists.txt, after every install() rule.
 include(GNUInstallDirs)
 
@@ -12,6 +13,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright ${PROJECT_SOURCE_DIR}/RE
               ${PROJECT_SOURCE_DIR}/packaging/fstab.example
               ${PROJECT_SOURCE_DIR}/packaging/srv-logs.mount
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The pages the README links to, at the same relative paths, so that its
+# links work in the installed copy too.
+install(FILES ${PROJECT_SOURCE_DIR}/doc/recipes.md ${PROJECT_SOURCE_DIR}/doc/design.md
+              ${PROJECT_SOURCE_DIR}/doc/memory.md ${PROJECT_SOURCE_DIR}/doc/benchmarks.md
+              ${PROJECT_SOURCE_DIR}/doc/index-format.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/doc)
 
 # Who answers for the package: `cmake -DZMOUNT_DEB_MAINTAINER="Name <mail>"`.
 # The default comes from DEBFULLNAME and DEBEMAIL, as with Debian's own
@@ -35,16 +42,17 @@ set(CPACK_PACKAGE_NAME zmount)
 set(CPACK_PACKAGE_VENDOR "zmount developers")
 set(CPACK_PACKAGE_CONTACT "${ZMOUNT_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "FUSE filesystem that shows .xz and .gz files decompressed, with random access")
+    "FUSE filesystem that shows .xz, .gz and .zst files decompressed, with random access")
 set(CPACK_PACKAGE_DESCRIPTION
-    "zmount mounts a directory read-only and shows every x.xz and x.gz in it
-as the plain file x, at its exact uncompressed size and readable at any
-offset, so unmodified tools (grep, tail, dd, tar, sqlite3) work on
+    "zmount mounts a directory read-only and shows every x.xz, x.gz and x.zst
+in it as the plain file x, at its exact uncompressed size and readable at
+any offset, so unmodified tools (grep, tail, dd, tar, sqlite3) work on
 compressed logs and archives.  xz files are read Block by Block through
-their own Index; gzip files get a checkpoint index that is verified, saved
-and reused.  Decoded data lives in one bounded LRU cache; nothing is
-written to disk.  zmount-cat, zmount-info and zmount-index use the same
-reader without FUSE; zmount-stat shows a mount's cache counters.")
+their own Index, zstd files frame by frame; gzip files get a checkpoint
+index that is verified, saved and reused.  Decoded data lives in one
+bounded LRU cache; nothing is written to disk.  zmount-cat, zmount-info
+and zmount-index use the same reader without FUSE; zmount-stat shows a
+mount's cache counters.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_STRIP_FILES ON)
 set(CPACK_GENERATOR DEB)

@@ -55,7 +55,7 @@ int main(int argc, char *argv[])
 	zlog_set_name("zmount-cat");
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		printf("usage: zmount-cat [--] FILE [OFFSET [LENGTH]]\n"
-		       "Writes the uncompressed bytes of an .xz or .gz file to stdout, from\n"
+		       "Writes the uncompressed bytes of an .xz, .gz or .zst file to stdout, from\n"
 		       "OFFSET (default 0) for LENGTH bytes (default: to the end).\n"
 		       "  -h, --help     this text\n"
 		       "  -V, --version  the version\n"

@@ -44,8 +44,9 @@ static void checks(uint32_t mask, char *out, size_t len)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: zmount-info [--] FILE...\n"
-		     "Prints, per .xz or .gz file, one tab-separated line: format, Streams or\n"
-		     "members, Blocks or checkpoints, compressed and uncompressed sizes.\n"
+		     "Prints, per .xz, .gz or .zst file, one tab-separated line: the format; its\n"
+		     "Streams and Blocks (xz), members and checkpoints (gzip) or frames (zstd);\n"
+		     "compressed and uncompressed sizes; the largest unit.\n"
 		     "  -h, --help     this text\n"
 		     "  -V, --version  the version\n"
 		     "Exit status: 0 all readable, 1 bad usage, 2 some file failed.\n");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_install.py -- zmount the way an administrator installs and mounts it.
 
-usage: test_install.py --zmount PATH --build-dir DIR [--keep] [--only a,b,c,d,e]
+usage: test_install.py --zmount PATH --build-dir DIR [--keep] [--only a,b,c,d,e,f]
 
 Needs root (mount(8), mount namespaces, dpkg) and /dev/fuse; without them it
 prints a loud SKIP line and exits 77.  Standard library only.
@@ -44,6 +44,11 @@ prints a loud SKIP line and exits 77.  Standard library only.
      error for a corrupt .gz) reach syslog -- a datagram socket the test puts
      at /dev/log inside its mount namespace, so no syslog daemon is needed --
      and after `umount` it exits 0 and is gone.
+  f. `cmake --install` into a temporary PREFIX, then the README's uninstall
+     commands (its "## Uninstall" sh block, with /usr/local read as PREFIX):
+     nothing of zmount may be left, neither a file nor the directories
+     share/doc/zmount and share/man/man1 that the install created.  The
+     build's install_manifest.txt is put back as it was.
 
 The daemons started by mount(8) detach; the test makes itself their child
 subreaper (prctl PR_SET_CHILD_SUBREAPER) so it can wait for them and read
@@ -843,6 +848,48 @@ class Outer:
             res.fail(f'phase {phase} ran (unshare -m)', f'exit status {rc}, {counted} checks')
 
     # -- (c) the Debian package ---------------------------------------------
+    def phase_f(self):
+        """The README's uninstall recipe leaves nothing behind."""
+        a, res = self.a, self.res
+        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'README.md')
+        m = re.search(r'^## Uninstall\n.*?^```sh\n(.*?)^```', open(readme).read(), re.S | re.M)
+        if not res.check('(f) the README has an "## Uninstall" section with a sh block',
+                         m is not None):
+            return
+        cmake = shutil.which('cmake')
+        if not res.check('(f) cmake is installed', cmake is not None):
+            return
+        prefix = os.path.join(a.work, 'f', 'usr', 'local')
+        os.makedirs(prefix)
+        manifest = os.path.join(a.build_dir, 'install_manifest.txt')
+        saved = read_file(manifest) if os.path.exists(manifest) else None
+        try:
+            rc, out = run([cmake, '--install', a.build_dir, '--prefix', prefix], timeout=300)
+            installed = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs]
+            if not res.check('(f) cmake --install into a temporary prefix', rc == 0 and
+                             os.path.isfile(os.path.join(prefix, 'bin', 'zmount')) and
+                             os.path.isdir(os.path.join(prefix, 'share', 'doc', 'zmount')),
+                             short(out)):
+                return
+            script = m.group(1).replace('build/install_manifest.txt', manifest)
+            script = script.replace('/usr/local', prefix)
+            rc, out = run(['bash', '-euc', script], cwd=a.work)
+            left = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs]
+            res.check(f'(f) the README\'s uninstall commands succeed and remove all '
+                      f'{len(installed)} installed files', rc == 0 and not left,
+                      f'rc={rc} {short(out, 300)}; left: {left}')
+            for d in ('share/doc/zmount', 'share/man/man1'):
+                res.check(f'(f) uninstalling removes the emptied PREFIX/{d}',
+                          not os.path.exists(os.path.join(prefix, d)),
+                          f'still there after: {m.group(1).strip()}')
+        finally:
+            if saved is None:
+                if os.path.exists(manifest):
+                    os.unlink(manifest)
+            else:
+                with open(manifest, 'wb') as f:
+                    f.write(saved)
+
     def phase_c(self):
         a, res = self.a, self.res
         tools = {t: shutil.which(t) for t in ('cpack', 'dpkg', 'dpkg-deb', 'dpkg-query')}
@@ -971,7 +1018,7 @@ def main():
     ap.add_argument('--zmount', required=True, help='the zmount binary to test')
     ap.add_argument('--build-dir', required=True, help='the CMake build directory (for cpack)')
     ap.add_argument('--keep', action='store_true', help='keep the temp dir')
-    ap.add_argument('--only', default='a,b,c,d,e', help='comma-separated subset of a,b,c,d,e')
+    ap.add_argument('--only', default='a,b,c,d,e,f', help='comma-separated subset of a,b,c,d,e,f')
     ap.add_argument('--inner', help=argparse.SUPPRESS)
     ap.add_argument('--work', help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -1012,6 +1059,8 @@ def main():
             o.relay('e')
         if 'c' in only:
             o.phase_c()
+        if 'f' in only:
+            o.phase_f()
     finally:
         if a.keep:
             print(f'# kept {a.work}', flush=True)
