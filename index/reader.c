@@ -57,6 +57,14 @@
  * (near_stream): a random reader skipping forward does not wait.
  */
 #define TURN_SPAN     (8u << 20)
+/*
+ * Read-ahead looks at most this many units past a read (ahead_end), so a
+ * read costs what the units it touches do: in a file of a million one-byte
+ * Blocks, a walk to opts.readahead bytes on is the rest of the file, and
+ * once per read made reading it quadratic (issue 18).  Units that small
+ * gain nothing from workers; 1024 units of 32 KiB still fill 32 MiB.
+ */
+#define AHEAD_UNITS_MAX 1024u
 /* A sequential stream gives up a unit it has read through once it reads this far past it. */
 #define DONE_LAG      TURN_SPAN
 #define TURN_GRACE_MS 20
@@ -1202,8 +1210,8 @@ static uint64_t ahead_room(const struct reader *r, uint64_t end)
  * that every worker has one of the next units to decode (an xz -T Block is
  * 24 MiB or more), and at least opts.readahead bytes on; never past what
  * the cache can hold beside the reader's own unit (ahead_room), so a unit
- * decoded ahead is still there when the reader comes to it.  Always at a
- * unit boundary: units are queued whole.
+ * decoded ahead is still there when the reader comes to it, nor past
+ * AHEAD_UNITS_MAX units.  Always at a unit boundary: units are queued whole.
  */
 static uint64_t ahead_end(const struct reader *r, uint64_t end)
 {
@@ -1211,7 +1219,7 @@ static uint64_t ahead_end(const struct reader *r, uint64_t end)
 	uint64_t min_to = end + r->opts.readahead;
 	unsigned units = pool_threads(r->ctx->pool) + 1; /* the one holding end, then one each */
 
-	for (unsigned i = 0; pos < size; i++) {
+	for (unsigned i = 0; pos < size && i < AHEAD_UNITS_MAX; i++) {
 		uint64_t ustart;
 		size_t ulen;
 
@@ -1376,23 +1384,29 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 	}
 }
 
-/* reader_view; note: whether to note the read in progress (reader_pread notes its own). */
-static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_view *v, bool note)
+/*
+ * reader_view; seq: near_stream(r, off) before this read's read-ahead;
+ * outer: whether to note the read in progress and start read-ahead for it.  reader_pread does both once for the whole read, not
+ * once per view: read_ahead's cost does not depend on how many units a
+ * view holds, so once per READER_VIEW_MAX units would be far more than
+ * the units cost.
+ */
+static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_view *v, bool outer,
+		    bool seq)
 {
 	uint64_t size = reader_size(r);
 	size_t done = 0;
 	int slot = -1;
-	bool seq;
 
 	v->n = 0;
 	if (off >= size)
 		return 0;
 	if (len > size - off)
 		len = (size_t)(size - off);
-	seq = near_stream(r, off);
-	read_ahead(r, off, len);
-	if (note)
+	if (outer) {
+		read_ahead(r, off, len);
 		slot = inflight_add(r, off, off + len);
+	}
 	while (done < len && v->n < READER_VIEW_MAX) {
 		uint64_t pos = off + done, ustart;
 		size_t ulen, n;
@@ -1427,7 +1441,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)
 {
-	return view(r, len, off, v, true);
+	return view(r, len, off, v, true, near_stream(r, off));
 }
 
 void reader_view_release(struct reader *r, struct reader_view *v)
@@ -1442,14 +1456,19 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 	uint64_t size = reader_size(r);
 	size_t done = 0;
 	ssize_t n = 0;
-	/* Noted once for the whole read: it is in progress between its views too. */
-	int slot = off < size ? inflight_add(r, off, len < size - off ? off + len : size) : -1;
+	int slot = -1;
+	bool seq = near_stream(r, off);
 
+	/* Noted once for the whole read: it is in progress between its views too. */
+	if (off < size) {
+		read_ahead(r, off, len < size - off ? len : (size_t)(size - off));
+		slot = inflight_add(r, off, len < size - off ? off + len : size);
+	}
 	while (done < len) {
 		struct reader_view v;
 
 		inflight_move(r, slot, off + done);
-		n = view(r, len - done, off + done, &v, false);
+		n = view(r, len - done, off + done, &v, false, done == 0 ? seq : near_stream(r, off + done));
 		if (n <= 0)
 			break;
 		for (unsigned i = 0; i < v.n; i++) {

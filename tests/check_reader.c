@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bcache.h"
@@ -2589,12 +2590,183 @@ START_TEST(whole_unit_pages_prefaulted_by_an_idle_worker)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* xz files written by hand (issue 18): many tiny Blocks, lying Indexes */
+
+static uint32_t crc32_of(uint32_t crc, const unsigned char *p, size_t n)
+{
+	static uint32_t t[256];
+
+	if (!t[1])
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+
+			for (int b = 0; b < 8; b++)
+				c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+			t[i] = c;
+		}
+	crc = ~crc;
+	while (n--)
+		crc = t[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+	return ~crc;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static size_t put_vli(unsigned char *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (unsigned char)v;
+	return n;
+}
+
+/*
+ * Writes dir/name: one Stream (Check CRC32) of n Blocks, Block i holding
+ * the next size[i] bytes of data as LZMA2 uncompressed chunks (size 0: an
+ * honest empty Block, just the end marker).  Its Index says claim[i]
+ * uncompressed bytes for Block i (claim NULL: the truth).  Fast enough
+ * for a million Blocks, where `xz --block-size=1` takes minutes.
+ */
+static int xz_forge(const char *name, const unsigned char *data, const size_t *size,
+		    const uint64_t *claim, size_t n)
+{
+	/* Block Header: size 12, one filter (LZMA2, 4 KiB dictionary), no sizes */
+	unsigned char hdr[12] = { 0x02, 0x00, 0x21, 0x01, 0x00 }, buf[32];
+	static const unsigned char magic[6] = { 0xFD, '7', 'z', 'X', 'Z', 0 };
+	static const unsigned char flags[2] = { 0, 0x01 };
+	unsigned char *index;
+	char path[PATH_MAX];
+	size_t ilen = 1, pos = 0;
+	FILE *f;
+
+	path_of(path, sizeof(path), name);
+	f = fopen(path, "wb");
+	index = malloc(16 + 20 * n + 8);
+	if (!f || !index)
+		abort();
+	put32(hdr + 8, crc32_of(0, hdr, 8));
+	fwrite(magic, 1, 6, f);
+	fwrite(flags, 1, 2, f);
+	put32(buf, crc32_of(0, flags, 2));
+	fwrite(buf, 1, 4, f);
+	index[0] = 0;
+	ilen += put_vli(index + ilen, n);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t unpadded = sizeof(hdr) + 1 + 4;
+		size_t left = size[i];
+
+		fwrite(hdr, 1, sizeof(hdr), f);
+		for (size_t c = 0; left > 0; c++) {
+			size_t m = left < 65536 ? left : 65536;
+
+			buf[0] = c == 0 ? 0x01 : 0x02; /* uncompressed chunk (first: dict reset) */
+			buf[1] = (unsigned char)((m - 1) >> 8);
+			buf[2] = (unsigned char)(m - 1);
+			fwrite(buf, 1, 3, f);
+			fwrite(data + pos, 1, m, f);
+			unpadded += 3 + m;
+			pos += m;
+			left -= m;
+		}
+		memset(buf, 0, 8); /* the end marker, then Block Padding */
+		fwrite(buf, 1, 1 + (4 - (unpadded - 4) % 4) % 4, f);
+		put32(buf, crc32_of(0, data + pos - size[i], size[i]));
+		fwrite(buf, 1, 4, f);
+		ilen += put_vli(index + ilen, unpadded);
+		ilen += put_vli(index + ilen, claim ? claim[i] : size[i]);
+	}
+	while (ilen % 4)
+		index[ilen++] = 0;
+	put32(index + ilen, crc32_of(0, index, ilen));
+	ilen += 4;
+	fwrite(index, 1, ilen, f);
+	put32(buf + 4, (uint32_t)(ilen / 4 - 1));
+	memcpy(buf + 8, flags, 2);
+	put32(buf, crc32_of(0, buf + 4, 6));
+	buf[10] = 'Y';
+	buf[11] = 'Z';
+	fwrite(buf, 1, 12, f);
+	free(index);
+	if (ferror(f)) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* n one-byte Blocks of pseudo-random bytes as dir/name; *data is malloc'd. */
+static void tiny_blocks(const char *name, size_t n, unsigned char **data)
+{
+	size_t *size = malloc(n * sizeof(*size));
+
+	*data = malloc(n);
+	ck_assert(size && *data);
+	gen_data(*data, n, 99);
+	for (size_t i = 0; i < n; i++)
+		size[i] = 1;
+	ck_assert_int_eq(xz_forge(name, *data, size, NULL, n), 0);
+	free(size);
+}
+
+/*
+ * Issue 18 item 4: a read of many tiny Blocks costs what its units do.
+ * Each view of READER_VIEW_MAX units walked read-ahead over the rest of
+ * the file: 300,000 one-byte Blocks read in 128 KiB requests (as the
+ * kernel sends them) took over two minutes; linear, about ten seconds on
+ * a loaded machine (a few syscalls per Block).  The deadline only
+ * separates linear from quadratic.
+ */
+#define TINY_BLOCKS 300000u
+START_TEST(tiny_blocks_read_in_linear_time)
+{
+	struct reader_opts ro;
+	struct pool *pool;
+	struct zmctx *zm;
+	struct reader *r;
+	struct timespec t0;
+	unsigned char *data;
+	struct opened o;
+
+	ck_assert(gen_ok);
+	tiny_blocks("tiny1.xz", TINY_BLOCKS, &data);
+	open_with_pool("tiny1.xz", 512 * MiB, 0, 0, 0, 32 * MiB, 2, &ro, &pool, &zm, &r);
+	o = (struct opened){zm, ro, r, data, TINY_BLOCKS, "tiny1.xz"};
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint64_t off = 0; off < TINY_BLOCKS; off += 128 * KiB)
+		expect_read(&o, off, 128 * KiB);
+	ck_assert_msg(ms_since(&t0) < 40000, "reading %u one-byte Blocks took %.0f ms",
+		      TINY_BLOCKS, ms_since(&t0));
+	reader_close(r);
+	zmctx_free(zm);
+	pool_free(pool);
+	free(data);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
 	TCase *tc = tcase_create("archives");
 	TCase *te = tcase_create("errors");
 	TCase *tt = tcase_create("threads");
+	TCase *t18 = tcase_create("trust2");
 
 	tcase_add_loop_test(tc, size_matches_original, 0, NCASES);
 	tcase_add_loop_test(tc, info_matches_archive, 0, NCASES);
@@ -2662,6 +2834,11 @@ static Suite *reader_suite(void)
 	tcase_add_test(tt, out_of_order_reads_decode_a_streamed_block_once);
 	tcase_set_timeout(tt, 300);
 	suite_add_tcase(s, tt);
+
+	/* issue 18: xz Blocks, parked decoders */
+	tcase_add_test(t18, tiny_blocks_read_in_linear_time);
+	tcase_set_timeout(t18, 300);
+	suite_add_tcase(s, t18);
 	return s;
 }
 
