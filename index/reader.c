@@ -300,6 +300,10 @@ fail:
 struct udec {
 	const struct fmt *f;
 	void *d;
+	/* While park() closes it: the next one to close, and whose cache it was charged to. */
+	struct udec *vnext;
+	struct bcache *vcache;
+	size_t vcost;
 };
 
 static void udec_close(struct udec *d)
@@ -384,34 +388,35 @@ static struct udec *unpark(struct reader *r, size_t k)
 	return d;
 }
 
+/* With r->ctx->parked_lock held: unparks r's decoder onto the list of those to close. */
+static struct udec *unpark_victim(struct reader *r, struct udec *victims)
+{
+	size_t cost = r->parked_cost;
+	struct udec *d = unpark_locked(r);
+
+	d->vnext = victims;
+	d->vcache = r->cache;
+	d->vcost = cost;
+	return d;
+}
+
 /*
  * Parks d (stopped in map entry k) for r's next sequential read, charging
- * it to the cache; closes the decoders of other readers that no longer fit
- * the parked share, oldest first, and any decoder r had parked before.
+ * it to the cache; closes any decoder r had parked before, and the
+ * decoders of other readers that no longer fit the parked share, oldest
+ * first, as many as it takes (one step each: the oldest is the list's
+ * tail).  Closing happens after the lock is let go.
  */
 static void park(struct reader *r, struct udec *d, size_t k)
 {
 	size_t cost = udec_cost(d), share = bcache_budget(r->cache) / PARKED_SHARE;
-	struct victim {
-		struct udec *d;
-		struct bcache *cache;
-		size_t cost;
-	} v[8];
-	unsigned nv = 0;
+	struct udec *victims = NULL;
 
 	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked) {
-		v[nv].cache = r->cache;
-		v[nv].cost = r->parked_cost;
-		v[nv++].d = unpark_locked(r);
-	}
-	while (r->ctx->parked_tail && r->ctx->parked_total + cost > share && nv < 8) {
-		struct reader *o = r->ctx->parked_tail;
-
-		v[nv].cache = o->cache;
-		v[nv].cost = o->parked_cost;
-		v[nv++].d = unpark_locked(o);
-	}
+	if (r->parked)
+		victims = unpark_victim(r, victims);
+	while (r->ctx->parked_tail && r->ctx->parked_total + cost > share)
+		victims = unpark_victim(r->ctx->parked_tail, victims);
 	r->parked = d;
 	r->parked_k = k;
 	r->parked_cost = cost;
@@ -424,9 +429,15 @@ static void park(struct reader *r, struct udec *d, size_t k)
 		r->ctx->parked_tail = r;
 	r->ctx->parked_total += cost;
 	pthread_mutex_unlock(&r->ctx->parked_lock);
-	for (unsigned i = 0; i < nv; i++) {
-		udec_close(v[i].d);
-		bcache_uncharge(v[i].cache, v[i].cost);
+	while (victims) {
+		struct udec *v = victims;
+
+		struct bcache *cache = v->vcache;
+		size_t vcost = v->vcost;
+
+		victims = v->vnext;
+		udec_close(v);
+		bcache_uncharge(cache, vcost);
 	}
 	bcache_charge(r->cache, cost);
 }

@@ -2760,6 +2760,49 @@ START_TEST(tiny_blocks_read_in_linear_time)
 }
 END_TEST
 
+/*
+ * Issue 18 item 5: parking closes as many decoders as it takes.  Forty
+ * small ones (a 4 KiB dictionary each) parked first, then three of
+ * single.xz (its 3 MiB dictionary): each park used to close at most eight
+ * others, and the parked share (half the 16 MiB budget) was overrun.
+ */
+#define SMALL_PARKED 40
+START_TEST(parking_closes_as_many_as_it_takes)
+{
+	struct reader *small[SMALL_PARKED], *big[3];
+	struct reader_opts ro;
+	struct bcache_stats st;
+	struct zmctx *zm;
+	size_t size = 256 * KiB, share = 8 * MiB, last = 0;
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(xz_forge("small1.xz", orig, &size, NULL, 1), 0);
+	reader_opts_default(&ro, 16 * MiB);
+	ro.whole_max = ro.slice = 64 * KiB; /* every Block is streamed: its decoder parks */
+	ck_assert_int_eq(zmctx_new(16 * MiB, &zm), 0);
+	for (int i = 0; i < SMALL_PARKED + 3; i++) {
+		const char *name = i < SMALL_PARKED ? "small1.xz" : "single.xz";
+		struct reader **r = i < SMALL_PARKED ? &small[i] : &big[i - SMALL_PARKED];
+		struct opened o;
+
+		ck_assert_int_eq(reader_open_fd(open_ro(name), name, zm, &ro, r, NULL), 0);
+		o = (struct opened){zm, ro, *r, orig, i < SMALL_PARKED ? size : ORIG_SIZE, name};
+		expect_read(&o, 0, 1000);
+		bcache_stats(zmctx_cache(zm), &st);
+		ck_assert_msg(st.charged > last || i >= SMALL_PARKED, "reader %d parked nothing", i);
+		/* no decoder here is over the share alone: the exception does not apply */
+		ck_assert_msg(st.charged <= share, "%d parked: %zu bytes charged, share %zu", i + 1,
+			      st.charged, share);
+		last = st.charged;
+	}
+	for (int i = 0; i < SMALL_PARKED + 3; i++)
+		reader_close(i < SMALL_PARKED ? small[i] : big[i - SMALL_PARKED]);
+	bcache_stats(zmctx_cache(zm), &st);
+	ck_assert_uint_eq(st.charged, 0);
+	zmctx_free(zm);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
@@ -2837,6 +2880,7 @@ static Suite *reader_suite(void)
 
 	/* issue 18: xz Blocks, parked decoders */
 	tcase_add_test(t18, tiny_blocks_read_in_linear_time);
+	tcase_add_test(t18, parking_closes_as_many_as_it_takes);
 	tcase_set_timeout(t18, 300);
 	suite_add_tcase(s, t18);
 	return s;
