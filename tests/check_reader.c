@@ -2803,6 +2803,105 @@ START_TEST(parking_closes_as_many_as_it_takes)
 }
 END_TEST
 
+/*
+ * Forges dir/name from Blocks of orig with sizes size[] and Index claims
+ * claim[] (n of each), checks `xz -t` gives the verdict xz_ok, and opens
+ * it in a 16 MiB context logging to k.  Returns reader_open's result.
+ */
+static int open_forged(const char *name, const size_t *size, const uint64_t *claim, size_t n,
+		       bool xz_ok, struct sunk *k, struct zmctx **zm, struct reader **r)
+{
+	struct reader_opts ro;
+	char path[PATH_MAX];
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(xz_forge(name, orig, size, claim, n), 0);
+	ck_assert_msg((testutil_sh(dir, "xz -t %s 2>/dev/null", name) == 0) == xz_ok,
+		      "xz -t %s: want %s", name, xz_ok ? "ok" : "corrupt");
+	reader_opts_default(&ro, 16 * MiB);
+	ck_assert_int_eq(zmctx_new(16 * MiB, zm), 0);
+	zmctx_set_log(*zm, sink, k, ZLOG_WARN);
+	path_of(path, sizeof(path), name);
+	return reader_open(path, *zm, &ro, r, NULL);
+}
+
+/* Reading [off, off + len) of r gives ret (the bytes of orig when positive). */
+static void expect_pread(struct reader *r, const unsigned char *want, uint64_t off, size_t len,
+			 ssize_t ret)
+{
+	unsigned char *buf = get_buf(len);
+	ssize_t n = reader_pread(r, buf, len, off);
+
+	ck_assert_msg(n == ret, "pread(%zu at %llu) = %zd, want %zd", len,
+		      (unsigned long long)off, n, ret);
+	ck_assert(n <= 0 || memcmp(buf, want + off, (size_t)n) == 0);
+	free(buf);
+}
+
+/*
+ * Issue 18 item 2: an Index that says an 18,000-byte Block holds nothing.
+ * `xz -t` says corrupt; so do the reads of the unit after it (the one
+ * starting where the empty Block sits), with one log line, while the
+ * bytes before it are served.  An honest empty Block reads as nothing.
+ */
+START_TEST(block_claiming_zero_bytes_gives_eio)
+{
+	size_t size[3] = { 20000, 18000, 20000 };
+	uint64_t claim[3] = { 20000, 0, 20000 };
+	struct sunk k = { 0 };
+	struct zmctx *zm;
+	struct reader *r;
+
+	ck_assert_int_eq(open_forged("zero1.xz", size, claim, 3, false, &k, &zm, &r), 0);
+	ck_assert_uint_eq(reader_size(r), 40000);
+	/* what follows the empty Block in the data is orig[38000..], not orig[20000..] */
+	expect_pread(r, orig, 0, 20000, 20000);
+	expect_pread(r, orig, 19990, 20, -EIO);
+	expect_pread(r, orig, 20000, 100, -EIO);
+	expect_pread(r, orig, 30000, 100, -EIO);
+	expect_pread(r, orig, 100, 1000, 1000);
+	ck_assert_uint_eq(k.errors, 1);
+	ck_assert_msg(strstr(k.text, "offset 20000 ") && strstr(k.text, "Block 1, which the Index"),
+		      "log: %s", k.text);
+	ck_assert_int_eq(reader_last_error(r, NULL), -EIO);
+	reader_close(r);
+	zmctx_free(zm);
+
+	/* the same file, honest: Block 1 empty in the data too */
+	size[1] = 0;
+	memset(&k, 0, sizeof(k));
+	ck_assert_int_eq(open_forged("zero2.xz", size, claim, 3, true, &k, &zm, &r), 0);
+	expect_pread(r, orig, 0, 40000, 40000);
+	ck_assert_uint_eq(k.lines, 0);
+	reader_close(r);
+	zmctx_free(zm);
+}
+END_TEST
+
+/* The same after the last Block (it goes with the last unit), and as the only Block (at open). */
+START_TEST(last_or_only_block_claiming_zero_bytes_is_corrupt)
+{
+	size_t size[2] = { 20000, 5000 };
+	uint64_t claim[2] = { 20000, 0 };
+	struct sunk k = { 0 };
+	struct zmctx *zm;
+	struct reader *r;
+
+	ck_assert_int_eq(open_forged("zero3.xz", size, claim, 2, false, &k, &zm, &r), 0);
+	expect_pread(r, orig, 0, 100, -EIO);
+	ck_assert_uint_eq(k.errors, 1);
+	reader_close(r);
+	zmctx_free(zm);
+
+	memset(&k, 0, sizeof(k));
+	ck_assert_int_eq(open_forged("zero4.xz", size + 1, claim + 1, 1, false, &k, &zm, &r),
+			 -EINVAL);
+	ck_assert_uint_eq(k.errors, 1);
+	ck_assert_msg(strstr(k.text, "Block 0, which the Index"), "log: %s", k.text);
+	zmctx_free(zm);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
@@ -2881,6 +2980,8 @@ static Suite *reader_suite(void)
 	/* issue 18: xz Blocks, parked decoders */
 	tcase_add_test(t18, tiny_blocks_read_in_linear_time);
 	tcase_add_test(t18, parking_closes_as_many_as_it_takes);
+	tcase_add_test(t18, block_claiming_zero_bytes_gives_eio);
+	tcase_add_test(t18, last_or_only_block_claiming_zero_bytes_is_corrupt);
 	tcase_set_timeout(t18, 300);
 	suite_add_tcase(s, t18);
 	return s;
