@@ -71,12 +71,12 @@
 #define TURN_STALL_MS 500
 /*
  * Parked decoders of every reader on a context (zmctx_int.h), most
- * recently parked first.  A parked
- * decoder is charged to its reader's cache, and the list holds at most
- * PARKED_SHARE of that cache's budget (always at least one decoder, so a
- * sequential reader of a huge Block never decodes it twice): parking one
- * more closes the oldest of the others.  A detached reader parks nothing,
- * so a decoder never outlives the descriptor it was reading.
+ * recently parked first.  A parked decoder is charged to its reader's
+ * cache, and the list holds at most PARKED_SHARE of that cache's budget
+ * (always at least one decoder, so a sequential reader of a huge Block
+ * never decodes it twice): parking one more closes as many of the oldest
+ * others as that takes.  A detached reader parks nothing, so a decoder
+ * never outlives the descriptor it was reading.
  */
 #define PARKED_SHARE 2 /* 1/2 of the budget */
 /*
@@ -431,7 +431,6 @@ static void park(struct reader *r, struct udec *d, size_t k)
 	pthread_mutex_unlock(&r->ctx->parked_lock);
 	while (victims) {
 		struct udec *v = victims;
-
 		struct bcache *cache = v->vcache;
 		size_t vcost = v->vcost;
 
@@ -736,6 +735,8 @@ static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, si
 	}
 	*ustart = start;
 	*len = (size_t)elen;
+	/* A counter, not state: const readers count too (as reader_last_error locks). */
+	atomic_fetch_add_explicit((atomic_uint_fast64_t *)&r->lookups, 1, memory_order_relaxed);
 	return k;
 }
 
@@ -1397,10 +1398,10 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 
 /*
  * reader_view; seq: near_stream(r, off) before this read's read-ahead;
- * outer: whether to note the read in progress and start read-ahead for it.  reader_pread does both once for the whole read, not
- * once per view: read_ahead's cost does not depend on how many units a
- * view holds, so once per READER_VIEW_MAX units would be far more than
- * the units cost.
+ * outer: whether to note the read in progress and start read-ahead for
+ * it.  reader_pread does both once for the whole read, not once per view:
+ * read_ahead's cost does not shrink with a view's, so once per
+ * READER_VIEW_MAX units would cost far more than the units do.
  */
 static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_view *v, bool outer,
 		    bool seq)
@@ -1479,7 +1480,9 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 		struct reader_view v;
 
 		inflight_move(r, slot, off + done);
-		n = view(r, len - done, off + done, &v, false, done == 0 ? seq : near_stream(r, off + done));
+		if (done > 0)
+			seq = near_stream(r, off + done);
+		n = view(r, len - done, off + done, &v, false, seq);
 		if (n <= 0)
 			break;
 		for (unsigned i = 0; i < v.n; i++) {
