@@ -597,6 +597,24 @@ fail:
 	return ret;
 }
 
+int xzdec_block_verify(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+		       struct zerr *err)
+{
+	struct xzdec_dec *d;
+	uint8_t buf[4096];
+	ssize_t n;
+	int ret = xzdec_dec_open(fd, b, sp, &d, err);
+
+	if (ret < 0)
+		return ret;
+	/* The call that returns the last byte (for an empty Block: the first) checks the end. */
+	do
+		n = xzdec_dec_read(d, fd, buf, sizeof(buf), err);
+	while (n > 0 && d->pos < d->b.usize);
+	xzdec_dec_close(d);
+	return n < 0 ? (int)n : 0;
+}
+
 uint64_t xzdec_dec_tell(const struct xzdec_dec *d)
 {
 	return d->pos;

@@ -227,6 +227,17 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
  */
 ssize_t xzdec_dec_read(struct xzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err);
 
+/*
+ * Decodes Block b of fd to its end, discarding the bytes, and verifies its
+ * Padding and Check: for a Block no reader asks bytes of, one whose Index
+ * says it holds 0 bytes.  Such a Block that holds more fails at its first
+ * decoded byte, having read no more than its compressed size (as the Index
+ * says).  sp as for xzdec_dec_open.  Returns 0, or as xzdec_dec_open and
+ * xzdec_dec_read, with err set.
+ */
+int xzdec_block_verify(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+		       struct zerr *err);
+
 /* Uncompressed bytes returned so far from this Block. */
 uint64_t xzdec_dec_tell(const struct xzdec_dec *d);
 

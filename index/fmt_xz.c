@@ -2,6 +2,22 @@
 /*
  * The xz backend: the block map is the file's own Index (read from the end
  * of each Stream, nothing decoded); one map entry per non-empty Block.
+ *
+ * Empty Blocks: a Block whose Index says it holds 0 bytes has no map entry
+ * (entries are never empty), so no read would decode it, and an Index that
+ * lies that a Block is empty would hide it and its corruption: `xz -t`
+ * says corrupt, and so must we.  Such Blocks are verified, decoded to
+ * their end, whenever the map entry after them in the file is decoded from
+ * its start; the ones after the last entry go with the last entry, and in a
+ * file with no entry at all, at open.  So the reads that fail with EIO are
+ * those of the unit starting at the offset where the empty Block sits (the
+ * unit before it ends there, untouched).  This is cheap: an honest empty
+ * Block is a Block Header, the 1-byte LZMA2 end marker and a Check, its
+ * decoder's dictionary is capped at 4 KiB (xzdec_dec_open), and a Block
+ * that holds more than it says fails at its first decoded byte, having
+ * read at most its compressed size.  Checking the Unpadded Size alone at
+ * open would need each Block Header's size (a pread each) and would still
+ * not see a corrupt end marker or Check.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +32,22 @@
 	 1u << XZDEC_CHECK_SHA256)
 /* Bytes of memory per Block in the map: the Index entry, the map's start, entry and bad mark. */
 #define XZ_BLOCK_COST (sizeof(struct xzdec_block) + sizeof(uint64_t) + sizeof(size_t) + 1)
+
+/* Verifies Blocks [from, to), every one of which the Index says is empty. */
+static int verify_empty(struct reader *r, size_t from, size_t to, struct zerr *err)
+{
+	const struct xzdec_index *x = r->idx;
+
+	for (size_t i = from; i < to; i++) {
+		struct zerr e = { 0 };
+		int ret = xzdec_block_verify(r->fd, &x->blocks[i], r->ctx->xzspare, &e);
+
+		if (ret < 0)
+			return zerr_set(err, ret, e.coff, "Block %zu, which the Index says is empty: %s",
+					i, e.msg);
+	}
+	return 0;
+}
 
 static int xz_open(struct reader *r, struct zerr *why)
 {
@@ -83,6 +115,9 @@ static int xz_open(struct reader *r, struct zerr *why)
 		r->entry[r->map.n - 1] = i;
 	}
 	cmap_end(&r->map, x->usize);
+	ret = r->map.n == 0 ? verify_empty(r, 0, x->nblocks, &err) : 0;
+	if (ret < 0)
+		return zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, err.coff, "%s", err.msg);
 	return 0;
 }
 
@@ -98,6 +133,13 @@ static const struct xzdec_block *block(const struct reader *r, size_t k)
 
 static int xz_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
 {
+	const struct xzdec_index *x = r->idx;
+	int ret = verify_empty(r, k > 0 ? r->entry[k - 1] + 1 : 0, r->entry[k], err);
+
+	if (ret == 0 && k + 1 == r->map.n)
+		ret = verify_empty(r, r->entry[k] + 1, x->nblocks, err);
+	if (ret < 0)
+		return ret;
 	return xzdec_dec_open(r->fd, block(r, k), r->ctx->xzspare, (struct xzdec_dec **)dec, err);
 }
 

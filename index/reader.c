@@ -57,18 +57,26 @@
  * (near_stream): a random reader skipping forward does not wait.
  */
 #define TURN_SPAN     (8u << 20)
+/*
+ * Read-ahead looks at most this many units past a read (ahead_end), so a
+ * read costs what the units it touches do: in a file of a million one-byte
+ * Blocks, a walk to opts.readahead bytes on is the rest of the file, and
+ * once per read made reading it quadratic (issue 18).  Units that small
+ * gain nothing from workers; 1024 units of 32 KiB still fill 32 MiB.
+ */
+#define AHEAD_UNITS_MAX 1024u
 /* A sequential stream gives up a unit it has read through once it reads this far past it. */
 #define DONE_LAG      TURN_SPAN
 #define TURN_GRACE_MS 20
 #define TURN_STALL_MS 500
 /*
  * Parked decoders of every reader on a context (zmctx_int.h), most
- * recently parked first.  A parked
- * decoder is charged to its reader's cache, and the list holds at most
- * PARKED_SHARE of that cache's budget (always at least one decoder, so a
- * sequential reader of a huge Block never decodes it twice): parking one
- * more closes the oldest of the others.  A detached reader parks nothing,
- * so a decoder never outlives the descriptor it was reading.
+ * recently parked first.  A parked decoder is charged to its reader's
+ * cache, and the list holds at most PARKED_SHARE of that cache's budget
+ * (always at least one decoder, so a sequential reader of a huge Block
+ * never decodes it twice): parking one more closes as many of the oldest
+ * others as that takes.  A detached reader parks nothing, so a decoder
+ * never outlives the descriptor it was reading.
  */
 #define PARKED_SHARE 2 /* 1/2 of the budget */
 /*
@@ -292,6 +300,10 @@ fail:
 struct udec {
 	const struct fmt *f;
 	void *d;
+	/* While park() closes it: the next one to close, and whose cache it was charged to. */
+	struct udec *vnext;
+	struct bcache *vcache;
+	size_t vcost;
 };
 
 static void udec_close(struct udec *d)
@@ -376,34 +388,35 @@ static struct udec *unpark(struct reader *r, size_t k)
 	return d;
 }
 
+/* With r->ctx->parked_lock held: unparks r's decoder onto the list of those to close. */
+static struct udec *unpark_victim(struct reader *r, struct udec *victims)
+{
+	size_t cost = r->parked_cost;
+	struct udec *d = unpark_locked(r);
+
+	d->vnext = victims;
+	d->vcache = r->cache;
+	d->vcost = cost;
+	return d;
+}
+
 /*
  * Parks d (stopped in map entry k) for r's next sequential read, charging
- * it to the cache; closes the decoders of other readers that no longer fit
- * the parked share, oldest first, and any decoder r had parked before.
+ * it to the cache; closes any decoder r had parked before, and the
+ * decoders of other readers that no longer fit the parked share, oldest
+ * first, as many as it takes (one step each: the oldest is the list's
+ * tail).  Closing happens after the lock is let go.
  */
 static void park(struct reader *r, struct udec *d, size_t k)
 {
 	size_t cost = udec_cost(d), share = bcache_budget(r->cache) / PARKED_SHARE;
-	struct victim {
-		struct udec *d;
-		struct bcache *cache;
-		size_t cost;
-	} v[8];
-	unsigned nv = 0;
+	struct udec *victims = NULL;
 
 	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked) {
-		v[nv].cache = r->cache;
-		v[nv].cost = r->parked_cost;
-		v[nv++].d = unpark_locked(r);
-	}
-	while (r->ctx->parked_tail && r->ctx->parked_total + cost > share && nv < 8) {
-		struct reader *o = r->ctx->parked_tail;
-
-		v[nv].cache = o->cache;
-		v[nv].cost = o->parked_cost;
-		v[nv++].d = unpark_locked(o);
-	}
+	if (r->parked)
+		victims = unpark_victim(r, victims);
+	while (r->ctx->parked_tail && r->ctx->parked_total + cost > share)
+		victims = unpark_victim(r->ctx->parked_tail, victims);
 	r->parked = d;
 	r->parked_k = k;
 	r->parked_cost = cost;
@@ -416,9 +429,14 @@ static void park(struct reader *r, struct udec *d, size_t k)
 		r->ctx->parked_tail = r;
 	r->ctx->parked_total += cost;
 	pthread_mutex_unlock(&r->ctx->parked_lock);
-	for (unsigned i = 0; i < nv; i++) {
-		udec_close(v[i].d);
-		bcache_uncharge(v[i].cache, v[i].cost);
+	while (victims) {
+		struct udec *v = victims;
+		struct bcache *cache = v->vcache;
+		size_t vcost = v->vcost;
+
+		victims = v->vnext;
+		udec_close(v);
+		bcache_uncharge(cache, vcost);
 	}
 	bcache_charge(r->cache, cost);
 }
@@ -717,6 +735,8 @@ static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, si
 	}
 	*ustart = start;
 	*len = (size_t)elen;
+	/* A counter, not state: const readers count too (as reader_last_error locks). */
+	atomic_fetch_add_explicit((atomic_uint_fast64_t *)&r->lookups, 1, memory_order_relaxed);
 	return k;
 }
 
@@ -1202,8 +1222,8 @@ static uint64_t ahead_room(const struct reader *r, uint64_t end)
  * that every worker has one of the next units to decode (an xz -T Block is
  * 24 MiB or more), and at least opts.readahead bytes on; never past what
  * the cache can hold beside the reader's own unit (ahead_room), so a unit
- * decoded ahead is still there when the reader comes to it.  Always at a
- * unit boundary: units are queued whole.
+ * decoded ahead is still there when the reader comes to it, nor past
+ * AHEAD_UNITS_MAX units.  Always at a unit boundary: units are queued whole.
  */
 static uint64_t ahead_end(const struct reader *r, uint64_t end)
 {
@@ -1211,7 +1231,7 @@ static uint64_t ahead_end(const struct reader *r, uint64_t end)
 	uint64_t min_to = end + r->opts.readahead;
 	unsigned units = pool_threads(r->ctx->pool) + 1; /* the one holding end, then one each */
 
-	for (unsigned i = 0; pos < size; i++) {
+	for (unsigned i = 0; pos < size && i < AHEAD_UNITS_MAX; i++) {
 		uint64_t ustart;
 		size_t ulen;
 
@@ -1376,23 +1396,29 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 	}
 }
 
-/* reader_view; note: whether to note the read in progress (reader_pread notes its own). */
-static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_view *v, bool note)
+/*
+ * reader_view; seq: near_stream(r, off) before this read's read-ahead;
+ * outer: whether to note the read in progress and start read-ahead for
+ * it.  reader_pread does both once for the whole read, not once per view:
+ * read_ahead's cost does not shrink with a view's, so once per
+ * READER_VIEW_MAX units would cost far more than the units do.
+ */
+static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_view *v, bool outer,
+		    bool seq)
 {
 	uint64_t size = reader_size(r);
 	size_t done = 0;
 	int slot = -1;
-	bool seq;
 
 	v->n = 0;
 	if (off >= size)
 		return 0;
 	if (len > size - off)
 		len = (size_t)(size - off);
-	seq = near_stream(r, off);
-	read_ahead(r, off, len);
-	if (note)
+	if (outer) {
+		read_ahead(r, off, len);
 		slot = inflight_add(r, off, off + len);
+	}
 	while (done < len && v->n < READER_VIEW_MAX) {
 		uint64_t pos = off + done, ustart;
 		size_t ulen, n;
@@ -1427,7 +1453,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)
 {
-	return view(r, len, off, v, true);
+	return view(r, len, off, v, true, near_stream(r, off));
 }
 
 void reader_view_release(struct reader *r, struct reader_view *v)
@@ -1442,14 +1468,21 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 	uint64_t size = reader_size(r);
 	size_t done = 0;
 	ssize_t n = 0;
-	/* Noted once for the whole read: it is in progress between its views too. */
-	int slot = off < size ? inflight_add(r, off, len < size - off ? off + len : size) : -1;
+	int slot = -1;
+	bool seq = near_stream(r, off);
 
+	/* Noted once for the whole read: it is in progress between its views too. */
+	if (off < size) {
+		read_ahead(r, off, len < size - off ? len : (size_t)(size - off));
+		slot = inflight_add(r, off, len < size - off ? off + len : size);
+	}
 	while (done < len) {
 		struct reader_view v;
 
 		inflight_move(r, slot, off + done);
-		n = view(r, len - done, off + done, &v, false);
+		if (done > 0)
+			seq = near_stream(r, off + done);
+		n = view(r, len - done, off + done, &v, false, seq);
 		if (n <= 0)
 			break;
 		for (unsigned i = 0; i < v.n; i++) {

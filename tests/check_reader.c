@@ -2595,12 +2595,321 @@ START_TEST(whole_unit_pages_prefaulted_by_an_idle_worker)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* xz files written by hand (issue 18): many tiny Blocks, lying Indexes */
+
+static uint32_t crc32_of(uint32_t crc, const unsigned char *p, size_t n)
+{
+	static uint32_t t[256];
+
+	if (!t[1])
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+
+			for (int b = 0; b < 8; b++)
+				c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+			t[i] = c;
+		}
+	crc = ~crc;
+	while (n--)
+		crc = t[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+	return ~crc;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static size_t put_vli(unsigned char *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (unsigned char)v;
+	return n;
+}
+
+/*
+ * Writes dir/name: one Stream (Check CRC32) of n Blocks, Block i holding
+ * the next size[i] bytes of data as LZMA2 uncompressed chunks (size 0: an
+ * honest empty Block, just the end marker).  Its Index says claim[i]
+ * uncompressed bytes for Block i (claim NULL: the truth).  Fast enough
+ * for a million Blocks, where `xz --block-size=1` takes minutes.
+ */
+static int xz_forge(const char *name, const unsigned char *data, const size_t *size,
+		    const uint64_t *claim, size_t n)
+{
+	/* Block Header: size 12, one filter (LZMA2, 4 KiB dictionary), no sizes */
+	unsigned char hdr[12] = { 0x02, 0x00, 0x21, 0x01, 0x00 }, buf[32];
+	static const unsigned char magic[6] = { 0xFD, '7', 'z', 'X', 'Z', 0 };
+	static const unsigned char flags[2] = { 0, 0x01 };
+	unsigned char *index;
+	char path[PATH_MAX];
+	size_t ilen = 1, pos = 0;
+	FILE *f;
+
+	path_of(path, sizeof(path), name);
+	f = fopen(path, "wb");
+	index = malloc(16 + 20 * n + 8);
+	if (!f || !index)
+		abort();
+	put32(hdr + 8, crc32_of(0, hdr, 8));
+	fwrite(magic, 1, 6, f);
+	fwrite(flags, 1, 2, f);
+	put32(buf, crc32_of(0, flags, 2));
+	fwrite(buf, 1, 4, f);
+	index[0] = 0;
+	ilen += put_vli(index + ilen, n);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t unpadded = sizeof(hdr) + 1 + 4;
+		size_t left = size[i];
+
+		fwrite(hdr, 1, sizeof(hdr), f);
+		for (size_t c = 0; left > 0; c++) {
+			size_t m = left < 65536 ? left : 65536;
+
+			buf[0] = c == 0 ? 0x01 : 0x02; /* uncompressed chunk (first: dict reset) */
+			buf[1] = (unsigned char)((m - 1) >> 8);
+			buf[2] = (unsigned char)(m - 1);
+			fwrite(buf, 1, 3, f);
+			fwrite(data + pos, 1, m, f);
+			unpadded += 3 + m;
+			pos += m;
+			left -= m;
+		}
+		memset(buf, 0, 8); /* the end marker, then Block Padding */
+		fwrite(buf, 1, 1 + (4 - (unpadded - 4) % 4) % 4, f);
+		put32(buf, crc32_of(0, data + pos - size[i], size[i]));
+		fwrite(buf, 1, 4, f);
+		ilen += put_vli(index + ilen, unpadded);
+		ilen += put_vli(index + ilen, claim ? claim[i] : size[i]);
+	}
+	while (ilen % 4)
+		index[ilen++] = 0;
+	put32(index + ilen, crc32_of(0, index, ilen));
+	ilen += 4;
+	fwrite(index, 1, ilen, f);
+	put32(buf + 4, (uint32_t)(ilen / 4 - 1));
+	memcpy(buf + 8, flags, 2);
+	put32(buf, crc32_of(0, buf + 4, 6));
+	buf[10] = 'Y';
+	buf[11] = 'Z';
+	fwrite(buf, 1, 12, f);
+	free(index);
+	if (ferror(f)) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+/* n one-byte Blocks of pseudo-random bytes as dir/name; *data is malloc'd. */
+static void tiny_blocks(const char *name, size_t n, unsigned char **data)
+{
+	size_t *size = malloc(n * sizeof(*size));
+
+	*data = malloc(n);
+	ck_assert(size && *data);
+	gen_data(*data, n, 99);
+	for (size_t i = 0; i < n; i++)
+		size[i] = 1;
+	ck_assert_int_eq(xz_forge(name, *data, size, NULL, n), 0);
+	free(size);
+}
+
+/*
+ * Issue 18 item 4: a read of many tiny Blocks costs what its units do.
+ * Each view of READER_VIEW_MAX units walked read-ahead over the rest of
+ * the file: 100,000 one-byte Blocks read in 16 KiB requests took 300
+ * million look-ups, half a minute; 1,000,000 took over ten minutes.  Work
+ * is counted, not timed (sanitizer builds run this too): the map look-ups
+ * (unit_of) stay within a few per unit read, plus read-ahead's bounded
+ * walk per request.
+ */
+#define TINY_BLOCKS 100000u
+START_TEST(tiny_blocks_read_in_linear_time)
+{
+	struct reader_opts ro;
+	struct pool *pool;
+	struct zmctx *zm;
+	struct reader *r;
+	unsigned char *data;
+	struct opened o;
+	uint64_t reads = 0, most;
+
+	ck_assert(gen_ok);
+	tiny_blocks("tiny1.xz", TINY_BLOCKS, &data);
+	open_with_pool("tiny1.xz", 512 * MiB, 0, 0, 0, 32 * MiB, 2, &ro, &pool, &zm, &r);
+	o = (struct opened){zm, ro, r, data, TINY_BLOCKS, "tiny1.xz"};
+	for (uint64_t off = 0; off < TINY_BLOCKS; off += 16 * KiB, reads++)
+		expect_read(&o, off, 16 * KiB);
+	reader_detach(r); /* waits for the read-ahead jobs, which look units up too */
+	most = 2ull * TINY_BLOCKS + 2048 * reads; /* 105,465 here */
+	ck_assert_msg(atomic_load(&r->lookups) <= most,
+		      "%llu map look-ups to read %u Blocks (at most %llu)",
+		      (unsigned long long)atomic_load(&r->lookups), TINY_BLOCKS,
+		      (unsigned long long)most);
+	reader_close(r);
+	zmctx_free(zm);
+	pool_free(pool);
+	free(data);
+}
+END_TEST
+
+/*
+ * Issue 18 item 5: parking closes as many decoders as it takes.  Forty
+ * small ones (a 4 KiB dictionary each) parked first, then three of
+ * single.xz (its 3 MiB dictionary): each park used to close at most eight
+ * others, and the parked share (half the 16 MiB budget) was overrun.
+ */
+#define SMALL_PARKED 40
+START_TEST(parking_closes_as_many_as_it_takes)
+{
+	struct reader *small[SMALL_PARKED], *big[3];
+	struct reader_opts ro;
+	struct bcache_stats st;
+	struct zmctx *zm;
+	size_t size = 256 * KiB, share = 8 * MiB, last = 0;
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(xz_forge("small1.xz", orig, &size, NULL, 1), 0);
+	reader_opts_default(&ro, 16 * MiB);
+	ro.whole_max = ro.slice = 64 * KiB; /* every Block is streamed: its decoder parks */
+	ck_assert_int_eq(zmctx_new(16 * MiB, &zm), 0);
+	for (int i = 0; i < SMALL_PARKED + 3; i++) {
+		const char *name = i < SMALL_PARKED ? "small1.xz" : "single.xz";
+		struct reader **r = i < SMALL_PARKED ? &small[i] : &big[i - SMALL_PARKED];
+		struct opened o;
+
+		ck_assert_int_eq(reader_open_fd(open_ro(name), name, zm, &ro, r, NULL), 0);
+		o = (struct opened){zm, ro, *r, orig, i < SMALL_PARKED ? size : ORIG_SIZE, name};
+		expect_read(&o, 0, 1000);
+		bcache_stats(zmctx_cache(zm), &st);
+		ck_assert_msg(st.charged > last || i >= SMALL_PARKED, "reader %d parked nothing", i);
+		/* no decoder here is over the share alone: the exception does not apply */
+		ck_assert_msg(st.charged <= share, "%d parked: %zu bytes charged, share %zu", i + 1,
+			      st.charged, share);
+		last = st.charged;
+	}
+	for (int i = 0; i < SMALL_PARKED + 3; i++)
+		reader_close(i < SMALL_PARKED ? small[i] : big[i - SMALL_PARKED]);
+	bcache_stats(zmctx_cache(zm), &st);
+	ck_assert_uint_eq(st.charged, 0);
+	zmctx_free(zm);
+}
+END_TEST
+
+/*
+ * Forges dir/name from Blocks of orig with sizes size[] and Index claims
+ * claim[] (n of each), checks `xz -t` gives the verdict xz_ok, and opens
+ * it in a 16 MiB context logging to k.  Returns reader_open's result.
+ */
+static int open_forged(const char *name, const size_t *size, const uint64_t *claim, size_t n,
+		       bool xz_ok, struct sunk *k, struct zmctx **zm, struct reader **r)
+{
+	struct reader_opts ro;
+	char path[PATH_MAX];
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(xz_forge(name, orig, size, claim, n), 0);
+	ck_assert_msg((testutil_sh(dir, "xz -t %s 2>/dev/null", name) == 0) == xz_ok,
+		      "xz -t %s: want %s", name, xz_ok ? "ok" : "corrupt");
+	reader_opts_default(&ro, 16 * MiB);
+	ck_assert_int_eq(zmctx_new(16 * MiB, zm), 0);
+	zmctx_set_log(*zm, sink, k, ZLOG_WARN);
+	path_of(path, sizeof(path), name);
+	return reader_open(path, *zm, &ro, r, NULL);
+}
+
+/* Reading [off, off + len) of r gives ret (the bytes of orig when positive). */
+static void expect_pread(struct reader *r, const unsigned char *want, uint64_t off, size_t len,
+			 ssize_t ret)
+{
+	unsigned char *buf = get_buf(len);
+	ssize_t n = reader_pread(r, buf, len, off);
+
+	ck_assert_msg(n == ret, "pread(%zu at %llu) = %zd, want %zd", len,
+		      (unsigned long long)off, n, ret);
+	ck_assert(n <= 0 || memcmp(buf, want + off, (size_t)n) == 0);
+	free(buf);
+}
+
+/*
+ * Issue 18 item 2: an Index that says an 18,000-byte Block holds nothing.
+ * `xz -t` says corrupt; so do the reads of the unit after it (the one
+ * starting where the empty Block sits), with one log line, while the
+ * bytes before it are served.  An honest empty Block reads as nothing.
+ */
+START_TEST(block_claiming_zero_bytes_gives_eio)
+{
+	size_t size[3] = { 20000, 18000, 20000 };
+	uint64_t claim[3] = { 20000, 0, 20000 };
+	struct sunk k = { 0 };
+	struct zmctx *zm;
+	struct reader *r;
+
+	ck_assert_int_eq(open_forged("zero1.xz", size, claim, 3, false, &k, &zm, &r), 0);
+	ck_assert_uint_eq(reader_size(r), 40000);
+	/* what follows the empty Block in the data is orig[38000..], not orig[20000..] */
+	expect_pread(r, orig, 0, 20000, 20000);
+	expect_pread(r, orig, 19990, 20, -EIO);
+	expect_pread(r, orig, 20000, 100, -EIO);
+	expect_pread(r, orig, 30000, 100, -EIO);
+	expect_pread(r, orig, 100, 1000, 1000);
+	ck_assert_uint_eq(k.errors, 1);
+	ck_assert_msg(strstr(k.text, "offset 20000 ") && strstr(k.text, "Block 1, which the Index"),
+		      "log: %s", k.text);
+	ck_assert_int_eq(reader_last_error(r, NULL), -EIO);
+	reader_close(r);
+	zmctx_free(zm);
+
+	/* the same file, honest: Block 1 empty in the data too */
+	size[1] = 0;
+	memset(&k, 0, sizeof(k));
+	ck_assert_int_eq(open_forged("zero2.xz", size, claim, 3, true, &k, &zm, &r), 0);
+	expect_pread(r, orig, 0, 40000, 40000);
+	ck_assert_uint_eq(k.lines, 0);
+	reader_close(r);
+	zmctx_free(zm);
+}
+END_TEST
+
+/* The same after the last Block (it goes with the last unit), and as the only Block (at open). */
+START_TEST(last_or_only_block_claiming_zero_bytes_is_corrupt)
+{
+	size_t size[2] = { 20000, 5000 };
+	uint64_t claim[2] = { 20000, 0 };
+	struct sunk k = { 0 };
+	struct zmctx *zm;
+	struct reader *r;
+
+	ck_assert_int_eq(open_forged("zero3.xz", size, claim, 2, false, &k, &zm, &r), 0);
+	expect_pread(r, orig, 0, 100, -EIO);
+	ck_assert_uint_eq(k.errors, 1);
+	reader_close(r);
+	zmctx_free(zm);
+
+	memset(&k, 0, sizeof(k));
+	ck_assert_int_eq(open_forged("zero4.xz", size + 1, claim + 1, 1, false, &k, &zm, &r),
+			 -EINVAL);
+	ck_assert_uint_eq(k.errors, 1);
+	ck_assert_msg(strstr(k.text, "Block 0, which the Index"), "log: %s", k.text);
+	zmctx_free(zm);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
 	TCase *tc = tcase_create("archives");
 	TCase *te = tcase_create("errors");
 	TCase *tt = tcase_create("threads");
+	TCase *t18 = tcase_create("trust2");
 
 	tcase_add_loop_test(tc, size_matches_original, 0, NCASES);
 	tcase_add_loop_test(tc, info_matches_archive, 0, NCASES);
@@ -2668,6 +2977,14 @@ static Suite *reader_suite(void)
 	tcase_add_test(tt, out_of_order_reads_decode_a_streamed_block_once);
 	tcase_set_timeout(tt, 300);
 	suite_add_tcase(s, tt);
+
+	/* issue 18: xz Blocks, parked decoders */
+	tcase_add_test(t18, tiny_blocks_read_in_linear_time);
+	tcase_add_test(t18, parking_closes_as_many_as_it_takes);
+	tcase_add_test(t18, block_claiming_zero_bytes_gives_eio);
+	tcase_add_test(t18, last_or_only_block_claiming_zero_bytes_is_corrupt);
+	tcase_set_timeout(t18, 300);
+	suite_add_tcase(s, t18);
 	return s;
 }
 

@@ -780,6 +780,39 @@ START_TEST(test_empty_block)
 }
 END_TEST
 
+/*
+ * Issue 18: xzdec_block_verify decodes a Block nobody reads to its end:
+ * an honest empty one passes, and a Block of data whose Index entry says
+ * 0 bytes fails with -EIO, as `xz -t` says corrupt.
+ */
+START_TEST(test_block_verify)
+{
+	char path[PATH_MAX];
+	struct xzdec_index *idx;
+	struct xzdec_block b;
+	struct zerr e;
+	int fd;
+
+	cpath(path, sizeof(path), "good-1-empty-bcj-lzma2.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(xzdec_block_verify(fd, &idx->blocks[0], NULL, &e), 0);
+	xzdec_index_free(idx);
+	close(fd);
+
+	cpath(path, sizeof(path), "good-1-check-crc64.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	b = idx->blocks[0];
+	ck_assert_uint_gt(b.usize, 0);
+	ck_assert_int_eq(xzdec_block_verify(fd, &b, NULL, &e), 0);
+	b.usize = 0;
+	ck_assert_int_eq(xzdec_block_verify(fd, &b, NULL, &e), -EIO);
+	ck_assert_uint_ge(e.coff, b.coff);
+	ck_assert_uint_le(e.coff, b.coff + b.csize);
+	xzdec_index_free(idx);
+	close(fd);
+}
+END_TEST
+
 /* A file that shrinks under us gives -EIO, not a bogus success. */
 START_TEST(test_truncated)
 {
@@ -1536,6 +1569,7 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{"unsupported_check", test_unsupported_check, 1},
 		{"header_disagrees", test_header_disagrees, 1},
 		{"empty_block", test_empty_block, 1},
+		{"block_verify", test_block_verify, 1},
 		{"truncated", test_truncated, 0},
 		{"check_name", test_check_name, 0},
 		{"usize_bound", test_usize_bound, 0},

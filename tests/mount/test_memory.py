@@ -15,6 +15,10 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            closed.  Parked decoders share half the cache plus at most one over
            it; VmHWM <= base + bound, and after the closes cache_charged is 0.
            Sixteen parked 8 MiB decoders were 128 MiB.
+  mixed    40 gzip decoders parked (one-block 4 MiB files), then 4 xz ones of
+           8 MiB, all open, at cache_size=4M (issue 18): cache_charged never
+           more than one decoder over the share (each park used to close at
+           most 8 others: 24 MiB), VmHWM <= base + bound.
   blocks   an xz file of 200,000 one-byte Blocks (written here), cache_size=4M:
            its map would need 13 MiB, more than cache_size/4, so it is shown
            raw with a log line, without building anything per Block.  At
@@ -24,6 +28,10 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            than the cache), cat at cache_size=1M and 4M: the bytes are the
            original's and decoded_bytes <= 1.05 x the size (issue 11: the
            kernel's parallel read-ahead requests made 1M decode 9x, 4M 5x).
+  map      an xz file of 257,111 one-byte Blocks, its map just under
+           cache_size/4 at cache_size=64M (issue 18): the map costs what the
+           README says (65 bytes a Block), and VmHWM <= base + cache_size +
+           cache_size/4 + slack after reading it whole.
   dict     24 KB of xz holding 160 MiB of zeros with a 192 MiB dictionary
            (xz --lzma2=dict=192MiB): capped at the Block's size it still
            needs 160 MiB, more than XZDEC_DICT_MAX (128 MiB), and every
@@ -276,6 +284,47 @@ def case_parked(args, res, work):
                   base, bound(4 * MiB, 1, 9 * MiB))
 
 
+def case_mixed(args, res, work):
+    """Issue 18 item 5: many small decoders parked first, then large ones.
+    40 gzip files of one 4 MiB deflate block (streamed at cache_size=4M: a
+    gzip decoder is charged 80 KiB), then 4 xz files with an 8 MiB
+    dictionary, all kept open, 1 MiB read from each gzip file and 4 KiB from
+    each xz one.  Each park closed at most 8 others, so the xz decoders
+    piled up behind the gzip ones (24 MiB parked after the third); now cache_charged stays within the share (2 MiB)
+    or one decoder over it, and VmHWM within the bound."""
+    src = os.path.join(work, 'src-mixed')
+    os.mkdir(src)
+    for i in range(40):
+        one_block_zeros_gz(os.path.join(src, f'g{i:02d}.gz'), 4 * MiB)
+    text = b''.join(b'%08d some log text to compress, line after line\n' % i for i in range(170000))
+    text = text[:8 * MiB]
+    for i in range(4):
+        with open(os.path.join(src, f'x{i}.xz'), 'wb') as f:
+            f.write(lzma.compress(text[i:] + text[:i], format=lzma.FORMAT_XZ,
+                                  filters=[{'id': lzma.FILTER_LZMA2, 'preset': 0,
+                                            'dict_size': 8 * MiB}]))
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=4M,threads=1,index_dir=none',
+                      results=res, log_path=os.path.join(work, 'mixed.log'), watchdog=900) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        files = [open(os.path.join(mnt, f'g{i:02d}'), 'rb') for i in range(40)]
+        ok = all(f.read(MiB) == bytes(MiB) for f in files)
+        most = 0
+        for i in range(4):
+            # 4 KiB: the kernel's first read-ahead stays in the first slice, one park each
+            f = open(os.path.join(mnt, f'x{i}'), 'rb', buffering=0)
+            files.append(f)
+            ok &= f.read(4096) == (text[i:] + text[:i])[:4096]
+            most = max(most, zmtest.stats(mnt).get('cache_charged', 0))
+        res.check('mixed: the bytes read from each of 44 open files are right', ok)
+        res.check('mixed: parked decoders within half the cache, or one over it',
+                  most <= 9 * MiB, f'cache_charged up to {most / MiB:.1f} MiB',
+                  info=f'cache_charged up to {most / MiB:.1f} MiB')
+        for f in files:
+            f.close()
+        check_hwm(res, m, 'mixed: VmHWM within the bound', base, bound(4 * MiB, 1, 9 * MiB))
+
+
 def case_blocks(args, res, work):
     src = os.path.join(work, 'src-blocks')
     os.mkdir(src)
@@ -302,6 +351,37 @@ def case_blocks(args, res, work):
         res.check('blocks: at 64M all 200,000 Blocks read right', got == want)
         check_hwm(res, m, 'blocks: VmHWM at 64M within the bound',
                   base, bound(64 * MiB, 2, 0, maps=n * 65))
+
+
+def case_map(args, res, work):
+    """Issue 18: the map's worst case.  The largest xz map a reader admits
+    is cache_size/4 at 65 bytes a Block (fmt_xz.c's XZ_BLOCK_COST: the Index
+    entry, 48, the map's start and entry, 8 + 8, the bad mark, 1); maps are
+    not charged to the cache but sit beside it, one per open archive.  A
+    file just under that cap, opened (stat builds the map) and read whole at
+    cache_size=64M: VmRSS after the stat <= base + the map's 65 bytes a Block
+    + 4 MiB, and VmHWM <= base + cache_size + cache_size/4 + slack."""
+    src = os.path.join(work, 'src-map')
+    os.mkdir(src)
+    cache = 64 * MiB
+    n = cache // 4 // 65 - 1000  # 257,111 Blocks: a map of 15.9 MiB
+    tiny_blocks_xz(os.path.join(src, 'edge.xz'), n)
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=64M,threads=1,index_dir=none',
+                      results=res, log_path=os.path.join(work, 'map.log'), watchdog=600) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        path = os.path.join(mnt, 'edge')
+        res.check('map: a map just under cache_size/4 is admitted', os.path.exists(path))
+        res.check('map: size', os.stat(path).st_size == n)
+        rss = zmtest.proc_status(m.proc.pid)['VmRSS'] - base
+        res.check('map: the map costs 65 bytes a Block', rss <= n * 65 + 4 * MiB,
+                  f'{rss / MiB:.1f} MiB for {n} Blocks',
+                  info=f'VmRSS after the stat: base + {rss / MiB:.1f} MiB ({rss / n:.1f} bytes a Block)')
+        with open(path, 'rb') as f:
+            got = f.read()
+        res.check('map: all Blocks read right', got == expected_tiny(n))
+        check_hwm(res, m, 'map: VmHWM within cache_size + cache_size/4 + slack',
+                  base, cache + cache // 4 + SLACK)
 
 
 def case_dict(args, res, work):
@@ -429,7 +509,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--zmount', required=True)
     ap.add_argument('--keep', action='store_true')
-    ap.add_argument('--only', choices=['deflate', 'parked', 'blocks', 'dict', 'frames', 'tiny'])
+    ap.add_argument('--only', choices=['deflate', 'parked', 'mixed', 'blocks', 'map', 'dict',
+                                       'frames', 'tiny'])
     args = ap.parse_args()
     zmtest.require_fuse()
     res = zmtest.Results()
@@ -438,8 +519,8 @@ def main():
     work = tempfile.mkdtemp(prefix='zmount-memory-')
     os.mkdir(os.path.join(work, 'mnt'))
     try:
-        for name, fn in (('deflate', case_deflate), ('parked', case_parked),
-                         ('blocks', case_blocks), ('dict', case_dict), ('frames', case_frames),
+        for name, fn in (('deflate', case_deflate), ('parked', case_parked), ('mixed', case_mixed),
+                         ('blocks', case_blocks), ('map', case_map), ('dict', case_dict), ('frames', case_frames),
                          ('tiny', case_tiny)):
             if args.only in (None, name):
                 t0 = time.monotonic()
