@@ -120,7 +120,6 @@ static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 		   now.st_ino == st->st_ino && now.st_dev == st->st_dev) {
 		*st = now; /* plain files and directories show their current state */
 	}
-	st->st_ino = n->id;
 	tree_readonly(st);
 }
 
@@ -377,32 +376,8 @@ static void listing_free(struct ops_ctx *c, struct listing *l)
 		return;
 	if (l->link.next)
 		open_remove(c, &l->link);
-	for (size_t i = 0; i < l->n; i++)
-		free(l->ents[i].name);
-	free(l->ents);
+	tree_closedir(c->tree, l->dir);
 	free(l);
-}
-
-static int listing_add(void *vl, const char *name, const struct stat *st)
-{
-	struct listing *l = vl;
-
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		void *p = realloc(l->ents, cap * sizeof(*l->ents));
-
-		if (!p)
-			return 1;
-		l->ents = p;
-		l->cap = cap;
-	}
-	l->ents[l->n].name = strdup(name);
-	if (!l->ents[l->n].name)
-		return 1;
-	l->ents[l->n].type = st->st_mode & S_IFMT;
-	l->ents[l->n].ino = st->st_ino;
-	l->n++;
-	return 0;
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -410,7 +385,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct ops_ctx *c = ctx(req);
 	struct node *n = nodes_get(c->nodes, ino);
 	struct listing *l = calloc(1, sizeof(*l));
-	int ret = !n ? -ESTALE : !l ? -ENOMEM : tree_list(c->tree, n->path, listing_add, l);
+	int ret = !n ? -ESTALE : !l ? -ENOMEM : tree_opendir(c->tree, n->path, &l->dir);
 
 	nodes_put(c->nodes, n);
 	if (ret < 0) {
@@ -437,7 +412,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	/* Offsets: 1 is ".", 2 is "..", 2 + i + 1 follows entry i. */
-	for (off_t i = off; i < (off_t)l->n + 2; i++) {
+	for (off_t i = off; i < (off_t)tree_dir_count(l->dir) + 2; i++) {
 		struct stat st = { 0 };
 		const char *name;
 		size_t len;
