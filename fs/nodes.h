@@ -11,7 +11,9 @@
  * kernel gives the new version a new inode with its own page cache:
  * handles on the old version keep their pages, and new opens never see
  * them.  That is what lets files keep their page cache (keep_cache) without
- * a new open ever reading a page of an older version.
+ * a new open ever reading a page of an older version.  The node id is not
+ * the st_ino users see: that is the source's inode number, the same for
+ * every version of a file (ops.c, node_attr).
  *
  * Memory: one allocation per node of at most NODES_BYTES_PER_NODE plus the
  * lengths of its visible and source paths; the kernel decides how many

@@ -64,15 +64,14 @@ struct handle {
 	int fd;
 };
 
-/* A directory listing, taken at opendir so offsets stay stable. */
+/*
+ * An open directory: the tree's listing at opendir, so offsets stay stable.
+ * It is shared, not copied (tree_opendir): any reader can open a directory
+ * many times, and a copy per handle multiplied the listing's memory.
+ */
 struct listing {
 	struct ops_open link;
-	size_t n, cap;
-	struct {
-		char *name;
-		mode_t type;
-		ino_t ino;
-	} *ents;
+	struct tree_dir *dir;
 };
 
 /* Running out of descriptors fails requests with EMFILE; say so once per mount, not per request. */
@@ -105,7 +104,17 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = OPS_READ_AHEAD;
 }
 
-/* The attributes node shows: its version's, read-only, archives at their uncompressed size. */
+/*
+ * The attributes node shows: its version's, read-only, archives at their
+ * uncompressed size.  st_ino stays the source's, not the node id: the node
+ * id names one version (nodes.h), so that an old handle keeps its version's
+ * pages, while st_ino names the file, as long as it is the same source file
+ * (device and inode), across content changes.  tail -F compares st_ino to
+ * tell a rotated file from a grown one; with a number per version it took
+ * every append for a new file and printed it again from the start.  The
+ * kernel keys its inodes by node id and only shows st_ino, so two versions'
+ * inodes may share it.
+ */
 static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 {
 	struct stat now;
@@ -422,9 +431,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			st.st_mode = S_IFDIR;
 			st.st_ino = ino;
 		} else {
-			name = l->ents[i - 2].name;
-			st.st_mode = l->ents[i - 2].type;
-			st.st_ino = l->ents[i - 2].ino;
+			name = tree_dir_entry(l->dir, (size_t)(i - 2), &st);
 		}
 		len = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
 		if (len > size - used)

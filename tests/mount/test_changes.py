@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_changes.py -- zmount mount tests: saved indexes, source changes, a large tree.
 
-usage: test_changes.py --zmount PATH [--seed N] [--keep] [--only 1,2,3]
+usage: test_changes.py --zmount PATH [--seed N] [--keep] [--only 1,2,3,4]
 
 What it does (every check compares the bytes read through the mount with the
 bytes they must be):
@@ -39,6 +39,13 @@ bytes they must be):
      time from starting the daemon to a ready mount point (must be < 5 s),
      the time of a full os.walk (printed), the exact listing, and 200 random
      files read back.
+  4. tail -F and inode numbers (issue 20 item 1), timeout=0.2: a plain
+     live.log gets TAIL_APPENDS lines, one every TAIL_GAP_S (longer than
+     the 5 unchanged polls after which tail -F stats the name again), while
+     `tail -F -s 0.2 -n 0` follows it: tail must print exactly the appended
+     lines and never say the file was replaced.  st_ino through the mount
+     is the source's, for live.log across the appends and for an archive
+     rewritten in place (its size changes, its inode does not).
 
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 The last line of output is always `N passed, M failed`.
@@ -324,6 +331,79 @@ def with_mount(res, label, zm, src, mnt, opts, log, body, watchdog=WATCHDOG_S):
         raise exc
     m.__exit__(None, None, None)
     return m
+
+
+# --------------------------------------------------------------------------
+# 4. tail -F across appends: inode numbers stay the source's
+# --------------------------------------------------------------------------
+TAIL_APPENDS = 4
+TAIL_GAP_S = 1.5    # > 5 polls of 0.2 s: tail -F re-stats the name between appends
+TAIL_QUIET_S = 2.0  # after the last line: room for a re-print, were there one
+
+
+def wait_open_by(pid, path, deadline=10.0):
+    """True once process PID holds PATH open (its /proc fd links)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < deadline:
+        try:
+            for fd in os.listdir(f'/proc/{pid}/fd'):
+                try:
+                    if os.readlink(f'/proc/{pid}/fd/{fd}') == path:
+                        return True
+                except OSError:
+                    pass
+        except OSError:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def section_tail(res, zm, tmp):
+    src, mnt = os.path.join(tmp, 's4-src'), os.path.join(tmp, 'mnt')
+    os.makedirs(src)
+    live, arc = os.path.join(src, 'live.log'), os.path.join(src, 'arc.log.gz')
+    with open(live, 'wb') as f:
+        f.write(b''.join(b'old line %d\n' % i for i in range(1000)))
+    write_file(arc, gz(content(4, 100 * KiB)))
+    lines = [b'appended line %d\n' % i for i in range(TAIL_APPENDS)]
+
+    def body(m):
+        mlive = os.path.join(mnt, 'live.log')
+        inos = [os.stat(mlive).st_ino]
+        p = subprocess.Popen(['tail', '-F', '-s', '0.2', '-n', '0', mlive],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            res.check('4: tail -F has the file open', wait_open_by(p.pid, mlive),
+                      'tail never opened it')
+            for ln in lines:
+                time.sleep(TAIL_GAP_S)
+                with open(live, 'ab') as f:
+                    f.write(ln)
+                poll(lambda: os.stat(mlive).st_size == os.stat(live).st_size)
+                inos.append(os.stat(mlive).st_ino)
+            time.sleep(TAIL_QUIET_S)
+        finally:
+            p.terminate()
+            out, err = p.communicate(timeout=10)
+        want = b''.join(lines)
+        res.check(f'4: tail -F printed exactly the {TAIL_APPENDS} appended lines',
+                  out == want, f'{len(out.splitlines())} lines printed, e.g. {out[:120]!r}; '
+                  f'stderr {err[-300:]!r}')
+        res.check('4: tail -F never saw the file replaced', b'replaced' not in err,
+                  err.decode(errors='replace')[-300:])
+        sino = os.stat(live).st_ino
+        res.check('4: st_ino of live.log is the source\'s, unchanged across the appends',
+                  set(inos) == {sino}, f'st_ino seen {inos}, source {sino}')
+        marc = os.path.join(mnt, 'arc.log')
+        before = os.stat(marc).st_ino
+        with open(arc, 'r+b') as f:  # same inode, new contents
+            f.write(gz(content(5, 150 * KiB)))
+        ok, _ = poll(lambda: os.stat(marc).st_size == 150 * KiB)
+        res.check('4: an archive rewritten in place shows its new size and keeps st_ino, the '
+                  'source\'s', ok and os.stat(marc).st_ino == before == os.stat(arc).st_ino,
+                  f'st_ino {before} -> {os.stat(marc).st_ino}, source {os.stat(arc).st_ino}')
+
+    with_mount(res, '4 tail -F', zm, src, mnt, 'timeout=0.2', os.path.join(tmp, 's4.log'), body)
 
 
 # --------------------------------------------------------------------------
@@ -935,7 +1015,7 @@ def main():
     ap.add_argument('--zmount', required=True, help='path to the zmount binary')
     ap.add_argument('--seed', type=int, default=20240607)
     ap.add_argument('--keep', action='store_true', help='keep the temp dir')
-    ap.add_argument('--only', default='1,2,3', help='sections to run, e.g. 2 or 1,3')
+    ap.add_argument('--only', default='1,2,3,4', help='sections to run, e.g. 2 or 1,3')
     a = ap.parse_args()
     only = set(a.only.split(','))
 
@@ -967,6 +1047,7 @@ def main():
         ('2', 'source changes (a)-(f), timeout=0', lambda: changes(True)),
         ('2', 'source changes (a)-(g), default timeout', lambda: changes(False)),
         ('3', 'large tree', lambda: section_large_tree(res, zm, tmp, a.seed)),
+        ('4', 'tail -F and inode numbers', lambda: section_tail(res, zm, tmp)),
     ]
     try:
         for key, name, fn in sections:
