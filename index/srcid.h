@@ -25,6 +25,18 @@ static inline bool srcid_same(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+/*
+ * Everything but ctime the same: a rename, unlink, link or chmod of the file
+ * (its bytes as they were), or an in-place rewrite that restored size and
+ * mtime.  Not a version test by itself: the caller must tell the two apart
+ * by content (reader.c's check_unchanged re-hashes a sample).
+ */
+static inline bool srcid_same_but_ctime(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
 /* Same object (device and inode), whatever its contents: for plain files and directories' nodes. */
 static inline bool srcid_same_object(const struct stat *a, const struct stat *b)
 {
