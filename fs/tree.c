@@ -37,6 +37,7 @@
 
 #define NBUCKETS 1024
 #define MIN_TTL 0.1
+#define WARNED_SLOTS 256 /* file versions remembered as already said unreadable */
 
 struct dent {
 	char *vis;   /* visible name */
@@ -86,6 +87,12 @@ struct tree {
 	struct dmap *newest, *oldest;
 	size_t nlist, bytes;
 	unsigned long long rebuilds;
+	/*
+	 * Candidates whose probe said "not readable as ..." in the log, by
+	 * version, so that a listing rebuilt after an eviction does not say it
+	 * again: one slot per hash of device and inode, a new one overwriting.
+	 */
+	struct stat warned[WARNED_SLOTS];
 };
 
 static double now_s(void)
@@ -304,6 +311,25 @@ struct probe_ctx {
 	const struct dmap *old; /* verdicts to reuse, or NULL */
 };
 
+/*
+ * Whether reader_probe already logged that version st is unreadable; with
+ * mark, records that it has (also for files that are no archive at all,
+ * which it never logs: harmless).
+ */
+static bool said_unreadable(struct tree *t, const struct stat *st, bool mark)
+{
+	struct stat *w = &t->warned[(size_t)((st->st_ino * 0x9E3779B97F4A7C15ull) ^ st->st_dev) %
+				     WARNED_SLOTS];
+	bool said;
+
+	pthread_mutex_lock(&t->lock);
+	said = srcid_same(w, st);
+	if (mark)
+		*w = *st;
+	pthread_mutex_unlock(&t->lock);
+	return said;
+}
+
 /* Probes the magic bytes (and, for xz, the Index) of regular file name in c's directory. */
 static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *lst,
 		      struct stat *st)
@@ -319,7 +345,9 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 		return false;
 	fd = open_file_at(c->dirfd, name, lst, st);
 	if (fd >= 0) {
-		fmt = reader_probe(fd, rel);
+		fmt = reader_probe(fd, said_unreadable(c->t, st, false) ? NULL : rel);
+		if (fmt == PROBE_NONE)
+			said_unreadable(c->t, st, true);
 		close(fd);
 	}
 	if (fmt != PROBE_XZ) {
