@@ -34,6 +34,13 @@ Each section is a defect of issue 10 or 13 that this test saw happen on
      names is listed after it, over the 4 MiB listing budget) and rebuilt
      three times; a second mount with the same index_dir says its 3 indexes
      were "0 built, 3 loaded", the first "3 built, 0 loaded".
+  7. Long paths (issue 18 item 13b), pinned as documented: a chain of
+     directories with 200-byte names.  Walked through the mount one name at
+     a time (openat on the parent's fd, as find does), every entry whose
+     path from the mount root is at most 4,095 bytes (PATH_MAX - 1) is
+     reached, a plain file and an archive among them; the first directory
+     past that gives ENAMETOOLONG ("File name too long"), while find on
+     SRC reaches the bottom; the daemon stays up.
   Within 2 and 3, read-ahead (bdi.c): the backing device of our own mount
   (st_dev of MNT) must have read_ahead_kb 1024, also when MNT == SRC (as
   root only).  The choice of the mountinfo line is tested in check_bdi.
@@ -42,6 +49,7 @@ Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 The last line of output is always `N passed, M failed`.
 """
 import argparse
+import errno
 import gzip
 import os
 import random
@@ -513,6 +521,70 @@ def section_noise(res, zm, tmp):
 
 
 # --------------------------------------------------------------------------
+# 7. long paths: ENAMETOOLONG past 4,095 bytes from the mount root
+# --------------------------------------------------------------------------
+LONG_NAME = 200
+LONG_DEPTH = 24  # 24 x 201 bytes: the chain's end is 4,824 bytes from the root
+
+
+def section_long_paths(res, zm, tmp):
+    src = fresh_dir(os.path.join(tmp, 'src7'))
+    mnt = os.path.join(tmp, 'mnt')
+    names = [f'{k:02d}' + 'd' * (LONG_NAME - 2) for k in range(LONG_DEPTH)]
+    fits = (4095 - len('/x.log')) // (LONG_NAME + 1)  # deepest level whose files fit
+    data = text(90, 20 * KiB)
+    fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # below PATH_MAX only relative to a directory fd
+        for k, n in enumerate(names):
+            os.mkdir(n, dir_fd=fd)
+            nfd = os.open(n, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+            if k + 1 in (fits, LONG_DEPTH):
+                for name, blob in (('plain.txt', data), ('x.log.gz', gzip.compress(data, mtime=0))):
+                    wfd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+                    os.write(wfd, blob)
+                    os.close(wfd)
+    finally:
+        os.close(fd)
+    p = subprocess.run(['find', src], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deepest = max(len(ln) - len(src) for ln in p.stdout.split(b'\n'))
+    m = zmtest.Mount(zm, src, mnt, opts='index_dir=none', log_path=os.path.join(tmp, 'long.log'),
+                     results=res, watchdog=120, label='long paths')
+    with m:
+        fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+        reached, err, read_ok = 0, None, []
+        try:
+            for k, n in enumerate(names):
+                try:
+                    nfd = os.open(n, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                except OSError as e:
+                    err = e.errno
+                    break
+                os.close(fd)
+                fd = nfd
+                reached = k + 1
+                if reached == fits:
+                    for name in ('plain.txt', 'x.log'):
+                        rfd = os.open(name, os.O_RDONLY, dir_fd=fd)
+                        read_ok.append(os.read(rfd, len(data) + 1) == data)
+                        os.close(rfd)
+        finally:
+            os.close(fd)
+        alive = m.alive()
+    res.check(f'long paths: find on SRC reaches the bottom ({deepest} bytes)',
+              p.returncode == 0 and deepest > 4095, f'rc {p.returncode}, {deepest} bytes')
+    res.check(f'long paths: through the mount, levels 1 to {fits} (paths up to '
+              f'{fits * (LONG_NAME + 1) + len("/x.log")} bytes) are reached and their plain file '
+              f'and archive read right', reached >= fits and read_ok == [True, True],
+              f'reached {reached}, reads {read_ok}')
+    res.check(f'long paths: level {fits + 1} and below ({(fits + 1) * (LONG_NAME + 1)} bytes '
+              f'from the root) give ENAMETOOLONG', reached == fits and err == errno.ENAMETOOLONG,
+              f'reached {reached}, errno {err and zmtest.errno_name(err)}')
+    res.check('long paths: the daemon is still up', alive, m.log_tail())
+
+
+# --------------------------------------------------------------------------
 sections_list = [
     ('1', 'deadlock under background indexing, threads=1', section_deadlock),
     ('2', 'mount points', section_mountpoints),
@@ -520,6 +592,7 @@ sections_list = [
     ('4', f'a chain of {DEPTH} directories', section_deep),
     ('5', "the background indexer's summary", section_summary),
     ('6', 'log noise', section_noise),
+    ('7', 'paths over 4,095 bytes', section_long_paths),
 ]
 
 
