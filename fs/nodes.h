@@ -74,6 +74,17 @@ void nodes_put(struct nodes *t, struct node *n);
 /* The kernel dropped nlookup lookups of node id. */
 void nodes_forget(struct nodes *t, uint64_t id, uint64_t nlookup);
 
+/*
+ * The st_ino shown for the source object (dev, ino): ino itself on the
+ * source root's file system; on another one mounted below it, ino plus
+ * N << 48, N = 1, 2, ... numbering those file systems as they are first
+ * met (an ino of 2^48 or more, or a 65,536th file system, is shown as it
+ * is).  The mount has one st_dev, so without this the roots of two ext4
+ * file systems (both inode 2) would look like one directory, which find
+ * reports as a loop.  Stable for the life of t.
+ */
+uint64_t nodes_ino(struct nodes *t, dev_t dev, ino_t ino);
+
 /* Live nodes (for the stats). */
 size_t nodes_count(struct nodes *t);
 

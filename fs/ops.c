@@ -113,7 +113,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
  * tell a rotated file from a grown one; with a number per version it took
  * every append for a new file and printed it again from the start.  The
  * kernel keys its inodes by node id and only shows st_ino, so two versions'
- * inodes may share it.
+ * inodes may share it.  Files on another file system under SRC are numbered
+ * apart (nodes_ino), since the mount has one st_dev.
  */
 static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 {
@@ -129,6 +130,7 @@ static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 		   now.st_ino == st->st_ino && now.st_dev == st->st_dev) {
 		*st = now; /* plain files and directories show their current state */
 	}
+	st->st_ino = nodes_ino(c->nodes, st->st_dev, st->st_ino);
 	tree_readonly(st);
 }
 
@@ -409,10 +411,29 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		listing_free(c, l);
 }
 
+/* The st_ino node_attr shows for directory node id, or for its parent. */
+static ino_t dir_ino(struct ops_ctx *c, fuse_ino_t id, bool parent)
+{
+	struct node *n = nodes_get(c->nodes, id);
+	ino_t shown = 1; /* the kernel forgot it: any nonzero number (glibc skips 0) */
+
+	if (n && parent) {
+		fuse_ino_t up = n->parent;
+
+		nodes_put(c->nodes, n);
+		n = nodes_get(c->nodes, up);
+	}
+	if (n)
+		shown = nodes_ino(c->nodes, n->tn.st.st_dev, n->tn.st.st_ino);
+	nodes_put(c->nodes, n);
+	return shown;
+}
+
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct listing *l = (struct listing *)(uintptr_t)fi->fh;
+	struct ops_ctx *c = ctx(req);
 	char *buf = malloc(size ? size : 1);
 	size_t used = 0;
 
@@ -429,9 +450,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (i < 2) {
 			name = i == 0 ? "." : "..";
 			st.st_mode = S_IFDIR;
-			st.st_ino = ino;
+			st.st_ino = dir_ino(c, ino, i == 1);
 		} else {
 			name = tree_dir_entry(l->dir, (size_t)(i - 2), &st);
+			st.st_ino = nodes_ino(c->nodes, st.st_dev, st.st_ino);
 		}
 		len = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
 		if (len > size - used)

@@ -873,6 +873,7 @@ const char *tree_dir_entry(const struct tree_dir *d, size_t i, struct stat *st)
 	/* Only the type matters: sizes come from getattr, so a listing never indexes a gzip file. */
 	memset(st, 0, sizeof(*st));
 	st->st_mode = e->kind == TREE_ARCHIVE ? S_IFREG : 0;
+	st->st_dev = dmap_of(d)->st.st_dev;
 	st->st_ino = e->ino;
 	return e->vis;
 }

@@ -136,7 +136,8 @@ size_t tree_dir_count(const struct tree_dir *d);
 /*
  * Entry i < tree_dir_count(d): returns its visible name (valid while d is
  * open) and sets *st to what tree_list's fill gets: the type (S_IFREG for an
- * archive, else 0: unknown) and the source's inode number.
+ * archive, else 0: unknown), the source's inode number (its d_ino) and the
+ * device of its directory.
  */
 const char *tree_dir_entry(const struct tree_dir *d, size_t i, struct stat *st);
 

@@ -46,7 +46,9 @@ bytes they must be):
      `tail -F -s 0.2 -n 0` follows it: tail must print exactly the appended
      lines and never say the file was replaced.  st_ino through the mount
      is the source's, for live.log across the appends and for an archive
-     rewritten in place (its size changes, its inode does not).
+     rewritten in place (its size changes, its inode does not).  A tmpfs
+     mounted in SRC with another tmpfs inside it (both roots are inode 1):
+     their numbers differ through the mount and `find` sees no loop.
   5. Old handles when only ctime moves (issue 18 item 11), cache_size=1M,
      span=64K: a .gz and a multi-Block .xz of 3 MiB each, per change, get a
      handle that reads their first 64 KiB; then the archive is replaced by
@@ -376,6 +378,16 @@ def section_tail(res, zm, tmp):
         f.write(b''.join(b'old line %d\n' % i for i in range(1000)))
     write_file(arc, gz(content(4, 100 * KiB)))
     lines = [b'appended line %d\n' % i for i in range(TAIL_APPENDS)]
+    outer, inner = os.path.join(src, 'fs1'), os.path.join(src, 'fs1', 'fs2')
+    mounted = []
+    if os.geteuid() != 0:
+        res.fail('4: runs as root (it mounts two tmpfs in SRC)', f'euid {os.geteuid()}')
+    else:
+        for d in (outer, inner):
+            os.makedirs(d)
+            if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', d]).returncode == 0:
+                mounted.append(d)
+        res.check('4: two nested tmpfs mounted in SRC', len(mounted) == 2, f'{mounted}')
 
     def body(m):
         mlive = os.path.join(mnt, 'live.log')
@@ -412,8 +424,20 @@ def section_tail(res, zm, tmp):
         res.check('4: an archive rewritten in place shows its new size and keeps st_ino, the '
                   'source\'s', ok and os.stat(marc).st_ino == before == os.stat(arc).st_ino,
                   f'st_ino {before} -> {os.stat(marc).st_ino}, source {os.stat(arc).st_ino}')
+        if len(mounted) == 2:
+            inos = [os.stat(os.path.join(mnt, os.path.relpath(d, src))).st_ino for d in mounted]
+            p = subprocess.run(['find', mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            res.check('4: two file systems\' root directories (both inode 1 in SRC) have two '
+                      'numbers through the mount, and find sees no loop',
+                      inos[0] != inos[1] and p.returncode == 0 and not p.stderr,
+                      f'st_ino {inos}; find rc {p.returncode} {p.stderr[-200:]!r}')
 
-    with_mount(res, '4 tail -F', zm, src, mnt, 'timeout=0.2', os.path.join(tmp, 's4.log'), body)
+    try:
+        with_mount(res, '4 tail -F', zm, src, mnt, 'timeout=0.2', os.path.join(tmp, 's4.log'),
+                   body)
+    finally:
+        for d in reversed(mounted):
+            subprocess.run(['umount', '-l', d])
 
 
 # --------------------------------------------------------------------------
