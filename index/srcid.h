@@ -10,7 +10,9 @@
  * catches an in-place rewrite that restores the mtime (rsync --inplace -t,
  * touch -r): user space cannot set ctime, and every write, truncate, chmod
  * or rename moves it.  Such a false "changed" costs a re-index; a false
- * "same" would serve one version's bytes as another's.
+ * "same" would serve one version's bytes as another's.  An open reader
+ * forgives ctime alone (srcid_same_but_ctime) if its content sample still
+ * hashes the same, so a rename or an unlink does not fail its handles.
  *
  * Threads: pure functions.
  */
