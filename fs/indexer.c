@@ -19,6 +19,7 @@
 #include "arctab.h"
 #include "beneath.h"
 #include "pool.h"
+#include "reader.h"
 #include "zlog.h"
 
 #define PROGRESS_SECS 5
@@ -30,6 +31,8 @@ struct item {
 
 struct indexer {
 	struct arctab *arcs;
+	struct zmctx *zm;
+	uint64_t loaded0; /* indexes_loaded when the walk began */
 	int root;
 	struct pool *pool;
 	unsigned max_jobs;
@@ -259,22 +262,34 @@ static void run_job(void *arg)
 	free(j);
 }
 
-/* The summary: what each file turned out to be, not just that all were tried. */
+/*
+ * The summary: what each file turned out to be, not just that all were
+ * tried, and whether its index was built or loaded from index_dir.  Loads
+ * are counted by the mount's counter, so a file a user opened meanwhile
+ * counts by what that open did.
+ */
 static void log_summary(struct indexer *ix, size_t n, uint64_t total, bool all)
 {
+	struct reader_counters rc;
+	uint64_t loaded, built;
 	char extra[64] = "";
 
+	reader_get_counters(ix->zm, &rc);
+	loaded = rc.indexes_loaded - ix->loaded0;
+	if (loaded > ix->indexed)
+		loaded = ix->indexed;
+	built = ix->indexed - loaded;
 	if (ix->skipped)
 		snprintf(extra, sizeof(extra), ", %" PRIu64 " skipped (gone, changed or unreadable)",
 			 ix->skipped);
 	if (all)
 		zlog(ZLOG_INFO, "background indexing done, %zu gzip files (%" PRIu64 " MiB): %" PRIu64
-		     " indexed, %" PRIu64 " corrupt, %" PRIu64 " not gzip%s",
-		     n, total >> 20, ix->indexed, ix->corrupt, ix->not_gzip, extra);
+		     " built, %" PRIu64 " loaded, %" PRIu64 " corrupt, %" PRIu64 " not gzip%s",
+		     n, total >> 20, built, loaded, ix->corrupt, ix->not_gzip, extra);
 	else
 		zlog(ZLOG_INFO, "background indexing stopped after %" PRIu64 " of %zu gzip files: %" PRIu64
-		     " indexed, %" PRIu64 " corrupt, %" PRIu64 " not gzip%s",
-		     ix->done, n, ix->indexed, ix->corrupt, ix->not_gzip, extra);
+		     " built, %" PRIu64 " loaded, %" PRIu64 " corrupt, %" PRIu64 " not gzip%s",
+		     ix->done, n, built, loaded, ix->corrupt, ix->not_gzip, extra);
 }
 
 static void *main_loop(void *vix)
@@ -284,7 +299,10 @@ static void *main_loop(void *vix)
 	size_t next = 0;
 	uint64_t total = 0;
 	time_t last = time(NULL);
+	struct reader_counters rc;
 
+	reader_get_counters(ix->zm, &rc);
+	ix->loaded0 = rc.indexes_loaded;
 	walk_tree(ix, &w);
 	if (w.full)
 		zlog(ZLOG_WARN, "background indexing: the tree has more gzip files or directories "
@@ -339,8 +357,8 @@ static void *main_loop(void *vix)
 	return NULL;
 }
 
-int indexer_start(struct arctab *arcs, int rootfd, struct pool *pool, unsigned jobs,
-		  struct indexer **out)
+int indexer_start(struct arctab *arcs, struct zmctx *zm, int rootfd, struct pool *pool,
+		  unsigned jobs, struct indexer **out)
 {
 	struct indexer *ix = calloc(1, sizeof(*ix));
 	int err;
@@ -349,6 +367,7 @@ int indexer_start(struct arctab *arcs, int rootfd, struct pool *pool, unsigned j
 	if (!ix)
 		return -ENOMEM;
 	ix->arcs = arcs;
+	ix->zm = zm;
 	ix->root = rootfd;
 	ix->pool = pool;
 	ix->max_jobs = jobs ? jobs : 1;

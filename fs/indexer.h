@@ -11,9 +11,10 @@
  * meanwhile is indexed at once in the user's own thread (the archive table
  * makes a second indexer of the same file wait for the first), so it never
  * waits behind the queue.  Progress is logged at info level, and at the end
- * one summary of what the files turned out to be: "N indexed, C corrupt,
- * G not gzip" (and "S skipped" for files that vanished, changed or could
- * not be opened meanwhile: they are indexed on first use).
+ * one summary of what the files turned out to be: "B built, L loaded,
+ * C corrupt, G not gzip" (built: a pass over the data; loaded: from
+ * index_dir; and "S skipped" for files that vanished, changed or could not
+ * be opened meanwhile: they are indexed on first use).
  *
  * The walk is iterative, with its stack of directories on the heap, so the
  * depth of the tree costs no stack; it checks for indexer_stop at every
@@ -33,13 +34,15 @@
 struct arctab;
 struct pool;
 struct indexer;
+struct zmctx;
 
 /*
- * Starts indexing the tree under rootfd (borrowed, like arcs and pool).
+ * Starts indexing the tree under rootfd (borrowed, like arcs, pool and zm,
+ * the readers' context whose counters say which indexes were loaded).
  * Returns 0 and *out, or -ENOMEM / -errno from pthread_create (*out NULL).
  */
-int indexer_start(struct arctab *arcs, int rootfd, struct pool *pool, unsigned jobs,
-		  struct indexer **out);
+int indexer_start(struct arctab *arcs, struct zmctx *zm, int rootfd, struct pool *pool,
+		  unsigned jobs, struct indexer **out);
 
 /* Stops queuing, waits for the jobs in flight, and frees it.  Accepts NULL. */
 void indexer_stop(struct indexer *ix);

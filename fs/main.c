@@ -255,6 +255,24 @@ static int check_mountpoint(const char *mnt, const char *src, const struct stat 
 	return 0;
 }
 
+/*
+ * An index_dir that is not a directory (a regular file, or a path through
+ * one) can never hold an index: said once here, not once per archive at
+ * each load, and indexes are kept in memory.  A missing one is fine: the
+ * first save creates it.  Returns dir, or NULL for none.
+ */
+static const char *usable_index_dir(const char *dir)
+{
+	struct stat st;
+
+	if (!dir[0])
+		return NULL;
+	if (stat(dir, &st) == 0 ? S_ISDIR(st.st_mode) : errno != ENOTDIR)
+		return dir;
+	zlog(ZLOG_WARN, "index_dir %s is not a directory; indexes are kept in memory only", dir);
+	return NULL;
+}
+
 static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground,
 	       int single)
 {
@@ -271,7 +289,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	ops_ctx_init(&octx);
 	reader_opts_default(&ropts, (size_t)cli->opts.cache_size);
 	ropts.span = cli->opts.span;
-	ropts.index_dir = cli->opts.index_dir[0] ? cli->opts.index_dir : NULL;
+	ropts.index_dir = usable_index_dir(cli->opts.index_dir);
 	/* The first user of a gzip file usually reads it from the start. */
 	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;
 	ropts.warn_wide = true;
@@ -327,7 +345,8 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
 	/* Half the workers index; the rest stay free for read-ahead. */
 	if (cli->opts.background_index &&
-	    indexer_start(arcs, tree_root_fd(octx.tree), pool, (cli->opts.threads + 1) / 2, &ix) < 0)
+	    indexer_start(arcs, zm, tree_root_fd(octx.tree), pool, (cli->opts.threads + 1) / 2,
+			  &ix) < 0)
 		zlog(ZLOG_WARN, "cannot start the background indexer; gzip files are indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);

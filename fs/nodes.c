@@ -19,6 +19,7 @@
 
 #define FUSE_ROOT 1
 #define NBUCKETS 8192
+#define DEV_SHIFT 48 /* nodes_ino: other file systems' numbers start at N << 48 */
 
 struct entry {
 	struct node n;
@@ -35,8 +36,11 @@ _Static_assert(sizeof(struct entry) + 2 + 8 + 15 <= NODES_BYTES_PER_NODE,
 
 struct nodes {
 	struct arctab *arcs;
+	dev_t root_dev;
 	pthread_mutex_t lock;
 	/* Protected by lock. */
+	dev_t *devs; /* file systems other than the root's, numbered from 1 (nodes_ino) */
+	size_t ndevs, capdevs;
 	uint64_t next_id;
 	size_t count;
 	struct entry *ids[NBUCKETS];
@@ -120,6 +124,7 @@ int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **
 		return -ENOMEM;
 	}
 	t->arcs = arcs;
+	t->root_dev = root->st.st_dev;
 	pthread_mutex_init(&t->lock, NULL);
 	e->n.id = FUSE_ROOT;
 	e->nlookup = 1; /* the root is never forgotten */
@@ -143,6 +148,7 @@ void nodes_free(struct nodes *t)
 		}
 	}
 	pthread_mutex_destroy(&t->lock);
+	free(t->devs);
 	free(t);
 }
 
@@ -244,6 +250,35 @@ void nodes_forget(struct nodes *t, uint64_t id, uint64_t nlookup)
 	pthread_mutex_unlock(&t->lock);
 	if (dead)
 		entry_free(t, e);
+}
+
+uint64_t nodes_ino(struct nodes *t, dev_t dev, ino_t ino)
+{
+	uint64_t shown = ino;
+	size_t i;
+
+	if (dev == t->root_dev || (uint64_t)ino >> DEV_SHIFT)
+		return ino;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->ndevs && t->devs[i] != dev; i++)
+		;
+	if (i == t->ndevs && i < (1u << (64 - DEV_SHIFT)) - 1) {
+		if (t->ndevs == t->capdevs) {
+			size_t cap = t->capdevs ? 2 * t->capdevs : 8;
+			dev_t *p = realloc(t->devs, cap * sizeof(*p));
+
+			if (p) {
+				t->devs = p;
+				t->capdevs = cap;
+			}
+		}
+		if (t->ndevs < t->capdevs)
+			t->devs[t->ndevs++] = dev;
+	}
+	if (i < t->ndevs)
+		shown = (uint64_t)(i + 1) << DEV_SHIFT | ino;
+	pthread_mutex_unlock(&t->lock);
+	return shown;
 }
 
 size_t nodes_count(struct nodes *t)

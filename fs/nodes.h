@@ -11,7 +11,9 @@
  * kernel gives the new version a new inode with its own page cache:
  * handles on the old version keep their pages, and new opens never see
  * them.  That is what lets files keep their page cache (keep_cache) without
- * a new open ever reading a page of an older version.
+ * a new open ever reading a page of an older version.  The node id is not
+ * the st_ino users see: that is the source's inode number, the same for
+ * every version of a file (ops.c, node_attr).
  *
  * Memory: one allocation per node of at most NODES_BYTES_PER_NODE plus the
  * lengths of its visible and source paths; the kernel decides how many
@@ -71,6 +73,17 @@ void nodes_put(struct nodes *t, struct node *n);
 
 /* The kernel dropped nlookup lookups of node id. */
 void nodes_forget(struct nodes *t, uint64_t id, uint64_t nlookup);
+
+/*
+ * The st_ino shown for the source object (dev, ino): ino itself on the
+ * source root's file system; on another one mounted below it, ino plus
+ * N << 48, N = 1, 2, ... numbering those file systems as they are first
+ * met (an ino of 2^48 or more, or a 65,536th file system, is shown as it
+ * is).  The mount has one st_dev, so without this the roots of two ext4
+ * file systems (both inode 2) would look like one directory, which find
+ * reports as a loop.  Stable for the life of t.
+ */
+uint64_t nodes_ino(struct nodes *t, dev_t dev, ino_t ino);
 
 /* Live nodes (for the stats). */
 size_t nodes_count(struct nodes *t);

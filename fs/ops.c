@@ -64,15 +64,14 @@ struct handle {
 	int fd;
 };
 
-/* A directory listing, taken at opendir so offsets stay stable. */
+/*
+ * An open directory: the tree's listing at opendir, so offsets stay stable.
+ * It is shared, not copied (tree_opendir): any reader can open a directory
+ * many times, and a copy per handle multiplied the listing's memory.
+ */
 struct listing {
 	struct ops_open link;
-	size_t n, cap;
-	struct {
-		char *name;
-		mode_t type;
-		ino_t ino;
-	} *ents;
+	struct tree_dir *dir;
 };
 
 /* Running out of descriptors fails requests with EMFILE; say so once per mount, not per request. */
@@ -105,7 +104,18 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = OPS_READ_AHEAD;
 }
 
-/* The attributes node shows: its version's, read-only, archives at their uncompressed size. */
+/*
+ * The attributes node shows: its version's, read-only, archives at their
+ * uncompressed size.  st_ino stays the source's, not the node id: the node
+ * id names one version (nodes.h), so that an old handle keeps its version's
+ * pages, while st_ino names the file, as long as it is the same source file
+ * (device and inode), across content changes.  tail -F compares st_ino to
+ * tell a rotated file from a grown one; with a number per version it took
+ * every append for a new file and printed it again from the start.  The
+ * kernel keys its inodes by node id and only shows st_ino, so two versions'
+ * inodes may share it.  Files on another file system under SRC are numbered
+ * apart (nodes_ino), since the mount has one st_dev.
+ */
 static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 {
 	struct stat now;
@@ -120,7 +130,7 @@ static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 		   now.st_ino == st->st_ino && now.st_dev == st->st_dev) {
 		*st = now; /* plain files and directories show their current state */
 	}
-	st->st_ino = n->id;
+	st->st_ino = nodes_ino(c->nodes, st->st_dev, st->st_ino);
 	tree_readonly(st);
 }
 
@@ -377,32 +387,8 @@ static void listing_free(struct ops_ctx *c, struct listing *l)
 		return;
 	if (l->link.next)
 		open_remove(c, &l->link);
-	for (size_t i = 0; i < l->n; i++)
-		free(l->ents[i].name);
-	free(l->ents);
+	tree_closedir(c->tree, l->dir);
 	free(l);
-}
-
-static int listing_add(void *vl, const char *name, const struct stat *st)
-{
-	struct listing *l = vl;
-
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		void *p = realloc(l->ents, cap * sizeof(*l->ents));
-
-		if (!p)
-			return 1;
-		l->ents = p;
-		l->cap = cap;
-	}
-	l->ents[l->n].name = strdup(name);
-	if (!l->ents[l->n].name)
-		return 1;
-	l->ents[l->n].type = st->st_mode & S_IFMT;
-	l->ents[l->n].ino = st->st_ino;
-	l->n++;
-	return 0;
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -410,7 +396,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct ops_ctx *c = ctx(req);
 	struct node *n = nodes_get(c->nodes, ino);
 	struct listing *l = calloc(1, sizeof(*l));
-	int ret = !n ? -ESTALE : !l ? -ENOMEM : tree_list(c->tree, n->path, listing_add, l);
+	int ret = !n ? -ESTALE : !l ? -ENOMEM : tree_opendir(c->tree, n->path, &l->dir);
 
 	nodes_put(c->nodes, n);
 	if (ret < 0) {
@@ -425,10 +411,29 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		listing_free(c, l);
 }
 
+/* The st_ino node_attr shows for directory node id, or for its parent. */
+static ino_t dir_ino(struct ops_ctx *c, fuse_ino_t id, bool parent)
+{
+	struct node *n = nodes_get(c->nodes, id);
+	ino_t shown = 1; /* the kernel forgot it: any nonzero number (glibc skips 0) */
+
+	if (n && parent) {
+		fuse_ino_t up = n->parent;
+
+		nodes_put(c->nodes, n);
+		n = nodes_get(c->nodes, up);
+	}
+	if (n)
+		shown = nodes_ino(c->nodes, n->tn.st.st_dev, n->tn.st.st_ino);
+	nodes_put(c->nodes, n);
+	return shown;
+}
+
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct listing *l = (struct listing *)(uintptr_t)fi->fh;
+	struct ops_ctx *c = ctx(req);
 	char *buf = malloc(size ? size : 1);
 	size_t used = 0;
 
@@ -437,7 +442,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	/* Offsets: 1 is ".", 2 is "..", 2 + i + 1 follows entry i. */
-	for (off_t i = off; i < (off_t)l->n + 2; i++) {
+	for (off_t i = off; i < (off_t)tree_dir_count(l->dir) + 2; i++) {
 		struct stat st = { 0 };
 		const char *name;
 		size_t len;
@@ -445,11 +450,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (i < 2) {
 			name = i == 0 ? "." : "..";
 			st.st_mode = S_IFDIR;
-			st.st_ino = ino;
+			st.st_ino = dir_ino(c, ino, i == 1);
 		} else {
-			name = l->ents[i - 2].name;
-			st.st_mode = l->ents[i - 2].type;
-			st.st_ino = l->ents[i - 2].ino;
+			name = tree_dir_entry(l->dir, (size_t)(i - 2), &st);
+			st.st_ino = nodes_ino(c->nodes, st.st_dev, st.st_ino);
 		}
 		len = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
 		if (len > size - used)

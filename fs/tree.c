@@ -8,8 +8,11 @@
  * directory's identity and with each probed candidate's version; a stale
  * one is rebuilt with no lock held and swapped in, reusing the verdicts of
  * the candidates that did not change.  Holders keep a reference, so a swap
- * or an eviction never frees a listing in use.  All kept listings are on an
- * LRU list whose charged bytes stay under the budget.
+ * or an eviction never frees a listing in use.  A listing never changes once
+ * built, so open directories share it (tree_opendir) rather than copy it.
+ * Kept listings that no open directory holds are on an LRU list, whose
+ * least recently used are dropped while the charged bytes are over the
+ * budget; those open directories hold stay in the table and charged.
  */
 #include "tree.h"
 
@@ -34,6 +37,7 @@
 
 #define NBUCKETS 1024
 #define MIN_TTL 0.1
+#define WARNED_SLOTS 256 /* file versions remembered as already said unreadable */
 
 struct dent {
 	char *vis;   /* visible name */
@@ -59,7 +63,8 @@ struct dmap {
 	size_t bytes; /* charged to the budget */
 	/* Protected by tree.lock. */
 	int refs;
-	bool hooked;   /* in the hash and on the LRU list (that holds one ref) */
+	int opens;     /* open directories (tree_opendir) holding it */
+	bool hooked;   /* in the hash (that holds one ref), and on the LRU list if opens is 0 */
 	bool checking; /* a thread is re-stating the probed candidates */
 	double checked; /* CLOCK_MONOTONIC seconds of the last check */
 	struct dmap *next;
@@ -82,6 +87,12 @@ struct tree {
 	struct dmap *newest, *oldest;
 	size_t nlist, bytes;
 	unsigned long long rebuilds;
+	/*
+	 * Candidates whose probe said "not readable as ..." in the log, by
+	 * version, so that a listing rebuilt after an eviction does not say it
+	 * again: one slot per hash of device and inode, a new one overwriting.
+	 */
+	struct stat warned[WARNED_SLOTS];
 };
 
 static double now_s(void)
@@ -300,6 +311,25 @@ struct probe_ctx {
 	const struct dmap *old; /* verdicts to reuse, or NULL */
 };
 
+/*
+ * Whether reader_probe already logged that version st is unreadable; with
+ * mark, records that it has (also for files that are no archive at all,
+ * which it never logs: harmless).
+ */
+static bool said_unreadable(struct tree *t, const struct stat *st, bool mark)
+{
+	struct stat *w = &t->warned[(size_t)((st->st_ino * 0x9E3779B97F4A7C15ull) ^ st->st_dev) %
+				     WARNED_SLOTS];
+	bool said;
+
+	pthread_mutex_lock(&t->lock);
+	said = srcid_same(w, st);
+	if (mark)
+		*w = *st;
+	pthread_mutex_unlock(&t->lock);
+	return said;
+}
+
 /* Probes the magic bytes (and, for xz, the Index) of regular file name in c's directory. */
 static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *lst,
 		      struct stat *st)
@@ -315,7 +345,9 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 		return false;
 	fd = open_file_at(c->dirfd, name, lst, st);
 	if (fd >= 0) {
-		fmt = reader_probe(fd, rel);
+		fmt = reader_probe(fd, said_unreadable(c->t, st, false) ? NULL : rel);
+		if (fmt == PROBE_NONE)
+			said_unreadable(c->t, st, true);
 		close(fd);
 	}
 	if (fmt != PROBE_XZ) {
@@ -498,8 +530,11 @@ out:
 	return ret;
 }
 
+/* Takes m off the LRU list, if on it: a listing that open directories pin is not. */
 static void lru_unlink(struct tree *t, struct dmap *m)
 {
+	if (!m->newer && t->newest != m)
+		return;
 	if (m->newer)
 		m->newer->older = m->older;
 	else
@@ -577,10 +612,36 @@ static bool probed_unchanged(struct tree *t, const struct dmap *m)
 	return ok;
 }
 
+/*
+ * Drops the least recently used listings, but not keep, while the budget is
+ * exceeded; returns those to free (linked by next, after drop), with the
+ * lock held.  Pinned listings are not on the LRU list, so they stay.
+ */
+static struct dmap *evict(struct tree *t, const struct dmap *keep, struct dmap *drop)
+{
+	while (t->bytes > t->budget && t->oldest && t->oldest != keep) {
+		struct dmap *cur = t->oldest;
+
+		if (unhook(t, cur))
+			cur->next = drop, drop = cur;
+	}
+	return drop;
+}
+
+static void free_chain(struct dmap *drop)
+{
+	struct dmap *next;
+
+	for (; drop; drop = next) {
+		next = drop->next;
+		dmap_free(drop);
+	}
+}
+
 /* Hooks fresh listing m (one reference, the caller's) in place of any other for its path. */
 static void hook(struct tree *t, struct dmap *m)
 {
-	struct dmap *drop = NULL, *cur, *next;
+	struct dmap *drop = NULL, *cur;
 
 	pthread_mutex_lock(&t->lock);
 	cur = lookup_locked(t, m->rel);
@@ -594,16 +655,9 @@ static void hook(struct tree *t, struct dmap *m)
 	lru_push(t, m);
 	t->nlist++;
 	t->bytes += m->bytes;
-	while (t->bytes > t->budget && t->oldest != m) {
-		cur = t->oldest;
-		if (unhook(t, cur))
-			cur->next = drop, drop = cur;
-	}
+	drop = evict(t, m, drop);
 	pthread_mutex_unlock(&t->lock);
-	for (; drop; drop = next) {
-		next = drop->next;
-		dmap_free(drop);
-	}
+	free_chain(drop);
 }
 
 /* Returns the current listing of source directory rel, referenced. */
@@ -627,8 +681,10 @@ static int dmap_get(struct tree *t, const char *rel, struct dmap **out)
 	if (m) {
 		m->refs++;
 		if (same_dir(&m->st, &st)) {
-			lru_unlink(t, m);
-			lru_push(t, m);
+			if (m->opens == 0) {
+				lru_unlink(t, m);
+				lru_push(t, m);
+			}
 			check = !m->checking && now - m->checked >= t->ttl;
 			m->checking |= check;
 		} else {
@@ -743,34 +799,100 @@ int tree_stat(struct tree *t, const struct tree_node *node, struct stat *st)
 	return 0;
 }
 
+/* The listing of visible directory path, referenced. */
+static int dir_listing(struct tree *t, const char *path, struct dmap **out)
+{
+	struct tree_node dir;
+	int ret = tree_resolve(t, path, &dir);
+
+	*out = NULL;
+	if (ret < 0)
+		return ret;
+	ret = S_ISDIR(dir.st.st_mode) ? dmap_get(t, dir.rel, out) : -ENOTDIR;
+	tree_node_clear(&dir);
+	return ret;
+}
+
 int tree_list(struct tree *t, const char *path, int (*fill)(void *ctx, const char *name,
 							      const struct stat *st),
 	      void *ctx)
 {
-	struct tree_node dir;
 	struct dmap *m;
-	int ret = tree_resolve(t, path, &dir);
+	int ret = dir_listing(t, path, &m);
 
-	if (ret < 0)
-		return ret;
-	if (!S_ISDIR(dir.st.st_mode)) {
-		tree_node_clear(&dir);
-		return -ENOTDIR;
-	}
-	ret = dmap_get(t, dir.rel, &m);
-	tree_node_clear(&dir);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < m->n; i++) {
-		struct stat st = { 0 };
+		struct stat st;
+		const char *name = tree_dir_entry((struct tree_dir *)m, i, &st);
 
-		/* Only the type matters here: sizes come from getattr, so a
-		 * listing never indexes a gzip file. */
-		st.st_mode = m->ents[i].kind == TREE_ARCHIVE ? S_IFREG : 0;
-		st.st_ino = m->ents[i].ino;
-		if (fill(ctx, m->ents[i].vis, &st))
+		if (fill(ctx, name, &st))
 			break;
 	}
 	dmap_put(t, m);
 	return 0;
+}
+
+/*
+ * An open directory is its listing: tree_opendir takes a reference and pins
+ * it (off the LRU list, still in the table and charged), so every handle on
+ * an unchanged directory shares one listing and 32 handles cost what one
+ * does.  A handle on a directory that changed keeps the older listing it
+ * opened, which is then no longer in the table nor charged.
+ */
+static struct dmap *dmap_of(const struct tree_dir *d)
+{
+	return (struct dmap *)d;
+}
+
+int tree_opendir(struct tree *t, const char *path, struct tree_dir **out)
+{
+	struct dmap *m;
+	int ret = dir_listing(t, path, &m);
+
+	*out = NULL;
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&t->lock);
+	if (m->opens++ == 0 && m->hooked)
+		lru_unlink(t, m);
+	pthread_mutex_unlock(&t->lock);
+	*out = (struct tree_dir *)m;
+	return 0;
+}
+
+size_t tree_dir_count(const struct tree_dir *d)
+{
+	return dmap_of(d)->n;
+}
+
+const char *tree_dir_entry(const struct tree_dir *d, size_t i, struct stat *st)
+{
+	const struct dent *e = &dmap_of(d)->ents[i];
+
+	/* Only the type matters: sizes come from getattr, so a listing never indexes a gzip file. */
+	memset(st, 0, sizeof(*st));
+	st->st_mode = e->kind == TREE_ARCHIVE ? S_IFREG : 0;
+	st->st_dev = dmap_of(d)->st.st_dev;
+	st->st_ino = e->ino;
+	return e->vis;
+}
+
+void tree_closedir(struct tree *t, struct tree_dir *d)
+{
+	struct dmap *m = dmap_of(d), *drop = NULL;
+	bool last;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (--m->opens == 0 && m->hooked) {
+		lru_push(t, m); /* unpinned: the most recently used */
+		drop = evict(t, m, NULL);
+	}
+	last = --m->refs == 0;
+	pthread_mutex_unlock(&t->lock);
+	free_chain(drop);
+	if (last)
+		dmap_free(m);
 }

@@ -114,6 +114,36 @@ int tree_stat(struct tree *t, const struct tree_node *node, struct stat *st);
 int tree_list(struct tree *t, const char *path,
 	      int (*fill)(void *ctx, const char *name, const struct stat *st), void *ctx);
 
+/*
+ * An open directory: a snapshot of its listing that never changes, shared
+ * by every open directory on the same version of it (32 handles on one
+ * directory hold one listing).  While open, it is kept in the table and
+ * charged to the budget but never dropped to make room; a directory that
+ * changes gets a new listing, and handles opened before keep the old one
+ * (then no longer charged) until they close.
+ */
+struct tree_dir;
+
+/*
+ * Opens the listing of directory path for reading.  Returns 0 and *out
+ * (close it with tree_closedir), or tree_list's errors (*out NULL).
+ */
+int tree_opendir(struct tree *t, const char *path, struct tree_dir **out);
+
+/* Entries in d ("." and ".." are not). */
+size_t tree_dir_count(const struct tree_dir *d);
+
+/*
+ * Entry i < tree_dir_count(d): returns its visible name (valid while d is
+ * open) and sets *st to what tree_list's fill gets: the type (S_IFREG for an
+ * archive, else 0: unknown), the source's inode number (its d_ino) and the
+ * device of its directory.
+ */
+const char *tree_dir_entry(const struct tree_dir *d, size_t i, struct stat *st);
+
+/* Ends tree_opendir.  Accepts NULL. */
+void tree_closedir(struct tree *t, struct tree_dir *d);
+
 struct tree_stats {
 	size_t listings;     /* listings kept */
 	size_t list_bytes;   /* bytes charged for them */

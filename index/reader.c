@@ -39,6 +39,7 @@
 #include "bcache.h"
 #include "cmap.h"
 #include "fmt.h"
+#include "idxfile.h"
 #include "pool.h"
 #include "reader_int.h"
 #include "srcid.h"
@@ -222,6 +223,18 @@ static void warn_wide_units(const struct reader *r)
 	     r->f == &fmt_xz ? ", or recompress with xz --block-size=16MiB" : "");
 }
 
+/* Records the hash check_unchanged compares with, if nothing changed the file while it was taken. */
+static void sample_take(struct reader *r)
+{
+	struct idxfile_id id;
+	struct stat after;
+
+	r->sampled = idxfile_identify(r->fd, &id) == 0 && fstat(r->fd, &after) == 0 &&
+		     srcid_same(&after, &r->st);
+	r->sample = r->sampled ? id.fingerprint : 0;
+	r->ctime_ok = r->st.st_ctim;
+}
+
 int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
 		   const struct reader_opts *opts, struct reader **out, struct zerr *why)
 {
@@ -259,6 +272,7 @@ int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
 		ret = zerr_set(&e, -errno, 0, "cannot stat: %s", strerror(errno));
 		goto fail;
 	}
+	sample_take(r);
 	ret = probe_fd(r->fd, &r->fmt);
 	if (ret < 0) {
 		zerr_set(&e, ret, 0, "cannot read: %s", strerror(-ret));
@@ -584,6 +598,41 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
 }
 
 /*
+ * Whether the file, whose ctime alone moved since open (st), still holds
+ * the bytes it had: its first and last 4 KiB hash as they did at open.  A
+ * rename, unlink, link or chmod moves only ctime (logrotate renames the file
+ * under a long grep), so a handle keeps reading.  An in-place rewrite that
+ * restored size and mtime is told apart only by content: it is caught here
+ * if it changed either end (a gzip member's trailer holds its CRC32, an xz
+ * file's Index and the Stream Footer are at its end), and otherwise, in the
+ * units it changed, by their own checks (xz Block Check, zstd checksum);
+ * what it changed inside a gzip span or an unchecked zstd frame, away from
+ * both ends, is not detected.  The hash is taken once per new ctime.
+ */
+static bool same_bytes(struct reader *r, const struct stat *st)
+{
+	struct idxfile_id id;
+	struct stat after;
+	bool ok;
+
+	if (!r->sampled || !srcid_same_but_ctime(st, &r->st))
+		return false;
+	pthread_mutex_lock(&r->lock);
+	ok = r->ctime_ok.tv_sec == st->st_ctim.tv_sec && r->ctime_ok.tv_nsec == st->st_ctim.tv_nsec;
+	pthread_mutex_unlock(&r->lock);
+	if (ok)
+		return true;
+	/* The stat after the hash: no write slipped in between. */
+	if (idxfile_identify(r->fd, &id) < 0 || id.fingerprint != r->sample ||
+	    fstat(r->fd, &after) < 0 || !srcid_same(&after, st))
+		return false;
+	pthread_mutex_lock(&r->lock);
+	r->ctime_ok = st->st_ctim;
+	pthread_mutex_unlock(&r->lock);
+	return true;
+}
+
+/*
  * The source must still be the file indexed at open: a file changed in
  * place would mix versions.  Checked on every miss; hits serve the old bytes.
  */
@@ -592,7 +641,7 @@ static int check_unchanged(struct reader *r)
 	struct stat st;
 	bool first;
 
-	if (fstat(r->fd, &st) == 0 && srcid_same(&st, &r->st))
+	if (fstat(r->fd, &st) == 0 && (srcid_same(&st, &r->st) || same_bytes(r, &st)))
 		return 0;
 	pthread_mutex_lock(&r->lock);
 	first = !r->changed;

@@ -32,6 +32,8 @@ struct reader {
 	char *name;
 	uint64_t id; /* cache key: unique per reader, so versions never mix */
 	struct stat st;
+	bool sampled;        /* sample hashes the version in st */
+	uint64_t sample;     /* idxfile_identify's fingerprint: its first and last 4 KiB */
 	enum probe_fmt fmt;
 	const struct fmt *f; /* the backend */
 	void *idx;           /* the backend's index */
@@ -79,6 +81,7 @@ struct reader {
 	uint64_t moves;       /* counts those events */
 	unsigned waiters;     /* threads waiting on moved */
 	bool changed;         /* the source changed in place: all misses fail */
+	struct timespec ctime_ok; /* a later ctime found to hash to sample (check_unchanged) */
 	bool tainted;         /* opts.tainted was called */
 	unsigned failed;      /* map entries marked bad */
 	struct zerr first_err; /* why the first of them failed (reader_last_error) */

@@ -212,6 +212,51 @@ START_TEST(listings_stay_in_their_budget)
 }
 END_TEST
 
+/*
+ * Open directories share the listing (one copy however many are open), a
+ * pinned listing is not dropped for others, and a handle on a directory
+ * that changed keeps the names it opened with.
+ */
+START_TEST(open_directories_share_one_listing)
+{
+	struct tree_dir *a, *b, *c;
+	struct tree_stats s;
+	struct stat st;
+	struct tree *t;
+	int n = 0;
+
+	ck_assert_int_eq(testutil_sh(dir, "mkdir d e && touch d/f1 d/f2 e/g"), 0);
+	ck_assert_int_eq(tree_new(dir, NULL, &t), 0);
+	tree_set_limits(t, 1, 1); /* every listing is over budget: only the newest is kept */
+	ck_assert_int_eq(tree_opendir(t, "/d", &a), 0);
+	ck_assert_int_eq(tree_opendir(t, "/d", &b), 0);
+	ck_assert_ptr_eq(a, b);
+	ck_assert_uint_eq(tree_dir_count(a), 2);
+	ck_assert_str_eq(tree_dir_entry(a, 0, &st), "f1");
+	ck_assert_int_eq(tree_opendir(t, "/d/f1", &c), -ENOTDIR);
+	ck_assert_ptr_null(c);
+	/* Listing e would drop d's listing, were it not open. */
+	ck_assert_int_eq(tree_list(t, "/e", count, &n), 0);
+	ck_assert_int_eq(tree_opendir(t, "/d", &c), 0);
+	ck_assert_ptr_eq(c, a);
+	tree_closedir(t, c);
+	/* d changes: a new open sees it, the open ones keep their names. */
+	ck_assert_int_eq(testutil_sh(dir, "rm d/f1 && touch d/f3 d/f4"), 0);
+	ck_assert_int_eq(tree_opendir(t, "/d", &c), 0);
+	ck_assert_ptr_ne(c, a);
+	ck_assert_uint_eq(tree_dir_count(c), 3);
+	ck_assert_uint_eq(tree_dir_count(a), 2);
+	ck_assert_str_eq(tree_dir_entry(b, 0, &st), "f1");
+	tree_closedir(t, a);
+	tree_closedir(t, b);
+	tree_closedir(t, c);
+	tree_closedir(t, NULL);
+	tree_get_stats(t, &s);
+	ck_assert_uint_eq(s.listings, 1);
+	tree_free(t);
+}
+END_TEST
+
 static Suite *tree_suite(void)
 {
 	Suite *s = suite_create("tree");
@@ -224,6 +269,7 @@ static Suite *tree_suite(void)
 	tcase_add_test(tc, resolve_gives_heap_paths);
 	tcase_add_test(tc, listing_rechecks_a_candidate_changed_in_place);
 	tcase_add_test(tc, listings_stay_in_their_budget);
+	tcase_add_test(tc, open_directories_share_one_listing);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_changes.py -- zmount mount tests: saved indexes, source changes, a large tree.
 
-usage: test_changes.py --zmount PATH [--seed N] [--keep] [--only 1,2,3]
+usage: test_changes.py --zmount PATH [--seed N] [--keep] [--only 1,2,3,4,5]
 
 What it does (every check compares the bytes read through the mount with the
 bytes they must be):
@@ -27,8 +27,9 @@ bytes they must be):
      it: the change must show (st_size, listing, ENOENT) within 5 s -- the
      latency of each is printed; with the default timeout this is check (g);
      a fresh open must read the new bytes; each old handle, read whole, must
-     give the old bytes exactly or EIO (for (c) the whole new version is
-     accepted with a NOTE); the new handle must still read the new bytes
+     give the old bytes exactly: after (a), (d) and (e), whose old inode
+     keeps its bytes, with no EIO; after (b) and (c) EIO is allowed too
+     (for (c) the whole new version is accepted with a NOTE); the new handle must still read the new bytes
      after that, and so must one more fresh open.  With the default timeout,
      an open made right after the change (before the timeout) may read
      either version whole, or get EIO, but never a mix.  Failures name, page
@@ -39,6 +40,23 @@ bytes they must be):
      time from starting the daemon to a ready mount point (must be < 5 s),
      the time of a full os.walk (printed), the exact listing, and 200 random
      files read back.
+  4. tail -F and inode numbers (issue 20 item 1), timeout=0.2: a plain
+     live.log gets TAIL_APPENDS lines, one every TAIL_GAP_S (longer than
+     the 5 unchanged polls after which tail -F stats the name again), while
+     `tail -F -s 0.2 -n 0` follows it: tail must print exactly the appended
+     lines and never say the file was replaced.  st_ino through the mount
+     is the source's, for live.log across the appends and for an archive
+     rewritten in place (its size changes, its inode does not).  A tmpfs
+     mounted in SRC with another tmpfs inside it (both roots are inode 1):
+     their numbers differ through the mount and `find` sees no loop.
+  5. Old handles when only ctime moves (issue 18 item 11), cache_size=1M,
+     span=64K: a .gz and a multi-Block .xz of 3 MiB each, per change, get a
+     handle that reads their first 64 KiB; then the archive is replaced by
+     rename(2), deleted, hard-linked, or chmod'ed, and the handle reads the
+     whole file, nearly all of it cold (never decoded before): it must give
+     the old bytes exactly, no EIO.  An in-place rewrite with another
+     archive of the same size, mtime restored (touch -r), must give EIO on
+     its cold ranges, after a correct prefix: never the new bytes.
 
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 The last line of output is always `N passed, M failed`.
@@ -243,11 +261,12 @@ def describe(got, err, want, other=None, other_name='the other version', want_na
     return '; '.join(parts)
 
 
-def judge_old(got, err, old):
-    """An old handle must give OLD exactly, or a correct prefix of OLD ended by EIO."""
+def judge_old(got, err, old, strict=False):
+    """An old handle must give OLD exactly, or (unless STRICT: the file's bytes did
+    not change, only its name or its ctime) a correct prefix of OLD ended by EIO."""
     if err is None and got == old:
         return True, 'old bytes'
-    if err is not None and err.errno == errno.EIO and old[:len(got)] == got:
+    if not strict and err is not None and err.errno == errno.EIO and old[:len(got)] == got:
         return True, f'EIO after {len(got)} correct bytes'
     return False, None
 
@@ -324,6 +343,186 @@ def with_mount(res, label, zm, src, mnt, opts, log, body, watchdog=WATCHDOG_S):
         raise exc
     m.__exit__(None, None, None)
     return m
+
+
+# --------------------------------------------------------------------------
+# 4. tail -F across appends: inode numbers stay the source's
+# --------------------------------------------------------------------------
+TAIL_APPENDS = 4
+TAIL_GAP_S = 1.5    # > 5 polls of 0.2 s: tail -F re-stats the name between appends
+TAIL_QUIET_S = 2.0  # after the last line: room for a re-print, were there one
+
+
+def wait_open_by(pid, path, deadline=10.0):
+    """True once process PID holds PATH open (its /proc fd links)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < deadline:
+        try:
+            for fd in os.listdir(f'/proc/{pid}/fd'):
+                try:
+                    if os.readlink(f'/proc/{pid}/fd/{fd}') == path:
+                        return True
+                except OSError:
+                    pass
+        except OSError:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def section_tail(res, zm, tmp):
+    src, mnt = os.path.join(tmp, 's4-src'), os.path.join(tmp, 'mnt')
+    os.makedirs(src)
+    live, arc = os.path.join(src, 'live.log'), os.path.join(src, 'arc.log.gz')
+    with open(live, 'wb') as f:
+        f.write(b''.join(b'old line %d\n' % i for i in range(1000)))
+    write_file(arc, gz(content(4, 100 * KiB)))
+    lines = [b'appended line %d\n' % i for i in range(TAIL_APPENDS)]
+    outer, inner = os.path.join(src, 'fs1'), os.path.join(src, 'fs1', 'fs2')
+    mounted = []
+    if os.geteuid() != 0:
+        res.fail('4: runs as root (it mounts two tmpfs in SRC)', f'euid {os.geteuid()}')
+    else:
+        for d in (outer, inner):
+            os.makedirs(d)
+            if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', d]).returncode == 0:
+                mounted.append(d)
+        res.check('4: two nested tmpfs mounted in SRC', len(mounted) == 2, f'{mounted}')
+
+    def body(m):
+        mlive = os.path.join(mnt, 'live.log')
+        inos = [os.stat(mlive).st_ino]
+        p = subprocess.Popen(['tail', '-F', '-s', '0.2', '-n', '0', mlive],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            res.check('4: tail -F has the file open', wait_open_by(p.pid, mlive),
+                      'tail never opened it')
+            for ln in lines:
+                time.sleep(TAIL_GAP_S)
+                with open(live, 'ab') as f:
+                    f.write(ln)
+                poll(lambda: os.stat(mlive).st_size == os.stat(live).st_size)
+                inos.append(os.stat(mlive).st_ino)
+            time.sleep(TAIL_QUIET_S)
+        finally:
+            p.terminate()
+            out, err = p.communicate(timeout=10)
+        want = b''.join(lines)
+        res.check(f'4: tail -F printed exactly the {TAIL_APPENDS} appended lines',
+                  out == want, f'{len(out.splitlines())} lines printed, e.g. {out[:120]!r}; '
+                  f'stderr {err[-300:]!r}')
+        res.check('4: tail -F never saw the file replaced', b'replaced' not in err,
+                  err.decode(errors='replace')[-300:])
+        sino = os.stat(live).st_ino
+        res.check('4: st_ino of live.log is the source\'s, unchanged across the appends',
+                  set(inos) == {sino}, f'st_ino seen {inos}, source {sino}')
+        marc = os.path.join(mnt, 'arc.log')
+        before = os.stat(marc).st_ino
+        with open(arc, 'r+b') as f:  # same inode, new contents
+            f.write(gz(content(5, 150 * KiB)))
+        ok, _ = poll(lambda: os.stat(marc).st_size == 150 * KiB)
+        res.check('4: an archive rewritten in place shows its new size and keeps st_ino, the '
+                  'source\'s', ok and os.stat(marc).st_ino == before == os.stat(arc).st_ino,
+                  f'st_ino {before} -> {os.stat(marc).st_ino}, source {os.stat(arc).st_ino}')
+        if len(mounted) == 2:
+            inos = [os.stat(os.path.join(mnt, os.path.relpath(d, src))).st_ino for d in mounted]
+            p = subprocess.run(['find', mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            res.check('4: two file systems\' root directories (both inode 1 in SRC) have two '
+                      'numbers through the mount, and find sees no loop',
+                      inos[0] != inos[1] and p.returncode == 0 and not p.stderr,
+                      f'st_ino {inos}; find rc {p.returncode} {p.stderr[-200:]!r}')
+
+    try:
+        with_mount(res, '4 tail -F', zm, src, mnt, 'timeout=0.2', os.path.join(tmp, 's4.log'),
+                   body)
+    finally:
+        for d in reversed(mounted):
+            subprocess.run(['umount', '-l', d])
+
+
+# --------------------------------------------------------------------------
+# 5. old handles when only ctime moves
+# --------------------------------------------------------------------------
+CTIME_SIZE = 3 * MiB
+CTIME_KINDS = ('rename-over', 'delete', 'link', 'chmod', 'rewrite')
+
+
+def same_size_pair(fmt, a, b):
+    """Archives of A and B of one size: gzip padded with zeros (accepted as
+    gzip -d accepts them); xz of random bytes, which LZMA2 stores uncompressed,
+    so two inputs of one length make archives of one length."""
+    pa, pb = pack(fmt, a), pack(fmt, b)
+    if fmt == 'gz':
+        n = max(len(pa), len(pb))
+        pa, pb = pa + bytes(n - len(pa)), pb + bytes(n - len(pb))
+    assert len(pa) == len(pb), (fmt, len(pa), len(pb))
+    return pa, pb
+
+
+def section_ctime(res, zm, tmp, seed):
+    src, mnt = os.path.join(tmp, 's5-src'), os.path.join(tmp, 'mnt')
+    stage = os.path.join(tmp, 's5-stage')
+    os.makedirs(stage)
+    files = {}
+    for fi, fmt in enumerate(('gz', 'xz')):
+        for ki, kind in enumerate(CTIME_KINDS):
+            s1, s2 = seed + 5000 + 10 * fi + ki, seed + 6000 + 10 * fi + ki
+            if fmt == 'gz':
+                old, new = content(s1, CTIME_SIZE), content(s2, CTIME_SIZE)
+            else:
+                old, new = (random.Random(x).randbytes(CTIME_SIZE) for x in (s1, s2))
+            oblob, nblob = same_size_pair(fmt, old, new)
+            name = f'{fmt}/{kind}.log.{fmt}'
+            write_file(os.path.join(src, name), oblob)
+            files[name] = (fmt, kind, old, new, nblob)
+    opts = f'cache_size=1M,span=64K,timeout=0.2,index_dir={os.path.join(tmp, "s5-idx")}'
+
+    def change(kind, path, nblob):
+        if kind == 'rename-over':
+            write_file(os.path.join(stage, 'x'), nblob)
+            os.rename(os.path.join(stage, 'x'), path)
+        elif kind == 'delete':
+            os.unlink(path)
+        elif kind == 'link':
+            os.link(path, os.path.join(stage, os.path.basename(path)))
+        elif kind == 'chmod':
+            os.chmod(path, 0o600)
+        else:  # rewrite in place, size and mtime as they were
+            st = os.stat(path)
+            with open(path, 'r+b') as f:
+                f.write(nblob)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+            after = os.stat(path)
+            assert (after.st_size, after.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+    def body(m):
+        fds = {}
+        try:
+            for name, (fmt, kind, old, new, nblob) in files.items():
+                fd = os.open(os.path.join(mnt, name[:-len(fmt) - 1]), os.O_RDONLY)
+                fds[name] = fd
+                got = os.pread(fd, 64 * KiB, 0)
+                res.check(f'5 {name}: the handle reads its first 64 KiB', got == old[:64 * KiB],
+                          describe(got, None, old[:64 * KiB]))
+            for name, (fmt, kind, old, new, nblob) in files.items():
+                change(kind, os.path.join(src, name), nblob)
+            for name, (fmt, kind, old, new, nblob) in files.items():
+                got, err = read_fd(fds[name])
+                if kind != 'rewrite':
+                    res.check(f'5 {name}: after {kind}, the handle opened before reads the old '
+                              f'bytes exactly, no EIO', err is None and got == old,
+                              describe(got, err, old, new, 'the NEW version', 'OLD'))
+                    continue
+                res.check(f'5 {name}: after an in-place rewrite that restored size and mtime, '
+                          f'the handle gets EIO after a correct prefix, never the new bytes',
+                          err is not None and err.errno == errno.EIO and got == old[:len(got)],
+                          describe(got, err, old, new, 'the NEW version', 'OLD'),
+                          info=f'EIO after {len(got)} bytes' if err is not None else '')
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+
+    with_mount(res, '5 ctime', zm, src, mnt, opts, os.path.join(tmp, 's5.log'), body)
 
 
 # --------------------------------------------------------------------------
@@ -541,19 +740,20 @@ def check_new_handle(res, tag, path, want, old):
     return fd
 
 
-def check_old_handles(res, tag, c, new=None, allow_new=False):
-    """Reads the whole file through the handles opened before the change."""
+def check_old_handles(res, tag, c, new=None, allow_new=False, strict=False):
+    """Reads the whole file through the handles opened before the change.  STRICT:
+    the old inode's bytes did not change (a rename or a delete), so no EIO."""
     for fd, how in ((c.h0, 'buffered'), (c.h0d, 'O_DIRECT')):
         if fd is None:
             continue
         got, err = read_fd(fd)
-        ok, why = judge_old(got, err, c.old)
+        ok, why = judge_old(got, err, c.old, strict)
         if not ok and allow_new and err is None and new is not None and got == new:
             ok, why = True, 'the whole new version'
             res.note(f'{tag}: the {how} handle opened before the change read the whole NEW '
                      f'version ({len(new)} bytes), not the old one')
         res.check(f'{tag}: the {how} handle opened before the change reads the old bytes '
-                  f'exactly or gets EIO', ok,
+                  f'exactly' + ('' if strict else ' or gets EIO'), ok,
                   describe(got, err, c.old, new, 'the NEW version', 'OLD'), info=why or '')
 
 
@@ -657,12 +857,12 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     def size_is(path, n):
         return os.stat(path).st_size == n
 
-    def after_change(c, tag, new, allow_new=False):
+    def after_change(c, tag, new, allow_new=False, strict=False):
         """What every change that leaves a new version must show."""
         early(res, tag, P(c), c.old, new, zero)
         shows(tag, 'st_size shows the new size', lambda: size_is(P(c), len(new)))
         fd = check_new_handle(res, tag, P(c), new, c.old)
-        check_old_handles(res, tag, c, new, allow_new=allow_new)
+        check_old_handles(res, tag, c, new, allow_new=allow_new, strict=strict)
         reread(res, tag, fd, new, c.old)
         fresh(res, tag, P(c), new, c.old)
         if fd is not None:
@@ -700,7 +900,7 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     tag = f'{pre}a {fmt} replaced by rename ({len(c.old)} -> {len(c.new)} bytes)'
     write_file(os.path.join(stage, c.name), c.nblob)
     os.rename(os.path.join(stage, c.name), S(c))
-    after_change(c, tag, c.new)
+    after_change(c, tag, c.new, strict=True)
 
     # (b) truncated in place and rewritten shorter
     c = cs['truncate']
@@ -728,7 +928,7 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     os.unlink(S(c))
     shows(tag, 'the name leaves the listing', lambda: c.vis not in listdir(mdir))
     shows(tag, 'stat gives ENOENT', lambda: stat_errno(P(c)) == errno.ENOENT)
-    check_old_handles(res, tag, c)
+    check_old_handles(res, tag, c, strict=True)
 
     # (e) renamed
     c = cs['rename']
@@ -747,7 +947,7 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     got, err = read_path(moved)
     res.check(f'{tag}: moved.log reads back exactly', err is None and got == c.old,
               describe(got, err, c.old))
-    check_old_handles(res, tag, c)
+    check_old_handles(res, tag, c, strict=True)
 
     # (f) a new archive, and a new directory with an archive in it
     c, ci = cs['new'], cs['inner']
@@ -935,7 +1135,7 @@ def main():
     ap.add_argument('--zmount', required=True, help='path to the zmount binary')
     ap.add_argument('--seed', type=int, default=20240607)
     ap.add_argument('--keep', action='store_true', help='keep the temp dir')
-    ap.add_argument('--only', default='1,2,3', help='sections to run, e.g. 2 or 1,3')
+    ap.add_argument('--only', default='1,2,3,4,5', help='sections to run, e.g. 2 or 1,3')
     a = ap.parse_args()
     only = set(a.only.split(','))
 
@@ -967,6 +1167,8 @@ def main():
         ('2', 'source changes (a)-(f), timeout=0', lambda: changes(True)),
         ('2', 'source changes (a)-(g), default timeout', lambda: changes(False)),
         ('3', 'large tree', lambda: section_large_tree(res, zm, tmp, a.seed)),
+        ('4', 'tail -F and inode numbers', lambda: section_tail(res, zm, tmp)),
+        ('5', 'old handles when only ctime moves', lambda: section_ctime(res, zm, tmp, a.seed)),
     ]
     try:
         for key, name, fn in sections:

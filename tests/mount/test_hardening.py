@@ -25,8 +25,22 @@ Each section is a defect of issue 10 or 13 that this test saw happen on
      the file must read right through the mount and be indexed in the
      background, and unmount must end the daemon, exit 0, within 5 s.
   5. The indexer's summary (issue 13 section 2): 3 good .gz, 1 truncated
-     .gz and 1 .gz that is not gzip: the log must say "3 indexed, 1
-     corrupt, 1 not gzip", and never "indexed all".
+     .gz and 1 .gz that is not gzip: the log must say "3 built, 0 loaded,
+     1 corrupt, 1 not gzip", and never "indexed all".
+  6. Log noise (issue 18 item 13c), each counted in log lines: an index_dir
+     that is a regular file is said once, not once per archive (5 .gz); a
+     .gz whose header cannot be read is said "not readable as gzip" once,
+     though its directory's listing is dropped (a directory of NOISE_FILES
+     names is listed after it, over the 4 MiB listing budget) and rebuilt
+     three times; a second mount with the same index_dir says its 3 indexes
+     were "0 built, 3 loaded", the first "3 built, 0 loaded".
+  7. Long paths (issue 18 item 13b), pinned as documented: a chain of
+     directories with 200-byte names.  Walked through the mount one name at
+     a time (openat on the parent's fd, as find does), every entry whose
+     path from the mount root is at most 4,095 bytes (PATH_MAX - 1) is
+     reached, a plain file and an archive among them; the first directory
+     past that gives ENAMETOOLONG ("File name too long"), while find on
+     SRC reaches the bottom; the daemon stays up.
   Within 2 and 3, read-ahead (bdi.c): the backing device of our own mount
   (st_dev of MNT) must have read_ahead_kb 1024, also when MNT == SRC (as
   root only).  The choice of the mountinfo line is tested in check_bdi.
@@ -35,6 +49,7 @@ Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 The last line of output is always `N passed, M failed`.
 """
 import argparse
+import errno
 import gzip
 import os
 import random
@@ -399,7 +414,7 @@ def section_deep(res, zm, tmp):
                   f'exit status {m.proc.poll()}; log tail:\n{m.log_tail()}')
         if m.alive():
             res.check('deep tree: the background indexer reached the bottom and indexed x.gz',
-                      '1 indexed, 0 corrupt, 0 not gzip' in m.log_text(), m.log_tail())
+                      '1 built, 0 loaded, 0 corrupt, 0 not gzip' in m.log_text(), m.log_tail())
             got = read_chain(mnt, DEPTH, 'x')
             res.check('deep tree: x.gz at the bottom reads right through the mount', got == data,
                       f'got {got!r:.100}')
@@ -428,9 +443,145 @@ def section_summary(res, zm, tmp):
             time.sleep(0.1)
         lines = [ln for ln in m.log_lines() if 'background indexing' in ln or 'indexed all' in ln]
     res.check('summary: one summary line', len(lines) == 1, f'{lines}\n{m.log_tail()}')
-    res.check('summary: it says "3 indexed, 1 corrupt, 1 not gzip"',
-              len(lines) == 1 and '3 indexed, 1 corrupt, 1 not gzip' in lines[0]
+    res.check('summary: it says "3 built, 0 loaded, 1 corrupt, 1 not gzip"',
+              len(lines) == 1 and '3 built, 0 loaded, 1 corrupt, 1 not gzip' in lines[0]
               and 'indexed all' not in lines[0], f'{lines}')
+
+
+# --------------------------------------------------------------------------
+# 6. log noise: each thing said once
+# --------------------------------------------------------------------------
+NOISE_FILES = 70000  # names of 30 bytes: a listing of about 6.5 MiB, over the 4 MiB budget
+BAD_GZ = b'\x1f\x8b\x08\xe0' + bytes(6) + b'reserved header flags set' * 40
+
+
+def summary_of(m, deadline=30):
+    """Waits for the indexer's summary line and returns it ('' if none came)."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and m.alive():
+        lines = [ln for ln in m.log_lines() if 'background indexing done' in ln]
+        if lines:
+            return lines[0]
+        time.sleep(0.1)
+    return ''
+
+
+def section_noise(res, zm, tmp):
+    src = fresh_dir(os.path.join(tmp, 'src6'))
+    mnt = os.path.join(tmp, 'mnt')
+    for i in range(5):
+        write(os.path.join(src, 'gz', f'f{i}.gz'), gzip.compress(text(70 + i, 50 * KiB), mtime=0))
+    notdir = os.path.join(tmp, 'index-is-a-file')
+    write(notdir, b'not a directory\n')
+    m = zmtest.Mount(zm, src, mnt, opts=f'index_dir={notdir}',
+                     log_path=os.path.join(tmp, 'noise1.log'), results=res, watchdog=60,
+                     label='noise index_dir')
+    with m:
+        summary_of(m)
+        lines = [ln for ln in m.log_lines() if notdir in ln or 'saved index' in ln]
+    res.check('noise: an index_dir that is a regular file is said in one log line, not one per '
+              'archive', len(lines) == 1, f'{len(lines)} lines: {lines[:3]}')
+
+    src = fresh_dir(os.path.join(tmp, 'src6b'))
+    write(os.path.join(src, 'sub', 'bad.gz'), BAD_GZ)
+    os.makedirs(os.path.join(src, 'big'))
+    for i in range(NOISE_FILES):
+        os.close(os.open(os.path.join(src, 'big', f'entry-{i:06d}-of-a-big-dir.log'),
+                         os.O_WRONLY | os.O_CREAT, 0o644))
+    m = zmtest.Mount(zm, src, mnt, opts='index_dir=none', log_path=os.path.join(tmp, 'noise2.log'),
+                     results=res, watchdog=120, label='noise probe')
+    with m:
+        seen = []
+        for _ in range(3):
+            seen.append('bad.gz' in os.listdir(os.path.join(mnt, 'sub')))
+            n = len(os.listdir(os.path.join(mnt, 'big')))
+        st = zmtest.stats(mnt)
+        lines = [ln for ln in m.log_lines() if 'not readable as gzip' in ln]
+    res.check(f'noise: bad.gz is listed raw, and the big directory lists {NOISE_FILES} names',
+              all(seen) and n == NOISE_FILES, f'{seen} {n}')
+    res.check('noise: the big listing is over the budget (the small one is dropped each time)',
+              st.get('listing_bytes', 0) > st.get('listing_budget', 1), repr(st))
+    res.check('noise: "not readable as gzip" is said once for one version of bad.gz, though its '
+              'listing was rebuilt three times', len(lines) == 1, f'{len(lines)} lines: {lines}')
+
+    idx = os.path.join(tmp, 'idx6')
+    src = os.path.join(tmp, 'src6c')
+    for i in range(3):
+        write(os.path.join(src, f'g{i}.gz'), gzip.compress(text(80 + i, 50 * KiB), mtime=0))
+    got = []
+    for k in range(2):
+        m = zmtest.Mount(zm, src, mnt, opts=f'index_dir={idx}',
+                         log_path=os.path.join(tmp, f'noise3-{k}.log'), results=res, watchdog=60,
+                         label=f'noise summary {k + 1}')
+        with m:
+            got.append(summary_of(m))
+    res.check('noise: the first mount says its 3 indexes were built, the second that they were '
+              'loaded', '3 built, 0 loaded,' in got[0] and '0 built, 3 loaded,' in got[1],
+              f'{got}')
+
+
+# --------------------------------------------------------------------------
+# 7. long paths: ENAMETOOLONG past 4,095 bytes from the mount root
+# --------------------------------------------------------------------------
+LONG_NAME = 200
+LONG_DEPTH = 24  # 24 x 201 bytes: the chain's end is 4,824 bytes from the root
+
+
+def section_long_paths(res, zm, tmp):
+    src = fresh_dir(os.path.join(tmp, 'src7'))
+    mnt = os.path.join(tmp, 'mnt')
+    names = [f'{k:02d}' + 'd' * (LONG_NAME - 2) for k in range(LONG_DEPTH)]
+    fits = (4095 - len('/x.log')) // (LONG_NAME + 1)  # deepest level whose files fit
+    data = text(90, 20 * KiB)
+    fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # below PATH_MAX only relative to a directory fd
+        for k, n in enumerate(names):
+            os.mkdir(n, dir_fd=fd)
+            nfd = os.open(n, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+            if k + 1 in (fits, LONG_DEPTH):
+                for name, blob in (('plain.txt', data), ('x.log.gz', gzip.compress(data, mtime=0))):
+                    wfd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+                    os.write(wfd, blob)
+                    os.close(wfd)
+    finally:
+        os.close(fd)
+    p = subprocess.run(['find', src], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deepest = max(len(ln) - len(src) for ln in p.stdout.split(b'\n'))
+    m = zmtest.Mount(zm, src, mnt, opts='index_dir=none', log_path=os.path.join(tmp, 'long.log'),
+                     results=res, watchdog=120, label='long paths')
+    with m:
+        fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+        reached, err, read_ok = 0, None, []
+        try:
+            for k, n in enumerate(names):
+                try:
+                    nfd = os.open(n, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                except OSError as e:
+                    err = e.errno
+                    break
+                os.close(fd)
+                fd = nfd
+                reached = k + 1
+                if reached == fits:
+                    for name in ('plain.txt', 'x.log'):
+                        rfd = os.open(name, os.O_RDONLY, dir_fd=fd)
+                        read_ok.append(os.read(rfd, len(data) + 1) == data)
+                        os.close(rfd)
+        finally:
+            os.close(fd)
+        alive = m.alive()
+    res.check(f'long paths: find on SRC reaches the bottom ({deepest} bytes)',
+              p.returncode == 0 and deepest > 4095, f'rc {p.returncode}, {deepest} bytes')
+    res.check(f'long paths: through the mount, levels 1 to {fits} (paths up to '
+              f'{fits * (LONG_NAME + 1) + len("/x.log")} bytes) are reached and their plain file '
+              f'and archive read right', reached >= fits and read_ok == [True, True],
+              f'reached {reached}, reads {read_ok}')
+    res.check(f'long paths: level {fits + 1} and below ({(fits + 1) * (LONG_NAME + 1)} bytes '
+              f'from the root) give ENAMETOOLONG', reached == fits and err == errno.ENAMETOOLONG,
+              f'reached {reached}, errno {err and zmtest.errno_name(err)}')
+    res.check('long paths: the daemon is still up', alive, m.log_tail())
 
 
 # --------------------------------------------------------------------------
@@ -440,6 +591,8 @@ sections_list = [
     ('3', 'the same SRC on the same MNT twice', section_double),
     ('4', f'a chain of {DEPTH} directories', section_deep),
     ('5', "the background indexer's summary", section_summary),
+    ('6', 'log noise', section_noise),
+    ('7', 'paths over 4,095 bytes', section_long_paths),
 ]
 
 

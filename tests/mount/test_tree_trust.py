@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_tree_trust.py -- zmount mount tests: the tree, nodes and opens keep their promises.
 
-usage: test_tree_trust.py --zmount PATH [--only fifo,memory,stale,plain,xattr,tainted]
+usage: test_tree_trust.py --zmount PATH
+                          [--only fifo,memory,dirs,stale,plain,xattr,tainted]
                           [--files N] [--keep]
 
 Sections (issue 10 items 5, 8, 10, 11, 13; issue 11 plain files; issue 13 section 4):
@@ -17,6 +18,11 @@ Sections (issue 10 items 5, 8, 10, 11, 13; issue 11 plain files; issue 13 sectio
            fs/nodes.h + its visible and source path) + the listing budget (from
            the stats) + 1 MiB + 64 KiB per thread (libfuse's buffers) + SLACK_MIB;
            and listings must have been evicted to stay in the budget.
+  dirs     One directory of 200,000 files, cache_size=4M (issue 18 item 8): one
+           handle opened on it (os.open O_DIRECTORY: the kernel sends opendir),
+           then 31 more.  Open handles share the listing, so the 31 must not
+           raise VmHWM by more than DIRS_SLACK_MIB (a copy per handle took
+           11 MiB each: 365 MiB for 32); one handle still lists every name.
   stale    timeout=1: an empty x.gz is listed (raw), then valid gzip is written
            into it in place (the directory does not change): within 4 s `x`
            shows and reads right.  Then junk is written over it in place: within
@@ -64,6 +70,9 @@ MiB = 1024 * KiB
 WATCHDOG_S = 300
 WORKER_BUF = MiB + 64 * KiB  # memory: libfuse's receive buffer per worker thread
 SLACK_MIB = 8           # memory: malloc arenas' headroom and the loop's own allocations
+DIRS_FILES = 200000     # dirs: entries in the one directory
+DIRS_HANDLES = 32       # dirs: directory handles open at once
+DIRS_SLACK_MIB = 4      # dirs: what 31 more handles may add (one copy of the listing: ~11 MiB)
 OPEN_DEADLINE_S = 10.0  # fifo: every open must be answered within this
 SHOW_DEADLINE_S = 4.0   # stale: timeout (1 s) for the kernel + 1 s re-check + margin
 XATTRS = ('user.zmount.stats', 'user.zmount.info')
@@ -330,6 +339,46 @@ def section_memory(res, zm, tmp, nfiles):
 
     mounted(res, 'memory', zm, src, mnt, 'cache_size=4M', os.path.join(tmp, 'memory.log'),
             body, watchdog=900)
+    shutil.rmtree(src, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+def section_dirs(res, zm, tmp):
+    src, mnt = os.path.join(tmp, 'src-dirs'), os.path.join(tmp, 'mnt')
+    big = os.path.join(src, 'big')
+    os.makedirs(big)
+    t0 = time.monotonic()
+    names = [f'entry-{i:06d}.log' for i in range(DIRS_FILES)]
+    for name in names:
+        os.close(os.open(os.path.join(big, name), os.O_WRONLY | os.O_CREAT, 0o644))
+    print(f'# dirs: created {DIRS_FILES} files in {time.monotonic() - t0:.1f} s', flush=True)
+
+    def body(m):
+        pid = m.proc.pid
+        fds = []
+        try:
+            fds.append(os.open(os.path.join(mnt, 'big'), os.O_RDONLY | os.O_DIRECTORY))
+            one = zmtest.proc_status(pid)
+            for _ in range(DIRS_HANDLES - 1):
+                fds.append(os.open(os.path.join(mnt, 'big'), os.O_RDONLY | os.O_DIRECTORY))
+            many = zmtest.proc_status(pid)
+            listed = sorted(os.listdir(fds[-1]))
+        finally:
+            for fd in fds:
+                os.close(fd)
+        grew = many['VmHWM'] - one['VmHWM']
+        st = zmtest.stats(mnt)
+        info = (f'VmHWM {one["VmHWM"] / MiB:.1f} MiB with 1 handle, {many["VmHWM"] / MiB:.1f} '
+                f'MiB with {DIRS_HANDLES}; listing_bytes {st.get("listing_bytes")}')
+        print(f'# dirs: {info}', flush=True)
+        res.check(f'dirs: {DIRS_HANDLES - 1} more handles on a directory of {DIRS_FILES} files '
+                  f'add {grew / MiB:.1f} MiB to VmHWM, at most {DIRS_SLACK_MIB} MiB (they share '
+                  f'one listing)', grew <= DIRS_SLACK_MIB * MiB, info, info=info)
+        res.check(f'dirs: a handle lists all {DIRS_FILES} names', listed == names,
+                  f'{len(listed)} names listed')
+
+    mounted(res, 'dirs', zm, src, mnt, 'cache_size=4M', os.path.join(tmp, 'dirs.log'), body,
+            watchdog=600)
     shutil.rmtree(src, ignore_errors=True)
 
 
@@ -608,7 +657,7 @@ def section_tainted(res, zm, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--zmount', required=True, help='path to the zmount binary')
-    ap.add_argument('--only', default='fifo,memory,stale,plain,xattr,tainted')
+    ap.add_argument('--only', default='fifo,memory,dirs,stale,plain,xattr,tainted')
     ap.add_argument('--files', type=int, default=100000, help='files for the memory section')
     ap.add_argument('--keep', action='store_true', help='keep the temp dir')
     a = ap.parse_args()
@@ -627,6 +676,7 @@ def main():
     sections = {
         'fifo': lambda: section_fifo(res, zm, tmp),
         'memory': lambda: section_memory(res, zm, tmp, a.files),
+        'dirs': lambda: section_dirs(res, zm, tmp),
         'stale': lambda: section_stale(res, zm, tmp),
         'plain': lambda: section_plain(res, zm, tmp),
         'xattr': lambda: section_xattr(res, zm, tmp),
