@@ -568,6 +568,34 @@ void bcache_uncharge(struct bcache *c, size_t bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
+int bcache_reserve(struct bcache *c, size_t bytes)
+{
+	struct bcache_ent *victims;
+	bool room;
+
+	pthread_mutex_lock(&c->lock);
+	victims = evict(c, bytes);
+	room = c->st.used - excess(c) + bytes <= c->st.budget;
+	if (room) {
+		c->st.used += bytes;
+		c->st.reserved += bytes;
+		if (c->st.used > c->st.peak)
+			c->st.peak = c->st.used;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free_chain(victims);
+	return room ? 0 : -EAGAIN;
+}
+
+void bcache_unreserve(struct bcache *c, size_t bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	c->st.used -= bytes;
+	c->st.reserved -= bytes;
+	pthread_cond_broadcast(&c->room);
+	pthread_mutex_unlock(&c->lock);
+}
+
 size_t bcache_budget(const struct bcache *c)
 {
 	return c->st.budget; /* fixed at bcache_new */

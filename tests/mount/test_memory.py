@@ -35,6 +35,13 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            decoded once by the read (decoded_bytes <= 2.02 x the size, the
            measuring pass included).  Frames decoded ahead were evicted by
            the frame just read, still more recently used: 2.0-2.2 x.
+  warm     8 gzip files of 64 MiB of zeros, each ONE deflate block,
+           cache_size=32M, noindex: 8 stats at once each run an index pass
+           that keeps its first output for the cache (issue 18, item 6).
+           The output waiting for its unit's end is reserved in the cache's
+           budget, so VmHWM <= base + bound; each pass kept up to
+           cache_size/2 outside the cache: 982-1,015 MiB at 256M.  Then every
+           file reads back as zeros.
 The bound per case is computed from the README's formula, not hard-coded:
 cache_size + decoders in use (threads + FUSE threads, each one decoder and one
 slice) + one parked decoder over its share + maps + 16 MiB slack.
@@ -52,6 +59,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.dont_write_bytecode = True
@@ -233,6 +241,52 @@ def case_deflate(args, res, work):
                   len(warn) == 1, f'{len(warn)} lines')
         check_hwm(res, m, 'deflate: VmHWM within the bound',
                   base, bound(1 * MiB, 2, 128 << 10))
+
+
+def case_warm(args, res, work):
+    src = os.path.join(work, 'src-warm')
+    os.mkdir(src)
+    size, n = 64 * MiB, 8
+    # one directory each: the kernel serializes a FUSE directory's lookups
+    for i in range(n):
+        os.mkdir(os.path.join(src, f'd{i}'))
+    one_block_zeros_gz(os.path.join(src, 'd0', 'z.gz'), size)
+    for i in range(1, n):
+        shutil.copyfile(os.path.join(src, 'd0', 'z.gz'), os.path.join(src, f'd{i}', 'z.gz'))
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=32M,threads=2,index_dir=none,noindex',
+                      results=res, log_path=os.path.join(work, 'warm.log'), watchdog=600) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        sizes = [None] * n
+
+        def stat(i):
+            sizes[i] = os.stat(os.path.join(mnt, f'd{i}', 'z')).st_size
+        ts = [threading.Thread(target=stat, args=(i,)) for i in range(n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        res.check('warm: 8 parallel first stats give the size', sizes == [size] * n, f'{sizes}')
+        check_hwm(res, m, 'warm: VmHWM of 8 parallel index passes within the bound',
+                  base, bound(32 * MiB, 2, 128 << 10))
+        st = zmtest.stats(mnt)
+        res.note(f'warm: after the passes cache_used {st.get("cache_used")}, '
+                 f'decoded_bytes {st.get("decoded_bytes")}')
+        bad = []
+        for i in range(n):
+            with open(os.path.join(mnt, f'd{i}', 'z'), 'rb') as f:
+                got = 0
+                while True:
+                    b = f.read(1 << 20)
+                    if not b:
+                        break
+                    if b.count(0) != len(b):
+                        bad.append(f'z{i} at {got}')
+                        break
+                    got += len(b)
+                if got != size and not bad:
+                    bad.append(f'z{i}: {got} bytes')
+        res.check('warm: every file reads back as its zeros', not bad, ', '.join(bad[:3]))
 
 
 def case_parked(args, res, work):
@@ -429,7 +483,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--zmount', required=True)
     ap.add_argument('--keep', action='store_true')
-    ap.add_argument('--only', choices=['deflate', 'parked', 'blocks', 'dict', 'frames', 'tiny'])
+    ap.add_argument('--only', choices=['deflate', 'warm', 'parked', 'blocks', 'dict', 'frames',
+                                       'tiny'])
     args = ap.parse_args()
     zmtest.require_fuse()
     res = zmtest.Results()
@@ -438,7 +493,7 @@ def main():
     work = tempfile.mkdtemp(prefix='zmount-memory-')
     os.mkdir(os.path.join(work, 'mnt'))
     try:
-        for name, fn in (('deflate', case_deflate), ('parked', case_parked),
+        for name, fn in (('deflate', case_deflate), ('warm', case_warm), ('parked', case_parked),
                          ('blocks', case_blocks), ('dict', case_dict), ('frames', case_frames),
                          ('tiny', case_tiny)):
             if args.only in (None, name):
