@@ -18,10 +18,12 @@
  * root owns, walked through "..", and the file itself (O_NOFOLLOW, fstat).
  * Then it reads only the 128-byte header and checks magic, version, the
  * recorded length against the real one, and that length against
- * idxfile_max_size of the source: a junk or forged file costs 128 bytes of
- * reading, never its own size in memory.  Only then does it read the whole
- * file (an index is about the size of the in-memory index it becomes) and
- * validate it before it allocates anything from it: the CRC, then every
+ * idxfile_max_size of the source and against what the header's own record
+ * count can take (fits_header).  Then the CRC-64, reading 256 KiB at a
+ * time: a junk or forged file costs at most its reading, never its own
+ * size in memory.  Only then does it read the whole file (an index is
+ * about the size of the in-memory index it becomes) and validate it before
+ * it allocates anything from it: the CRC again, then every
  * field and every checkpoint, with all 64-bit sums checked for overflow and
  * every count bounded by the bytes actually present.  Only then are the
  * path and identity (idxfile_id_same) compared, and the gzdec_index built,
