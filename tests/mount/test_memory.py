@@ -42,6 +42,12 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            budget, so VmHWM <= base + bound; each pass kept up to
            cache_size/2 outside the cache: 982-1,015 MiB at 256M.  Then every
            file reads back as zeros.
+  junkidx  a 2 MB gzip indexed at span=64K into index_dir, then its saved
+           index grown to 1 GiB (sparse) with the length in its header to
+           match: within the cap the source allows (issue 18, item 9).  At
+           cache_size=4M, noindex, the next mount reads the file right, logs
+           one line saying the saved index is not usable, rebuilds and saves
+           it; VmHWM <= base + bound.  It read the 1 GiB whole first.
 The bound per case is computed from the README's formula, not hard-coded:
 cache_size + decoders in use (threads + FUSE threads, each one decoder and one
 slice) + one parked decoder over its share + maps + 16 MiB slack.
@@ -50,6 +56,7 @@ Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 import argparse
 import binascii
 import errno
+import gzip
 import hashlib
 import lzma
 import os
@@ -289,6 +296,43 @@ def case_warm(args, res, work):
         res.check('warm: every file reads back as its zeros', not bad, ', '.join(bad[:3]))
 
 
+def case_junkidx(args, res, work):
+    src, idx = os.path.join(work, 'src-junkidx'), os.path.join(work, 'idx-junkidx')
+    os.mkdir(src)
+    os.mkdir(idx, 0o700)
+    data = random.Random(5).randbytes(2 * MiB)
+    with open(os.path.join(src, 'r.gz'), 'wb') as f:
+        f.write(gzip.compress(data, 1))
+    mnt = os.path.join(work, 'mnt')
+    opts = f'cache_size=4M,threads=2,span=64K,index_dir={idx},noindex'
+    with zmtest.Mount(args.zmount, src, mnt, opts=opts, results=res,
+                      log_path=os.path.join(work, 'junkidx1.log'), watchdog=300):
+        res.check('junkidx: first mount indexes the file', os.stat(os.path.join(mnt, 'r')).st_size
+                  == len(data))
+    zmis = [n for n in os.listdir(idx) if n.endswith('.zmi')]
+    res.check('junkidx: one index saved', len(zmis) == 1, f'{os.listdir(idx)}')
+    if len(zmis) != 1:
+        return
+    zmi = os.path.join(idx, zmis[0])
+    junk = 1 << 30
+    with open(zmi, 'r+b') as f:
+        f.seek(16)
+        f.write(struct.pack('<Q', junk))
+        f.truncate(junk)
+    with zmtest.Mount(args.zmount, src, mnt, opts=opts, results=res,
+                      log_path=os.path.join(work, 'junkidx2.log'), watchdog=300) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        res.check('junkidx: the file reads right beside a junk index',
+                  open(os.path.join(mnt, 'r'), 'rb').read() == data)
+        lines = [ln for ln in m.log_lines() if 'r.gz' in ln and 'saved index' in ln]
+        res.check('junkidx: one log line says the saved index is not usable', len(lines) == 1
+                  and 'not usable' in lines[0], '\n'.join(lines) or 'no line',
+                  info=lines[0].strip() if lines else '')
+        check_hwm(res, m, 'junkidx: VmHWM within the bound', base, bound(4 * MiB, 2, 128 << 10))
+    res.check('junkidx: the index was rebuilt and saved over the junk',
+              os.path.getsize(zmi) < 4 * MiB, f'{os.path.getsize(zmi)} bytes')
+
+
 def case_parked(args, res, work):
     src = os.path.join(work, 'src-parked')
     os.mkdir(src)
@@ -483,7 +527,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--zmount', required=True)
     ap.add_argument('--keep', action='store_true')
-    ap.add_argument('--only', choices=['deflate', 'warm', 'parked', 'blocks', 'dict', 'frames',
+    ap.add_argument('--only', choices=['deflate', 'warm', 'junkidx', 'parked', 'blocks', 'dict', 'frames',
                                        'tiny'])
     args = ap.parse_args()
     zmtest.require_fuse()
@@ -493,7 +537,8 @@ def main():
     work = tempfile.mkdtemp(prefix='zmount-memory-')
     os.mkdir(os.path.join(work, 'mnt'))
     try:
-        for name, fn in (('deflate', case_deflate), ('warm', case_warm), ('parked', case_parked),
+        for name, fn in (('deflate', case_deflate), ('warm', case_warm), ('junkidx', case_junkidx),
+                         ('parked', case_parked),
                          ('blocks', case_blocks), ('dict', case_dict), ('frames', case_frames),
                          ('tiny', case_tiny)):
             if args.only in (None, name):
