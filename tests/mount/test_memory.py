@@ -48,6 +48,14 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            cache_size=4M, noindex, the next mount reads the file right, logs
            one line saying the saved index is not usable, rebuilds and saves
            it; VmHWM <= base + bound.  It read the 1 GiB whole first.
+  windows  128 MiB of random bytes as gzip -1, span=64K, cache_size=4M: the
+           worst case of the gzip index (issue 18, item 10), a checkpoint
+           every 64 KiB whose 32 KiB window does not compress.  Each costs
+           GZ_POINT bytes outside the cache (measured: 32,778 bytes of
+           deflated window, malloc'd, a 40-byte point, its map entry), and
+           VmHWM <= base + bound with maps = checkpoints x GZ_POINT; VmRSS
+           after the index pass must hold at least 32 KiB per checkpoint
+           (else this is not the worst case).
 The bound per case is computed from the README's formula, not hard-coded:
 cache_size + decoders in use (threads + FUSE threads, each one decoder and one
 slice) + one parked decoder over its share + maps + 16 MiB slack.
@@ -68,6 +76,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -75,6 +84,10 @@ import zmtest  # noqa: E402
 
 MiB = 1 << 20
 SLACK = 16 * MiB
+# A gzip checkpoint at its worst (incompressible window): the window deflated
+# at level 1 (32,778 bytes, 32,784 with malloc's header), the 40-byte struct
+# gzdec_point, and the reader's map entry (65 bytes, as xz's).
+GZ_POINT = 32784 + 40 + 65
 
 
 # -- one huge deflate block ---------------------------------------------------
@@ -333,6 +346,37 @@ def case_junkidx(args, res, work):
               os.path.getsize(zmi) < 4 * MiB, f'{os.path.getsize(zmi)} bytes')
 
 
+def case_windows(args, res, work):
+    src = os.path.join(work, 'src-windows')
+    os.mkdir(src)
+    size = 128 * MiB
+    with open(os.path.join(src, 'rand.gz'), 'wb') as f:
+        z = zlib.compressobj(1, zlib.DEFLATED, 31)
+        for _ in range(size // MiB):
+            f.write(z.compress(os.urandom(MiB)))
+        f.write(z.flush())
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=4M,threads=2,span=64K,'
+                      'index_dir=none,noindex', results=res,
+                      log_path=os.path.join(work, 'windows.log'), watchdog=600) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        path = os.path.join(mnt, 'rand')
+        res.check('windows: size', os.stat(path).st_size == size)
+        info = dict(ln.split('=', 1) for ln in
+                    os.getxattr(path, 'user.zmount.info').decode().splitlines() if '=' in ln)
+        points = int(info.get('blocks', 0))
+        rss = zmtest.proc_status(m.proc.pid)['VmRSS']
+        used = zmtest.stats(mnt).get('cache_used', 0)
+        per = (rss - base - used) / max(points, 1)
+        res.check('windows: a checkpoint every 64 KiB or so', size // (80 << 10) <= points
+                  <= size // (64 << 10) + 1, f'{points} checkpoints')
+        res.check('windows: the index holds at least 32 KiB per checkpoint (the worst case)',
+                  per >= 32 * 1024, f'{per:.0f} bytes per checkpoint',
+                  info=f'{points} checkpoints, VmRSS - base - cache_used = {per:.0f} bytes each')
+        check_hwm(res, m, 'windows: VmHWM within the bound with GZ_POINT per checkpoint',
+                  base, bound(4 * MiB, 2, 128 << 10, maps=points * GZ_POINT))
+
+
 def case_parked(args, res, work):
     src = os.path.join(work, 'src-parked')
     os.mkdir(src)
@@ -527,7 +571,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--zmount', required=True)
     ap.add_argument('--keep', action='store_true')
-    ap.add_argument('--only', choices=['deflate', 'warm', 'junkidx', 'parked', 'blocks', 'dict', 'frames',
+    ap.add_argument('--only', choices=['deflate', 'warm', 'junkidx', 'windows', 'parked', 'blocks', 'dict', 'frames',
                                        'tiny'])
     args = ap.parse_args()
     zmtest.require_fuse()
@@ -538,7 +582,7 @@ def main():
     os.mkdir(os.path.join(work, 'mnt'))
     try:
         for name, fn in (('deflate', case_deflate), ('warm', case_warm), ('junkidx', case_junkidx),
-                         ('parked', case_parked),
+                         ('windows', case_windows), ('parked', case_parked),
                          ('blocks', case_blocks), ('dict', case_dict), ('frames', case_frames),
                          ('tiny', case_tiny)):
             if args.only in (None, name):
