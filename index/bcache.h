@@ -139,8 +139,9 @@ void bcache_uncharge(struct bcache *c, size_t bytes);
  * the cache, before it knows the unit they belong to (a gzip index pass's
  * output, held until the next checkpoint ends its unit).  They count like
  * an entry: unreferenced entries are evicted to make room, and they are
- * admitted only if they then fit the budget, so reservations and entries
- * together never pass it.  Never waits.  Returns 0, or -EAGAIN with
+ * admitted only if they then fit the budget; and while any are held, an
+ * entry is admitted only if it fits beside them, even in an empty table.
+ * So reservations and entries together never pass the budget.  Never waits.  Returns 0, or -EAGAIN with
  * nothing reserved.  bcache_unreserve gives them back.
  */
 int bcache_reserve(struct bcache *c, size_t bytes);
