@@ -80,7 +80,7 @@ struct warm {
 	unsigned char **piece; /* staged bytes [base, len), psize bytes per piece, each reserved */
 	size_t npieces, maxpieces;
 	size_t psize;
-	uint64_t budget;      /* bytes it may still put in the cache, staged ones included */
+	uint64_t budget;      /* bytes it may still put in the cache */
 	bool wide;	      /* the entry is longer than whole_max: cached in slices */
 	bool stop;
 };
