@@ -804,29 +804,26 @@ static int fits_header(const unsigned char *h, uint64_t flen, uint32_t kind, uin
  */
 static int crc_ok(int fd, uint64_t flen, struct zerr *err)
 {
-	uint64_t t[256], c = ~0ull, off = 0, end = flen - IF_CRC;
+	uint64_t t[256], c = ~0ull, off = 0, end = flen - IF_CRC; /* flen >= IF_MIN_FILE */
 	unsigned char *p = malloc(IF_PIECE);
 	int ret = 0;
 
 	if (!p)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
 	crc64_table(t);
-	while (ret == 0 && off < flen) {
-		size_t n = flen - off < IF_PIECE ? (size_t)(flen - off) : IF_PIECE;
+	while (ret == 0 && off < end) {
+		size_t n = end - off < IF_PIECE ? (size_t)(end - off) : IF_PIECE;
 
 		ret = pread_full(fd, p, n, off);
-		if (ret < 0)
-			break;
-		/* the piece holding the stored CRC is the last: IF_PIECE >= IF_CRC */
-		if (off + n > end) {
-			c = crc64_more(t, c, p, (size_t)(end - off));
-			if (~c != get64(p + (end - off)))
-				ret = BAD(end, "checksum mismatch");
-		} else {
+		if (ret == 0) {
 			c = crc64_more(t, c, p, n);
+			off += n;
 		}
-		off += n;
 	}
+	if (ret == 0)
+		ret = pread_full(fd, p, IF_CRC, end);
+	if (ret == 0 && ~c != get64(p))
+		ret = BAD(end, "checksum mismatch");
 	free(p);
 	if (ret == -EIO)
 		return BAD(off, "file shrank while read, or read error");
