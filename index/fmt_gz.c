@@ -66,22 +66,20 @@ static void save_gz(struct reader *r, const struct idxfile_id *id, const struct 
  * the end of the data), so output is staged until then in piece-sized
  * buffers (opts.slice), each reserved in the cache's budget before it is
  * allocated: eight passes at once stage no more than the cache has room
- * for, and a pass the cache cannot take stops keeping anything.  Once the
- * entry being staged is longer than whole_max it is known to be cached in
- * slices of opts.slice bytes from its start (reader.c's unit_of), so each
- * slice goes to the cache as soon as it is complete: staging then holds one
- * piece, whatever the entry's size.
+ * for, and a pass the cache cannot take stops keeping anything.  An entry
+ * longer than whole_max is not kept either: it is cached in slices that its
+ * reader's parked decoder fills in order (reader.c), and slices left here
+ * would make that reader's first miss, deep in the entry, decode it again
+ * from its start.  So staging never holds more than whole_max plus a piece.
  */
 struct warm {
 	struct reader *r;
-	uint64_t ustart;      /* uncompressed offset of the entry being staged */
-	uint64_t len;	      /* bytes of that entry produced so far */
-	uint64_t base;	      /* entry offset of piece[0]'s first byte (a slice start once wide) */
-	unsigned char **piece; /* staged bytes [base, len), psize bytes per piece, each reserved */
+	uint64_t ustart;       /* uncompressed offset of the entry being staged */
+	uint64_t len;	       /* bytes of that entry staged so far */
+	unsigned char **piece; /* the staged bytes, psize per piece, each reserved */
 	size_t npieces, maxpieces;
 	size_t psize;
-	uint64_t budget;      /* bytes it may still put in the cache */
-	bool wide;	      /* the entry is longer than whole_max: cached in slices */
+	uint64_t budget;       /* bytes it may still put in the cache */
 	bool stop;
 };
 
@@ -101,52 +99,6 @@ static void warm_stop(struct warm *w)
 {
 	warm_trim(w, 0);
 	w->stop = true;
-}
-
-/* Hands staged entry bytes [from, from + n) to the cache as the unit starting there. */
-static void warm_put(struct warm *w, uint64_t from, size_t n)
-{
-	struct bcache *c = w->r->cache;
-	struct bcache_ent *e;
-	size_t done = 0;
-
-	if (n == 0 || w->stop)
-		return;
-	if (n > w->budget || bcache_claim(c, w->r->id, w->ustart + from, n, &e) != 1) {
-		warm_stop(w);
-		return;
-	}
-	while (done < n) {
-		uint64_t at = from + done - w->base;
-		size_t i = (size_t)(at / w->psize), o = (size_t)(at % w->psize);
-		size_t k = w->psize - o < n - done ? w->psize - o : n - done;
-
-		memcpy((unsigned char *)bcache_buf(e) + done, w->piece[i] + o, k);
-		done += k;
-	}
-	bcache_done(c, e, 0);
-	bcache_put(c, e);
-	atomic_fetch_add(&w->r->ctx->stats.decoded, n);
-	w->budget -= n;
-}
-
-/* In a wide entry: every complete slice staged goes to the cache; the rest moves to piece[0]. */
-static void warm_slices(struct warm *w)
-{
-	size_t full = (size_t)((w->len - w->base) / w->psize);
-
-	for (size_t i = 0; i < full && !w->stop; i++)
-		warm_put(w, w->base + i * w->psize, w->psize);
-	if (w->stop || full == 0)
-		return;
-	if (full < w->npieces) {
-		unsigned char *p = w->piece[0];
-
-		w->piece[0] = w->piece[full];
-		w->piece[full] = p;
-	}
-	w->base += full * w->psize;
-	warm_trim(w, w->len > w->base ? 1 : 0);
 }
 
 /* A new piece at the end of the staging, reserved first; false: stop keeping. */
@@ -180,16 +132,11 @@ static void warm_output(void *ctx, const void *buf, size_t len)
 	const unsigned char *src = buf;
 
 	while (len && !w->stop) {
-		uint64_t at = w->len - w->base;
-		size_t i = (size_t)(at / w->psize), o = (size_t)(at % w->psize);
+		size_t i = (size_t)(w->len / w->psize), o = (size_t)(w->len % w->psize);
 		size_t k = w->psize - o < len ? w->psize - o : len;
 
-		/*
-		 * Not even a slice more may be cached: stop.  Otherwise stage on:
-		 * the entry may yet turn out wide, and its slices within the
-		 * budget be kept (warm_put checks).
-		 */
-		if (w->budget < w->psize || (i == w->npieces && !warm_grow(w))) {
+		if (w->len + k > w->budget || w->len + k > w->r->opts.whole_max ||
+		    (i == w->npieces && !warm_grow(w))) {
 			warm_stop(w);
 			return;
 		}
@@ -197,24 +144,37 @@ static void warm_output(void *ctx, const void *buf, size_t len)
 		src += k;
 		len -= k;
 		w->len += k;
-		if (!w->wide && w->len > w->r->opts.whole_max)
-			w->wide = true;
-		if (w->wide && w->len - w->base >= w->psize)
-			warm_slices(w);
 	}
 }
 
-/* The entry being staged ends here (at a checkpoint, or at the end of the data). */
+/*
+ * The entry being staged ends here (at a checkpoint, or at the end of the
+ * data): it goes to the cache as one unit, if there is room beside the
+ * staging (both are counted: the copy briefly holds the unit twice).
+ */
 static void warm_end(struct warm *w)
 {
-	if (w->wide)
-		warm_put(w, w->base, (size_t)(w->len - w->base));
-	else
-		warm_put(w, 0, (size_t)w->len);
-	warm_trim(w, 1); /* one piece is kept for the next entry */
+	struct bcache *c = w->r->cache;
+	struct bcache_ent *e;
+
+	if (w->stop || w->len == 0)
+		return;
+	if (bcache_claim(c, w->r->id, w->ustart, (size_t)w->len, &e) != 1) {
+		warm_stop(w);
+		return;
+	}
+	for (uint64_t done = 0; done < w->len; done += w->psize) {
+		size_t k = w->len - done < w->psize ? (size_t)(w->len - done) : w->psize;
+
+		memcpy((unsigned char *)bcache_buf(e) + done, w->piece[done / w->psize], k);
+	}
+	bcache_done(c, e, 0);
+	bcache_put(c, e);
+	atomic_fetch_add(&w->r->ctx->stats.decoded, w->len);
+	w->budget -= w->len;
 	w->ustart += w->len;
-	w->len = w->base = 0;
-	w->wide = false;
+	w->len = 0;
+	warm_trim(w, 1); /* one piece is kept for the next entry */
 }
 
 static void warm_point(void *ctx, uint64_t uoff)

@@ -40,8 +40,8 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            that keeps its first output for the cache (issue 18, item 6).
            The output waiting for its unit's end is reserved in the cache's
            budget, so VmHWM <= base + bound; each pass kept up to
-           cache_size/2 outside the cache: 982-1,015 MiB at 256M.  Then every
-           file reads back as zeros.
+           cache_size/2 outside the cache: 982-1,015 MiB at 256M (134 MiB
+           here).  Then every file reads back as zeros.
   junkidx  a 2 MB gzip indexed at span=64K into index_dir, then its saved
            index grown to 1 GiB (sparse) with the length in its header to
            match: within the cap the source allows (issue 18, item 9).  At
