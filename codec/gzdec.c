@@ -342,13 +342,20 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
  * Turns a build that failed on damaged data into the index of what came
  * before the damage.  inflate has already written (and the sink has seen)
  * every byte it decoded before it noticed the damage, and idx->usize counts
- * them, which is what gzip -dc prints too.  Checkpoints at usize are
+ * them, which is what gzip -dc prints too.  Only a cut (cut: the file ended
+ * inside a member) keeps them all: a cut changes no byte before it.  Any
+ * other damage failed a check of its member (deflate data, CRC32, ISIZE, or
+ * the next member's header), so the index ends with the last member that
+ * passed (verified): deflate cannot tell where corruption began, and a
+ * CRC32 that fails condemns the whole member.  Checkpoints at usize are
  * dropped, but never the first: nothing may start at or after the damage.
  */
-static void bld_salvage(struct gz_build *b, uint64_t verified)
+static void bld_salvage(struct gz_build *b, uint64_t verified, bool cut)
 {
 	struct gzdec_index *idx = b->idx;
 
+	if (!cut)
+		idx->usize = verified;
 	while (idx->npoints > 1 && idx->points[idx->npoints - 1].uoff >= idx->usize) {
 		idx->npoints--;
 		free(idx->points[idx->npoints].wz);
@@ -371,6 +378,7 @@ int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gz
 	uint64_t verified = 0; /* usize at the end of the newest member whose trailer passed */
 	bool in_data = false;  /* past the first member's header: damage from here is salvaged */
 	bool salvage = false;  /* whether the failure at `fail` may be salvaged */
+	bool cut = false;      /* whether it was the file ending inside a member */
 	int ret;
 
 	*out = NULL;
@@ -393,7 +401,7 @@ int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gz
 		if (b.zs.avail_in == 0) {
 			ret = bld_fill(&b);
 			if (ret < 0) {
-				salvage = ret == -EINVAL;
+				salvage = cut = ret == -EINVAL;
 				goto fail;
 			}
 		}
@@ -457,7 +465,7 @@ int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gz
 	return 0;
 fail:
 	if (salvage && in_data && (flags & GZDEC_SALVAGE)) {
-		bld_salvage(&b, verified);
+		bld_salvage(&b, verified, cut);
 		bld_free(&b);
 		*out = b.idx;
 		return 0;

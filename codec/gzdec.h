@@ -141,17 +141,19 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
  * CRC32 or ISIZE mismatch, the file ending inside a member or inside the
  * magic of the next one, a next member whose header is bad, or one of the
  * unsupported member formats above), it instead returns 0 and an index
- * with salvaged = 1 of the bytes inflate produced before it noticed the
- * damage, which are the bytes `gzip -dc` writes before its error message
- * (tests compare with gzip 1.12 for cuts, flipped bytes and bad trailers;
- * after an unsupported member format gzip goes on, as it can decode it):
- *  - usize is that count; every complete member before the damaged one
- *    passed its CRC32 and ISIZE; the damaged member's bytes are included
- *    unverified (for a bad CRC32 or ISIZE, all of its data; for corrupt
- *    deflate data, what decoded before inflate saw the error, which may
- *    already be wrong: deflate cannot tell);
+ * with salvaged = 1 of the start of the data, never a byte that failed a
+ * check:
+ *  - usize is the end of the last member that passed its CRC32 and ISIZE
+ *    (0 if none did), except when the damage is a cut (the file ends
+ *    inside a member's deflate data or trailer, or inside the next
+ *    member's header): then it also counts what that member decoded
+ *    before the end, which no check could fail.  So usize is the length
+ *    of a prefix of what `gzip -dc` writes before its error message, all
+ *    of it for a cut (tests compare with gzip 1.12); a member with corrupt
+ *    deflate data or a bad CRC32 or ISIZE shows none of its bytes, since
+ *    deflate cannot tell where the corruption began;
  *  - verified is the number of leading bytes covered by passed CRCs
- *    (the end of the last good member), <= usize;
+ *    (the end of the last good member): usize itself unless cut;
  *  - damage_coff is the compressed offset where the damage was seen;
  *  - err is set as the plain build would have set it (message and coff),
  *    so the caller can log why, though the call returned 0;
@@ -160,7 +162,9 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
  *    0 (a file damaged before its first output byte gives an empty index);
  *  - gzdec_extract and gzdec_dec_read return exactly the usize bytes and
  *    stop there, without failing on the damage right after them.
- * The sink, if any, has seen exactly the usize bytes.
+ * The sink, if any, has seen the usize bytes, and after them whatever the
+ * damaged member decoded before the damage was noticed: a caller keeping
+ * the sink's bytes must drop those past usize.
  * Still failures with GZDEC_SALVAGE: not gzip, or damage inside the first
  * member's header (-EINVAL; nothing decodes), -ENOMEM, -EIO (pread
  * failed: the file is not damaged, our reading of it is), and more than

@@ -232,12 +232,15 @@ static struct bcache_ent *evict(struct bcache *c, size_t need)
 
 /*
  * With the lock held: whether `need` bytes may be admitted now (see "Room"
- * above).  "Otherwise empty" means no entries: charges alone must not shut
- * every reader out, since no put could ever make room for them.
+ * above).  "Otherwise empty" means no entries and no reservations: charges
+ * alone must not shut every reader out, since no put could ever make room
+ * for them; reservations are given back when their pass ends (which wakes
+ * room waiters), and must not let a unit in beside them over the budget.
  */
 static bool has_room(const struct bcache *c, size_t need)
 {
-	return c->st.used - excess(c) + need <= c->st.budget || c->st.entries == 0;
+	return c->st.used - excess(c) + need <= c->st.budget ||
+	       (c->st.entries == 0 && c->st.reserved == 0);
 }
 
 static void free_chain(struct bcache_ent *e)
@@ -564,6 +567,34 @@ void bcache_uncharge(struct bcache *c, size_t bytes)
 	pthread_mutex_lock(&c->lock);
 	c->st.used -= bytes;
 	c->st.charged -= bytes;
+	pthread_cond_broadcast(&c->room);
+	pthread_mutex_unlock(&c->lock);
+}
+
+int bcache_reserve(struct bcache *c, size_t bytes)
+{
+	struct bcache_ent *victims;
+	bool room;
+
+	pthread_mutex_lock(&c->lock);
+	victims = evict(c, bytes);
+	room = c->st.used - excess(c) + bytes <= c->st.budget;
+	if (room) {
+		c->st.used += bytes;
+		c->st.reserved += bytes;
+		if (c->st.used > c->st.peak)
+			c->st.peak = c->st.used;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free_chain(victims);
+	return room ? 0 : -EAGAIN;
+}
+
+void bcache_unreserve(struct bcache *c, size_t bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	c->st.used -= bytes;
+	c->st.reserved -= bytes;
 	pthread_cond_broadcast(&c->room);
 	pthread_mutex_unlock(&c->lock);
 }

@@ -9,7 +9,8 @@
  * table, being filled or ready, its buffer plus BCACHE_ENT_COST (a new
  * entry takes over the buffer of one it evicts when that is at most 1/8
  * larger than it needs: no fresh pages to fault in), and whatever callers
- * charge to it (bcache_charge: parked decoders).  Unreferenced entries are
+ * charge to it (bcache_charge: parked decoders) or reserve in it
+ * (bcache_reserve: output not yet in a unit).  Unreferenced entries are
  * evicted, least recently used first, to make room.
  *
  * Room: a new entry is admitted only if it then fits the budget, or if the
@@ -44,6 +45,7 @@ struct bcache_stats {
 	size_t used;        /* bytes charged: entries in the table (in flight included) and bcache_charge */
 	size_t peak;        /* the most `used` has been */
 	size_t charged;     /* of used, through bcache_charge */
+	size_t reserved;    /* of used, through bcache_reserve */
 	size_t entries;     /* entries in the table */
 	uint64_t hits;      /* gets served without decoding, waits included */
 	uint64_t misses;    /* fills started */
@@ -131,6 +133,19 @@ void bcache_drop(struct bcache *c, uint64_t id);
  */
 void bcache_charge(struct bcache *c, size_t bytes);
 void bcache_uncharge(struct bcache *c, size_t bytes);
+
+/*
+ * Reserves bytes the caller is about to allocate for data on its way into
+ * the cache, before it knows the unit they belong to (a gzip index pass's
+ * output, held until the next checkpoint ends its unit).  They count like
+ * an entry: unreferenced entries are evicted to make room, and they are
+ * admitted only if they then fit the budget; and while any are held, an
+ * entry is admitted only if it fits beside them, even in an empty table.
+ * So reservations and entries together never pass the budget.  Never waits.  Returns 0, or -EAGAIN with
+ * nothing reserved.  bcache_unreserve gives them back.
+ */
+int bcache_reserve(struct bcache *c, size_t bytes);
+void bcache_unreserve(struct bcache *c, size_t bytes);
 
 /* The budget given to bcache_new. */
 size_t bcache_budget(const struct bcache *c);

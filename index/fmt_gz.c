@@ -3,9 +3,9 @@
  * The gzip backend: one inflate pass builds checkpoints every opts.span
  * bytes (at deflate block boundaries) and verifies every member's CRC32 and
  * ISIZE; or a saved index of this very version of the file is loaded from
- * opts.index_dir.  One map entry per checkpoint span.  The pass leaves its
- * first opts.warm_bytes of output in the cache (struct warm), so a reader
- * that starts at the beginning does not decode them twice.
+ * opts.index_dir.  One map entry per checkpoint span.  The pass leaves up
+ * to opts.warm_bytes of its first output in the cache (struct warm), so a
+ * reader that starts at the beginning does not decode them twice.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -60,71 +60,135 @@ static void save_gz(struct reader *r, const struct idxfile_id *id, const struct 
 		     r->opts.index_dir, strerror(-ret));
 }
 
-/* Collects the chunks a gzip pass decodes and offers the first ones to the cache. */
+/*
+ * Puts the first output of a gzip pass in the cache, in the units readers
+ * will ask for.  A unit's end is not known until the next checkpoint (or
+ * the end of the data), so output is staged until then in piece-sized
+ * buffers (opts.slice), each reserved in the cache's budget before it is
+ * allocated: eight passes at once stage no more than the cache has room
+ * for, and a pass the cache cannot take stops keeping anything.  An entry
+ * longer than whole_max is not kept either: it is cached in slices that its
+ * reader's parked decoder fills in order (reader.c), and slices left here
+ * would make that reader's first miss, deep in the entry, decode it again
+ * from its start.  So staging never holds more than whole_max plus a piece.
+ */
 struct warm {
 	struct reader *r;
-	uint64_t start;       /* uncompressed offset of buf[0] */
-	unsigned char *buf;
-	size_t len, cap;
-	uint64_t budget;      /* bytes it may still put in the cache */
+	uint64_t ustart;       /* uncompressed offset of the entry being staged */
+	uint64_t len;	       /* bytes of that entry staged so far */
+	unsigned char **piece; /* the staged bytes, psize per piece, each reserved */
+	size_t npieces, maxpieces;
+	size_t psize;
+	uint64_t budget;       /* bytes it may still put in the cache */
 	bool stop;
 };
 
-static void warm_flush(struct warm *w)
+/* Frees the pieces from k on and gives back their reservations. */
+static void warm_trim(struct warm *w, size_t k)
 {
-	struct bcache_ent *e;
+	for (size_t i = k; i < w->npieces; i++) {
+		free(w->piece[i]);
+		bcache_unreserve(w->r->cache, w->psize);
+	}
+	if (w->npieces > k)
+		w->npieces = k;
+}
 
-	if (w->stop || w->len == 0)
-		goto out;
-	if (w->len > w->budget) {
-		w->stop = true;
-		goto out;
+/* Keeps nothing more: a unit the cache had no room for would leave a gap anyway. */
+static void warm_stop(struct warm *w)
+{
+	warm_trim(w, 0);
+	w->stop = true;
+}
+
+/* A new piece at the end of the staging, reserved first; false: stop keeping. */
+static bool warm_grow(struct warm *w)
+{
+	unsigned char *p;
+
+	if (w->npieces == w->maxpieces) {
+		size_t n = w->maxpieces ? 2 * w->maxpieces : 8;
+		void *a = realloc(w->piece, n * sizeof(*w->piece));
+
+		if (!a)
+			return false;
+		w->piece = a;
+		w->maxpieces = n;
 	}
-	if (bcache_claim(w->r->cache, w->r->id, w->start, w->len, &e) == 1) {
-		memcpy(bcache_buf(e), w->buf, w->len);
-		bcache_done(w->r->cache, e, 0);
-		bcache_put(w->r->cache, e);
-		atomic_fetch_add(&w->r->ctx->stats.decoded, w->len);
+	if (bcache_reserve(w->r->cache, w->psize) < 0)
+		return false;
+	p = malloc(w->psize);
+	if (!p) {
+		bcache_unreserve(w->r->cache, w->psize);
+		return false;
 	}
-	w->budget -= w->len;
-out:
-	w->start += w->len;
-	w->len = 0;
+	w->piece[w->npieces++] = p;
+	return true;
 }
 
 static void warm_output(void *ctx, const void *buf, size_t len)
 {
 	struct warm *w = ctx;
+	const unsigned char *src = buf;
 
-	/* Past the budget nothing more is kept: stop before growing the buffer. */
-	if (!w->stop && w->len + len > w->budget)
-		w->stop = true;
-	if (w->stop)
-		return;
-	if (w->len + len > w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 1u << 20;
-		void *p;
+	while (len && !w->stop) {
+		size_t i = (size_t)(w->len / w->psize), o = (size_t)(w->len % w->psize);
+		size_t k = w->psize - o < len ? w->psize - o : len;
 
-		while (cap < w->len + len)
-			cap *= 2;
-		p = realloc(w->buf, cap);
-		if (!p) {
-			w->stop = true;
+		if (w->len + k > w->budget || w->len + k > w->r->opts.whole_max ||
+		    (i == w->npieces && !warm_grow(w))) {
+			warm_stop(w);
 			return;
 		}
-		w->buf = p;
-		w->cap = cap;
+		memcpy(w->piece[i] + o, src, k);
+		src += k;
+		len -= k;
+		w->len += k;
 	}
-	memcpy(w->buf + w->len, buf, len);
-	w->len += len;
+}
+
+/*
+ * The entry being staged ends here (at a checkpoint, or at the end of the
+ * data): it goes to the cache as one unit, if there is room beside the
+ * staging (both are counted: the copy briefly holds the unit twice).
+ */
+static void warm_end(struct warm *w)
+{
+	struct bcache *c = w->r->cache;
+	struct bcache_ent *e;
+
+	if (w->stop || w->len == 0)
+		return;
+	if (bcache_claim(c, w->r->id, w->ustart, (size_t)w->len, &e) != 1) {
+		warm_stop(w);
+		return;
+	}
+	for (uint64_t done = 0; done < w->len; done += w->psize) {
+		size_t k = w->len - done < w->psize ? (size_t)(w->len - done) : w->psize;
+
+		memcpy((unsigned char *)bcache_buf(e) + done, w->piece[done / w->psize], k);
+	}
+	bcache_done(c, e, 0);
+	bcache_put(c, e);
+	atomic_fetch_add(&w->r->ctx->stats.decoded, w->len);
+	w->budget -= w->len;
+	w->ustart += w->len;
+	w->len = 0;
+	warm_trim(w, 1); /* one piece is kept for the next entry */
 }
 
 static void warm_point(void *ctx, uint64_t uoff)
 {
 	struct warm *w = ctx;
 
-	if (!w->stop && uoff == w->start + w->len)
-		warm_flush(w);
+	if (!w->stop && uoff == w->ustart + w->len)
+		warm_end(w);
+}
+
+static void warm_free(struct warm *w)
+{
+	warm_trim(w, 0);
+	free(w->piece);
 }
 
 static int gz_probe(int fd, uint64_t size, struct zerr *why)
@@ -134,7 +198,8 @@ static int gz_probe(int fd, uint64_t size, struct zerr *why)
 
 static int gz_open(struct reader *r, struct zerr *why)
 {
-	struct warm w = { .r = r, .budget = r->opts.warm_bytes, .stop = !r->opts.warm_bytes };
+	struct warm w = { .r = r, .budget = r->opts.warm_bytes, .psize = r->opts.slice,
+			  .stop = !r->opts.warm_bytes || !r->opts.slice };
 	struct gzdec_sink sink = { warm_output, warm_point, &w };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
@@ -152,9 +217,14 @@ static int gz_open(struct reader *r, struct zerr *why)
 		ret = gzdec_index_build_opts(r->fd, (uint64_t)r->st.st_size, r->opts.span,
 					     w.stop ? NULL : &sink,
 					     r->opts.salvage ? GZDEC_SALVAGE : 0, &g, &err);
-		if (ret == 0)
-			warm_flush(&w); /* the last chunk ends at the end of the data */
-		free(w.buf);
+		/* The last entry ends at the end of the data.  A failed build
+		 * leaves no reader to use its units, and a salvaged build's sink
+		 * saw bytes past usize, in units that must not be kept. */
+		if (ret == 0 && !g->salvaged)
+			warm_end(&w);
+		warm_free(&w);
+		if (ret < 0 || g->salvaged)
+			bcache_drop(r->cache, r->id);
 		if (ret < 0)
 			return zerr_set(why, ret, err.coff, "corrupt gzip at compressed offset %" PRIu64 ": %s",
 					err.coff, err.msg);
@@ -166,8 +236,8 @@ static int gz_open(struct reader *r, struct zerr *why)
 	r->idx = g;
 	if (g->salvaged)
 		reader_log(r, ZLOG_WARN, NULL,
-		     "corrupt gzip at compressed offset %" PRIu64 ": %s; salvage: showing the "
-		     "%" PRIu64 " bytes before the damage (%" PRIu64 " of them verified by a CRC32)",
+		     "corrupt gzip at compressed offset %" PRIu64 ": %s; salvage: showing its first "
+		     "%" PRIu64 " bytes (%" PRIu64 " of them verified by a CRC32)",
 		     g->damage_coff, err.msg, g->usize, g->verified);
 	if (g->trailing == GZDEC_TRAIL_GARBAGE)
 		reader_log(r, ZLOG_WARN, NULL, "trailing garbage after the last member at offset %" PRIu64

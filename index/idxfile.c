@@ -18,10 +18,12 @@
  * root owns, walked through "..", and the file itself (O_NOFOLLOW, fstat).
  * Then it reads only the 128-byte header and checks magic, version, the
  * recorded length against the real one, and that length against
- * idxfile_max_size of the source: a junk or forged file costs 128 bytes of
- * reading, never its own size in memory.  Only then does it read the whole
- * file (an index is about the size of the in-memory index it becomes) and
- * validate it before it allocates anything from it: the CRC, then every
+ * idxfile_max_size of the source and against what the header's own record
+ * count can take (fits_header).  Then the CRC-64, reading 256 KiB at a
+ * time: a junk or forged file costs at most its reading, never its own
+ * size in memory.  Only then does it read the whole file (an index is
+ * about the size of the in-memory index it becomes) and validate it before
+ * it allocates anything from it: the CRC again, then every
  * field and every checkpoint, with all 64-bit sums checked for overflow and
  * every count bounded by the bytes actually present.  Only then are the
  * path and identity (idxfile_id_same) compared, and the gzdec_index built,
@@ -51,6 +53,7 @@
 #define IF_HDR	    128u /* fixed header */
 #define IF_REC	    32u	 /* one checkpoint record */
 #define IF_CRC	    8u	 /* trailing CRC-64 */
+#define IF_PIECE    (256u << 10) /* what the CRC pass reads at a time */
 #define IF_MIN_FILE (IF_HDR + 1u + IF_REC + IF_CRC)
 #define IF_MAX_WZ   (2u * GZDEC_WINDOW)	  /* no deflate encoder expands 32 KiB this much */
 #define IF_PROBE    4096u		  /* bytes hashed at each end of a source */
@@ -140,21 +143,32 @@ static uint64_t get64(const unsigned char *p)
 	return v;
 }
 
-/* CRC-64/XZ: reflected, init and final xor all ones; "123456789" -> 995DC9BBDF1939FA. */
-static uint64_t crc64(const unsigned char *p, size_t n)
+static void crc64_table(uint64_t t[256])
 {
-	uint64_t t[256], c;
-
 	for (unsigned i = 0; i < 256; i++) {
-		c = i;
+		uint64_t c = i;
+
 		for (int k = 0; k < 8; k++)
 			c = (c & 1) ? (c >> 1) ^ CRC64_POLY : c >> 1;
 		t[i] = c;
 	}
-	c = ~0ull;
+}
+
+/* Continues CRC-64 state c (~0 to start; the CRC is ~c at the end) over p. */
+static uint64_t crc64_more(const uint64_t t[256], uint64_t c, const unsigned char *p, size_t n)
+{
 	while (n--)
 		c = t[(c ^ *p++) & 0xFF] ^ (c >> 8);
-	return ~c;
+	return c;
+}
+
+/* CRC-64/XZ: reflected, init and final xor all ones; "123456789" -> 995DC9BBDF1939FA. */
+static uint64_t crc64(const unsigned char *p, size_t n)
+{
+	uint64_t t[256];
+
+	crc64_table(t);
+	return ~crc64_more(t, ~0ull, p, n);
 }
 
 /* FNV-1a, 64 bits, continued from h (start with 0xCBF29CE484222325). */
@@ -750,11 +764,80 @@ static int open_index(int dfd, const char *name, bool trust, struct stat *st, st
 }
 
 /*
+ * Whether the length flen fits what header h says the file holds: its path
+ * and npoints records, each with a window of at most IF_MAX_WZ (gzip) or
+ * none (zstd), where npoints is at most what a src_size-byte source can
+ * have at span (the bound check_gz and check_zstd apply).  0 or -EBADMSG.
+ */
+static int fits_header(const unsigned char *h, uint64_t flen, uint32_t kind, uint64_t src_size,
+		       uint64_t span, struct zerr *err)
+{
+	uint64_t n = get64(h + H_NPOINTS), plen = get32(h + H_PATHLEN), can, least, most;
+	uint64_t fixed = IF_HDR + plen + IF_CRC, per = IF_REC;
+
+	if (kind == IDXFILE_KIND_GZIP) {
+		can = src_size <= UINT64_MAX / IF_RATIO ? src_size * IF_RATIO / span + 1 : n;
+		per += IF_MAX_WZ;
+	} else {
+		can = src_size / IF_ZMIN_FRAME < ZSTDDEC_MAX_FRAMES ? src_size / IF_ZMIN_FRAME
+								     : ZSTDDEC_MAX_FRAMES;
+	}
+	if (n == 0 || n > can || plen == 0 || plen >= PATH_MAX)
+		return BAD(H_NPOINTS, "%" PRIu64 " records or a %" PRIu64 "-byte path: impossible "
+			   "for a %" PRIu64 "-byte source", n, plen, src_size);
+	if (__builtin_mul_overflow(n, (uint64_t)IF_REC, &least) ||
+	    __builtin_add_overflow(least, fixed, &least))
+		least = UINT64_MAX;
+	if (__builtin_mul_overflow(n, per, &most) || __builtin_add_overflow(most, fixed, &most))
+		most = UINT64_MAX;
+	if (flen < least || flen > most)
+		return BAD(flen, "file is %" PRIu64 " bytes; its %" PRIu64 " records take %" PRIu64
+			   " to %" PRIu64, flen, n, least, most);
+	return 0;
+}
+
+/*
+ * Checks fd's CRC-64 (its last 8 bytes, over the flen - 8 before them),
+ * reading IF_PIECE bytes at a time: a file that passes the header's checks
+ * and still is not what we wrote costs its reading, not its size in
+ * memory.  0, -EBADMSG, -ENOMEM or -errno.
+ */
+static int crc_ok(int fd, uint64_t flen, struct zerr *err)
+{
+	uint64_t t[256], c = ~0ull, off = 0, end = flen - IF_CRC; /* flen >= IF_MIN_FILE */
+	unsigned char *p = malloc(IF_PIECE);
+	int ret = 0;
+
+	if (!p)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	crc64_table(t);
+	while (ret == 0 && off < end) {
+		size_t n = end - off < IF_PIECE ? (size_t)(end - off) : IF_PIECE;
+
+		ret = pread_full(fd, p, n, off);
+		if (ret == 0) {
+			c = crc64_more(t, c, p, n);
+			off += n;
+		}
+	}
+	if (ret == 0)
+		ret = pread_full(fd, p, IF_CRC, end);
+	if (ret == 0 && ~c != get64(p))
+		ret = BAD(end, "checksum mismatch");
+	free(p);
+	if (ret == -EIO)
+		return BAD(off, "file shrank while read, or read error");
+	return ret < 0 && ret != -EBADMSG ? zerr_set(err, ret, off, "read failed") : ret;
+}
+
+/*
  * Reads index file fd (st: its fstat): the header first, which must say a
  * supported version, the real length, and if want_size is not NULL the
  * source size *want_size; and the length must be within idxfile_max_size of
- * the recorded source size.  Then the whole file into a new buffer (caller
- * frees), validated by check().  0, -EBADMSG, -ESTALE, -ENOMEM or -errno.
+ * the recorded source size and fit the header's own counts (fits_header).
+ * Then the CRC-64, in bounded pieces (crc_ok).  Only then the whole file
+ * into a new buffer (caller frees), validated by check().  0, -EBADMSG,
+ * -ESTALE, -ENOMEM or -errno.
  */
 static int read_checked(int fd, const struct stat *st, const uint64_t *want_size,
 			unsigned char **buf, size_t *len, struct idxfile_info *in, struct zerr *err)
@@ -795,6 +878,11 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	if (flen > cap || flen != (size_t)flen)
 		return BAD(flen, "file is %" PRIu64 " bytes, more than an index of a %" PRIu64
 				 "-byte source can be (%" PRIu64 ")", flen, src_size, cap);
+	ret = fits_header(h, flen, kind, src_size, span, err);
+	if (ret == 0)
+		ret = crc_ok(fd, flen, err);
+	if (ret < 0)
+		return ret;
 	*len = (size_t)flen;
 	b = malloc(*len);
 	if (!b)

@@ -12,10 +12,12 @@
  *
  * A saved index is bound to its source's identity (struct idxfile_id) and
  * absolute path.  Loading validates the fixed header first (magic, version,
- * length, and a size cap computed from the source's size), so a junk file is
- * refused before it is read; then the whole file (CRC-64, every field and
- * every checkpoint) before anything is allocated from it, so a damaged,
- * foreign or stale index is rejected, never trusted.
+ * length, a size cap computed from the source's size, and the room its
+ * record count can take), so a junk file is refused before it is read;
+ * then the CRC-64, read in 256 KiB pieces, so a file that is junk all the
+ * same costs no more memory than that; then the whole file (every field
+ * and every checkpoint) before anything is allocated from it, so a
+ * damaged, foreign or stale index is rejected, never trusted.
  *
  * Ownership (as ssh's StrictModes): load, save and prune trust an index
  * directory only if it is owned by geteuid() or root and is not writable by

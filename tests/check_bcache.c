@@ -1764,6 +1764,46 @@ START_TEST(charges_alone_do_not_shut_out_an_empty_table)
 }
 END_TEST
 
+/*
+ * Reservations (a gzip pass's output before its unit is known) count like
+ * entries: they evict unreferenced entries, are refused when they would pass
+ * the budget (even with the table empty), and keep claims out until given
+ * back.
+ */
+START_TEST(reservations_evict_are_refused_and_keep_claims_out)
+{
+	struct bcache *c;
+	struct bcache_ent *e;
+	struct bcache_stats st;
+
+	ck_assert_int_eq(bcache_new(4 * COST(1000), &c), 0);
+	put_new(c, 1, 0, 1000);
+	put_new(c, 1, 1, 1000);
+	ck_assert_int_eq(bcache_reserve(c, 2 * COST(1000)), 0);
+	ck_assert_int_eq(bcache_reserve(c, 2 * COST(1000)), 0); /* evicts both entries */
+	st = stats(c);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.reserved, 4 * COST(1000));
+	ck_assert_uint_eq(st.used, st.budget);
+	ck_assert_int_eq(bcache_reserve(c, 1), -EAGAIN);
+	ck_assert_int_eq(bcache_claim(c, 2, 0, 1000, &e), 0);
+	ck_assert_ptr_null(e);
+	bcache_unreserve(c, 2 * COST(1000));
+	ck_assert_int_eq(bcache_claim(c, 2, 0, 1000, &e), 1);
+	bcache_done(c, e, 0);
+	bcache_put(c, e);
+	bcache_unreserve(c, 2 * COST(1000));
+	st = stats(c);
+	ck_assert_uint_eq(st.reserved, 0);
+	ck_assert_uint_eq(st.used, COST(1000));
+	/* more than the whole budget is never reserved, even in an empty table */
+	bcache_drop(c, 2);
+	ck_assert_int_eq(bcache_reserve(c, 5 * COST(1000)), -EAGAIN);
+	ck_assert_uint_eq(stats(c).used, 0);
+	bcache_free(c);
+}
+END_TEST
+
 START_TEST(peak_is_the_most_used_has_been)
 {
 	struct bcache *c;
@@ -1956,6 +1996,7 @@ static Suite *bcache_suite(void)
 	tcase_add_test(tc, free_and_put_accept_null);
 	tcase_add_test(tc, zero_budget_still_serves);
 	tcase_add_test(tc, tiny_entries_cost_their_overhead);
+	tcase_add_test(tc, reservations_evict_are_refused_and_keep_claims_out);
 	tcase_add_test(tc, peak_is_the_most_used_has_been);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

@@ -1230,6 +1230,61 @@ START_TEST(junk_refused_from_header)
 }
 END_TEST
 
+/*
+ * Item 9 of issue 18: a saved index grown to 3 GiB (sparse) beside a 20 MB
+ * gzip passed the size cap, which the source allows, and was read whole
+ * (3,074 MiB of VmHWM) before its checksum failed.  Here big.gz's real
+ * index, its length field set to 512 MiB and the file extended to match
+ * (within idxfile_max_size of big.gz, or the test means nothing): as it is
+ * (refused from the header's own counts), and with as many checkpoints as
+ * big.gz could have (refused by the checksum, read in pieces).  Peak RSS
+ * must grow by less than 8 MiB, and the tools' reader refuses both too.
+ */
+START_TEST(junk_within_cap_read_in_pieces)
+{
+	const uint64_t junk = 512ull << 20;
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct idxfile_info info;
+	unsigned char *b;
+	struct zerr err;
+	struct src s;
+	size_t len;
+
+	new_dir(dir, sizeof(dir), "bigjunk");
+	src_open(&s, "big.gz", SPAN_MIN);
+	save_ok(dir, &s, NULL);
+	index_path(dir, &s, file, sizeof(file));
+	b = read_all(file, &len);
+	ck_assert_uint_lt(junk, idxfile_max_size(s.id.size, SPAN_MIN));
+	for (int k = 0; k < 2; k++) {
+		long rss0;
+		int ret, fd;
+
+		put_le(b + 16, 8, junk);
+		if (k == 1)
+			put_le(b + 112, 8, s.id.size * 1032 / SPAN_MIN + 1);
+		fd = open(file, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pwrite(fd, b, len, 0), (ssize_t)len);
+		ck_assert_int_eq(ftruncate(fd, (off_t)junk), 0);
+		close(fd);
+		rss0 = maxrss_kib();
+		memset(&err, 0, sizeof(err));
+		ret = idxfile_load(dir, s.path, &s.id, 0, &got, &err);
+		ck_assert_ptr_null(got);
+		ck_assert_msg(ret == -EBADMSG, "junk %d: %d (%s)", k, ret, err.msg);
+		if (k == 1)
+			ck_assert_str_eq(err.msg, "checksum mismatch");
+		ck_assert_int_eq(idxfile_read_header(file, &info, NULL), -EBADMSG);
+		ck_assert_msg(maxrss_kib() - rss0 < 8 * 1024, "junk %d: peak RSS +%ld KiB (%s)", k,
+			      maxrss_kib() - rss0, err.msg);
+	}
+	free(b);
+	src_close(&s);
+}
+END_TEST
+
 /* Runs fn in a child with uid/gid 65534; returns its exit status. */
 static int as_nobody(int (*fn)(const void *), const void *arg)
 {
@@ -1881,6 +1936,7 @@ int main(void)
 	tcase_add_test(tc, stale_content);
 	tcase_add_test(tc, foreign_index);
 	tcase_add_test(tc, span_mismatch);
+	tcase_add_test(tc, junk_within_cap_read_in_pieces);
 	tcase_add_test(tc, every_bit_flip);
 	tcase_add_test(tc, every_truncation);
 	tcase_add_test(tc, forged_fields);

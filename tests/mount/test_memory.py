@@ -43,6 +43,27 @@ Cases, each on a fresh mount, the daemon's VmHWM read from /proc/PID/status:
            decoded once by the read (decoded_bytes <= 2.02 x the size, the
            measuring pass included).  Frames decoded ahead were evicted by
            the frame just read, still more recently used: 2.0-2.2 x.
+  warm     8 gzip files of 64 MiB of zeros, each ONE deflate block,
+           cache_size=32M, noindex: 8 stats at once each run an index pass
+           that keeps its first output for the cache (issue 18, item 6).
+           The output waiting for its unit's end is reserved in the cache's
+           budget, so VmHWM <= base + bound; each pass kept up to
+           cache_size/2 outside the cache: 982-1,015 MiB at 256M (134 MiB
+           here).  Then every file reads back as zeros.
+  junkidx  a 2 MB gzip indexed at span=64K into index_dir, then its saved
+           index grown to 1 GiB (sparse) with the length in its header to
+           match: within the cap the source allows (issue 18, item 9).  At
+           cache_size=4M, noindex, the next mount reads the file right, logs
+           one line saying the saved index is not usable, rebuilds and saves
+           it; VmHWM <= base + bound.  It read the 1 GiB whole first.
+  windows  128 MiB of random bytes as gzip -1, span=64K, cache_size=4M: the
+           worst case of the gzip index (issue 18, item 10), a checkpoint
+           every 64 KiB whose 32 KiB window does not compress.  Each costs
+           GZ_POINT bytes outside the cache (measured: 32,778 bytes of
+           deflated window, malloc'd, a 40-byte point, its map entry), and
+           VmHWM <= base + bound with maps = checkpoints x GZ_POINT; VmRSS
+           after the index pass must hold at least 32 KiB per checkpoint
+           (else this is not the worst case).
 The bound per case is computed from the README's formula, not hard-coded:
 cache_size + decoders in use (threads + FUSE threads, each one decoder and one
 slice) + one parked decoder over its share + maps + 16 MiB slack.
@@ -51,6 +72,7 @@ Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 import argparse
 import binascii
 import errno
+import gzip
 import hashlib
 import lzma
 import os
@@ -60,7 +82,9 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zlib
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -68,6 +92,10 @@ import zmtest  # noqa: E402
 
 MiB = 1 << 20
 SLACK = 16 * MiB
+# A gzip checkpoint at its worst (incompressible window): the window deflated
+# at level 1 (32,778 bytes, 32,784 with malloc's header), the 40-byte struct
+# gzdec_point, and the reader's map entry (65 bytes, as xz's).
+GZ_POINT = 32784 + 40 + 65
 
 
 # -- one huge deflate block ---------------------------------------------------
@@ -241,6 +269,120 @@ def case_deflate(args, res, work):
                   len(warn) == 1, f'{len(warn)} lines')
         check_hwm(res, m, 'deflate: VmHWM within the bound',
                   base, bound(1 * MiB, 2, 128 << 10))
+
+
+def case_warm(args, res, work):
+    src = os.path.join(work, 'src-warm')
+    os.mkdir(src)
+    size, n = 64 * MiB, 8
+    # one directory each: the kernel serializes a FUSE directory's lookups
+    for i in range(n):
+        os.mkdir(os.path.join(src, f'd{i}'))
+    one_block_zeros_gz(os.path.join(src, 'd0', 'z.gz'), size)
+    for i in range(1, n):
+        shutil.copyfile(os.path.join(src, 'd0', 'z.gz'), os.path.join(src, f'd{i}', 'z.gz'))
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=32M,threads=2,index_dir=none,noindex',
+                      results=res, log_path=os.path.join(work, 'warm.log'), watchdog=600) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        sizes = [None] * n
+
+        def stat(i):
+            sizes[i] = os.stat(os.path.join(mnt, f'd{i}', 'z')).st_size
+        ts = [threading.Thread(target=stat, args=(i,)) for i in range(n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        res.check('warm: 8 parallel first stats give the size', sizes == [size] * n, f'{sizes}')
+        check_hwm(res, m, 'warm: VmHWM of 8 parallel index passes within the bound',
+                  base, bound(32 * MiB, 2, 128 << 10))
+        st = zmtest.stats(mnt)
+        res.note(f'warm: after the passes cache_used {st.get("cache_used")}, '
+                 f'decoded_bytes {st.get("decoded_bytes")}')
+        bad = []
+        for i in range(n):
+            with open(os.path.join(mnt, f'd{i}', 'z'), 'rb') as f:
+                got = 0
+                while True:
+                    b = f.read(1 << 20)
+                    if not b:
+                        break
+                    if b.count(0) != len(b):
+                        bad.append(f'z{i} at {got}')
+                        break
+                    got += len(b)
+                if got != size and not bad:
+                    bad.append(f'z{i}: {got} bytes')
+        res.check('warm: every file reads back as its zeros', not bad, ', '.join(bad[:3]))
+
+
+def case_junkidx(args, res, work):
+    src, idx = os.path.join(work, 'src-junkidx'), os.path.join(work, 'idx-junkidx')
+    os.mkdir(src)
+    os.mkdir(idx, 0o700)
+    data = random.Random(5).randbytes(2 * MiB)
+    with open(os.path.join(src, 'r.gz'), 'wb') as f:
+        f.write(gzip.compress(data, 1))
+    mnt = os.path.join(work, 'mnt')
+    opts = f'cache_size=4M,threads=2,span=64K,index_dir={idx},noindex'
+    with zmtest.Mount(args.zmount, src, mnt, opts=opts, results=res,
+                      log_path=os.path.join(work, 'junkidx1.log'), watchdog=300):
+        res.check('junkidx: first mount indexes the file', os.stat(os.path.join(mnt, 'r')).st_size
+                  == len(data))
+    zmis = [n for n in os.listdir(idx) if n.endswith('.zmi')]
+    res.check('junkidx: one index saved', len(zmis) == 1, f'{os.listdir(idx)}')
+    if len(zmis) != 1:
+        return
+    zmi = os.path.join(idx, zmis[0])
+    junk = 1 << 30
+    with open(zmi, 'r+b') as f:
+        f.seek(16)
+        f.write(struct.pack('<Q', junk))
+        f.truncate(junk)
+    with zmtest.Mount(args.zmount, src, mnt, opts=opts, results=res,
+                      log_path=os.path.join(work, 'junkidx2.log'), watchdog=300) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        res.check('junkidx: the file reads right beside a junk index',
+                  open(os.path.join(mnt, 'r'), 'rb').read() == data)
+        lines = [ln for ln in m.log_lines() if 'r.gz' in ln and 'saved index' in ln]
+        res.check('junkidx: one log line says the saved index is not usable', len(lines) == 1
+                  and 'not usable' in lines[0], '\n'.join(lines) or 'no line',
+                  info=lines[0].strip() if lines else '')
+        check_hwm(res, m, 'junkidx: VmHWM within the bound', base, bound(4 * MiB, 2, 128 << 10))
+    res.check('junkidx: the index was rebuilt and saved over the junk',
+              os.path.getsize(zmi) < 4 * MiB, f'{os.path.getsize(zmi)} bytes')
+
+
+def case_windows(args, res, work):
+    src = os.path.join(work, 'src-windows')
+    os.mkdir(src)
+    size = 128 * MiB
+    with open(os.path.join(src, 'rand.gz'), 'wb') as f:
+        z = zlib.compressobj(1, zlib.DEFLATED, 31)
+        for _ in range(size // MiB):
+            f.write(z.compress(os.urandom(MiB)))
+        f.write(z.flush())
+    mnt = os.path.join(work, 'mnt')
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=4M,threads=2,span=64K,'
+                      'index_dir=none,noindex', results=res,
+                      log_path=os.path.join(work, 'windows.log'), watchdog=600) as m:
+        base = zmtest.proc_status(m.proc.pid)['VmRSS']
+        path = os.path.join(mnt, 'rand')
+        res.check('windows: size', os.stat(path).st_size == size)
+        info = dict(ln.split('=', 1) for ln in
+                    os.getxattr(path, 'user.zmount.info').decode().splitlines() if '=' in ln)
+        points = int(info.get('blocks', 0))
+        rss = zmtest.proc_status(m.proc.pid)['VmRSS']
+        used = zmtest.stats(mnt).get('cache_used', 0)
+        per = (rss - base - used) / max(points, 1)
+        res.check('windows: a checkpoint every 64 KiB or so', size // (80 << 10) <= points
+                  <= size // (64 << 10) + 1, f'{points} checkpoints')
+        res.check('windows: the index holds at least 32 KiB per checkpoint (the worst case)',
+                  per >= 32 * 1024, f'{per:.0f} bytes per checkpoint',
+                  info=f'{points} checkpoints, VmRSS - base - cache_used = {per:.0f} bytes each')
+        check_hwm(res, m, 'windows: VmHWM within the bound with GZ_POINT per checkpoint',
+                  base, bound(4 * MiB, 2, 128 << 10, maps=points * GZ_POINT))
 
 
 def case_parked(args, res, work):
@@ -504,13 +646,18 @@ def case_tiny(args, res, work):
                       info=f'decoded {dec / size:.3f} x the size in {took:.1f} s')
 
 
+CASES = (('deflate', case_deflate), ('warm', case_warm), ('junkidx', case_junkidx),
+         ('windows', case_windows), ('parked', case_parked), ('mixed', case_mixed),
+         ('blocks', case_blocks), ('map', case_map), ('dict', case_dict), ('frames', case_frames),
+         ('tiny', case_tiny))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--zmount', required=True)
     ap.add_argument('--keep', action='store_true')
-    ap.add_argument('--only', choices=['deflate', 'parked', 'mixed', 'blocks', 'map', 'dict',
-                                       'frames', 'tiny'])
+    ap.add_argument('--only', choices=[name for name, _ in CASES])
     args = ap.parse_args()
     zmtest.require_fuse()
     res = zmtest.Results()
@@ -519,9 +666,7 @@ def main():
     work = tempfile.mkdtemp(prefix='zmount-memory-')
     os.mkdir(os.path.join(work, 'mnt'))
     try:
-        for name, fn in (('deflate', case_deflate), ('parked', case_parked), ('mixed', case_mixed),
-                         ('blocks', case_blocks), ('map', case_map), ('dict', case_dict), ('frames', case_frames),
-                         ('tiny', case_tiny)):
+        for name, fn in CASES:
             if args.only in (None, name):
                 t0 = time.monotonic()
                 fn(args, res, work)

@@ -9,20 +9,28 @@ middle, and intact copies of both formats.
   without salvage: the cut .gz shows as `x` and fails with EIO; the cut .xz
       shows raw under its own name (its Index cannot be read).
   with -o salvage: the cut .gz shows exactly what `gzip -dc` prints before
-      its error (size and bytes); the cut .xz shows a prefix of the log that
+      its error (size and bytes); the .gz with a flipped byte in its only
+      member shows nothing (that member failed); the cut .xz shows a prefix of the log that
       ends on a Block boundary and covers every whole Block before the cut;
       user.zmount.info says state=salvaged and the log has one line per file
       saying salvage is in effect; intact files read exactly as without it.
+  two-member .gz files, each damaged in member 2 (its deflate data, its
+      CRC32, cut short inside it) and one with garbage after both members:
+      the exact size shown is member 1's bytes for the first two (member 2
+      failed a check: none of its bytes), all of `gzip -dc`'s output for the
+      cut and for the garbage; what shows is always a prefix of gzip -dc's.
   afterwards, without salvage but with the same index_dir: the cut .gz fails
       again (its salvaged index was never saved), the intact one loads its own.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
+import gzip
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import zlib
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -52,6 +60,33 @@ def make_tree(src):
     return text
 
 
+def make_members(src):
+    """Two members; four ways of damaging the second.  Returns {name: (member 1's
+    text, what must show: 'm1' for member 1's bytes, 'zcat' for all of gzip -dc's)}."""
+    lines = [b'%06d member text %d\n' % (i, i * 31 % 977) for i in range(40000)]
+    t1, t2 = b''.join(lines[:20000]), b''.join(lines[20000:])
+    m1, m2 = gzip.compress(t1, 6), gzip.compress(t2, 6)
+    # the first byte of member 2's deflate data whose flip inflate itself notices
+    for off in range(10 + len(m2) // 3, len(m2) - 8):
+        bad = bytearray(m2)
+        bad[off] ^= 0xFF
+        try:
+            zlib.decompressobj(31).decompress(bytes(bad))
+        except zlib.error as e:
+            if 'incorrect data check' not in str(e):
+                break
+    flip = bytes(bad)
+    crc = bytearray(m2)
+    crc[-8] ^= 0x01
+    cases = {'m-flip.gz': (m1 + flip, 'm1'), 'm-crc.gz': (m1 + bytes(crc), 'm1'),
+             'm-cut.gz': (m1 + m2[:len(m2) // 2], 'zcat'),
+             'm-garbage.gz': (m1 + m2 + b'not a member at all\n', 'zcat')}
+    for name, (data, _) in cases.items():
+        with open(os.path.join(src, name), 'wb') as f:
+            f.write(data)
+    return t1, {name: rule for name, (_, rule) in cases.items()}
+
+
 def zcat_prefix(path):
     return subprocess.run(['gzip', '-dc', path], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL).stdout
@@ -77,6 +112,7 @@ def main():
     os.mkdir(mnt)
     try:
         text = make_tree(src)
+        t1, members = make_members(src)
         with zmtest.Mount(args.zmount, src, mnt, opts='index_dir=none', results=res,
                           log_path=os.path.join(work, 'plain.log')):
             try:
@@ -100,8 +136,20 @@ def main():
             p = os.path.join(mnt, 'flip.log')
             want = zcat_prefix(os.path.join(src, 'flip.log.gz'))
             got = read(p)
-            res.check('salvage: a .gz with a flipped byte shows gzip -dc\'s bytes before it',
-                      got == want and os.stat(p).st_size == len(want), f'{len(got)} vs {len(want)}')
+            res.check('salvage: a .gz with a flipped byte in its only member shows nothing',
+                      got == b'' and os.stat(p).st_size == 0 and len(want) > 0,
+                      f'{len(got)} bytes shown, gzip -dc gave {len(want)}')
+            for name, rule in sorted(members.items()):
+                want = zcat_prefix(os.path.join(src, name))
+                size = len(t1) if rule == 'm1' else len(want)
+                p = os.path.join(mnt, name[:-3])
+                got = read(p)
+                res.check(f'salvage: {name} shows exactly {"member 1" if rule == "m1" else "gzip -dc"}',
+                          os.stat(p).st_size == size and got == want[:size]
+                          and want.startswith(t1) and len(want) > len(t1),
+                          f'{len(got)} bytes shown (size {os.stat(p).st_size}), want {size}; '
+                          f'gzip -dc gave {len(want)}, member 1 is {len(t1)}',
+                          info=f'{size} of gzip -dc\'s {len(want)} bytes')
             names = os.listdir(os.path.join(mnt, 'x'))
             res.check('salvage: the cut .xz shows decompressed', 'cut.log' in names
                       and 'cut.log.xz' not in names, f'{names}')
