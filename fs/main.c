@@ -61,7 +61,7 @@ static void usage(FILE *out)
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
 		"  -o noindex          do not index gzip files in the background after mount\n"
-		"  -o salvage          show what decodes before the damage in .gz/.xz files (as zcat)\n"
+		"  -o salvage          show the verified start of damaged .gz/.xz files\n"
 		"  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes persist\n"
 		"                      (default $XDG_CACHE_HOME/zmount or ~/.cache/zmount;\n"
 		"                      none: memory only)\n"

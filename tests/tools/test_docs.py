@@ -364,6 +364,14 @@ def main():
         for name in sorted(set(re.findall(r'\b(test_[a-z_]+\.py)\b', section('Memory')))):
             res.check(f'README.md "Memory" names {name}, which exists',
                       os.path.exists(os.path.join(src, 'tests', 'mount', name)))
+        # "`test_x.py` cases a, b" / "sections a, b": each a case the test runs
+        for name, parts in re.findall(r'`(test_[a-z_]+\.py)` (?:cases?|sections?) ([a-z, ]+)',
+                                      section('Memory')):
+            path = os.path.join(src, 'tests', 'mount', name)
+            text = open(path).read() if os.path.exists(path) else ''
+            for case in (c.strip() for c in parts.split(',')):
+                res.check(f'README.md "Memory": {name} has a case {case!r}',
+                          re.search(rf"'{case}'|\b{case}\b,|,{case}\b", text) is not None)
 
         # -- facts -------------------------------------------------------------------
         # A deflate block wider than cache_size/2 is streamed, not refused
