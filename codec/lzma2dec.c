@@ -825,14 +825,14 @@ static int ckpt_check(const struct lzma2dec_ckpt *ck)
 	return 0;
 }
 
-int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint64_t ulimit, lzma2dec_pull_fn pull,
-		    void *opaque, struct lzma2dec **out)
+int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
+		    lzma2dec_pull_fn pull, void *opaque, struct lzma2dec **out)
 {
 	struct lzma2dec *d;
 	int ret;
 
 	*out = NULL;
-	if (ckpt_check(ck) < 0 || ck->uoff > ulimit)
+	if (ck->dict_size != dict_size || ckpt_check(ck) < 0 || ck->uoff > ulimit)
 		return -EINVAL;
 	ret = alloc_dec(ck->dict_size, ulimit, pull, opaque, &d);
 	if (ret < 0)

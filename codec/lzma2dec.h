@@ -135,24 +135,27 @@ int lzma2dec_new(uint32_t dict_size, uint64_t ulimit, lzma2dec_pull_fn pull, voi
 /*
  * A decoder that goes on from checkpoint ck, as the decoder that exported
  * it would: the next byte read is uncompressed offset ck->uoff, and the
- * first pull is at ck->coff.  ck is only read during the call.  The window
- * is sized from ck->dict_size.  Returns 0 and *out, or, with *out NULL:
- * -EINVAL (ck inconsistent, as lzma2dec_ckpt_load checks; pull NULL),
- * -ENOMEM.  If the chunk at ck->coff has another control byte than
- * ck->control, the first read fails with -EIO.
+ * first pull is at ck->coff.  ck is only read during the call.  dict_size
+ * is the caller's own (from the Block Header, capped as for lzma2dec_new):
+ * it must equal ck->dict_size, so a damaged or foreign checkpoint cannot
+ * size the window.  Returns 0 and *out, or, with *out NULL: -EINVAL (ck
+ * inconsistent, as lzma2dec_ckpt_load checks, or of another dictionary
+ * size; pull NULL), -ENOMEM.  If the chunk at ck->coff has another control
+ * byte than ck->control, the first read fails with -EIO.
  */
-int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint64_t ulimit, lzma2dec_pull_fn pull,
-		    void *opaque, struct lzma2dec **out);
+int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
+		    lzma2dec_pull_fn pull, void *opaque, struct lzma2dec **out);
 
 /* Sets (or, with fn NULL, clears) the chunk callback; opaque is borrowed. */
 void lzma2dec_set_chunk_cb(struct lzma2dec *d, lzma2dec_chunk_fn fn, void *opaque);
 
 /*
  * Decodes up to len bytes into buf.  Returns how many (len, unless the end
- * marker comes first), 0 once the end marker has been read, or a negative
- * error as listed above, with err (may be NULL) saying why and where
- * (err->coff: compressed offset of the chunk).  The chunk callback runs
- * from inside this call.
+ * marker comes first), 0 once the end marker has been read (or for len 0),
+ * or a negative error as listed above, with err (may be NULL) saying why
+ * and where (err->coff: compressed offset of the chunk).  A call that fails
+ * returns none of the bytes it decoded before the failure.  The chunk
+ * callback runs from inside this call.
  */
 ssize_t lzma2dec_read(struct lzma2dec *d, void *buf, size_t len, struct zerr *err);
 

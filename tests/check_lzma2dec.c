@@ -304,7 +304,7 @@ static void check_stream(const struct buf *comp, uint32_t dict, const struct buf
 		dpos = ck.dpos;
 		ck_assert_uint_eq(cs->blob[i].n,
 				  expect_size(cs->control[i], lclp, dpos, dict, ck.has_props));
-		ck_assert_int_eq(lzma2dec_resume(&ck, data->n, mem_pull, &m, &d), 0);
+		ck_assert_int_eq(lzma2dec_resume(&ck, dict, data->n, mem_pull, &m, &d), 0);
 		lzma2dec_ckpt_release(&ck);
 		ck_assert_uint_eq(lzma2dec_tell(d), cs->uoff[i]);
 		ck_assert_int_eq(our_read(d, data->n - cs->uoff[i], &rest), 1);
@@ -690,7 +690,7 @@ START_TEST(test_ckpt_damage)
 				ck_assert_ptr_null(ck.probs);
 				continue;
 			}
-			ret = lzma2dec_resume(&ck, data.n, mem_pull, &m, &d);
+			ret = lzma2dec_resume(&ck, opt.dict_size, data.n, mem_pull, &m, &d);
 			lzma2dec_ckpt_release(&ck);
 			if (ret < 0) {
 				ck_assert_int_eq(ret, -EINVAL);
@@ -719,7 +719,10 @@ START_TEST(test_ckpt_damage)
 
 		ck_assert_int_eq(lzma2dec_ckpt_load(cs->blob[pick].p, cs->blob[pick].n, &ck), 0);
 		ck.coff = 0; /* other's first chunk is 0xE0 */
-		ck_assert_int_eq(lzma2dec_resume(&ck, UINT64_MAX, mem_pull, &m, &d), 0);
+		ck_assert_int_eq(lzma2dec_resume(&ck, opt.dict_size * 2, UINT64_MAX, mem_pull, &m, &d),
+				 -EINVAL);
+		ck_assert_ptr_null(d);
+		ck_assert_int_eq(lzma2dec_resume(&ck, opt.dict_size, UINT64_MAX, mem_pull, &m, &d), 0);
 		lzma2dec_ckpt_release(&ck);
 		ck_assert_int_eq(lzma2dec_read(d, &one, 1, &err), -EIO);
 		ck_assert_msg(strstr(err.msg, "checkpoint"), "%s", err.msg);

@@ -22,7 +22,7 @@
 #             Blocks; gz: the harness keeps 8 MiB of output; the others are
 #             small.  Anything bigger is reported as a crash ("malloc limit").
 #             zstd: the harness's window limit is 8 MiB, plus libzstd's buffers.
-#             lzma2: three 4 MiB output buffers and two 1 MiB dictionaries.
+#             lzma2: three 256 KiB output buffers and two 1 MiB dictionaries.
 # Every target: -rss_limit_mb=1024, -timeout=20 s per input (a hang is a crash).
 set -euo pipefail
 
