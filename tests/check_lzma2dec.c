@@ -12,6 +12,7 @@
  * is skipped out loud and the exit status is 77.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <lzma.h>
@@ -785,50 +786,71 @@ static struct buf slurp(const char *path)
 	return b;
 }
 
+/*
+ * One corpus file, if its first Block is LZMA2 alone: the Block's data
+ * against liblzma's raw decoder (check_corrupt), and, for a good file,
+ * against the whole file's output, of which it must be a prefix (all of
+ * it when the file has one Block).  Returns 1 if it was such a file.
+ */
+static int check_corpus_file(const char *name)
+{
+	char path[PATH_MAX + 64];
+	struct buf f, whole, ours;
+	size_t off, inpos = 0, outpos = 0;
+	uint64_t memlimit = UINT64_MAX;
+	uint32_t dict;
+
+	snprintf(path, sizeof(path), "%s/%s", corpus, name);
+	f = slurp(path);
+	if (!lzma2_block(&f, &off, &dict)) {
+		free(f.p);
+		return 0;
+	}
+	check_corrupt(f.p + off, f.n - off, dict, name);
+	if (strncmp(name, "good-", 5) == 0) {
+		whole.p = malloc(16u << 20);
+		ck_assert(whole.p);
+		ck_assert_int_eq(lzma_stream_buffer_decode(&memlimit, 0, NULL, f.p, &inpos, f.n,
+							   whole.p, &outpos, 16u << 20),
+				 LZMA_OK);
+		ck_assert_int_eq(our_decode(f.p + off, f.n - off, dict, 16u << 20, NULL, &ours, NULL),
+				 1);
+		ck_assert_uint_le(ours.n, outpos);
+		ck_assert_msg(ours.n == 0 || memcmp(ours.p, whole.p, ours.n) == 0, "%s differs", name);
+		if (strcmp(name, "good-2-lzma2.xz") != 0 && strcmp(name, "good-1-block_header-2.xz"))
+			ck_assert_msg(ours.n == outpos, "%s: %zu of %zu bytes", name, ours.n, outpos);
+		free(ours.p);
+		free(whole.p);
+	}
+	free(f.p);
+	return 1;
+}
+
+/* Every .xz of the corpus whose first Block is LZMA2 alone, and these among them. */
 START_TEST(test_corpus)
 {
 	static const char *names[] = {
 		"good-1-lzma2-1.xz", "good-1-lzma2-2.xz", "good-1-lzma2-3.xz", "good-1-lzma2-4.xz",
-		"good-1-lzma2-5.xz", "good-2-lzma2.xz", "good-1-check-crc32.xz",
-		"good-1-check-none.xz", "good-1-block_header-1.xz", "bad-1-lzma2-1.xz",
-		"bad-1-lzma2-2.xz", "bad-1-lzma2-3.xz", "bad-1-lzma2-4.xz", "bad-1-lzma2-5.xz",
-		"bad-1-lzma2-6.xz", "bad-1-lzma2-7.xz", "bad-1-lzma2-8.xz", "bad-1-lzma2-9.xz",
-		"bad-1-lzma2-10.xz", "bad-1-lzma2-11.xz"};
-	int decoded = 0;
+		"good-1-lzma2-5.xz", "good-2-lzma2.xz", "bad-1-lzma2-1.xz", "bad-1-lzma2-2.xz",
+		"bad-1-lzma2-3.xz", "bad-1-lzma2-4.xz", "bad-1-lzma2-5.xz", "bad-1-lzma2-6.xz",
+		"bad-1-lzma2-7.xz", "bad-1-lzma2-8.xz", "bad-1-lzma2-9.xz", "bad-1-lzma2-10.xz",
+		"bad-1-lzma2-11.xz"};
+	DIR *dir = opendir(corpus);
+	struct dirent *e;
+	int n = 0;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		char path[PATH_MAX + 64];
-		struct buf f, whole = {0}, ours;
-		size_t off, inpos = 0, outpos = 0;
-		uint64_t memlimit = UINT64_MAX;
-		uint32_t dict;
-		int good = names[i][0] == 'g';
+	ck_assert_msg(dir, "%s: %s", corpus, strerror(errno));
+	while ((e = readdir(dir))) {
+		size_t len = strlen(e->d_name);
 
-		snprintf(path, sizeof(path), "%s/%s", corpus, names[i]);
-		f = slurp(path);
-		ck_assert_msg(lzma2_block(&f, &off, &dict), "%s: no LZMA2-only Block", names[i]);
-		check_corrupt(f.p + off, f.n - off, dict, names[i]);
-		if (good) {
-			/* the Block decodes to what the whole file decodes to (its first Block) */
-			whole.p = malloc(1u << 20);
-			ck_assert(whole.p);
-			ck_assert_int_eq(lzma_stream_buffer_decode(&memlimit, 0, NULL, f.p, &inpos,
-								   f.n, whole.p, &outpos, 1u << 20),
-					 LZMA_OK);
-			ck_assert_int_eq(our_decode(f.p + off, f.n - off, dict, 1u << 20, NULL,
-						    &ours, NULL) < 0,
-					 0);
-			ck_assert_uint_le(ours.n, outpos);
-			ck_assert(memcmp(ours.p, whole.p, ours.n) == 0);
-			if (strcmp(names[i], "good-2-lzma2.xz") != 0)
-				ck_assert_uint_eq(ours.n, outpos);
-			free(ours.p);
-			free(whole.p);
-			decoded++;
-		}
-		free(f.p);
+		if (len > 3 && strcmp(e->d_name + len - 3, ".xz") == 0)
+			n += check_corpus_file(e->d_name);
 	}
-	ck_assert_int_eq(decoded, 9);
+	closedir(dir);
+	ck_assert_int_ge(n, (int)(sizeof(names) / sizeof(names[0])));
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_msg(check_corpus_file(names[i]), "%s: no LZMA2-only Block", names[i]);
+	fprintf(stderr, "check_lzma2dec: corpus: %d files with an LZMA2-only Block\n", n);
 }
 END_TEST
 
