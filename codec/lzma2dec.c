@@ -325,9 +325,15 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 
 			UPD0(probs + P_IS_MATCH + (state << 4) + ps);
 			if (state < 7) {
-				do
-					TREE_BIT(lp, sym);
-				while (sym < 0x100);
+				/* unrolled: the most frequent symbol of all */
+				TREE_BIT(lp, sym);
+				TREE_BIT(lp, sym);
+				TREE_BIT(lp, sym);
+				TREE_BIT(lp, sym);
+				TREE_BIT(lp, sym);
+				TREE_BIT(lp, sym);
+				TREE_BIT(lp, sym);
+				TREE_BIT(lp, sym);
 			} else {
 				uint32_t mb = win[back(wpos, rep0, wsize)], bit;
 
