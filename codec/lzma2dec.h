@@ -63,7 +63,7 @@
 
 #include "zerr.h"
 
-/* The largest dictionary accepted: LZMA2's own largest but one (1.5 GiB). */
+/* The largest dictionary accepted, 1.5 GiB: far above xz -9e (64 MiB); callers cap lower. */
 #define LZMA2DEC_DICT_MAX (3u << 29)
 
 /* The most probabilities a model has (lc + lp = 4). */
