@@ -3,7 +3,7 @@
 #
 #   SEEDER  the fuzz_seed_idx binary (saves real index files with our own code)
 #   CORPUS  the shared conformance corpus (../shared/corpus from the repo root)
-#   OUT     gets one directory per target: xz/ gz/ idxfile/ opts/ zstd/
+#   OUT     gets one directory per target: xz/ gz/ idxfile/ opts/ zstd/ lzma2/
 #
 # Seeds:
 #   xz/       CORPUS/xz-utils/*.xz, plus small files made here with xz: several
@@ -20,6 +20,9 @@
 #             (no Frame_Content_Size), no checksum, --long=27, empty, RLE and
 #             raw blocks, pzstd, concatenated, skippable frames, a trained
 #             dictionary, a seekable-format file with its seek table.
+#   lzma2/    raw LZMA2 data made here with xz --format=raw: presets 0, 6 and
+#             9e, a 4 KiB dictionary, lc/lp/pb extremes, random bytes
+#             (uncompressed chunks), zeros, empty, and text mixed with random.
 # Deterministic: no timestamps or random bytes go into any seed.  Everything
 # large stays in OUT (a build directory); nothing is written to CORPUS.
 # Writes OUT/.complete last, and does nothing if it is already there.
@@ -185,8 +188,26 @@ head -c 2000 "$work/words40k" >"$work/p3"
 	le32 3; printf '\000'; le32 $((0x8F92EAB1))
 } >"$out/zstd/gen-seekable.zst"
 
+echo "== lzma2 seeds (raw LZMA2 data, as inside an xz Block)"
+mkdir -p "$out/lzma2"
+l() { # l NAME INPUT LZMA2-OPTIONS: dictionaries of at most 1 MiB, the harness's usual one
+	xz -q --format=raw --lzma2="$3" -c <"$2" >"$out/lzma2/gen-$1.lzma2"
+}
+l words-p0 "$work/words40k" preset=0
+l words-p6 "$work/words40k" preset=6,dict=1MiB
+l words-p9e "$work/words40k" preset=9e,dict=1MiB
+l lines-dict4k "$work/lines" preset=6,dict=4KiB
+l words-lc0lp4 "$work/words40k" preset=6,dict=64KiB,lc=0,lp=4,pb=4
+l words-lc4pb0 "$work/words40k" preset=6,dict=64KiB,lc=4,lp=0,pb=0
+l rnd "$work/rnd" preset=6,dict=64KiB
+l zeros "$work/zeros" preset=6,dict=64KiB
+l empty /dev/null preset=0
+l tiny "$work/tiny" preset=6,dict=4KiB
+cat "$work/rnd" "$work/words40k" "$work/rnd" "$work/words40k" >"$work/mix"
+l mix "$work/mix" preset=6,dict=64KiB
+
 # one record of what was made, for the log of whoever runs this
-for d in xz gz idxfile opts zstd; do
+for d in xz gz idxfile opts zstd lzma2; do
 	printf '%-8s %4d files, %7d KiB\n' "$d" "$(ls "$out/$d" | wc -l)" "$(du -sk "$out/$d" | cut -f1)"
 done
 touch "$out/.complete"
