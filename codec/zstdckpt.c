@@ -9,10 +9,11 @@
  * Before each compressed block is fed, it is parsed here (RFC 8878,
  * 3.1.1.3): the literals section header gives the Huffman table
  * description, if any, and the section's size; the sequences section header
- * gives the FSE table descriptions or modes; then the sequences bitstream
- * is decoded (FSE states and extra bits only, no literals, no copies) to
- * follow the three repeat offsets (3.1.1.5), the one part of the state that
- * nothing in the stream states outright.  At a boundary past the next span
+ * gives the FSE table descriptions or modes, and where the sequences
+ * bitstream lies.  At a boundary past the next span, the bitstream of the
+ * last block with sequences is decoded (FSE states and extra bits only, no
+ * literals, no copies) to learn the three repeat offsets (3.1.1.5), the
+ * one part of the state that nothing in the stream states outright; then
  * the tables in force, the offsets and the ring go to the caller's fn.
  *
  * Resume: the checkpoint is written as a zstd dictionary (RFC 8878, 5:
@@ -38,6 +39,7 @@
 #include "zstdckpt.h"
 #include "pio.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -137,11 +139,17 @@ struct fse_cell {
 	uint8_t nbits;
 };
 
-struct fse {
+/* A table in force, as the stream gave it. */
+struct fse_desc {
 	uint8_t mode; /* T_*: what the table in force came from */
-	uint8_t log;
+	uint8_t rle;  /* the symbol, for T_RLE */
 	uint8_t dlen; /* desc bytes, for T_COMP */
 	uint8_t desc[ZSTDCKPT_FSE_MAX];
+};
+
+/* A decoding table. */
+struct fse {
+	uint8_t log;
 	struct fse_cell cell[1u << 9];
 };
 
@@ -255,54 +263,62 @@ static int fse_build(struct fse *t, const int16_t *norm, unsigned nsym, unsigned
 	return 0;
 }
 
-/* Sets table t of kind k (ZSTDCKPT_*) from description p[0..len). */
-static int fse_set_desc(struct fse *t, int k, uint8_t mode, const uint8_t *p, size_t len,
-			size_t *used)
+/* Builds the decoding table t of kind k (ZSTDCKPT_*) for the table in force d. */
+static int fse_make(struct fse *t, int k, const struct fse_desc *d)
 {
 	int16_t norm[53];
 	unsigned log;
+	size_t used;
 	int ret;
 
-	ret = fse_read_desc(p, len, k, norm, &log, used);
-	if (!ret)
-		ret = fse_build(t, norm, max_sym[k] + 1u, log);
-	if (ret)
-		return ret;
-	t->mode = mode;
-	if (mode == T_COMP) {
-		memcpy(t->desc, p, *used);
-		t->dlen = (uint8_t)*used;
+	if (d->mode == T_RLE) {
+		t->log = 0;
+		t->cell[0] = (struct fse_cell){0, d->rle, 0};
+		return 0;
 	}
-	return 0;
-}
-
-static void fse_set_rle(struct fse *t, uint8_t sym)
-{
-	t->mode = T_RLE;
-	t->log = 0;
-	t->cell[0] = (struct fse_cell){0, sym, 0};
+	if (d->mode == T_COMP)
+		ret = fse_read_desc(d->desc, d->dlen, k, norm, &log, &used);
+	else
+		ret = fse_read_desc(predef[k].p, predef[k].len, k, norm, &log, &used);
+	return ret ? ret : fse_build(t, norm, max_sym[k] + 1u, log);
 }
 
 /* ------------------------------------------------------------------------ */
 /* The state that the stream does not carry in one place. */
 
+/*
+ * The repeat offsets are not followed block by block, which would cost
+ * about as much as decoding (measured: doc/zstd-checkpoints.md).  At a
+ * boundary they are what the last blocks with sequences left, and the
+ * last one alone nearly always sets all three.  So the last SEQ_HIST such
+ * blocks are remembered (where their sequences are, and the tables they
+ * were decoded with), and at a boundary the sequences of the last 1, 2, ...
+ * of them are decoded, from offsets unknown (0), or from the initial
+ * offsets when the frame's first such block is among them, until all three
+ * offsets are known.
+ */
+#define SEQ_HIST 8u
+
+struct seqblock {
+	uint64_t coff; /* its sequences bitstream's file offset */
+	uint32_t len;  /* and length */
+	uint32_t n;    /* sequences */
+	struct fse_desc t[3];
+};
+
 struct tables {
-	struct fse t[3];
-	uint32_t rep[3];
+	struct fse_desc t[3];
 	uint16_t huf_len;
 	uint8_t huf[ZSTDCKPT_HUF_MAX];
-	uint64_t nseq;
+	uint64_t seq_blocks; /* blocks with sequences so far */
+	struct seqblock hist[SEQ_HIST]; /* block k (counting from 0) in hist[k % SEQ_HIST] */
 };
 
 static void tables_init(struct tables *s)
 {
+	memset(s, 0, sizeof(*s));
 	for (int k = 0; k < 3; k++)
 		s->t[k].mode = T_NONE;
-	s->rep[0] = 1;
-	s->rep[1] = 4;
-	s->rep[2] = 8;
-	s->huf_len = 0;
-	s->nseq = 0;
 }
 
 /* Backward bit reader of a sequences bitstream (4.1, "Bitstream"). */
@@ -323,12 +339,17 @@ static uint32_t br_read(struct bitr *b, unsigned n)
 	if (b->pos < 0)
 		return 0; /* overrun: caught by the end check */
 	first = (size_t)b->pos >> 3;
-	for (size_t i = 0; i < 8 && first + i < b->len; i++)
-		v |= (uint64_t)b->p[first + i] << (8 * i);
+	if (first + 8 <= b->len) {
+		memcpy(&v, b->p + first, 8);
+		v = le64toh(v);
+	} else {
+		for (size_t i = 0; first + i < b->len; i++)
+			v |= (uint64_t)b->p[first + i] << (8 * i);
+	}
 	return (uint32_t)((v >> (b->pos & 7)) & ((1ull << n) - 1));
 }
 
-/* The offsets after one sequence (3.1.1.5), the way libzstd computes them. */
+/* The offsets after one sequence (3.1.1.5), the way libzstd computes them; 0 is unknown. */
 static void rep_update(uint32_t *rep, uint32_t offval, bool ll0)
 {
 	unsigned idx;
@@ -343,18 +364,21 @@ static void rep_update(uint32_t *rep, uint32_t offval, bool ll0)
 	idx = offval - 1 + ll0;
 	if (idx == 0)
 		return;
-	off = idx == 3 ? rep[0] - 1 : rep[idx];
-	off += !off; /* libzstd's answer to a corrupt rep1 - 1 == 0 */
+	if (idx == 3)
+		off = rep[0] ? rep[0] - 1 + (rep[0] == 1) : 0; /* libzstd makes 0 a 1 */
+	else
+		off = rep[idx];
 	if (idx != 1)
 		rep[2] = rep[1];
 	rep[1] = rep[0];
 	rep[0] = off;
 }
 
-/* Decodes nseq sequences from p[0..len) for their offsets.  0 or -EIO. */
-static int seq_decode(struct tables *s, const uint8_t *p, size_t len, uint32_t nseq)
+/* Decodes nseq sequences from p[0..len) with tables t for their offsets.  0 or -EIO. */
+static int seq_decode(const struct fse *t, const uint8_t *p, size_t len, uint32_t nseq,
+		      uint32_t *rep)
 {
-	struct fse *ll = &s->t[ZSTDCKPT_LL], *of = &s->t[ZSTDCKPT_OF], *ml = &s->t[ZSTDCKPT_ML];
+	const struct fse *ll = &t[ZSTDCKPT_LL], *of = &t[ZSTDCKPT_OF], *ml = &t[ZSTDCKPT_ML];
 	struct bitr b = {p, len, 0};
 	uint32_t sl, so, sm;
 
@@ -373,7 +397,7 @@ static int seq_decode(struct tables *s, const uint8_t *p, size_t len, uint32_t n
 		offval = (1u << co->sym) + br_read(&b, co->sym);
 		br_read(&b, ml_bits[cm->sym]);
 		br_read(&b, ll_bits[cl->sym]);
-		rep_update(s->rep, offval, cl->sym == 0);
+		rep_update(rep, offval, cl->sym == 0);
 		if (i + 1 < nseq) {
 			sl = cl->base + br_read(&b, cl->nbits);
 			sm = cm->base + br_read(&b, cm->nbits);
@@ -382,7 +406,6 @@ static int seq_decode(struct tables *s, const uint8_t *p, size_t len, uint32_t n
 		if (b.pos < 0)
 			return -EIO;
 	}
-	s->nseq += nseq;
 	return b.pos == 0 ? 0 : -EIO;
 }
 
@@ -452,11 +475,14 @@ static int seq_count(const uint8_t *p, size_t n, uint32_t *nseq, size_t *used)
 }
 
 /*
- * Follows one compressed block body p[0..n): the tables it sets and the
- * offsets its sequences leave.  0, or -EIO where the stream is malformed.
+ * Follows one compressed block body p[0..n), at file offset coff: the
+ * tables it sets and where its sequences are.  0, or -EIO where the stream
+ * is malformed.
  */
-static int block_follow(struct tables *s, const uint8_t *p, size_t n)
+static int block_follow(struct tables *s, const uint8_t *p, size_t n, uint64_t coff)
 {
+	const uint8_t *start = p;
+	struct seqblock *h;
 	const uint8_t *huf;
 	size_t lsize, hlen = 0, used;
 	uint32_t nseq;
@@ -484,23 +510,28 @@ static int block_follow(struct tables *s, const uint8_t *p, size_t n)
 	p++;
 	n--;
 	for (int k = 0; k < 3; k++) {
-		struct fse *t = &s->t[k];
+		struct fse_desc *t = &s->t[k];
+		int16_t norm[53];
+		unsigned log;
 
 		switch ((modes >> (6 - 2 * k)) & 3) {
 		case 0:
-			if (fse_set_desc(t, k, T_PREDEF, predef[k].p, predef[k].len, &used))
-				return -EIO;
+			t->mode = T_PREDEF;
 			break;
 		case 1:
 			if (n < 1 || p[0] > max_sym[k])
 				return -EIO;
-			fse_set_rle(t, p[0]);
+			t->mode = T_RLE;
+			t->rle = p[0];
 			p++;
 			n--;
 			break;
 		case 2:
-			if (fse_set_desc(t, k, T_COMP, p, n, &used))
+			if (fse_read_desc(p, n, k, norm, &log, &used))
 				return -EIO;
+			t->mode = T_COMP;
+			t->dlen = (uint8_t)used;
+			memcpy(t->desc, p, used);
 			p += used;
 			n -= used;
 			break;
@@ -510,7 +541,14 @@ static int block_follow(struct tables *s, const uint8_t *p, size_t n)
 			break;
 		}
 	}
-	return seq_decode(s, p, n, nseq);
+	if (n == 0)
+		return -EIO;
+	h = &s->hist[s->seq_blocks++ % SEQ_HIST];
+	h->coff = coff + (uint64_t)(p - start);
+	h->len = (uint32_t)n;
+	h->n = nseq;
+	memcpy(h->t, s->t, sizeof(h->t));
+	return 0;
 }
 
 /*
@@ -552,6 +590,7 @@ struct build {
 	uint64_t rsize; /* the window: min(Window_Size, usize) */
 	uint64_t rpos;
 	struct tables s;
+	struct fse dt[3]; /* scratch for decoding the last block's sequences */
 	struct zstdckpt ck;
 	struct zstdckpt_stats st;
 };
@@ -642,19 +681,70 @@ static int build_peek(struct build *b, uint64_t coff, unsigned mask, bool *bad,
 	return 0;
 }
 
+/* Runs rep through the sequences of the last `back` blocks that have any. */
+static int build_reps_from(struct build *b, uint64_t back, uint32_t *rep, struct zerr *err)
+{
+	const struct tables *s = &b->s;
+
+	for (uint64_t i = s->seq_blocks - back; i < s->seq_blocks; i++) {
+		const struct seqblock *h = &s->hist[i % SEQ_HIST];
+		const uint8_t *p;
+		int ret = in_get(&b->in, b->fd, h->coff, h->len, &p, err);
+
+		if (ret)
+			return ret;
+		for (int k = 0; k < 3; k++)
+			if (fse_make(&b->dt[k], k, &h->t[k]))
+				return zerr_set(err, -EIO, h->coff,
+						"malformed FSE table description");
+		if (seq_decode(b->dt, p, h->len, h->n, rep))
+			return zerr_set(err, -EIO, h->coff, "malformed sequences");
+		b->st.nseq += h->n;
+	}
+	return 0;
+}
+
+/* The repeat offsets now; 0 where the remembered blocks do not tell. */
+static int build_reps(struct build *b, uint32_t *rep, struct zerr *err)
+{
+	uint64_t nb = b->s.seq_blocks;
+	int ret = 0;
+
+	for (uint64_t back = 1; back <= (nb < SEQ_HIST ? nb : SEQ_HIST); back++) {
+		bool first = back == nb; /* from the frame's first block with sequences */
+
+		rep[0] = first ? 1 : 0;
+		rep[1] = first ? 4 : 0;
+		rep[2] = first ? 8 : 0;
+		ret = build_reps_from(b, back, rep, err);
+		if (ret || (rep[0] && rep[1] && rep[2]))
+			return ret;
+	}
+	if (nb == 0) {
+		rep[0] = 1;
+		rep[1] = 4;
+		rep[2] = 8;
+	}
+	return ret;
+}
+
 /* At the boundary before the block at coff: hands out a checkpoint if one can be made. */
 static int build_point(struct build *b, uint64_t uoff, uint64_t coff, zstdckpt_fn fn, void *arg,
 		       bool *taken, struct zerr *err)
 {
 	struct zstdckpt *ck = &b->ck;
 	uint64_t wlen = uoff < b->rsize ? uoff : b->rsize;
+	uint32_t rep[3];
 	unsigned rle = 0;
 	size_t n1, n2;
 	int ret;
 
 	*taken = false;
+	ret = build_reps(b, rep, err);
+	if (ret)
+		return ret;
 	for (int k = 0; k < 3; k++) {
-		if (b->s.rep[k] > wlen) {
+		if (rep[k] == 0 || rep[k] > wlen) {
 			b->st.skip_rep++;
 			return 0;
 		}
@@ -675,9 +765,9 @@ static int build_point(struct build *b, uint64_t uoff, uint64_t coff, zstdckpt_f
 	ck->uoff = uoff;
 	ck->coff = coff;
 	ck->wlen = wlen;
-	memcpy(ck->rep, b->s.rep, sizeof(ck->rep));
+	memcpy(ck->rep, rep, sizeof(ck->rep));
 	for (int k = 0; k < 3; k++) {
-		const struct fse *t = &b->s.t[k];
+		const struct fse_desc *t = &b->s.t[k];
 		bool comp = t->mode == T_COMP;
 
 		ck->fse_len[k] = comp ? t->dlen : predef[k].len;
@@ -726,7 +816,7 @@ static int build_blocks(struct build *b, uint64_t span, zstdckpt_fn fn, void *ar
 		ret = in_get(&b->in, b->fd, coff, 3 + body, &p, err);
 		if (ret)
 			return ret;
-		if (type == 2 && block_follow(&b->s, p + 3, body))
+		if (type == 2 && block_follow(&b->s, p + 3, body, coff + 3))
 			return zerr_set(err, -EIO, coff, "malformed compressed block");
 		ret = build_feed(b, p, 3 + body, coff, &got, err);
 		if (ret)
@@ -801,7 +891,6 @@ int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckp
 		goto out;
 	}
 	ret = build_blocks(b, span, fn, arg, err);
-	b->st.nseq = b->s.nseq;
 	if (!ret && st)
 		*st = b->st;
 out:

@@ -20,15 +20,18 @@
  *
  * zstdckpt_build decodes a whole frame with libzstd's streaming decoder
  * (which verifies the Content_Checksum) and, beside it, parses each
- * compressed block's literals and sequences headers and decodes its
- * sequences (not their literals) to follow the tables and the offsets that
- * libzstd keeps to itself.
+ * compressed block's literals and sequences headers to follow the tables
+ * in force, which libzstd keeps to itself.  The offsets, which libzstd
+ * also keeps to itself, are recovered at each boundary by decoding the
+ * sequences (not the literals) of the last block that has any.
  *
- * A boundary gets no checkpoint (zstdckpt_stats says how many) when an
- * offset is larger than the window kept (only in a frame's first bytes), or
- * when an FSE table in force is in RLE mode and the next block with
- * sequences repeats it: a dictionary cannot describe a one-symbol table
- * (its accuracy log would be 0).  libzstd never repeats an RLE table.
+ * A boundary gets no checkpoint (zstdckpt_stats says how many; the next
+ * boundary is tried) when that block leaves an offset that depends on
+ * earlier blocks, or one larger than the window kept (only in a frame's
+ * first bytes); or when an FSE table in force is in RLE mode and the next
+ * block with sequences repeats it: a dictionary cannot describe a
+ * one-symbol table (its accuracy log would be 0).  libzstd never repeats
+ * an RLE table.
  *
  * Trust: a checkpoint is only as good as the pass that made it.  If
  * zstdckpt_build fails, the checkpoints it handed out before the failure
@@ -79,9 +82,9 @@ struct zstdckpt_stats {
 	uint64_t usize;	      /* the frame's output */
 	uint32_t nblocks;     /* blocks decoded */
 	uint32_t nckpt;	      /* checkpoints handed out */
-	uint32_t skip_rep;    /* boundaries skipped: an offset beyond the window */
+	uint32_t skip_rep;    /* boundaries skipped: an offset unknown or beyond the window */
 	uint32_t skip_rle;    /* boundaries skipped: an RLE table repeated next */
-	uint64_t nseq;	      /* sequences decoded for the offsets */
+	uint64_t nseq;	      /* sequences decoded for the offsets, all boundaries */
 };
 
 /*
