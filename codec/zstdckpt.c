@@ -681,7 +681,7 @@ static int build_peek(struct build *b, uint64_t coff, unsigned mask, bool *bad,
 	return 0;
 }
 
-/* Runs rep through the sequences of the last `back` blocks that have any. */
+/* Runs rep through the sequences of the last `back` blocks that have any; 0s if it cannot. */
 static int build_reps_from(struct build *b, uint64_t back, uint32_t *rep, struct zerr *err)
 {
 	const struct tables *s = &b->s;
@@ -694,11 +694,12 @@ static int build_reps_from(struct build *b, uint64_t back, uint32_t *rep, struct
 		if (ret)
 			return ret;
 		for (int k = 0; k < 3; k++)
-			if (fse_make(&b->dt[k], k, &h->t[k]))
-				return zerr_set(err, -EIO, h->coff,
-						"malformed FSE table description");
-		if (seq_decode(b->dt, p, h->len, h->n, rep))
-			return zerr_set(err, -EIO, h->coff, "malformed sequences");
+			ret |= fse_make(&b->dt[k], k, &h->t[k]);
+		/* libzstd took this block; if we cannot decode it, the offsets stay unknown */
+		if (ret || seq_decode(b->dt, p, h->len, h->n, rep)) {
+			rep[0] = rep[1] = rep[2] = 0;
+			return 0;
+		}
 		b->st.nseq += h->n;
 	}
 	return 0;
@@ -816,11 +817,12 @@ static int build_blocks(struct build *b, uint64_t span, zstdckpt_fn fn, void *ar
 		ret = in_get(&b->in, b->fd, coff, 3 + body, &p, err);
 		if (ret)
 			return ret;
-		if (type == 2 && block_follow(&b->s, p + 3, body, coff + 3))
-			return zerr_set(err, -EIO, coff, "malformed compressed block");
 		ret = build_feed(b, p, 3 + body, coff, &got, err);
 		if (ret)
 			return ret;
+		/* libzstd took it: if we cannot follow it, no more checkpoints */
+		if (type == 2 && !b->st.lost_coff && block_follow(&b->s, p + 3, body, coff + 3))
+			b->st.lost_coff = coff;
 		uoff += got;
 		coff += 3 + body;
 		b->st.nblocks++;
@@ -828,7 +830,7 @@ static int build_blocks(struct build *b, uint64_t span, zstdckpt_fn fn, void *ar
 			return zerr_set(err, -EIO, coff, "frame is larger than its size says");
 		if (hdr & 1)
 			break;
-		if (uoff >= next) {
+		if (uoff >= next && !b->st.lost_coff) {
 			ret = build_point(b, uoff, coff, fn, arg, &taken, err);
 			if (ret)
 				return ret;

@@ -31,7 +31,10 @@
  * first bytes); or when an FSE table in force is in RLE mode and the next
  * block with sequences repeats it: a dictionary cannot describe a
  * one-symbol table (its accuracy log would be 0).  libzstd never repeats
- * an RLE table.
+ * an RLE table.  libzstd (1.5.4) also accepts some streams that RFC 8878
+ * calls corrupt, such as a sequences bitstream read past its start; where
+ * the parser here disagrees, the boundary or the rest of the frame gets no
+ * checkpoints, and the frame still decodes and verifies.
  *
  * Trust: a checkpoint is only as good as the pass that made it.  If
  * zstdckpt_build fails, the checkpoints it handed out before the failure
@@ -85,6 +88,8 @@ struct zstdckpt_stats {
 	uint32_t skip_rep;    /* boundaries skipped: an offset unknown or beyond the window */
 	uint32_t skip_rle;    /* boundaries skipped: an RLE table repeated next */
 	uint64_t nseq;	      /* sequences decoded for the offsets, all boundaries */
+	uint64_t lost_coff;   /* 0, or the first block whose headers libzstd took and
+				 the parser refused: no checkpoints from there on */
 };
 
 /*

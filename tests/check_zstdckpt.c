@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "zstd.h" /* ZSTD_decompressDCtx: the oracle for hand-made frames */
 #include "zstdckpt.h"
 #include "zstddec.h"
 
@@ -348,6 +349,13 @@ static int stop_cb(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size
 	return -ECANCELED;
 }
 
+static int count_cb(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size_t n1,
+		    const uint8_t *w2, size_t n2)
+{
+	(void)arg, (void)ck, (void)w1, (void)n1, (void)w2, (void)n2;
+	return 0;
+}
+
 /* Bad arguments: span 0, a frame that needs a dictionary, a callback that stops. */
 START_TEST(test_bad_args)
 {
@@ -525,6 +533,134 @@ START_TEST(test_lying_size)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Hand-made frames: table modes libzstd's encoder never chains. */
+
+static uint32_t xs(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/*
+ * Appends a compressed block of 24 raw literals and 2 to 4 sequences with
+ * modes[k] (0 predefined, 1 RLE, 3 repeat) and a random bitstream; returns
+ * the new length.
+ */
+static size_t craft_block(uint8_t *p, size_t len, const unsigned *modes, bool last, uint32_t *x)
+{
+	static const unsigned rle_max[3] = {15, 4, 10};
+	size_t start = len, bsize;
+	unsigned nbytes = 3 + xs(x) % 6;
+
+	len += 3;
+	p[len++] = 24 << 3;
+	for (int i = 0; i < 24; i++)
+		p[len++] = (uint8_t)('a' + xs(x) % 26);
+	p[len++] = (uint8_t)(2 + xs(x) % 3);
+	p[len++] = (uint8_t)(modes[0] << 6 | modes[1] << 4 | modes[2] << 2);
+	for (int k = 0; k < 3; k++)
+		if (modes[k] == 1)
+			p[len++] = (uint8_t)(xs(x) % (rle_max[k] + 1));
+	for (unsigned i = 0; i < nbytes; i++)
+		p[len++] = (uint8_t)xs(x);
+	p[len - 1] |= (uint8_t)(1u << (xs(x) % 8));
+	bsize = len - start - 3;
+	p[start] = (uint8_t)(bsize << 3 | 2u << 1 | last);
+	p[start + 1] = (uint8_t)(bsize >> 5);
+	p[start + 2] = (uint8_t)(bsize >> 13);
+	return len;
+}
+
+/*
+ * Two-block frames with random sequences, kept when libzstd decodes them:
+ * block 1 sets each table predefined or RLE, block 2 uses each as
+ * predefined or repeat.  A checkpoint between them must resume to
+ * libzstd's bytes (the predefined tables written as descriptions), or be
+ * skipped exactly when block 2 repeats an RLE table.
+ */
+START_TEST(test_crafted_modes)
+{
+	static uint8_t frame[256], ref[4096];
+	char path[PATH_MAX];
+	uint32_t x = 2463534242u;
+	unsigned exact = 0, skipped = 0, resumed = 0, overrun = 0, predef_rep = 0;
+
+	ZSTD_DCtx *dc = ZSTD_createDCtx();
+
+	ck_assert_ptr_nonnull(dc);
+	tpath(path, sizeof(path), "craft.zst");
+	for (unsigned trial = 0; trial < 20000000 && (predef_rep < 10 || skipped < 10); trial++) {
+		unsigned m1[3], m2[3];
+		bool rle_repeated = false, predef_repeated = false;
+		size_t len = 0, n;
+		struct fx fx;
+		struct seen sn;
+		struct zstdckpt_stats st;
+		struct zerr e;
+		FILE *f;
+		int ret;
+
+		for (int k = 0; k < 3; k++) {
+			m1[k] = trial % 4 == 0 ? xs(&x) % 2 : 0;
+			m2[k] = xs(&x) % 2 ? 3 : 0;
+			rle_repeated |= m1[k] == 1 && m2[k] == 3;
+			predef_repeated |= m1[k] == 0 && m2[k] == 3;
+		}
+		memcpy(frame, "\x28\xb5\x2f\xfd\x00\x00", 6); /* no FCS, 1 KiB window */
+		len = craft_block(frame, 6, m1, false, &x);
+		len = craft_block(frame, len, m2, true, &x);
+		n = ZSTD_decompressDCtx(dc, ref, sizeof(ref), frame, len);
+		if (ZSTD_isError(n))
+			continue;
+		f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_eq(fwrite(frame, 1, len, f), len);
+		ck_assert_int_eq(fclose(f), 0);
+		/*
+		 * Most random bitstreams that libzstd takes are read past their
+		 * start, which RFC 8878 calls corrupt: the parser does not follow
+		 * them and the boundary gets no checkpoint.  Only the others are
+		 * worth the oracle.
+		 */
+		fx.fd = open(path, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fx.fd, 0);
+		ck_assert_int_eq(zstddec_index_read(fx.fd, len, ZSTDDEC_WINDOW_LIBMAX, &fx.idx, &e), 0);
+		ret = zstdckpt_build(fx.fd, &fx.idx->frames[0], 1, count_cb, NULL, &st, &e);
+		close(fx.fd);
+		zstddec_index_free(fx.idx);
+		/* the streaming decoder refuses a few that the one-shot one takes */
+		if (ret == -EIO)
+			continue;
+		ck_assert_int_eq(ret, 0);
+		if (st.skip_rep) {
+			overrun++;
+			continue;
+		}
+		ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc craft.zst > craft.zst.out"), 0);
+		exact++;
+		fx_open(&fx, "craft.zst");
+		ck_assert_uint_eq(fx.wlen, n);
+		ck_assert(memcmp(fx.want, ref, n) == 0);
+		st = build(&fx, 1, true, &sn);
+		ck_assert_uint_eq(st.lost_coff, 0);
+		ck_assert_uint_eq(st.skip_rep, 0);
+		ck_assert_uint_eq(st.skip_rle, rle_repeated);
+		ck_assert_uint_eq(st.nckpt, !rle_repeated);
+		skipped += rle_repeated;
+		resumed += st.nckpt;
+		predef_rep += st.nckpt && predef_repeated;
+		free(sn.keep_win);
+		fx_close(&fx);
+	}
+	ZSTD_freeDCtx(dc);
+	ck_assert_uint_ge(predef_rep, 10);
+	ck_assert_uint_ge(skipped, 10);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* --bench */
 
 static double now(void)
@@ -642,6 +778,7 @@ static Suite *zstdckpt_suite(void)
 		{"bad_checkpoint", test_bad_checkpoint},
 		{"damaged", test_damaged},
 		{"lying_size", test_lying_size},
+		{"crafted_modes", test_crafted_modes},
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
