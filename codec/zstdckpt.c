@@ -50,7 +50,7 @@
 
 #define BLOCK_MAX  ZSTDDEC_BLOCK_MAX
 #define IN_CAP	   (512u << 10) /* compressed input buffer: >= 3 + BLOCK_MAX */
-#define SLACK	   64u		/* libzstd's wild copies overrun by up to 32 bytes */
+#define SLACK	   64u		/* margin past a block, as libzstd's buffers keep (wild copies) */
 #define DICT_MAGIC 0xEC30A437u
 #define DICT_HMAX  (8 + ZSTDCKPT_HUF_MAX + 3 * ZSTDCKPT_FSE_MAX + 12)
 #define PEEK_MAX   64u /* blocks read ahead for an RLE table, before giving up */
@@ -661,6 +661,8 @@ static int build_peek(struct build *b, uint64_t coff, unsigned mask, bool *bad,
 			return ret;
 		hdr = (uint32_t)le_n(p, 3);
 		bsize = hdr >> 3;
+		if (((hdr >> 1) & 3) == 3 || bsize > BLOCK_MAX)
+			return zerr_set(err, -EIO, coff, "bad block header");
 		if (((hdr >> 1) & 3) == 2) {
 			ret = in_get(&b->in, b->fd, coff + 3, bsize, &p, err);
 			if (ret)
