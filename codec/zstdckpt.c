@@ -131,7 +131,7 @@ static int in_get(struct inbuf *b, int fd, uint64_t off, size_t n, const uint8_t
 /* ------------------------------------------------------------------------ */
 /* FSE tables (RFC 8878, 4.1). */
 
-enum { T_NONE, T_PREDEF, T_RLE, T_COMP };
+enum { T_NONE = 0, T_PREDEF, T_RLE, T_COMP };
 
 struct fse_cell {
 	uint16_t base; /* next state's base */
@@ -316,9 +316,7 @@ struct tables {
 
 static void tables_init(struct tables *s)
 {
-	memset(s, 0, sizeof(*s));
-	for (int k = 0; k < 3; k++)
-		s->t[k].mode = T_NONE;
+	memset(s, 0, sizeof(*s)); /* every table T_NONE, no blocks */
 }
 
 /* Backward bit reader of a sequences bitstream (4.1, "Bitstream"). */

@@ -118,7 +118,8 @@ struct zstdckpt_dec;
  *   -ENOTSUP f is flagged ZSTDDEC_F_DICT or ZSTDDEC_F_BIGWIN;
  *   -EINVAL  ck does not fit f (offsets, window length, descriptions that
  *            libzstd refuses);
- *   -ENOMEM  out of memory (about the window plus 256 KiB).
+ *   -ENOMEM  out of memory (the window plus about 1 MiB: two blocks of
+ *            ring, a 512 KiB input buffer, libzstd's context).
  */
 int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
 		      const void *window, struct zstdckpt_dec **out, struct zerr *err);

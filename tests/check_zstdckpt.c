@@ -4,7 +4,8 @@
  * tool (libzstd 1.5.4) in a mkdtemp directory, each with its expected
  * output from `zstd -dc` (the oracle).  The main test takes a checkpoint at
  * every block boundary of every fixture and resumes from each one to the
- * frame's end, comparing byte for byte.
+ * frame's end, comparing byte for byte.  crafted_modes makes frames by
+ * hand for the table modes libzstd's encoder never chains.
  *
  * `check_zstdckpt --bench FILE.zst [SPAN]` measures instead (not run by
  * ctest): decode speed of zstddec (ZSTD_decompressStream), of zstdckpt from
@@ -578,15 +579,15 @@ static size_t craft_block(uint8_t *p, size_t len, const unsigned *modes, bool la
  * block 1 sets each table predefined or RLE, block 2 uses each as
  * predefined or repeat.  A checkpoint between them must resume to
  * libzstd's bytes (the predefined tables written as descriptions), or be
- * skipped exactly when block 2 repeats an RLE table.
+ * skipped exactly when block 2 repeats an RLE table.  libzstd's encoder
+ * makes neither chain, so the files of the other tests never do.
  */
 START_TEST(test_crafted_modes)
 {
 	static uint8_t frame[256], ref[4096];
 	char path[PATH_MAX];
 	uint32_t x = 2463534242u;
-	unsigned exact = 0, skipped = 0, resumed = 0, overrun = 0, predef_rep = 0;
-
+	unsigned skipped = 0, predef_rep = 0;
 	ZSTD_DCtx *dc = ZSTD_createDCtx();
 
 	ck_assert_ptr_nonnull(dc);
@@ -634,12 +635,9 @@ START_TEST(test_crafted_modes)
 		if (ret == -EIO)
 			continue;
 		ck_assert_int_eq(ret, 0);
-		if (st.skip_rep) {
-			overrun++;
+		if (st.skip_rep)
 			continue;
-		}
 		ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc craft.zst > craft.zst.out"), 0);
-		exact++;
 		fx_open(&fx, "craft.zst");
 		ck_assert_uint_eq(fx.wlen, n);
 		ck_assert(memcmp(fx.want, ref, n) == 0);
@@ -649,7 +647,6 @@ START_TEST(test_crafted_modes)
 		ck_assert_uint_eq(st.skip_rle, rle_repeated);
 		ck_assert_uint_eq(st.nckpt, !rle_repeated);
 		skipped += rle_repeated;
-		resumed += st.nckpt;
 		predef_rep += st.nckpt && predef_repeated;
 		free(sn.keep_win);
 		fx_close(&fx);
