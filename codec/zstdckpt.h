@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_ZSTDCKPT_H
+#define ZMOUNT_ZSTDCKPT_H
+
+/*
+ * Checkpoints inside one zstd frame (issue 19, item 2; a prototype, see
+ * doc/zstd-checkpoints.md): resume decoding at a block boundary instead of
+ * the frame's start.
+ *
+ * At a block boundary libzstd's decoder state is the window (the last
+ * Window_Size bytes of output), the three repeat offsets and the entropy
+ * tables in force (Huffman for literals, FSE for literal lengths, offsets
+ * and match lengths).  A struct zstdckpt holds the tables as the
+ * descriptions that appeared in the stream, and the offsets; the caller
+ * keeps the window bytes beside it.  To resume, the two are written as a
+ * zstd dictionary (RFC 8878, 5) and the following blocks are decoded one by
+ * one with libzstd's block API (ZSTD_decompressBegin_usingDict,
+ * ZSTD_decompressBlock, ZSTD_insertBlock: exported by Debian 12's
+ * libzstd.so.1.5.4).
+ *
+ * zstdckpt_build decodes a whole frame with libzstd's streaming decoder
+ * (which verifies the Content_Checksum) and, beside it, parses each
+ * compressed block's literals and sequences headers to follow the tables
+ * in force, which libzstd keeps to itself.  The offsets, which libzstd
+ * also keeps to itself, are recovered at each boundary by decoding the
+ * sequences (not the literals) of the last block that has any.
+ *
+ * A boundary gets no checkpoint (zstdckpt_stats says how many; the next
+ * boundary is tried) when that block leaves an offset that depends on
+ * earlier blocks, or one larger than the window kept (only in a frame's
+ * first bytes); or when an FSE table in force is in RLE mode and the next
+ * block with sequences repeats it: a dictionary cannot describe a
+ * one-symbol table (its accuracy log would be 0).  libzstd never repeats
+ * an RLE table.  libzstd (1.5.4) also accepts some streams that RFC 8878
+ * calls corrupt, such as a sequences bitstream read past its start; where
+ * the parser here disagrees, the boundary or the rest of the frame gets no
+ * checkpoints, and the frame still decodes and verifies.
+ *
+ * Trust: a checkpoint is only as good as the pass that made it.  If
+ * zstdckpt_build fails, the checkpoints it handed out before the failure
+ * must be dropped.  A resumed decoder cannot verify the Content_Checksum
+ * (it covers the whole frame); per-span checksums are issue 19, item 4.
+ *
+ * Threads: no shared state; a zstdckpt_dec belongs to one thread at a time.
+ * All I/O is pread on the fd the caller passes to each call (borrowed).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zerr.h"
+#include "zstddec.h"
+
+/* Largest table descriptions: a Huffman header byte and up to 128 bytes of
+ * weights; an FSE description: the 4-bit accuracy log, then at most 53
+ * symbols of at most 10 bits, each followed by at most 2 bits of zero-run
+ * flags: 80 bytes. */
+#define ZSTDCKPT_HUF_MAX 129
+#define ZSTDCKPT_FSE_MAX 80
+
+/* Order of zstdckpt.fse[]: the order of the sequences section. */
+enum { ZSTDCKPT_LL, ZSTDCKPT_OF, ZSTDCKPT_ML };
+
+struct zstdckpt {
+	uint64_t uoff;		/* offset in the frame's output where decoding resumes */
+	uint64_t coff;		/* file offset of the block header there */
+	uint64_t wlen;		/* window bytes that go with it: min(uoff, window) */
+	uint32_t rep[3];	/* repeat offsets, each 1..wlen */
+	uint16_t huf_len;	/* Huffman table description, as in the stream */
+	uint8_t fse_len[3];	/* FSE table descriptions, as in the stream */
+	uint8_t huf[ZSTDCKPT_HUF_MAX];
+	uint8_t fse[3][ZSTDCKPT_FSE_MAX];
+};
+
+/*
+ * Receives one checkpoint; the window is w1[0..n1) then w2[0..n2) (oldest
+ * byte first, n1 + n2 == ck->wlen).  All are borrowed for the call.
+ * Return 0 to go on; anything else stops zstdckpt_build, which returns it.
+ */
+typedef int (*zstdckpt_fn)(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size_t n1,
+			   const uint8_t *w2, size_t n2);
+
+struct zstdckpt_stats {
+	uint64_t usize;	      /* the frame's output */
+	uint32_t nblocks;     /* blocks decoded */
+	uint32_t nckpt;	      /* checkpoints handed out */
+	uint32_t skip_rep;    /* boundaries skipped: an offset unknown or beyond the window */
+	uint32_t skip_rle;    /* boundaries skipped: an RLE table repeated next */
+	uint64_t nseq;	      /* sequences decoded for the offsets, all boundaries */
+	uint64_t lost_coff;   /* 0, or the first block whose headers libzstd took and
+				 the parser refused: no checkpoints from there on */
+};
+
+/*
+ * Decodes frame f of fd to its end and hands fn a checkpoint at the first
+ * block boundary at or past every `span` bytes of output (the first at or
+ * past span, the next at or past that one plus span, ...; never at the
+ * frame's start or end).  st, if not NULL, is filled in on success.
+ * Returns 0 once the whole frame has decoded and its checksum (if any)
+ * matched; or what fn returned; or, with err set:
+ *   -EINVAL  span is 0;
+ *   -ENOTSUP f is flagged ZSTDDEC_F_DICT or ZSTDDEC_F_BIGWIN;
+ *   -EIO     corrupt data (libzstd's or our parse's verdict), a checksum
+ *            mismatch, a size other than f->usize, or a failed pread;
+ *   -ENOMEM  out of memory (the window, twice: ours and libzstd's).
+ */
+int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn,
+		   void *arg, struct zstdckpt_stats *st, struct zerr *err);
+
+struct zstdckpt_dec;
+
+/*
+ * Prepares to decode frame f from checkpoint ck (made by zstdckpt_build for
+ * this frame) with its ck->wlen window bytes, or from the frame's start if
+ * ck is NULL (window ignored).  f, ck and the window are copied.  No I/O.
+ * Returns 0 and *out, or with *out NULL and err set:
+ *   -ENOTSUP f is flagged ZSTDDEC_F_DICT or ZSTDDEC_F_BIGWIN;
+ *   -EINVAL  ck does not fit f (offsets, window length, descriptions that
+ *            libzstd refuses);
+ *   -ENOMEM  out of memory (the window plus about 1 MiB: two blocks of
+ *            ring, a 512 KiB input buffer, libzstd's context).
+ */
+int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
+		      const void *window, struct zstdckpt_dec **out, struct zerr *err);
+
+/*
+ * Decodes the next bytes of the frame into buf and returns how many: 1 to
+ * len while the frame has more, 0 at its end.  fd is borrowed for the call.
+ * On failure returns, with err set (coff: the block where it happened):
+ *   -EIO  corrupt data, a block larger than the frame's block size, a
+ *         frame larger or smaller than f->usize or ending elsewhere than
+ *         coff + csize, or a failed pread.
+ * The checksum is NOT verified (see above).  After a failure the decoder
+ * may only be closed.
+ */
+ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, int fd, void *buf, size_t len,
+			  struct zerr *err);
+
+/* Offset in the frame's output of the next byte zstdckpt_dec_read returns. */
+uint64_t zstdckpt_dec_tell(const struct zstdckpt_dec *d);
+
+/* Frees a decoder.  Accepts NULL. */
+void zstdckpt_dec_close(struct zstdckpt_dec *d);
+
+#endif

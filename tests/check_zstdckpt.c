@@ -1,0 +1,839 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for codec/zstdckpt.c.  Fixtures are made at start-up with the zstd
+ * tool (libzstd 1.5.4) in a mkdtemp directory, each with its expected
+ * output from `zstd -dc` (the oracle).  The main test takes a checkpoint at
+ * every block boundary of every fixture and resumes from each one to the
+ * frame's end, comparing byte for byte.  crafted_modes makes frames by
+ * hand for the table modes libzstd's encoder never chains.
+ *
+ * `check_zstdckpt --bench FILE.zst [SPAN]` measures instead (not run by
+ * ctest): decode speed of zstddec (ZSTD_decompressStream), of zstdckpt from
+ * the frame's start (ZSTD_decompressBlock) and of the checkpoint-building
+ * pass, medians of 5, and the checkpoints' sizes.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "zstd.h" /* ZSTD_decompressDCtx: the oracle for hand-made frames */
+#include "zstdckpt.h"
+#include "zstddec.h"
+
+#define TEXT_SIZE  (4u << 20)
+#define MIXED_SIZE (3u << 20)
+
+static char tmpdir[1024];
+static int gen_ok;
+
+/* Every fixture: name, source, zstd options. */
+static const struct {
+	const char *name, *src, *opts;
+} fixtures[] = {
+	{"t1.zst", "text", "-1"},	      {"t3.zst", "text", "-3"},
+	{"t9.zst", "text", "-9"},	      {"t19.zst", "text", "-19"},
+	{"tlong.zst", "text", "-3 --long=27"}, {"t22.zst", "text", "--ultra -22"},
+	{"m1.zst", "mixed", "-1"},	      {"m3.zst", "mixed", "-3"},
+	{"m9.zst", "mixed", "-9"},	      {"m19.zst", "mixed", "-19"},
+	{"mlong.zst", "mixed", "-3 --long=27"}, {"m22.zst", "mixed", "--ultra -22"},
+};
+
+static void tpath(char *buf, size_t len, const char *name)
+{
+	testutil_join(buf, len, tmpdir, name);
+}
+
+/* Text, then runs of pseudo-random bytes, zeros and text again: raw, RLE and compressed blocks. */
+static int gen_mixed(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	uint32_t x = 12345;
+	char tpath_[PATH_MAX];
+	FILE *t;
+	size_t n = 0;
+
+	tpath(tpath_, sizeof(tpath_), "text");
+	t = fopen(tpath_, "r");
+	if (!f || !t)
+		return -1;
+	while (n < MIXED_SIZE) {
+		unsigned kind = (unsigned)(n / 200000) % 3;
+		size_t run = 200000 - n % 200000;
+
+		if (run > MIXED_SIZE - n)
+			run = MIXED_SIZE - n;
+		for (size_t i = 0; i < run; i++) {
+			int c;
+
+			if (kind == 0) {
+				c = fgetc(t);
+			} else if (kind == 1) {
+				x ^= x << 13;
+				x ^= x >> 17;
+				x ^= x << 5;
+				c = (int)(x & 255);
+			} else {
+				c = 0;
+			}
+			fputc(c, f);
+		}
+		n += run;
+	}
+	fclose(t);
+	return fclose(f);
+}
+
+static int gen_fixtures(void)
+{
+	char path[PATH_MAX];
+
+	tpath(path, sizeof(path), "text");
+	if (testutil_text(path, TEXT_SIZE, 7))
+		return -1;
+	tpath(path, sizeof(path), "mixed");
+	if (gen_mixed(path))
+		return -1;
+	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
+		if (testutil_sh(tmpdir, "zstd -q -f %s %s -o %s && zstd -q -dc %s > %s.out",
+				fixtures[i].opts, fixtures[i].src, fixtures[i].name,
+				fixtures[i].name, fixtures[i].name) != 0)
+			return -1;
+	/* through a pipe: no Frame_Content_Size */
+	if (testutil_sh(tmpdir, "cat text | zstd -q -3 > pipe.zst && zstd -q -dc pipe.zst > "
+				"pipe.zst.out") != 0)
+		return -1;
+	return 0;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	uint8_t *buf;
+	long n;
+
+	ck_assert_msg(f, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc(n ? (size_t)n : 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* A fixture, open, walked, with its oracle output. */
+struct fx {
+	int fd;
+	struct zstddec_index *idx;
+	const struct zstddec_frame *f;
+	uint8_t *want;
+	size_t wlen;
+};
+
+static void fx_open(struct fx *x, const char *name)
+{
+	char path[PATH_MAX], opath[PATH_MAX + 8];
+	struct stat st;
+	struct zerr e = {0};
+	int ret;
+
+	ck_assert_msg(gen_ok, "fixtures are missing (is zstd installed?)");
+	tpath(path, sizeof(path), name);
+	snprintf(opath, sizeof(opath), "%s.out", path);
+	x->want = slurp(opath, &x->wlen);
+	x->fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(x->fd, 0);
+	ck_assert_int_eq(fstat(x->fd, &st), 0);
+	ret = zstddec_index_read(x->fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &x->idx, &e);
+	ck_assert_msg(ret == 0, "%s: %s", name, e.msg);
+	ck_assert_uint_eq(x->idx->nframes, 1);
+	x->f = &x->idx->frames[0];
+}
+
+static void fx_close(struct fx *x)
+{
+	close(x->fd);
+	zstddec_index_free(x->idx);
+	free(x->want);
+}
+
+/* Decodes d to its end in reads of `chunk` bytes; checks them against want[from..]. */
+static void drain(struct zstdckpt_dec *d, int fd, const struct fx *x, uint64_t from, size_t chunk,
+		  const char *what)
+{
+	static uint8_t buf[1u << 20];
+	uint64_t pos = from;
+	struct zerr e = {0};
+	ssize_t n;
+
+	ck_assert_uint_le(chunk, sizeof(buf));
+	while ((n = zstdckpt_dec_read(d, fd, buf, chunk, &e)) > 0) {
+		ck_assert_uint_le(pos + (uint64_t)n, x->wlen);
+		ck_assert_msg(memcmp(buf, x->want + pos, (size_t)n) == 0,
+			      "%s: bytes differ in [%llu, %llu)", what, (unsigned long long)pos,
+			      (unsigned long long)(pos + (uint64_t)n));
+		pos += (uint64_t)n;
+		ck_assert_uint_eq(zstdckpt_dec_tell(d), pos);
+	}
+	ck_assert_msg(n == 0, "%s: read failed at %llu: %s", what, (unsigned long long)pos, e.msg);
+	ck_assert_uint_eq(pos, x->wlen);
+}
+
+/* What a build callback checks and keeps. */
+struct seen {
+	const struct fx *x;
+	uint64_t span, last_uoff;
+	uint32_t n;
+	size_t chunk;
+	bool resume;		/* resume from every checkpoint, to the end */
+	struct zstdckpt keep;	/* the checkpoint numbered keep_at */
+	uint32_t keep_at;
+	uint8_t *keep_win;
+};
+
+static int on_ckpt(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size_t n1,
+		   const uint8_t *w2, size_t n2)
+{
+	struct seen *s = arg;
+	const struct fx *x = s->x;
+	uint8_t *win = malloc(ck->wlen ? (size_t)ck->wlen : 1);
+	struct zstdckpt_dec *d;
+	struct zerr e = {0};
+	char what[64];
+	int ret;
+
+	ck_assert_ptr_nonnull(win);
+	ck_assert_uint_eq(n1 + n2, ck->wlen);
+	ck_assert_uint_ge(ck->uoff, s->last_uoff + s->span);
+	ck_assert_uint_lt(ck->uoff, x->wlen);
+	memcpy(win, w1, n1);
+	memcpy(win + n1, w2, n2);
+	/* the window is the output just before uoff */
+	ck_assert(memcmp(win, x->want + ck->uoff - ck->wlen, (size_t)ck->wlen) == 0);
+	if (s->resume) {
+		snprintf(what, sizeof(what), "checkpoint %u at %llu", s->n,
+			 (unsigned long long)ck->uoff);
+		ret = zstdckpt_dec_open(x->f, ck, win, &d, &e);
+		ck_assert_msg(ret == 0, "%s: %s", what, e.msg);
+		ck_assert_uint_eq(zstdckpt_dec_tell(d), ck->uoff);
+		drain(d, x->fd, x, ck->uoff, s->chunk, what);
+		zstdckpt_dec_close(d);
+	}
+	if (s->n == s->keep_at) {
+		s->keep = *ck;
+		s->keep_win = win;
+		win = NULL;
+	}
+	free(win);
+	s->last_uoff = ck->uoff;
+	s->n++;
+	return 0;
+}
+
+/* Builds x's checkpoints at `span`, resuming from each if resume. */
+static struct zstdckpt_stats build(const struct fx *x, uint64_t span, bool resume,
+				   struct seen *s)
+{
+	struct zstdckpt_stats st;
+	struct zerr e = {0};
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->x = x;
+	s->span = span;
+	s->resume = resume;
+	s->chunk = 65521;
+	s->keep_at = 1;
+	ret = zstdckpt_build(x->fd, x->f, span, on_ckpt, s, &st, &e);
+	ck_assert_msg(ret == 0, "build: %d: %s at %llu", ret, e.msg, (unsigned long long)e.coff);
+	ck_assert_uint_eq(st.usize, x->wlen);
+	ck_assert_uint_eq(st.nckpt, s->n);
+	ck_assert_uint_eq(st.nblocks, x->f->nblocks);
+	return st;
+}
+
+/* A checkpoint at every block boundary of every fixture; each resumed to the end. */
+START_TEST(test_resume_every_boundary)
+{
+	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		struct fx x;
+		struct seen s;
+		struct zstdckpt_stats st;
+
+		fx_open(&x, fixtures[i].name);
+		st = build(&x, 1, true, &s);
+		/* all but the last block's boundary, less the skipped ones */
+		ck_assert_uint_eq(st.nckpt + st.skip_rep + st.skip_rle, x.f->nblocks - 1);
+		ck_assert_uint_eq(st.skip_rle, 0);
+		ck_assert_uint_ge(st.nckpt, x.f->nblocks - 2);
+		free(s.keep_win);
+		fx_close(&x);
+	}
+}
+END_TEST
+
+/* Spacing: the first checkpoint at or past span, each next at or past the last + span. */
+START_TEST(test_span)
+{
+	struct fx x;
+	struct seen s;
+	struct zstdckpt_stats st;
+
+	fx_open(&x, "t3.zst");
+	st = build(&x, 1u << 20, false, &s);
+	ck_assert_uint_ge(st.nckpt, 3);
+	ck_assert_uint_le(st.nckpt, 4);
+	ck_assert_uint_gt(st.nseq, 0);
+	free(s.keep_win);
+	fx_close(&x);
+}
+END_TEST
+
+/* Odd read sizes from a checkpoint, and a decode from the frame's start (ck NULL). */
+START_TEST(test_reads)
+{
+	static const size_t chunks[] = {1, 7, 4093, 1u << 20};
+	struct fx x;
+	struct seen s;
+	struct zstdckpt_dec *d;
+	struct zerr e = {0};
+
+	fx_open(&x, "m3.zst");
+	build(&x, 1u << 20, false, &s);
+	ck_assert_ptr_nonnull(s.keep_win);
+	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+		ck_assert_int_eq(zstdckpt_dec_open(x.f, &s.keep, s.keep_win, &d, &e), 0);
+		drain(d, x.fd, &x, s.keep.uoff, chunks[i], "odd reads");
+		/* at the end: 0, and again 0 */
+		ck_assert_int_eq(zstdckpt_dec_read(d, x.fd, s.keep_win, 1, &e), 0);
+		zstdckpt_dec_close(d);
+	}
+	ck_assert_int_eq(zstdckpt_dec_open(x.f, NULL, NULL, &d, &e), 0);
+	drain(d, x.fd, &x, 0, 65536, "from the start");
+	zstdckpt_dec_close(d);
+	free(s.keep_win);
+	fx_close(&x);
+}
+END_TEST
+
+/* A frame without Frame_Content_Size: its Window_Size is the window. */
+START_TEST(test_no_fcs)
+{
+	struct fx x;
+	struct seen s;
+
+	fx_open(&x, "pipe.zst");
+	ck_assert_uint_eq(x.f->usize, ZSTDDEC_UNKNOWN);
+	build(&x, 300000, true, &s);
+	ck_assert_uint_ge(s.n, 10);
+	ck_assert_uint_eq(s.keep.wlen, s.keep.uoff < x.f->window ? s.keep.uoff : x.f->window);
+	free(s.keep_win);
+	fx_close(&x);
+}
+END_TEST
+
+static int stop_cb(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size_t n1,
+		   const uint8_t *w2, size_t n2)
+{
+	(void)arg, (void)ck, (void)w1, (void)n1, (void)w2, (void)n2;
+	return -ECANCELED;
+}
+
+static int count_cb(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size_t n1,
+		    const uint8_t *w2, size_t n2)
+{
+	(void)arg, (void)ck, (void)w1, (void)n1, (void)w2, (void)n2;
+	return 0;
+}
+
+/* Bad arguments: span 0, a frame that needs a dictionary, a callback that stops. */
+START_TEST(test_bad_args)
+{
+	struct fx x;
+	struct zstddec_frame f;
+	struct zerr e = {0};
+	struct zstdckpt_dec *d = (struct zstdckpt_dec *)&e;
+
+	fx_open(&x, "t1.zst");
+	ck_assert_int_eq(zstdckpt_build(x.fd, x.f, 0, stop_cb, NULL, NULL, &e), -EINVAL);
+	ck_assert_int_eq(zstdckpt_build(x.fd, x.f, 1, stop_cb, NULL, NULL, &e), -ECANCELED);
+	f = *x.f;
+	f.flags |= ZSTDDEC_F_DICT;
+	ck_assert_int_eq(zstdckpt_build(x.fd, &f, 1, stop_cb, NULL, NULL, &e), -ENOTSUP);
+	ck_assert_int_eq(zstdckpt_dec_open(&f, NULL, NULL, &d, &e), -ENOTSUP);
+	ck_assert_ptr_null(d);
+	fx_close(&x);
+}
+END_TEST
+
+/* Checkpoints that do not fit their frame, or that libzstd refuses, are refused cleanly. */
+START_TEST(test_bad_checkpoint)
+{
+	struct fx x;
+	struct seen s;
+	struct zstdckpt ck;
+	struct zerr e = {0};
+	struct zstdckpt_dec *d;
+	int ret;
+
+	fx_open(&x, "t19.zst");
+	build(&x, 1u << 20, false, &s);
+	ck = s.keep;
+	ck.rep[1] = 0;
+	ck_assert_int_eq(zstdckpt_dec_open(x.f, &ck, s.keep_win, &d, &e), -EINVAL);
+	ck_assert_ptr_null(d);
+	ck = s.keep;
+	ck.rep[2] = (uint32_t)ck.wlen + 1;
+	ck_assert_int_eq(zstdckpt_dec_open(x.f, &ck, s.keep_win, &d, &e), -EINVAL);
+	ck = s.keep;
+	ck.wlen--;
+	ck_assert_int_eq(zstdckpt_dec_open(x.f, &ck, s.keep_win, &d, &e), -EINVAL);
+	ck = s.keep;
+	ck.coff = x.f->coff + x.f->csize;
+	ck_assert_int_eq(zstdckpt_dec_open(x.f, &ck, s.keep_win, &d, &e), -EINVAL);
+	ck = s.keep;
+	ck.fse_len[ZSTDCKPT_OF] = ZSTDCKPT_FSE_MAX + 1;
+	ck_assert_int_eq(zstdckpt_dec_open(x.f, &ck, s.keep_win, &d, &e), -EINVAL);
+	/* an accuracy log above the maximum: libzstd's dictionary loader refuses it */
+	ck = s.keep;
+	ck.fse[ZSTDCKPT_LL][0] |= 0x0F;
+	ret = zstdckpt_dec_open(x.f, &ck, s.keep_win, &d, &e);
+	ck_assert_msg(ret == -EINVAL, "%d: %s", ret, e.msg);
+	ck_assert_msg(strstr(e.msg, "checkpoint refused"), "%s", e.msg);
+	/* a checkpoint moved to the middle of a block: errors, never a crash */
+	ck = s.keep;
+	ck.coff += 1;
+	ret = zstdckpt_dec_open(x.f, &ck, s.keep_win, &d, &e);
+	ck_assert_int_eq(ret, 0);
+	for (;;) {
+		static uint8_t buf[1u << 16];
+		ssize_t n = zstdckpt_dec_read(d, x.fd, buf, sizeof(buf), &e);
+
+		if (n <= 0) {
+			ck_assert_int_eq(n, -EIO);
+			break;
+		}
+	}
+	ck_assert_int_eq(zstdckpt_dec_read(d, x.fd, s.keep_win, 1, &e), -EIO);
+	zstdckpt_dec_close(d);
+	free(s.keep_win);
+	fx_close(&x);
+}
+END_TEST
+
+/* Copies fixture name to "bad.zst" and returns a fixture opened on the copy, walked from the original. */
+static void fx_damaged(struct fx *x, const char *name, uint64_t flip_at, uint64_t truncate_to)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	fx_open(x, name);
+	ck_assert_int_eq(testutil_sh(tmpdir, "cp %s bad.zst", name), 0);
+	tpath(path, sizeof(path), "bad.zst");
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	if (flip_at != UINT64_MAX) {
+		uint8_t c;
+
+		ck_assert_int_eq(pread(fd, &c, 1, (off_t)flip_at), 1);
+		c ^= 0x5A;
+		ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)flip_at), 1);
+	}
+	if (truncate_to != UINT64_MAX)
+		ck_assert_int_eq(ftruncate(fd, (off_t)truncate_to), 0);
+	close(x->fd);
+	x->fd = fd;
+}
+
+/* Damaged input: the build fails with -EIO and a reason; so does a resume past the damage. */
+START_TEST(test_damaged)
+{
+	struct fx x;
+	struct seen s;
+	struct zerr e = {0};
+	struct zstdckpt_dec *d;
+	int ret, nfail = 0;
+
+	/* a byte flipped anywhere in the blocks: every place is caught (the checksum at worst) */
+	for (uint64_t at = 20; at < 400000; at += 9973) {
+		fx_damaged(&x, "t3.zst", at, UINT64_MAX);
+		memset(&s, 0, sizeof(s));
+		s.x = &x;
+		s.span = UINT64_MAX / 2;
+		ret = zstdckpt_build(x.fd, x.f, s.span, on_ckpt, &s, NULL, &e);
+		ck_assert_msg(ret == -EIO, "flip at %llu: %d", (unsigned long long)at, ret);
+		ck_assert_str_ne(e.msg, "");
+		nfail++;
+		fx_close(&x);
+	}
+	ck_assert_int_gt(nfail, 30);
+	/* truncated: the build, and a resume from a checkpoint before the cut */
+	fx_open(&x, "t9.zst");
+	build(&x, 1u << 20, false, &s);
+	fx_close(&x);
+	fx_damaged(&x, "t9.zst", UINT64_MAX, s.keep.coff + 1000);
+	ret = zstdckpt_build(x.fd, x.f, 1, stop_cb, NULL, NULL, &e);
+	ck_assert_int_eq(ret, -ECANCELED); /* the first checkpoint comes before the cut */
+	ret = zstdckpt_build(x.fd, x.f, 1u << 30, stop_cb, NULL, NULL, &e);
+	ck_assert_int_eq(ret, -EIO);
+	ck_assert_int_eq(zstdckpt_dec_open(x.f, &s.keep, s.keep_win, &d, &e), 0);
+	for (;;) {
+		static uint8_t buf[1u << 16];
+		ssize_t n = zstdckpt_dec_read(d, x.fd, buf, sizeof(buf), &e);
+
+		if (n <= 0) {
+			ck_assert_int_eq(n, -EIO);
+			ck_assert_msg(strstr(e.msg, "truncated") || strstr(e.msg, "past"), "%s",
+				      e.msg);
+			break;
+		}
+	}
+	zstdckpt_dec_close(d);
+	free(s.keep_win);
+	fx_close(&x);
+}
+END_TEST
+
+/* A frame whose stated size is smaller than its output: -EIO from both. */
+START_TEST(test_lying_size)
+{
+	struct fx x;
+	struct seen s;
+	struct zstddec_frame f;
+	struct zerr e = {0};
+	struct zstdckpt_dec *d;
+	ssize_t n;
+	static uint8_t buf[1u << 20];
+
+	fx_open(&x, "m9.zst");
+	build(&x, 1u << 20, false, &s);
+	f = *x.f;
+	f.usize -= 1;
+	ck_assert_int_eq(zstdckpt_build(x.fd, &f, 1u << 20, stop_cb, NULL, NULL, &e), -ECANCELED);
+	ck_assert_int_eq(zstdckpt_build(x.fd, &f, 1u << 30, stop_cb, NULL, NULL, &e), -EIO);
+	ck_assert_int_eq(zstdckpt_dec_open(&f, &s.keep, s.keep_win, &d, &e), 0);
+	while ((n = zstdckpt_dec_read(d, x.fd, buf, sizeof(buf), &e)) > 0)
+		;
+	ck_assert_int_eq(n, -EIO);
+	ck_assert_msg(strstr(e.msg, "larger"), "%s", e.msg);
+	zstdckpt_dec_close(d);
+	free(s.keep_win);
+	fx_close(&x);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Hand-made frames: table modes libzstd's encoder never chains. */
+
+static uint32_t xs(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/*
+ * Appends a compressed block of 24 raw literals and 2 to 4 sequences with
+ * modes[k] (0 predefined, 1 RLE, 3 repeat) and a random bitstream; returns
+ * the new length.
+ */
+static size_t craft_block(uint8_t *p, size_t len, const unsigned *modes, bool last, uint32_t *x)
+{
+	static const unsigned rle_max[3] = {15, 4, 10};
+	size_t start = len, bsize;
+	unsigned nbytes = 3 + xs(x) % 6;
+
+	len += 3;
+	p[len++] = 24 << 3;
+	for (int i = 0; i < 24; i++)
+		p[len++] = (uint8_t)('a' + xs(x) % 26);
+	p[len++] = (uint8_t)(2 + xs(x) % 3);
+	p[len++] = (uint8_t)(modes[0] << 6 | modes[1] << 4 | modes[2] << 2);
+	for (int k = 0; k < 3; k++)
+		if (modes[k] == 1)
+			p[len++] = (uint8_t)(xs(x) % (rle_max[k] + 1));
+	for (unsigned i = 0; i < nbytes; i++)
+		p[len++] = (uint8_t)xs(x);
+	p[len - 1] |= (uint8_t)(1u << (xs(x) % 8));
+	bsize = len - start - 3;
+	p[start] = (uint8_t)(bsize << 3 | 2u << 1 | last);
+	p[start + 1] = (uint8_t)(bsize >> 5);
+	p[start + 2] = (uint8_t)(bsize >> 13);
+	return len;
+}
+
+/*
+ * Two-block frames with random sequences, kept when libzstd decodes them:
+ * block 1 sets each table predefined or RLE, block 2 uses each as
+ * predefined or repeat.  A checkpoint between them must resume to
+ * libzstd's bytes (the predefined tables written as descriptions), or be
+ * skipped exactly when block 2 repeats an RLE table.  libzstd's encoder
+ * makes neither chain, so the files of the other tests never do.
+ */
+START_TEST(test_crafted_modes)
+{
+	static uint8_t frame[256], ref[4096];
+	char path[PATH_MAX];
+	uint32_t x = 2463534242u;
+	unsigned skipped = 0, predef_rep = 0;
+	ZSTD_DCtx *dc = ZSTD_createDCtx();
+
+	ck_assert_ptr_nonnull(dc);
+	tpath(path, sizeof(path), "craft.zst");
+	for (unsigned trial = 0; trial < 20000000 && (predef_rep < 10 || skipped < 10); trial++) {
+		unsigned m1[3], m2[3];
+		bool rle_repeated = false, predef_repeated = false;
+		size_t len = 0, n;
+		struct fx fx;
+		struct seen sn;
+		struct zstdckpt_stats st;
+		struct zerr e;
+		FILE *f;
+		int ret;
+
+		for (int k = 0; k < 3; k++) {
+			m1[k] = trial % 4 == 0 ? xs(&x) % 2 : 0;
+			m2[k] = xs(&x) % 2 ? 3 : 0;
+			rle_repeated |= m1[k] == 1 && m2[k] == 3;
+			predef_repeated |= m1[k] == 0 && m2[k] == 3;
+		}
+		memcpy(frame, "\x28\xb5\x2f\xfd\x00\x00", 6); /* no FCS, 1 KiB window */
+		len = craft_block(frame, 6, m1, false, &x);
+		len = craft_block(frame, len, m2, true, &x);
+		n = ZSTD_decompressDCtx(dc, ref, sizeof(ref), frame, len);
+		if (ZSTD_isError(n))
+			continue;
+		f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_eq(fwrite(frame, 1, len, f), len);
+		ck_assert_int_eq(fclose(f), 0);
+		/*
+		 * Most random bitstreams that libzstd takes are read past their
+		 * start, which RFC 8878 calls corrupt: the parser does not follow
+		 * them and the boundary gets no checkpoint.  Only the others are
+		 * worth the oracle.
+		 */
+		fx.fd = open(path, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fx.fd, 0);
+		ck_assert_int_eq(zstddec_index_read(fx.fd, len, ZSTDDEC_WINDOW_LIBMAX, &fx.idx, &e), 0);
+		ret = zstdckpt_build(fx.fd, &fx.idx->frames[0], 1, count_cb, NULL, &st, &e);
+		close(fx.fd);
+		zstddec_index_free(fx.idx);
+		/* the streaming decoder refuses a few that the one-shot one takes */
+		if (ret == -EIO)
+			continue;
+		ck_assert_int_eq(ret, 0);
+		if (st.skip_rep)
+			continue;
+		ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc craft.zst > craft.zst.out"), 0);
+		fx_open(&fx, "craft.zst");
+		ck_assert_uint_eq(fx.wlen, n);
+		ck_assert(memcmp(fx.want, ref, n) == 0);
+		st = build(&fx, 1, true, &sn);
+		ck_assert_uint_eq(st.lost_coff, 0);
+		ck_assert_uint_eq(st.skip_rep, 0);
+		ck_assert_uint_eq(st.skip_rle, rle_repeated);
+		ck_assert_uint_eq(st.nckpt, !rle_repeated);
+		skipped += rle_repeated;
+		predef_rep += st.nckpt && predef_repeated;
+		free(sn.keep_win);
+		fx_close(&fx);
+	}
+	ZSTD_freeDCtx(dc);
+	ck_assert_uint_ge(predef_rep, 10);
+	ck_assert_uint_ge(skipped, 10);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* --bench */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct bsum {
+	uint64_t n, tables, window;
+	struct zstdckpt first; /* the first checkpoint and its window */
+	uint8_t *win;
+};
+
+static int bench_cb(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size_t n1,
+		    const uint8_t *w2, size_t n2)
+{
+	struct bsum *b = arg;
+
+	(void)w1, (void)w2, (void)n1, (void)n2;
+	b->n++;
+	/* what a saved checkpoint needs beside the window: offsets, reps, lengths, tables */
+	b->tables += 2 * 8 + 3 * 4 + 2 + 3 + ck->huf_len + ck->fse_len[0] + ck->fse_len[1] +
+		     ck->fse_len[2];
+	b->window += ck->wlen;
+	if (!b->win) {
+		b->first = *ck;
+		b->win = malloc((size_t)ck->wlen);
+		if (!b->win)
+			return -ENOMEM;
+		memcpy(b->win, w1, n1);
+		memcpy(b->win + n1, w2, n2);
+	}
+	return 0;
+}
+
+static int bench(const char *path, uint64_t span)
+{
+	static uint8_t buf[1u << 20];
+	double t[4][5] = {{0}};
+	struct zstddec_index *idx;
+	struct zerr e = {0};
+	struct stat st;
+	struct bsum bs = {0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) ||
+	    zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &idx, &e)) {
+		fprintf(stderr, "%s: cannot walk: %s\n", path, e.msg);
+		return 1;
+	}
+	for (int r = 0; r < 5; r++) {
+		for (int m = 0; m < 3; m++) {
+			const struct zstddec_frame *f = &idx->frames[0];
+			double t0 = now();
+			ssize_t n = 0;
+
+			if (m == 0) {
+				struct zstddec_dec *d;
+
+				if (zstddec_dec_open(f, &d, &e))
+					return 1;
+				while ((n = zstddec_dec_read(d, fd, buf, sizeof(buf), &e)) > 0)
+					;
+				zstddec_dec_close(d);
+			} else if (m == 1) {
+				struct zstdckpt_dec *d;
+
+				if (zstdckpt_dec_open(f, NULL, NULL, &d, &e))
+					return 1;
+				while ((n = zstdckpt_dec_read(d, fd, buf, sizeof(buf), &e)) > 0)
+					;
+				zstdckpt_dec_close(d);
+			} else {
+				free(bs.win);
+				memset(&bs, 0, sizeof(bs));
+				n = zstdckpt_build(fd, f, span, bench_cb, &bs, NULL, &e);
+			}
+			if (n < 0) {
+				fprintf(stderr, "%s: %s\n", path, e.msg);
+				return 1;
+			}
+			t[m][r] = now() - t0;
+		}
+	}
+	/* resuming: open at the first checkpoint and read its first 4 KiB */
+	for (int r = 0; r < 5 && bs.win; r++) {
+		struct zstdckpt_dec *d;
+		double t0 = now();
+
+		if (zstdckpt_dec_open(&idx->frames[0], &bs.first, bs.win, &d, &e) ||
+		    zstdckpt_dec_read(d, fd, buf, 4096, &e) != 4096)
+			return 1;
+		zstdckpt_dec_close(d);
+		t[3][r] = now() - t0;
+	}
+	for (int m = 0; m < 4; m++)
+		qsort(t[m], 5, sizeof(double), cmp_double);
+	printf("%s: %.1f MiB out, window %llu\n", path, (double)idx->usize / 1048576,
+	       (unsigned long long)idx->frames[0].window);
+	printf("  ZSTD_decompressStream (zstddec)  %7.0f MB/s\n", (double)idx->usize / t[0][2] / 1e6);
+	printf("  ZSTD_decompressBlock (zstdckpt)  %7.0f MB/s\n", (double)idx->usize / t[1][2] / 1e6);
+	printf("  build, span %llu               %7.0f MB/s\n", (unsigned long long)span,
+	       (double)idx->usize / t[2][2] / 1e6);
+	if (bs.n)
+		printf("  %llu checkpoints: tables+reps+offsets %.0f B avg, window %.0f B avg\n",
+		       (unsigned long long)bs.n, (double)bs.tables / (double)bs.n,
+		       (double)bs.window / (double)bs.n);
+	if (bs.win)
+		printf("  resume: open + first 4 KiB      %7.2f ms\n", t[3][2] * 1e3);
+	free(bs.win);
+	zstddec_index_free(idx);
+	close(fd);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static Suite *zstdckpt_suite(void)
+{
+	Suite *s = suite_create("zstdckpt");
+	struct {
+		const char *name;
+		const TTest *test;
+	} t[] = {
+		{"resume_every_boundary", test_resume_every_boundary},
+		{"span", test_span},
+		{"reads", test_reads},
+		{"no_fcs", test_no_fcs},
+		{"bad_args", test_bad_args},
+		{"bad_checkpoint", test_bad_checkpoint},
+		{"damaged", test_damaged},
+		{"lying_size", test_lying_size},
+		{"crafted_modes", test_crafted_modes},
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		TCase *tc = tcase_create(t[i].name);
+
+		tcase_set_timeout(tc, 600);
+		tcase_add_test(tc, t[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	SRunner *sr;
+	int failed;
+
+	if (argc >= 3 && strcmp(argv[1], "--bench") == 0)
+		return bench(argv[2], argc > 3 ? strtoull(argv[3], NULL, 0) : 1u << 20);
+	if ((size_t)snprintf(tmpdir, sizeof(tmpdir), "%s/check_zstdckpt.XXXXXX",
+			     tmp ? tmp : "/tmp") >= sizeof(tmpdir) ||
+	    !mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	gen_ok = gen_fixtures() == 0;
+	if (!gen_ok)
+		fprintf(stderr, "check_zstdckpt: could not generate fixtures in %s\n", tmpdir);
+	sr = srunner_create(zstdckpt_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	testutil_sh("/", "rm -rf '%s'", tmpdir);
+	return failed != 0;
+}
