@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_zstd.py -- zmount over the generated zstd conformance cases.
 
-usage: test_zstd.py --zmount PATH [--reads N] [--seed S] [--keep]
+usage: test_zstd.py --zmount PATH [--tools DIR] [--reads N] [--seed S] [--keep]
 
 1. tests/zstd/make-zstd-cases.sh writes the cases and EXPECTED.tsv into a temp
    dir (zstd -t / zstd -dc are the oracle; column 9 says what zmount must do);
@@ -16,6 +16,8 @@ usage: test_zstd.py --zmount PATH [--reads N] [--seed S] [--keep]
               the log names the file (dictionary, window);
      eio      some read of NAME fails with EIO and none returns wrong bytes, or
               the file is shown raw under its own name; the log names it;
+   and with --tools, `zmount-index verify` agrees with zstd -t: "ok" for
+   every decoded row, "corrupt" for every eio row;
 4. saved frame sizes (index_dir): zstd written from a pipe (no
    Frame_Content_Size), one frame and two, mounted three times with one
    index directory: the first mount measures and saves (2 index files; none
@@ -122,6 +124,21 @@ def check_eio(res, label, cases, mnt, row, m):
         res.check(f'{label}: {name} (bad) gives EIO', outcome == 'EIO', outcome)
     res.check(f'{label}: the log names {row["file"]}',
               bool(zmtest.lines_naming(m.log_lines(), [row['file']])))
+
+
+def run_verify(res, tools, cases, rows):
+    """zmount-index verify's verdict per row: what zstd -t says (issue 18, items 1, 2, 13)."""
+    want = {'decoded': (0, 'ok'), 'eio': (2, 'corrupt')}
+    for row in rows:
+        if row['show'] not in want:
+            continue
+        p = subprocess.run([os.path.join(tools, 'zmount-index'), 'verify',
+                            os.path.join(cases, row['file'])], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=300)
+        rc, word = want[row['show']]
+        res.check(f'verify {row["file"]}: exit {rc}, {word}',
+                  p.returncode == rc and f': {word}' in p.stdout,
+                  f'exit {p.returncode}: {p.stdout.strip()[:200]}')
 
 
 def run(args, res, cases, rows, opts, label):
@@ -280,6 +297,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--zmount', required=True)
+    ap.add_argument('--tools', help='directory of zmount-index, for verify')
     ap.add_argument('--reads', type=int, default=40)
     ap.add_argument('--seed', type=int, default=12)
     ap.add_argument('--keep', action='store_true')
@@ -293,6 +311,8 @@ def main():
         subprocess.run(['bash', GEN, cases], check=True, stdout=subprocess.DEVNULL)
         rows = load_table(os.path.join(cases, 'EXPECTED.tsv'))
         res.check('cases generated', len(rows) >= 20, f'{len(rows)} rows')
+        if args.tools:
+            run_verify(res, args.tools, cases, rows)
         run(args, res, cases, rows, 'cache_size=256M,index_dir=none', 'cache 256M')
         run(args, res, cases, rows, 'cache_size=4M,index_dir=none', 'cache 4M')
         run_saved_sizes(args, res)
