@@ -315,7 +315,7 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 		return false;
 	fd = open_file_at(c->dirfd, name, lst, st);
 	if (fd >= 0) {
-		fmt = reader_probe(fd, rel);
+		fmt = reader_probe(fd, rel, arctab_opts(c->t->arcs));
 		close(fd);
 	}
 	if (fmt != PROBE_XZ) {

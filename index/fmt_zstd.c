@@ -45,7 +45,7 @@ static size_t max_frames(size_t index_max)
 {
 	size_t n = index_max / ZSTD_FRAME_COST;
 
-	return n ? n : 1;
+	return n == 0 ? 1 : n < ZSTDDEC_MAX_FRAMES ? n : ZSTDDEC_MAX_FRAMES;
 }
 
 /* Why frame i (flagged ZSTDDEC_F_DICT or ZSTDDEC_F_BIGWIN) is not decoded here: -ENOTSUP. */
@@ -63,6 +63,8 @@ static int flagged(const struct zstddec_frame *f, size_t i, struct zerr *why)
 /* The refusal of a file of more than max frames, from the walk's -E2BIG. */
 static int too_many(size_t max, size_t index_max, const struct zerr *err, struct zerr *why)
 {
+	if (max == ZSTDDEC_MAX_FRAMES)
+		return zerr_set(why, -E2BIG, err->coff, "more than %zu frames, zmount's limit", max);
 	return zerr_set(why, -E2BIG, err->coff,
 			"more than %zu frames: their map needs more than cache_size/4 (%zu KiB); "
 			"raise cache_size", max, index_max >> 10);
@@ -166,16 +168,18 @@ static void save_sizes(struct reader *r, const struct idxfile_id *id,
 
 /*
  * The listing's verdict, in 64 KiB whatever the file (zstddec_scan keeps no
- * frame): the walk's, up to ZSTDDEC_MAX_FRAMES frames.
+ * frame) and in time bounded by the frames index_max allows: the open's
+ * walk's, so a file the open would refuse is shown raw under its own name.
  */
-static int zstd_probe(int fd, uint64_t size, struct zerr *why)
+static int zstd_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
 {
 	struct zstddec_scan sc;
 	struct zerr err = { 0 };
-	int ret = zstddec_scan(fd, size, ZSTDDEC_WINDOW_DEFAULT, ZSTDDEC_MAX_FRAMES, &sc, &err);
+	size_t max = max_frames(index_max);
+	int ret = zstddec_scan(fd, size, ZSTDDEC_WINDOW_DEFAULT, max, &sc, &err);
 
 	if (ret == -E2BIG)
-		return zerr_set(why, -EINVAL, err.coff, "more than %u frames", ZSTDDEC_MAX_FRAMES);
+		return too_many(max, index_max, &err, why);
 	if (ret < 0) {
 		*why = err;
 		return ret;

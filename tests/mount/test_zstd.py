@@ -26,7 +26,13 @@ usage: test_zstd.py --zmount PATH [--tools DIR] [--reads N] [--seed S] [--keep]
    the third runs on indexes whose sizes were changed (checksum resealed):
    every read gives EIO or the right bytes, never wrong ones, and the
    index files proven wrong are removed;
-5. every mount ends with fusermount3 -u and daemon exit 0.
+5. many frames (issue 18, item 7): 4 files of 1,000,000 frames of 10 bytes,
+   each in its own directory, listed in parallel at cache_size=1M: each
+   map would need 73 MB, more than cache_size/4, so each is shown raw
+   under its own name, with a log line, and the daemon's VmHWM stays
+   within test_memory.py's bound for that cache (it was 298-355 MiB: every
+   walk allocated every frame before the cap applied);
+6. every mount ends with fusermount3 -u and daemon exit 0.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
@@ -38,6 +44,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -293,6 +300,54 @@ def run_saved_sizes(args, res):
             shutil.rmtree(work, ignore_errors=True)
 
 
+def tiny_frames(n, each, seed):
+    """n zstd frames without Frame_Content_Size, each one Raw block of `each` bytes, and the bytes."""
+    hdr = b'\x28\xb5\x2f\xfd\x00\x00' + (1 | each << 3).to_bytes(3, 'little')
+    data = bytes((seed + i) % 26 + 0x61 for i in range(n * each))
+    return b''.join(hdr + data[i * each:(i + 1) * each] for i in range(n)), data
+
+
+def run_many_frames(args, res):
+    import test_memory  # its bound and VmHWM check, for the same README formula
+    work = tempfile.mkdtemp(prefix='zmount-zstd-many-')
+    src, mnt = os.path.join(work, 'src'), os.path.join(work, 'mnt')
+    os.mkdir(mnt)
+    dirs = [f'd{i}' for i in range(4)]
+    for i, d in enumerate(dirs):
+        os.makedirs(os.path.join(src, d))
+        blob, data = tiny_frames(1000000, 10, i)
+        with open(os.path.join(src, d, 'many.zst'), 'wb') as f:
+            f.write(blob)
+    try:
+        with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=1M,threads=2,index_dir=none',
+                          results=res, log_path=os.path.join(work, 'many.log'),
+                          watchdog=600) as m:
+            base = zmtest.proc_status(m.proc.pid)['VmRSS']
+            listed = {}
+
+            def lister(d):
+                listed[d] = sorted(os.listdir(os.path.join(mnt, d)))
+            threads = [threading.Thread(target=lister, args=(d,)) for d in dirs]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for d in dirs:
+                res.check(f'many frames: {d}/many.zst shown raw under its own name',
+                          listed.get(d) == ['many.zst'], str(listed.get(d)))
+            raw = os.path.join(mnt, dirs[0], 'many.zst')
+            res.check('many frames: its raw bytes are the file\'s',
+                      read_all(raw) == read_all(os.path.join(src, dirs[0], 'many.zst')))
+            res.check('many frames: the log says why (cache_size)',
+                      any('many.zst' in ln and 'cache_size' in ln for ln in m.log_lines()),
+                      m.log_tail(5))
+            test_memory.check_hwm(res, m, 'many frames: VmHWM within the bound at 1M', base,
+                                  test_memory.bound(1 << 20, 2, 0))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -316,6 +371,7 @@ def main():
         run(args, res, cases, rows, 'cache_size=256M,index_dir=none', 'cache 256M')
         run(args, res, cases, rows, 'cache_size=4M,index_dir=none', 'cache 4M')
         run_saved_sizes(args, res)
+        run_many_frames(args, res)
     finally:
         if not args.keep:
             shutil.rmtree(cases, ignore_errors=True)
