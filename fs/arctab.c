@@ -297,7 +297,7 @@ void arctab_put(struct arctab *t, struct arc *a)
 
 const struct reader_opts *arctab_opts(const struct arctab *t)
 {
-	return t->opts;
+	return t ? t->opts : NULL;
 }
 
 struct reader *arc_reader(const struct arc *a)

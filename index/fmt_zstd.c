@@ -2,9 +2,10 @@
 /*
  * The zstd backend: the frame walk (frame and block headers, nothing
  * decoded) gives each frame's compressed extent and, from its
- * Frame_Content_Size or an agreeing seek table, its size; a frame without
- * either is measured by one decode pass at open (checksum verified; the
- * frames are spread over the context's pool, see measure_all), and
+ * Frame_Content_Size, its size (a seek table's sizes are not the frames'
+ * word and place nothing: zstddec.h); a frame without FCS is measured by
+ * one decode pass at open (checksum verified; the frames are spread over
+ * the context's pool, see measure_all), and
  * the sizes measured are saved in opts.index_dir like a gzip index
  * (idxfile_save_zstd) and loaded by the next open of the same version of
  * the file instead of decoding again, once they agree with the frames just
@@ -17,11 +18,15 @@
  * once per frame), never bytes served at the wrong offset.  One
  * map entry per non-empty frame, so multi-frame files (pzstd, the seekable
  * format) are read at random per frame, and a single frame is read in
- * order through a parked decoder.
+ * order through a parked decoder.  A frame that says it is empty gets no
+ * entry, so the same pass decodes it at open (pass_needed): a forged 0
+ * fails the open instead of hiding the frame's bytes.
  *
- * Shown raw, with one log line: frames that need a dictionary, and windows
+ * Shown raw, with one log line: frames that need a dictionary, windows
  * larger than ZSTDDEC_WINDOW_DEFAULT (128 MiB, what zstd -d decodes without
- * --memory): their decoder alone would pass any reasonable cache.
+ * --memory): their decoder alone would pass any reasonable cache; and more
+ * frames than a map of cache_size/4 holds.  The listing's probe decides,
+ * with a walk that keeps nothing (zstddec_scan) and stops at that count.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -351,6 +351,16 @@ START_TEST(test_dictionary_flagged)
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "dictionary"), "reason: %s", e.msg);
 	ck_assert_int_eq(zstddec_measure(fd, &idx->frames[0], &u, &e), -ENOTSUP);
+	/* the scan (a listing's probe) sees the same, keeping nothing */
+	{
+		struct zstddec_scan sc;
+
+		ck_assert_int_eq(zstddec_scan(fd, idx->csize, WMAX, SIZE_MAX, &sc, &e), 0);
+		ck_assert_uint_eq(sc.nframes, 1);
+		ck_assert_uint_eq(sc.ndict, 1);
+		ck_assert_uint_eq(sc.flagged_i, 0);
+		ck_assert_uint_eq(sc.flagged.dict_id, idx->frames[0].dict_id);
+	}
 	zstddec_index_free(idx);
 	close(fd);
 }
@@ -707,6 +717,7 @@ static void make_seekable(const char *name, const uint32_t *dsize, size_t n, int
 START_TEST(test_too_many_frames)
 {
 	struct zstddec_index *idx;
+	struct zstddec_scan sc;
 	struct zerr e;
 	size_t n = ZSTDDEC_MAX_FRAMES + 1, len = n * 8;
 	uint8_t *b = malloc(len);
@@ -718,9 +729,26 @@ START_TEST(test_too_many_frames)
 		put32(b + 8 * i + 4, 0);
 	}
 	spew("many.zst", b, len);
-	ck_assert_int_eq(open_index("many.zst", WMAX, &fd, &idx, &e), -ENOMEM);
+	ck_assert_int_eq(open_index("many.zst", WMAX, &fd, &idx, &e), -E2BIG);
 	ck_assert_ptr_null(idx);
 	ck_assert_uint_eq(e.coff, len - 8);
+	/*
+	 * Issue 18, item 7: the scan too, and a caller's smaller limit stops
+	 * the walk at its first frame over, before allocating for it.
+	 */
+	ck_assert_int_eq(zstddec_scan(fd, len, WMAX, SIZE_MAX, &sc, &e), -E2BIG);
+	ck_assert_uint_eq(sc.nskippable, ZSTDDEC_MAX_FRAMES);
+	ck_assert_int_eq(zstddec_index_read_max(fd, len, WMAX, 1000, &idx, &e), -E2BIG);
+	ck_assert_ptr_null(idx);
+	ck_assert_uint_eq(e.coff, 1000 * 8);
+	ck_assert_int_eq(zstddec_scan(fd, len, WMAX, 1000, &sc, &e), -E2BIG);
+	ck_assert_uint_eq(e.coff, 1000 * 8);
+	ck_assert_int_eq(zstddec_index_read_max(fd, 1000 * 8, WMAX, 1000, &idx, &e), 0);
+	ck_assert_uint_eq(idx->nskippable, 1000);
+	zstddec_index_free(idx);
+	ck_assert_int_eq(zstddec_scan(fd, 1000 * 8, WMAX, 1000, &sc, &e), 0);
+	ck_assert_uint_eq(sc.nskippable, 1000);
+	ck_assert_uint_eq(sc.nframes, 0);
 	close(fd);
 	spew("many.zst", b, len - 8); /* exactly the limit: fine */
 	ck_assert_int_eq(open_index("many.zst", WMAX, &fd, &idx, &e), 0);
