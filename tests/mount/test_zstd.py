@@ -301,10 +301,10 @@ def run_saved_sizes(args, res):
 
 
 def tiny_frames(n, each, seed):
-    """n zstd frames without Frame_Content_Size, each one Raw block of `each` bytes, and the bytes."""
+    """n zstd frames without Frame_Content_Size, each one Raw block of `each` bytes."""
     hdr = b'\x28\xb5\x2f\xfd\x00\x00' + (1 | each << 3).to_bytes(3, 'little')
     data = bytes((seed + i) % 26 + 0x61 for i in range(n * each))
-    return b''.join(hdr + data[i * each:(i + 1) * each] for i in range(n)), data
+    return b''.join(hdr + data[i * each:(i + 1) * each] for i in range(n))
 
 
 def run_many_frames(args, res):
@@ -315,9 +315,8 @@ def run_many_frames(args, res):
     dirs = [f'd{i}' for i in range(4)]
     for i, d in enumerate(dirs):
         os.makedirs(os.path.join(src, d))
-        blob, data = tiny_frames(1000000, 10, i)
         with open(os.path.join(src, d, 'many.zst'), 'wb') as f:
-            f.write(blob)
+            f.write(tiny_frames(1000000, 10, i))
     try:
         with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=1M,threads=2,index_dir=none',
                           results=res, log_path=os.path.join(work, 'many.log'),
