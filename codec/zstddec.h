@@ -62,8 +62,9 @@
  * (-E2BIG) as soon as the walk counts one too many, before anything is
  * allocated for it: the walk never holds more than max_frames * 88 bytes
  * (about 90 MiB at ZSTDDEC_MAX_FRAMES), as the 64 MiB memlimit bounds an
- * xz Index.  zstddec_scan holds 64 KiB whatever the file.  (A million frames is 64 GiB in the 64 KiB
- * frames seekable-format writers use; pzstd writes one per few MiB.)
+ * xz Index.  zstddec_scan holds 64 KiB whatever the file.  (A million
+ * frames is 64 GiB in the 64 KiB frames seekable-format writers use; pzstd
+ * writes one per few MiB.)
  *
  * Checkpoints inside a frame (not done yet; where they would go).  Today a
  * random read inside a frame decodes forward from a parked decoder or from
