@@ -42,7 +42,8 @@ int probe_fd(int fd, enum probe_fmt *fmt)
 	/*
 	 * pzstd and other zstd writers may start a file with skippable frames
 	 * (pzstd puts one before every frame): step over a few to find the
-	 * first zstd frame.  Only skippable frames first is still not zstd.
+	 * first zstd frame.  Skippable frames up to the end of the file are
+	 * zstd too: a valid file with nothing in it (zstd -t accepts it).
 	 */
 	for (int i = 0; i < PROBE_SKIP_MAX && probe_skippable(buf, (size_t)n); i++) {
 		off += 8 + ((uint64_t)buf[4] | (uint64_t)buf[5] << 8 | (uint64_t)buf[6] << 16 |
@@ -50,7 +51,7 @@ int probe_fd(int fd, enum probe_fmt *fmt)
 		n = pio_pread(fd, buf, sizeof(buf), off);
 		if (n < 0)
 			return (int)n;
-		if (probe_buf(buf, (size_t)n) == PROBE_ZSTD) {
+		if (n == 0 || probe_buf(buf, (size_t)n) == PROBE_ZSTD) {
 			*fmt = PROBE_ZSTD;
 			return 0;
 		}

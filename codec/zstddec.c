@@ -112,6 +112,9 @@ struct extent {
 struct walkstate {
 	struct walk w;
 	struct zstddec_index *idx;
+	size_t max_frames; /* frames of any kind before the walk gives up (-E2BIG) */
+	bool keep;	   /* store frames and extents; else only count them (a scan) */
+	struct zstddec_scan *scan; /* when !keep: the counts */
 	size_t fcap;
 	struct extent *ext;
 	size_t next, ecap;
@@ -127,16 +130,32 @@ static uint64_t frame_umax(const struct zstddec_frame *f)
 	return m;
 }
 
+/* Growth of an array of frames: doubled, but never past the walk's frame limit. */
+static size_t grow(size_t cap, size_t max)
+{
+	size_t want = cap ? cap * 2 : 16;
+
+	return want < max ? want : max;
+}
+
+/*
+ * Counts one more frame of any kind, and keeps its extent if the walk
+ * keeps frames.  The limit is checked before anything is allocated for
+ * the frame, so a file of too many frames costs at most the limit's worth.
+ */
 static int ext_add(struct walkstate *s, uint64_t coff, uint64_t csize, size_t zi, uint32_t magic,
 		   struct zerr *err)
 {
+	if (s->next >= s->max_frames)
+		return zerr_set(err, -E2BIG, coff, "more than %zu frames", s->max_frames);
+	if (!s->keep) {
+		s->next++;
+		return 0;
+	}
 	if (s->next == s->ecap) {
-		size_t cap = s->ecap ? s->ecap * 2 : 16;
+		size_t cap = grow(s->ecap, s->max_frames);
 		struct extent *e;
 
-		if (s->next >= ZSTDDEC_MAX_FRAMES)
-			return zerr_set(err, -ENOMEM, coff, "more than %u frames",
-					ZSTDDEC_MAX_FRAMES);
 		e = realloc(s->ext, cap * sizeof(*e));
 		if (!e)
 			return zerr_set(err, -ENOMEM, coff, "out of memory");
@@ -151,8 +170,20 @@ static int frame_add(struct walkstate *s, const struct zstddec_frame *f, struct 
 {
 	struct zstddec_index *idx = s->idx;
 
+	if (!s->keep) {
+		struct zstddec_scan *sc = s->scan;
+
+		if (f->flags && !sc->ndict && !sc->nbigwin) {
+			sc->flagged = *f;
+			sc->flagged_i = sc->nframes;
+		}
+		sc->ndict += !!(f->flags & ZSTDDEC_F_DICT);
+		sc->nbigwin += !!(f->flags & ZSTDDEC_F_BIGWIN);
+		sc->nframes++;
+		return 0;
+	}
 	if (idx->nframes == s->fcap) {
-		size_t cap = s->fcap ? s->fcap * 2 : 16;
+		size_t cap = grow(s->fcap, s->max_frames);
 		struct zstddec_frame *v = realloc(idx->frames, cap * sizeof(*v));
 
 		if (!v)
@@ -303,14 +334,17 @@ static int seek_ignore(struct zstddec_index *idx, const char *fmt, ...)
 
 /*
  * Checks the seek table in the last frame (a skippable one) against the
- * other frames, and on agreement takes the sizes of frames without FCS.
- * Returns 0 (the verdict is in idx->seek) or -EIO/-ENOMEM.
+ * other frames.  Its sizes are never taken: a Decompressed_Size for a frame
+ * without FCS is not from the frame, so it could only place bytes before
+ * the frames ahead of it were decoded (issue 18); those frames are
+ * measured instead, as without a seek table.
+ * Returns 0 (the verdict is in idx->seek) or -EIO.
  */
 static int seek_check(struct walkstate *s, struct zerr *err)
 {
 	struct zstddec_index *idx = s->idx;
 	const struct extent *t = &s->ext[s->next - 1];
-	uint64_t *dsize = NULL, fsize = t->csize - 8;
+	uint64_t fsize = t->csize - 8;
 	uint32_t n, esize;
 	const uint8_t *p;
 	uint8_t desc;
@@ -343,60 +377,35 @@ static int seek_check(struct walkstate *s, struct zerr *err)
 	if (n != s->next - 1)
 		return seek_ignore(idx, "seek table lists %u frames, the file has %zu", n,
 				   s->next - 1);
-	dsize = calloc(n ? n : 1, sizeof(*dsize));
-	if (!dsize)
-		return zerr_set(err, -ENOMEM, t->coff, "out of memory");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct extent *e = &s->ext[i];
 		const struct zstddec_frame *f = e->zi == SIZE_MAX ? NULL : &idx->frames[e->zi];
-		uint32_t cs;
+		uint32_t cs, ds;
 
 		ret = walk_get(&s->w, t->coff + 8 + (uint64_t)i * esize, 8, &p, err);
 		if (ret)
-			goto out;
+			return ret;
 		cs = le32(p);
-		dsize[i] = le32(p + 4);
-		if (cs != e->csize) {
-			ret = seek_ignore(idx,
-					  "seek table entry %u: %u compressed bytes, the frame at "
-					  "%llu has %llu",
-					  i, cs, (unsigned long long)e->coff,
-					  (unsigned long long)e->csize);
-			goto out;
-		}
-		if (!f && dsize[i] != 0) {
-			ret = seek_ignore(idx,
-					  "seek table entry %u: %llu bytes for a skippable frame",
-					  i, (unsigned long long)dsize[i]);
-			goto out;
-		}
-		if (f && f->usize != ZSTDDEC_UNKNOWN && dsize[i] != f->usize) {
-			ret = seek_ignore(
-				idx,
-				"seek table entry %u: %llu bytes, Frame_Content_Size says %llu", i,
-				(unsigned long long)dsize[i], (unsigned long long)f->usize);
-			goto out;
-		}
-		if (f && dsize[i] > frame_umax(f)) {
-			ret = seek_ignore(
-				idx, "seek table entry %u: %llu bytes, more than %u blocks hold", i,
-				(unsigned long long)dsize[i], f->nblocks);
-			goto out;
-		}
+		ds = le32(p + 4);
+		if (cs != e->csize)
+			return seek_ignore(idx,
+					   "seek table entry %u: %u compressed bytes, the frame at "
+					   "%llu has %llu",
+					   i, cs, (unsigned long long)e->coff,
+					   (unsigned long long)e->csize);
+		if (!f && ds != 0)
+			return seek_ignore(idx, "seek table entry %u: %u bytes for a skippable frame",
+					   i, ds);
+		if (f && f->usize != ZSTDDEC_UNKNOWN && ds != f->usize)
+			return seek_ignore(idx,
+					   "seek table entry %u: %u bytes, Frame_Content_Size says %llu",
+					   i, ds, (unsigned long long)f->usize);
+		if (f && ds > frame_umax(f))
+			return seek_ignore(idx,
+					   "seek table entry %u: %u bytes, more than %u blocks hold", i,
+					   ds, f->nblocks);
 	}
-	/* it agrees: take the sizes the frames do not state */
-	for (uint32_t i = 0; i < n; i++) {
-		size_t zi = s->ext[i].zi;
-
-		if (zi != SIZE_MAX && idx->frames[zi].usize == ZSTDDEC_UNKNOWN) {
-			idx->frames[zi].usize = dsize[i];
-			idx->frames[zi].usize_src = ZSTDDEC_SRC_SEEKTAB;
-		}
-	}
-	ret = 0;
-out:
-	free(dsize);
-	return ret;
+	return 0;
 }
 
 /* Recomputes uoff, the totals and the counts from the frames. */
@@ -426,15 +435,85 @@ static void index_sum(struct zstddec_index *idx)
 	idx->usize = uoff;
 }
 
-int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstddec_index **out,
-		       struct zerr *err)
+/*
+ * Walks every frame of s->w's file into s (see struct walkstate): 0, or
+ * the error with err set.  Frames and extents allocated stay in s.
+ */
+static int walk_all(struct walkstate *s, struct zerr *err)
 {
-	struct walkstate s = {.w = {.fd = fd, .size = size}};
+	struct zstddec_index *idx = s->idx;
+	uint64_t off = 0, size = s->w.size;
+	int ret;
+
+	while (off < size) {
+		const uint8_t *p;
+		uint32_t magic;
+
+		if (size - off < 4)
+			return zerr_set(err, -EINVAL, off,
+					off ? "trailing data is not a zstd frame" : "not a zstd file");
+		ret = walk_get(&s->w, off, 4, &p, err);
+		if (ret)
+			return ret;
+		magic = le32(p);
+		if (magic == ZSTD_MAGIC) {
+			struct zstddec_frame f;
+
+			ret = walk_frame(s, off, &f, err);
+			if (!ret)
+				ret = ext_add(s, off, f.csize, idx->nframes, magic, err);
+			if (!ret)
+				ret = frame_add(s, &f, err);
+			if (ret)
+				return ret;
+			off += f.csize;
+		} else if ((magic & SKIP_MAGIC_MASK) == SKIP_MAGIC) {
+			uint64_t fsize;
+
+			if (size - off < 8)
+				return zerr_set(err, -EINVAL, off,
+						"skippable frame header is truncated");
+			ret = walk_get(&s->w, off + 4, 4, &p, err);
+			if (ret)
+				return ret;
+			fsize = le32(p);
+			if (size - off - 8 < fsize)
+				return zerr_set(err, -EINVAL, off,
+						"skippable frame is truncated (%llu of %llu bytes)",
+						(unsigned long long)(size - off - 8),
+						(unsigned long long)fsize);
+			ret = ext_add(s, off, fsize + 8, SIZE_MAX, magic, err);
+			if (ret)
+				return ret;
+			idx->nskippable++;
+			idx->skippable_bytes += fsize + 8;
+			off += fsize + 8;
+		} else if (off == 0) {
+			return zerr_set(err, -EINVAL, 0, "not a zstd file (magic 0x%08x)", magic);
+		} else {
+			return zerr_set(err, -EINVAL, off,
+					"trailing data is not a zstd frame (magic 0x%08x)", magic);
+		}
+	}
+	if (size == 0)
+		return zerr_set(err, -EINVAL, 0, "not a zstd file (empty)");
+	return 0;
+}
+
+static size_t frames_limit(size_t max_frames)
+{
+	return max_frames < ZSTDDEC_MAX_FRAMES ? max_frames : ZSTDDEC_MAX_FRAMES;
+}
+
+int zstddec_index_read_max(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
+			   struct zstddec_index **out, struct zerr *err)
+{
+	struct walkstate s = {.w = {.fd = fd, .size = size}, .keep = true};
 	struct zstddec_index *idx;
-	uint64_t off = 0;
 	int ret;
 
 	*out = NULL;
+	s.max_frames = frames_limit(max_frames);
 	idx = calloc(1, sizeof(*idx));
 	s.w.buf = malloc(WALK_BUF);
 	if (!idx || !s.w.buf) {
@@ -444,70 +523,9 @@ int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstdde
 	s.idx = idx;
 	idx->csize = size;
 	idx->window_max = window_max < ZSTDDEC_WINDOW_LIBMAX ? window_max : ZSTDDEC_WINDOW_LIBMAX;
-	while (off < size) {
-		const uint8_t *p;
-		uint32_t magic;
-
-		if (size - off < 4) {
-			ret = zerr_set(err, -EINVAL, off,
-				       off ? "trailing data is not a zstd frame"
-					   : "not a zstd file");
-			goto out;
-		}
-		ret = walk_get(&s.w, off, 4, &p, err);
-		if (ret)
-			goto out;
-		magic = le32(p);
-		if (magic == ZSTD_MAGIC) {
-			struct zstddec_frame f;
-
-			ret = walk_frame(&s, off, &f, err);
-			if (!ret)
-				ret = ext_add(&s, off, f.csize, idx->nframes, magic, err);
-			if (!ret)
-				ret = frame_add(&s, &f, err);
-			if (ret)
-				goto out;
-			off += f.csize;
-		} else if ((magic & SKIP_MAGIC_MASK) == SKIP_MAGIC) {
-			uint64_t fsize;
-
-			if (size - off < 8) {
-				ret = zerr_set(err, -EINVAL, off,
-					       "skippable frame header is truncated");
-				goto out;
-			}
-			ret = walk_get(&s.w, off + 4, 4, &p, err);
-			if (ret)
-				goto out;
-			fsize = le32(p);
-			if (size - off - 8 < fsize) {
-				ret = zerr_set(err, -EINVAL, off,
-					       "skippable frame is truncated (%llu of %llu bytes)",
-					       (unsigned long long)(size - off - 8),
-					       (unsigned long long)fsize);
-				goto out;
-			}
-			ret = ext_add(&s, off, fsize + 8, SIZE_MAX, magic, err);
-			if (ret)
-				goto out;
-			idx->nskippable++;
-			idx->skippable_bytes += fsize + 8;
-			off += fsize + 8;
-		} else if (off == 0) {
-			ret = zerr_set(err, -EINVAL, 0, "not a zstd file (magic 0x%08x)", magic);
-			goto out;
-		} else {
-			ret = zerr_set(err, -EINVAL, off,
-				       "trailing data is not a zstd frame (magic 0x%08x)", magic);
-			goto out;
-		}
-	}
-	if (size == 0) {
-		ret = zerr_set(err, -EINVAL, 0, "not a zstd file (empty)");
-		goto out;
-	}
-	ret = seek_check(&s, err);
+	ret = walk_all(&s, err);
+	if (!ret)
+		ret = seek_check(&s, err);
 	if (ret)
 		goto out;
 	index_sum(idx);
@@ -516,6 +534,31 @@ int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstdde
 out:
 	zstddec_index_free(idx);
 	free(s.ext);
+	free(s.w.buf);
+	return ret;
+}
+
+int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstddec_index **out,
+		       struct zerr *err)
+{
+	return zstddec_index_read_max(fd, size, window_max, ZSTDDEC_MAX_FRAMES, out, err);
+}
+
+int zstddec_scan(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
+		 struct zstddec_scan *out, struct zerr *err)
+{
+	struct zstddec_index idx = {.csize = size};
+	struct walkstate s = {.w = {.fd = fd, .size = size}, .idx = &idx, .scan = out};
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	s.max_frames = frames_limit(max_frames);
+	idx.window_max = window_max < ZSTDDEC_WINDOW_LIBMAX ? window_max : ZSTDDEC_WINDOW_LIBMAX;
+	s.w.buf = malloc(WALK_BUF);
+	if (!s.w.buf)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	ret = walk_all(&s, err);
+	out->nskippable = idx.nskippable;
 	free(s.w.buf);
 	return ret;
 }

@@ -13,10 +13,11 @@
  * frame's compressed extent; skippable frames are stepped over and counted.
  * A trailing seek table of the zstd seekable format is then checked against
  * the walked frames (see "Seek table" below).  zstddec_dec_* decode one
- * frame on its own, given its entry from that list.
+ * frame on its own, given its entry from that list.  zstddec_scan walks
+ * the same way but keeps nothing: a probe in constant memory.
  *
  * Sizes.  Frame_Content_Size (FCS) is optional.  A frame without it has
- * usize ZSTDDEC_UNKNOWN unless an agreeing seek table gives it; the caller
+ * usize ZSTDDEC_UNKNOWN, seek table or not (below); the caller
  * learns it with zstddec_measure (one decode pass, checksum verified) and
  * records it with zstddec_index_settle.  Every usize is untrusted until the
  * frame decodes: the decoder stops at usize and fails with -EIO if the
@@ -31,8 +32,11 @@
  * entries tile the file from offset 0 to the seek table, one entry per
  * walked frame (zstd or skippable), with that frame's compressed size; a
  * skippable frame's Decompressed_Size is 0 and a zstd frame's equals its
- * FCS when it has one.  If it agrees, it supplies the usize of frames
- * without FCS (usize_src ZSTDDEC_SRC_SEEKTAB: still untrusted, as above).
+ * FCS when it has one.  Its Decompressed_Size for a frame without FCS is
+ * never used: that size is not the frame's own word, and a frame placed
+ * by it before the frames ahead were decoded could be served at the wrong
+ * offset (issue 18).  Such frames stay ZSTDDEC_UNKNOWN and are measured,
+ * and the file's size is what `zstd -dc` prints, whatever the table says.
  * If it disagrees in any way, or its reserved descriptor bits are set, it
  * is IGNORED, not an error: the frames themselves are authoritative and
  * decodable without it (zstd -d ignores it too); seek_reason says why, for
@@ -53,10 +57,14 @@
  * 2 MiB window (zstd -3 on a large input) costs 2.6 MiB, the window plus
  * about 606 KiB; --long=27 costs 128.6 MiB.
  * The index costs 56 bytes per zstd frame, and the walk 32 more per frame of
- * any kind while it runs; a file of more than ZSTDDEC_MAX_FRAMES frames is
- * refused (-ENOMEM), which bounds that at about 90 MiB, as the 64 MiB
- * memlimit bounds an xz Index.  (A million frames is 64 GiB in the 64 KiB
- * frames seekable-format writers use; pzstd writes one per few MiB.)
+ * any kind while it runs; a file of more frames (of any kind) than the
+ * caller's max_frames, and never more than ZSTDDEC_MAX_FRAMES, is refused
+ * (-E2BIG) as soon as the walk counts one too many, before anything is
+ * allocated for it: the walk never holds more than max_frames * 88 bytes
+ * (about 90 MiB at ZSTDDEC_MAX_FRAMES), as the 64 MiB memlimit bounds an
+ * xz Index.  zstddec_scan holds 64 KiB whatever the file.  (A million
+ * frames is 64 GiB in the 64 KiB frames seekable-format writers use; pzstd
+ * writes one per few MiB.)
  *
  * Checkpoints inside a frame (not done yet; where they would go).  Today a
  * random read inside a frame decodes forward from a parked decoder or from
@@ -107,7 +115,7 @@
 enum zstddec_src {
 	ZSTDDEC_SRC_NONE = 0, /* unknown: usize is ZSTDDEC_UNKNOWN */
 	ZSTDDEC_SRC_FCS,      /* the frame header's Frame_Content_Size */
-	ZSTDDEC_SRC_SEEKTAB,  /* an agreeing seek table's Decompressed_Size */
+	ZSTDDEC_SRC_SEEKTAB,  /* no longer set (seek table sizes are not used); kept for idxfile */
 	ZSTDDEC_SRC_MEASURED, /* zstddec_index_settle, after zstddec_measure */
 };
 
@@ -142,7 +150,7 @@ struct zstddec_index {
 	size_t ndict;		      /* frames flagged ZSTDDEC_F_DICT */
 	size_t nbigwin;		      /* frames flagged ZSTDDEC_F_BIGWIN */
 	size_t nchecksum;	      /* frames with a Content_Checksum */
-	enum zstddec_seek seek;	      /* the seek table, if any */
+	enum zstddec_seek seek;	      /* the seek table, if any (its sizes are never used) */
 	uint64_t seek_coff;	      /* its frame's offset, when seek != NONE */
 	char seek_reason[120];	      /* when seek == IGNORED: why, "" otherwise */
 	size_t nframes;		      /* zstd frames (skippable ones are not listed) */
@@ -152,7 +160,8 @@ struct zstddec_index {
 /*
  * Walks every frame of fd (size bytes long).  window_max is the largest
  * window the caller will decode (frames above it are flagged
- * ZSTDDEC_F_BIGWIN); it is clamped to ZSTDDEC_WINDOW_LIBMAX.
+ * ZSTDDEC_F_BIGWIN); it is clamped to ZSTDDEC_WINDOW_LIBMAX.  max_frames
+ * (clamped to ZSTDDEC_MAX_FRAMES) bounds the frames of any kind.
  * On success returns 0 and *out, which the caller frees with
  * zstddec_index_free.  A file with no zstd frame at all (only skippable
  * frames) succeeds with nframes 0.  On failure *out is NULL, err says why
@@ -162,11 +171,34 @@ struct zstddec_index {
  *            an FCS its blocks cannot hold or that is smaller than its raw
  *            and RLE blocks, or bytes after the last frame that are not a
  *            frame (trailing garbage, as zstd -d also refuses);
- *   -ENOMEM  out of memory, or more than ZSTDDEC_MAX_FRAMES frames;
+ *   -E2BIG   more than max_frames frames (err->coff: the first one over);
+ *   -ENOMEM  out of memory;
  *   -EIO     pread failed.
  */
+int zstddec_index_read_max(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
+			   struct zstddec_index **out, struct zerr *err);
+
+/* zstddec_index_read_max with max_frames ZSTDDEC_MAX_FRAMES. */
 int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstddec_index **out,
 		       struct zerr *err);
+
+/* What zstddec_scan found. */
+struct zstddec_scan {
+	size_t nframes;		      /* zstd frames */
+	size_t nskippable;	      /* skippable frames */
+	size_t ndict, nbigwin;	      /* frames flagged ZSTDDEC_F_DICT, ZSTDDEC_F_BIGWIN */
+	size_t flagged_i;	      /* the first flagged frame's number, if any */
+	struct zstddec_frame flagged; /* and that frame (uoff not set) */
+};
+
+/*
+ * The walk of zstddec_index_read_max, keeping only counts: the same
+ * verdicts and errors (but no seek table check, and not -ENOMEM past the
+ * start), in 64 KiB of memory whatever the file.  For a listing's probe.
+ * *out is set on success and holds the counts so far on failure.
+ */
+int zstddec_scan(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
+		 struct zstddec_scan *out, struct zerr *err);
 
 /* Frees an index.  Accepts NULL. */
 void zstddec_index_free(struct zstddec_index *idx);

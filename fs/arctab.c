@@ -295,6 +295,11 @@ void arctab_put(struct arctab *t, struct arc *a)
 		arc_free(a);
 }
 
+const struct reader_opts *arctab_opts(const struct arctab *t)
+{
+	return t ? t->opts : NULL;
+}
+
 struct reader *arc_reader(const struct arc *a)
 {
 	return a->r;

@@ -79,6 +79,9 @@ void arctab_close(struct arctab *t, struct arc *a);
 /* Releases a reference.  Accepts NULL. */
 void arctab_put(struct arctab *t, struct arc *a);
 
+/* The reader options the table opens archives with (arctab_new's opts); NULL for a NULL t. */
+const struct reader_opts *arctab_opts(const struct arctab *t);
+
 /* The archive's reader, valid while the reference is held; NULL if it is corrupt. */
 struct reader *arc_reader(const struct arc *a);
 int arc_error(const struct arc *a);

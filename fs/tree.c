@@ -345,7 +345,8 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 		return false;
 	fd = open_file_at(c->dirfd, name, lst, st);
 	if (fd >= 0) {
-		fmt = reader_probe(fd, said_unreadable(c->t, st, false) ? NULL : rel);
+		fmt = reader_probe(fd, said_unreadable(c->t, st, false) ? NULL : rel,
+				   arctab_opts(c->t->arcs));
 		if (fmt == PROBE_NONE)
 			said_unreadable(c->t, st, true);
 		close(fd);

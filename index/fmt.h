@@ -22,7 +22,8 @@
  *    -EINVAL (corrupt: why names the compressed offset), -ENOMEM or -EIO.
  *  - probe (may be NULL) says cheaply, for listings, whether a file with
  *    the right magic is one zmount will decode: 0, or -errno with why set
- *    (the file is shown raw).
+ *    (the file is shown raw).  index_max is opts.index_max (SIZE_MAX: no
+ *    limit), for a format whose map size the probe can count.
  *  - dec_open gives a decoder at the start of map entry k; it may pread
  *    r->fd during the call but keeps no descriptor: dec_read gets the fd
  *    on every call.  dec_read returns min(len, bytes left in entry k)
@@ -48,7 +49,7 @@ struct zerr;
 struct fmt {
 	const char *name; /* "xz", "gzip", "zstd" */
 	const char *unit; /* what one map entry is, for log lines: "Block", ... */
-	int (*probe)(int fd, uint64_t size, struct zerr *why);
+	int (*probe)(int fd, uint64_t size, size_t index_max, struct zerr *why);
 	int (*open)(struct reader *r, struct zerr *why);
 	void (*free)(void *idx);
 	int (*dec_open)(struct reader *r, size_t k, void **dec, struct zerr *err);

@@ -2,9 +2,10 @@
 /*
  * The zstd backend: the frame walk (frame and block headers, nothing
  * decoded) gives each frame's compressed extent and, from its
- * Frame_Content_Size or an agreeing seek table, its size; a frame without
- * either is measured by one decode pass at open (checksum verified; the
- * frames are spread over the context's pool, see measure_all), and
+ * Frame_Content_Size, its size (a seek table's sizes are not the frames'
+ * word and place nothing: zstddec.h); a frame without FCS is measured by
+ * one decode pass at open (checksum verified; the frames are spread over
+ * the context's pool, see measure_all), and
  * the sizes measured are saved in opts.index_dir like a gzip index
  * (idxfile_save_zstd) and loaded by the next open of the same version of
  * the file instead of decoding again, once they agree with the frames just
@@ -17,11 +18,15 @@
  * once per frame), never bytes served at the wrong offset.  One
  * map entry per non-empty frame, so multi-frame files (pzstd, the seekable
  * format) are read at random per frame, and a single frame is read in
- * order through a parked decoder.
+ * order through a parked decoder.  A frame that says it is empty gets no
+ * entry, so the same pass decodes it at open (pass_needed): a forged 0
+ * fails the open instead of hiding the frame's bytes.
  *
- * Shown raw, with one log line: frames that need a dictionary, and windows
+ * Shown raw, with one log line: frames that need a dictionary, windows
  * larger than ZSTDDEC_WINDOW_DEFAULT (128 MiB, what zstd -d decodes without
- * --memory): their decoder alone would pass any reasonable cache.
+ * --memory): their decoder alone would pass any reasonable cache; and more
+ * frames than a map of cache_size/4 holds.  The listing's probe decides,
+ * with a walk that keeps nothing (zstddec_scan) and stops at that count.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,30 +45,59 @@
 /* Bytes of memory per frame: the walk's entry, the map's start, entry and bad mark, unseen mark. */
 #define ZSTD_FRAME_COST (sizeof(struct zstddec_frame) + sizeof(uint64_t) + sizeof(size_t) + 2)
 
-/* The walk, and whether zmount decodes what it found; why says why not. */
-static int walk(int fd, uint64_t size, struct zstddec_index **out, struct zerr *why)
+/* Frames of any kind the map's budget (index_max bytes) allows; the walk stops past it. */
+static size_t max_frames(size_t index_max)
+{
+	size_t n = index_max / ZSTD_FRAME_COST;
+
+	return n == 0 ? 1 : n < ZSTDDEC_MAX_FRAMES ? n : ZSTDDEC_MAX_FRAMES;
+}
+
+/* Why frame i (flagged ZSTDDEC_F_DICT or ZSTDDEC_F_BIGWIN) is not decoded here: -ENOTSUP. */
+static int flagged(const struct zstddec_frame *f, size_t i, struct zerr *why)
+{
+	if (f->flags & ZSTDDEC_F_DICT)
+		return zerr_set(why, -ENOTSUP, f->coff,
+				"frame %zu needs dictionary %" PRIu32 "; shown as it is", i,
+				f->dict_id);
+	return zerr_set(why, -ENOTSUP, f->coff,
+			"frame %zu has a window of %" PRIu64 " MiB, more than %llu MiB; shown as it is",
+			i, f->window >> 20, ZSTDDEC_WINDOW_DEFAULT >> 20);
+}
+
+/* The refusal of a file of more than max frames, from the walk's -E2BIG. */
+static int too_many(size_t max, size_t index_max, const struct zerr *err, struct zerr *why)
+{
+	if (max == ZSTDDEC_MAX_FRAMES)
+		return zerr_set(why, -E2BIG, err->coff, "more than %zu frames, zmount's limit", max);
+	return zerr_set(why, -E2BIG, err->coff,
+			"more than %zu frames: their map needs more than cache_size/4 (%zu KiB); "
+			"raise cache_size", max, index_max >> 10);
+}
+
+/*
+ * The walk, and whether zmount decodes what it found; why says why not.
+ * At most what index_max allows: the walk stops at the first frame over,
+ * before allocating for it (-E2BIG).
+ */
+static int walk(int fd, uint64_t size, size_t index_max, struct zstddec_index **out,
+		struct zerr *why)
 {
 	struct zerr err = { 0 };
 	struct zstddec_index *z;
-	int ret = zstddec_index_read(fd, size, ZSTDDEC_WINDOW_DEFAULT, &z, &err);
+	size_t max = max_frames(index_max);
+	int ret = zstddec_index_read_max(fd, size, ZSTDDEC_WINDOW_DEFAULT, max, &z, &err);
 
 	*out = NULL;
+	if (ret == -E2BIG)
+		return too_many(max, index_max, &err, why);
 	if (ret < 0) {
 		*why = err;
-		return ret == -ENOMEM ? -EINVAL : ret;
+		return ret;
 	}
 	for (size_t i = 0; i < z->nframes; i++) {
-		const struct zstddec_frame *f = &z->frames[i];
-
-		if (f->flags & (ZSTDDEC_F_DICT | ZSTDDEC_F_BIGWIN)) {
-			ret = f->flags & ZSTDDEC_F_DICT
-				      ? zerr_set(why, -ENOTSUP, f->coff,
-						 "frame %zu needs dictionary %" PRIu32
-						 "; shown as it is", i, f->dict_id)
-				      : zerr_set(why, -ENOTSUP, f->coff,
-						 "frame %zu has a window of %" PRIu64
-						 " MiB, more than %llu MiB; shown as it is",
-						 i, f->window >> 20, ZSTDDEC_WINDOW_DEFAULT >> 20);
+		if (z->frames[i].flags & (ZSTDDEC_F_DICT | ZSTDDEC_F_BIGWIN)) {
+			ret = flagged(&z->frames[i], i, why);
 			zstddec_index_free(z);
 			return ret;
 		}
@@ -83,6 +117,13 @@ struct zst {
 	 * before it is clear.
 	 */
 	atomic_uchar *unseen;
+	/*
+	 * Frames below this are all clear (none unseen): check_before starts
+	 * here, so a read walks only the frames no read has walked yet, and
+	 * reading the whole file walks each frame once, not once per frame
+	 * after it.  Only grows.
+	 */
+	atomic_size_t proven;
 	/* Where the sizes came from, to remove them once one is proven wrong. */
 	const char *dir, *name; /* borrowed from the reader, which outlives this */
 	struct idxfile_id id;
@@ -130,13 +171,25 @@ static void save_sizes(struct reader *r, const struct idxfile_id *id,
 			  r->opts.index_dir, strerror(-ret));
 }
 
-static int zstd_probe(int fd, uint64_t size, struct zerr *why)
+/*
+ * The listing's verdict, in 64 KiB whatever the file (zstddec_scan keeps no
+ * frame) and in time bounded by the frames index_max allows: the open's
+ * walk's, so a file the open would refuse is shown raw under its own name.
+ */
+static int zstd_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
 {
-	struct zstddec_index *z;
-	int ret = walk(fd, size, &z, why);
+	struct zstddec_scan sc;
+	struct zerr err = { 0 };
+	size_t max = max_frames(index_max);
+	int ret = zstddec_scan(fd, size, ZSTDDEC_WINDOW_DEFAULT, max, &sc, &err);
 
-	zstddec_index_free(z);
-	return ret;
+	if (ret == -E2BIG)
+		return too_many(max, index_max, &err, why);
+	if (ret < 0) {
+		*why = err;
+		return ret;
+	}
+	return sc.ndict || sc.nbigwin ? flagged(&sc.flagged, sc.flagged_i, why) : 0;
 }
 
 /*
@@ -154,6 +207,7 @@ struct measure {
 	size_t next;    /* the next frame to take; under lock */
 	unsigned busy;  /* frames taken and not yet done; under lock */
 	int ret;        /* the first failure, its reason in err; under lock */
+	size_t bad;     /* and the frame that failed; under lock */
 	struct zerr err;
 	int fd;
 	const struct zstddec_index *z;
@@ -176,6 +230,18 @@ static void measure_unref(struct measure *m)
 	}
 }
 
+/*
+ * Whether frame f is decoded at open: its size is unknown, or it says it
+ * is empty.  An empty frame has no map entry, so no read would ever decode
+ * it: one that is not empty (a forged 0, in its header or in a saved
+ * index) would hide its bytes without an error.  The pass stops at its
+ * first byte, so its cost is bounded by its compressed size and one block.
+ */
+static bool pass_needed(const struct zstddec_frame *f)
+{
+	return f->usize == ZSTDDEC_UNKNOWN || f->usize == 0;
+}
+
 /* Takes and measures frames until none is left or one failed. */
 static void measure_run(struct measure *m)
 {
@@ -186,7 +252,7 @@ static void measure_run(struct measure *m)
 		int ret;
 
 		while (!m->closed && m->ret == 0 && m->next < m->z->nframes &&
-		       m->usize[m->next] != ZSTDDEC_UNKNOWN)
+		       !pass_needed(&m->z->frames[m->next]))
 			m->next++;
 		if (m->closed || m->ret != 0 || m->next >= m->z->nframes)
 			break;
@@ -199,6 +265,7 @@ static void measure_run(struct measure *m)
 		pthread_mutex_lock(&m->lock);
 		if (ret < 0 && m->ret == 0) {
 			m->ret = ret;
+			m->bad = i;
 			m->err = err;
 		}
 		if (--m->busy == 0)
@@ -231,18 +298,24 @@ static unsigned measure_helpers(struct reader *r, uint64_t cost)
 }
 
 /*
- * One decode pass over every frame of z whose size is unknown (checksums
+ * One decode pass over every frame of z that pass_needed (checksums
  * verified on the way), spread over the context's pool, then all sizes
  * settled at once: settling one frame at a time re-sums every offset,
- * quadratic in the frames.
+ * quadratic in the frames.  On failure *bad is the frame that failed.
  */
-static int measure_all(struct reader *r, struct zstddec_index *z, struct zerr *why)
+static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad, struct zerr *why)
 {
-	struct measure *m = calloc(1, sizeof(*m));
+	struct measure *m;
 	uint64_t cost = 0;
+	size_t npass = 0;
 	unsigned helpers;
 	int ret;
 
+	for (size_t i = 0; i < z->nframes; i++)
+		npass += pass_needed(&z->frames[i]);
+	if (npass == 0)
+		return 0;
+	m = calloc(1, sizeof(*m));
 	if (!m || !(m->usize = malloc(z->nframes * sizeof(*m->usize)))) {
 		free(m);
 		return -ENOMEM;
@@ -255,10 +328,10 @@ static int measure_all(struct reader *r, struct zstddec_index *z, struct zerr *w
 	m->ctx = r->ctx;
 	for (size_t i = 0; i < z->nframes; i++) {
 		m->usize[i] = z->frames[i].usize;
-		if (m->usize[i] == ZSTDDEC_UNKNOWN && zstddec_dec_cost(&z->frames[i]) > cost)
+		if (pass_needed(&z->frames[i]) && zstddec_dec_cost(&z->frames[i]) > cost)
 			cost = zstddec_dec_cost(&z->frames[i]);
 	}
-	helpers = z->nunknown > 1 ? measure_helpers(r, cost) : 0;
+	helpers = npass > 1 ? measure_helpers(r, cost) : 0;
 	for (unsigned k = 0; k < helpers; k++) {
 		pthread_mutex_lock(&m->lock);
 		m->refs++;
@@ -274,6 +347,7 @@ static int measure_all(struct reader *r, struct zstddec_index *z, struct zerr *w
 	while (m->busy)
 		pthread_cond_wait(&m->idle, &m->lock);
 	ret = m->ret;
+	*bad = m->bad;
 	pthread_mutex_unlock(&m->lock);
 	if (ret < 0)
 		ret = zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, m->err.coff,
@@ -285,27 +359,6 @@ static int measure_all(struct reader *r, struct zstddec_index *z, struct zerr *w
 	return ret;
 }
 
-/*
- * A frame of size 0 gets no map entry, so nothing would ever decode it: a
- * saved 0 on the last frame would hide its bytes without an error.  So the
- * frames the saved index says are empty are decoded now (an honest one is a
- * few bytes).  True if all are; their marks are cleared.
- */
-static bool empty_frames_ok(struct reader *r, struct zst *s)
-{
-	for (size_t i = 0; i < s->z->nframes; i++) {
-		struct zerr err = { 0 };
-		uint64_t usize;
-
-		if (!atomic_load(&s->unseen[i]) || s->z->frames[i].usize != 0)
-			continue;
-		if (zstddec_measure(r->fd, &s->z->frames[i], &usize, &err) < 0)
-			return false;
-		atomic_store(&s->unseen[i], 0);
-	}
-	return true;
-}
-
 static void zst_free(struct zst *s)
 {
 	if (s) {
@@ -315,79 +368,95 @@ static void zst_free(struct zst *s)
 	}
 }
 
+/* What zstd_open returns for walk's error ret (why set): -EINVAL for any refusal of the data. */
+static int walk_failed(int ret, struct zerr *why)
+{
+	struct zerr w = *why; /* zerr_set must not read what it writes */
+
+	if (ret == -E2BIG)
+		return -EINVAL;
+	if (ret != -EINVAL)
+		return ret;
+	return zerr_set(why, ret, w.coff, "not readable as zstd (at compressed offset %" PRIu64 "): %s",
+			w.coff, w.msg);
+}
+
+/*
+ * Streamed input has no sizes: the saved ones, if index_dir has them for
+ * this version of the file (s->unseen then marks them until each is seen
+ * to decode to its size), else none: the frames are measured by the pass.
+ * True if the sizes must be saved after that pass.
+ */
+static bool use_saved(struct reader *r, struct zst *s)
+{
+	struct zstddec_index *z = s->z;
+
+	if (!z->nunknown || !r->opts.index_dir || r->name[0] != '/' ||
+	    idxfile_identify(r->fd, &s->id) < 0)
+		return false;
+	s->dir = r->opts.index_dir;
+	s->name = r->name;
+	s->unseen = calloc(z->nframes, sizeof(*s->unseen));
+	if (!s->unseen)
+		return true; /* measured, then: no marks needed */
+	for (size_t i = 0; i < z->nframes; i++)
+		atomic_init(&s->unseen[i], z->frames[i].usize == ZSTDDEC_UNKNOWN);
+	if (load_sizes(r, &s->id, z))
+		return false;
+	free(s->unseen);
+	s->unseen = NULL;
+	return true;
+}
+
 static int zstd_open(struct reader *r, struct zerr *why)
 {
 	struct zstddec_index *z;
-	struct idxfile_id id;
 	struct zst *s = calloc(1, sizeof(*s));
-	bool persist = false, measured;
+	bool persist, built;
+	size_t bad = 0;
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
 	atomic_flag_clear(&s->dropped);
-	ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
-	if (ret < 0)
+	atomic_init(&s->proven, 0);
+	ret = walk(r->fd, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
+	if (ret < 0) {
 		free(s);
-	if (ret == -EINVAL) {
-		struct zerr w = *why; /* zerr_set must not read what it writes */
-
-		return zerr_set(why, ret, w.coff,
-				"not readable as zstd (at compressed offset %" PRIu64 "): %s", w.coff,
-				w.msg);
+		return walk_failed(ret, why);
 	}
-	if (ret < 0)
-		return ret;
 	s->z = z;
 	r->idx = s; /* the core frees it with zstd_free whatever happens next */
 	if (z->seek == ZSTDDEC_SEEK_IGNORED)
 		reader_log(r, ZLOG_WARN, NULL, "seek table ignored: %s", z->seek_reason);
-	if (z->nframes > r->opts.index_max / ZSTD_FRAME_COST)
-		return zerr_set(why, -EINVAL, 0,
-				"its %zu frames need more than cache_size/4 (%zu KiB) of map; raise "
-				"cache_size", z->nframes, r->opts.index_max >> 10);
-	/*
-	 * Streamed input has no sizes: the saved ones if any, else one decode
-	 * pass each (checksums verified on the way), then saved.  A file whose
-	 * frames all state their size needs no index file.
-	 */
-	if (z->nunknown && r->opts.index_dir && r->name[0] == '/' &&
-	    idxfile_identify(r->fd, &id) == 0) {
-		s->unseen = calloc(z->nframes, sizeof(*s->unseen));
-		if (!s->unseen)
-			return -ENOMEM;
-		for (size_t i = 0; i < z->nframes; i++)
-			atomic_init(&s->unseen[i], z->frames[i].usize == ZSTDDEC_UNKNOWN);
-		persist = !load_sizes(r, &id, z);
-		if (!persist && !empty_frames_ok(r, s)) {
-			/* sizes already settled into z: walk again, measure, save over it */
-			reader_log(r, ZLOG_INFO, NULL, "saved index not usable (a frame it says is empty "
-				   "is not); measuring the frames");
-			zstddec_index_free(z);
-			s->z = NULL;
-			ret = walk(r->fd, (uint64_t)r->st.st_size, &z, why);
-			if (ret < 0)
-				return ret == -ENOTSUP ? -EINVAL : ret; /* it walked a moment ago */
-			s->z = z;
-			persist = true;
-		}
-		if (persist) { /* measured below: nothing unseen */
-			free(s->unseen);
-			s->unseen = NULL;
-		}
-		s->dir = r->opts.index_dir;
-		s->name = r->name;
-		s->id = id;
-	}
-	measured = z->nunknown > 0;
-	if (measured) {
-		ret = measure_all(r, z, why);
+	persist = use_saved(r, s);
+	/* Unknown sizes measured, empty frames decoded (pass_needed); checksums verified. */
+	built = z->nunknown > 0;
+	ret = measure_all(r, z, &bad, why);
+	if (ret < 0 && s->unseen && atomic_load(&s->unseen[bad])) {
+		/* a frame the saved index says is empty is not: walk again, measure, save over it */
+		reader_log(r, ZLOG_INFO, NULL, "saved index not usable (a frame it says is empty "
+			   "is not); measuring the frames");
+		free(s->unseen);
+		s->unseen = NULL;
+		zstddec_index_free(z);
+		s->z = NULL;
+		ret = walk(r->fd, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
 		if (ret < 0)
-			return ret;
-		atomic_fetch_add(&r->ctx->stats.built, 1);
+			return ret == -ENOTSUP ? -EINVAL : walk_failed(ret, why); /* it walked a moment ago */
+		s->z = z;
+		persist = built = true;
+		ret = measure_all(r, z, &bad, why);
 	}
+	if (ret < 0)
+		return ret;
+	if (built)
+		atomic_fetch_add(&r->ctx->stats.built, 1);
+	for (size_t i = 0; s->unseen && i < z->nframes; i++)
+		if (z->frames[i].usize == 0) /* decoded by the pass */
+			atomic_store(&s->unseen[i], 0);
 	if (persist)
-		save_sizes(r, &id, z);
+		save_sizes(r, &s->id, z);
 	if (reader_map_init(r, z->nframes) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < z->nframes; i++) {
@@ -429,14 +498,27 @@ static void drop_saved(struct zst *s, struct zerr *err)
 		 e.msg);
 }
 
+/* Raises s->proven to i (frames below i are all clear). */
+static void proven_raise(struct zst *s, size_t i)
+{
+	size_t w = atomic_load(&s->proven);
+
+	while (w < i && !atomic_compare_exchange_weak(&s->proven, &w, i))
+		;
+}
+
 /*
  * Before frame i is decoded: every earlier frame whose size only the saved
  * index vouches for is decoded once, to see that it has that size, so that
- * frame i's offset is right.  0, or -EIO/-ENOMEM with err.
+ * frame i's offset is right.  Frames below s->proven are skipped: each
+ * frame is walked here about once over the reader's life.  0, or
+ * -EIO/-ENOMEM with err.
  */
 static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *err)
 {
-	for (size_t j = 0; s->unseen && j < i; j++) {
+	if (!s->unseen)
+		return 0;
+	for (size_t j = atomic_load(&s->proven); j < i; j++) {
 		const struct zstddec_frame *f = &s->z->frames[j];
 		struct zerr e = { 0 };
 		uint64_t usize;
@@ -457,6 +539,7 @@ static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *
 		atomic_fetch_add(&r->ctx->stats.decoded, usize);
 		atomic_store(&s->unseen[j], 0);
 	}
+	proven_raise(s, i);
 	return 0;
 }
 

@@ -510,7 +510,7 @@ int reader_attach(struct reader *r, int fd)
 	return 0;
 }
 
-enum probe_fmt reader_probe(int fd, const char *name)
+enum probe_fmt reader_probe(int fd, const char *name, const struct reader_opts *opts)
 {
 	enum probe_fmt fmt;
 	const struct fmt *f;
@@ -521,7 +521,8 @@ enum probe_fmt reader_probe(int fd, const char *name)
 		return PROBE_NONE;
 	if (!f->probe)
 		return fmt;
-	if (fstat(fd, &st) == 0 && f->probe(fd, (uint64_t)st.st_size, &err) == 0)
+	if (fstat(fd, &st) == 0 &&
+	    f->probe(fd, (uint64_t)st.st_size, opts ? opts->index_max : SIZE_MAX, &err) == 0)
 		return fmt;
 	if (name)
 		zlog(ZLOG_WARN, "%s: not readable as %s (at offset %" PRIu64 "): %s; shown as it is",

@@ -219,9 +219,11 @@ int reader_attach(struct reader *r, int fd);
  * if its magic says xz, or if it is gzip with a readable first member header;
  * else PROBE_NONE, with a log line (naming it by name) when the magic said
  * gzip but the header is unreadable (none if name is NULL).  xz files
- * still need reader_open to know whether their Index is readable.
+ * still need reader_open to know whether their Index is readable.  opts
+ * (may be NULL: no limit) gives the map limit, opts->index_max, that a
+ * zstd file's frames are counted against.
  */
-enum probe_fmt reader_probe(int fd, const char *name);
+enum probe_fmt reader_probe(int fd, const char *name, const struct reader_opts *opts);
 
 /* True if st (a fresh stat of the source path) still names the opened file unchanged. */
 int reader_matches(const struct reader *r, const struct stat *st);

@@ -2356,6 +2356,84 @@ START_TEST(zstd_forged_sizes_never_give_wrong_bytes)
 }
 END_TEST
 
+/*
+ * name: n zstd frames without Frame_Content_Size (as from a pipe), each one
+ * Raw block of the next `each` bytes of orig.  Made by hand: 9 bytes of
+ * header per frame, so 200,000 frames take a moment, not 200,000 zstd runs.
+ */
+static void tiny_frames(const char *name, size_t n, size_t each)
+{
+	char path[PATH_MAX];
+	unsigned char hdr[9] = {0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x00}; /* no FCS, 1 KiB window */
+	uint32_t bh = 1u | (uint32_t)each << 3;                       /* last, Raw, each bytes */
+	FILE *f;
+
+	ck_assert_uint_le(n * each, ORIG_SIZE);
+	hdr[6] = (unsigned char)bh;
+	hdr[7] = (unsigned char)(bh >> 8);
+	hdr[8] = (unsigned char)(bh >> 16);
+	path_of(path, sizeof(path), name);
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(fwrite(hdr, 1, sizeof(hdr), f), sizeof(hdr));
+		ck_assert_uint_eq(fwrite(orig + i * each, 1, each, f), each);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+enum { TINY_FRAMES = 200000, TINY_EACH = 10 };
+
+/* Unchecked fixture of the deadlines tcase (untimed): tiny.zst, measured and its sizes saved. */
+static void tiny_setup(void)
+{
+	char d[PATH_MAX];
+	struct reader_counters c;
+	struct zmctx *cache;
+	struct reader *r;
+
+	if (!gen_ok)
+		return; /* the test says so */
+	tiny_frames("tiny.zst", TINY_FRAMES, TINY_EACH);
+	zidx_dir(d, sizeof(d), "ztiny");
+	ck_assert_int_eq(zopen("tiny.zst", d, &cache, &r, &c), 0);
+	ck_assert_uint_eq(c.indexes_built, 1);
+	reader_close(r);
+	zmctx_free(cache);
+}
+
+/*
+ * Issue 18, item 3: with 200,000 frames' sizes loaded from index_dir,
+ * reading the file in order must cost about one check per frame, not one
+ * per earlier frame for each frame (2 * 10^10 steps).  Its tcase's deadline
+ * (deadlines, 60 s) is what fails: this took 13 s on 2 cores at load 12
+ * once each frame is walked once, and did not end in 10 minutes at bb87586.
+ */
+START_TEST(zstd_saved_sizes_read_in_linear_time)
+{
+	static unsigned char buf[64 * KiB];
+	char d[PATH_MAX];
+	struct reader_counters c;
+	struct zmctx *cache;
+	struct reader *r;
+	uint64_t total = (uint64_t)TINY_FRAMES * TINY_EACH;
+
+	path_of(d, sizeof(d), "ztiny");
+	ck_assert_int_eq(zopen("tiny.zst", d, &cache, &r, &c), 0);
+	ck_assert_uint_eq(c.indexes_loaded, 1);
+	ck_assert_uint_eq(reader_size(r), total);
+	for (uint64_t off = 0; off < total; off += sizeof(buf)) {
+		size_t want = total - off < sizeof(buf) ? (size_t)(total - off) : sizeof(buf);
+
+		ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), off), (ssize_t)want);
+		ck_assert_msg(memcmp(buf, orig + off, want) == 0, "wrong bytes at %llu",
+			      (unsigned long long)off);
+	}
+	reader_close(r);
+	zmctx_free(cache);
+}
+END_TEST
+
 /* Issue 10, item 8: an xz file's block map is bounded by opts.index_max. */
 START_TEST(too_many_blocks_is_refused)
 {
@@ -2502,7 +2580,7 @@ START_TEST(probe_by_magic_and_gzip_header)
 	ck_assert(gen_ok);
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		int fd = open_ro(t[i].file);
-		enum probe_fmt got = reader_probe(fd, t[i].file);
+		enum probe_fmt got = reader_probe(fd, t[i].file, NULL);
 
 		ck_assert_msg(got == t[i].want, "reader_probe(%s) = %d, want %d", t[i].file, got,
 			      t[i].want);
@@ -2919,6 +2997,7 @@ static Suite *reader_suite(void)
 	TCase *te = tcase_create("errors");
 	TCase *tt = tcase_create("threads");
 	TCase *t18 = tcase_create("trust2");
+	TCase *td = tcase_create("deadlines");
 
 	tcase_add_loop_test(tc, size_matches_original, 0, NCASES);
 	tcase_add_loop_test(tc, info_matches_archive, 0, NCASES);
@@ -2994,6 +3073,13 @@ static Suite *reader_suite(void)
 	tcase_add_test(t18, last_or_only_block_claiming_zero_bytes_is_corrupt);
 	tcase_set_timeout(t18, 300);
 	suite_add_tcase(s, t18);
+
+	/* costs that must stay linear: a deadline far above the linear time, far below the quadratic */
+	tcase_add_unchecked_fixture(td, tiny_setup, NULL);
+	tcase_add_test(td, zstd_saved_sizes_read_in_linear_time);
+	/* about 13 s here at a load of 12; quadratic, it did not end in 600 s */
+	tcase_set_timeout(td, 300);
+	suite_add_tcase(s, td);
 	return s;
 }
 

@@ -182,9 +182,20 @@ static void run(const uint8_t *data, size_t size)
 	int fd = fuzz_memfd(data, size), ret;
 
 	ret = zstddec_index_read(fd, size, WINDOW_MAX, &idx, &err);
+	{
+		/* the scan (a listing's probe) keeps nothing but gives the same verdict */
+		struct zstddec_scan sc;
+		struct zerr serr = {0};
+		int sret = zstddec_scan(fd, size, WINDOW_MAX, ZSTDDEC_MAX_FRAMES, &sc, &serr);
+
+		FUZZ_CHECK(sret == ret || ret == -ENOMEM, "scan says %d, index_read %d", sret, ret);
+		FUZZ_CHECK(ret < 0 || (sc.nframes == idx->nframes && sc.ndict == idx->ndict &&
+				       sc.nbigwin == idx->nbigwin && sc.nskippable == idx->nskippable),
+			   "scan counts differ from index_read's");
+	}
 	if (ret < 0) {
 		FUZZ_CHECK(idx == NULL, "index_read failed (%d) but *out is set", ret);
-		FUZZ_CHECK(ret == -EINVAL || ret == -ENOMEM || ret == -EIO,
+		FUZZ_CHECK(ret == -EINVAL || ret == -E2BIG || ret == -ENOMEM || ret == -EIO,
 			   "index_read returned %d, not listed in zstddec.h", ret);
 		FUZZ_CHECK(err.msg[0], "index_read failed (%d) without a reason", ret);
 		FUZZ_CHECK(err.coff <= size, "error offset %llu past the end",

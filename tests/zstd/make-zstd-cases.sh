@@ -153,6 +153,15 @@ done < <(walk frames)
     le32 "$n"; printf '\200'; le32 $((0x8F92EAB1))
 } > "$OUT/good-zstd-seekable.zst"
 add good-zstd-seekable.zst "seekable-format,seek-table-with-checksums,no-fcs" decoded
+# issue 18, item 1: two pipe frames (no FCS) of 110 bytes, a seek table saying the first has 200
+text 110 7 > s1; text 110 8 > s2; { Z -c < s1; Z -c < s2; } > lies
+set -- $(walk lies | awk '$1 == "zstd" { print $3 }')
+{ cat lies; le32 $((0x184D2A5E)); le32 25; le32 "$1"; le32 200; le32 "$2"; le32 110; le32 2; printf '\000'; le32 $((0x8F92EAB1)); } \
+    > "$OUT/good-zstd-seektable-lies.zst"
+add good-zstd-seektable-lies.zst "seekable-format,decompressed-size-wrong(200-for-110),no-fcs" decoded
+# issue 18, item 13: only skippable frames: valid, nothing in it
+{ le32 $((0x184D2A50)); le32 4; printf abcd; le32 $((0x184D2A5A)); le32 0; } > "$OUT/good-zstd-only-skippable.zst"
+add good-zstd-only-skippable.zst "skippable-frames-only,empty" decoded
 
 # -------------------------------------------------------------- raw cases
 mkdir samples; split -b 2000 small samples/s.
@@ -195,6 +204,12 @@ add bad-zstd-concat-frame2.zst "from=good-zstd-concat.zst,bad-frame=2@$uoff+$fcs
 cp "$C" "$OUT/bad-zstd-fcs-lie.zst"   # FCS, the header's last field, one more
 flip "$OUT/bad-zstd-fcs-lie.zst" $(( coff + hsize - 4 )) 1
 add bad-zstd-fcs-lie.zst "from=good-zstd-concat.zst,bad-frame=2@$uoff+$fcs,frame-content-size-wrong" eio
+# issue 18, item 2: a frame whose 4-byte FCS is forged to 0 over ~1.5 KB of compressed blocks, then a good frame
+text 9000 10 > t9; for i in 1 2 3 4 5 6 7 8; do cat t9; done > z72k; Z -3 z72k -o fz.zst
+[ "$(od -An -tx1 -j4 -N1 fz.zst | tr -d ' ')" = a4 ] || { echo "fz.zst: not a single-segment frame with a 4-byte FCS" >&2; exit 1; }
+printf '\000\000\000\000' | dd of=fz.zst bs=1 seek=5 conv=notrunc status=none
+{ cat fz.zst; Z -c small; } > "$OUT/bad-zstd-fcs-zero.zst"
+add bad-zstd-fcs-zero.zst "frame-content-size-forged-to-0,compressed-blocks" eio
 
 bad=0
 {
