@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lzma2dec.h"
+#include "testutil.h"
 
 static char corpus[PATH_MAX]; /* .../corpus/xz-utils */
 
@@ -856,41 +857,23 @@ END_TEST
 
 static Suite *lzma2dec_suite(int have_corpus, int *skipped)
 {
-	Suite *s = suite_create("lzma2dec");
-	const struct {
-		const char *name;
-		const TTest *fn;
-		int corpus;
-	} t[] = {
-		{"presets", test_presets, 0},
-		{"dict_sizes", test_dict_sizes, 0},
-		{"lc_lp_pb", test_lc_lp_pb, 0},
-		{"every_control", test_every_control, 0},
-		{"tiny", test_tiny, 0},
-		{"ulimit", test_ulimit, 0},
-		{"truncated", test_truncated, 0},
-		{"bitflips", test_bitflips, 0},
-		{"chunk_rules", test_chunk_rules, 0},
-		{"callback_and_export", test_callback_and_export, 0},
-		{"ckpt_damage", test_ckpt_damage, 0},
-		{"corpus", test_corpus, 1},
+	const struct testutil_case t[] = {
+	{"presets", test_presets, 0},
+	{"dict_sizes", test_dict_sizes, 0},
+	{"lc_lp_pb", test_lc_lp_pb, 0},
+	{"every_control", test_every_control, 0},
+	{"tiny", test_tiny, 0},
+	{"ulimit", test_ulimit, 0},
+	{"truncated", test_truncated, 0},
+	{"bitflips", test_bitflips, 0},
+	{"chunk_rules", test_chunk_rules, 0},
+	{"callback_and_export", test_callback_and_export, 0},
+	{"ckpt_damage", test_ckpt_damage, 0},
+	{"corpus", test_corpus, 1},
 	};
 
-	*skipped = 0;
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		TCase *tc;
-
-		if (t[i].corpus && !have_corpus) {
-			fprintf(stderr, "check_lzma2dec: SKIP: %s (needs the corpus)\n", t[i].name);
-			(*skipped)++;
-			continue;
-		}
-		tc = tcase_create(t[i].name);
-		tcase_set_timeout(tc, 600);
-		tcase_add_test(tc, t[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite("check_lzma2dec", "lzma2dec", t, sizeof(t) / sizeof(t[0]), 600, have_corpus,
+			      skipped);
 }
 
 int main(int argc, char **argv)

@@ -44,24 +44,6 @@ static void cpath(char *buf, size_t len, const char *name)
 	snprintf(buf, len, "%s/%s", corpus, name);
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	uint8_t *buf;
-	long n;
-
-	ck_assert_msg(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc(n ? (size_t)n : 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 /* Opens path and reads its Index; returns xzdec_index_read's result. */
 static int open_index(const char *path, int *fd, struct xzdec_index **idx, struct zerr *e)
 {
@@ -248,7 +230,7 @@ static void check_generated(const char *xzname, const char *origname, size_t chu
 
 	need_generated();
 	tpath(path, sizeof(path), origname);
-	orig = slurp(path, &olen);
+	orig = testutil_slurp(path, &olen);
 	tpath(path, sizeof(path), xzname);
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->usize, olen);
@@ -313,7 +295,7 @@ START_TEST(test_blocks_independent)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = slurp(path, &olen);
+	orig = testutil_slurp(path, &olen);
 	tpath(path, sizeof(path), "blocks.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	buf = malloc(65536 + 1);
@@ -394,7 +376,7 @@ START_TEST(test_small_reads)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = slurp(path, &olen);
+	orig = testutil_slurp(path, &olen);
 	tpath(path, sizeof(path), "one.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
@@ -972,7 +954,7 @@ START_TEST(test_fd_per_call)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = slurp(path, &olen);
+	orig = testutil_slurp(path, &olen);
 	tpath(path, sizeof(path), "one.xz");
 	tpath(other, sizeof(other), "none.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
@@ -1209,7 +1191,7 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	snprintf(out, sizeof(out), "%s.xzcat", path);
 	snprintf(cmd, sizeof(cmd), "xz -dc < '%s' > '%s' 2>/dev/null; true", path, out);
 	ck_assert_int_eq(system(cmd), 0);
-	want = slurp(out, &wlen);
+	want = testutil_slurp(out, &wlen);
 	ck_assert_msg(glen <= wlen, "%s: %llu bytes, xz -dc gave only %zu", path,
 		      (unsigned long long)glen, wlen);
 	if (!damaged)
@@ -1545,62 +1527,44 @@ static int gen_fixtures(void)
 
 static Suite *xzdec_suite(int have_corpus, int *skipped)
 {
-	Suite *s = suite_create("xzdec");
-	struct {
-		const char *name;
-		const TTest *test;
-		int corpus; /* needs the shared corpus */
-	} t[] = {
-		{"index_many_blocks", test_index_many_blocks, 0},
-		{"blocks_independent", test_blocks_independent, 0},
-		{"small_reads", test_small_reads, 0},
-		{"spares_are_the_callers", test_spares_are_the_callers, 0},
-		{"one_big_block", test_one_big_block, 0},
-		{"sizes_in_headers", test_sizes_in_headers, 0},
-		{"two_streams_padding", test_two_streams_padding, 0},
-		{"check_types", test_check_types, 0},
-		{"check_mismatch_at_end", test_check_mismatch_at_end, 1},
-		{"check_before_last_byte", test_check_before_last_byte, 0},
-		{"lying_index", test_lying_index, 1},
-		{"huge_uncomp", test_huge_uncomp, 1},
-		{"bad_structure_einval", test_bad_structure_einval, 1},
-		{"index_memlimit", test_index_memlimit, 1},
-		{"unsupported_filter", test_unsupported_filter, 1},
-		{"unsupported_check", test_unsupported_check, 1},
-		{"header_disagrees", test_header_disagrees, 1},
-		{"empty_block", test_empty_block, 1},
-		{"block_verify", test_block_verify, 1},
-		{"truncated", test_truncated, 0},
-		{"check_name", test_check_name, 0},
-		{"usize_bound", test_usize_bound, 0},
-		{"fd_per_call", test_fd_per_call, 0},
-		{"corpus_good", test_corpus_good, 1},
-		{"corpus_bad", test_corpus_bad, 1},
-		{"scan_whole", test_scan_whole, 0},
-		{"scan_truncated", test_scan_truncated, 0},
-		{"scan_corrupt_block", test_scan_corrupt_block, 0},
-		{"scan_two_streams", test_scan_two_streams, 0},
-		{"scan_refused", test_scan_refused, 0},
-		{"scan_memlimit", test_scan_memlimit, 0},
-		{"dec_dict_limit", test_dec_dict_limit, 0},
-		{"scan_corpus", test_scan_corpus, 1},
+	const struct testutil_case t[] = {
+	{"index_many_blocks", test_index_many_blocks, 0},
+	{"blocks_independent", test_blocks_independent, 0},
+	{"small_reads", test_small_reads, 0},
+	{"spares_are_the_callers", test_spares_are_the_callers, 0},
+	{"one_big_block", test_one_big_block, 0},
+	{"sizes_in_headers", test_sizes_in_headers, 0},
+	{"two_streams_padding", test_two_streams_padding, 0},
+	{"check_types", test_check_types, 0},
+	{"check_mismatch_at_end", test_check_mismatch_at_end, 1},
+	{"check_before_last_byte", test_check_before_last_byte, 0},
+	{"lying_index", test_lying_index, 1},
+	{"huge_uncomp", test_huge_uncomp, 1},
+	{"bad_structure_einval", test_bad_structure_einval, 1},
+	{"index_memlimit", test_index_memlimit, 1},
+	{"unsupported_filter", test_unsupported_filter, 1},
+	{"unsupported_check", test_unsupported_check, 1},
+	{"header_disagrees", test_header_disagrees, 1},
+	{"empty_block", test_empty_block, 1},
+	{"block_verify", test_block_verify, 1},
+	{"truncated", test_truncated, 0},
+	{"check_name", test_check_name, 0},
+	{"usize_bound", test_usize_bound, 0},
+	{"fd_per_call", test_fd_per_call, 0},
+	{"corpus_good", test_corpus_good, 1},
+	{"corpus_bad", test_corpus_bad, 1},
+	{"scan_whole", test_scan_whole, 0},
+	{"scan_truncated", test_scan_truncated, 0},
+	{"scan_corrupt_block", test_scan_corrupt_block, 0},
+	{"scan_two_streams", test_scan_two_streams, 0},
+	{"scan_refused", test_scan_refused, 0},
+	{"scan_memlimit", test_scan_memlimit, 0},
+	{"dec_dict_limit", test_dec_dict_limit, 0},
+	{"scan_corpus", test_scan_corpus, 1},
 	};
 
-	*skipped = 0;
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		TCase *tc;
-
-		if (t[i].corpus && !have_corpus) {
-			fprintf(stderr, "check_xzdec: SKIP: %s (needs the corpus)\n", t[i].name);
-			(*skipped)++;
-			continue;
-		}
-		tc = tcase_create(t[i].name);
-		tcase_set_timeout(tc, 120);
-		tcase_add_test(tc, t[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120, have_corpus,
+			      skipped);
 }
 
 /*

@@ -114,24 +114,6 @@ static int gen_fixtures(void)
 	return 0;
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	uint8_t *buf;
-	long n;
-
-	ck_assert_msg(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc(n ? (size_t)n : 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 /* A fixture, open, walked, with its oracle output. */
 struct fx {
 	int fd;
@@ -151,7 +133,7 @@ static void fx_open(struct fx *x, const char *name)
 	ck_assert_msg(gen_ok, "fixtures are missing (is zstd installed?)");
 	tpath(path, sizeof(path), name);
 	snprintf(opath, sizeof(opath), "%s.out", path);
-	x->want = slurp(opath, &x->wlen);
+	x->want = testutil_slurp(opath, &x->wlen);
 	x->fd = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(x->fd, 0);
 	ck_assert_int_eq(fstat(x->fd, &st), 0);
@@ -787,30 +769,19 @@ static int bench(const char *path, uint64_t span)
 
 static Suite *zstdckpt_suite(void)
 {
-	Suite *s = suite_create("zstdckpt");
-	struct {
-		const char *name;
-		const TTest *test;
-	} t[] = {
-		{"resume_every_boundary", test_resume_every_boundary},
-		{"span", test_span},
-		{"reads", test_reads},
-		{"no_fcs", test_no_fcs},
-		{"bad_args", test_bad_args},
-		{"bad_checkpoint", test_bad_checkpoint},
-		{"damaged", test_damaged},
-		{"lying_size", test_lying_size},
-		{"crafted_modes", test_crafted_modes},
+	const struct testutil_case t[] = {
+	{"resume_every_boundary", test_resume_every_boundary, 0},
+	{"span", test_span, 0},
+	{"reads", test_reads, 0},
+	{"no_fcs", test_no_fcs, 0},
+	{"bad_args", test_bad_args, 0},
+	{"bad_checkpoint", test_bad_checkpoint, 0},
+	{"damaged", test_damaged, 0},
+	{"lying_size", test_lying_size, 0},
+	{"crafted_modes", test_crafted_modes, 0},
 	};
 
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		TCase *tc = tcase_create(t[i].name);
-
-		tcase_set_timeout(tc, 600);
-		tcase_add_test(tc, t[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);
 }
 
 int main(int argc, char **argv)

@@ -1133,41 +1133,30 @@ static int gen_bigfcs(void)
 
 static Suite *zstddec_suite(void)
 {
-	Suite *s = suite_create("zstddec");
-	struct {
-		const char *name;
-		const TTest *test;
-	} t[] = {
-		{"levels", test_levels},
-		{"small_reads", test_small_reads},
-		{"multi_frame", test_multi_frame},
-		{"skippable", test_skippable},
-		{"empty", test_empty},
-		{"no_fcs", test_no_fcs},
-		{"checksum_flag", test_checksum_flag},
-		{"dictionary_flagged", test_dictionary_flagged},
-		{"window_limit", test_window_limit},
-		{"cost", test_cost},
-		{"truncated", test_truncated},
-		{"corrupt_payload", test_corrupt_payload},
-		{"corrupt_checksum", test_corrupt_checksum},
-		{"trailing_garbage", test_trailing_garbage},
-		{"reserved_bits", test_reserved_bits},
-		{"lying_size", test_lying_size},
-		{"seekable", test_seekable},
-		{"too_many_frames", test_too_many_frames},
-		{"probe", test_probe},
-		{"conformance", test_conformance},
+	const struct testutil_case t[] = {
+	{"levels", test_levels, 0},
+	{"small_reads", test_small_reads, 0},
+	{"multi_frame", test_multi_frame, 0},
+	{"skippable", test_skippable, 0},
+	{"empty", test_empty, 0},
+	{"no_fcs", test_no_fcs, 0},
+	{"checksum_flag", test_checksum_flag, 0},
+	{"dictionary_flagged", test_dictionary_flagged, 0},
+	{"window_limit", test_window_limit, 0},
+	{"cost", test_cost, 0},
+	{"truncated", test_truncated, 0},
+	{"corrupt_payload", test_corrupt_payload, 0},
+	{"corrupt_checksum", test_corrupt_checksum, 0},
+	{"trailing_garbage", test_trailing_garbage, 0},
+	{"reserved_bits", test_reserved_bits, 0},
+	{"lying_size", test_lying_size, 0},
+	{"seekable", test_seekable, 0},
+	{"too_many_frames", test_too_many_frames, 0},
+	{"probe", test_probe, 0},
+	{"conformance", test_conformance, 0},
 	};
 
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		TCase *tc = tcase_create(t[i].name);
-
-		tcase_set_timeout(tc, 300);
-		tcase_add_test(tc, t[i].test);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return testutil_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1, NULL);
 }
 
 int main(void)
