@@ -385,6 +385,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		if (ret < 0)
 			return ret;
 		atomic_fetch_add(&r->ctx->stats.built, 1);
+		r->pass = true;
 	}
 	if (persist)
 		save_sizes(r, &id, z);
