@@ -323,13 +323,12 @@ void arctab_top(struct arctab *t, struct arctab_top *top, size_t n)
 	for (size_t b = 0; b < NBUCKETS; b++) {
 		for (struct arc *a = t->buckets[b]; a; a = a->next) {
 			struct reader_info in;
+			uint64_t cost;
 			size_t i;
 
 			/* opening first: a->r is written, unlocked, until opening is cleared */
 			if (a->opening || !a->r)
 				continue;
-			uint64_t cost;
-
 			reader_get_info(a->r, &in);
 			cost = in.decoded + (in.pass ? in.usize : 0);
 			if (cost == 0)
