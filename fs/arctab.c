@@ -306,6 +306,7 @@ static void top_fill(struct arctab_top *top, const struct reader_opts *opts,
 {
 	top->decoded = cost;
 	top->served = in->served;
+	top->reads = in->reads;
 	top->unit = 0;
 	if (in->max_block > opts->whole_max) {
 		top->why = in->chunks <= 1 ? ARCTAB_WHY_ONE : ARCTAB_WHY_WIDE;

@@ -94,7 +94,7 @@ enum arctab_why {
 /* One of the archives that decoded the most, for the stats. */
 struct arctab_top {
 	uint64_t decoded;   /* by its reads, plus the whole size if opening ran a pass */
-	uint64_t served;
+	uint64_t served, reads;
 	enum arctab_why why;
 	uint64_t unit;      /* WIDE, ONE: the size of its widest unit */
 	char name[256];     /* the reader's name, cut to fit */

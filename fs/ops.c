@@ -502,8 +502,8 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		ts.list_bytes, ts.list_budget, (unsigned long long)ts.rebuilds,
 		(unsigned long long)atomic_load(&c->plain_reads));
 	/*
-	 * The archives that cost the most decoding: "top=DECODED SERVED WHY
-	 * NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
+	 * The archives that cost the most decoding: "top=DECODED SERVED READS
+	 * WHY NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
 	 * (BYTES the widest unit, over cache_size/2), no_index, or "-".
 	 */
 	for (size_t i = 0; i < STATS_TOP && top[i].decoded && n < len; i++) {
@@ -516,9 +516,10 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 				 (unsigned long long)top[i].unit);
 		else
 			snprintf(why, sizeof(why), "%s", whys[top[i].why]);
-		n += (size_t)snprintf(out + n, len - n, "top=%llu %llu %s %s\n",
+		n += (size_t)snprintf(out + n, len - n, "top=%llu %llu %llu %s %s\n",
 				      (unsigned long long)top[i].decoded,
-				      (unsigned long long)top[i].served, why, name);
+				      (unsigned long long)top[i].served,
+				      (unsigned long long)top[i].reads, why, name);
 	}
 	return n < len ? (int)n : (int)len - 1;
 }

@@ -546,6 +546,7 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	info->served = atomic_load(&r->served);
 	info->decoded = atomic_load(&r->decoded);
 	info->pass = r->pass;
+	info->reads = atomic_load(&r->reads);
 	pthread_mutex_lock((pthread_mutex_t *)&r->lock);
 	info->failed = r->failed;
 	info->changed = r->changed;
@@ -1450,6 +1451,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	inflight_del(r, slot);
 	atomic_fetch_add(&r->ctx->stats.served, done);
 	atomic_fetch_add(&r->served, done);
+	atomic_fetch_add(&r->reads, 1);
 	return (ssize_t)done;
 }
 

@@ -101,6 +101,7 @@ struct reader_info {
 	uint32_t checks;    /* xz: mask of 1u << Check ID; gzip: 0 */
 	uint64_t padding;   /* xz: Stream Padding bytes; gzip: trailing bytes ignored */
 	uint64_t served;    /* bytes returned to readers of this reader */
+	uint64_t reads;     /* reads that returned them */
 	uint64_t decoded;   /* bytes its decoders produced into the cache */
 	unsigned failed;    /* units that failed (corrupt data; each logged once) */
 	int changed;        /* the source changed in place since open: every miss fails */

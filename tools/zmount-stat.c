@@ -13,7 +13,7 @@
  * cache_evictions, decoded_bytes, served_bytes, readahead_bytes,
  * prefault_bytes, xz_indexes, indexes_built, indexes_loaded, read_errors,
  * index_errors, nodes, listings, listing_bytes, listing_budget,
- * listing_rebuilds, plain_reads, and up to 10 "top=DECODED SERVED WHY PATH"
+ * listing_rebuilds, plain_reads, and up to 10 "top=DECODED SERVED READS WHY PATH"
  * lines (PATH the source file's path, escaped by the daemon with zlog_escape;
  * WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index or -).  A key
  * it does not know (a newer daemon's) is left out of the view.
@@ -52,9 +52,9 @@ static const char *const key_names[K_COUNT] = {
 	"plain_reads",
 };
 
-/* A top= line: "DECODED SERVED WHY PATH". */
+/* A top= line: "DECODED SERVED READS WHY PATH". */
 struct top {
-	uint64_t decoded, served;
+	uint64_t decoded, served, reads;
 	uint64_t unit;    /* wide_unit, one_unit: the size of its widest unit */
 	const char *why;  /* the token before any ':' ("wide_unit"), into the text */
 	const char *path; /* into the text */
@@ -139,12 +139,13 @@ static char *field(char **s)
 	return f;
 }
 
-/* "DECODED SERVED WHY PATH" into t; 0, or -EINVAL (the line is skipped). */
+/* "DECODED SERVED READS WHY PATH" into t; 0, or -EINVAL (the line is skipped). */
 static int parse_top(char *s, struct top *t)
 {
-	char *dec = field(&s), *srv = field(&s), *why = field(&s), *colon;
+	char *dec = field(&s), *srv = field(&s), *nrd = field(&s), *why = field(&s), *colon;
 
-	if (!why || !*s || parse_u64(dec, &t->decoded) < 0 || parse_u64(srv, &t->served) < 0)
+	if (!why || !*s || parse_u64(dec, &t->decoded) < 0 || parse_u64(srv, &t->served) < 0 ||
+	    parse_u64(nrd, &t->reads) < 0)
 		return -EINVAL;
 	t->unit = 0;
 	colon = strchr(why, ':');
@@ -228,34 +229,42 @@ static void show_top(const struct top *t, const struct stats *st)
 	bool zst = ends_with(t->path, ".zst") || ends_with(t->path, ".tzst") ||
 		   ends_with(t->path, ".zstd");
 	const char *unit = xz ? "Block" : zst ? "frame" : "span between gzip checkpoints";
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], bs[32];
 
 	printf("  ");
 	put_path(t->path);
-	printf("\n    decoded %s to serve %s", zlog_size(a, sizeof(a), t->decoded),
-	       zlog_size(b, sizeof(b), t->served));
+	printf("\n    decoded %s to serve %s in %" PRIu64 " read%s", zlog_size(a, sizeof(a), t->decoded),
+	       zlog_size(b, sizeof(b), t->served), t->reads, t->reads == 1 ? "" : "s");
 	if (t->served)
 		printf(" (%.2fx)", (double)t->decoded / (double)t->served);
 	printf("\n");
 	/* the cache_size the daemon's log line asks for: twice the unit, whole MiB, and one more */
 	zlog_size(a, sizeof(a), t->unit);
 	snprintf(b, sizeof(b), "%" PRIu64 "M", (2 * t->unit >> 20) + 1);
-	if (st->has[K_BUDGET])
+	/* xz --block-size that fits this cache: cache_size/2, in whole MiB */
+	if (st->has[K_BUDGET] && st->v[K_BUDGET] >= (4u << 20)) {
 		zlog_size(c, sizeof(c), st->v[K_BUDGET] / 2);
-	else
+		snprintf(bs, sizeof(bs), "%" PRIu64 "MiB", st->v[K_BUDGET] >> 21);
+	} else {
 		snprintf(c, sizeof(c), "n/a");
+		snprintf(bs, sizeof(bs), "1MiB");
+	}
 	if (strcmp(t->why, "one_unit") == 0) {
 		printf("    cause: the whole file is one %s of %s, more than cache_size/2 (%s): "
 		       "every random read decodes from the file's start\n", unit, a, c);
-		printf("    fix:   %smount with cache_size=%s or more\n",
-		       xz ? "recompress with xz -T0 (or xz --block-size=16MiB) for many Blocks, or "
-		       : zst ? "recompress with pzstd (many frames), or " : "", b);
+		if (xz)
+			printf("    fix:   recompress with xz -T0 --block-size=%s (many Blocks of at "
+			       "most cache_size/2), or mount with cache_size=%s or more\n", bs, b);
+		else
+			printf("    fix:   %smount with cache_size=%s or more\n",
+			       zst ? "recompress with pzstd (many frames), or " : "", b);
 	} else if (strcmp(t->why, "wide_unit") == 0) {
 		printf("    cause: %ss of up to %s are wider than cache_size/2 (%s): random reads "
 		       "decode from the %s start\n", unit, a, c, xz ? "Block" : zst ? "frame" : "span");
-		printf("    fix:   mount with cache_size=%s or more%s\n", b,
-		       xz ? ", or recompress with xz --block-size=16MiB (or less)"
-		       : zst ? ", or recompress with pzstd" : "");
+		printf("    fix:   mount with cache_size=%s or more", b);
+		if (xz)
+			printf(", or recompress with xz -T0 --block-size=%s (cache_size/2)", bs);
+		printf("%s\n", zst ? ", or recompress with pzstd" : "");
 	} else if (strcmp(t->why, "no_index") == 0) {
 		printf("    cause: %s: opening it decoded the whole file once, in this mount\n",
 		       zst ? "its frames do not state their sizes (none saved), so they were measured"

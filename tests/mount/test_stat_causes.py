@@ -8,7 +8,7 @@ What it checks:
      one.xz (3 MiB in one Block) and g.gz (1 MiB, no saved index), mounted
      with noindex,index_dir=none,cache_size=4M (so cache_size/2 = 2 MiB):
      after ten random reads of wide.xz and a few of the others, the stats
-     attribute has "top=DECODED SERVED WHY PATH" lines with WHY
+     attribute has "top=DECODED SERVED READS WHY PATH" lines with WHY
      wide_unit:6291456, one_unit:... and no_index for the right files, and
      zmount-stat prints, under each file's path, decoded against served and
      the cause and fix in words (cache_size=13M for wide.xz, xz -T0 for
@@ -101,9 +101,9 @@ def test_causes(res, a, top):
     out = p.stdout
     res.check('zmount-stat: exit 0, nothing on stderr', p.returncode == 0 and not p.stderr,
               f'rc {p.returncode} {p.stderr!r}')
-    tops = re.findall(r'^top=(\d+) (\d+) (\S+) (.*)$', raw, re.M)
-    why = {os.path.basename(t[3]): t[2] for t in tops}
-    res.check('stats: top lines "DECODED SERVED WHY PATH": wide.xz wide_unit:6291456, one.xz '
+    tops = re.findall(r'^top=(\d+) (\d+) (\d+) (\S+) (.*)$', raw, re.M)
+    why = {os.path.basename(t[4]): t[3] for t in tops}
+    res.check('stats: top lines "DECODED SERVED READS WHY PATH": wide.xz wide_unit:6291456, one.xz '
               'one_unit:..., g.gz no_index',
               why.get('wide.xz') == 'wide_unit:6291456' and
               re.fullmatch(r'one_unit:\d+', why.get('one.xz', '')) is not None and
@@ -111,7 +111,7 @@ def test_causes(res, a, top):
     res.check('stats: index_errors=0 read_errors=0',
               'index_errors=0\n' in raw and 'read_errors=0\n' in raw, raw)
     wants = {
-        'wide.xz': ['decoded ', ' to serve ',
+        'wide.xz': ['decoded ', ' to serve ', ' reads (',
                     'cause: Blocks of up to 6 MiB are wider than cache_size/2 (2 MiB): '
                     'random reads decode from the Block start',
                     'fix:   mount with cache_size=13M or more'],
