@@ -219,25 +219,18 @@ static void put_path(const char *path)
 }
 
 /*
- * One file of the top: what it cost, then why and what to do, in words,
- * from the daemon's WHY token (its rule is the one of the daemon's log
- * warning: a unit wider than cache_size/2).  The format is told by the name.
+ * Why a top file decoded more than it served and what to do, in words, from
+ * the daemon's WHY token (its rule is the one of the daemon's log warning: a
+ * unit wider than cache_size/2).  The format is told by the name.
  */
-static void show_top(const struct top *t, const struct stats *st)
+static void show_cause(const struct top *t, const struct stats *st)
 {
 	bool xz = ends_with(t->path, ".xz") || ends_with(t->path, ".txz");
 	bool zst = ends_with(t->path, ".zst") || ends_with(t->path, ".tzst") ||
 		   ends_with(t->path, ".zstd");
-	const char *unit = xz ? "Block" : zst ? "frame" : "span between gzip checkpoints";
+	const char *unit = xz ? "Block" : zst ? "frame" : "gzip span";
 	char a[32], b[32], c[32], bs[32];
 
-	printf("  ");
-	put_path(t->path);
-	printf("\n    decoded %s to serve %s in %" PRIu64 " read%s", zlog_size(a, sizeof(a), t->decoded),
-	       zlog_size(b, sizeof(b), t->served), t->reads, t->reads == 1 ? "" : "s");
-	if (t->served)
-		printf(" (%.2fx)", (double)t->decoded / (double)t->served);
-	printf("\n");
 	/* the cache_size the daemon's log line asks for: twice the unit, whole MiB, and one more */
 	zlog_size(a, sizeof(a), t->unit);
 	snprintf(b, sizeof(b), "%" PRIu64 "M", (2 * t->unit >> 20) + 1);
@@ -260,7 +253,7 @@ static void show_top(const struct top *t, const struct stats *st)
 			       zst ? "recompress with pzstd (many frames), or " : "", b);
 	} else if (strcmp(t->why, "wide_unit") == 0) {
 		printf("    cause: %ss of up to %s are wider than cache_size/2 (%s): random reads "
-		       "decode from the %s start\n", unit, a, c, xz ? "Block" : zst ? "frame" : "span");
+		       "decode from the %s start\n", unit, a, c, unit);
 		printf("    fix:   mount with cache_size=%s or more", b);
 		if (xz)
 			printf(", or recompress with xz -T0 --block-size=%s (cache_size/2)", bs);
@@ -272,6 +265,21 @@ static void show_top(const struct top *t, const struct stats *st)
 		printf("    fix:   zmount-index build FILE (or its directory) saves it; later mounts "
 		       "load it (see index_dir)\n");
 	}
+}
+
+/* One file of the top: what it cost, then why. */
+static void show_top(const struct top *t, const struct stats *st)
+{
+	char a[32], b[32];
+
+	printf("  ");
+	put_path(t->path);
+	printf("\n    decoded %s to serve %s in %" PRIu64 " read%s", zlog_size(a, sizeof(a), t->decoded),
+	       zlog_size(b, sizeof(b), t->served), t->reads, t->reads == 1 ? "" : "s");
+	if (t->served)
+		printf(" (%.2fx)", (double)t->decoded / (double)t->served);
+	printf("\n");
+	show_cause(t, st);
 }
 
 /* "  (12.3 MiB/s)" from the change since the previous refresh, or "". */
@@ -307,7 +315,7 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 	if (st->has[K_ENTRIES])
 		printf(", %" PRIu64 " entries", st->v[K_ENTRIES]);
 	if (st->has[K_CHARGED] && st->v[K_CHARGED])
-		printf(", of which %s held by paused decoders", size(a, sizeof(a), st, K_CHARGED));
+		printf(", of which %s held by parked decoders", size(a, sizeof(a), st, K_CHARGED));
 	printf("\n");
 	if (st->has[K_PEAK])
 		printf("peak       %s (%.1f%% of the budget)\n", size(a, sizeof(a), st, K_PEAK),
