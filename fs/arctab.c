@@ -305,6 +305,22 @@ struct reader *arc_reader(const struct arc *a)
 	return a->r;
 }
 
+/* The cause, by the rule and the numbers of the reader's wide-unit warning. */
+static void top_fill(struct arctab_top *top, const struct reader_opts *opts,
+		     const struct reader_info *in, uint64_t cost)
+{
+	top->decoded = cost;
+	top->served = in->served;
+	top->reads = in->reads;
+	top->unit = 0;
+	if (in->max_block > opts->whole_max) {
+		top->why = in->chunks <= 1 ? ARCTAB_WHY_ONE : ARCTAB_WHY_WIDE;
+		top->unit = in->max_block;
+	} else {
+		top->why = in->pass ? ARCTAB_WHY_NO_INDEX : ARCTAB_WHY_NONE;
+	}
+}
+
 void arctab_top(struct arctab *t, struct arctab_top *top, size_t n)
 {
 	size_t have = 0;
@@ -313,20 +329,22 @@ void arctab_top(struct arctab *t, struct arctab_top *top, size_t n)
 	for (size_t b = 0; b < NBUCKETS; b++) {
 		for (struct arc *a = t->buckets[b]; a; a = a->next) {
 			struct reader_info in;
+			uint64_t cost;
 			size_t i;
 
 			/* opening first: a->r is written, unlocked, until opening is cleared */
 			if (a->opening || !a->r)
 				continue;
 			reader_get_info(a->r, &in);
-			if (in.decoded == 0)
+			cost = in.decoded + (in.pass ? in.usize : 0);
+			if (cost == 0)
 				continue;
 			/* insertion into the n largest, kept sorted */
-			for (i = have; i > 0 && top[i - 1].decoded < in.decoded; i--)
+			for (i = have; i > 0 && top[i - 1].decoded < cost; i--)
 				if (i < n)
 					top[i] = top[i - 1];
 			if (i < n) {
-				top[i].decoded = in.decoded;
+				top_fill(&top[i], t->opts, &in, cost);
 				snprintf(top[i].name, sizeof(top[i].name), "%s", reader_name(a->r));
 				if (have < n)
 					have++;

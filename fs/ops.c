@@ -491,7 +491,7 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		"cache_room_waits=%llu\ncache_evictions=%llu\n"
 		"decoded_bytes=%llu\nserved_bytes=%llu\nreadahead_bytes=%llu\nprefault_bytes=%llu\n"
 		"xz_indexes=%llu\n"
-		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\n"
+		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\nindex_errors=%llu\n"
 		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
 		"listing_rebuilds=%llu\nplain_reads=%llu\n",
 		st.budget, st.used, st.peak, st.charged, st.entries, (unsigned long long)st.hits,
@@ -501,16 +501,29 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.prefault_bytes,
 		(unsigned long long)rc.xz_indexes,
 		(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
-		(unsigned long long)rc.read_errors, nodes_count(c->nodes), ts.listings,
+		(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
+		nodes_count(c->nodes), ts.listings,
 		ts.list_bytes, ts.list_budget, (unsigned long long)ts.rebuilds,
 		(unsigned long long)atomic_load(&c->plain_reads));
-	/* The archives that cost the most decoding: "top=DECODED NAME", escaped. */
+	/*
+	 * The archives that cost the most decoding: "top=DECODED SERVED READS
+	 * WHY NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
+	 * (BYTES the widest unit, over cache_size/2), no_index, or "-".
+	 */
 	for (size_t i = 0; i < STATS_TOP && top[i].decoded && n < len; i++) {
-		char name[4 * sizeof(top[i].name)];
+		static const char *const whys[] = { "-", "wide_unit", "one_unit", "no_index" };
+		char name[4 * sizeof(top[i].name)], why[48];
 
 		zlog_escape(name, sizeof(name), top[i].name);
-		n += (size_t)snprintf(out + n, len - n, "top=%llu %s\n",
-				      (unsigned long long)top[i].decoded, name);
+		if (top[i].unit)
+			snprintf(why, sizeof(why), "%s:%llu", whys[top[i].why],
+				 (unsigned long long)top[i].unit);
+		else
+			snprintf(why, sizeof(why), "%s", whys[top[i].why]);
+		n += (size_t)snprintf(out + n, len - n, "top=%llu %llu %llu %s %s\n",
+				      (unsigned long long)top[i].decoded,
+				      (unsigned long long)top[i].served,
+				      (unsigned long long)top[i].reads, why, name);
 	}
 	return n < len ? (int)n : (int)len - 1;
 }

@@ -230,6 +230,7 @@ static int gz_open(struct reader *r, struct zerr *why)
 			return zerr_set(why, ret, err.coff, "corrupt gzip at compressed offset %" PRIu64 ": %s",
 					err.coff, err.msg);
 		atomic_fetch_add(&r->ctx->stats.built, 1);
+		r->pass = true;
 		/* A salvaged index is only for this mount: saved, it would pass for a whole file. */
 		if (persist && !g->salvaged)
 			save_gz(r, &id, g);

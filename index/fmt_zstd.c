@@ -450,8 +450,10 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	}
 	if (ret < 0)
 		return ret;
-	if (built)
+	if (built) {
 		atomic_fetch_add(&r->ctx->stats.built, 1);
+		r->pass = true;
+	}
 	for (size_t i = 0; s->unseen && i < z->nframes; i++)
 		if (z->frames[i].usize == 0) /* decoded by the pass */
 			atomic_store(&s->unseen[i], 0);

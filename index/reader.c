@@ -110,6 +110,7 @@ void reader_get_counters(struct zmctx *c, struct reader_counters *out)
 	out->indexes_built = atomic_load(&c->stats.built);
 	out->indexes_loaded = atomic_load(&c->stats.loaded);
 	out->read_errors = atomic_load(&c->stats.errors);
+	out->index_errors = atomic_load(&c->stats.ixerr);
 	out->served_bytes = atomic_load(&c->stats.served);
 }
 
@@ -297,7 +298,7 @@ fail:
 	if (ret == -ENOMEM && !e.msg[0])
 		zerr_set(&e, ret, 0, "out of memory");
 	if (ret == -EINVAL)
-		atomic_fetch_add(&ctx->stats.errors, 1); /* a corrupt archive */
+		atomic_fetch_add(&ctx->stats.ixerr, 1); /* a corrupt archive: no read yet */
 	if (ret != -ENOTSUP) /* not an archive (or one shown raw): said by probe, if at all */
 		zmctx_log(ctx, ZLOG_ERROR, name, &e, "%s", e.msg);
 	if (why)
@@ -559,6 +560,8 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	info->chunks = r->map.n;
 	info->served = atomic_load(&r->served);
 	info->decoded = atomic_load(&r->decoded);
+	info->pass = r->pass;
+	info->reads = atomic_load(&r->reads);
 	pthread_mutex_lock((pthread_mutex_t *)&r->lock);
 	info->failed = r->failed;
 	info->changed = r->changed;
@@ -1498,6 +1501,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	inflight_del(r, slot);
 	atomic_fetch_add(&r->ctx->stats.served, done);
 	atomic_fetch_add(&r->served, done);
+	atomic_fetch_add(&r->reads, 1);
 	return (ssize_t)done;
 }
 

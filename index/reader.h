@@ -101,10 +101,13 @@ struct reader_info {
 	uint32_t checks;    /* xz: mask of 1u << Check ID; gzip: 0 */
 	uint64_t padding;   /* xz: Stream Padding bytes; gzip: trailing bytes ignored */
 	uint64_t served;    /* bytes returned to readers of this reader */
+	uint64_t reads;     /* reads that returned them */
 	uint64_t decoded;   /* bytes its decoders produced into the cache */
 	unsigned failed;    /* units that failed (corrupt data; each logged once) */
 	int changed;        /* the source changed in place since open: every miss fails */
 	int salvaged;       /* opened with opts.salvage and damaged: only its start is shown */
+	int pass;           /* gzip/zstd: opening ran a full index or measuring pass, as no
+			     * saved index was found (zmount-index build saves one) */
 };
 
 /*
@@ -186,8 +189,9 @@ struct reader_counters {
 	uint64_t xz_indexes;     /* xz Indexes read */
 	uint64_t indexes_built;  /* gzip checkpoint passes and zstd measuring passes run */
 	uint64_t indexes_loaded; /* gzip indexes and zstd frame sizes loaded from index_dir */
-	uint64_t read_errors;    /* chunks that failed to decode, and archives that
-				  * failed to index (each logged once) */
+	uint64_t read_errors;    /* chunks that failed to decode (each logged once), and
+				  * opens of corrupt archives (reader_note_error) */
+	uint64_t index_errors;   /* archives that failed to open as corrupt (-EINVAL, logged) */
 	uint64_t served_bytes;   /* bytes returned by reader_view and reader_pread */
 };
 

@@ -86,7 +86,8 @@ struct reader {
 	unsigned failed;      /* map entries marked bad */
 	struct zerr first_err; /* why the first of them failed (reader_last_error) */
 	/* Counters of this reader, for per-file stats. */
-	atomic_uint_fast64_t served, decoded;
+	atomic_uint_fast64_t served, decoded, reads;
+	bool pass;            /* opening ran an index or measuring pass (none was saved) */
 	/*
 	 * Map look-ups (unit_of): the CPU work of serving reads, which tests
 	 * hold to a constant per unit read (check_reader, issue 18).

@@ -945,6 +945,7 @@ END_TEST
 START_TEST(corrupt_gzip_crc_fails_open)
 {
 	char path[PATH_MAX];
+	struct reader_counters c;
 	struct reader_opts ro;
 	struct zmctx *zm;
 	struct reader *r = (struct reader *)1;
@@ -957,6 +958,10 @@ START_TEST(corrupt_gzip_crc_fails_open)
 	reader_opts_default(&ro, MiB);
 	ck_assert_int_eq(open_file("badcrc.gz", MiB, &ro, &zm, &r), -EINVAL);
 	ck_assert_ptr_null(r);
+	/* an index error, not a failed read: nothing was read (issue 20) */
+	reader_get_counters(zm, &c);
+	ck_assert_uint_eq(c.index_errors, 1);
+	ck_assert_uint_eq(c.read_errors, 0);
 	zmctx_free(zm);
 }
 END_TEST

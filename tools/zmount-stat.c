@@ -6,12 +6,17 @@
  * the cache hit ratio, bytes decoded against bytes served (the read
  * amplification), cache use and its peak, and the files that cost the most
  * decoding.  Counters an older daemon does not have are shown as "n/a".
- * Keys it knows: cache_budget, cache_used, cache_peak, cache_entries,
- * cache_hits, cache_misses, cache_waits, cache_evictions, decoded_bytes,
- * readahead_bytes, served_bytes, xz_indexes, indexes_built, indexes_loaded,
- * read_errors, and up to 10 "top=DECODED_BYTES PATH" lines (PATH relative to
- * the source, escaped by the daemon with zlog_escape); other keys are
- * printed as they are.
+ * It reads this daemon's format only (an older daemon's missing counters
+ * aside).  Keys it knows, all those the daemon writes (stats_text in
+ * fs/ops.c): cache_budget, cache_used, cache_peak, cache_charged,
+ * cache_entries, cache_hits, cache_misses, cache_waits, cache_room_waits,
+ * cache_evictions, decoded_bytes, served_bytes, readahead_bytes,
+ * prefault_bytes, xz_indexes, indexes_built, indexes_loaded, read_errors,
+ * index_errors, nodes, listings, listing_bytes, listing_budget,
+ * listing_rebuilds, plain_reads, and up to 10 "top=DECODED SERVED READS WHY PATH"
+ * lines (PATH the source file's path, escaped by the daemon with zlog_escape;
+ * WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index or -).  A key
+ * it does not know (a newer daemon's) is left out of the view.
  * Exit status: 0, 1 bad usage, 2 MNT unreadable or not a zmount mount.
  */
 #include <errno.h>
@@ -31,26 +36,35 @@
 #define MAX_TEXT    (1u << 20)
 
 enum key {
-	K_BUDGET, K_USED, K_PEAK, K_ENTRIES, K_HITS, K_MISSES, K_WAITS, K_EVICTIONS,
-	K_DECODED, K_READAHEAD, K_SERVED, K_XZ_INDEXES, K_BUILT, K_LOADED, K_ERRORS, K_COUNT
+	K_BUDGET, K_USED, K_PEAK, K_CHARGED, K_ENTRIES, K_HITS, K_MISSES, K_WAITS, K_ROOM_WAITS,
+	K_EVICTIONS, K_DECODED, K_READAHEAD, K_PREFAULT, K_SERVED, K_XZ_INDEXES, K_BUILT,
+	K_LOADED, K_ERRORS, K_INDEX_ERRORS, K_NODES, K_LISTINGS, K_LIST_BYTES, K_LIST_BUDGET,
+	K_REBUILDS, K_PLAIN_READS, K_COUNT
 };
 
 static const char *const key_names[K_COUNT] = {
-	"cache_budget",	 "cache_used",	  "cache_peak",	     "cache_entries",	"cache_hits",
-	"cache_misses",	 "cache_waits",	  "cache_evictions", "decoded_bytes",	"readahead_bytes",
-	"served_bytes",	 "xz_indexes",	  "indexes_built",   "indexes_loaded",	"read_errors",
+	"cache_budget",	   "cache_used",      "cache_peak",	"cache_charged",
+	"cache_entries",   "cache_hits",      "cache_misses",	"cache_waits",
+	"cache_room_waits", "cache_evictions", "decoded_bytes", "readahead_bytes",
+	"prefault_bytes",  "served_bytes",    "xz_indexes",	"indexes_built",
+	"indexes_loaded",  "read_errors",     "index_errors",	"nodes",
+	"listings",	   "listing_bytes",   "listing_budget", "listing_rebuilds",
+	"plain_reads",
+};
+
+/* A top= line: "DECODED SERVED READS WHY PATH". */
+struct top {
+	uint64_t decoded, served, reads;
+	uint64_t unit;    /* wide_unit, one_unit: the size of its widest unit */
+	const char *why;  /* the token before any ':' ("wide_unit"), into the text */
+	const char *path; /* into the text */
 };
 
 struct stats {
 	uint64_t v[K_COUNT];
 	bool has[K_COUNT];
 	unsigned ntop;
-	struct {
-		uint64_t decoded;
-		const char *path; /* points into the text */
-	} top[MAX_TOP];
-	const char *other[32]; /* unknown "key=value" lines, into the text */
-	unsigned nother;
+	struct top top[MAX_TOP];
 };
 
 static void usage(FILE *out)
@@ -58,7 +72,8 @@ static void usage(FILE *out)
 	fprintf(out, "usage: zmount-stat [-w SECS [-n COUNT]] MNT\n"
 		     "Shows a zmount mount's cache and decoding counters in units for people:\n"
 		     "cache use and peak, hit ratio, bytes decoded against bytes served (the\n"
-		     "read amplification), errors, and the files that cost the most decoding.\n"
+		     "read amplification), errors, and the files that cost the most decoding,\n"
+		     "each with its cause and fix.\n"
 		     "MNT is the mount point itself.  The raw counters stay readable with\n"
 		     "  getfattr --only-values -n user.zmount.stats MNT\n"
 		     "  -w, --watch SECS  refresh every SECS seconds (until interrupted), with\n"
@@ -112,6 +127,38 @@ static int parse_u64(const char *s, uint64_t *out)
 	return errno || (*end && *end != ' ') ? -EINVAL : 0;
 }
 
+/* The next space-separated field of *s (modified in place), or NULL. */
+static char *field(char **s)
+{
+	char *f = *s, *sp = strchr(f, ' ');
+
+	if (!sp)
+		return NULL;
+	*sp = '\0';
+	*s = sp + 1;
+	return f;
+}
+
+/* "DECODED SERVED READS WHY PATH" into t; 0, or -EINVAL (the line is skipped). */
+static int parse_top(char *s, struct top *t)
+{
+	char *dec = field(&s), *srv = field(&s), *nrd = field(&s), *why = field(&s), *colon;
+
+	if (!why || !*s || parse_u64(dec, &t->decoded) < 0 || parse_u64(srv, &t->served) < 0 ||
+	    parse_u64(nrd, &t->reads) < 0)
+		return -EINVAL;
+	t->unit = 0;
+	colon = strchr(why, ':');
+	if (colon) {
+		*colon = '\0';
+		if (parse_u64(colon + 1, &t->unit) < 0)
+			return -EINVAL;
+	}
+	t->why = why;
+	t->path = s;
+	return 0;
+}
+
 /* Splits text (modified in place) into st. */
 static void parse(char *text, struct stats *st)
 {
@@ -131,12 +178,8 @@ static void parse(char *text, struct stats *st)
 			continue;
 		*eq = '\0';
 		if (strcmp(line, "top") == 0) {
-			char *sp = strchr(eq + 1, ' ');
-
-			if (st->ntop < MAX_TOP && sp && parse_u64(eq + 1, &v) == 0) {
-				st->top[st->ntop].decoded = v;
-				st->top[st->ntop++].path = sp + 1;
-			}
+			if (st->ntop < MAX_TOP && parse_top(eq + 1, &st->top[st->ntop]) == 0)
+				st->ntop++;
 			continue;
 		}
 		for (k = 0; k < K_COUNT; k++)
@@ -145,9 +188,6 @@ static void parse(char *text, struct stats *st)
 		if (k < K_COUNT && parse_u64(eq + 1, &v) == 0) {
 			st->v[k] = v;
 			st->has[k] = true;
-		} else if (st->nother < sizeof(st->other) / sizeof(st->other[0])) {
-			*eq = '='; /* show it as the daemon wrote it */
-			st->other[st->nother++] = line;
 		}
 	}
 }
@@ -162,6 +202,84 @@ static const char *size(char *buf, size_t len, const struct stats *st, enum key 
 static double pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The path, escaped by the daemon; any control byte left never reaches the terminal. */
+static void put_path(const char *path)
+{
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
+}
+
+/*
+ * Why a top file decoded more than it served and what to do, in words, from
+ * the daemon's WHY token (its rule is the one of the daemon's log warning: a
+ * unit wider than cache_size/2).  The format is told by the name.
+ */
+static void show_cause(const struct top *t, const struct stats *st)
+{
+	bool xz = ends_with(t->path, ".xz") || ends_with(t->path, ".txz");
+	bool zst = ends_with(t->path, ".zst") || ends_with(t->path, ".tzst") ||
+		   ends_with(t->path, ".zstd");
+	const char *unit = xz ? "Block" : zst ? "frame" : "gzip span";
+	char a[32], b[32], c[32], bs[32];
+
+	/* the cache_size the daemon's log line asks for: twice the unit, whole MiB, and one more */
+	zlog_size(a, sizeof(a), t->unit);
+	snprintf(b, sizeof(b), "%" PRIu64 "M", (2 * t->unit >> 20) + 1);
+	/* xz --block-size that fits this cache: cache_size/2, in whole MiB */
+	if (st->has[K_BUDGET] && st->v[K_BUDGET] >= (4u << 20)) {
+		zlog_size(c, sizeof(c), st->v[K_BUDGET] / 2);
+		snprintf(bs, sizeof(bs), "%" PRIu64 "MiB", st->v[K_BUDGET] >> 21);
+	} else {
+		snprintf(c, sizeof(c), "n/a");
+		snprintf(bs, sizeof(bs), "1MiB");
+	}
+	if (strcmp(t->why, "one_unit") == 0) {
+		printf("    cause: the whole file is one %s of %s, more than cache_size/2 (%s): "
+		       "every random read decodes from the file's start\n", unit, a, c);
+		if (xz)
+			printf("    fix:   recompress with xz -T0 --block-size=%s (many Blocks of at "
+			       "most cache_size/2), or mount with cache_size=%s or more\n", bs, b);
+		else
+			printf("    fix:   %smount with cache_size=%s or more\n",
+			       zst ? "recompress with pzstd (many frames), or " : "", b);
+	} else if (strcmp(t->why, "wide_unit") == 0) {
+		printf("    cause: %ss of up to %s are wider than cache_size/2 (%s): random reads "
+		       "decode from the %s start\n", unit, a, c, unit);
+		printf("    fix:   mount with cache_size=%s or more", b);
+		if (xz)
+			printf(", or recompress with xz -T0 --block-size=%s (cache_size/2)", bs);
+		printf("%s\n", zst ? ", or recompress with pzstd" : "");
+	} else if (strcmp(t->why, "no_index") == 0) {
+		printf("    cause: %s: opening it decoded the whole file once, in this mount\n",
+		       zst ? "its frames do not state their sizes (none saved), so they were measured"
+			   : "gzip not yet indexed, so its index was built");
+		printf("    fix:   zmount-index build FILE (or its directory) saves it; later mounts "
+		       "load it (see index_dir)\n");
+	}
+}
+
+/* One file of the top: what it cost, then why. */
+static void show_top(const struct top *t, const struct stats *st)
+{
+	char a[32], b[32];
+
+	printf("  ");
+	put_path(t->path);
+	printf("\n    decoded %s to serve %s in %" PRIu64 " read%s", zlog_size(a, sizeof(a), t->decoded),
+	       zlog_size(b, sizeof(b), t->served), t->reads, t->reads == 1 ? "" : "s");
+	if (t->served)
+		printf(" (%.2fx)", (double)t->decoded / (double)t->served);
+	printf("\n");
+	show_cause(t, st);
 }
 
 /* "  (12.3 MiB/s)" from the change since the previous refresh, or "". */
@@ -196,6 +314,8 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 		printf(" (%.1f%%)", pct(st->v[K_USED], st->v[K_BUDGET]));
 	if (st->has[K_ENTRIES])
 		printf(", %" PRIu64 " entries", st->v[K_ENTRIES]);
+	if (st->has[K_CHARGED] && st->v[K_CHARGED])
+		printf(", of which %s held by parked decoders", size(a, sizeof(a), st, K_CHARGED));
 	printf("\n");
 	if (st->has[K_PEAK])
 		printf("peak       %s (%.1f%% of the budget)\n", size(a, sizeof(a), st, K_PEAK),
@@ -210,44 +330,50 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 		       st->v[K_EVICTIONS]);
 	else
 		printf("hit ratio  n/a (%s)\n", st->has[K_HITS] ? "no lookups yet" : "not reported");
+	if (st->v[K_ROOM_WAITS])
+		printf("           %" PRIu64 " lookups waited for room in a full cache\n",
+		       st->v[K_ROOM_WAITS]);
 
 	printf("decoded    %s%s", size(a, sizeof(a), st, K_DECODED),
 	       rate(r, sizeof(r), st, prev, secs, K_DECODED));
 	if (st->has[K_READAHEAD])
 		printf(", of which read-ahead %s", size(b, sizeof(b), st, K_READAHEAD));
+	if (st->v[K_PREFAULT])
+		printf("; %s of pages faulted in ahead", size(b, sizeof(b), st, K_PREFAULT));
 	printf("\n");
 	if (st->has[K_SERVED]) {
 		printf("served     %s%s\n", size(a, sizeof(a), st, K_SERVED),
 		       rate(r, sizeof(r), st, prev, secs, K_SERVED));
 		if (st->v[K_SERVED] && st->has[K_DECODED])
-			printf("amplif.    %.2fx  (bytes decoded per byte served)\n",
-			       (double)st->v[K_DECODED] / (double)st->v[K_SERVED]);
+			printf("amplif.    %.2fx  (decoded %s to serve %s; each file's cause below)\n",
+			       (double)st->v[K_DECODED] / (double)st->v[K_SERVED],
+			       size(a, sizeof(a), st, K_DECODED), size(b, sizeof(b), st, K_SERVED));
 		else
 			printf("amplif.    n/a  (nothing served yet)\n");
 	} else {
 		printf("served     n/a (daemon too old)\n");
 	}
-	printf("indexes    %" PRIu64 " xz read, %" PRIu64 " gzip built, %" PRIu64 " gzip loaded\n",
+	/* built: gzip index passes and zstd measuring passes alike */
+	printf("indexes    %" PRIu64 " xz read, %" PRIu64 " built by a pass (gzip, zstd), %" PRIu64
+	       " loaded from index_dir\n",
 	       st->v[K_XZ_INDEXES], st->v[K_BUILT], st->v[K_LOADED]);
 	if (st->has[K_ERRORS])
 		printf("errors     %" PRIu64 " failed reads\n", st->v[K_ERRORS]);
 	else
 		printf("errors     n/a\n");
+	if (st->has[K_INDEX_ERRORS])
+		printf("corrupt    %" PRIu64 " archives failed to index (index errors; see the log)\n",
+		       st->v[K_INDEX_ERRORS]);
+	if (st->has[K_NODES])
+		printf("tree       %" PRIu64 " nodes, %" PRIu64 " listings in %s of %s, %" PRIu64
+		       " rebuilt; %" PRIu64 " reads of plain files\n",
+		       st->v[K_NODES], st->v[K_LISTINGS], size(a, sizeof(a), st, K_LIST_BYTES),
+		       size(b, sizeof(b), st, K_LIST_BUDGET), st->v[K_REBUILDS], st->v[K_PLAIN_READS]);
 	if (st->ntop) {
-		printf("top files by decoded bytes\n");
-		for (unsigned i = 0; i < st->ntop; i++) {
-			printf("  %10s  ", zlog_size(a, sizeof(a), st->top[i].decoded));
-			/*
-			 * The daemon writes the path escaped (zlog_escape); any
-			 * control byte left would still not reach the terminal.
-			 */
-			for (const unsigned char *p = (const unsigned char *)st->top[i].path; *p; p++)
-				putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
-			putchar('\n');
-		}
+		printf("top files by bytes decoded\n");
+		for (unsigned i = 0; i < st->ntop; i++)
+			show_top(&st->top[i], st);
 	}
-	for (unsigned i = 0; i < st->nother; i++)
-		printf("other      %s\n", st->other[i]);
 	fflush(stdout);
 }
 
