@@ -97,10 +97,34 @@ struct gz_build {
 	unsigned char *lin;  /* GZDEC_WINDOW bytes: the ring straightened for deflate */
 	unsigned char *wz;   /* wzcap bytes: deflate output */
 	uLong wzcap;
-	uint32_t scrc;	     /* CRC32 of the output since the newest checkpoint */
-	uint32_t vcrc;	     /* scrc when the newest member's trailer passed */
+	/*
+	 * Span CRC32s, from the member CRC32 inflate keeps anyway (zs.adler)
+	 * rather than a second pass over the output: the CRC of the bytes
+	 * after a mark is zs.adler with the mark's CRC shifted out.
+	 */
+	uint32_t scrc;	     /* CRC32 of the span's output in earlier members */
+	uint32_t mark_crc;   /* zs.adler at the mark: the newest checkpoint in this member, or 0 */
+	uint64_t mark_out;   /* mout at the mark */
+	uint32_t vcrc;	     /* the span's CRC32 when the newest member's trailer passed */
 	size_t vlast;	     /* npoints then: vcrc is the CRC of points[vlast - 1]'s span */
 };
+
+/* CRC32 of the output since the newest checkpoint, up to inflate's position. */
+static uint32_t bld_span_crc(const struct gz_build *b)
+{
+	z_off_t n = (z_off_t)(b->mout - b->mark_out);
+	uint32_t tail = (uint32_t)(b->zs.adler ^ crc32_combine(b->mark_crc, 0, n));
+
+	return (uint32_t)crc32_combine(b->scrc, tail, n);
+}
+
+/* Marks the current position as the start of what bld_span_crc counts. */
+static void bld_mark(struct gz_build *b, uint32_t scrc)
+{
+	b->scrc = scrc;
+	b->mark_crc = (uint32_t)b->zs.adler;
+	b->mark_out = b->mout;
+}
 
 static uint64_t bld_coff(const struct gz_build *b)
 {
@@ -147,8 +171,8 @@ static int bld_point(struct gz_build *b, unsigned bits)
 	}
 	/* the span before ends here */
 	if (idx->npoints)
-		idx->points[idx->npoints - 1].crc = b->scrc;
-	b->scrc = 0;
+		idx->points[idx->npoints - 1].crc = bld_span_crc(b);
+	bld_mark(b, 0);
 	pt = &idx->points[idx->npoints];
 	memset(pt, 0, sizeof(*pt));
 	pt->uoff = idx->usize;
@@ -224,6 +248,7 @@ static int bld_member_end(struct gz_build *b)
 	if (n == 2 && m[0] == 0x1F && m[1] == 0x8B) {
 		inflateReset(&b->zs);
 		b->mout = 0;
+		bld_mark(b, b->scrc); /* zs.adler is 0 again */
 		idx->members++;
 		return 1;
 	}
@@ -382,7 +407,7 @@ static void bld_salvage(struct gz_build *b, uint64_t verified, bool cut)
 		if (last->uoff == idx->usize)
 			last->crc = 0;
 		else if (idx->npoints == (cut ? built : b->vlast))
-			last->crc = cut ? b->scrc : b->vcrc;
+			last->crc = cut ? bld_span_crc(b) : b->vcrc;
 	}
 	idx->salvaged = 1;
 	idx->damage_coff = b->err->coff; /* set by whoever saw the damage */
@@ -441,15 +466,13 @@ int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gz
 			goto fail;
 		}
 		b.mout += before - b.zs.avail_out;
-		if (before > b.zs.avail_out)
-			b.scrc = (uint32_t)crc32(b.scrc, b.zs.next_out - (before - b.zs.avail_out),
-						 before - b.zs.avail_out);
 		if (sink && sink->output && before > b.zs.avail_out)
 			sink->output(sink->ctx, b.zs.next_out - (before - b.zs.avail_out),
 				     before - b.zs.avail_out);
 		if (zret == Z_STREAM_END) {
 			/* inflate has checked this member's CRC32 and ISIZE */
 			verified = idx->usize;
+			bld_mark(&b, bld_span_crc(&b)); /* the member's part of the span */
 			b.vcrc = b.scrc;
 			b.vlast = idx->npoints;
 			in_data = true;
@@ -488,7 +511,7 @@ int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gz
 			idx->points = p;
 	}
 	if (idx->npoints)
-		idx->points[idx->npoints - 1].crc = b.scrc; /* the last span ends at usize */
+		idx->points[idx->npoints - 1].crc = bld_span_crc(&b); /* the last span ends at usize */
 	idx->verified = idx->usize;
 	bld_free(&b);
 	*out = idx;
