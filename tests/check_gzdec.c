@@ -881,8 +881,6 @@ START_TEST(stream_one_huge_block)
 }
 END_TEST
 
-/* -------------------------------------------------- header check's budget */
-
 /* ------------------------------------------------- span CRC32s (issue 19) */
 
 #define STORED_BLOCK 65535u
@@ -987,6 +985,8 @@ START_TEST(span_crc_mismatch)
 	free(buf);
 }
 END_TEST
+
+/* -------------------------------------------------- header check's budget */
 
 /* Writes a gzip header with FNAME whose NUL is its byte number hlen (so the
  * header is hlen bytes long), or no NUL at all when nul is 0, then a few
