@@ -97,7 +97,34 @@ struct gz_build {
 	unsigned char *lin;  /* GZDEC_WINDOW bytes: the ring straightened for deflate */
 	unsigned char *wz;   /* wzcap bytes: deflate output */
 	uLong wzcap;
+	/*
+	 * Span CRC32s, from the member CRC32 inflate keeps anyway (zs.adler)
+	 * rather than a second pass over the output: the CRC of the bytes
+	 * after a mark is zs.adler with the mark's CRC shifted out.
+	 */
+	uint32_t scrc;	     /* CRC32 of the span's output in earlier members */
+	uint32_t mark_crc;   /* zs.adler at the mark: the newest checkpoint in this member, or 0 */
+	uint64_t mark_out;   /* mout at the mark */
+	uint32_t vcrc;	     /* the span's CRC32 when the newest member's trailer passed */
+	size_t vlast;	     /* npoints then: vcrc is the CRC of points[vlast - 1]'s span */
 };
+
+/* CRC32 of the output since the newest checkpoint, up to inflate's position. */
+static uint32_t bld_span_crc(const struct gz_build *b)
+{
+	z_off_t n = (z_off_t)(b->mout - b->mark_out);
+	uint32_t tail = (uint32_t)(b->zs.adler ^ crc32_combine(b->mark_crc, 0, n));
+
+	return (uint32_t)crc32_combine(b->scrc, tail, n);
+}
+
+/* Marks the current position as the start of what bld_span_crc counts. */
+static void bld_mark(struct gz_build *b, uint32_t scrc)
+{
+	b->scrc = scrc;
+	b->mark_crc = (uint32_t)b->zs.adler;
+	b->mark_out = b->mout;
+}
 
 static uint64_t bld_coff(const struct gz_build *b)
 {
@@ -142,6 +169,10 @@ static int bld_point(struct gz_build *b, unsigned bits)
 		idx->points = p;
 		b->cap = cap;
 	}
+	/* the span before ends here */
+	if (idx->npoints)
+		idx->points[idx->npoints - 1].crc = bld_span_crc(b);
+	bld_mark(b, 0);
 	pt = &idx->points[idx->npoints];
 	memset(pt, 0, sizeof(*pt));
 	pt->uoff = idx->usize;
@@ -217,6 +248,7 @@ static int bld_member_end(struct gz_build *b)
 	if (n == 2 && m[0] == 0x1F && m[1] == 0x8B) {
 		inflateReset(&b->zs);
 		b->mout = 0;
+		bld_mark(b, b->scrc); /* zs.adler is 0 again */
 		idx->members++;
 		return 1;
 	}
@@ -353,6 +385,7 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
 static void bld_salvage(struct gz_build *b, uint64_t verified, bool cut)
 {
 	struct gzdec_index *idx = b->idx;
+	size_t built = idx->npoints;
 
 	if (!cut)
 		idx->usize = verified;
@@ -360,6 +393,21 @@ static void bld_salvage(struct gz_build *b, uint64_t verified, bool cut)
 		idx->npoints--;
 		free(idx->points[idx->npoints].wz);
 		idx->points[idx->npoints].wz = NULL;
+	}
+	/*
+	 * The last span now ends at usize.  A cut keeps all the output: its
+	 * CRC runs to here (or was set when a dropped checkpoint at usize was
+	 * recorded).  Otherwise usize is where the last good member ended,
+	 * when the CRC was vcrc; a span the drop left ending there had its CRC
+	 * set as the checkpoint at usize was recorded.  An empty span has 0.
+	 */
+	if (idx->npoints) {
+		struct gzdec_point *last = &idx->points[idx->npoints - 1];
+
+		if (last->uoff == idx->usize)
+			last->crc = 0;
+		else if (idx->npoints == (cut ? built : b->vlast))
+			last->crc = cut ? bld_span_crc(b) : b->vcrc;
 	}
 	idx->salvaged = 1;
 	idx->damage_coff = b->err->coff; /* set by whoever saw the damage */
@@ -424,6 +472,9 @@ int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gz
 		if (zret == Z_STREAM_END) {
 			/* inflate has checked this member's CRC32 and ISIZE */
 			verified = idx->usize;
+			bld_mark(&b, bld_span_crc(&b)); /* the member's part of the span */
+			b.vcrc = b.scrc;
+			b.vlast = idx->npoints;
 			in_data = true;
 			ret = bld_member_end(&b);
 			if (ret < 0) {
@@ -459,6 +510,8 @@ int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gz
 		if (p)
 			idx->points = p;
 	}
+	if (idx->npoints)
+		idx->points[idx->npoints - 1].crc = bld_span_crc(&b); /* the last span ends at usize */
 	idx->verified = idx->usize;
 	bld_free(&b);
 	*out = idx;
@@ -489,6 +542,8 @@ struct gzdec_dec {
 	const struct gzdec_index *idx; /* borrowed: must outlive the decoder */
 	size_t point;
 	uint64_t pos;	/* bytes returned so far, after idx->points[point].uoff */
+	size_t span;	/* the checkpoint whose span the next byte is in */
+	uint32_t crc;	/* CRC32 of that span's bytes returned so far */
 	uint64_t inoff; /* file offset of in[0] */
 	z_stream zs;	/* raw deflate at first, gzip mode after the first member */
 	unsigned skip;	/* trailer bytes still to step over */
@@ -562,6 +617,7 @@ int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec
 	memset(d, 0, offsetof(struct gzdec_dec, in));
 	d->idx = idx;
 	d->point = point;
+	d->span = point;
 	d->raw = true;
 	if (inflateInit2(&d->zs, -15) != Z_OK) {
 		free(d);
@@ -648,6 +704,37 @@ static int dec_inflate(struct gzdec_dec *d, int fd, unsigned char *dst, size_t l
 	return 0;
 }
 
+/*
+ * Adds len bytes just decoded (at d->pos) to their spans' CRC32s, and checks
+ * each span they end against the one the build recorded.  0 or -EIO.
+ */
+static int dec_verify(struct gzdec_dec *d, const unsigned char *p, size_t len, struct zerr *err)
+{
+	const struct gzdec_index *idx = d->idx;
+	uint64_t at = idx->points[d->point].uoff + d->pos;
+
+	while (len) {
+		const struct gzdec_point *pt = &idx->points[d->span];
+		uint64_t end = d->span + 1 < idx->npoints ? idx->points[d->span + 1].uoff : idx->usize;
+		size_t n = end - at < len ? (size_t)(end - at) : len;
+
+		if (n > UINT_MAX)
+			n = UINT_MAX;
+		d->crc = (uint32_t)crc32(d->crc, p, (uInt)n);
+		p += n;
+		len -= n;
+		at += n;
+		if (at < end)
+			continue;
+		if (d->crc != pt->crc)
+			return zerr_set(err, -EIO, pt->coff, "span at offset %llu does not match the "
+					"checksum the index pass recorded", (unsigned long long)pt->uoff);
+		d->span++;
+		d->crc = 0;
+	}
+	return 0;
+}
+
 ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err)
 {
 	const struct gzdec_index *idx = d->idx;
@@ -663,6 +750,8 @@ ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struc
 	if (want == 0)
 		return 0;
 	ret = dec_inflate(d, fd, buf, want, want == left, err);
+	if (ret == 0)
+		ret = dec_verify(d, buf, want, err);
 	if (ret < 0) {
 		d->failed = true;
 		return ret;

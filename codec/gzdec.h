@@ -11,6 +11,9 @@
  *    with the bit position and the last 32 KiB of that member's output,
  *    which it stores deflate-compressed;
  *  - verifies every member's CRC32 and ISIZE;
+ *  - records each span's own CRC32 (the bytes from one checkpoint to the
+ *    next), which every decoder checks when it reaches the span's end, so a
+ *    read from a checkpoint is checked too, not only whole members;
  *  - counts the exact uncompressed size in 64 bits (ISIZE is only mod 2^32).
  * gzdec_extract() later restarts inflate at any checkpoint and produces
  * bytes from there, crossing member boundaries as needed.
@@ -62,6 +65,12 @@ struct gzdec_point {
 	uint32_t wsize;     /* window bytes before uoff in the same member (<= 32 KiB) */
 	uint32_t wzsize;    /* bytes at wz */
 	unsigned char *wz;  /* window, raw-deflate compressed; owned by the index */
+	/*
+	 * CRC32 (zlib's crc32) of this checkpoint's span: the output from uoff
+	 * to the next checkpoint's uoff, or to usize for the last one.  The
+	 * build computes it from the output it verified; decoders check it.
+	 */
+	uint32_t crc;
 };
 
 struct gzdec_index {
@@ -183,12 +192,14 @@ void gzdec_index_free(struct gzdec_index *idx);
  * idx->points[point].uoff into buf.  len must not reach past idx->usize.
  * Returns len, or, with err set:
  *   -EIO     the data no longer inflates as it did when indexed (the file
- *            changed), or pread failed or came up short;
+ *            changed), a span that len reaches the end of does not match
+ *            its recorded CRC32, or pread failed or came up short;
  *   -EINVAL  point or len out of range;
  *   -ENOMEM  out of memory.
- * A changed file is not always noticed here (the partial member at a
- * checkpoint has no CRC to check, and output stops before the trailer), so
- * callers must compare the file's identity with the one they indexed.
+ * Only spans that len covers to their end are checked: bytes of a span cut
+ * short by len are not, so callers wanting checked bytes ask for whole
+ * spans (or read on with a gzdec_dec), and still compare the file's
+ * identity with the one they indexed.
  */
 ssize_t gzdec_extract(int fd, const struct gzdec_index *idx, size_t point, void *buf,
 		      size_t len, struct zerr *err);
@@ -223,9 +234,16 @@ int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec
  * during this call only.  Returns that count (0 once idx->usize is reached;
  * reads stop there, before the last member's trailer), or, with err set:
  *   -EIO     the data no longer inflates as it did when indexed (the file
- *            changed), or pread failed or came up short;
+ *            changed), or pread failed or came up short, or a span whose end
+ *            this call reached does not match the CRC32 the build recorded
+ *            for it (err->msg: "span at offset X does not match the
+ *            checksum the index pass recorded", err->coff: the span's
+ *            checkpoint coff);
  *   -ENOMEM  out of memory.
- * The caller must check the file's identity, as for gzdec_extract.
+ * So the call that returns a span's last byte has checked that span: a
+ * caller that reads a span in one call serves none of a bad span's bytes;
+ * one that reads it in pieces learns at its end that the earlier pieces
+ * were wrong.  The caller must still check the file's identity.
  * After a failure the decoder may only be closed (reads return -EIO).
  */
 ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err);

@@ -6,6 +6,14 @@
  * opts.index_dir.  One map entry per checkpoint span.  The pass leaves up
  * to opts.warm_bytes of its first output in the cache (struct warm), so a
  * reader that starts at the beginning does not decode them twice.
+ *
+ * Each span (one map entry) also carries the CRC32 the pass recorded for
+ * it, and gzdec_dec_read checks it in the call that returns the span's last
+ * byte: a span read whole (up to whole_max) is checked before any of it is
+ * cached or served; one streamed in slices is checked at its end, as a
+ * large xz Block is, its earlier slices having been served already.  A
+ * mismatch is an -EIO like any decode error: the core marks the entry bad
+ * and logs one line (fail_entry in reader.c).
  */
 #include <errno.h>
 #include <inttypes.h>

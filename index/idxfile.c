@@ -96,7 +96,7 @@ enum {
 	H_CTIME = 120,
 };
 /* Checkpoint record field offsets. */
-enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25 };
+enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25, P_CRC = 28 };
 /* zstd frame record field offsets (kind 2). */
 enum { Z_COFF = 0, Z_CSIZE = 8, Z_USIZE = 16, Z_SRC = 24, Z_RSV = 25 };
 static const unsigned char if_zero[IF_REC - P_RSV]; /* a record's reserved tail */
@@ -401,7 +401,7 @@ static int check_gz(const unsigned char *b, size_t len, size_t off, struct idxfi
 			return BAD(off, "checkpoint %" PRIu64 ": bad input position", i);
 		if (wsize > GZDEC_WINDOW || wsize > uoff || !wsize != !wzsize || wzsize > IF_MAX_WZ)
 			return BAD(off, "checkpoint %" PRIu64 ": bad window sizes", i);
-		if (memcmp(r + P_RSV, if_zero, sizeof(if_zero)))
+		if (memcmp(r + P_RSV, if_zero, P_CRC - P_RSV))
 			return BAD(off, "checkpoint %" PRIu64 ": reserved bytes not zero", i);
 		if (__builtin_add_overflow(wtotal, wzsize, &wtotal))
 			return BAD(off, "window sizes overflow");
@@ -547,6 +547,7 @@ static int build(const unsigned char *b, const struct idxfile_info *in, struct g
 		pt->wsize = get32(b + off + P_WSIZE);
 		pt->wzsize = get32(b + off + P_WZSIZE);
 		pt->bits = b[off + P_BITS];
+		pt->crc = get32(b + off + P_CRC);
 		if (!pt->wzsize)
 			continue;
 		pt->wz = malloc(pt->wzsize);
@@ -663,6 +664,7 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 		put32(b + off + P_WSIZE, pt->wsize);
 		put32(b + off + P_WZSIZE, pt->wzsize);
 		b[off + P_BITS] = pt->bits;
+		put32(b + off + P_CRC, pt->crc);
 		if (pt->wzsize)
 			memcpy(b + woff, pt->wz, pt->wzsize);
 		woff += pt->wzsize;

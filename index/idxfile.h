@@ -58,7 +58,8 @@
 #include "zerr.h"
 #include "zstddec.h"
 
-#define IDXFILE_VERSION	   3u /* 2: the source's ctime joined the identity; 3: kind */
+/* 2: the source's ctime joined the identity; 3: kind; 4: each gzip span's CRC32 */
+#define IDXFILE_VERSION	   4u
 /* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured */
 #define IDXFILE_F_VERIFIED 1u
 

@@ -881,6 +881,111 @@ START_TEST(stream_one_huge_block)
 }
 END_TEST
 
+/* ------------------------------------------------- span CRC32s (issue 19) */
+
+#define STORED_BLOCK 65535u
+
+/*
+ * Writes g_dir/name: one gzip member holding the first len bytes of g_data
+ * in stored (level 0) deflate blocks of STORED_BLOCK bytes, so that byte u
+ * of the output is byte stored_coff(u) of the file.
+ */
+static void write_stored(const char *name, size_t len)
+{
+	static const unsigned char hdr[10] = {0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3};
+	char path[PATH_MAX];
+	uint32_t crc = crc32_of(g_data, len);
+	FILE *f;
+
+	path_of(path, sizeof(path), name);
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	fwrite(hdr, 1, sizeof(hdr), f);
+	for (size_t off = 0; off < len; off += STORED_BLOCK) {
+		size_t n = len - off < STORED_BLOCK ? len - off : STORED_BLOCK;
+		unsigned char bh[5] = {off + n == len, (unsigned char)n, (unsigned char)(n >> 8),
+				       (unsigned char)~n, (unsigned char)(~n >> 8)};
+
+		fwrite(bh, 1, sizeof(bh), f);
+		fwrite(g_data + off, 1, n, f);
+	}
+	for (int i = 0; i < 4; i++)
+		fputc((int)(crc >> (8 * i)) & 0xFF, f);
+	for (int i = 0; i < 4; i++)
+		fputc((int)(len >> (8 * i)) & 0xFF, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static uint64_t stored_coff(uint64_t u)
+{
+	return 10 + u / STORED_BLOCK * (STORED_BLOCK + 5) + 5 + u % STORED_BLOCK;
+}
+
+/*
+ * The file changes after indexing in a way inflate cannot notice: one
+ * stored byte in the middle of span 2.  Every read that reaches the end of
+ * that span fails with EIO naming it, whole or in pieces, alone or from an
+ * earlier checkpoint; the spans around it still read right.
+ */
+START_TEST(span_crc_mismatch)
+{
+	unsigned char *buf = malloc(ORIG_SIZE);
+	char path[PATH_MAX], want[160];
+	struct gzdec_index *idx;
+	struct gzdec_dec *d;
+	struct zerr err = {0};
+	uint64_t u, s2, e2;
+	unsigned char c;
+	ssize_t n = 0;
+	int fd, wfd;
+
+	ck_assert_ptr_nonnull(buf);
+	write_stored("stored.gz", 1u << 20);
+	idx = build_ok("stored.gz", SPAN_MIN, &fd);
+	ck_assert_uint_ge(idx->npoints, 5);
+	s2 = idx->points[2].uoff;
+	e2 = chunk_end(idx, 2);
+	u = s2 + (e2 - s2) / 2;
+	path_of(path, sizeof(path), "stored.gz");
+	wfd = open(path, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(wfd, 0);
+	c = g_data[u] ^ 0x20;
+	ck_assert_int_eq(pwrite(wfd, &c, 1, (off_t)stored_coff(u)), 1);
+	close(wfd);
+	snprintf(want, sizeof(want),
+		 "span at offset %llu does not match the checksum the index pass recorded",
+		 (unsigned long long)s2);
+
+	/* whole: none of its bytes come back */
+	n = gzdec_extract(fd, idx, 2, buf, (size_t)(e2 - s2), &err);
+	ck_assert_msg(n == -EIO, "span 2 whole: %zd (%s), want -EIO", n, err.msg);
+	ck_assert_msg(strstr(err.msg, want), "message '%s'", err.msg);
+	ck_assert_uint_eq(err.coff, idx->points[2].coff);
+	/* the neighbours are fine */
+	expect_extract(fd, idx, 1, (size_t)(s2 - idx->points[1].uoff), g_data, "stored.gz");
+	expect_extract(fd, idx, 3, (size_t)(chunk_end(idx, 3) - idx->points[3].uoff), g_data,
+		       "stored.gz");
+	/* from checkpoint 1, across span 1 and into span 2: the check comes at span 2's end */
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(gzdec_dec_open(idx, 1, &d, &err), 0);
+	for (uint64_t at = idx->points[1].uoff; at < e2; at += (uint64_t)n) {
+		n = gzdec_dec_read(d, fd, buf, 4096, &err);
+		if (n < 0)
+			break;
+		ck_assert_int_eq(n, 4096);
+		ck_assert_msg(at + 4096 < e2, "the read reaching %llu, past span 2's end, returned %zd",
+			      (unsigned long long)(at + 4096), n);
+	}
+	ck_assert_int_eq(n, -EIO);
+	ck_assert_msg(strstr(err.msg, want), "message '%s'", err.msg);
+	ck_assert_int_eq(gzdec_dec_read(d, fd, buf, 1, &err), -EIO);
+	gzdec_dec_close(d);
+	gzdec_index_free(idx);
+	close(fd);
+	free(buf);
+}
+END_TEST
+
 /* -------------------------------------------------- header check's budget */
 
 /* Writes a gzip header with FNAME whose NUL is its byte number hlen (so the
@@ -1542,6 +1647,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, stream_to_end);
 	tcase_add_test(tc, stream_bad_args);
 	tcase_add_test(tc, stream_file_changed);
+	tcase_add_test(tc, span_crc_mismatch);
 	tcase_add_test(tc, stream_one_huge_block);
 	tcase_add_test(tc, header_budget);
 	tcase_add_test(tc, salvage_truncated);

@@ -182,6 +182,7 @@ static void expect_equal(const struct gzdec_index *a, const struct gzdec_index *
 		ck_assert_uint_eq(p->bits, q->bits);
 		ck_assert_uint_eq(p->wsize, q->wsize);
 		ck_assert_uint_eq(p->wzsize, q->wzsize);
+		ck_assert_uint_eq(p->crc, q->crc);
 		ck_assert(!p->wz == !q->wz);
 		if (p->wzsize)
 			ck_assert_msg(memcmp(p->wz, q->wz, p->wzsize) == 0, "window %zu differs",
@@ -262,6 +263,9 @@ START_TEST(crc_and_layout)
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 0, 8), s.idx->points[1].uoff);
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 8, 8), s.idx->points[1].coff);
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 20, 4), s.idx->points[1].wzsize);
+	ck_assert_uint_eq(le(b + HDR + plen + REC + 25, 3), 0);
+	ck_assert_uint_eq(le(b + HDR + plen + REC + 28, 4), s.idx->points[1].crc);
+	ck_assert_uint_ne(s.idx->points[1].crc, 0);
 	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
 	free(b);
 	src_close(&s);
@@ -571,7 +575,8 @@ START_TEST(forged_fields)
 		{16, 8, len, "control: the same length (loads)"},
 		{8, 4, 1, "version 1 (before ctime)"},
 		{8, 4, 2, "version 2 (before kind)"},
-		{8, 4, 4, "version 4"},
+		{8, 4, 3, "version 3 (before span CRC32s)"},
+		{8, 4, 5, "version 5"},
 		{106, 2, 0, "kind 0"},
 		{106, 2, 2, "kind zstd on gzip records"},
 		{106, 2, 3, "kind 3"},
@@ -611,7 +616,9 @@ START_TEST(forged_fields)
 		{r1 + 20, 4, wz1 + 1, "wzsize one more"},
 		{r1 + 20, 4, 0x80000000u, "wzsize 2^31"},
 		{r1 + 20, 4, 0xFFFFFFFFu, "wzsize 2^32-1"},
-		{r1 + 31, 1, 1, "record's reserved byte"},
+		{r1 + 25, 1, 1, "record's first reserved byte"},
+		{r1 + 27, 1, 1, "record's last reserved byte"},
+		{r1 + 28, 4, 0x12345678, "control: a span's CRC32 (only a decoder can tell)"},
 	};
 
 	f = malloc(len);
@@ -1148,6 +1155,71 @@ START_TEST(old_version_rebuilt)
 	ck_assert_msg(strstr(err.msg, "version 1"), "%s", err.msg);
 	save_ok(dir, &s, NULL); /* what the reader does next */
 	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	gzdec_index_free(got);
+	free(b);
+	src_close(&s);
+}
+END_TEST
+
+/* Version 3 had no span CRC32s (zeros where they now are): refused, then rebuilt. */
+START_TEST(version3_rebuilt)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct zerr err = {0};
+	struct src s;
+	size_t len;
+	unsigned char *b = small_image(&s, dir, file, &len);
+	size_t r0 = HDR + strlen(s.path);
+
+	put_le(b + 8, 4, 3);
+	for (uint64_t i = 0; i < s.idx->npoints; i++)
+		put_le(b + r0 + i * REC + 28, 4, 0);
+	reseal(b, len);
+	write_all(file, b, len);
+	ck_assert_int_eq(idxfile_load(dir, s.path, &s.id, 0, &got, &err), -EBADMSG);
+	ck_assert_ptr_null(got);
+	ck_assert_msg(strstr(err.msg, "version 3"), "%s", err.msg);
+	save_ok(dir, &s, NULL);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	expect_equal(s.idx, got);
+	gzdec_index_free(got);
+	free(b);
+	src_close(&s);
+}
+END_TEST
+
+/*
+ * A saved span CRC32 is what the decoder checks: a well-formed file whose
+ * record 1 holds another CRC loads (only decoding can tell), and then
+ * reading span 1 from it fails with EIO, never serves it; span 0 reads.
+ */
+START_TEST(saved_span_crc_checked)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct zerr err = {0};
+	struct src s;
+	size_t len, n1;
+	unsigned char *b = small_image(&s, dir, file, &len), *buf;
+	size_t r1 = HDR + strlen(s.path) + REC;
+	uint64_t end;
+
+	put_le(b + r1 + 28, 4, le(b + r1 + 28, 4) ^ 1);
+	reseal(b, len);
+	write_all(file, b, len);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_uint_eq(got->points[1].crc, s.idx->points[1].crc ^ 1);
+	end = got->npoints > 2 ? got->points[2].uoff : got->usize;
+	n1 = (size_t)(end - got->points[1].uoff);
+	buf = malloc(n1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(gzdec_extract(s.fd, got, 1, buf, n1, &err), -EIO);
+	ck_assert_msg(strstr(err.msg, "does not match the checksum the index pass recorded"),
+		      "%s", err.msg);
+	ck_assert_int_eq(gzdec_extract(s.fd, got, 0, buf, (size_t)got->points[1].uoff, &err),
+			 (ssize_t)got->points[1].uoff);
+	free(buf);
 	gzdec_index_free(got);
 	free(b);
 	src_close(&s);
@@ -1955,6 +2027,8 @@ int main(void)
 	tcase_add_test(tc, stale_ctime);
 	tcase_add_test(tc, id_same_each_field);
 	tcase_add_test(tc, old_version_rebuilt);
+	tcase_add_test(tc, version3_rebuilt);
+	tcase_add_test(tc, saved_span_crc_checked);
 	tcase_add_test(tc, junk_refused_from_header);
 	tcase_add_test(tc, untrusted_places);
 	tcase_add_test(tc, forged_window_in_shared_dir);

@@ -56,7 +56,12 @@ bytes they must be):
      whole file, nearly all of it cold (never decoded before): it must give
      the old bytes exactly, no EIO.  An in-place rewrite with another
      archive of the same size, mtime restored (touch -r), must give EIO on
-     its cold ranges, after a correct prefix: never the new bytes.
+     its cold ranges, after a correct prefix: never the new bytes.  And
+     (issue 19 item 4) a stored (level 0) .gz whose rewrite flips one byte
+     in the middle of a later span, keeping both 4 KiB ends and the CRC32
+     trailer: the handle's read of that span must give EIO and one log
+     line ("span at offset X does not match the checksum ..."), since the
+     span's own CRC32, recorded by the index pass, no longer matches.
 
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 The last line of output is always `N passed, M failed`.
@@ -459,6 +464,22 @@ def same_size_pair(fmt, a, b):
     return pa, pb
 
 
+def middle_rewrite(old):
+    """A stored (level 0) gzip of OLD, a copy of it with one stored byte
+    flipped about 2 MiB in (both 4 KiB ends, the member's CRC32 trailer
+    and the size as they were), and the uncompressed offset of that byte.
+    Stored data is the bytes themselves, so a 64-byte piece of OLD found
+    once in the archive is where they are."""
+    oblob = gzip.compress(old, compresslevel=0, mtime=0)
+    for u in range(2 * MiB + 12345, len(old) - 64, 4093):
+        at = oblob.find(old[u:u + 64])
+        if at > 0 and oblob.find(old[u:u + 64], at + 1) < 0:
+            nblob = bytearray(oblob)
+            nblob[at] ^= 0x20
+            return oblob, bytes(nblob), u
+    raise AssertionError('no unique piece of the stored data found')
+
+
 def section_ctime(res, zm, tmp, seed):
     src, mnt = os.path.join(tmp, 's5-src'), os.path.join(tmp, 'mnt')
     stage = os.path.join(tmp, 's5-stage')
@@ -475,6 +496,10 @@ def section_ctime(res, zm, tmp, seed):
             name = f'{fmt}/{kind}.log.{fmt}'
             write_file(os.path.join(src, name), oblob)
             files[name] = (fmt, kind, old, new, nblob)
+    mold = content(seed + 5100, CTIME_SIZE)
+    moblob, mnblob, mu = middle_rewrite(mold)
+    mname = 'gz/rewrite-middle.log.gz'
+    write_file(os.path.join(src, mname), moblob)
     opts = f'cache_size=1M,span=64K,timeout=0.2,index_dir={os.path.join(tmp, "s5-idx")}'
 
     def change(kind, path, nblob):
@@ -495,7 +520,38 @@ def section_ctime(res, zm, tmp, seed):
             after = os.stat(path)
             assert (after.st_size, after.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
 
+    def middle(m):
+        """The handle reads its first span; the rewrite flips a byte in a
+        later one, cold: reading it gives EIO and one log line."""
+        path, pos = os.path.join(src, mname), mu - mu % (4 * KiB)
+        fd = os.open(os.path.join(mnt, mname[:-3]), os.O_RDONLY)
+        try:
+            got = os.pread(fd, 64 * KiB, 0)
+            res.check(f'5 {mname}: the handle reads its first 64 KiB', got == mold[:64 * KiB],
+                      describe(got, None, mold[:64 * KiB]))
+            change('rewrite', path, mnblob)
+            err = None
+            try:
+                got = os.pread(fd, 4 * KiB, pos)
+            except OSError as e:
+                got, err = b'', e
+            new = bytearray(mold[pos:pos + 4 * KiB])
+            new[mu - pos] ^= 0x20
+            res.check(f'5 {mname}: after an in-place rewrite of one byte in a later span (ends, '
+                      f'size, mtime kept), reading that span through the old handle gives EIO',
+                      err is not None and err.errno == errno.EIO,
+                      describe(got, err, mold[pos:pos + 4 * KiB], new, 'the NEW version', 'OLD'))
+            want = 'does not match the checksum the index pass recorded'
+            lines = [ln for ln in m.log_lines() if want in ln]
+            res.check(f'5 {mname}: one log line names the file and the span',
+                      len(lines) == 1 and 'rewrite-middle.log' in lines[0],
+                      f'{len(lines)} lines with "{want}":\n' + '\n'.join(lines)
+                      + f'\nlog tail:\n{m.log_tail()}')
+        finally:
+            os.close(fd)
+
     def body(m):
+        middle(m)
         fds = {}
         try:
             for name, (fmt, kind, old, new, nblob) in files.items():
