@@ -30,7 +30,8 @@
  *    bytes, or a negative errno with err set; the core never reads past
  *    the entry.  The call that returns an entry's last byte has verified
  *    that entry's integrity check where the format has one (xz Check,
- *    zstd content checksum); gzip's CRCs were verified by the index pass.
+ *    zstd content checksum, the CRC32 the gzip index pass recorded for the
+ *    span).
  *  - dec_cost is what keeping the decoder parked costs, in bytes.
  *  - extent gives the compressed bytes entries [k0, k1] read, for
  *    read-ahead hints; info fills the format's fields of reader_info.

@@ -609,9 +609,10 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
  * restored size and mtime is told apart only by content: it is caught here
  * if it changed either end (a gzip member's trailer holds its CRC32, an xz
  * file's Index and the Stream Footer are at its end), and otherwise, in the
- * units it changed, by their own checks (xz Block Check, zstd checksum);
- * what it changed inside a gzip span or an unchecked zstd frame, away from
- * both ends, is not detected.  The hash is taken once per new ctime.
+ * units it changed, by their own checks (xz Block Check, zstd checksum,
+ * the CRC32 the gzip index pass recorded per span); what it changed inside
+ * a zstd frame written without a checksum, away from both ends, is not
+ * detected.  The hash is taken once per new ctime.
  */
 static bool same_bytes(struct reader *r, const struct stat *st)
 {
