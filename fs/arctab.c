@@ -365,3 +365,10 @@ int arc_error(const struct arc *a)
 {
 	return a->err;
 }
+
+const char *arctab_rel(const struct arctab *t, const char *name)
+{
+	size_t n = strlen(t->root);
+
+	return strncmp(name, t->root, n) == 0 && name[n] == '/' ? name + n + 1 : NULL;
+}

@@ -112,4 +112,10 @@ void arctab_top(struct arctab *t, struct arctab_top *top, size_t n);
 /* Why a corrupt archive is corrupt, as reader_open said (or strerror); valid with the reference. */
 const char *arc_why(const struct arc *a);
 
+/*
+ * The path of name (a reader's name, as arctab made it) relative to the
+ * source root, pointing into name; NULL if name is not under the root.
+ */
+const char *arctab_rel(const struct arctab *t, const char *name);
+
 #endif

@@ -297,6 +297,9 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	/* A streamed unit that fails late: drop the pages it already gave the kernel. */
 	ropts.tainted = ops_tainted;
 	ropts.tainted_ctx = &octx;
+	/* A handle outlives a rename of its archive, not a write (reader.c, same_bytes). */
+	ropts.still_named = ops_still_named;
+	ropts.still_named_ctx = &octx;
 	octx.timeout = cli->opts.timeout;
 	octx.max_read = cli->opts.max_read;
 	/* One context per mount: its cache, pool, counters and parked decoders. */

@@ -639,6 +639,19 @@ static struct {
 	struct ops_ctx *c;
 } notify = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
+bool ops_still_named(void *vctx, const struct reader *r)
+{
+	struct ops_ctx *c = vctx;
+	const char *rel = arctab_rel(c->arcs, reader_name(r));
+	const struct stat *was = reader_stat(r);
+	struct stat now;
+
+	if (!rel)
+		return true; /* not ours to judge: as if still named */
+	return beneath_lstat(tree_root_fd(c->tree), rel, &now) == 0 && now.st_dev == was->st_dev &&
+	       now.st_ino == was->st_ino;
+}
+
 void ops_tainted(void *vctx, const struct reader *r)
 {
 	(void)vctx; /* the thread has it */

@@ -88,6 +88,13 @@ void ops_cleanup(struct ops_ctx *c);
 void ops_tainted(void *ctx, const struct reader *r);
 
 /*
+ * The reader_opts.still_named hook; ctx is the struct ops_ctx.  Looks the
+ * reader's name up beneath SRC's root descriptor, never through the mount
+ * (MNT may be SRC itself).  Any thread.
+ */
+bool ops_still_named(void *ctx, const struct reader *r);
+
+/*
  * Starts the thread that invalidates, through se, the kernel's pages of
  * every node whose reader was queued by ops_tainted.  Call once the session
  * exists; returns 0 or -errno (then tainted readers are only logged).

@@ -170,6 +170,8 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	o->warm_bytes = 0;
 	o->tainted = NULL;
 	o->tainted_ctx = NULL;
+	o->still_named = NULL;
+	o->still_named_ctx = NULL;
 	o->readahead = cache_size / 8;
 	if (o->readahead > (32u << 20))
 		o->readahead = 32u << 20;
@@ -233,7 +235,8 @@ static void sample_take(struct reader *r)
 	r->sampled = idxfile_identify(r->fd, &id) == 0 && fstat(r->fd, &after) == 0 &&
 		     srcid_same(&after, &r->st);
 	r->sample = r->sampled ? id.fingerprint : 0;
-	r->ctime_ok = r->st.st_ctim;
+	r->st_ok = r->st;
+	r->named_ok = true;
 }
 
 int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
@@ -601,38 +604,52 @@ static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const s
 	return ret == -ENOMEM ? ret : -EIO;
 }
 
+static bool same_meta(const struct stat *a, const struct stat *b)
+{
+	return a->st_mode == b->st_mode && a->st_nlink == b->st_nlink && a->st_uid == b->st_uid &&
+	       a->st_gid == b->st_gid;
+}
+
 /*
- * Whether the file, whose ctime alone moved since open (st), still holds
- * the bytes it had: its first and last 4 KiB hash as they did at open.  A
- * rename, unlink, link or chmod moves only ctime (logrotate renames the file
- * under a long grep), so a handle keeps reading.  An in-place rewrite that
- * restored size and mtime is told apart only by content: it is caught here
- * if it changed either end (a gzip member's trailer holds its CRC32, an xz
- * file's Index and the Stream Footer are at its end), and otherwise, in the
- * units it changed, by their own checks (xz Block Check, zstd checksum,
- * the CRC32 the gzip index pass recorded per span); what it changed inside
- * a zstd frame written without a checksum, away from both ends, is not
- * detected.  The hash is taken once per new ctime.
+ * Whether the file, whose ctime alone moved since open (st: size and mtime
+ * as at open), still holds the bytes it had.  A rename, unlink, link, chmod
+ * or chown moves only ctime (logrotate renames the file under a long grep),
+ * and so does a write that restores mtime (rsync --inplace -t), which a
+ * unit's own check cannot catch: the new unit's check is valid.  So the
+ * move must have a cause other than a write: since the stat last accepted,
+ * the link count, mode or owner changed, or the name stopped leading to
+ * the file (opts.still_named).  Without one, it is a write: false.  With
+ * one, the first and last 4 KiB must still hash as at open, as a last
+ * guard.  What it does not catch: a write after such a cause, before the
+ * next miss looks (the ctime both moved), that keeps both ends; and a
+ * chmod or chown that changes nothing, which looks like a write and fails
+ * the handle.  Checked once per new ctime.
  */
 static bool same_bytes(struct reader *r, const struct stat *st)
 {
 	struct idxfile_id id;
-	struct stat after;
-	bool ok;
+	struct stat ok_st, after;
+	bool named_ok, named;
 
 	if (!r->sampled || !srcid_same_but_ctime(st, &r->st))
 		return false;
 	pthread_mutex_lock(&r->lock);
-	ok = r->ctime_ok.tv_sec == st->st_ctim.tv_sec && r->ctime_ok.tv_nsec == st->st_ctim.tv_nsec;
+	ok_st = r->st_ok;
+	named_ok = r->named_ok;
 	pthread_mutex_unlock(&r->lock);
-	if (ok)
+	if (ok_st.st_ctim.tv_sec == st->st_ctim.tv_sec && ok_st.st_ctim.tv_nsec == st->st_ctim.tv_nsec)
 		return true;
-	/* The stat after the hash: no write slipped in between. */
+	named = st->st_nlink > 0 &&
+		(!r->opts.still_named || r->opts.still_named(r->opts.still_named_ctx, r));
+	if (same_meta(st, &ok_st) && (named || !named_ok))
+		return false;
+	/* The stat after the hash: no write slipped in (ctime may have moved again). */
 	if (idxfile_identify(r->fd, &id) < 0 || id.fingerprint != r->sample ||
-	    fstat(r->fd, &after) < 0 || !srcid_same(&after, st))
+	    fstat(r->fd, &after) < 0 || !srcid_same_but_ctime(&after, st) || !same_meta(&after, st))
 		return false;
 	pthread_mutex_lock(&r->lock);
-	r->ctime_ok = st->st_ctim;
+	r->st_ok = *st;
+	r->named_ok = named;
 	pthread_mutex_unlock(&r->lock);
 	return true;
 }

@@ -85,6 +85,17 @@ struct reader_opts {
 	 */
 	void (*tainted)(void *ctx, const struct reader *r);
 	void *tainted_ctx;
+	/*
+	 * Whether the name r was opened by still leads to its file (same
+	 * device and inode).  Asked when only the source's ctime moved, with
+	 * its mode, owner and link count as before: then a rename is the one
+	 * cause left besides a write (rsync --inplace -t rewrites a file and
+	 * restores its mtime), and a file still under its name was written.
+	 * Any thread, no reader lock held; it must not go through a FUSE mount
+	 * of the source.  NULL: taken as still named, so such a move fails.
+	 */
+	bool (*still_named)(void *ctx, const struct reader *r);
+	void *still_named_ctx;
 };
 
 /* Defaults for a cache of cache_size bytes. */

@@ -81,7 +81,9 @@ struct reader {
 	uint64_t moves;       /* counts those events */
 	unsigned waiters;     /* threads waiting on moved */
 	bool changed;         /* the source changed in place: all misses fail */
-	struct timespec ctime_ok; /* a later ctime found to hash to sample (check_unchanged) */
+	/* Protected by lock: the source's stat last accepted (check_unchanged) */
+	struct stat st_ok;    /* st at open, or a later one whose ctime alone moved, harmlessly */
+	bool named_ok;        /* at st_ok, the name still led to the file */
 	bool tainted;         /* opts.tainted was called */
 	unsigned failed;      /* map entries marked bad */
 	struct zerr first_err; /* why the first of them failed (reader_last_error) */

@@ -480,6 +480,24 @@ def middle_rewrite(old):
     raise AssertionError('no unique piece of the stored data found')
 
 
+def same_ends_pair(seed):
+    """Two xz files of one size, with the same first and last 4 KiB (the
+    same Index: 1 MiB Blocks of random bytes, stored by LZMA2 as they are),
+    whose contents differ in the second Block only: what an rsync --inplace
+    of a new version that restores the mtime leaves under the same name."""
+    rnd = random.Random(seed)
+    old = rnd.randbytes(CTIME_SIZE)
+    new = old[:MiB] + rnd.randbytes(MiB) + old[2 * MiB:]
+
+    def xz(b):
+        return subprocess.run(['xz', '-T1', '--block-size=1MiB', '-c'], input=b,
+                              stdout=subprocess.PIPE, check=True).stdout
+    oblob, nblob = xz(old), xz(new)
+    assert len(oblob) == len(nblob) and oblob[:4096] == nblob[:4096] \
+        and oblob[-4096:] == nblob[-4096:]
+    return old, new, oblob, nblob
+
+
 def section_ctime(res, zm, tmp, seed):
     src, mnt = os.path.join(tmp, 's5-src'), os.path.join(tmp, 'mnt')
     stage = os.path.join(tmp, 's5-stage')
@@ -500,6 +518,9 @@ def section_ctime(res, zm, tmp, seed):
     moblob, mnblob, mu = middle_rewrite(mold)
     mname = 'gz/rewrite-middle.log.gz'
     write_file(os.path.join(src, mname), moblob)
+    sold, snew, soblob, snblob = same_ends_pair(seed + 5200)
+    sname = 'xz/rewrite-same-ends.log.xz'
+    write_file(os.path.join(src, sname), soblob)
     opts = f'cache_size=1M,span=64K,timeout=0.2,index_dir={os.path.join(tmp, "s5-idx")}'
 
     def change(kind, path, nblob):
@@ -520,15 +541,41 @@ def section_ctime(res, zm, tmp, seed):
             after = os.stat(path)
             assert (after.st_size, after.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
 
+    def same_ends(m):
+        """Under its own name, mode and owner, only a write moves ctime:
+        the handle gets EIO, although the ends hash as before and the new
+        Block's Check is valid."""
+        fd = os.open(os.path.join(mnt, sname[:-3]), os.O_RDONLY | os.O_DIRECT)
+        try:
+            got = os.pread(fd, 64 * KiB, 0)
+            res.check(f'5 {sname}: the handle reads its first 64 KiB', got == sold[:64 * KiB],
+                      describe(got, None, sold[:64 * KiB]))
+            change('rewrite', os.path.join(src, sname), snblob)
+            got, err = b'', None
+            try:
+                got = os.pread(fd, 64 * KiB, MiB + 64 * KiB)
+            except OSError as e:
+                err = e
+            res.check(f'5 {sname}: after an in-place rewrite of one Block that keeps size, '
+                      f'mtime and both 4 KiB ends, the old handle gets EIO, never the new bytes',
+                      err is not None and err.errno == errno.EIO,
+                      describe(got, err, sold[MiB + 64 * KiB:MiB + 128 * KiB],
+                               snew[MiB + 64 * KiB:MiB + 128 * KiB], 'the NEW version', 'OLD'))
+        finally:
+            os.close(fd)
+
     def middle(m):
-        """The handle reads its first span; the rewrite flips a byte in a
-        later one, cold: reading it gives EIO and one log line."""
+        """The handle reads its first span; a chmod (a harmless cause for
+        ctime to move) and then a rewrite that flips a byte in a later span
+        keep both ends: the span's CRC32 catches it, cold: EIO and one log
+        line."""
         path, pos = os.path.join(src, mname), mu - mu % (4 * KiB)
         fd = os.open(os.path.join(mnt, mname[:-3]), os.O_RDONLY)
         try:
             got = os.pread(fd, 64 * KiB, 0)
             res.check(f'5 {mname}: the handle reads its first 64 KiB', got == mold[:64 * KiB],
                       describe(got, None, mold[:64 * KiB]))
+            os.chmod(path, 0o600)
             change('rewrite', path, mnblob)
             err = None
             try:
@@ -552,6 +599,7 @@ def section_ctime(res, zm, tmp, seed):
 
     def body(m):
         middle(m)
+        same_ends(m)
         fds = {}
         try:
             for name, (fmt, kind, old, new, nblob) in files.items():
