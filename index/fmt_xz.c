@@ -7,11 +7,12 @@
  * (entries are never empty), so no read would decode it, and an Index that
  * lies that a Block is empty would hide it and its corruption: `xz -t`
  * says corrupt, and so must we.  Such Blocks are verified, decoded to
- * their end, whenever the map entry after them in the file is decoded from
- * its start; the ones after the last entry go with the last entry, and in a
- * file with no entry at all, at open.  So the reads that fail with EIO are
- * those of the unit starting at the offset where the empty Block sits (the
- * unit before it ends there, untouched).  This is cheap: an honest empty
+ * their end, when the map entry after them in the file is decoded from its
+ * start, until they pass once (struct xz); the ones after the last entry
+ * go with the last entry, and in a file with no entry at all, at open.  So
+ * the reads that fail with EIO are those of the unit starting at the
+ * offset where the empty Block sits (the unit before it ends there,
+ * untouched).  This is cheap: an honest empty
  * Block is a Block Header, the 1-byte LZMA2 end marker and a Check, its
  * decoder's dictionary is capped at 4 KiB (xzdec_dec_open), and a Block
  * that holds more than it says fails at its first decoded byte, having
@@ -21,6 +22,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "reader_int.h"
@@ -30,18 +32,46 @@
 #define XZ_KNOWN_CHECKS                                                              \
 	(1u << XZDEC_CHECK_NONE | 1u << XZDEC_CHECK_CRC32 | 1u << XZDEC_CHECK_CRC64 | \
 	 1u << XZDEC_CHECK_SHA256)
-/* Bytes of memory per Block in the map: the Index entry, the map's start, entry and bad mark. */
+/*
+ * Bytes of memory per Block in the map: the Index entry, the map's start,
+ * entry and bad mark (the README's 65 bytes a Block, test_memory.py's cap).
+ * Not counted: struct xz's empty-run flag, one byte per map entry plus one,
+ * so at most one more byte a Block.
+ */
 #define XZ_BLOCK_COST (sizeof(struct xzdec_block) + sizeof(uint64_t) + sizeof(size_t) + 1)
+
+/* The backend's index (r->idx). */
+struct xz {
+	struct xzdec_index *x;
+	/*
+	 * Per map entry k, whether the run of empty Blocks just before it (k
+	 * == map.n: after the last entry) verified whole.  Each run is
+	 * verified once per reader, not on every decode from the start of the
+	 * entry after it (each backward read in a streamed Block).  Two
+	 * threads may verify a run at once the first time: duplicate work,
+	 * the same verdict.  NULL while map.n is 0.  A failure is not kept
+	 * here: the core retries a failed unit once (a pread error can pass)
+	 * and then marks it bad, so it fails from then on without a decode.
+	 */
+	atomic_uchar *empty_ok;
+	atomic_uint_fast64_t verified; /* empty Blocks decoded, for check_reader */
+};
+
+static const struct xzdec_index *xz_index(const struct reader *r)
+{
+	return ((const struct xz *)r->idx)->x;
+}
 
 /* Verifies Blocks [from, to), every one of which the Index says is empty. */
 static int verify_empty(struct reader *r, size_t from, size_t to, struct zerr *err)
 {
-	const struct xzdec_index *x = r->idx;
+	struct xz *s = r->idx;
 
 	for (size_t i = from; i < to; i++) {
 		struct zerr e = { 0 };
-		int ret = xzdec_block_verify(r->fd, &x->blocks[i], r->ctx->xzspare, &e);
+		int ret = xzdec_block_verify(r->fd, &s->x->blocks[i], r->ctx->xzspare, &e);
 
+		atomic_fetch_add_explicit(&s->verified, 1, memory_order_relaxed);
 		if (ret < 0)
 			return zerr_set(err, ret, e.coff, "Block %zu, which the Index says is empty: %s",
 					i, e.msg);
@@ -49,10 +79,31 @@ static int verify_empty(struct reader *r, size_t from, size_t to, struct zerr *e
 	return 0;
 }
 
+/* verify_empty for the run before map entry k (k == map.n: after the last), once it passes. */
+static int verify_run(struct reader *r, size_t k, struct zerr *err)
+{
+	struct xz *s = r->idx;
+	int ret;
+
+	if (atomic_load(&s->empty_ok[k]))
+		return 0;
+	ret = verify_empty(r, k > 0 ? r->entry[k - 1] + 1 : 0,
+			   k < r->map.n ? r->entry[k] : s->x->nblocks, err);
+	if (ret == 0)
+		atomic_store(&s->empty_ok[k], 1);
+	return ret;
+}
+
+uint64_t fmt_xz_empty_verified(const struct reader *r)
+{
+	return atomic_load(&((struct xz *)r->idx)->verified);
+}
+
 static int xz_open(struct reader *r, struct zerr *why)
 {
 	struct zerr err = { 0 };
 	struct xzdec_index *x;
+	struct xz *s;
 	size_t max_blocks = r->opts.index_max / XZ_BLOCK_COST;
 	int ret = xzdec_index_read_max(r->fd, (uint64_t)r->st.st_size, max_blocks ? max_blocks : 1,
 				       &x, &err);
@@ -93,7 +144,13 @@ static int xz_open(struct reader *r, struct zerr *why)
 		return zerr_set(why, ret == -ENOMEM ? -EINVAL : ret, err.coff,
 				"not readable as xz (at compressed offset %" PRIu64 "): %s", err.coff,
 				err.msg);
-	r->idx = x;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		xzdec_index_free(x);
+		return -ENOMEM;
+	}
+	s->x = x;
+	r->idx = s; /* the core frees it with xz_free whatever happens next */
 	atomic_fetch_add(&r->ctx->stats.xz, 1);
 	if (x->checks & ~XZ_KNOWN_CHECKS)
 		reader_log(r, ZLOG_WARN, NULL, "unsupported type of integrity check; not verifying it");
@@ -115,6 +172,11 @@ static int xz_open(struct reader *r, struct zerr *why)
 		r->entry[r->map.n - 1] = i;
 	}
 	cmap_end(&r->map, x->usize);
+	if (r->map.n > 0) {
+		s->empty_ok = calloc(r->map.n + 1, sizeof(*s->empty_ok));
+		if (!s->empty_ok)
+			return -ENOMEM;
+	}
 	ret = r->map.n == 0 ? verify_empty(r, 0, x->nblocks, &err) : 0;
 	if (ret < 0)
 		return zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, err.coff, "%s", err.msg);
@@ -123,21 +185,26 @@ static int xz_open(struct reader *r, struct zerr *why)
 
 static void xz_free(void *idx)
 {
-	xzdec_index_free(idx);
+	struct xz *s = idx;
+
+	if (!s)
+		return;
+	xzdec_index_free(s->x);
+	free(s->empty_ok);
+	free(s);
 }
 
 static const struct xzdec_block *block(const struct reader *r, size_t k)
 {
-	return &((const struct xzdec_index *)r->idx)->blocks[r->entry[k]];
+	return &xz_index(r)->blocks[r->entry[k]];
 }
 
 static int xz_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
 {
-	const struct xzdec_index *x = r->idx;
-	int ret = verify_empty(r, k > 0 ? r->entry[k - 1] + 1 : 0, r->entry[k], err);
+	int ret = verify_run(r, k, err);
 
 	if (ret == 0 && k + 1 == r->map.n)
-		ret = verify_empty(r, r->entry[k] + 1, x->nblocks, err);
+		ret = verify_run(r, k + 1, err);
 	if (ret < 0)
 		return ret;
 	return xzdec_dec_open(r->fd, block(r, k), r->ctx->xzspare, (struct xzdec_dec **)dec, err);
@@ -172,7 +239,7 @@ static void xz_extent(const struct reader *r, size_t k0, size_t k1, uint64_t *cs
 
 static void xz_info(const struct reader *r, struct reader_info *in)
 {
-	const struct xzdec_index *x = r->idx;
+	const struct xzdec_index *x = xz_index(r);
 
 	in->salvaged = x->salvaged;
 	in->streams = x->nstreams;

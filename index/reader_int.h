@@ -103,6 +103,9 @@ struct reader {
  */
 int reader_map_init(struct reader *r, size_t n);
 
+/* For check_reader: empty Blocks an xz reader r has decoded to verify them (fmt_xz.c). */
+uint64_t fmt_xz_empty_verified(const struct reader *r);
+
 /* A log line about r through its context's sink: "NAME: text"; why as for zmctx_log_fn. */
 void reader_log(const struct reader *r, enum zlog_level level, const struct zerr *why,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));

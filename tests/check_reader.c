@@ -2993,6 +2993,52 @@ START_TEST(last_or_only_block_claiming_zero_bytes_is_corrupt)
 }
 END_TEST
 
+/*
+ * Red-team review: the empty Blocks before a Block were verified on every
+ * decode from that Block's start, so each backward read in a streamed
+ * Block after 250,000 of them cost ~2 s more.  Each run is verified once
+ * per reader: the count of empty Blocks decoded stays EMPTY_RUN over
+ * reads that re-decode the big Block from its start ROUNDS times (no pool:
+ * no read-ahead, so no thread verifies a run twice).  A cache of 1 MiB
+ * with 64 KiB slices cannot hold the 3 MiB Block, so going back to MID
+ * after reading near the end always decodes from the start again.
+ */
+#define EMPTY_RUN 20000u
+START_TEST(empty_blocks_verified_once)
+{
+	const uint64_t mid = 900 * KiB, end = ORIG_SIZE - 4 * KiB, rounds = 4;
+	size_t *size = calloc(EMPTY_RUN + 1, sizeof(*size));
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct reader *r;
+	char path[PATH_MAX];
+
+	ck_assert(gen_ok && size);
+	size[EMPTY_RUN] = ORIG_SIZE;
+	ck_assert_int_eq(xz_forge("empties.xz", orig, size, NULL, EMPTY_RUN + 1), 0);
+	reader_opts_default(&ro, 1 * MiB);
+	ro.index_max = 4 * MiB; /* room for the 20,001 Blocks' map */
+	ro.whole_max = ro.slice = 64 * KiB;
+	ck_assert_int_eq(zmctx_new(1 * MiB, &zm), 0);
+	path_of(path, sizeof(path), "empties.xz");
+	ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
+	ck_assert_uint_eq(reader_size(r), ORIG_SIZE);
+	for (uint64_t i = 0; i < rounds; i++) {
+		expect_pread(r, orig, end, 4 * KiB, 4 * KiB);
+		expect_pread(r, orig, mid, 4 * KiB, 4 * KiB); /* backward: from the start */
+	}
+	/* the reads did decode from the Block's start each round, not from the cache */
+	ck_assert_uint_ge(atomic_load(&r->decoded), rounds * (end - mid) + mid);
+	ck_assert_msg(fmt_xz_empty_verified(r) == EMPTY_RUN,
+		      "%llu empty Blocks decoded over %llu rounds, want %u (each once)",
+		      (unsigned long long)fmt_xz_empty_verified(r), (unsigned long long)rounds,
+		      EMPTY_RUN);
+	reader_close(r);
+	zmctx_free(zm);
+	free(size);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
@@ -3074,6 +3120,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(t18, parking_closes_as_many_as_it_takes);
 	tcase_add_test(t18, block_claiming_zero_bytes_gives_eio);
 	tcase_add_test(t18, last_or_only_block_claiming_zero_bytes_is_corrupt);
+	tcase_add_test(t18, empty_blocks_verified_once);
 	tcase_set_timeout(t18, 300);
 	suite_add_tcase(s, t18);
 
