@@ -232,8 +232,9 @@ static void sample_take(struct reader *r)
 	struct idxfile_id id;
 	struct stat after;
 
+	/* ctime may move meanwhile (a chmod); a write would move mtime too */
 	r->sampled = idxfile_identify(r->fd, &id) == 0 && fstat(r->fd, &after) == 0 &&
-		     srcid_same(&after, &r->st);
+		     srcid_same_but_ctime(&after, &r->st);
 	r->sample = r->sampled ? id.fingerprint : 0;
 	r->st_ok = r->st;
 	r->named_ok = true;
@@ -625,33 +626,42 @@ static bool same_meta(const struct stat *a, const struct stat *b)
  * chmod or chown that changes nothing, which looks like a write and fails
  * the handle.  Checked once per new ctime.
  */
-static bool same_bytes(struct reader *r, const struct stat *st)
+static bool same_bytes(struct reader *r, const struct stat *st0)
 {
 	struct idxfile_id id;
-	struct stat ok_st, after;
-	bool named_ok, named;
+	struct stat st = *st0, ok_st, after;
+	bool named_ok, named, raced = false;
 
-	if (!r->sampled || !srcid_same_but_ctime(st, &r->st))
+	if (!r->sampled || !srcid_same_but_ctime(&st, &r->st))
 		return false;
 	pthread_mutex_lock(&r->lock);
 	ok_st = r->st_ok;
 	named_ok = r->named_ok;
 	pthread_mutex_unlock(&r->lock);
-	if (ok_st.st_ctim.tv_sec == st->st_ctim.tv_sec && ok_st.st_ctim.tv_nsec == st->st_ctim.tv_nsec)
-		return true;
-	named = st->st_nlink > 0 &&
-		(!r->opts.still_named || r->opts.still_named(r->opts.still_named_ctx, r));
-	if (same_meta(st, &ok_st) && (named || !named_ok))
-		return false;
-	/* The stat after the hash: no write slipped in (ctime may have moved again). */
-	if (idxfile_identify(r->fd, &id) < 0 || id.fingerprint != r->sample ||
-	    fstat(r->fd, &after) < 0 || !srcid_same_but_ctime(&after, st) || !same_meta(&after, st))
-		return false;
-	pthread_mutex_lock(&r->lock);
-	r->st_ok = *st;
-	r->named_ok = named;
-	pthread_mutex_unlock(&r->lock);
-	return true;
+	/* A few tries: a chmod racing the hash moves ctime and mode again. */
+	for (int tries = 0; tries < 3; tries++) {
+		if (ok_st.st_ctim.tv_sec == st.st_ctim.tv_sec &&
+		    ok_st.st_ctim.tv_nsec == st.st_ctim.tv_nsec)
+			return true;
+		named = st.st_nlink > 0 &&
+			(!r->opts.still_named || r->opts.still_named(r->opts.still_named_ctx, r));
+		/* raced: the mode, owner or links moved under the hash, a cause seen */
+		if (!raced && same_meta(&st, &ok_st) && (named || !named_ok))
+			return false;
+		if (idxfile_identify(r->fd, &id) < 0 || id.fingerprint != r->sample ||
+		    fstat(r->fd, &after) < 0 || !srcid_same_but_ctime(&after, &r->st))
+			return false;
+		if (same_meta(&after, &st)) {
+			pthread_mutex_lock(&r->lock);
+			r->st_ok = st;
+			r->named_ok = named;
+			pthread_mutex_unlock(&r->lock);
+			return true;
+		}
+		st = after;
+		raced = true;
+	}
+	return false;
 }
 
 /*
