@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lzma2dec.h"
+#include "checkutil.h"
 #include "testutil.h"
 
 static char corpus[PATH_MAX]; /* .../corpus/xz-utils */
@@ -857,7 +858,7 @@ END_TEST
 
 static Suite *lzma2dec_suite(int have_corpus, int *skipped)
 {
-	const struct testutil_case t[] = {
+	const struct checkutil_case t[] = {
 	{"presets", test_presets, 0},
 	{"dict_sizes", test_dict_sizes, 0},
 	{"lc_lp_pb", test_lc_lp_pb, 0},
@@ -872,7 +873,7 @@ static Suite *lzma2dec_suite(int have_corpus, int *skipped)
 	{"corpus", test_corpus, 1},
 	};
 
-	return testutil_suite("check_lzma2dec", "lzma2dec", t, sizeof(t) / sizeof(t[0]), 600, have_corpus,
+	return checkutil_suite("check_lzma2dec", "lzma2dec", t, sizeof(t) / sizeof(t[0]), 600, have_corpus,
 			      skipped);
 }
 

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkutil.h"
 #include "testutil.h"
 #include "xzdec.h"
 
@@ -230,7 +231,7 @@ static void check_generated(const char *xzname, const char *origname, size_t chu
 
 	need_generated();
 	tpath(path, sizeof(path), origname);
-	orig = testutil_slurp(path, &olen);
+	orig = checkutil_slurp(path, &olen);
 	tpath(path, sizeof(path), xzname);
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->usize, olen);
@@ -295,7 +296,7 @@ START_TEST(test_blocks_independent)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = testutil_slurp(path, &olen);
+	orig = checkutil_slurp(path, &olen);
 	tpath(path, sizeof(path), "blocks.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	buf = malloc(65536 + 1);
@@ -376,7 +377,7 @@ START_TEST(test_small_reads)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = testutil_slurp(path, &olen);
+	orig = checkutil_slurp(path, &olen);
 	tpath(path, sizeof(path), "one.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
@@ -954,7 +955,7 @@ START_TEST(test_fd_per_call)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = testutil_slurp(path, &olen);
+	orig = checkutil_slurp(path, &olen);
 	tpath(path, sizeof(path), "one.xz");
 	tpath(other, sizeof(other), "none.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
@@ -1191,7 +1192,7 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	snprintf(out, sizeof(out), "%s.xzcat", path);
 	snprintf(cmd, sizeof(cmd), "xz -dc < '%s' > '%s' 2>/dev/null; true", path, out);
 	ck_assert_int_eq(system(cmd), 0);
-	want = testutil_slurp(out, &wlen);
+	want = checkutil_slurp(out, &wlen);
 	ck_assert_msg(glen <= wlen, "%s: %llu bytes, xz -dc gave only %zu", path,
 		      (unsigned long long)glen, wlen);
 	if (!damaged)
@@ -1527,7 +1528,7 @@ static int gen_fixtures(void)
 
 static Suite *xzdec_suite(int have_corpus, int *skipped)
 {
-	const struct testutil_case t[] = {
+	const struct checkutil_case t[] = {
 	{"index_many_blocks", test_index_many_blocks, 0},
 	{"blocks_independent", test_blocks_independent, 0},
 	{"small_reads", test_small_reads, 0},
@@ -1563,7 +1564,7 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 	{"scan_corpus", test_scan_corpus, 1},
 	};
 
-	return testutil_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120, have_corpus,
+	return checkutil_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120, have_corpus,
 			      skipped);
 }
 

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkutil.h"
 #include "testutil.h"
 #include "zstd.h" /* ZSTD_decompressDCtx: the oracle for hand-made frames */
 #include "zstdckpt.h"
@@ -133,7 +134,7 @@ static void fx_open(struct fx *x, const char *name)
 	ck_assert_msg(gen_ok, "fixtures are missing (is zstd installed?)");
 	tpath(path, sizeof(path), name);
 	snprintf(opath, sizeof(opath), "%s.out", path);
-	x->want = testutil_slurp(opath, &x->wlen);
+	x->want = checkutil_slurp(opath, &x->wlen);
 	x->fd = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(x->fd, 0);
 	ck_assert_int_eq(fstat(x->fd, &st), 0);
@@ -769,7 +770,7 @@ static int bench(const char *path, uint64_t span)
 
 static Suite *zstdckpt_suite(void)
 {
-	const struct testutil_case t[] = {
+	const struct checkutil_case t[] = {
 	{"resume_every_boundary", test_resume_every_boundary, 0},
 	{"span", test_span, 0},
 	{"reads", test_reads, 0},
@@ -781,7 +782,7 @@ static Suite *zstdckpt_suite(void)
 	{"crafted_modes", test_crafted_modes, 0},
 	};
 
-	return testutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);
+	return checkutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);
 }
 
 int main(int argc, char **argv)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "checkutil.h"
 #include "testutil.h"
 #include "zstddec.h"
 
@@ -1133,7 +1134,7 @@ static int gen_bigfcs(void)
 
 static Suite *zstddec_suite(void)
 {
-	const struct testutil_case t[] = {
+	const struct checkutil_case t[] = {
 	{"levels", test_levels, 0},
 	{"small_reads", test_small_reads, 0},
 	{"multi_frame", test_multi_frame, 0},
@@ -1156,7 +1157,7 @@ static Suite *zstddec_suite(void)
 	{"conformance", test_conformance, 0},
 	};
 
-	return testutil_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1, NULL);
+	return checkutil_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1, NULL);
 }
 
 int main(void)

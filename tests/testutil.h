@@ -4,7 +4,6 @@
 
 /* Helpers shared by the Check tests: fixtures are made by shell commands in a temp dir. */
 
-#include <check.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,28 +22,5 @@ int testutil_text(const char *path, size_t size, unsigned seed);
 
 /* CRC-64/XZ of p[0..n), bit by bit from the definition: to reseal forged index files. */
 uint64_t testutil_crc64(const unsigned char *p, size_t n);
-
-/*
- * The whole file at path in a malloc'ed buffer (at least 1 byte, so never
- * NULL), which the caller frees; *len is its size.  Fails the running test
- * if the file cannot be read.
- */
-uint8_t *testutil_slurp(const char *path, size_t *len);
-
-/* One test of a table: corpus says it needs the conformance corpus. */
-struct testutil_case {
-	const char *name;
-	const TTest *test;
-	int corpus;
-};
-
-/*
- * A Suite named name with one TCase per case of t[0..n), each with the
- * given timeout in seconds.  Without the corpus (have_corpus 0) the cases
- * that need it are left out, each said on stderr as "prog: SKIP: NAME",
- * and counted in *skipped (which may be NULL when no case needs it).
- */
-Suite *testutil_suite(const char *prog, const char *name, const struct testutil_case *t, size_t n,
-		      int timeout, int have_corpus, int *skipped);
 
 #endif
