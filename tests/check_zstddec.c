@@ -40,25 +40,13 @@ static void need_generated(void)
 	ck_assert_msg(gen_ok, "generated fixtures are missing (are zstd and pzstd installed?)");
 }
 
+/* name in the fixture directory, read whole (checkutil_slurp). */
 static uint8_t *slurp(const char *name, size_t *len)
 {
 	char path[PATH_MAX];
-	FILE *f;
-	uint8_t *buf;
-	long n;
 
 	tpath(path, sizeof(path), name);
-	f = fopen(path, "r");
-	ck_assert_msg(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc(n ? (size_t)n : 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
+	return checkutil_slurp(path, len);
 }
 
 static void spew(const char *name, const void *buf, size_t len)

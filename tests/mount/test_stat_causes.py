@@ -175,13 +175,7 @@ def main():
             except (zmtest.MountError, OSError, subprocess.SubprocessError) as e:
                 res.fail(f'{t.__name__}: no exception', repr(e))
     finally:
-        for d in os.listdir(top):
-            if d.startswith('mnt') and zmtest.is_mounted(os.path.join(top, d)):
-                zmtest.fusermount(os.path.join(top, d), lazy=True)
-        if a.keep:
-            print(f'# kept {top}')
-        else:
-            shutil.rmtree(top, ignore_errors=True)
+        zmtest.cleanup_top(top, a.keep)
     return res.finish()
 
 

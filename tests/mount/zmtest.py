@@ -172,6 +172,18 @@ def fusermount(mnt, lazy=False, timeout=20):
     return p.returncode, (p.stdout + p.stderr).decode(errors='replace').strip()
 
 
+def cleanup_top(top, keep):
+    """Lazily unmounts every mnt* left mounted under TOP, then removes TOP
+    (or says where it is kept)."""
+    for d in os.listdir(top):
+        if d.startswith('mnt') and is_mounted(os.path.join(top, d)):
+            fusermount(os.path.join(top, d), lazy=True)
+    if keep:
+        print(f'# kept {top}')
+    else:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 def lines_naming(lines, names):
     """Lines that mention any of NAMES as a whole name.
 
