@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+#include "zcrc.h"
+
+#include <limits.h>
+#include <zlib.h>
+
+uint32_t zcrc32(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	/* zlib takes a uInt length. */
+	while (len > 0) {
+		uInt n = len > UINT_MAX ? UINT_MAX : (uInt)len;
+
+		crc = (uint32_t)crc32(crc, p, n);
+		p += n;
+		len -= n;
+	}
+	return crc;
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+#include "ckpt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zcrc.h"
+
+size_t ckpt_set_bytes(const struct ckpt_set *s)
+{
+	if (!s)
+		return 0;
+	return sizeof(*s) + s->n * sizeof(*s->pt) + s->ncrc * sizeof(*s->crc) + s->blob_len;
+}
+
+void ckpt_set_free(struct ckpt_set *s)
+{
+	if (!s)
+		return;
+	free(s->pt);
+	free(s->crc);
+	free(s->blob);
+	free(s);
+}
+
+size_t ckpt_find(const struct ckpt_set *s, uint64_t want)
+{
+	size_t lo = 0, hi = s->n; /* pt[lo].uoff <= want < pt[hi].uoff */
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->pt[mid].uoff <= want)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint64_t span_end(const struct ckpt_set *s, size_t i)
+{
+	return i + 1 < s->n ? s->pt[i + 1].uoff : s->usize;
+}
+
+static uint64_t pieces_in(uint64_t len)
+{
+	return (len + CKPT_PIECE - 1) / CKPT_PIECE;
+}
+
+int ckpt_set_check(const struct ckpt_set *s)
+{
+	uint64_t piece = 0;
+
+	if (s->n < 1 || s->usize == 0 || s->pt[0].uoff != 0 || s->pt[0].blob_len != 0)
+		return -EINVAL;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ckpt_point *p = &s->pt[i];
+
+		if (i > 0 && (p->uoff <= s->pt[i - 1].uoff || p->blob_len == 0))
+			return -EINVAL;
+		if (p->uoff >= s->usize || p->blob_off > s->blob_len ||
+		    p->blob_len > s->blob_len - p->blob_off || p->piece0 != piece)
+			return -EINVAL;
+		piece += pieces_in(span_end(s, i) - p->uoff);
+	}
+	return piece == s->ncrc ? 0 : -EINVAL;
+}
+
+struct ckpt_build {
+	struct ckpt_set *s;
+	size_t cap_pt, cap_crc;
+	uint64_t cap_blob;
+	uint64_t total;       /* bytes seen */
+	uint64_t piece_start; /* where the piece being summed began */
+	uint32_t crc;         /* of [piece_start, total) */
+};
+
+int ckpt_build_new(uint64_t usize, struct ckpt_build **out)
+{
+	struct ckpt_build *b = calloc(1, sizeof(*b));
+
+	*out = NULL;
+	if (!b || !(b->s = calloc(1, sizeof(*b->s)))) {
+		free(b);
+		return -ENOMEM;
+	}
+	b->s->usize = usize;
+	*out = b;
+	/* Point 0, the entry's start, needs no blob. */
+	return ckpt_build_point(b, 0, NULL, 0);
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	void *na;
+	size_t ncap;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	na = realloc(*arr, ncap * elem);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+/* Records the CRC32 of the piece ending at total. */
+static int end_piece(struct ckpt_build *b)
+{
+	struct ckpt_set *s = b->s;
+
+	if (b->total == b->piece_start)
+		return 0;
+	if (grow((void **)&s->crc, &b->cap_crc, s->ncrc + 1, sizeof(*s->crc)) < 0)
+		return -ENOMEM;
+	s->crc[s->ncrc++] = b->crc;
+	b->piece_start = b->total;
+	b->crc = 0;
+	return 0;
+}
+
+int ckpt_build_out(void *vb, const void *buf, size_t len)
+{
+	struct ckpt_build *b = vb;
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		uint64_t room = b->piece_start + CKPT_PIECE - b->total;
+		size_t n = len < room ? len : (size_t)room;
+
+		if (b->total + n > b->s->usize)
+			return -EIO; /* more than the entry holds */
+		b->crc = zcrc32(b->crc, p, n);
+		b->total += n;
+		p += n;
+		len -= n;
+		if (b->total - b->piece_start == CKPT_PIECE && end_piece(b) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int ckpt_build_point(void *vb, uint64_t uoff, const void *blob, size_t len)
+{
+	struct ckpt_build *b = vb;
+	struct ckpt_set *s = b->s;
+	struct ckpt_point *p;
+
+	if (uoff != b->total || (s->n > 0 && (len == 0 || len > UINT32_MAX)) || uoff >= s->usize)
+		return -EPROTO;
+	if (end_piece(b) < 0 || grow((void **)&s->pt, &b->cap_pt, s->n + 1, sizeof(*s->pt)) < 0)
+		return -ENOMEM;
+	if (s->blob_len + len > b->cap_blob) {
+		uint64_t ncap = b->cap_blob ? b->cap_blob * 2 : (1u << 16);
+		void *nb;
+
+		while (ncap < s->blob_len + len)
+			ncap *= 2;
+		nb = realloc(s->blob, ncap);
+		if (!nb)
+			return -ENOMEM;
+		s->blob = nb;
+		b->cap_blob = ncap;
+	}
+	p = &s->pt[s->n++];
+	p->uoff = uoff;
+	p->blob_off = s->blob_len;
+	p->blob_len = (uint32_t)len;
+	p->piece0 = (uint32_t)s->ncrc;
+	if (len)
+		memcpy(s->blob + s->blob_len, blob, len);
+	s->blob_len += len;
+	return 0;
+}
+
+int ckpt_build_end(struct ckpt_build *b, struct ckpt_set **out)
+{
+	struct ckpt_set *s = b->s;
+	int ret = 0;
+
+	*out = NULL;
+	if (b->total != s->usize)
+		ret = -EIO;
+	else if (end_piece(b) < 0)
+		ret = -ENOMEM;
+	if (ret == 0) {
+		/* Give back what doubling left over: a set lives as long as its reader. */
+		void *nb = s->blob_len ? realloc(s->blob, s->blob_len) : NULL;
+
+		if (nb)
+			s->blob = nb;
+		*out = s;
+		b->s = NULL;
+	}
+	ckpt_build_free(b);
+	return ret;
+}
+
+void ckpt_build_free(struct ckpt_build *b)
+{
+	if (!b)
+		return;
+	ckpt_set_free(b->s);
+	free(b);
+}
+
+struct ckpt_dec {
+	const struct ckpt_set *s;
+	void *inner;
+	const struct ckpt_inner_ops *ops;
+	size_t span;       /* the span the next piece is in */
+	uint64_t pos;      /* entry offset of buf[0] */
+	uint32_t piece;    /* set->crc index of the piece in buf */
+	size_t have, used; /* bytes in buf, and handed out */
+	uint8_t buf[CKPT_PIECE];
+};
+
+int ckpt_dec_new(const struct ckpt_set *s, size_t i, void *inner, const struct ckpt_inner_ops *ops,
+		 struct ckpt_dec **out)
+{
+	struct ckpt_dec *d = malloc(sizeof(*d));
+
+	*out = NULL;
+	if (!d) {
+		ops->close(inner);
+		return -ENOMEM;
+	}
+	d->s = s;
+	d->inner = inner;
+	d->ops = ops;
+	d->span = i;
+	d->pos = s->pt[i].uoff;
+	d->piece = s->pt[i].piece0;
+	d->have = d->used = 0;
+	*out = d;
+	return 0;
+}
+
+/* Decodes and checks the piece at d->pos + d->have (the buffer is used up). */
+static int next_piece(struct ckpt_dec *d, int fd, struct zerr *err)
+{
+	const struct ckpt_set *s = d->s;
+	uint64_t pos = d->pos + d->have, end;
+	size_t len, got = 0;
+
+	if (d->have) {
+		d->piece++;
+		if (d->span + 1 < s->n && pos == s->pt[d->span + 1].uoff)
+			d->span++;
+	}
+	end = span_end(s, d->span);
+	len = end - pos < CKPT_PIECE ? (size_t)(end - pos) : CKPT_PIECE;
+	d->pos = pos;
+	d->have = d->used = 0;
+	while (got < len) {
+		ssize_t n = d->ops->read(d->inner, fd, d->buf + got, len - got, err);
+
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return zerr_set(err, -EIO, 0, "data ended at offset %" PRIu64 " of %" PRIu64,
+					pos + got, s->usize);
+		got += (size_t)n;
+	}
+	if (d->piece >= s->ncrc || zcrc32(0, d->buf, len) != s->crc[d->piece])
+		return zerr_set(err, -EIO, 0, "checksum mismatch in the piece at offset %" PRIu64
+				" (resumed from checkpoint %zu at %" PRIu64 ")",
+				pos, d->span, s->pt[d->span].uoff);
+	d->have = len;
+	return 0;
+}
+
+ssize_t ckpt_dec_read(struct ckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+{
+	size_t done = 0;
+
+	while (done < len && d->pos + d->used < d->s->usize) {
+		size_t n;
+
+		if (d->used == d->have) {
+			int ret = next_piece(d, fd, err);
+
+			if (ret < 0)
+				return ret;
+		}
+		n = d->have - d->used;
+		if (n > len - done)
+			n = len - done;
+		memcpy((uint8_t *)buf + done, d->buf + d->used, n);
+		d->used += n;
+		done += n;
+	}
+	return (ssize_t)done;
+}
+
+uint64_t ckpt_dec_tell(const struct ckpt_dec *d)
+{
+	return d->pos + d->used;
+}
+
+size_t ckpt_dec_cost(const struct ckpt_dec *d)
+{
+	return sizeof(*d) + d->ops->cost(d->inner);
+}
+
+void ckpt_dec_close(struct ckpt_dec *d)
+{
+	if (!d)
+		return;
+	d->ops->close(d->inner);
+	free(d);
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_CKPT_H
+#define ZMOUNT_CKPT_H
+
+/*
+ * Checkpoints inside one map entry: an xz Block or a zstd frame wide enough
+ * that decoding it from its start to reach an offset costs more than a few
+ * spans (issue 19).  The format's codec (xzckpt, zstdckpt) says what a
+ * checkpoint holds, as an opaque blob; this module keeps the blobs of one
+ * entry, finds the one to resume from, and verifies what a resumed decoder
+ * returns.
+ *
+ * Trust.  The pass that builds a set is the pass that verified the whole
+ * entry (its xz Check, its zstd Content_Checksum).  It also records the
+ * CRC32 of every piece of output: pieces are CKPT_PIECE bytes, counted
+ * from each checkpoint (the last piece before a checkpoint is shorter).  A
+ * decoder resumed from a checkpoint hands out a piece only after its CRC32
+ * matched, so a damaged blob, a forged saved index or a codec bug gives
+ * -EIO, never a wrong byte.
+ *
+ * Threads: a set is immutable once built; any thread may read it.  A
+ * builder and a decoder belong to one thread at a time.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zerr.h"
+
+#define CKPT_PIECE (64u << 10)
+
+struct ckpt_point {
+	uint64_t uoff;     /* offset in the entry's output */
+	uint64_t blob_off; /* its blob: set->blob[blob_off, + blob_len) */
+	uint32_t blob_len; /* 0 for point 0, the entry's start */
+	uint32_t piece0;   /* set->crc index of its span's first piece */
+};
+
+struct ckpt_set {
+	uint64_t usize;         /* the entry's uncompressed size */
+	size_t n;               /* points; pt[0] is the entry's start */
+	struct ckpt_point *pt;  /* ascending uoff */
+	size_t ncrc;
+	uint32_t *crc;          /* CRC32 of each piece, span after span */
+	uint8_t *blob;          /* every point's blob, end to end */
+	uint64_t blob_len;
+};
+
+/* Memory a set holds, for the byte budget and the stats. */
+size_t ckpt_set_bytes(const struct ckpt_set *s);
+
+/* Frees a set.  Accepts NULL. */
+void ckpt_set_free(struct ckpt_set *s);
+
+/* The last point at or before entry offset want (want < s->usize). */
+size_t ckpt_find(const struct ckpt_set *s, uint64_t want);
+
+/*
+ * Checks that a set read back from disk is one a decoder may use: n >= 1,
+ * pt[0] at 0 without a blob, offsets ascending below usize, blobs inside
+ * blob_len, and exactly the pieces the spans need.  Returns 0 or -EINVAL.
+ */
+int ckpt_set_check(const struct ckpt_set *s);
+
+/*
+ * Building a set from the codec's pass.  The codec calls ckpt_build_out
+ * with every byte of the entry in order and ckpt_build_point(uoff) when
+ * exactly uoff bytes have come (both take the builder as void *, for the
+ * codec's sink).  They return 0, or -ENOMEM, or -EPROTO for a point out of
+ * order (the codec's bug: the build fails).
+ */
+struct ckpt_build;
+int ckpt_build_new(uint64_t usize, struct ckpt_build **out);
+int ckpt_build_out(void *b, const void *buf, size_t len);
+int ckpt_build_point(void *b, uint64_t uoff, const void *blob, size_t len);
+/*
+ * Ends the build: returns 0 and *out (free with ckpt_set_free) if exactly
+ * usize bytes came, else -EIO.  Frees b either way.
+ */
+int ckpt_build_end(struct ckpt_build *b, struct ckpt_set **out);
+/* Frees a builder whose pass failed.  Accepts NULL. */
+void ckpt_build_free(struct ckpt_build *b);
+
+/*
+ * A resumed decoder, wrapped: ckpt_dec_read returns only bytes of pieces
+ * whose CRC32 matched.  inner is the format's decoder, opened at point i
+ * of s and driven through ops; the wrapper owns it from here (closed by
+ * ckpt_dec_close, also if this fails).  s is borrowed and must outlive d.
+ */
+struct ckpt_inner_ops {
+	ssize_t (*read)(void *dec, int fd, void *buf, size_t len, struct zerr *err);
+	size_t (*cost)(const void *dec);
+	void (*close)(void *dec);
+};
+struct ckpt_dec;
+/* Returns 0 and *out, or -ENOMEM (inner closed). */
+int ckpt_dec_new(const struct ckpt_set *s, size_t i, void *inner, const struct ckpt_inner_ops *ops,
+		 struct ckpt_dec **out);
+/*
+ * Up to len verified bytes (0 at the entry's end), or a negative errno with
+ * err set: -EIO for a piece whose CRC32 differs (err names the entry
+ * offset of the piece and the checkpoint), the inner decoder's error, or
+ * data that ends before the entry does.
+ */
+ssize_t ckpt_dec_read(struct ckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err);
+uint64_t ckpt_dec_tell(const struct ckpt_dec *d); /* entry offset of the next byte */
+size_t ckpt_dec_cost(const struct ckpt_dec *d);
+void ckpt_dec_close(struct ckpt_dec *d); /* accepts NULL */
+
+#endif
