@@ -219,6 +219,27 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 	return get(t, dirfd, rel, st, t->opts, out);
 }
 
+/*
+ * The background pass's second half: checkpoints inside the archive's wide
+ * xz Blocks and zstd frames, read through a descriptor of its own, so the
+ * reader stays detached.  One that cannot have them is no failure.
+ */
+static int checkpoint(struct arc *a, int dirfd, const char *rel)
+{
+	struct reader_info in;
+	int fd, ret;
+
+	reader_get_info(a->r, &in);
+	if (in.ckpt_wanted == 0)
+		return 0;
+	fd = tree_open_file(dirfd, rel, &a->st, NULL);
+	if (fd < 0)
+		return fd;
+	ret = reader_build_checkpoints(a->r, fd, NULL);
+	close(fd);
+	return ret == -ENOTSUP ? 0 : ret;
+}
+
 int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st)
 {
 	struct reader_opts bg = *t->opts;
@@ -230,7 +251,7 @@ int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat
 	ret = get(t, dirfd, rel, st, &bg, &a);
 
 	if (ret == 0) {
-		ret = a->r ? 0 : a->err;
+		ret = a->r ? checkpoint(a, dirfd, rel) : a->err;
 		arctab_put(t, a);
 	}
 	return ret;

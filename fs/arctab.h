@@ -53,8 +53,11 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 
 /*
  * Indexes the archive at rel, as arctab_get would, for a background job:
- * nobody is about to read it, so it leaves nothing in the cache.  Returns 0,
- * the archive's error if it is corrupt, or arctab_get's errors.
+ * nobody is about to read it, so it leaves nothing in the cache; then
+ * builds the checkpoints inside its wide xz Blocks and zstd frames
+ * (reader_build_checkpoints).  Returns 0, the archive's error if it is
+ * corrupt (-EINVAL at open, -EIO in a checkpoint pass), -ESTALE (changed),
+ * or arctab_get's errors.  Any thread, pool workers included.
  */
 int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st);
 

@@ -57,7 +57,7 @@ static void usage(FILE *out)
 		"x.txz, x.tgz and x.tzst as x.tar, decompressed on demand.\n\n"
 		"zmount options:\n"
 		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G/T)\n"
-		"  -o span=SIZE        gzip checkpoint spacing (default 1M; 64K..64M)\n"
+		"  -o span=SIZE        checkpoint spacing (default gzip 1M, xz/zstd 16M; 64K..64M)\n"
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
 		"  -o noindex          do not index gzip files in the background after mount\n"
@@ -289,6 +289,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	ops_ctx_init(&octx);
 	reader_opts_default(&ropts, (size_t)cli->opts.cache_size);
 	ropts.span = cli->opts.span;
+	ropts.ck_span = cli->opts.ck_span;
 	ropts.index_dir = usable_index_dir(cli->opts.index_dir);
 	/* The first user of a gzip file usually reads it from the start. */
 	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;

@@ -49,6 +49,7 @@ void opts_default(struct opts *o)
 {
 	o->cache_size = OPTS_DEFAULT_CACHE;
 	o->span = OPTS_DEFAULT_SPAN;
+	o->ck_span = OPTS_DEFAULT_CK_SPAN;
 	o->log_level = ZLOG_INFO;
 	o->timeout = 1.0;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -128,8 +129,14 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 #define KEY(k) (klen == strlen(k) && strncmp(opt, k, klen) == 0)
 	if (KEY("cache_size"))
 		return cache_size(o, val, msg, msglen);
-	if (KEY("span"))
-		return sized(val, 64ull << 10, 64ull << 20, &o->span, "span", msg, msglen);
+	if (KEY("span")) {
+		int ret = sized(val, 64ull << 10, 64ull << 20, &o->span, "span", msg, msglen);
+
+		/* One spacing for all three formats once the user names one. */
+		if (ret == 0)
+			o->ck_span = o->span;
+		return ret;
+	}
 	if (KEY("threads")) {
 		uint64_t n;
 

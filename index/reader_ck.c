@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader's checkpoints inside wide entries (issue 19): which entries
+ * may have them, building them, and handing them to the core.  The sets
+ * themselves are ckpt.c's; what a checkpoint holds is the format's
+ * (fmt->ck).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "ckpt.h"
+#include "reader_int.h"
+#include "zlog.h"
+
+/*
+ * An entry gets checkpoints when it holds more than two spans: below
+ * that, a read decodes at most two spans from the entry's start anyway.
+ */
+static bool wide_enough(const struct reader *r, size_t k)
+{
+	return r->opts.ck_span > 0 && cmap_len(&r->map, k) > 2 * r->opts.ck_span;
+}
+
+int reader_ck_init(struct reader *r)
+{
+	size_t n = 0;
+
+	if (!r->f->ck)
+		return 0;
+	for (size_t k = 0; k < r->map.n; k++)
+		n += wide_enough(r, k);
+	if (n == 0)
+		return 0;
+	r->ckable = calloc(r->map.n, 1);
+	r->ck = calloc(r->map.n, sizeof(*r->ck));
+	r->ck_state = calloc(r->map.n, sizeof(*r->ck_state));
+	if (!r->ckable || !r->ck || !r->ck_state) {
+		reader_ck_free(r);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < r->map.n; k++)
+		r->ckable[k] = wide_enough(r, k);
+	return 0;
+}
+
+void reader_ck_free(struct reader *r)
+{
+	if (r->ck)
+		for (size_t k = 0; k < r->map.n; k++)
+			ckpt_set_free(atomic_load(&r->ck[k]));
+	free(r->ck);
+	free(r->ckable);
+	free((void *)r->ck_state);
+	r->ck = NULL;
+	r->ckable = NULL;
+	r->ck_state = NULL;
+}
+
+const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)
+{
+	return r->ck ? atomic_load_explicit(&r->ck[k], memory_order_acquire) : NULL;
+}
+
+/* Whether fd is the version r was opened on. */
+static bool same_version(const struct reader *r, int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && reader_matches(r, &st);
+}
+
+/* One entry's pass.  0, or a negative errno with why set. */
+static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
+{
+	struct ckpt_build *b;
+	struct ckpt_set *s;
+	int ret = ckpt_build_new(cmap_len(&r->map, k), &b);
+
+	if (ret < 0)
+		return zerr_set(why, ret, 0, "out of memory");
+	ret = r->f->ck->build(r, fd, k, r->opts.ck_span, b, why);
+	if (ret < 0) {
+		ckpt_build_free(b);
+		return ret;
+	}
+	ret = ckpt_build_end(b, &s);
+	if (ret < 0)
+		return zerr_set(why, ret, 0, "the %s did not decode to its size", r->f->unit);
+	/* Only bytes of the version that was indexed: a set of another is dropped. */
+	if (!same_version(r, fd)) {
+		ckpt_set_free(s);
+		return zerr_set(why, -ESTALE, 0, "the file changed while it was read");
+	}
+	atomic_store_explicit(&r->ck[k], s, memory_order_release);
+	atomic_fetch_add(&r->ctx->stats.decoded, cmap_len(&r->map, k));
+	atomic_fetch_add(&r->ctx->stats.ckpts, s->n - 1);
+	reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: %zu checkpoints, %" PRIu64 " bytes", r->f->unit,
+		   r->entry[k], s->n - 1, (uint64_t)ckpt_set_bytes(s));
+	return 0;
+}
+
+/* The one log line, and the mark, for a pass that failed. */
+static void build_failed(struct reader *r, int fd, size_t k, int ret, const struct zerr *why)
+{
+	if (ret == -ENOTSUP)
+		reader_log(r, ZLOG_INFO, why, "%s %zu has no checkpoints (%s): reads inside it "
+			   "decode from its start", r->f->unit, r->entry[k], why->msg);
+	else if (ret == -EIO && same_version(r, fd))
+		reader_fail_entry(r, k, r->map.start[k], why);
+}
+
+int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
+{
+	struct zerr e = { 0 };
+	int first = 0;
+
+	if (!r->ck)
+		return 0;
+	if (!same_version(r, fd))
+		return zerr_set(why, -ESTALE, 0, "the file changed since it was opened");
+	for (size_t k = 0; k < r->map.n; k++) {
+		unsigned char none = CK_NONE;
+		int ret;
+
+		if (!r->ckable[k] ||
+		    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY))
+			continue;
+		e = (struct zerr){ 0 };
+		ret = build_one(r, fd, k, &e);
+		/* Memory or a change may pass: the next pass tries again. */
+		atomic_store(&r->ck_state[k], ret == -ENOMEM || ret == -ESTALE ? CK_NONE : CK_DONE);
+		if (ret < 0) {
+			build_failed(r, fd, k, ret, &e);
+			if (!first) {
+				first = ret;
+				if (why)
+					*why = e;
+			}
+		}
+	}
+	return first;
+}
