@@ -493,7 +493,7 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		"xz_indexes=%llu\n"
 		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\nindex_errors=%llu\n"
 		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
-		"listing_rebuilds=%llu\nplain_reads=%llu\n",
+		"listing_rebuilds=%llu\nplain_reads=%llu\ncheckpoints=%llu\n",
 		st.budget, st.used, st.peak, st.charged, st.entries, (unsigned long long)st.hits,
 		(unsigned long long)st.misses, (unsigned long long)st.waits,
 		(unsigned long long)st.room_waits, (unsigned long long)st.evictions,
@@ -504,7 +504,8 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
 		nodes_count(c->nodes), ts.listings,
 		ts.list_bytes, ts.list_budget, (unsigned long long)ts.rebuilds,
-		(unsigned long long)atomic_load(&c->plain_reads));
+		(unsigned long long)atomic_load(&c->plain_reads),
+		(unsigned long long)rc.checkpoints);
 	/*
 	 * The archives that cost the most decoding: "top=DECODED SERVED READS
 	 * WHY NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
@@ -544,14 +545,17 @@ static int info_text(const struct node *n, char *out, size_t len)
 	n_out = snprintf(out, len,
 			"source=%s\nformat=%s\nstate=%s\nfailed_units=%u\nstreams=%llu\n"
 			"blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
-			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\n",
+			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\ncheckpoints=%llu\n"
+			"checkpoint_bytes=%llu\ncheckpoints_pending=%llu\nresumes=%llu\n",
 			n->tn.rel, probe_name(in.fmt),
 			in.changed ? "changed" : in.failed ? "damaged" : in.salvaged ? "salvaged" : "indexed",
 			in.failed,
 			(unsigned long long)in.streams, (unsigned long long)in.blocks,
 			(unsigned long long)in.chunks, (unsigned long long)in.csize,
 			(unsigned long long)in.usize, (unsigned long long)in.max_block,
-			(unsigned long long)in.decoded, (unsigned long long)in.served);
+			(unsigned long long)in.decoded, (unsigned long long)in.served,
+			(unsigned long long)in.ckpts, (unsigned long long)in.ckpt_bytes,
+			(unsigned long long)in.ckpt_wanted, (unsigned long long)in.resumes);
 	/* A damaged or changed archive: why its reads fail, as the log said it. */
 	if (n_out >= 0 && (size_t)n_out < len && reader_last_error(r, &err) < 0) {
 		zlog_escape(why, sizeof(why), err.msg);

@@ -215,8 +215,9 @@ static void warn_wide_units(const struct reader *r)
 {
 	uint64_t widest = 0;
 
+	/* One that may get checkpoints reads fast at random once they are built. */
 	for (size_t k = 0; k < r->map.n; k++)
-		if (cmap_len(&r->map, k) > widest)
+		if (cmap_len(&r->map, k) > widest && !(r->ckable && r->ckable[k]))
 			widest = cmap_len(&r->map, k);
 	if (!r->opts.warn_wide || widest <= r->opts.whole_max)
 		return;
@@ -510,6 +511,7 @@ void reader_close(struct reader *r)
 	if (!r)
 		return;
 	drain(r);
+	reader_ck_stop(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
 	udec_close(unpark(r, SIZE_MAX));
@@ -783,9 +785,12 @@ static int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out
 	udec_close(d); /* past want (a reader went back), or further than a checkpoint */
 	if (i != SIZE_MAX)
 		return udec_resume(r, k, s, i, out, err);
-	if (want > 0)
+	if (want > 0) {
 		reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
 			   r->f->unit, r->entry[k], want);
+		if (r->ckable && r->ckable[k])
+			reader_ck_kick(r, k);
+	}
 	return udec_open(r, k, out, err);
 }
 

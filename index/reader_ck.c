@@ -8,9 +8,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "ckpt.h"
+#include "pool.h"
 #include "reader_int.h"
 #include "zlog.h"
 
@@ -80,6 +85,7 @@ static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
 
 	if (ret < 0)
 		return zerr_set(why, ret, 0, "out of memory");
+	ckpt_build_stop_on(b, &r->ck_stop);
 	ret = r->f->ck->build(r, fd, k, r->opts.ck_span, b, why);
 	if (ret < 0) {
 		ckpt_build_free(b);
@@ -109,6 +115,9 @@ static void build_failed(struct reader *r, int fd, size_t k, int ret, const stru
 			   "decode from its start", r->f->unit, r->entry[k], why->msg);
 	else if (ret == -EIO && same_version(r, fd))
 		reader_fail_entry(r, k, r->map.start[k], why);
+	else if (ret != -ECANCELED)
+		reader_log(r, ZLOG_WARN, why, "%s %zu: no checkpoints this time (%s)", r->f->unit,
+			   r->entry[k], why->msg[0] ? why->msg : strerror(-ret));
 }
 
 int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
@@ -129,8 +138,11 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 			continue;
 		e = (struct zerr){ 0 };
 		ret = build_one(r, fd, k, &e);
-		/* Memory or a change may pass: the next pass tries again. */
-		atomic_store(&r->ck_state[k], ret == -ENOMEM || ret == -ESTALE ? CK_NONE : CK_DONE);
+		/* Memory or a change may pass, a stop was no verdict: the next pass tries again. */
+		atomic_store(&r->ck_state[k], ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED
+						      ? CK_NONE : CK_DONE);
+		if (ret == -ECANCELED)
+			return ret;
 		if (ret < 0) {
 			build_failed(r, fd, k, ret, &e);
 			if (!first) {
@@ -141,4 +153,60 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 		}
 	}
 	return first;
+}
+
+struct kick {
+	struct reader *r;
+	int fd;
+};
+
+static void kick_run(void *arg)
+{
+	struct kick *j = arg;
+	struct reader *r = j->r;
+
+	reader_build_checkpoints(r, j->fd, NULL);
+	close(j->fd);
+	free(j);
+	pthread_mutex_lock(&r->lock);
+	if (--r->ck_jobs == 0)
+		pthread_cond_broadcast(&r->idle);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void reader_ck_kick(struct reader *r, size_t k)
+{
+	struct kick *j;
+	bool queued = false;
+
+	if (!r->ctx->pool || atomic_load(&r->ck_state[k]) != CK_NONE || atomic_load(&r->ck_stop))
+		return;
+	j = malloc(sizeof(*j));
+	if (!j)
+		return;
+	/* Its own descriptor: the reader may be detached before the pass ends. */
+	j->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+	j->r = r;
+	pthread_mutex_lock(&r->lock);
+	if (j->fd >= 0 && r->ck_jobs == 0) {
+		r->ck_jobs++;
+		queued = pool_submit(r->ctx->pool, kick_run, j) == 0;
+		if (!queued)
+			r->ck_jobs--;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!queued) {
+		if (j->fd >= 0)
+			close(j->fd);
+		free(j);
+	}
+}
+
+void reader_ck_stop(struct reader *r)
+{
+	atomic_store(&r->ck_stop, true);
+	pthread_mutex_lock(&r->lock);
+	while (r->ck_jobs > 0)
+		pthread_cond_wait(&r->idle, &r->lock);
+	pthread_mutex_unlock(&r->lock);
 }

@@ -106,6 +106,8 @@ struct reader {
 	_Atomic(struct ckpt_set *) *ck;
 	atomic_uchar *ck_state; /* CK_NONE, CK_BUSY (a build runs), CK_DONE (built or gave up) */
 	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
+	atomic_bool ck_stop;   /* reader_close: passes on the pool give up */
+	unsigned ck_jobs;      /* passes queued or running on the pool; under lock, idle signals 0 */
 };
 
 enum { CK_NONE, CK_BUSY, CK_DONE };
@@ -116,6 +118,14 @@ int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zer
 /* reader_ck.c: which entries may get checkpoints (at open); 0 or -ENOMEM. */
 int reader_ck_init(struct reader *r);
 void reader_ck_free(struct reader *r);
+/*
+ * A read had to decode entry k from its start: queues a checkpoint pass
+ * over it on the context's pool (if any, and if none ran or runs), so the
+ * reads after it need not.  With r->stream held; never blocks.
+ */
+void reader_ck_kick(struct reader *r, size_t k);
+/* Stops and waits for the passes reader_ck_kick queued (reader_close). */
+void reader_ck_stop(struct reader *r);
 /* Entry k's set, or NULL. */
 const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k);
 
