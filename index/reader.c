@@ -774,8 +774,8 @@ static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct 
 static int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out,
 		    struct zerr *err)
 {
-	const struct ckpt_set *s = reader_ck_set(r, k);
-	size_t i = s && want > 0 ? ckpt_find(s, want) : SIZE_MAX;
+	const struct ckpt_set *s = want > 0 ? reader_ck_get(r, k) : NULL;
+	size_t i = s ? ckpt_find(s, want) : SIZE_MAX;
 	struct udec *d = unpark(r, k);
 
 	if (d && udec_tell(d) <= want && (i == SIZE_MAX || udec_tell(d) >= s->pt[i].uoff)) {

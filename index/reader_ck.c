@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "idxfile.h"
 #include "pool.h"
 #include "reader_int.h"
 #include "zlog.h"
@@ -120,15 +121,90 @@ static void build_failed(struct reader *r, int fd, size_t k, int ret, const stru
 			   r->entry[k], why->msg[0] ? why->msg : strerror(-ret));
 }
 
+/* Publishes set s for entry k if it fits the map and nobody got there first; else frees it. */
+static bool adopt(struct reader *r, uint64_t entry_start, struct ckpt_set *s)
+{
+	size_t k = entry_start < cmap_size(&r->map) ? cmap_find(&r->map, entry_start) : 0;
+	unsigned char none = CK_NONE;
+
+	if (r->map.start[k] != entry_start || !r->ckable[k] || s->usize != cmap_len(&r->map, k) ||
+	    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY)) {
+		ckpt_set_free(s);
+		return false;
+	}
+	atomic_store_explicit(&r->ck[k], s, memory_order_release);
+	atomic_store(&r->ck_state[k], CK_DONE);
+	return true;
+}
+
+/*
+ * Loads the sets saved in index_dir for this version of the source (fd's),
+ * once per reader.  The trust rules are idxfile's; a set that fits is
+ * still only used through ckpt_dec, which checks every piece.
+ */
+static void load_saved(struct reader *r, int fd)
+{
+	struct idxfile_ckpt *sets;
+	struct idxfile_id id;
+	struct zerr e = { 0 };
+	size_t n, got = 0;
+	int ret;
+
+	if (!r->opts.index_dir || r->name[0] != '/' || atomic_exchange(&r->ck_loaded, true) ||
+	    idxfile_identify(fd, &id) < 0)
+		return;
+	ret = idxfile_load_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, &sets, &n, &e);
+	if (ret == -EPERM && !atomic_flag_test_and_set(&r->ctx->untrusted_logged))
+		reader_log(r, ZLOG_WARN, &e, "saved checkpoints not used: %s", e.msg);
+	else if (ret < 0 && ret != -ENOENT && ret != -ERANGE && ret != -ESTALE)
+		reader_log(r, ZLOG_INFO, &e, "saved checkpoints not used (%s): built again", e.msg);
+	if (ret < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		got += adopt(r, sets[i].entry_start, (struct ckpt_set *)sets[i].set);
+	free(sets);
+	if (got)
+		atomic_fetch_add(&r->ctx->stats.loaded, 1);
+}
+
+/* Saves every set r has in index_dir, for later mounts; a failure is logged once per context. */
+static void save_all(struct reader *r, int fd)
+{
+	struct idxfile_ckpt *sets = calloc(r->map.n, sizeof(*sets));
+	struct idxfile_id id;
+	size_t n = 0;
+	int ret = -ENOMEM;
+
+	if (!r->opts.index_dir || r->name[0] != '/') {
+		free(sets);
+		return;
+	}
+	for (size_t k = 0; sets && k < r->map.n; k++) {
+		const struct ckpt_set *s = reader_ck_set(r, k);
+
+		if (s)
+			sets[n++] = (struct idxfile_ckpt){ r->map.start[k], s };
+	}
+	if (sets && n > 0 && (ret = idxfile_identify(fd, &id)) == 0)
+		ret = idxfile_save_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, sets, n,
+					NULL);
+	if (ret < 0 && n > 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
+		reader_log(r, ZLOG_WARN, NULL, "cannot save checkpoints in %s: %s; they are kept "
+			   "in memory", r->opts.index_dir, strerror(-ret));
+	free(sets);
+}
+
 int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 {
 	struct zerr e = { 0 };
 	int first = 0;
+	size_t built = 0;
 
 	if (!r->ck)
 		return 0;
 	if (!same_version(r, fd))
 		return zerr_set(why, -ESTALE, 0, "the file changed since it was opened");
+	load_saved(r, fd);
 	for (size_t k = 0; k < r->map.n; k++) {
 		unsigned char none = CK_NONE;
 		int ret;
@@ -138,11 +214,14 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 			continue;
 		e = (struct zerr){ 0 };
 		ret = build_one(r, fd, k, &e);
+		built += ret == 0;
 		/* Memory or a change may pass, a stop was no verdict: the next pass tries again. */
 		atomic_store(&r->ck_state[k], ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED
 						      ? CK_NONE : CK_DONE);
-		if (ret == -ECANCELED)
-			return ret;
+		if (ret == -ECANCELED) {
+			first = first ? first : ret;
+			break;
+		}
 		if (ret < 0) {
 			build_failed(r, fd, k, ret, &e);
 			if (!first) {
@@ -152,7 +231,20 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 			}
 		}
 	}
+	if (built)
+		save_all(r, fd);
 	return first;
+}
+
+const struct ckpt_set *reader_ck_get(struct reader *r, size_t k)
+{
+	const struct ckpt_set *s = reader_ck_set(r, k);
+
+	if (!s && r->ckable && r->ckable[k] && !atomic_load(&r->ck_loaded)) {
+		load_saved(r, r->fd);
+		s = reader_ck_set(r, k);
+	}
+	return s;
 }
 
 struct kick {

@@ -107,6 +107,7 @@ struct reader {
 	atomic_uchar *ck_state; /* CK_NONE, CK_BUSY (a build runs), CK_DONE (built or gave up) */
 	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
 	atomic_bool ck_stop;   /* reader_close: passes on the pool give up */
+	atomic_bool ck_loaded; /* index_dir was looked at for saved sets */
 	unsigned ck_jobs;      /* passes queued or running on the pool; under lock, idle signals 0 */
 };
 
@@ -126,6 +127,8 @@ void reader_ck_free(struct reader *r);
 void reader_ck_kick(struct reader *r, size_t k);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */
 void reader_ck_stop(struct reader *r);
+/* Entry k's set, or NULL: loaded from index_dir the first time one is wanted. */
+const struct ckpt_set *reader_ck_get(struct reader *r, size_t k);
 /* Entry k's set, or NULL. */
 const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k);
 

@@ -14,8 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "checkutil.h"
 #include "ckpt.h"
+#include "pool.h"
 #include "reader.h"
 #include "reader_int.h"
 #include "testutil.h"
@@ -223,7 +226,7 @@ struct opened {
 	struct sunk log;
 };
 
-static void open_one(const char *name, struct opened *o)
+static void open_in(const char *name, const char *index_dir, struct opened *o)
 {
 	struct reader_opts ro;
 	char path[PATH_MAX];
@@ -235,9 +238,15 @@ static void open_one(const char *name, struct opened *o)
 	reader_opts_default(&ro, 64u << 20);
 	ro.ck_span = SPAN;
 	ro.slice = SLICE;
+	ro.index_dir = index_dir;
 	ck_assert_int_eq(reader_open(path, o->zm, &ro, &o->r, NULL), 0);
 	o->fd = open(path, O_RDONLY);
 	ck_assert_int_ge(o->fd, 0);
+}
+
+static void open_one(const char *name, struct opened *o)
+{
+	open_in(name, NULL, o);
 }
 
 static void close_one(struct opened *o)
@@ -390,6 +399,74 @@ START_TEST(zstd_damaged_checkpoint_is_eio)
 }
 END_TEST
 
+/*
+ * Sets saved in index_dir are used by the next reader of the same version,
+ * loaded when a read first wants one, without a pass.
+ */
+static void saved_and_loaded(const char *name)
+{
+	char idx[PATH_MAX];
+	struct opened o;
+	struct reader_info in;
+
+	testutil_join(idx, sizeof(idx), dir, "index");
+	mkdir(idx, 0700);
+	open_in(name, idx, &o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), 0);
+	close_one(&o);
+	open_in(name, idx, &o);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.ckpt_wanted, 1); /* not loaded at open */
+	random_reads(&o, 1);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_ge(in.ckpts, SIZE / SPAN - 2);
+	close_one(&o);
+	testutil_sh(idx, "rm -f *.zmc *.zmi");
+	rmdir(idx);
+}
+
+START_TEST(xz_saved_sets_are_loaded)
+{
+	saved_and_loaded("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_saved_sets_are_loaded)
+{
+	saved_and_loaded("one.zst");
+}
+END_TEST
+
+/*
+ * A read that must decode from the start of a wide entry queues a pass on
+ * the pool: reads after it resume at checkpoints, with no indexer.
+ */
+START_TEST(a_far_read_queues_a_pass)
+{
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in;
+	unsigned char buf[4096];
+
+	open_one("one.zst", &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), SIZE / 2), sizeof(buf));
+	for (int i = 0; i < 600; i++) {
+		reader_get_info(o.r, &in);
+		if (in.ckpts > 0)
+			break;
+		usleep(100000);
+	}
+	ck_assert_uint_gt(in.ckpts, 0);
+	random_reads(&o, 1);
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+}
+END_TEST
+
 /* A Block with a BCJ filter gets no checkpoints and still reads right. */
 START_TEST(xz_bcj_block_has_none)
 {
@@ -448,6 +525,9 @@ int main(void)
 		{ "xz_damaged_checkpoint_is_eio", xz_damaged_checkpoint_is_eio, 0 },
 		{ "zstd_damaged_checkpoint_is_eio", zstd_damaged_checkpoint_is_eio, 0 },
 		{ "xz_bcj_block_has_none", xz_bcj_block_has_none, 0 },
+		{ "xz_saved_sets_are_loaded", xz_saved_sets_are_loaded, 0 },
+		{ "zstd_saved_sets_are_loaded", zstd_saved_sets_are_loaded, 0 },
+		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
 	};
 	SRunner *sr;
 	int failed;
