@@ -64,7 +64,8 @@
 
 /* 2: the source's ctime joined the identity; 3: kind; 4: each gzip span's CRC32 */
 #define IDXFILE_VERSION	   4u
-/* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured */
+/* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured;
+ * checkpoints: made by the pass that verified each entry's check (ckpt.h) */
 #define IDXFILE_F_VERIFIED 1u
 
 /* What an index file holds (its kind field). */

@@ -2211,7 +2211,8 @@ START_TEST(ckpt_stale_span_and_flips)
 	s.id.fingerprint ^= 1;
 	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), -ESTALE);
 	s.id = id0;
-	/* every byte after the header flipped, one at a time: the checksum */
+	/* each byte of the path, the set records and the first points flipped, then every
+	 * 997th to the end, one at a time: the checksum refuses them all */
 	body = HDR + strlen(s.path);
 	for (size_t i = HDR; i < len; i += i < body + 3 * CSET + 64 ? 1 : 997) {
 		b[i] ^= 0x10;
