@@ -95,7 +95,15 @@ static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
 	ret = ckpt_build_end(b, &s);
 	if (ret < 0)
 		return zerr_set(why, ret, 0, "the %s did not decode to its size", r->f->unit);
-	/* Only bytes of the version that was indexed: a set of another is dropped. */
+	/* Held for the reader's life, outside the cache: capped as a block map is. */
+	if (ckpt_set_bytes(s) > r->opts.index_max) {
+		size_t bytes = ckpt_set_bytes(s);
+
+		ckpt_set_free(s);
+		return zerr_set(why, -ENOTSUP, 0, "they would take %zu bytes, more than "
+				"cache_size/4", bytes);
+	}
+		/* Only bytes of the version that was indexed: a set of another is dropped. */
 	if (!same_version(r, fd)) {
 		ckpt_set_free(s);
 		return zerr_set(why, -ESTALE, 0, "the file changed while it was read");
@@ -128,6 +136,7 @@ static bool adopt(struct reader *r, uint64_t entry_start, struct ckpt_set *s)
 	unsigned char none = CK_NONE;
 
 	if (r->map.start[k] != entry_start || !r->ckable[k] || s->usize != cmap_len(&r->map, k) ||
+	    ckpt_set_bytes(s) > r->opts.index_max ||
 	    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY)) {
 		ckpt_set_free(s);
 		return false;

@@ -467,6 +467,25 @@ START_TEST(a_far_read_queues_a_pass)
 }
 END_TEST
 
+/* Sets count against the per-archive map limit, cache_size/4: over it, none (and a log line). */
+START_TEST(sets_over_the_map_limit_are_dropped)
+{
+	struct opened o;
+	struct reader_info in;
+	struct zerr why = { 0 };
+
+	open_one("one.zst", &o);
+	o.r->opts.index_max = 4096; /* as cache_size=16K would make it */
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, &why), -ENOTSUP);
+	ck_assert_msg(strstr(why.msg, "cache_size/4"), "%s", why.msg);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.ckpts, 0);
+	ck_assert_uint_eq(in.ckpt_bytes, 0);
+	random_reads(&o, 0);
+	close_one(&o);
+}
+END_TEST
+
 /* A Block with a BCJ filter gets no checkpoints and still reads right. */
 START_TEST(xz_bcj_block_has_none)
 {
@@ -528,6 +547,7 @@ int main(void)
 		{ "xz_saved_sets_are_loaded", xz_saved_sets_are_loaded, 0 },
 		{ "zstd_saved_sets_are_loaded", zstd_saved_sets_are_loaded, 0 },
 		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
+		{ "sets_over_the_map_limit_are_dropped", sets_over_the_map_limit_are_dropped, 0 },
 	};
 	SRunner *sr;
 	int failed;
