@@ -26,9 +26,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "probe.h"
 #include "reader.h"
 #include "srcid.h"
 #include "tree.h"
+#include "zlog.h"
+#include "zmctx.h"
 
 #define NBUCKETS 4096
 
@@ -59,6 +62,68 @@ struct arctab {
 	struct arc *buckets[NBUCKETS];
 };
 
+/*
+ * The open this thread runs in get(), if any: its table, and the line the
+ * reader wrote about its failure, held back (log_line) so that get() writes
+ * it once it knows the verdict, saying what the mount shows and, where it
+ * helps, to mount with -o salvage.  Per thread, as the reader writes that
+ * line on the opening thread, before reader_open_fd returns.
+ */
+static _Thread_local struct {
+	const struct arctab *t;
+	bool held;
+	enum zlog_level level;
+	char text[1024]; /* zmctx formats lines into as much */
+} opening;
+
+/* The sink of the table's context (arctab_new): as zlog, but see opening. */
+static void log_line(void *user, enum zlog_level level, const char *name, const char *text,
+		     const struct zerr *why)
+{
+	if (opening.t == user && !opening.held && why) {
+		opening.held = true;
+		opening.level = level;
+		snprintf(opening.text, sizeof(opening.text), "%s", text);
+	} else if (name) {
+		zlog(level, "%s: %s", name, text);
+	} else {
+		zlog(level, "%s", text);
+	}
+}
+
+/*
+ * Writes the line held back from a failed open of name (ret its error): a
+ * corrupt archive (-EINVAL) is shown empty and its opens fail with EIO,
+ * and if it is a gzip or xz file on a mount without salvage, -o salvage
+ * may show the part before the damage.  A map refused for its size names
+ * its own fix (cache_size) instead.
+ */
+static void log_open_failure(const char *name, int ret, enum probe_fmt fmt, bool salvage)
+{
+	const char *hint = "";
+
+	if (!opening.held)
+		return;
+	if (ret == -EINVAL)
+		hint = salvage || (fmt != PROBE_GZIP && fmt != PROBE_XZ) ||
+			       strstr(opening.text, "cache_size")
+			       ? "; shown empty, its opens fail with EIO"
+			       : "; shown empty, its opens fail with EIO; mount with -o salvage to "
+				 "read the verified part before the damage";
+	zlog(opening.level, "%s: %s%s", name, opening.text, hint);
+	opening.held = false;
+}
+
+/* The most verbose level zlog writes (set before the table is made, main.c). */
+static enum zlog_level zlog_max(void)
+{
+	enum zlog_level l = ZLOG_DEBUG;
+
+	while (l > ZLOG_ERROR && !zlog_wants(l))
+		l--;
+	return l;
+}
+
 int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *root,
 	       struct arctab **out)
 {
@@ -74,6 +139,7 @@ int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *roo
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->opened, NULL);
 	pthread_cond_init(&t->moved, NULL);
+	zmctx_set_log(zm, log_line, t, zlog_max());
 	*out = t;
 	return 0;
 }
@@ -182,8 +248,14 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 	if (ret >= 0) {
 		char name[PATH_MAX * 2];
 
+		enum probe_fmt fmt = PROBE_NONE;
+
 		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
+		probe_fd(ret, &fmt);
+		opening.t = t;
 		ret = reader_open_fd(ret, name, t->zm, opts, &a->r, &why);
+		opening.t = NULL;
+		log_open_failure(name, ret, fmt, opts->salvage);
 		if (ret == -EINVAL || ret == -EIO)
 			a->why = strdup(why.msg);
 	}

@@ -2,8 +2,8 @@
 /*
  * How it works: a directory's listing (struct dmap) is built by reading the
  * source directory once, probing the candidates' magic bytes (xz files are
- * also opened in the archive table, since an unreadable Index means the
- * file is shown raw), and resolving names.  Listings are sorted by visible
+ * also opened in the archive table, which reads their Index), and resolving
+ * names.  Listings are sorted by visible
  * name for lookups and kept in a hash by relative path, stamped with the
  * directory's identity and with each probed candidate's version; a stale
  * one is rebuilt with no lock held and swapped in, reusing the verdicts of
@@ -356,12 +356,15 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 		/* gzip and zstd (probed: header, frames) are indexed when their size is needed */
 		return fmt == PROBE_GZIP || fmt == PROBE_ZSTD;
 	}
-	/* xz: the Index is cheap to read and decides whether it is shown raw. */
+	/*
+	 * xz: the Index is cheap to read, so it is read now, and an archive
+	 * found damaged (cut before its Index, corrupt) says so in the log now.
+	 * It is still shown under the stripped name, giving EIO, as a cut
+	 * gzip is (its damage shows only in the index pass): one rule for
+	 * both, and no raw copy of a damaged file passes for the real thing.
+	 */
 	ret = arctab_get(c->t->arcs, c->t->root, rel, st, &a) == 0;
-	if (ret) {
-		ret = arc_reader(a) != NULL;
-		arctab_put(c->t->arcs, a);
-	}
+	arctab_put(c->t->arcs, a);
 	free(rel);
 	return ret;
 }
