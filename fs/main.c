@@ -363,7 +363,7 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	}
 	/* The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are a clean stop. */
 	ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
-	ops_notify_stop();
+	ops_notify_stop(&octx);
 	indexer_stop(ix);
 	ops_cleanup(&octx);
 out_unmount:
