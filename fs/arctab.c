@@ -146,6 +146,8 @@ int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *roo
 
 static void arc_free(struct arc *a)
 {
+	if (!a)
+		return;
 	reader_close(a->r);
 	free(a->why);
 	free(a);
@@ -201,15 +203,18 @@ static int open_same(int dirfd, const char *rel, const struct stat *st)
 	return fd == -ESTALE ? -EAGAIN : fd; /* replaced since it was looked up */
 }
 
-static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
-	       const struct reader_opts *opts, struct arc **out)
+/*
+ * Under t->lock: a reference to the entry for st, if it is that version
+ * (0, or -ENOTSUP for a file that is no archive), after waiting for an
+ * open of it to end; else 1, with *fresh a new entry hooked in its place,
+ * `opening`, for the caller to open (NULL if out of memory), and *stale
+ * the replaced one if that dropped its last reference.
+ */
+static int find_locked(struct arctab *t, const struct stat *st, struct arc **out,
+		       struct arc **fresh, struct arc **stale)
 {
-	struct zerr why = { 0 };
-	struct arc *a, *stale = NULL;
-	int ret;
+	struct arc *a;
 
-	*out = NULL;
-	pthread_mutex_lock(&t->lock);
 	for (;;) {
 		a = *slot(t, st->st_dev, st->st_ino);
 		if (!a || !a->opening)
@@ -217,16 +222,13 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		pthread_cond_wait(&t->opened, &t->lock);
 	}
 	if (a && srcid_same(&a->st, st)) {
-		ret = a->err == -ENOTSUP ? -ENOTSUP : 0;
-		if (ret == 0) {
-			a->refs++;
-			*out = a;
-		}
-		pthread_mutex_unlock(&t->lock);
-		return ret;
+		if (a->err == -ENOTSUP)
+			return -ENOTSUP;
+		a->refs++;
+		*out = a;
+		return 0;
 	}
-	if (a && unhook(t, a))
-		stale = a;
+	*stale = a && unhook(t, a) ? a : NULL;
 	a = calloc(1, sizeof(*a));
 	if (a) {
 		a->dev = st->st_dev;
@@ -238,17 +240,20 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		a->next = NULL;
 		*slot(t, a->dev, a->ino) = a;
 	}
-	pthread_mutex_unlock(&t->lock);
-	if (stale)
-		arc_free(stale);
-	if (!a)
-		return -ENOMEM;
+	*fresh = a;
+	return 1;
+}
 
-	ret = open_same(dirfd, rel, st);
+/* Opens the reader of new entry a (no lock held); a->err, a->r and a->why say how it went. */
+static void open_reader(struct arctab *t, struct arc *a, int dirfd, const char *rel,
+			const struct reader_opts *opts)
+{
+	struct zerr why = { 0 };
+	int ret = open_same(dirfd, rel, &a->st);
+
 	if (ret >= 0) {
-		char name[PATH_MAX * 2];
-
 		enum probe_fmt fmt = PROBE_NONE;
+		char name[PATH_MAX * 2];
 
 		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
 		probe_fd(ret, &fmt);
@@ -262,6 +267,24 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 	a->err = ret;
 	if (a->r)
 		reader_detach(a->r); /* no handle yet: hold no descriptor */
+}
+
+static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
+	       const struct reader_opts *opts, struct arc **out)
+{
+	struct arc *a = NULL, *stale = NULL;
+	int ret;
+
+	*out = NULL;
+	pthread_mutex_lock(&t->lock);
+	ret = find_locked(t, st, out, &a, &stale);
+	pthread_mutex_unlock(&t->lock);
+	if (ret <= 0)
+		return ret;
+	arc_free(stale); /* accepts NULL */
+	if (!a)
+		return -ENOMEM;
+	open_reader(t, a, dirfd, rel, opts);
 
 	pthread_mutex_lock(&t->lock);
 	a->opening = false;
