@@ -92,11 +92,11 @@ static void log_line(void *user, enum zlog_level level, const char *name, const 
 }
 
 /*
- * Writes the line held back from a failed open of name (ret its error): a
- * corrupt archive (-EINVAL) is shown empty and its opens fail with EIO,
- * and if it is a gzip or xz file on a mount without salvage, -o salvage
- * may show the part before the damage.  A map refused for its size names
- * its own fix (cache_size) instead.
+ * Writes the line held back from a failed open of name (ret its error).
+ * The verdicts kept (-EINVAL, -EIO) show the archive empty, its opens
+ * failing with EIO; for a corrupt gzip or xz file (-EINVAL) on a mount
+ * without salvage, -o salvage may show the part before the damage.  A map
+ * refused for its size names its own fix (cache_size) instead.
  */
 static void log_open_failure(const char *name, int ret, enum probe_fmt fmt, bool salvage)
 {
@@ -104,12 +104,12 @@ static void log_open_failure(const char *name, int ret, enum probe_fmt fmt, bool
 
 	if (!opening.held)
 		return;
-	if (ret == -EINVAL)
-		hint = salvage || (fmt != PROBE_GZIP && fmt != PROBE_XZ) ||
-			       strstr(opening.text, "cache_size")
-			       ? "; shown empty, its opens fail with EIO"
-			       : "; shown empty, its opens fail with EIO; mount with -o salvage to "
-				 "read the verified part before the damage";
+	if (ret == -EINVAL && !salvage && (fmt == PROBE_GZIP || fmt == PROBE_XZ) &&
+	    !strstr(opening.text, "cache_size"))
+		hint = "; shown empty, its opens fail with EIO; mount with -o salvage to read the "
+		       "verified part before the damage";
+	else if (ret == -EINVAL || ret == -EIO)
+		hint = "; shown empty, its opens fail with EIO";
 	zlog(opening.level, "%s: %s%s", name, opening.text, hint);
 	opening.held = false;
 }
