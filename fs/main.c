@@ -292,7 +292,7 @@ static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, str
 }
 
 /* The tree and the node table of SRC into octx; 0, or -errno (said on stderr). */
-static int mount_tree(struct ops_ctx *octx, struct cli *cli, struct arctab *arcs)
+static int mount_tree(struct ops_ctx *octx, const struct cli *cli, struct arctab *arcs)
 {
 	struct tree_node root;
 	int ret = tree_new(cli->src, arcs, &octx->tree);
