@@ -4,9 +4,9 @@
  * source directory once, probing the candidates' magic bytes (xz files are
  * also opened in the archive table, which reads their Index), and resolving
  * names.  Listings are sorted by visible name for lookups and kept in a
- * hash by relative path, stamped with the
- * directory's identity and with each probed candidate's version; a stale
- * one is rebuilt with no lock held and swapped in, reusing the verdicts of
+ * hash by relative path, stamped with the directory's identity and with
+ * each probed candidate's version; a stale one is rebuilt with no lock
+ * held and swapped in, reusing the verdicts of
  * the candidates that did not change.  Holders keep a reference, so a swap
  * or an eviction never frees a listing in use.  A listing never changes once
  * built, so open directories share it (tree_opendir) rather than copy it.
