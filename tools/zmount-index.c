@@ -13,9 +13,10 @@
  *            CRC32 and ISIZE); xz and zstd: every Block or frame decoded to
  *            its end, so every Check and content checksum is verified;
  *  - prune:  idxfile_prune.
- * The reader reports each error once, through its context's log sink:
- * build and verify collect those lines per file (struct reasons) to print
- * one line per file; stderr is never redirected.
+ * The reader reports each error once, through its context's log sink, and
+ * gives the reason as data too (reader_open's why, reader_last_error):
+ * build and verify print that reason, one line per file, and hold back the
+ * log line that said the same (struct reasons); stderr is never redirected.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -98,15 +99,17 @@ static void *xalloc(void *p)
 }
 
 /*
- * The readers' log lines come here as data (zmctx_set_log), never through
- * stderr.  While the tool works on one file, its last error line becomes
- * that file's reason; the other lines (warnings, earlier errors) are passed
- * on to stderr, the progress bar cleared first, so a failure is one line
- * and no log line lands in the middle of the bar.
+ * The readers' log lines come here (zmctx_set_log), never through stderr.
+ * A file's reason is data: the why of reader_open, or reader_last_error's
+ * after a read failed.  The line that said it is held back, so a failure
+ * is one line; every other line (warnings, a later failure of the same
+ * file) is passed on to stderr, the progress bar cleared first, so no log
+ * line lands in the middle of the bar.
  */
 struct reasons {
 	bool clear;        /* a progress bar is showing: clear it before passing lines on */
-	int level;         /* of the line held in text; -1: none */
+	bool held;         /* a line is held back: the file's first line with a why */
+	struct zerr why;   /* that line's why */
 	char name[PATH_MAX]; /* the file it names ("" if none) */
 	char text[1024];   /* the line without the name */
 };
@@ -127,14 +130,12 @@ static void collect(void *user, enum zlog_level level, const char *name, const c
 {
 	struct reasons *rs = user;
 
-	(void)why; /* text carries why's reason and, where it applies, its compressed offset */
-	if (level != ZLOG_ERROR) {
+	if (level != ZLOG_ERROR || !why || rs->held) {
 		pass_on(rs, level, name, text);
 		return;
 	}
-	if (rs->level >= 0) /* an earlier error of the same file: not its reason */
-		pass_on(rs, ZLOG_ERROR, rs->name, rs->text);
-	rs->level = level;
+	rs->held = true;
+	rs->why = *why;
 	snprintf(rs->name, sizeof(rs->name), "%s", name ? name : "");
 	snprintf(rs->text, sizeof(rs->text), "%s", text);
 }
@@ -142,14 +143,18 @@ static void collect(void *user, enum zlog_level level, const char *name, const c
 /* Before a file: nothing held. */
 static void reasons_begin(struct reasons *rs)
 {
-	rs->level = -1;
+	rs->held = false;
 }
 
-/* After it: reason = the last error line's text (without the file name), or "". */
-static void reasons_end(struct reasons *rs, char *reason, size_t len)
+/*
+ * After it, given its reason (why, "" if it has none): the held line is
+ * dropped if it said that reason, which the caller prints; else passed on.
+ */
+static void reasons_end(struct reasons *rs, const struct zerr *why)
 {
-	snprintf(reason, len, "%s", rs->level >= 0 ? rs->text : "");
-	rs->level = -1;
+	if (rs->held && strcmp(rs->why.msg, why->msg) != 0)
+		pass_on(rs, ZLOG_ERROR, rs->name, rs->text);
+	rs->held = false;
 }
 
 /* A context whose readers' lines go to rs. */
@@ -159,7 +164,7 @@ static struct zmctx *new_ctx(size_t cache_size, struct reasons *rs, enum zlog_le
 
 	if (zmctx_new(cache_size, &zm) < 0)
 		xalloc(NULL);
-	rs->level = -1;
+	rs->held = false;
 	zmctx_set_log(zm, collect, rs, max);
 	return zm;
 }
@@ -359,16 +364,16 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 	for (size_t i = 0; i < l.n; i++) {
 		const char *path = l.v[i].path;
 		struct reader_counters before, after;
+		struct zerr why = { 0 };
 		struct reader *r;
-		char reason[1024];
 		int ret;
 
 		if (bar)
 			progress(&l, i, done, path);
 		reader_get_counters(zm, &before);
 		reasons_begin(&rs);
-		ret = reader_open(path, zm, &ro, &r, NULL);
-		reasons_end(&rs, reason, sizeof(reason));
+		ret = reader_open(path, zm, &ro, &r, &why);
+		reasons_end(&rs, &why);
 		reader_get_counters(zm, &after);
 		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
 			fresh++;
@@ -379,9 +384,7 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 			built++;
 		} else {
 			fprintf(stderr, "%szmount-index: %s: %s\n", bar ? "\r\033[K" : "", path,
-				ret == 0    ? "index built but not saved"
-				: reason[0] ? reason
-					    : strerror(-ret));
+				ret == 0 ? "index built but not saved" : why.msg);
 			l.failed++;
 		}
 		reader_close(r);
@@ -515,7 +518,7 @@ static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, ch
 	struct reader_info in;
 	struct reader *r;
 	struct zerr why = { 0 };
-	char reason[1024], reason_esc[4 * sizeof(reason)], esc[4 * PATH_MAX];
+	char reason_esc[4 * sizeof(why.msg)], esc[4 * PATH_MAX];
 	ssize_t n = 0;
 	int ret;
 
@@ -533,27 +536,18 @@ static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, ch
 				break;
 		}
 	}
-	reasons_end(rs, reason, sizeof(reason));
-	/* What the sink did not get (a line above its level) the reader still says. */
-	if (!reason[0] && ret < 0)
-		snprintf(reason, sizeof(reason), "%s", why.msg);
-	else if (!reason[0] && ret == 0 && reader_last_error(r, &why) < 0)
-		snprintf(reason, sizeof(reason), "%s", why.msg);
-	zlog_escape(reason_esc, sizeof(reason_esc), reason);
+	if (ret == 0 && reader_last_error(r, &why) == 0 && n < 0)
+		zerr_set(&why, (int)n, 0, "%s", strerror((int)-n)); /* not the data's: ENOMEM */
+	reasons_end(rs, &why);
+	zlog_escape(reason_esc, sizeof(reason_esc), why.msg);
 	reader_close(r);
 	if (ret == 0 && n >= 0) {
 		printf("%s: ok\n", esc);
 		return EX_OK;
 	}
-	if (ret == -EINVAL || n == -EIO) {
-		printf("%s: corrupt: %s\n", esc, reason[0] ? reason_esc : "bad data");
-		return EX_CORRUPT;
-	}
-	printf("%s: unreadable: %s\n", esc,
-	       reason[0]	 ? reason_esc
-	       : ret == -ENOTSUP ? "not an xz, gzip or zstd file"
-				 : strerror(ret ? -ret : (int)-n));
-	return EX_UNREADABLE;
+	printf("%s: %s: %s\n", esc, ret == -EINVAL || n == -EIO ? "corrupt" : "unreadable",
+	       reason_esc);
+	return ret == -EINVAL || n == -EIO ? EX_CORRUPT : EX_UNREADABLE;
 }
 
 static int by_path(const void *a, const void *b)
