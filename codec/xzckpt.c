@@ -443,7 +443,8 @@ static int points_close(struct xzck_build *bd, int all)
 		open_drop(bd, &bd->open[done++]);
 	}
 	bd->nopen -= done;
-	memmove(bd->open, bd->open + done, bd->nopen * sizeof(*bd->open));
+	if (done)
+		memmove(bd->open, bd->open + done, bd->nopen * sizeof(*bd->open));
 	return ret;
 }
 
