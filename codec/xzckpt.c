@@ -30,7 +30,7 @@
 #include "pio.h"
 
 #define READ_MAX   65536u /* output bytes decoded per lzma2dec_read during build */
-#define RUN_GAP	   8u     /* runs closer than this are merged: a run costs 8 bytes */
+#define RUN_GAP	   8u     /* runs closer than this are merged: a run costs 2-4 bytes */
 #define ZLEVEL	   1      /* zstd level for the payload: see the numbers in the report */
 #define BLOB_HEAD  96u
 #define BLOB_MAGIC "ZXC1"
@@ -332,6 +332,37 @@ static ssize_t runs_of(struct xzck_build *bd, const struct xzck_open *o, uint64_
 	return (ssize_t)n;
 }
 
+/*
+ * Runs are stored as two LEB128 numbers each: the gap from the previous
+ * run's end plus RUN_GAP (from 0 for the first run), and the length - 1,
+ * so that every run the parser accepts is in order, apart and not empty.
+ */
+static size_t varint_put(uint8_t *p, uint32_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Reads one number below 2^32 from p[*at..end); -1 if it does not fit or is cut. */
+static int varint_get(const uint8_t *p, size_t end, size_t *at, uint64_t *v)
+{
+	*v = 0;
+	for (int sh = 0; sh < 35 && *at < end; sh += 7) {
+		uint8_t c = p[(*at)++];
+
+		*v |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80))
+			return *v > UINT32_MAX ? -1 : 0;
+	}
+	return -1;
+}
+
 /* Copies ring bytes of uoff [from, from + n) to dst. */
 static void ring_copy(const struct xzck_build *bd, uint8_t *dst, uint64_t from, uint32_t n)
 {
@@ -384,19 +415,24 @@ static int point_emit(struct xzck_build *bd, struct xzck_open *o)
 		return zerr_set(bd->err, -ENOMEM, bd->b->coff, "out of memory");
 	if (ck->wlen && lo + bd->rsize < bd->out) /* the ring must still hold the window */
 		return zerr_set(bd->err, -EFAULT, bd->b->coff, "xzckpt: ring overrun (a bug)");
-	rawlen = 2 * (size_t)ck->nprobs + 8 * (size_t)nruns + kept;
+	rawlen = 2 * (size_t)ck->nprobs + 10 * (size_t)nruns + kept; /* at most */
 	if (grow(&bd->raw, &bd->rawcap, rawlen + 1, 1) < 0 ||
 	    grow(&bd->blob, &bd->blobcap, BLOB_HEAD + ZSTD_compressBound(rawlen), 1) < 0)
 		return zerr_set(bd->err, -ENOMEM, bd->b->coff, "out of memory");
 	for (uint32_t i = 0; i < ck->nprobs; i++)
 		put_le(bd->raw + 2 * i, ck->probs[i], 2);
 	at = 2 * (size_t)ck->nprobs;
-	for (ssize_t i = 0; i < 2 * nruns; i++, at += 4)
-		put_le(bd->raw + at, bd->runs[i], 4);
+	for (ssize_t i = 0; i < nruns; i++) {
+		uint32_t end = i ? bd->runs[2 * i - 2] + bd->runs[2 * i - 1] + RUN_GAP : 0;
+
+		at += varint_put(bd->raw + at, bd->runs[2 * i] - end);
+		at += varint_put(bd->raw + at, bd->runs[2 * i + 1] - 1);
+	}
 	for (ssize_t i = 0; i < nruns; i++) {
 		ring_copy(bd, bd->raw + at, lo + bd->runs[2 * i], bd->runs[2 * i + 1]);
 		at += bd->runs[2 * i + 1];
 	}
+	rawlen = at;
 	zlen = ZSTD_compressCCtx(bd->cctx, bd->blob + BLOB_HEAD, bd->blobcap - BLOB_HEAD, bd->raw,
 				 rawlen, ZLEVEL);
 	if (ZSTD_isError(zlen))
@@ -588,46 +624,63 @@ static int head_get(const uint8_t *p, size_t len, const struct xzdec_block *b,
 	return 0;
 }
 
+/*
+ * Walks the runs in raw[at..rawlen): checks each (inside the window, nkept
+ * bytes in all), and with win non-NULL copies its bytes from kept (the
+ * bytes after the runs).  Returns the offset where the runs end, or 0 if
+ * any is wrong.
+ */
+static size_t runs_walk(const uint8_t *raw, size_t at, size_t rawlen, uint32_t nruns,
+			uint32_t wlen, uint32_t nkept, uint8_t *win, const uint8_t *kept)
+{
+	uint64_t end = 0, gap, n, sum = 0;
+
+	for (uint32_t i = 0; i < nruns; i++) {
+		if (varint_get(raw, rawlen, &at, &gap) < 0 || varint_get(raw, rawlen, &at, &n) < 0)
+			return 0;
+		end += (i ? RUN_GAP : 0) + gap;
+		if (end + n + 1 > wlen)
+			return 0;
+		if (win) {
+			memcpy(win + end, kept, n + 1);
+			kept += n + 1;
+		}
+		end += n + 1;
+		sum += n + 1;
+	}
+	return sum == nkept ? at : 0;
+}
+
 /* The payload into ck's probs and a zero-filled window with the runs' bytes. */
 static int payload_get(const uint8_t *z, size_t zlen, struct lzma2dec_ckpt *ck, uint32_t nruns,
 		       uint32_t kept)
 {
-	size_t rawlen = 2 * (size_t)ck->nprobs + 8 * (size_t)nruns + kept, at;
+	unsigned long long rawlen = ZSTD_getFrameContentSize(z, zlen);
+	size_t probs_end = 2 * (size_t)ck->nprobs, runs_end;
 	uint8_t *raw;
-	uint64_t end = 0;
-	int ret = -ENOMEM;
+	int ret = -EINVAL;
 
-	if (ZSTD_getFrameContentSize(z, zlen) != rawlen)
+	/* kept <= wlen and nruns <= wlen / 9 + 1 (head_get): a bounded allocation */
+	if (rawlen > probs_end + 10 * (size_t)nruns + kept)
 		return -EINVAL;
 	raw = malloc(rawlen + 1);
 	if (!raw)
 		return -ENOMEM;
-	if (ZSTD_decompress(raw, rawlen, z, zlen) != rawlen) {
-		ret = -EINVAL;
+	if (ZSTD_decompress(raw, rawlen, z, zlen) != rawlen)
 		goto out;
-	}
-	ck->probs = ck->nprobs ? malloc(2 * (size_t)ck->nprobs) : NULL;
+	runs_end = runs_walk(raw, probs_end, rawlen, nruns, ck->wlen, kept, NULL, NULL);
+	if ((nruns && !runs_end) || (!nruns && (runs_end = probs_end) > rawlen) ||
+	    rawlen - runs_end != kept)
+		goto out;
+	ret = -ENOMEM;
+	ck->probs = ck->nprobs ? malloc(probs_end) : NULL;
 	ck->window = ck->wlen ? calloc(1, ck->wlen) : NULL;
 	if ((ck->nprobs && !ck->probs) || (ck->wlen && !ck->window))
 		goto out;
 	for (uint32_t i = 0; i < ck->nprobs; i++)
 		ck->probs[i] = (uint16_t)get_le(raw + 2 * i, 2);
-	at = 2 * (size_t)ck->nprobs + 8 * (size_t)nruns;
-	ret = -EINVAL;
-	for (uint32_t i = 0; i < nruns; i++) {
-		uint64_t off = get_le(raw + 2 * (size_t)ck->nprobs + 8 * (size_t)i, 4);
-		uint64_t n = get_le(raw + 2 * (size_t)ck->nprobs + 8 * (size_t)i + 4, 4);
-
-		/* in order, RUN_GAP apart, not empty, inside the window, holding `kept` bytes */
-		if (n == 0 || (i && off < end + RUN_GAP) || off + n > ck->wlen ||
-		    n > rawlen - at)
-			goto out;
-		memcpy(ck->window + off, raw + at, n);
-		at += n;
-		end = off + n;
-	}
-	if (at == rawlen)
-		ret = 0;
+	runs_walk(raw, probs_end, rawlen, nruns, ck->wlen, kept, ck->window, raw + runs_end);
+	ret = 0;
 out:
 	free(raw);
 	return ret;

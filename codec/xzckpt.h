@@ -16,8 +16,9 @@
  * lzma2dec's mark hook while the next dictionary-size of output decodes.
  * A match at or past U + window cannot reach before U, so a checkpoint is
  * handed out once the output reaches there (or the Block ends).  Kept
- * bytes are stored as (offset, length) runs; runs closer than 8 bytes are
- * merged.  The model, the runs and the bytes are compressed with zstd.
+ * bytes are stored as runs (gap and length as LEB128 numbers); runs closer
+ * than 8 bytes are merged.  The model, the runs and the bytes are
+ * compressed with zstd (level 1).
  * Bytes not kept are zero in the resumed decoder's window: no byte
  * decoded from the checkpoint reads them.
  *

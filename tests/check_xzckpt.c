@@ -478,6 +478,7 @@ START_TEST(test_bad_blob)
 	uint32_t nprobs, nruns, kept;
 	size_t rawlen;
 
+
 	small_open(&x, 3 << 20, LZMA_CHECK_CRC32);
 	b = &x.idx->blocks[0];
 	ck_assert_int_eq(build(&x, b, 1 << 20, &g, NULL, &err), 0);
@@ -519,12 +520,13 @@ START_TEST(test_bad_blob)
 	nprobs = get32(blob.p + HEAD_NPROB);
 	nruns = get32(blob.p + HEAD_NRUNS);
 	kept = get32(blob.p + HEAD_KEPT);
-	rawlen = 2 * (size_t)nprobs + 8 * (size_t)nruns + kept;
-	raw.p = malloc(rawlen);
+	rawlen = (size_t)ZSTD_getFrameContentSize(blob.p + HEAD, blob.n - HEAD);
+	ck_assert_uint_ge(rawlen, 2 * (size_t)nprobs + 2 * (size_t)nruns + kept);
+	raw.p = malloc(rawlen + 1);
 	raw.n = rawlen;
 	ck_assert_uint_eq(ZSTD_decompress(raw.p, rawlen, blob.p + HEAD, blob.n - HEAD), rawlen);
 	memset(raw.p + rawlen - kept, 0, kept);
-	z.p = malloc(HEAD + ZSTD_compressBound(rawlen));
+	z.p = malloc(HEAD + ZSTD_compressBound(rawlen + 1));
 	memcpy(z.p, blob.p, HEAD);
 	z.n = HEAD + ZSTD_compress(z.p + HEAD, ZSTD_compressBound(rawlen), raw.p, rawlen, 1);
 	put32(z.p + HEAD_ZLEN, (uint32_t)(z.n - HEAD));
@@ -544,16 +546,17 @@ START_TEST(test_bad_blob)
 		ck_assert_msg(differs || n < 0, "a blob with its window zeroed gave the right bytes");
 		xzckpt_dec_close(d);
 	}
-	/* the same payload with a run that overlaps the window's end: refused */
-	if (nruns) {
-		uint8_t *run = raw.p + 2 * (size_t)nprobs + 8 * (size_t)(nruns - 1);
-
-		put32(run, get32(blob.p + 60) - get32(run + 4) + 1);
-		z.n = HEAD + ZSTD_compress(z.p + HEAD, ZSTD_compressBound(rawlen), raw.p, rawlen, 1);
-		put32(z.p + HEAD_ZLEN, (uint32_t)(z.n - HEAD));
-		reseal(&z);
-		ck_assert_int_eq(open_blob(&x, b, &z), -EINVAL);
-	}
+	/* resealed, but one run more than the runs hold, or one byte more than kept: refused */
+	ck_assert_uint_gt(nruns, 0);
+	put32(z.p + HEAD_NRUNS, nruns + 1);
+	reseal(&z);
+	ck_assert_int_eq(open_blob(&x, b, &z), -EINVAL);
+	put32(z.p + HEAD_NRUNS, nruns);
+	raw.p[rawlen] = 'x';
+	z.n = HEAD + ZSTD_compress(z.p + HEAD, ZSTD_compressBound(rawlen + 1), raw.p, rawlen + 1, 1);
+	put32(z.p + HEAD_ZLEN, (uint32_t)(z.n - HEAD));
+	reseal(&z);
+	ck_assert_int_eq(open_blob(&x, b, &z), -EINVAL);
 	free(raw.p);
 	free(z.p);
 	got_free(&g);
