@@ -85,6 +85,7 @@ struct lzma2dec {
 	void *cbopaque;
 	lzma2dec_mark_fn mark; /* NULL unless a checkpoint builder asks where matches read */
 	void *mopaque;
+	uint64_t mark_below; /* only reads that start below this are reported */
 	/* LZMA */
 	uint32_t rng, code;
 	uint32_t state, rep[4], pend;
@@ -173,6 +174,12 @@ void lzma2dec_set_mark_cb(struct lzma2dec *d, lzma2dec_mark_fn fn, void *opaque)
 {
 	d->mark = fn;
 	d->mopaque = opaque;
+	d->mark_below = UINT64_MAX;
+}
+
+void lzma2dec_set_mark_below(struct lzma2dec *d, uint64_t below)
+{
+	d->mark_below = below;
 }
 
 size_t lzma2dec_memusage(const struct lzma2dec *d)
@@ -325,6 +332,7 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 	/* the uncompressed offset of win[wpos] is base + wpos (mod 2^64) */
 	const uint64_t base = d->uoff - d->wpos;
 	const lzma2dec_mark_fn mark = d->mark;
+	const uint64_t mbelow = d->mark_below;
 	uint32_t ttt, bound, len = d->pend, ps;
 	const char *why;
 	int ret = 0;
@@ -353,7 +361,7 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 			} else {
 				uint32_t mb = win[back(wpos, rep0, wsize)], bit;
 
-				if (unlikely(mark != NULL))
+				if (unlikely(mark != NULL) && base + wpos - rep0 - 1 < mbelow)
 					mark(d->mopaque, base + wpos - rep0 - 1, 1);
 				do {
 					uint32_t mbit = (mb >> 7) & 1;
@@ -469,7 +477,7 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 						goto corrupt;
 					}
 					state = state < 7 ? 9 : 11;
-					if (unlikely(mark != NULL))
+					if (unlikely(mark != NULL) && base + wpos - rep0 - 1 < mbelow)
 						mark(d->mopaque, base + wpos - rep0 - 1, 1);
 					win[wpos] = win[back(wpos, rep0, wsize)];
 					wpos++;
@@ -514,7 +522,7 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 			why = "match distance beyond the dictionary";
 			goto corrupt;
 		}
-		if (unlikely(mark != NULL))
+		if (unlikely(mark != NULL) && base + wpos - rep0 - 1 < mbelow)
 			mark(d->mopaque, base + wpos - rep0 - 1, len);
 copy:
 		{

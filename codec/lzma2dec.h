@@ -160,13 +160,23 @@ void lzma2dec_set_chunk_cb(struct lzma2dec *d, lzma2dec_chunk_fn fn, void *opaqu
  * resumed at uoff U from a window that is exact at every byte reported
  * by decoding at or past U, and at byte U - 1, decodes what this one does:
  * what a sparse checkpoint keeps (xzckpt.c).  Distances were checked
- * against the window before the call.  The hook costs one predictable
- * branch per symbol when unset.
+ * against the window before the call.  Unset, the hook costs one
+ * predictable branch per match or matched literal (measured: no change in
+ * tools/bench/lzma2-speed).
  */
 typedef void (*lzma2dec_mark_fn)(void *opaque, uint64_t src, uint32_t len);
 
 /* Sets (or, with fn NULL, clears) the mark callback; opaque is borrowed. */
 void lzma2dec_set_mark_cb(struct lzma2dec *d, lzma2dec_mark_fn fn, void *opaque);
+
+/*
+ * From now on, reports only reads whose src is below `below` (after
+ * lzma2dec_set_mark_cb: all): most matches read recent output, which a
+ * checkpoint builder does not need, and skipping the call is what keeps
+ * the build's cost near a plain decode.  Any time outside lzma2dec_read
+ * or from the chunk callback.
+ */
+void lzma2dec_set_mark_below(struct lzma2dec *d, uint64_t below);
 
 /* Bytes of memory the decoder holds: its struct (buffers, model) and its window. */
 size_t lzma2dec_memusage(const struct lzma2dec *d);

@@ -67,6 +67,7 @@ struct xzck_build {
 	const struct xzdec_block *b;
 	const struct xzckpt_sink *s;
 	struct xzckpt_stats *st;
+	struct lzma2dec *ld;
 	struct zerr *err;
 	uint64_t span, next, out;
 	uint32_t wsize;
@@ -274,6 +275,7 @@ static int on_chunk(void *opaque, struct lzma2dec *ld, const struct lzma2dec_chu
 		bits_set(o->bits, o->ck.wlen - 1, 1);
 	bd->bits_bytes += ((o->ck.wlen + 63) / 64 + 1) * sizeof(uint64_t);
 	bd->nopen++;
+	lzma2dec_set_mark_below(ld, c->uoff); /* the newest: the reads on_mark uses */
 	return 0;
 }
 
@@ -285,6 +287,8 @@ static int grow(void *pp, size_t *cap, size_t need, size_t elem)
 
 	if (need <= *cap)
 		return 0;
+	if (need < 2 * *cap)
+		need = 2 * *cap;
 	p = realloc(*(void **)pp, need * elem);
 	if (!p)
 		return -ENOMEM;
@@ -481,6 +485,7 @@ static int points_close(struct xzck_build *bd, int all)
 	bd->nopen -= done;
 	if (done)
 		memmove(bd->open, bd->open + done, bd->nopen * sizeof(*bd->open));
+	lzma2dec_set_mark_below(bd->ld, bd->nopen ? bd->open[bd->nopen - 1].ck.uoff : 0);
 	return ret;
 }
 
@@ -571,9 +576,11 @@ int xzckpt_build(int fd, const struct xzdec_block *b, uint64_t span, const struc
 		goto out;
 	}
 	bd.dec_mem = lzma2dec_memusage(ld);
+	bd.ld = ld;
 	if (s->point) {
 		lzma2dec_set_chunk_cb(ld, on_chunk, &bd);
 		lzma2dec_set_mark_cb(ld, on_mark, &bd);
+		lzma2dec_set_mark_below(ld, 0); /* nothing open yet */
 	}
 	ret = build_run(&bd, ld, fd, &h);
 out:
