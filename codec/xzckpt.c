@@ -187,15 +187,18 @@ static int hdr_read(int fd, const struct xzdec_block *b, struct xzck_hdr *h, str
 	return ret;
 }
 
+/* lzma2dec's pull: a failed pread of any kind is -EIO, as the header promises. */
 static ssize_t src_pull(void *opaque, uint64_t coff, void *buf, size_t len)
 {
 	const struct xzck_src *s = opaque;
+	ssize_t n;
 
 	if (coff >= s->size)
 		return 0;
 	if (len > s->size - coff)
 		len = (size_t)(s->size - coff);
-	return pio_pread(s->fd, buf, len, s->off + coff);
+	n = pio_pread(s->fd, buf, len, s->off + coff);
+	return n < 0 ? -EIO : n;
 }
 
 /* After the end marker: the data filled exactly the sizes the Index gave. */
@@ -338,7 +341,7 @@ static ssize_t runs_of(struct xzck_build *bd, const struct xzck_open *o, uint64_
 
 /*
  * Runs are stored as two LEB128 numbers each: the gap from the previous
- * run's end plus RUN_GAP (from 0 for the first run), and the length - 1,
+ * run's end less RUN_GAP (for the first run, its offset), and the length - 1,
  * so that every run the parser accepts is in order, apart and not empty.
  */
 static size_t varint_put(uint8_t *p, uint32_t v)
