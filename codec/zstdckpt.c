@@ -45,6 +45,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <zstd.h>
 #include <zlib.h> /* crc32 of a blob */
 #include <zstd_errors.h>
@@ -106,6 +107,46 @@ static uint64_t le_n(const uint8_t *p, unsigned n)
 static unsigned highbit(uint32_t v)
 {
 	return 31u - (unsigned)__builtin_clz(v);
+}
+
+/*
+ * Rings, zeroed.  Those of 16 MiB or more are backed by transparent huge
+ * pages where the kernel allows it (MADV_HUGEPAGE), because a sparse window
+ * touches pages all over a ring of up to 128 MiB and the page faults, not
+ * the copying, were the cost of a resume (measured: 200 ms of faults for
+ * 10,000 runs over a 100 MiB window in a VM).  ring_free takes the length.
+ */
+#define HUGE_PAGE (2ull << 20)
+#define HUGE_MIN  (16ull << 20) /* below: calloc (zeroing huge pages cost more than the faults) */
+
+static void *ring_alloc(size_t len)
+{
+	uint8_t *p;
+	size_t map = len + HUGE_PAGE, lead;
+
+	if (len < HUGE_MIN)
+		return calloc(1, len);
+	p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* keep a 2 MiB-aligned start; give back the rest */
+	lead = (size_t)(-(uintptr_t)p & (HUGE_PAGE - 1));
+	if (lead)
+		munmap(p, lead);
+	if (map - lead - len)
+		munmap(p + lead + len, map - lead - len);
+	madvise(p + lead, len, MADV_HUGEPAGE); /* a hint: failure is fine */
+	return p + lead;
+}
+
+static void ring_free(void *p, size_t len)
+{
+	if (!p)
+		return;
+	if (len < HUGE_MIN)
+		free(p);
+	else
+		munmap(p, len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1303,7 +1344,7 @@ static void build_free(struct build *b)
 		free(b->m);
 	}
 	ZSTD_freeDStream(b->ds);
-	free(b->ring);
+	ring_free(b->ring, (size_t)b->rsize);
 	free(b->in.buf);
 	free(b);
 }
@@ -1329,7 +1370,7 @@ static int build_new(int fd, const struct zstddec_frame *f, uint64_t span, bool 
 	b->in.end = f->coff + f->csize;
 	b->rsize = frame_window(f) + BLOCK_MAX;
 	b->in.buf = malloc(IN_CAP);
-	b->ring = malloc((size_t)b->rsize);
+	b->ring = ring_alloc((size_t)b->rsize);
 	b->ds = ZSTD_createDStream();
 	tables_init(&b->s);
 	if (blobs) {
@@ -1476,7 +1517,7 @@ static int dec_new(const struct zstddec_frame *f, const struct zstdckpt *ck, win
 	/* the dictionary header, the window, two blocks (one for split literals);
 	 * zeroed, so that a sparse window's pages not kept are never touched */
 	d->rsize = DICT_HMAX + (size_t)w + 2 * (BLOCK_MAX + SLACK);
-	d->ring = calloc(1, d->rsize);
+	d->ring = ring_alloc(d->rsize);
 	d->in.buf = malloc(IN_CAP);
 	d->dc = ZSTD_createDCtx();
 	if (!d->ring || !d->in.buf || !d->dc) {
@@ -1746,6 +1787,6 @@ void zstdckpt_dec_close(struct zstdckpt_dec *d)
 		return;
 	ZSTD_freeDCtx(d->dc);
 	free(d->in.buf);
-	free(d->ring);
+	ring_free(d->ring, d->rsize);
 	free(d);
 }
