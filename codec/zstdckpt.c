@@ -110,21 +110,23 @@ static unsigned highbit(uint32_t v)
 }
 
 /*
- * Rings, zeroed.  Those of 16 MiB or more are backed by transparent huge
- * pages where the kernel allows it (MADV_HUGEPAGE), because a sparse window
- * touches pages all over a ring of up to 128 MiB and the page faults, not
- * the copying, were the cost of a resume (measured: 200 ms of faults for
- * 10,000 runs over a 100 MiB window in a VM).  ring_free takes the length.
+ * Rings, zeroed.  Those of huge_min bytes or more are backed by
+ * transparent huge pages where the kernel allows it (MADV_HUGEPAGE): a
+ * sparse window touches pages all over a ring of up to 128 MiB, and the
+ * page faults, not the copying, were the cost of a resume (measured: 200 ms
+ * of faults for 10,000 runs over a 100 MiB window in a VM).  The build's
+ * ring is written whole, so huge pages only save faults there.
+ * ring_free takes the same length and huge_min.
  */
-#define HUGE_PAGE (2ull << 20)
-#define HUGE_MIN  (16ull << 20) /* below: calloc (zeroing huge pages cost more than the faults) */
+#define HUGE_PAGE    (2ull << 20)
+#define HUGE_MIN_DEC (16ull << 20) /* below: calloc (zeroing 2 MiB pages cost more than the faults) */
 
-static void *ring_alloc(size_t len)
+static void *ring_alloc(size_t len, size_t huge_min)
 {
 	uint8_t *p;
 	size_t map = len + HUGE_PAGE, lead;
 
-	if (len < HUGE_MIN)
+	if (len < huge_min)
 		return calloc(1, len);
 	p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
@@ -139,11 +141,11 @@ static void *ring_alloc(size_t len)
 	return p + lead;
 }
 
-static void ring_free(void *p, size_t len)
+static void ring_free(void *p, size_t len, size_t huge_min)
 {
 	if (!p)
 		return;
-	if (len < HUGE_MIN)
+	if (len < huge_min)
 		free(p);
 	else
 		munmap(p, len);
@@ -877,7 +879,7 @@ static void build_fill(struct build *b, uint64_t uoff, uint64_t coff, uint64_t w
 /* Blobs: pending points, their marking, and the blob format (zstdckpt.h). */
 
 #define BLOB_MAGIC "ZCK1"
-#define BLOB_HDR   93u /* bytes before the tables */
+#define BLOB_HDR   97u /* bytes before the tables */
 #define BLOB_LEVEL 1   /* ZSTD_compress level of the payload */
 #define BLOB_BITS  (8ull << 20) /* the most bitmap bits per point: 1 MiB */
 
@@ -1054,13 +1056,38 @@ static uint8_t *put_le(uint8_t *q, uint64_t v, unsigned n)
 	return q;
 }
 
+/* LEB128: 7 bits a byte, low first; at most 5 bytes for 32 bits. */
+static uint8_t *put_varint(uint8_t *q, uint32_t v)
+{
+	while (v >= 0x80) {
+		*q++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*q++ = (uint8_t)v;
+	return q;
+}
+
+/* Reads a varint of at most 32 bits from [*p, end); 0, or -EINVAL. */
+static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned i = 0; i < 5; i++) {
+		if (*p == end)
+			return -EINVAL;
+		*v |= (uint64_t)(**p & 0x7F) << (7 * i);
+		if (!(*(*p)++ & 0x80))
+			return *v <= UINT32_MAX ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
 /* Writes p's blob into m->blob; returns its length, or 0 with err set. */
 static size_t blob_write(struct build *b, const struct pend *p, struct zerr *err)
 {
 	struct blobs *m = b->m;
 	const struct zstdckpt *ck = &p->ck;
 	const struct zstddec_frame *f = b->f;
-	size_t raw = 8 * p->nruns + p->nkept, tabs = ck->huf_len, cap, z;
+	size_t raw = 10 * p->nruns + p->nkept, runs_len, tabs = ck->huf_len, cap, z;
 	uint8_t *q, *zlen_at;
 
 	for (int k = 0; k < 3; k++)
@@ -1073,8 +1100,10 @@ static size_t blob_write(struct build *b, const struct pend *p, struct zerr *err
 	}
 	q = m->raw;
 	for (size_t i = 0; i < 2 * p->nruns; i++)
-		q = put_le(q, p->runs[i], 4);
+		q = put_varint(q, p->runs[i]);
+	runs_len = (size_t)(q - m->raw);
 	memcpy(q, p->kept, p->nkept);
+	raw = runs_len + p->nkept;
 	q = m->blob;
 	memcpy(q, BLOB_MAGIC, 4);
 	q = put_le(q + 4, f->coff, 8);
@@ -1090,6 +1119,7 @@ static size_t blob_write(struct build *b, const struct pend *p, struct zerr *err
 	for (int k = 0; k < 3; k++)
 		*q++ = ck->fse_len[k];
 	q = put_le(q, p->nruns, 4);
+	q = put_le(q, runs_len, 4);
 	q = put_le(q, p->nkept, 8);
 	zlen_at = q;
 	q += 4;
@@ -1344,7 +1374,7 @@ static void build_free(struct build *b)
 		free(b->m);
 	}
 	ZSTD_freeDStream(b->ds);
-	ring_free(b->ring, (size_t)b->rsize);
+	ring_free(b->ring, (size_t)b->rsize, HUGE_PAGE);
 	free(b->in.buf);
 	free(b);
 }
@@ -1370,7 +1400,7 @@ static int build_new(int fd, const struct zstddec_frame *f, uint64_t span, bool 
 	b->in.end = f->coff + f->csize;
 	b->rsize = frame_window(f) + BLOCK_MAX;
 	b->in.buf = malloc(IN_CAP);
-	b->ring = ring_alloc((size_t)b->rsize);
+	b->ring = ring_alloc((size_t)b->rsize, HUGE_PAGE);
 	b->ds = ZSTD_createDStream();
 	tables_init(&b->s);
 	if (blobs) {
@@ -1517,7 +1547,7 @@ static int dec_new(const struct zstddec_frame *f, const struct zstdckpt *ck, win
 	/* the dictionary header, the window, two blocks (one for split literals);
 	 * zeroed, so that a sparse window's pages not kept are never touched */
 	d->rsize = DICT_HMAX + (size_t)w + 2 * (BLOCK_MAX + SLACK);
-	d->ring = ring_alloc(d->rsize);
+	d->ring = ring_alloc(d->rsize, HUGE_MIN_DEC);
 	d->in.buf = malloc(IN_CAP);
 	d->dc = ZSTD_createDCtx();
 	if (!d->ring || !d->in.buf || !d->dc) {
@@ -1566,6 +1596,7 @@ int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
 struct blob_in {
 	struct zstdckpt ck;
 	uint32_t nruns;
+	uint32_t runs_len; /* bytes of the payload's run table */
 	uint64_t kept;
 	const uint8_t *z; /* the payload */
 	size_t zlen;
@@ -1607,14 +1638,16 @@ static int blob_parse(const struct zstddec_frame *f, const uint8_t *p, size_t le
 			return blob_bad(f, err, "has a bad table length");
 	}
 	bi->nruns = (uint32_t)le_n(q, 4);
-	bi->kept = le_n(q + 4, 8);
-	bi->zlen = (size_t)le_n(q + 12, 4);
-	q += 16;
+	bi->runs_len = (uint32_t)le_n(q + 4, 4);
+	bi->kept = le_n(q + 8, 8);
+	bi->zlen = (size_t)le_n(q + 16, 4);
+	q += 20;
 	if (ck->huf_len < 1 || ck->huf_len > ZSTDCKPT_HUF_MAX)
 		return blob_bad(f, err, "has a bad table length");
 	if (BLOB_HDR + tabs + bi->zlen + 4 != len)
 		return blob_bad(f, err, "has the wrong length");
-	if (bi->kept > ck->wlen || bi->nruns > bi->kept || (bi->nruns == 0) != (bi->kept == 0))
+	if (bi->kept > ck->wlen || bi->nruns > bi->kept || (bi->nruns == 0) != (bi->kept == 0) ||
+	    bi->runs_len < 2ull * bi->nruns || bi->runs_len > 10ull * bi->nruns)
 		return blob_bad(f, err, "has bad run counts");
 	memcpy(ck->huf, q, ck->huf_len);
 	q += ck->huf_len;
@@ -1630,10 +1663,10 @@ static int blob_parse(const struct zstddec_frame *f, const uint8_t *p, size_t le
 static int fill_blob(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *err)
 {
 	const struct blob_in *bi = arg;
-	size_t nraw = 8 * (size_t)bi->nruns + (size_t)bi->kept, r;
+	size_t nraw = (size_t)bi->runs_len + (size_t)bi->kept, r;
 	uint8_t *raw = malloc(nraw ? nraw : 1);
-	const uint8_t *bytes = raw + 8 * (size_t)bi->nruns;
-	uint64_t pos = 0;
+	const uint8_t *bytes = raw + bi->runs_len, *q = raw;
+	uint64_t pos = 0, gap, n;
 	int ret = 0;
 
 	if (!raw)
@@ -1645,8 +1678,11 @@ static int fill_blob(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *
 		goto out;
 	}
 	for (uint32_t i = 0; i < bi->nruns; i++) {
-		uint64_t gap = le_n(raw + 8 * i, 4), n = le_n(raw + 8 * i + 4, 4);
-
+		if (get_varint(&q, raw + bi->runs_len, &gap) ||
+		    get_varint(&q, raw + bi->runs_len, &n)) {
+			ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob has a bad run");
+			goto out;
+		}
 		pos += gap;
 		if (n == 0 || pos > wlen || wlen - pos < n ||
 		    (uint64_t)(bytes - raw) + n > nraw) {
@@ -1657,7 +1693,7 @@ static int fill_blob(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *
 		bytes += n;
 		pos += n;
 	}
-	if (bytes != raw + nraw)
+	if (bytes != raw + nraw || q != raw + bi->runs_len)
 		ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob has a bad run");
 out:
 	free(raw);
@@ -1787,6 +1823,6 @@ void zstdckpt_dec_close(struct zstdckpt_dec *d)
 		return;
 	ZSTD_freeDCtx(d->dc);
 	free(d->in.buf);
-	ring_free(d->ring, d->rsize);
+	ring_free(d->ring, d->rsize, HUGE_MIN_DEC);
 	free(d);
 }

@@ -838,9 +838,10 @@ END_TEST
 #define B_HUFLEN 72
 #define B_FSELEN 74
 #define B_NRUNS	 77
-#define B_KEPT	 81
-#define B_ZLEN	 89
-#define B_TABS	 93
+#define B_RUNLEN 81
+#define B_KEPT	 85
+#define B_ZLEN	 93
+#define B_TABS	 97
 
 static uint64_t get_le(const uint8_t *p, unsigned n)
 {
@@ -857,14 +858,26 @@ static void set_le(uint8_t *p, uint64_t v, unsigned n)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+static size_t put_varint(uint8_t *q, uint32_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		q[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	q[n++] = (uint8_t)v;
+	return n;
+}
+
 static void reseal(uint8_t *b, size_t len)
 {
 	set_le(b + len - 4, crc32(0, b, (uInt)(len - 4)), 4);
 }
 
-/* A copy of blob b with its payload replaced by raw[0..n) (nruns, kept set), resealed. */
+/* A copy of blob b with its payload replaced by raw[0..n) (nruns, runs_len, kept set), resealed. */
 static uint8_t *forge_payload(const uint8_t *b, const uint8_t *raw, size_t n, uint32_t nruns,
-			      uint64_t kept, size_t *len)
+			      uint32_t runs_len, uint64_t kept, size_t *len)
 {
 	size_t tabs = get_le(b + B_HUFLEN, 2) + b[B_FSELEN] + b[B_FSELEN + 1] + b[B_FSELEN + 2];
 	size_t cap = B_TABS + tabs + ZSTD_compressBound(n) + 4, z;
@@ -875,6 +888,7 @@ static uint8_t *forge_payload(const uint8_t *b, const uint8_t *raw, size_t n, ui
 	z = ZSTD_compress(f + B_TABS + tabs, cap - B_TABS - tabs - 4, raw, n, 1);
 	ck_assert(!ZSTD_isError(z));
 	set_le(f + B_NRUNS, nruns, 4);
+	set_le(f + B_RUNLEN, runs_len, 4);
 	set_le(f + B_KEPT, kept, 8);
 	set_le(f + B_ZLEN, z, 4);
 	*len = B_TABS + tabs + z + 4;
@@ -905,8 +919,8 @@ START_TEST(test_blobs_damaged_blob)
 	struct zstddec_frame f;
 	struct fx x;
 	struct bseen s;
-	uint8_t *b, raw[9], *g;
-	size_t len, glen;
+	uint8_t *b, raw[16], *g;
+	size_t len, glen, n;
 	uint64_t wlen;
 
 	fx_open(&x, "t3.zst");
@@ -920,8 +934,8 @@ START_TEST(test_blobs_damaged_blob)
 		expect_einval(x.f, b, len, "flipped");
 		b[i] ^= 0x20;
 	}
-	for (size_t n = 0; n < len; n += n < 200 ? 1 : 97)
-		expect_einval(x.f, b, n, "short");
+	for (size_t k = 0; k < len; k += k < 200 ? 1 : 97)
+		expect_einval(x.f, b, k, "short");
 	f = *x.f;
 	f.csize++;
 	expect_einval(&f, b, len, "another frame's csize");
@@ -947,14 +961,17 @@ START_TEST(test_blobs_damaged_blob)
 	reseal(g, len);
 	expect_einval(x.f, g, len, "kept one more than the payload has");
 	free(g);
-	set_le(raw, wlen, 4); /* a run one past the window */
-	set_le(raw + 4, 1, 4);
-	raw[8] = 'x';
-	g = forge_payload(b, raw, 9, 1, 1, &glen);
+	/* one run (varints: gap, len) and its byte */
+	n = put_varint(raw, (uint32_t)wlen); /* a run one past the window */
+	n += put_varint(raw + n, 1);
+	raw[n] = 'x';
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
 	expect_einval(x.f, g, glen, "run past the window");
 	free(g);
-	set_le(raw, wlen - 1, 4); /* the window's last byte: fine */
-	g = forge_payload(b, raw, 9, 1, 1, &glen);
+	n = put_varint(raw, (uint32_t)wlen - 1); /* the window's last byte: fine */
+	n += put_varint(raw + n, 1);
+	raw[n] = 'x';
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
 	{
 		struct zstdckpt_dec *d;
 		struct zerr e = {0};
@@ -963,13 +980,24 @@ START_TEST(test_blobs_damaged_blob)
 		zstdckpt_dec_close(d);
 	}
 	free(g);
-	set_le(raw + 4, 0, 4); /* an empty run */
-	g = forge_payload(b, raw, 9, 1, 1, &glen);
+	raw[n - 1] = 0; /* an empty run */
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
 	expect_einval(x.f, g, glen, "empty run");
 	free(g);
-	set_le(raw + 4, 2, 4); /* longer than the bytes there */
-	g = forge_payload(b, raw, 9, 1, 1, &glen);
+	raw[n - 1] = 2; /* longer than the bytes there */
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
 	expect_einval(x.f, g, glen, "run longer than the bytes");
+	free(g);
+	raw[n - 1] = 0x81; /* a varint that runs into the bytes */
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
+	expect_einval(x.f, g, glen, "varint past the run table");
+	free(g);
+	memset(raw, 0xFF, 5); /* a varint of more than 32 bits */
+	raw[5] = 0x01;
+	raw[6] = 1;
+	raw[7] = 'x';
+	g = forge_payload(b, raw, 8, 1, 7, 1, &glen);
+	expect_einval(x.f, g, glen, "varint too long");
 	free(g);
 	free(s.keep);
 	fx_close(&x);
