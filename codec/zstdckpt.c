@@ -34,6 +34,15 @@
  * would be corrupt data) becomes the same.  An RLE table cannot be written
  * (accuracy log 0 is not describable); it stands in as predefined only
  * when the next block with sequences replaces it (checked by reading ahead).
+ *
+ * Blobs (zstdckpt_build_blobs): a point becomes pending with a bitmap over
+ * its window; the sequences of every block within a window after a
+ * pending point are decoded in full (lengths, offsets with repeat codes
+ * resolved), and each match's source below the point's uoff is marked.  A
+ * window byte x is settled once the output passes x + window (no later
+ * match reaches it), and kept bytes are copied out before the ring, one
+ * window plus one block, overwrites them.  At uoff + window (or the
+ * frame's verified end) the runs and bytes are compressed into the blob.
  */
 #define ZSTD_STATIC_LINKING_ONLY /* block API: exported by libzstd.so 1.5.4 */
 #include "zstdckpt.h"
@@ -1102,7 +1111,8 @@ static size_t blob_write(struct build *b, const struct pend *p, struct zerr *err
 	for (size_t i = 0; i < 2 * p->nruns; i++)
 		q = put_varint(q, p->runs[i]);
 	runs_len = (size_t)(q - m->raw);
-	memcpy(q, p->kept, p->nkept);
+	if (p->nkept) /* none: a window no match reads */
+		memcpy(q, p->kept, p->nkept);
 	raw = runs_len + p->nkept;
 	q = m->blob;
 	memcpy(q, BLOB_MAGIC, 4);

@@ -3,9 +3,11 @@
 #define ZMOUNT_ZSTDCKPT_H
 
 /*
- * Checkpoints inside one zstd frame (issue 19, item 2; a prototype, see
+ * Checkpoints inside one zstd frame (issue 19, items 2 and 3; see
  * doc/zstd-checkpoints.md): resume decoding at a block boundary instead of
- * the frame's start.
+ * the frame's start.  zstdckpt_build hands out checkpoints with their dense
+ * window; zstdckpt_build_blobs hands out self-contained blobs with sparse,
+ * compressed windows (below), which zstdckpt_blob_open resumes from.
  *
  * At a block boundary libzstd's decoder state is the window (the last
  * Window_Size bytes of output), the three repeat offsets and the entropy

@@ -1,8 +1,9 @@
 /* zstdckpt-bench: what checkpoint blobs cost on one .zst file (issue 19, item 3).
  *   zstdckpt-bench FILE.zst SPAN [SPAN...]     (SPAN in bytes, or with a K/M/G suffix)
  * For the first frame of FILE, per SPAN: zstdckpt_build_blobs (output thrown
- * away, blobs kept in memory) against `zstd -dc FILE >/dev/null`, 3 runs
- * each, medians of wall and CPU time (the CPU ratio is the steadier figure
+ * away, blobs kept in memory) against `zstd -dc FILE >/dev/null` and against
+ * zstdckpt_build (the same pass without blobs), 3 runs each, medians of
+ * wall and CPU time (the CPU ratio is the steadier figure
  * on a shared machine); the blobs' total as % of the file, their window
  * bytes kept against dense; then, from every blob, zstdckpt_blob_open plus
  * the first 4 KiB ("open"), and open plus a 4 KiB read at a random offset
@@ -59,6 +60,13 @@ static double median(double *v, size_t n)
 {
 	qsort(v, n, sizeof(*v), cmp_double);
 	return n ? v[n / 2] : 0;
+}
+
+static int ckpt_none(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size_t n1,
+		     const uint8_t *w2, size_t n2)
+{
+	(void)arg, (void)ck, (void)w1, (void)n1, (void)w2, (void)n2;
+	return 0;
 }
 
 static int sink_out(void *arg, const void *buf, size_t len)
@@ -160,7 +168,7 @@ static int bench_span(const char *path, int fd, const struct zstddec_index *idx,
 		      double zwall, double zcpu)
 {
 	const struct zstddec_frame *f = &idx->frames[0];
-	double wall[RUNS], cpu[RUNS], *open_t, *rand_t;
+	double wall[RUNS], cpu[RUNS], pwall[RUNS], pcpu[RUNS], *open_t, *rand_t;
 	struct zstdckpt_blob_stats st = {0};
 	struct keep k = {0};
 	struct zstdckpt_sink sink = {sink_out, sink_point, &k};
@@ -177,6 +185,12 @@ static int bench_span(const char *path, int fd, const struct zstddec_index *idx,
 		}
 		wall[r] = now(CLOCK_MONOTONIC) - w0;
 		cpu[r] = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		/* the same pass without blobs: what marking and writing them add */
+		w0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
+		if (zstdckpt_build(fd, f, span, ckpt_none, NULL, NULL, &e))
+			return 1;
+		pwall[r] = now(CLOCK_MONOTONIC) - w0;
+		pcpu[r] = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	}
 	open_t = calloc(k.n + 1, sizeof(double));
 	rand_t = calloc(k.n + 1, sizeof(double));
@@ -206,6 +220,8 @@ static int bench_span(const char *path, int fd, const struct zstddec_index *idx,
 	       "%.2fx CPU\n",
 	       median(wall, RUNS), median(cpu, RUNS), zwall, zcpu, median(wall, RUNS) / zwall,
 	       median(cpu, RUNS) / zcpu);
+	printf("  zstdckpt_build (no blobs) %.2f s wall, %.2f s CPU\n", median(pwall, RUNS),
+	       median(pcpu, RUNS));
 	printf("  open + 4 KiB: median %.2f ms; open + random offset in the span + 4 KiB: median "
 	       "%.1f ms\n",
 	       median(open_t, k.n) * 1e3, median(rand_t, k.n) * 1e3);
