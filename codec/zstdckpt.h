@@ -3,9 +3,11 @@
 #define ZMOUNT_ZSTDCKPT_H
 
 /*
- * Checkpoints inside one zstd frame (issue 19, item 2; a prototype, see
+ * Checkpoints inside one zstd frame (issue 19, items 2 and 3; see
  * doc/zstd-checkpoints.md): resume decoding at a block boundary instead of
- * the frame's start.
+ * the frame's start.  zstdckpt_build hands out checkpoints with their dense
+ * window; zstdckpt_build_blobs hands out self-contained blobs with sparse,
+ * compressed windows (below), which zstdckpt_blob_open resumes from.
  *
  * At a block boundary libzstd's decoder state is the window (the last
  * Window_Size bytes of output), the three repeat offsets and the entropy
@@ -175,14 +177,16 @@ void zstdckpt_dec_close(struct zstdckpt_dec *d);
  *   36  u64 uoff, coff, wlen               (struct zstdckpt)
  *   60  u32 rep[3]
  *   72  u16 huf_len, u8 fse_len[3]
- *   77  u32 nruns, u64 kept (window bytes kept), u32 zlen (payload bytes)
- *   93  huf[huf_len], fse[LL], fse[OF], fse[ML], payload[zlen]
+ *   77  u32 nruns, u32 runs_len, u64 kept (window bytes kept), u32 zlen
+ *   97  huf[huf_len], fse[LL], fse[OF], fse[ML], payload[zlen]
  *   end u32 CRC-32 (zlib's) of all the bytes before it
  * The payload is one or more zstd frames that decode to exactly
- * 8 * nruns + kept bytes: nruns (u32 gap, u32 len) pairs, each run starting
- * gap bytes after the previous one's end (the first: after the window's
- * start, uoff - wlen), len >= 1, all inside the window; then the kept bytes
- * in order.
+ * runs_len + kept bytes: nruns (gap, len) pairs of LEB128 varints (at most
+ * 32 bits each) in runs_len bytes, each run starting gap bytes after the
+ * previous one's end (the first: after the window's start, uoff - wlen),
+ * len >= 1, all inside the window; then the kept bytes in order.  (Runs
+ * closer than 32 bytes written as one, the gap's bytes kept, made blobs 3
+ * to 10% larger: the runs table compresses better than the bytes.)
  *
  * Trust: zstdckpt_blob_open checks every field against f and the format,
  * and the CRC, so damage gives -EINVAL; but a blob that is well-formed for
