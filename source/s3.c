@@ -321,7 +321,7 @@ static struct curl_slist *make_headers(const struct s3 *s, const struct req *r)
 		l = t;                                                                             \
 	} while (0)
 	ADD("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-	ADD("Expect:"); /* no 100-continue round trip for PUT */
+	/* No "Expect:" to suppress 100-continue: curl would sign it but not send it. */
 	if (r->range[0])
 		ADD(r->range);
 	if (r->if_match) {
@@ -817,7 +817,8 @@ int s3_list(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct 
 		if (rc == 416)
 			rc = -EIO;
 		end = r.buf ? r.buf + r.got : NULL;
-		if (!rc && (!r.buf || !xml_find(r.buf, end, "ListBucketResult", &vn, NULL))) {
+		/* The root element has attributes (xmlns): look for its start only. */
+		if (!rc && (!r.buf || !memmem(r.buf, r.got, "<ListBucketResult", 17))) {
 			report(s, &r, 1, "not a ListBucketResult");
 			rc = -EIO;
 		}

@@ -119,7 +119,11 @@ CONF
 
 up() {
 	local fsid monport rgwport osd
-	[ -e "$D" ] && die "$D already exists (run: rgw.sh down $D)"
+	if [ -f "$D/ceph.conf" ]; then
+		echo "rgw.sh: stopping the gateway a previous run left in $D" >&2
+		down
+	fi
+	[ -e "$D" ] && die "$D exists and is not an rgw.sh directory"
 	for t in ceph-mon ceph-osd radosgw radosgw-admin monmaptool ceph curl python3; do
 		command -v $t >/dev/null ||
 			die "missing $t (apt-get install -y ceph-mon ceph-osd radosgw curl python3)"
