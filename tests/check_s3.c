@@ -140,8 +140,15 @@ static void proxy_stop(void)
 {
 	if (proxy_pid <= 0)
 		return;
-	close(proxy_stdin);
-	kill(proxy_pid, SIGTERM);
+	close(proxy_stdin); /* it exits when its stdin closes */
+	for (int i = 0; i < 50; i++) {
+		if (waitpid(proxy_pid, NULL, WNOHANG) != 0) {
+			proxy_pid = 0;
+			return;
+		}
+		usleep(100000);
+	}
+	kill(proxy_pid, SIGKILL);
 	waitpid(proxy_pid, NULL, 0);
 	proxy_pid = 0;
 }
