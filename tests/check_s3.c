@@ -179,7 +179,7 @@ static void proxy_cmd(const char *cmd, char *ans, size_t n)
 }
 
 struct pstats {
-	long requests, down, up, actions;
+	long requests, down, up, actions, conns;
 };
 
 static struct pstats proxy_stats(void)
@@ -188,9 +188,9 @@ static struct pstats proxy_stats(void)
 	char ans[256];
 
 	proxy_cmd("stats", ans, sizeof(ans));
-	ck_assert_int_eq(sscanf(ans, "requests %ld down %ld up %ld actions %ld", &p.requests,
-				&p.down, &p.up, &p.actions),
-			 4);
+	ck_assert_int_eq(sscanf(ans, "requests %ld down %ld up %ld actions %ld connections %ld",
+				&p.requests, &p.down, &p.up, &p.actions, &p.conns),
+			 5);
 	return p;
 }
 
@@ -563,6 +563,27 @@ START_TEST(test_bytes_counted)
 }
 END_TEST
 
+START_TEST(test_connection_reused)
+{
+	/* Twenty requests, one after the other, over one connection. */
+	struct s3 *s = open_at(proxy_url, cred, 0, 5000);
+	struct s3_stat st;
+	char buf[100];
+	struct pstats p;
+
+	proxy_push("pass");
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(s3_get_range(s, "range/big", NULL, (uint64_t)i * 1000, sizeof(buf), buf),
+				 sizeof(buf));
+		ck_assert_int_eq(s3_head(s, "range/big", &st), 0);
+	}
+	p = proxy_stats();
+	ck_assert_int_eq(p.requests, 20);
+	ck_assert_int_eq(p.conns, 1);
+	s3_close(s);
+}
+END_TEST
+
 /* -- credentials (no server) ---------------------------------------------- */
 
 static void write_file(const char *path, const char *text)
@@ -702,7 +723,7 @@ int main(void)
 					   NULL};
 	const TTest *const faults[] = {test_retry_recovers, test_retries_exhausted,
 					      test_no_hang, test_final_errors_not_retried,
-					      test_bytes_counted, NULL};
+					      test_bytes_counted, test_connection_reused, NULL};
 	Suite *su = suite_create("s3");
 	SRunner *sr;
 	TCase *f;

@@ -20,9 +20,9 @@ on one line when ready.  The control port takes one command per line and
 answers one line:
   push ACTION...   append actions to the schedule            -> "ok"
   clear            empty the schedule and zero the counters  -> "ok"
-  stats            -> "requests R down B up U actions A"
+  stats            -> "requests R down B up U actions A connections C"
                       (B bytes upstream->client, U client->upstream,
-                       A scheduled actions taken)
+                       A scheduled actions taken, C client connections)
 It exits when stdin closes (so it dies with the test that started it) or on
 SIGTERM.  Requests must carry Content-Length when they have a body (no
 chunked uploads) and must not be pipelined; curl does neither.
@@ -49,7 +49,7 @@ class Proxy:
         self.host, port = upstream.rsplit(':', 1)
         self.port = int(port)
         self.schedule = list(schedule)
-        self.requests = self.down = self.up = self.taken = 0
+        self.requests = self.down = self.up = self.taken = self.conns = 0
 
     def next_action(self):
         self.requests += 1
@@ -104,6 +104,7 @@ class Proxy:
         uwriter = None
         pipe = None
         state = {'cut': None}
+        self.conns += 1
         try:
             ureader, uwriter = await asyncio.open_connection(self.host, self.port)
             pipe = asyncio.ensure_future(self.pipe_down(ureader, cwriter, state))
@@ -166,11 +167,11 @@ class Proxy:
                     answer = 'ok'
                 elif words == ['clear']:
                     self.schedule.clear()
-                    self.requests = self.down = self.up = self.taken = 0
+                    self.requests = self.down = self.up = self.taken = self.conns = 0
                     answer = 'ok'
                 elif words == ['stats']:
-                    answer = 'requests %d down %d up %d actions %d' % (
-                        self.requests, self.down, self.up, self.taken)
+                    answer = 'requests %d down %d up %d actions %d connections %d' % (
+                        self.requests, self.down, self.up, self.taken, self.conns)
                 else:
                     answer = 'error: unknown command'
                 writer.write((answer + '\n').encode())
