@@ -46,7 +46,7 @@ struct s3 {
 /* One request and what came back. */
 struct req {
 	const char *method; /* "GET", "HEAD" or "PUT" */
-	const char *key;    /* for the log: NULL for a listing */
+	const char *key;    /* for the log: the prefix of a listing */
 	char *url;
 	const char *if_match;
 	char range[64];
@@ -101,7 +101,8 @@ int s3_open(const char *endpoint, const char *region, const char *bucket,
 	size_t n;
 
 	*out = NULL;
-	if (!endpoint || !region || !bucket || !cred || !*region || !*bucket ||
+	if (!endpoint || !region || !bucket || !cred || !cred->access_key || !cred->secret_key ||
+	    !*region || !*bucket ||
 	    (strncmp(endpoint, "http://", 7) && strncmp(endpoint, "https://", 8)) ||
 	    has_ctl(endpoint) || has_ctl(region) || has_ctl(bucket) || strchr(bucket, '/'))
 		return -EINVAL;
@@ -111,6 +112,7 @@ int s3_open(const char *endpoint, const char *region, const char *bucket,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	pthread_mutex_init(&s->mu, NULL);
 	s->endpoint = strdup(endpoint);
 	s->bucket = strdup(bucket);
 	s->cred = s3cred_dup(cred);
@@ -131,7 +133,6 @@ int s3_open(const char *endpoint, const char *region, const char *bucket,
 		s->o.retries = 0;
 	if (s->o.timeout_ms <= 0)
 		s->o.timeout_ms = 30000;
-	pthread_mutex_init(&s->mu, NULL);
 	*out = s;
 	return 0;
 }
@@ -142,8 +143,7 @@ void s3_close(struct s3 *s)
 		return;
 	for (int i = 0; i < s->nidle; i++)
 		curl_easy_cleanup(s->idle[i]);
-	if (s->sigv4)
-		pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->mu);
 	s3cred_free(s->cred);
 	free(s->endpoint);
 	free(s->bucket);
@@ -178,8 +178,8 @@ static void pool_put(struct s3 *s, CURL *h)
 
 /* -- URLs ----------------------------------------------------------------- */
 
-/* Appends s to the string *out, percent-encoding all but RFC 3986 unreserved bytes (and '/' if keep_slash). */
-static int put_escaped(FILE *f, const char *s, int keep_slash)
+/* Writes s to f, percent-encoding all but RFC 3986 unreserved bytes (and '/' if keep_slash). */
+static void put_escaped(FILE *f, const char *s, int keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
@@ -191,7 +191,6 @@ static int put_escaped(FILE *f, const char *s, int keep_slash)
 		else
 			fprintf(f, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
 	}
-	return ferror(f) ? -ENOMEM : 0;
 }
 
 /* ENDPOINT/BUCKET/KEY, or the bucket's ListObjectsV2 URL when key is NULL. */
@@ -462,8 +461,8 @@ static void report(const struct s3 *s, const struct req *r, int tries, const cha
 	for (i = 0; r->key && r->key[i] && i < sizeof(key) - 1; i++)
 		key[i] = (unsigned char)r->key[i] < 0x20 || r->key[i] == 0x7f ? '?' : r->key[i];
 	key[i] = '\0';
-	snprintf(line, sizeof(line), "s3: %s %s/%s%s: %s (%d attempt%s)", r->key ? r->method : "LIST",
-		 s->bucket, key, r->key ? "" : "...", why, tries, tries == 1 ? "" : "s");
+	snprintf(line, sizeof(line), "s3: %s %s/%s%s: %s (%d attempt%s)", r->grow ? "LIST" : r->method,
+		 s->bucket, key, r->grow ? "*" : "", why, tries, tries == 1 ? "" : "s");
 	if (s->o.log)
 		s->o.log(s->o.log_arg, line);
 	else
@@ -582,7 +581,7 @@ ssize_t s3_get_range(struct s3 *s, const char *key, const char *etag, uint64_t o
 
 	if (len == 0)
 		return 0;
-	if (len > SSIZE_MAX)
+	if (len > SSIZE_MAX || (etag && (strlen(etag) > 200 || has_ctl(etag))))
 		return -EINVAL;
 	if (__builtin_add_overflow(off, (uint64_t)len - 1, &last))
 		last = UINT64_MAX - 1;
@@ -802,12 +801,14 @@ int s3_list(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct 
 	char *token = NULL;
 	int rc;
 
+	if (!prefix)
+		prefix = "";
 	do {
-		struct req r = {.method = "GET", .grow = 1};
+		struct req r = {.method = "GET", .key = prefix, .grow = 1};
 		const char *v, *end;
 		size_t vn;
 
-		r.url = make_url(s, NULL, prefix ? prefix : "", token);
+		r.url = make_url(s, NULL, prefix, token);
 		free(token);
 		token = NULL;
 		if (!r.url)

@@ -98,6 +98,7 @@ int s3_head(struct s3 *s, const char *key, struct s3_stat *st);
  * is len unless the object ends first (0 at or past its end), or the errors
  * above (buf may hold partial data then).  A body of another length than
  * the Content-Range promises is an error (retried), never a short count.
+ * -EINVAL for len over SSIZE_MAX, or an ETag over 200 bytes or with a control byte.
  */
 ssize_t s3_get_range(struct s3 *s, const char *key, const char *etag, uint64_t off, size_t len,
 		     void *buf);

@@ -410,6 +410,8 @@ START_TEST(test_if_match_stale)
 	ck_assert_msg(strstr(last_log, "stale/obj") && strstr(last_log, "412"), "log: %s",
 		      last_log);
 	ck_assert_int_eq(s3_get_range(s, "stale/obj", e2, 5000, sizeof(buf), buf), sizeof(buf));
+	ck_assert_int_eq(s3_get_range(s, "stale/obj", "\"x\"\r\nRange: bytes=0-1", 0, 9, buf),
+			 -EINVAL);
 	ck_assert(!memcmp(buf, v2 + 5000, sizeof(buf)));
 	free(v1);
 	free(v2);
