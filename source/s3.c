@@ -530,9 +530,11 @@ static int run(struct s3 *s, struct req *r,
 	}
 	report(s, r, tries, "%s", why);
 out:
-	curl_slist_free_all(hdrs);
-	if (r->h)
+	if (r->h) {
+		curl_easy_reset(r->h); /* drops the pointers to hdrs, cerr and r */
 		pool_put(s, r->h);
+	}
+	curl_slist_free_all(hdrs);
 	r->h = NULL;
 	return err;
 }

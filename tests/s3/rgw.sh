@@ -2,8 +2,10 @@
 # A one-node Ceph with a RADOS Gateway on 127.0.0.1, for the S3 tests.
 #
 # usage: rgw.sh up DIR     start ceph-mon, ceph-osd (memstore) and radosgw
-#                          with all state under DIR (which must not exist),
-#                          create the test user and bucket, and print the
+#                          with all state under DIR (a gateway an earlier
+#                          run left there is stopped first; anything else
+#                          there is refused), on two free ports of
+#                          127.0.0.1, create the test user and bucket, and print the
 #                          endpoint.  DIR then holds:
 #                            endpoint     the URL, e.g. http://127.0.0.1:40123
 #                            bucket       the bucket's name
