@@ -70,6 +70,7 @@ struct xzck_build {
 	struct lzma2dec *ld;
 	struct zerr *err;
 	uint64_t span, next, out;
+	uint64_t chunk_end; /* where the chunk being decoded ends */
 	uint32_t wsize;
 	uint8_t *ring;
 	size_t rsize;
@@ -253,6 +254,7 @@ static int on_chunk(void *opaque, struct lzma2dec *ld, const struct lzma2dec_chu
 	struct xzck_open *o;
 	int ret;
 
+	bd->chunk_end = c->uoff + c->usize;
 	if (c->uoff == 0 || c->uoff < bd->next)
 		return 0;
 	bd->next = c->uoff > UINT64_MAX - bd->span ? UINT64_MAX : c->uoff + bd->span;
@@ -524,7 +526,18 @@ static int build_run(struct xzck_build *bd, struct lzma2dec *ld, int fd, const s
 	for (;;) {
 		size_t pos = (size_t)(bd->out % bd->rsize);
 		size_t n = bd->rsize - pos < READ_MAX ? bd->rsize - pos : READ_MAX;
-		ssize_t got = lzma2dec_read(ld, bd->ring + pos, n, bd->err);
+		/*
+		 * Each sink->out call ends at a chunk's end, so a checkpoint's
+		 * offset is where one ended (ckpt.h): reads stop at the chunk's
+		 * end, and at a boundary one byte enters the next chunk, which
+		 * says how long it is.
+		 */
+		uint64_t room = bd->chunk_end > bd->out ? bd->chunk_end - bd->out : 1;
+		ssize_t got;
+
+		if (n > room)
+			n = (size_t)room;
+		got = lzma2dec_read(ld, bd->ring + pos, n, bd->err);
 
 		if (got < 0)
 			return (int)got;

@@ -64,9 +64,11 @@
 
 struct xzckpt_sink {
 	/*
-	 * Every decoded byte of the Block, in order, in pieces of any size;
-	 * all output before a checkpoint at uoff U is delivered before
-	 * point(U).  Returns 0 to go on, else build stops and returns it.
+	 * Every decoded byte of the Block, in order; each call ends at or
+	 * before an LZMA2 chunk's end, so a checkpoint's uoff is always
+	 * where one call ended (ckpt.h needs that).  point(U) comes after
+	 * the output past U that it depends on.  Returns 0 to go on, else
+	 * build stops and returns it.
 	 */
 	int (*out)(void *arg, const void *buf, size_t len);
 	/*

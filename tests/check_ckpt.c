@@ -25,7 +25,7 @@
 #include "zcrc.h"
 #include "zmctx.h"
 
-#define SIZE (12u << 20)
+#define SIZE (8u << 20)
 #define SPAN (1u << 20)
 #define SLICE (128u << 10)
 
@@ -301,7 +301,7 @@ static void resumes_exact(const char *name)
 	ck_assert_uint_eq(in.ckpt_wanted, 1);
 	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), 0);
 	reader_get_info(o.r, &in);
-	ck_assert_uint_ge(in.ckpts, SIZE / SPAN - 2);
+	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2); /* xz: LZMA2 chunks hold up to 2 MiB */
 	ck_assert_uint_eq(in.ckpt_wanted, 0);
 	random_reads(&o, 1);
 	/* And the last byte, and a read across two spans. */
@@ -419,7 +419,7 @@ static void saved_and_loaded(const char *name)
 	ck_assert_uint_eq(in.ckpt_wanted, 1); /* not loaded at open */
 	random_reads(&o, 1);
 	reader_get_info(o.r, &in);
-	ck_assert_uint_ge(in.ckpts, SIZE / SPAN - 2);
+	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2); /* xz: LZMA2 chunks hold up to 2 MiB */
 	close_one(&o);
 	testutil_sh(idx, "rm -f *.zmc *.zmi");
 	rmdir(idx);
