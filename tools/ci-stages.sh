@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=${JOBS:-$(nproc)}
 fuzz_seconds=${FUZZ_SECONDS:-60}
-fuzz_targets=(xz gz idxfile opts zstd lzma2)
+fuzz_targets=(xz gz idxfile opts zstd lzma2 zstdckpt_blob)
 # Under TSan: the tests that share the cache, the reader and the read-ahead
 # pool between threads, and two mount tests that drive the daemon's
 # multi-threaded loop (2 to 4.5 minutes together on 2 cores, as measured).  The other
