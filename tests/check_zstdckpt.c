@@ -5,7 +5,9 @@
  * output from `zstd -dc` (the oracle).  The main test takes a checkpoint at
  * every block boundary of every fixture and resumes from each one to the
  * frame's end, comparing byte for byte.  crafted_modes makes frames by
- * hand for the table modes libzstd's encoder never chains.
+ * hand for the table modes libzstd's encoder never chains.  The blobs_*
+ * tests do the same through zstdckpt_build_blobs and zstdckpt_blob_open
+ * (sparse windows), and feed damaged frames and damaged or forged blobs.
  *
  * `check_zstdckpt --bench FILE.zst [SPAN]` measures instead (not run by
  * ctest): decode speed of zstddec (ZSTD_decompressStream), of zstdckpt from
@@ -34,6 +36,7 @@
 
 #define TEXT_SIZE  (4u << 20)
 #define MIXED_SIZE (3u << 20)
+#define BIG_SIZE   (17u << 20)
 
 static char tmpdir[1024];
 static int gen_ok;
@@ -110,6 +113,12 @@ static int gen_fixtures(void)
 				fixtures[i].opts, fixtures[i].src, fixtures[i].name,
 				fixtures[i].name, fixtures[i].name) != 0)
 			return -1;
+	/* a window over 16 MiB: marked by granules, resumed in a ring on huge pages */
+	tpath(path, sizeof(path), "bigtext");
+	if (testutil_text(path, BIG_SIZE, 11) ||
+	    testutil_sh(tmpdir, "zstd -q -f -3 --long=25 bigtext -o big.zst && "
+				"zstd -q -dc --long=25 big.zst > big.zst.out") != 0)
+		return -1;
 	/* through a pipe: no Frame_Content_Size */
 	if (testutil_sh(tmpdir, "cat text | zstd -q -3 > pipe.zst && zstd -q -dc pipe.zst > "
 				"pipe.zst.out") != 0)
@@ -783,6 +792,29 @@ START_TEST(test_blobs_span)
 }
 END_TEST
 
+/*
+ * A 17 MiB window (--long=25 on 17 MiB): the bitmaps have one bit per 4
+ * bytes (window / 8 MiB, rounded up to a power of two), and the resumed
+ * rings are on huge pages; every blob still resumes exactly.
+ */
+START_TEST(test_blobs_granules)
+{
+	struct zstdckpt_blob_stats st;
+	struct fx x;
+	struct bseen s;
+
+	fx_open(&x, "big.zst");
+	ck_assert_uint_gt(x.f->window, 16u << 20);
+	st = build_blobs(&x, 2u << 20, true, &s);
+	ck_assert_uint_ge(st.points, 7);
+	ck_assert_uint_eq(st.skip_cost, 0);
+	ck_assert_uint_eq(st.ck.lost_coff, 0);
+	ck_assert_uint_lt(st.window_bytes_kept, st.window_bytes_dense / 2);
+	free(s.keep);
+	fx_close(&x);
+}
+END_TEST
+
 /* A byte flipped in the frame: -EIO from the build (the checksum at worst). */
 START_TEST(test_blobs_damaged_frame)
 {
@@ -1146,6 +1178,7 @@ static Suite *zstdckpt_suite(void)
 	{"crafted_modes", test_crafted_modes, 0},
 	{"blobs_every_boundary", test_blobs_every_boundary, 0},
 	{"blobs_span", test_blobs_span, 0},
+	{"blobs_granules", test_blobs_granules, 0},
 	{"blobs_damaged_frame", test_blobs_damaged_frame, 0},
 	{"blobs_sink_stops", test_blobs_sink_stops, 0},
 	{"blobs_damaged_blob", test_blobs_damaged_blob, 0},
