@@ -39,6 +39,7 @@
 #include "zmctx.h"
 
 #define BUILD_CACHE  (1u << 20) /* build leaves nothing in the cache (warm_bytes is 0) */
+#define BUILD_INDEX_MAX (64u << 20)
 #define VERIFY_CACHE (8u << 20) /* xz Blocks over 4 MiB are streamed in 2 MiB slices */
 #define READ_BUF     (1u << 20)
 
@@ -54,7 +55,8 @@ static const char usage[] =
 	"          zstd file whose frames do not state them (zstd from a pipe), known\n"
 	"          by their magic, among PATHs and in directories under them (symlinks\n"
 	"          not followed), where mounts look for them.  xz files carry their own\n"
-	"          index and are skipped.\n"
+	"          index.  Then the checkpoints inside every xz Block and zstd frame\n"
+	"          over 32 MiB (two spans), as a mount's background pass makes them.\n"
 	"          Exit: 0 all indexed, 2 some file corrupt or unreadable.\n"
 	"  info    format, members/Streams, checkpoints/Blocks, sizes, and the saved\n"
 	"          index: its file, size and state (fresh, stale, missing, corrupt,\n"
@@ -190,6 +192,8 @@ struct item {
 struct list {
 	struct item *v;
 	size_t n, cap;
+	char **xzv; /* build: the xz files, for their checkpoints */
+	size_t nxz;
 	uint64_t bytes;
 	unsigned xz, other, failed;
 	bool all; /* verify: list xz files too, and report failures as verify lines */
@@ -260,6 +264,10 @@ static void walk(struct list *l, const char *path, bool top)
 		l->bytes += (uint64_t)st.st_size;
 	} else {
 		*(fmt == PROBE_XZ ? &l->xz : &l->other) += 1;
+		if (fmt == PROBE_XZ) {
+			l->xzv = xalloc(realloc(l->xzv, (l->nxz + 1) * sizeof(*l->xzv)));
+			l->xzv[l->nxz++] = xalloc(strdup(path));
+		}
 	}
 }
 
@@ -346,12 +354,69 @@ static enum probe_fmt format_of(const struct reader *r)
 	return in.fmt;
 }
 
+/* Checkpoint counts of a build: sets built, found saved, failed. */
+struct ckcount {
+	unsigned built, fresh, failed;
+};
+
+/*
+ * The checkpoints inside r's wide xz Blocks or zstd frames, as a mount
+ * would build them: loaded if saved and fresh, else built and saved.
+ */
+static void build_ckpts(struct zmctx *zm, struct reader *r, const char *path, bool bar,
+			struct ckcount *c)
+{
+	struct reader_counters before, after;
+	struct reader_info in;
+	struct zerr why = { 0 };
+	int fd, ret;
+
+	reader_get_info(r, &in);
+	if (in.ckpt_wanted == 0)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	reader_get_counters(zm, &before);
+	ret = fd < 0 ? zerr_set(&why, -errno, 0, "%s", strerror(errno))
+		     : reader_build_checkpoints(r, fd, &why);
+	reader_get_counters(zm, &after);
+	if (fd >= 0)
+		close(fd);
+	if (ret == -ENOTSUP)
+		return;
+	if (ret < 0) {
+		fprintf(stderr, "%szmount-index: %s: no checkpoints: %s\n", bar ? "\r\033[K" : "",
+			path, why.msg);
+		c->failed++;
+	} else if (after.checkpoints > before.checkpoints) {
+		c->built++;
+	} else {
+		c->fresh++;
+	}
+}
+
+/* build's second half: the xz files, which need no index, for their checkpoints. */
+static void build_xz(struct zmctx *zm, const struct reader_opts *ro, struct list *l, bool bar,
+		     struct ckcount *c)
+{
+	for (size_t i = 0; i < l->nxz; i++) {
+		struct reader *r;
+
+		if (reader_open(l->xzv[i], zm, ro, &r, NULL) == 0) {
+			build_ckpts(zm, r, l->xzv[i], bar, c);
+			reader_close(r);
+		}
+		free(l->xzv[i]);
+	}
+	free(l->xzv);
+}
+
 static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 {
 	bool bar = !quiet && isatty(STDERR_FILENO);
 	struct reasons rs = { .clear = bar };
 	struct list l = { 0 };
 	unsigned built = 0, fresh = 0, unneeded = 0;
+	struct ckcount ck = { 0 };
 	struct reader_opts ro;
 	struct zmctx *zm;
 	uint64_t done = 0;
@@ -360,6 +425,8 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 		walk(&l, argv[i], true);
 	reader_opts_default(&ro, BUILD_CACHE);
 	ro.index_dir = dir;
+	/* A mount's default limit for maps and checkpoints (cache_size=256M), not the tool's cache's. */
+	ro.index_max = BUILD_INDEX_MAX;
 	zm = new_ctx(BUILD_CACHE, &rs, ZLOG_WARN); /* not the "rebuilding a stale index" notes */
 	for (size_t i = 0; i < l.n; i++) {
 		const char *path = l.v[i].path;
@@ -387,19 +454,24 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 				ret == 0 ? "index built but not saved" : why.msg);
 			l.failed++;
 		}
+		if (ret == 0)
+			build_ckpts(zm, r, path, bar, &ck);
 		reader_close(r);
 		done += l.v[i].size;
 		free(l.v[i].path);
 	}
+	build_xz(zm, &ro, &l, bar, &ck);
 	if (bar)
 		fputs("\r\033[K", stderr);
 	if (!quiet)
 		printf("zmount-index: %zu gzip and zstd files, %.1f MiB: built=%u fresh=%u failed=%u; "
-		       "skipped: xz=%u other=%u; not needed: zstd=%u; index directory %s\n",
-		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, unneeded, dir);
+		       "skipped: xz=%u other=%u; not needed: zstd=%u; checkpoints: built=%u "
+		       "fresh=%u failed=%u; index directory %s\n",
+		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, unneeded, ck.built,
+		       ck.fresh, ck.failed, dir);
 	zmctx_free(zm);
 	free(l.v);
-	return l.failed ? EX_CORRUPT : EX_OK;
+	return l.failed || ck.failed ? EX_CORRUPT : EX_OK;
 }
 
 /*
