@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "le.h"
+
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -910,21 +912,6 @@ int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t
 #define CK_MAGIC   "ZL2C"
 #define CK_VERSION 1
 #define CK_HEAD	   64
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 size_t lzma2dec_ckpt_size(const struct lzma2dec_ckpt *ck)
 {

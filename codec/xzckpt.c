@@ -26,6 +26,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "le.h"
 #include "lzma2dec.h"
 #include "pio.h"
 
@@ -90,21 +91,6 @@ static uint32_t window_of(uint32_t dict)
 	uint32_t w = dict < 4096 ? 4096 : dict;
 
 	return (w + 15) & ~15u;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 /* ---- the Block Header ---- */
