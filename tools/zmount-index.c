@@ -504,6 +504,39 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir, enu
 	return ret;
 }
 
+/*
+ * The checkpoint lines of an xz or zstd source: how many of its units are
+ * wide enough to have checkpoints, and whether dir holds a set a mount
+ * would load for this version (the mount's own load and checks).
+ */
+static void ckpt_state(const char *real, const char *dir, uint64_t units)
+{
+	struct idxfile_ckpt *sets = NULL;
+	struct idxfile_id id;
+	char ipath[PATH_MAX];
+	size_t n = 0;
+	int fd, ret;
+
+	printf("checkpoint_units=%" PRIu64 "\n", units);
+	if (units == 0 || idxfile_path_ckpt(dir, real, ipath, sizeof(ipath)) < 0) {
+		printf("checkpoints_state=unneeded\n");
+		return;
+	}
+	printf("checkpoints_file=%s\n", ipath);
+	fd = open(real, O_RDONLY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : idxfile_identify(fd, &id);
+	if (fd >= 0)
+		close(fd);
+	if (ret == 0)
+		ret = idxfile_load_ckpt(dir, real, &id, 0, &sets, &n, NULL);
+	for (size_t i = 0; i < n; i++)
+		ckpt_set_free((struct ckpt_set *)sets[i].set);
+	free(sets);
+	printf("checkpoints_state=%s\n", ret == 0 ? "fresh" : ret == -ENOENT ? "missing"
+					: ret == -ESTALE ? "stale" : ret == -EPERM ? "untrusted"
+					: "invalid");
+}
+
 static int info_one(const char *path, const char *dir, struct zmctx *zm)
 {
 	struct zerr why = { 0 };
@@ -560,6 +593,8 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	}
 	fputs(ilines, stdout);
 	free(ilines);
+	if (ret == 0 && (fmt == PROBE_XZ || fmt == PROBE_ZSTD))
+		ckpt_state(real, dir, in.ckpt_wanted);
 	reader_close(r);
 	return ret == 0 ? EX_OK : EX_CORRUPT;
 }
