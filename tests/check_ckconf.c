@@ -66,9 +66,8 @@ static void sink(void *user, enum zlog_level level, const char *name, const char
 		 const struct zerr *why)
 {
 	(void)user;
-	fprintf(stderr, "check_ckconf: %s: %s%s%s\n", name ? name : "-", msg, why ? ": " : "",
-		why ? why->msg : "");
-	(void)level;
+	fprintf(stderr, "check_ckconf: %s: %s: %s%s%s\n", level == ZLOG_ERROR ? "error" : "warning",
+		name ? name : "-", msg, why ? ": " : "", why ? why->msg : "");
 }
 
 static struct reader *open_reader(struct zmctx *zm, const char *path, const char *idx)
