@@ -198,7 +198,7 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 		int ret = sized(val, 64ull << 10, 64ull << 20, &o->span, "span", msg, msglen);
 
 		/* One spacing for all three formats once the user names one. */
-		if (ret == 0)
+		if (ret > 0)
 			o->ck_span = o->span;
 		return ret;
 	}
