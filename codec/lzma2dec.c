@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "le.h"
+
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -83,6 +85,9 @@ struct lzma2dec {
 	uint32_t dict_size;
 	lzma2dec_chunk_fn cb;
 	void *cbopaque;
+	lzma2dec_mark_fn mark; /* NULL unless a checkpoint builder asks where matches read */
+	void *mopaque;
+	uint64_t mark_below; /* only reads that start below this are reported */
 	/* LZMA */
 	uint32_t rng, code;
 	uint32_t state, rep[4], pend;
@@ -165,6 +170,23 @@ void lzma2dec_set_chunk_cb(struct lzma2dec *d, lzma2dec_chunk_fn fn, void *opaqu
 {
 	d->cb = fn;
 	d->cbopaque = opaque;
+}
+
+void lzma2dec_set_mark_cb(struct lzma2dec *d, lzma2dec_mark_fn fn, void *opaque)
+{
+	d->mark = fn;
+	d->mopaque = opaque;
+	d->mark_below = UINT64_MAX;
+}
+
+void lzma2dec_set_mark_below(struct lzma2dec *d, uint64_t below)
+{
+	d->mark_below = below;
+}
+
+size_t lzma2dec_memusage(const struct lzma2dec *d)
+{
+	return sizeof(*d) + d->wsize;
 }
 
 uint64_t lzma2dec_tell(const struct lzma2dec *d)
@@ -309,6 +331,10 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 	uint32_t rep0 = d->rep[0], rep1 = d->rep[1], rep2 = d->rep[2], rep3 = d->rep[3];
 	uint32_t wpos = d->wpos, wend = d->wpos + n;
 	uint64_t dpos = d->dpos;
+	/* the uncompressed offset of win[wpos] is base + wpos (mod 2^64) */
+	const uint64_t base = d->uoff - d->wpos;
+	const lzma2dec_mark_fn mark = d->mark;
+	const uint64_t mbelow = d->mark_below;
 	uint32_t ttt, bound, len = d->pend, ps;
 	const char *why;
 	int ret = 0;
@@ -337,6 +363,8 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 			} else {
 				uint32_t mb = win[back(wpos, rep0, wsize)], bit;
 
+				if (unlikely(mark != NULL) && base + wpos - rep0 - 1 < mbelow)
+					mark(d->mopaque, base + wpos - rep0 - 1, 1);
 				do {
 					uint32_t mbit = (mb >> 7) & 1;
 
@@ -451,6 +479,8 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 						goto corrupt;
 					}
 					state = state < 7 ? 9 : 11;
+					if (unlikely(mark != NULL) && base + wpos - rep0 - 1 < mbelow)
+						mark(d->mopaque, base + wpos - rep0 - 1, 1);
 					win[wpos] = win[back(wpos, rep0, wsize)];
 					wpos++;
 					dpos++;
@@ -494,6 +524,8 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 			why = "match distance beyond the dictionary";
 			goto corrupt;
 		}
+		if (unlikely(mark != NULL) && base + wpos - rep0 - 1 < mbelow)
+			mark(d->mopaque, base + wpos - rep0 - 1, len);
 copy:
 		{
 			uint32_t k = wend - wpos < len ? wend - wpos : len;
@@ -751,7 +783,7 @@ static int needs_probs(uint8_t c)
 	return c == 0x02 || (c >= 0x80 && c < 0xA0);
 }
 
-int lzma2dec_ckpt_export(const struct lzma2dec *d, struct lzma2dec_ckpt *ck)
+static int ckpt_export(const struct lzma2dec *d, struct lzma2dec_ckpt *ck, int copy_window)
 {
 	uint8_t c = d->cur.control;
 
@@ -768,12 +800,15 @@ int lzma2dec_ckpt_export(const struct lzma2dec *d, struct lzma2dec_ckpt *ck)
 
 		ck->dpos = d->dpos;
 		ck->wlen = w;
+		if (!copy_window)
+			goto props;
 		ck->window = malloc(w ? w : 1);
 		if (!ck->window)
 			goto nomem;
 		memcpy(ck->window, d->win + d->wsize - (w - tail), w - tail);
 		memcpy(ck->window + (w - tail), d->win + d->wpos - tail, tail);
 	}
+props:
 	if (needs_props(c) && !d->need_props) {
 		ck->has_props = 1;
 		ck->props = (uint8_t)(d->lc + 9 * (d->lp + 5 * d->pb));
@@ -791,6 +826,16 @@ int lzma2dec_ckpt_export(const struct lzma2dec *d, struct lzma2dec_ckpt *ck)
 nomem:
 	lzma2dec_ckpt_release(ck);
 	return -ENOMEM;
+}
+
+int lzma2dec_ckpt_export(const struct lzma2dec *d, struct lzma2dec_ckpt *ck)
+{
+	return ckpt_export(d, ck, 1);
+}
+
+int lzma2dec_ckpt_export_nowin(const struct lzma2dec *d, struct lzma2dec_ckpt *ck)
+{
+	return ckpt_export(d, ck, 0);
 }
 
 void lzma2dec_ckpt_release(struct lzma2dec_ckpt *ck)
@@ -867,21 +912,6 @@ int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t
 #define CK_MAGIC   "ZL2C"
 #define CK_VERSION 1
 #define CK_HEAD	   64
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 size_t lzma2dec_ckpt_size(const struct lzma2dec_ckpt *ck)
 {

@@ -150,6 +150,38 @@ int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t
 void lzma2dec_set_chunk_cb(struct lzma2dec *d, lzma2dec_chunk_fn fn, void *opaque);
 
 /*
+ * Called, from inside lzma2dec_read, for every read of earlier output that
+ * decoding makes, before the bytes are used: src is the uncompressed
+ * offset of the first byte read, len how many (1..273).  That is every
+ * match (src, its whole length, once, even if it is copied in two calls),
+ * every one-byte repeat, and the byte at rep0 a literal after a match is
+ * coded against.  Not reported: the byte just before each literal (its
+ * context), which is always the previous output byte.  So a decoder
+ * resumed at uoff U from a window that is exact at every byte reported
+ * by decoding at or past U, and at byte U - 1, decodes what this one does:
+ * what a sparse checkpoint keeps (xzckpt.c).  Distances were checked
+ * against the window before the call.  Unset, the hook costs one
+ * predictable branch per match or matched literal (measured: no change in
+ * tools/bench/lzma2-speed).
+ */
+typedef void (*lzma2dec_mark_fn)(void *opaque, uint64_t src, uint32_t len);
+
+/* Sets (or, with fn NULL, clears) the mark callback; opaque is borrowed. */
+void lzma2dec_set_mark_cb(struct lzma2dec *d, lzma2dec_mark_fn fn, void *opaque);
+
+/*
+ * From now on, reports only reads whose src is below `below` (after
+ * lzma2dec_set_mark_cb: all): most matches read recent output, which a
+ * checkpoint builder does not need, and skipping the call is what keeps
+ * the build's cost near a plain decode.  Any time outside lzma2dec_read
+ * or from the chunk callback.
+ */
+void lzma2dec_set_mark_below(struct lzma2dec *d, uint64_t below);
+
+/* Bytes of memory the decoder holds: its struct (buffers, model) and its window. */
+size_t lzma2dec_memusage(const struct lzma2dec *d);
+
+/*
  * Decodes up to len bytes into buf.  Returns how many (len, unless the end
  * marker comes first), 0 once the end marker has been read (or for len 0),
  * or a negative error as listed above, with err (may be NULL) saying why
@@ -175,6 +207,15 @@ void lzma2dec_free(struct lzma2dec *d);
  * releases *ck with lzma2dec_ckpt_release.
  */
 int lzma2dec_ckpt_export(const struct lzma2dec *d, struct lzma2dec_ckpt *ck);
+
+/*
+ * lzma2dec_ckpt_export without the window: ck->wlen says how many bytes
+ * the window needs (the last wlen bytes before ck->uoff) but ck->window
+ * stays NULL, for a caller that keeps the output itself and stores only
+ * part of it.  It sets ck->window (malloc'd, wlen bytes; release frees
+ * it) before lzma2dec_resume or lzma2dec_ckpt_save.
+ */
+int lzma2dec_ckpt_export_nowin(const struct lzma2dec *d, struct lzma2dec_ckpt *ck);
 
 /* Frees ck's arrays and zeroes it.  Accepts a zeroed ck. */
 void lzma2dec_ckpt_release(struct lzma2dec_ckpt *ck);

@@ -18,3 +18,8 @@ uint32_t zcrc32(uint32_t crc, const void *buf, size_t len)
 	}
 	return crc;
 }
+
+uint32_t zcrc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+	return (uint32_t)crc32_combine64(crc_a, crc_b, (z_off64_t)len_b);
+}

@@ -12,4 +12,11 @@
  */
 uint32_t zcrc32(uint32_t crc, const void *buf, size_t len);
 
+/*
+ * The CRC-32 of A followed by B, from crc_a, crc_b and B's length.  It is
+ * linear in crc_a: zcrc32_combine(crc_a, 0, len_b) XORed with the CRC of
+ * A B gives the CRC of B alone, without B's bytes.
+ */
+uint32_t zcrc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 #endif

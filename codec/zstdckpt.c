@@ -34,6 +34,15 @@
  * would be corrupt data) becomes the same.  An RLE table cannot be written
  * (accuracy log 0 is not describable); it stands in as predefined only
  * when the next block with sequences replaces it (checked by reading ahead).
+ *
+ * Blobs (zstdckpt_build_blobs): a point becomes pending with a bitmap over
+ * its window; the sequences of every block within a window after a
+ * pending point are decoded in full (lengths, offsets with repeat codes
+ * resolved), and each match's source below the point's uoff is marked.  A
+ * window byte x is settled once the output passes x + window (no later
+ * match reaches it), and kept bytes are copied out before the ring, one
+ * window plus one block, overwrites them.  At uoff + window (or the
+ * frame's verified end) the runs and bytes are compressed into the blob.
  */
 #define ZSTD_STATIC_LINKING_ONLY /* block API: exported by libzstd.so 1.5.4 */
 #include "zstdckpt.h"
@@ -45,7 +54,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <zstd.h>
+#include <zlib.h> /* crc32 of a blob */
 #include <zstd_errors.h>
 
 #define BLOCK_MAX  ZSTDDEC_BLOCK_MAX
@@ -65,6 +76,15 @@ static const uint8_t ll_bits[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 static const uint8_t ml_bits[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 				    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
 				    2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+/* Baselines of the literal length and match length codes (RFC 8878, 3.1.1.3.2.1.1). */
+static const uint32_t ll_base[36] = {0,  1,  2,  3,  4,  5,  6,   7,   8,   9,    10,   11,
+				     12, 13, 14, 15, 16, 18, 20,  22,  24,  28,   32,   40,
+				     48, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+static const uint32_t ml_base[53] = {3,  4,  5,  6,  7,  8,  9,  10,  11,  12,   13,   14,
+				     15, 16, 17, 18, 19, 20, 21,  22,  23,  24,   25,   26,
+				     27, 28, 29, 30, 31, 32, 33,  34,  35,  37,   39,   41,
+				     43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027, 2051,
+				     4099, 8195, 16387, 32771, 65539};
 
 /* The predefined distributions written as FSE table descriptions. */
 static const uint8_t predef_ll[] = {0x51, 0x10, 0x63, 0x8c, 0x31, 0xc6, 0x18, 0x63, 0x0c, 0x21,
@@ -96,6 +116,48 @@ static uint64_t le_n(const uint8_t *p, unsigned n)
 static unsigned highbit(uint32_t v)
 {
 	return 31u - (unsigned)__builtin_clz(v);
+}
+
+/*
+ * Rings, zeroed.  Those of huge_min bytes or more are backed by
+ * transparent huge pages where the kernel allows it (MADV_HUGEPAGE): a
+ * sparse window touches pages all over a ring of up to 128 MiB, and the
+ * page faults, not the copying, were the cost of a resume (measured: 200 ms
+ * of faults for 10,000 runs over a 100 MiB window in a VM).  The build's
+ * ring is written whole, so huge pages only save faults there.
+ * ring_free takes the same length and huge_min.
+ */
+#define HUGE_PAGE    (2ull << 20)
+#define HUGE_MIN_DEC (16ull << 20) /* below: calloc (zeroing 2 MiB pages cost more than the faults) */
+
+static void *ring_alloc(size_t len, size_t huge_min)
+{
+	uint8_t *p;
+	size_t map = len + HUGE_PAGE, lead;
+
+	if (len < huge_min)
+		return calloc(1, len);
+	p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* keep a 2 MiB-aligned start; give back the rest */
+	lead = (size_t)(-(uintptr_t)p & (HUGE_PAGE - 1));
+	if (lead)
+		munmap(p, lead);
+	if (map - lead - len)
+		munmap(p + lead + len, map - lead - len);
+	madvise(p + lead, len, MADV_HUGEPAGE); /* a hint: failure is fine */
+	return p + lead;
+}
+
+static void ring_free(void *p, size_t len, size_t huge_min)
+{
+	if (!p)
+		return;
+	if (len < huge_min)
+		free(p);
+	else
+		munmap(p, len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -372,9 +434,34 @@ static void rep_update(uint32_t *rep, uint32_t offval, bool ll0)
 	rep[0] = off;
 }
 
-/* Decodes nseq sequences from p[0..len) with tables t for their offsets.  0 or -EIO. */
+/*
+ * Where a block's matches go, for marking windows: pos is the output offset
+ * of the next sequence's literals, and each match is handed to fn (which
+ * returns 0 or -EIO) with its source offset, resolved.  end is the block's
+ * output end, which the sequences must not pass.
+ */
+struct seq_sink {
+	uint64_t pos, end, window;
+	int (*fn)(void *arg, uint64_t src, uint32_t len);
+	void *arg;
+};
+
+static int seq_put(struct seq_sink *k, uint32_t off, uint32_t ll, uint32_t ml)
+{
+	k->pos += ll;
+	if (off == 0 || off > k->pos || off > k->window || ml > k->end - k->pos ||
+	    k->pos > k->end)
+		return -EIO;
+	k->pos += ml;
+	return k->fn(k->arg, k->pos - ml - off, ml);
+}
+
+/*
+ * Decodes nseq sequences from p[0..len) with tables t for their offsets,
+ * and, if k is not NULL, hands each match to k.  0 or -EIO.
+ */
 static int seq_decode(const struct fse *t, const uint8_t *p, size_t len, uint32_t nseq,
-		      uint32_t *rep)
+		      uint32_t *rep, struct seq_sink *k)
 {
 	const struct fse *ll = &t[ZSTDCKPT_LL], *of = &t[ZSTDCKPT_OF], *ml = &t[ZSTDCKPT_ML];
 	struct bitr b = {p, len, 0};
@@ -388,14 +475,16 @@ static int seq_decode(const struct fse *t, const uint8_t *p, size_t len, uint32_
 	sm = br_read(&b, ml->log);
 	for (uint32_t i = 0; i < nseq; i++) {
 		const struct fse_cell *cl = &ll->cell[sl], *co = &of->cell[so], *cm = &ml->cell[sm];
-		uint32_t offval;
+		uint32_t offval, mlv, llv;
 
 		if (co->sym > 31 || cl->sym > 35 || cm->sym > 52)
 			return -EIO;
 		offval = (1u << co->sym) + br_read(&b, co->sym);
-		br_read(&b, ml_bits[cm->sym]);
-		br_read(&b, ll_bits[cl->sym]);
+		mlv = ml_base[cm->sym] + br_read(&b, ml_bits[cm->sym]);
+		llv = ll_base[cl->sym] + br_read(&b, ll_bits[cl->sym]);
 		rep_update(rep, offval, cl->sym == 0);
+		if (k && seq_put(k, rep[0], llv, mlv))
+			return -EIO;
 		if (i + 1 < nseq) {
 			sl = cl->base + br_read(&b, cl->nbits);
 			sm = cm->base + br_read(&b, cm->nbits);
@@ -578,19 +667,57 @@ static int block_repeats(const uint8_t *p, size_t n, unsigned *rep, bool *has_se
 /* ------------------------------------------------------------------------ */
 /* Building checkpoints. */
 
+/*
+ * A point being made into a blob (zstdckpt_build_blobs): its window
+ * [lo, uoff) is marked, as the blocks after uoff are decoded, by the
+ * matches that copy from it, and each window byte is settled (kept or not)
+ * once the output has passed it by a window, since no later match reaches
+ * it.  Settled kept bytes are copied out of the ring before it overwrites
+ * them.
+ */
+struct pend {
+	struct zstdckpt ck;
+	uint64_t lo;	   /* output offset of the window's first byte: uoff - wlen */
+	uint64_t done;	   /* [lo, done) settled and copied out */
+	uint64_t run_end;  /* output offset past the last run, lo at first */
+	uint64_t *bits;	   /* a bit per granule of [lo, uoff): some match copies from it */
+	size_t nbits_b;	   /* bytes of bits */
+	uint32_t *runs;	   /* (gap, len) pairs, as in the blob */
+	size_t nruns, runs_cap;
+	uint8_t *kept;
+	size_t nkept, kept_cap;
+};
+
+struct blobs {
+	const struct zstdckpt_sink *sink;
+	uint64_t window;       /* frame_window(): no match reaches further back */
+	unsigned glog;	       /* a bitmap bit covers 1 << glog window bytes */
+	struct pend *pend;     /* oldest (lowest uoff) first */
+	size_t npend, pend_cap;
+	uint64_t pend_bytes;   /* what the pending points hold */
+	uint32_t rep[3];       /* the offsets, followed from the oldest pending point on */
+	ZSTD_CCtx *cc;
+	uint8_t *raw, *blob;   /* scratch: a payload, a blob */
+	size_t raw_cap, blob_cap;
+	struct zstdckpt_blob_stats st;
+};
+
 struct build {
 	const struct zstddec_frame *f;
 	int fd;
 	struct inbuf in;
 	ZSTD_DStream *ds;
 	bool done; /* libzstd said the frame is complete */
-	uint8_t *ring;
-	uint64_t rsize; /* the window: min(Window_Size, usize) */
+	uint8_t *ring;	/* output offset x is at ring[x % rsize] */
+	uint64_t rsize; /* the window plus a block: min(Window_Size, usize) + BLOCK_MAX */
 	uint64_t rpos;
 	struct tables s;
 	struct fse dt[3]; /* scratch for decoding the last block's sequences */
 	struct zstdckpt ck;
 	struct zstdckpt_stats st;
+	zstdckpt_fn fn; /* zstdckpt_build's */
+	void *arg;
+	struct blobs *m; /* zstdckpt_build_blobs's */
 };
 
 /* The window this frame needs: Window_Size, or less if the frame is smaller. */
@@ -612,10 +739,11 @@ static int window_log(uint64_t window)
 	return log;
 }
 
-/* Feeds p[0..n) to libzstd; the output goes into the ring; *got its size. */
+/* Feeds p[0..n) to libzstd; the output goes into the ring (and the sink); *got its size. */
 static int build_feed(struct build *b, const uint8_t *p, size_t n, uint64_t coff, uint64_t *got,
 		      struct zerr *err)
 {
+	const struct zstdckpt_sink *sink = b->m ? b->m->sink : NULL;
 	ZSTD_inBuffer in = {p, n, 0};
 
 	*got = 0;
@@ -630,6 +758,12 @@ static int build_feed(struct build *b, const uint8_t *p, size_t n, uint64_t coff
 						? -ENOMEM
 						: -EIO,
 					coff, "%s", ZSTD_getErrorName(r));
+		if (out.pos && sink && sink->out) {
+			int ret = sink->out(sink->arg, out.dst, out.pos);
+
+			if (ret)
+				return ret;
+		}
 		b->rpos += out.pos;
 		if (b->rpos == b->rsize)
 			b->rpos = 0;
@@ -696,7 +830,7 @@ static int build_reps_from(struct build *b, uint64_t back, uint32_t *rep, struct
 		for (int k = 0; k < 3; k++)
 			ret |= fse_make(&b->dt[k], k, &h->t[k]);
 		/* libzstd took this block; if we cannot decode it, the offsets stay unknown */
-		if (ret || seq_decode(b->dt, p, h->len, h->n, rep)) {
+		if (ret || seq_decode(b->dt, p, h->len, h->n, rep, NULL)) {
 			rep[0] = rep[1] = rep[2] = 0;
 			return 0;
 		}
@@ -729,12 +863,383 @@ static int build_reps(struct build *b, uint32_t *rep, struct zerr *err)
 	return ret;
 }
 
-/* At the boundary before the block at coff: hands out a checkpoint if one can be made. */
-static int build_point(struct build *b, uint64_t uoff, uint64_t coff, zstdckpt_fn fn, void *arg,
-		       bool *taken, struct zerr *err)
+/* Fills b->ck for a point at uoff (block header at coff) with offsets rep. */
+static void build_fill(struct build *b, uint64_t uoff, uint64_t coff, uint64_t wlen,
+		       const uint32_t *rep)
 {
 	struct zstdckpt *ck = &b->ck;
-	uint64_t wlen = uoff < b->rsize ? uoff : b->rsize;
+
+	ck->uoff = uoff;
+	ck->coff = coff;
+	ck->wlen = wlen;
+	memcpy(ck->rep, rep, sizeof(ck->rep));
+	for (int k = 0; k < 3; k++) {
+		const struct fse_desc *t = &b->s.t[k];
+		bool comp = t->mode == T_COMP;
+
+		ck->fse_len[k] = comp ? t->dlen : predef[k].len;
+		memcpy(ck->fse[k], comp ? t->desc : predef[k].p, ck->fse_len[k]);
+	}
+	ck->huf_len = b->s.huf_len ? b->s.huf_len : sizeof(huf_none);
+	memcpy(ck->huf, b->s.huf_len ? b->s.huf : huf_none, ck->huf_len);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blobs: pending points, their marking, and the blob format (zstdckpt.h). */
+
+#define BLOB_MAGIC "ZCK1"
+#define BLOB_HDR   97u /* bytes before the tables */
+#define BLOB_LEVEL 1   /* ZSTD_compress level of the payload */
+#define BLOB_BITS  (8ull << 20) /* the most bitmap bits per point: 1 MiB */
+
+static uint64_t pend_size(const struct pend *p)
+{
+	return p->nbits_b + p->runs_cap * sizeof(*p->runs) + p->kept_cap;
+}
+
+/* Drops the pending points from index `from` on (the newest ones). */
+static void blobs_drop(struct blobs *m, size_t from)
+{
+	while (m->npend > from) {
+		struct pend *p = &m->pend[--m->npend];
+
+		m->pend_bytes -= pend_size(p);
+		free(p->bits);
+		free(p->runs);
+		free(p->kept);
+	}
+}
+
+/* Grows *buf (elements of elem bytes, *cap of them) to hold need; counts the growth in *total. */
+static int grow(void *buf, size_t *cap, size_t need, size_t elem, uint64_t *total)
+{
+	void *q, **pp = buf;
+	size_t n = *cap ? *cap : 256;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = realloc(*pp, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*pp = q;
+	if (total)
+		*total += (n - *cap) * elem;
+	*cap = n;
+	return 0;
+}
+
+/* Starts a pending point at b->ck.  0 or -ENOMEM. */
+static int pend_new(struct build *b, struct zerr *err)
+{
+	struct blobs *m = b->m;
+	struct pend *p;
+	size_t nb = (size_t)(((b->ck.wlen - 1) >> m->glog) / 64 + 1) * 8;
+
+	if (grow(&m->pend, &m->pend_cap, m->npend + 1, sizeof(*p), NULL))
+		return zerr_set(err, -ENOMEM, b->ck.coff, "out of memory");
+	p = &m->pend[m->npend];
+	memset(p, 0, sizeof(*p));
+	p->bits = calloc(1, nb);
+	if (!p->bits)
+		return zerr_set(err, -ENOMEM, b->ck.coff, "out of memory");
+	p->ck = b->ck;
+	p->lo = p->done = p->run_end = b->ck.uoff - b->ck.wlen;
+	p->nbits_b = nb;
+	if (m->npend == 0)
+		memcpy(m->rep, b->ck.rep, sizeof(m->rep));
+	m->npend++;
+	m->pend_bytes += nb;
+	return 0;
+}
+
+/* Sets bits [a, e). */
+static void bits_set(uint64_t *w, uint64_t a, uint64_t e)
+{
+	while (a < e) {
+		uint64_t n = 64 - (a & 63);
+
+		if (n > e - a)
+			n = e - a;
+		w[a >> 6] |= (n == 64 ? ~0ull : (1ull << n) - 1) << (a & 63);
+		a += n;
+	}
+}
+
+/* The first bit in [i, end) that is `set`, or end. */
+static uint64_t bits_next(const uint64_t *w, uint64_t i, uint64_t end, bool set)
+{
+	while (i < end) {
+		uint64_t v = (set ? w[i >> 6] : ~w[i >> 6]) & (~0ull << (i & 63));
+
+		if (v) {
+			i = (i & ~63ull) + (uint64_t)__builtin_ctzll(v);
+			return i < end ? i : end;
+		}
+		i = (i & ~63ull) + 64;
+	}
+	return end;
+}
+
+/* A match copies [src, src + len): marks it in the windows of the points after which it lies. */
+static int blobs_mark(void *arg, uint64_t src, uint32_t len)
+{
+	struct blobs *m = arg;
+
+	/* newest first: a source at or past a point's uoff is past every older one's */
+	for (size_t i = m->npend; i-- > 0;) {
+		struct pend *p = &m->pend[i];
+		uint64_t a = src > p->lo ? src : p->lo;
+		uint64_t e = src + len < p->ck.uoff ? src + len : p->ck.uoff;
+
+		if (src >= p->ck.uoff)
+			break;
+		if (a < e)
+			bits_set(p->bits, (a - p->lo) >> m->glog, ((e - 1 - p->lo) >> m->glog) + 1);
+	}
+	return 0;
+}
+
+/* Keeps window bytes [x, x + n) of p: a run, and the bytes from the ring. */
+static int pend_keep(struct build *b, struct pend *p, uint64_t x, uint64_t n)
+{
+	struct blobs *m = b->m;
+	uint64_t before = p->nkept;
+
+	if (p->nruns && x == p->run_end) {
+		p->runs[2 * p->nruns - 1] += (uint32_t)n;
+	} else {
+		if (grow(&p->runs, &p->runs_cap, 2 * (p->nruns + 1), sizeof(*p->runs),
+			 &m->pend_bytes))
+			return -ENOMEM;
+		p->runs[2 * p->nruns] = (uint32_t)(x - p->run_end);
+		p->runs[2 * p->nruns + 1] = (uint32_t)n;
+		p->nruns++;
+	}
+	p->run_end = x + n;
+	if (grow(&p->kept, &p->kept_cap, p->nkept + n, 1, &m->pend_bytes))
+		return -ENOMEM;
+	while (p->nkept - before < n) {
+		uint64_t at = (x + (p->nkept - before)) % b->rsize;
+		uint64_t c = n - (p->nkept - before);
+
+		if (c > b->rsize - at)
+			c = b->rsize - at;
+		memcpy(p->kept + p->nkept, b->ring + at, (size_t)c);
+		p->nkept += (size_t)c;
+	}
+	return 0;
+}
+
+/* Settles p's window up to hi: copies out the marked bytes of [p->done, hi). */
+static int pend_settle(struct build *b, struct pend *p, uint64_t hi)
+{
+	unsigned glog = b->m->glog;
+	uint64_t g, gend;
+
+	if (hi <= p->done)
+		return 0;
+	g = (p->done - p->lo) >> glog;
+	gend = ((hi - 1 - p->lo) >> glog) + 1;
+	while ((g = bits_next(p->bits, g, gend, true)) < gend) {
+		uint64_t ge = bits_next(p->bits, g, gend, false);
+		uint64_t a = p->lo + (g << glog), e = p->lo + (ge << glog);
+		int ret;
+
+		a = a > p->done ? a : p->done;
+		e = e < hi ? e : hi;
+		ret = pend_keep(b, p, a, e - a);
+		if (ret)
+			return ret;
+		g = ge;
+	}
+	p->done = hi;
+	return 0;
+}
+
+static uint8_t *put_le(uint8_t *q, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		*q++ = (uint8_t)(v >> (8 * i));
+	return q;
+}
+
+/* LEB128: 7 bits a byte, low first; at most 5 bytes for 32 bits. */
+static uint8_t *put_varint(uint8_t *q, uint32_t v)
+{
+	while (v >= 0x80) {
+		*q++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*q++ = (uint8_t)v;
+	return q;
+}
+
+/* Reads a varint of at most 32 bits from [*p, end); 0, or -EINVAL. */
+static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned i = 0; i < 5; i++) {
+		if (*p == end)
+			return -EINVAL;
+		*v |= (uint64_t)(**p & 0x7F) << (7 * i);
+		if (!(*(*p)++ & 0x80))
+			return *v <= UINT32_MAX ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+/* Writes p's blob into m->blob; returns its length, or 0 with err set. */
+static size_t blob_write(struct build *b, const struct pend *p, struct zerr *err)
+{
+	struct blobs *m = b->m;
+	const struct zstdckpt *ck = &p->ck;
+	const struct zstddec_frame *f = b->f;
+	size_t raw = 10 * p->nruns + p->nkept, runs_len, tabs = ck->huf_len, cap, z;
+	uint8_t *q, *zlen_at;
+
+	for (int k = 0; k < 3; k++)
+		tabs += ck->fse_len[k];
+	cap = BLOB_HDR + tabs + ZSTD_compressBound(raw) + 4;
+	if (grow(&m->raw, &m->raw_cap, raw, 1, NULL) ||
+	    grow(&m->blob, &m->blob_cap, cap, 1, NULL)) {
+		zerr_set(err, -ENOMEM, ck->coff, "out of memory");
+		return 0;
+	}
+	q = m->raw;
+	for (size_t i = 0; i < 2 * p->nruns; i++)
+		q = put_varint(q, p->runs[i]);
+	runs_len = (size_t)(q - m->raw);
+	if (p->nkept) /* none: a window no match reads */
+		memcpy(q, p->kept, p->nkept);
+	raw = runs_len + p->nkept;
+	q = m->blob;
+	memcpy(q, BLOB_MAGIC, 4);
+	q = put_le(q + 4, f->coff, 8);
+	q = put_le(q, f->csize, 8);
+	q = put_le(q, f->usize, 8);
+	q = put_le(q, f->window, 8);
+	q = put_le(q, ck->uoff, 8);
+	q = put_le(q, ck->coff, 8);
+	q = put_le(q, ck->wlen, 8);
+	for (int k = 0; k < 3; k++)
+		q = put_le(q, ck->rep[k], 4);
+	q = put_le(q, ck->huf_len, 2);
+	for (int k = 0; k < 3; k++)
+		*q++ = ck->fse_len[k];
+	q = put_le(q, p->nruns, 4);
+	q = put_le(q, runs_len, 4);
+	q = put_le(q, p->nkept, 8);
+	zlen_at = q;
+	q += 4;
+	memcpy(q, ck->huf, ck->huf_len);
+	q += ck->huf_len;
+	for (int k = 0; k < 3; k++) {
+		memcpy(q, ck->fse[k], ck->fse_len[k]);
+		q += ck->fse_len[k];
+	}
+	z = ZSTD_compressCCtx(m->cc, q, cap - (size_t)(q - m->blob) - 4, m->raw, raw, BLOB_LEVEL);
+	if (ZSTD_isError(z)) {
+		zerr_set(err, -ENOMEM, ck->coff, "compressing a window: %s", ZSTD_getErrorName(z));
+		return 0;
+	}
+	put_le(zlen_at, z, 4);
+	q += z;
+	q = put_le(q, crc32(0, m->blob, (uInt)(q - m->blob)), 4);
+	return (size_t)(q - m->blob);
+}
+
+/* Hands out the oldest pending point, settled to its uoff, and drops it. */
+static int pend_finish(struct build *b, struct zerr *err)
+{
+	struct blobs *m = b->m;
+	struct pend *p = &m->pend[0];
+	size_t len;
+	int ret = pend_settle(b, p, p->ck.uoff);
+
+	if (ret)
+		return zerr_set(err, ret, p->ck.coff, "out of memory");
+	len = blob_write(b, p, err);
+	if (!len)
+		return -ENOMEM; /* blob_write's one failure */
+	m->st.points++;
+	m->st.blob_bytes += len;
+	m->st.window_bytes_dense += p->ck.wlen;
+	m->st.window_bytes_kept += p->nkept;
+	m->st.runs += p->nruns;
+	ret = m->sink->point ? m->sink->point(m->sink->arg, p->ck.uoff, m->blob, len) : 0;
+	/* the oldest goes: swap it to the end and drop it there */
+	if (m->npend > 1) {
+		struct pend t = m->pend[0];
+
+		memmove(&m->pend[0], &m->pend[1], (m->npend - 1) * sizeof(*p));
+		m->pend[m->npend - 1] = t;
+	}
+	blobs_drop(m, m->npend - 1);
+	return ret;
+}
+
+/* Marks with the matches of the block at output [start, start + got) (with
+ * sequences if seq), then settles and hands out what that allows. */
+static int blobs_block(struct build *b, uint64_t start, uint64_t got, bool seq, struct zerr *err)
+{
+	struct blobs *m = b->m;
+	uint64_t end = start + got;
+	int ret = 0;
+
+	if (m->npend == 0)
+		return 0;
+	if (b->st.lost_coff) {
+		blobs_drop(m, 0);
+		return 0;
+	}
+	if (seq) {
+		const struct seqblock *h = &b->s.hist[(b->s.seq_blocks - 1) % SEQ_HIST];
+		struct seq_sink k = {start, end, m->window, blobs_mark, m};
+		const uint8_t *p;
+
+		ret = in_get(&b->in, b->fd, h->coff, h->len, &p, err);
+		if (ret)
+			return ret;
+		for (int t = 0; t < 3; t++)
+			ret |= fse_make(&b->dt[t], t, &h->t[t]);
+		/* libzstd took this block and the parser does not: no more points */
+		if (ret || seq_decode(b->dt, p, h->len, h->n, m->rep, &k)) {
+			b->st.lost_coff = h->coff;
+			blobs_drop(m, 0);
+			return 0;
+		}
+		m->st.seq_marked += h->n;
+	}
+	/* no match at or past uoff + window reaches back before uoff */
+	while (m->npend && m->pend[0].ck.uoff + m->window <= end)
+		if ((ret = pend_finish(b, err)))
+			return ret;
+	/* a window byte x is settled once the output has passed x + window */
+	for (size_t i = 0; i < m->npend && end > m->window; i++) {
+		struct pend *p = &m->pend[i];
+		uint64_t hi = end - m->window < p->ck.uoff ? end - m->window : p->ck.uoff;
+
+		if (pend_settle(b, p, hi))
+			return zerr_set(err, -ENOMEM, p->ck.coff, "out of memory");
+	}
+	if (m->pend_bytes > m->st.pend_peak)
+		m->st.pend_peak = m->pend_bytes;
+	while (m->npend && m->pend_bytes > ZSTDCKPT_PEND_MAX) {
+		blobs_drop(m, m->npend - 1);
+		m->st.skip_cost++;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* At the boundary before the block at coff: makes a point there if one can be made. */
+static int build_point(struct build *b, uint64_t uoff, uint64_t coff, bool *taken,
+		       struct zerr *err)
+{
+	uint64_t wlen = uoff < frame_window(b->f) ? uoff : frame_window(b->f);
 	uint32_t rep[3];
 	unsigned rle = 0;
 	size_t n1, n2;
@@ -744,6 +1249,9 @@ static int build_point(struct build *b, uint64_t uoff, uint64_t coff, zstdckpt_f
 	ret = build_reps(b, rep, err);
 	if (ret)
 		return ret;
+	/* while points are pending, the offsets are followed through every block */
+	if (b->m && b->m->npend)
+		memcpy(rep, b->m->rep, sizeof(rep));
 	for (int k = 0; k < 3; k++) {
 		if (rep[k] == 0 || rep[k] > wlen) {
 			b->st.skip_rep++;
@@ -763,23 +1271,16 @@ static int build_point(struct build *b, uint64_t uoff, uint64_t coff, zstdckpt_f
 			return 0;
 		}
 	}
-	ck->uoff = uoff;
-	ck->coff = coff;
-	ck->wlen = wlen;
-	memcpy(ck->rep, rep, sizeof(ck->rep));
-	for (int k = 0; k < 3; k++) {
-		const struct fse_desc *t = &b->s.t[k];
-		bool comp = t->mode == T_COMP;
-
-		ck->fse_len[k] = comp ? t->dlen : predef[k].len;
-		memcpy(ck->fse[k], comp ? t->desc : predef[k].p, ck->fse_len[k]);
+	build_fill(b, uoff, coff, wlen, rep);
+	if (b->m) {
+		ret = pend_new(b, err);
+	} else {
+		/* the ring's last wlen bytes, oldest first */
+		n2 = (size_t)(wlen < b->rpos ? wlen : b->rpos);
+		n1 = (size_t)wlen - n2;
+		ret = b->fn(b->arg, &b->ck, b->ring + (n1 ? b->rsize - n1 : 0), n1,
+			    b->ring + b->rpos - n2, n2);
 	}
-	ck->huf_len = b->s.huf_len ? b->s.huf_len : sizeof(huf_none);
-	memcpy(ck->huf, b->s.huf_len ? b->s.huf : huf_none, ck->huf_len);
-	/* the ring's last wlen bytes, oldest first */
-	n2 = (size_t)(wlen < b->rpos ? wlen : b->rpos);
-	n1 = (size_t)wlen - n2;
-	ret = fn(arg, ck, b->ring + (n1 ? b->rsize - n1 : 0), n1, b->ring + b->rpos - n2, n2);
 	if (ret)
 		return ret;
 	b->st.nckpt++;
@@ -787,8 +1288,7 @@ static int build_point(struct build *b, uint64_t uoff, uint64_t coff, zstdckpt_f
 	return 0;
 }
 
-static int build_blocks(struct build *b, uint64_t span, zstdckpt_fn fn, void *arg,
-			struct zerr *err)
+static int build_blocks(struct build *b, uint64_t span, struct zerr *err)
 {
 	const struct zstddec_frame *f = b->f;
 	uint64_t coff = f->coff + f->hsize, uoff = 0, next = span, got;
@@ -802,6 +1302,7 @@ static int build_blocks(struct build *b, uint64_t span, zstdckpt_fn fn, void *ar
 		return ret;
 	for (;;) {
 		uint32_t hdr, type, bsize;
+		uint64_t seq_before = b->s.seq_blocks, start = uoff;
 		size_t body;
 		bool taken;
 
@@ -828,10 +1329,15 @@ static int build_blocks(struct build *b, uint64_t span, zstdckpt_fn fn, void *ar
 		b->st.nblocks++;
 		if (f->usize != ZSTDDEC_UNKNOWN && uoff > f->usize)
 			return zerr_set(err, -EIO, coff, "frame is larger than its size says");
+		if (b->m) {
+			ret = blobs_block(b, start, got, b->s.seq_blocks != seq_before, err);
+			if (ret)
+				return ret;
+		}
 		if (hdr & 1)
 			break;
 		if (uoff >= next && !b->st.lost_coff) {
-			ret = build_point(b, uoff, coff, fn, arg, &taken, err);
+			ret = build_point(b, uoff, coff, &taken, err);
 			if (ret)
 				return ret;
 			if (taken)
@@ -851,6 +1357,10 @@ static int build_blocks(struct build *b, uint64_t span, zstdckpt_fn fn, void *ar
 	if (f->usize != ZSTDDEC_UNKNOWN && uoff != f->usize)
 		return zerr_set(err, -EIO, coff, "frame is smaller than its size says");
 	b->st.usize = uoff;
+	/* verified: the points whose windows the end settles */
+	while (b->m && b->m->npend)
+		if ((ret = pend_finish(b, err)))
+			return ret;
 	return 0;
 }
 
@@ -861,12 +1371,32 @@ static int frame_usable(const struct zstddec_frame *f, struct zerr *err)
 	return 0;
 }
 
-int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn,
-		   void *arg, struct zstdckpt_stats *st, struct zerr *err)
+static void build_free(struct build *b)
+{
+	if (!b)
+		return;
+	if (b->m) {
+		blobs_drop(b->m, 0);
+		free(b->m->pend);
+		free(b->m->raw);
+		free(b->m->blob);
+		ZSTD_freeCCtx(b->m->cc);
+		free(b->m);
+	}
+	ZSTD_freeDStream(b->ds);
+	ring_free(b->ring, (size_t)b->rsize, HUGE_PAGE);
+	free(b->in.buf);
+	free(b);
+}
+
+/* A build pass over f, ready for build_blocks; blobs if `blobs`. */
+static int build_new(int fd, const struct zstddec_frame *f, uint64_t span, bool blobs,
+		     struct build **out, struct zerr *err)
 {
 	struct build *b;
 	int ret;
 
+	*out = NULL;
 	if (span == 0)
 		return zerr_set(err, -EINVAL, f->coff, "span is 0");
 	ret = frame_usable(f, err);
@@ -878,28 +1408,67 @@ int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckp
 	b->f = f;
 	b->fd = fd;
 	b->in.end = f->coff + f->csize;
-	b->rsize = frame_window(f);
+	b->rsize = frame_window(f) + BLOCK_MAX;
 	b->in.buf = malloc(IN_CAP);
-	b->ring = malloc((size_t)b->rsize);
+	b->ring = ring_alloc((size_t)b->rsize, HUGE_PAGE);
 	b->ds = ZSTD_createDStream();
 	tables_init(&b->s);
-	if (!b->in.buf || !b->ring || !b->ds) {
-		ret = zerr_set(err, -ENOMEM, f->coff, "out of memory");
-		goto out;
+	if (blobs) {
+		b->m = calloc(1, sizeof(*b->m));
+		if (b->m) {
+			b->m->window = frame_window(f);
+			while ((b->m->window >> b->m->glog) > BLOB_BITS)
+				b->m->glog++;
+			b->m->cc = ZSTD_createCCtx();
+		}
+	}
+	if (!b->in.buf || !b->ring || !b->ds || (blobs && (!b->m || !b->m->cc))) {
+		build_free(b);
+		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
 	}
 	if (ZSTD_isError(ZSTD_DCtx_setParameter(b->ds, ZSTD_d_windowLogMax,
 						window_log(f->window)))) {
-		ret = zerr_set(err, -ENOTSUP, f->coff, "window too large for libzstd");
-		goto out;
+		build_free(b);
+		return zerr_set(err, -ENOTSUP, f->coff, "window too large for libzstd");
 	}
-	ret = build_blocks(b, span, fn, arg, err);
+	*out = b;
+	return 0;
+}
+
+int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn,
+		   void *arg, struct zstdckpt_stats *st, struct zerr *err)
+{
+	struct build *b;
+	int ret = build_new(fd, f, span, false, &b, err);
+
+	if (ret)
+		return ret;
+	b->fn = fn;
+	b->arg = arg;
+	ret = build_blocks(b, span, err);
 	if (!ret && st)
 		*st = b->st;
-out:
-	ZSTD_freeDStream(b->ds);
-	free(b->ring);
-	free(b->in.buf);
-	free(b);
+	build_free(b);
+	return ret;
+}
+
+int zstdckpt_build_blobs(int fd, const struct zstddec_frame *f, uint64_t span,
+			 const struct zstdckpt_sink *s, struct zstdckpt_blob_stats *st,
+			 struct zerr *err)
+{
+	struct build *b;
+	int ret = build_new(fd, f, span, true, &b, err);
+
+	if (ret)
+		return ret;
+	b->m->sink = s;
+	ret = build_blocks(b, span, err);
+	if (!ret && st) {
+		*st = b->m->st;
+		st->ck = b->st;
+		st->ck.nckpt = (uint32_t)st->points;
+	}
+	build_free(b);
 	return ret;
 }
 
@@ -958,8 +1527,15 @@ static int ckpt_check(const struct zstddec_frame *f, const struct zstdckpt *ck, 
 	return 0;
 }
 
-int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
-		      const void *window, struct zstdckpt_dec **out, struct zerr *err)
+/*
+ * Puts the window bytes of a checkpoint into win[0..wlen), which is zero:
+ * 0, or -EINVAL with err set.
+ */
+typedef int (*win_fill_fn)(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *err);
+
+/* A decoder at ck (NULL: the frame's start), its window filled by fill. */
+static int dec_new(const struct zstddec_frame *f, const struct zstdckpt *ck, win_fill_fn fill,
+		   const void *arg, struct zstdckpt_dec **out, struct zerr *err)
 {
 	struct zstdckpt_dec *d;
 	uint64_t w = frame_window(f);
@@ -978,9 +1554,10 @@ int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
 	d->f = *f;
 	d->in.end = f->coff + f->csize;
 	d->bmax = f->window < BLOCK_MAX ? (size_t)f->window : BLOCK_MAX;
-	/* the dictionary header, the window, two blocks (one for split literals) */
+	/* the dictionary header, the window, two blocks (one for split literals);
+	 * zeroed, so that a sparse window's pages not kept are never touched */
 	d->rsize = DICT_HMAX + (size_t)w + 2 * (BLOCK_MAX + SLACK);
-	d->ring = malloc(d->rsize);
+	d->ring = ring_alloc(d->rsize, HUGE_MIN_DEC);
 	d->in.buf = malloc(IN_CAP);
 	d->dc = ZSTD_createDCtx();
 	if (!d->ring || !d->in.buf || !d->dc) {
@@ -988,7 +1565,11 @@ int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
 		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
 	}
 	if (ck) {
-		memcpy(d->ring + DICT_HMAX, window, (size_t)ck->wlen);
+		ret = fill(arg, d->ring + DICT_HMAX, ck->wlen, err);
+		if (ret) {
+			zstdckpt_dec_close(d);
+			return ret;
+		}
 		hlen = dict_header(ck, d->ring + DICT_HMAX);
 		r = ZSTD_decompressBegin_usingDict(d->dc, d->ring + DICT_HMAX - hlen,
 						   hlen + (size_t)ck->wlen);
@@ -1006,6 +1587,147 @@ int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
 	}
 	*out = d;
 	return 0;
+}
+
+static int fill_dense(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *err)
+{
+	(void)err;
+	memcpy(win, arg, (size_t)wlen);
+	return 0;
+}
+
+int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
+		      const void *window, struct zstdckpt_dec **out, struct zerr *err)
+{
+	return dec_new(f, ck, fill_dense, window, out, err);
+}
+
+/* A blob, parsed (its header checked against the frame and its CRC). */
+struct blob_in {
+	struct zstdckpt ck;
+	uint32_t nruns;
+	uint32_t runs_len; /* bytes of the payload's run table */
+	uint64_t kept;
+	const uint8_t *z; /* the payload */
+	size_t zlen;
+};
+
+static int blob_bad(const struct zstddec_frame *f, struct zerr *err, const char *why)
+{
+	return zerr_set(err, -EINVAL, f->coff, "checkpoint blob %s", why);
+}
+
+static int blob_parse(const struct zstddec_frame *f, const uint8_t *p, size_t len,
+		      struct blob_in *bi, struct zerr *err)
+{
+	const uint8_t *q = p + 4;
+	struct zstdckpt *ck = &bi->ck;
+	uint64_t v[4] = {f->coff, f->csize, f->usize, f->window}, tabs;
+
+	memset(bi, 0, sizeof(*bi));
+	if (len < BLOB_HDR + 4 || memcmp(p, BLOB_MAGIC, 4) != 0)
+		return blob_bad(f, err, "is not one (magic or size)");
+	if (le_n(p + len - 4, 4) != crc32(0, p, (uInt)(len - 4)))
+		return blob_bad(f, err, "is damaged (CRC)");
+	for (int i = 0; i < 4; i++, q += 8)
+		if (le_n(q, 8) != v[i])
+			return blob_bad(f, err, "is for another frame");
+	ck->uoff = le_n(q, 8);
+	ck->coff = le_n(q + 8, 8);
+	ck->wlen = le_n(q + 16, 8);
+	q += 24;
+	for (int k = 0; k < 3; k++, q += 4)
+		ck->rep[k] = (uint32_t)le_n(q, 4);
+	ck->huf_len = (uint16_t)le_n(q, 2);
+	q += 2;
+	tabs = ck->huf_len;
+	for (int k = 0; k < 3; k++) {
+		ck->fse_len[k] = *q++;
+		tabs += ck->fse_len[k];
+		if (ck->fse_len[k] < 1 || ck->fse_len[k] > ZSTDCKPT_FSE_MAX)
+			return blob_bad(f, err, "has a bad table length");
+	}
+	bi->nruns = (uint32_t)le_n(q, 4);
+	bi->runs_len = (uint32_t)le_n(q + 4, 4);
+	bi->kept = le_n(q + 8, 8);
+	bi->zlen = (size_t)le_n(q + 16, 4);
+	q += 20;
+	if (ck->huf_len < 1 || ck->huf_len > ZSTDCKPT_HUF_MAX)
+		return blob_bad(f, err, "has a bad table length");
+	if (BLOB_HDR + tabs + bi->zlen + 4 != len)
+		return blob_bad(f, err, "has the wrong length");
+	if (bi->kept > ck->wlen || bi->nruns > bi->kept || (bi->nruns == 0) != (bi->kept == 0) ||
+	    bi->runs_len < 2ull * bi->nruns || bi->runs_len > 10ull * bi->nruns)
+		return blob_bad(f, err, "has bad run counts");
+	memcpy(ck->huf, q, ck->huf_len);
+	q += ck->huf_len;
+	for (int k = 0; k < 3; k++) {
+		memcpy(ck->fse[k], q, ck->fse_len[k]);
+		q += ck->fse_len[k];
+	}
+	bi->z = q;
+	return 0;
+}
+
+/* Decompresses a blob's payload and puts its runs into the (zero) window. */
+static int fill_blob(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *err)
+{
+	const struct blob_in *bi = arg;
+	size_t nraw = (size_t)bi->runs_len + (size_t)bi->kept, r;
+	uint8_t *raw = malloc(nraw ? nraw : 1);
+	const uint8_t *bytes = raw + bi->runs_len, *q = raw;
+	uint64_t pos = 0, gap, n;
+	int ret = 0;
+
+	if (!raw)
+		return zerr_set(err, -ENOMEM, bi->ck.coff, "out of memory");
+	r = ZSTD_decompress(raw, nraw, bi->z, bi->zlen);
+	if (ZSTD_isError(r) || r != nraw) {
+		ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob payload is bad: %s",
+			       ZSTD_isError(r) ? ZSTD_getErrorName(r) : "wrong size");
+		goto out;
+	}
+	for (uint32_t i = 0; i < bi->nruns; i++) {
+		if (get_varint(&q, raw + bi->runs_len, &gap) ||
+		    get_varint(&q, raw + bi->runs_len, &n)) {
+			ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob has a bad run");
+			goto out;
+		}
+		pos += gap;
+		if (n == 0 || pos > wlen || wlen - pos < n ||
+		    (uint64_t)(bytes - raw) + n > nraw) {
+			ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob has a bad run");
+			goto out;
+		}
+		memcpy(win + pos, bytes, (size_t)n);
+		bytes += n;
+		pos += n;
+	}
+	if (bytes != raw + nraw || q != raw + bi->runs_len)
+		ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob has a bad run");
+out:
+	free(raw);
+	return ret;
+}
+
+int zstdckpt_blob_open(const struct zstddec_frame *f, const void *blob, size_t len,
+		       struct zstdckpt_dec **out, struct zerr *err)
+{
+	struct blob_in bi;
+	int ret;
+
+	*out = NULL;
+	if (!blob)
+		return dec_new(f, NULL, NULL, NULL, out, err);
+	ret = frame_usable(f, err);
+	if (!ret)
+		ret = blob_parse(f, blob, len, &bi, err);
+	return ret ? ret : dec_new(f, &bi.ck, fill_blob, &bi, out, err);
+}
+
+size_t zstdckpt_dec_cost(const struct zstdckpt_dec *d)
+{
+	return sizeof(*d) + d->rsize + IN_CAP + ZSTD_sizeof_DCtx(d->dc);
 }
 
 /* Decodes the next block into the ring at wr.  0 or -EIO. */
@@ -1111,6 +1833,6 @@ void zstdckpt_dec_close(struct zstdckpt_dec *d)
 		return;
 	ZSTD_freeDCtx(d->dc);
 	free(d->in.buf);
-	free(d->ring);
+	ring_free(d->ring, d->rsize, HUGE_MIN_DEC);
 	free(d);
 }

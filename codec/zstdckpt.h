@@ -3,9 +3,11 @@
 #define ZMOUNT_ZSTDCKPT_H
 
 /*
- * Checkpoints inside one zstd frame (issue 19, item 2; a prototype, see
+ * Checkpoints inside one zstd frame (issue 19, items 2 and 3; see
  * doc/zstd-checkpoints.md): resume decoding at a block boundary instead of
- * the frame's start.
+ * the frame's start.  zstdckpt_build hands out checkpoints with their dense
+ * window; zstdckpt_build_blobs hands out self-contained blobs with sparse,
+ * compressed windows (below), which zstdckpt_blob_open resumes from.
  *
  * At a block boundary libzstd's decoder state is the window (the last
  * Window_Size bytes of output), the three repeat offsets and the entropy
@@ -142,5 +144,117 @@ uint64_t zstdckpt_dec_tell(const struct zstdckpt_dec *d);
 
 /* Frees a decoder.  Accepts NULL. */
 void zstdckpt_dec_close(struct zstdckpt_dec *d);
+
+/* ------------------------------------------------------------------------ */
+/*
+ * Self-contained checkpoint blobs with sparse, compressed windows (issue 19,
+ * item 3).  A blob holds a struct zstdckpt and only those window bytes that
+ * decoding from its uoff can read: the bytes before uoff that some match at
+ * a position below uoff + Window_Size copies (no later match reaches back
+ * past uoff).  They are found by decoding the sequences (lengths and
+ * offsets, repeat offsets resolved) of the blocks in [uoff, uoff + window),
+ * and kept as (gap, length) runs plus their bytes, compressed with
+ * ZSTD_compress at level 1.  The bytes not kept are zero in the resumed
+ * window; the tests hold resumed output to libzstd's, byte for byte.
+ *
+ * Marking is at byte granularity for windows up to 8 MiB; above that it is
+ * per granule of window / 8 MiB bytes (a power of two: 16 bytes at
+ * --long=27), so that a checkpoint's bitmap is at most 1 MiB.  A granule
+ * marked is kept whole (a few more bytes, never fewer).
+ *
+ * A blob at uoff U is only complete once the build has decoded past
+ * U + window, so points are handed out that late (or at the frame's end,
+ * after the checksum); meanwhile each pending one holds its bitmap and the
+ * bytes kept so far (at most its window).  When the pending ones together
+ * hold more than ZSTDCKPT_PEND_MAX bytes, the newest are dropped (counted
+ * in skip_cost): a point is given up, never made wrong.  With libzstd's
+ * windows (up to 8 MiB below --long) and spans of a few MiB this never
+ * happens; it bounds --long=27 and --ultra -22 at small spans.
+ *
+ * Blob format (little-endian; version 1):
+ *   0   "ZCK1"
+ *   4   u64 frame coff, csize, usize (or ~0), window: the frame it is for
+ *   36  u64 uoff, coff, wlen               (struct zstdckpt)
+ *   60  u32 rep[3]
+ *   72  u16 huf_len, u8 fse_len[3]
+ *   77  u32 nruns, u32 runs_len, u64 kept (window bytes kept), u32 zlen
+ *   97  huf[huf_len], fse[LL], fse[OF], fse[ML], payload[zlen]
+ *   end u32 CRC-32 (zlib's) of all the bytes before it
+ * The payload is one or more zstd frames that decode to exactly
+ * runs_len + kept bytes: nruns (gap, len) pairs of LEB128 varints (at most
+ * 32 bits each) in runs_len bytes, each run starting gap bytes after the
+ * previous one's end (the first: after the window's start, uoff - wlen),
+ * len >= 1, all inside the window; then the kept bytes in order.  (Runs
+ * closer than 32 bytes written as one, the gap's bytes kept, made blobs 3
+ * to 10% larger: the runs table compresses better than the bytes.)
+ *
+ * Trust: zstdckpt_blob_open checks every field against f and the format,
+ * and the CRC, so damage gives -EINVAL; but a blob that is well-formed for
+ * a frame of the same offset, sizes and window (another file, or the same
+ * file rewritten) opens, and decodes wrong bytes or fails with -EIO.  The
+ * caller must tie blobs to the file (as index files are: size, mtime,
+ * hashed ends) and check what it serves against per-span checksums taken
+ * by the build (issue 19, item 4).
+ */
+
+/* Bytes all pending points of one build may hold (bitmaps and kept bytes). */
+#define ZSTDCKPT_PEND_MAX (256ull << 20)
+
+struct zstdckpt_sink {
+	/* Every decoded byte of the frame, in order, in pieces of any size;
+	 * all output before a checkpoint at uoff U is delivered before
+	 * point(U).  Return 0 to go on; anything else stops the build, which
+	 * returns it.  May be NULL. */
+	int (*out)(void *arg, const void *buf, size_t len);
+	/* One checkpoint at uoff (0 < uoff < usize), in increasing uoff: blob
+	 * is self-contained (all zstdckpt_blob_open needs besides the frame
+	 * and the fd), borrowed for the call.  Return as out. */
+	int (*point)(void *arg, uint64_t uoff, const void *blob, size_t len);
+	void *arg;
+};
+
+struct zstdckpt_blob_stats {
+	uint64_t points;	     /* blobs handed out */
+	uint64_t blob_bytes;	     /* their total size */
+	uint64_t window_bytes_dense; /* sum of their wlen */
+	uint64_t window_bytes_kept;  /* sum of the window bytes they keep */
+	uint64_t runs;		     /* sum of their runs */
+	uint64_t seq_marked;	     /* sequences decoded to mark windows */
+	uint64_t skip_cost;	     /* points dropped by ZSTDCKPT_PEND_MAX */
+	uint64_t pend_peak;	     /* most bytes the pending points held at once */
+	struct zstdckpt_stats ck;    /* as zstdckpt_build's */
+};
+
+/*
+ * Decodes frame f of fd to its end (checksum verified, as zstdckpt_build),
+ * handing s->out the output and s->point a blob at the first usable block
+ * boundary at or past every `span` bytes of output, as zstdckpt_build
+ * places checkpoints.  st, if not NULL, is filled in on success.
+ * Returns 0 only when the whole frame decoded and verified; otherwise as
+ * zstdckpt_build (and -ENOMEM also for the blobs).  On any error, every
+ * point already handed out must be dropped by the caller: the damage may
+ * lie after it, and points are handed out before the checksum is seen.
+ * Memory: the window plus 128 KiB (ring), libzstd's stream decoder (the
+ * window again), and the pending points (see above).
+ */
+int zstdckpt_build_blobs(int fd, const struct zstddec_frame *f, uint64_t span,
+			 const struct zstdckpt_sink *s, struct zstdckpt_blob_stats *st,
+			 struct zerr *err);
+
+/*
+ * A decoder at the checkpoint in blob[0..len) (untrusted bytes: all
+ * checked), or at the frame's start if blob is NULL.  blob is borrowed for
+ * the call.  No I/O.  Then zstdckpt_dec_read/tell/close as usual.
+ * Returns 0 and *out, or with *out NULL and err set:
+ *   -ENOTSUP f is flagged ZSTDDEC_F_DICT or ZSTDDEC_F_BIGWIN;
+ *   -EINVAL  the blob is malformed, damaged (CRC), of another version, or
+ *            not for frame f (its coff, csize, usize, window);
+ *   -ENOMEM  out of memory (as zstdckpt_dec_open).
+ */
+int zstdckpt_blob_open(const struct zstddec_frame *f, const void *blob, size_t len,
+		       struct zstdckpt_dec **out, struct zerr *err);
+
+/* Bytes of memory decoder d holds (its ring, input buffer and libzstd's context). */
+size_t zstdckpt_dec_cost(const struct zstdckpt_dec *d);
 
 #endif

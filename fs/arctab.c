@@ -26,9 +26,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "probe.h"
 #include "reader.h"
 #include "srcid.h"
 #include "tree.h"
+#include "zlog.h"
+#include "zmctx.h"
 
 #define NBUCKETS 4096
 
@@ -59,6 +62,68 @@ struct arctab {
 	struct arc *buckets[NBUCKETS];
 };
 
+/*
+ * The open this thread runs in get(), if any: its table, and the line the
+ * reader wrote about its failure, held back (log_line) so that get() writes
+ * it once it knows the verdict, saying what the mount shows and, where it
+ * helps, to mount with -o salvage.  Per thread, as the reader writes that
+ * line on the opening thread, before reader_open_fd returns.
+ */
+static _Thread_local struct {
+	const struct arctab *t;
+	bool held;
+	enum zlog_level level;
+	char text[1024]; /* zmctx formats lines into as much */
+} opening;
+
+/* The sink of the table's context (arctab_new): as zlog, but see opening. */
+static void log_line(void *user, enum zlog_level level, const char *name, const char *text,
+		     const struct zerr *why)
+{
+	if (opening.t == user && !opening.held && why) {
+		opening.held = true;
+		opening.level = level;
+		snprintf(opening.text, sizeof(opening.text), "%s", text);
+	} else if (name) {
+		zlog(level, "%s: %s", name, text);
+	} else {
+		zlog(level, "%s", text);
+	}
+}
+
+/*
+ * Writes the line held back from a failed open of name (ret its error).
+ * The verdicts kept (-EINVAL, -EIO) show the archive empty, its opens
+ * failing with EIO; for a corrupt gzip or xz file (-EINVAL) on a mount
+ * without salvage, -o salvage may show the part before the damage.  A map
+ * refused for its size names its own fix (cache_size) instead.
+ */
+static void log_open_failure(const char *name, int ret, enum probe_fmt fmt, bool salvage)
+{
+	const char *hint = "";
+
+	if (!opening.held)
+		return;
+	if (ret == -EINVAL && !salvage && (fmt == PROBE_GZIP || fmt == PROBE_XZ) &&
+	    !strstr(opening.text, "cache_size"))
+		hint = "; shown empty, its opens fail with EIO; mount with -o salvage to read the "
+		       "verified part before the damage";
+	else if (ret == -EINVAL || ret == -EIO)
+		hint = "; shown empty, its opens fail with EIO";
+	zlog(opening.level, "%s: %s%s", name, opening.text, hint);
+	opening.held = false;
+}
+
+/* The most verbose level zlog writes (set before the table is made, main.c). */
+static enum zlog_level zlog_max(void)
+{
+	enum zlog_level l = ZLOG_DEBUG;
+
+	while (l > ZLOG_ERROR && !zlog_wants(l))
+		l--;
+	return l;
+}
+
 int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *root,
 	       struct arctab **out)
 {
@@ -74,12 +139,15 @@ int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *roo
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->opened, NULL);
 	pthread_cond_init(&t->moved, NULL);
+	zmctx_set_log(zm, log_line, t, zlog_max());
 	*out = t;
 	return 0;
 }
 
 static void arc_free(struct arc *a)
 {
+	if (!a)
+		return;
 	reader_close(a->r);
 	free(a->why);
 	free(a);
@@ -135,15 +203,18 @@ static int open_same(int dirfd, const char *rel, const struct stat *st)
 	return fd == -ESTALE ? -EAGAIN : fd; /* replaced since it was looked up */
 }
 
-static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
-	       const struct reader_opts *opts, struct arc **out)
+/*
+ * Under t->lock: a reference to the entry for st, if it is that version
+ * (0, or -ENOTSUP for a file that is no archive), after waiting for an
+ * open of it to end; else 1, with *fresh a new entry hooked in its place,
+ * `opening`, for the caller to open (NULL if out of memory), and *stale
+ * the replaced one if that dropped its last reference.
+ */
+static int find_locked(struct arctab *t, const struct stat *st, struct arc **out,
+		       struct arc **fresh, struct arc **stale)
 {
-	struct zerr why = { 0 };
-	struct arc *a, *stale = NULL;
-	int ret;
+	struct arc *a;
 
-	*out = NULL;
-	pthread_mutex_lock(&t->lock);
 	for (;;) {
 		a = *slot(t, st->st_dev, st->st_ino);
 		if (!a || !a->opening)
@@ -151,16 +222,13 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		pthread_cond_wait(&t->opened, &t->lock);
 	}
 	if (a && srcid_same(&a->st, st)) {
-		ret = a->err == -ENOTSUP ? -ENOTSUP : 0;
-		if (ret == 0) {
-			a->refs++;
-			*out = a;
-		}
-		pthread_mutex_unlock(&t->lock);
-		return ret;
+		if (a->err == -ENOTSUP)
+			return -ENOTSUP;
+		a->refs++;
+		*out = a;
+		return 0;
 	}
-	if (a && unhook(t, a))
-		stale = a;
+	*stale = a && unhook(t, a) ? a : NULL;
 	a = calloc(1, sizeof(*a));
 	if (a) {
 		a->dev = st->st_dev;
@@ -172,24 +240,51 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 		a->next = NULL;
 		*slot(t, a->dev, a->ino) = a;
 	}
-	pthread_mutex_unlock(&t->lock);
-	if (stale)
-		arc_free(stale);
-	if (!a)
-		return -ENOMEM;
+	*fresh = a;
+	return 1;
+}
 
-	ret = open_same(dirfd, rel, st);
+/* Opens the reader of new entry a (no lock held); a->err, a->r and a->why say how it went. */
+static void open_reader(struct arctab *t, struct arc *a, int dirfd, const char *rel,
+			const struct reader_opts *opts)
+{
+	struct zerr why = { 0 };
+	int ret = open_same(dirfd, rel, &a->st);
+
 	if (ret >= 0) {
+		enum probe_fmt fmt = PROBE_NONE;
 		char name[PATH_MAX * 2];
 
 		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
+		probe_fd(ret, &fmt);
+		opening.t = t;
 		ret = reader_open_fd(ret, name, t->zm, opts, &a->r, &why);
+		opening.t = NULL;
+		log_open_failure(name, ret, fmt, opts->salvage);
 		if (ret == -EINVAL || ret == -EIO)
 			a->why = strdup(why.msg);
 	}
 	a->err = ret;
 	if (a->r)
 		reader_detach(a->r); /* no handle yet: hold no descriptor */
+}
+
+static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
+	       const struct reader_opts *opts, struct arc **out)
+{
+	struct arc *a = NULL, *stale = NULL;
+	int ret;
+
+	*out = NULL;
+	pthread_mutex_lock(&t->lock);
+	ret = find_locked(t, st, out, &a, &stale);
+	pthread_mutex_unlock(&t->lock);
+	if (ret <= 0)
+		return ret;
+	arc_free(stale); /* accepts NULL */
+	if (!a)
+		return -ENOMEM;
+	open_reader(t, a, dirfd, rel, opts);
 
 	pthread_mutex_lock(&t->lock);
 	a->opening = false;
@@ -219,6 +314,27 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 	return get(t, dirfd, rel, st, t->opts, out);
 }
 
+/*
+ * The background pass's second half: checkpoints inside the archive's wide
+ * xz Blocks and zstd frames, read through a descriptor of its own, so the
+ * reader stays detached.  One that cannot have them is no failure.
+ */
+static int checkpoint(struct arc *a, int dirfd, const char *rel)
+{
+	struct reader_info in;
+	int fd, ret;
+
+	reader_get_info(a->r, &in);
+	if (in.ckpt_wanted == 0)
+		return 0;
+	fd = tree_open_file(dirfd, rel, &a->st, NULL);
+	if (fd < 0)
+		return fd;
+	ret = reader_build_checkpoints(a->r, fd, NULL);
+	close(fd);
+	return ret == -ENOTSUP ? 0 : ret;
+}
+
 int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st)
 {
 	struct reader_opts bg = *t->opts;
@@ -230,7 +346,7 @@ int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat
 	ret = get(t, dirfd, rel, st, &bg, &a);
 
 	if (ret == 0) {
-		ret = a->r ? 0 : a->err;
+		ret = a->r ? checkpoint(a, dirfd, rel) : a->err;
 		arctab_put(t, a);
 	}
 	return ret;

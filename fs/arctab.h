@@ -32,6 +32,12 @@ struct arc;
  * borrowed for the table's life; opts is read at each reader open.  root,
  * the source root's absolute path, is copied: readers are named by
  * absolute path, in log lines and as keys of saved indexes.
+ *
+ * It routes zm's log lines through the table (zmctx_set_log, at the level
+ * zlog_set_level set, so call that first): each still goes to zlog, but the
+ * one line saying why an archive cannot be opened also says that it is
+ * shown empty and its opens fail with EIO, and, for a damaged gzip or xz
+ * file on a mount without opts->salvage, to mount with -o salvage.
  */
 int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *root,
 	       struct arctab **out);
@@ -53,8 +59,11 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 
 /*
  * Indexes the archive at rel, as arctab_get would, for a background job:
- * nobody is about to read it, so it leaves nothing in the cache.  Returns 0,
- * the archive's error if it is corrupt, or arctab_get's errors.
+ * nobody is about to read it, so it leaves nothing in the cache; then
+ * builds the checkpoints inside its wide xz Blocks and zstd frames
+ * (reader_build_checkpoints).  Returns 0, the archive's error if it is
+ * corrupt (-EINVAL at open, -EIO in a checkpoint pass), -ESTALE (changed),
+ * or arctab_get's errors.  Any thread, pool workers included.
  */
 int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st);
 

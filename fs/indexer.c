@@ -27,6 +27,7 @@
 struct item {
 	char *rel;
 	struct stat st;
+	bool gz; /* a gzip name: an index to build; else checkpoints */
 };
 
 struct indexer {
@@ -44,6 +45,7 @@ struct indexer {
 	unsigned running;
 	uint64_t done, done_bytes;
 	uint64_t indexed, corrupt, not_gzip, skipped; /* done, by verdict */
+	uint64_t ck_done, ck_corrupt; /* xz and zstd files looked at, and found corrupt */
 };
 
 struct job {
@@ -51,18 +53,39 @@ struct job {
 	struct item it;
 };
 
+static bool ends_with(const char *name, size_t n, const char *suffix)
+{
+	size_t m = strlen(suffix);
+
+	return n > m && strcmp(name + n - m, suffix) == 0;
+}
+
+static bool is_gzip_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return ends_with(name, n, ".gz") || ends_with(name, n, ".tgz");
+}
+
+/*
+ * gzip files get their index; xz and zstd files, their checkpoints inside
+ * wide Blocks and frames (only those with any: the reader decides).
+ */
 static bool is_candidate(const char *name)
 {
 	size_t n = strlen(name);
 
-	return (n > 3 && strcmp(name + n - 3, ".gz") == 0) ||
-	       (n > 4 && strcmp(name + n - 4, ".tgz") == 0);
+	return is_gzip_name(name) || ends_with(name, n, ".xz") || ends_with(name, n, ".txz") ||
+	       ends_with(name, n, ".zst") || ends_with(name, n, ".tzst");
 }
 
-static int by_size(const void *a, const void *b)
+/* gzip files first (their indexes are what first reads wait for), each kind smallest first. */
+static int by_kind_size(const void *a, const void *b)
 {
 	const struct item *x = a, *y = b;
 
+	if (x->gz != y->gz)
+		return x->gz ? -1 : 1;
 	return (x->st.st_size > y->st.st_size) - (x->st.st_size < y->st.st_size);
 }
 
@@ -77,7 +100,7 @@ static bool stopping(struct indexer *ix)
 }
 
 /*
- * The walk's state: a stack of directories still to list and the gzip
+ * The walk's state: a stack of directories still to list and the
  * candidates found so far, both on the heap.  `bytes` is what they hold
  * (each path, plus its slot), capped at INDEXER_WALK_MAX_BYTES.
  */
@@ -152,6 +175,7 @@ static bool add_item(struct walk *w, char *path, const struct stat *st)
 	w->items = items;
 	w->items[w->n].rel = path;
 	w->items[w->n].st = *st;
+	w->items[w->n].gz = is_gzip_name(path);
 	w->n++;
 	return true;
 }
@@ -172,7 +196,7 @@ static char *join(const char *rel, const char *name)
 	return path;
 }
 
-/* Lists directory rel: subdirectories go on the stack, gzip candidates into the items. */
+/* Lists directory rel: subdirectories go on the stack, candidates into the items. */
 static void list_dir(struct indexer *ix, struct walk *w, const char *rel)
 {
 	int fd = beneath_open(ix->root, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
@@ -214,7 +238,7 @@ static void list_dir(struct indexer *ix, struct walk *w, const char *rel)
 }
 
 /*
- * Collects the gzip candidates of the whole tree into w, depth first, with
+ * Collects the candidates of the whole tree into w, depth first, with
  * an explicit stack: no recursion, so a deep tree costs heap (its paths,
  * under the cap), not stack.  Checks `stop` at each directory.
  */
@@ -246,9 +270,16 @@ static void run_job(void *arg)
 
 	pthread_mutex_lock(&ix->lock);
 	ix->running--;
-	ix->done++;
-	ix->done_bytes += (uint64_t)j->it.st.st_size;
-	if (ret == 0)
+	if (!j->it.gz) {
+		ix->ck_done++;
+		ix->ck_corrupt += ret == -EINVAL || ret == -EIO;
+	} else {
+		ix->done++;
+		ix->done_bytes += (uint64_t)j->it.st.st_size;
+	}
+	if (!j->it.gz)
+		; /* counted above: the reader logged any failure, with its offset */
+	else if (ret == 0)
 		ix->indexed++;
 	else if (ret == -EINVAL || ret == -EIO)
 		ix->corrupt++; /* logged by the reader, with its offset */
@@ -292,48 +323,34 @@ static void log_summary(struct indexer *ix, size_t n, uint64_t total, bool all)
 		     ix->done, n, built, loaded, ix->corrupt, ix->not_gzip, extra);
 }
 
-static void *main_loop(void *vix)
+/*
+ * Hands items [from, to) of w to the pool, at most max_jobs at a time, with
+ * ix->lock held (dropped while waiting).  Returns how far it got: to,
+ * unless it was stopped.  progress: log a line every PROGRESS_SECS.
+ */
+static size_t submit(struct indexer *ix, struct walk *w, size_t from, size_t to, uint64_t total,
+		     bool progress)
 {
-	struct indexer *ix = vix;
-	struct walk w = { 0 };
-	size_t next = 0;
-	uint64_t total = 0;
 	time_t last = time(NULL);
-	struct reader_counters rc;
+	size_t next = from;
 
-	reader_get_counters(ix->zm, &rc);
-	ix->loaded0 = rc.indexes_loaded;
-	walk_tree(ix, &w);
-	if (w.full)
-		zlog(ZLOG_WARN, "background indexing: the tree has more gzip files or directories "
-		     "than %u MiB of paths can list; the rest are indexed on first use",
-		     (unsigned)(INDEXER_WALK_MAX_BYTES >> 20));
-	if (w.n)
-		qsort(w.items, w.n, sizeof(*w.items), by_size);
-	for (size_t i = 0; i < w.n; i++)
-		total += (uint64_t)w.items[i].st.st_size;
-	if (w.n && !stopping(ix))
-		zlog(ZLOG_INFO, "indexing %zu gzip files (%" PRIu64 " MiB) in the background", w.n,
-		     total >> 20);
-
-	pthread_mutex_lock(&ix->lock);
-	while (!ix->stop && next < w.n) {
+	while (!ix->stop && next < to) {
 		struct job *j;
 
 		while (!ix->stop && ix->running >= ix->max_jobs)
 			pthread_cond_wait(&ix->changed, &ix->lock);
 		if (ix->stop)
 			break;
-		if (time(NULL) - last >= PROGRESS_SECS) {
+		if (progress && time(NULL) - last >= PROGRESS_SECS) {
 			last = time(NULL);
 			zlog(ZLOG_INFO, "indexed %" PRIu64 " of %zu gzip files (%" PRIu64 " of %" PRIu64 " MiB)",
-			     ix->done, w.n, ix->done_bytes >> 20, total >> 20);
+			     ix->done, to - from, ix->done_bytes >> 20, total >> 20);
 		}
 		j = malloc(sizeof(*j));
 		if (!j)
 			break;
 		j->ix = ix;
-		j->it = w.items[next];
+		j->it = w->items[next];
 		ix->running++;
 		if (pool_submit(ix->pool, run_job, j) < 0) {
 			ix->running--;
@@ -344,12 +361,59 @@ static void *main_loop(void *vix)
 			pthread_mutex_lock(&ix->lock);
 			continue;
 		}
-		w.items[next++].rel = NULL; /* the job owns it now */
+		w->items[next++].rel = NULL; /* the job owns it now */
 	}
 	while (ix->running > 0)
 		pthread_cond_wait(&ix->changed, &ix->lock);
+	return next;
+}
+
+/* After the gzip files, the xz and zstd ones: checkpoints inside their wide units. */
+static void checkpoint_all(struct indexer *ix, struct walk *w, size_t from)
+{
+	struct reader_counters rc;
+	uint64_t ck0;
+	size_t end;
+
+	reader_get_counters(ix->zm, &rc);
+	ck0 = rc.checkpoints;
+	end = submit(ix, w, from, w->n, 0, false);
+	reader_get_counters(ix->zm, &rc);
+	if (rc.checkpoints > ck0 || ix->ck_corrupt)
+		zlog(ZLOG_INFO, "checkpoints inside xz Blocks and zstd frames: %" PRIu64 " built in %"
+		     PRIu64 " of %zu files%s, %" PRIu64 " corrupt", rc.checkpoints - ck0, ix->ck_done,
+		     w->n - from, end == w->n ? "" : " (stopped)", ix->ck_corrupt);
+}
+
+static void *main_loop(void *vix)
+{
+	struct indexer *ix = vix;
+	struct walk w = { 0 };
+	size_t ngz = 0, next;
+	uint64_t total = 0;
+	struct reader_counters rc;
+
+	reader_get_counters(ix->zm, &rc);
+	ix->loaded0 = rc.indexes_loaded;
+	walk_tree(ix, &w);
+	if (w.full)
+		zlog(ZLOG_WARN, "background indexing: the tree has more archives or directories "
+		     "than %u MiB of paths can list; the rest are indexed on first use",
+		     (unsigned)(INDEXER_WALK_MAX_BYTES >> 20));
 	if (w.n)
-		log_summary(ix, w.n, total, next == w.n);
+		qsort(w.items, w.n, sizeof(*w.items), by_kind_size);
+	while (ngz < w.n && w.items[ngz].gz)
+		total += (uint64_t)w.items[ngz++].st.st_size;
+	if (ngz && !stopping(ix))
+		zlog(ZLOG_INFO, "indexing %zu gzip files (%" PRIu64 " MiB) in the background", ngz,
+		     total >> 20);
+
+	pthread_mutex_lock(&ix->lock);
+	next = submit(ix, &w, 0, ngz, total, true);
+	if (ngz)
+		log_summary(ix, ngz, total, next == ngz);
+	if (next == ngz && ngz < w.n)
+		checkpoint_all(ix, &w, ngz);
 	pthread_mutex_unlock(&ix->lock);
 	for (size_t i = 0; i < w.n; i++)
 		free(w.items[i].rel);

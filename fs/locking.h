@@ -3,7 +3,8 @@
 #define ZMOUNT_LOCKING_H
 
 /*
- * The daemon's locks and the order they nest in.  Documentation only: no
+ * The daemon's locks (every mutex in fs/, index/ and codec/) and the
+ * order they nest in.  Documentation only: no
  * code includes this for anything but the reader's benefit.  Checked
  * against the code at the commit that last changed this file; a change
  * that takes one lock inside another, or waits while holding one, updates
@@ -66,6 +67,20 @@
  *                                   built and freed with it dropped.
  *  open_lock         fs/ops.c       the mount's list of open handles
  *                                   (struct ops_ctx).  Leaf.
+ *  notify.lock       fs/ops.c       the invalidation thread's queue
+ *                                   (struct ops_notify, in ops_ctx).
+ *                                   Leaf: ops_tainted, called with no
+ *                                   reader lock held, only queues; the
+ *                                   thread drops it before it invalidates
+ *                                   (which takes nodes.lock and waits on
+ *                                   the kernel).
+ *  measure.lock      index/fmt_zstd.c  the frames of one zstd measuring
+ *                                   pass handed out to the opener and pool
+ *                                   workers.  Leaf: frames are measured,
+ *                                   and jobs submitted, with it dropped;
+ *                                   measure.idle waits only for frames a
+ *                                   thread has taken, never for a queued
+ *                                   job (rule 2).
  *  reader.lock       index/reader.c a reader's bad-unit marks, streams,
  *                                   reads in progress and job count.  Leaf;
  *                                   reader.idle (drain) waits on it, see
@@ -86,6 +101,11 @@
  *                                   without waiting, so room comes.
  *  pool.lock         index/pool.c   the job queue.  Leaf: jobs run with it
  *                                   dropped.
+ *  spares.lock       codec/xzdec.c  a context's stock of spare xz decoder
+ *                                   buffers (struct xzdec_spares).  Leaf;
+ *                                   taken inside reader.stream when a
+ *                                   decoder allocates or frees; buffers
+ *                                   are malloc'd and freed outside it.
  *
  * Who waits for pool jobs, and why it is safe:
  *  - arctab_close (the last close of a file) detaches its reader with no

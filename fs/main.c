@@ -57,7 +57,7 @@ static void usage(FILE *out)
 		"x.txz, x.tgz and x.tzst as x.tar, decompressed on demand.\n\n"
 		"zmount options:\n"
 		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G/T)\n"
-		"  -o span=SIZE        gzip checkpoint spacing (default 1M; 64K..64M)\n"
+		"  -o span=SIZE        checkpoint spacing (default gzip 1M, xz/zstd 16M; 64K..64M)\n"
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
 		"  -o noindex          do not index gzip files in the background after mount\n"
@@ -273,33 +273,97 @@ static const char *usable_index_dir(const char *dir)
 	return NULL;
 }
 
+/* The readers' options for this mount, with the hooks that call back into octx. */
+static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, struct ops_ctx *octx)
+{
+	reader_opts_default(ro, (size_t)cli->opts.cache_size);
+	ro->span = cli->opts.span;
+	ro->ck_span = cli->opts.ck_span;
+	ro->index_dir = usable_index_dir(cli->opts.index_dir);
+	/* The first user of a gzip file usually reads it from the start. */
+	ro->warm_bytes = (size_t)cli->opts.cache_size / 2;
+	ro->warn_wide = true;
+	ro->salvage = cli->opts.salvage != 0;
+	/* A streamed unit that fails late: drop the pages it already gave the kernel. */
+	ro->tainted = ops_tainted;
+	ro->tainted_ctx = octx;
+	/* A handle outlives a rename of its archive, not a write (reader.c, same_bytes). */
+	ro->still_named = ops_still_named;
+	ro->still_named_ctx = octx;
+}
+
+/* The tree and the node table of SRC into octx; 0, or -errno (said on stderr). */
+static int mount_tree(struct ops_ctx *octx, const struct cli *cli, struct arctab *arcs)
+{
+	struct tree_node root;
+	int ret = tree_new(cli->src, arcs, &octx->tree);
+
+	root.rel = NULL;
+	if (ret == 0) {
+		tree_set_limits(octx->tree, 0, cli->opts.timeout);
+		ret = tree_resolve(octx->tree, "/", &root);
+	}
+	if (ret == 0)
+		ret = nodes_new(arcs, &root, &octx->nodes);
+	tree_node_clear(&root);
+	if (ret < 0)
+		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(-ret));
+	return ret;
+}
+
+/*
+ * Runs the mounted, daemonized session until it ends: starts the pool
+ * (*pool, for the caller to free after the archive table), the
+ * invalidation thread and the indexer, and stops the last two.  Returns
+ * the exit status.
+ */
+static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli *cli,
+		 const char *mnt, int single, struct pool **pool)
+{
+	struct indexer *ix = NULL;
+	int ret;
+
+	/* Workers start after daemonizing: fork keeps only the calling thread. */
+	if (pool_new(cli->opts.threads, 4096, pool) < 0)
+		return 1;
+	zmctx_set_pool(octx->zm, *pool);
+	if (ops_notify_start(octx, se) < 0)
+		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
+	/* Half the workers index; the rest stay free for read-ahead. */
+	if (cli->opts.background_index &&
+	    indexer_start(octx->arcs, octx->zm, tree_root_fd(octx->tree), *pool,
+			  (cli->opts.threads + 1) / 2, &ix) < 0)
+		zlog(ZLOG_WARN, "cannot start the background indexer; gzip files are indexed on first use");
+	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
+	     (unsigned long long)cli->opts.cache_size);
+	if (single) {
+		ret = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config *lc = fuse_loop_cfg_create();
+
+		ret = fuse_session_loop_mt(se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	ops_notify_stop(octx);
+	indexer_stop(ix);
+	ops_cleanup(octx);
+	/* The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are a clean stop. */
+	return ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
+}
+
 static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground,
 	       int single)
 {
 	struct reader_opts ropts;
 	struct pool *pool = NULL;
-	struct indexer *ix = NULL;
 	struct zmctx *zm = NULL;
 	struct arctab *arcs = NULL;
 	struct ops_ctx octx;
-	struct tree_node root;
 	struct fuse_session *se;
 	int ret = 1;
 
 	ops_ctx_init(&octx);
-	reader_opts_default(&ropts, (size_t)cli->opts.cache_size);
-	ropts.span = cli->opts.span;
-	ropts.index_dir = usable_index_dir(cli->opts.index_dir);
-	/* The first user of a gzip file usually reads it from the start. */
-	ropts.warm_bytes = (size_t)cli->opts.cache_size / 2;
-	ropts.warn_wide = true;
-	ropts.salvage = cli->opts.salvage != 0;
-	/* A streamed unit that fails late: drop the pages it already gave the kernel. */
-	ropts.tainted = ops_tainted;
-	ropts.tainted_ctx = &octx;
-	/* A handle outlives a rename of its archive, not a write (reader.c, same_bytes). */
-	ropts.still_named = ops_still_named;
-	ropts.still_named_ctx = &octx;
+	mount_reader_opts(&ropts, cli, &octx);
 	octx.timeout = cli->opts.timeout;
 	octx.max_read = cli->opts.max_read;
 	/* One context per mount: its cache, pool, counters and parked decoders. */
@@ -308,21 +372,8 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 		fprintf(stderr, "zmount: out of memory\n");
 		goto out_cache;
 	}
-	root.rel = NULL;
-	ret = tree_new(cli->src, arcs, &octx.tree);
-	if (ret == 0) {
-		tree_set_limits(octx.tree, 0, cli->opts.timeout);
-		ret = tree_resolve(octx.tree, "/", &root);
-	}
-	if (ret == 0)
-		ret = nodes_new(arcs, &root, &octx.nodes);
-	tree_node_clear(&root);
-	if (ret < 0) {
-		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(-ret));
-		ret = 1;
+	if (mount_tree(&octx, cli, arcs) < 0)
 		goto out_tree;
-	}
-	ret = 1;
 	octx.arcs = arcs;
 	octx.zm = zm;
 	se = fuse_session_new(args, &ops_table, sizeof(ops_table), &octx);
@@ -338,35 +389,8 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	ret = 1;
 	if (!foreground)
 		zlog_to_syslog(); /* before daemonizing: it may warn on stderr */
-	if (fuse_daemonize(foreground) != 0)
-		goto out_unmount;
-	/* Workers start after daemonizing: fork keeps only the calling thread. */
-	if (pool_new(cli->opts.threads, 4096, &pool) < 0)
-		goto out_unmount;
-	zmctx_set_pool(zm, pool);
-	if (ops_notify_start(&octx, se) < 0)
-		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
-	/* Half the workers index; the rest stay free for read-ahead. */
-	if (cli->opts.background_index &&
-	    indexer_start(arcs, zm, tree_root_fd(octx.tree), pool, (cli->opts.threads + 1) / 2,
-			  &ix) < 0)
-		zlog(ZLOG_WARN, "cannot start the background indexer; gzip files are indexed on first use");
-	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
-	     (unsigned long long)cli->opts.cache_size);
-	if (single) {
-		ret = fuse_session_loop(se);
-	} else {
-		struct fuse_loop_config *lc = fuse_loop_cfg_create();
-
-		ret = fuse_session_loop_mt(se, lc);
-		fuse_loop_cfg_destroy(lc);
-	}
-	/* The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are a clean stop. */
-	ret = ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
-	ops_notify_stop();
-	indexer_stop(ix);
-	ops_cleanup(&octx);
-out_unmount:
+	if (fuse_daemonize(foreground) == 0)
+		ret = serve(se, &octx, cli, mnt, single, &pool);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

@@ -36,6 +36,8 @@ void ops_ctx_init(struct ops_ctx *c)
 	c->open_list.next = c->open_list.prev = &c->open_list;
 	atomic_init(&c->plain_reads, 0);
 	atomic_flag_clear(&c->fd_limit_said);
+	pthread_mutex_init(&c->notify.lock, NULL);
+	pthread_cond_init(&c->notify.wake, NULL);
 }
 
 static void open_add(struct ops_ctx *c, struct ops_open *l, bool is_dir)
@@ -493,7 +495,7 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		"xz_indexes=%llu\n"
 		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\nindex_errors=%llu\n"
 		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
-		"listing_rebuilds=%llu\nplain_reads=%llu\n",
+		"listing_rebuilds=%llu\nplain_reads=%llu\ncheckpoints=%llu\n",
 		st.budget, st.used, st.peak, st.charged, st.entries, (unsigned long long)st.hits,
 		(unsigned long long)st.misses, (unsigned long long)st.waits,
 		(unsigned long long)st.room_waits, (unsigned long long)st.evictions,
@@ -504,7 +506,8 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
 		nodes_count(c->nodes), ts.listings,
 		ts.list_bytes, ts.list_budget, (unsigned long long)ts.rebuilds,
-		(unsigned long long)atomic_load(&c->plain_reads));
+		(unsigned long long)atomic_load(&c->plain_reads),
+		(unsigned long long)rc.checkpoints);
 	/*
 	 * The archives that cost the most decoding: "top=DECODED SERVED READS
 	 * WHY NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
@@ -544,14 +547,17 @@ static int info_text(const struct node *n, char *out, size_t len)
 	n_out = snprintf(out, len,
 			"source=%s\nformat=%s\nstate=%s\nfailed_units=%u\nstreams=%llu\n"
 			"blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
-			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\n",
+			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\ncheckpoints=%llu\n"
+			"checkpoint_bytes=%llu\ncheckpoints_pending=%llu\nresumes=%llu\n",
 			n->tn.rel, probe_name(in.fmt),
 			in.changed ? "changed" : in.failed ? "damaged" : in.salvaged ? "salvaged" : "indexed",
 			in.failed,
 			(unsigned long long)in.streams, (unsigned long long)in.blocks,
 			(unsigned long long)in.chunks, (unsigned long long)in.csize,
 			(unsigned long long)in.usize, (unsigned long long)in.max_block,
-			(unsigned long long)in.decoded, (unsigned long long)in.served);
+			(unsigned long long)in.decoded, (unsigned long long)in.served,
+			(unsigned long long)in.ckpts, (unsigned long long)in.ckpt_bytes,
+			(unsigned long long)in.ckpt_wanted, (unsigned long long)in.resumes);
 	/* A damaged or changed archive: why its reads fail, as the log said it. */
 	if (n_out >= 0 && (size_t)n_out < len && reader_last_error(r, &err) < 0) {
 		zlog_escape(why, sizeof(why), err.msg);
@@ -617,28 +623,6 @@ void ops_cleanup(struct ops_ctx *c)
 	}
 }
 
-/*
- * The invalidation thread.  State is static, unlike the open list, so that a
- * late hook call (a read-ahead job finishing after unmount) finds a queue
- * that says "stopped" rather than freed memory.
- */
-#define NOTIFY_QUEUE 64
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	/* Protected by lock. */
-	const struct reader *queue[NOTIFY_QUEUE];
-	size_t n;
-	bool all;     /* the queue overflowed: invalidate every archive node */
-	bool running;
-	bool stop;
-	/* Set before the thread starts, read by it only. */
-	pthread_t thread;
-	struct fuse_session *se;
-	struct ops_ctx *c;
-} notify = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
-
 bool ops_still_named(void *vctx, const struct reader *r)
 {
 	struct ops_ctx *c = vctx;
@@ -654,23 +638,24 @@ bool ops_still_named(void *vctx, const struct reader *r)
 
 void ops_tainted(void *vctx, const struct reader *r)
 {
-	(void)vctx; /* the thread has it */
-	pthread_mutex_lock(&notify.lock);
-	if (!notify.stop) {
-		if (notify.n < NOTIFY_QUEUE)
-			notify.queue[notify.n++] = r;
+	struct ops_notify *q = &((struct ops_ctx *)vctx)->notify;
+
+	pthread_mutex_lock(&q->lock);
+	if (!q->stop) {
+		if (q->n < OPS_NOTIFY_QUEUE)
+			q->queue[q->n++] = r;
 		else
-			notify.all = true;
-		pthread_cond_signal(&notify.wake);
+			q->all = true;
+		pthread_cond_signal(&q->wake);
 	}
-	pthread_mutex_unlock(&notify.lock);
+	pthread_mutex_unlock(&q->lock);
 }
 
 /* Drops the kernel's pages (and attributes) of every node reading r (every archive if NULL). */
-static void invalidate(const struct reader *r)
+static void invalidate(struct ops_ctx *c, const struct reader *r)
 {
 	uint64_t *ids;
-	ssize_t n = nodes_with_reader(notify.c->nodes, r, &ids);
+	ssize_t n = nodes_with_reader(c->nodes, r, &ids);
 
 	if (n < 0) {
 		zlog(ZLOG_ERROR, "cannot drop cached pages of a failed archive: %s", strerror((int)-n));
@@ -678,7 +663,7 @@ static void invalidate(const struct reader *r)
 	}
 	for (ssize_t i = 0; i < n; i++) {
 		/* -ENOENT: the kernel has forgotten the inode, and its pages with it. */
-		int ret = fuse_lowlevel_notify_inval_inode(notify.se, ids[i], 0, 0);
+		int ret = fuse_lowlevel_notify_inval_inode(c->notify.se, ids[i], 0, 0);
 
 		if (ret < 0 && ret != -ENOENT)
 			zlog(ZLOG_WARN, "cannot drop the cached pages of inode %llu: %s",
@@ -692,46 +677,48 @@ static void invalidate(const struct reader *r)
 
 static void *notify_main(void *arg)
 {
-	(void)arg;
-	pthread_mutex_lock(&notify.lock);
+	struct ops_ctx *c = arg;
+	struct ops_notify *q = &c->notify;
+
+	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		const struct reader *batch[NOTIFY_QUEUE];
+		const struct reader *batch[OPS_NOTIFY_QUEUE];
 		size_t n;
 		bool all;
 
-		while (!notify.stop && notify.n == 0 && !notify.all)
-			pthread_cond_wait(&notify.wake, &notify.lock);
-		if (notify.stop)
+		while (!q->stop && q->n == 0 && !q->all)
+			pthread_cond_wait(&q->wake, &q->lock);
+		if (q->stop)
 			break;
-		n = notify.n;
-		all = notify.all;
-		memcpy(batch, notify.queue, n * sizeof(*batch));
-		notify.n = 0;
-		notify.all = false;
-		pthread_mutex_unlock(&notify.lock);
+		n = q->n;
+		all = q->all;
+		memcpy(batch, q->queue, n * sizeof(*batch));
+		q->n = 0;
+		q->all = false;
+		pthread_mutex_unlock(&q->lock);
 		if (all)
-			invalidate(NULL);
+			invalidate(c, NULL);
 		else
 			for (size_t i = 0; i < n; i++)
-				invalidate(batch[i]);
-		pthread_mutex_lock(&notify.lock);
+				invalidate(c, batch[i]);
+		pthread_mutex_lock(&q->lock);
 	}
-	pthread_mutex_unlock(&notify.lock);
+	pthread_mutex_unlock(&q->lock);
 	return NULL;
 }
 
 int ops_notify_start(struct ops_ctx *c, struct fuse_session *se)
 {
+	struct ops_notify *q = &c->notify;
 	int ret;
 
-	notify.c = c;
-	notify.se = se;
-	ret = pthread_create(&notify.thread, NULL, notify_main, NULL);
+	q->se = se;
+	ret = pthread_create(&q->thread, NULL, notify_main, c);
 	if (ret != 0)
 		return -ret;
-	pthread_mutex_lock(&notify.lock);
-	notify.running = true;
-	pthread_mutex_unlock(&notify.lock);
+	pthread_mutex_lock(&q->lock);
+	q->running = true;
+	pthread_mutex_unlock(&q->lock);
 	return 0;
 }
 
@@ -743,18 +730,19 @@ int ops_notify_start(struct ops_ctx *c, struct fuse_session *se)
  * the instant the loop exits is dropped unanswered; an invalidation of that
  * very inode at that instant would wait for the connection to be aborted.
  */
-void ops_notify_stop(void)
+void ops_notify_stop(struct ops_ctx *c)
 {
+	struct ops_notify *q = &c->notify;
 	bool running;
 
-	pthread_mutex_lock(&notify.lock);
-	notify.stop = true;
-	running = notify.running;
-	notify.running = false;
-	pthread_cond_signal(&notify.wake);
-	pthread_mutex_unlock(&notify.lock);
+	pthread_mutex_lock(&q->lock);
+	q->stop = true;
+	running = q->running;
+	q->running = false;
+	pthread_cond_signal(&q->wake);
+	pthread_mutex_unlock(&q->lock);
 	if (running)
-		pthread_join(notify.thread, NULL);
+		pthread_join(q->thread, NULL);
 }
 
 const struct fuse_lowlevel_ops ops_table = {

@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 struct arctab;
 struct nodes;
@@ -51,6 +52,28 @@ struct ops_open {
 	bool is_dir;
 };
 
+#define OPS_NOTIFY_QUEUE 64
+
+/*
+ * The invalidation thread's queue (ops_notify_*).  Part of the mount's
+ * context, which outlives the pool (main.c frees the pool first), so a
+ * late hook call from a read-ahead job finishing after unmount finds a
+ * queue that says "stopped", not freed memory.
+ */
+struct ops_notify {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	/* Protected by lock. */
+	const struct reader *queue[OPS_NOTIFY_QUEUE];
+	size_t n;
+	bool all;     /* the queue overflowed: invalidate every archive node */
+	bool running;
+	bool stop;
+	/* Set before the thread starts, read by it only. */
+	pthread_t thread;
+	struct fuse_session *se;
+};
+
 /*
  * One mount: what every operation works on; passed as fuse_session_new's
  * user data.  Initialize with ops_ctx_init; the caller fills the pointers.
@@ -66,9 +89,10 @@ struct ops_ctx {
 	struct ops_open open_list;  /* list head; protected by open_lock */
 	atomic_ullong plain_reads;  /* reads of plain files that reached us (page cache missed) */
 	atomic_flag fd_limit_said;  /* "out of file descriptors" was logged */
+	struct ops_notify notify;
 };
 
-/* Zeroes c and sets up its lock and list (a default mutex: nothing to destroy). */
+/* Zeroes c and sets up its locks and list (default mutexes: nothing to destroy). */
 void ops_ctx_init(struct ops_ctx *c);
 
 /* The read-ahead asked of the kernel, and so its largest read request. */
@@ -102,6 +126,6 @@ bool ops_still_named(void *ctx, const struct reader *r);
 int ops_notify_start(struct ops_ctx *c, struct fuse_session *se);
 
 /* Stops and joins that thread, before se is destroyed.  Safe if never started. */
-void ops_notify_stop(void);
+void ops_notify_stop(struct ops_ctx *c);
 
 #endif

@@ -49,6 +49,7 @@ void opts_default(struct opts *o)
 {
 	o->cache_size = OPTS_DEFAULT_CACHE;
 	o->span = OPTS_DEFAULT_SPAN;
+	o->ck_span = OPTS_DEFAULT_CK_SPAN;
 	o->log_level = ZLOG_INFO;
 	o->timeout = 1.0;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -118,9 +119,74 @@ static int cache_size(struct opts *o, const char *val, char *msg, size_t msglen)
 	return 1;
 }
 
-int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
+static int threads(struct opts *o, const char *val, char *msg, size_t msglen)
+{
+	uint64_t n;
+
+	if (opts_size(val, &n) < 0 || n < 1 || n > 256 || strspn(val, "0123456789") != strlen(val)) {
+		snprintf(msg, msglen, "bad threads '%s': give a number from 1 to 256", val);
+		return -EINVAL;
+	}
+	o->threads = (unsigned)n;
+	return 1;
+}
+
+static int index_dir(struct opts *o, const char *val, char *msg, size_t msglen)
+{
+	if (strcmp(val, "none") == 0) {
+		o->index_dir[0] = '\0';
+	} else if (val[0] != '/' || strlen(val) >= sizeof(o->index_dir)) {
+		snprintf(msg, msglen, "bad index_dir '%s': give an absolute path, or none", val);
+		return -EINVAL;
+	} else {
+		strcpy(o->index_dir, val);
+	}
+	return 1;
+}
+
+static int timeout(struct opts *o, const char *val, char *msg, size_t msglen)
+{
+	char *end;
+	double t = strtod(val, &end);
+
+	if (!isdigit((unsigned char)val[0]) || strchr(val, 'x') || strchr(val, 'X') ||
+	    *end != '\0' || !(t >= 0 && t <= 3600)) {
+		snprintf(msg, msglen, "bad timeout '%s': give seconds from 0 to 3600", val);
+		return -EINVAL;
+	}
+	o->timeout = t;
+	return 1;
+}
+
+/* 0, not 1: libfuse must see max_read too (opts.h). */
+static int max_read(struct opts *o, const char *val, char *msg, size_t msglen)
+{
+	uint64_t n;
+
+	if (opts_size(val, &n) < 0 || n < 4096 || n > (1u << 31)) {
+		snprintf(msg, msglen, "bad max_read '%s': give a size from 4096 bytes to 2G", val);
+		return -EINVAL;
+	}
+	o->max_read = (unsigned)n;
+	return 0;
+}
+
+static int log_level(struct opts *o, const char *val, char *msg, size_t msglen)
 {
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
+
+	for (int i = 0; i < 4; i++) {
+		if (strcmp(val, levels[i]) == 0) {
+			o->log_level = i;
+			return 1;
+		}
+	}
+	snprintf(msg, msglen, "bad log_level '%s': give error, warning, info or debug", val);
+	return -EINVAL;
+}
+
+int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
+{
 	const char *eq = strchr(opt, '=');
 	size_t klen = eq ? (size_t)(eq - opt) : strlen(opt);
 	const char *val = eq ? eq + 1 : "";
@@ -128,18 +194,16 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 #define KEY(k) (klen == strlen(k) && strncmp(opt, k, klen) == 0)
 	if (KEY("cache_size"))
 		return cache_size(o, val, msg, msglen);
-	if (KEY("span"))
-		return sized(val, 64ull << 10, 64ull << 20, &o->span, "span", msg, msglen);
-	if (KEY("threads")) {
-		uint64_t n;
+	if (KEY("span")) {
+		int ret = sized(val, 64ull << 10, 64ull << 20, &o->span, "span", msg, msglen);
 
-		if (opts_size(val, &n) < 0 || n < 1 || n > 256 || strspn(val, "0123456789") != strlen(val)) {
-			snprintf(msg, msglen, "bad threads '%s': give a number from 1 to 256", val);
-			return -EINVAL;
-		}
-		o->threads = (unsigned)n;
-		return 1;
+		/* One spacing for all three formats once the user names one. */
+		if (ret > 0)
+			o->ck_span = o->span;
+		return ret;
 	}
+	if (KEY("threads"))
+		return threads(o, val, msg, msglen);
 	if (KEY("noindex") && !eq) {
 		o->background_index = 0;
 		return 1;
@@ -148,17 +212,8 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 		o->salvage = 1;
 		return 1;
 	}
-	if (KEY("index_dir")) {
-		if (strcmp(val, "none") == 0) {
-			o->index_dir[0] = '\0';
-		} else if (val[0] != '/' || strlen(val) >= sizeof(o->index_dir)) {
-			snprintf(msg, msglen, "bad index_dir '%s': give an absolute path, or none", val);
-			return -EINVAL;
-		} else {
-			strcpy(o->index_dir, val);
-		}
-		return 1;
-	}
+	if (KEY("index_dir"))
+		return index_dir(o, val, msg, msglen);
 	if (KEY("log_file")) {
 		if (!val[0] || strlen(val) >= sizeof(o->log_file)) {
 			snprintf(msg, msglen, "bad log_file '%s': give a file name", val);
@@ -167,38 +222,12 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 		strcpy(o->log_file, val);
 		return 1;
 	}
-	if (KEY("timeout")) {
-		char *end;
-		double t = strtod(val, &end);
-
-		if (!isdigit((unsigned char)val[0]) || strchr(val, 'x') || strchr(val, 'X') ||
-		    *end != '\0' || !(t >= 0 && t <= 3600)) {
-			snprintf(msg, msglen, "bad timeout '%s': give seconds from 0 to 3600", val);
-			return -EINVAL;
-		}
-		o->timeout = t;
-		return 1;
-	}
-	if (KEY("max_read")) {
-		uint64_t n;
-
-		if (opts_size(val, &n) < 0 || n < 4096 || n > (1u << 31)) {
-			snprintf(msg, msglen, "bad max_read '%s': give a size from 4096 bytes to 2G", val);
-			return -EINVAL;
-		}
-		o->max_read = (unsigned)n;
-		return 0;
-	}
-	if (KEY("log_level")) {
-		for (int i = 0; i < 4; i++) {
-			if (strcmp(val, levels[i]) == 0) {
-				o->log_level = i;
-				return 1;
-			}
-		}
-		snprintf(msg, msglen, "bad log_level '%s': give error, warning, info or debug", val);
-		return -EINVAL;
-	}
+	if (KEY("timeout"))
+		return timeout(o, val, msg, msglen);
+	if (KEY("max_read"))
+		return max_read(o, val, msg, msglen);
+	if (KEY("log_level"))
+		return log_level(o, val, msg, msglen);
 #undef KEY
 	return 0;
 }

@@ -12,10 +12,17 @@
 
 #define OPTS_DEFAULT_CACHE (256ull << 20)
 #define OPTS_DEFAULT_SPAN (1ull << 20)
+/*
+ * Inside one xz Block or zstd frame a checkpoint holds a model and the
+ * window bytes that the next span reads: far more than a gzip one, so
+ * they are further apart unless span= names one spacing for all.
+ */
+#define OPTS_DEFAULT_CK_SPAN (16ull << 20)
 
 struct opts {
 	uint64_t cache_size; /* bytes of decoded data the cache may hold */
 	uint64_t span;       /* gzip checkpoint spacing */
+	uint64_t ck_span;    /* checkpoint spacing inside xz Blocks and zstd frames; span= sets both */
 	int log_level;       /* enum zlog_level */
 	double timeout;      /* seconds the kernel caches entries and attributes */
 	unsigned threads;    /* decode workers for read-ahead */

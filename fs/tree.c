@@ -2,11 +2,11 @@
 /*
  * How it works: a directory's listing (struct dmap) is built by reading the
  * source directory once, probing the candidates' magic bytes (xz files are
- * also opened in the archive table, since an unreadable Index means the
- * file is shown raw), and resolving names.  Listings are sorted by visible
- * name for lookups and kept in a hash by relative path, stamped with the
- * directory's identity and with each probed candidate's version; a stale
- * one is rebuilt with no lock held and swapped in, reusing the verdicts of
+ * also opened in the archive table, which reads their Index), and resolving
+ * names.  Listings are sorted by visible name for lookups and kept in a
+ * hash by relative path, stamped with the directory's identity and with
+ * each probed candidate's version; a stale one is rebuilt with no lock
+ * held and swapped in, reusing the verdicts of
  * the candidates that did not change.  Holders keep a reference, so a swap
  * or an eviction never frees a listing in use.  A listing never changes once
  * built, so open directories share it (tree_opendir) rather than copy it.
@@ -356,12 +356,15 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 		/* gzip and zstd (probed: header, frames) are indexed when their size is needed */
 		return fmt == PROBE_GZIP || fmt == PROBE_ZSTD;
 	}
-	/* xz: the Index is cheap to read and decides whether it is shown raw. */
+	/*
+	 * xz: the Index is cheap to read, so it is read now, and an archive
+	 * found damaged (cut before its Index, corrupt) says so in the log now.
+	 * It is still shown under the stripped name, giving EIO, as a cut
+	 * gzip is (its damage shows only in the index pass): one rule for
+	 * both, and no raw copy of a damaged file passes for the real thing.
+	 */
 	ret = arctab_get(c->t->arcs, c->t->root, rel, st, &a) == 0;
-	if (ret) {
-		ret = arc_reader(a) != NULL;
-		arctab_put(c->t->arcs, a);
-	}
+	arctab_put(c->t->arcs, a);
 	free(rel);
 	return ret;
 }
@@ -412,6 +415,118 @@ static size_t dmap_charge(const struct dmap *m)
 	return b;
 }
 
+/* What one pass over a source directory found. */
+struct scan {
+	struct names_ent *ents;
+	struct slot *slots; /* one per entry: its d_ino, and its probe */
+	size_t n, cap;
+	size_t ncand; /* entries whose names strip: regular files named x.gz, ... */
+};
+
+static void scan_free(struct scan *sc)
+{
+	for (size_t i = 0; i < sc->n; i++) {
+		free((char *)sc->ents[i].name);
+		free(sc->ents[i].visible);
+	}
+	free(sc->ents);
+	free(sc->slots);
+}
+
+/* Room for one more entry in sc; 0 or -ENOMEM. */
+static int scan_grow(struct scan *sc)
+{
+	struct names_ent *ne;
+	struct slot *ns;
+
+	if (sc->n < sc->cap)
+		return 0;
+	sc->cap = sc->cap ? sc->cap * 2 : 64;
+	ne = realloc(sc->ents, sc->cap * sizeof(*sc->ents));
+	if (ne)
+		sc->ents = ne;
+	ns = realloc(sc->slots, sc->cap * sizeof(*sc->slots));
+	if (ns)
+		sc->slots = ns;
+	return ne && ns ? 0 : -ENOMEM;
+}
+
+/* Reads dir's entries (not . and ..) into sc; 0 or -ENOMEM (sc holds what was read). */
+static int scan_dir(DIR *dir, struct scan *sc)
+{
+	struct dirent *de;
+
+	while ((de = readdir(dir))) {
+		struct names_ent *e;
+		struct stat est;
+		bool reg;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (scan_grow(sc) < 0)
+			return -ENOMEM;
+		reg = de->d_type == DT_REG;
+		if (de->d_type == DT_UNKNOWN)
+			reg = fstatat(dirfd(dir), de->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 &&
+			      S_ISREG(est.st_mode);
+		sc->slots[sc->n].ino = de->d_ino;
+		sc->slots[sc->n].probed = -1;
+		e = &sc->ents[sc->n];
+		e->name = strdup(de->d_name);
+		e->visible = NULL;
+		if (!e->name)
+			return -ENOMEM;
+		e->candidate = reg && names_strip(de->d_name, (char[NAME_MAX + 1]){ 0 }, NAME_MAX + 1);
+		sc->ncand += e->candidate;
+		sc->n++;
+	}
+	return 0;
+}
+
+/*
+ * A listing of rel (whose stat is st) from sc's resolved entries, whose
+ * names it takes over, and ctx's probed candidates, which it takes over
+ * (ctx->probed NULL after).  Returns 0 and *out, or -ENOMEM.
+ */
+static int dmap_assemble(const char *rel, const struct stat *st, struct scan *sc,
+			 struct probe_ctx *ctx, struct dmap **out)
+{
+	struct dmap *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m || !(m->ents = calloc(sc->n + 1, sizeof(*m->ents))) || !(m->rel = strdup(rel))) {
+		if (m)
+			free(m->ents);
+		free(m);
+		return -ENOMEM;
+	}
+	m->st = *st;
+	m->n = sc->n;
+	for (size_t i = 0; i < sc->n; i++) {
+		struct names_ent *e = &sc->ents[i];
+
+		m->ents[i].src = (char *)e->name;
+		m->ents[i].vis = e->visible ? e->visible : (char *)e->name;
+		m->ents[i].kind = e->visible ? TREE_ARCHIVE : TREE_PASS;
+		m->ents[i].ino = sc->slots[i].ino;
+		if (sc->slots[i].probed >= 0)
+			ctx->probed[sc->slots[i].probed].src = e->name;
+		e->name = NULL;
+		e->visible = NULL;
+	}
+	qsort(m->ents, m->n, sizeof(*m->ents), by_vis);
+	qsort(ctx->probed, ctx->np, sizeof(*ctx->probed), probed_by_src);
+	/* Keep only the candidates probed (names taken by plain files were not). */
+	m->probed = realloc(ctx->probed, (ctx->np + 1) * sizeof(*ctx->probed));
+	if (!m->probed)
+		m->probed = ctx->probed;
+	m->np = ctx->np;
+	ctx->probed = NULL;
+	m->bytes = dmap_charge(m);
+	*out = m;
+	return 0;
+}
+
 /*
  * Reads source directory rel (whose stat is st) into a new listing; old,
  * if not NULL, is the listing it replaces, whose verdicts are reused for
@@ -421,12 +536,8 @@ static int dmap_build(struct tree *t, const char *rel, const struct stat *st,
 		      const struct dmap *old, struct dmap **out)
 {
 	struct probe_ctx ctx = { .t = t, .rel = rel, .old = old };
-	struct names_ent *ents = NULL;
-	struct slot *slots = NULL;
-	size_t n = 0, cap = 0, ncand = 0;
-	struct dmap *m = NULL;
-	struct dirent *de;
-	int ret = 0, fd;
+	struct scan sc = { 0 };
+	int ret, fd;
 	DIR *dir;
 
 	*out = NULL;
@@ -438,95 +549,18 @@ static int dmap_build(struct tree *t, const char *rel, const struct stat *st,
 		close(fd);
 		return -errno;
 	}
-	while ((de = readdir(dir))) {
-		struct stat est;
-		bool reg;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (n == cap) {
-			struct names_ent *ne;
-			struct slot *ns;
-
-			cap = cap ? cap * 2 : 64;
-			ne = realloc(ents, cap * sizeof(*ents));
-			if (ne)
-				ents = ne;
-			ns = realloc(slots, cap * sizeof(*slots));
-			if (ns)
-				slots = ns;
-			if (!ne || !ns) {
-				ret = -ENOMEM;
-				goto out;
-			}
-		}
-		reg = de->d_type == DT_REG;
-		if (de->d_type == DT_UNKNOWN)
-			reg = fstatat(dirfd(dir), de->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 &&
-			      S_ISREG(est.st_mode);
-		slots[n].ino = de->d_ino;
-		slots[n].probed = -1;
-		ents[n].name = strdup(de->d_name);
-		ents[n].visible = NULL;
-		if (!ents[n].name) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		ents[n].candidate = reg && names_strip(de->d_name, (char[NAME_MAX + 1]){ 0 }, NAME_MAX + 1);
-		ncand += ents[n].candidate;
-		n++;
+	ret = scan_dir(dir, &sc);
+	if (ret == 0) {
+		ctx.dirfd = dirfd(dir);
+		ctx.ents = sc.ents;
+		ctx.slots = sc.slots;
+		ctx.probed = malloc((sc.ncand + 1) * sizeof(*ctx.probed));
+		ret = ctx.probed ? names_resolve(sc.ents, sc.n, probe_candidate, &ctx) : -ENOMEM;
 	}
-	ctx.dirfd = dirfd(dir);
-	ctx.ents = ents;
-	ctx.slots = slots;
-	ctx.probed = malloc((ncand + 1) * sizeof(*ctx.probed));
-	if (!ctx.probed) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = names_resolve(ents, n, probe_candidate, &ctx);
-	if (ret < 0)
-		goto out;
-	m = calloc(1, sizeof(*m));
-	if (!m || !(m->ents = calloc(n + 1, sizeof(*m->ents))) || !(m->rel = strdup(rel))) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	m->st = *st;
-	m->n = n;
-	for (size_t i = 0; i < n; i++) {
-		m->ents[i].src = (char *)ents[i].name;
-		m->ents[i].vis = ents[i].visible ? ents[i].visible : (char *)ents[i].name;
-		m->ents[i].kind = ents[i].visible ? TREE_ARCHIVE : TREE_PASS;
-		m->ents[i].ino = slots[i].ino;
-		if (slots[i].probed >= 0)
-			ctx.probed[slots[i].probed].src = ents[i].name;
-		ents[i].name = NULL;
-		ents[i].visible = NULL;
-	}
-	qsort(m->ents, n, sizeof(*m->ents), by_vis);
-	qsort(ctx.probed, ctx.np, sizeof(*ctx.probed), probed_by_src);
-	/* Keep only the candidates probed (names taken by plain files were not). */
-	m->probed = realloc(ctx.probed, (ctx.np + 1) * sizeof(*ctx.probed));
-	if (!m->probed)
-		m->probed = ctx.probed;
-	m->np = ctx.np;
-	ctx.probed = NULL;
-	m->bytes = dmap_charge(m);
-	*out = m;
-	m = NULL;
-out:
-	for (size_t i = 0; i < n; i++) {
-		free((char *)ents[i].name);
-		free(ents[i].visible);
-	}
-	free(ents);
-	free(slots);
+	if (ret >= 0)
+		ret = dmap_assemble(rel, st, &sc, &ctx, out);
+	scan_free(&sc);
 	free(ctx.probed);
-	if (m) {
-		m->n = 0;
-		dmap_free(m);
-	}
 	closedir(dir);
 	return ret;
 }

@@ -46,9 +46,21 @@ static uint64_t span_end(const struct ckpt_set *s, size_t i)
 	return i + 1 < s->n ? s->pt[i + 1].uoff : s->usize;
 }
 
-static uint64_t pieces_in(uint64_t len)
+/* Where the piece that starts at pos in span i ends: the next multiple of CKPT_PIECE, or the span's end. */
+static uint64_t piece_end(const struct ckpt_set *s, size_t i, uint64_t pos)
 {
-	return (len + CKPT_PIECE - 1) / CKPT_PIECE;
+	uint64_t grid = (pos / CKPT_PIECE + 1) * CKPT_PIECE, end = span_end(s, i);
+
+	return grid < end ? grid : end;
+}
+
+static uint64_t pieces_in(const struct ckpt_set *s, size_t i)
+{
+	uint64_t n = 0;
+
+	for (uint64_t pos = s->pt[i].uoff, end = span_end(s, i); pos < end; n++)
+		pos = piece_end(s, i, pos);
+	return n;
 }
 
 int ckpt_set_check(const struct ckpt_set *s)
@@ -65,33 +77,40 @@ int ckpt_set_check(const struct ckpt_set *s)
 		if (p->uoff >= s->usize || p->blob_off > s->blob_len ||
 		    p->blob_len > s->blob_len - p->blob_off || p->piece0 != piece)
 			return -EINVAL;
-		piece += pieces_in(span_end(s, i) - p->uoff);
+		piece += pieces_in(s, i);
 	}
 	return piece == s->ncrc ? 0 : -EINVAL;
 }
 
-struct ckpt_build {
-	struct ckpt_set *s;
-	size_t cap_pt, cap_crc;
-	uint64_t cap_blob;
-	uint64_t total;       /* bytes seen */
-	uint64_t piece_start; /* where the piece being summed began */
-	uint32_t crc;         /* of [piece_start, total) */
+/*
+ * The build works with prefix CRCs: C(x), the CRC-32 of the entry's first
+ * x bytes.  The CRC of any piece [a, b) follows from C(a) and C(b) alone
+ * (zcrc32_combine), so a point that the codec hands over late, after more
+ * output (it must first see what the next bytes reference), costs no
+ * second look at the bytes: C is kept at every multiple of CKPT_PIECE and
+ * at the end of every ckpt_build_out call, where points may be.
+ */
+struct mark {
+	uint64_t pos;
+	uint32_t c; /* C(pos) */
 };
 
-int ckpt_build_new(uint64_t usize, struct ckpt_build **out)
-{
-	struct ckpt_build *b = calloc(1, sizeof(*b));
+struct ckpt_build {
+	struct ckpt_set *s;
+	size_t cap_pt;
+	uint64_t cap_blob;
+	uint32_t *cg;         /* C(k * CKPT_PIECE), k = 0 .. total / CKPT_PIECE */
+	struct mark *ends;    /* C at the ends of ckpt_build_out calls past the last point */
+	size_t nends, cap_ends;
+	uint32_t *cpt;        /* C at each point */
+	uint64_t total;       /* bytes seen */
+	uint32_t crc;         /* of [the last multiple of CKPT_PIECE, total) */
+	const atomic_bool *stop;
+};
 
-	*out = NULL;
-	if (!b || !(b->s = calloc(1, sizeof(*b->s)))) {
-		free(b);
-		return -ENOMEM;
-	}
-	b->s->usize = usize;
-	*out = b;
-	/* Point 0, the entry's start, needs no blob. */
-	return ckpt_build_point(b, 0, NULL, 0);
+void ckpt_build_stop_on(struct ckpt_build *b, const atomic_bool *stop)
+{
+	b->stop = stop;
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -112,19 +131,29 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-/* Records the CRC32 of the piece ending at total. */
-static int end_piece(struct ckpt_build *b)
+int ckpt_build_new(uint64_t usize, struct ckpt_build **out)
 {
-	struct ckpt_set *s = b->s;
+	struct ckpt_build *b = calloc(1, sizeof(*b));
+	uint64_t ngrid = usize / CKPT_PIECE + 1;
 
-	if (b->total == b->piece_start)
-		return 0;
-	if (grow((void **)&s->crc, &b->cap_crc, s->ncrc + 1, sizeof(*s->crc)) < 0)
+	*out = NULL;
+	if (!b || ngrid > SIZE_MAX / sizeof(uint32_t) || !(b->s = calloc(1, sizeof(*b->s))) ||
+	    !(b->cg = calloc((size_t)ngrid, sizeof(uint32_t)))) {
+		ckpt_build_free(b);
 		return -ENOMEM;
-	s->crc[s->ncrc++] = b->crc;
-	b->piece_start = b->total;
-	b->crc = 0;
-	return 0;
+	}
+	b->s->usize = usize;
+	*out = b;
+	/* Point 0, the entry's start, needs no blob. */
+	return ckpt_build_point(b, 0, NULL, 0);
+}
+
+/* C(total). */
+static uint32_t c_now(const struct ckpt_build *b)
+{
+	uint64_t g = b->total / CKPT_PIECE;
+
+	return zcrc32_combine(b->cg[g], b->crc, b->total - g * CKPT_PIECE);
 }
 
 int ckpt_build_out(void *vb, const void *buf, size_t len)
@@ -132,20 +161,49 @@ int ckpt_build_out(void *vb, const void *buf, size_t len)
 	struct ckpt_build *b = vb;
 	const uint8_t *p = buf;
 
+	if (len > b->s->usize - b->total)
+		return -EIO; /* more than the entry holds */
+	if (b->stop && atomic_load_explicit(b->stop, memory_order_relaxed))
+		return -ECANCELED;
 	while (len > 0) {
-		uint64_t room = b->piece_start + CKPT_PIECE - b->total;
+		uint64_t room = CKPT_PIECE - b->total % CKPT_PIECE;
 		size_t n = len < room ? len : (size_t)room;
 
-		if (b->total + n > b->s->usize)
-			return -EIO; /* more than the entry holds */
 		b->crc = zcrc32(b->crc, p, n);
 		b->total += n;
 		p += n;
 		len -= n;
-		if (b->total - b->piece_start == CKPT_PIECE && end_piece(b) < 0)
+		if (b->total % CKPT_PIECE == 0) {
+			uint64_t g = b->total / CKPT_PIECE;
+
+			b->cg[g] = zcrc32_combine(b->cg[g - 1], b->crc, CKPT_PIECE);
+			b->crc = 0;
+		}
+	}
+	if (b->total % CKPT_PIECE) {
+		if (grow((void **)&b->ends, &b->cap_ends, b->nends + 1, sizeof(*b->ends)) < 0)
 			return -ENOMEM;
+		b->ends[b->nends++] = (struct mark){ b->total, c_now(b) };
 	}
 	return 0;
+}
+
+/* C(pos) for a pos on the grid or at the end of an out call; -1 if neither. */
+static int64_t c_at(const struct ckpt_build *b, uint64_t pos)
+{
+	size_t lo = 0, hi = b->nends;
+
+	if (pos % CKPT_PIECE == 0)
+		return b->cg[pos / CKPT_PIECE];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->ends[mid].pos < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < b->nends && b->ends[lo].pos == pos ? (int64_t)b->ends[lo].c : -1;
 }
 
 int ckpt_build_point(void *vb, uint64_t uoff, const void *blob, size_t len)
@@ -153,10 +211,17 @@ int ckpt_build_point(void *vb, uint64_t uoff, const void *blob, size_t len)
 	struct ckpt_build *b = vb;
 	struct ckpt_set *s = b->s;
 	struct ckpt_point *p;
+	int64_t c = uoff <= b->total ? c_at(b, uoff) : -1;
 
-	if (uoff != b->total || (s->n > 0 && (len == 0 || len > UINT32_MAX)) || uoff >= s->usize)
+	if (uoff == s->usize && s->n > 0)
+		return 0; /* a point at the very end has no span to start */
+	if (c < 0 || (s->n > 0 && (len == 0 || len > UINT32_MAX || uoff <= s->pt[s->n - 1].uoff)) ||
+	    uoff >= s->usize)
 		return -EPROTO;
-	if (end_piece(b) < 0 || grow((void **)&s->pt, &b->cap_pt, s->n + 1, sizeof(*s->pt)) < 0)
+	if (grow((void **)&s->pt, &b->cap_pt, s->n + 1, sizeof(*s->pt)) < 0)
+		return -ENOMEM;
+	b->cpt = realloc(b->cpt, b->cap_pt * sizeof(*b->cpt));
+	if (!b->cpt)
 		return -ENOMEM;
 	if (s->blob_len + len > b->cap_blob) {
 		uint64_t ncap = b->cap_blob ? b->cap_blob * 2 : (1u << 16);
@@ -170,14 +235,53 @@ int ckpt_build_point(void *vb, uint64_t uoff, const void *blob, size_t len)
 		s->blob = nb;
 		b->cap_blob = ncap;
 	}
+	b->cpt[s->n] = (uint32_t)c;
 	p = &s->pt[s->n++];
 	p->uoff = uoff;
 	p->blob_off = s->blob_len;
 	p->blob_len = (uint32_t)len;
-	p->piece0 = (uint32_t)s->ncrc;
 	if (len)
 		memcpy(s->blob + s->blob_len, blob, len);
 	s->blob_len += len;
+	/* Points only go forward: the ends before this one are needed no more. */
+	while (b->nends > 0 && b->ends[0].pos <= uoff) {
+		size_t drop = 0;
+
+		while (drop < b->nends && b->ends[drop].pos <= uoff)
+			drop++;
+		memmove(b->ends, b->ends + drop, (b->nends - drop) * sizeof(*b->ends));
+		b->nends -= drop;
+	}
+	return 0;
+}
+
+/* Every piece's CRC, from C at its two ends.  0 or -ENOMEM. */
+static int pieces_from_prefix(struct ckpt_build *b, uint32_t c_end)
+{
+	struct ckpt_set *s = b->s;
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		n += (size_t)pieces_in(s, i);
+	s->crc = malloc((n ? n : 1) * sizeof(*s->crc));
+	if (!s->crc)
+		return -ENOMEM;
+	s->ncrc = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t a = s->pt[i].uoff, end = span_end(s, i);
+		uint32_t ca = b->cpt[i];
+
+		s->pt[i].piece0 = (uint32_t)s->ncrc;
+		while (a < end) {
+			uint64_t e = piece_end(s, i, a);
+			uint32_t ce = e == s->usize ? c_end : e == end ? b->cpt[i + 1]
+							     : b->cg[e / CKPT_PIECE];
+
+			s->crc[s->ncrc++] = ce ^ zcrc32_combine(ca, 0, e - a);
+			a = e;
+			ca = ce;
+		}
+	}
 	return 0;
 }
 
@@ -189,8 +293,8 @@ int ckpt_build_end(struct ckpt_build *b, struct ckpt_set **out)
 	*out = NULL;
 	if (b->total != s->usize)
 		ret = -EIO;
-	else if (end_piece(b) < 0)
-		ret = -ENOMEM;
+	else
+		ret = pieces_from_prefix(b, c_now(b));
 	if (ret == 0) {
 		/* Give back what doubling left over: a set lives as long as its reader. */
 		void *nb = s->blob_len ? realloc(s->blob, s->blob_len) : NULL;
@@ -209,6 +313,9 @@ void ckpt_build_free(struct ckpt_build *b)
 	if (!b)
 		return;
 	ckpt_set_free(b->s);
+	free(b->cg);
+	free(b->ends);
+	free(b->cpt);
 	free(b);
 }
 
@@ -256,8 +363,8 @@ static int next_piece(struct ckpt_dec *d, int fd, struct zerr *err)
 		if (d->span + 1 < s->n && pos == s->pt[d->span + 1].uoff)
 			d->span++;
 	}
-	end = span_end(s, d->span);
-	len = end - pos < CKPT_PIECE ? (size_t)(end - pos) : CKPT_PIECE;
+	end = piece_end(s, d->span, pos);
+	len = (size_t)(end - pos);
 	d->pos = pos;
 	d->have = d->used = 0;
 	while (got < len) {

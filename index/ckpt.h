@@ -12,8 +12,8 @@
  *
  * Trust.  The pass that builds a set is the pass that verified the whole
  * entry (its xz Check, its zstd Content_Checksum).  It also records the
- * CRC32 of every piece of output: pieces are CKPT_PIECE bytes, counted
- * from each checkpoint (the last piece before a checkpoint is shorter).  A
+ * CRC32 of every piece of output: the entry cut at every multiple of
+ * CKPT_PIECE and at every checkpoint.  A
  * decoder resumed from a checkpoint hands out a piece only after its CRC32
  * matched, so a damaged blob, a forged saved index or a codec bug gives
  * -EIO, never a wrong byte.
@@ -22,6 +22,8 @@
  * builder and a decoder belong to one thread at a time.
  */
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -65,10 +67,15 @@ int ckpt_set_check(const struct ckpt_set *s);
 
 /*
  * Building a set from the codec's pass.  The codec calls ckpt_build_out
- * with every byte of the entry in order and ckpt_build_point(uoff) when
- * exactly uoff bytes have come (both take the builder as void *, for the
- * codec's sink).  They return 0, or -ENOMEM, or -EPROTO for a point out of
- * order (the codec's bug: the build fails).
+ * with every byte of the entry in order, and ckpt_build_point(uoff) for
+ * each checkpoint, in ascending order, where uoff is 0 < uoff < usize and
+ * a multiple of CKPT_PIECE or a place where a ckpt_build_out call ended;
+ * the point may come late, after more output (a codec must see what the
+ * next bytes reference before it knows what a checkpoint keeps).  Both
+ * take the builder as void *, for the codec's sink, and return 0, -ENOMEM,
+ * -EIO (ckpt_build_out: more than usize bytes), -ECANCELED (see
+ * ckpt_build_stop_on) or -EPROTO (a point that
+ * breaks those rules: the codec's bug; the build fails).
  */
 struct ckpt_build;
 int ckpt_build_new(uint64_t usize, struct ckpt_build **out);
@@ -79,6 +86,8 @@ int ckpt_build_point(void *b, uint64_t uoff, const void *blob, size_t len);
  * usize bytes came, else -EIO.  Frees b either way.
  */
 int ckpt_build_end(struct ckpt_build *b, struct ckpt_set **out);
+/* From now on, ckpt_build_out fails with -ECANCELED once *stop is true (borrowed). */
+void ckpt_build_stop_on(struct ckpt_build *b, const atomic_bool *stop);
 /* Frees a builder whose pass failed.  Accepts NULL. */
 void ckpt_build_free(struct ckpt_build *b);
 

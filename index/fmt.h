@@ -37,15 +37,39 @@
  *    read-ahead hints; info fills the format's fields of reader_info.
  * Threads: open runs once, before the reader is shared; the rest may run
  * on any thread at once (each decoder on one thread at a time).
+ *
+ * Checkpoints inside one entry (ckpt.h), for formats that have them (ck
+ * not NULL):
+ *  - ck->build decodes map entry k whole from fd (not r->fd: the reader
+ *    may be detached), verifying it as
+ *    dec_read would, and feeds b through ckpt_build_out and
+ *    ckpt_build_point, a point at the first place it can resume at or past
+ *    every span bytes.  Returns 0 (every point handed out is good), or
+ *    -ENOTSUP (this entry cannot have any: a filter or a table the codec
+ *    cannot resume), -EIO (corrupt), -ENOMEM, with err set.
+ *  - ck->open gives a decoder at the point whose blob is given (blob NULL:
+ *    the entry's start), driven through ck->ops; the core wraps it in a
+ *    ckpt_dec, which checks each piece of output against the CRC32s the
+ *    build recorded.  -EINVAL (a blob not for this entry), -EIO, -ENOMEM.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ckpt.h"
+
 struct reader;
 struct reader_info;
 struct zerr;
+
+struct fmt_ck {
+	int (*build)(struct reader *r, int fd, size_t k, uint64_t span, struct ckpt_build *b,
+		     struct zerr *err);
+	int (*open)(struct reader *r, size_t k, const void *blob, size_t len, void **dec,
+		    struct zerr *err);
+	struct ckpt_inner_ops ops;
+};
 
 struct fmt {
 	const char *name; /* "xz", "gzip", "zstd" */
@@ -61,6 +85,7 @@ struct fmt {
 	void (*extent)(const struct reader *r, size_t k0, size_t k1, uint64_t *cstart,
 		       uint64_t *cend);
 	void (*info)(const struct reader *r, struct reader_info *in);
+	const struct fmt_ck *ck; /* NULL: no checkpoints inside an entry */
 };
 
 extern const struct fmt fmt_xz, fmt_gzip, fmt_zstd;

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "reader_int.h"
+#include "xzckpt.h"
 #include "xzdec.h"
 #include "zlog.h"
 
@@ -248,6 +249,49 @@ static void xz_info(const struct reader *r, struct reader_info *in)
 	in->padding = x->padding;
 }
 
+/* Checkpoints inside one Block: codec/xzckpt.h says what one holds. */
+static int xz_ck_build(struct reader *r, int fd, size_t k, uint64_t span, struct ckpt_build *b,
+		       struct zerr *err)
+{
+	struct xzckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
+
+	return xzckpt_build(fd, block(r, k), span, &sink, NULL, err);
+}
+
+static int xz_ck_open(struct reader *r, size_t k, const void *blob, size_t len, void **dec,
+		      struct zerr *err)
+{
+	/* The empty Blocks around it, as a decoder from its start would see them. */
+	int ret = verify_run(r, k, err);
+
+	if (ret == 0 && k + 1 == r->map.n)
+		ret = verify_run(r, k + 1, err);
+	if (ret < 0)
+		return ret;
+	return xzckpt_dec_open(r->fd, block(r, k), blob, len, (struct xzckpt_dec **)dec, err);
+}
+
+static ssize_t xz_ck_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+{
+	return xzckpt_dec_read(dec, fd, buf, len, err);
+}
+
+static size_t xz_ck_cost(const void *dec)
+{
+	return xzckpt_dec_cost(dec);
+}
+
+static void xz_ck_close(void *dec)
+{
+	xzckpt_dec_close(dec);
+}
+
+static const struct fmt_ck xz_ck = {
+	.build = xz_ck_build,
+	.open = xz_ck_open,
+	.ops = { .read = xz_ck_read, .cost = xz_ck_cost, .close = xz_ck_close },
+};
+
 const struct fmt fmt_xz = {
 	.name = "xz",
 	.unit = "Block",
@@ -260,4 +304,5 @@ const struct fmt fmt_xz = {
 	.dec_close = xz_dec_close,
 	.extent = xz_extent,
 	.info = xz_info,
+	.ck = &xz_ck,
 };

@@ -40,6 +40,7 @@
 #include "pool.h"
 #include "reader_int.h"
 #include "zlog.h"
+#include "zstdckpt.h"
 #include "zstddec.h"
 
 /* Bytes of memory per frame: the walk's entry, the map's start, entry and bad mark, unseen mark. */
@@ -619,6 +620,55 @@ static void zstd_info(const struct reader *r, struct reader_info *in)
 	in->padding = z->skippable_bytes;
 }
 
+/*
+ * Checkpoints inside one frame: codec/zstdckpt.h says what one holds.  A
+ * frame whose size, or an earlier frame's, only a saved index vouches for
+ * gets none until reads have proven them: its offsets are not yet known.
+ */
+static int zstd_ck_build(struct reader *r, int fd, size_t k, uint64_t span, struct ckpt_build *b,
+			 struct zerr *err)
+{
+	struct zst *s = r->idx;
+	struct zstdckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
+	size_t i = r->entry[k];
+
+	if (s->unseen && (atomic_load(&s->proven) < i || atomic_load(&s->unseen[i])))
+		return zerr_set(err, -ENOTSUP, frame(r, k)->coff,
+				"its size is not yet proven by a read");
+	return zstdckpt_build_blobs(fd, frame(r, k), span, &sink, NULL, err);
+}
+
+static int zstd_ck_open(struct reader *r, size_t k, const void *blob, size_t len, void **dec,
+			struct zerr *err)
+{
+	int ret = check_before(r, r->idx, r->entry[k], err);
+
+	if (ret < 0)
+		return ret;
+	return zstdckpt_blob_open(frame(r, k), blob, len, (struct zstdckpt_dec **)dec, err);
+}
+
+static ssize_t zstd_ck_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+{
+	return zstdckpt_dec_read(dec, fd, buf, len, err);
+}
+
+static size_t zstd_ck_cost(const void *dec)
+{
+	return zstdckpt_dec_cost(dec);
+}
+
+static void zstd_ck_close(void *dec)
+{
+	zstdckpt_dec_close(dec);
+}
+
+static const struct fmt_ck zstd_ck = {
+	.build = zstd_ck_build,
+	.open = zstd_ck_open,
+	.ops = { .read = zstd_ck_read, .cost = zstd_ck_cost, .close = zstd_ck_close },
+};
+
 const struct fmt fmt_zstd = {
 	.name = "zstd",
 	.unit = "frame",
@@ -632,4 +682,5 @@ const struct fmt fmt_zstd = {
 	.dec_close = zstd_dec_close,
 	.extent = zstd_extent,
 	.info = zstd_info,
+	.ck = &zstd_ck,
 };

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Saved indexes, gzip checkpoints or zstd frame sizes (layout:
- * doc/index-format.md).  Both kinds share the header, the source path, the
- * checksum, and all of the trust, identity and writing below; only the
- * records after the path differ, and check() validates each kind's.
+ * Saved indexes, gzip checkpoints, zstd frame sizes or checkpoint sets
+ * (layout: doc/index-format.md).  All kinds share the header, the source
+ * path, the checksum, and all of the trust, identity and writing below;
+ * only the records after the path differ, and check() validates each
+ * kind's.  Checkpoint sets live in "<h>.zmc" beside the "<h>.zmi" of the
+ * other two kinds, so a zstd file keeps both its sizes and its sets.
  *
  * How it works.  Saving serializes the whole index into one buffer,
  * little-endian byte by byte, ending with a CRC-64 of everything before it,
@@ -69,6 +71,20 @@
 #define IF_ZMIN_FRAME 9u
 /* a 4-byte RLE block makes 128 KiB: no zstd frame makes more per compressed byte */
 #define IF_ZRATIO     32768u
+/*
+ * Checkpoint sets (kind 3).  Output per compressed byte: zstd's IF_ZRATIO
+ * also bounds an xz Block, since LZMA's range coder spends at least 0.022
+ * bits per decision (a probability stops at 2017/2048) and a 273-byte
+ * match takes at least 14 decisions: under 7100 bytes per byte.
+ */
+#define IF_CRATIO IF_ZRATIO
+#define IF_CSET	  32u	       /* a set record */
+#define IF_CPT	  16u	       /* a point record */
+#define IF_CCRC	  4u	       /* a piece's CRC32 */
+#define IF_CSTATE (64u << 10)  /* codec state per point: an LZMA2 model at lc+lp=4 is 28 KiB */
+#define IF_CWIN	  4u	       /* window bytes per source byte, all points together */
+#define IF_EXT	  ".zmi"       /* the gzip or zstd index of a source */
+#define IF_CEXT	  ".zmc"       /* its checkpoint sets */
 
 static const unsigned char if_magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
 
@@ -99,6 +115,9 @@ enum {
 enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25, P_CRC = 28 };
 /* zstd frame record field offsets (kind 2). */
 enum { Z_COFF = 0, Z_CSIZE = 8, Z_USIZE = 16, Z_SRC = 24, Z_RSV = 25 };
+/* Checkpoint set record and point record field offsets (kind 3). */
+enum { S_START = 0, S_USIZE = 8, S_BLOBLEN = 16, S_NPOINTS = 24, S_NCRC = 28 };
+enum { C_UOFF = 0, C_BLOBLEN = 8, C_PIECE0 = 12 };
 static const unsigned char if_zero[IF_REC - P_RSV]; /* a record's reserved tail */
 _Static_assert((int)P_RSV == (int)Z_RSV, "both records end in the same reserved bytes");
 
@@ -169,6 +188,16 @@ static uint64_t crc64(const unsigned char *p, size_t n)
 
 	crc64_table(t);
 	return ~crc64_more(t, ~0ull, p, n);
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return __builtin_add_overflow(a, b, &a) ? UINT64_MAX : a;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return __builtin_mul_overflow(a, b, &a) ? UINT64_MAX : a;
 }
 
 /* FNV-1a, 64 bits, continued from h (start with 0xCBF29CE484222325). */
@@ -338,6 +367,35 @@ uint64_t idxfile_max_size_zstd(uint64_t src_size)
 	return IF_HDR + PATH_MAX - 1 + IF_CRC + frames * IF_REC;
 }
 
+static uint64_t clamp_span(uint64_t span)
+{
+	return span < IF_MIN_SPAN ? IF_MIN_SPAN : span > GZDEC_MAX_SPAN ? GZDEC_MAX_SPAN : span;
+}
+
+/*
+ * The most bytes m sets with k points past their first ones, covering u
+ * bytes of output, can take after the path (idxfile_max_size_ckpt's
+ * terms): records, CRC32s (one per whole piece of output, and one partial
+ * piece per span), codec state per point but a set's first (which has no
+ * blob), and windows up to IF_CWIN bytes per source byte.
+ */
+static uint64_t ckpt_most(uint64_t m, uint64_t k, uint64_t u, uint64_t src_size)
+{
+	uint64_t len = sat_mul(m, IF_CSET + IF_CPT + IF_CCRC);
+
+	len = sat_add(len, sat_mul(k, IF_CPT + IF_CCRC + IF_CSTATE));
+	len = sat_add(len, sat_mul(u / CKPT_PIECE, IF_CCRC));
+	return sat_add(len, sat_mul(src_size, IF_CWIN));
+}
+
+uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span)
+{
+	uint64_t u = sat_mul(src_size, IF_CRATIO);
+
+	return sat_add(IF_HDR + PATH_MAX - 1 + IF_CRC,
+		       ckpt_most(src_size / IF_ZMIN_FRAME, u / clamp_span(span), u, src_size));
+}
+
 /* The size cap of a kind; 0 for a kind this zmount does not know. */
 static uint64_t max_size_kind(uint32_t kind, uint64_t src_size, uint64_t span)
 {
@@ -345,10 +403,14 @@ static uint64_t max_size_kind(uint32_t kind, uint64_t src_size, uint64_t span)
 		return idxfile_max_size(src_size, span);
 	if (kind == IDXFILE_KIND_ZSTD)
 		return idxfile_max_size_zstd(src_size);
+	if (kind == IDXFILE_KIND_CKPT)
+		return idxfile_max_size_ckpt(src_size, span);
 	return 0;
 }
 
-int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len)
+/* "DIR/<hash of src_abspath>" + ext. */
+static int name_path(const char *dir, const char *src_abspath, const char *ext, char *out,
+		     size_t len)
 {
 	uint64_t h;
 	int n;
@@ -356,8 +418,31 @@ int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len
 	if (!dir || !dir[0] || !src_abspath || src_abspath[0] != '/')
 		return -EINVAL;
 	h = mix64(fnv64(0xCBF29CE484222325ull, src_abspath, strlen(src_abspath)));
-	n = snprintf(out, len, "%s/%016" PRIx64 ".zmi", dir, h);
+	n = snprintf(out, len, "%s/%016" PRIx64 "%s", dir, h, ext);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len)
+{
+	return name_path(dir, src_abspath, IF_EXT, out, len);
+}
+
+int idxfile_path_ckpt(const char *dir, const char *src_abspath, char *out, size_t len)
+{
+	return name_path(dir, src_abspath, IF_CEXT, out, len);
+}
+
+/* The file a kind lives in: checkpoint sets in their own, the others in "<h>.zmi". */
+static int kind_path(uint32_t kind, const char *dir, const char *src_abspath, char *out,
+		     size_t len)
+{
+	return name_path(dir, src_abspath, kind == IDXFILE_KIND_CKPT ? IF_CEXT : IF_EXT, out,
+			 len);
+}
+
+static const char *kind_name(uint32_t kind)
+{
+	return kind == IDXFILE_KIND_GZIP ? "gzip" : kind == IDXFILE_KIND_ZSTD ? "zstd" : "checkpoint";
 }
 
 #define BAD(off, ...) zerr_set(err, -EBADMSG, (off), __VA_ARGS__)
@@ -462,7 +547,116 @@ static int check_zstd(const unsigned char *b, size_t len, size_t off, struct idx
 	return 0;
 }
 
-/* Validates a whole index file image and fills *in from it.  0 or -EBADMSG. */
+/*
+ * The set whose record is at b + r and whose points, CRC32s and blobs
+ * start at b + off (check_ckpt sized them), in *out (free with
+ * ckpt_set_free; with copy false, its blob points into b: set it to NULL
+ * first).  Blobs must be packed end to end, and the set must pass
+ * ckpt_set_check.  0, -ENOMEM or -EBADMSG.
+ */
+static int parse_set(const unsigned char *b, size_t r, size_t off, bool copy,
+		     struct ckpt_set **out, struct zerr *err)
+{
+	struct ckpt_set *s = calloc(1, sizeof(*s));
+	const unsigned char *crc, *blob;
+	uint64_t boff = 0;
+	int ret = 0;
+
+	*out = s;
+	if (!s)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	s->usize = get64(b + r + S_USIZE);
+	s->n = get32(b + r + S_NPOINTS);   /* >= 1: check_ckpt */
+	s->ncrc = get32(b + r + S_NCRC);   /* >= n */
+	s->blob_len = get64(b + r + S_BLOBLEN);
+	crc = b + off + s->n * IF_CPT;
+	blob = crc + s->ncrc * IF_CCRC;
+	s->pt = malloc(s->n * sizeof(*s->pt));
+	s->crc = malloc(s->ncrc * sizeof(*s->crc));
+	s->blob = copy && s->blob_len ? malloc(s->blob_len) : copy ? NULL : (uint8_t *)blob;
+	if (!s->pt || !s->crc || (copy && s->blob_len && !s->blob))
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	for (size_t i = 0; i < s->n; i++, off += IF_CPT) {
+		s->pt[i].uoff = get64(b + off + C_UOFF);
+		s->pt[i].blob_len = get32(b + off + C_BLOBLEN);
+		s->pt[i].piece0 = get32(b + off + C_PIECE0);
+		s->pt[i].blob_off = boff;
+		boff += s->pt[i].blob_len; /* n < 2^32 lengths < 2^32 */
+	}
+	for (size_t i = 0; i < s->ncrc; i++)
+		s->crc[i] = get32(crc + i * IF_CCRC);
+	if (copy && s->blob_len)
+		memcpy(s->blob, blob, s->blob_len);
+	if (boff != s->blob_len)
+		ret = BAD(r, "blobs take %" PRIu64 " bytes, the set has %" PRIu64, boff,
+			  s->blob_len);
+	else if (ckpt_set_check(s) < 0)
+		ret = BAD(r, "not a usable checkpoint set (points, blobs or pieces)");
+	return ret;
+}
+
+/*
+ * The checkpoint sets from off on: the set records, then each set's points,
+ * CRC32s and blobs.  First the sizes, all without allocating (entries in
+ * order, apart and inside usize; no more points than one per span; every
+ * section inside the file and together filling it exactly), then each set
+ * through parse_set.  0, -EBADMSG or -ENOMEM.
+ */
+static int check_ckpt(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
+		      struct zerr *err)
+{
+	uint64_t csize = in->id.size, end = 0, pts = 0, blobs = 0, left = len - IF_CRC - off;
+	size_t sec, r = off;
+	int ret = 0;
+
+	if (in->span < IF_MIN_SPAN || in->span > GZDEC_MAX_SPAN || get16(b + H_TRAILING) ||
+	    get64(b + H_TRAILOFF))
+		return BAD(H_SPAN, "span out of range or trailing-data fields set");
+	if (in->usize > INT64_MAX || in->usize > sat_mul(csize, IF_CRATIO))
+		return BAD(H_USIZE, "uncompressed size %" PRIu64 " impossible for %" PRIu64
+				    " compressed bytes", in->usize, csize);
+	if (in->members == 0 || in->members > csize / IF_ZMIN_FRAME || in->members > left / IF_CSET)
+		return BAD(H_MEMBERS, "%" PRIu64 " sets cannot fit", in->members);
+	sec = off + in->members * IF_CSET;
+	for (uint64_t i = 0; i < in->members; i++, r += IF_CSET) {
+		uint64_t start = get64(b + r + S_START), us = get64(b + r + S_USIZE), e, need;
+		uint32_t np = get32(b + r + S_NPOINTS), nc = get32(b + r + S_NCRC);
+
+		if (us == 0 || start < end || __builtin_add_overflow(start, us, &e) || e > in->usize)
+			return BAD(r, "set %" PRIu64 ": entry %" PRIu64 "+%" PRIu64 " out of order "
+				   "or past %" PRIu64, i, start, us, in->usize);
+		if (np == 0 || np - 1 > (us - 1) / in->span || nc < np || nc > np + us / CKPT_PIECE)
+			return BAD(r, "set %" PRIu64 ": %" PRIu32 " points and %" PRIu32 " pieces "
+				   "impossible for %" PRIu64 " bytes", i, np, nc, us);
+		need = sat_add((uint64_t)np * IF_CPT + (uint64_t)nc * IF_CCRC,
+			       get64(b + r + S_BLOBLEN));
+		if (need > len - IF_CRC - sec)
+			return BAD(r, "set %" PRIu64 ": runs past the end of the file", i);
+		sec += need;
+		pts += np;
+		blobs += get64(b + r + S_BLOBLEN);
+		end = e;
+	}
+	if (pts != in->npoints || end != in->usize || sec != len - IF_CRC)
+		return BAD(H_NPOINTS, "sets hold %" PRIu64 " points and end at %" PRIu64 " and %zu: "
+			   "the header says %" PRIu64 ", %" PRIu64 " and %zu", pts, end, sec,
+			   in->npoints, in->usize, len - IF_CRC);
+	in->wbytes = blobs;
+	sec = off + in->members * IF_CSET;
+	for (r = off; ret == 0 && r < off + in->members * IF_CSET; r += IF_CSET) {
+		struct ckpt_set *s;
+
+		ret = parse_set(b, r, sec, false, &s, err);
+		sec += (uint64_t)get32(b + r + S_NPOINTS) * IF_CPT +
+		       (uint64_t)get32(b + r + S_NCRC) * IF_CCRC + get64(b + r + S_BLOBLEN);
+		if (s)
+			s->blob = NULL; /* b's */
+		ckpt_set_free(s);
+	}
+	return ret;
+}
+
+/* Validates a whole index file image and fills *in from it.  0, -EBADMSG, or -ENOMEM (kind 3). */
 static int check(const unsigned char *b, size_t len, struct idxfile_info *in, struct zerr *err)
 {
 	uint32_t plen;
@@ -485,7 +679,7 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	if (in->flags & ~IDXFILE_F_VERIFIED)
 		return BAD(H_FLAGS, "unknown flags %#" PRIx32, in->flags);
 	in->kind = get16(b + H_KIND);
-	if (in->kind != IDXFILE_KIND_GZIP && in->kind != IDXFILE_KIND_ZSTD)
+	if (in->kind < IDXFILE_KIND_GZIP || in->kind > IDXFILE_KIND_CKPT)
 		return BAD(H_KIND, "unknown kind %" PRIu32, in->kind);
 	in->id.dev = get64(b + H_DEV);
 	in->id.ino = get64(b + H_INO);
@@ -515,6 +709,8 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 
 	if (in->kind == IDXFILE_KIND_ZSTD)
 		return check_zstd(b, len, IF_HDR + plen, in, err);
+	if (in->kind == IDXFILE_KIND_CKPT)
+		return check_ckpt(b, len, IF_HDR + plen, in, err);
 	return check_gz(b, len, IF_HDR + plen, in, err);
 }
 
@@ -766,6 +962,34 @@ static int open_index(int dfd, const char *name, bool trust, struct stat *st, st
 }
 
 /*
+ * fits_header for checkpoint sets: m sets of n points in all, covering u
+ * bytes of output, as the header says.  A source of src_size bytes has at
+ * most src_size / 9 entries and src_size * IF_CRATIO bytes of output, and a
+ * set at most one point per span past its first (check_ckpt's rules); the
+ * file then takes at least a record, a CRC32 and (past each set's first
+ * point) a blob byte per point, and at most ckpt_most.  0 or -EBADMSG.
+ */
+static int fits_ckpt(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
+		     struct zerr *err)
+{
+	uint64_t n = get64(h + H_NPOINTS), m = get64(h + H_MEMBERS), u = get64(h + H_USIZE),
+		 plen = get32(h + H_PATHLEN), fixed = IF_HDR + plen + IF_CRC, least, most;
+
+	if (m == 0 || m > src_size / IF_ZMIN_FRAME || n < m || u > sat_mul(src_size, IF_CRATIO) ||
+	    n - m > u / span || plen == 0 || plen >= PATH_MAX)
+		return BAD(H_NPOINTS, "%" PRIu64 " sets of %" PRIu64 " points in all over %" PRIu64
+			   " bytes, or a %" PRIu64 "-byte path: impossible for a %" PRIu64
+			   "-byte source", m, n, u, plen, src_size);
+	least = sat_add(fixed, sat_add(sat_mul(m, IF_CSET),
+				       sat_add(sat_mul(n, IF_CPT + IF_CCRC), n - m)));
+	most = sat_add(fixed, ckpt_most(m, n - m, u, src_size));
+	if (flen < least || flen > most)
+		return BAD(flen, "file is %" PRIu64 " bytes; its %" PRIu64 " points take %" PRIu64
+			   " to %" PRIu64, flen, n, least, most);
+	return 0;
+}
+
+/*
  * Whether the length flen fits what header h says the file holds: its path
  * and npoints records, each with a window of at most IF_MAX_WZ (gzip) or
  * none (zstd), where npoints is at most what a src_size-byte source can
@@ -777,6 +1001,8 @@ static int fits_header(const unsigned char *h, uint64_t flen, uint32_t kind, uin
 	uint64_t n = get64(h + H_NPOINTS), plen = get32(h + H_PATHLEN), can, least, most;
 	uint64_t fixed = IF_HDR + plen + IF_CRC, per = IF_REC;
 
+	if (kind == IDXFILE_KIND_CKPT)
+		return fits_ckpt(h, flen, src_size, span, err);
 	if (kind == IDXFILE_KIND_GZIP) {
 		can = src_size <= UINT64_MAX / IF_RATIO ? src_size * IF_RATIO / span + 1 : n;
 		per += IF_MAX_WZ;
@@ -869,9 +1095,9 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	src_size = get64(h + H_SIZE);
 	span = get64(h + H_SPAN);
 	kind = get16(h + H_KIND);
-	if (kind != IDXFILE_KIND_GZIP && kind != IDXFILE_KIND_ZSTD)
+	if (kind < IDXFILE_KIND_GZIP || kind > IDXFILE_KIND_CKPT)
 		return BAD(H_KIND, "unknown kind %" PRIu32, kind);
-	if (kind == IDXFILE_KIND_GZIP && (span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN))
+	if (kind != IDXFILE_KIND_ZSTD && (span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN))
 		return BAD(H_SPAN, "span %" PRIu64 " out of range", span);
 	if (want_size && src_size != *want_size)
 		return zerr_set(err, -ESTALE, H_SIZE, "the source changed since it was indexed "
@@ -918,13 +1144,14 @@ static int open_dir(const char *dir, struct zerr *err)
 }
 
 /*
- * The part of a load both kinds share: the trusted, fully validated image
- * of src_abspath's index file (*buf, caller frees; *in filled), made for
- * that path and identity id.  Returns 0, or -errno with err as
- * idxfile_load documents (*buf NULL).
+ * The part of a load all kinds share: the trusted, fully validated image
+ * of src_abspath's index file for kind (*buf, caller frees; *in filled),
+ * made for that path and identity id, and of that kind.  Returns 0, or
+ * -errno with err as idxfile_load documents (*buf NULL).
  */
 static int load_image(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      unsigned char **buf, struct idxfile_info *in, struct zerr *err)
+		      uint32_t kind, unsigned char **buf, struct idxfile_info *in,
+		      struct zerr *err)
 {
 	char path[PATH_MAX];
 	unsigned char *b = NULL;
@@ -933,7 +1160,7 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 	int dfd, fd, ret;
 
 	*buf = NULL;
-	ret = idxfile_path(dir, src_abspath, path, sizeof(path));
+	ret = kind_path(kind, dir, src_abspath, path, sizeof(path));
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "bad source path");
 	dfd = open_dir(dir, err);
@@ -949,6 +1176,8 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 		ret = zerr_set(err, -ESTALE, IF_HDR, "made for another file: %s", in->src);
 	else if (ret == 0 && !idxfile_id_same(&in->id, id))
 		ret = zerr_set(err, -ESTALE, H_DEV, "the source changed since it was indexed");
+	else if (ret == 0 && in->kind != kind)
+		ret = BAD(H_KIND, "a %s index, not a %s one", kind_name(in->kind), kind_name(kind));
 	if (ret < 0)
 		free(b);
 	else
@@ -964,13 +1193,11 @@ int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_
 	int ret;
 
 	*out = NULL;
-	ret = in ? load_image(dir, src_abspath, id, &b, in, err)
+	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_GZIP, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
 	if (ret < 0)
 		goto out;
-	if (in->kind != IDXFILE_KIND_GZIP)
-		ret = BAD(H_KIND, "a zstd index, not a gzip one");
-	else if (span_wanted && span_wanted != in->span)
+	if (span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
 			       in->span, span_wanted);
 	else if (build(b, in, out) < 0)
@@ -990,14 +1217,10 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
 	size_t off;
 	int ret;
 
-	ret = in ? load_image(dir, src_abspath, id, &b, in, err)
+	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_ZSTD, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
 	if (ret < 0)
 		goto out;
-	if (in->kind != IDXFILE_KIND_ZSTD) {
-		ret = BAD(H_KIND, "a gzip index, not a zstd one");
-		goto out;
-	}
 	/* the same source (identity) walked now: the frames must be the ones recorded */
 	if (in->npoints != z->nframes || z->csize != in->id.size) {
 		ret = BAD(H_NPOINTS, "%" PRIu64 " frames recorded, the file has %zu",
@@ -1031,7 +1254,9 @@ out:
 	return ret;
 }
 
-int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+/* idxfile_remove of the file kind lives in. */
+static int remove_kind(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		       uint32_t kind)
 {
 	char path[PATH_MAX];
 	struct idxfile_info *in = malloc(sizeof(*in));
@@ -1039,7 +1264,7 @@ int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfil
 	const char *name;
 	struct stat st;
 	size_t len = 0;
-	int dfd = -1, fd, ret = in ? idxfile_path(dir, src_abspath, path, sizeof(path)) : -ENOMEM;
+	int dfd = -1, fd, ret = in ? kind_path(kind, dir, src_abspath, path, sizeof(path)) : -ENOMEM;
 
 	if (ret == 0)
 		ret = dfd = open_dir(dir, NULL);
@@ -1061,6 +1286,16 @@ out:
 	free(b);
 	free(in);
 	return ret;
+}
+
+int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+{
+	return remove_kind(dir, src_abspath, id, IDXFILE_KIND_GZIP);
+}
+
+int idxfile_remove_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+{
+	return remove_kind(dir, src_abspath, id, IDXFILE_KIND_CKPT);
 }
 
 int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr *err)
@@ -1127,15 +1362,15 @@ static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
 	return fd;
 }
 
-/* Writes image b (len bytes, validated; freed here) as src_abspath's index in dir. */
-static int save_image(const char *dir, const char *src_abspath, unsigned char *b, size_t len,
-		      uint64_t *bytes_written)
+/* Writes image b (len bytes, validated, of kind; freed here) as src_abspath's index in dir. */
+static int save_image(const char *dir, const char *src_abspath, uint32_t kind, unsigned char *b,
+		      size_t len, uint64_t *bytes_written)
 {
 	char final[PATH_MAX], tmp[PATH_MAX];
 	const char *name;
 	int dfd = -1, fd, ret;
 
-	ret = idxfile_path(dir, src_abspath, final, sizeof(final));
+	ret = kind_path(kind, dir, src_abspath, final, sizeof(final));
 	if (ret == 0)
 		ret = mkdir_p(dir);
 	if (ret == 0)
@@ -1179,7 +1414,7 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
 
 	if (ret == 0)
 		ret = serialize(src_abspath, id, idx, &b, &len);
-	return ret < 0 ? ret : save_image(dir, src_abspath, b, len, bytes_written);
+	return ret < 0 ? ret : save_image(dir, src_abspath, IDXFILE_KIND_GZIP, b, len, bytes_written);
 }
 
 int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
@@ -1191,7 +1426,173 @@ int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idx
 
 	if (ret == 0)
 		ret = serialize_zstd(src_abspath, id, z, &b, &len);
-	return ret < 0 ? ret : save_image(dir, src_abspath, b, len, bytes_written);
+	return ret < 0 ? ret : save_image(dir, src_abspath, IDXFILE_KIND_ZSTD, b, len, bytes_written);
+}
+
+/* Bytes set s takes in a file: its points, CRC32s and used blob bytes; 0 if s is unusable. */
+static uint64_t set_bytes(const struct ckpt_set *s)
+{
+	uint64_t len = 0;
+
+	if (!s || !s->pt || !s->crc || ckpt_set_check(s) < 0 || s->n > UINT32_MAX ||
+	    s->ncrc > UINT32_MAX)
+		return 0;
+	for (size_t i = 0; i < s->n; i++)
+		len += s->pt[i].blob_len; /* each inside blob_len: ckpt_set_check */
+	return sat_add(len, s->n * IF_CPT + s->ncrc * IF_CCRC);
+}
+
+/* Writes set s's record at b + r and its sections at b + off; returns the end of those. */
+static size_t put_set(unsigned char *b, size_t r, size_t off, uint64_t start,
+		      const struct ckpt_set *s)
+{
+	uint64_t blen = 0;
+	size_t boff = off + s->n * IF_CPT + s->ncrc * IF_CCRC;
+
+	for (size_t i = 0; i < s->n; i++, off += IF_CPT) {
+		const struct ckpt_point *p = &s->pt[i];
+
+		put64(b + off + C_UOFF, p->uoff);
+		put32(b + off + C_BLOBLEN, p->blob_len);
+		put32(b + off + C_PIECE0, p->piece0);
+		if (p->blob_len)
+			memcpy(b + boff, s->blob + p->blob_off, p->blob_len);
+		boff += p->blob_len;
+		blen += p->blob_len;
+	}
+	for (size_t i = 0; i < s->ncrc; i++, off += IF_CCRC)
+		put32(b + off, s->crc[i]);
+	put64(b + r + S_START, start);
+	put64(b + r + S_USIZE, s->usize);
+	put64(b + r + S_BLOBLEN, blen);
+	put32(b + r + S_NPOINTS, (uint32_t)s->n);
+	put32(b + r + S_NCRC, (uint32_t)s->ncrc);
+	return boff;
+}
+
+/*
+ * Serializes n sets into a new buffer (caller frees), checks it as load
+ * would (check(), the size cap and fits_header), and returns 0, -EINVAL,
+ * -EFBIG (over the cap), -ENAMETOOLONG or -ENOMEM.
+ */
+static int serialize_ckpt(const char *src, const struct idxfile_id *id, uint64_t span,
+			  const struct idxfile_ckpt *sets, size_t n, unsigned char **buf,
+			  size_t *len)
+{
+	size_t plen = strlen(src), off, r;
+	uint64_t size, end = 0, pts = 0;
+	struct idxfile_info in;
+	unsigned char *b;
+	int ret;
+
+	if (plen >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (!sets || n == 0 || span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN)
+		return -EINVAL;
+	size = sat_add(IF_HDR + plen + IF_CRC, sat_mul(n, IF_CSET));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t bytes = set_bytes(sets[i].set);
+
+		if (bytes == 0 || sets[i].entry_start < end ||
+		    __builtin_add_overflow(sets[i].entry_start, sets[i].set->usize, &end))
+			return -EINVAL;
+		size = sat_add(size, bytes);
+		pts += sets[i].set->n;
+	}
+	if (size > idxfile_max_size_ckpt(id->size, span))
+		return -EFBIG;
+	b = new_image((size_t)size, src, plen, id);
+	if (!b)
+		return -ENOMEM;
+	put16(b + H_KIND, IDXFILE_KIND_CKPT);
+	put64(b + H_USIZE, end);
+	put64(b + H_MEMBERS, n);
+	put64(b + H_SPAN, span);
+	put64(b + H_NPOINTS, pts);
+	r = IF_HDR + plen;
+	off = r + n * IF_CSET;
+	for (size_t i = 0; i < n; i++, r += IF_CSET)
+		off = put_set(b, r, off, sets[i].entry_start, sets[i].set);
+	put64(b + size - IF_CRC, crc64(b, (size_t)size - IF_CRC));
+	ret = check(b, (size_t)size, &in, NULL);
+	if (ret == 0 && fits_header(b, size, IDXFILE_KIND_CKPT, id->size, span, NULL) < 0)
+		ret = -EFBIG;
+	if (ret < 0) {
+		free(b);
+		return ret == -EBADMSG ? -EINVAL : ret;
+	}
+	*buf = b;
+	*len = (size_t)size;
+	return 0;
+}
+
+int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
+		      uint64_t *bytes_written)
+{
+	unsigned char *b = NULL;
+	size_t len = 0;
+	int ret = src_abspath && src_abspath[0] == '/' ? 0 : -EINVAL;
+
+	if (ret == 0)
+		ret = serialize_ckpt(src_abspath, id, span, sets, n, &b, &len);
+	return ret < 0 ? ret : save_image(dir, src_abspath, IDXFILE_KIND_CKPT, b, len, bytes_written);
+}
+
+static void free_sets(struct idxfile_ckpt *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		ckpt_set_free((struct ckpt_set *)v[i].set);
+	free(v);
+}
+
+int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n,
+		      struct zerr *err)
+{
+	struct idxfile_info *in = malloc(sizeof(*in));
+	struct idxfile_ckpt *v = NULL;
+	unsigned char *b = NULL;
+	size_t r, off, i = 0;
+	int ret;
+
+	*out = NULL;
+	*n = 0;
+	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_CKPT, &b, in, err)
+		 : zerr_set(err, -ENOMEM, 0, "out of memory");
+	if (ret < 0)
+		goto out;
+	if (span_wanted && span_wanted != in->span) {
+		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
+			       in->span, span_wanted);
+		goto out;
+	}
+	v = calloc(in->members, sizeof(*v)); /* members >= 1, bounded by the file: check_ckpt */
+	if (!v) {
+		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	r = IF_HDR + strlen(in->src);
+	off = r + in->members * IF_CSET;
+	for (; ret == 0 && i < in->members; i++, r += IF_CSET) {
+		struct ckpt_set *s;
+
+		ret = parse_set(b, r, off, true, &s, err); /* check() accepted it: only -ENOMEM */
+		v[i].entry_start = get64(b + r + S_START);
+		v[i].set = s;
+		off += (uint64_t)get32(b + r + S_NPOINTS) * IF_CPT +
+		       (uint64_t)get32(b + r + S_NCRC) * IF_CCRC + get64(b + r + S_BLOBLEN);
+	}
+	if (ret == 0) {
+		*out = v;
+		*n = i;
+		v = NULL;
+	}
+out:
+	free_sets(v, i);
+	free(b);
+	free(in);
+	return ret;
 }
 
 static int is_hex(const char *s, size_t n)
@@ -1200,6 +1601,12 @@ static int is_hex(const char *s, size_t n)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return 1;
+}
+
+/* Whether s starts with one of the two suffixes (4 bytes each). */
+static int is_ext(const char *s)
+{
+	return !strncmp(s, IF_EXT, 4) || !strncmp(s, IF_CEXT, 4);
 }
 
 /* Whether the index file name in dfd must go: 1 yes, 0 keep. */
@@ -1225,8 +1632,8 @@ static int prune_index(int dfd, const char *dir, const char *name)
 	if (ret == -EBADMSG) {
 		stale = 1;
 	} else if (ret == 0) {
-		/* misfiled: load would never find it under this name */
-		if (idxfile_path(dir, in->src, want, sizeof(want)) < 0 ||
+		/* misfiled: load would never find it under this name (or kind) */
+		if (kind_path(in->kind, dir, in->src, want, sizeof(want)) < 0 ||
 		    strcmp(strrchr(want, '/') + 1, name)) {
 			stale = 1;
 		} else {
@@ -1271,10 +1678,10 @@ int idxfile_prune(const char *dir, unsigned *removed)
 		/* only regular files: a symlink or anything else is not ours */
 		if (fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (n == IF_HEXLEN + 4 && is_hex(s, IF_HEXLEN) && !strcmp(s + IF_HEXLEN, ".zmi"))
+		if (n == IF_HEXLEN + 4 && is_hex(s, IF_HEXLEN) && is_ext(s + IF_HEXLEN))
 			go = prune_index(dfd, dir, s);
 		else if (n == IF_HEXLEN + 12 && s[0] == '.' && is_hex(s + 1, IF_HEXLEN) &&
-			 !strncmp(s + 1 + IF_HEXLEN, ".zmi.", 5))
+			 is_ext(s + 1 + IF_HEXLEN) && s[5 + IF_HEXLEN] == '.')
 			go = st.st_mtime < now - IF_TMP_AGE;
 		if (go && unlinkat(dfd, s, 0) == 0)
 			count++;

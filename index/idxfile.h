@@ -3,11 +3,14 @@
 #define ZMOUNT_IDXFILE_H
 
 /*
- * Saved indexes: one file per source in an index directory, reused by later
- * mounts and by the tools.  Two kinds share the file format and every rule
- * below: a gzip checkpoint index (idxfile_save / idxfile_load), and the
- * measured frame sizes of a zstd file whose frames do not state them
- * (idxfile_save_zstd / idxfile_load_zstd).  The byte layout is in
+ * Saved indexes: files in an index directory, reused by later mounts and by
+ * the tools.  Three kinds share the file format and every rule below: a
+ * gzip checkpoint index (idxfile_save / idxfile_load), the measured frame
+ * sizes of a zstd file whose frames do not state them (idxfile_save_zstd /
+ * idxfile_load_zstd), both in the source's "<h>.zmi", and the checkpoint
+ * sets inside the wide xz Blocks or zstd frames of a source
+ * (idxfile_save_ckpt / idxfile_load_ckpt, ckpt.h), in its own "<h>.zmc", so
+ * that a zstd file can have both.  The byte layout is in
  * doc/index-format.md.
  *
  * A saved index is bound to its source's identity (struct idxfile_id) and
@@ -54,19 +57,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ckpt.h"
 #include "gzdec.h"
 #include "zerr.h"
 #include "zstddec.h"
 
 /* 2: the source's ctime joined the identity; 3: kind; 4: each gzip span's CRC32 */
 #define IDXFILE_VERSION	   4u
-/* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured */
+/* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured;
+ * checkpoints: made by the pass that verified each entry's check (ckpt.h) */
 #define IDXFILE_F_VERIFIED 1u
 
 /* What an index file holds (its kind field). */
 enum idxfile_kind {
 	IDXFILE_KIND_GZIP = 1, /* gzip checkpoints and windows */
 	IDXFILE_KIND_ZSTD = 2, /* one record per zstd frame: extent and uncompressed size */
+	IDXFILE_KIND_CKPT = 3, /* checkpoint sets inside xz Blocks or zstd frames (ckpt.h) */
 };
 
 /*
@@ -87,9 +93,10 @@ struct idxfile_info {
 	struct idxfile_id id;
 	uint32_t version, flags; /* flags: IDXFILE_F_VERIFIED */
 	uint32_t kind;		 /* enum idxfile_kind */
-	/* zstd: span 0, members = npoints = frames, wbytes 0 */
+	/* zstd: span 0, members = npoints = frames, wbytes 0; checkpoints: members = sets,
+	 * npoints = points of all sets, usize = where the last set's entry ends */
 	uint64_t span, usize, members, npoints;
-	uint64_t wbytes;    /* compressed window bytes, all checkpoints */
+	uint64_t wbytes;    /* compressed window bytes (checkpoints: blob bytes), all points */
 	uint64_t file_size; /* bytes of the index file */
 };
 
@@ -137,12 +144,35 @@ uint64_t idxfile_max_size(uint64_t src_size, uint64_t span);
 uint64_t idxfile_max_size_zstd(uint64_t src_size);
 
 /*
+ * The largest checkpoint-kind index file that can be valid for a source of
+ * src_size bytes saved with span (clamped to [64 KiB, GZDEC_MAX_SPAN]),
+ * saturating at UINT64_MAX.  With S = src_size, U = 32768 * S (no xz Block
+ * or zstd frame makes more output per compressed byte), E = floor(S / 9)
+ * sets (no zstd frame or xz Block is smaller than 9 bytes), each with a
+ * first point without a blob, and K = floor(U / span) further points (a set
+ * has at most one point per span past its first, see idxfile_save_ckpt):
+ *   128 + 4095 + 8 + 52 * E + K * (16 + 4 + 65536) + 4 * floor(U / 65536) + 4 * S
+ * that is: records, one CRC32 per 64 KiB piece plus one partial piece per
+ * point, 64 KiB of codec state per further point (an LZMA2 model is at most
+ * 28 KiB), and window bytes up to 4 * S in all.  Sparse compressed windows
+ * stay far below that: they hold only what the next span references, at
+ * most the span itself, which for incompressible data is about as much as
+ * the source.  Sets that do not fit are not saved (-EFBIG).  Load also
+ * refuses a file longer than its header's own counts can take (the same
+ * terms with the header's sets, points and usize), before reading it.
+ */
+uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span);
+
+/*
  * out = "DIR/<16 hex digits>.zmi", the hex being a 64-bit hash of
  * src_abspath.  The path is hashed as given: callers should pass a
  * canonical path (realpath) so that one source has one index file.
  * Returns 0, -EINVAL (dir empty, or src_abspath not absolute) or -ENAMETOOLONG.
  */
 int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len);
+
+/* The same for the checkpoint-kind file: "DIR/<16 hex digits>.zmc", the same hex. */
+int idxfile_path_ckpt(const char *dir, const char *src_abspath, char *out, size_t len);
 
 /*
  * Saves idx (borrowed, not modified) as the index of the source at
@@ -172,7 +202,7 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
  *   -EPERM    dir or the index file is not trusted (see above): do not save
  *             there either;
  *   -EBADMSG  not a valid index: wrong magic, unsupported version (an index
- *             from an older zmount), a zstd-kind file, truncated or padded, larger than
+ *             from an older zmount), a file of another kind, truncated or padded, larger than
  *             idxfile_max_size allows, checksum mismatch, a field out of
  *             range, a symlink, or not a regular file;
  *   -ESTALE   a valid index, but made for another path (hash collision or a
@@ -217,6 +247,48 @@ int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idx
 int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
 		      struct zstddec_index *z, struct zerr *err);
 
+/* One saved checkpoint set: the map entry it belongs to (its start offset in the
+ * source's uncompressed output) and the set. */
+struct idxfile_ckpt {
+	uint64_t entry_start;
+	const struct ckpt_set *set;
+};
+
+/*
+ * Saves n checkpoint sets (borrowed; n >= 1, in ascending entry_start, the
+ * entries [entry_start, + set->usize) apart, each set passing
+ * ckpt_set_check and holding at most 1 + (set->usize - 1) / span points,
+ * as a codec that puts its j-th point at or past j spans makes) for the source at
+ * src_abspath with identity id, built with spacing span, as its
+ * checkpoint-kind file "<h>.zmc".  Blobs are written end to end (a set's
+ * blob bytes no point uses are dropped).  Same directory rules and atomic
+ * write as idxfile_save; the "<h>.zmi" of the same source (gzip index or
+ * zstd frame sizes) is not touched.  Returns what idxfile_save returns;
+ * -EINVAL also for sets out of order or overlapping, a set ckpt_set_check
+ * refuses or with more points than one per span, span out of [64 KiB,
+ * GZDEC_MAX_SPAN]; -EFBIG for sets larger than idxfile_max_size_ckpt (or
+ * the header's own bound) allows, which load would refuse: the caller
+ * keeps them in memory only.
+ */
+int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
+		      uint64_t *bytes_written);
+
+/*
+ * Loads src_abspath's checkpoint-kind file, with the same checks and
+ * returns as idxfile_load (-ERANGE for another span if span_wanted is not
+ * 0; -EBADMSG for a file of another kind), and every set validated by
+ * ckpt_set_check, entries ascending, apart and ending inside the header's
+ * usize.  Whether each entry_start and set->usize is a map entry of this
+ * source is the caller's check against its map.  A set is only as good as
+ * the pass that made it: ckpt_dec still verifies every piece.
+ * Returns 0 with *out (n sets, each set malloc'ed: free each with
+ * ckpt_set_free, then free(*out)) and *n, or *out NULL, *n 0 and the error.
+ */
+int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n,
+		      struct zerr *err);
+
 /*
  * Removes src_abspath's index file from dir if it is a valid index made for
  * that path and identity id: for a caller that has proven a saved index
@@ -228,6 +300,10 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
  * -EBADMSG, -ESTALE, ...), or the errno of unlinkat.
  */
 int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id);
+
+/* The same for the checkpoint-kind file: for a caller whose resumed piece did not
+ * match a loaded set's CRC32. */
+int idxfile_remove_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id);
 
 /*
  * Reads and fully validates the index file at path (checksum included, as
@@ -243,11 +319,12 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
 /*
  * Removes from dir, without following symlinks (entries are opened with
  * O_NOFOLLOW relative to dir; symlinks are left alone):
- *  - index files "<16 hex>.zmi" that are invalid, whose name is not the hash
- *    of their recorded path, whose source is gone (ENOENT, ENOTDIR, ELOOP)
- *    or not a regular file, or whose source's identity changed;
- *  - temporary files ".<16 hex>.zmi.XXXXXX" last modified over an hour ago
- *    (a live save takes seconds).
+ *  - index files "<16 hex>.zmi" and "<16 hex>.zmc" that are invalid, whose
+ *    name is not the hash of their recorded path with their kind's suffix,
+ *    whose source is gone (ENOENT, ENOTDIR, ELOOP) or not a regular file, or
+ *    whose source's identity changed;
+ *  - temporary files ".<16 hex>.zmi.XXXXXX" and ".<16 hex>.zmc.XXXXXX" last
+ *    modified over an hour ago (a live save takes seconds).
  * Indexes whose source cannot be checked (EACCES, EIO, ...) are kept, and
  * so are index files not trusted (another owner, group/other-writable).
  * Sources are opened with O_NOFOLLOW|O_NONBLOCK.

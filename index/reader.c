@@ -112,6 +112,7 @@ void reader_get_counters(struct zmctx *c, struct reader_counters *out)
 	out->read_errors = atomic_load(&c->stats.errors);
 	out->index_errors = atomic_load(&c->stats.ixerr);
 	out->served_bytes = atomic_load(&c->stats.served);
+	out->checkpoints = atomic_load(&c->stats.ckpts);
 }
 
 void reader_note_error(struct zmctx *c)
@@ -148,6 +149,7 @@ int reader_last_error(const struct reader *r, struct zerr *why)
 void reader_opts_default(struct reader_opts *o, size_t cache_size)
 {
 	o->span = 1u << 20;
+	o->ck_span = 16u << 20;
 	o->whole_max = cache_size / 2;
 	/*
 	 * Small caches still hold a few slices, so one reader never evicts its
@@ -213,8 +215,9 @@ static void warn_wide_units(const struct reader *r)
 {
 	uint64_t widest = 0;
 
+	/* One that may get checkpoints reads fast at random once they are built. */
 	for (size_t k = 0; k < r->map.n; k++)
-		if (cmap_len(&r->map, k) > widest)
+		if (cmap_len(&r->map, k) > widest && !(r->ckable && r->ckable[k]))
 			widest = cmap_len(&r->map, k);
 	if (!r->opts.warn_wide || widest <= r->opts.whole_max)
 		return;
@@ -295,6 +298,9 @@ int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
 		ret = -ENOMEM;
 		goto fail;
 	}
+	ret = reader_ck_init(r);
+	if (ret < 0)
+		goto fail;
 	warn_wide_units(r);
 	*out = r;
 	return 0;
@@ -319,6 +325,7 @@ fail:
 struct udec {
 	const struct fmt *f;
 	void *d;
+	struct ckpt_dec *ck; /* instead of d: resumed at a checkpoint, its output verified */
 	/* While park() closes it: the next one to close, and whose cache it was charged to. */
 	struct udec *vnext;
 	struct bcache *vcache;
@@ -329,7 +336,10 @@ static void udec_close(struct udec *d)
 {
 	if (!d)
 		return;
-	d->f->dec_close(d->d);
+	if (d->ck)
+		ckpt_dec_close(d->ck);
+	else
+		d->f->dec_close(d->d);
 	free(d);
 }
 
@@ -355,18 +365,46 @@ static int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr 
 static ssize_t udec_read(struct reader *r, struct udec *d, void *buf, size_t len,
 			 struct zerr *err)
 {
+	if (d->ck)
+		return ckpt_dec_read(d->ck, r->fd, buf, len, err);
 	return d->f->dec_read(d->d, r->fd, buf, len, err);
 }
 
 /* Bytes returned since the start of its map entry. */
 static uint64_t udec_tell(const struct udec *d)
 {
-	return d->f->dec_tell(d->d);
+	return d->ck ? ckpt_dec_tell(d->ck) : d->f->dec_tell(d->d);
 }
 
 static size_t udec_cost(const struct udec *d)
 {
-	return sizeof(*d) + d->f->dec_cost(d->d);
+	return sizeof(*d) + (d->ck ? ckpt_dec_cost(d->ck) : d->f->dec_cost(d->d));
+}
+
+/* A decoder resumed at point i of entry k's set s.  0 and *out, or a negative errno (err set). */
+static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, size_t i,
+		       struct udec **out, struct zerr *err)
+{
+	const struct ckpt_point *p = &s->pt[i];
+	struct udec *d = calloc(1, sizeof(*d));
+	void *inner;
+	int ret;
+
+	*out = NULL;
+	if (!d)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
+	d->f = r->f;
+	ret = r->f->ck->open(r, k, p->blob_len ? s->blob + p->blob_off : NULL, p->blob_len, &inner,
+			     err);
+	if (ret == 0 && (ret = ckpt_dec_new(s, i, inner, &r->f->ck->ops, &d->ck)) < 0)
+		zerr_set(err, ret, 0, "out of memory");
+	if (ret < 0) {
+		free(d);
+		return ret;
+	}
+	atomic_fetch_add(&r->resumes, 1);
+	*out = d;
+	return 0;
 }
 
 /* With r->ctx->parked_lock held: takes r's parked decoder off the list; returns it. */
@@ -473,9 +511,11 @@ void reader_close(struct reader *r)
 	if (!r)
 		return;
 	drain(r);
+	reader_ck_stop(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
 	udec_close(unpark(r, SIZE_MAX));
+	reader_ck_free(r);
 	if (r->f)
 		r->f->free(r->idx);
 	cmap_free(&r->map);
@@ -570,10 +610,27 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	info->failed = r->failed;
 	info->changed = r->changed;
 	pthread_mutex_unlock((pthread_mutex_t *)&r->lock);
-	for (size_t k = 0; k < r->map.n; k++)
+	for (size_t k = 0; k < r->map.n; k++) {
+		const struct ckpt_set *s = reader_ck_set(r, k);
+
 		if (cmap_len(&r->map, k) > info->max_block)
 			info->max_block = cmap_len(&r->map, k);
+		if (s) {
+			info->ckpts += s->n - 1;
+			info->ckpt_bytes += ckpt_set_bytes(s);
+		} else if (r->ckable && r->ckable[k] && atomic_load(&r->ck_state[k]) != CK_DONE) {
+			info->ckpt_wanted++;
+		}
+	}
+	info->resumes = atomic_load(&r->resumes);
 	r->f->info(r, info);
+}
+
+static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err);
+
+int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err)
+{
+	return fail_entry(r, k, off, -EIO, err);
 }
 
 /* Marks entry k failed and writes its one log line.  Returns -EIO. */
@@ -708,6 +765,36 @@ static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct 
 }
 
 /*
+ * A decoder to reach position want of entry k: the parked one if it stopped
+ * at or before want, nearer than any checkpoint; else, once the entry has
+ * checkpoints, one resumed at the last at or before want (for any want but
+ * 0: a reader starting at 0 is most likely sequential, and the format's own
+ * decoder is the fastest); else one at the entry's start.
+ */
+static int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out,
+		    struct zerr *err)
+{
+	const struct ckpt_set *s = want > 0 ? reader_ck_get(r, k) : NULL;
+	size_t i = s ? ckpt_find(s, want) : SIZE_MAX;
+	struct udec *d = unpark(r, k);
+
+	if (d && udec_tell(d) <= want && (i == SIZE_MAX || udec_tell(d) >= s->pt[i].uoff)) {
+		*out = d;
+		return 0;
+	}
+	udec_close(d); /* past want (a reader went back), or further than a checkpoint */
+	if (i != SIZE_MAX)
+		return udec_resume(r, k, s, i, out, err);
+	if (want > 0) {
+		reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
+			   r->f->unit, r->entry[k], want);
+		if (r->ckable && r->ckable[k])
+			reader_ck_kick(r, k);
+	}
+	return udec_open(r, k, out, err);
+}
+
+/*
  * Fills slice [ustart, ustart + len) of the streamed unit (an xz Block, a
  * zstd frame or a gzip span wider than whole_max) behind map entry k into
  * buf, using the parked decoder when it stopped at or before it.  Called
@@ -718,33 +805,26 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 {
 	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
 	uint64_t want = ustart - start; /* position in the entry */
-	struct udec *d = unpark(r, k);
+	struct udec *d;
 	unsigned char *scratch = NULL;
-	int ret = 0;
+	int ret = udec_for(r, k, want, &d, err);
 
-	if (d && udec_tell(d) > want) {
-		udec_close(d); /* past the slice: a reader went back */
-		d = NULL;
-	}
-	if (!d) {
-		if (want > 0)
-			reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
-			     r->f->unit, r->entry[k], want);
-		ret = udec_open(r, k, &d, err);
-		if (ret < 0)
-			return ret;
-	}
-	/* Walk forward slice by slice, offering each one we pass to the cache. */
+	if (ret < 0)
+		return ret;
+	/*
+	 * Walk forward slice by slice, offering each one we pass to the cache;
+	 * from a checkpoint, first to the next slice boundary.
+	 */
 	while (udec_tell(d) < want) {
 		uint64_t pos = udec_tell(d);
-		size_t n = r->opts.slice;
+		size_t n = r->opts.slice - (size_t)(pos % r->opts.slice);
 		struct bcache_ent *e = NULL;
 		void *dst;
 		ssize_t got;
 
 		if (elen - pos < n)
 			n = (size_t)(elen - pos);
-		if (bcache_claim(r->cache, r->id, start + pos, n, &e) == 1) {
+		if (n == r->opts.slice && bcache_claim(r->cache, r->id, start + pos, n, &e) == 1) {
 			dst = bcache_buf(e);
 		} else {
 			if (!scratch)
@@ -800,13 +880,23 @@ static int fill(struct reader *r, size_t k, uint64_t ustart, size_t len, void *b
 	return fill_whole(r, k, buf, len, err);
 }
 
+/*
+ * Whether entry k is cached in slices, by a decoder parked between them: an
+ * entry wider than whole_max, or one that may get checkpoints (from open
+ * on, so its units never change shape).
+ */
+static bool is_streamed(const struct reader *r, size_t k)
+{
+	return cmap_len(&r->map, k) > r->opts.whole_max || (r->ckable && r->ckable[k]);
+}
+
 /* The cache unit holding byte off, as map entry k and [*ustart, *ustart + *len). */
 static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, size_t *len)
 {
 	size_t k = cmap_find(&r->map, off);
 	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
 
-	if (elen > r->opts.whole_max) {
+	if (is_streamed(r, k)) {
 		uint64_t s = (off - start) / r->opts.slice;
 
 		start += s * r->opts.slice;
@@ -831,10 +921,6 @@ static bool is_bad(struct reader *r, size_t k)
 	return bad;
 }
 
-static bool is_streamed(const struct reader *r, size_t k)
-{
-	return cmap_len(&r->map, k) > r->opts.whole_max;
-}
 
 static double ms_since(const struct timespec *t0)
 {

@@ -67,6 +67,7 @@ struct zmctx;
 
 struct reader_opts {
 	uint64_t span;     /* gzip checkpoint spacing, bytes */
+	uint64_t ck_span;  /* checkpoint spacing inside one xz Block or zstd frame; 0: none */
 	size_t whole_max;  /* xz Blocks up to this size are one verified unit */
 	size_t slice;      /* larger xz Blocks are cached in slices of this size */
 	size_t readahead;  /* bytes decoded ahead of a sequential reader, on the context's pool */
@@ -119,6 +120,10 @@ struct reader_info {
 	int salvaged;       /* opened with opts.salvage and damaged: only its start is shown */
 	int pass;           /* gzip/zstd: opening ran a full index or measuring pass, as no
 			     * saved index was found (zmount-index build saves one) */
+	uint64_t ckpts;     /* checkpoints inside xz Blocks or zstd frames, entry starts not counted */
+	uint64_t ckpt_bytes; /* memory they hold */
+	uint64_t ckpt_wanted; /* entries that may get checkpoints but have none yet */
+	uint64_t resumes;   /* decoders started at one of them */
 };
 
 /*
@@ -192,6 +197,21 @@ void reader_get_info(const struct reader *r, struct reader_info *info);
  */
 int reader_last_error(const struct reader *r, struct zerr *why);
 
+/*
+ * Builds checkpoints (ckpt.h) inside every entry of r that may have them
+ * (an xz Block or zstd frame wider than 2 * opts.ck_span) and has none
+ * yet: one verifying pass over each such entry, the cost of decoding it
+ * once.  Readers of r go on meanwhile; each set is used from the moment
+ * it is complete.  Returns 0 (also when there was nothing to do), or the
+ * first entry's failure: -ENOTSUP (it cannot have checkpoints: logged once
+ * at INFO, and not tried again), -EIO (corrupt: logged, and the entry
+ * marked bad as a failed read would), -ENOMEM, -ESTALE (the source
+ * changed).  fd is a descriptor of the source (borrowed): the pass reads
+ * through it and checks that it is the version r was opened on, so a
+ * detached reader needs no attach.  Any thread.
+ */
+int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why);
+
 /* Counters of all readers on one context, for the stats interface. */
 struct reader_counters {
 	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
@@ -204,6 +224,7 @@ struct reader_counters {
 				  * opens of corrupt archives (reader_note_error) */
 	uint64_t index_errors;   /* archives that failed to open as corrupt (-EINVAL, logged) */
 	uint64_t served_bytes;   /* bytes returned by reader_view and reader_pread */
+	uint64_t checkpoints;    /* checkpoints built inside xz Blocks and zstd frames */
 };
 
 void reader_get_counters(struct zmctx *ctx, struct reader_counters *out);

@@ -95,7 +95,42 @@ struct reader {
 	 * hold to a constant per unit read (check_reader, issue 18).
 	 */
 	atomic_uint_fast64_t lookups;
+	/*
+	 * Checkpoints inside wide entries (ckpt.h, reader_ck.c).  ckable[k]:
+	 * entry k may get a set, so from open on it is cached in slices, and
+	 * its units keep their shape when the set comes.  ck[k]: the set, once
+	 * built or loaded; published once, immutable, freed at close.  Both
+	 * NULL when no entry qualifies.
+	 */
+	uint8_t *ckable;
+	_Atomic(struct ckpt_set *) *ck;
+	atomic_uchar *ck_state; /* CK_NONE, CK_BUSY (a build runs), CK_DONE (built or gave up) */
+	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
+	atomic_bool ck_stop;   /* reader_close: passes on the pool give up */
+	atomic_bool ck_loaded; /* index_dir was looked at for saved sets */
+	unsigned ck_jobs;      /* passes queued or running on the pool; under lock, idle signals 0 */
 };
+
+enum { CK_NONE, CK_BUSY, CK_DONE };
+
+/* Marks entry k failed (one log line, as a failed read); returns -EIO.  reader.c. */
+int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err);
+
+/* reader_ck.c: which entries may get checkpoints (at open); 0 or -ENOMEM. */
+int reader_ck_init(struct reader *r);
+void reader_ck_free(struct reader *r);
+/*
+ * A read had to decode entry k from its start: queues a checkpoint pass
+ * over it on the context's pool (if any, and if none ran or runs), so the
+ * reads after it need not.  With r->stream held; never blocks.
+ */
+void reader_ck_kick(struct reader *r, size_t k);
+/* Stops and waits for the passes reader_ck_kick queued (reader_close). */
+void reader_ck_stop(struct reader *r);
+/* Entry k's set, or NULL: loaded from index_dir the first time one is wanted. */
+const struct ckpt_set *reader_ck_get(struct reader *r, size_t k);
+/* Entry k's set, or NULL. */
+const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k);
 
 /*
  * Sizes r->map and r->entry for up to n entries.  Returns 0 or -ENOMEM.

@@ -19,7 +19,7 @@ struct xzdec_spares;
 
 /* Counters of all readers on one context (reader_get_counters); backends add to their own. */
 struct reader_stats {
-	atomic_uint_fast64_t decoded, ahead, prefault, xz, built, loaded, errors, ixerr, served;
+	atomic_uint_fast64_t decoded, ahead, prefault, xz, built, loaded, errors, ixerr, served, ckpts;
 };
 
 struct zmctx {

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt.h"
 #include "gzdec.h"
 #include "testutil.h"
 #include "idxfile.h"
@@ -1618,7 +1619,9 @@ static int make_fixtures(void)
 		  "head -c 131072 small | pigz -n -6 -b 32 > tail.gz && "
 		  "printf '' | gzip -n >> tail.gz && "
 		  /* three.zst: streamed, stated (FCS), streamed */
-		  "{ zstd -q -3 -c < small; zstd -q -3 -c small; zstd -q -19 -c < big; } > three.zst")
+		  "{ zstd -q -3 -c < small; zstd -q -3 -c small; zstd -q -19 -c < big; } > three.zst && "
+		  /* tiny: a 100-byte source, whose checkpoint-kind cap is a few MiB */
+		  "head -c 100 big > tiny")
 		       ? -1
 		       : 0;
 }
@@ -1982,6 +1985,523 @@ START_TEST(zstd_save_rejects_bad_input)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* checkpoint-kind index files (kind 3)                                */
+
+#define CSET 32u /* a set record */
+#define CPT  16u /* a point record */
+
+/* A checkpoint source: only its path and identity matter to idxfile. */
+struct csrc {
+	struct idxfile_id id;
+	char path[PATH_MAX];
+};
+
+static void csrc_open(struct csrc *s, const char *name)
+{
+	int fd;
+
+	path_of(s->path, sizeof(s->path), name);
+	fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(idxfile_identify(fd, &s->id), 0);
+	close(fd);
+}
+
+/*
+ * A set over usize pseudo-random bytes (from seed), built as a codec's pass
+ * does: a point at every multiple of span, with a blob of blob + k bytes at
+ * the k-th point.  span must be a multiple of the 4 KiB steps.
+ */
+static struct ckpt_set *make_set(uint64_t usize, uint64_t span, size_t blob, uint32_t seed)
+{
+	unsigned char buf[4096], *bl = malloc(blob + 4096);
+	uint32_t x = seed * 2654435761u + 1;
+	struct ckpt_set *s = NULL;
+	struct ckpt_build *b;
+	uint64_t done = 0;
+	size_t k = 0;
+
+	ck_assert_ptr_nonnull(bl);
+	ck_assert_int_eq(ckpt_build_new(usize, &b), 0);
+	while (done < usize) {
+		size_t n = usize - done < sizeof(buf) ? (size_t)(usize - done) : sizeof(buf);
+
+		if (done > 0 && done % span == 0) {
+			k++;
+			for (size_t i = 0; i < blob + k; i++)
+				bl[i] = (unsigned char)(x = x * 1103515245u + 12345u) >> 16;
+			ck_assert_int_eq(ckpt_build_point(b, done, bl, blob + k), 0);
+		}
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (unsigned char)((x = x * 1103515245u + 12345u) >> 16);
+		ck_assert_int_eq(ckpt_build_out(b, buf, n), 0);
+		done += n;
+	}
+	ck_assert_int_eq(ckpt_build_end(b, &s), 0);
+	ck_assert_int_eq(ckpt_set_check(s), 0);
+	free(bl);
+	return s;
+}
+
+static void expect_same_set(const struct ckpt_set *a, const struct ckpt_set *b)
+{
+	ck_assert_uint_eq(a->usize, b->usize);
+	ck_assert_uint_eq(a->n, b->n);
+	ck_assert_uint_eq(a->ncrc, b->ncrc);
+	ck_assert_mem_eq(a->crc, b->crc, a->ncrc * sizeof(*a->crc));
+	for (size_t i = 0; i < a->n; i++) {
+		ck_assert_uint_eq(a->pt[i].uoff, b->pt[i].uoff);
+		ck_assert_uint_eq(a->pt[i].piece0, b->pt[i].piece0);
+		ck_assert_uint_eq(a->pt[i].blob_len, b->pt[i].blob_len);
+		if (a->pt[i].blob_len)
+			ck_assert_mem_eq(a->blob + a->pt[i].blob_off, b->blob + b->pt[i].blob_off,
+					 a->pt[i].blob_len);
+	}
+}
+
+static void free_loaded(struct idxfile_ckpt *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ckpt_set_free((struct ckpt_set *)v[i].set);
+	free(v);
+}
+
+/* Loads s's sets; returns the result, checking the outputs' contract; frees them unless out. */
+static int cload(const char *dir, const struct csrc *s, uint64_t span, struct idxfile_ckpt **out,
+		 size_t *n, struct zerr *err)
+{
+	struct idxfile_ckpt *v = (struct idxfile_ckpt *)&v;
+	size_t nv = 99;
+	int ret = idxfile_load_ckpt(dir, s->path, &s->id, span, &v, &nv, err);
+
+	if (ret < 0) {
+		ck_assert_ptr_null(v);
+		ck_assert_uint_eq(nv, 0);
+	} else {
+		ck_assert_ptr_nonnull(v);
+		ck_assert_uint_ge(nv, 1);
+	}
+	if (out) {
+		*out = v;
+		*n = nv;
+	} else {
+		free_loaded(v, nv);
+	}
+	return ret;
+}
+
+/* Three sets: two wide entries with points, a gap, and a one-point entry. */
+struct three_sets {
+	struct ckpt_set *s[3];
+	struct idxfile_ckpt v[3];
+};
+
+static void three_make(struct three_sets *t)
+{
+	t->s[0] = make_set((1u << 20) + 123, SPAN_MIN, 100, 1);
+	t->s[1] = make_set(5u * SPAN_MIN, SPAN_MIN, 7, 2);
+	t->s[2] = make_set(100, SPAN_MIN, 0, 3);
+	t->v[0] = (struct idxfile_ckpt){0, t->s[0]};
+	t->v[1] = (struct idxfile_ckpt){(1u << 20) + 123, t->s[1]};
+	t->v[2] = (struct idxfile_ckpt){(3u << 20), t->s[2]};
+}
+
+static void three_free(struct three_sets *t)
+{
+	for (int i = 0; i < 3; i++)
+		ckpt_set_free(t->s[i]);
+}
+
+START_TEST(ckpt_roundtrip)
+{
+	char dir[PATH_MAX], file[PATH_MAX], zmi[PATH_MAX];
+	struct idxfile_ckpt *got, one;
+	struct idxfile_info info;
+	struct three_sets t;
+	struct zerr err = {0};
+	uint64_t bytes = 0, blobs = 0;
+	struct csrc s;
+	struct stat st;
+	size_t n;
+
+	new_dir(dir, sizeof(dir), "ckrt");
+	csrc_open(&s, "small.gz");
+	three_make(&t);
+	ck_assert_uint_eq(t.s[0]->n, 17);
+	ck_assert_uint_eq(t.s[2]->n, 1);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, s.path, file, sizeof(file)), 0);
+	ck_assert_int_eq(idxfile_path(dir, s.path, zmi, sizeof(zmi)), 0);
+	ck_assert_str_eq(file + strlen(file) - 4, ".zmc");
+	ck_assert_int_eq(strncmp(file, zmi, strlen(file) - 4), 0); /* the same hash */
+
+	/* one set */
+	one = t.v[0];
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, &one, 1, &bytes), 0);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_uint_eq(bytes, (uint64_t)st.st_size);
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_ne(access(zmi, F_OK), 0);
+	ck_assert_msg(cload(dir, &s, SPAN_MIN, &got, &n, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(got[0].entry_start, 0);
+	expect_same_set(t.s[0], got[0].set);
+	free_loaded(got, n);
+
+	/* three, over it */
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, &bytes), 0);
+	ck_assert_msg(cload(dir, &s, 0, &got, &n, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(n, 3);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(got[i].entry_start, t.v[i].entry_start);
+		expect_same_set(t.s[i], got[i].set);
+		blobs += got[i].set->blob_len;
+	}
+	free_loaded(got, n);
+	ck_assert_int_eq(count_entries(dir), 1);
+
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_uint_eq(info.kind, IDXFILE_KIND_CKPT);
+	ck_assert_str_eq(info.src, s.path);
+	expect_same_id(&info.id, &s.id);
+	ck_assert_uint_eq(info.version, IDXFILE_VERSION);
+	ck_assert_uint_eq(info.span, SPAN_MIN);
+	ck_assert_uint_eq(info.members, 3);
+	ck_assert_uint_eq(info.npoints, t.s[0]->n + t.s[1]->n + t.s[2]->n);
+	ck_assert_uint_eq(info.usize, (3u << 20) + 100);
+	ck_assert_uint_eq(info.wbytes, blobs);
+	ck_assert_uint_eq(info.file_size, bytes);
+	ck_assert_uint_le(bytes, idxfile_max_size_ckpt(s.id.size, SPAN_MIN));
+	three_free(&t);
+}
+END_TEST
+
+/* s's three-set file saved in a fresh directory, and its bytes. */
+static unsigned char *cimage(struct csrc *s, struct three_sets *t, char *dir, char *file,
+			     size_t *len)
+{
+	unsigned char *b;
+
+	new_dir(dir, PATH_MAX, "ckimg");
+	csrc_open(s, "small.gz");
+	three_make(t);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s->path, &s->id, SPAN_MIN, t->v, 3, NULL), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, s->path, file, PATH_MAX), 0);
+	b = read_all(file, len);
+	return b;
+}
+
+START_TEST(ckpt_stale_span_and_flips)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct idxfile_id id0;
+	struct three_sets t;
+	struct zerr err = {0};
+	struct csrc s;
+	size_t len, body;
+	unsigned char *b = cimage(&s, &t, dir, file, &len);
+
+	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), 0);
+	ck_assert_int_eq(cload(dir, &s, 2 * SPAN_MIN, NULL, NULL, &err), -ERANGE);
+	id0 = s.id;
+	s.id.mtime_nsec = (s.id.mtime_nsec + 1) % 1000000000u;
+	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), -ESTALE);
+	s.id = id0;
+	s.id.fingerprint ^= 1;
+	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), -ESTALE);
+	s.id = id0;
+	/* each byte of the path, the set records and the first points flipped, then every
+	 * 997th to the end, one at a time: the checksum refuses them all */
+	body = HDR + strlen(s.path);
+	for (size_t i = HDR; i < len; i += i < body + 3 * CSET + 64 ? 1 : 997) {
+		b[i] ^= 0x10;
+		write_all(file, b, len);
+		memset(&err, 0, sizeof(err));
+		ck_assert_msg(cload(dir, &s, SPAN_MIN, NULL, NULL, &err) == -EBADMSG,
+			      "byte %zu flipped", i);
+		b[i] ^= 0x10;
+	}
+	write_all(file, b, len);
+	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), 0);
+	free(b);
+	three_free(&t);
+}
+END_TEST
+
+/*
+ * Files with a right CRC-64 whose sets are not usable: each must be
+ * refused with -EBADMSG by load and by read_header.  The first two break
+ * only what ckpt_set_check looks at (a piece index, an order of points).
+ */
+START_TEST(ckpt_forged_sets)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct idxfile_info info;
+	struct three_sets t;
+	struct csrc s;
+	size_t len;
+	unsigned char *b = cimage(&s, &t, dir, file, &len), *f = malloc(len);
+	size_t r0 = HDR + strlen(s.path), sec0 = r0 + 3 * CSET;
+	size_t sec1 = sec0 + t.s[0]->n * CPT + t.s[0]->ncrc * 4 + le(b + r0 + 16, 8);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(le(b + r0 + 24, 4), t.s[0]->n);
+	ck_assert_uint_eq(le(b + sec0 + CPT, 8), SPAN_MIN); /* set 0, point 1's uoff */
+	ck_assert_uint_eq(le(b + r0 + CSET, 8), t.v[1].entry_start);
+	ck_assert_uint_eq(le(b + sec1 + CPT, 8), SPAN_MIN);
+	for (int k = 0; k < 6; k++) {
+		struct zerr err = {0};
+		int ret;
+
+		memcpy(f, b, len);
+		if (k == 0) /* set 0, point 1: another first piece */
+			put_le(f + sec0 + CPT + 12, 4, le(f + sec0 + CPT + 12, 4) + 1);
+		else if (k == 1) /* set 1, point 2 at point 1's offset */
+			put_le(f + sec1 + 2 * CPT, 8, SPAN_MIN);
+		else if (k == 2) /* set 1 starts inside set 0 */
+			put_le(f + r0 + CSET, 8, t.v[1].entry_start - 1);
+		else if (k == 3) /* set 0 with one more piece than its spans have */
+			put_le(f + r0 + 28, 4, t.s[0]->ncrc + 1);
+		else if (k == 4) /* set 0, point 1's blob longer than the set's blobs allow */
+			put_le(f + sec0 + CPT + 8, 4, le(f + sec0 + CPT + 8, 4) + 1);
+		else /* the file's span doubled: set 0 has more points than one per span */
+			put_le(f + 88, 8, 2 * SPAN_MIN);
+		reseal(f, len);
+		write_all(file, f, len);
+		ret = cload(dir, &s, 0, NULL, NULL, &err);
+		ck_assert_msg(ret == -EBADMSG, "forgery %d: %d (%s)", k, ret, err.msg);
+		ck_assert_int_eq(idxfile_read_header(file, &info, NULL), -EBADMSG);
+	}
+	write_all(file, b, len);
+	ck_assert_int_eq(cload(dir, &s, 0, NULL, NULL, NULL), 0);
+	free(f);
+	free(b);
+	three_free(&t);
+}
+END_TEST
+
+/*
+ * A checkpoint-kind file whose header claims more than its source allows:
+ * refused from the header, before the rest is read.  tiny is 100 bytes, so
+ * its cap is a few MiB: a 160 MiB file is refused by the cap (in under a
+ * second and 8 MiB), and a header claiming more output or points than 100
+ * source bytes can make by the header's own counts.
+ */
+START_TEST(ckpt_junk_refused_from_header)
+{
+	const uint64_t junk = 160ull << 20;
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct ckpt_set *set = make_set(4 * SPAN_MIN, SPAN_MIN, 10, 4);
+	struct idxfile_ckpt v = {0, set};
+	struct idxfile_info info;
+	unsigned char *b;
+	struct csrc s;
+	size_t len;
+
+	new_dir(dir, sizeof(dir), "ckjunk");
+	csrc_open(&s, "tiny");
+	ck_assert_uint_eq(s.id.size, 100);
+	ck_assert_uint_lt(idxfile_max_size_ckpt(s.id.size, SPAN_MIN), junk / 16);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, &v, 1, NULL), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, s.path, file, sizeof(file)), 0);
+	b = read_all(file, &len);
+	for (int k = 0; k < 3; k++) {
+		struct zerr err = {0};
+		long rss0 = maxrss_kib();
+		double t0 = now_s();
+		int ret, fd;
+
+		fd = open(file, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		if (k == 0) {
+			put_le(b + 16, 8, junk);
+			ck_assert_int_eq(pwrite(fd, b, len, 0), (ssize_t)len);
+			ck_assert_int_eq(ftruncate(fd, (off_t)junk), 0);
+		} else {
+			put_le(b + 16, 8, len);
+			if (k == 1) /* more output than 32768 bytes per source byte */
+				put_le(b + 72, 8, 32768 * 100 + 1);
+			else /* more points than one per span of the claimed output */
+				put_le(b + 112, 8, 1 + le(b + 72, 8) / SPAN_MIN + 1);
+			reseal(b, len);
+			ck_assert_int_eq(pwrite(fd, b, len, 0), (ssize_t)len);
+		}
+		close(fd);
+		ret = cload(dir, &s, 0, NULL, NULL, &err);
+		ck_assert_msg(ret == -EBADMSG, "junk %d: %d (%s)", k, ret, err.msg);
+		ck_assert_msg(strstr(err.msg, k == 0 ? "more than an index of a 100-byte source"
+						   : "impossible for a 100-byte source"),
+			      "junk %d: %s", k, err.msg);
+		ck_assert_int_eq(idxfile_read_header(file, &info, NULL), -EBADMSG);
+		ck_assert_msg(now_s() - t0 < 1.0, "junk %d: %.2f s", k, now_s() - t0);
+		ck_assert_msg(maxrss_kib() - rss0 < 8 * 1024, "junk %d: peak RSS +%ld KiB", k,
+			      maxrss_kib() - rss0);
+		if (k == 1)
+			put_le(b + 72, 8, 4 * SPAN_MIN);
+	}
+	free(b);
+	ckpt_set_free(set);
+}
+END_TEST
+
+START_TEST(ckpt_save_rejects_bad_input)
+{
+	char dir[PATH_MAX];
+	struct three_sets t;
+	struct idxfile_ckpt v[2];
+	struct ckpt_set *big = make_set(2 * SPAN_MIN, SPAN_MIN, 200u << 10, 5);
+	struct csrc s, tiny;
+	uint32_t piece0;
+
+	new_dir(dir, sizeof(dir), "ckbad");
+	csrc_open(&s, "small.gz");
+	csrc_open(&tiny, "tiny");
+	three_make(&t);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 0, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, "rel/x.xz", &s.id, SPAN_MIN, t.v, 3, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, 4096, t.v, 3, NULL), -EINVAL);
+	/* out of order, overlapping */
+	v[0] = t.v[1];
+	v[1] = t.v[0];
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, v, 2, NULL), -EINVAL);
+	v[0] = t.v[0];
+	v[1] = t.v[1];
+	v[1].entry_start--;
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, v, 2, NULL), -EINVAL);
+	/* a set ckpt_set_check refuses */
+	piece0 = t.s[0]->pt[1].piece0++;
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, NULL), -EINVAL);
+	t.s[0]->pt[1].piece0 = piece0;
+	/* points every 64 KiB saved as span 128 KiB: more than one per span */
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, 2 * SPAN_MIN, t.v, 3, NULL),
+			 -EINVAL);
+	/* 200 KiB of blob for a 100-byte source: over what load would read */
+	v[0] = (struct idxfile_ckpt){0, big};
+	ck_assert_int_eq(idxfile_save_ckpt(dir, tiny.path, &tiny.id, SPAN_MIN, v, 1, NULL),
+			 -EFBIG);
+	ck_assert_int_eq(count_entries(dir), 0);
+	csrc_open(&s, "big.gz"); /* a source large enough for it */
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, v, 1, NULL), 0);
+	ckpt_set_free(big);
+	three_free(&t);
+}
+END_TEST
+
+START_TEST(ckpt_prune)
+{
+	char dir[PATH_MAX], p[PATH_MAX], q[PATH_MAX];
+	struct timespec old[2] = {{0, UTIME_OMIT}, {0, 0}};
+	struct three_sets t;
+	struct csrc live, changed, mis;
+	struct src livegz;
+	unsigned removed = 99;
+
+	new_dir(dir, sizeof(dir), "ckprune");
+	ck_assert_int_eq(sh("cp small.gz cklive.gz && cp small.gz ckchanged.gz && "
+			    "cp small.gz ckmis.gz"), 0);
+	csrc_open(&live, "cklive.gz");
+	csrc_open(&changed, "ckchanged.gz");
+	csrc_open(&mis, "ckmis.gz");
+	three_make(&t);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, live.path, &live.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, changed.path, &changed.id, SPAN_MIN, t.v, 3, NULL),
+			 0);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, mis.path, &mis.id, SPAN_MIN, t.v, 3, NULL), 0);
+	src_open(&livegz, "cklive.gz", SPAN_MIN); /* the same source has a gzip index too */
+	save_ok(dir, &livegz, NULL);
+	ck_assert_int_eq(sh("printf x >> ckchanged.gz"), 0);
+	/* mis's sets under its .zmi name: the right hash, the wrong kind */
+	ck_assert_int_eq(idxfile_path_ckpt(dir, mis.path, p, sizeof(p)), 0);
+	ck_assert_int_eq(idxfile_path(dir, mis.path, q, sizeof(q)), 0);
+	ck_assert_int_eq(rename(p, q), 0);
+	/* an abandoned temporary file two hours old, and a fresh one */
+	join(p, sizeof(p), dir, ".0123456789abcdef.zmc.AbCdEf");
+	write_all(p, (const unsigned char *)"x", 1);
+	old[1].tv_sec = time(NULL) - 7200;
+	ck_assert_int_eq(utimensat(AT_FDCWD, p, old, 0), 0);
+	join(p, sizeof(p), dir, ".0123456789abcdef.zmc.GhIjKl");
+	write_all(p, (const unsigned char *)"x", 1);
+	ck_assert_int_eq(count_entries(dir), 6);
+
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 3); /* changed's sets, mis's misfiled sets, the old temp */
+	ck_assert_int_eq(idxfile_path_ckpt(dir, changed.path, p, sizeof(p)), 0);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	ck_assert_int_ne(access(q, F_OK), 0);
+	ck_assert_int_eq(count_entries(dir), 3); /* live's .zmc and .zmi, the fresh temp */
+	ck_assert_int_eq(cload(dir, &live, SPAN_MIN, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 0);
+	src_close(&livegz);
+	three_free(&t);
+}
+END_TEST
+
+/* A zstd file keeps its frame sizes (.zmi) and its checkpoint sets (.zmc) side by side. */
+START_TEST(ckpt_beside_zstd_sizes)
+{
+	char dir[PATH_MAX], zmi[PATH_MAX], zmc[PATH_MAX];
+	struct zstddec_index *z;
+	struct three_sets t;
+	struct zerr err = {0};
+	struct csrc c;
+	struct zsrc s;
+	struct stat st0, st1;
+	unsigned char *b0, *b1, *cb;
+	size_t len0, len1, clen;
+
+	new_dir(dir, sizeof(dir), "ckzst");
+	zsrc_open(&s, "three.zst");
+	memcpy(c.path, s.path, sizeof(c.path));
+	c.id = s.id;
+	three_make(&t);
+	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	ck_assert_int_eq(idxfile_path(dir, s.path, zmi, sizeof(zmi)), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, s.path, zmc, sizeof(zmc)), 0);
+	ck_assert_int_eq(stat(zmi, &st0), 0);
+	b0 = read_all(zmi, &len0);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(stat(zmi, &st1), 0);
+	ck_assert_uint_eq(st0.st_ino, st1.st_ino); /* not replaced */
+	b1 = read_all(zmi, &len1);
+	ck_assert_uint_eq(len0, len1);
+	ck_assert_mem_eq(b0, b1, len0);
+	ck_assert_int_eq(count_entries(dir), 2);
+	ck_assert_int_eq(zload(dir, &s, &z), 0);
+	zstddec_index_free(z);
+	ck_assert_int_eq(cload(dir, &c, SPAN_MIN, NULL, NULL, NULL), 0);
+	/* saving the sizes again leaves the sets alone */
+	cb = read_all(zmc, &clen);
+	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	free(b1);
+	b1 = read_all(zmc, &len1);
+	ck_assert_uint_eq(clen, len1);
+	ck_assert_mem_eq(cb, b1, clen);
+	/* each remove takes only its own file */
+	ck_assert_int_eq(idxfile_remove_ckpt(dir, s.path, &s.id), 0);
+	ck_assert_int_eq(access(zmi, F_OK), 0);
+	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), 0);
+	ck_assert_int_eq(access(zmc, F_OK), 0);
+	/* the sets under the sizes' name are not sizes, nor the other way round */
+	write_all(zmi, cb, clen);
+	z = zwalk(s.fd);
+	ck_assert_int_eq(idxfile_load_zstd(dir, s.path, &s.id, z, &err), -EBADMSG);
+	ck_assert_msg(strstr(err.msg, "checkpoint"), "%s", err.msg);
+	zstddec_index_free(z);
+	write_all(zmc, b0, len0);
+	ck_assert_int_eq(cload(dir, &c, 0, NULL, NULL, &err), -EBADMSG);
+	ck_assert_msg(strstr(err.msg, "zstd"), "%s", err.msg);
+	free(b0);
+	free(b1);
+	free(cb);
+	three_free(&t);
+	zsrc_close(&s);
+}
+END_TEST
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -2038,6 +2558,13 @@ int main(void)
 	tcase_add_test(tc, zstd_stale_and_foreign);
 	tcase_add_test(tc, zstd_save_rejects_bad_input);
 	tcase_add_test(tc, remove_only_its_own);
+	tcase_add_test(tc, ckpt_roundtrip);
+	tcase_add_test(tc, ckpt_stale_span_and_flips);
+	tcase_add_test(tc, ckpt_forged_sets);
+	tcase_add_test(tc, ckpt_junk_refused_from_header);
+	tcase_add_test(tc, ckpt_save_rejects_bad_input);
+	tcase_add_test(tc, ckpt_prune);
+	tcase_add_test(tc, ckpt_beside_zstd_sizes);
 	suite_add_tcase(s, tc);
 
 	sr = srunner_create(s);

@@ -210,6 +210,8 @@ START_TEST(span_range)
 	ck_assert_uint_eq(o.span, 1ull << 20);
 	ck_assert_int_eq(apply(&o, "span=64K", msg, sizeof(msg)), 1);
 	ck_assert_uint_eq(o.span, 64ull << 10);
+	/* span= names one spacing for all three formats: xz Blocks and zstd frames too */
+	ck_assert_uint_eq(o.ck_span, 64ull << 10);
 	ck_assert_int_eq(apply(&o, "span=64M", msg, sizeof(msg)), 1);
 	ck_assert_uint_eq(o.span, 64ull << 20);
 	assert_rejected("span=32K");

@@ -5,7 +5,9 @@
  * output from `zstd -dc` (the oracle).  The main test takes a checkpoint at
  * every block boundary of every fixture and resumes from each one to the
  * frame's end, comparing byte for byte.  crafted_modes makes frames by
- * hand for the table modes libzstd's encoder never chains.
+ * hand for the table modes libzstd's encoder never chains.  The blobs_*
+ * tests do the same through zstdckpt_build_blobs and zstdckpt_blob_open
+ * (sparse windows), and feed damaged frames and damaged or forged blobs.
  *
  * `check_zstdckpt --bench FILE.zst [SPAN]` measures instead (not run by
  * ctest): decode speed of zstddec (ZSTD_decompressStream), of zstdckpt from
@@ -26,12 +28,15 @@
 
 #include "checkutil.h"
 #include "testutil.h"
-#include "zstd.h" /* ZSTD_decompressDCtx: the oracle for hand-made frames */
+#include <zlib.h> /* crc32: resealing forged blobs */
+
+#include "zstd.h" /* ZSTD_decompressDCtx: the oracle for hand-made frames; ZSTD_compress */
 #include "zstdckpt.h"
 #include "zstddec.h"
 
 #define TEXT_SIZE  (4u << 20)
 #define MIXED_SIZE (3u << 20)
+#define BIG_SIZE   (17u << 20)
 
 static char tmpdir[1024];
 static int gen_ok;
@@ -108,6 +113,12 @@ static int gen_fixtures(void)
 				fixtures[i].opts, fixtures[i].src, fixtures[i].name,
 				fixtures[i].name, fixtures[i].name) != 0)
 			return -1;
+	/* a window over 16 MiB: marked by granules, resumed in a ring on huge pages */
+	tpath(path, sizeof(path), "bigtext");
+	if (testutil_text(path, BIG_SIZE, 11) ||
+	    testutil_sh(tmpdir, "zstd -q -f -3 --long=25 bigtext -o big.zst && "
+				"zstd -q -dc --long=25 big.zst > big.zst.out") != 0)
+		return -1;
 	/* through a pipe: no Frame_Content_Size */
 	if (testutil_sh(tmpdir, "cat text | zstd -q -3 > pipe.zst && zstd -q -dc pipe.zst > "
 				"pipe.zst.out") != 0)
@@ -641,6 +652,391 @@ START_TEST(test_crafted_modes)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Blobs (zstdckpt_build_blobs, zstdckpt_blob_open). */
+
+/* What a blob sink checks and keeps. */
+struct bseen {
+	const struct fx *x;
+	uint64_t out_pos;  /* output seen so far: compared with want */
+	uint64_t last_uoff;
+	uint64_t n;
+	bool resume;	   /* resume from every blob, to the frame's end */
+	uint64_t keep_at;  /* the blob numbered keep_at is kept */
+	uint8_t *keep;
+	size_t keep_len;
+	uint64_t keep_uoff;
+};
+
+static int bs_out(void *arg, const void *buf, size_t len)
+{
+	struct bseen *s = arg;
+
+	ck_assert_uint_le(s->out_pos + len, s->x->wlen);
+	ck_assert_msg(memcmp(buf, s->x->want + s->out_pos, len) == 0, "out differs at %llu",
+		      (unsigned long long)s->out_pos);
+	s->out_pos += len;
+	return 0;
+}
+
+static int bs_point(void *arg, uint64_t uoff, const void *blob, size_t len)
+{
+	struct bseen *s = arg;
+	struct zstdckpt_dec *d;
+	struct zerr e = {0};
+	char what[64];
+	int ret;
+
+	ck_assert_uint_gt(uoff, s->last_uoff);
+	ck_assert_uint_lt(uoff, s->x->wlen);
+	ck_assert_uint_le(uoff, s->out_pos); /* its output came first */
+	if (s->resume) {
+		snprintf(what, sizeof(what), "blob %llu at %llu", (unsigned long long)s->n,
+			 (unsigned long long)uoff);
+		ret = zstdckpt_blob_open(s->x->f, blob, len, &d, &e);
+		ck_assert_msg(ret == 0, "%s: %d: %s", what, ret, e.msg);
+		ck_assert_uint_eq(zstdckpt_dec_tell(d), uoff);
+		ck_assert_uint_gt(zstdckpt_dec_cost(d), 0);
+		drain(d, s->x->fd, s->x, uoff, 65521, what);
+		zstdckpt_dec_close(d);
+	}
+	if (s->n == s->keep_at) {
+		s->keep = malloc(len);
+		ck_assert_ptr_nonnull(s->keep);
+		memcpy(s->keep, blob, len);
+		s->keep_len = len;
+		s->keep_uoff = uoff;
+	}
+	s->last_uoff = uoff;
+	s->n++;
+	return 0;
+}
+
+static struct zstdckpt_blob_stats build_blobs(const struct fx *x, uint64_t span, bool resume,
+					      struct bseen *s)
+{
+	struct zstdckpt_sink sink = {bs_out, bs_point, s};
+	struct zstdckpt_blob_stats st;
+	struct zerr e = {0};
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->x = x;
+	s->resume = resume;
+	s->keep_at = 1;
+	ret = zstdckpt_build_blobs(x->fd, x->f, span, &sink, &st, &e);
+	ck_assert_msg(ret == 0, "build_blobs: %d: %s at %llu", ret, e.msg,
+		      (unsigned long long)e.coff);
+	ck_assert_uint_eq(s->out_pos, x->wlen);
+	ck_assert_uint_eq(st.points, s->n);
+	ck_assert_uint_eq(st.ck.usize, x->wlen);
+	ck_assert_uint_eq(st.ck.nblocks, x->f->nblocks);
+	return st;
+}
+
+/*
+ * A blob at every block boundary of every fixture (zstd -1 to --ultra -22,
+ * --long=27, raw and RLE blocks, no FCS), each resumed to the frame's end
+ * and compared with zstd -dc's bytes: the sparse windows miss no byte
+ * that is read.  The text windows must be sparse indeed.
+ */
+START_TEST(test_blobs_every_boundary)
+{
+	for (size_t i = 0; i <= sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		const char *name = i < sizeof(fixtures) / sizeof(fixtures[0]) ? fixtures[i].name
+									       : "pipe.zst";
+		struct zstdckpt_blob_stats st;
+		struct fx x;
+		struct bseen s;
+
+		fx_open(&x, name);
+		st = build_blobs(&x, 1, true, &s);
+		ck_assert_uint_eq(st.points + st.ck.skip_rep + st.ck.skip_rle + st.skip_cost,
+				  x.f->nblocks - 1);
+		ck_assert_uint_eq(st.skip_cost, 0);
+		ck_assert_uint_eq(st.ck.lost_coff, 0);
+		ck_assert_uint_ge(st.points, x.f->nblocks - 2);
+		ck_assert_uint_gt(st.seq_marked, 0);
+		ck_assert_uint_le(st.window_bytes_kept, st.window_bytes_dense);
+		if (name[0] == 't')
+			ck_assert_msg(st.window_bytes_kept < st.window_bytes_dense / 2,
+				      "%s: kept %llu of %llu window bytes", name,
+				      (unsigned long long)st.window_bytes_kept,
+				      (unsigned long long)st.window_bytes_dense);
+		free(s.keep);
+		fx_close(&x);
+	}
+}
+END_TEST
+
+/* The spacing and the numbers at a real span; NULL opens at the frame's start. */
+START_TEST(test_blobs_span)
+{
+	struct zstdckpt_blob_stats st;
+	struct zstdckpt_dec *d;
+	struct zerr e = {0};
+	struct fx x;
+	struct bseen s;
+
+	fx_open(&x, "t3.zst");
+	st = build_blobs(&x, 1u << 20, true, &s);
+	ck_assert_uint_ge(st.points, 3);
+	ck_assert_uint_le(st.points, 4);
+	/* compressed and sparse: far below the dense windows */
+	ck_assert_uint_lt(st.blob_bytes, st.window_bytes_dense / 8);
+	ck_assert_int_eq(zstdckpt_blob_open(x.f, NULL, 0, &d, &e), 0);
+	ck_assert_uint_ge(zstdckpt_dec_cost(d), x.f->window < x.wlen ? x.f->window : x.wlen);
+	drain(d, x.fd, &x, 0, 65536, "from the start");
+	zstdckpt_dec_close(d);
+	free(s.keep);
+	fx_close(&x);
+}
+END_TEST
+
+/*
+ * A 17 MiB window (--long=25 on 17 MiB): the bitmaps have one bit per 4
+ * bytes (window / 8 MiB, rounded up to a power of two), and the resumed
+ * rings are on huge pages; every blob still resumes exactly.
+ */
+START_TEST(test_blobs_granules)
+{
+	struct zstdckpt_blob_stats st;
+	struct fx x;
+	struct bseen s;
+
+	fx_open(&x, "big.zst");
+	ck_assert_uint_gt(x.f->window, 16u << 20);
+	st = build_blobs(&x, 2u << 20, true, &s);
+	ck_assert_uint_ge(st.points, 7);
+	ck_assert_uint_eq(st.skip_cost, 0);
+	ck_assert_uint_eq(st.ck.lost_coff, 0);
+	ck_assert_uint_lt(st.window_bytes_kept, st.window_bytes_dense / 2);
+	free(s.keep);
+	fx_close(&x);
+}
+END_TEST
+
+/* A byte flipped in the frame: -EIO from the build (the checksum at worst). */
+START_TEST(test_blobs_damaged_frame)
+{
+	struct zstdckpt_sink sink = {NULL, NULL, NULL};
+	struct zerr e = {0};
+	struct fx x;
+	int ret, n = 0;
+
+	for (uint64_t at = 20; at < 400000; at += 19997) {
+		fx_damaged(&x, "t3.zst", at, UINT64_MAX);
+		ret = zstdckpt_build_blobs(x.fd, x.f, 1, &sink, NULL, &e);
+		ck_assert_msg(ret == -EIO, "flip at %llu: %d", (unsigned long long)at, ret);
+		ck_assert_str_ne(e.msg, "");
+		n++;
+		fx_close(&x);
+	}
+	ck_assert_int_gt(n, 15);
+}
+END_TEST
+
+static int stop_out(void *arg, const void *buf, size_t len)
+{
+	(void)arg, (void)buf, (void)len;
+	return -ECANCELED;
+}
+
+static int stop_point(void *arg, uint64_t uoff, const void *blob, size_t len)
+{
+	(void)arg, (void)uoff, (void)blob, (void)len;
+	return -EINTR;
+}
+
+/* A sink that stops the build: its value comes back. */
+START_TEST(test_blobs_sink_stops)
+{
+	struct zstdckpt_sink s1 = {stop_out, NULL, NULL}, s2 = {NULL, stop_point, NULL};
+	struct zerr e = {0};
+	struct fx x;
+
+	fx_open(&x, "t1.zst");
+	ck_assert_int_eq(zstdckpt_build_blobs(x.fd, x.f, 1, &s1, NULL, &e), -ECANCELED);
+	ck_assert_int_eq(zstdckpt_build_blobs(x.fd, x.f, 1, &s2, NULL, &e), -EINTR);
+	ck_assert_int_eq(zstdckpt_build_blobs(x.fd, x.f, 0, &s2, NULL, &e), -EINVAL);
+	fx_close(&x);
+}
+END_TEST
+
+/* Offsets in a blob (the format in zstdckpt.h). */
+#define B_USIZE	 20
+#define B_UOFF	 36
+#define B_WLEN	 52
+#define B_REP	 60
+#define B_HUFLEN 72
+#define B_FSELEN 74
+#define B_NRUNS	 77
+#define B_RUNLEN 81
+#define B_KEPT	 85
+#define B_ZLEN	 93
+#define B_TABS	 97
+
+static uint64_t get_le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void set_le(uint8_t *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static size_t put_varint(uint8_t *q, uint32_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		q[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	q[n++] = (uint8_t)v;
+	return n;
+}
+
+static void reseal(uint8_t *b, size_t len)
+{
+	set_le(b + len - 4, crc32(0, b, (uInt)(len - 4)), 4);
+}
+
+/* A copy of blob b with its payload replaced by raw[0..n) (nruns, runs_len, kept set), resealed. */
+static uint8_t *forge_payload(const uint8_t *b, const uint8_t *raw, size_t n, uint32_t nruns,
+			      uint32_t runs_len, uint64_t kept, size_t *len)
+{
+	size_t tabs = get_le(b + B_HUFLEN, 2) + b[B_FSELEN] + b[B_FSELEN + 1] + b[B_FSELEN + 2];
+	size_t cap = B_TABS + tabs + ZSTD_compressBound(n) + 4, z;
+	uint8_t *f = malloc(cap);
+
+	ck_assert_ptr_nonnull(f);
+	memcpy(f, b, B_TABS + tabs);
+	z = ZSTD_compress(f + B_TABS + tabs, cap - B_TABS - tabs - 4, raw, n, 1);
+	ck_assert(!ZSTD_isError(z));
+	set_le(f + B_NRUNS, nruns, 4);
+	set_le(f + B_RUNLEN, runs_len, 4);
+	set_le(f + B_KEPT, kept, 8);
+	set_le(f + B_ZLEN, z, 4);
+	*len = B_TABS + tabs + z + 4;
+	reseal(f, *len);
+	return f;
+}
+
+static void expect_einval(const struct zstddec_frame *f, const uint8_t *b, size_t len,
+			  const char *what)
+{
+	struct zstdckpt_dec *d = (struct zstdckpt_dec *)&d;
+	struct zerr e = {0};
+	int ret = zstdckpt_blob_open(f, b, len, &d, &e);
+
+	ck_assert_msg(ret == -EINVAL, "%s: %d", what, ret);
+	ck_assert_ptr_null(d);
+	ck_assert_str_ne(e.msg, "");
+}
+
+/*
+ * Damaged blobs: every byte flipped, every length short, another frame,
+ * and forged ones with a valid CRC (runs outside the window, counts that
+ * disagree, offsets beyond the window): all -EINVAL.
+ */
+START_TEST(test_blobs_damaged_blob)
+{
+	struct zstdckpt_blob_stats st;
+	struct zstddec_frame f;
+	struct fx x;
+	struct bseen s;
+	uint8_t *b, raw[16], *g;
+	size_t len, glen, n;
+	uint64_t wlen;
+
+	fx_open(&x, "t3.zst");
+	st = build_blobs(&x, 1u << 20, false, &s);
+	ck_assert_uint_ge(st.points, 2);
+	b = s.keep;
+	len = s.keep_len;
+	wlen = get_le(b + B_WLEN, 8);
+	for (size_t i = 0; i < len; i++) {
+		b[i] ^= 0x20;
+		expect_einval(x.f, b, len, "flipped");
+		b[i] ^= 0x20;
+	}
+	for (size_t k = 0; k < len; k += k < 200 ? 1 : 97)
+		expect_einval(x.f, b, k, "short");
+	f = *x.f;
+	f.csize++;
+	expect_einval(&f, b, len, "another frame's csize");
+	f = *x.f;
+	f.window *= 2;
+	expect_einval(&f, b, len, "another frame's window");
+	/* forged, with a good CRC */
+	g = malloc(len);
+	ck_assert_ptr_nonnull(g);
+	memcpy(g, b, len);
+	set_le(g + B_REP, 0, 4);
+	reseal(g, len);
+	expect_einval(x.f, g, len, "rep 0");
+	set_le(g + B_REP, wlen + 1, 4);
+	reseal(g, len);
+	expect_einval(x.f, g, len, "rep past the window");
+	memcpy(g, b, len);
+	set_le(g + B_WLEN, wlen - 1, 8);
+	reseal(g, len);
+	expect_einval(x.f, g, len, "wlen");
+	memcpy(g, b, len);
+	set_le(g + B_KEPT, get_le(b + B_KEPT, 8) + 1, 8);
+	reseal(g, len);
+	expect_einval(x.f, g, len, "kept one more than the payload has");
+	free(g);
+	/* one run (varints: gap, len) and its byte */
+	n = put_varint(raw, (uint32_t)wlen); /* a run one past the window */
+	n += put_varint(raw + n, 1);
+	raw[n] = 'x';
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
+	expect_einval(x.f, g, glen, "run past the window");
+	free(g);
+	n = put_varint(raw, (uint32_t)wlen - 1); /* the window's last byte: fine */
+	n += put_varint(raw + n, 1);
+	raw[n] = 'x';
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
+	{
+		struct zstdckpt_dec *d;
+		struct zerr e = {0};
+
+		ck_assert_int_eq(zstdckpt_blob_open(x.f, g, glen, &d, &e), 0);
+		zstdckpt_dec_close(d);
+	}
+	free(g);
+	raw[n - 1] = 0; /* an empty run */
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
+	expect_einval(x.f, g, glen, "empty run");
+	free(g);
+	raw[n - 1] = 2; /* longer than the bytes there */
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
+	expect_einval(x.f, g, glen, "run longer than the bytes");
+	free(g);
+	raw[n - 1] = 0x81; /* a varint that runs into the bytes */
+	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
+	expect_einval(x.f, g, glen, "varint past the run table");
+	free(g);
+	memset(raw, 0xFF, 5); /* a varint of more than 32 bits */
+	raw[5] = 0x01;
+	raw[6] = 1;
+	raw[7] = 'x';
+	g = forge_payload(b, raw, 8, 1, 7, 1, &glen);
+	expect_einval(x.f, g, glen, "varint too long");
+	free(g);
+	free(s.keep);
+	fx_close(&x);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* --bench */
 
 static double now(void)
@@ -780,6 +1176,12 @@ static Suite *zstdckpt_suite(void)
 	{"damaged", test_damaged, 0},
 	{"lying_size", test_lying_size, 0},
 	{"crafted_modes", test_crafted_modes, 0},
+	{"blobs_every_boundary", test_blobs_every_boundary, 0},
+	{"blobs_span", test_blobs_span, 0},
+	{"blobs_granules", test_blobs_granules, 0},
+	{"blobs_damaged_frame", test_blobs_damaged_frame, 0},
+	{"blobs_sink_stops", test_blobs_sink_stops, 0},
+	{"blobs_damaged_blob", test_blobs_damaged_blob, 0},
 	};
 
 	return checkutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);

@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=${JOBS:-$(nproc)}
 fuzz_seconds=${FUZZ_SECONDS:-60}
-fuzz_targets=(xz gz idxfile opts zstd lzma2)
+fuzz_targets=(xz gz idxfile opts zstd lzma2 xzckpt zstdckpt_blob)
 # Under TSan: the tests that share the cache, the reader and the read-ahead
 # pool between threads, and two mount tests that drive the daemon's
 # multi-threaded loop (2 to 4.5 minutes together on 2 cores, as measured).  The other
@@ -40,7 +40,7 @@ tsan_tests='check_bcache|check_reader|mount_generated|mount_xz_corpus'
 # Skipped under ASan: the long ones (they run in the normal build), and those
 # that hold the daemon's VmHWM to the README's bound, which ASan's shadow
 # memory and quarantine would break (memory, tree_trust, stress_short).
-asan_skip='mount_faults|mount_conformance|mount_install|mount_memory|mount_tree_trust|stress_short'
+asan_skip='s3_rgw_up|s3_rgw_down|check_s3|mount_faults|mount_conformance|mount_install|mount_memory|mount_tree_trust|stress_short'
 
 # Sanitizer runtime options for every process the tests start, the daemon
 # included.  LeakSanitizer runs at every exit; a leak is a failure.  There is

@@ -3,7 +3,9 @@
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config libfuse3-dev fuse3 liblzma-dev zlib1g-dev check
       xz-utils gzip pigz tabix python3 coreutils perl dpkg-dev man-db util-linux attr
-      libzstd-dev zstd)
+      libzstd-dev zstd
+      libcurl4-openssl-dev curl # source/s3.c
+      ceph-mon ceph-osd radosgw) # the S3 tests' gateway (tests/s3/rgw.sh)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

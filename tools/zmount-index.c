@@ -13,9 +13,10 @@
  *            CRC32 and ISIZE); xz and zstd: every Block or frame decoded to
  *            its end, so every Check and content checksum is verified;
  *  - prune:  idxfile_prune.
- * The reader reports each error once, through its context's log sink:
- * build and verify collect those lines per file (struct reasons) to print
- * one line per file; stderr is never redirected.
+ * The reader reports each error once, through its context's log sink, and
+ * gives the reason as data too (reader_open's why, reader_last_error):
+ * build and verify print that reason, one line per file, and hold back the
+ * log line that said the same (struct reasons); stderr is never redirected.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,6 +39,7 @@
 #include "zmctx.h"
 
 #define BUILD_CACHE  (1u << 20) /* build leaves nothing in the cache (warm_bytes is 0) */
+#define BUILD_INDEX_MAX (64u << 20)
 #define VERIFY_CACHE (8u << 20) /* xz Blocks over 4 MiB are streamed in 2 MiB slices */
 #define READ_BUF     (1u << 20)
 
@@ -53,7 +55,8 @@ static const char usage[] =
 	"          zstd file whose frames do not state them (zstd from a pipe), known\n"
 	"          by their magic, among PATHs and in directories under them (symlinks\n"
 	"          not followed), where mounts look for them.  xz files carry their own\n"
-	"          index and are skipped.\n"
+	"          index.  Then the checkpoints inside every xz Block and zstd frame\n"
+	"          over 32 MiB (two spans), as a mount's background pass makes them.\n"
 	"          Exit: 0 all indexed, 2 some file corrupt or unreadable.\n"
 	"  info    format, members/Streams, checkpoints/Blocks, sizes, and the saved\n"
 	"          index: its file, size and state (fresh, stale, missing, corrupt,\n"
@@ -98,15 +101,17 @@ static void *xalloc(void *p)
 }
 
 /*
- * The readers' log lines come here as data (zmctx_set_log), never through
- * stderr.  While the tool works on one file, its last error line becomes
- * that file's reason; the other lines (warnings, earlier errors) are passed
- * on to stderr, the progress bar cleared first, so a failure is one line
- * and no log line lands in the middle of the bar.
+ * The readers' log lines come here (zmctx_set_log), never through stderr.
+ * A file's reason is data: the why of reader_open, or reader_last_error's
+ * after a read failed.  The line that said it is held back, so a failure
+ * is one line; every other line (warnings, a later failure of the same
+ * file) is passed on to stderr, the progress bar cleared first, so no log
+ * line lands in the middle of the bar.
  */
 struct reasons {
 	bool clear;        /* a progress bar is showing: clear it before passing lines on */
-	int level;         /* of the line held in text; -1: none */
+	bool held;         /* a line is held back: the file's first line with a why */
+	struct zerr why;   /* that line's why */
 	char name[PATH_MAX]; /* the file it names ("" if none) */
 	char text[1024];   /* the line without the name */
 };
@@ -127,14 +132,12 @@ static void collect(void *user, enum zlog_level level, const char *name, const c
 {
 	struct reasons *rs = user;
 
-	(void)why; /* text carries why's reason and, where it applies, its compressed offset */
-	if (level != ZLOG_ERROR) {
+	if (level != ZLOG_ERROR || !why || rs->held) {
 		pass_on(rs, level, name, text);
 		return;
 	}
-	if (rs->level >= 0) /* an earlier error of the same file: not its reason */
-		pass_on(rs, ZLOG_ERROR, rs->name, rs->text);
-	rs->level = level;
+	rs->held = true;
+	rs->why = *why;
 	snprintf(rs->name, sizeof(rs->name), "%s", name ? name : "");
 	snprintf(rs->text, sizeof(rs->text), "%s", text);
 }
@@ -142,14 +145,18 @@ static void collect(void *user, enum zlog_level level, const char *name, const c
 /* Before a file: nothing held. */
 static void reasons_begin(struct reasons *rs)
 {
-	rs->level = -1;
+	rs->held = false;
 }
 
-/* After it: reason = the last error line's text (without the file name), or "". */
-static void reasons_end(struct reasons *rs, char *reason, size_t len)
+/*
+ * After it, given its reason (why, "" if it has none): the held line is
+ * dropped if it said that reason, which the caller prints; else passed on.
+ */
+static void reasons_end(struct reasons *rs, const struct zerr *why)
 {
-	snprintf(reason, len, "%s", rs->level >= 0 ? rs->text : "");
-	rs->level = -1;
+	if (rs->held && strcmp(rs->why.msg, why->msg) != 0)
+		pass_on(rs, ZLOG_ERROR, rs->name, rs->text);
+	rs->held = false;
 }
 
 /* A context whose readers' lines go to rs. */
@@ -159,7 +166,7 @@ static struct zmctx *new_ctx(size_t cache_size, struct reasons *rs, enum zlog_le
 
 	if (zmctx_new(cache_size, &zm) < 0)
 		xalloc(NULL);
-	rs->level = -1;
+	rs->held = false;
 	zmctx_set_log(zm, collect, rs, max);
 	return zm;
 }
@@ -185,6 +192,8 @@ struct item {
 struct list {
 	struct item *v;
 	size_t n, cap;
+	char **xzv; /* build: the xz files, for their checkpoints */
+	size_t nxz;
 	uint64_t bytes;
 	unsigned xz, other, failed;
 	bool all; /* verify: list xz files too, and report failures as verify lines */
@@ -255,6 +264,10 @@ static void walk(struct list *l, const char *path, bool top)
 		l->bytes += (uint64_t)st.st_size;
 	} else {
 		*(fmt == PROBE_XZ ? &l->xz : &l->other) += 1;
+		if (fmt == PROBE_XZ) {
+			l->xzv = xalloc(realloc(l->xzv, (l->nxz + 1) * sizeof(*l->xzv)));
+			l->xzv[l->nxz++] = xalloc(strdup(path));
+		}
 	}
 }
 
@@ -341,12 +354,69 @@ static enum probe_fmt format_of(const struct reader *r)
 	return in.fmt;
 }
 
+/* Checkpoint counts of a build: sets built, found saved, failed. */
+struct ckcount {
+	unsigned built, fresh, failed;
+};
+
+/*
+ * The checkpoints inside r's wide xz Blocks or zstd frames, as a mount
+ * would build them: loaded if saved and fresh, else built and saved.
+ */
+static void build_ckpts(struct zmctx *zm, struct reader *r, const char *path, bool bar,
+			struct ckcount *c)
+{
+	struct reader_counters before, after;
+	struct reader_info in;
+	struct zerr why = { 0 };
+	int fd, ret;
+
+	reader_get_info(r, &in);
+	if (in.ckpt_wanted == 0)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	reader_get_counters(zm, &before);
+	ret = fd < 0 ? zerr_set(&why, -errno, 0, "%s", strerror(errno))
+		     : reader_build_checkpoints(r, fd, &why);
+	reader_get_counters(zm, &after);
+	if (fd >= 0)
+		close(fd);
+	if (ret == -ENOTSUP)
+		return;
+	if (ret < 0) {
+		fprintf(stderr, "%szmount-index: %s: no checkpoints: %s\n", bar ? "\r\033[K" : "",
+			path, why.msg);
+		c->failed++;
+	} else if (after.checkpoints > before.checkpoints) {
+		c->built++;
+	} else {
+		c->fresh++;
+	}
+}
+
+/* build's second half: the xz files, which need no index, for their checkpoints. */
+static void build_xz(struct zmctx *zm, const struct reader_opts *ro, struct list *l, bool bar,
+		     struct ckcount *c)
+{
+	for (size_t i = 0; i < l->nxz; i++) {
+		struct reader *r;
+
+		if (reader_open(l->xzv[i], zm, ro, &r, NULL) == 0) {
+			build_ckpts(zm, r, l->xzv[i], bar, c);
+			reader_close(r);
+		}
+		free(l->xzv[i]);
+	}
+	free(l->xzv);
+}
+
 static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 {
 	bool bar = !quiet && isatty(STDERR_FILENO);
 	struct reasons rs = { .clear = bar };
 	struct list l = { 0 };
 	unsigned built = 0, fresh = 0, unneeded = 0;
+	struct ckcount ck = { 0 };
 	struct reader_opts ro;
 	struct zmctx *zm;
 	uint64_t done = 0;
@@ -355,20 +425,22 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 		walk(&l, argv[i], true);
 	reader_opts_default(&ro, BUILD_CACHE);
 	ro.index_dir = dir;
+	/* A mount's default limit for maps and checkpoints (cache_size=256M), not the tool's cache's. */
+	ro.index_max = BUILD_INDEX_MAX;
 	zm = new_ctx(BUILD_CACHE, &rs, ZLOG_WARN); /* not the "rebuilding a stale index" notes */
 	for (size_t i = 0; i < l.n; i++) {
 		const char *path = l.v[i].path;
 		struct reader_counters before, after;
+		struct zerr why = { 0 };
 		struct reader *r;
-		char reason[1024];
 		int ret;
 
 		if (bar)
 			progress(&l, i, done, path);
 		reader_get_counters(zm, &before);
 		reasons_begin(&rs);
-		ret = reader_open(path, zm, &ro, &r, NULL);
-		reasons_end(&rs, reason, sizeof(reason));
+		ret = reader_open(path, zm, &ro, &r, &why);
+		reasons_end(&rs, &why);
 		reader_get_counters(zm, &after);
 		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
 			fresh++;
@@ -379,24 +451,27 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 			built++;
 		} else {
 			fprintf(stderr, "%szmount-index: %s: %s\n", bar ? "\r\033[K" : "", path,
-				ret == 0    ? "index built but not saved"
-				: reason[0] ? reason
-					    : strerror(-ret));
+				ret == 0 ? "index built but not saved" : why.msg);
 			l.failed++;
 		}
+		if (ret == 0)
+			build_ckpts(zm, r, path, bar, &ck);
 		reader_close(r);
 		done += l.v[i].size;
 		free(l.v[i].path);
 	}
+	build_xz(zm, &ro, &l, bar, &ck);
 	if (bar)
 		fputs("\r\033[K", stderr);
 	if (!quiet)
 		printf("zmount-index: %zu gzip and zstd files, %.1f MiB: built=%u fresh=%u failed=%u; "
-		       "skipped: xz=%u other=%u; not needed: zstd=%u; index directory %s\n",
-		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, unneeded, dir);
+		       "skipped: xz=%u other=%u; not needed: zstd=%u; checkpoints: built=%u "
+		       "fresh=%u failed=%u; index directory %s\n",
+		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, unneeded, ck.built,
+		       ck.fresh, ck.failed, dir);
 	zmctx_free(zm);
 	free(l.v);
-	return l.failed ? EX_CORRUPT : EX_OK;
+	return l.failed || ck.failed ? EX_CORRUPT : EX_OK;
 }
 
 /*
@@ -427,6 +502,39 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir, enu
 	if (ret < 0 && ret != -ENOENT)
 		fprintf(out, "index_reason=%s\n", err.msg[0] ? err.msg : strerror(-ret));
 	return ret;
+}
+
+/*
+ * The checkpoint lines of an xz or zstd source: how many of its units are
+ * wide enough to have checkpoints, and whether dir holds a set a mount
+ * would load for this version (the mount's own load and checks).
+ */
+static void ckpt_state(const char *real, const char *dir, uint64_t units)
+{
+	struct idxfile_ckpt *sets = NULL;
+	struct idxfile_id id;
+	char ipath[PATH_MAX];
+	size_t n = 0;
+	int fd, ret;
+
+	printf("checkpoint_units=%" PRIu64 "\n", units);
+	if (units == 0 || idxfile_path_ckpt(dir, real, ipath, sizeof(ipath)) < 0) {
+		printf("checkpoints_state=unneeded\n");
+		return;
+	}
+	printf("checkpoints_file=%s\n", ipath);
+	fd = open(real, O_RDONLY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : idxfile_identify(fd, &id);
+	if (fd >= 0)
+		close(fd);
+	if (ret == 0)
+		ret = idxfile_load_ckpt(dir, real, &id, 0, &sets, &n, NULL);
+	for (size_t i = 0; i < n; i++)
+		ckpt_set_free((struct ckpt_set *)sets[i].set);
+	free(sets);
+	printf("checkpoints_state=%s\n", ret == 0 ? "fresh" : ret == -ENOENT ? "missing"
+					: ret == -ESTALE ? "stale" : ret == -EPERM ? "untrusted"
+					: "invalid");
 }
 
 static int info_one(const char *path, const char *dir, struct zmctx *zm)
@@ -485,6 +593,8 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	}
 	fputs(ilines, stdout);
 	free(ilines);
+	if (ret == 0 && (fmt == PROBE_XZ || fmt == PROBE_ZSTD))
+		ckpt_state(real, dir, in.ckpt_wanted);
 	reader_close(r);
 	return ret == 0 ? EX_OK : EX_CORRUPT;
 }
@@ -515,7 +625,7 @@ static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, ch
 	struct reader_info in;
 	struct reader *r;
 	struct zerr why = { 0 };
-	char reason[1024], reason_esc[4 * sizeof(reason)], esc[4 * PATH_MAX];
+	char reason_esc[4 * sizeof(why.msg)], esc[4 * PATH_MAX];
 	ssize_t n = 0;
 	int ret;
 
@@ -533,27 +643,18 @@ static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, ch
 				break;
 		}
 	}
-	reasons_end(rs, reason, sizeof(reason));
-	/* What the sink did not get (a line above its level) the reader still says. */
-	if (!reason[0] && ret < 0)
-		snprintf(reason, sizeof(reason), "%s", why.msg);
-	else if (!reason[0] && ret == 0 && reader_last_error(r, &why) < 0)
-		snprintf(reason, sizeof(reason), "%s", why.msg);
-	zlog_escape(reason_esc, sizeof(reason_esc), reason);
+	if (ret == 0 && reader_last_error(r, &why) == 0 && n < 0)
+		zerr_set(&why, (int)n, 0, "%s", strerror((int)-n)); /* not the data's: ENOMEM */
+	reasons_end(rs, &why);
+	zlog_escape(reason_esc, sizeof(reason_esc), why.msg);
 	reader_close(r);
 	if (ret == 0 && n >= 0) {
 		printf("%s: ok\n", esc);
 		return EX_OK;
 	}
-	if (ret == -EINVAL || n == -EIO) {
-		printf("%s: corrupt: %s\n", esc, reason[0] ? reason_esc : "bad data");
-		return EX_CORRUPT;
-	}
-	printf("%s: unreadable: %s\n", esc,
-	       reason[0]	 ? reason_esc
-	       : ret == -ENOTSUP ? "not an xz, gzip or zstd file"
-				 : strerror(ret ? -ret : (int)-n));
-	return EX_UNREADABLE;
+	printf("%s: %s: %s\n", esc, ret == -EINVAL || n == -EIO ? "corrupt" : "unreadable",
+	       reason_esc);
+	return ret == -EINVAL || n == -EIO ? EX_CORRUPT : EX_UNREADABLE;
 }
 
 static int by_path(const void *a, const void *b)

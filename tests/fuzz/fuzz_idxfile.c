@@ -25,13 +25,17 @@
  *     frame list made from its own records (what a walk of a matching
  *     source would give, sizes unknown): accepted, every size must equal
  *     its record's and sum to the header's usize; refused, the list must be
- *     untouched.
+ *     untouched.  A checkpoint-kind image (kind 3) is refused by both and
+ *     goes through idxfile_load_ckpt under its own name (idxfile_path_ckpt):
+ *     accepted, it must agree with the header and every set must pass
+ *     ckpt_set_check.
  *
  * The harness aborts when a result breaks idxfile.h: a code outside the
  * listed ones, *out not NULL on error, a loaded index unlike its header.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -194,6 +198,43 @@ static void load_zstd(const uint8_t *img, const struct idxfile_info *info, const
 	free(z.frames);
 }
 
+/* A checkpoint-kind image that read_header accepted, loaded under its own name. */
+static void load_ckpt(const uint8_t *img, size_t size, const struct idxfile_info *info,
+		      const char *src, const struct idxfile_id *id)
+{
+	struct idxfile_ckpt *v = (struct idxfile_ckpt *)&v;
+	char path[PATH_MAX];
+	struct zerr err = {0};
+	uint64_t pts = 0, blobs = 0;
+	size_t n = 99;
+	int ret = idxfile_path_ckpt(g_dir, src, path, sizeof(path));
+
+	FUZZ_CHECK(ret == 0, "idxfile_path_ckpt(%s) returned %d", src, ret);
+	write_file(path, img, size);
+	ret = idxfile_load_ckpt(g_dir, src, id, info->span, &v, &n, &err);
+	if (ret < 0) {
+		/* the same bytes read_header accepted: only the path can differ */
+		FUZZ_CHECK(ret == -ESTALE || ret == -ENOMEM, "load_ckpt returned %d: %s", ret,
+			   err.msg);
+		FUZZ_CHECK(v == NULL && n == 0, "load_ckpt failed (%d) but set its outputs", ret);
+	} else {
+		FUZZ_CHECK(v && n == info->members, "load_ckpt: %zu sets, header %" PRIu64, n,
+			   info->members);
+		for (size_t i = 0; i < n; i++) {
+			FUZZ_CHECK(ckpt_set_check(v[i].set) == 0, "loaded set %zu unusable", i);
+			FUZZ_CHECK(v[i].entry_start + v[i].set->usize <= info->usize,
+				   "loaded set %zu past usize", i);
+			pts += v[i].set->n;
+			blobs += v[i].set->blob_len;
+			ckpt_set_free((struct ckpt_set *)v[i].set);
+		}
+		free(v);
+		FUZZ_CHECK(pts == info->npoints && blobs == info->wbytes,
+			   "the loaded sets disagree with their header");
+	}
+	unlink(path);
+}
+
 /* Pass 2: the resealed image, through read_header and load. */
 static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 {
@@ -237,7 +278,7 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 			   "load returned %d", ret);
 		/* the same bytes: if the header is valid, only the path (or kind) can differ */
 		FUZZ_CHECK(hret < 0 || ret == -ESTALE ||
-				   (ret == -EBADMSG && info->kind == IDXFILE_KIND_ZSTD),
+				   (ret == -EBADMSG && info->kind != IDXFILE_KIND_GZIP),
 			   "read_header accepted, load said %d: %s", ret, err.msg);
 		FUZZ_CHECK(hret == 0 || ret != -ESTALE, "read_header refused, load said stale");
 	} else {
@@ -252,6 +293,8 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 	}
 	if (hret == 0 && info->kind == IDXFILE_KIND_ZSTD)
 		load_zstd(img, info, src, &id);
+	if (hret == 0 && info->kind == IDXFILE_KIND_CKPT)
+		load_ckpt(img, size, info, src, &id);
 	unlink(path);
 	free(info);
 }

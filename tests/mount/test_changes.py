@@ -28,8 +28,9 @@ bytes they must be):
      latency of each is printed; with the default timeout this is check (g);
      a fresh open must read the new bytes; each old handle, read whole, must
      give the old bytes exactly: after (a), (d) and (e), whose old inode
-     keeps its bytes, with no EIO; after (b) and (c) EIO is allowed too
-     (for (c) the whole new version is accepted with a NOTE); the new handle must still read the new bytes
+     keeps its bytes, with no EIO; after (b) and (c) a correct prefix of
+     the old bytes ended by EIO is allowed too, never any new byte; the new
+     handle must still read the new bytes
      after that, and so must one more fresh open.  With the default timeout,
      an open made right after the change (before the timeout) may read
      either version whole, or get EIO, but never a mix.  Failures name, page
@@ -844,7 +845,7 @@ def check_new_handle(res, tag, path, want, old):
     return fd
 
 
-def check_old_handles(res, tag, c, new=None, allow_new=False, strict=False):
+def check_old_handles(res, tag, c, new=None, strict=False):
     """Reads the whole file through the handles opened before the change.  STRICT:
     the old inode's bytes did not change (a rename or a delete), so no EIO."""
     for fd, how in ((c.h0, 'buffered'), (c.h0d, 'O_DIRECT')):
@@ -852,10 +853,6 @@ def check_old_handles(res, tag, c, new=None, allow_new=False, strict=False):
             continue
         got, err = read_fd(fd)
         ok, why = judge_old(got, err, c.old, strict)
-        if not ok and allow_new and err is None and new is not None and got == new:
-            ok, why = True, 'the whole new version'
-            res.note(f'{tag}: the {how} handle opened before the change read the whole NEW '
-                     f'version ({len(new)} bytes), not the old one')
         res.check(f'{tag}: the {how} handle opened before the change reads the old bytes '
                   f'exactly' + ('' if strict else ' or gets EIO'), ok,
                   describe(got, err, c.old, new, 'the NEW version', 'OLD'), info=why or '')
@@ -961,12 +958,12 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     def size_is(path, n):
         return os.stat(path).st_size == n
 
-    def after_change(c, tag, new, allow_new=False, strict=False):
+    def after_change(c, tag, new, strict=False):
         """What every change that leaves a new version must show."""
         early(res, tag, P(c), c.old, new, zero)
         shows(tag, 'st_size shows the new size', lambda: size_is(P(c), len(new)))
         fd = check_new_handle(res, tag, P(c), new, c.old)
-        check_old_handles(res, tag, c, new, allow_new=allow_new, strict=strict)
+        check_old_handles(res, tag, c, new, strict=strict)
         reread(res, tag, fd, new, c.old)
         fresh(res, tag, P(c), new, c.old)
         if fd is not None:
@@ -1024,7 +1021,7 @@ def changes_one_format(res, m, mnt, src, stage, fmt, cs, pre, lat, zero):
     tag = f'{pre}c {fmt} appended in place ({len(c.old)} -> {len(whole)} bytes)'
     with open(S(c), 'ab') as f:
         f.write(c.nblob)
-    after_change(c, tag, whole, allow_new=True)
+    after_change(c, tag, whole)
 
     # (d) deleted
     c = cs['delete']

@@ -185,8 +185,9 @@ class Tree:
     files: mount path -> expected bytes; dirs: mount dirs ('' is the root);
     links: mount path -> symlink target; archives: mount path -> info about
     the archive behind it (src name, kind, block/member edges); corrupt: mount
-    path -> info about the damage; hidden: source names that must not be
-    visible in the mount."""
+    path -> info about the damage; unreadable: mount path -> source name of
+    an archive whose map cannot be read (shown empty, opens fail with EIO);
+    hidden: source names that must not be visible in the mount."""
 
     def __init__(self, src):
         self.src = src
@@ -195,6 +196,7 @@ class Tree:
         self.links = {}
         self.archives = {}
         self.corrupt = {}
+        self.unreadable = {}
         self.hidden = set()
         self.spare = {}     # undamaged copies of damaged archives (not in SRC)
         self.loose = set()  # dirs whose exact listing the contract leaves open
@@ -221,6 +223,14 @@ class Tree:
         """A file that passes through under its own name, bytes unchanged."""
         self.plain(rel, blob)
 
+    def damaged(self, src_rel, mount_rel, blob):
+        """An archive with the right magic whose map cannot be read: shown under
+        mount_rel, size 0, its opens fail with EIO."""
+        self._write(src_rel, blob)
+        self._add_dirs(mount_rel)
+        self.unreadable[mount_rel] = src_rel
+        self.hidden.add(src_rel)
+
     def archive(self, src_rel, mount_rel, data, blob, kind, edges=()):
         self._write(src_rel, blob)
         self._add_dirs(mount_rel)
@@ -238,7 +248,8 @@ class Tree:
     def listing(self):
         """mount dir -> set of names the mount must list there."""
         want = {d: set() for d in self.dirs if d not in self.loose}
-        for p in list(self.files) + list(self.links) + [d for d in self.dirs if d]:
+        for p in list(self.files) + list(self.unreadable) + list(self.links) + \
+                [d for d in self.dirs if d]:
             if os.path.dirname(p) in want:
                 want[os.path.dirname(p)].add(os.path.basename(p))
         return want
@@ -425,9 +436,9 @@ def generate(src, seed):
         t.raw('edge/zero.xz', b'')
         t.raw('edge/one.gz', b'\x1f')
         t.raw('edge/magic-only.xz', b'\xfd7zXZ')
-        # the magic matches but the structure is unreadable: raw under the original name
-        t.raw('edge/badhdr.xz', b'\xfd7zXZ\x00' + random.Random(seed + 38).randbytes(100))
-        t.raw('edge/badmethod.gz', b'\x1f\x8b\x07' + bytes(60))   # gzip header, CM=7
+        # the xz magic, then garbage: damaged like a cut file, so shown as one is
+        t.damaged('edge/badhdr.xz', 'edge/badhdr', b'\xfd7zXZ\x00' + random.Random(seed + 38).randbytes(100))
+        t.raw('edge/badmethod.gz', b'\x1f\x8b\x07' + bytes(60))   # no gzip header: not gzip
         t.noisy |= {'badhdr.xz', 'badmethod.gz'}
         os.makedirs(os.path.join(src, 'edge/emptydir'))
         t.dirs.add('edge/emptydir')
@@ -1345,7 +1356,23 @@ def read_range(fd, off, n):
     return os.pread(fd, n, off)
 
 
+def check_unreadable(res, mnt, tree):
+    for rel, src_rel in sorted(tree.unreadable.items()):
+        path = os.path.join(mnt, rel)
+        size = None
+        try:
+            size = os.stat(path).st_size
+            with open(path, 'rb') as f:
+                f.read()
+            res.fail(f'{rel} (unreadable {src_rel}): size 0, open fails with EIO',
+                     f'size {size}, and it read')
+        except OSError as e:
+            res.check(f'{rel} (unreadable {src_rel}): size 0, open fails with EIO',
+                      e.errno == errno.EIO and size == 0, errname(e))
+
+
 def check_corrupt(res, mnt, tree, m):
+    check_unreadable(res, mnt, tree)
     for rel, info in sorted(tree.corrupt.items()):
         data = tree.files[rel]
         src_name = os.path.basename(tree.archives[rel]['src'])

@@ -6,8 +6,9 @@ usage: test_salvage.py --zmount PATH
 Source tree: a log cut short after 60% as .gz (one member) and as .xz
 (64 KiB Blocks, so its Index is gone), a .gz with a corrupt byte in the
 middle, and intact copies of both formats.
-  without salvage: the cut .gz shows as `x` and fails with EIO; the cut .xz
-      shows raw under its own name (its Index cannot be read).
+  without salvage, one rule for both: the cut .gz and the cut .xz (its
+      Index gone) show under the stripped name, their opens fail with EIO,
+      and one log line names each and points to -o salvage.
   with -o salvage: the cut .gz shows exactly what `gzip -dc` prints before
       its error (size and bytes); the .gz with a flipped byte in its only
       member shows nothing (that member failed); the cut .xz shows a prefix of the log that
@@ -97,6 +98,28 @@ def read(path):
         return f.read()
 
 
+def one_rule(res, m, path, raw_path):
+    """A damaged .gz or .xz without salvage: shown under the stripped name, size 0,
+    its open fails with EIO, nothing under its own name, and exactly one log line
+    names it and points to -o salvage."""
+    tag = f'without salvage: {os.path.basename(raw_path)}'
+    res.check(f'{tag}: shown under the stripped name, not raw',
+              os.path.lexists(path) and not os.path.lexists(raw_path),
+              f'stripped name {"exists" if os.path.lexists(path) else "missing"}, '
+              f'own name {"exists" if os.path.lexists(raw_path) else "missing"}')
+    try:
+        size = os.stat(path).st_size
+        res.check(f'{tag}: size 0', size == 0, f'size {size}')
+        read(path)
+        res.fail(f'{tag}: open fails with EIO', f'it read (size {size})')
+    except OSError as e:
+        res.check(f'{tag}: open fails with EIO', e.errno == 5, str(e))
+    name = os.path.basename(raw_path)
+    lines = [ln for ln in m.log_lines() if name in ln and ('error' in ln or 'warning' in ln)]
+    res.check(f'{tag}: one log line, and it points to -o salvage',
+              len(lines) == 1 and '-o salvage' in lines[0], '\n'.join(lines) or 'no line')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,14 +137,9 @@ def main():
         text = make_tree(src)
         t1, members = make_members(src)
         with zmtest.Mount(args.zmount, src, mnt, opts='index_dir=none', results=res,
-                          log_path=os.path.join(work, 'plain.log')):
-            try:
-                read(os.path.join(mnt, 'cut.log'))
-                res.fail('without salvage: the cut .gz fails with EIO', 'it read')
-            except OSError as e:
-                res.check('without salvage: the cut .gz fails with EIO', e.errno == 5, str(e))
-            names = os.listdir(os.path.join(mnt, 'x'))
-            res.check('without salvage: the cut .xz shows raw', 'cut.log.xz' in names, f'{names}')
+                          log_path=os.path.join(work, 'plain.log')) as m:
+            for rel, src_name in (('cut.log', 'cut.log.gz'), ('x/cut.log', 'x/cut.log.xz')):
+                one_rule(res, m, os.path.join(mnt, rel), os.path.join(mnt, src_name))
         idx = os.path.join(work, 'idx')
         os.mkdir(idx, 0o700)
         with zmtest.Mount(args.zmount, src, mnt, opts=f'index_dir={idx},salvage', results=res,

@@ -9,7 +9,8 @@ usage: zmstress.py --zmount PATH [--seed N] [--runs K] [--minutes M | --ops N]
 One run = one seed:
   1. a seeded source tree (xz: one Block, many Blocks, Blocks larger than
      cache_size/2, tiny Blocks; gzip: one member, many members, one deflate
-     block of a few MiB; plain files; a deep directory chain; names with
+     block of a few MiB; a one-Block xz and a one-frame zstd file of 2 MiB,
+     each changed once, that get checkpoints under span=64K; plain files; a deep directory chain; names with
      spaces and newlines), and a model: for every visible path, the bytes of
      every version it will have (work/model/FID/VER);
   2. a seeded plan: per worker process a list of open / pread / close / ls
@@ -29,6 +30,9 @@ One run = one seed:
          EIO/ELOOP when the file was being changed or was gone;
        - the daemon does not die; its VmHWM stays within --hwm-mib (default
          cache_size + 64 MiB);
+       - with span=64K and a cache under a quarter of the tree, some read
+         resumed at a checkpoint (resumes= of user.zmount.info, summed over
+         the archives at the end; the count is printed in every run);
        - fusermount3 -u works and the daemon exits 0.
   A failure prints the seed, the options and a replay file (the exact op
   lists); --replay FILE runs it again and --shrink bisects it to a smaller
@@ -66,11 +70,14 @@ ATTR_TIMEOUT = 1.0      # zmount's default timeout=1: how long the kernel may sh
 SLACK = 1.5             # scheduling slack on top of it (2 cores shared with other jobs)
 
 # The options matrix: the seed picks a row (seed % len).  Rows 0..3 are the CI run.
+# span=64K: every xz Block and zstd frame over 128 KiB gets checkpoints (issue 19),
+# built by the background pass while the workers read, so reads resume at them
+# (in rows whose cache is far smaller than the tree: with 256M every unit stays cached).
 MATRIX = [
     ('threads=1,cache_size=1M', []),
-    ('threads=2,cache_size=4M', []),
+    ('threads=2,cache_size=4M,span=64K', []),
     ('cache_size=256M', ['-s']),
-    ('threads=2,cache_size=1M', ['-s']),
+    ('threads=2,cache_size=1M,span=64K', ['-s']),
     ('threads=1,cache_size=4M', []),
     ('threads=2,cache_size=256M', []),
 ]
@@ -276,6 +283,10 @@ def make_files(rnd, scale, depth=None):
         dict(path='xz_rw', fmt='xz', kind='rand', size=sz(2 * MiB), block=512 * KiB),
         dict(path='gz_one', fmt='gz', kind='text', size=sz(3 * MiB)),
         dict(path='zst_one', fmt='zst', kind='text', size=sz(3 * MiB)),
+        # one Block / one frame of a few MiB: checkpoints under span=64K, and each is
+        # mutated at least once (CK_FILES in make_mutations)
+        dict(path='xz_ck', fmt='xz', kind='text', size=sz(2 * MiB)),
+        dict(path='zst_ck', fmt='zst', kind='text', size=sz(2 * MiB)),
         dict(path='zst_frames', fmt='zst', kind='text', size=sz(4 * MiB), frames=4),
         dict(path='zst_rw', fmt='zst', kind='rand', size=sz(1 * MiB), frames=2),
         # layouts that are honest but claim sizes only the data can confirm:
@@ -306,6 +317,7 @@ def make_files(rnd, scale, depth=None):
 # the mutations that change an archive's bytes under an open handle; after
 # the others (rename over, delete, directory moved away) the handle reads on
 IN_PLACE = ('rewrite_mtime', 'truncate', 'append')
+CK_FILES = ('xz_ck', 'zst_ck')
 MUTATIONS = ('replace', 'rewrite_mtime', 'truncate', 'append', 'delete', 'rewrite_mtime')
 ALL_MUTATIONS = MUTATIONS[:5] + ('fifo', 'dirswap')
 
@@ -368,6 +380,17 @@ def make_mutations(rnd, files, duration, n, kinds_on=ALL_MUTATIONS):
         if k == 'delete':
             alive.discard(fid)
         muts.append(m)
+    # the checkpointed files get a new version each: in place (truncate or
+    # append) or by rename, so a handle may see its set go stale
+    for path in CK_FILES:
+        fid = by[path]['fid']
+        kinds = [x for x in ('truncate', 'append', 'replace') if x in kinds_on]
+        if kinds and fid in alive and not any(m.get('fid') == fid for m in muts):
+            k = rnd.choice(kinds)
+            nver[fid] += 1
+            muts.append(dict(t=round(rnd.uniform(duration * 0.3, duration), 3), kind=k, fid=fid,
+                             ver=nver[fid]))
+    muts.sort(key=lambda m: m['t'])
     return muts
 
 
@@ -834,6 +857,24 @@ def dump_threads(pid):
     return '\n'.join(out)
 
 
+def ck_counts(plan, mnt):
+    """(checkpoints, resumes) summed over the archives in the mount now, from
+    user.zmount.info: resumes= counts reads whose decoder started at a
+    checkpoint, so a run with span=64K shows they were exercised."""
+    total = [0, 0]
+    for f in plan['files']:
+        if f['fmt'] == 'plain':
+            continue
+        try:
+            raw = os.getxattr(os.path.join(mnt, f['path']), 'user.zmount.info').decode()
+        except OSError:
+            continue    # deleted, swapped away, or a FIFO now
+        for i, key in enumerate(('checkpoints', 'resumes')):
+            m = re.search(rf'^{key}=(\d+)$', raw, re.M)
+            total[i] += int(m.group(1)) if m else 0
+    return tuple(total)
+
+
 def fuse_conn_abort(mnt):
     """Abort our own mount's FUSE connection (by its device number)."""
     want = os.path.realpath(mnt)
@@ -1154,6 +1195,16 @@ def run_plan(plan, args, res, label, quiet=False):
         if h:
             hwm = max(hwm, h * KiB)
         if not hang and crashed is None:
+            ckpts, resumes = ck_counts(plan, mnt)
+            if not quiet:
+                res.note(f'{label}: {ckpts} checkpoints in the archives at the end; '
+                         f'{resumes} reads resumed at one')
+            tree = sum(f['size'] for f in plan['files'])
+            if (re.search(r'(^|,)span=64K(,|$)', plan['opts']) and cache < tree // 4
+                    and resumes == 0):
+                fails.append(('no resumes', f'span=64K, cache_size {cache // MiB} MiB, '
+                              f'{ckpts} checkpoints, but no read resumed at one: the '
+                              'checkpointed files were not exercised'))
             rc, msg = zmtest.fusermount(mnt)
             unmount_ok = rc == 0 and not zmtest.is_mounted(mnt)
             if not unmount_ok:

@@ -321,6 +321,33 @@ rc=$?
 check "build over corrupt zstd: exit 2 (got $rc), flipped-stream.zst failed: $(cat "$tmp/out" "$tmp/err")" eval \
 	'[ "$rc" = 2 ] && grep -q "flipped-stream.zst" "$tmp/err"'
 
+# Checkpoints (issue 19): a one-Block xz and a one-frame zstd of 44 MB get them, saved in
+# .zmc files; a second build finds them fresh; a Block with a BCJ filter gets none, quietly.
+mkdir -p "$tmp/ck"
+for i in $(seq 1 8); do cat "$tmp/t2"; done > "$tmp/t8"        # about 11 MB of varied lines
+for i in 1 2 3 4; do cat "$tmp/t8"; done > "$tmp/big"              # 44 MB: over two 16 MiB spans
+xz -T1 -1 -c "$tmp/big" > "$tmp/ck/one.xz"
+zstd -q -3 -c "$tmp/big" > "$tmp/ck/one.zst"
+xz -T1 --x86 --lzma2=preset=1 -c "$tmp/big" > "$tmp/ck/bcj.xz"
+cidx=$tmp/cidx
+"$z" build -d "$cidx" "$tmp/ck" > "$tmp/out" 2> "$tmp/err"; rc=$?
+check "checkpoints: build exit 0 (got $rc, $(head -c 300 "$tmp/err")), built=2: $(cat "$tmp/out")" eval \
+	'[ "$rc" = 0 ] && grep -q "checkpoints: built=2 fresh=0 failed=0" "$tmp/out"'
+check "checkpoints: two .zmc files" eval '[ "$(find "$cidx" -name "*.zmc" | wc -l)" = 2 ]'
+"$z" build -d "$cidx" "$tmp/ck" > "$tmp/out" 2> "$tmp/err"
+check "checkpoints: second build finds them fresh: $(cat "$tmp/out")" grep -q "checkpoints: built=0 fresh=2 failed=0" "$tmp/out"
+"$z" info -d "$cidx" "$tmp/ck/one.xz" > "$tmp/out" 2> "$tmp/err"
+check "checkpoints: info says fresh: $(tr '\n' ' ' < "$tmp/out")" eval \
+	'[ "$(key checkpoint_units "$tmp/out")" = 1 ] && [ "$(key checkpoints_state "$tmp/out")" = fresh ]'
+touch "$tmp/ck/one.xz"
+"$z" info -d "$cidx" "$tmp/ck/one.xz" > "$tmp/out" 2> "$tmp/err"
+check "checkpoints: info after touch says stale: $(tr '\n' ' ' < "$tmp/out")" eval \
+	'[ "$(key checkpoints_state "$tmp/out")" = stale ]'
+"$z" info -d "$cidx" "$tmp/tree/blocks.xz" > "$tmp/out" 2> "$tmp/err"
+check "checkpoints: info on small Blocks says unneeded" eval '[ "$(key checkpoints_state "$tmp/out")" = unneeded ]'
+"$z" build -d "$tmp/nidx" "$tmp/tree" > "$tmp/out" 2> "$tmp/err"
+check "checkpoints: none for small units: $(cat "$tmp/out")" grep -q "checkpoints: built=0 fresh=0 failed=0" "$tmp/out"
+
 # Usage.
 "$z" frobnicate > /dev/null 2> "$tmp/err"; rc=$?
 check "unknown subcommand exits 1 with one line (got $rc)" eval '[ "$rc" = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ]'

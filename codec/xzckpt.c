@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Checkpoints inside one xz Block (see xzckpt.h).
+ *
+ * How build works.  lzma2dec decodes the Block into a ring of output
+ * (2 * window + one read), from which the sink gets every byte and the
+ * Check is computed.  At the first chunk start past each span the chunk
+ * callback exports the decoder state without its window and opens a
+ * bitmap over that window (the wlen bytes before the chunk).  While the
+ * next window's worth of output decodes, lzma2dec's mark hook reports
+ * every earlier byte a symbol reads; each open checkpoint whose uoff is
+ * past the byte marks it.  Once the output reaches uoff + window, no
+ * match can reach before uoff any more: the checkpoint is closed, its
+ * marked bytes gathered from the ring (still there: the ring holds two
+ * windows and a read), compressed and handed out.  The Block's end closes
+ * the rest, then Padding and Check are verified.
+ *
+ * Resuming fills a zeroed window with the kept runs and hands the state
+ * to lzma2dec_resume, which checks it.
+ */
+#include "xzckpt.h"
+
+#include <errno.h>
+#include <lzma.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "le.h"
+#include "lzma2dec.h"
+#include "pio.h"
+
+#define READ_MAX   65536u /* output bytes decoded per lzma2dec_read during build */
+#define RUN_GAP	   8u     /* runs closer than this are merged: a run costs 2-4 bytes */
+#define ZLEVEL	   1      /* zstd level for the payload: see the numbers in the report */
+#define BLOB_HEAD  96u
+#define BLOB_MAGIC "ZXC1"
+
+/* What the Block Header says, checked against the Index. */
+struct xzck_hdr {
+	uint64_t data_off;  /* file offset of the LZMA2 data */
+	uint64_t data_size; /* its size (Compressed Size) */
+	uint32_t dict;      /* LZMA2 dictionary, capped at the Block's size */
+	uint32_t check_size;
+};
+
+/* lzma2dec's pull: the LZMA2 data of one Block, through the caller's fd. */
+struct xzck_src {
+	int fd;
+	uint64_t off, size;
+};
+
+struct xzckpt_dec {
+	struct lzma2dec *ld;
+	struct xzck_src src;
+	struct xzck_hdr h;
+	uint64_t usize, bcoff;
+	int err;
+};
+
+/* One checkpoint whose marks are still being collected. */
+struct xzck_open {
+	struct lzma2dec_ckpt ck; /* without its window */
+	uint64_t *bits;          /* ck.wlen bits: window byte i is needed */
+};
+
+struct xzck_build {
+	const struct xzdec_block *b;
+	const struct xzckpt_sink *s;
+	struct xzckpt_stats *st;
+	struct lzma2dec *ld;
+	struct zerr *err;
+	uint64_t span, next, out;
+	uint64_t chunk_end; /* where the chunk being decoded ends */
+	uint32_t wsize;
+	uint8_t *ring;
+	size_t rsize;
+	struct xzck_open *open;
+	size_t nopen, capopen;
+	uint64_t bits_bytes; /* held by open checkpoints now */
+	size_t dec_mem;
+	ZSTD_CCtx *cctx;
+	uint8_t *raw, *blob;
+	size_t rawcap, blobcap;
+	uint32_t *runs; /* (offset, length) pairs */
+	size_t capruns;
+};
+
+static uint32_t window_of(uint32_t dict)
+{
+	uint32_t w = dict < 4096 ? 4096 : dict;
+
+	return (w + 15) & ~15u;
+}
+
+/* ---- the Block Header ---- */
+
+static int check_size_of(uint32_t check, uint32_t *size)
+{
+	*size = check == XZDEC_CHECK_NONE ? 0 : check == XZDEC_CHECK_CRC32 ? 4 :
+		check == XZDEC_CHECK_CRC64 ? 8 : UINT32_MAX;
+	return *size == UINT32_MAX ? -ENOTSUP : 0;
+}
+
+static void filters_free(lzma_filter *f)
+{
+	for (size_t i = 0; i < LZMA_FILTERS_MAX && f[i].id != LZMA_VLI_UNKNOWN; i++)
+		free(f[i].options);
+}
+
+/* Checks the decoded header against the Index and fills h; frees nothing. */
+static int hdr_check(const struct xzdec_block *b, lzma_block *blk, struct xzck_hdr *h,
+		     struct zerr *err)
+{
+	const lzma_options_lzma *opt = blk->filters[0].options;
+	uint32_t dict;
+
+	if (blk->filters[0].id != LZMA_FILTER_LZMA2 || blk->filters[1].id != LZMA_VLI_UNKNOWN)
+		return zerr_set(err, -ENOTSUP, b->coff,
+				"Block has filters besides LZMA2 (BCJ, delta...): no checkpoints");
+	if (lzma_block_compressed_size(blk, b->unpadded) != LZMA_OK ||
+	    (blk->uncompressed_size != LZMA_VLI_UNKNOWN && blk->uncompressed_size != b->usize))
+		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
+	if (b->usize / XZDEC_MAX_RATIO > blk->compressed_size)
+		return zerr_set(err, -EIO, b->coff, "Index claims an impossible ratio");
+	dict = b->usize < opt->dict_size ? (uint32_t)b->usize : opt->dict_size;
+	if (dict > XZCKPT_DICT_MAX)
+		return zerr_set(err, -ENOTSUP, b->coff,
+				"Block needs a %u MiB dictionary; checkpoints stop at %u MiB",
+				(unsigned)(((uint64_t)dict + (1u << 20) - 1) >> 20),
+				XZCKPT_DICT_MAX >> 20);
+	h->data_off = b->coff + blk->header_size;
+	h->data_size = blk->compressed_size;
+	h->dict = dict;
+	return 0;
+}
+
+/* Reads Block b's header through fd and checks it (see xzckpt_build). */
+static int hdr_read(int fd, const struct xzdec_block *b, struct xzck_hdr *h, struct zerr *err)
+{
+	uint8_t raw[LZMA_BLOCK_HEADER_SIZE_MAX];
+	lzma_filter filters[LZMA_FILTERS_MAX + 1];
+	lzma_block blk = {.version = 1, .filters = filters};
+	lzma_ret lret;
+	ssize_t n;
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	if (check_size_of(b->check, &h->check_size) < 0)
+		return zerr_set(err, -ENOTSUP, b->coff, "Check %s: no checkpoints",
+				xzdec_check_name(b->check));
+	if (b->unpadded > UINT64_MAX - 3 || b->csize != ((b->unpadded + 3) & ~(uint64_t)3))
+		return zerr_set(err, -EIO, b->coff, "Block sizes in the Index disagree");
+	n = pio_pread(fd, raw, 1, b->coff);
+	if (n != 1 || raw[0] == 0)
+		return zerr_set(err, -EIO, b->coff, "no Block Header at %llu",
+				(unsigned long long)b->coff);
+	blk.check = (lzma_check)b->check;
+	blk.header_size = lzma_block_header_size_decode(raw[0]);
+	if (blk.header_size >= b->unpadded)
+		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
+	n = pio_pread(fd, raw, blk.header_size, b->coff);
+	if (n != (ssize_t)blk.header_size)
+		return zerr_set(err, -EIO, b->coff, "Block Header truncated");
+	lret = lzma_block_header_decode(&blk, NULL, raw);
+	if (lret == LZMA_OPTIONS_ERROR)
+		return zerr_set(err, -ENOTSUP, b->coff, "unsupported filter or Block option");
+	if (lret == LZMA_MEM_ERROR)
+		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
+	if (lret != LZMA_OK)
+		return zerr_set(err, -EIO, b->coff, "Block Header is corrupt");
+	ret = hdr_check(b, &blk, h, err);
+	filters_free(filters);
+	return ret;
+}
+
+/* lzma2dec's pull: a failed pread of any kind is -EIO, as the header promises. */
+static ssize_t src_pull(void *opaque, uint64_t coff, void *buf, size_t len)
+{
+	const struct xzck_src *s = opaque;
+	ssize_t n;
+
+	if (coff >= s->size)
+		return 0;
+	if (len > s->size - coff)
+		len = (size_t)(s->size - coff);
+	n = pio_pread(s->fd, buf, len, s->off + coff);
+	return n < 0 ? -EIO : n;
+}
+
+/* After the end marker: the data filled exactly the sizes the Index gave. */
+static int end_check(struct lzma2dec *ld, const struct xzck_hdr *h, uint64_t usize,
+		     uint64_t bcoff, struct zerr *err)
+{
+	if (lzma2dec_tell(ld) != usize || lzma2dec_ctell(ld) != h->data_size)
+		return zerr_set(err, -EIO, h->data_off + lzma2dec_ctell(ld),
+				"Block at %llu: LZMA2 data ends at %llu bytes out, %llu in; the "
+				"Index says %llu and %llu",
+				(unsigned long long)bcoff, (unsigned long long)lzma2dec_tell(ld),
+				(unsigned long long)lzma2dec_ctell(ld), (unsigned long long)usize,
+				(unsigned long long)h->data_size);
+	return 0;
+}
+
+/* ---- build: marks ---- */
+
+static void bits_set(uint64_t *w, uint64_t from, uint64_t n)
+{
+	while (n) {
+		uint64_t i = from >> 6, sh = from & 63, k = 64 - sh < n ? 64 - sh : n;
+
+		w[i] |= (k == 64 ? ~0ull : ((1ull << k) - 1)) << sh;
+		from += k;
+		n -= k;
+	}
+}
+
+/* lzma2dec's mark hook: newest checkpoints first; one past src means all older ones are too. */
+static void on_mark(void *opaque, uint64_t src, uint32_t len)
+{
+	struct xzck_build *bd = opaque;
+
+	for (size_t i = bd->nopen; i-- > 0;) {
+		struct xzck_open *o = &bd->open[i];
+		uint64_t lo = o->ck.uoff - o->ck.wlen, end = src + len;
+
+		if (src >= o->ck.uoff)
+			break;
+		if (src < lo) /* lzma2dec checked the distance: cannot happen */
+			continue;
+		if (end > o->ck.uoff)
+			end = o->ck.uoff;
+		bits_set(o->bits, src - lo, end - src);
+	}
+}
+
+static int on_chunk(void *opaque, struct lzma2dec *ld, const struct lzma2dec_chunk *c)
+{
+	struct xzck_build *bd = opaque;
+	struct xzck_open *o;
+	int ret;
+
+	bd->chunk_end = c->uoff + c->usize;
+	if (c->uoff == 0 || c->uoff < bd->next)
+		return 0;
+	bd->next = c->uoff > UINT64_MAX - bd->span ? UINT64_MAX : c->uoff + bd->span;
+	if (bd->nopen == bd->capopen) {
+		size_t cap = bd->capopen ? 2 * bd->capopen : 4;
+
+		o = realloc(bd->open, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		bd->open = o;
+		bd->capopen = cap;
+	}
+	o = &bd->open[bd->nopen];
+	ret = lzma2dec_ckpt_export_nowin(ld, &o->ck);
+	if (ret < 0)
+		return ret;
+	o->bits = calloc((o->ck.wlen + 63) / 64 + 1, sizeof(uint64_t));
+	if (!o->bits) {
+		lzma2dec_ckpt_release(&o->ck);
+		return -ENOMEM;
+	}
+	if (o->ck.wlen) /* the first literal's context */
+		bits_set(o->bits, o->ck.wlen - 1, 1);
+	bd->bits_bytes += ((o->ck.wlen + 63) / 64 + 1) * sizeof(uint64_t);
+	bd->nopen++;
+	lzma2dec_set_mark_below(ld, c->uoff); /* the newest: the reads on_mark uses */
+	return 0;
+}
+
+/* ---- build: blobs ---- */
+
+static int grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	if (need < 2 * *cap)
+		need = 2 * *cap;
+	p = realloc(*(void **)pp, need * elem);
+	if (!p)
+		return -ENOMEM;
+	*(void **)pp = p;
+	*cap = need;
+	return 0;
+}
+
+/* The kept runs of o into bd->runs; returns their count or -ENOMEM, sets *kept. */
+static ssize_t runs_of(struct xzck_build *bd, const struct xzck_open *o, uint64_t *kept)
+{
+	const uint64_t *w = o->bits;
+	uint32_t wlen = o->ck.wlen, i = 0;
+	size_t n = 0;
+
+	*kept = 0;
+	while (i < wlen) {
+		uint32_t start, end;
+
+		if (!(w[i >> 6] >> (i & 63))) { /* nothing more in this word */
+			i = (i | 63) + 1;
+			continue;
+		}
+		if (!(w[i >> 6] >> (i & 63) & 1)) {
+			i += __builtin_ctzll(w[i >> 6] >> (i & 63));
+			continue;
+		}
+		start = i;
+		while (i < wlen && (w[i >> 6] >> (i & 63) & 1))
+			i += (w[i >> 6] >> (i & 63)) == ~0ull >> (i & 63) ? 64 - (i & 63) :
+				(uint32_t)__builtin_ctzll(~(w[i >> 6] >> (i & 63)));
+		end = i < wlen ? i : wlen;
+		if (n && start - (bd->runs[2 * n - 2] + bd->runs[2 * n - 1]) < RUN_GAP) {
+			*kept += end - (bd->runs[2 * n - 2] + bd->runs[2 * n - 1]);
+			bd->runs[2 * n - 1] = end - bd->runs[2 * n - 2];
+			continue;
+		}
+		if (grow(&bd->runs, &bd->capruns, 2 * n + 2, sizeof(uint32_t)) < 0)
+			return -ENOMEM;
+		bd->runs[2 * n] = start;
+		bd->runs[2 * n + 1] = end - start;
+		*kept += end - start;
+		n++;
+	}
+	return (ssize_t)n;
+}
+
+/*
+ * Runs are stored as two LEB128 numbers each: the gap from the previous
+ * run's end less RUN_GAP (for the first run, its offset), and the length - 1,
+ * so that every run the parser accepts is in order, apart and not empty.
+ */
+static size_t varint_put(uint8_t *p, uint32_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Reads one number below 2^32 from p[*at..end); -1 if it does not fit or is cut. */
+static int varint_get(const uint8_t *p, size_t end, size_t *at, uint64_t *v)
+{
+	*v = 0;
+	for (int sh = 0; sh < 35 && *at < end; sh += 7) {
+		uint8_t c = p[(*at)++];
+
+		*v |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80))
+			return *v > UINT32_MAX ? -1 : 0;
+	}
+	return -1;
+}
+
+/* Copies ring bytes of uoff [from, from + n) to dst. */
+static void ring_copy(const struct xzck_build *bd, uint8_t *dst, uint64_t from, uint32_t n)
+{
+	size_t pos = (size_t)(from % bd->rsize), k = bd->rsize - pos < n ? bd->rsize - pos : n;
+
+	memcpy(dst, bd->ring + pos, k);
+	memcpy(dst + k, bd->ring, n - k);
+}
+
+static void head_put(uint8_t *p, const struct lzma2dec_ckpt *ck, const struct xzdec_block *b,
+		     size_t nruns, uint64_t kept, size_t zlen)
+{
+	memset(p, 0, BLOB_HEAD);
+	memcpy(p, BLOB_MAGIC, 4);
+	p[4] = 1;
+	p[5] = ck->control;
+	p[6] = ck->props;
+	p[7] = ck->has_props;
+	put_le(p + 8, ck->uoff, 8);
+	put_le(p + 16, ck->coff, 8);
+	put_le(p + 24, ck->dpos, 8);
+	put_le(p + 32, ck->dict_size, 4);
+	p[36] = ck->state;
+	for (int i = 0; i < 4; i++)
+		put_le(p + 40 + 4 * i, ck->rep[i], 4);
+	put_le(p + 56, ck->nprobs, 4);
+	put_le(p + 60, ck->wlen, 4);
+	put_le(p + 64, b->coff, 8);
+	put_le(p + 72, b->usize, 8);
+	put_le(p + 80, nruns, 4);
+	put_le(p + 84, kept, 4);
+	put_le(p + 88, zlen, 4);
+}
+
+static uint32_t blob_crc(const uint8_t *p, size_t len)
+{
+	return lzma_crc32(p + BLOB_HEAD, len - BLOB_HEAD, lzma_crc32(p, BLOB_HEAD - 4, 0));
+}
+
+/* Gathers, compresses and hands out open checkpoint o. */
+static int point_emit(struct xzck_build *bd, struct xzck_open *o)
+{
+	const struct lzma2dec_ckpt *ck = &o->ck;
+	uint64_t kept, lo = ck->uoff - ck->wlen;
+	ssize_t nruns = runs_of(bd, o, &kept);
+	size_t rawlen, zlen, at;
+	int ret;
+
+	if (nruns < 0)
+		return zerr_set(bd->err, -ENOMEM, bd->b->coff, "out of memory");
+	if (ck->wlen && lo + bd->rsize < bd->out) /* the ring must still hold the window */
+		return zerr_set(bd->err, -EFAULT, bd->b->coff, "xzckpt: ring overrun (a bug)");
+	rawlen = 2 * (size_t)ck->nprobs + 10 * (size_t)nruns + kept; /* at most */
+	if (grow(&bd->raw, &bd->rawcap, rawlen + 1, 1) < 0 ||
+	    grow(&bd->blob, &bd->blobcap, BLOB_HEAD + ZSTD_compressBound(rawlen), 1) < 0)
+		return zerr_set(bd->err, -ENOMEM, bd->b->coff, "out of memory");
+	for (uint32_t i = 0; i < ck->nprobs; i++)
+		put_le(bd->raw + 2 * i, ck->probs[i], 2);
+	at = 2 * (size_t)ck->nprobs;
+	for (ssize_t i = 0; i < nruns; i++) {
+		uint32_t end = i ? bd->runs[2 * i - 2] + bd->runs[2 * i - 1] + RUN_GAP : 0;
+
+		at += varint_put(bd->raw + at, bd->runs[2 * i] - end);
+		at += varint_put(bd->raw + at, bd->runs[2 * i + 1] - 1);
+	}
+	for (ssize_t i = 0; i < nruns; i++) {
+		ring_copy(bd, bd->raw + at, lo + bd->runs[2 * i], bd->runs[2 * i + 1]);
+		at += bd->runs[2 * i + 1];
+	}
+	rawlen = at;
+	zlen = ZSTD_compressCCtx(bd->cctx, bd->blob + BLOB_HEAD, bd->blobcap - BLOB_HEAD, bd->raw,
+				 rawlen, ZLEVEL);
+	if (ZSTD_isError(zlen))
+		return zerr_set(bd->err, -ENOMEM, bd->b->coff, "zstd: %s", ZSTD_getErrorName(zlen));
+	head_put(bd->blob, ck, bd->b, (size_t)nruns, kept, zlen);
+	put_le(bd->blob + BLOB_HEAD - 4, blob_crc(bd->blob, BLOB_HEAD + zlen), 4);
+	if (bd->st) {
+		bd->st->points++;
+		bd->st->blob_bytes += BLOB_HEAD + zlen;
+		bd->st->window_bytes_dense += ck->wlen;
+		bd->st->window_bytes_kept += kept;
+		bd->st->raw_bytes += rawlen;
+		bd->st->runs += (uint64_t)nruns;
+	}
+	ret = bd->s->point(bd->s->arg, ck->uoff, bd->blob, BLOB_HEAD + zlen);
+	if (ret)
+		return zerr_set(bd->err, ret, bd->b->coff, "stopped by the checkpoint sink");
+	return 0;
+}
+
+static void open_drop(struct xzck_build *bd, struct xzck_open *o)
+{
+	bd->bits_bytes -= ((o->ck.wlen + 63) / 64 + 1) * sizeof(uint64_t);
+	lzma2dec_ckpt_release(&o->ck);
+	free(o->bits);
+}
+
+/* Hands out the open checkpoints no match can reach before any more (all, if all). */
+static int points_close(struct xzck_build *bd, int all)
+{
+	size_t done = 0;
+	int ret = 0;
+
+	if (bd->st) {
+		uint64_t mem = bd->dec_mem + bd->rsize + bd->bits_bytes + bd->rawcap + bd->blobcap +
+			       bd->capruns * 4;
+
+		if (mem > bd->st->build_mem)
+			bd->st->build_mem = mem;
+	}
+	while (done < bd->nopen && ret == 0 &&
+	       (all || bd->open[done].ck.uoff + bd->wsize <= bd->out)) {
+		ret = point_emit(bd, &bd->open[done]);
+		open_drop(bd, &bd->open[done++]);
+	}
+	bd->nopen -= done;
+	if (done)
+		memmove(bd->open, bd->open + done, bd->nopen * sizeof(*bd->open));
+	lzma2dec_set_mark_below(bd->ld, bd->nopen ? bd->open[bd->nopen - 1].ck.uoff : 0);
+	return ret;
+}
+
+/* ---- build: the Block ---- */
+
+/* Padding zero and the Check equal to check (computed over the output). */
+static int tail_check(int fd, const struct xzdec_block *b, const struct xzck_hdr *h,
+		      const uint8_t *check, struct zerr *err)
+{
+	uint64_t at = h->data_off + h->data_size;
+	size_t pad = (size_t)(b->coff + b->csize - h->check_size - at);
+	uint8_t buf[3 + 8];
+
+	if (pad > 3 || pio_pread(fd, buf, pad + h->check_size, at) != (ssize_t)(pad + h->check_size))
+		return zerr_set(err, -EIO, at, "Block Padding or Check truncated");
+	for (size_t i = 0; i < pad; i++)
+		if (buf[i])
+			return zerr_set(err, -EIO, at + i, "Block Padding is not zero");
+	if (memcmp(buf + pad, check, h->check_size) != 0)
+		return zerr_set(err, -EIO, at + pad, "Block at %llu: %s mismatch",
+				(unsigned long long)b->coff, xzdec_check_name(b->check));
+	return 0;
+}
+
+/* Decodes the whole Block through the ring; returns 0 or an error with err set. */
+static int build_run(struct xzck_build *bd, struct lzma2dec *ld, int fd, const struct xzck_hdr *h)
+{
+	uint32_t crc32 = 0;
+	uint64_t crc64 = 0;
+	uint8_t check[8];
+	int ret;
+
+	for (;;) {
+		size_t pos = (size_t)(bd->out % bd->rsize);
+		size_t n = bd->rsize - pos < READ_MAX ? bd->rsize - pos : READ_MAX;
+		/*
+		 * Each sink->out call ends at a chunk's end, so a checkpoint's
+		 * offset is where one ended (ckpt.h): reads stop at the chunk's
+		 * end, and at a boundary one byte enters the next chunk, which
+		 * says how long it is.
+		 */
+		uint64_t room = bd->chunk_end > bd->out ? bd->chunk_end - bd->out : 1;
+		ssize_t got;
+
+		if (n > room)
+			n = (size_t)room;
+		got = lzma2dec_read(ld, bd->ring + pos, n, bd->err);
+
+		if (got < 0)
+			return (int)got;
+		if (got == 0)
+			break;
+		if (bd->b->check == XZDEC_CHECK_CRC32)
+			crc32 = lzma_crc32(bd->ring + pos, (size_t)got, crc32);
+		else if (bd->b->check == XZDEC_CHECK_CRC64)
+			crc64 = lzma_crc64(bd->ring + pos, (size_t)got, crc64);
+		ret = bd->s->out(bd->s->arg, bd->ring + pos, (size_t)got);
+		if (ret)
+			return zerr_set(bd->err, ret, bd->b->coff, "stopped by the output sink");
+		bd->out += (uint64_t)got;
+		ret = points_close(bd, 0);
+		if (ret)
+			return ret;
+	}
+	ret = end_check(ld, h, bd->b->usize, bd->b->coff, bd->err);
+	if (ret == 0)
+		ret = points_close(bd, 1);
+	if (ret)
+		return ret;
+	put_le(check, bd->b->check == XZDEC_CHECK_CRC32 ? crc32 : crc64, 8);
+	return tail_check(fd, bd->b, h, check, bd->err);
+}
+
+int xzckpt_build(int fd, const struct xzdec_block *b, uint64_t span, const struct xzckpt_sink *s,
+		 struct xzckpt_stats *st, struct zerr *err)
+{
+	struct xzck_build bd = {.b = b, .s = s, .st = st, .err = err, .span = span, .next = span};
+	struct xzck_src src = {.fd = fd};
+	struct lzma2dec *ld = NULL;
+	struct xzck_hdr h;
+	int ret;
+
+	if (st)
+		memset(st, 0, sizeof(*st));
+	if (span == 0 || !s || !s->out)
+		return zerr_set(err, -EINVAL, b->coff, "xzckpt_build: span 0 or no output sink");
+	ret = hdr_read(fd, b, &h, err);
+	if (ret < 0)
+		return ret;
+	src.off = h.data_off;
+	src.size = h.data_size;
+	bd.wsize = window_of(h.dict);
+	bd.rsize = 2 * (size_t)bd.wsize + READ_MAX;
+	bd.ring = malloc(bd.rsize);
+	bd.cctx = ZSTD_createCCtx();
+	ret = lzma2dec_new(h.dict, b->usize, src_pull, &src, &ld);
+	if (ret < 0 || !bd.ring || !bd.cctx) {
+		ret = zerr_set(err, ret < 0 ? ret : -ENOMEM, b->coff, "out of memory");
+		goto out;
+	}
+	bd.dec_mem = lzma2dec_memusage(ld);
+	bd.ld = ld;
+	if (s->point) {
+		lzma2dec_set_chunk_cb(ld, on_chunk, &bd);
+		lzma2dec_set_mark_cb(ld, on_mark, &bd);
+		lzma2dec_set_mark_below(ld, 0); /* nothing open yet */
+	}
+	ret = build_run(&bd, ld, fd, &h);
+out:
+	for (size_t i = 0; i < bd.nopen; i++)
+		open_drop(&bd, &bd.open[i]);
+	free(bd.open);
+	free(bd.runs);
+	free(bd.raw);
+	free(bd.blob);
+	ZSTD_freeCCtx(bd.cctx);
+	free(bd.ring);
+	lzma2dec_free(ld);
+	return ret;
+}
+
+/* ---- resuming ---- */
+
+/* The head's fields into ck (no arrays), and the sizes after it; -EINVAL if any is wrong. */
+static int head_get(const uint8_t *p, size_t len, const struct xzdec_block *b,
+		    const struct xzck_hdr *h, struct lzma2dec_ckpt *ck, uint32_t *nruns,
+		    uint32_t *kept)
+{
+	memset(ck, 0, sizeof(*ck));
+	if (len < BLOB_HEAD || memcmp(p, BLOB_MAGIC, 4) != 0 || p[4] != 1 || p[37] || p[38] ||
+	    p[39] || get_le(p + BLOB_HEAD - 4, 4) != blob_crc(p, len))
+		return -EINVAL;
+	ck->control = p[5];
+	ck->props = p[6];
+	ck->has_props = p[7];
+	ck->uoff = get_le(p + 8, 8);
+	ck->coff = get_le(p + 16, 8);
+	ck->dpos = get_le(p + 24, 8);
+	ck->dict_size = (uint32_t)get_le(p + 32, 4);
+	ck->state = p[36];
+	for (int i = 0; i < 4; i++)
+		ck->rep[i] = (uint32_t)get_le(p + 40 + 4 * i, 4);
+	ck->nprobs = (uint32_t)get_le(p + 56, 4);
+	ck->wlen = (uint32_t)get_le(p + 60, 4);
+	*nruns = (uint32_t)get_le(p + 80, 4);
+	*kept = (uint32_t)get_le(p + 84, 4);
+	if (get_le(p + 64, 8) != b->coff || get_le(p + 72, 8) != b->usize ||
+	    ck->dict_size != h->dict || ck->uoff == 0 || ck->uoff >= b->usize ||
+	    ck->coff >= h->data_size || ck->nprobs > LZMA2DEC_PROBS_MAX ||
+	    ck->wlen > window_of(h->dict) || *kept > ck->wlen ||
+	    *nruns > ck->wlen / (RUN_GAP + 1) + 1 || *nruns > *kept ||
+	    get_le(p + 88, 4) != len - BLOB_HEAD)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Walks the runs in raw[at..rawlen): checks each (inside the window, nkept
+ * bytes in all), and with win non-NULL copies its bytes from kept (the
+ * bytes after the runs).  Returns the offset where the runs end, or 0 if
+ * any is wrong.
+ */
+static size_t runs_walk(const uint8_t *raw, size_t at, size_t rawlen, uint32_t nruns,
+			uint32_t wlen, uint32_t nkept, uint8_t *win, const uint8_t *kept)
+{
+	uint64_t end = 0, gap, n, sum = 0;
+
+	for (uint32_t i = 0; i < nruns; i++) {
+		if (varint_get(raw, rawlen, &at, &gap) < 0 || varint_get(raw, rawlen, &at, &n) < 0)
+			return 0;
+		end += (i ? RUN_GAP : 0) + gap;
+		if (end + n + 1 > wlen)
+			return 0;
+		if (win) {
+			memcpy(win + end, kept, n + 1);
+			kept += n + 1;
+		}
+		end += n + 1;
+		sum += n + 1;
+	}
+	return sum == nkept ? at : 0;
+}
+
+/* The payload into ck's probs and a zero-filled window with the runs' bytes. */
+static int payload_get(const uint8_t *z, size_t zlen, struct lzma2dec_ckpt *ck, uint32_t nruns,
+		       uint32_t kept)
+{
+	unsigned long long rawlen = ZSTD_getFrameContentSize(z, zlen);
+	size_t probs_end = 2 * (size_t)ck->nprobs, runs_end;
+	uint8_t *raw;
+	int ret = -EINVAL;
+
+	/* kept <= wlen and nruns <= wlen / 9 + 1 (head_get): a bounded allocation */
+	if (rawlen > probs_end + 10 * (size_t)nruns + kept)
+		return -EINVAL;
+	raw = malloc(rawlen + 1);
+	if (!raw)
+		return -ENOMEM;
+	if (ZSTD_decompress(raw, rawlen, z, zlen) != rawlen)
+		goto out;
+	runs_end = runs_walk(raw, probs_end, rawlen, nruns, ck->wlen, kept, NULL, NULL);
+	if ((nruns && !runs_end) || (!nruns && (runs_end = probs_end) > rawlen) ||
+	    rawlen - runs_end != kept)
+		goto out;
+	ret = -ENOMEM;
+	ck->probs = ck->nprobs ? malloc(probs_end) : NULL;
+	ck->window = ck->wlen ? calloc(1, ck->wlen) : NULL;
+	if ((ck->nprobs && !ck->probs) || (ck->wlen && !ck->window))
+		goto out;
+	for (uint32_t i = 0; i < ck->nprobs; i++)
+		ck->probs[i] = (uint16_t)get_le(raw + 2 * i, 2);
+	runs_walk(raw, probs_end, rawlen, nruns, ck->wlen, kept, ck->window, raw + runs_end);
+	ret = 0;
+out:
+	free(raw);
+	return ret;
+}
+
+int xzckpt_dec_open(int fd, const struct xzdec_block *b, const void *blob, size_t len,
+		    struct xzckpt_dec **out, struct zerr *err)
+{
+	struct lzma2dec_ckpt ck = {0};
+	struct xzckpt_dec *d;
+	uint32_t nruns, kept;
+	int ret;
+
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
+	ret = hdr_read(fd, b, &d->h, err);
+	if (ret < 0)
+		goto fail;
+	d->src.off = d->h.data_off;
+	d->src.size = d->h.data_size;
+	d->usize = b->usize;
+	d->bcoff = b->coff;
+	if (!blob) {
+		ret = lzma2dec_new(d->h.dict, b->usize, src_pull, &d->src, &d->ld);
+	} else {
+		ret = head_get(blob, len, b, &d->h, &ck, &nruns, &kept);
+		if (ret == 0)
+			ret = payload_get((const uint8_t *)blob + BLOB_HEAD, len - BLOB_HEAD, &ck,
+					  nruns, kept);
+		if (ret == 0)
+			ret = lzma2dec_resume(&ck, d->h.dict, b->usize, src_pull, &d->src, &d->ld);
+		lzma2dec_ckpt_release(&ck);
+	}
+	if (ret < 0) {
+		zerr_set(err, ret, b->coff, ret == -ENOMEM ? "out of memory" :
+				 "checkpoint is damaged or not for the Block at %llu",
+			 (unsigned long long)b->coff);
+		goto fail;
+	}
+	*out = d;
+	return 0;
+fail:
+	xzckpt_dec_close(d);
+	return ret;
+}
+
+ssize_t xzckpt_dec_read(struct xzckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+{
+	ssize_t n;
+
+	if (d->err)
+		return zerr_set(err, d->err, d->h.data_off, "xz checkpoint decoder failed before");
+	d->src.fd = fd;
+	n = lzma2dec_read(d->ld, buf, len, err);
+	if (n >= 0 && (size_t)n < len) {
+		int ret = end_check(d->ld, &d->h, d->usize, d->bcoff, err);
+
+		if (ret < 0)
+			n = ret;
+	}
+	if (n < 0)
+		d->err = (int)n;
+	return n;
+}
+
+uint64_t xzckpt_dec_tell(const struct xzckpt_dec *d)
+{
+	return lzma2dec_tell(d->ld);
+}
+
+size_t xzckpt_dec_cost(const struct xzckpt_dec *d)
+{
+	return sizeof(*d) + lzma2dec_memusage(d->ld);
+}
+
+void xzckpt_dec_close(struct xzckpt_dec *d)
+{
+	if (!d)
+		return;
+	lzma2dec_free(d->ld);
+	free(d);
+}

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader's checkpoints inside wide entries (issue 19): which entries
+ * may have them, building them, and handing them to the core.  The sets
+ * themselves are ckpt.c's; what a checkpoint holds is the format's
+ * (fmt->ck).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "idxfile.h"
+#include "pool.h"
+#include "reader_int.h"
+#include "zlog.h"
+
+/*
+ * An entry gets checkpoints when it holds more than two spans: below
+ * that, a read decodes at most two spans from the entry's start anyway.
+ */
+static bool wide_enough(const struct reader *r, size_t k)
+{
+	return r->opts.ck_span > 0 && cmap_len(&r->map, k) > 2 * r->opts.ck_span;
+}
+
+int reader_ck_init(struct reader *r)
+{
+	size_t n = 0;
+
+	if (!r->f->ck)
+		return 0;
+	for (size_t k = 0; k < r->map.n; k++)
+		n += wide_enough(r, k);
+	if (n == 0)
+		return 0;
+	r->ckable = calloc(r->map.n, 1);
+	r->ck = calloc(r->map.n, sizeof(*r->ck));
+	r->ck_state = calloc(r->map.n, sizeof(*r->ck_state));
+	if (!r->ckable || !r->ck || !r->ck_state) {
+		reader_ck_free(r);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < r->map.n; k++)
+		r->ckable[k] = wide_enough(r, k);
+	return 0;
+}
+
+void reader_ck_free(struct reader *r)
+{
+	if (r->ck)
+		for (size_t k = 0; k < r->map.n; k++)
+			ckpt_set_free(atomic_load(&r->ck[k]));
+	free(r->ck);
+	free(r->ckable);
+	free((void *)r->ck_state);
+	r->ck = NULL;
+	r->ckable = NULL;
+	r->ck_state = NULL;
+}
+
+const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)
+{
+	return r->ck ? atomic_load_explicit(&r->ck[k], memory_order_acquire) : NULL;
+}
+
+/* Whether fd is the version r was opened on. */
+static bool same_version(const struct reader *r, int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && reader_matches(r, &st);
+}
+
+/* One entry's pass.  0, or a negative errno with why set. */
+static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
+{
+	struct ckpt_build *b;
+	struct ckpt_set *s;
+	int ret = ckpt_build_new(cmap_len(&r->map, k), &b);
+
+	if (ret < 0)
+		return zerr_set(why, ret, 0, "out of memory");
+	ckpt_build_stop_on(b, &r->ck_stop);
+	ret = r->f->ck->build(r, fd, k, r->opts.ck_span, b, why);
+	if (ret < 0) {
+		ckpt_build_free(b);
+		return ret;
+	}
+	ret = ckpt_build_end(b, &s);
+	if (ret < 0)
+		return zerr_set(why, ret, 0, "the %s did not decode to its size", r->f->unit);
+	/* Held for the reader's life, outside the cache: capped as a block map is. */
+	if (ckpt_set_bytes(s) > r->opts.index_max) {
+		size_t bytes = ckpt_set_bytes(s);
+
+		ckpt_set_free(s);
+		return zerr_set(why, -ENOTSUP, 0, "they would take %zu bytes, more than "
+				"cache_size/4", bytes);
+	}
+		/* Only bytes of the version that was indexed: a set of another is dropped. */
+	if (!same_version(r, fd)) {
+		ckpt_set_free(s);
+		return zerr_set(why, -ESTALE, 0, "the file changed while it was read");
+	}
+	atomic_store_explicit(&r->ck[k], s, memory_order_release);
+	atomic_fetch_add(&r->ctx->stats.decoded, cmap_len(&r->map, k));
+	atomic_fetch_add(&r->ctx->stats.ckpts, s->n - 1);
+	reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: %zu checkpoints, %" PRIu64 " bytes", r->f->unit,
+		   r->entry[k], s->n - 1, (uint64_t)ckpt_set_bytes(s));
+	return 0;
+}
+
+/* The one log line, and the mark, for a pass that failed. */
+static void build_failed(struct reader *r, int fd, size_t k, int ret, const struct zerr *why)
+{
+	if (ret == -ENOTSUP)
+		reader_log(r, ZLOG_INFO, why, "%s %zu has no checkpoints (%s): reads inside it "
+			   "decode from its start", r->f->unit, r->entry[k], why->msg);
+	else if (ret == -EIO && same_version(r, fd))
+		reader_fail_entry(r, k, r->map.start[k], why);
+	else if (ret != -ECANCELED)
+		reader_log(r, ZLOG_WARN, why, "%s %zu: no checkpoints this time (%s)", r->f->unit,
+			   r->entry[k], why->msg[0] ? why->msg : strerror(-ret));
+}
+
+/* Publishes set s for entry k if it fits the map and nobody got there first; else frees it. */
+static bool adopt(struct reader *r, uint64_t entry_start, struct ckpt_set *s)
+{
+	size_t k = entry_start < cmap_size(&r->map) ? cmap_find(&r->map, entry_start) : 0;
+	unsigned char none = CK_NONE;
+
+	if (r->map.start[k] != entry_start || !r->ckable[k] || s->usize != cmap_len(&r->map, k) ||
+	    ckpt_set_bytes(s) > r->opts.index_max ||
+	    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY)) {
+		ckpt_set_free(s);
+		return false;
+	}
+	atomic_store_explicit(&r->ck[k], s, memory_order_release);
+	atomic_store(&r->ck_state[k], CK_DONE);
+	return true;
+}
+
+/*
+ * Loads the sets saved in index_dir for this version of the source (fd's),
+ * once per reader.  The trust rules are idxfile's; a set that fits is
+ * still only used through ckpt_dec, which checks every piece.
+ */
+static void load_saved(struct reader *r, int fd)
+{
+	struct idxfile_ckpt *sets;
+	struct idxfile_id id;
+	struct zerr e = { 0 };
+	size_t n, got = 0;
+	int ret;
+
+	if (!r->opts.index_dir || r->name[0] != '/' || atomic_exchange(&r->ck_loaded, true) ||
+	    idxfile_identify(fd, &id) < 0)
+		return;
+	ret = idxfile_load_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, &sets, &n, &e);
+	if (ret == -EPERM && !atomic_flag_test_and_set(&r->ctx->untrusted_logged))
+		reader_log(r, ZLOG_WARN, &e, "saved checkpoints not used: %s", e.msg);
+	else if (ret < 0 && ret != -ENOENT && ret != -ERANGE && ret != -ESTALE)
+		reader_log(r, ZLOG_INFO, &e, "saved checkpoints not used (%s): built again", e.msg);
+	if (ret < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		got += adopt(r, sets[i].entry_start, (struct ckpt_set *)sets[i].set);
+	free(sets);
+	if (got)
+		atomic_fetch_add(&r->ctx->stats.loaded, 1);
+}
+
+/* Saves every set r has in index_dir, for later mounts; a failure is logged once per context. */
+static void save_all(struct reader *r, int fd)
+{
+	struct idxfile_ckpt *sets = calloc(r->map.n, sizeof(*sets));
+	struct idxfile_id id;
+	size_t n = 0;
+	int ret = -ENOMEM;
+
+	if (!r->opts.index_dir || r->name[0] != '/') {
+		free(sets);
+		return;
+	}
+	for (size_t k = 0; sets && k < r->map.n; k++) {
+		const struct ckpt_set *s = reader_ck_set(r, k);
+
+		if (s)
+			sets[n++] = (struct idxfile_ckpt){ r->map.start[k], s };
+	}
+	if (sets && n > 0 && (ret = idxfile_identify(fd, &id)) == 0)
+		ret = idxfile_save_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, sets, n,
+					NULL);
+	if (ret < 0 && n > 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
+		reader_log(r, ZLOG_WARN, NULL, "cannot save checkpoints in %s: %s; they are kept "
+			   "in memory", r->opts.index_dir, strerror(-ret));
+	free(sets);
+}
+
+int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
+{
+	struct zerr e = { 0 };
+	int first = 0;
+	size_t built = 0;
+
+	if (!r->ck)
+		return 0;
+	if (!same_version(r, fd))
+		return zerr_set(why, -ESTALE, 0, "the file changed since it was opened");
+	load_saved(r, fd);
+	for (size_t k = 0; k < r->map.n; k++) {
+		unsigned char none = CK_NONE;
+		int ret;
+
+		if (!r->ckable[k] ||
+		    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY))
+			continue;
+		e = (struct zerr){ 0 };
+		ret = build_one(r, fd, k, &e);
+		built += ret == 0;
+		/* Memory or a change may pass, a stop was no verdict: the next pass tries again. */
+		atomic_store(&r->ck_state[k], ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED
+						      ? CK_NONE : CK_DONE);
+		if (ret == -ECANCELED) {
+			first = first ? first : ret;
+			break;
+		}
+		if (ret < 0) {
+			build_failed(r, fd, k, ret, &e);
+			if (!first) {
+				first = ret;
+				if (why)
+					*why = e;
+			}
+		}
+	}
+	if (built)
+		save_all(r, fd);
+	return first;
+}
+
+const struct ckpt_set *reader_ck_get(struct reader *r, size_t k)
+{
+	const struct ckpt_set *s = reader_ck_set(r, k);
+
+	if (!s && r->ckable && r->ckable[k] && !atomic_load(&r->ck_loaded)) {
+		load_saved(r, r->fd);
+		s = reader_ck_set(r, k);
+	}
+	return s;
+}
+
+struct kick {
+	struct reader *r;
+	int fd;
+};
+
+static void kick_run(void *arg)
+{
+	struct kick *j = arg;
+	struct reader *r = j->r;
+
+	reader_build_checkpoints(r, j->fd, NULL);
+	close(j->fd);
+	free(j);
+	pthread_mutex_lock(&r->lock);
+	if (--r->ck_jobs == 0)
+		pthread_cond_broadcast(&r->idle);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void reader_ck_kick(struct reader *r, size_t k)
+{
+	struct kick *j;
+	bool queued = false;
+
+	if (!r->ctx->pool || atomic_load(&r->ck_state[k]) != CK_NONE || atomic_load(&r->ck_stop))
+		return;
+	j = malloc(sizeof(*j));
+	if (!j)
+		return;
+	/* Its own descriptor: the reader may be detached before the pass ends. */
+	j->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+	j->r = r;
+	pthread_mutex_lock(&r->lock);
+	if (j->fd >= 0 && r->ck_jobs == 0) {
+		r->ck_jobs++;
+		queued = pool_submit(r->ctx->pool, kick_run, j) == 0;
+		if (!queued)
+			r->ck_jobs--;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!queued) {
+		if (j->fd >= 0)
+			close(j->fd);
+		free(j);
+	}
+}
+
+void reader_ck_stop(struct reader *r)
+{
+	atomic_store(&r->ck_stop, true);
+	pthread_mutex_lock(&r->lock);
+	while (r->ck_jobs > 0)
+		pthread_cond_wait(&r->idle, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+}

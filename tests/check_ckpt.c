@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Checkpoints inside one xz Block and one zstd frame (issue 19): the set
+ * and its verifying decoder (index/ckpt.c), and the reader resuming at
+ * them: exact bytes at every offset, work bounded by a span instead of the
+ * offset, and EIO with one log line when a span's checksum does not match.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include "checkutil.h"
+#include "ckpt.h"
+#include "pool.h"
+#include "reader.h"
+#include "reader_int.h"
+#include "testutil.h"
+#include "zcrc.h"
+#include "zmctx.h"
+
+#define SIZE (8u << 20)
+#define SPAN (1u << 20)
+#define SLICE (128u << 10)
+
+static char dir[PATH_MAX];
+static unsigned char *text;
+
+/* ---- the set and the verifying decoder, over an in-memory "decoder" ---- */
+
+struct memdec {
+	const unsigned char *p;
+	uint64_t pos, end;
+	size_t maxread; /* short reads, as a real decoder gives */
+};
+
+static ssize_t mem_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+{
+	struct memdec *m = dec;
+
+	(void)fd;
+	(void)err;
+	if (len > m->maxread)
+		len = m->maxread;
+	if (len > m->end - m->pos)
+		len = (size_t)(m->end - m->pos);
+	memcpy(buf, m->p + m->pos, len);
+	m->pos += len;
+	return (ssize_t)len;
+}
+
+static size_t mem_cost(const void *dec)
+{
+	return sizeof(struct memdec) + 0 * (size_t)(dec != NULL);
+}
+
+static void mem_close(void *dec)
+{
+	free(dec);
+}
+
+static const struct ckpt_inner_ops mem_ops = { mem_read, mem_cost, mem_close };
+
+/* A set over text[0, size) with points at each of at[0..n), fed in odd pieces. */
+static struct ckpt_set *build_set(uint64_t size, const uint64_t *at, size_t n)
+{
+	struct ckpt_build *b;
+	struct ckpt_set *s;
+	uint64_t pos = 0;
+
+	ck_assert_int_eq(ckpt_build_new(size, &b), 0);
+	for (size_t i = 0; i <= n; i++) {
+		uint64_t to = i < n ? at[i] : size;
+
+		while (pos < to) {
+			size_t piece = (size_t)(to - pos < 77777 ? to - pos : 77777);
+
+			ck_assert_int_eq(ckpt_build_out(b, text + pos, piece), 0);
+			pos += piece;
+		}
+		if (i < n)
+			ck_assert_int_eq(ckpt_build_point(b, at[i], "blob", 4), 0);
+	}
+	ck_assert_int_eq(ckpt_build_end(b, &s), 0);
+	return s;
+}
+
+static struct ckpt_dec *open_at(const struct ckpt_set *s, size_t i, const unsigned char *data)
+{
+	struct memdec *m = malloc(sizeof(*m));
+	struct ckpt_dec *d;
+
+	ck_assert_ptr_nonnull(m);
+	*m = (struct memdec){ data, s->pt[i].uoff, s->usize, 10000 };
+	ck_assert_int_eq(ckpt_dec_new(s, i, m, &mem_ops, &d), 0);
+	return d;
+}
+
+START_TEST(set_resumes_exact_at_every_point)
+{
+	static const uint64_t at[] = { 100000, 1000000, 1065536, 3000001 };
+	struct ckpt_set *s = build_set(4000000, at, 4);
+	unsigned char *buf = malloc(4000000);
+
+	ck_assert_int_eq(ckpt_set_check(s), 0);
+	ck_assert_uint_eq(s->n, 5);
+	ck_assert_uint_eq(ckpt_find(s, 99999), 0);
+	ck_assert_uint_eq(ckpt_find(s, 100000), 1);
+	ck_assert_uint_eq(ckpt_find(s, 3999999), 4);
+	for (size_t i = 0; i < s->n; i++) {
+		struct ckpt_dec *d = open_at(s, i, text);
+		uint64_t want = s->usize - s->pt[i].uoff, got = 0;
+		ssize_t n;
+
+		while ((n = ckpt_dec_read(d, -1, buf + got, 123457, NULL)) > 0)
+			got += (uint64_t)n;
+		ck_assert_int_eq(n, 0);
+		ck_assert_uint_eq(got, want);
+		ck_assert(memcmp(buf, text + s->pt[i].uoff, want) == 0);
+		ck_assert_uint_eq(ckpt_dec_tell(d), s->usize);
+		ckpt_dec_close(d);
+	}
+	free(buf);
+	ckpt_set_free(s);
+}
+END_TEST
+
+/* A decoder that yields one wrong byte is caught before its piece is handed out, not earlier. */
+START_TEST(set_catches_a_wrong_byte)
+{
+	static const uint64_t at[] = { 500000, 2000000 };
+	/* pieces end at multiples of CKPT_PIECE and at points: the third after 2000000 */
+	const uint64_t third = (2000000 / CKPT_PIECE + 3) * CKPT_PIECE;
+	struct ckpt_set *s = build_set(3000000, at, 2);
+	unsigned char *bad = malloc(3000000), *buf = malloc(3000000);
+	struct zerr err = { 0 };
+	struct ckpt_dec *d;
+
+	memcpy(bad, text, 3000000);
+	bad[third + 5] ^= 1;
+	d = open_at(s, 2, bad);
+	ck_assert_int_eq(ckpt_dec_read(d, -1, buf, third - 2000000, &err), third - 2000000);
+	ck_assert(memcmp(buf, text + 2000000, third - 2000000) == 0);
+	ck_assert_int_eq(ckpt_dec_read(d, -1, buf, 1, &err), -EIO);
+	ck_assert_msg(strstr(err.msg, "checksum mismatch"), "%s", err.msg);
+	ckpt_dec_close(d);
+	free(bad);
+	free(buf);
+	ckpt_set_free(s);
+}
+END_TEST
+
+START_TEST(set_check_refuses_forged_tables)
+{
+	static const uint64_t at[] = { 500000, 2000000 };
+	struct ckpt_set *s = build_set(3000000, at, 2);
+	struct ckpt_point keep = s->pt[1];
+
+	ck_assert_int_eq(ckpt_set_check(s), 0);
+	s->pt[1].uoff = 2000000; /* not ascending */
+	ck_assert_int_eq(ckpt_set_check(s), -EINVAL);
+	s->pt[1] = keep;
+	s->pt[1].blob_len = 1000; /* past the blobs */
+	ck_assert_int_eq(ckpt_set_check(s), -EINVAL);
+	s->pt[1] = keep;
+	s->ncrc--; /* a piece short */
+	ck_assert_int_eq(ckpt_set_check(s), -EINVAL);
+	s->ncrc++;
+	s->pt[2].piece0++;
+	ck_assert_int_eq(ckpt_set_check(s), -EINVAL);
+	s->pt[2].piece0--;
+	ck_assert_int_eq(ckpt_set_check(s), 0);
+	ckpt_set_free(s);
+}
+END_TEST
+
+START_TEST(build_refuses_points_out_of_order)
+{
+	struct ckpt_build *b;
+	struct ckpt_set *s;
+
+	ck_assert_int_eq(ckpt_build_new(1000, &b), 0);
+	ck_assert_int_eq(ckpt_build_out(b, text, 100), 0);
+	ck_assert_int_eq(ckpt_build_point(b, 50, "x", 1), -EPROTO);
+	ck_assert_int_eq(ckpt_build_out(b, text, 900), 0);
+	ck_assert_int_eq(ckpt_build_out(b, text, 1), -EIO); /* more than the entry holds */
+	ck_assert_int_eq(ckpt_build_end(b, &s), 0);
+	ckpt_set_free(s);
+	ck_assert_int_eq(ckpt_build_new(1000, &b), 0);
+	ck_assert_int_eq(ckpt_build_out(b, text, 999), 0);
+	ck_assert_int_eq(ckpt_build_end(b, &s), -EIO); /* a byte short */
+	ck_assert_ptr_null(s);
+}
+END_TEST
+
+/* ---- the reader over real one-Block xz and one-frame zstd files ---- */
+
+struct sunk {
+	unsigned errors;
+	char text[1024];
+};
+
+static void sink(void *user, enum zlog_level level, const char *name, const char *msg,
+		 const struct zerr *why)
+{
+	struct sunk *k = user;
+
+	(void)name;
+	(void)why;
+	if (level != ZLOG_ERROR)
+		return;
+	k->errors++;
+	snprintf(k->text, sizeof(k->text), "%s", msg);
+}
+
+struct opened {
+	struct zmctx *zm;
+	struct reader *r;
+	int fd;
+	struct sunk log;
+};
+
+static void open_in(const char *name, const char *index_dir, struct opened *o)
+{
+	struct reader_opts ro;
+	char path[PATH_MAX];
+
+	testutil_join(path, sizeof(path), dir, name);
+	memset(o, 0, sizeof(*o));
+	ck_assert_int_eq(zmctx_new(64u << 20, &o->zm), 0);
+	zmctx_set_log(o->zm, sink, &o->log, ZLOG_DEBUG);
+	reader_opts_default(&ro, 64u << 20);
+	ro.ck_span = SPAN;
+	ro.slice = SLICE;
+	ro.index_dir = index_dir;
+	ck_assert_int_eq(reader_open(path, o->zm, &ro, &o->r, NULL), 0);
+	o->fd = open(path, O_RDONLY);
+	ck_assert_int_ge(o->fd, 0);
+}
+
+static void open_one(const char *name, struct opened *o)
+{
+	open_in(name, NULL, o);
+}
+
+static void close_one(struct opened *o)
+{
+	reader_close(o->r);
+	zmctx_free(o->zm);
+	close(o->fd);
+}
+
+static uint64_t decoded(struct opened *o)
+{
+	struct reader_info in;
+
+	reader_get_info(o->r, &in);
+	return in.decoded;
+}
+
+/* Reads at offsets spread over the file, each checked, each costing at most a span and two slices. */
+static void random_reads(struct opened *o, int want_resumes)
+{
+	unsigned char buf[4096];
+	struct reader_info in;
+	uint32_t x = 99;
+
+	for (int i = 0; i < 40; i++) {
+		uint64_t off, d0;
+
+		x = x * 1103515245u + 12345u;
+		off = (uint64_t)(x >> 4) % (SIZE - sizeof(buf));
+		d0 = decoded(o);
+		ck_assert_int_eq(reader_pread(o->r, buf, sizeof(buf), off), sizeof(buf));
+		ck_assert_msg(memcmp(buf, text + off, sizeof(buf)) == 0, "wrong bytes at %llu",
+			      (unsigned long long)off);
+		if (want_resumes)
+			ck_assert_msg(decoded(o) - d0 <= 2 * SPAN,
+				      "read at %llu decoded %llu bytes, more than a span",
+				      (unsigned long long)off, (unsigned long long)(decoded(o) - d0));
+	}
+	reader_get_info(o->r, &in);
+	if (want_resumes)
+		ck_assert_uint_gt(in.resumes, 0);
+	ck_assert_uint_eq(o->log.errors, 0);
+}
+
+static void resumes_exact(const char *name)
+{
+	struct opened o;
+	struct reader_info in;
+
+	open_one(name, &o);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.ckpt_wanted, 1);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), 0);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2); /* xz: LZMA2 chunks hold up to 2 MiB */
+	ck_assert_uint_eq(in.ckpt_wanted, 0);
+	random_reads(&o, 1);
+	/* And the last byte, and a read across two spans. */
+	{
+		unsigned char buf[300000];
+
+		ck_assert_int_eq(reader_pread(o.r, buf, 1, SIZE - 1), 1);
+		ck_assert_int_eq(buf[0], text[SIZE - 1]);
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), 5 * SPAN - 1000),
+				 sizeof(buf));
+		ck_assert(memcmp(buf, text + 5 * SPAN - 1000, sizeof(buf)) == 0);
+	}
+	close_one(&o);
+}
+
+START_TEST(xz_one_block_resumes_exact)
+{
+	resumes_exact("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_one_frame_resumes_exact)
+{
+	resumes_exact("one.zst");
+}
+END_TEST
+
+/*
+ * Without checkpoints a far read decodes from the start (what the bound in
+ * random_reads would catch), and reads are right too.
+ */
+START_TEST(without_checkpoints_reads_decode_from_the_start)
+{
+	struct opened o;
+	unsigned char buf[4096];
+
+	open_one("one.xz", &o);
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), SIZE - 8192), sizeof(buf));
+	ck_assert(memcmp(buf, text + SIZE - 8192, sizeof(buf)) == 0);
+	ck_assert_uint_ge(decoded(&o), SIZE - 2 * SLICE);
+	random_reads(&o, 0);
+	close_one(&o);
+}
+END_TEST
+
+/*
+ * The ★ of item 4: a span whose recorded checksum does not match what the
+ * resumed decoder yields gives EIO and one log line, never its bytes.
+ */
+static void span_mismatch(const char *name, int damage_blob)
+{
+	struct opened o;
+	struct ckpt_set *s;
+	unsigned char buf[4096];
+	uint64_t off;
+
+	open_one(name, &o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), 0);
+	s = atomic_load(&o.r->ck[0]);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_ge(s->n, 4);
+	off = s->pt[3].uoff + 3 * CKPT_PIECE + 17;
+	if (damage_blob)
+		s->blob[s->pt[3].blob_off + s->pt[3].blob_len / 2] ^= 0x55;
+	else
+		s->crc[s->pt[3].piece0 + 3] ^= 1;
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), -EIO);
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), -EIO);
+	ck_assert_uint_eq(o.log.errors, 1);
+	ck_assert_msg(damage_blob || strstr(o.log.text, "checksum mismatch"), "%s", o.log.text);
+	close_one(&o);
+}
+
+START_TEST(xz_span_checksum_mismatch_is_eio)
+{
+	span_mismatch("one.xz", 0);
+}
+END_TEST
+
+START_TEST(zstd_span_checksum_mismatch_is_eio)
+{
+	span_mismatch("one.zst", 0);
+}
+END_TEST
+
+START_TEST(xz_damaged_checkpoint_is_eio)
+{
+	span_mismatch("one.xz", 1);
+}
+END_TEST
+
+START_TEST(zstd_damaged_checkpoint_is_eio)
+{
+	span_mismatch("one.zst", 1);
+}
+END_TEST
+
+/*
+ * Sets saved in index_dir are used by the next reader of the same version,
+ * loaded when a read first wants one, without a pass.
+ */
+static void saved_and_loaded(const char *name)
+{
+	char idx[PATH_MAX];
+	struct opened o;
+	struct reader_info in;
+
+	testutil_join(idx, sizeof(idx), dir, "index");
+	mkdir(idx, 0700);
+	open_in(name, idx, &o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), 0);
+	close_one(&o);
+	open_in(name, idx, &o);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.ckpt_wanted, 1); /* not loaded at open */
+	random_reads(&o, 1);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2); /* xz: LZMA2 chunks hold up to 2 MiB */
+	close_one(&o);
+	testutil_sh(idx, "rm -f *.zmc *.zmi");
+	rmdir(idx);
+}
+
+START_TEST(xz_saved_sets_are_loaded)
+{
+	saved_and_loaded("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_saved_sets_are_loaded)
+{
+	saved_and_loaded("one.zst");
+}
+END_TEST
+
+/*
+ * A read that must decode from the start of a wide entry queues a pass on
+ * the pool: reads after it resume at checkpoints, with no indexer.
+ */
+START_TEST(a_far_read_queues_a_pass)
+{
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in;
+	unsigned char buf[4096];
+
+	open_one("one.zst", &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), SIZE / 2), sizeof(buf));
+	for (int i = 0; i < 600; i++) {
+		reader_get_info(o.r, &in);
+		if (in.ckpts > 0)
+			break;
+		usleep(100000);
+	}
+	ck_assert_uint_gt(in.ckpts, 0);
+	random_reads(&o, 1);
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+}
+END_TEST
+
+/* Sets count against the per-archive map limit, cache_size/4: over it, none (and a log line). */
+START_TEST(sets_over_the_map_limit_are_dropped)
+{
+	struct opened o;
+	struct reader_info in;
+	struct zerr why = { 0 };
+
+	open_one("one.zst", &o);
+	o.r->opts.index_max = 4096; /* as cache_size=16K would make it */
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, &why), -ENOTSUP);
+	ck_assert_msg(strstr(why.msg, "cache_size/4"), "%s", why.msg);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.ckpts, 0);
+	ck_assert_uint_eq(in.ckpt_bytes, 0);
+	random_reads(&o, 0);
+	close_one(&o);
+}
+END_TEST
+
+/* A Block with a BCJ filter gets no checkpoints and still reads right. */
+START_TEST(xz_bcj_block_has_none)
+{
+	struct opened o;
+	struct reader_info in;
+
+	open_one("bcj.xz", &o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), -ENOTSUP);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.ckpts, 0);
+	ck_assert_uint_eq(in.ckpt_wanted, 0);
+	random_reads(&o, 0);
+	close_one(&o);
+}
+END_TEST
+
+static int setup(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char path[PATH_MAX];
+	size_t n;
+
+	snprintf(dir, sizeof(dir), "%s/check_ckpt.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		return -1;
+	testutil_join(path, sizeof(path), dir, "text");
+	if (testutil_text(path, SIZE, 7) < 0)
+		return -1;
+	{
+		FILE *f = fopen(path, "rb");
+
+		text = malloc(SIZE);
+		n = f && text ? fread(text, 1, SIZE, f) : 0;
+		if (f)
+			fclose(f);
+		if (n != SIZE)
+			return -1;
+	}
+	return testutil_sh(dir, "xz -T1 -6 -c text > one.xz && zstd -q -3 -c text > one.zst && "
+			   "xz -T1 --x86 --lzma2=preset=6 -c text > bcj.xz");
+}
+
+int main(void)
+{
+	const struct checkutil_case cases[] = {
+		{ "set_resumes_exact_at_every_point", set_resumes_exact_at_every_point, 0 },
+		{ "set_catches_a_wrong_byte", set_catches_a_wrong_byte, 0 },
+		{ "set_check_refuses_forged_tables", set_check_refuses_forged_tables, 0 },
+		{ "build_refuses_points_out_of_order", build_refuses_points_out_of_order, 0 },
+		{ "xz_one_block_resumes_exact", xz_one_block_resumes_exact, 0 },
+		{ "zstd_one_frame_resumes_exact", zstd_one_frame_resumes_exact, 0 },
+		{ "without_checkpoints_reads_decode_from_the_start",
+		  without_checkpoints_reads_decode_from_the_start, 0 },
+		{ "xz_span_checksum_mismatch_is_eio", xz_span_checksum_mismatch_is_eio, 0 },
+		{ "zstd_span_checksum_mismatch_is_eio", zstd_span_checksum_mismatch_is_eio, 0 },
+		{ "xz_damaged_checkpoint_is_eio", xz_damaged_checkpoint_is_eio, 0 },
+		{ "zstd_damaged_checkpoint_is_eio", zstd_damaged_checkpoint_is_eio, 0 },
+		{ "xz_bcj_block_has_none", xz_bcj_block_has_none, 0 },
+		{ "xz_saved_sets_are_loaded", xz_saved_sets_are_loaded, 0 },
+		{ "zstd_saved_sets_are_loaded", zstd_saved_sets_are_loaded, 0 },
+		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
+		{ "sets_over_the_map_limit_are_dropped", sets_over_the_map_limit_are_dropped, 0 },
+	};
+	SRunner *sr;
+	int failed;
+
+	if (setup() < 0) {
+		fprintf(stderr, "check_ckpt: cannot make the fixtures in %s\n", dir);
+		return 1;
+	}
+	sr = srunner_create(checkutil_suite("check_ckpt", "ckpt", cases,
+					    sizeof(cases) / sizeof(cases[0]), 300, 1, NULL));
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	testutil_sh(dir, "rm -f text one.xz one.zst bcj.xz");
+	rmdir(dir);
+	free(text);
+	return failed ? 1 : 0;
+}
