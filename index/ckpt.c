@@ -352,11 +352,19 @@ int ckpt_dec_new(const struct ckpt_set *s, size_t i, void *inner, const struct c
 }
 
 /* Decodes and checks the piece at d->pos + d->have (the buffer is used up). */
-static int next_piece(struct ckpt_dec *d, int fd, struct zerr *err)
+/*
+ * Decodes and checks the piece at d->pos + d->have (the buffer is used up)
+ * into dst if it fits in room (the caller's buffer: no copy, and its bytes
+ * count as handed out), else into d->buf.  Returns the bytes placed in dst
+ * (0: the piece waits in d->buf), or a negative errno.
+ */
+static ssize_t next_piece(struct ckpt_dec *d, int fd, uint8_t *dst, size_t room,
+			  struct zerr *err)
 {
 	const struct ckpt_set *s = d->s;
 	uint64_t pos = d->pos + d->have, end;
 	size_t len, got = 0;
+	uint8_t *to;
 
 	if (d->have) {
 		d->piece++;
@@ -365,43 +373,49 @@ static int next_piece(struct ckpt_dec *d, int fd, struct zerr *err)
 	}
 	end = piece_end(s, d->span, pos);
 	len = (size_t)(end - pos);
+	to = room >= len ? dst : d->buf;
 	d->pos = pos;
 	d->have = d->used = 0;
 	while (got < len) {
-		ssize_t n = d->ops->read(d->inner, fd, d->buf + got, len - got, err);
+		ssize_t n = d->ops->read(d->inner, fd, to + got, len - got, err);
 
 		if (n < 0)
-			return (int)n;
+			return n;
 		if (n == 0)
 			return zerr_set(err, -EIO, 0, "data ended at offset %" PRIu64 " of %" PRIu64,
 					pos + got, s->usize);
 		got += (size_t)n;
 	}
-	if (d->piece >= s->ncrc || zcrc32(0, d->buf, len) != s->crc[d->piece])
+	if (d->piece >= s->ncrc || zcrc32(0, to, len) != s->crc[d->piece])
 		return zerr_set(err, -EIO, 0, "checksum mismatch in the piece at offset %" PRIu64
 				" (resumed from checkpoint %zu at %" PRIu64 ")",
 				pos, d->span, s->pt[d->span].uoff);
 	d->have = len;
-	return 0;
+	d->used = to == dst ? len : 0;
+	return to == dst ? (ssize_t)len : 0;
 }
 
 ssize_t ckpt_dec_read(struct ckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err)
 {
+	uint8_t *out = buf;
 	size_t done = 0;
 
 	while (done < len && d->pos + d->used < d->s->usize) {
 		size_t n;
 
 		if (d->used == d->have) {
-			int ret = next_piece(d, fd, err);
+			ssize_t direct = next_piece(d, fd, out + done, len - done, err);
 
-			if (ret < 0)
-				return ret;
+			if (direct < 0)
+				return direct;
+			done += (size_t)direct;
+			if (direct > 0)
+				continue;
 		}
 		n = d->have - d->used;
 		if (n > len - done)
 			n = len - done;
-		memcpy((uint8_t *)buf + done, d->buf + d->used, n);
+		memcpy(out + done, d->buf + d->used, n);
 		d->used += n;
 		done += n;
 	}

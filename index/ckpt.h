@@ -108,7 +108,9 @@ int ckpt_dec_new(const struct ckpt_set *s, size_t i, void *inner, const struct c
 		 struct ckpt_dec **out);
 /*
  * Up to len verified bytes (0 at the entry's end), or a negative errno with
- * err set: -EIO for a piece whose CRC32 differs (err names the entry
+ * err set, and then buf's contents undefined: a whole piece that fits is
+ * decoded straight into buf, and checked there before the call returns.
+ * Errors: -EIO for a piece whose CRC32 differs (err names the entry
  * offset of the piece and the checkpoint), the inner decoder's error, or
  * data that ends before the entry does.
  */
