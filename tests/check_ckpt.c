@@ -487,6 +487,30 @@ START_TEST(sets_over_the_map_limit_are_dropped)
 }
 END_TEST
 
+/*
+ * A pass over another version of the file (here: another file) builds
+ * nothing: a set of other bytes would resume into wrong ones.
+ */
+START_TEST(a_pass_over_another_version_builds_nothing)
+{
+	struct opened o;
+	struct reader_info in;
+	char path[PATH_MAX];
+	int other;
+
+	open_one("one.zst", &o);
+	testutil_join(path, sizeof(path), dir, "one.xz");
+	other = open(path, O_RDONLY);
+	ck_assert_int_ge(other, 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, other, NULL), -ESTALE);
+	close(other);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.ckpts, 0);
+	ck_assert_uint_eq(in.ckpt_wanted, 1);
+	close_one(&o);
+}
+END_TEST
+
 /* A Block with a BCJ filter gets no checkpoints and still reads right. */
 START_TEST(xz_bcj_block_has_none)
 {
@@ -549,6 +573,8 @@ int main(void)
 		{ "zstd_saved_sets_are_loaded", zstd_saved_sets_are_loaded, 0 },
 		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
 		{ "sets_over_the_map_limit_are_dropped", sets_over_the_map_limit_are_dropped, 0 },
+		{ "a_pass_over_another_version_builds_nothing",
+		  a_pass_over_another_version_builds_nothing, 0 },
 	};
 	SRunner *sr;
 	int failed;
