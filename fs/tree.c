@@ -76,7 +76,10 @@ struct dmap {
 /* The charges in tree.h bound what malloc takes (16-byte chunks, 8-byte header). */
 _Static_assert(sizeof(struct dent) + 32 <= TREE_LIST_BYTES_PER_ENTRY, "entry charge");
 _Static_assert(sizeof(struct probed) <= TREE_LIST_BYTES_PER_PROBED, "probed charge");
-_Static_assert(sizeof(struct dmap) + 4 * 24 <= TREE_LIST_BYTES_PER_LISTING, "listing charge");
+/* A listing's charge also covers its hash bucket: at most one per listing as the table grows. */
+_Static_assert(sizeof(struct dmap) + 4 * 24 + sizeof(struct htab_link *) <=
+		       TREE_LIST_BYTES_PER_LISTING,
+	       "listing charge");
 
 struct tree {
 	int root;

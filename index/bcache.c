@@ -39,6 +39,10 @@ struct bcache_ent {
 	struct bcache_ent *prev, *next; /* LRU list, ready entries only */
 };
 
+/* The entry, malloc's header and rounding, and its hash bucket (at most one per entry). */
+_Static_assert(sizeof(struct bcache_ent) + 16 + sizeof(struct htab_link *) <= BCACHE_ENT_COST,
+	       "BCACHE_ENT_COST");
+
 struct bcache {
 	pthread_mutex_t lock;
 	pthread_cond_t filled;
