@@ -17,7 +17,8 @@
  * HTAB_MAX_LOAD entries per bucket, so chains stay short however many
  * entries there are.  Growth may fail (out of memory): the table then
  * keeps working at its size, with longer chains, and tries again at the
- * next add.  It never shrinks.
+ * next add.  It never shrinks: the array stays at the largest size it
+ * reached, 8 bytes a bucket, at most about one bucket per entry at that peak.
  *
  * Threads: none of its own; the caller's lock guards the table and every
  * link in it.
@@ -31,7 +32,10 @@ struct htab_link {
 	struct htab_link *next; /* in its bucket's chain; NULL at the end */
 };
 
-/* The hash of the entry holding l: the same for as long as l is in a table. */
+/*
+ * The hash of the entry holding l: the same for as long as l is in a table.
+ * Called by htab_add, htab_del and growth, under the caller's lock.
+ */
 typedef size_t htab_hash_fn(const struct htab_link *l);
 
 struct htab {
