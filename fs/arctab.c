@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * How it works: a chained hash on (device, inode).  An entry being opened
+ * How it works: a hash table on (device, inode).  An entry being opened
  * is in the table with `opening` set, so a second caller waits for it
  * rather than indexing the same file again; the slow part, reader_open,
  * runs with the table lock dropped.  A stale entry is unhooked from the
@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "htab.h"
 #include "probe.h"
 #include "reader.h"
 #include "srcid.h"
@@ -33,7 +34,7 @@
 #include "zlog.h"
 #include "zmctx.h"
 
-#define NBUCKETS 4096
+#define NBUCKETS 4096 /* at first: it grows */
 
 struct arc {
 	dev_t dev;
@@ -48,7 +49,7 @@ struct arc {
 	bool moving;           /* an attach or detach of r runs, with the lock dropped */
 	bool opening;
 	bool hooked;
-	struct arc *next;
+	struct htab_link link;
 };
 
 struct arctab {
@@ -59,7 +60,7 @@ struct arctab {
 	pthread_cond_t opened;  /* an entry's opening ended */
 	pthread_cond_t moved;   /* an entry's moving ended */
 	/* Protected by lock. */
-	struct arc *buckets[NBUCKETS];
+	struct htab arcs; /* struct arc by (dev, ino) */
 };
 
 /*
@@ -124,13 +125,27 @@ static enum zlog_level zlog_max(void)
 	return l;
 }
 
+static size_t arc_hash(dev_t dev, ino_t ino)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev);
+}
+
+static size_t link_hash(const struct htab_link *l)
+{
+	const struct arc *a = htab_entry(l, struct arc, link);
+
+	return arc_hash(a->dev, a->ino);
+}
+
 int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *root,
 	       struct arctab **out)
 {
 	struct arctab *t = calloc(1, sizeof(*t));
 
 	*out = NULL;
-	if (!t || !(t->root = strdup(root))) {
+	if (!t || htab_init(&t->arcs, NBUCKETS, link_hash) < 0 || !(t->root = strdup(root))) {
+		if (t)
+			htab_fini(&t->arcs);
 		free(t);
 		return -ENOMEM;
 	}
@@ -155,16 +170,15 @@ static void arc_free(struct arc *a)
 
 void arctab_free(struct arctab *t)
 {
+	struct htab_walk w;
+	struct htab_link *l;
+
 	if (!t)
 		return;
-	for (size_t i = 0; i < NBUCKETS; i++) {
-		struct arc *a = t->buckets[i], *next;
-
-		for (; a; a = next) {
-			next = a->next;
-			arc_free(a);
-		}
-	}
+	htab_walk_start(&t->arcs, &w);
+	while ((l = htab_walk_next(&w)))
+		arc_free(htab_entry(l, struct arc, link));
+	htab_fini(&t->arcs);
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->opened);
 	pthread_cond_destroy(&t->moved);
@@ -172,22 +186,22 @@ void arctab_free(struct arctab *t)
 	free(t);
 }
 
-static struct arc **slot(struct arctab *t, dev_t dev, ino_t ino)
+/* The entry hooked for (dev, ino), or NULL. */
+static struct arc *find(struct arctab *t, dev_t dev, ino_t ino)
 {
-	size_t b = (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) % NBUCKETS;
-	struct arc **pp = &t->buckets[b];
+	for (struct htab_link *l = htab_bucket(&t->arcs, arc_hash(dev, ino)); l; l = l->next) {
+		struct arc *a = htab_entry(l, struct arc, link);
 
-	while (*pp && ((*pp)->dev != dev || (*pp)->ino != ino))
-		pp = &(*pp)->next;
-	return pp;
+		if (a->dev == dev && a->ino == ino)
+			return a;
+	}
+	return NULL;
 }
 
 /* Unhooks a from the table; returns true if that dropped its last reference. */
 static bool unhook(struct arctab *t, struct arc *a)
 {
-	struct arc **pp = slot(t, a->dev, a->ino);
-
-	*pp = a->next;
+	htab_del(&t->arcs, &a->link);
 	a->hooked = false;
 	return --a->refs == 0;
 }
@@ -216,7 +230,7 @@ static int find_locked(struct arctab *t, const struct stat *st, struct arc **out
 	struct arc *a;
 
 	for (;;) {
-		a = *slot(t, st->st_dev, st->st_ino);
+		a = find(t, st->st_dev, st->st_ino);
 		if (!a || !a->opening)
 			break;
 		pthread_cond_wait(&t->opened, &t->lock);
@@ -237,8 +251,7 @@ static int find_locked(struct arctab *t, const struct stat *st, struct arc **out
 		a->refs = 1;
 		a->opening = true;
 		a->hooked = true;
-		a->next = NULL;
-		*slot(t, a->dev, a->ino) = a;
+		htab_add(&t->arcs, &a->link);
 	}
 	*fresh = a;
 	return 1;
@@ -440,31 +453,33 @@ static void top_fill(struct arctab_top *top, const struct reader_opts *opts,
 void arctab_top(struct arctab *t, struct arctab_top *top, size_t n)
 {
 	size_t have = 0;
+	struct htab_walk w;
+	struct htab_link *l;
 
 	pthread_mutex_lock(&t->lock);
-	for (size_t b = 0; b < NBUCKETS; b++) {
-		for (struct arc *a = t->buckets[b]; a; a = a->next) {
-			struct reader_info in;
-			uint64_t cost;
-			size_t i;
+	htab_walk_start(&t->arcs, &w);
+	while ((l = htab_walk_next(&w))) {
+		struct arc *a = htab_entry(l, struct arc, link);
+		struct reader_info in;
+		uint64_t cost;
+		size_t i;
 
-			/* opening first: a->r is written, unlocked, until opening is cleared */
-			if (a->opening || !a->r)
-				continue;
-			reader_get_info(a->r, &in);
-			cost = in.decoded + (in.pass ? in.usize : 0);
-			if (cost == 0)
-				continue;
-			/* insertion into the n largest, kept sorted */
-			for (i = have; i > 0 && top[i - 1].decoded < cost; i--)
-				if (i < n)
-					top[i] = top[i - 1];
-			if (i < n) {
-				top_fill(&top[i], t->opts, &in, cost);
-				snprintf(top[i].name, sizeof(top[i].name), "%s", reader_name(a->r));
-				if (have < n)
-					have++;
-			}
+		/* opening first: a->r is written, unlocked, until opening is cleared */
+		if (a->opening || !a->r)
+			continue;
+		reader_get_info(a->r, &in);
+		cost = in.decoded + (in.pass ? in.usize : 0);
+		if (cost == 0)
+			continue;
+		/* insertion into the n largest, kept sorted */
+		for (i = have; i > 0 && top[i - 1].decoded < cost; i--)
+			if (i < n)
+				top[i] = top[i - 1];
+		if (i < n) {
+			top_fill(&top[i], t->opts, &in, cost);
+			snprintf(top[i].name, sizeof(top[i].name), "%s", reader_name(a->r));
+			if (have < n)
+				have++;
 		}
 	}
 	pthread_mutex_unlock(&t->lock);

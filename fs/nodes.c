@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * How it works: two chained hashes over the same nodes, one by id for
+ * How it works: two hash tables over the same nodes, one by id for
  * nodes_get and one by (parent, name) for nodes_lookup, whose chain holds
  * every live version of that name.  Ids are never reused, so the generation
  * number the kernel sees can stay 0.  A node and its two paths are one
@@ -15,10 +15,11 @@
 #include <string.h>
 
 #include "arctab.h"
+#include "htab.h"
 #include "srcid.h"
 
 #define FUSE_ROOT 1
-#define NBUCKETS 8192
+#define NBUCKETS 8192 /* at first: they grow */
 #define DEV_SHIFT 48 /* nodes_ino: other file systems' numbers start at N << 48 */
 
 struct entry {
@@ -27,7 +28,7 @@ struct entry {
 	/* Protected by nodes.lock. */
 	uint64_t nlookup;
 	int refs;
-	struct entry *by_id, *by_name;
+	struct htab_link by_id, by_name;
 	char strings[]; /* n.path, then n.tn.rel */
 };
 
@@ -42,15 +43,9 @@ struct nodes {
 	dev_t *devs; /* file systems other than the root's, numbered from 1 (nodes_ino) */
 	size_t ndevs, capdevs;
 	uint64_t next_id;
-	size_t count;
-	struct entry *ids[NBUCKETS];
-	struct entry *names[NBUCKETS];
+	struct htab ids;   /* struct entry by n.id */
+	struct htab names; /* struct entry by (n.parent, name) */
 };
-
-static size_t id_hash(uint64_t id)
-{
-	return (size_t)(id * 0x9E3779B97F4A7C15ull >> 40) % NBUCKETS;
-}
 
 static size_t name_hash(uint64_t parent, const char *name)
 {
@@ -58,7 +53,31 @@ static size_t name_hash(uint64_t parent, const char *name)
 
 	while (*name)
 		h = (h ^ (unsigned char)*name++) * 0x100000001B3ull;
-	return (size_t)(h % NBUCKETS);
+	return (size_t)h;
+}
+
+static size_t link_id_hash(const struct htab_link *l)
+{
+	return (size_t)htab_entry(l, struct entry, by_id)->n.id;
+}
+
+static size_t link_name_hash(const struct htab_link *l)
+{
+	const struct entry *e = htab_entry(l, struct entry, by_name);
+
+	return name_hash(e->n.parent, e->name);
+}
+
+/* The node of id, or NULL. */
+static struct entry *find_id(struct nodes *t, uint64_t id)
+{
+	for (struct htab_link *l = htab_bucket(&t->ids, (size_t)id); l; l = l->next) {
+		struct entry *e = htab_entry(l, struct entry, by_id);
+
+		if (e->n.id == id)
+			return e;
+	}
+	return NULL;
 }
 
 /*
@@ -71,6 +90,21 @@ static bool same_version(const struct tree_node *a, const struct tree_node *b)
 	if (a->kind != b->kind || !srcid_same_object(&a->st, &b->st))
 		return false;
 	return !S_ISREG(a->st.st_mode) || srcid_same(&a->st, &b->st);
+}
+
+/* The node of name under parent at version tn, or NULL. */
+static struct entry *find_name(struct nodes *t, uint64_t parent, const char *name,
+			       const struct tree_node *tn)
+{
+	for (struct htab_link *l = htab_bucket(&t->names, name_hash(parent, name)); l;
+	     l = l->next) {
+		struct entry *e = htab_entry(l, struct entry, by_name);
+
+		if (e->n.parent == parent && strcmp(e->name, name) == 0 &&
+		    same_version(&e->n.tn, tn))
+			return e;
+	}
+	return NULL;
 }
 
 static void entry_free(struct nodes *t, struct entry *e)
@@ -103,13 +137,8 @@ static struct entry *entry_new(uint64_t parent, const char *name, const char *pa
 
 static void link_entry(struct nodes *t, struct entry *e)
 {
-	size_t b = id_hash(e->n.id);
-
-	e->by_id = t->ids[b];
-	t->ids[b] = e;
-	b = name_hash(e->n.parent, e->name);
-	e->by_name = t->names[b];
-	t->names[b] = e;
+	htab_add(&t->ids, &e->by_id);
+	htab_add(&t->names, &e->by_name);
 }
 
 int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **out)
@@ -118,7 +147,12 @@ int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **
 	struct entry *e = entry_new(FUSE_ROOT, "", "/", root);
 
 	*out = NULL;
-	if (!t || !e) {
+	if (!t || !e || htab_init(&t->ids, NBUCKETS, link_id_hash) < 0 ||
+	    htab_init(&t->names, NBUCKETS, link_name_hash) < 0) {
+		if (t) {
+			htab_fini(&t->ids);
+			htab_fini(&t->names);
+		}
 		free(t);
 		free(e);
 		return -ENOMEM;
@@ -129,7 +163,6 @@ int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **
 	e->n.id = FUSE_ROOT;
 	e->nlookup = 1; /* the root is never forgotten */
 	t->next_id = FUSE_ROOT + 1;
-	t->count = 1;
 	link_entry(t, e);
 	*out = t;
 	return 0;
@@ -137,16 +170,16 @@ int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **
 
 void nodes_free(struct nodes *t)
 {
+	struct htab_walk w;
+	struct htab_link *l;
+
 	if (!t)
 		return;
-	for (size_t i = 0; i < NBUCKETS; i++) {
-		struct entry *e = t->ids[i], *next;
-
-		for (; e; e = next) {
-			next = e->by_id;
-			entry_free(t, e);
-		}
-	}
+	htab_walk_start(&t->ids, &w);
+	while ((l = htab_walk_next(&w)))
+		entry_free(t, htab_entry(l, struct entry, by_id));
+	htab_fini(&t->ids);
+	htab_fini(&t->names);
 	pthread_mutex_destroy(&t->lock);
 	free(t->devs);
 	free(t);
@@ -160,10 +193,7 @@ int nodes_lookup(struct nodes *t, uint64_t parent, const char *name, const char 
 	*out = NULL;
 	for (;;) {
 		pthread_mutex_lock(&t->lock);
-		for (e = t->names[name_hash(parent, name)]; e; e = e->by_name)
-			if (e->n.parent == parent && strcmp(e->name, name) == 0 &&
-			    same_version(&e->n.tn, tn))
-				break;
+		e = find_name(t, parent, name, tn);
 		if (e || fresh)
 			break;
 		/* Allocate outside the lock, then look again. */
@@ -179,7 +209,6 @@ int nodes_lookup(struct nodes *t, uint64_t parent, const char *name, const char 
 		e->n.arc = *arc;
 		*arc = NULL;
 		link_entry(t, e);
-		t->count++;
 	}
 	e->nlookup++;
 	e->refs++;
@@ -195,8 +224,7 @@ struct node *nodes_get(struct nodes *t, uint64_t id)
 	struct entry *e;
 
 	pthread_mutex_lock(&t->lock);
-	for (e = t->ids[id_hash(id)]; e && e->n.id != id; e = e->by_id)
-		;
+	e = find_id(t, id);
 	if (e)
 		e->refs++;
 	pthread_mutex_unlock(&t->lock);
@@ -206,17 +234,10 @@ struct node *nodes_get(struct nodes *t, uint64_t id)
 /* Unlinks e if nobody holds it any more; returns true if the caller must free it. */
 static bool maybe_unlink(struct nodes *t, struct entry *e)
 {
-	struct entry **pp;
-
 	if (e->refs > 0 || e->nlookup > 0)
 		return false;
-	for (pp = &t->ids[id_hash(e->n.id)]; *pp != e; pp = &(*pp)->by_id)
-		;
-	*pp = e->by_id;
-	for (pp = &t->names[name_hash(e->n.parent, e->name)]; *pp != e; pp = &(*pp)->by_name)
-		;
-	*pp = e->by_name;
-	t->count--;
+	htab_del(&t->ids, &e->by_id);
+	htab_del(&t->names, &e->by_name);
 	return true;
 }
 
@@ -241,8 +262,7 @@ void nodes_forget(struct nodes *t, uint64_t id, uint64_t nlookup)
 	bool dead = false;
 
 	pthread_mutex_lock(&t->lock);
-	for (e = t->ids[id_hash(id)]; e && e->n.id != id; e = e->by_id)
-		;
+	e = find_id(t, id);
 	if (e && id != FUSE_ROOT) {
 		e->nlookup = nlookup > e->nlookup ? 0 : e->nlookup - nlookup;
 		dead = maybe_unlink(t, e);
@@ -286,7 +306,7 @@ size_t nodes_count(struct nodes *t)
 	size_t n;
 
 	pthread_mutex_lock(&t->lock);
-	n = t->count;
+	n = htab_count(&t->ids);
 	pthread_mutex_unlock(&t->lock);
 	return n;
 }
@@ -295,27 +315,30 @@ ssize_t nodes_with_reader(struct nodes *t, const struct reader *r, uint64_t **id
 {
 	size_t n = 0, cap = 0;
 	uint64_t *out = NULL;
+	struct htab_walk w;
+	struct htab_link *l;
 
 	*ids = NULL;
 	pthread_mutex_lock(&t->lock);
-	for (size_t i = 0; i < NBUCKETS; i++) {
-		for (struct entry *e = t->ids[i]; e; e = e->by_id) {
-			if (!e->n.arc || (r && arc_reader(e->n.arc) != r))
-				continue;
-			if (n == cap) {
-				uint64_t *p;
+	htab_walk_start(&t->ids, &w);
+	while ((l = htab_walk_next(&w))) {
+		struct entry *e = htab_entry(l, struct entry, by_id);
 
-				cap = cap ? cap * 2 : 8;
-				p = realloc(out, cap * sizeof(*out));
-				if (!p) {
-					pthread_mutex_unlock(&t->lock);
-					free(out);
-					return -ENOMEM;
-				}
-				out = p;
+		if (!e->n.arc || (r && arc_reader(e->n.arc) != r))
+			continue;
+		if (n == cap) {
+			uint64_t *p;
+
+			cap = cap ? cap * 2 : 8;
+			p = realloc(out, cap * sizeof(*out));
+			if (!p) {
+				pthread_mutex_unlock(&t->lock);
+				free(out);
+				return -ENOMEM;
 			}
-			out[n++] = e->n.id;
+			out = p;
 		}
+		out[n++] = e->n.id;
 	}
 	pthread_mutex_unlock(&t->lock);
 	*ids = out;

@@ -30,12 +30,13 @@
 
 #include "arctab.h"
 #include "beneath.h"
+#include "htab.h"
 #include "names.h"
 #include "probe.h"
 #include "reader.h"
 #include "srcid.h"
 
-#define NBUCKETS 1024
+#define NBUCKETS 1024 /* at first: it grows */
 #define MIN_TTL 0.1
 #define WARNED_SLOTS 256 /* file versions remembered as already said unreadable */
 
@@ -67,14 +68,18 @@ struct dmap {
 	bool hooked;   /* in the hash (that holds one ref), and on the LRU list if opens is 0 */
 	bool checking; /* a thread is re-stating the probed candidates */
 	double checked; /* CLOCK_MONOTONIC seconds of the last check */
-	struct dmap *next;
+	struct htab_link link; /* in tree.lists while hooked */
+	struct dmap *next; /* in a chain of listings to free (evict) */
 	struct dmap *newer, *older;
 };
 
 /* The charges in tree.h bound what malloc takes (16-byte chunks, 8-byte header). */
 _Static_assert(sizeof(struct dent) + 32 <= TREE_LIST_BYTES_PER_ENTRY, "entry charge");
 _Static_assert(sizeof(struct probed) <= TREE_LIST_BYTES_PER_PROBED, "probed charge");
-_Static_assert(sizeof(struct dmap) + 4 * 24 <= TREE_LIST_BYTES_PER_LISTING, "listing charge");
+/* A listing's charge also covers its hash bucket: at most one per listing as the table grows. */
+_Static_assert(sizeof(struct dmap) + 4 * 24 + sizeof(struct htab_link *) <=
+		       TREE_LIST_BYTES_PER_LISTING,
+	       "listing charge");
 
 struct tree {
 	int root;
@@ -83,7 +88,7 @@ struct tree {
 	double ttl;
 	pthread_mutex_t lock;
 	/* Protected by lock. */
-	struct dmap *buckets[NBUCKETS];
+	struct htab lists; /* struct dmap by rel */
 	struct dmap *newest, *oldest;
 	size_t nlist, bytes;
 	unsigned long long rebuilds;
@@ -103,6 +108,8 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static htab_hash_fn link_hash;
+
 int tree_new(const char *src, struct arctab *arcs, struct tree **out)
 {
 	struct tree *t;
@@ -112,7 +119,8 @@ int tree_new(const char *src, struct arctab *arcs, struct tree **out)
 	if (fd < 0)
 		return -errno;
 	t = calloc(1, sizeof(*t));
-	if (!t) {
+	if (!t || htab_init(&t->lists, NBUCKETS, link_hash) < 0) {
+		free(t);
 		close(fd);
 		return -ENOMEM;
 	}
@@ -146,16 +154,15 @@ static void dmap_free(struct dmap *m)
 
 void tree_free(struct tree *t)
 {
+	struct htab_walk w;
+	struct htab_link *l;
+
 	if (!t)
 		return;
-	for (size_t i = 0; i < NBUCKETS; i++) {
-		struct dmap *m = t->buckets[i], *next;
-
-		for (; m; m = next) {
-			next = m->next;
-			dmap_free(m);
-		}
-	}
+	htab_walk_start(&t->lists, &w);
+	while ((l = htab_walk_next(&w)))
+		dmap_free(htab_entry(l, struct dmap, link));
+	htab_fini(&t->lists);
 	close(t->root);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
@@ -277,7 +284,12 @@ static size_t hash_rel(const char *rel)
 
 	while (*rel)
 		h = h * 33 + (unsigned char)*rel++;
-	return h % NBUCKETS;
+	return h;
+}
+
+static size_t link_hash(const struct htab_link *l)
+{
+	return hash_rel(htab_entry(l, struct dmap, link)->rel);
 }
 
 /* dir joined with name, malloc'd; NULL if out of memory. */
@@ -595,12 +607,7 @@ static void lru_push(struct tree *t, struct dmap *m)
 /* Takes m out of the table; returns true if that dropped its last reference. */
 static bool unhook(struct tree *t, struct dmap *m)
 {
-	struct dmap **pp = &t->buckets[hash_rel(m->rel)];
-
-	while (*pp != m)
-		pp = &(*pp)->next;
-	*pp = m->next;
-	m->next = NULL;
+	htab_del(&t->lists, &m->link);
 	lru_unlink(t, m);
 	m->hooked = false;
 	t->nlist--;
@@ -621,11 +628,13 @@ static void dmap_put(struct tree *t, struct dmap *m)
 
 static struct dmap *lookup_locked(struct tree *t, const char *rel)
 {
-	struct dmap *m = t->buckets[hash_rel(rel)];
+	for (struct htab_link *l = htab_bucket(&t->lists, hash_rel(rel)); l; l = l->next) {
+		struct dmap *m = htab_entry(l, struct dmap, link);
 
-	while (m && strcmp(m->rel, rel) != 0)
-		m = m->next;
-	return m;
+		if (strcmp(m->rel, rel) == 0)
+			return m;
+	}
+	return NULL;
 }
 
 /* True if every probed candidate of m is still the version it was probed at. */
@@ -685,8 +694,7 @@ static void hook(struct tree *t, struct dmap *m)
 	m->refs++; /* the table's */
 	m->hooked = true;
 	m->checked = now_s();
-	m->next = t->buckets[hash_rel(m->rel)];
-	t->buckets[hash_rel(m->rel)] = m;
+	htab_add(&t->lists, &m->link);
 	lru_push(t, m);
 	t->nlist++;
 	t->bytes += m->bytes;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * How it works: a chained hash table finds entries by (id, no); a doubly
+ * How it works: a hash table (htab.h) finds entries by (id, no); a doubly
  * linked list orders the ready ones from most to least recently used.  One
  * mutex guards both and the counters; it is never held while a chunk is
  * decoded or a large buffer is allocated or freed.  Waiters sleep on one
@@ -15,6 +15,7 @@
  * BCACHE_ENT_COST, so a million one-byte chunks cost what they really do.
  */
 #include "bcache.h"
+#include "htab.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -33,17 +34,21 @@ struct bcache_ent {
 	int err;                 /* for ENT_FAILED */
 	enum ent_state state;
 	bool in_table;
-	struct bcache_ent *hnext;       /* hash chain */
+	struct htab_link link;          /* in bcache.ents while in_table */
+	struct bcache_ent *fnext;       /* in a chain of entries to free (evict) */
 	struct bcache_ent *prev, *next; /* LRU list, ready entries only */
 };
+
+/* The entry, malloc's header and rounding, and its hash bucket (at most one per entry). */
+_Static_assert(sizeof(struct bcache_ent) + 16 + sizeof(struct htab_link *) <= BCACHE_ENT_COST,
+	       "BCACHE_ENT_COST");
 
 struct bcache {
 	pthread_mutex_t lock;
 	pthread_cond_t filled;
 	pthread_cond_t room;     /* a reference went, or bytes left the table */
 	/* All below protected by lock. */
-	struct bcache_ent **buckets;
-	size_t nbuckets;
+	struct htab ents; /* struct bcache_ent by (id, no) */
 	struct bcache_ent *mru, *lru;
 	/*
 	 * The entry demoted last (bcache_demote) while it is still where that
@@ -75,14 +80,16 @@ static size_t charge(size_t cap)
 	return cap + BCACHE_ENT_COST;
 }
 
-static size_t bucket_of(const struct bcache *c, uint64_t id, uint64_t no)
+static size_t ent_hash(uint64_t id, uint64_t no)
 {
-	uint64_t h = (id * 0x9E3779B97F4A7C15ull) ^ (no + 0x632BE59BD9B4E019ull + (id << 6));
+	return (size_t)((id * 0x9E3779B97F4A7C15ull) ^ (no + 0x632BE59BD9B4E019ull + (id << 6)));
+}
 
-	h ^= h >> 29;
-	h *= 0xBF58476D1CE4E5B9ull;
-	h ^= h >> 32;
-	return (size_t)(h & (c->nbuckets - 1));
+static size_t link_hash(const struct htab_link *l)
+{
+	const struct bcache_ent *e = htab_entry(l, struct bcache_ent, link);
+
+	return ent_hash(e->id, e->no);
 }
 
 int bcache_new(size_t budget, struct bcache **out)
@@ -92,9 +99,7 @@ int bcache_new(size_t budget, struct bcache **out)
 	*out = NULL;
 	if (!c)
 		return -ENOMEM;
-	c->nbuckets = 1024;
-	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
-	if (!c->buckets) {
+	if (htab_init(&c->ents, 1024, link_hash) < 0) {
 		free(c);
 		return -ENOMEM;
 	}
@@ -114,17 +119,15 @@ static void ent_free(struct bcache_ent *e)
 
 void bcache_free(struct bcache *c)
 {
+	struct htab_walk w;
+	struct htab_link *l;
+
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		struct bcache_ent *e = c->buckets[i], *next;
-
-		for (; e; e = next) {
-			next = e->hnext;
-			ent_free(e);
-		}
-	}
-	free(c->buckets);
+	htab_walk_start(&c->ents, &w);
+	while ((l = htab_walk_next(&w)))
+		ent_free(htab_entry(l, struct bcache_ent, link));
+	htab_fini(&c->ents);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->filled);
 	pthread_cond_destroy(&c->room);
@@ -133,35 +136,13 @@ void bcache_free(struct bcache *c)
 
 static struct bcache_ent *find(struct bcache *c, uint64_t id, uint64_t no)
 {
-	struct bcache_ent *e = c->buckets[bucket_of(c, id, no)];
+	for (struct htab_link *l = htab_bucket(&c->ents, ent_hash(id, no)); l; l = l->next) {
+		struct bcache_ent *e = htab_entry(l, struct bcache_ent, link);
 
-	while (e && (e->id != id || e->no != no))
-		e = e->hnext;
-	return e;
-}
-
-static void grow(struct bcache *c)
-{
-	size_t old = c->nbuckets;
-	struct bcache_ent **nb = calloc(old * 2, sizeof(*nb));
-	struct bcache_ent **ob = c->buckets;
-
-	if (!nb)
-		return; /* longer chains, still correct */
-	c->buckets = nb;
-	c->nbuckets = old * 2;
-	for (size_t i = 0; i < old; i++) {
-		struct bcache_ent *e = ob[i], *next;
-
-		for (; e; e = next) {
-			size_t b = bucket_of(c, e->id, e->no);
-
-			next = e->hnext;
-			e->hnext = nb[b];
-			nb[b] = e;
-		}
+		if (e->id == id && e->no == no)
+			return e;
 	}
-	free(ob);
+	return NULL;
 }
 
 static void lru_unlink(struct bcache *c, struct bcache_ent *e)
@@ -193,12 +174,7 @@ static void lru_push(struct bcache *c, struct bcache_ent *e)
 /* Takes e out of the table (and the LRU list if ready); its bytes leave the budget. */
 static void unlink_ent(struct bcache *c, struct bcache_ent *e)
 {
-	struct bcache_ent **pp = &c->buckets[bucket_of(c, e->id, e->no)];
-
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
-	e->hnext = NULL;
+	htab_del(&c->ents, &e->link);
 	if (e->state == ENT_READY)
 		lru_unlink(c, e);
 	e->in_table = false;
@@ -209,7 +185,7 @@ static void unlink_ent(struct bcache *c, struct bcache_ent *e)
 
 /*
  * Evicts unreferenced ready entries from the LRU end until `need` more bytes
- * fit the budget.  Returns them chained through hnext, to be freed after the
+ * fit the budget.  Returns them chained through fnext, to be freed after the
  * lock is dropped.
  */
 static struct bcache_ent *evict(struct bcache *c, size_t need)
@@ -221,7 +197,7 @@ static struct bcache_ent *evict(struct bcache *c, size_t need)
 
 		if (e->refs == 0) {
 			unlink_ent(c, e);
-			e->hnext = victims;
+			e->fnext = victims;
 			victims = e;
 			c->st.evictions++;
 		}
@@ -246,7 +222,7 @@ static bool has_room(const struct bcache *c, size_t need)
 static void free_chain(struct bcache_ent *e)
 {
 	while (e) {
-		struct bcache_ent *next = e->hnext;
+		struct bcache_ent *next = e->fnext;
 
 		ent_free(e);
 		e = next;
@@ -257,7 +233,6 @@ static void free_chain(struct bcache_ent *e)
 static struct bcache_ent *insert(struct bcache *c, uint64_t id, uint64_t no, size_t size)
 {
 	struct bcache_ent *e = calloc(1, sizeof(*e));
-	size_t b;
 
 	if (!e)
 		return NULL;
@@ -268,11 +243,7 @@ static struct bcache_ent *insert(struct bcache *c, uint64_t id, uint64_t no, siz
 	e->refs = 1;
 	e->state = ENT_FILLING;
 	e->in_table = true;
-	if (c->st.entries >= c->nbuckets * 2)
-		grow(c);
-	b = bucket_of(c, id, no);
-	e->hnext = c->buckets[b];
-	c->buckets[b] = e;
+	htab_add(&c->ents, &e->link);
 	c->st.entries++;
 	c->st.used += charge(size);
 	if (c->st.used > c->st.peak)
@@ -298,7 +269,7 @@ static struct bcache_ent *hit(struct bcache *c, struct bcache_ent *e)
  */
 static void reuse(struct bcache *c, struct bcache_ent *e, struct bcache_ent *victims)
 {
-	for (struct bcache_ent *v = victims; v; v = v->hnext) {
+	for (struct bcache_ent *v = victims; v; v = v->fnext) {
 		if (v->data && v->cap >= e->size && v->cap - e->size <= e->size / 8) {
 			c->st.used += v->cap - e->cap;
 			e->data = v->data;
@@ -523,20 +494,20 @@ void bcache_put(struct bcache *c, struct bcache_ent *e)
 void bcache_drop(struct bcache *c, uint64_t id)
 {
 	struct bcache_ent *victims = NULL;
+	struct htab_walk w;
+	struct htab_link *l;
 
 	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		struct bcache_ent *e = c->buckets[i], *next;
+	htab_walk_start(&c->ents, &w);
+	while ((l = htab_walk_next(&w))) {
+		struct bcache_ent *e = htab_entry(l, struct bcache_ent, link);
 
-		for (; e; e = next) {
-			next = e->hnext;
-			if (e->id != id)
-				continue;
-			unlink_ent(c, e); /* an entry in flight is freed at its filler's put */
-			if (e->refs == 0) {
-				e->hnext = victims;
-				victims = e;
-			}
+		if (e->id != id)
+			continue;
+		unlink_ent(c, e); /* an entry in flight is freed at its filler's put */
+		if (e->refs == 0) {
+			e->fnext = victims;
+			victims = e;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
