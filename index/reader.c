@@ -864,6 +864,8 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 		if (got != (ssize_t)len)
 			ret = got < 0 ? (int)got : zerr_set(err, -EIO, 0, "data ended early");
 	}
+	if (ret == 0)
+		reader_ck_note(r, k, udec_tell(d));
 	if (ret == 0 && udec_tell(d) < elen) {
 		park(r, d, k);
 		d = NULL;

@@ -125,6 +125,12 @@ void reader_ck_free(struct reader *r);
  * reads after it need not.  With r->stream held; never blocks.
  */
 void reader_ck_kick(struct reader *r, size_t k);
+/*
+ * A decoder of entry k has reached pos: past two spans without a set, the
+ * reader is streaming through a wide entry (most likely reading the whole
+ * file), so the pass is queued then, as for a far read.
+ */
+void reader_ck_note(struct reader *r, size_t k, uint64_t pos);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */
 void reader_ck_stop(struct reader *r);
 /* Entry k's set, or NULL: loaded from index_dir the first time one is wanted. */

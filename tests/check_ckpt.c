@@ -468,6 +468,39 @@ START_TEST(a_far_read_queues_a_pass)
 }
 END_TEST
 
+/*
+ * A read in order from the start, past two spans, queues the same pass: a
+ * full sequential read leaves checkpoints behind, with no indexer.
+ */
+START_TEST(a_sequential_read_queues_a_pass)
+{
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in = { 0 };
+	static unsigned char buf[SLICE];
+
+	open_one("one.xz", &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	for (uint64_t off = 0; off < 3 * SPAN; off += sizeof(buf)) {
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+		ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
+	}
+	for (int i = 0; i < 600; i++) {
+		reader_get_info(o.r, &in);
+		if (in.ckpts > 0)
+			break;
+		usleep(100000);
+	}
+	ck_assert_uint_gt(in.ckpts, 0);
+	random_reads(&o, 1);
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+}
+END_TEST
+
 /* Sets count against the per-archive map limit, cache_size/4: over it, none (and a log line). */
 START_TEST(sets_over_the_map_limit_are_dropped)
 {
@@ -572,6 +605,7 @@ int main(void)
 		{ "xz_saved_sets_are_loaded", xz_saved_sets_are_loaded, 0 },
 		{ "zstd_saved_sets_are_loaded", zstd_saved_sets_are_loaded, 0 },
 		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
+		{ "a_sequential_read_queues_a_pass", a_sequential_read_queues_a_pass, 0 },
 		{ "sets_over_the_map_limit_are_dropped", sets_over_the_map_limit_are_dropped, 0 },
 		{ "a_pass_over_another_version_builds_nothing",
 		  a_pass_over_another_version_builds_nothing, 0 },
