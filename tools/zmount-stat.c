@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fmttab.h"
 #include "zlog.h"
 
 #define XATTR_STATS "user.zmount.stats"
@@ -204,13 +205,6 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 /* The path, escaped by the daemon; any control byte left never reaches the terminal. */
 static void put_path(const char *path)
 {
@@ -225,11 +219,8 @@ static void put_path(const char *path)
  */
 static void show_cause(const struct top *t, const struct stats *st)
 {
-	bool xz = ends_with(t->path, ".xz") || ends_with(t->path, ".txz");
-	bool zst = ends_with(t->path, ".zst") || ends_with(t->path, ".tzst") ||
-		   ends_with(t->path, ".zstd");
-	const char *unit = xz ? "Block" : zst ? "frame" : "gzip span";
-	char a[32], b[32], c[32], bs[32];
+	int fmt = fmttab_by_suffix(t->path);
+	char a[32], b[32], c[32], bs[32], unit[32], fix[160];
 
 	/* the cache_size the daemon's log line asks for: twice the unit, whole MiB, and one more */
 	zlog_size(a, sizeof(a), t->unit);
@@ -242,26 +233,23 @@ static void show_cause(const struct top *t, const struct stats *st)
 		snprintf(c, sizeof(c), "n/a");
 		snprintf(bs, sizeof(bs), "1MiB");
 	}
+	/* the words are the format's, told by the name (fmttab_advice) */
+	fmttab_advice(fmt, FMTTAB_UNIT, bs, unit, sizeof(unit));
 	if (strcmp(t->why, "one_unit") == 0) {
+		fmttab_advice(fmt, FMTTAB_FIX_ONE, bs, fix, sizeof(fix));
 		printf("    cause: the whole file is one %s of %s, more than cache_size/2 (%s): "
 		       "every random read decodes from the file's start\n", unit, a, c);
-		if (xz)
-			printf("    fix:   recompress with xz -T0 --block-size=%s (many Blocks of at "
-			       "most cache_size/2), or mount with cache_size=%s or more\n", bs, b);
-		else
-			printf("    fix:   %smount with cache_size=%s or more\n",
-			       zst ? "recompress with pzstd (many frames), or " : "", b);
+		printf("    fix:   %s%smount with cache_size=%s or more\n", fix, fix[0] ? ", or " : "",
+		       b);
 	} else if (strcmp(t->why, "wide_unit") == 0) {
+		fmttab_advice(fmt, FMTTAB_FIX_WIDE, bs, fix, sizeof(fix));
 		printf("    cause: %ss of up to %s are wider than cache_size/2 (%s): random reads "
 		       "decode from the %s start\n", unit, a, c, unit);
-		printf("    fix:   mount with cache_size=%s or more", b);
-		if (xz)
-			printf(", or recompress with xz -T0 --block-size=%s (cache_size/2)", bs);
-		printf("%s\n", zst ? ", or recompress with pzstd" : "");
+		printf("    fix:   mount with cache_size=%s or more%s%s\n", b, fix[0] ? ", or " : "",
+		       fix);
 	} else if (strcmp(t->why, "no_index") == 0) {
-		printf("    cause: %s: opening it decoded the whole file once, in this mount\n",
-		       zst ? "its frames do not state their sizes (none saved), so they were measured"
-			   : "gzip not yet indexed, so its index was built");
+		fmttab_advice(fmt, FMTTAB_NO_INDEX, bs, fix, sizeof(fix));
+		printf("    cause: %s: opening it decoded the whole file once, in this mount\n", fix);
 		printf("    fix:   zmount-index build FILE (or its directory) saves it; later mounts "
 		       "load it (see index_dir)\n");
 	}
