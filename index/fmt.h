@@ -10,8 +10,9 @@
  * of one map entry.
  *
  * Adding a format: one file fmt_NAME.c defining `const struct fmt
- * fmt_NAME` with every hook marked "required" below (check_fmttab checks
- * them), and one line in fmttab.c's table.  Its codec (codec/NAMEdec.*) is
+ * fmt_NAME` with every hook set but those that may be NULL (probe, ck,
+ * saved, ctx_new/ctx_free, wide_fix, counter; check_fmttab checks the
+ * rest), and one line in fmttab.c's table.  Its codec (codec/NAMEdec.*) is
  * the only place that includes the library's header.  Nothing else in the
  * tree names a format: fs/ and tools/ ask fmttab.h (suffixes, probe name,
  * background indexing, info fields, saved indexes), the core and the
@@ -39,17 +40,19 @@
  *  - dec_cost is what keeping the decoder parked costs, in bytes.
  *  - extent gives the compressed bytes entries [k0, k1] read, for
  *    read-ahead hints; info fills the format's fields of reader_info.
- *  - sniff (required) says from the first bytes of the file (head, n of
+ *  - sniff says from the first bytes of the file (head, n of
  *    them, n may be short) whether it has this format's magic; it may
  *    pread fd for more (zstd steps over skippable frames).  The first
  *    format in the table whose sniff says yes is the file's.
- *  - suffixes (required, may be empty) end with a NULL ext; add is what
+ *  - suffixes (the list may be empty) end with a NULL ext; add is what
  *    the visible name gets instead (".tar" for .txz), or "".
  *  - ctx_new/ctx_free (may be NULL) make and free the format's state in a
  *    context (zmctx_new, zmctx_free): fmt_state(r) while a reader runs.
  *    ctx_new returns 0 or -ENOMEM; ctx_free accepts NULL.
  *  - saved (NULL: the format saves no index) is fmttab_saved's contract.
- *  - info_line, info_counts and advice (required) are fmttab.h's.
+ *  - bg, list_open, salvage, open_verifies, index_optional, counter,
+ *    info_line, info_counts and advice are what fmttab.h's functions of
+ *    the same names return, and say there what they mean.
  * Threads: open runs once, before the reader is shared; the rest may run
  * on any thread at once (each decoder on one thread at a time).
  *

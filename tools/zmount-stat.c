@@ -11,7 +11,7 @@
  * fs/ops.c): cache_budget, cache_used, cache_peak, cache_charged,
  * cache_entries, cache_hits, cache_misses, cache_waits, cache_room_waits,
  * cache_evictions, decoded_bytes, served_bytes, readahead_bytes,
- * prefault_bytes, xz_indexes, indexes_built, indexes_loaded, read_errors,
+ * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes), indexes_built, indexes_loaded, read_errors,
  * index_errors, nodes, listings, listing_bytes, listing_budget,
  * listing_rebuilds, plain_reads, and up to 10 "top=DECODED SERVED READS WHY PATH"
  * lines (PATH the source file's path, escaped by the daemon with zlog_escape;
@@ -38,7 +38,7 @@
 
 enum key {
 	K_BUDGET, K_USED, K_PEAK, K_CHARGED, K_ENTRIES, K_HITS, K_MISSES, K_WAITS, K_ROOM_WAITS,
-	K_EVICTIONS, K_DECODED, K_READAHEAD, K_PREFAULT, K_SERVED, K_XZ_INDEXES, K_BUILT,
+	K_EVICTIONS, K_DECODED, K_READAHEAD, K_PREFAULT, K_SERVED, K_BUILT,
 	K_LOADED, K_ERRORS, K_INDEX_ERRORS, K_NODES, K_LISTINGS, K_LIST_BYTES, K_LIST_BUDGET,
 	K_REBUILDS, K_PLAIN_READS, K_COUNT
 };
@@ -47,7 +47,7 @@ static const char *const key_names[K_COUNT] = {
 	"cache_budget",	   "cache_used",      "cache_peak",	"cache_charged",
 	"cache_entries",   "cache_hits",      "cache_misses",	"cache_waits",
 	"cache_room_waits", "cache_evictions", "decoded_bytes", "readahead_bytes",
-	"prefault_bytes",  "served_bytes",    "xz_indexes",	"indexes_built",
+	"prefault_bytes",  "served_bytes",    "indexes_built",
 	"indexes_loaded",  "read_errors",     "index_errors",	"nodes",
 	"listings",	   "listing_bytes",   "listing_budget", "listing_rebuilds",
 	"plain_reads",
@@ -64,6 +64,7 @@ struct top {
 struct stats {
 	uint64_t v[K_COUNT];
 	bool has[K_COUNT];
+	uint64_t fmt[FMTTAB_MAX]; /* each format's own counter (fmttab_counter: xz_indexes) */
 	unsigned ntop;
 	struct top top[MAX_TOP];
 };
@@ -190,6 +191,10 @@ static void parse(char *text, struct stats *st)
 			st->v[k] = v;
 			st->has[k] = true;
 		}
+		for (int id = 1; k == K_COUNT && id <= fmttab_count(); id++)
+			if (fmttab_counter(id) && strcmp(line, fmttab_counter(id)) == 0 &&
+			    parse_u64(eq + 1, &v) == 0)
+				st->fmt[id] = v;
 	}
 }
 
@@ -341,10 +346,16 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 	} else {
 		printf("served     n/a (daemon too old)\n");
 	}
-	/* built: gzip index passes and zstd measuring passes alike */
-	printf("indexes    %" PRIu64 " xz read, %" PRIu64 " built by a pass (gzip, zstd), %" PRIu64
-	       " loaded from index_dir\n",
-	       st->v[K_XZ_INDEXES], st->v[K_BUILT], st->v[K_LOADED]);
+	/* each format's own counter (xz: Indexes read), then the passes of those that save one */
+	printf("indexes    ");
+	for (int id = 1; id <= fmttab_count(); id++)
+		if (fmttab_counter(id))
+			printf("%" PRIu64 " %s read, ", st->fmt[id], fmttab_name(id));
+	printf("%" PRIu64 " built by a pass (", st->v[K_BUILT]);
+	for (int id = 1, k = 0; id <= fmttab_count(); id++)
+		if (fmttab_saves(id))
+			printf("%s%s", k++ ? ", " : "", fmttab_name(id));
+	printf("), %" PRIu64 " loaded from index_dir\n", st->v[K_LOADED]);
 	if (st->has[K_ERRORS])
 		printf("errors     %" PRIu64 " failed reads\n", st->v[K_ERRORS]);
 	else
