@@ -94,9 +94,9 @@ static void log_line(void *user, enum zlog_level level, const char *name, const 
 /*
  * Writes the line held back from a failed open of name (ret its error).
  * The verdicts kept (-EINVAL, -EIO) show the archive empty, its opens
- * failing with EIO; for a corrupt file of a format that salvages (gzip,
- * xz: fmttab_salvages) with -EINVAL, on a mount
- * without salvage, -o salvage may show the part before the damage.  A map
+ * failing with EIO; for a corrupt file (-EINVAL) of a format that
+ * salvages (fmttab_salvages: gzip, xz) on a mount without salvage,
+ * -o salvage may show the part before the damage.  A map
  * refused for its size names its own fix (cache_size) instead.
  */
 static void log_open_failure(const char *name, int ret, int fmt, bool salvage)
