@@ -26,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fmttab.h"
 #include "htab.h"
-#include "probe.h"
 #include "reader.h"
 #include "srcid.h"
 #include "tree.h"
@@ -95,17 +95,18 @@ static void log_line(void *user, enum zlog_level level, const char *name, const 
 /*
  * Writes the line held back from a failed open of name (ret its error).
  * The verdicts kept (-EINVAL, -EIO) show the archive empty, its opens
- * failing with EIO; for a corrupt gzip or xz file (-EINVAL) on a mount
- * without salvage, -o salvage may show the part before the damage.  A map
+ * failing with EIO; for a corrupt file (-EINVAL) of a format that
+ * salvages (fmttab_salvages: gzip, xz) on a mount without salvage,
+ * -o salvage may show the part before the damage.  A map
  * refused for its size names its own fix (cache_size) instead.
  */
-static void log_open_failure(const char *name, int ret, enum probe_fmt fmt, bool salvage)
+static void log_open_failure(const char *name, int ret, int fmt, bool salvage)
 {
 	const char *hint = "";
 
 	if (!opening.held)
 		return;
-	if (ret == -EINVAL && !salvage && (fmt == PROBE_GZIP || fmt == PROBE_XZ) &&
+	if (ret == -EINVAL && !salvage && fmttab_salvages(fmt) &&
 	    !strstr(opening.text, "cache_size"))
 		hint = "; shown empty, its opens fail with EIO; mount with -o salvage to read the "
 		       "verified part before the damage";
@@ -265,13 +266,12 @@ static void open_reader(struct arctab *t, struct arc *a, int dirfd, const char *
 	int ret = open_same(dirfd, rel, &a->st);
 
 	if (ret >= 0) {
-		enum probe_fmt fmt = PROBE_NONE;
+		int fd = ret, fmt = fmttab_by_magic(fd);
 		char name[PATH_MAX * 2];
 
 		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
-		probe_fd(ret, &fmt);
 		opening.t = t;
-		ret = reader_open_fd(ret, name, t->zm, opts, &a->r, &why);
+		ret = reader_open_fd(fd, name, t->zm, opts, &a->r, &why);
 		opening.t = NULL;
 		log_open_failure(name, ret, fmt, opts->salvage);
 		if (ret == -EINVAL || ret == -EIO)

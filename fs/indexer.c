@@ -18,6 +18,7 @@
 
 #include "arctab.h"
 #include "beneath.h"
+#include "fmttab.h"
 #include "pool.h"
 #include "reader.h"
 #include "zlog.h"
@@ -27,7 +28,7 @@
 struct item {
 	char *rel;
 	struct stat st;
-	bool gz; /* a gzip name: an index to build; else checkpoints */
+	bool first; /* its format's pass is the index (FMTTAB_BG_INDEX); else checkpoints */
 };
 
 struct indexer {
@@ -44,8 +45,10 @@ struct indexer {
 	bool stop;
 	unsigned running;
 	uint64_t done, done_bytes;
-	uint64_t indexed, corrupt, not_gzip, skipped; /* done, by verdict */
-	uint64_t ck_done, ck_corrupt; /* xz and zstd files looked at, and found corrupt */
+	uint64_t indexed, corrupt, not_kind, skipped; /* done, by verdict */
+	uint64_t ck_done, ck_corrupt; /* checkpoint-pass files looked at, and found corrupt */
+	/* For log lines, from the format table: "gzip", "xz Blocks and zstd frames". */
+	char kinds[64], ck_kinds[128];
 };
 
 struct job {
@@ -53,39 +56,47 @@ struct job {
 	struct item it;
 };
 
-static bool ends_with(const char *name, size_t n, const char *suffix)
-{
-	size_t m = strlen(suffix);
-
-	return n > m && strcmp(name + n - m, suffix) == 0;
-}
-
-static bool is_gzip_name(const char *name)
-{
-	size_t n = strlen(name);
-
-	return ends_with(name, n, ".gz") || ends_with(name, n, ".tgz");
-}
-
 /*
- * gzip files get their index; xz and zstd files, their checkpoints inside
- * wide Blocks and frames (only those with any: the reader decides).
+ * What its format's policy (fmttab_bg) says for a file named name, by its
+ * suffix: an index to build (gzip), checkpoints inside wide units (xz and
+ * zstd; only those with any: the reader decides), or nothing.
  */
+static enum fmttab_bg bg_of(const char *name)
+{
+	return fmttab_bg(fmttab_by_suffix(name));
+}
+
 static bool is_candidate(const char *name)
 {
-	size_t n = strlen(name);
-
-	return is_gzip_name(name) || ends_with(name, n, ".xz") || ends_with(name, n, ".txz") ||
-	       ends_with(name, n, ".zst") || ends_with(name, n, ".tzst");
+	return bg_of(name) != FMTTAB_BG_NONE;
 }
 
-/* gzip files first (their indexes are what first reads wait for), each kind smallest first. */
+/* The names of the formats with pass bg, for log lines; units: "xz Blocks and zstd frames". */
+static void kinds_of(enum fmttab_bg bg, bool units, char *out, size_t len)
+{
+	size_t n = 0, k = 0, all = 0;
+
+	for (int id = 1; id <= fmttab_count(); id++)
+		all += fmttab_bg(id) == bg;
+	out[0] = '\0';
+	for (int id = 1; id <= fmttab_count() && n < len; id++) {
+		if (fmttab_bg(id) != bg)
+			continue;
+		k++;
+		n += (size_t)snprintf(out + n, len - n, "%s%s%s%s%s",
+				      k == 1 ? "" : k == all ? (units ? " and " : "/") : ", ",
+				      fmttab_name(id), units ? " " : "", units ? fmttab_unit(id) : "",
+				      units ? "s" : "");
+	}
+}
+
+/* Index-pass files first (their indexes are what first reads wait for), each kind smallest first. */
 static int by_kind_size(const void *a, const void *b)
 {
 	const struct item *x = a, *y = b;
 
-	if (x->gz != y->gz)
-		return x->gz ? -1 : 1;
+	if (x->first != y->first)
+		return x->first ? -1 : 1;
 	return (x->st.st_size > y->st.st_size) - (x->st.st_size < y->st.st_size);
 }
 
@@ -175,7 +186,7 @@ static bool add_item(struct walk *w, char *path, const struct stat *st)
 	w->items = items;
 	w->items[w->n].rel = path;
 	w->items[w->n].st = *st;
-	w->items[w->n].gz = is_gzip_name(path);
+	w->items[w->n].first = bg_of(path) == FMTTAB_BG_INDEX;
 	w->n++;
 	return true;
 }
@@ -270,21 +281,21 @@ static void run_job(void *arg)
 
 	pthread_mutex_lock(&ix->lock);
 	ix->running--;
-	if (!j->it.gz) {
+	if (!j->it.first) {
 		ix->ck_done++;
 		ix->ck_corrupt += ret == -EINVAL || ret == -EIO;
 	} else {
 		ix->done++;
 		ix->done_bytes += (uint64_t)j->it.st.st_size;
 	}
-	if (!j->it.gz)
+	if (!j->it.first)
 		; /* counted above: the reader logged any failure, with its offset */
 	else if (ret == 0)
 		ix->indexed++;
 	else if (ret == -EINVAL || ret == -EIO)
 		ix->corrupt++; /* logged by the reader, with its offset */
 	else if (ret == -ENOTSUP)
-		ix->not_gzip++;
+		ix->not_kind++;
 	else
 		ix->skipped++; /* gone, changed, or no descriptor: indexed on first use */
 	pthread_cond_broadcast(&ix->changed);
@@ -314,13 +325,15 @@ static void log_summary(struct indexer *ix, size_t n, uint64_t total, bool all)
 		snprintf(extra, sizeof(extra), ", %" PRIu64 " skipped (gone, changed or unreadable)",
 			 ix->skipped);
 	if (all)
-		zlog(ZLOG_INFO, "background indexing done, %zu gzip files (%" PRIu64 " MiB): %" PRIu64
-		     " built, %" PRIu64 " loaded, %" PRIu64 " corrupt, %" PRIu64 " not gzip%s",
-		     n, total >> 20, built, loaded, ix->corrupt, ix->not_gzip, extra);
+		zlog(ZLOG_INFO, "background indexing done, %zu %s files (%" PRIu64 " MiB): %" PRIu64
+		     " built, %" PRIu64 " loaded, %" PRIu64 " corrupt, %" PRIu64 " not %s%s",
+		     n, ix->kinds, total >> 20, built, loaded, ix->corrupt, ix->not_kind, ix->kinds,
+		     extra);
 	else
-		zlog(ZLOG_INFO, "background indexing stopped after %" PRIu64 " of %zu gzip files: %" PRIu64
-		     " built, %" PRIu64 " loaded, %" PRIu64 " corrupt, %" PRIu64 " not gzip%s",
-		     ix->done, n, built, loaded, ix->corrupt, ix->not_gzip, extra);
+		zlog(ZLOG_INFO, "background indexing stopped after %" PRIu64 " of %zu %s files: %" PRIu64
+		     " built, %" PRIu64 " loaded, %" PRIu64 " corrupt, %" PRIu64 " not %s%s",
+		     ix->done, n, ix->kinds, built, loaded, ix->corrupt, ix->not_kind, ix->kinds,
+		     extra);
 }
 
 /*
@@ -343,8 +356,8 @@ static size_t submit(struct indexer *ix, struct walk *w, size_t from, size_t to,
 			break;
 		if (progress && time(NULL) - last >= PROGRESS_SECS) {
 			last = time(NULL);
-			zlog(ZLOG_INFO, "indexed %" PRIu64 " of %zu gzip files (%" PRIu64 " of %" PRIu64 " MiB)",
-			     ix->done, to - from, ix->done_bytes >> 20, total >> 20);
+			zlog(ZLOG_INFO, "indexed %" PRIu64 " of %zu %s files (%" PRIu64 " of %" PRIu64
+			     " MiB)", ix->done, to - from, ix->kinds, ix->done_bytes >> 20, total >> 20);
 		}
 		j = malloc(sizeof(*j));
 		if (!j)
@@ -368,7 +381,7 @@ static size_t submit(struct indexer *ix, struct walk *w, size_t from, size_t to,
 	return next;
 }
 
-/* After the gzip files, the xz and zstd ones: checkpoints inside their wide units. */
+/* After the index pass, the checkpoint pass (xz, zstd): checkpoints inside their wide units. */
 static void checkpoint_all(struct indexer *ix, struct walk *w, size_t from)
 {
 	struct reader_counters rc;
@@ -380,8 +393,8 @@ static void checkpoint_all(struct indexer *ix, struct walk *w, size_t from)
 	end = submit(ix, w, from, w->n, 0, false);
 	reader_get_counters(ix->zm, &rc);
 	if (rc.checkpoints > ck0 || ix->ck_corrupt)
-		zlog(ZLOG_INFO, "checkpoints inside xz Blocks and zstd frames: %" PRIu64 " built in %"
-		     PRIu64 " of %zu files%s, %" PRIu64 " corrupt", rc.checkpoints - ck0, ix->ck_done,
+		zlog(ZLOG_INFO, "checkpoints inside %s: %" PRIu64 " built in %" PRIu64 " of %zu "
+		     "files%s, %" PRIu64 " corrupt", ix->ck_kinds, rc.checkpoints - ck0, ix->ck_done,
 		     w->n - from, end == w->n ? "" : " (stopped)", ix->ck_corrupt);
 }
 
@@ -402,11 +415,11 @@ static void *main_loop(void *vix)
 		     (unsigned)(INDEXER_WALK_MAX_BYTES >> 20));
 	if (w.n)
 		qsort(w.items, w.n, sizeof(*w.items), by_kind_size);
-	while (ngz < w.n && w.items[ngz].gz)
+	while (ngz < w.n && w.items[ngz].first)
 		total += (uint64_t)w.items[ngz++].st.st_size;
 	if (ngz && !stopping(ix))
-		zlog(ZLOG_INFO, "indexing %zu gzip files (%" PRIu64 " MiB) in the background", ngz,
-		     total >> 20);
+		zlog(ZLOG_INFO, "indexing %zu %s files (%" PRIu64 " MiB) in the background", ngz,
+		     ix->kinds, total >> 20);
 
 	pthread_mutex_lock(&ix->lock);
 	next = submit(ix, &w, 0, ngz, total, true);
@@ -435,6 +448,8 @@ int indexer_start(struct arctab *arcs, struct zmctx *zm, int rootfd, struct pool
 	ix->root = rootfd;
 	ix->pool = pool;
 	ix->max_jobs = jobs ? jobs : 1;
+	kinds_of(FMTTAB_BG_INDEX, false, ix->kinds, sizeof(ix->kinds));
+	kinds_of(FMTTAB_BG_CKPT, true, ix->ck_kinds, sizeof(ix->ck_kinds));
 	pthread_mutex_init(&ix->lock, NULL);
 	pthread_cond_init(&ix->changed, NULL);
 	err = pthread_create(&ix->thread, NULL, main_loop, ix);

@@ -5,39 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int ends_with(const char *s, size_t len, const char *suffix)
-{
-	size_t sl = strlen(suffix);
-
-	return len > sl && strcmp(s + len - sl, suffix) == 0;
-}
+#include "fmttab.h"
 
 int names_strip(const char *name, char *out, size_t outlen)
 {
-	size_t len = strlen(name), stem;
-	const char *add = "";
+	size_t len = strlen(name);
+	char *vis = malloc(len + 8);
+	int ok;
 
-	if (ends_with(name, len, ".xz") || ends_with(name, len, ".gz")) {
-		stem = len - 3;
-	} else if (ends_with(name, len, ".zst")) {
-		stem = len - 4;
-	} else if (ends_with(name, len, ".txz") || ends_with(name, len, ".tgz")) {
-		stem = len - 4;
-		add = ".tar";
-	} else if (ends_with(name, len, ".tzst")) {
-		stem = len - 5;
-		add = ".tar";
-	} else {
+	/* the suffixes are the formats' (fmttab.h); the stem's rules are here */
+	if (!vis || !fmttab_strip(name, vis, len + 8)) {
+		free(vis);
 		return 0;
 	}
-	if (stem + strlen(add) + 1 > outlen)
-		return 0;
-	/* "..gz" must not become "." */
-	if (!*add && ((stem == 1 && name[0] == '.') || (stem == 2 && name[0] == '.' && name[1] == '.')))
-		return 0;
-	memcpy(out, name, stem);
-	strcpy(out + stem, add);
-	return 1;
+	/* "x.gz" needs a stem; "..gz" must not become "." */
+	ok = vis[0] && strcmp(vis, ".") != 0 && strcmp(vis, "..") != 0 && strlen(vis) + 1 <= outlen;
+	if (ok)
+		strcpy(out, vis);
+	free(vis);
+	return ok;
 }
 
 struct claim {

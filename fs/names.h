@@ -4,7 +4,8 @@
 
 /*
  * The naming rules, as pure functions so they can be tested alone.
- *  - x.xz and x.gz show as x; x.txz and x.tgz show as x.tar.
+ *  - x.xz, x.gz and x.zst show as x; x.txz, x.tgz and x.tzst as x.tar:
+ *    the suffixes are the formats' own (fmttab_strip).
  *  - A name only makes a file a candidate; the caller decides, from the
  *    magic bytes and structure, whether it really is an archive.
  *  - If the stripped name exists in the source directory (any type), that

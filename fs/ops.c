@@ -17,6 +17,7 @@
 #include "arctab.h"
 #include "bcache.h"
 #include "beneath.h"
+#include "fmttab.h"
 #include "nodes.h"
 #include "reader.h"
 #include "srcid.h"
@@ -491,17 +492,23 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		"cache_budget=%zu\ncache_used=%zu\ncache_peak=%zu\ncache_charged=%zu\n"
 		"cache_entries=%zu\ncache_hits=%llu\ncache_misses=%llu\ncache_waits=%llu\n"
 		"cache_room_waits=%llu\ncache_evictions=%llu\n"
-		"decoded_bytes=%llu\nserved_bytes=%llu\nreadahead_bytes=%llu\nprefault_bytes=%llu\n"
-		"xz_indexes=%llu\n"
-		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\nindex_errors=%llu\n"
-		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
-		"listing_rebuilds=%llu\nplain_reads=%llu\ncheckpoints=%llu\n",
+		"decoded_bytes=%llu\nserved_bytes=%llu\nreadahead_bytes=%llu\nprefault_bytes=%llu\n",
 		st.budget, st.used, st.peak, st.charged, st.entries, (unsigned long long)st.hits,
 		(unsigned long long)st.misses, (unsigned long long)st.waits,
 		(unsigned long long)st.room_waits, (unsigned long long)st.evictions,
 		(unsigned long long)rc.decoded_bytes, (unsigned long long)rc.served_bytes,
-		(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.prefault_bytes,
-		(unsigned long long)rc.xz_indexes,
+		(unsigned long long)rc.readahead_bytes, (unsigned long long)rc.prefault_bytes);
+	/* each format's own counter, if it has one (fmttab_counter: "xz_indexes") */
+	for (int id = 1; id <= fmttab_count() && n < len; id++)
+		if (fmttab_counter(id))
+			n += (size_t)snprintf(out + n, len - n, "%s=%llu\n", fmttab_counter(id),
+					      (unsigned long long)rc.opened[id]);
+	if (n >= len)
+		return (int)len - 1;
+	n += (size_t)snprintf(out + n, len - n,
+		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\nindex_errors=%llu\n"
+		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
+		"listing_rebuilds=%llu\nplain_reads=%llu\ncheckpoints=%llu\n",
 		(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
 		(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
 		nodes_count(c->nodes), ts.listings,
@@ -549,7 +556,7 @@ static int info_text(const struct node *n, char *out, size_t len)
 			"blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
 			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\ncheckpoints=%llu\n"
 			"checkpoint_bytes=%llu\ncheckpoints_pending=%llu\nresumes=%llu\n",
-			n->tn.rel, probe_name(in.fmt),
+			n->tn.rel, fmttab_name(in.fmt),
 			in.changed ? "changed" : in.failed ? "damaged" : in.salvaged ? "salvaged" : "indexed",
 			in.failed,
 			(unsigned long long)in.streams, (unsigned long long)in.blocks,

@@ -32,7 +32,7 @@
 #include "beneath.h"
 #include "htab.h"
 #include "names.h"
-#include "probe.h"
+#include "fmttab.h"
 #include "reader.h"
 #include "srcid.h"
 
@@ -346,7 +346,7 @@ static bool said_unreadable(struct tree *t, const struct stat *st, bool mark)
 static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *lst,
 		      struct stat *st)
 {
-	enum probe_fmt fmt = PROBE_NONE;
+	int fmt = 0;
 	struct arc *a;
 	char *rel;
 	bool ret;
@@ -359,18 +359,19 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 	if (fd >= 0) {
 		fmt = reader_probe(fd, said_unreadable(c->t, st, false) ? NULL : rel,
 				   arctab_opts(c->t->arcs));
-		if (fmt == PROBE_NONE)
+		if (fmt == 0)
 			said_unreadable(c->t, st, true);
 		close(fd);
 	}
-	if (fmt != PROBE_XZ) {
+	if (!fmttab_list_opens(fmt)) {
 		free(rel);
-		/* gzip and zstd (probed: header, frames) are indexed when their size is needed */
-		return fmt == PROBE_GZIP || fmt == PROBE_ZSTD;
+		/* the probe said enough (gzip: header; zstd: frames): indexed when its size is needed */
+		return fmt != 0;
 	}
 	/*
-	 * xz: the Index is cheap to read, so it is read now, and an archive
-	 * found damaged (cut before its Index, corrupt) says so in the log now.
+	 * A format whose map is cheap to read (xz: its Index) is opened now,
+	 * and an archive found damaged (cut before its Index, corrupt) says so
+	 * in the log now.
 	 * It is still shown under the stripped name, giving EIO, as a cut
 	 * gzip is (its damage shows only in the index pass): one rule for
 	 * both, and no raw copy of a damaged file passes for the real thing.

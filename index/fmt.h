@@ -10,9 +10,14 @@
  * of one map entry.
  *
  * Adding a format: one file fmt_NAME.c defining `const struct fmt
- * fmt_NAME`, a PROBE_NAME in codec/probe.h, and one line in reader.c's
- * table.  Its codec (codec/NAMEdec.*) is the only place that includes the
- * library's header.
+ * fmt_NAME` with every hook set but those that may be NULL (probe, ck,
+ * saved, ctx_new/ctx_free, wide_fix, counter; check_fmttab checks the
+ * rest), and one line in fmttab.c's table.  Its codec (codec/NAMEdec.*) is
+ * the only place that includes the library's header.  Nothing else in the
+ * tree names a format: fs/ and tools/ ask fmttab.h (suffixes, probe name,
+ * background indexing, info fields, saved indexes), the core and the
+ * context keep per-format state in arrays indexed by the format's id
+ * (r->fmt, its position in the table, 1-based).
  *
  * Contracts:
  *  - open reads or builds the index from r->fd (size r->st.st_size), sets
@@ -35,6 +40,19 @@
  *  - dec_cost is what keeping the decoder parked costs, in bytes.
  *  - extent gives the compressed bytes entries [k0, k1] read, for
  *    read-ahead hints; info fills the format's fields of reader_info.
+ *  - sniff says from the first bytes of the file (head, n of
+ *    them, n may be short) whether it has this format's magic; it may
+ *    pread fd for more (zstd steps over skippable frames).  The first
+ *    format in the table whose sniff says yes is the file's.
+ *  - suffixes (the list may be empty) end with a NULL ext; add is what
+ *    the visible name gets instead (".tar" for .txz), or "".
+ *  - ctx_new/ctx_free (may be NULL) make and free the format's state in a
+ *    context (zmctx_new, zmctx_free): fmt_state(r) while a reader runs.
+ *    ctx_new returns 0 or -ENOMEM; ctx_free accepts NULL.
+ *  - saved (NULL: the format saves no index) is fmttab_saved's contract.
+ *  - bg, list_open, salvage, open_verifies, index_optional, counter,
+ *    info_line, info_counts and advice are what fmttab.h's functions of
+ *    the same names return, and say there what they mean.
  * Threads: open runs once, before the reader is shared; the rest may run
  * on any thread at once (each decoder on one thread at a time).
  *
@@ -57,7 +75,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <stdbool.h>
+
 #include "ckpt.h"
+#include "fmttab.h"
 
 struct reader;
 struct reader_info;
@@ -86,8 +107,42 @@ struct fmt {
 		       uint64_t *cend);
 	void (*info)(const struct reader *r, struct reader_info *in);
 	const struct fmt_ck *ck; /* NULL: no checkpoints inside an entry */
+
+	/* Naming and policy, for fs/ and tools/ through fmttab.h. */
+	int (*sniff)(int fd, const unsigned char *head, size_t n);
+	const struct fmt_suffix *suffixes;
+	enum fmttab_bg bg;
+	bool list_open;       /* fmttab_list_opens */
+	bool salvage;         /* fmttab_salvages */
+	bool open_verifies;   /* fmttab_open_verifies */
+	bool index_optional;  /* fmttab_index_optional */
+	const char *wide_fix; /* added to the wide-unit warning: ", or recompress ..."; or NULL */
+	const char *counter;  /* fmttab_counter */
+	int (*saved)(const char *dir, const char *real, int fd, struct zerr *err);
+	int (*ctx_new)(void **state);
+	void (*ctx_free)(void *state);
+	int (*info_line)(const struct reader_info *in, char *out, size_t len);
+	int (*info_counts)(const struct reader_info *in, char *out, size_t len);
+	int (*advice)(enum fmttab_advice what, const char *bs, char *out, size_t len);
 };
 
-extern const struct fmt fmt_xz, fmt_gzip, fmt_zstd;
+struct fmt_suffix {
+	const char *ext; /* ".xz" */
+	const char *add; /* "" or ".tar" */
+};
+
+/*
+ * The format of file fd, by the first sniff in fmttab.c's table that says
+ * yes: returns its id and sets *f, or 0 with *f NULL (no format's magic),
+ * or -errno from pread (*f NULL).
+ */
+int fmt_sniff(int fd, const struct fmt **f);
+
+/* Table entry id (1-based), or NULL. */
+const struct fmt *fmt_get(int id);
+
+/* The format's state in r's context (ctx_new's), or NULL. */
+void *fmt_state(const struct reader *r);
+
 
 #endif

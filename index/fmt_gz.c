@@ -18,12 +18,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bcache.h"
 #include "gzdec.h"
 #include "idxfile.h"
+#include "probe.h"
 #include "reader_int.h"
 #include "zlog.h"
 
@@ -318,9 +320,70 @@ static void gz_info(const struct reader *r, struct reader_info *in)
 		in->padding = in->csize - g->trail_off;
 }
 
+static int gz_sniff(int fd, const unsigned char *head, size_t n)
+{
+	(void)fd;
+	return probe_buf(head, n) == PROBE_GZIP;
+}
+
+/* fmttab_saved: idxfile_load with any span, since mounts take any (load_gz). */
+static int gz_saved(const char *dir, const char *real, int fd, struct zerr *err)
+{
+	struct gzdec_index *g = NULL;
+	struct idxfile_id id;
+	int ret = idxfile_identify(fd, &id);
+
+	if (ret == 0)
+		ret = idxfile_load(dir, real, &id, 0, &g, err);
+	gzdec_index_free(g);
+	return ret;
+}
+
+static int gz_info_line(const struct reader_info *in, char *out, size_t len)
+{
+	return snprintf(out, len, "gzip\tmembers=%" PRIu64 "\tcheckpoints=%" PRIu64
+			"\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64 "\tmax_span=%" PRIu64
+			"\ttrailing=%" PRIu64,
+			in->streams, in->blocks, in->csize, in->usize, in->max_block, in->padding);
+}
+
+static int gz_info_counts(const struct reader_info *in, char *out, size_t len)
+{
+	return snprintf(out, len, "members=%" PRIu64 "\ncheckpoints=%" PRIu64 "\n", in->streams,
+			in->blocks);
+}
+
+static int gz_advice(enum fmttab_advice what, const char *bs, char *out, size_t len)
+{
+	(void)bs;
+	switch (what) {
+	case FMTTAB_UNIT:
+		return snprintf(out, len, "gzip span");
+	case FMTTAB_NO_INDEX:
+		return snprintf(out, len, "gzip not yet indexed, so its index was built");
+	default:
+		return snprintf(out, len, "%s", ""); /* spans are the index's: cache_size is the fix */
+	}
+}
+
+static const struct fmt_suffix gz_suffixes[] = {
+	{ ".gz", "" },
+	{ ".tgz", ".tar" },
+	{ NULL, NULL },
+};
+
 const struct fmt fmt_gzip = {
 	.name = "gzip",
 	.unit = "checkpoint",
+	.sniff = gz_sniff,
+	.suffixes = gz_suffixes,
+	.bg = FMTTAB_BG_INDEX,
+	.salvage = true,
+	.open_verifies = true,
+	.saved = gz_saved,
+	.info_line = gz_info_line,
+	.info_counts = gz_info_counts,
+	.advice = gz_advice,
 	.probe = gz_probe,
 	.open = gz_open,
 	.free = gz_free,

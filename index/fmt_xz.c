@@ -22,9 +22,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "probe.h"
 #include "reader_int.h"
 #include "xzckpt.h"
 #include "xzdec.h"
@@ -70,7 +72,7 @@ static int verify_empty(struct reader *r, size_t from, size_t to, struct zerr *e
 
 	for (size_t i = from; i < to; i++) {
 		struct zerr e = { 0 };
-		int ret = xzdec_block_verify(r->fd, &s->x->blocks[i], r->ctx->xzspare, &e);
+		int ret = xzdec_block_verify(r->fd, &s->x->blocks[i], fmt_state(r), &e);
 
 		atomic_fetch_add_explicit(&s->verified, 1, memory_order_relaxed);
 		if (ret < 0)
@@ -152,7 +154,7 @@ static int xz_open(struct reader *r, struct zerr *why)
 	}
 	s->x = x;
 	r->idx = s; /* the core frees it with xz_free whatever happens next */
-	atomic_fetch_add(&r->ctx->stats.xz, 1);
+	atomic_fetch_add(&r->ctx->stats.opened[r->fmt], 1);
 	if (x->checks & ~XZ_KNOWN_CHECKS)
 		reader_log(r, ZLOG_WARN, NULL, "unsupported type of integrity check; not verifying it");
 	for (size_t i = 0; i < x->nblocks; i++) {
@@ -208,7 +210,7 @@ static int xz_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
 		ret = verify_run(r, k + 1, err);
 	if (ret < 0)
 		return ret;
-	return xzdec_dec_open(r->fd, block(r, k), r->ctx->xzspare, (struct xzdec_dec **)dec, err);
+	return xzdec_dec_open(r->fd, block(r, k), fmt_state(r), (struct xzdec_dec **)dec, err);
 }
 
 static ssize_t xz_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
@@ -292,9 +294,96 @@ static const struct fmt_ck xz_ck = {
 	.ops = { .read = xz_ck_read, .cost = xz_ck_cost, .close = xz_ck_close },
 };
 
+static int xz_sniff(int fd, const unsigned char *head, size_t n)
+{
+	(void)fd;
+	return probe_buf(head, n) == PROBE_XZ;
+}
+
+static int xz_ctx_new(void **state)
+{
+	return xzdec_spares_new((struct xzdec_spares **)state);
+}
+
+static void xz_ctx_free(void *state)
+{
+	xzdec_spares_free(state);
+}
+
+/* The Check IDs of mask, by name: "CRC64", "CRC32,SHA-256", "Unknown-7". */
+static void check_names(uint32_t mask, char *out, size_t len)
+{
+	static const char *const names[] = { [0] = "None", [1] = "CRC32", [4] = "CRC64",
+					     [10] = "SHA-256" };
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (unsigned id = 0; id < 32 && used < len; id++) {
+		const char *name = id < sizeof(names) / sizeof(names[0]) ? names[id] : NULL;
+		char other[16];
+
+		if (!(mask & (1u << id)))
+			continue;
+		if (!name) {
+			snprintf(other, sizeof(other), "Unknown-%u", id);
+			name = other;
+		}
+		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "," : "", name);
+	}
+}
+
+static int xz_info_line(const struct reader_info *in, char *out, size_t len)
+{
+	char ck[128];
+
+	check_names(in->checks, ck, sizeof(ck));
+	return snprintf(out, len, "xz\tstreams=%" PRIu64 "\tblocks=%" PRIu64 "\tcompressed=%" PRIu64
+			"\tuncompressed=%" PRIu64 "\tmax_block=%" PRIu64 "\tcheck=%s\tpadding=%" PRIu64,
+			in->streams, in->blocks, in->csize, in->usize, in->max_block, ck, in->padding);
+}
+
+static int xz_info_counts(const struct reader_info *in, char *out, size_t len)
+{
+	return snprintf(out, len, "streams=%" PRIu64 "\nblocks=%" PRIu64 "\n", in->streams,
+			in->blocks);
+}
+
+static int xz_advice(enum fmttab_advice what, const char *bs, char *out, size_t len)
+{
+	switch (what) {
+	case FMTTAB_UNIT:
+		return snprintf(out, len, "Block");
+	case FMTTAB_FIX_ONE:
+		return snprintf(out, len, "recompress with xz -T0 --block-size=%s (many Blocks of at "
+				"most cache_size/2)", bs);
+	case FMTTAB_FIX_WIDE:
+		return snprintf(out, len, "recompress with xz -T0 --block-size=%s (cache_size/2)", bs);
+	default:
+		return snprintf(out, len, "its Index was read"); /* never: the Index is the file's */
+	}
+}
+
+static const struct fmt_suffix xz_suffixes[] = {
+	{ ".xz", "" },
+	{ ".txz", ".tar" },
+	{ NULL, NULL },
+};
+
 const struct fmt fmt_xz = {
 	.name = "xz",
 	.unit = "Block",
+	.sniff = xz_sniff,
+	.suffixes = xz_suffixes,
+	.bg = FMTTAB_BG_CKPT,
+	.list_open = true,
+	.salvage = true,
+	.wide_fix = ", or recompress with xz --block-size=16MiB",
+	.counter = "xz_indexes",
+	.ctx_new = xz_ctx_new,
+	.ctx_free = xz_ctx_free,
+	.info_line = xz_info_line,
+	.info_counts = xz_info_counts,
+	.advice = xz_advice,
 	.open = xz_open,
 	.free = xz_free,
 	.dec_open = xz_dec_open,

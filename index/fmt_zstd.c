@@ -32,12 +32,14 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bcache.h"
 #include "idxfile.h"
 #include "pool.h"
+#include "probe.h"
 #include "reader_int.h"
 #include "zlog.h"
 #include "zstdckpt.h"
@@ -669,9 +671,79 @@ static const struct fmt_ck zstd_ck = {
 	.ops = { .read = zstd_ck_read, .cost = zstd_ck_cost, .close = zstd_ck_close },
 };
 
+/* probe_fd: a zstd frame, after up to PROBE_SKIP_MAX skippable ones (pzstd). */
+static int zstd_sniff(int fd, const unsigned char *head, size_t n)
+{
+	enum probe_fmt p;
+
+	(void)head;
+	(void)n;
+	return probe_fd(fd, &p) == 0 && p == PROBE_ZSTD;
+}
+
+/*
+ * fmttab_saved: the frame walk, then idxfile_load_zstd (the mount's load,
+ * and agreement with the frames); 1 if every frame states its size.
+ */
+static int zstd_saved(const char *dir, const char *real, int fd, struct zerr *err)
+{
+	struct zstddec_index *z = NULL;
+	struct idxfile_id id;
+	int ret = idxfile_identify(fd, &id);
+
+	if (ret == 0)
+		ret = zstddec_index_read(fd, id.size, ZSTDDEC_WINDOW_DEFAULT, &z, err);
+	if (ret == 0)
+		ret = z->nunknown ? idxfile_load_zstd(dir, real, &id, z, err) : 1;
+	zstddec_index_free(z);
+	return ret;
+}
+
+static int zstd_info_line(const struct reader_info *in, char *out, size_t len)
+{
+	return snprintf(out, len, "zstd\tframes=%" PRIu64 "\tcompressed=%" PRIu64
+			"\tuncompressed=%" PRIu64 "\tmax_frame=%" PRIu64 "\tskippable=%" PRIu64,
+			in->streams, in->csize, in->usize, in->max_block, in->padding);
+}
+
+static int zstd_info_counts(const struct reader_info *in, char *out, size_t len)
+{
+	return snprintf(out, len, "frames=%" PRIu64 "\n", in->streams);
+}
+
+static int zstd_advice(enum fmttab_advice what, const char *bs, char *out, size_t len)
+{
+	(void)bs;
+	switch (what) {
+	case FMTTAB_UNIT:
+		return snprintf(out, len, "frame");
+	case FMTTAB_FIX_ONE:
+		return snprintf(out, len, "recompress with pzstd (many frames)");
+	case FMTTAB_FIX_WIDE:
+		return snprintf(out, len, "recompress with pzstd");
+	default:
+		return snprintf(out, len, "its frames do not state their sizes (none saved), so they "
+				"were measured");
+	}
+}
+
+static const struct fmt_suffix zstd_suffixes[] = {
+	{ ".zst", "" },
+	{ ".tzst", ".tar" },
+	{ NULL, NULL },
+};
+
 const struct fmt fmt_zstd = {
 	.name = "zstd",
 	.unit = "frame",
+	.sniff = zstd_sniff,
+	.suffixes = zstd_suffixes,
+	.bg = FMTTAB_BG_CKPT,
+	.index_optional = true,
+	.saved = zstd_saved,
+	.info_line = zstd_info_line,
+	.info_counts = zstd_info_counts,
+	.advice = zstd_advice,
 	.probe = zstd_probe,
 	.open = zstd_open,
 	.free = zstd_free,

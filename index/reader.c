@@ -89,24 +89,13 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it with EINVAL */
 #endif
 
-/* The backends, by the format the magic bytes say. */
-static const struct fmt *const fmts[] = {
-	[PROBE_XZ] = &fmt_xz,
-	[PROBE_GZIP] = &fmt_gzip,
-	[PROBE_ZSTD] = &fmt_zstd,
-};
-
-static const struct fmt *fmt_of(enum probe_fmt id)
-{
-	return (size_t)id < sizeof(fmts) / sizeof(fmts[0]) ? fmts[id] : NULL;
-}
-
 void reader_get_counters(struct zmctx *c, struct reader_counters *out)
 {
 	out->decoded_bytes = atomic_load(&c->stats.decoded);
 	out->readahead_bytes = atomic_load(&c->stats.ahead);
 	out->prefault_bytes = atomic_load(&c->stats.prefault);
-	out->xz_indexes = atomic_load(&c->stats.xz);
+	for (int id = 0; id < FMTTAB_MAX; id++)
+		out->opened[id] = atomic_load(&c->stats.opened[id]);
 	out->indexes_built = atomic_load(&c->stats.built);
 	out->indexes_loaded = atomic_load(&c->stats.loaded);
 	out->read_errors = atomic_load(&c->stats.errors);
@@ -226,7 +215,7 @@ static void warn_wide_units(const struct reader *r)
 	     "inside it decode from its start; for fast random access set cache_size=%" PRIu64
 	     "M or more%s",
 	     r->f->unit, widest >> 10, r->opts.whole_max >> 10, (2 * widest >> 20) + 1,
-	     r->f == &fmt_xz ? ", or recompress with xz --block-size=16MiB" : "");
+	     r->f->wide_fix ? r->f->wide_fix : "");
 }
 
 /* Records the hash check_unchanged compares with, if nothing changed the file while it was taken. */
@@ -281,16 +270,16 @@ int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
 		goto fail;
 	}
 	sample_take(r);
-	ret = probe_fd(r->fd, &r->fmt);
+	ret = fmt_sniff(r->fd, &r->f);
 	if (ret < 0) {
 		zerr_set(&e, ret, 0, "cannot read: %s", strerror(-ret));
 		goto fail;
 	}
-	r->f = fmt_of(r->fmt);
+	r->fmt = ret;
 	if (r->f)
 		ret = r->f->open(r, &e);
 	else
-		ret = zerr_set(&e, -ENOTSUP, 0, "not an xz, gzip or zstd file");
+		ret = zerr_set(&e, -ENOTSUP, 0, "not an %s file", fmttab_names());
 	if (ret < 0)
 		goto fail;
 	r->bad = calloc(r->map.n + 1, 1);
@@ -555,15 +544,15 @@ int reader_attach(struct reader *r, int fd)
 	return 0;
 }
 
-enum probe_fmt reader_probe(int fd, const char *name, const struct reader_opts *opts)
+int reader_probe(int fd, const char *name, const struct reader_opts *opts)
 {
-	enum probe_fmt fmt;
 	const struct fmt *f;
+	int fmt = fmt_sniff(fd, &f);
 	struct zerr err = { 0 };
 	struct stat st;
 
-	if (probe_fd(fd, &fmt) < 0 || !(f = fmt_of(fmt)))
-		return PROBE_NONE;
+	if (!f)
+		return 0;
 	if (!f->probe)
 		return fmt;
 	if (fstat(fd, &st) == 0 &&
@@ -572,7 +561,7 @@ enum probe_fmt reader_probe(int fd, const char *name, const struct reader_opts *
 	if (name)
 		zlog(ZLOG_WARN, "%s: not readable as %s (at offset %" PRIu64 "): %s; shown as it is",
 		     name, f->name, err.coff, err.msg[0] ? err.msg : "cannot stat");
-	return PROBE_NONE;
+	return 0;
 }
 
 const char *reader_name(const struct reader *r)

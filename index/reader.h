@@ -58,6 +58,7 @@
 #include <sys/uio.h>
 #include <sys/types.h>
 
+#include "fmttab.h"
 #include "probe.h"
 #include "zerr.h"
 
@@ -103,7 +104,7 @@ struct reader_opts {
 void reader_opts_default(struct reader_opts *o, size_t cache_size);
 
 struct reader_info {
-	enum probe_fmt fmt;
+	int fmt;            /* format id (fmttab.h): fmttab_name, fmttab_info_line */
 	uint64_t usize;     /* uncompressed size */
 	uint64_t csize;     /* compressed (file) size */
 	uint64_t streams;   /* xz Streams or gzip members */
@@ -217,7 +218,8 @@ struct reader_counters {
 	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
 	uint64_t readahead_bytes; /* of those, decoded by read-ahead on the pool */
 	uint64_t prefault_bytes; /* whole units whose pages an idle worker faulted in */
-	uint64_t xz_indexes;     /* xz Indexes read */
+	uint64_t opened[FMTTAB_MAX]; /* per format id: its own counter (fmttab_counter), e.g.
+				      * xz Indexes read */
 	uint64_t indexes_built;  /* gzip checkpoint passes and zstd measuring passes run */
 	uint64_t indexes_loaded; /* gzip indexes and zstd frame sizes loaded from index_dir */
 	uint64_t read_errors;    /* chunks that failed to decode (each logged once), and
@@ -251,15 +253,16 @@ void reader_detach(struct reader *r);
 int reader_attach(struct reader *r, int fd);
 
 /*
- * The cheap part of the naming rules: returns the format of the file on fd
- * if its magic says xz, or if it is gzip with a readable first member header;
- * else PROBE_NONE, with a log line (naming it by name) when the magic said
- * gzip but the header is unreadable (none if name is NULL).  xz files
- * still need reader_open to know whether their Index is readable.  opts
+ * The cheap part of the naming rules: returns the format id (fmttab.h) of
+ * the file on fd if a format's magic says so and its cheap probe (gzip: a
+ * readable first member header; zstd: its frames) accepts it; else 0,
+ * with a log line (naming it by name) when the magic matched but the probe
+ * refused (none if name is NULL).  A format whose fmttab_list_opens still
+ * needs reader_open to know (xz: whether its Index is readable).  opts
  * (may be NULL: no limit) gives the map limit, opts->index_max, that a
- * zstd file's frames are counted against.
+ * format's map (zstd frames) is counted against.
  */
-enum probe_fmt reader_probe(int fd, const char *name, const struct reader_opts *opts);
+int reader_probe(int fd, const char *name, const struct reader_opts *opts);
 
 /* True if st (a fresh stat of the source path) still names the opened file unchanged. */
 int reader_matches(const struct reader *r, const struct stat *st);

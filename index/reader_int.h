@@ -34,7 +34,7 @@ struct reader {
 	struct stat st;
 	bool sampled;        /* sample hashes the version in st */
 	uint64_t sample;     /* idxfile_identify's fingerprint: its first and last 4 KiB */
-	enum probe_fmt fmt;
+	int fmt;             /* the backend's id (fmttab.h), the index of per-format arrays */
 	const struct fmt *f; /* the backend */
 	void *idx;           /* the backend's index */
 	struct zmctx *ctx;   /* borrowed: cache, pool, counters, parked list, log */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "bcache.h"
-#include "xzdec.h"
+#include "fmt.h"
 #include "zerr.h"
 #include "zmctx_int.h"
 
@@ -23,12 +23,16 @@ int zmctx_new(size_t cache_size, struct zmctx **out)
 	atomic_flag_clear(&c->untrusted_logged);
 	pthread_mutex_init(&c->parked_lock, NULL);
 	c->log_max = ZLOG_DEBUG;
-	if (bcache_new(cache_size, &c->cache) < 0 || xzdec_spares_new(&c->xzspare) < 0) {
-		zmctx_free(c);
-		return -ENOMEM;
-	}
+	if (bcache_new(cache_size, &c->cache) < 0)
+		goto fail;
+	for (int id = 1; id <= fmttab_count(); id++)
+		if (fmt_get(id)->ctx_new && fmt_get(id)->ctx_new(&c->fstate[id]) < 0)
+			goto fail;
 	*out = c;
 	return 0;
+fail:
+	zmctx_free(c);
+	return -ENOMEM;
 }
 
 void zmctx_set_pool(struct zmctx *c, struct pool *pool)
@@ -41,7 +45,9 @@ void zmctx_free(struct zmctx *c)
 	if (!c)
 		return;
 	bcache_free(c->cache);
-	xzdec_spares_free(c->xzspare);
+	for (int id = 1; id <= fmttab_count(); id++)
+		if (fmt_get(id)->ctx_free)
+			fmt_get(id)->ctx_free(c->fstate[id]);
 	pthread_mutex_destroy(&c->parked_lock);
 	free(c);
 }

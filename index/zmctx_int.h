@@ -12,20 +12,21 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "fmttab.h"
 #include "zmctx.h"
 
 struct reader;
-struct xzdec_spares;
 
 /* Counters of all readers on one context (reader_get_counters); backends add to their own. */
 struct reader_stats {
-	atomic_uint_fast64_t decoded, ahead, prefault, xz, built, loaded, errors, ixerr, served, ckpts;
+	atomic_uint_fast64_t decoded, ahead, prefault, built, loaded, errors, ixerr, served, ckpts;
+	atomic_uint_fast64_t opened[FMTTAB_MAX]; /* per format id: its fmt->counter */
 };
 
 struct zmctx {
 	struct bcache *cache;        /* owned */
 	struct pool *pool;           /* borrowed; NULL: no read-ahead */
-	struct xzdec_spares *xzspare; /* owned: xz decoders' buffers (xzdec.h) */
+	void *fstate[FMTTAB_MAX];     /* per format id: owned, fmt->ctx_new's (fmt_state) */
 	struct reader_stats stats;
 	atomic_uint_fast64_t next_id; /* cache keys: unique per reader within this cache */
 	/*

@@ -1713,10 +1713,10 @@ START_TEST(contexts_keep_their_own_counters_and_parked_decoders)
 	reader_get_counters(z2, &c2);
 	ck_assert_uint_eq(c1.served_bytes, 100000);
 	ck_assert_uint_gt(c1.decoded_bytes, 0);
-	ck_assert_uint_eq(c1.xz_indexes, 1);
+	ck_assert_uint_eq(c1.opened[PROBE_XZ], 1);
 	ck_assert_uint_eq(c2.served_bytes, 0);
 	ck_assert_uint_eq(c2.decoded_bytes, 0);
-	ck_assert_uint_eq(c2.xz_indexes, 1);
+	ck_assert_uint_eq(c2.opened[PROBE_XZ], 1);
 
 	expect_read(&ob, 0, 100000);
 	bcache_stats(zmctx_cache(z1), &st1);

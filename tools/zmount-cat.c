@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fmttab.h"
 #include "reader.h"
 #include "zlog.h"
 #include "zmctx.h"
@@ -91,7 +92,7 @@ int main(int argc, char *argv[])
 	zlog_escape(name, sizeof(name), argv[1]);
 	ret = reader_open(argv[1], zm, &ro, &r, NULL);
 	if (ret == -ENOTSUP)
-		fprintf(stderr, "zmount-cat: %s: not an xz, gzip or zstd file\n", name);
+		fprintf(stderr, "zmount-cat: %s: not an %s file\n", name, fmttab_names());
 	if (ret < 0) {
 		ret = ret == -ENOTSUP ? 1 : 2;
 		goto out;

@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fmttab.h"
 #include "idxfile.h"
 #include "reader.h"
 #include "srcid.h"
@@ -192,11 +193,12 @@ struct item {
 struct list {
 	struct item *v;
 	size_t n, cap;
-	char **xzv; /* build: the xz files, for their checkpoints */
-	size_t nxz;
+	char **ckv; /* build: files of formats that save no index (xz), for their checkpoints */
+	size_t nck;
 	uint64_t bytes;
-	unsigned xz, other, failed;
-	bool all; /* verify: list xz files too, and report failures as verify lines */
+	unsigned skipped[FMTTAB_MAX]; /* build: by format id, files of formats that save no index */
+	unsigned other, failed;
+	bool all; /* verify: list every archive, and report failures as verify lines */
 };
 
 static void walk_fail(struct list *l, const char *path, int err)
@@ -214,9 +216,8 @@ static void walk_fail(struct list *l, const char *path, int err)
 /* Adds path, or every file under it, by magic.  Only a top path's symlink is followed. */
 static void walk(struct list *l, const char *path, bool top)
 {
-	enum probe_fmt fmt = PROBE_NONE;
 	struct stat st;
-	int fd, ret;
+	int fd, fmt;
 
 	if ((top ? stat(path, &st) : lstat(path, &st)) < 0) {
 		walk_fail(l, path, errno);
@@ -249,12 +250,12 @@ static void walk(struct list *l, const char *path, bool top)
 		return;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | (top ? 0 : O_NOFOLLOW));
-	ret = fd < 0 ? -errno : probe_fd(fd, &fmt);
+	fmt = fd < 0 ? -errno : fmttab_by_magic(fd);
 	if (fd >= 0)
 		close(fd);
-	if (ret < 0) {
-		walk_fail(l, path, -ret);
-	} else if (fmt == PROBE_GZIP || fmt == PROBE_ZSTD || (l->all && fmt == PROBE_XZ)) {
+	if (fmt < 0) {
+		walk_fail(l, path, -fmt);
+	} else if (fmttab_saves(fmt) || (l->all && fmt)) {
 		if (l->n == l->cap) {
 			l->cap = l->cap ? l->cap * 2 : 64;
 			l->v = xalloc(realloc(l->v, l->cap * sizeof(*l->v)));
@@ -262,11 +263,13 @@ static void walk(struct list *l, const char *path, bool top)
 		l->v[l->n].path = xalloc(strdup(path));
 		l->v[l->n++].size = (uint64_t)st.st_size;
 		l->bytes += (uint64_t)st.st_size;
+	} else if (!fmt) {
+		l->other++;
 	} else {
-		*(fmt == PROBE_XZ ? &l->xz : &l->other) += 1;
-		if (fmt == PROBE_XZ) {
-			l->xzv = xalloc(realloc(l->xzv, (l->nxz + 1) * sizeof(*l->xzv)));
-			l->xzv[l->nxz++] = xalloc(strdup(path));
+		l->skipped[fmt]++;
+		if (fmttab_has_ckpts(fmt)) {
+			l->ckv = xalloc(realloc(l->ckv, (l->nck + 1) * sizeof(*l->ckv)));
+			l->ckv[l->nck++] = xalloc(strdup(path));
 		}
 	}
 }
@@ -295,36 +298,6 @@ static void progress(const struct list *l, size_t i, uint64_t done, const char *
 	fflush(stderr);
 }
 
-/*
- * Whether dir holds a saved index that a mount would use for the version of
- * the source real that fd has open: the daemon's own test, idxfile_identify
- * then, for gzip, idxfile_load (path, identity by idxfile_id_same,
- * ownership, the whole file), with any span since mounts take any; for
- * zstd, the frame walk and idxfile_load_zstd (the same, and agreement with
- * the frames).  Returns the load's result (0: fresh), 1 for a zstd file
- * whose frames all state their size (no index needed), or the error of
- * idxfile_identify or the walk; err (may be NULL) says why.
- */
-static int saved_index(const char *dir, const char *real, int fd, enum probe_fmt fmt,
-		       struct zerr *err)
-{
-	struct zstddec_index *z = NULL;
-	struct gzdec_index *g = NULL;
-	struct idxfile_id id;
-	int ret = idxfile_identify(fd, &id);
-
-	if (ret == 0 && fmt == PROBE_ZSTD) {
-		ret = zstddec_index_read(fd, id.size, ZSTDDEC_WINDOW_DEFAULT, &z, err);
-		if (ret == 0)
-			ret = z->nunknown ? idxfile_load_zstd(dir, real, &id, z, err) : 1;
-	} else if (ret == 0) {
-		ret = idxfile_load(dir, real, &id, 0, &g, err);
-	}
-	gzdec_index_free(g);
-	zstddec_index_free(z);
-	return ret;
-}
-
 /* True if dir holds a fresh saved index for r's source, the version r opened. */
 static bool saved_for(const char *dir, const char *path, const struct reader *r)
 {
@@ -341,12 +314,12 @@ static bool saved_for(const char *dir, const char *path, const struct reader *r)
 		return false;
 	reader_get_info(r, &in);
 	ok = fstat(fd, &st) == 0 && srcid_same(&st, reader_stat(r)) &&
-	     saved_index(dir, real, fd, in.fmt, NULL) == 0;
+	     fmttab_saved(in.fmt, dir, real, fd, NULL) == 0;
 	close(fd);
 	return ok;
 }
 
-static enum probe_fmt format_of(const struct reader *r)
+static int format_of(const struct reader *r)
 {
 	struct reader_info in;
 
@@ -394,20 +367,48 @@ static void build_ckpts(struct zmctx *zm, struct reader *r, const char *path, bo
 	}
 }
 
-/* build's second half: the xz files, which need no index, for their checkpoints. */
-static void build_xz(struct zmctx *zm, const struct reader_opts *ro, struct list *l, bool bar,
-		     struct ckcount *c)
+/* build's second half: files that need no saved index (xz), for their checkpoints. */
+static void build_rest(struct zmctx *zm, const struct reader_opts *ro, struct list *l, bool bar,
+		       struct ckcount *c)
 {
-	for (size_t i = 0; i < l->nxz; i++) {
+	for (size_t i = 0; i < l->nck; i++) {
 		struct reader *r;
 
-		if (reader_open(l->xzv[i], zm, ro, &r, NULL) == 0) {
-			build_ckpts(zm, r, l->xzv[i], bar, c);
+		if (reader_open(l->ckv[i], zm, ro, &r, NULL) == 0) {
+			build_ckpts(zm, r, l->ckv[i], bar, c);
 			reader_close(r);
 		}
-		free(l->xzv[i]);
+		free(l->ckv[i]);
 	}
-	free(l->xzv);
+	free(l->ckv);
+}
+
+/*
+ * build's summary line, the formats named from the table: "3 gzip and zstd
+ * files, ...; skipped: xz=1 other=0; not needed: zstd=1; ...".
+ */
+static void build_summary(const struct list *l, unsigned built, unsigned fresh,
+			  const unsigned *unneeded, const struct ckcount *ck, const char *dir)
+{
+	const char *sep = "";
+
+	printf("zmount-index: %zu ", l->n);
+	for (int id = 1; id <= fmttab_count(); id++)
+		if (fmttab_saves(id)) {
+			printf("%s%s", sep, fmttab_name(id));
+			sep = " and ";
+		}
+	printf(" files, %.1f MiB: built=%u fresh=%u failed=%u; skipped:", mib(l->bytes), built,
+	       fresh, l->failed);
+	for (int id = 1; id <= fmttab_count(); id++)
+		if (!fmttab_saves(id))
+			printf(" %s=%u", fmttab_name(id), l->skipped[id]);
+	printf(" other=%u; not needed:", l->other);
+	for (int id = 1; id <= fmttab_count(); id++)
+		if (fmttab_index_optional(id))
+			printf(" %s=%u", fmttab_name(id), unneeded[id]);
+	printf("; checkpoints: built=%u fresh=%u failed=%u; index directory %s\n", ck->built,
+	       ck->fresh, ck->failed, dir);
 }
 
 static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
@@ -415,7 +416,7 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 	bool bar = !quiet && isatty(STDERR_FILENO);
 	struct reasons rs = { .clear = bar };
 	struct list l = { 0 };
-	unsigned built = 0, fresh = 0, unneeded = 0;
+	unsigned built = 0, fresh = 0, unneeded[FMTTAB_MAX] = { 0 };
 	struct ckcount ck = { 0 };
 	struct reader_opts ro;
 	struct zmctx *zm;
@@ -445,8 +446,8 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
 			fresh++;
 		} else if (ret == 0 && after.indexes_built == before.indexes_built &&
-			   format_of(r) == PROBE_ZSTD) {
-			unneeded++; /* every frame states its size: nothing measured, nothing to save */
+			   fmttab_index_optional(format_of(r))) {
+			unneeded[format_of(r)]++; /* zstd whose frames state their sizes: nothing to save */
 		} else if (ret == 0 && saved_for(dir, path, r)) {
 			built++;
 		} else {
@@ -460,25 +461,22 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 		done += l.v[i].size;
 		free(l.v[i].path);
 	}
-	build_xz(zm, &ro, &l, bar, &ck);
+	build_rest(zm, &ro, &l, bar, &ck);
 	if (bar)
 		fputs("\r\033[K", stderr);
 	if (!quiet)
-		printf("zmount-index: %zu gzip and zstd files, %.1f MiB: built=%u fresh=%u failed=%u; "
-		       "skipped: xz=%u other=%u; not needed: zstd=%u; checkpoints: built=%u "
-		       "fresh=%u failed=%u; index directory %s\n",
-		       l.n, mib(l.bytes), built, fresh, l.failed, l.xz, l.other, unneeded, ck.built,
-		       ck.fresh, ck.failed, dir);
+		build_summary(&l, built, fresh, unneeded, &ck, dir);
 	zmctx_free(zm);
 	free(l.v);
 	return l.failed || ck.failed ? EX_CORRUPT : EX_OK;
 }
 
 /*
- * Writes the index_* lines of gzip or zstd source fd to out; returns 0 if
- * its saved index is fresh, 1 if it needs none (zstd sizes all stated).
+ * Writes the index_* lines of source fd, of a format that saves an index
+ * (gzip, zstd), to out; returns 0 if its saved index is fresh, 1 if it
+ * needs none (zstd sizes all stated).
  */
-static int index_state(FILE *out, int fd, const char *real, const char *dir, enum probe_fmt fmt)
+static int index_state(FILE *out, int fd, const char *real, const char *dir, int fmt)
 {
 	struct zerr err = { 0 };
 	char ipath[PATH_MAX];
@@ -489,7 +487,7 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir, enu
 		fprintf(out, "index_file=%s\n", ipath);
 		if (lstat(ipath, &st) == 0)
 			fprintf(out, "index_size=%" PRIu64 "\n", (uint64_t)st.st_size);
-		ret = saved_index(dir, real, fd, fmt, &err);
+		ret = fmttab_saved(fmt, dir, real, fd, &err);
 	}
 	fprintf(out, "index_state=%s\n",
 		ret == 1	     ? "unneeded"
@@ -505,7 +503,7 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir, enu
 }
 
 /*
- * The checkpoint lines of an xz or zstd source: how many of its units are
+ * The checkpoint lines of a source whose format has checkpoints (xz, zstd): how many of its units are
  * wide enough to have checkpoints, and whether dir holds a set a mount
  * would load for this version (the mount's own load and checks).
  */
@@ -543,28 +541,30 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	char why_text[4 * sizeof(why.msg)];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct reader_counters before, after;
-	enum probe_fmt fmt = PROBE_NONE;
-	char real[PATH_MAX], *ilines = NULL;
+	char real[PATH_MAX], *ilines = NULL, counts[256];
 	struct reader_opts ro;
 	struct reader_info in;
 	struct reader *r;
 	size_t ilen;
 	FILE *idx;
-	int ret;
+	int ret, fmt;
 
 	printf("file=%s\n", path);
-	ret = fd < 0 || !realpath(path, real) ? -errno : probe_fd(fd, &fmt);
-	if (ret < 0 || fmt == PROBE_NONE) {
-		printf("error=%s\n", ret < 0 ? strerror(-ret) : "not an xz, gzip or zstd file");
+	fmt = fd < 0 || !realpath(path, real) ? -errno : fmttab_by_magic(fd);
+	if (fmt <= 0) {
+		if (fmt < 0)
+			printf("error=%s\n", strerror(-fmt));
+		else
+			printf("error=not an %s file\n", fmttab_names());
 		if (fd >= 0)
 			close(fd);
 		return EX_CORRUPT;
 	}
-	printf("format=%s\n", probe_name(fmt));
+	printf("format=%s\n", fmttab_name(fmt));
 	reader_opts_default(&ro, 1u << 20);
 	idx = xalloc(open_memstream(&ilines, &ilen));
 	/* A fresh saved index is used; otherwise the index is built in memory, not saved. */
-	if ((fmt == PROBE_GZIP || fmt == PROBE_ZSTD) && index_state(idx, fd, real, dir, fmt) == 0)
+	if (fmttab_saves(fmt) && index_state(idx, fd, real, dir, fmt) == 0)
 		ro.index_dir = dir;
 	fclose(idx);
 	reader_get_counters(zm, &before);
@@ -572,18 +572,14 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	reader_get_counters(zm, &after);
 	if (ret == 0) {
 		reader_get_info(r, &in);
-		if (fmt == PROBE_XZ)
-			printf("streams=%" PRIu64 "\nblocks=%" PRIu64 "\n", in.streams, in.blocks);
-		else if (fmt == PROBE_ZSTD)
-			printf("frames=%" PRIu64 "\n", in.streams);
-		else
-			printf("members=%" PRIu64 "\ncheckpoints=%" PRIu64 "\n", in.streams,
-			       in.blocks);
+		fmttab_info_counts(fmt, &in, counts, sizeof(counts));
+		fputs(counts, stdout);
 		printf("compressed=%" PRIu64 "\nuncompressed=%" PRIu64 "\n", in.csize, in.usize);
-		if (fmt == PROBE_GZIP || fmt == PROBE_ZSTD)
+		if (fmttab_saves(fmt))
 			printf("index_used=%s\n",
 			       after.indexes_loaded > before.indexes_loaded ? "saved"
-			       : fmt == PROBE_ZSTD && after.indexes_built == before.indexes_built
+			       : fmttab_index_optional(fmt) &&
+					       after.indexes_built == before.indexes_built
 				       ? "none"
 				       : "memory");
 	} else {
@@ -593,7 +589,7 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	}
 	fputs(ilines, stdout);
 	free(ilines);
-	if (ret == 0 && (fmt == PROBE_XZ || fmt == PROBE_ZSTD))
+	if (ret == 0 && fmttab_has_ckpts(fmt))
 		ckpt_state(real, dir, in.ckpt_wanted);
 	reader_close(r);
 	return ret == 0 ? EX_OK : EX_CORRUPT;
@@ -636,7 +632,8 @@ static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, ch
 	ret = reader_open(path, zm, &ro, &r, &why);
 	if (ret == 0) {
 		reader_get_info(r, &in);
-		for (uint64_t off = 0; (in.fmt == PROBE_XZ || in.fmt == PROBE_ZSTD) && off < in.usize;
+		/* a format whose open did not check every byte (xz, zstd) is read whole */
+		for (uint64_t off = 0; !fmttab_open_verifies(in.fmt) && off < in.usize;
 		     off += (uint64_t)n) {
 			n = reader_pread(r, buf, READ_BUF, off);
 			if (n <= 0)
@@ -688,8 +685,8 @@ static int cmd_verify(int argc, char *argv[])
 			}
 			free(l.v);
 			if (l.other)
-				fprintf(stderr, "zmount-index: %s: skipped %u files that are neither xz, gzip nor zstd\n",
-					argv[i], l.other);
+				fprintf(stderr, "zmount-index: %s: skipped %u files that are not %s files\n",
+					argv[i], l.other, fmttab_names());
 			continue;
 		}
 		ret = verify_one(argv[i], zm, &rs, buf);

@@ -11,35 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fmttab.h"
 #include "reader.h"
 #include "zlog.h"
 #include "zmctx.h"
-
-static void checks(uint32_t mask, char *out, size_t len)
-{
-	static const struct {
-		unsigned id;
-		const char *name;
-	} names[] = { { 0, "None" }, { 1, "CRC32" }, { 4, "CRC64" }, { 10, "SHA-256" } };
-	size_t used = 0;
-
-	out[0] = '\0';
-	for (unsigned id = 0; id < 32 && used < len; id++) {
-		const char *name = NULL;
-		char other[16];
-
-		if (!(mask & (1u << id)))
-			continue;
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (names[i].id == id)
-				name = names[i].name;
-		if (!name) {
-			snprintf(other, sizeof(other), "Unknown-%u", id);
-			name = other;
-		}
-		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "," : "", name);
-	}
-}
 
 static void usage(FILE *out)
 {
@@ -86,7 +61,7 @@ int main(int argc, char *argv[])
 		struct reader_info in;
 		struct reader *r;
 		struct zerr why = { 0 };
-		char ck[128], name[4 * PATH_MAX], why_text[4 * sizeof(why.msg)];
+		char line[1024], name[4 * PATH_MAX], why_text[4 * sizeof(why.msg)];
 		int ret = reader_open(argv[i], zm, &ro, &r, &why);
 
 		/* Tab-separated, one line per file: escape tabs and newlines in names. */
@@ -98,22 +73,9 @@ int main(int argc, char *argv[])
 			continue;
 		}
 		reader_get_info(r, &in);
-		if (in.fmt == PROBE_XZ) {
-			checks(in.checks, ck, sizeof(ck));
-			printf("%s\txz\tstreams=%" PRIu64 "\tblocks=%" PRIu64 "\tcompressed=%" PRIu64
-			       "\tuncompressed=%" PRIu64 "\tmax_block=%" PRIu64 "\tcheck=%s\tpadding=%" PRIu64 "\n",
-			       name, in.streams, in.blocks, in.csize, in.usize, in.max_block, ck,
-			       in.padding);
-		} else if (in.fmt == PROBE_ZSTD) {
-			printf("%s\tzstd\tframes=%" PRIu64 "\tcompressed=%" PRIu64
-			       "\tuncompressed=%" PRIu64 "\tmax_frame=%" PRIu64 "\tskippable=%" PRIu64 "\n",
-			       name, in.streams, in.csize, in.usize, in.max_block, in.padding);
-		} else {
-			printf("%s\tgzip\tmembers=%" PRIu64 "\tcheckpoints=%" PRIu64
-			       "\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64 "\tmax_span=%" PRIu64
-			       "\ttrailing=%" PRIu64 "\n",
-			       name, in.streams, in.blocks, in.csize, in.usize, in.max_block, in.padding);
-		}
+		/* the format's own fields (fmttab_info_line) */
+		fmttab_info_line(in.fmt, &in, line, sizeof(line));
+		printf("%s\t%s\n", name, line);
 		reader_close(r);
 	}
 	zmctx_free(zm);

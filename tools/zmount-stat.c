@@ -11,7 +11,7 @@
  * fs/ops.c): cache_budget, cache_used, cache_peak, cache_charged,
  * cache_entries, cache_hits, cache_misses, cache_waits, cache_room_waits,
  * cache_evictions, decoded_bytes, served_bytes, readahead_bytes,
- * prefault_bytes, xz_indexes, indexes_built, indexes_loaded, read_errors,
+ * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes), indexes_built, indexes_loaded, read_errors,
  * index_errors, nodes, listings, listing_bytes, listing_budget,
  * listing_rebuilds, plain_reads, and up to 10 "top=DECODED SERVED READS WHY PATH"
  * lines (PATH the source file's path, escaped by the daemon with zlog_escape;
@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fmttab.h"
 #include "zlog.h"
 
 #define XATTR_STATS "user.zmount.stats"
@@ -37,7 +38,7 @@
 
 enum key {
 	K_BUDGET, K_USED, K_PEAK, K_CHARGED, K_ENTRIES, K_HITS, K_MISSES, K_WAITS, K_ROOM_WAITS,
-	K_EVICTIONS, K_DECODED, K_READAHEAD, K_PREFAULT, K_SERVED, K_XZ_INDEXES, K_BUILT,
+	K_EVICTIONS, K_DECODED, K_READAHEAD, K_PREFAULT, K_SERVED, K_BUILT,
 	K_LOADED, K_ERRORS, K_INDEX_ERRORS, K_NODES, K_LISTINGS, K_LIST_BYTES, K_LIST_BUDGET,
 	K_REBUILDS, K_PLAIN_READS, K_COUNT
 };
@@ -46,7 +47,7 @@ static const char *const key_names[K_COUNT] = {
 	"cache_budget",	   "cache_used",      "cache_peak",	"cache_charged",
 	"cache_entries",   "cache_hits",      "cache_misses",	"cache_waits",
 	"cache_room_waits", "cache_evictions", "decoded_bytes", "readahead_bytes",
-	"prefault_bytes",  "served_bytes",    "xz_indexes",	"indexes_built",
+	"prefault_bytes",  "served_bytes",    "indexes_built",
 	"indexes_loaded",  "read_errors",     "index_errors",	"nodes",
 	"listings",	   "listing_bytes",   "listing_budget", "listing_rebuilds",
 	"plain_reads",
@@ -63,6 +64,7 @@ struct top {
 struct stats {
 	uint64_t v[K_COUNT];
 	bool has[K_COUNT];
+	uint64_t fmt[FMTTAB_MAX]; /* each format's own counter (fmttab_counter: xz_indexes) */
 	unsigned ntop;
 	struct top top[MAX_TOP];
 };
@@ -189,6 +191,10 @@ static void parse(char *text, struct stats *st)
 			st->v[k] = v;
 			st->has[k] = true;
 		}
+		for (int id = 1; k == K_COUNT && id <= fmttab_count(); id++)
+			if (fmttab_counter(id) && strcmp(line, fmttab_counter(id)) == 0 &&
+			    parse_u64(eq + 1, &v) == 0)
+				st->fmt[id] = v;
 	}
 }
 
@@ -202,13 +208,6 @@ static const char *size(char *buf, size_t len, const struct stats *st, enum key 
 static double pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
 /* The path, escaped by the daemon; any control byte left never reaches the terminal. */
@@ -225,11 +224,8 @@ static void put_path(const char *path)
  */
 static void show_cause(const struct top *t, const struct stats *st)
 {
-	bool xz = ends_with(t->path, ".xz") || ends_with(t->path, ".txz");
-	bool zst = ends_with(t->path, ".zst") || ends_with(t->path, ".tzst") ||
-		   ends_with(t->path, ".zstd");
-	const char *unit = xz ? "Block" : zst ? "frame" : "gzip span";
-	char a[32], b[32], c[32], bs[32];
+	int fmt = fmttab_by_suffix(t->path);
+	char a[32], b[32], c[32], bs[32], unit[32], fix[160];
 
 	/* the cache_size the daemon's log line asks for: twice the unit, whole MiB, and one more */
 	zlog_size(a, sizeof(a), t->unit);
@@ -242,26 +238,23 @@ static void show_cause(const struct top *t, const struct stats *st)
 		snprintf(c, sizeof(c), "n/a");
 		snprintf(bs, sizeof(bs), "1MiB");
 	}
+	/* the words are the format's, told by the name (fmttab_advice) */
+	fmttab_advice(fmt, FMTTAB_UNIT, bs, unit, sizeof(unit));
 	if (strcmp(t->why, "one_unit") == 0) {
+		fmttab_advice(fmt, FMTTAB_FIX_ONE, bs, fix, sizeof(fix));
 		printf("    cause: the whole file is one %s of %s, more than cache_size/2 (%s): "
 		       "every random read decodes from the file's start\n", unit, a, c);
-		if (xz)
-			printf("    fix:   recompress with xz -T0 --block-size=%s (many Blocks of at "
-			       "most cache_size/2), or mount with cache_size=%s or more\n", bs, b);
-		else
-			printf("    fix:   %smount with cache_size=%s or more\n",
-			       zst ? "recompress with pzstd (many frames), or " : "", b);
+		printf("    fix:   %s%smount with cache_size=%s or more\n", fix, fix[0] ? ", or " : "",
+		       b);
 	} else if (strcmp(t->why, "wide_unit") == 0) {
+		fmttab_advice(fmt, FMTTAB_FIX_WIDE, bs, fix, sizeof(fix));
 		printf("    cause: %ss of up to %s are wider than cache_size/2 (%s): random reads "
 		       "decode from the %s start\n", unit, a, c, unit);
-		printf("    fix:   mount with cache_size=%s or more", b);
-		if (xz)
-			printf(", or recompress with xz -T0 --block-size=%s (cache_size/2)", bs);
-		printf("%s\n", zst ? ", or recompress with pzstd" : "");
+		printf("    fix:   mount with cache_size=%s or more%s%s\n", b, fix[0] ? ", or " : "",
+		       fix);
 	} else if (strcmp(t->why, "no_index") == 0) {
-		printf("    cause: %s: opening it decoded the whole file once, in this mount\n",
-		       zst ? "its frames do not state their sizes (none saved), so they were measured"
-			   : "gzip not yet indexed, so its index was built");
+		fmttab_advice(fmt, FMTTAB_NO_INDEX, bs, fix, sizeof(fix));
+		printf("    cause: %s: opening it decoded the whole file once, in this mount\n", fix);
 		printf("    fix:   zmount-index build FILE (or its directory) saves it; later mounts "
 		       "load it (see index_dir)\n");
 	}
@@ -353,10 +346,16 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 	} else {
 		printf("served     n/a (daemon too old)\n");
 	}
-	/* built: gzip index passes and zstd measuring passes alike */
-	printf("indexes    %" PRIu64 " xz read, %" PRIu64 " built by a pass (gzip, zstd), %" PRIu64
-	       " loaded from index_dir\n",
-	       st->v[K_XZ_INDEXES], st->v[K_BUILT], st->v[K_LOADED]);
+	/* each format's own counter (xz: Indexes read), then the passes of those that save one */
+	printf("indexes    ");
+	for (int id = 1; id <= fmttab_count(); id++)
+		if (fmttab_counter(id))
+			printf("%" PRIu64 " %s read, ", st->fmt[id], fmttab_name(id));
+	printf("%" PRIu64 " built by a pass (", st->v[K_BUILT]);
+	for (int id = 1, k = 0; id <= fmttab_count(); id++)
+		if (fmttab_saves(id))
+			printf("%s%s", k++ ? ", " : "", fmttab_name(id));
+	printf("), %" PRIu64 " loaded from index_dir\n", st->v[K_LOADED]);
 	if (st->has[K_ERRORS])
 		printf("errors     %" PRIu64 " failed reads\n", st->v[K_ERRORS]);
 	else

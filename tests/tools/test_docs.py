@@ -3,7 +3,7 @@
 
 What the program accepts is read from the program itself: the option keys
 of fs/opts.c (the `KEY("name")` lines of opts_apply), the suffixes of
-fs/names.c (its `ends_with(name, len, ".x")` calls), the programs and man
+the format table (the `{ ".x", "" }` suffix lists of index/fmt_*.c), the programs and man
 pages that `cmake --install` writes, each program's --help, and the .deb's
 description from the build's CPackConfig.cmake.  What the documentation
 says is read from README.md, man/*.1 (troff turned into plain text here, so
@@ -15,7 +15,7 @@ Checks:
             accepted: zmount's own by opts.c, FUSE's by a real mount
             (mounted with it, then unmounted); the fstab-only options that
             zmount.1 says are refused are refused.
-  suffixes  every suffix names.c handles is named in the README, zmount.1 and
+  suffixes  every suffix the format table handles is named in the README, zmount.1 and
             `zmount --help`; no handled suffix is called "as they are"; a
             text (tool help, package description, a man section) that names
             one of xz, gzip and zstd names all three.
@@ -38,6 +38,7 @@ Exit 0 all passed, 1 a check failed.  When FUSE is missing the mount
 checks cannot run: a loud SKIP, and exit 77 if nothing else failed.
 """
 import argparse
+import glob
 import os
 import re
 import subprocess
@@ -57,8 +58,11 @@ def opts_keys(src):
 
 
 def handled_suffixes(src):
-    text = open(os.path.join(src, 'fs', 'names.c')).read()
-    return set(re.findall(r'ends_with\(name, len, "(\.[a-z]+)"\)', text))
+    # the formats' suffix tables (struct fmt_suffix in index/fmt_*.c: { ".xz", "" })
+    out = set()
+    for path in glob.glob(os.path.join(src, 'index', 'fmt_*.c')):
+        out |= set(re.findall(r'\{ "(\.[a-z]+)", "', open(path).read()))
+    return out
 
 
 def run(argv):
@@ -297,7 +301,7 @@ def main():
 
         # -- suffixes and formats --------------------------------------------------
         sufs = handled_suffixes(src)
-        res.check('fs/names.c handles .xz, .gz and .zst', {'.xz', '.gz', '.zst'} <= sufs,
+        res.check('the format table handles .xz, .gz and .zst', {'.xz', '.gz', '.zst'} <= sufs,
                   f'{sorted(sufs)}')
         for s in sorted(sufs):
             for where, text in (('README.md', readme), ('zmount.1', zman_all),
