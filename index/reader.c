@@ -30,6 +30,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +41,7 @@
 #include "cmap.h"
 #include "fmt.h"
 #include "idxfile.h"
+#include "park.h"
 #include "pool.h"
 #include "reader_int.h"
 #include "srcid.h"
@@ -70,16 +72,6 @@
 #define DONE_LAG      TURN_SPAN
 #define TURN_GRACE_MS 20
 #define TURN_STALL_MS 500
-/*
- * Parked decoders of every reader on a context (zmctx_int.h), most
- * recently parked first.  A parked decoder is charged to its reader's
- * cache, and the list holds at most PARKED_SHARE of that cache's budget
- * (always at least one decoder, so a sequential reader of a huge Block
- * never decodes it twice): parking one more closes as many of the oldest
- * others as that takes.  A detached reader parks nothing, so a decoder
- * never outlives the descriptor it was reading.
- */
-#define PARKED_SHARE 2 /* 1/2 of the budget */
 /*
  * A whole unit at least this large has its fresh pages faulted in by an
  * idle worker while the decoder fills it from the start (see prefault).
@@ -326,10 +318,7 @@ struct udec {
 	const struct fmt *f;
 	void *d;
 	struct ckpt_dec *ck; /* instead of d: resumed at a checkpoint, its output verified */
-	/* While park() closes it: the next one to close, and whose cache it was charged to. */
-	struct udec *vnext;
-	struct bcache *vcache;
-	size_t vcost;
+	struct park_node pn; /* on the context's parked list (park.h) */
 };
 
 static void udec_close(struct udec *d)
@@ -407,95 +396,38 @@ static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, siz
 	return 0;
 }
 
-/* With r->ctx->parked_lock held: takes r's parked decoder off the list; returns it. */
-static struct udec *unpark_locked(struct reader *r)
+/* The decoder whose node n is (park.h). */
+static struct udec *udec_of(struct park_node *n)
 {
-	struct udec *d = r->parked;
-
-	if (!d)
-		return NULL;
-	if (r->pprev)
-		r->pprev->pnext = r->pnext;
-	else
-		r->ctx->parked_head = r->pnext;
-	if (r->pnext)
-		r->pnext->pprev = r->pprev;
-	else
-		r->ctx->parked_tail = r->pprev;
-	r->pprev = r->pnext = NULL;
-	r->parked = NULL;
-	r->ctx->parked_total -= r->parked_cost;
-	return d;
+	return (struct udec *)((char *)n - offsetof(struct udec, pn));
 }
 
-/* Takes r's parked decoder if it is in map entry k (any entry if k is SIZE_MAX); else NULL. */
+/* How the parked list closes a decoder it evicts. */
+static void udec_park_close(struct park_node *n)
+{
+	udec_close(udec_of(n));
+}
+
+/* Takes r's parked decoder if it is in map entry k (any entry if k is PARK_ANY); else NULL. */
 static struct udec *unpark(struct reader *r, size_t k)
 {
-	struct udec *d = NULL;
-	size_t cost = 0;
+	struct park_node *n = park_take(&r->ctx->parked, &r->park, k);
 
-	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked && (k == SIZE_MAX || r->parked_k == k)) {
-		cost = r->parked_cost;
-		d = unpark_locked(r);
-	}
-	pthread_mutex_unlock(&r->ctx->parked_lock);
-	if (d)
-		bcache_uncharge(r->cache, cost);
-	return d;
-}
-
-/* With r->ctx->parked_lock held: unparks r's decoder onto the list of those to close. */
-static struct udec *unpark_victim(struct reader *r, struct udec *victims)
-{
-	size_t cost = r->parked_cost;
-	struct udec *d = unpark_locked(r);
-
-	d->vnext = victims;
-	d->vcache = r->cache;
-	d->vcost = cost;
-	return d;
+	return n ? udec_of(n) : NULL;
 }
 
 /*
  * Parks d (stopped in map entry k) for r's next sequential read, charging
- * it to the cache; closes any decoder r had parked before, and the
- * decoders of other readers that no longer fit the parked share, oldest
- * first, as many as it takes (one step each: the oldest is the list's
- * tail).  Closing happens after the lock is let go.
+ * it to the cache; the list closes any decoder r had parked before, and
+ * those of other readers that no longer fit its share (park_add).
  */
 static void park(struct reader *r, struct udec *d, size_t k)
 {
-	size_t cost = udec_cost(d), share = bcache_budget(r->cache) / PARKED_SHARE;
-	struct udec *victims = NULL;
-
-	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked)
-		victims = unpark_victim(r, victims);
-	while (r->ctx->parked_tail && r->ctx->parked_total + cost > share)
-		victims = unpark_victim(r->ctx->parked_tail, victims);
-	r->parked = d;
-	r->parked_k = k;
-	r->parked_cost = cost;
-	r->pnext = r->ctx->parked_head;
-	r->pprev = NULL;
-	if (r->ctx->parked_head)
-		r->ctx->parked_head->pprev = r;
-	r->ctx->parked_head = r;
-	if (!r->ctx->parked_tail)
-		r->ctx->parked_tail = r;
-	r->ctx->parked_total += cost;
-	pthread_mutex_unlock(&r->ctx->parked_lock);
-	while (victims) {
-		struct udec *v = victims;
-		struct bcache *cache = v->vcache;
-		size_t vcost = v->vcost;
-
-		victims = v->vnext;
-		udec_close(v);
-		bcache_uncharge(cache, vcost);
-	}
-	bcache_charge(r->cache, cost);
+	d->pn.close = udec_park_close;
+	d->pn.key = k;
+	d->pn.pos = udec_tell(d);
+	d->pn.cost = udec_cost(d);
+	park_add(&r->ctx->parked, &r->park, &d->pn);
 }
 
 static void drain(struct reader *r)
@@ -514,7 +446,7 @@ void reader_close(struct reader *r)
 	reader_ck_stop(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
-	udec_close(unpark(r, SIZE_MAX));
+	udec_close(unpark(r, PARK_ANY));
 	reader_ck_free(r);
 	if (r->f)
 		r->f->free(r->idx);
@@ -535,7 +467,7 @@ void reader_detach(struct reader *r)
 {
 	drain(r);
 	/* Nobody reads it now: its decoder's memory goes back to the cache. */
-	udec_close(unpark(r, SIZE_MAX));
+	udec_close(unpark(r, PARK_ANY));
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -1112,13 +1044,12 @@ static void inflight_del(struct reader *r, int slot)
  */
 static uint64_t decoder_at(struct reader *r, size_t k, uint64_t want)
 {
-	uint64_t at = 0;
+	uint64_t pos;
+	size_t pk;
 
-	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked && r->parked_k == k && udec_tell(r->parked) <= want)
-		at = udec_tell(r->parked);
-	pthread_mutex_unlock(&r->ctx->parked_lock);
-	return at;
+	if (park_peek(&r->ctx->parked, &r->park, &pk, &pos) && pk == k && pos <= want)
+		return pos;
+	return 0;
 }
 
 /*
@@ -1288,15 +1219,14 @@ static void job_done(struct reader *r)
  */
 static bool ahead_in_step(struct reader *r, size_t k, uint64_t ustart)
 {
-	uint64_t want = ustart - r->map.start[k];
+	uint64_t want = ustart - r->map.start[k], at;
+	size_t pk;
 	bool ok;
 
-	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked)
-		ok = r->parked_k == k && udec_tell(r->parked) == want;
+	if (park_peek(&r->ctx->parked, &r->park, &pk, &at))
+		ok = pk == k && at == want;
 	else
 		ok = want == 0;
-	pthread_mutex_unlock(&r->ctx->parked_lock);
 	/* Nor while a read wants an earlier byte: the slice could evict the one it is in. */
 	if (ok) {
 		pthread_mutex_lock(&r->lock);
@@ -1351,7 +1281,7 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
 /*
  * Bytes of the cache that read-ahead for a reader at end may fill without
  * evicting what it has not consumed: the budget, less the parked decoders'
- * share (see PARKED_SHARE), the unit the reader is in and those it left
+ * share (see PARK_SHARE), the unit the reader is in and those it left
  * less than DONE_LAG ago.  Units decoded ahead are the most recently used,
  * so older entries go first; beyond this the newest read-ahead would push
  * out the oldest, still unread.
@@ -1377,9 +1307,9 @@ static uint64_t ahead_room(const struct reader *r, uint64_t end)
 	 * units.  In a streamed unit the reader's decoder counts in full even
 	 * while it is out of the list, decoding: it is parked again after.
 	 */
-	parked = st.charged < st.budget / PARKED_SHARE ? st.charged : st.budget / PARKED_SHARE;
+	parked = st.charged < st.budget / PARK_SHARE ? st.charged : st.budget / PARK_SHARE;
 	if (is_streamed(r, k))
-		parked = st.budget / PARKED_SHARE;
+		parked = st.budget / PARK_SHARE;
 	held = parked + own + BCACHE_ENT_COST;
 	return st.budget > held + behind ? st.budget - held - behind : 0;
 }

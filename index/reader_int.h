@@ -16,6 +16,7 @@
 
 #include "cmap.h"
 #include "fmt.h"
+#include "park.h"
 #include "reader.h"
 #include "zerr.h"
 #include "zmctx_int.h"
@@ -50,11 +51,8 @@ struct reader {
 	 * other archives, and whole units of this one, decode meanwhile.
 	 */
 	pthread_mutex_t stream;
-	/* Protected by ctx->parked_lock (see park() in reader.c). */
-	struct udec *parked;          /* stopped at a slice boundary of parked_k */
-	size_t parked_k;
-	size_t parked_cost;           /* charged to the cache while parked */
-	struct reader *pprev, *pnext; /* on the parked list while parked != NULL */
+	/* Its decoder parked at a slice boundary, on ctx->parked (park.h). */
+	struct park_slot park;
 
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* jobs reached 0 */

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "park.h"
 #include "zmctx.h"
 
 struct reader;
@@ -28,13 +29,7 @@ struct zmctx {
 	struct xzdec_spares *xzspare; /* owned: xz decoders' buffers (xzdec.h) */
 	struct reader_stats stats;
 	atomic_uint_fast64_t next_id; /* cache keys: unique per reader within this cache */
-	/*
-	 * Parked decoders of the readers on this context, most recently
-	 * parked first (see park() in reader.c).
-	 */
-	pthread_mutex_t parked_lock;
-	struct reader *parked_head, *parked_tail; /* protected by parked_lock */
-	size_t parked_total;                      /* protected by parked_lock */
+	struct park parked; /* the readers' parked decoders, charged to cache (park.h) */
 	/* Once-only warnings (fmt_gz.c): said once per context. */
 	atomic_flag save_failed_logged, untrusted_logged;
 	/* The sink; set before readers are shared, read-only after. */
