@@ -14,7 +14,7 @@
  *    wasted.
  * What the formats differ in is behind struct fmt (fmt.h, fmt_*.c).
  * Sequential readers also get the units after theirs queued on the worker
- * pool (read_ahead), so several decode at once.
+ * pool (readahead_note), so several decode at once.
  *
  * Memory: chunks and parked decoders are charged to the cache (bcache.h);
  * a reader holds its map (a documented cost per entry, see fmt_*.c) and,
@@ -57,7 +57,7 @@
  * TURN_STALL_MS without anything moving; with none, but the decoder a
  * little behind, TURN_GRACE_MS once, for one that the kernel sent but that
  * has not reached us yet, if the read continues a sequential stream
- * (near_stream): a random reader skipping forward does not wait.
+ * (readahead_near): a random reader skipping forward does not wait.
  */
 #define TURN_SPAN     (8u << 20)
 /*
@@ -221,7 +221,10 @@ static void warn_wide_units(const struct reader *r)
 	     r->f == &fmt_xz ? ", or recompress with xz --block-size=16MiB" : "");
 }
 
-/* Records the hash check_unchanged compares with, if nothing changed the file while it was taken. */
+/*
+ * Records the hash reader_check_unchanged compares with, if nothing changed
+ * the file while it was taken.
+ */
 static void sample_take(struct reader *r)
 {
 	struct idxfile_id id;
@@ -409,7 +412,7 @@ static void udec_park_close(struct park_node *n)
 }
 
 /* Takes r's parked decoder if it is in map entry k (any entry if k is PARK_ANY); else NULL. */
-static struct udec *unpark(struct reader *r, size_t k)
+static struct udec *udec_unpark(struct reader *r, size_t k)
 {
 	struct park_node *n = park_take(&r->ctx->parked, &r->park, k);
 
@@ -421,7 +424,7 @@ static struct udec *unpark(struct reader *r, size_t k)
  * it to the cache; the list closes any decoder r had parked before, and
  * those of other readers that no longer fit its share (park_add).
  */
-static void park(struct reader *r, struct udec *d, size_t k)
+static void udec_park(struct reader *r, struct udec *d, size_t k)
 {
 	d->pn.close = udec_park_close;
 	d->pn.key = k;
@@ -430,7 +433,7 @@ static void park(struct reader *r, struct udec *d, size_t k)
 	park_add(&r->ctx->parked, &r->park, &d->pn);
 }
 
-static void drain(struct reader *r)
+static void readahead_wait(struct reader *r)
 {
 	pthread_mutex_lock(&r->lock);
 	while (r->jobs > 0)
@@ -442,11 +445,11 @@ void reader_close(struct reader *r)
 {
 	if (!r)
 		return;
-	drain(r);
+	readahead_wait(r);
 	reader_ck_stop(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
-	udec_close(unpark(r, PARK_ANY));
+	udec_close(udec_unpark(r, PARK_ANY));
 	reader_ck_free(r);
 	if (r->f)
 		r->f->free(r->idx);
@@ -465,9 +468,9 @@ void reader_close(struct reader *r)
 
 void reader_detach(struct reader *r)
 {
-	drain(r);
+	readahead_wait(r);
 	/* Nobody reads it now: its decoder's memory goes back to the cache. */
-	udec_close(unpark(r, PARK_ANY));
+	udec_close(udec_unpark(r, PARK_ANY));
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -558,15 +561,17 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	r->f->info(r, info);
 }
 
-static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err);
+static int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret,
+			      const struct zerr *err);
 
 int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err)
 {
-	return fail_entry(r, k, off, -EIO, err);
+	return reader_mark_failed(r, k, off, -EIO, err);
 }
 
 /* Marks entry k failed and writes its one log line.  Returns -EIO. */
-static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err)
+static int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret,
+			      const struct zerr *err)
 {
 	struct zerr why;
 	bool first;
@@ -657,7 +662,7 @@ static bool same_bytes(struct reader *r, const struct stat *st0)
  * The source must still be the file indexed at open: a file changed in
  * place would mix versions.  Checked on every miss; hits serve the old bytes.
  */
-static int check_unchanged(struct reader *r)
+static int reader_check_unchanged(struct reader *r)
 {
 	struct stat st;
 	bool first;
@@ -708,7 +713,7 @@ static int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out
 {
 	const struct ckpt_set *s = want > 0 ? reader_ck_get(r, k) : NULL;
 	size_t i = s ? ckpt_find(s, want) : SIZE_MAX;
-	struct udec *d = unpark(r, k);
+	struct udec *d = udec_unpark(r, k);
 
 	if (d && udec_tell(d) <= want && (i == SIZE_MAX || udec_tell(d) >= s->pt[i].uoff)) {
 		*out = d;
@@ -779,7 +784,7 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 		atomic_fetch_add(&r->decoded, n);
 		if (e) {
 			/* Kept only if the file is still the one indexed, as in fill_entry. */
-			int ok = check_unchanged(r);
+			int ok = reader_check_unchanged(r);
 
 			bcache_done(r->cache, e, ok);
 			if (ok < 0) {
@@ -797,7 +802,7 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 			ret = got < 0 ? (int)got : zerr_set(err, -EIO, 0, "data ended early");
 	}
 	if (ret == 0 && udec_tell(d) < elen) {
-		park(r, d, k);
+		udec_park(r, d, k);
 		d = NULL;
 	}
 	udec_close(d);
@@ -817,18 +822,18 @@ static int fill(struct reader *r, size_t k, uint64_t ustart, size_t len, void *b
  * entry wider than whole_max, or one that may get checkpoints (from open
  * on, so its units never change shape).
  */
-static bool is_streamed(const struct reader *r, size_t k)
+static bool reader_streamed(const struct reader *r, size_t k)
 {
 	return cmap_len(&r->map, k) > r->opts.whole_max || (r->ckable && r->ckable[k]);
 }
 
 /* The cache unit holding byte off, as map entry k and [*ustart, *ustart + *len). */
-static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, size_t *len)
+static size_t reader_unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, size_t *len)
 {
 	size_t k = cmap_find(&r->map, off);
 	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
 
-	if (is_streamed(r, k)) {
+	if (reader_streamed(r, k)) {
 		uint64_t s = (off - start) / r->opts.slice;
 
 		start += s * r->opts.slice;
@@ -843,7 +848,7 @@ static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, si
 	return k;
 }
 
-static bool is_bad(struct reader *r, size_t k)
+static bool reader_is_bad(struct reader *r, size_t k)
 {
 	bool bad;
 
@@ -932,10 +937,10 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 {
 	struct zerr err = { 0 };
 	struct timespec t0;
-	int ret = check_unchanged(r);
+	int ret = reader_check_unchanged(r);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (ret == 0 && !is_streamed(r, k))
+	if (ret == 0 && !reader_streamed(r, k))
 		prefault(r, bcache_buf(e), bcache_size(e));
 	if (ret == 0)
 		ret = fill(r, k, ustart, bcache_size(e), bcache_buf(e), &err);
@@ -944,7 +949,7 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	 * pread EIO of a flaky disk or network file system), while corrupt
 	 * data fails again, the same way, and only then is marked and logged.
 	 */
-	if (ret < 0 && ret != -ENOMEM && err.msg[0] && check_unchanged(r) == 0) {
+	if (ret < 0 && ret != -ENOMEM && err.msg[0] && reader_check_unchanged(r) == 0) {
 		struct zerr again = { 0 };
 
 		if (fill(r, k, ustart, bcache_size(e), bcache_buf(e), &again) == 0) {
@@ -959,16 +964,16 @@ static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache
 	 * only kept if the file is still the one indexed.
 	 */
 	if (ret == 0)
-		ret = check_unchanged(r);
+		ret = reader_check_unchanged(r);
 	/*
 	 * The log line and the marks come before bcache_done, so a reader
 	 * waiting on this unit gets its EIO only once the cause is recorded.
 	 * A file changed under the decoder is not corrupt: that cause is logged
 	 * once already.
 	 */
-	if (ret < 0 && err.msg[0] && check_unchanged(r) == 0) {
-		ret = fail_entry(r, k, pos, ret, &err);
-		if (ret == -EIO && is_streamed(r, k))
+	if (ret < 0 && err.msg[0] && reader_check_unchanged(r) == 0) {
+		ret = reader_mark_failed(r, k, pos, ret, &err);
+		if (ret == -EIO && reader_streamed(r, k))
 			taint(r);
 	}
 	bcache_done(r->cache, e, ret);
@@ -990,7 +995,7 @@ static void moved_locked(struct reader *r)
 }
 
 /* The decoder of a streamed unit moved (or was closed). */
-static void stream_moved(struct reader *r)
+static void fill_moved(struct reader *r)
 {
 	pthread_mutex_lock(&r->lock);
 	moved_locked(r);
@@ -998,7 +1003,7 @@ static void stream_moved(struct reader *r)
 }
 
 /* Notes a read in progress of [pos, end); returns its slot, or -1 if all are taken. */
-static int inflight_add(struct reader *r, uint64_t pos, uint64_t end)
+static int fill_inflight_add(struct reader *r, uint64_t pos, uint64_t end)
 {
 	int slot = -1;
 
@@ -1018,7 +1023,7 @@ static int inflight_add(struct reader *r, uint64_t pos, uint64_t end)
 	return slot;
 }
 
-static void inflight_move(struct reader *r, int slot, uint64_t pos)
+static void fill_inflight_move(struct reader *r, int slot, uint64_t pos)
 {
 	if (slot < 0)
 		return;
@@ -1027,7 +1032,7 @@ static void inflight_move(struct reader *r, int slot, uint64_t pos)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static void inflight_del(struct reader *r, int slot)
+static void fill_inflight_del(struct reader *r, int slot)
 {
 	if (slot < 0)
 		return;
@@ -1059,7 +1064,7 @@ static uint64_t decoder_at(struct reader *r, size_t k, uint64_t want)
  * slice it is in the middle of (a kernel request is rarely aligned to
  * slices, so two requests share one): either way it would be decoded again.
  */
-static bool turn_earlier(const struct reader *r, uint64_t ustart)
+static bool fill_turn_earlier(const struct reader *r, uint64_t ustart)
 {
 	pthread_t self = pthread_self();
 
@@ -1076,7 +1081,7 @@ static bool turn_earlier(const struct reader *r, uint64_t ustart)
 
 /*
  * With r->stream held, for slice ustart of streamed entry k: whether the
- * caller should let another read go first (turn_earlier), or, with
+ * caller should let another read go first (fill_turn_earlier), or, with
  * *grace, wait briefly for one that may not be noted yet because the
  * decoder stands a little behind ustart.
  */
@@ -1086,7 +1091,7 @@ static bool turn_wait(struct reader *r, size_t k, uint64_t ustart, bool *grace)
 	bool earlier;
 
 	pthread_mutex_lock(&r->lock);
-	earlier = turn_earlier(r, ustart);
+	earlier = fill_turn_earlier(r, ustart);
 	pthread_mutex_unlock(&r->lock);
 	*grace = !earlier && at != want && want - at <= TURN_SPAN;
 	return earlier;
@@ -1095,7 +1100,7 @@ static bool turn_wait(struct reader *r, size_t k, uint64_t ustart, bool *grace)
 /*
  * Called with r->stream held, for slice ustart of streamed entry k, by a
  * read that holds no cache reference.  If a read on another thread wants
- * an earlier byte (turn_earlier), releases r->stream, waits for something
+ * an earlier byte (fill_turn_earlier), releases r->stream, waits for something
  * to change (the decoder moving, a read starting, moving on or ending) or
  * TURN_STALL_MS, and returns true: the caller looks again.  If only the
  * decoder stands a little behind the slice, the same for TURN_GRACE_MS,
@@ -1146,10 +1151,10 @@ static bool wait_for_turn(struct reader *r, size_t k, uint64_t ustart, bool *gra
  * units: waiting could be waiting for itself).  Room is never waited for
  * with r->stream held, since holders of other units may need that lock.
  */
-static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos,
+static int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos,
 		    bool may_wait, bool seq, struct bcache_ent **out)
 {
-	bool streamed = is_streamed(r, k), graced = !seq, stalled = false;
+	bool streamed = reader_streamed(r, k), graced = !seq, stalled = false;
 	int ret;
 
 	for (;;) {
@@ -1184,7 +1189,7 @@ static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, ui
 			ret = -EIO; /* another thread's fill failed, and logged it */
 		}
 		if (streamed) {
-			stream_moved(r);
+			fill_moved(r);
 			pthread_mutex_unlock(&r->stream);
 		}
 		if (ret != -EAGAIN || !may_wait)
@@ -1230,7 +1235,7 @@ static bool ahead_in_step(struct reader *r, size_t k, uint64_t ustart)
 	/* Nor while a read wants an earlier byte: the slice could evict the one it is in. */
 	if (ok) {
 		pthread_mutex_lock(&r->lock);
-		ok = !turn_earlier(r, ustart);
+		ok = !fill_turn_earlier(r, ustart);
 		pthread_mutex_unlock(&r->lock);
 	}
 	return ok;
@@ -1241,10 +1246,10 @@ static void prefetch_run(void *arg)
 {
 	struct pjob *j = arg;
 	struct reader *r = j->r;
-	bool streamed = is_streamed(r, j->k);
+	bool streamed = reader_streamed(r, j->k);
 	struct bcache_ent *e;
 
-	if (!is_bad(r, j->k)) {
+	if (!reader_is_bad(r, j->k)) {
 		if (streamed)
 			pthread_mutex_lock(&r->stream);
 		if ((!streamed || ahead_in_step(r, j->k, j->ustart)) &&
@@ -1254,7 +1259,7 @@ static void prefetch_run(void *arg)
 			bcache_put(r->cache, e);
 		}
 		if (streamed) {
-			stream_moved(r);
+			fill_moved(r);
 			pthread_mutex_unlock(&r->stream);
 		}
 	}
@@ -1271,7 +1276,7 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
 {
 	uint64_t cstart, cend;
 
-	if (is_streamed(r, k0) || is_streamed(r, k1))
+	if (reader_streamed(r, k0) || reader_streamed(r, k1))
 		return;
 	r->f->extent(r, k0, k1, &cstart, &cend);
 	if (cend > cstart && cend <= INT64_MAX)
@@ -1294,13 +1299,13 @@ static uint64_t ahead_room(const struct reader *r, uint64_t end)
 	size_t k;
 
 	bcache_stats(r->cache, &st);
-	k = unit_of(r, end < reader_size(r) ? end : end - 1, &ustart, &own);
+	k = reader_unit_of(r, end < reader_size(r) ? end : end - 1, &ustart, &own);
 	/*
 	 * And the units just read, which a stream gives up only DONE_LAG past
 	 * them (consumed_to): until then they may be more recently used than
 	 * units decoded ahead, which would be evicted first.
 	 */
-	unit_of(r, end > DONE_LAG ? end - DONE_LAG : 0, &lstart, &llen);
+	reader_unit_of(r, end > DONE_LAG ? end - DONE_LAG : 0, &lstart, &llen);
 	behind = ustart > lstart ? ustart - lstart : 0;
 	/*
 	 * As bcache counts them: a decoder beyond the parked share evicts no
@@ -1308,7 +1313,7 @@ static uint64_t ahead_room(const struct reader *r, uint64_t end)
 	 * while it is out of the list, decoding: it is parked again after.
 	 */
 	parked = st.charged < st.budget / PARK_SHARE ? st.charged : st.budget / PARK_SHARE;
-	if (is_streamed(r, k))
+	if (reader_streamed(r, k))
 		parked = st.budget / PARK_SHARE;
 	held = parked + own + BCACHE_ENT_COST;
 	return st.budget > held + behind ? st.budget - held - behind : 0;
@@ -1332,7 +1337,7 @@ static uint64_t ahead_end(const struct reader *r, uint64_t end)
 		uint64_t ustart;
 		size_t ulen;
 
-		unit_of(r, pos, &ustart, &ulen);
+		reader_unit_of(r, pos, &ustart, &ulen);
 		if (ustart < end) { /* the reader's own: counted in room already */
 			pos = ustart + ulen;
 			continue;
@@ -1348,11 +1353,11 @@ static uint64_t ahead_end(const struct reader *r, uint64_t end)
 }
 
 /*
- * Whether a read at off is near where a sequential stream (read_ahead) has
+ * Whether a read at off is near where a sequential stream (readahead_note) has
  * got to, either side: one of a burst of read-ahead requests that the
  * kernel sent at once.
  */
-static bool near_stream(struct reader *r, uint64_t off)
+static bool readahead_near(struct reader *r, uint64_t off)
 {
 	bool near = false;
 
@@ -1366,7 +1371,6 @@ static bool near_stream(struct reader *r, uint64_t off)
 	return near;
 }
 
-/* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 /* Bytes of the budget that nothing holds now. */
 static uint64_t cache_free(const struct reader *r)
 {
@@ -1389,7 +1393,7 @@ static uint64_t consumed_to(const struct reader *r, uint64_t done, uint64_t off)
 		uint64_t us;
 		size_t ul;
 
-		unit_of(r, done, &us, &ul);
+		reader_unit_of(r, done, &us, &ul);
 		if (us + ul + DONE_LAG > off)
 			break;
 		done = us + ul;
@@ -1397,7 +1401,8 @@ static uint64_t consumed_to(const struct reader *r, uint64_t done, uint64_t off)
 	return done;
 }
 
-static void read_ahead(struct reader *r, uint64_t off, size_t len)
+/* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
+static void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
 	uint64_t end = off + len, from, to, done_from = 0, done_to = 0;
 	unsigned i;
@@ -1418,7 +1423,7 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 		i = r->next_stream++ % NSTREAMS;
 		r->streams[i].end = r->streams[i].ahead = end;
 		/* The unit the stream starts in was not read from its start by it. */
-		unit_of(r, off, &us, &ul);
+		reader_unit_of(r, off, &us, &ul);
 		r->streams[i].done = us == off ? off : us + ul;
 		from = to = 0;
 		/*
@@ -1431,10 +1436,10 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 			uint64_t ustart;
 			size_t ulen;
 
-			unit_of(r, 0, &ustart, &ulen);
+			reader_unit_of(r, 0, &ustart, &ulen);
 			from = ulen;
 			if (from < reader_size(r)) {
-				unit_of(r, from, &ustart, &ulen);
+				reader_unit_of(r, from, &ustart, &ulen);
 				/*
 				 * Only if it fits beside the first (else it would
 				 * evict it), and in room nobody uses: a guess must
@@ -1467,7 +1472,7 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 		uint64_t us;
 		size_t ul;
 
-		unit_of(r, done_from, &us, &ul);
+		reader_unit_of(r, done_from, &us, &ul);
 		bcache_demote(r->cache, r->id, us);
 		done_from = us + ul;
 	}
@@ -1480,7 +1485,7 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 		if (!j)
 			return;
 		j->r = r;
-		j->k = unit_of(r, from, &j->ustart, &j->ulen);
+		j->k = reader_unit_of(r, from, &j->ustart, &j->ulen);
 		from = j->ustart + j->ulen;
 		pthread_mutex_lock(&r->lock);
 		r->jobs++;
@@ -1494,10 +1499,10 @@ static void read_ahead(struct reader *r, uint64_t off, size_t len)
 }
 
 /*
- * reader_view; seq: near_stream(r, off) before this read's read-ahead;
+ * reader_view; seq: readahead_near(r, off) before this read's read-ahead;
  * outer: whether to note the read in progress and start read-ahead for
  * it.  reader_pread does both once for the whole read, not once per view:
- * read_ahead's cost does not shrink with a view's, so once per
+ * readahead_note's cost does not shrink with a view's, so once per
  * READER_VIEW_MAX units would cost far more than the units do.
  */
 static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_view *v, bool outer,
@@ -1513,25 +1518,25 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	if (len > size - off)
 		len = (size_t)(size - off);
 	if (outer) {
-		read_ahead(r, off, len);
-		slot = inflight_add(r, off, off + len);
+		readahead_note(r, off, len);
+		slot = fill_inflight_add(r, off, off + len);
 	}
 	while (done < len && v->n < READER_VIEW_MAX) {
 		uint64_t pos = off + done, ustart;
 		size_t ulen, n;
-		size_t k = unit_of(r, pos, &ustart, &ulen);
+		size_t k = reader_unit_of(r, pos, &ustart, &ulen);
 		struct bcache_ent *e;
 		int ret;
 
-		if (is_bad(r, k))
+		if (reader_is_bad(r, k))
 			ret = -EIO;
 		else
-			ret = get_unit(r, k, ustart, ulen, pos, v->n == 0, seq, &e);
+			ret = fill_get(r, k, ustart, ulen, pos, v->n == 0, seq, &e);
 		if (ret == -EAGAIN)
 			break; /* the cache is full of what is pinned: serve what we have */
 		if (ret < 0) {
 			reader_view_release(r, v);
-			inflight_del(r, slot);
+			fill_inflight_del(r, slot);
 			return ret;
 		}
 		n = ulen - (size_t)(pos - ustart);
@@ -1542,7 +1547,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		v->ent[v->n++] = e;
 		done += n;
 	}
-	inflight_del(r, slot);
+	fill_inflight_del(r, slot);
 	atomic_fetch_add(&r->ctx->stats.served, done);
 	atomic_fetch_add(&r->served, done);
 	atomic_fetch_add(&r->reads, 1);
@@ -1551,7 +1556,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)
 {
-	return view(r, len, off, v, true, near_stream(r, off));
+	return view(r, len, off, v, true, readahead_near(r, off));
 }
 
 void reader_view_release(struct reader *r, struct reader_view *v)
@@ -1567,19 +1572,19 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 	size_t done = 0;
 	ssize_t n = 0;
 	int slot = -1;
-	bool seq = near_stream(r, off);
+	bool seq = readahead_near(r, off);
 
 	/* Noted once for the whole read: it is in progress between its views too. */
 	if (off < size) {
-		read_ahead(r, off, len < size - off ? len : (size_t)(size - off));
-		slot = inflight_add(r, off, len < size - off ? off + len : size);
+		readahead_note(r, off, len < size - off ? len : (size_t)(size - off));
+		slot = fill_inflight_add(r, off, len < size - off ? off + len : size);
 	}
 	while (done < len) {
 		struct reader_view v;
 
-		inflight_move(r, slot, off + done);
+		fill_inflight_move(r, slot, off + done);
 		if (done > 0)
-			seq = near_stream(r, off + done);
+			seq = readahead_near(r, off + done);
 		n = view(r, len - done, off + done, &v, false, seq);
 		if (n <= 0)
 			break;
@@ -1589,6 +1594,6 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 		}
 		reader_view_release(r, &v);
 	}
-	inflight_del(r, slot);
+	fill_inflight_del(r, slot);
 	return n < 0 ? n : (ssize_t)done;
 }
