@@ -26,8 +26,6 @@
 /* Reads in progress tracked per archive, for a read ahead of the decoder to wait on. */
 #define NINFLIGHT 16
 
-struct udec;
-
 struct reader {
 	int fd;
 	char *name;
