@@ -66,7 +66,7 @@ struct reader {
 	/*
 	 * Reads in progress (reader_view, reader_pread): a read that wants a
 	 * slice a little ahead of the parked decoder waits for the one that
-	 * will take the decoder there (see wait_for_turn in reader.c).
+	 * will take the decoder there (see wait_for_turn in fill.c).
 	 */
 	struct {
 		pthread_t who;
@@ -111,6 +111,24 @@ enum { CK_NONE, CK_BUSY, CK_DONE };
 
 /* Marks entry k failed (one log line, as a failed read); returns -EIO.  reader.c. */
 int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err);
+
+/*
+ * reader_fail_entry for a fill that failed with ret: marks entry k failed
+ * unless ret is -ENOMEM (memory comes back; corrupt data does not), and
+ * logs the first failure of k.  Returns -ENOMEM if ret is, else -EIO.
+ */
+int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err);
+
+/*
+ * Whether the source is still the file indexed at open (a write in place
+ * would mix versions): 0, or -EIO, the first time with one log line, and
+ * every read's miss fails from then on.  Checked before and after each
+ * fill.  Any thread; takes r->lock.
+ */
+int reader_check_unchanged(struct reader *r);
+
+/* Whether entry k is cached in slices, by a decoder parked between them (see reader.c). */
+bool reader_streamed(const struct reader *r, size_t k);
 
 /* reader_ck.c: which entries may get checkpoints (at open); 0 or -ENOMEM. */
 int reader_ck_init(struct reader *r);
