@@ -130,6 +130,15 @@ int reader_check_unchanged(struct reader *r);
 /* Whether entry k is cached in slices, by a decoder parked between them (see reader.c). */
 bool reader_streamed(const struct reader *r, size_t k);
 
+/*
+ * The cache unit holding byte off (< reader_size): returns its map entry,
+ * and sets [*ustart, *ustart + *len).  Counts one look-up (r->lookups).
+ */
+size_t reader_unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, size_t *len);
+
+/* Whether entry k failed, or the source changed (then every miss fails).  Takes r->lock. */
+bool reader_is_bad(struct reader *r, size_t k);
+
 /* reader_ck.c: which entries may get checkpoints (at open); 0 or -ENOMEM. */
 int reader_ck_init(struct reader *r);
 void reader_ck_free(struct reader *r);
