@@ -250,6 +250,75 @@ static uint64_t consumed_to(const struct reader *r, uint64_t done, uint64_t off)
 	return done;
 }
 
+/*
+ * With r->lock held: starts stream i at a read of [off, end) that
+ * continues none, and sets [*from, *to), the units to queue for it.
+ */
+static void stream_start(struct reader *r, unsigned i, uint64_t off, uint64_t end, uint64_t *from,
+			 uint64_t *to)
+{
+	uint64_t us;
+	size_t ul;
+
+	r->streams[i].end = r->streams[i].ahead = end;
+	/* The unit the stream starts in was not read from its start by it. */
+	reader_unit_of(r, off, &us, &ul);
+	r->streams[i].done = us == off ? off : us + ul;
+	*from = *to = 0;
+	/*
+	 * A read from the very start is most often the first of many
+	 * (cat, grep, tar): the unit after the first one starts at
+	 * once, so that a second core works while the first unit
+	 * decodes.  A reader that wanted only the header wastes one.
+	 */
+	if (off == 0) {
+		uint64_t ustart;
+		size_t ulen;
+
+		reader_unit_of(r, 0, &ustart, &ulen);
+		*from = ulen;
+		if (*from < reader_size(r)) {
+			reader_unit_of(r, *from, &ustart, &ulen);
+			/*
+			 * Only if it fits beside the first (else it would
+			 * evict it), and in room nobody uses: a guess must
+			 * not push out units other files' readers will
+			 * want, as when a client opens many files and
+			 * reads their heads first (a PCP multi-archive
+			 * context).
+			 */
+			if (ulen + BCACHE_ENT_COST <= ahead_room(r, 0) &&
+			    ulen + BCACHE_ENT_COST <= cache_free(r))
+				*to = ustart + ulen;
+			r->streams[i].ahead = *to > *from ? *to : *from;
+		}
+	}
+}
+
+/* Queues the units of [from, to) on the pool, one job each, until the queue is full. */
+static void queue_units(struct reader *r, uint64_t from, uint64_t to)
+{
+	if (from < to)
+		prefetch_input(r, cmap_find(&r->map, from), cmap_find(&r->map, to - 1));
+	while (from < to) {
+		struct pjob *j = malloc(sizeof(*j));
+
+		if (!j)
+			return;
+		j->r = r;
+		j->k = reader_unit_of(r, from, &j->ustart, &j->ulen);
+		from = j->ustart + j->ulen;
+		pthread_mutex_lock(&r->lock);
+		r->jobs++;
+		pthread_mutex_unlock(&r->lock);
+		if (pool_submit(r->ctx->pool, prefetch_run, j) < 0) {
+			job_done(r);
+			free(j);
+			return; /* the queue is full: the workers are busy enough */
+		}
+	}
+}
+
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
@@ -266,43 +335,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 			break;
 	}
 	if (i == NSTREAMS) {
-		uint64_t us;
-		size_t ul;
-
 		i = r->next_stream++ % NSTREAMS;
-		r->streams[i].end = r->streams[i].ahead = end;
-		/* The unit the stream starts in was not read from its start by it. */
-		reader_unit_of(r, off, &us, &ul);
-		r->streams[i].done = us == off ? off : us + ul;
-		from = to = 0;
-		/*
-		 * A read from the very start is most often the first of many
-		 * (cat, grep, tar): the unit after the first one starts at
-		 * once, so that a second core works while the first unit
-		 * decodes.  A reader that wanted only the header wastes one.
-		 */
-		if (off == 0) {
-			uint64_t ustart;
-			size_t ulen;
-
-			reader_unit_of(r, 0, &ustart, &ulen);
-			from = ulen;
-			if (from < reader_size(r)) {
-				reader_unit_of(r, from, &ustart, &ulen);
-				/*
-				 * Only if it fits beside the first (else it would
-				 * evict it), and in room nobody uses: a guess must
-				 * not push out units other files' readers will
-				 * want, as when a client opens many files and
-				 * reads their heads first (a PCP multi-archive
-				 * context).
-				 */
-				if (ulen + BCACHE_ENT_COST <= ahead_room(r, 0) &&
-				    ulen + BCACHE_ENT_COST <= cache_free(r))
-					to = ustart + ulen;
-				r->streams[i].ahead = to > from ? to : from;
-			}
-		}
+		stream_start(r, i, off, end, &from, &to);
 	} else {
 		if (end > r->streams[i].end)
 			r->streams[i].end = end;
@@ -325,24 +359,5 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		bcache_demote(r->cache, r->id, us);
 		done_from = us + ul;
 	}
-
-	if (from < to)
-		prefetch_input(r, cmap_find(&r->map, from), cmap_find(&r->map, to - 1));
-	while (from < to) {
-		struct pjob *j = malloc(sizeof(*j));
-
-		if (!j)
-			return;
-		j->r = r;
-		j->k = reader_unit_of(r, from, &j->ustart, &j->ulen);
-		from = j->ustart + j->ulen;
-		pthread_mutex_lock(&r->lock);
-		r->jobs++;
-		pthread_mutex_unlock(&r->lock);
-		if (pool_submit(r->ctx->pool, prefetch_run, j) < 0) {
-			job_done(r);
-			free(j);
-			return; /* the queue is full: the workers are busy enough */
-		}
-	}
+	queue_units(r, from, to);
 }
