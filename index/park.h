@@ -53,7 +53,10 @@ struct park_node {
 	struct park_slot *slot;
 };
 
-/* An owner's place on the list: its one parked node, or NULL.  Zeroed: empty. */
+/*
+ * An owner's place on the list: its one parked node, or NULL.  Zeroed:
+ * empty.  It must stay valid while it holds a node (take it back first).
+ */
 struct park_slot {
 	struct park_node *node; /* protected by park.lock */
 };

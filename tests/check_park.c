@@ -8,6 +8,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bcache.h"
 #include "park.h"
@@ -64,10 +65,16 @@ static size_t charged(struct bcache *c)
 
 static struct bcache *cache;
 static struct park list;
+/* Slots outlive what they hold: teardown drains the list, which empties them. */
+static struct park_slot a, b, c, four[4];
 
 static void setup(void)
 {
 	nclosed = 0;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	memset(&c, 0, sizeof(c));
+	memset(four, 0, sizeof(four));
 	ck_assert_int_eq(bcache_new(BUDGET, &cache), 0);
 	park_init(&list, cache);
 }
@@ -81,7 +88,6 @@ static void teardown(void)
 /* Parked under the share: kept, charged, and seen where it stands. */
 START_TEST(under_budget_keeps)
 {
-	struct park_slot a = { 0 }, b = { 0 };
 	size_t key;
 	uint64_t pos;
 
@@ -106,7 +112,6 @@ END_TEST
  */
 START_TEST(over_budget_evicts_oldest_other)
 {
-	struct park_slot a = { 0 }, b = { 0 }, c = { 0 };
 	size_t key;
 	uint64_t pos;
 
@@ -138,7 +143,6 @@ END_TEST
 /* A slot gives back its own item, at its own key, and nobody else's. */
 START_TEST(take_returns_only_own)
 {
-	struct park_slot a = { 0 }, b = { 0 };
 	struct item *ia = item_new(1, 3, 100 * KiB);
 	struct park_node *n;
 	size_t key;
@@ -170,19 +174,18 @@ END_TEST
 /* park_drain closes everything still parked, and gives back every charge. */
 START_TEST(drain_frees_all)
 {
-	struct park_slot s[4] = { { 0 } };
 	size_t key;
 	uint64_t pos;
 
 	for (int i = 0; i < 4; i++)
-		park_add(&list, &s[i], &item_new(i + 1, 0, 50 * KiB)->pn);
+		park_add(&list, &four[i], &item_new(i + 1, 0, 50 * KiB)->pn);
 	ck_assert_uint_eq(charged(cache), 200 * KiB);
 	park_drain(&list);
 	ck_assert_msg(nclosed == 4, "drain closed %u of 4 items", nclosed);
 	ck_assert_uint_eq(charged(cache), 0);
 	park_init(&list, cache); /* for teardown's drain, and for looking at the slots */
 	for (int i = 0; i < 4; i++)
-		ck_assert(!park_peek(&list, &s[i], &key, &pos));
+		ck_assert(!park_peek(&list, &four[i], &key, &pos));
 }
 END_TEST
 
