@@ -19,6 +19,13 @@
  * Memory: chunks and parked decoders are charged to the cache (bcache.h);
  * a reader holds its map (a documented cost per entry, see fmt_*.c) and,
  * only while it has a descriptor, a parked decoder.
+ *
+ * One job per file: this one opens, probes, describes and closes readers,
+ * checks that the source is unchanged, and serves reads (views); fill.c
+ * fills a unit on a miss and orders the reads of a streamed unit;
+ * udec.c is the decoder inside one entry; park.c the context's list of
+ * parked decoders; readahead.c the read-ahead policy; reader_ck.c the
+ * checkpoints inside wide entries.
  */
 #include "reader.h"
 

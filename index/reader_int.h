@@ -3,9 +3,9 @@
 #define ZMOUNT_READER_INT_H
 
 /*
- * The reader's state, shared by its core (reader.c) and the format
- * backends (fmt_*.c, see fmt.h), and by nothing else: callers see only
- * reader.h.
+ * The reader's state, shared by its core (reader.c, fill.c, udec.c,
+ * readahead.c, reader_ck.c) and the format backends (fmt_*.c, see fmt.h),
+ * and by nothing else: callers see only reader.h.
  */
 
 #include <pthread.h>
@@ -77,7 +77,7 @@ struct reader {
 	uint64_t moves;       /* counts those events */
 	unsigned waiters;     /* threads waiting on moved */
 	bool changed;         /* the source changed in place: all misses fail */
-	/* Protected by lock: the source's stat last accepted (check_unchanged) */
+	/* Protected by lock: the source's stat last accepted (reader_check_unchanged) */
 	struct stat st_ok;    /* st at open, or a later one whose ctime alone moved, harmlessly */
 	bool named_ok;        /* at st_ok, the name still led to the file */
 	bool tainted;         /* opts.tainted was called */
@@ -87,7 +87,7 @@ struct reader {
 	atomic_uint_fast64_t served, decoded, reads;
 	bool pass;            /* opening ran an index or measuring pass (none was saved) */
 	/*
-	 * Map look-ups (unit_of): the CPU work of serving reads, which tests
+	 * Map look-ups (reader_unit_of): the CPU work of serving reads, which tests
 	 * hold to a constant per unit read (check_reader, issue 18).
 	 */
 	atomic_uint_fast64_t lookups;
