@@ -3,8 +3,8 @@
 #define ZMOUNT_ZMCTX_INT_H
 
 /*
- * The context's fields, for the reader (reader.c, fmt_*.c) and zmctx.c
- * only: callers see zmctx.h.
+ * The context's fields, for the reader (reader.c and the files of its
+ * core, see reader_int.h; fmt_*.c) and zmctx.c only: callers see zmctx.h.
  */
 
 #include <pthread.h>
