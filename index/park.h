@@ -45,9 +45,9 @@ struct park_slot;
  */
 struct park_node {
 	void (*close)(struct park_node *n); /* frees the item n is in (an eviction, a drain) */
-	size_t key;   /* the owner's tag: the map entry a decoder is in */
-	uint64_t pos; /* where it stands (a parked decoder does not move) */
-	size_t cost;  /* bytes it holds: charged to the cache while parked */
+	size_t key;			    /* the owner's tag: the map entry a decoder is in */
+	uint64_t pos;			    /* where it stands (a parked decoder does not move) */
+	size_t cost;			    /* bytes it holds: charged to the cache while parked */
 	/* Owned by the list, protected by park.lock while parked. */
 	struct park_node *prev, *next; /* next also chains evicted nodes on their way to close */
 	struct park_slot *slot;
@@ -64,8 +64,8 @@ struct park_slot {
 struct park {
 	pthread_mutex_t lock;
 	struct park_node *head, *tail; /* most recently parked first; protected by lock */
-	size_t total;                  /* bytes parked; protected by lock */
-	struct bcache *cache;          /* borrowed: charged for them, its budget bounds them */
+	size_t total;		       /* bytes parked; protected by lock */
+	struct bcache *cache;	       /* borrowed: charged for them, its budget bounds them */
 };
 
 /* An empty list charging cache (borrowed; it must outlive the list). */

@@ -13,7 +13,7 @@
 #include "bcache.h"
 #include "park.h"
 
-#define KiB 1024u
+#define KiB    1024u
 #define BUDGET (1024u * KiB) /* the list's share: half of it */
 
 struct item {
@@ -121,9 +121,10 @@ START_TEST(over_budget_evicts_oldest_other)
 	ck_assert_uint_eq(nclosed, 1);
 	ck_assert_int_eq(closed[0], 1); /* a's own earlier one */
 	park_add(&list, &c, &item_new(4, 0, 200 * KiB)->pn);
-	ck_assert_msg(nclosed == 2 && closed[1] == 2,
-		      "expected b's item (2) evicted, the least recently parked; closed %u, last %d",
-		      nclosed, nclosed ? closed[nclosed - 1] : -1);
+	ck_assert_msg(
+		nclosed == 2 && closed[1] == 2,
+		"expected b's item (2) evicted, the least recently parked; closed %u, last %d",
+		nclosed, nclosed ? closed[nclosed - 1] : -1);
 	ck_assert(!park_peek(&list, &b, &key, &pos));
 	ck_assert(park_peek(&list, &a, &key, &pos));
 	ck_assert_uint_eq(pos, 300);
@@ -158,7 +159,8 @@ START_TEST(take_returns_only_own)
 	ck_assert_ptr_eq(n, &ia->pn);
 	ck_assert_uint_eq(charged(cache), 100 * KiB);
 	n = park_take(&list, &a, PARK_ANY);
-	ck_assert_msg(n == NULL, "a's slot is empty but gave item %d", n ? ((struct item *)n)->id : 0);
+	ck_assert_msg(n == NULL, "a's slot is empty but gave item %d",
+		      n ? ((struct item *)n)->id : 0);
 	ck_assert(park_peek(&list, &b, &key, &pos));
 	ck_assert_uint_eq(key, 5);
 	ck_assert_uint_eq(nclosed, 0);
