@@ -14,11 +14,18 @@
  *    wasted.
  * What the formats differ in is behind struct fmt (fmt.h, fmt_*.c).
  * Sequential readers also get the units after theirs queued on the worker
- * pool (read_ahead), so several decode at once.
+ * pool (readahead_note), so several decode at once.
  *
  * Memory: chunks and parked decoders are charged to the cache (bcache.h);
  * a reader holds its map (a documented cost per entry, see fmt_*.c) and,
  * only while it has a descriptor, a parked decoder.
+ *
+ * One job per file: this one opens, probes, describes and closes readers,
+ * checks that the source is unchanged, and serves reads (views); fill.c
+ * fills a unit on a miss and orders the reads of a streamed unit;
+ * udec.c is the decoder inside one entry; park.c the context's list of
+ * parked decoders; readahead.c the read-ahead policy; reader_ck.c the
+ * checkpoints inside wide entries.
  */
 #include "reader.h"
 
@@ -32,62 +39,20 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bcache.h"
 #include "cmap.h"
+#include "fill.h"
 #include "fmt.h"
 #include "idxfile.h"
-#include "pool.h"
+#include "park.h"
+#include "readahead.h"
 #include "reader_int.h"
 #include "srcid.h"
+#include "udec.h"
 #include "zlog.h"
-
-/* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
-#define SEQ_SLACK (1u << 20)
-/*
- * Misses in a streamed unit are decoded in the order of the reads that
- * want them, within this distance (wait_for_turn): the kernel sends its
- * read-ahead requests to several threads at once, and the one for a later
- * slice may come first.  A read waits for the earlier ones up to
- * TURN_STALL_MS without anything moving; with none, but the decoder a
- * little behind, TURN_GRACE_MS once, for one that the kernel sent but that
- * has not reached us yet, if the read continues a sequential stream
- * (near_stream): a random reader skipping forward does not wait.
- */
-#define TURN_SPAN     (8u << 20)
-/*
- * Read-ahead looks at most this many units past a read (ahead_end), so a
- * read costs what the units it touches do: in a file of a million one-byte
- * Blocks, a walk to opts.readahead bytes on is the rest of the file, and
- * once per read made reading it quadratic (issue 18).  Units that small
- * gain nothing from workers; 1024 units of 32 KiB still fill 32 MiB.
- */
-#define AHEAD_UNITS_MAX 1024u
-/* A sequential stream gives up a unit it has read through once it reads this far past it. */
-#define DONE_LAG      TURN_SPAN
-#define TURN_GRACE_MS 20
-#define TURN_STALL_MS 500
-/*
- * Parked decoders of every reader on a context (zmctx_int.h), most
- * recently parked first.  A parked decoder is charged to its reader's
- * cache, and the list holds at most PARKED_SHARE of that cache's budget
- * (always at least one decoder, so a sequential reader of a huge Block
- * never decodes it twice): parking one more closes as many of the oldest
- * others as that takes.  A detached reader parks nothing, so a decoder
- * never outlives the descriptor it was reading.
- */
-#define PARKED_SHARE 2 /* 1/2 of the budget */
-/*
- * A whole unit at least this large has its fresh pages faulted in by an
- * idle worker while the decoder fills it from the start (see prefault).
- */
-#define PREFAULT_MIN (4u << 20)
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it with EINVAL */
-#endif
 
 void reader_get_counters(struct zmctx *c, struct reader_counters *out)
 {
@@ -218,7 +183,10 @@ static void warn_wide_units(const struct reader *r)
 	     r->f->wide_fix ? r->f->wide_fix : "");
 }
 
-/* Records the hash check_unchanged compares with, if nothing changed the file while it was taken. */
+/*
+ * Records the hash reader_check_unchanged compares with, if nothing changed
+ * the file while it was taken.
+ */
 static void sample_take(struct reader *r)
 {
 	struct idxfile_id id;
@@ -306,204 +274,15 @@ fail:
 	return ret;
 }
 
-/*
- * A decoder inside one map entry, whatever the format: what a streamed unit
- * is read with, and what is parked between reads.  The fd is the reader's
- * at each call, never kept.
- */
-struct udec {
-	const struct fmt *f;
-	void *d;
-	struct ckpt_dec *ck; /* instead of d: resumed at a checkpoint, its output verified */
-	/* While park() closes it: the next one to close, and whose cache it was charged to. */
-	struct udec *vnext;
-	struct bcache *vcache;
-	size_t vcost;
-};
-
-static void udec_close(struct udec *d)
-{
-	if (!d)
-		return;
-	if (d->ck)
-		ckpt_dec_close(d->ck);
-	else
-		d->f->dec_close(d->d);
-	free(d);
-}
-
-/* A decoder at the start of map entry k.  Returns 0 and *out, or a negative errno (err set). */
-static int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr *err)
-{
-	struct udec *d = calloc(1, sizeof(*d));
-	int ret;
-
-	*out = NULL;
-	if (!d)
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	d->f = r->f;
-	ret = r->f->dec_open(r, k, &d->d, err);
-	if (ret < 0) {
-		free(d);
-		return ret;
-	}
-	*out = d;
-	return 0;
-}
-
-static ssize_t udec_read(struct reader *r, struct udec *d, void *buf, size_t len,
-			 struct zerr *err)
-{
-	if (d->ck)
-		return ckpt_dec_read(d->ck, r->fd, buf, len, err);
-	return d->f->dec_read(d->d, r->fd, buf, len, err);
-}
-
-/* Bytes returned since the start of its map entry. */
-static uint64_t udec_tell(const struct udec *d)
-{
-	return d->ck ? ckpt_dec_tell(d->ck) : d->f->dec_tell(d->d);
-}
-
-static size_t udec_cost(const struct udec *d)
-{
-	return sizeof(*d) + (d->ck ? ckpt_dec_cost(d->ck) : d->f->dec_cost(d->d));
-}
-
-/* A decoder resumed at point i of entry k's set s.  0 and *out, or a negative errno (err set). */
-static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, size_t i,
-		       struct udec **out, struct zerr *err)
-{
-	const struct ckpt_point *p = &s->pt[i];
-	struct udec *d = calloc(1, sizeof(*d));
-	void *inner;
-	int ret;
-
-	*out = NULL;
-	if (!d)
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	d->f = r->f;
-	ret = r->f->ck->open(r, k, p->blob_len ? s->blob + p->blob_off : NULL, p->blob_len, &inner,
-			     err);
-	if (ret == 0 && (ret = ckpt_dec_new(s, i, inner, &r->f->ck->ops, &d->ck)) < 0)
-		zerr_set(err, ret, 0, "out of memory");
-	if (ret < 0) {
-		free(d);
-		return ret;
-	}
-	atomic_fetch_add(&r->resumes, 1);
-	*out = d;
-	return 0;
-}
-
-/* With r->ctx->parked_lock held: takes r's parked decoder off the list; returns it. */
-static struct udec *unpark_locked(struct reader *r)
-{
-	struct udec *d = r->parked;
-
-	if (!d)
-		return NULL;
-	if (r->pprev)
-		r->pprev->pnext = r->pnext;
-	else
-		r->ctx->parked_head = r->pnext;
-	if (r->pnext)
-		r->pnext->pprev = r->pprev;
-	else
-		r->ctx->parked_tail = r->pprev;
-	r->pprev = r->pnext = NULL;
-	r->parked = NULL;
-	r->ctx->parked_total -= r->parked_cost;
-	return d;
-}
-
-/* Takes r's parked decoder if it is in map entry k (any entry if k is SIZE_MAX); else NULL. */
-static struct udec *unpark(struct reader *r, size_t k)
-{
-	struct udec *d = NULL;
-	size_t cost = 0;
-
-	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked && (k == SIZE_MAX || r->parked_k == k)) {
-		cost = r->parked_cost;
-		d = unpark_locked(r);
-	}
-	pthread_mutex_unlock(&r->ctx->parked_lock);
-	if (d)
-		bcache_uncharge(r->cache, cost);
-	return d;
-}
-
-/* With r->ctx->parked_lock held: unparks r's decoder onto the list of those to close. */
-static struct udec *unpark_victim(struct reader *r, struct udec *victims)
-{
-	size_t cost = r->parked_cost;
-	struct udec *d = unpark_locked(r);
-
-	d->vnext = victims;
-	d->vcache = r->cache;
-	d->vcost = cost;
-	return d;
-}
-
-/*
- * Parks d (stopped in map entry k) for r's next sequential read, charging
- * it to the cache; closes any decoder r had parked before, and the
- * decoders of other readers that no longer fit the parked share, oldest
- * first, as many as it takes (one step each: the oldest is the list's
- * tail).  Closing happens after the lock is let go.
- */
-static void park(struct reader *r, struct udec *d, size_t k)
-{
-	size_t cost = udec_cost(d), share = bcache_budget(r->cache) / PARKED_SHARE;
-	struct udec *victims = NULL;
-
-	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked)
-		victims = unpark_victim(r, victims);
-	while (r->ctx->parked_tail && r->ctx->parked_total + cost > share)
-		victims = unpark_victim(r->ctx->parked_tail, victims);
-	r->parked = d;
-	r->parked_k = k;
-	r->parked_cost = cost;
-	r->pnext = r->ctx->parked_head;
-	r->pprev = NULL;
-	if (r->ctx->parked_head)
-		r->ctx->parked_head->pprev = r;
-	r->ctx->parked_head = r;
-	if (!r->ctx->parked_tail)
-		r->ctx->parked_tail = r;
-	r->ctx->parked_total += cost;
-	pthread_mutex_unlock(&r->ctx->parked_lock);
-	while (victims) {
-		struct udec *v = victims;
-		struct bcache *cache = v->vcache;
-		size_t vcost = v->vcost;
-
-		victims = v->vnext;
-		udec_close(v);
-		bcache_uncharge(cache, vcost);
-	}
-	bcache_charge(r->cache, cost);
-}
-
-static void drain(struct reader *r)
-{
-	pthread_mutex_lock(&r->lock);
-	while (r->jobs > 0)
-		pthread_cond_wait(&r->idle, &r->lock);
-	pthread_mutex_unlock(&r->lock);
-}
-
 void reader_close(struct reader *r)
 {
 	if (!r)
 		return;
-	drain(r);
+	readahead_wait(r);
 	reader_ck_stop(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
-	udec_close(unpark(r, SIZE_MAX));
+	udec_close(udec_unpark(r, PARK_ANY));
 	reader_ck_free(r);
 	if (r->f)
 		r->f->free(r->idx);
@@ -522,9 +301,9 @@ void reader_close(struct reader *r)
 
 void reader_detach(struct reader *r)
 {
-	drain(r);
+	readahead_wait(r);
 	/* Nobody reads it now: its decoder's memory goes back to the cache. */
-	udec_close(unpark(r, SIZE_MAX));
+	udec_close(udec_unpark(r, PARK_ANY));
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
@@ -615,15 +394,13 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	r->f->info(r, info);
 }
 
-static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err);
-
 int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err)
 {
-	return fail_entry(r, k, off, -EIO, err);
+	return reader_mark_failed(r, k, off, -EIO, err);
 }
 
 /* Marks entry k failed and writes its one log line.  Returns -EIO. */
-static int fail_entry(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err)
+int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err)
 {
 	struct zerr why;
 	bool first;
@@ -714,7 +491,7 @@ static bool same_bytes(struct reader *r, const struct stat *st0)
  * The source must still be the file indexed at open: a file changed in
  * place would mix versions.  Checked on every miss; hits serve the old bytes.
  */
-static int check_unchanged(struct reader *r)
+int reader_check_unchanged(struct reader *r)
 {
 	struct stat st;
 	bool first;
@@ -735,159 +512,23 @@ static int check_unchanged(struct reader *r)
 	return -EIO;
 }
 
-/* Decodes map entry k whole into buf (exactly len bytes), its integrity check verified. */
-static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct zerr *err)
-{
-	struct udec *d;
-	ssize_t n;
-	int ret = udec_open(r, k, &d, err);
-
-	if (ret < 0)
-		return ret;
-	n = udec_read(r, d, buf, len, err);
-	udec_close(d);
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n != len)
-		return zerr_set(err, -EIO, 0, "%s ended %zu bytes early", r->f->unit, len - (size_t)n);
-	return 0;
-}
-
-/*
- * A decoder to reach position want of entry k: the parked one if it stopped
- * at or before want, nearer than any checkpoint; else, once the entry has
- * checkpoints, one resumed at the last at or before want (for any want but
- * 0: a reader starting at 0 is most likely sequential, and the format's own
- * decoder is the fastest); else one at the entry's start.
- */
-static int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out,
-		    struct zerr *err)
-{
-	const struct ckpt_set *s = want > 0 ? reader_ck_get(r, k) : NULL;
-	size_t i = s ? ckpt_find(s, want) : SIZE_MAX;
-	struct udec *d = unpark(r, k);
-
-	if (d && udec_tell(d) <= want && (i == SIZE_MAX || udec_tell(d) >= s->pt[i].uoff)) {
-		*out = d;
-		return 0;
-	}
-	udec_close(d); /* past want (a reader went back), or further than a checkpoint */
-	if (i != SIZE_MAX)
-		return udec_resume(r, k, s, i, out, err);
-	if (want > 0) {
-		reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
-			   r->f->unit, r->entry[k], want);
-		if (r->ckable && r->ckable[k])
-			reader_ck_kick(r, k);
-	}
-	return udec_open(r, k, out, err);
-}
-
-/*
- * Fills slice [ustart, ustart + len) of the streamed unit (an xz Block, a
- * zstd frame or a gzip span wider than whole_max) behind map entry k into
- * buf, using the parked decoder when it stopped at or before it.  Called
- * with r->stream held.
- */
-static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
-		      struct zerr *err)
-{
-	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
-	uint64_t want = ustart - start; /* position in the entry */
-	struct udec *d;
-	unsigned char *scratch = NULL;
-	int ret = udec_for(r, k, want, &d, err);
-
-	if (ret < 0)
-		return ret;
-	/*
-	 * Walk forward slice by slice, offering each one we pass to the cache;
-	 * from a checkpoint, first to the next slice boundary.
-	 */
-	while (udec_tell(d) < want) {
-		uint64_t pos = udec_tell(d);
-		size_t n = r->opts.slice - (size_t)(pos % r->opts.slice);
-		struct bcache_ent *e = NULL;
-		void *dst;
-		ssize_t got;
-
-		if (elen - pos < n)
-			n = (size_t)(elen - pos);
-		if (n == r->opts.slice && bcache_claim(r->cache, r->id, start + pos, n, &e) == 1) {
-			dst = bcache_buf(e);
-		} else {
-			if (!scratch)
-				scratch = malloc(r->opts.slice);
-			if (!scratch) {
-				ret = -ENOMEM;
-				break;
-			}
-			dst = scratch;
-		}
-		got = udec_read(r, d, dst, n, err);
-		if (got != (ssize_t)n) {
-			ret = got < 0 ? (int)got : zerr_set(err, -EIO, 0, "data ended early");
-			if (e)
-				bcache_done(r->cache, e, ret);
-			break;
-		}
-		/* Decoding work done, kept or not: the stat must show a walk re-decoding. */
-		atomic_fetch_add(&r->ctx->stats.decoded, n);
-		atomic_fetch_add(&r->decoded, n);
-		if (e) {
-			/* Kept only if the file is still the one indexed, as in fill_entry. */
-			int ok = check_unchanged(r);
-
-			bcache_done(r->cache, e, ok);
-			if (ok < 0) {
-				ret = ok;
-				break;
-			}
-			bcache_put(r->cache, e);
-		}
-	}
-	free(scratch);
-	if (ret == 0) {
-		ssize_t got = udec_read(r, d, buf, len, err);
-
-		if (got != (ssize_t)len)
-			ret = got < 0 ? (int)got : zerr_set(err, -EIO, 0, "data ended early");
-	}
-	if (ret == 0)
-		reader_ck_note(r, k, udec_tell(d));
-	if (ret == 0 && udec_tell(d) < elen) {
-		park(r, d, k);
-		d = NULL;
-	}
-	udec_close(d);
-	return ret;
-}
-
-static int fill(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
-		struct zerr *err)
-{
-	if (ustart != r->map.start[k] || len != cmap_len(&r->map, k))
-		return fill_slice(r, k, ustart, len, buf, err);
-	return fill_whole(r, k, buf, len, err);
-}
-
 /*
  * Whether entry k is cached in slices, by a decoder parked between them: an
  * entry wider than whole_max, or one that may get checkpoints (from open
  * on, so its units never change shape).
  */
-static bool is_streamed(const struct reader *r, size_t k)
+bool reader_streamed(const struct reader *r, size_t k)
 {
 	return cmap_len(&r->map, k) > r->opts.whole_max || (r->ckable && r->ckable[k]);
 }
 
 /* The cache unit holding byte off, as map entry k and [*ustart, *ustart + *len). */
-static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, size_t *len)
+size_t reader_unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, size_t *len)
 {
 	size_t k = cmap_find(&r->map, off);
 	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
 
-	if (is_streamed(r, k)) {
+	if (reader_streamed(r, k)) {
 		uint64_t s = (off - start) / r->opts.slice;
 
 		start += s * r->opts.slice;
@@ -902,7 +543,7 @@ static size_t unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, si
 	return k;
 }
 
-static bool is_bad(struct reader *r, size_t k)
+bool reader_is_bad(struct reader *r, size_t k)
 {
 	bool bad;
 
@@ -912,653 +553,11 @@ static bool is_bad(struct reader *r, size_t k)
 	return bad;
 }
 
-
-static double ms_since(const struct timespec *t0)
-{
-	struct timespec t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
 /*
- * Earlier slices of a streamed unit that just failed its Check may be in
- * the kernel's page cache: tell whoever can drop them, once.
- */
-static void taint(struct reader *r)
-{
-	bool first;
-
-	pthread_mutex_lock(&r->lock);
-	first = !r->tainted;
-	r->tainted = true;
-	pthread_mutex_unlock(&r->lock);
-	if (first && r->opts.tainted)
-		r->opts.tainted(r->opts.tainted_ctx, r);
-}
-
-struct prefault {
-	uintptr_t start;
-	size_t len;
-};
-
-static void prefault_run(void *arg)
-{
-	struct prefault *p = arg;
-
-	madvise((void *)p->start, p->len, MADV_POPULATE_WRITE);
-	free(p);
-}
-
-/*
- * A whole unit's buffer is often a fresh mapping (a new mount has no
- * evicted buffers to reuse), and the decoder, writing it from the start,
- * stops for a page fault and the zeroing of a page every 4 KiB: about 50 ms
- * per 128 MiB here, a third of zstd's time to decode that much.  When a worker
- * is idle (one Block or frame being read, nothing else decoding), it
- * faults the pages in ahead of the decoder instead.  MADV_POPULATE_WRITE
- * never changes the bytes, so it cannot race the decoder, and if the
- * buffer is gone before the job runs it fails on an unmapped range or
- * prefaults a mapping of ours that is harmless to prefault: the job needs
- * no reference.  Pages already there cost a page-table walk.
- */
-static void prefault(struct reader *r, void *buf, size_t len)
-{
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t start = ((uintptr_t)buf + page - 1) & ~(page - 1);
-	uintptr_t end = ((uintptr_t)buf + len) & ~(page - 1);
-	struct prefault *p;
-
-	if (!r->ctx->pool || len < PREFAULT_MIN || end <= start)
-		return;
-	p = malloc(sizeof(*p));
-	if (!p)
-		return;
-	*p = (struct prefault){ start, end - start };
-	if (pool_submit_idle(r->ctx->pool, prefault_run, p) < 0)
-		free(p);
-	else
-		atomic_fetch_add(&r->ctx->stats.prefault, end - start);
-}
-
-/*
- * Fills entry e, which the caller claimed for the unit at ustart of map
- * entry k, and ends the fill.  Returns 0, or a negative errno after the one
- * log line for its cause.  pos is the offset a reader wanted, for the log.
- */
-static int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e,
-		      uint64_t pos)
-{
-	struct zerr err = { 0 };
-	struct timespec t0;
-	int ret = check_unchanged(r);
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (ret == 0 && !is_streamed(r, k))
-		prefault(r, bcache_buf(e), bcache_size(e));
-	if (ret == 0)
-		ret = fill(r, k, ustart, bcache_size(e), bcache_buf(e), &err);
-	/*
-	 * Once more before calling the unit bad: a read error can pass (a
-	 * pread EIO of a flaky disk or network file system), while corrupt
-	 * data fails again, the same way, and only then is marked and logged.
-	 */
-	if (ret < 0 && ret != -ENOMEM && err.msg[0] && check_unchanged(r) == 0) {
-		struct zerr again = { 0 };
-
-		if (fill(r, k, ustart, bcache_size(e), bcache_buf(e), &again) == 0) {
-			reader_log(r, ZLOG_WARN, NULL, "a %s at offset %" PRIu64 " failed once (%s) and decoded "
-			     "the second time", r->f->unit, ustart, err.msg);
-			ret = 0;
-		}
-	}
-	/*
-	 * And after: a file rewritten while we decoded it can yield bytes of
-	 * neither version (a gzip span has no CRC of its own), so they are
-	 * only kept if the file is still the one indexed.
-	 */
-	if (ret == 0)
-		ret = check_unchanged(r);
-	/*
-	 * The log line and the marks come before bcache_done, so a reader
-	 * waiting on this unit gets its EIO only once the cause is recorded.
-	 * A file changed under the decoder is not corrupt: that cause is logged
-	 * once already.
-	 */
-	if (ret < 0 && err.msg[0] && check_unchanged(r) == 0) {
-		ret = fail_entry(r, k, pos, ret, &err);
-		if (ret == -EIO && is_streamed(r, k))
-			taint(r);
-	}
-	bcache_done(r->cache, e, ret);
-	if (ret == 0) {
-		atomic_fetch_add(&r->ctx->stats.decoded, bcache_size(e));
-		atomic_fetch_add(&r->decoded, bcache_size(e));
-		reader_log(r, ZLOG_DEBUG, NULL, "decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms",
-		     bcache_size(e), ustart, r->f->unit, r->entry[k], ms_since(&t0));
-	}
-	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
-}
-
-/* With r->lock held: wakes the threads in wait_for_turn to look again. */
-static void moved_locked(struct reader *r)
-{
-	r->moves++;
-	if (r->waiters)
-		pthread_cond_broadcast(&r->moved);
-}
-
-/* The decoder of a streamed unit moved (or was closed). */
-static void stream_moved(struct reader *r)
-{
-	pthread_mutex_lock(&r->lock);
-	moved_locked(r);
-	pthread_mutex_unlock(&r->lock);
-}
-
-/* Notes a read in progress of [pos, end); returns its slot, or -1 if all are taken. */
-static int inflight_add(struct reader *r, uint64_t pos, uint64_t end)
-{
-	int slot = -1;
-
-	pthread_mutex_lock(&r->lock);
-	for (int i = 0; i < NINFLIGHT; i++) {
-		if (r->inflight[i].used)
-			continue;
-		r->inflight[i].who = pthread_self();
-		r->inflight[i].pos = pos;
-		r->inflight[i].end = end;
-		r->inflight[i].used = true;
-		slot = i;
-		moved_locked(r);
-		break;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return slot;
-}
-
-static void inflight_move(struct reader *r, int slot, uint64_t pos)
-{
-	if (slot < 0)
-		return;
-	pthread_mutex_lock(&r->lock);
-	r->inflight[slot].pos = pos;
-	pthread_mutex_unlock(&r->lock);
-}
-
-static void inflight_del(struct reader *r, int slot)
-{
-	if (slot < 0)
-		return;
-	pthread_mutex_lock(&r->lock);
-	r->inflight[slot].used = false;
-	moved_locked(r);
-	pthread_mutex_unlock(&r->lock);
-}
-
-/*
- * With r->stream held: where in entry k the decoder that would fill the
- * slice at want (bytes into the entry) starts: the parked one if it is in
- * k and not past want, else a new one at 0.
- */
-static uint64_t decoder_at(struct reader *r, size_t k, uint64_t want)
-{
-	uint64_t at = 0;
-
-	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked && r->parked_k == k && udec_tell(r->parked) <= want)
-		at = udec_tell(r->parked);
-	pthread_mutex_unlock(&r->ctx->parked_lock);
-	return at;
-}
-
-/*
- * With r->lock held: whether a read in progress on another thread wants a
- * byte before ustart, at most TURN_SPAN before it.  Filling ustart first
- * would either walk the decoder past that read's slices, or evict the
- * slice it is in the middle of (a kernel request is rarely aligned to
- * slices, so two requests share one): either way it would be decoded again.
- */
-static bool turn_earlier(const struct reader *r, uint64_t ustart)
-{
-	pthread_t self = pthread_self();
-
-	for (int i = 0; i < NINFLIGHT; i++) {
-		uint64_t pos = r->inflight[i].pos;
-
-		if (!r->inflight[i].used || pthread_equal(r->inflight[i].who, self))
-			continue;
-		if (pos < ustart && pos + TURN_SPAN >= ustart)
-			return true;
-	}
-	return false;
-}
-
-/*
- * With r->stream held, for slice ustart of streamed entry k: whether the
- * caller should let another read go first (turn_earlier), or, with
- * *grace, wait briefly for one that may not be noted yet because the
- * decoder stands a little behind ustart.
- */
-static bool turn_wait(struct reader *r, size_t k, uint64_t ustart, bool *grace)
-{
-	uint64_t want = ustart - r->map.start[k], at = decoder_at(r, k, want);
-	bool earlier;
-
-	pthread_mutex_lock(&r->lock);
-	earlier = turn_earlier(r, ustart);
-	pthread_mutex_unlock(&r->lock);
-	*grace = !earlier && at != want && want - at <= TURN_SPAN;
-	return earlier;
-}
-
-/*
- * Called with r->stream held, for slice ustart of streamed entry k, by a
- * read that holds no cache reference.  If a read on another thread wants
- * an earlier byte (turn_earlier), releases r->stream, waits for something
- * to change (the decoder moving, a read starting, moving on or ending) or
- * TURN_STALL_MS, and returns true: the caller looks again.  If only the
- * decoder stands a little behind the slice, the same for TURN_GRACE_MS,
- * once, and only if the read continues a sequential stream (the kernel
- * may have sent the earlier read, not yet noted).  Else returns false,
- * r->stream still held, and the caller decodes (walking the decoder if it
- * must).  *graced and *stalled carry the time-outs across calls; once
- * stalled, the caller stops waiting.  Waits with no lock held (r->lock is
- * the condition's own) and no cache reference, so every read it waits for
- * can go on; that read wants an earlier byte than the waiter, so waits
- * never form a cycle.
- */
-static bool wait_for_turn(struct reader *r, size_t k, uint64_t ustart, bool *graced,
-			  bool *stalled)
-{
-	struct timespec dl;
-	uint64_t moves;
-	bool grace, earlier = turn_wait(r, k, ustart, &grace);
-	int rc = 0;
-
-	if (!earlier && (!grace || *graced))
-		return false;
-	pthread_mutex_lock(&r->lock);
-	moves = r->moves;
-	pthread_mutex_unlock(&r->stream);
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_nsec += (long)(earlier ? TURN_STALL_MS : TURN_GRACE_MS) * 1000000L;
-	dl.tv_sec += dl.tv_nsec / 1000000000L;
-	dl.tv_nsec %= 1000000000L;
-	r->waiters++;
-	while (r->moves == moves && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&r->moved, &r->lock, &dl);
-	r->waiters--;
-	if (r->moves == moves) {
-		if (earlier)
-			*stalled = true;
-		else
-			*graced = true;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return true;
-}
-
-/*
- * Returns a referenced cache entry holding unit [ustart, ustart + ulen) of
- * map entry k, decoding it on a miss, or a negative errno; -EAGAIN when
- * there is no room for it and the caller may not wait (it holds other
- * units: waiting could be waiting for itself).  Room is never waited for
- * with r->stream held, since holders of other units may need that lock.
- */
-static int get_unit(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos,
-		    bool may_wait, bool seq, struct bcache_ent **out)
-{
-	bool streamed = is_streamed(r, k), graced = !seq, stalled = false;
-	int ret;
-
-	for (;;) {
-		if (streamed) {
-			if (bcache_lookup(r->cache, r->id, ustart, out) == 0)
-				return 0;
-			pthread_mutex_lock(&r->stream);
-			/*
-			 * A read holding units of its own may not wait, nor go
-			 * before an earlier read or walk the decoder: it serves
-			 * what it has, and asks again.
-			 */
-			if (!may_wait) {
-				bool grace;
-
-				if (turn_wait(r, k, ustart, &grace) ||
-				    decoder_at(r, k, ustart - r->map.start[k]) !=
-					    ustart - r->map.start[k]) {
-					pthread_mutex_unlock(&r->stream);
-					return -EAGAIN;
-				}
-			}
-			if (may_wait && !stalled && wait_for_turn(r, k, ustart, &graced, &stalled))
-				continue;
-		}
-		ret = bcache_get(r->cache, r->id, ustart, ulen, may_wait && !streamed, out);
-		if (ret == 1) {
-			ret = fill_entry(r, k, ustart, *out, pos);
-			if (ret < 0)
-				*out = NULL;
-		} else if (ret < 0 && ret != -ENOMEM && ret != -EAGAIN) {
-			ret = -EIO; /* another thread's fill failed, and logged it */
-		}
-		if (streamed) {
-			stream_moved(r);
-			pthread_mutex_unlock(&r->stream);
-		}
-		if (ret != -EAGAIN || !may_wait)
-			break;
-		bcache_wait_room(r->cache, ulen);
-	}
-	return ret < 0 ? ret : 0;
-}
-
-struct pjob {
-	struct reader *r;
-	size_t k;
-	uint64_t ustart;
-	size_t ulen;
-};
-
-static void job_done(struct reader *r)
-{
-	pthread_mutex_lock(&r->lock);
-	if (--r->jobs == 0)
-		pthread_cond_broadcast(&r->idle);
-	pthread_mutex_unlock(&r->lock);
-}
-
-/*
- * Whether a read-ahead job for slice [ustart, ...) of streamed entry k may
- * run, with r->stream held: only if r's decoder stands at its very start
- * (parked there, or none parked and the slice is the entry's first).  A job
- * that ran further would walk the decoder past slices the reader has not
- * had yet, and a slice the cache has no room for is lost on the way: the
- * reader would then decode the Block again from its start.
- */
-static bool ahead_in_step(struct reader *r, size_t k, uint64_t ustart)
-{
-	uint64_t want = ustart - r->map.start[k];
-	bool ok;
-
-	pthread_mutex_lock(&r->ctx->parked_lock);
-	if (r->parked)
-		ok = r->parked_k == k && udec_tell(r->parked) == want;
-	else
-		ok = want == 0;
-	pthread_mutex_unlock(&r->ctx->parked_lock);
-	/* Nor while a read wants an earlier byte: the slice could evict the one it is in. */
-	if (ok) {
-		pthread_mutex_lock(&r->lock);
-		ok = !turn_earlier(r, ustart);
-		pthread_mutex_unlock(&r->lock);
-	}
-	return ok;
-}
-
-/* A worker decodes one unit ahead of a reader, unless it is cached or in flight. */
-static void prefetch_run(void *arg)
-{
-	struct pjob *j = arg;
-	struct reader *r = j->r;
-	bool streamed = is_streamed(r, j->k);
-	struct bcache_ent *e;
-
-	if (!is_bad(r, j->k)) {
-		if (streamed)
-			pthread_mutex_lock(&r->stream);
-		if ((!streamed || ahead_in_step(r, j->k, j->ustart)) &&
-		    bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
-		    fill_entry(r, j->k, j->ustart, e, j->ustart) == 0) {
-			atomic_fetch_add(&r->ctx->stats.ahead, j->ulen);
-			bcache_put(r->cache, e);
-		}
-		if (streamed) {
-			stream_moved(r);
-			pthread_mutex_unlock(&r->stream);
-		}
-	}
-	job_done(r);
-	free(j);
-}
-
-/*
- * Asks the kernel to start reading what the queued units [k0, k1] will
- * need, so workers find it cached rather than wait on small preads in
- * turn.  A streamed Block is left to the kernel's own sequential read-ahead.
- */
-static void prefetch_input(struct reader *r, size_t k0, size_t k1)
-{
-	uint64_t cstart, cend;
-
-	if (is_streamed(r, k0) || is_streamed(r, k1))
-		return;
-	r->f->extent(r, k0, k1, &cstart, &cend);
-	if (cend > cstart && cend <= INT64_MAX)
-		posix_fadvise(r->fd, (off_t)cstart, (off_t)(cend - cstart), POSIX_FADV_WILLNEED);
-}
-
-/*
- * Bytes of the cache that read-ahead for a reader at end may fill without
- * evicting what it has not consumed: the budget, less the parked decoders'
- * share (see PARKED_SHARE), the unit the reader is in and those it left
- * less than DONE_LAG ago.  Units decoded ahead are the most recently used,
- * so older entries go first; beyond this the newest read-ahead would push
- * out the oldest, still unread.
- */
-static uint64_t ahead_room(const struct reader *r, uint64_t end)
-{
-	struct bcache_stats st;
-	size_t parked, own, held, llen;
-	uint64_t ustart, lstart, behind;
-	size_t k;
-
-	bcache_stats(r->cache, &st);
-	k = unit_of(r, end < reader_size(r) ? end : end - 1, &ustart, &own);
-	/*
-	 * And the units just read, which a stream gives up only DONE_LAG past
-	 * them (consumed_to): until then they may be more recently used than
-	 * units decoded ahead, which would be evicted first.
-	 */
-	unit_of(r, end > DONE_LAG ? end - DONE_LAG : 0, &lstart, &llen);
-	behind = ustart > lstart ? ustart - lstart : 0;
-	/*
-	 * As bcache counts them: a decoder beyond the parked share evicts no
-	 * units.  In a streamed unit the reader's decoder counts in full even
-	 * while it is out of the list, decoding: it is parked again after.
-	 */
-	parked = st.charged < st.budget / PARKED_SHARE ? st.charged : st.budget / PARKED_SHARE;
-	if (is_streamed(r, k))
-		parked = st.budget / PARKED_SHARE;
-	held = parked + own + BCACHE_ENT_COST;
-	return st.budget > held + behind ? st.budget - held - behind : 0;
-}
-
-/*
- * Where read-ahead for a stream that has read up to end stops: far enough
- * that every worker has one of the next units to decode (an xz -T Block is
- * 24 MiB or more), and at least opts.readahead bytes on; never past what
- * the cache can hold beside the reader's own unit (ahead_room), so a unit
- * decoded ahead is still there when the reader comes to it, nor past
- * AHEAD_UNITS_MAX units.  Always at a unit boundary: units are queued whole.
- */
-static uint64_t ahead_end(const struct reader *r, uint64_t end)
-{
-	uint64_t size = reader_size(r), room = ahead_room(r, end), held = 0, pos = end;
-	uint64_t min_to = end + r->opts.readahead;
-	unsigned units = pool_threads(r->ctx->pool) + 1; /* the one holding end, then one each */
-
-	for (unsigned i = 0; pos < size && i < AHEAD_UNITS_MAX; i++) {
-		uint64_t ustart;
-		size_t ulen;
-
-		unit_of(r, pos, &ustart, &ulen);
-		if (ustart < end) { /* the reader's own: counted in room already */
-			pos = ustart + ulen;
-			continue;
-		}
-		if (i >= units && pos >= min_to)
-			break;
-		if (held + ulen + BCACHE_ENT_COST > room)
-			break; /* a unit that does not fit is not started */
-		held += ulen + BCACHE_ENT_COST;
-		pos = ustart + ulen;
-	}
-	return pos < size ? pos : size;
-}
-
-/*
- * Whether a read at off is near where a sequential stream (read_ahead) has
- * got to, either side: one of a burst of read-ahead requests that the
- * kernel sent at once.
- */
-static bool near_stream(struct reader *r, uint64_t off)
-{
-	bool near = false;
-
-	pthread_mutex_lock(&r->lock);
-	for (unsigned i = 0; i < NSTREAMS && !near; i++) {
-		uint64_t e = r->streams[i].end;
-
-		near = e && off + TURN_SPAN >= e && off <= e + TURN_SPAN;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return near;
-}
-
-/* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
-/* Bytes of the budget that nothing holds now. */
-static uint64_t cache_free(const struct reader *r)
-{
-	struct bcache_stats st;
-
-	bcache_stats(r->cache, &st);
-	return st.budget > st.used ? st.budget - st.used : 0;
-}
-
-/*
- * Where a stream that has demoted the units below done, and now reads at
- * off, may demote up to: the end of the last whole unit that ends
- * DONE_LAG or more before off.  The lag is for the kernel's read-ahead
- * requests, which arrive out of order: a unit is not given up while a
- * request for its bytes may still be on the way.
- */
-static uint64_t consumed_to(const struct reader *r, uint64_t done, uint64_t off)
-{
-	while (done + DONE_LAG <= off) {
-		uint64_t us;
-		size_t ul;
-
-		unit_of(r, done, &us, &ul);
-		if (us + ul + DONE_LAG > off)
-			break;
-		done = us + ul;
-	}
-	return done;
-}
-
-static void read_ahead(struct reader *r, uint64_t off, size_t len)
-{
-	uint64_t end = off + len, from, to, done_from = 0, done_to = 0;
-	unsigned i;
-
-	if (!r->ctx->pool || r->opts.readahead == 0)
-		return;
-	pthread_mutex_lock(&r->lock);
-	for (i = 0; i < NSTREAMS; i++) {
-		uint64_t e = r->streams[i].end;
-
-		if (e && off + SEQ_SLACK >= e && off <= e + SEQ_SLACK)
-			break;
-	}
-	if (i == NSTREAMS) {
-		uint64_t us;
-		size_t ul;
-
-		i = r->next_stream++ % NSTREAMS;
-		r->streams[i].end = r->streams[i].ahead = end;
-		/* The unit the stream starts in was not read from its start by it. */
-		unit_of(r, off, &us, &ul);
-		r->streams[i].done = us == off ? off : us + ul;
-		from = to = 0;
-		/*
-		 * A read from the very start is most often the first of many
-		 * (cat, grep, tar): the unit after the first one starts at
-		 * once, so that a second core works while the first unit
-		 * decodes.  A reader that wanted only the header wastes one.
-		 */
-		if (off == 0) {
-			uint64_t ustart;
-			size_t ulen;
-
-			unit_of(r, 0, &ustart, &ulen);
-			from = ulen;
-			if (from < reader_size(r)) {
-				unit_of(r, from, &ustart, &ulen);
-				/*
-				 * Only if it fits beside the first (else it would
-				 * evict it), and in room nobody uses: a guess must
-				 * not push out units other files' readers will
-				 * want, as when a client opens many files and
-				 * reads their heads first (a PCP multi-archive
-				 * context).
-				 */
-				if (ulen + BCACHE_ENT_COST <= ahead_room(r, 0) &&
-				    ulen + BCACHE_ENT_COST <= cache_free(r))
-					to = ustart + ulen;
-				r->streams[i].ahead = to > from ? to : from;
-			}
-		}
-	} else {
-		if (end > r->streams[i].end)
-			r->streams[i].end = end;
-		from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
-		to = ahead_end(r, end);
-		if (from < to)
-			r->streams[i].ahead = to;
-		done_from = r->streams[i].done;
-		done_to = consumed_to(r, done_from, off);
-		r->streams[i].done = done_to;
-	}
-	pthread_mutex_unlock(&r->lock);
-
-	/* Units the stream has read through go first when room is needed (bcache_demote). */
-	while (done_from < done_to) {
-		uint64_t us;
-		size_t ul;
-
-		unit_of(r, done_from, &us, &ul);
-		bcache_demote(r->cache, r->id, us);
-		done_from = us + ul;
-	}
-
-	if (from < to)
-		prefetch_input(r, cmap_find(&r->map, from), cmap_find(&r->map, to - 1));
-	while (from < to) {
-		struct pjob *j = malloc(sizeof(*j));
-
-		if (!j)
-			return;
-		j->r = r;
-		j->k = unit_of(r, from, &j->ustart, &j->ulen);
-		from = j->ustart + j->ulen;
-		pthread_mutex_lock(&r->lock);
-		r->jobs++;
-		pthread_mutex_unlock(&r->lock);
-		if (pool_submit(r->ctx->pool, prefetch_run, j) < 0) {
-			job_done(r);
-			free(j);
-			return; /* the queue is full: the workers are busy enough */
-		}
-	}
-}
-
-/*
- * reader_view; seq: near_stream(r, off) before this read's read-ahead;
+ * reader_view; seq: readahead_near(r, off) before this read's read-ahead;
  * outer: whether to note the read in progress and start read-ahead for
  * it.  reader_pread does both once for the whole read, not once per view:
- * read_ahead's cost does not shrink with a view's, so once per
+ * readahead_note's cost does not shrink with a view's, so once per
  * READER_VIEW_MAX units would cost far more than the units do.
  */
 static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_view *v, bool outer,
@@ -1574,25 +573,25 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	if (len > size - off)
 		len = (size_t)(size - off);
 	if (outer) {
-		read_ahead(r, off, len);
-		slot = inflight_add(r, off, off + len);
+		readahead_note(r, off, len);
+		slot = fill_inflight_add(r, off, off + len);
 	}
 	while (done < len && v->n < READER_VIEW_MAX) {
 		uint64_t pos = off + done, ustart;
 		size_t ulen, n;
-		size_t k = unit_of(r, pos, &ustart, &ulen);
+		size_t k = reader_unit_of(r, pos, &ustart, &ulen);
 		struct bcache_ent *e;
 		int ret;
 
-		if (is_bad(r, k))
+		if (reader_is_bad(r, k))
 			ret = -EIO;
 		else
-			ret = get_unit(r, k, ustart, ulen, pos, v->n == 0, seq, &e);
+			ret = fill_get(r, k, ustart, ulen, pos, v->n == 0, seq, &e);
 		if (ret == -EAGAIN)
 			break; /* the cache is full of what is pinned: serve what we have */
 		if (ret < 0) {
 			reader_view_release(r, v);
-			inflight_del(r, slot);
+			fill_inflight_del(r, slot);
 			return ret;
 		}
 		n = ulen - (size_t)(pos - ustart);
@@ -1603,7 +602,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		v->ent[v->n++] = e;
 		done += n;
 	}
-	inflight_del(r, slot);
+	fill_inflight_del(r, slot);
 	atomic_fetch_add(&r->ctx->stats.served, done);
 	atomic_fetch_add(&r->served, done);
 	atomic_fetch_add(&r->reads, 1);
@@ -1612,7 +611,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)
 {
-	return view(r, len, off, v, true, near_stream(r, off));
+	return view(r, len, off, v, true, readahead_near(r, off));
 }
 
 void reader_view_release(struct reader *r, struct reader_view *v)
@@ -1628,19 +627,19 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 	size_t done = 0;
 	ssize_t n = 0;
 	int slot = -1;
-	bool seq = near_stream(r, off);
+	bool seq = readahead_near(r, off);
 
 	/* Noted once for the whole read: it is in progress between its views too. */
 	if (off < size) {
-		read_ahead(r, off, len < size - off ? len : (size_t)(size - off));
-		slot = inflight_add(r, off, len < size - off ? off + len : size);
+		readahead_note(r, off, len < size - off ? len : (size_t)(size - off));
+		slot = fill_inflight_add(r, off, len < size - off ? off + len : size);
 	}
 	while (done < len) {
 		struct reader_view v;
 
-		inflight_move(r, slot, off + done);
+		fill_inflight_move(r, slot, off + done);
 		if (done > 0)
-			seq = near_stream(r, off + done);
+			seq = readahead_near(r, off + done);
 		n = view(r, len - done, off + done, &v, false, seq);
 		if (n <= 0)
 			break;
@@ -1650,6 +649,6 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 		}
 		reader_view_release(r, &v);
 	}
-	inflight_del(r, slot);
+	fill_inflight_del(r, slot);
 	return n < 0 ? n : (ssize_t)done;
 }

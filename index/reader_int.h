@@ -3,9 +3,9 @@
 #define ZMOUNT_READER_INT_H
 
 /*
- * The reader's state, shared by its core (reader.c) and the format
- * backends (fmt_*.c, see fmt.h), and by nothing else: callers see only
- * reader.h.
+ * The reader's state, shared by its core (reader.c, fill.c, udec.c,
+ * readahead.c, reader_ck.c) and the format backends (fmt_*.c, see fmt.h),
+ * and by nothing else: callers see only reader.h.
  */
 
 #include <pthread.h>
@@ -16,6 +16,7 @@
 
 #include "cmap.h"
 #include "fmt.h"
+#include "park.h"
 #include "reader.h"
 #include "zerr.h"
 #include "zmctx_int.h"
@@ -24,8 +25,6 @@
 #define NSTREAMS 4
 /* Reads in progress tracked per archive, for a read ahead of the decoder to wait on. */
 #define NINFLIGHT 16
-
-struct udec;
 
 struct reader {
 	int fd;
@@ -50,11 +49,8 @@ struct reader {
 	 * other archives, and whole units of this one, decode meanwhile.
 	 */
 	pthread_mutex_t stream;
-	/* Protected by ctx->parked_lock (see park() in reader.c). */
-	struct udec *parked;          /* stopped at a slice boundary of parked_k */
-	size_t parked_k;
-	size_t parked_cost;           /* charged to the cache while parked */
-	struct reader *pprev, *pnext; /* on the parked list while parked != NULL */
+	/* Its decoder parked at a slice boundary, on ctx->parked (park.h). */
+	struct park_slot park;
 
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* jobs reached 0 */
@@ -70,7 +66,7 @@ struct reader {
 	/*
 	 * Reads in progress (reader_view, reader_pread): a read that wants a
 	 * slice a little ahead of the parked decoder waits for the one that
-	 * will take the decoder there (see wait_for_turn in reader.c).
+	 * will take the decoder there (see wait_for_turn in fill.c).
 	 */
 	struct {
 		pthread_t who;
@@ -81,7 +77,7 @@ struct reader {
 	uint64_t moves;       /* counts those events */
 	unsigned waiters;     /* threads waiting on moved */
 	bool changed;         /* the source changed in place: all misses fail */
-	/* Protected by lock: the source's stat last accepted (check_unchanged) */
+	/* Protected by lock: the source's stat last accepted (reader_check_unchanged) */
 	struct stat st_ok;    /* st at open, or a later one whose ctime alone moved, harmlessly */
 	bool named_ok;        /* at st_ok, the name still led to the file */
 	bool tainted;         /* opts.tainted was called */
@@ -91,7 +87,7 @@ struct reader {
 	atomic_uint_fast64_t served, decoded, reads;
 	bool pass;            /* opening ran an index or measuring pass (none was saved) */
 	/*
-	 * Map look-ups (unit_of): the CPU work of serving reads, which tests
+	 * Map look-ups (reader_unit_of): the CPU work of serving reads, which tests
 	 * hold to a constant per unit read (check_reader, issue 18).
 	 */
 	atomic_uint_fast64_t lookups;
@@ -115,6 +111,33 @@ enum { CK_NONE, CK_BUSY, CK_DONE };
 
 /* Marks entry k failed (one log line, as a failed read); returns -EIO.  reader.c. */
 int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err);
+
+/*
+ * reader_fail_entry for a fill that failed with ret: marks entry k failed
+ * unless ret is -ENOMEM (memory comes back; corrupt data does not), and
+ * logs the first failure of k.  Returns -ENOMEM if ret is, else -EIO.
+ */
+int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err);
+
+/*
+ * Whether the source is still the file indexed at open (a write in place
+ * would mix versions): 0, or -EIO, the first time with one log line, and
+ * every read's miss fails from then on.  Checked before and after each
+ * fill.  Any thread; takes r->lock.
+ */
+int reader_check_unchanged(struct reader *r);
+
+/* Whether entry k is cached in slices, by a decoder parked between them (see reader.c). */
+bool reader_streamed(const struct reader *r, size_t k);
+
+/*
+ * The cache unit holding byte off (< reader_size): returns its map entry,
+ * and sets [*ustart, *ustart + *len).  Counts one look-up (r->lookups).
+ */
+size_t reader_unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, size_t *len);
+
+/* Whether entry k failed, or the source changed (then every miss fails).  Takes r->lock. */
+bool reader_is_bad(struct reader *r, size_t k);
 
 /* reader_ck.c: which entries may get checkpoints (at open); 0 or -ENOMEM. */
 int reader_ck_init(struct reader *r);

@@ -14,6 +14,7 @@
 int zmctx_new(size_t cache_size, struct zmctx **out)
 {
 	struct zmctx *c = calloc(1, sizeof(*c));
+	int ret;
 
 	*out = NULL;
 	if (!c)
@@ -21,9 +22,10 @@ int zmctx_new(size_t cache_size, struct zmctx **out)
 	atomic_init(&c->next_id, 1);
 	atomic_flag_clear(&c->save_failed_logged);
 	atomic_flag_clear(&c->untrusted_logged);
-	pthread_mutex_init(&c->parked_lock, NULL);
 	c->log_max = ZLOG_DEBUG;
-	if (bcache_new(cache_size, &c->cache) < 0)
+	ret = bcache_new(cache_size, &c->cache);
+	park_init(&c->parked, c->cache); /* without a cache it stays empty: zmctx_free drains it */
+	if (ret < 0)
 		goto fail;
 	for (int id = 1; id <= fmttab_count(); id++)
 		if (fmt_get(id)->ctx_new && fmt_get(id)->ctx_new(&c->fstate[id]) < 0)
@@ -44,11 +46,11 @@ void zmctx_free(struct zmctx *c)
 {
 	if (!c)
 		return;
+	park_drain(&c->parked); /* empty by now (reader_close unparks); the lock goes */
 	bcache_free(c->cache);
 	for (int id = 1; id <= fmttab_count(); id++)
 		if (fmt_get(id)->ctx_free)
 			fmt_get(id)->ctx_free(c->fstate[id]);
-	pthread_mutex_destroy(&c->parked_lock);
 	free(c);
 }
 

@@ -3,8 +3,8 @@
 #define ZMOUNT_ZMCTX_INT_H
 
 /*
- * The context's fields, for the reader (reader.c, fmt_*.c) and zmctx.c
- * only: callers see zmctx.h.
+ * The context's fields, for the reader (reader.c and the files of its
+ * core, see reader_int.h; fmt_*.c) and zmctx.c only: callers see zmctx.h.
  */
 
 #include <pthread.h>
@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "fmttab.h"
+#include "park.h"
 #include "zmctx.h"
 
 struct reader;
@@ -29,13 +30,7 @@ struct zmctx {
 	void *fstate[FMTTAB_MAX];     /* per format id: owned, fmt->ctx_new's (fmt_state) */
 	struct reader_stats stats;
 	atomic_uint_fast64_t next_id; /* cache keys: unique per reader within this cache */
-	/*
-	 * Parked decoders of the readers on this context, most recently
-	 * parked first (see park() in reader.c).
-	 */
-	pthread_mutex_t parked_lock;
-	struct reader *parked_head, *parked_tail; /* protected by parked_lock */
-	size_t parked_total;                      /* protected by parked_lock */
+	struct park parked; /* the readers' parked decoders, charged to cache (park.h) */
 	/* Once-only warnings (fmt_gz.c): said once per context. */
 	atomic_flag save_failed_logged, untrusted_logged;
 	/* The sink; set before readers are shared, read-only after. */
