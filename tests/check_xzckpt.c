@@ -208,7 +208,7 @@ static void resume_check(struct xzf *x, const struct point *pt)
 	size_t piece = 1;
 	ssize_t n;
 
-	ck_assert_int_eq(xzckpt_dec_open(x->fd, b, pt ? pt->blob.p : NULL, pt ? pt->blob.n : 0, &d,
+	ck_assert_int_eq(xzckpt_dec_open(x->fd, b, NULL, pt ? pt->blob.p : NULL, pt ? pt->blob.n : 0, &d,
 					 &err), 0);
 	ck_assert_uint_eq(xzckpt_dec_tell(d), at);
 	ck_assert_uint_gt(xzckpt_dec_cost(d), 0);
@@ -342,7 +342,7 @@ START_TEST(test_filters_unsupported)
 	ck_assert_int_eq(build(&x, &x.idx->blocks[0], 1 << 16, &g, NULL, &err), -ENOTSUP);
 	ck_assert_msg(strstr(err.msg, "BCJ"), "%s", err.msg);
 	ck_assert_uint_eq(g.npts, 0);
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, &x.idx->blocks[0], NULL, 0, &d, &err), -ENOTSUP);
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, &x.idx->blocks[0], NULL, NULL, 0, &d, &err), -ENOTSUP);
 	ck_assert_ptr_null(d);
 	got_free(&g);
 	xzf_close(&x);
@@ -442,7 +442,7 @@ static int open_blob(struct xzf *x, const struct xzdec_block *b, const struct bu
 {
 	struct xzckpt_dec *d = (void *)1;
 	struct zerr err = {0};
-	int ret = xzckpt_dec_open(x->fd, b, blob->p, blob->n, &d, &err);
+	int ret = xzckpt_dec_open(x->fd, b, NULL, blob->p, blob->n, &d, &err);
 
 	if (ret < 0)
 		ck_assert_ptr_null(d);
@@ -505,11 +505,11 @@ START_TEST(test_bad_blob)
 	/* another Block's: its offset or its size differ */
 	other = *b;
 	other.usize++;
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, &other, blob.p, blob.n, &(struct xzckpt_dec *){0},
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n, &(struct xzckpt_dec *){0},
 					 &err), -EINVAL);
 	other = *b;
 	other.coff += 4; /* no Block Header there: -EIO before the blob is looked at */
-	ck_assert_int_lt(xzckpt_dec_open(x.fd, &other, blob.p, blob.n, &(struct xzckpt_dec *){0},
+	ck_assert_int_lt(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n, &(struct xzckpt_dec *){0},
 					 &err), 0);
 
 	/*
@@ -538,7 +538,7 @@ START_TEST(test_bad_blob)
 		ssize_t n;
 		int differs = 0;
 
-		ck_assert_int_eq(xzckpt_dec_open(x.fd, b, z.p, z.n, &d, &err), 0);
+		ck_assert_int_eq(xzckpt_dec_open(x.fd, b, NULL, z.p, z.n, &d, &err), 0);
 		while ((n = xzckpt_dec_read(d, x.fd, buf, sizeof(buf), &err)) > 0 && !differs) {
 			differs = memcmp(buf, x.ref.p + at, (size_t)n) != 0;
 			at += (uint64_t)n;
