@@ -268,7 +268,7 @@ static int xz_ck_open(struct reader *r, size_t k, const void *blob, size_t len, 
 		ret = verify_run(r, k + 1, err);
 	if (ret < 0)
 		return ret;
-	return xzckpt_dec_open(r->fd, block(r, k), NULL /*STEP2*/, blob, len,
+	return xzckpt_dec_open(r->fd, block(r, k), r->ctx->xzspare, blob, len,
 			       (struct xzckpt_dec **)dec, err);
 }
 
