@@ -80,6 +80,9 @@
  * never outlives the descriptor it was reading.
  */
 #define PARKED_SHARE 2 /* 1/2 of the budget */
+
+/* Bytes fill_slice decodes at a time through its scratch buffer: a checkpoint piece. */
+#define SKIP_BUF CKPT_PIECE
 /*
  * A whole unit at least this large has its fresh pages faulted in by an
  * idle worker while the decoder fills it from the start (see prefault).
@@ -827,13 +830,19 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 		if (n == r->opts.slice && bcache_claim(r->cache, r->id, start + pos, n, &e) == 1) {
 			dst = bcache_buf(e);
 		} else {
+			/*
+			 * Not kept: decoded through a small buffer, which stays
+			 * in the CPU's cache, rather than a slice of fresh pages.
+			 */
 			if (!scratch)
-				scratch = malloc(r->opts.slice);
+				scratch = malloc(SKIP_BUF);
 			if (!scratch) {
 				ret = -ENOMEM;
 				break;
 			}
 			dst = scratch;
+			if (n > SKIP_BUF - pos % SKIP_BUF) /* on the grid of ckpt.h's pieces */
+				n = SKIP_BUF - (size_t)(pos % SKIP_BUF);
 		}
 		got = udec_read(r, d, dst, n, err);
 		if (got != (ssize_t)n) {
