@@ -854,7 +854,7 @@ void lzma2dec_ckpt_release(struct lzma2dec_ckpt *ck)
 	memset(ck, 0, sizeof(*ck));
 }
 
-/* The promises lzma2dec_ckpt_load and lzma2dec_resume rely on; have_win: the window's bytes are there. */
+/* The promises lzma2dec_ckpt_load and lzma2dec_resume rely on; have_win: the window is there. */
 static int ckpt_check(const struct lzma2dec_ckpt *ck, int have_win)
 {
 	uint8_t c = ck->control;
@@ -885,7 +885,7 @@ static int ckpt_check(const struct lzma2dec_ckpt *ck, int have_win)
 	return 0;
 }
 
-/* lzma2dec_resume and lzma2dec_resume_in: win NULL means copy ck->window into a window of its own. */
+/* Both resumes: with win NULL, ck->window is copied into a window of the decoder's own. */
 static int resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
 		  lzma2dec_pull_fn pull, void *opaque, uint8_t *win, struct lzma2dec **out)
 {

@@ -83,6 +83,7 @@
 
 /* Bytes fill_slice decodes at a time through its scratch buffer: a checkpoint piece. */
 #define SKIP_BUF CKPT_PIECE
+
 /*
  * A whole unit at least this large has its fresh pages faulted in by an
  * idle worker while the decoder fills it from the start (see prefault).
