@@ -68,7 +68,8 @@ struct lzma2dec {
 	uint32_t ipos;  /* next byte of inbuf */
 	uint32_t ilen;  /* bytes in inbuf: the current chunk's body */
 	/* output */
-	uint8_t *win;
+	uint8_t *win;   /* owned, unless lent to lzma2dec_resume_in */
+	int win_lent;
 	uint32_t wsize; /* window: max(dict, 4 KiB) rounded up to 16 */
 	uint32_t wpos;  /* next byte of win to write */
 	uint32_t rpos;  /* first byte of win not yet returned */
@@ -128,8 +129,14 @@ static void state_reset(struct lzma2dec *d)
 	memset(d->rep, 0, sizeof(d->rep));
 }
 
+uint32_t lzma2dec_window_size(uint32_t dict_size)
+{
+	return window_of(dict_size);
+}
+
+/* A decoder with window win (lent, NULL: one of its own). */
 static int alloc_dec(uint32_t dict_size, uint64_t ulimit, lzma2dec_pull_fn pull, void *opaque,
-		     struct lzma2dec **out)
+		     uint8_t *win, struct lzma2dec **out)
 {
 	struct lzma2dec *d;
 
@@ -140,7 +147,8 @@ static int alloc_dec(uint32_t dict_size, uint64_t ulimit, lzma2dec_pull_fn pull,
 	if (!d)
 		return -ENOMEM;
 	d->wsize = window_of(dict_size);
-	d->win = malloc(d->wsize);
+	d->win_lent = win != NULL;
+	d->win = win ? win : malloc(d->wsize);
 	if (!d->win) {
 		free(d);
 		return -ENOMEM;
@@ -157,7 +165,7 @@ static int alloc_dec(uint32_t dict_size, uint64_t ulimit, lzma2dec_pull_fn pull,
 int lzma2dec_new(uint32_t dict_size, uint64_t ulimit, lzma2dec_pull_fn pull, void *opaque,
 		 struct lzma2dec **out)
 {
-	int ret = alloc_dec(dict_size, ulimit, pull, opaque, out);
+	int ret = alloc_dec(dict_size, ulimit, pull, opaque, NULL, out);
 
 	if (ret == 0) {
 		(*out)->need_dict_reset = 1;
@@ -203,7 +211,8 @@ void lzma2dec_free(struct lzma2dec *d)
 {
 	if (!d)
 		return;
-	free(d->win);
+	if (!d->win_lent)
+		free(d->win);
 	free(d);
 }
 
@@ -845,8 +854,8 @@ void lzma2dec_ckpt_release(struct lzma2dec_ckpt *ck)
 	memset(ck, 0, sizeof(*ck));
 }
 
-/* The promises lzma2dec_ckpt_load and lzma2dec_resume rely on. */
-static int ckpt_check(const struct lzma2dec_ckpt *ck)
+/* The promises lzma2dec_ckpt_load and lzma2dec_resume rely on; have_win: the window is there. */
+static int ckpt_check(const struct lzma2dec_ckpt *ck, int have_win)
 {
 	uint8_t c = ck->control;
 	uint32_t lc, lp, pb, w;
@@ -857,7 +866,7 @@ static int ckpt_check(const struct lzma2dec_ckpt *ck)
 	if (!needs_window(c))
 		return ck->dpos || ck->wlen || ck->has_props || ck->nprobs ? -EINVAL : 0;
 	if (ck->dpos > ck->uoff || ck->wlen != (ck->dpos < w ? ck->dpos : w) ||
-	    (ck->wlen && !ck->window))
+	    (ck->wlen && !have_win))
 		return -EINVAL;
 	if (!needs_props(c))
 		return ck->has_props || ck->nprobs ? -EINVAL : 0;
@@ -876,23 +885,24 @@ static int ckpt_check(const struct lzma2dec_ckpt *ck)
 	return 0;
 }
 
-int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
-		    lzma2dec_pull_fn pull, void *opaque, struct lzma2dec **out)
+/* Both resumes: with win NULL, ck->window is copied into a window of the decoder's own. */
+static int resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
+		  lzma2dec_pull_fn pull, void *opaque, uint8_t *win, struct lzma2dec **out)
 {
 	struct lzma2dec *d;
 	int ret;
 
 	*out = NULL;
-	if (ck->dict_size != dict_size || ckpt_check(ck) < 0 || ck->uoff > ulimit)
+	if (ck->dict_size != dict_size || ckpt_check(ck, win || ck->window) < 0 || ck->uoff > ulimit)
 		return -EINVAL;
-	ret = alloc_dec(ck->dict_size, ulimit, pull, opaque, &d);
+	ret = alloc_dec(ck->dict_size, ulimit, pull, opaque, win, &d);
 	if (ret < 0)
 		return ret;
 	d->coff = ck->coff;
 	d->uoff = ck->uoff;
 	d->dpos = ck->dpos;
 	d->expect_control = ck->control;
-	if (ck->wlen)
+	if (ck->wlen && !win)
 		memcpy(d->win, ck->window, ck->wlen);
 	d->wpos = ck->wlen;
 	d->need_props = !ck->has_props;
@@ -905,6 +915,21 @@ int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t
 	}
 	*out = d;
 	return 0;
+}
+
+int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
+		    lzma2dec_pull_fn pull, void *opaque, struct lzma2dec **out)
+{
+	return resume(ck, dict_size, ulimit, pull, opaque, NULL, out);
+}
+
+int lzma2dec_resume_in(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
+		       lzma2dec_pull_fn pull, void *opaque, uint8_t *win, struct lzma2dec **out)
+{
+	*out = NULL;
+	if (!win || ck->window)
+		return -EINVAL;
+	return resume(ck, dict_size, ulimit, pull, opaque, win, out);
 }
 
 /* ---- serialisation: "ZL2C", version 1, then the fields, little-endian ---- */
@@ -985,7 +1010,7 @@ int lzma2dec_ckpt_load(const void *buf, size_t len, struct lzma2dec_ckpt *ck)
 			goto nomem;
 		memcpy(ck->window, p, ck->wlen);
 	}
-	if (ckpt_check(ck) < 0)
+	if (ckpt_check(ck, ck->window != NULL) < 0)
 		goto bad;
 	return 0;
 bad:

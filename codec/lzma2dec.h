@@ -146,6 +146,25 @@ int lzma2dec_new(uint32_t dict_size, uint64_t ulimit, lzma2dec_pull_fn pull, voi
 int lzma2dec_resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
 		    lzma2dec_pull_fn pull, void *opaque, struct lzma2dec **out);
 
+/* Bytes of the window a decoder of dict_size uses: max(dict_size, 4 KiB) rounded up to 16. */
+uint32_t lzma2dec_window_size(uint32_t dict_size);
+
+/*
+ * lzma2dec_resume without copying the window: the decoder works in win,
+ * a buffer of lzma2dec_window_size(dict_size) bytes whose first ck->wlen
+ * bytes the caller has filled with the checkpoint's window (oldest
+ * first); ck->window must be NULL.  win is lent, not given: the decoder
+ * uses it until lzma2dec_free, which leaves it to the caller (who may
+ * reuse it for the next decoder).  Its other bytes are never read before
+ * the decoder writes them, and bytes of the window a correct stream never
+ * reads may hold anything: a checkpoint that lies about them gives wrong
+ * bytes, never an access outside win.  lzma2dec_memusage counts win.
+ * Returns as lzma2dec_resume; also -EINVAL for win NULL or ck->window
+ * set.  On failure win is still the caller's, untouched.
+ */
+int lzma2dec_resume_in(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t ulimit,
+		       lzma2dec_pull_fn pull, void *opaque, uint8_t *win, struct lzma2dec **out);
+
 /* Sets (or, with fn NULL, clears) the chunk callback; opaque is borrowed. */
 void lzma2dec_set_chunk_cb(struct lzma2dec *d, lzma2dec_chunk_fn fn, void *opaque);
 

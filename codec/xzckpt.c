@@ -15,8 +15,10 @@
  * windows and a read), compressed and handed out.  The Block's end closes
  * the rest, then Padding and Check are verified.
  *
- * Resuming fills a zeroed window with the kept runs and hands the state
- * to lzma2dec_resume, which checks it.
+ * Resuming unpacks the kept runs straight into the decoder's window
+ * (zeros between them), a buffer taken from the caller's stock of spares,
+ * and hands it and the state to lzma2dec_resume_in, which checks the
+ * state; the window goes back to the stock at close.
  */
 #include "xzckpt.h"
 
@@ -32,7 +34,9 @@
 
 #define READ_MAX   65536u /* output bytes decoded per lzma2dec_read during build */
 #define RUN_GAP	   8u     /* runs closer than this are merged: a run costs 2-4 bytes */
-#define ZLEVEL	   1      /* zstd level for the payload: see the numbers in the report */
+#ifndef ZLEVEL /* a bench may build with another */
+#define ZLEVEL 1 /* zstd level for the payload: see the numbers in the report */
+#endif
 #define BLOB_HEAD  96u
 #define BLOB_MAGIC "ZXC1"
 
@@ -52,6 +56,8 @@ struct xzck_src {
 
 struct xzckpt_dec {
 	struct lzma2dec *ld;
+	uint8_t *win; /* ld's window, when resumed: from sp, back to sp at close */
+	struct xzdec_spares *sp;
 	struct xzck_src src;
 	struct xzck_hdr h;
 	uint64_t usize, bcoff;
@@ -85,13 +91,6 @@ struct xzck_build {
 	uint32_t *runs; /* (offset, length) pairs */
 	size_t capruns;
 };
-
-static uint32_t window_of(uint32_t dict)
-{
-	uint32_t w = dict < 4096 ? 4096 : dict;
-
-	return (w + 15) & ~15u;
-}
 
 /* ---- the Block Header ---- */
 
@@ -568,7 +567,7 @@ int xzckpt_build(int fd, const struct xzdec_block *b, uint64_t span, const struc
 		return ret;
 	src.off = h.data_off;
 	src.size = h.data_size;
-	bd.wsize = window_of(h.dict);
+	bd.wsize = lzma2dec_window_size(h.dict);
 	bd.rsize = 2 * (size_t)bd.wsize + READ_MAX;
 	bd.ring = malloc(bd.rsize);
 	bd.cctx = ZSTD_createCCtx();
@@ -626,7 +625,7 @@ static int head_get(const uint8_t *p, size_t len, const struct xzdec_block *b,
 	if (get_le(p + 64, 8) != b->coff || get_le(p + 72, 8) != b->usize ||
 	    ck->dict_size != h->dict || ck->uoff == 0 || ck->uoff >= b->usize ||
 	    ck->coff >= h->data_size || ck->nprobs > LZMA2DEC_PROBS_MAX ||
-	    ck->wlen > window_of(h->dict) || *kept > ck->wlen ||
+	    ck->wlen > lzma2dec_window_size(h->dict) || *kept > ck->wlen ||
 	    *nruns > ck->wlen / (RUN_GAP + 1) + 1 || *nruns > *kept ||
 	    get_le(p + 88, 4) != len - BLOB_HEAD)
 		return -EINVAL;
@@ -636,13 +635,13 @@ static int head_get(const uint8_t *p, size_t len, const struct xzdec_block *b,
 /*
  * Walks the runs in raw[at..rawlen): checks each (inside the window, nkept
  * bytes in all), and with win non-NULL copies its bytes from kept (the
- * bytes after the runs).  Returns the offset where the runs end, or 0 if
- * any is wrong.
+ * bytes after the runs) and zeroes the rest of win's first wlen bytes.
+ * Returns the offset where the runs end, or 0 if any is wrong.
  */
 static size_t runs_walk(const uint8_t *raw, size_t at, size_t rawlen, uint32_t nruns,
 			uint32_t wlen, uint32_t nkept, uint8_t *win, const uint8_t *kept)
 {
-	uint64_t end = 0, gap, n, sum = 0;
+	uint64_t end = 0, gap, n, sum = 0, prev = 0;
 
 	for (uint32_t i = 0; i < nruns; i++) {
 		if (varint_get(raw, rawlen, &at, &gap) < 0 || varint_get(raw, rawlen, &at, &n) < 0)
@@ -651,18 +650,25 @@ static size_t runs_walk(const uint8_t *raw, size_t at, size_t rawlen, uint32_t n
 		if (end + n + 1 > wlen)
 			return 0;
 		if (win) {
+			memset(win + prev, 0, end - prev);
 			memcpy(win + end, kept, n + 1);
 			kept += n + 1;
 		}
 		end += n + 1;
 		sum += n + 1;
+		prev = end;
 	}
+	if (win)
+		memset(win + prev, 0, wlen - prev);
 	return sum == nkept ? at : 0;
 }
 
-/* The payload into ck's probs and a zero-filled window with the runs' bytes. */
+/*
+ * The payload into ck's probs and win (the decoder's window, of at least
+ * ck->wlen bytes): the runs' bytes, zeros between them.
+ */
 static int payload_get(const uint8_t *z, size_t zlen, struct lzma2dec_ckpt *ck, uint32_t nruns,
-		       uint32_t kept)
+		       uint32_t kept, uint8_t *win)
 {
 	unsigned long long rawlen = ZSTD_getFrameContentSize(z, zlen);
 	size_t probs_end = 2 * (size_t)ck->nprobs, runs_end;
@@ -683,20 +689,19 @@ static int payload_get(const uint8_t *z, size_t zlen, struct lzma2dec_ckpt *ck, 
 		goto out;
 	ret = -ENOMEM;
 	ck->probs = ck->nprobs ? malloc(probs_end) : NULL;
-	ck->window = ck->wlen ? calloc(1, ck->wlen) : NULL;
-	if ((ck->nprobs && !ck->probs) || (ck->wlen && !ck->window))
+	if (ck->nprobs && !ck->probs)
 		goto out;
 	for (uint32_t i = 0; i < ck->nprobs; i++)
 		ck->probs[i] = (uint16_t)get_le(raw + 2 * i, 2);
-	runs_walk(raw, probs_end, rawlen, nruns, ck->wlen, kept, ck->window, raw + runs_end);
+	runs_walk(raw, probs_end, rawlen, nruns, ck->wlen, kept, win, raw + runs_end);
 	ret = 0;
 out:
 	free(raw);
 	return ret;
 }
 
-int xzckpt_dec_open(int fd, const struct xzdec_block *b, const void *blob, size_t len,
-		    struct xzckpt_dec **out, struct zerr *err)
+int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+		    const void *blob, size_t len, struct xzckpt_dec **out, struct zerr *err)
 {
 	struct lzma2dec_ckpt ck = {0};
 	struct xzckpt_dec *d;
@@ -707,6 +712,7 @@ int xzckpt_dec_open(int fd, const struct xzdec_block *b, const void *blob, size_
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
+	d->sp = sp;
 	ret = hdr_read(fd, b, &d->h, err);
 	if (ret < 0)
 		goto fail;
@@ -718,11 +724,17 @@ int xzckpt_dec_open(int fd, const struct xzdec_block *b, const void *blob, size_
 		ret = lzma2dec_new(d->h.dict, b->usize, src_pull, &d->src, &d->ld);
 	} else {
 		ret = head_get(blob, len, b, &d->h, &ck, &nruns, &kept);
+		if (ret == 0) {
+			/* head_get checked ck.wlen against this window's size */
+			d->win = xzdec_spares_get(sp, lzma2dec_window_size(d->h.dict));
+			ret = d->win ? 0 : -ENOMEM;
+		}
 		if (ret == 0)
 			ret = payload_get((const uint8_t *)blob + BLOB_HEAD, len - BLOB_HEAD, &ck,
-					  nruns, kept);
+					  nruns, kept, d->win);
 		if (ret == 0)
-			ret = lzma2dec_resume(&ck, d->h.dict, b->usize, src_pull, &d->src, &d->ld);
+			ret = lzma2dec_resume_in(&ck, d->h.dict, b->usize, src_pull, &d->src, d->win,
+						 &d->ld);
 		lzma2dec_ckpt_release(&ck);
 	}
 	if (ret < 0) {
@@ -772,5 +784,6 @@ void xzckpt_dec_close(struct xzckpt_dec *d)
 	if (!d)
 		return;
 	lzma2dec_free(d->ld);
+	xzdec_spares_put(d->sp, d->win);
 	free(d);
 }

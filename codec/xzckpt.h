@@ -45,7 +45,13 @@
  * 2 * window + 64 KiB of output, and window / 8 bytes of marks for each
  * checkpoint not yet handed out (window / span + 1 of them at most), plus
  * each blob while it is being compressed.  At xz -6 (8 MiB) and an 8 MiB
- * span: about 30 MiB.  A resumed decoder holds one lzma2dec.
+ * span: about 30 MiB.  A resumed decoder holds one lzma2dec (window +
+ * 128 KiB; xzckpt_dec_cost counts both), and while it opens, the blob's
+ * payload unpacked (about window / 4).  Its window comes from the
+ * caller's struct xzdec_spares (xzdec.h) and goes back there at close:
+ * that stock keeps at most 8 MiB (one xz -6 window, or liblzma's
+ * dictionary of the same size) after every decoder is closed; it is not
+ * part of any decoder's cost.
  *
  * Threads: nothing shared; a decoder belongs to one thread at a time.  All
  * I/O is pread on the fd the caller passes to each call (borrowed, never
@@ -119,7 +125,9 @@ struct xzckpt_dec;
 
 /*
  * A decoder of Block b of fd positioned at checkpoint blob (len bytes,
- * borrowed for the call), or, with blob NULL, at the Block's start.
+ * borrowed for the call), or, with blob NULL, at the Block's start.  sp
+ * (may be NULL: plain malloc) lends the window and is borrowed for the
+ * decoder's life (xzckpt_dec_close gives the window back to it).
  * Reads the Block Header through fd (the dictionary size, the filter
  * chain, the data's size); no other I/O.  The blob comes from disk and is
  * untrusted: every field is checked, the payload's sizes are bounded
@@ -131,8 +139,8 @@ struct xzckpt_dec;
  *   -ENOTSUP, -EIO  as xzckpt_build, for the Block Header;
  *   -ENOMEM  out of memory.
  */
-int xzckpt_dec_open(int fd, const struct xzdec_block *b, const void *blob, size_t len,
-		    struct xzckpt_dec **out, struct zerr *err);
+int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+		    const void *blob, size_t len, struct xzckpt_dec **out, struct zerr *err);
 
 /*
  * Decodes up to len bytes into buf: returns 1..len, 0 at the Block's end

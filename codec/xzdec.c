@@ -140,6 +140,11 @@ static void *spare_alloc(struct xzdec_spares *sp, size_t n)
 	return h + 1;
 }
 
+void *xzdec_spares_get(struct xzdec_spares *sp, size_t n)
+{
+	return spare_alloc(sp, n);
+}
+
 /* Frees p (from spare_alloc), or keeps it in sp's stock while that has room. */
 static void spare_free(struct xzdec_spares *sp, void *p)
 {
@@ -158,6 +163,11 @@ static void spare_free(struct xzdec_spares *sp, void *p)
 		pthread_mutex_unlock(&sp->lock);
 	}
 	free(h);
+}
+
+void xzdec_spares_put(struct xzdec_spares *sp, void *p)
+{
+	spare_free(sp, p);
 }
 
 /* opaque is the decoder: its `mem` counts what liblzma holds, its `spares` lend buffers. */

@@ -192,6 +192,18 @@ void xzdec_spares_free(struct xzdec_spares *sp);
 size_t xzdec_spares_bytes(struct xzdec_spares *sp);
 
 /*
+ * The stock for another decoder of the same sizes (xzckpt's LZMA2
+ * windows): xzdec_spares_get returns n bytes (contents undefined), taken
+ * from sp's stock if it holds a buffer of exactly n bytes, else
+ * malloc'd, or NULL; sp may be NULL.  Give it back only with
+ * xzdec_spares_put (not free: the buffer has a header), to the same sp,
+ * which keeps it while the stock has room and else frees it; p NULL does
+ * nothing.  Any thread.
+ */
+void *xzdec_spares_get(struct xzdec_spares *sp, size_t n);
+void xzdec_spares_put(struct xzdec_spares *sp, void *p);
+
+/*
  * Prepares to decode Block b of fd from its start.  b is copied.  sp (may
  * be NULL: plain malloc) is borrowed for the decoder's life.  fd is
  * only used during this call, to read the Block Header and check it

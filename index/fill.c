@@ -34,6 +34,9 @@
  * idle worker while the decoder fills it from the start (see prefault).
  */
 #define PREFAULT_MIN (4u << 20)
+
+/* Bytes fill_slice decodes at a time through its scratch buffer: a checkpoint piece. */
+#define SKIP_BUF CKPT_PIECE
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it with EINVAL */
 #endif
@@ -89,13 +92,19 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 		if (n == r->opts.slice && bcache_claim(r->cache, r->id, start + pos, n, &e) == 1) {
 			dst = bcache_buf(e);
 		} else {
+			/*
+			 * Not kept: decoded through a small buffer, which stays
+			 * in the CPU's cache, rather than a slice of fresh pages.
+			 */
 			if (!scratch)
-				scratch = malloc(r->opts.slice);
+				scratch = malloc(SKIP_BUF);
 			if (!scratch) {
 				ret = -ENOMEM;
 				break;
 			}
 			dst = scratch;
+			if (n > SKIP_BUF - pos % SKIP_BUF) /* on the grid of ckpt.h's pieces */
+				n = SKIP_BUF - (size_t)(pos % SKIP_BUF);
 		}
 		got = udec_read(r, d, dst, n, err);
 		if (got != (ssize_t)n) {

@@ -270,7 +270,8 @@ static int xz_ck_open(struct reader *r, size_t k, const void *blob, size_t len, 
 		ret = verify_run(r, k + 1, err);
 	if (ret < 0)
 		return ret;
-	return xzckpt_dec_open(r->fd, block(r, k), blob, len, (struct xzckpt_dec **)dec, err);
+	return xzckpt_dec_open(r->fd, block(r, k), fmt_state(r), blob, len,
+			       (struct xzckpt_dec **)dec, err);
 }
 
 static ssize_t xz_ck_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)

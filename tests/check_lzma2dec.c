@@ -741,6 +741,80 @@ START_TEST(test_ckpt_damage)
 }
 END_TEST
 
+/*
+ * lzma2dec_resume_in works in the caller's window, whose bytes past the
+ * checkpoint's window hold anything, and leaves it to the caller: after
+ * lzma2dec_free the caller still writes and frees it (ASan: no double
+ * free).  It refuses a missing window or a checkpoint with its own.
+ */
+START_TEST(test_resume_in_lent_window)
+{
+	struct buf data = mixed(40000, 73), comp, out;
+	struct ckset *cs = calloc(1, sizeof(*cs));
+	lzma_options_lzma opt;
+	size_t pick = 0;
+	uint32_t wsize;
+
+	ck_assert(cs);
+	ck_assert_uint_eq(lzma2dec_window_size(100), 4096);
+	ck_assert_uint_eq(lzma2dec_window_size(65537), 65552);
+	ck_assert(!lzma_lzma_preset(&opt, 3));
+	opt.dict_size = 65536;
+	wsize = lzma2dec_window_size(opt.dict_size);
+	comp = encode(&data, &opt);
+	ck_assert_int_eq(our_decode(comp.p, comp.n, opt.dict_size, data.n, cs, &out, NULL), 1);
+	free(out.p);
+	for (size_t i = 0; i < cs->n; i++)
+		if (cs->control[i] >= 0x80 && cs->control[i] < 0xA0 && cs->uoff[i] > wsize)
+			pick = i; /* a full window, props, state, probabilities */
+	ck_assert_uint_gt(pick, 0);
+	for (int round = 0; round < 2; round++) {
+		struct lzma2dec_ckpt ck;
+		struct mem m = {comp.p, comp.n, 0};
+		struct lzma2dec *d = (void *)1;
+		uint8_t *win = malloc(wsize);
+		int ret;
+
+		ck_assert(win);
+		memset(win, 0xA5, wsize);
+		ck_assert_int_eq(lzma2dec_ckpt_load(cs->blob[pick].p, cs->blob[pick].n, &ck), 0);
+		ck_assert_uint_eq(ck.wlen, wsize);
+		ck_assert_int_eq(lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, NULL,
+						    &d), -EINVAL);
+		ck_assert_ptr_null(d);
+		ck_assert_int_eq(lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, win,
+						    &d), -EINVAL); /* ck.window is set */
+		/* the window's bytes lent, and in round 1 only the newest half of them */
+		memcpy(win + round * wsize / 2, ck.window + round * wsize / 2,
+		       wsize - round * wsize / 2);
+		free(ck.window);
+		ck.window = NULL;
+		ck_assert_int_eq(lzma2dec_resume_in(&ck, opt.dict_size * 2, data.n, mem_pull, &m,
+						    win, &d), -EINVAL);
+		ck_assert_int_eq(lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, win,
+						    &d), 0);
+		lzma2dec_ckpt_release(&ck);
+		ck_assert_uint_ge(lzma2dec_memusage(d), wsize);
+		ret = our_read(d, data.n - cs->uoff[pick], &out);
+		if (round == 0) {
+			ck_assert_int_eq(ret, 1);
+			ck_assert_uint_eq(out.n, data.n - cs->uoff[pick]);
+			ck_assert_msg(memcmp(out.p, data.p + cs->uoff[pick], out.n) == 0,
+				      "resumed in a lent window: output differs");
+		} else {
+			ck_assert(ret == 1 || ret == -EIO); /* wrong bytes, maybe, inside win */
+		}
+		free(out.p);
+		lzma2dec_free(d);
+		memset(win, 0, wsize); /* still the caller's */
+		free(win);
+	}
+	free(comp.p);
+	free(data.p);
+	ckset_free(cs);
+}
+END_TEST
+
 /* ---- the corpus: Blocks whose only filter is LZMA2 ---- */
 
 /*
@@ -870,6 +944,7 @@ static Suite *lzma2dec_suite(int have_corpus, int *skipped)
 	{"chunk_rules", test_chunk_rules, 0},
 	{"callback_and_export", test_callback_and_export, 0},
 	{"ckpt_damage", test_ckpt_damage, 0},
+	{"resume_in_lent_window", test_resume_in_lent_window, 0},
 	{"corpus", test_corpus, 1},
 	};
 

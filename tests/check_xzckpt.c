@@ -30,6 +30,7 @@
 #define HEAD_KEPT  84
 #define HEAD_NRUNS 80
 #define HEAD_NPROB 56
+#define HEAD_WLEN  60
 
 struct buf {
 	uint8_t *p;
@@ -197,8 +198,11 @@ static int build(struct xzf *x, const struct xzdec_block *b, uint64_t span, stru
 	return xzckpt_build(x->fd, b, span, &s, st, err);
 }
 
-/* Resumes at blob (NULL: the start) and reads to the end in odd pieces; must equal ref. */
-static void resume_check(struct xzf *x, const struct point *pt)
+/*
+ * Resumes at blob (NULL: the start), with windows from sp (may be NULL),
+ * and reads to the end in odd pieces; must equal ref.
+ */
+static void resume_check(struct xzf *x, const struct point *pt, struct xzdec_spares *sp)
 {
 	const struct xzdec_block *b = &x->idx->blocks[0];
 	uint64_t at = pt ? pt->uoff : 0;
@@ -208,8 +212,8 @@ static void resume_check(struct xzf *x, const struct point *pt)
 	size_t piece = 1;
 	ssize_t n;
 
-	ck_assert_int_eq(xzckpt_dec_open(x->fd, b, pt ? pt->blob.p : NULL, pt ? pt->blob.n : 0, &d,
-					 &err), 0);
+	ck_assert_int_eq(xzckpt_dec_open(x->fd, b, sp, pt ? pt->blob.p : NULL, pt ? pt->blob.n : 0,
+					 &d, &err), 0);
 	ck_assert_uint_eq(xzckpt_dec_tell(d), at);
 	ck_assert_uint_gt(xzckpt_dec_cost(d), 0);
 	while ((n = xzckpt_dec_read(d, x->fd, buf, piece, &err)) > 0) {
@@ -247,9 +251,9 @@ static void config_run(const lzma_options_lzma *opt, lzma_check check, size_t si
 	for (size_t i = 0; i < g.npts; i++) {
 		ck_assert(g.pts[i].uoff >= (i ? g.pts[i - 1].uoff : 0) + span);
 		ck_assert(g.pts[i].uoff > 0 && g.pts[i].uoff < x.ref.n);
-		resume_check(&x, &g.pts[i]);
+		resume_check(&x, &g.pts[i], NULL);
 	}
-	resume_check(&x, NULL);
+	resume_check(&x, NULL, NULL);
 	/* sparse: far less than the dense windows */
 	ck_assert_uint_lt(st.window_bytes_kept, st.window_bytes_dense / 2);
 	got_free(&g);
@@ -342,7 +346,7 @@ START_TEST(test_filters_unsupported)
 	ck_assert_int_eq(build(&x, &x.idx->blocks[0], 1 << 16, &g, NULL, &err), -ENOTSUP);
 	ck_assert_msg(strstr(err.msg, "BCJ"), "%s", err.msg);
 	ck_assert_uint_eq(g.npts, 0);
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, &x.idx->blocks[0], NULL, 0, &d, &err), -ENOTSUP);
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, &x.idx->blocks[0], NULL, NULL, 0, &d, &err), -ENOTSUP);
 	ck_assert_ptr_null(d);
 	got_free(&g);
 	xzf_close(&x);
@@ -442,7 +446,7 @@ static int open_blob(struct xzf *x, const struct xzdec_block *b, const struct bu
 {
 	struct xzckpt_dec *d = (void *)1;
 	struct zerr err = {0};
-	int ret = xzckpt_dec_open(x->fd, b, blob->p, blob->n, &d, &err);
+	int ret = xzckpt_dec_open(x->fd, b, NULL, blob->p, blob->n, &d, &err);
 
 	if (ret < 0)
 		ck_assert_ptr_null(d);
@@ -505,11 +509,11 @@ START_TEST(test_bad_blob)
 	/* another Block's: its offset or its size differ */
 	other = *b;
 	other.usize++;
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, &other, blob.p, blob.n, &(struct xzckpt_dec *){0},
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n, &(struct xzckpt_dec *){0},
 					 &err), -EINVAL);
 	other = *b;
 	other.coff += 4; /* no Block Header there: -EIO before the blob is looked at */
-	ck_assert_int_lt(xzckpt_dec_open(x.fd, &other, blob.p, blob.n, &(struct xzckpt_dec *){0},
+	ck_assert_int_lt(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n, &(struct xzckpt_dec *){0},
 					 &err), 0);
 
 	/*
@@ -538,7 +542,7 @@ START_TEST(test_bad_blob)
 		ssize_t n;
 		int differs = 0;
 
-		ck_assert_int_eq(xzckpt_dec_open(x.fd, b, z.p, z.n, &d, &err), 0);
+		ck_assert_int_eq(xzckpt_dec_open(x.fd, b, NULL, z.p, z.n, &d, &err), 0);
 		while ((n = xzckpt_dec_read(d, x.fd, buf, sizeof(buf), &err)) > 0 && !differs) {
 			differs = memcmp(buf, x.ref.p + at, (size_t)n) != 0;
 			at += (uint64_t)n;
@@ -564,6 +568,105 @@ START_TEST(test_bad_blob)
 }
 END_TEST
 
+/* Appends v as LEB128, as the blob's runs are stored. */
+static void put_varint(struct buf *b, uint32_t v)
+{
+	uint8_t c;
+
+	while (v >= 0x80) {
+		c = (uint8_t)(v | 0x80);
+		append(b, &c, 1);
+		v >>= 7;
+	}
+	c = (uint8_t)v;
+	append(b, &c, 1);
+}
+
+/* blob with its payload replaced: its probabilities, then one 8-byte run at gap. */
+static struct buf one_run_blob(const struct buf *blob, uint32_t gap)
+{
+	uint32_t nprobs = get32(blob->p + HEAD_NPROB);
+	size_t rawlen = (size_t)ZSTD_getFrameContentSize(blob->p + HEAD, blob->n - HEAD);
+	struct buf raw = {0}, z = {0};
+	uint8_t *full = malloc(rawlen);
+
+	ck_assert(full);
+	ck_assert_uint_eq(ZSTD_decompress(full, rawlen, blob->p + HEAD, blob->n - HEAD), rawlen);
+	append(&raw, full, 2 * (size_t)nprobs);
+	put_varint(&raw, gap);
+	put_varint(&raw, 8 - 1);
+	append(&raw, "runbytes", 8);
+	z.cap = HEAD + ZSTD_compressBound(raw.n);
+	z.p = malloc(z.cap);
+	ck_assert(z.p);
+	memcpy(z.p, blob->p, HEAD);
+	z.n = HEAD + ZSTD_compress(z.p + HEAD, z.cap - HEAD, raw.p, raw.n, 1);
+	put32(z.p + HEAD_NRUNS, 1);
+	put32(z.p + HEAD_KEPT, 8);
+	put32(z.p + HEAD_ZLEN, (uint32_t)(z.n - HEAD));
+	reseal(&z);
+	free(full);
+	free(raw.p);
+	return z;
+}
+
+/*
+ * A resumed decoder's window comes from the caller's stock and goes back
+ * there at close; the next decoder takes it, whatever the last one left
+ * in it, and still gives the right bytes.  However many decoders close,
+ * the stock keeps at most its 8 MiB.  A forged blob whose run ends past
+ * the window is refused (and, under ASan, writes nothing outside it).
+ */
+START_TEST(test_window_stock)
+{
+	const uint32_t wsize = 1 << 20; /* small_open's dictionary */
+	const struct xzdec_block *b;
+	struct xzckpt_dec *d[10];
+	struct xzdec_spares *sp;
+	struct zerr err = {0};
+	struct got g = {0};
+	struct buf z;
+	struct xzf x;
+
+	small_open(&x, 6 << 20, LZMA_CHECK_CRC32);
+	b = &x.idx->blocks[0];
+	ck_assert_int_eq(build(&x, b, 1 << 20, &g, NULL, &err), 0);
+	ck_assert_uint_ge(g.npts, 3);
+	ck_assert_uint_eq(get32(g.pts[1].blob.p + HEAD_WLEN), wsize);
+	ck_assert_int_eq(xzdec_spares_new(&sp), 0);
+	/* last point first: each reused window holds a later part of the output */
+	for (size_t i = g.npts; i-- > 0;) {
+		resume_check(&x, &g.pts[i], sp);
+		ck_assert_uint_eq(xzdec_spares_bytes(sp), wsize);
+	}
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, b, sp, g.pts[0].blob.p, g.pts[0].blob.n, &d[0],
+					 &err), 0);
+	ck_assert_uint_eq(xzdec_spares_bytes(sp), 0); /* taken, not allocated */
+	for (size_t i = 1; i < 10; i++)
+		ck_assert_int_eq(xzckpt_dec_open(x.fd, b, sp, g.pts[0].blob.p, g.pts[0].blob.n,
+						 &d[i], &err), 0);
+	for (size_t i = 0; i < 10; i++) {
+		xzckpt_dec_close(d[i]);
+		ck_assert_uint_le(xzdec_spares_bytes(sp), 8u << 20);
+	}
+	ck_assert_uint_eq(xzdec_spares_bytes(sp), 8u << 20);
+
+	z = one_run_blob(&g.pts[1].blob, wsize - 8); /* the run ends at the window's end */
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, b, sp, z.p, z.n, &d[0], &err), 0);
+	xzckpt_dec_close(d[0]);
+	free(z.p);
+	z = one_run_blob(&g.pts[1].blob, wsize - 4); /* 4 bytes past it */
+	d[0] = (void *)1;
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, b, sp, z.p, z.n, &d[0], &err), -EINVAL);
+	ck_assert_ptr_null(d[0]);
+	ck_assert_uint_eq(xzdec_spares_bytes(sp), 8u << 20); /* its window went back */
+	free(z.p);
+	xzdec_spares_free(sp);
+	got_free(&g);
+	xzf_close(&x);
+}
+END_TEST
+
 static Suite *xzckpt_suite(void)
 {
 	const struct checkutil_case t[] = {
@@ -575,6 +678,7 @@ static Suite *xzckpt_suite(void)
 		{"filters_unsupported", test_filters_unsupported, 0},
 		{"damage", test_damage, 0},
 		{"bad_blob", test_bad_blob, 0},
+		{"window_stock", test_window_stock, 0},
 	};
 
 	return checkutil_suite("check_xzckpt", "xzckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);

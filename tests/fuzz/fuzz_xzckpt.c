@@ -104,7 +104,7 @@ static void try_blob(const uint8_t *blob, size_t len, uint64_t *mix)
 	static uint8_t buf[65521];
 	uint64_t at, stop;
 	ssize_t n;
-	int ret = xzckpt_dec_open(fd, b, blob, len, &d, &err);
+	int ret = xzckpt_dec_open(fd, b, NULL, blob, len, &d, &err);
 
 	FUZZ_CHECK(ret == 0 || ret == -EINVAL || ret == -ENOMEM, "open returned %d", ret);
 	if (ret < 0) {

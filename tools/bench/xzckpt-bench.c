@@ -128,7 +128,7 @@ static int bench(int fd, const struct xzdec_block *b, uint64_t fsize, uint64_t s
 		double t0 = wall(), tc0 = tcpu();
 		ssize_t n;
 
-		if (xzckpt_dec_open(fd, b, k.b[i].p, k.b[i].len, &d, &err) < 0) {
+		if (xzckpt_dec_open(fd, b, NULL, k.b[i].p, k.b[i].len, &d, &err) < 0) {
 			fprintf(stderr, "open %zu: %s\n", i, err.msg);
 			return 1;
 		}
