@@ -28,24 +28,25 @@
  *  indexer.lock      fs/indexer.c   the walk's progress and job count.
  *                                   Inside it: pool.lock (pool_submit,
  *                                   which never waits), zlog.
- *  reader.stream     index/reader.c serialises the decode of one large
+ *  reader.stream     index/fill.c   serialises the decode of one large
  *                                   streamed unit (xz Block, zstd frame,
- *                                   gzip span).  Inside it: parked_lock
- *                                   (park, unpark), bcache.lock
+ *                                   gzip span).  Inside it: park.lock
+ *                                   (park_add, park_take), bcache.lock
  *                                   (bcache_get without waiting for room,
  *                                   claim, done, charge; bcache_get may wait
  *                                   on bcache.filled for a fill another
  *                                   thread is running now, never for a
  *                                   queued job), reader.lock
- *                                   (check_unchanged, fail_entry), and the
+ *                                   (reader_check_unchanged,
+ *                                   reader_mark_failed), and the
  *                                   context's log sink (zmctx.h).  Room in
  *                                   the cache is never waited for under it
- *                                   (get_unit drops it first): a holder of
+ *                                   (fill_get drops it first): a holder of
  *                                   pinned units may need it.
  *                                   wait_for_turn takes reader.lock inside
  *                                   it, then drops reader.stream and waits
  *                                   on reader.moved (see reader.lock).
- *  parked_lock       index/reader.c the list of parked decoders of all
+ *  park.lock         index/park.c   the list of parked decoders of all
  *                                   readers of one context (zmctx.h).
  *                                   Leaf: decoders are closed and
  *                                   uncharged after it is dropped.
@@ -83,7 +84,7 @@
  *                                   job (rule 2).
  *  reader.lock       index/reader.c a reader's bad-unit marks, streams,
  *                                   reads in progress and job count.  Leaf;
- *                                   reader.idle (drain) waits on it, see
+ *                                   reader.idle (readahead_wait) waits on it, see
  *                                   rule 2.  reader.moved waits on it in
  *                                   wait_for_turn (a read letting an earlier
  *                                   read of a streamed unit go first): with

@@ -4,8 +4,9 @@
 
 /*
  * One compressed format behind the reader (internal to index/).  The
- * reader's core (reader.c) keeps the cache units, read-ahead, version
- * checks, views, parked decoders and the byte budget; a backend only knows
+ * reader's core (reader.c, fill.c, udec.c, park.c, readahead.c) keeps the
+ * cache units, read-ahead, version checks, views, parked decoders and the
+ * byte budget; a backend only knows
  * its format: how to build the block map, and how to decode from the start
  * of one map entry.
  *

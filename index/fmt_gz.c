@@ -13,7 +13,7 @@
  * cached or served; one streamed in slices is checked at its end, as a
  * large xz Block is, its earlier slices having been served already.  A
  * mismatch is an -EIO like any decode error: the core marks the entry bad
- * and logs one line (fail_entry in reader.c).
+ * and logs one line (reader_fail_entry).
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -31,7 +31,7 @@ static inline bool srcid_same(const struct stat *a, const struct stat *b)
  * Everything but ctime the same: a rename, unlink, link or chmod of the file
  * (its bytes as they were), or an in-place rewrite that restored size and
  * mtime.  Not a version test by itself: the caller must tell the two apart
- * by content (reader.c's check_unchanged re-hashes a sample).
+ * by content (reader_check_unchanged re-hashes a sample).
  */
 static inline bool srcid_same_but_ctime(const struct stat *a, const struct stat *b)
 {
