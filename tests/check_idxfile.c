@@ -2534,6 +2534,92 @@ START_TEST(ckpt_beside_zstd_sizes)
 }
 END_TEST
 
+/*
+ * Issue 20: an index follows its source through a rename (logrotate) and a
+ * copy (cp -p), proven by the whole-file hash, and is rebound to the new
+ * path and identity; a source with the same size, mtime and first and last
+ * 4 KiB but other bytes in the middle (rewritten, touch -r) is refused.
+ * Both kinds of file: .zmi (gzip) and .zmc (checkpoint sets).
+ */
+START_TEST(rename_proven_by_content)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct idxfile_info info;
+	struct zerr err = {0};
+	struct timespec ts[2];
+	struct three_sets t;
+	struct src s, c, f;
+	struct csrc k;
+	struct stat st;
+	unsigned char ch;
+	int fd;
+
+	new_dir(dir, sizeof(dir), "rot");
+	src_copy(&s, "big.gz", "rot.log.gz");
+	save_ok(dir, &s, NULL);
+	index_path(dir, &s, file, sizeof(file));
+	/* logrotate: renamed, so another path and ctime; the same file name, no rebuild */
+	ck_assert_int_eq(sh("mv rot.log.gz rot.log.1.gz"), 0);
+	path_of(s.path, sizeof(s.path), "rot.log.1.gz");
+	re_identify(&s);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	expect_equal(got, s.idx);
+	gzdec_index_free(got);
+	/* rebound: the file now records the new path and identity, so the next load is fast */
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_str_eq(info.src, s.path);
+	expect_same_id(&info.id, &s.id);
+	/* cp -p: another inode, the same bytes and mtime */
+	ck_assert_int_eq(sh("cp -p rot.log.1.gz copy.gz"), 0);
+	src_open(&c, "copy.gz", SPAN_MIN);
+	ck_assert_uint_ne(c.id.ino, s.id.ino);
+	ck_assert_int_eq(load(dir, &c, 0, &got), 0);
+	gzdec_index_free(got);
+	/* renamed AND rewritten: a byte in the middle, mtime put back; the ends hash the same */
+	ck_assert_int_eq(sh("cp -p copy.gz forged.gz"), 0);
+	path_of(f.path, sizeof(f.path), "forged.gz");
+	fd = open(f.path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_gt(st.st_size, 3 * 4096);
+	ck_assert_int_eq(pread(fd, &ch, 1, st.st_size / 2), 1);
+	ch ^= 0x40;
+	ck_assert_int_eq(pwrite(fd, &ch, 1, st.st_size / 2), 1);
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	ck_assert_int_eq(futimens(fd, ts), 0);
+	close(fd);
+	f.fd = open(f.path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_eq(idxfile_identify(f.fd, &f.id), 0);
+	ck_assert_uint_eq(f.id.fingerprint, c.id.fingerprint);
+	ck_assert_int_eq(f.id.mtime_nsec, c.id.mtime_nsec);
+	f.idx = NULL;
+	ck_assert_int_eq(idxfile_load(dir, f.path, &f.id, 0, &got, &err), -ESTALE);
+	ck_assert_msg(strstr(err.msg, "other bytes"), "%s", err.msg);
+	ck_assert_ptr_null(got);
+	/* refused, not rebound: the copy still loads as recorded */
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_str_eq(info.src, c.path);
+	/* the checkpoint kind, the same way */
+	three_make(&t);
+	ck_assert_int_eq(sh("cp small.gz ck.xz"), 0);
+	csrc_open(&k, "ck.xz");
+	ck_assert_int_eq(idxfile_save_ckpt(dir, k.path, &k.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(sh("mv ck.xz ck.1.xz"), 0);
+	path_of(k.path, sizeof(k.path), "ck.1.xz");
+	ck_assert_int_eq(idxfile_identify(k.id.fd, &k.id), 0);
+	ck_assert_int_eq(cload(dir, &k, SPAN_MIN, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, &k.id, file, sizeof(file)), 0);
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_str_eq(info.src, k.path);
+	three_free(&t);
+	src_close(&f);
+	src_close(&c);
+	src_close(&s);
+}
+END_TEST
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -2597,6 +2683,7 @@ int main(void)
 	tcase_add_test(tc, ckpt_save_rejects_bad_input);
 	tcase_add_test(tc, ckpt_prune);
 	tcase_add_test(tc, ckpt_beside_zstd_sizes);
+	tcase_add_test(tc, rename_proven_by_content);
 	suite_add_tcase(s, tc);
 
 	sr = srunner_create(s);
