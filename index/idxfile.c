@@ -27,10 +27,21 @@
  * about the size of the in-memory index it becomes) and validate it before
  * it allocates anything from it: the CRC again, then every
  * field and every checkpoint, with all 64-bit sums checked for overflow and
- * every count bounded by the bytes actually present.  Only then are the
- * path and identity (idxfile_id_same) compared, and the gzdec_index built,
- * allocated exactly as gzdec.c does (calloc'd struct, one points array, each
- * window malloc'd, NULL when empty) so gzdec_index_free frees it.
+ * every count bounded by the bytes actually present.  Only then is the
+ * identity compared (bound_to), and the gzdec_index built, allocated
+ * exactly as gzdec.c does (calloc'd struct, one points array, each window
+ * malloc'd, NULL when empty) so gzdec_index_free frees it.
+ *
+ * Names and identity (version 5).  A file is named by its source's content
+ * key, a hash of what a rename or cp -p keeps (size, mtime, fingerprint),
+ * and records the full identity, the path, and an XXH64 of the source's
+ * compressed bytes, taken at save time through the identified descriptor.
+ * A load whose identity matches the recorded one reads nothing more of the
+ * source; one whose device, inode or ctime differ (logrotate renamed it)
+ * hashes the source, 256 KiB at a time, and takes the index only if the
+ * hash matches, then writes it back bound to the new path and identity so
+ * the next load does not hash.  Hashing compressed bytes runs at memory
+ * speed, far below the decode pass the index saves.
  *
  * The CRC table is built on the stack per call (2 KiB, microseconds), which
  * keeps the file free of global state.
@@ -271,14 +282,35 @@ static void xxh_init(struct xxh *x)
 	x->v[3] = -XP1;
 }
 
+/* A little-endian 64-bit word, in one load where the host allows (the hot loop's). */
+static uint64_t load64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
 /* Feeds the whole stripes of p; returns how many bytes that took. */
 static size_t xxh_feed(struct xxh *x, const unsigned char *p, size_t n)
 {
+	uint64_t a = x->v[0], b = x->v[1], c = x->v[2], d = x->v[3];
 	size_t done = n - n % 32;
 
-	for (size_t i = 0; i < done; i += 32)
-		for (int k = 0; k < 4; k++)
-			x->v[k] = xround(x->v[k], get64(p + i + 8 * k));
+	/* lanes in locals: through x they would be reloaded after every store */
+	for (size_t i = 0; i < done; i += 32) {
+		a = xround(a, load64(p + i));
+		b = xround(b, load64(p + i + 8));
+		c = xround(c, load64(p + i + 16));
+		d = xround(d, load64(p + i + 24));
+	}
+	x->v[0] = a;
+	x->v[1] = b;
+	x->v[2] = c;
+	x->v[3] = d;
 	return done;
 }
 
