@@ -1869,6 +1869,46 @@ static int is_ext(const char *s)
 	return !strncmp(s, IF_EXT, 4) || !strncmp(s, IF_CEXT, 4);
 }
 
+/*
+ * Whether in's source, gone from its recorded path, sits in the same
+ * directory under another name (a logrotate rename, not loaded since): an
+ * entry with the recorded device and inode whose bytes bound_to proves.
+ * One readdir of that directory; entries opened as prune opens sources.
+ */
+static bool renamed_nearby(const struct idxfile_info *in)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	size_t n = (size_t)(strrchr(in->src, '/') - in->src);
+	struct idxfile_id now;
+	struct dirent *de;
+	bool found = false;
+	int dfd, fd;
+	DIR *d;
+
+	memcpy(dir, in->src, n);
+	strcpy(dir + n, n ? "" : "/");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return false;
+	}
+	while (!found && (de = readdir(d))) {
+		if ((uint64_t)de->d_ino != in->id.ino ||
+		    snprintf(path, sizeof(path), "%s/%s", n ? dir : "", de->d_name) >= (int)sizeof(path))
+			continue;
+		fd = openat(dirfd(d), de->d_name, IF_OPEN);
+		if (fd < 0)
+			continue;
+		found = idxfile_identify(fd, &now) == 0 && now.dev == in->id.dev &&
+			bound_to(in, path, &now, NULL) >= 0;
+		close(fd);
+	}
+	closedir(d);
+	return found;
+}
+
 /* Whether the index file name in dfd must go: 1 yes, 0 keep. */
 static int prune_index(int dfd, const char *dir, const char *name)
 {
@@ -1907,6 +1947,8 @@ static int prune_index(int dfd, const char *dir, const char *name)
 					(ret == 0 && bound_to(in, in->src, &now, NULL) == -ESTALE);
 				close(fd);
 			}
+			if (stale && renamed_nearby(in))
+				stale = 0;
 		}
 	}
 	free(in);

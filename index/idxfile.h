@@ -345,8 +345,8 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
  *    with their kind's suffix, whose source (at the recorded path) is gone
  *    (ENOENT, ENOTDIR, ELOOP) or not a regular file, or whose source there
  *    has other bytes (a load for it would refuse: identity and whole-file
- *    hash).  A source renamed since its last load (logrotate) is not
- *    looked for: its index goes, and the next mount builds it again;
+ *    hash), unless an entry of that directory has the recorded device and
+ *    inode and the same bytes (renamed by logrotate, not loaded since);
  *  - temporary files ".<16 hex>.zmi.XXXXXX" and ".<16 hex>.zmc.XXXXXX" last
  *    modified over an hour ago (a live save takes seconds).
  * Indexes whose source cannot be checked (EACCES, EIO, ...) are kept, and

@@ -2535,6 +2535,38 @@ START_TEST(ckpt_beside_zstd_sizes)
 END_TEST
 
 /*
+ * prune after a logrotate rename, before any load: the recorded path holds
+ * a new file, but the source is in the same directory under its new name,
+ * proven by its bytes, so the index stays; once that file is gone, it goes.
+ */
+START_TEST(prune_keeps_renamed)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	unsigned removed = 99;
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "prot");
+	src_copy(&s, "big.gz", "pr.log.1.gz");
+	save_ok(dir, &s, NULL);
+	index_path(dir, &s, file, sizeof(file));
+	ck_assert_int_eq(sh("mv pr.log.1.gz pr.log.2.gz && cp small.gz pr.log.1.gz"), 0);
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(access(file, F_OK), 0);
+	path_of(s.path, sizeof(s.path), "pr.log.2.gz");
+	re_identify(&s);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	gzdec_index_free(got);
+	ck_assert_int_eq(sh("mv pr.log.2.gz pr.log.3.gz && rm pr.log.3.gz pr.log.1.gz"), 0);
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_ne(access(file, F_OK), 0);
+	src_close(&s);
+}
+END_TEST
+
+/*
  * Issue 20: an index follows its source through a rename (logrotate) and a
  * copy (cp -p), proven by the whole-file hash, and is rebound to the new
  * path and identity; a source with the same size, mtime and first and last
@@ -2684,6 +2716,7 @@ int main(void)
 	tcase_add_test(tc, ckpt_prune);
 	tcase_add_test(tc, ckpt_beside_zstd_sizes);
 	tcase_add_test(tc, rename_proven_by_content);
+	tcase_add_test(tc, prune_keeps_renamed);
 	suite_add_tcase(s, tc);
 
 	sr = srunner_create(s);
