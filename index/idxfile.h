@@ -15,9 +15,10 @@
  *
  * A saved index is bound to its source's identity (struct idxfile_id),
  * absolute path and whole-file hash, and named by what a rename keeps of
- * the identity (idxfile_path), so a logrotate rename keeps it.  Loading validates the fixed header first (magic, version,
- * length, a size cap computed from the source's size, and the room its
- * record count can take), so a junk file is refused before it is read;
+ * the identity (idxfile_path), so a logrotate rename keeps it.  Loading
+ * validates the fixed header first (magic, version, length, a size cap
+ * computed from the source's size, and the room its record count can
+ * take), so a junk file is refused before it is read;
  * then the CRC-64, read in 256 KiB pieces, so a file that is junk all the
  * same costs no more memory than that; then the whole file (every field
  * and every checkpoint) before anything is allocated from it, so a
@@ -213,9 +214,9 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
  * another path, inode or ctime with the same size, mtime and fingerprint
  * whose whole-file hash (read through id->fd, 256 KiB at a time) equals the
  * recorded one; such a file is rebound to this path and identity and saved
- * again (a failed save ignored), so the next load does not hash.  If span_wanted is not 0, an index built with
- * another span is refused with -ERANGE: span bounds how much a random read
- * decodes, so a mount asked for span=64K must not silently use a 64M index.
+ * again (a failed save ignored), so the next load does not hash.  If
+ * span_wanted is not 0, an index built with another span is refused with
+ * -ERANGE: span bounds how much a random read decodes, so a mount asked for span=64K must not silently use a 64M index.
  * Pass 0 (tools) to take any span; on -ERANGE rebuild and save over it.
  * Returns 0 and *out (caller frees with gzdec_index_free), or *out = NULL and
  *   -ENOENT   no index file under id's key (-ENOTDIR if dir is not a directory);
