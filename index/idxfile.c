@@ -27,10 +27,21 @@
  * about the size of the in-memory index it becomes) and validate it before
  * it allocates anything from it: the CRC again, then every
  * field and every checkpoint, with all 64-bit sums checked for overflow and
- * every count bounded by the bytes actually present.  Only then are the
- * path and identity (idxfile_id_same) compared, and the gzdec_index built,
- * allocated exactly as gzdec.c does (calloc'd struct, one points array, each
- * window malloc'd, NULL when empty) so gzdec_index_free frees it.
+ * every count bounded by the bytes actually present.  Only then is the
+ * identity compared (bound_to), and the gzdec_index built, allocated
+ * exactly as gzdec.c does (calloc'd struct, one points array, each window
+ * malloc'd, NULL when empty) so gzdec_index_free frees it.
+ *
+ * Names and identity (version 5).  A file is named by its source's content
+ * key, a hash of what a rename or cp -p keeps (size, mtime, fingerprint),
+ * and records the full identity, the path, and an XXH64 of the source's
+ * compressed bytes, taken at save time through the identified descriptor.
+ * A load whose identity matches the recorded one reads nothing more of the
+ * source; one whose device, inode or ctime differ (logrotate renamed it)
+ * hashes the source, 256 KiB at a time, and takes the index only if the
+ * hash matches, then writes it back bound to the new path and identity so
+ * the next load does not hash.  Hashing compressed bytes runs at memory
+ * speed, far below the decode pass the index saves.
  *
  * The CRC table is built on the stack per call (2 KiB, microseconds), which
  * keeps the file free of global state.
@@ -52,7 +63,7 @@
 
 #include "srcid.h"
 
-#define IF_HDR	    128u /* fixed header */
+#define IF_HDR	    136u /* fixed header */
 #define IF_REC	    32u	 /* one checkpoint record */
 #define IF_CRC	    8u	 /* trailing CRC-64 */
 #define IF_PIECE    (256u << 10) /* what the CRC pass reads at a time */
@@ -67,6 +78,12 @@
 #define IF_MAX_UP   1024		  /* parents checked above an index directory, at most */
 #define IF_OPEN	    (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 #define CRC64_POLY  0xC96C5795D7870F42ull /* ECMA-182, reflected (CRC-64/XZ) */
+/* XXH64's primes: the whole-file hash of a source (src_hash) */
+#define XP1 0x9E3779B185EBCA87ull
+#define XP2 0xC2B2AE3D27D4EB4Full
+#define XP3 0x165667B19E3779F9ull
+#define XP4 0x85EBCA77C2B2AE63ull
+#define XP5 0x27D4EB2F165667C5ull
 /* magic, a 1-byte header and a block header: no zstd frame is shorter */
 #define IF_ZMIN_FRAME 9u
 /* a 4-byte RLE block makes 128 KiB: no zstd frame makes more per compressed byte */
@@ -110,6 +127,7 @@ enum {
 	H_CNSEC = 108,
 	H_NPOINTS = 112,
 	H_CTIME = 120,
+	H_HASH = 128, /* version 5 */
 };
 /* Checkpoint record field offsets. */
 enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25, P_CRC = 28 };
@@ -236,6 +254,133 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+static uint64_t rotl64(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t xround(uint64_t acc, uint64_t in)
+{
+	return rotl64(acc + in * XP2, 31) * XP1;
+}
+
+/*
+ * XXH64 with seed 0, over a stream that arrives in pieces: every piece but
+ * the last a multiple of 32 bytes, so only the last one leaves a tail.
+ * xxh_feed takes the 32-byte stripes of a piece; xxh_end the tail (< 32
+ * bytes) and the total length.
+ */
+struct xxh {
+	uint64_t v[4];
+};
+
+static void xxh_init(struct xxh *x)
+{
+	x->v[0] = XP1 + XP2;
+	x->v[1] = XP2;
+	x->v[2] = 0;
+	x->v[3] = -XP1;
+}
+
+/* A little-endian 64-bit word, in one load where the host allows (the hot loop's). */
+static uint64_t load64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+/* Feeds the whole stripes of p; returns how many bytes that took. */
+static size_t xxh_feed(struct xxh *x, const unsigned char *p, size_t n)
+{
+	uint64_t a = x->v[0], b = x->v[1], c = x->v[2], d = x->v[3];
+	size_t done = n - n % 32;
+
+	/* lanes in locals: through x they would be reloaded after every store */
+	for (size_t i = 0; i < done; i += 32) {
+		a = xround(a, load64(p + i));
+		b = xround(b, load64(p + i + 8));
+		c = xround(c, load64(p + i + 16));
+		d = xround(d, load64(p + i + 24));
+	}
+	x->v[0] = a;
+	x->v[1] = b;
+	x->v[2] = c;
+	x->v[3] = d;
+	return done;
+}
+
+static uint64_t xxh_end(const struct xxh *x, uint64_t total, const unsigned char *p, size_t n)
+{
+	uint64_t h;
+
+	if (total >= 32) {
+		h = rotl64(x->v[0], 1) + rotl64(x->v[1], 7) + rotl64(x->v[2], 12) +
+		    rotl64(x->v[3], 18);
+		for (int k = 0; k < 4; k++)
+			h = (h ^ xround(0, x->v[k])) * XP1 + XP4;
+	} else {
+		h = XP5;
+	}
+	h += total;
+	for (; n >= 8; p += 8, n -= 8)
+		h = rotl64(h ^ xround(0, get64(p)), 27) * XP1 + XP4;
+	if (n >= 4) {
+		h = rotl64(h ^ (uint64_t)get32(p) * XP1, 23) * XP2 + XP3;
+		p += 4;
+		n -= 4;
+	}
+	for (; n; p++, n--)
+		h = rotl64(h ^ *p * XP5, 11) * XP1;
+	h = (h ^ (h >> 33)) * XP2;
+	h = (h ^ (h >> 29)) * XP3;
+	return h ^ (h >> 32);
+}
+
+static void id_stat(const struct idxfile_id *id, struct stat *st);
+
+/*
+ * The whole-file hash of the source id names (XXH64 of its id->size
+ * compressed bytes), read from id->fd in IF_PIECE reads.  id->fd must be
+ * that very version before and after (srcid_same with fstat): a closed or
+ * reused descriptor, or a file written meanwhile, is -ESTALE, never
+ * another file's hash.  Returns 0, -ESTALE, -ENOMEM or -errno.
+ */
+static int src_hash(const struct idxfile_id *id, uint64_t *out)
+{
+	unsigned char *p = NULL;
+	struct stat want, st;
+	uint64_t off = 0;
+	struct xxh x;
+	size_t n = 0, done = 0;
+	int ret = 0;
+
+	id_stat(id, &want);
+	if (id->fd < 0 || fstat(id->fd, &st) < 0 || !S_ISREG(st.st_mode) || !srcid_same(&st, &want))
+		return -ESTALE;
+	p = malloc(IF_PIECE);
+	if (!p)
+		return -ENOMEM;
+	xxh_init(&x);
+	while (ret == 0 && off < id->size) {
+		n = id->size - off < IF_PIECE ? (size_t)(id->size - off) : IF_PIECE;
+		ret = pread_full(id->fd, p, n, off);
+		off += n;
+		if (ret == 0)
+			done = xxh_feed(&x, p, n); /* n % 32 != 0 only for the last piece */
+	}
+	if (ret == 0)
+		*out = xxh_end(&x, id->size, p + done, n - done);
+	free(p);
+	if (ret == 0 && (fstat(id->fd, &st) < 0 || !srcid_same(&st, &want)))
+		ret = -ESTALE; /* written while hashed */
+	return ret == -EIO ? -ESTALE : ret; /* shrank while hashed */
+}
+
 static int write_full(int fd, const unsigned char *p, size_t len)
 {
 	while (len) {
@@ -308,6 +453,7 @@ int idxfile_identify(int fd, struct idxfile_id *id)
 		return ret;
 	h = fnv64(h, buf, n);
 	id->fingerprint = mix64(h ^ id->size);
+	id->fd = fd;
 	return 0;
 }
 
@@ -408,36 +554,43 @@ static uint64_t max_size_kind(uint32_t kind, uint64_t src_size, uint64_t span)
 	return 0;
 }
 
-/* "DIR/<hash of src_abspath>" + ext. */
-static int name_path(const char *dir, const char *src_abspath, const char *ext, char *out,
+/*
+ * "DIR/<content key of id>" + ext.  The key hashes what a rename or a copy
+ * (cp -p) keeps: size, mtime and the fingerprint of the first and last
+ * 4 KiB, as 28 little-endian bytes, so a renamed source finds its index.
+ */
+static int name_path(const char *dir, const struct idxfile_id *id, const char *ext, char *out,
 		     size_t len)
 {
-	uint64_t h;
+	unsigned char k[28];
 	int n;
 
-	if (!dir || !dir[0] || !src_abspath || src_abspath[0] != '/')
+	if (!dir || !dir[0] || !id)
 		return -EINVAL;
-	h = mix64(fnv64(0xCBF29CE484222325ull, src_abspath, strlen(src_abspath)));
-	n = snprintf(out, len, "%s/%016" PRIx64 "%s", dir, h, ext);
+	put64(k, id->size);
+	put64(k + 8, (uint64_t)id->mtime_sec);
+	put32(k + 16, id->mtime_nsec);
+	put64(k + 20, id->fingerprint);
+	n = snprintf(out, len, "%s/%016" PRIx64 "%s", dir,
+		     mix64(fnv64(0xCBF29CE484222325ull, k, sizeof(k))), ext);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len)
+int idxfile_path(const char *dir, const struct idxfile_id *id, char *out, size_t len)
 {
-	return name_path(dir, src_abspath, IF_EXT, out, len);
+	return name_path(dir, id, IF_EXT, out, len);
 }
 
-int idxfile_path_ckpt(const char *dir, const char *src_abspath, char *out, size_t len)
+int idxfile_path_ckpt(const char *dir, const struct idxfile_id *id, char *out, size_t len)
 {
-	return name_path(dir, src_abspath, IF_CEXT, out, len);
+	return name_path(dir, id, IF_CEXT, out, len);
 }
 
 /* The file a kind lives in: checkpoint sets in their own, the others in "<h>.zmi". */
-static int kind_path(uint32_t kind, const char *dir, const char *src_abspath, char *out,
+static int kind_path(uint32_t kind, const char *dir, const struct idxfile_id *id, char *out,
 		     size_t len)
 {
-	return name_path(dir, src_abspath, kind == IDXFILE_KIND_CKPT ? IF_CEXT : IF_EXT, out,
-			 len);
+	return name_path(dir, id, kind == IDXFILE_KIND_CKPT ? IF_CEXT : IF_EXT, out, len);
 }
 
 static const char *kind_name(uint32_t kind)
@@ -689,6 +842,8 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	in->id.ctime_sec = (int64_t)get64(b + H_CTIME);
 	in->id.ctime_nsec = get32(b + H_CNSEC);
 	in->id.fingerprint = get64(b + H_FPRINT);
+	in->id.fd = -1;
+	in->src_hash = get64(b + H_HASH);
 	if (in->id.mtime_nsec >= 1000000000u)
 		return BAD(H_NSEC, "mtime nanoseconds %" PRIu32 " out of range", in->id.mtime_nsec);
 	if (in->id.ctime_nsec >= 1000000000u)
@@ -758,6 +913,19 @@ static int build(const unsigned char *b, const struct idxfile_info *in, struct g
 	return 0;
 }
 
+/* The identity fields of the header at b (all but the path). */
+static void put_id(unsigned char *b, const struct idxfile_id *id)
+{
+	put64(b + H_DEV, id->dev);
+	put64(b + H_INO, id->ino);
+	put64(b + H_SIZE, id->size);
+	put64(b + H_MTIME, (uint64_t)id->mtime_sec);
+	put32(b + H_NSEC, id->mtime_nsec);
+	put64(b + H_CTIME, (uint64_t)id->ctime_sec);
+	put32(b + H_CNSEC, id->ctime_nsec);
+	put64(b + H_FPRINT, id->fingerprint);
+}
+
 /* A zeroed image of n bytes with the fields common to both kinds, and the path; NULL: no memory. */
 static unsigned char *new_image(size_t n, const char *src, size_t plen, const struct idxfile_id *id)
 {
@@ -769,15 +937,8 @@ static unsigned char *new_image(size_t n, const char *src, size_t plen, const st
 	put32(b + H_VERSION, IDXFILE_VERSION);
 	put32(b + H_FLAGS, IDXFILE_F_VERIFIED);
 	put64(b + H_FSIZE, n);
-	put64(b + H_DEV, id->dev);
-	put64(b + H_INO, id->ino);
-	put64(b + H_SIZE, id->size);
-	put64(b + H_MTIME, (uint64_t)id->mtime_sec);
-	put32(b + H_NSEC, id->mtime_nsec);
-	put64(b + H_CTIME, (uint64_t)id->ctime_sec);
-	put32(b + H_CNSEC, id->ctime_nsec);
+	put_id(b, id);
 	put32(b + H_PATHLEN, (uint32_t)plen);
-	put64(b + H_FPRINT, id->fingerprint);
 	memcpy(b + IF_HDR, src, plen);
 	return b;
 }
@@ -1144,10 +1305,87 @@ static int open_dir(const char *dir, struct zerr *err)
 }
 
 /*
+ * Whether the checked image whose info is in may be used for the source at
+ * src with identity id (doc/index-format.md, "Source identity"): 0 as
+ * recorded (identity, and so ctime, unchanged; path too, else it is a
+ * rebind for the path alone); 1 proven by content: another path, inode or
+ * ctime (a rename, a copy), but the same size, mtime and fingerprint, and
+ * the whole-file hash of id->fd equal to the recorded one.  Else -ESTALE
+ * (err says why), -ENOMEM or -errno.
+ */
+static int bound_to(const struct idxfile_info *in, const char *src, const struct idxfile_id *id,
+		    struct zerr *err)
+{
+	bool here = !strcmp(in->src, src);
+	uint64_t h;
+	int ret;
+
+	if (idxfile_id_same(&in->id, id))
+		return here ? 0 : 1;
+	if (in->id.size != id->size || in->id.mtime_sec != id->mtime_sec ||
+	    in->id.mtime_nsec != id->mtime_nsec || in->id.fingerprint != id->fingerprint)
+		return here ? zerr_set(err, -ESTALE, H_DEV, "the source changed since it was indexed")
+			    : zerr_set(err, -ESTALE, IF_HDR, "made for another file: %s", in->src);
+	ret = src_hash(id, &h);
+	if (ret == -ENOMEM)
+		return zerr_set(err, ret, 0, "out of memory");
+	if (ret < 0)
+		return zerr_set(err, -ESTALE, H_HASH, "cannot hash the source to compare it with "
+				"%s (%s)", in->src, strerror(-ret));
+	if (h != in->src_hash)
+		return zerr_set(err, -ESTALE, H_HASH, "made for %s: the same size, mtime and first "
+				"and last 4 KiB, but other bytes", in->src);
+	return 1;
+}
+
+static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kind,
+		      const unsigned char *b, size_t len, uint64_t *bytes_written);
+
+/*
+ * Rebinds the checked image *buf (len bytes; *in its info) to the source
+ * at src with identity id, which bound_to has just accepted: the new path
+ * and identity (the records follow the path), a new CRC-64, and the file
+ * saved again under its name (the same: the key did not change), so that
+ * the next load of this source is as recorded, with no hash.  A failed save
+ * is ignored: that load hashes again.  On -ENOMEM or a path that does not
+ * fit, *buf and *in stay as they were, still usable.
+ */
+static void rebind(const char *dir, const char *src, const struct idxfile_id *id,
+		   unsigned char **buf, size_t len, struct idxfile_info *in)
+{
+	size_t olen = strlen(in->src), plen = strlen(src), n = len - olen + plen, body;
+	struct idxfile_info *ni = malloc(sizeof(*ni));
+	unsigned char *b = plen < PATH_MAX ? malloc(n) : NULL;
+
+	if (!b || !ni)
+		goto out;
+	body = IF_HDR + olen;
+	memcpy(b, *buf, IF_HDR);
+	memcpy(b + IF_HDR, src, plen);
+	memcpy(b + IF_HDR + plen, *buf + body, len - IF_CRC - body);
+	put_id(b, id);
+	put32(b + H_PATHLEN, (uint32_t)plen);
+	put64(b + H_FSIZE, n);
+	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
+	if (check(b, n, ni, NULL) < 0)
+		goto out;
+	save_image(dir, id, in->kind, b, n, NULL);
+	free(*buf);
+	*buf = b;
+	*in = *ni;
+	b = NULL;
+out:
+	free(b);
+	free(ni);
+}
+
+/*
  * The part of a load all kinds share: the trusted, fully validated image
- * of src_abspath's index file for kind (*buf, caller frees; *in filled),
- * made for that path and identity id, and of that kind.  Returns 0, or
- * -errno with err as idxfile_load documents (*buf NULL).
+ * of the index file of kind for the source at src_abspath with identity id
+ * (*buf, caller frees; *in filled), found under id's content key, of that
+ * kind, and bound to that source (bound_to; rebound to it if it was proven
+ * by content).  Returns 0, or -errno with err as idxfile_load documents
+ * (*buf NULL).
  */
 static int load_image(const char *dir, const char *src_abspath, const struct idxfile_id *id,
 		      uint32_t kind, unsigned char **buf, struct idxfile_info *in,
@@ -1160,7 +1398,8 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 	int dfd, fd, ret;
 
 	*buf = NULL;
-	ret = kind_path(kind, dir, src_abspath, path, sizeof(path));
+	ret = src_abspath && src_abspath[0] == '/' ? kind_path(kind, dir, id, path, sizeof(path))
+						   : -EINVAL;
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "bad source path");
 	dfd = open_dir(dir, err);
@@ -1172,12 +1411,14 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 		close(fd);
 	}
 	close(dfd);
-	if (ret == 0 && strcmp(in->src, src_abspath))
-		ret = zerr_set(err, -ESTALE, IF_HDR, "made for another file: %s", in->src);
-	else if (ret == 0 && !idxfile_id_same(&in->id, id))
-		ret = zerr_set(err, -ESTALE, H_DEV, "the source changed since it was indexed");
-	else if (ret == 0 && in->kind != kind)
+	if (ret == 0 && in->kind != kind)
 		ret = BAD(H_KIND, "a %s index, not a %s one", kind_name(in->kind), kind_name(kind));
+	if (ret == 0)
+		ret = bound_to(in, src_abspath, id, err);
+	if (ret == 1) {
+		rebind(dir, src_abspath, id, &b, len, in);
+		ret = 0;
+	}
 	if (ret < 0)
 		free(b);
 	else
@@ -1264,7 +1505,7 @@ static int remove_kind(const char *dir, const char *src_abspath, const struct id
 	const char *name;
 	struct stat st;
 	size_t len = 0;
-	int dfd = -1, fd, ret = in ? kind_path(kind, dir, src_abspath, path, sizeof(path)) : -ENOMEM;
+	int dfd = -1, fd, ret = in ? kind_path(kind, dir, id, path, sizeof(path)) : -ENOMEM;
 
 	if (ret == 0)
 		ret = dfd = open_dir(dir, NULL);
@@ -1276,8 +1517,8 @@ static int remove_kind(const char *dir, const char *src_abspath, const struct id
 		ret = read_checked(fd, &st, &id->size, &b, &len, in, NULL);
 		close(fd);
 	}
-	if (ret == 0 && (strcmp(in->src, src_abspath) || !idxfile_id_same(&in->id, id)))
-		ret = -ESTALE;
+	if (ret == 0 && (ret = bound_to(in, src_abspath, id, NULL)) == 1)
+		ret = 0;
 	if (ret == 0 && unlinkat(dfd, name, 0) < 0)
 		ret = -errno;
 out:
@@ -1362,15 +1603,15 @@ static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
 	return fd;
 }
 
-/* Writes image b (len bytes, validated, of kind; freed here) as src_abspath's index in dir. */
-static int save_image(const char *dir, const char *src_abspath, uint32_t kind, unsigned char *b,
-		      size_t len, uint64_t *bytes_written)
+/* Writes image b (len bytes, validated, of kind; borrowed) as the index of id's source in dir. */
+static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kind,
+		      const unsigned char *b, size_t len, uint64_t *bytes_written)
 {
 	char final[PATH_MAX], tmp[PATH_MAX];
 	const char *name;
 	int dfd = -1, fd, ret;
 
-	ret = kind_path(kind, dir, src_abspath, final, sizeof(final));
+	ret = kind_path(kind, dir, id, final, sizeof(final));
 	if (ret == 0)
 		ret = mkdir_p(dir);
 	if (ret == 0)
@@ -1401,6 +1642,25 @@ static int save_image(const char *dir, const char *src_abspath, uint32_t kind, u
 out:
 	if (dfd >= 0)
 		close(dfd);
+	return ret;
+}
+
+/*
+ * Puts the whole-file hash of id's source (src_hash: -ESTALE if id->fd is
+ * not that version any more) into image b (len bytes, validated, of kind;
+ * freed here), seals it with its CRC-64, and writes it (save_image).
+ */
+static int seal_save(const char *dir, const struct idxfile_id *id, uint32_t kind,
+		     unsigned char *b, size_t len, uint64_t *bytes_written)
+{
+	uint64_t h;
+	int ret = src_hash(id, &h);
+
+	if (ret == 0) {
+		put64(b + H_HASH, h);
+		put64(b + len - IF_CRC, crc64(b, len - IF_CRC));
+		ret = save_image(dir, id, kind, b, len, bytes_written);
+	}
 	free(b);
 	return ret;
 }
@@ -1414,7 +1674,7 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
 
 	if (ret == 0)
 		ret = serialize(src_abspath, id, idx, &b, &len);
-	return ret < 0 ? ret : save_image(dir, src_abspath, IDXFILE_KIND_GZIP, b, len, bytes_written);
+	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_GZIP, b, len, bytes_written);
 }
 
 int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
@@ -1426,7 +1686,7 @@ int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idx
 
 	if (ret == 0)
 		ret = serialize_zstd(src_abspath, id, z, &b, &len);
-	return ret < 0 ? ret : save_image(dir, src_abspath, IDXFILE_KIND_ZSTD, b, len, bytes_written);
+	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_ZSTD, b, len, bytes_written);
 }
 
 /* Bytes set s takes in a file: its points, CRC32s and used blob bytes; 0 if s is unusable. */
@@ -1536,7 +1796,7 @@ int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idx
 
 	if (ret == 0)
 		ret = serialize_ckpt(src_abspath, id, span, sets, n, &b, &len);
-	return ret < 0 ? ret : save_image(dir, src_abspath, IDXFILE_KIND_CKPT, b, len, bytes_written);
+	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_CKPT, b, len, bytes_written);
 }
 
 static void free_sets(struct idxfile_ckpt *v, size_t n)
@@ -1609,6 +1869,46 @@ static int is_ext(const char *s)
 	return !strncmp(s, IF_EXT, 4) || !strncmp(s, IF_CEXT, 4);
 }
 
+/*
+ * Whether in's source, gone from its recorded path, sits in the same
+ * directory under another name (a logrotate rename, not loaded since): an
+ * entry with the recorded device and inode whose bytes bound_to proves.
+ * One readdir of that directory; entries opened as prune opens sources.
+ */
+static bool renamed_nearby(const struct idxfile_info *in)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	size_t n = (size_t)(strrchr(in->src, '/') - in->src);
+	struct idxfile_id now;
+	struct dirent *de;
+	bool found = false;
+	int dfd, fd;
+	DIR *d;
+
+	memcpy(dir, in->src, n);
+	strcpy(dir + n, n ? "" : "/");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return false;
+	}
+	while (!found && (de = readdir(d))) {
+		if ((uint64_t)de->d_ino != in->id.ino ||
+		    snprintf(path, sizeof(path), "%s/%s", n ? dir : "", de->d_name) >= (int)sizeof(path))
+			continue;
+		fd = openat(dirfd(d), de->d_name, IF_OPEN);
+		if (fd < 0)
+			continue;
+		found = idxfile_identify(fd, &now) == 0 && now.dev == in->id.dev &&
+			bound_to(in, path, &now, NULL) >= 0;
+		close(fd);
+	}
+	closedir(d);
+	return found;
+}
+
 /* Whether the index file name in dfd must go: 1 yes, 0 keep. */
 static int prune_index(int dfd, const char *dir, const char *name)
 {
@@ -1633,7 +1933,7 @@ static int prune_index(int dfd, const char *dir, const char *name)
 		stale = 1;
 	} else if (ret == 0) {
 		/* misfiled: load would never find it under this name (or kind) */
-		if (kind_path(in->kind, dir, in->src, want, sizeof(want)) < 0 ||
+		if (kind_path(in->kind, dir, &in->id, want, sizeof(want)) < 0 ||
 		    strcmp(strrchr(want, '/') + 1, name)) {
 			stale = 1;
 		} else {
@@ -1642,9 +1942,13 @@ static int prune_index(int dfd, const char *dir, const char *name)
 				stale = errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
 			} else {
 				ret = idxfile_identify(fd, &now);
-				stale = ret == -EINVAL || (ret == 0 && !idxfile_id_same(&now, &in->id));
+				/* kept if proven by content too (a copy over it): no rebind */
+				stale = ret == -EINVAL ||
+					(ret == 0 && bound_to(in, in->src, &now, NULL) == -ESTALE);
 				close(fd);
 			}
+			if (stale && renamed_nearby(in))
+				stale = 0;
 		}
 	}
 	free(in);

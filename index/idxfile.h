@@ -13,10 +13,12 @@
  * that a zstd file can have both.  The byte layout is in
  * doc/index-format.md.
  *
- * A saved index is bound to its source's identity (struct idxfile_id) and
- * absolute path.  Loading validates the fixed header first (magic, version,
- * length, a size cap computed from the source's size, and the room its
- * record count can take), so a junk file is refused before it is read;
+ * A saved index is bound to its source's identity (struct idxfile_id),
+ * absolute path and whole-file hash, and named by what a rename keeps of
+ * the identity (idxfile_path), so a logrotate rename keeps it.  Loading
+ * validates the fixed header first (magic, version, length, a size cap
+ * computed from the source's size, and the room its record count can
+ * take), so a junk file is refused before it is read;
  * then the CRC-64, read in 256 KiB pieces, so a file that is junk all the
  * same costs no more memory than that; then the whole file (every field
  * and every checkpoint) before anything is allocated from it, so a
@@ -62,8 +64,9 @@
 #include "zerr.h"
 #include "zstddec.h"
 
-/* 2: the source's ctime joined the identity; 3: kind; 4: each gzip span's CRC32 */
-#define IDXFILE_VERSION	   4u
+/* 2: the source's ctime joined the identity; 3: kind; 4: each gzip span's CRC32;
+ * 5: files named by content, not path, and the source's whole-file hash */
+#define IDXFILE_VERSION	   5u
 /* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured;
  * checkpoints: made by the pass that verified each entry's check (ckpt.h) */
 #define IDXFILE_F_VERIFIED 1u
@@ -77,14 +80,25 @@ enum idxfile_kind {
 
 /*
  * What a saved index is bound to: the fields of srcid.h's "same version"
- * (device, inode, size, mtime ns, ctime ns) and a fingerprint.  All of it
- * must match for a load; compare two with idxfile_id_same, never by hand.
+ * (device, inode, size, mtime ns, ctime ns) and a fingerprint.  Compare two
+ * with idxfile_id_same, never by hand.  A load takes an index whose
+ * identity and path are the source's as it is; one that differs in path,
+ * device, inode or ctime only (a rename, a copy with cp -p) only if the
+ * source's whole-file hash, read through fd, equals the recorded one.
  */
 struct idxfile_id {
 	uint64_t dev, ino, size;
 	int64_t mtime_sec, ctime_sec;
 	uint32_t mtime_nsec, ctime_nsec;
 	uint64_t fingerprint; /* hash of the first and last 4 KiB (fewer if the file is smaller) */
+	/*
+	 * idxfile_identify's fd (borrowed, never closed here), read by load,
+	 * save and remove for the whole-file hash; keep it open while the id is
+	 * used.  Each read first checks that fd is still this version (fstat
+	 * against the fields above): a closed or reused fd gives -ESTALE, never
+	 * another file's hash.  -1 in an id read from an index file.
+	 */
+	int fd;
 };
 
 /* A saved index's header, for tools. */
@@ -98,6 +112,7 @@ struct idxfile_info {
 	uint64_t span, usize, members, npoints;
 	uint64_t wbytes;    /* compressed window bytes (checkpoints: blob bytes), all points */
 	uint64_t file_size; /* bytes of the index file */
+	uint64_t src_hash;  /* XXH64 of the source's id.size compressed bytes */
 };
 
 /*
@@ -112,9 +127,9 @@ int idxfile_default_dir(char *out, size_t len);
 
 /*
  * Reads fd's identity: fstat, plus a hash of its first and last 4 KiB read
- * with pread.  Returns 0, -EINVAL (not a regular file), -EIO (the file
- * shrank while being read) or the errno of fstat/pread.  *id is undefined on
- * error.
+ * with pread, and records fd in id->fd.  Returns 0, -EINVAL (not a regular
+ * file), -EIO (the file shrank while being read) or the errno of
+ * fstat/pread.  *id is undefined on error.
  */
 int idxfile_identify(int fd, struct idxfile_id *id);
 
@@ -164,15 +179,16 @@ uint64_t idxfile_max_size_zstd(uint64_t src_size);
 uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span);
 
 /*
- * out = "DIR/<16 hex digits>.zmi", the hex being a 64-bit hash of
- * src_abspath.  The path is hashed as given: callers should pass a
- * canonical path (realpath) so that one source has one index file.
- * Returns 0, -EINVAL (dir empty, or src_abspath not absolute) or -ENAMETOOLONG.
+ * out = "DIR/<16 hex digits>.zmi", the hex being a 64-bit hash of what a
+ * rename or a copy keeps of id: size, mtime and fingerprint (not the path,
+ * device, inode or ctime), so that a renamed source finds its index.  Two
+ * copies of one file share that file (the last loaded is recorded).
+ * Returns 0, -EINVAL (dir empty, id NULL) or -ENAMETOOLONG.
  */
-int idxfile_path(const char *dir, const char *src_abspath, char *out, size_t len);
+int idxfile_path(const char *dir, const struct idxfile_id *id, char *out, size_t len);
 
 /* The same for the checkpoint-kind file: "DIR/<16 hex digits>.zmc", the same hex. */
-int idxfile_path_ckpt(const char *dir, const char *src_abspath, char *out, size_t len);
+int idxfile_path_ckpt(const char *dir, const struct idxfile_id *id, char *out, size_t len);
 
 /*
  * Saves idx (borrowed, not modified) as the index of the source at
@@ -184,6 +200,7 @@ int idxfile_path_ckpt(const char *dir, const char *src_abspath, char *out, size_
  *   -EPERM         dir is not trusted (see above; nothing is written);
  *   -ENAMETOOLONG  a path too long;
  *   -ENOMEM        out of memory;
+ *   -ESTALE        id->fd is not the version id names any more (hashing it);
  *   or the errno of mkdir, mkstemp, write, fsync, close or rename, e.g.
  *   -EROFS, -ENOSPC, -EDQUOT, -EFBIG, -EACCES, -ENOTDIR, -EIO.
  * On error no temporary file is left and any previous index file is intact.
@@ -192,23 +209,27 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
 		 const struct gzdec_index *idx, uint64_t *bytes_written);
 
 /*
- * Loads the saved index of src_abspath and checks that it was made for that
- * path and identity id.  If span_wanted is not 0, an index built with
- * another span is refused with -ERANGE: span bounds how much a random read
- * decodes, so a mount asked for span=64K must not silently use a 64M index.
+ * Loads the saved index of the source at src_abspath with identity id: the
+ * file named by id's content key, made for that path and identity, or for
+ * another path, inode or ctime with the same size, mtime and fingerprint
+ * whose whole-file hash (read through id->fd, 256 KiB at a time) equals the
+ * recorded one; such a file is rebound to this path and identity and saved
+ * again (a failed save ignored), so the next load does not hash.  If
+ * span_wanted is not 0, an index built with another span is refused with
+ * -ERANGE: span bounds how much a random read decodes, so a mount asked for span=64K must not silently use a 64M index.
  * Pass 0 (tools) to take any span; on -ERANGE rebuild and save over it.
  * Returns 0 and *out (caller frees with gzdec_index_free), or *out = NULL and
- *   -ENOENT   no index file for this path (-ENOTDIR if dir is not a directory);
+ *   -ENOENT   no index file under id's key (-ENOTDIR if dir is not a directory);
  *   -EPERM    dir or the index file is not trusted (see above): do not save
  *             there either;
  *   -EBADMSG  not a valid index: wrong magic, unsupported version (an index
  *             from an older zmount), a file of another kind, truncated or padded, larger than
  *             idxfile_max_size allows, checksum mismatch, a field out of
  *             range, a symlink, or not a regular file;
- *   -ESTALE   a valid index, but made for another path (hash collision or a
- *             copied file) or another identity (the source changed; a
- *             header recording another source size gives this before the
- *             rest of the file is read);
+ *   -ESTALE   a valid index, but made for other bytes: another identity
+ *             whose whole-file hash differs or cannot be taken (the source
+ *             changed; a header recording another source size gives this
+ *             before the rest of the file is read);
  *   -ERANGE   valid and current, but built with another span;
  *   -ENOMEM   out of memory;
  *   or the errno of open/pread (-EACCES, -EIO, ...).
@@ -290,8 +311,9 @@ int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idx
 		      struct zerr *err);
 
 /*
- * Removes src_abspath's index file from dir if it is a valid index made for
- * that path and identity id: for a caller that has proven a saved index
+ * Removes src_abspath's index file from dir if it is a valid index a load
+ * for that path and identity id would take (the same rule, without the
+ * rebind): for a caller that has proven a saved index
  * wrong (a zstd frame that does not decode to its saved size), so that the
  * next open rebuilds it instead of failing again.  Same trust checks as
  * load; a file it would not load for (id) is left alone.  A save that
@@ -319,10 +341,13 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
 /*
  * Removes from dir, without following symlinks (entries are opened with
  * O_NOFOLLOW relative to dir; symlinks are left alone):
- *  - index files "<16 hex>.zmi" and "<16 hex>.zmc" that are invalid, whose
- *    name is not the hash of their recorded path with their kind's suffix,
- *    whose source is gone (ENOENT, ENOTDIR, ELOOP) or not a regular file, or
- *    whose source's identity changed;
+ *  - index files "<16 hex>.zmi" and "<16 hex>.zmc" that are invalid (an
+ *    older version's too), whose name is not their recorded identity's key
+ *    with their kind's suffix, whose source (at the recorded path) is gone
+ *    (ENOENT, ENOTDIR, ELOOP) or not a regular file, or whose source there
+ *    has other bytes (a load for it would refuse: identity and whole-file
+ *    hash), unless an entry of that directory has the recorded device and
+ *    inode and the same bytes (renamed by logrotate, not loaded since);
  *  - temporary files ".<16 hex>.zmi.XXXXXX" and ".<16 hex>.zmc.XXXXXX" last
  *    modified over an hour ago (a live save takes seconds).
  * Indexes whose source cannot be checked (EACCES, EIO, ...) are kept, and

@@ -12,7 +12,9 @@
  * or rename moves it.  Such a false "changed" costs a re-index; a false
  * "same" would serve one version's bytes as another's.  An open reader
  * forgives ctime alone (srcid_same_but_ctime) if its content sample still
- * hashes the same, so a rename or an unlink does not fail its handles.
+ * hashes the same, so a rename or an unlink does not fail its handles.  A
+ * saved index (idxfile.h) forgives device, inode and ctime (a logrotate
+ * rename, cp -p) only if a hash of the whole compressed file is the same.
  *
  * Threads: pure functions.
  */

@@ -36,7 +36,7 @@
 #define BIG_SIZE   (3u * 1048576u + 777u)
 #define SMALL_SIZE (150u * 1024u)
 #define SPAN_MIN   (64u << 10)
-#define HDR	   128u
+#define HDR	   136u
 #define REC	   32u
 
 static char g_dir[PATH_MAX];
@@ -163,7 +163,7 @@ static int load(const char *dir, const struct src *s, uint64_t span, struct gzde
 
 static void index_path(const char *dir, const struct src *s, char *buf, size_t size)
 {
-	ck_assert_int_eq(idxfile_path(dir, s->path, buf, size), 0);
+	ck_assert_int_eq(idxfile_path(dir, &s->id, buf, size), 0);
 }
 
 static void expect_equal(const struct gzdec_index *a, const struct gzdec_index *b)
@@ -388,7 +388,8 @@ START_TEST(stale_mtime)
 	ts[1].tv_nsec = (long)(s.id.mtime_nsec + 1) % 1000000000;
 	ck_assert_int_eq(futimens(s.fd, ts), 0);
 	re_identify(&s);
-	ck_assert_int_eq(load(dir, &s, 0, &got), -ESTALE);
+	/* mtime is part of the file name's key: no index under the new one */
+	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT);
 	src_close(&s);
 }
 END_TEST
@@ -404,7 +405,7 @@ START_TEST(stale_size)
 	save_ok(dir, &s, NULL);
 	ck_assert_int_eq(sh("printf x >> size.gz"), 0);
 	re_identify(&s);
-	ck_assert_int_eq(load(dir, &s, 0, &got), -ESTALE);
+	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT); /* size: part of the key */
 	src_close(&s);
 }
 END_TEST
@@ -441,7 +442,7 @@ START_TEST(stale_content)
 	ck_assert_int_eq(s.id.mtime_sec, old.mtime_sec);
 	ck_assert_uint_eq(s.id.mtime_nsec, old.mtime_nsec);
 	ck_assert_uint_ne(s.id.fingerprint, old.fingerprint);
-	ck_assert_int_eq(load(dir, &s, 0, &got), -ESTALE);
+	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT); /* fingerprint: part of the key */
 	src_close(&s);
 }
 END_TEST
@@ -466,9 +467,10 @@ START_TEST(foreign_index)
 	write_all(fb, buf, len);
 	free(buf);
 	ck_assert_int_eq(load(dir, &b, 0, &got), -ESTALE);
-	/* even with a's identity: the recorded path is not b's */
+	/* with a's identity it is a's version, whatever the path: rebound to b's path */
 	b.id = a.id;
-	ck_assert_int_eq(load(dir, &b, 0, &got), -ESTALE);
+	ck_assert_int_eq(load(dir, &b, 0, &got), 0);
+	gzdec_index_free(got);
 	ck_assert_int_eq(load(dir, &a, 0, &got), 0);
 	gzdec_index_free(got);
 	src_close(&a);
@@ -577,7 +579,9 @@ START_TEST(forged_fields)
 		{8, 4, 1, "version 1 (before ctime)"},
 		{8, 4, 2, "version 2 (before kind)"},
 		{8, 4, 3, "version 3 (before span CRC32s)"},
-		{8, 4, 5, "version 5"},
+		{8, 4, 4, "version 4 (named by path, no whole-file hash)"},
+		{8, 4, 6, "version 6"},
+		{128, 8, 12345, "control: another whole-file hash (identity as recorded: loads)"},
 		{106, 2, 0, "kind 0"},
 		{106, 2, 2, "kind zstd on gzip records"},
 		{106, 2, 3, "kind 3"},
@@ -953,25 +957,46 @@ START_TEST(default_dir)
 }
 END_TEST
 
+/*
+ * Index file names: the content key of an identity.  What a rename or a
+ * copy changes (device, inode, ctime) leaves the name alone; what it keeps
+ * (size, mtime, fingerprint) changes it.
+ */
 START_TEST(path_names)
 {
+	struct idxfile_id id = {1, 2, 3, 4, 5, 6, 7, 8, -1}, o;
 	char a[PATH_MAX], b[PATH_MAX];
 	const char *base;
 
-	ck_assert_int_eq(idxfile_path("/d", "/srv/a.gz", a, sizeof(a)), 0);
-	ck_assert_int_eq(idxfile_path("/d", "/srv/b.gz", b, sizeof(b)), 0);
-	ck_assert_str_ne(a, b);
+	ck_assert_int_eq(idxfile_path("/d", &id, a, sizeof(a)), 0);
 	ck_assert_uint_eq(strlen(a), 3 + 16 + 4);
 	ck_assert(strncmp(a, "/d/", 3) == 0);
 	base = a + 3;
 	for (int i = 0; i < 16; i++)
 		ck_assert(strchr("0123456789abcdef", base[i]));
 	ck_assert_str_eq(base + 16, ".zmi");
-	ck_assert_int_eq(idxfile_path("/d", "/srv/a.gz", b, sizeof(b)), 0);
-	ck_assert_str_eq(a, b); /* stable */
-	ck_assert_int_eq(idxfile_path("/d", "srv/a.gz", a, sizeof(a)), -EINVAL);
-	ck_assert_int_eq(idxfile_path("", "/srv/a.gz", a, sizeof(a)), -EINVAL);
-	ck_assert_int_eq(idxfile_path("/d", "/srv/a.gz", a, 10), -ENAMETOOLONG);
+	for (int f = 0; f < 8; f++) {
+		o = id;
+		switch (f) {
+		case 0: o.dev++; break;
+		case 1: o.ino++; break;
+		case 2: o.ctime_sec++; break;
+		case 3: o.ctime_nsec++; break;
+		case 4: o.size++; break;
+		case 5: o.mtime_sec++; break;
+		case 6: o.mtime_nsec++; break;
+		default: o.fingerprint++; break;
+		}
+		ck_assert_int_eq(idxfile_path("/d", &o, b, sizeof(b)), 0);
+		if (f < 4)
+			ck_assert_msg(!strcmp(a, b), "field %d changed the name", f);
+		else
+			ck_assert_msg(strcmp(a, b), "field %d left the name", f);
+	}
+	ck_assert_int_eq(idxfile_path_ckpt("/d", &id, b, sizeof(b)), 0);
+	ck_assert(!strncmp(a, b, 3 + 16) && !strcmp(b + 3 + 16, ".zmc"));
+	ck_assert_int_eq(idxfile_path("", &id, a, sizeof(a)), -EINVAL);
+	ck_assert_int_eq(idxfile_path("/d", &id, a, 10), -ENAMETOOLONG);
 }
 END_TEST
 
@@ -1087,6 +1112,7 @@ START_TEST(stale_ctime)
 	fd = open(s.path, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pread(fd, &c, 1, 5000), 1);
+	c ^= 1; /* other bytes: the same bytes would be proven by their hash and kept */
 	/* ctime ticks with the kernel's coarse clock: rewrite until it has moved */
 	do {
 		nanosleep(&tick, NULL);
@@ -1116,7 +1142,7 @@ END_TEST
 /* idxfile_id_same: each field on its own makes two identities differ. */
 START_TEST(id_same_each_field)
 {
-	struct idxfile_id a = {1, 2, 3, 4, 5, 6, 7, 8}, b;
+	struct idxfile_id a = {1, 2, 3, 4, 5, 6, 7, 8, -1}, b;
 
 	ck_assert(idxfile_id_same(&a, &a));
 	for (int f = 0; f < 8; f++) {
@@ -1712,7 +1738,7 @@ static unsigned char *zimage(struct zsrc *s, char *dir, char *file, size_t *len)
 	zsrc_open(s, "three.zst");
 	ck_assert_uint_eq(s->z->nframes, 3);
 	ck_assert_int_eq(idxfile_save_zstd(dir, s->path, &s->id, s->z, &bytes), 0);
-	ck_assert_int_eq(idxfile_path(dir, s->path, file, PATH_MAX), 0);
+	ck_assert_int_eq(idxfile_path(dir, &s->id, file, PATH_MAX), 0);
 	unsigned char *b = read_all(file, len);
 	ck_assert_uint_eq(*len, bytes);
 	return b;
@@ -1894,6 +1920,7 @@ START_TEST(zstd_stale_and_foreign)
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct zstddec_index *z;
 	struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+	struct idxfile_id s0;
 	struct zsrc s, t;
 	size_t len;
 	unsigned char *b;
@@ -1904,17 +1931,18 @@ START_TEST(zstd_stale_and_foreign)
 	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
 	ck_assert_int_eq(zload(dir, &s, &z), 0);
 	zstddec_index_free(z);
-	/* a new mtime: stale */
+	/* a new mtime: another key, so nothing found */
+	s0 = s.id;
 	ck_assert_int_eq(futimens(s.fd, ts), 0);
 	ck_assert_int_eq(idxfile_identify(s.fd, &s.id), 0);
-	ck_assert_int_eq(zload(dir, &s, &z), -ESTALE);
+	ck_assert_int_eq(zload(dir, &s, &z), -ENOENT);
 	zstddec_index_free(z);
 	/* the same bytes under another name: the index is not its */
 	ck_assert_int_eq(sh("cp three.zst zother.zst"), 0);
 	zsrc_open(&t, "zother.zst");
-	ck_assert_int_eq(idxfile_path(dir, s.path, file, sizeof(file)), 0);
+	ck_assert_int_eq(idxfile_path(dir, &s0, file, sizeof(file)), 0);
 	b = read_all(file, &len);
-	ck_assert_int_eq(idxfile_path(dir, t.path, file, sizeof(file)), 0);
+	ck_assert_int_eq(idxfile_path(dir, &t.id, file, sizeof(file)), 0);
 	write_all(file, b, len);
 	ck_assert_int_eq(zload(dir, &t, &z), -ESTALE);
 	zstddec_index_free(z);
@@ -1949,9 +1977,9 @@ START_TEST(remove_only_its_own)
 	zsrc_open(&s, "three.zst");
 	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), -ENOENT);
 	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
-	ck_assert_int_eq(idxfile_path(dir, s.path, file, sizeof(file)), 0);
-	other = s.id;
-	other.mtime_nsec = (other.mtime_nsec + 1) % 1000000000u;
+	ck_assert_int_eq(idxfile_path(dir, &s.id, file, sizeof(file)), 0);
+	other = s.id; /* the same key, another version: its fd is not that version */
+	other.ctime_nsec = (other.ctime_nsec + 1) % 1000000000u;
 	ck_assert_int_eq(idxfile_remove(dir, s.path, &other), -ESTALE);
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_int_eq(chmod(dir, 0777), 0); /* not ours alone: nothing is removed */
@@ -2006,7 +2034,7 @@ static void csrc_open(struct csrc *s, const char *name)
 	fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(idxfile_identify(fd, &s->id), 0);
-	close(fd);
+	/* fd stays open: a save hashes the source through s->id.fd (closed with the test's process) */
 }
 
 /*
@@ -2131,8 +2159,8 @@ START_TEST(ckpt_roundtrip)
 	three_make(&t);
 	ck_assert_uint_eq(t.s[0]->n, 17);
 	ck_assert_uint_eq(t.s[2]->n, 1);
-	ck_assert_int_eq(idxfile_path_ckpt(dir, s.path, file, sizeof(file)), 0);
-	ck_assert_int_eq(idxfile_path(dir, s.path, zmi, sizeof(zmi)), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, &s.id, file, sizeof(file)), 0);
+	ck_assert_int_eq(idxfile_path(dir, &s.id, zmi, sizeof(zmi)), 0);
 	ck_assert_str_eq(file + strlen(file) - 4, ".zmc");
 	ck_assert_int_eq(strncmp(file, zmi, strlen(file) - 4), 0); /* the same hash */
 
@@ -2187,7 +2215,7 @@ static unsigned char *cimage(struct csrc *s, struct three_sets *t, char *dir, ch
 	csrc_open(s, "small.gz");
 	three_make(t);
 	ck_assert_int_eq(idxfile_save_ckpt(dir, s->path, &s->id, SPAN_MIN, t->v, 3, NULL), 0);
-	ck_assert_int_eq(idxfile_path_ckpt(dir, s->path, file, PATH_MAX), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, &s->id, file, PATH_MAX), 0);
 	b = read_all(file, len);
 	return b;
 }
@@ -2205,10 +2233,14 @@ START_TEST(ckpt_stale_span_and_flips)
 	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), 0);
 	ck_assert_int_eq(cload(dir, &s, 2 * SPAN_MIN, NULL, NULL, &err), -ERANGE);
 	id0 = s.id;
+	/* mtime and fingerprint are in the file's name; ctime is not, and fd is not that version */
 	s.id.mtime_nsec = (s.id.mtime_nsec + 1) % 1000000000u;
-	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), -ESTALE);
+	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), -ENOENT);
 	s.id = id0;
 	s.id.fingerprint ^= 1;
+	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), -ENOENT);
+	s.id = id0;
+	s.id.ctime_sec++;
 	ck_assert_int_eq(cload(dir, &s, SPAN_MIN, NULL, NULL, &err), -ESTALE);
 	s.id = id0;
 	/* each byte of the path, the set records and the first points flipped, then every
@@ -2304,7 +2336,7 @@ START_TEST(ckpt_junk_refused_from_header)
 	ck_assert_uint_eq(s.id.size, 100);
 	ck_assert_uint_lt(idxfile_max_size_ckpt(s.id.size, SPAN_MIN), junk / 16);
 	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, &v, 1, NULL), 0);
-	ck_assert_int_eq(idxfile_path_ckpt(dir, s.path, file, sizeof(file)), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, &s.id, file, sizeof(file)), 0);
 	b = read_all(file, &len);
 	for (int k = 0; k < 3; k++) {
 		struct zerr err = {0};
@@ -2413,8 +2445,8 @@ START_TEST(ckpt_prune)
 	save_ok(dir, &livegz, NULL);
 	ck_assert_int_eq(sh("printf x >> ckchanged.gz"), 0);
 	/* mis's sets under its .zmi name: the right hash, the wrong kind */
-	ck_assert_int_eq(idxfile_path_ckpt(dir, mis.path, p, sizeof(p)), 0);
-	ck_assert_int_eq(idxfile_path(dir, mis.path, q, sizeof(q)), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, &mis.id, p, sizeof(p)), 0);
+	ck_assert_int_eq(idxfile_path(dir, &mis.id, q, sizeof(q)), 0);
 	ck_assert_int_eq(rename(p, q), 0);
 	/* an abandoned temporary file two hours old, and a fresh one */
 	join(p, sizeof(p), dir, ".0123456789abcdef.zmc.AbCdEf");
@@ -2427,7 +2459,7 @@ START_TEST(ckpt_prune)
 
 	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
 	ck_assert_uint_eq(removed, 3); /* changed's sets, mis's misfiled sets, the old temp */
-	ck_assert_int_eq(idxfile_path_ckpt(dir, changed.path, p, sizeof(p)), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, &changed.id, p, sizeof(p)), 0);
 	ck_assert_int_ne(access(p, F_OK), 0);
 	ck_assert_int_ne(access(q, F_OK), 0);
 	ck_assert_int_eq(count_entries(dir), 3); /* live's .zmc and .zmi, the fresh temp */
@@ -2458,8 +2490,8 @@ START_TEST(ckpt_beside_zstd_sizes)
 	c.id = s.id;
 	three_make(&t);
 	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
-	ck_assert_int_eq(idxfile_path(dir, s.path, zmi, sizeof(zmi)), 0);
-	ck_assert_int_eq(idxfile_path_ckpt(dir, s.path, zmc, sizeof(zmc)), 0);
+	ck_assert_int_eq(idxfile_path(dir, &s.id, zmi, sizeof(zmi)), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, &s.id, zmc, sizeof(zmc)), 0);
 	ck_assert_int_eq(stat(zmi, &st0), 0);
 	b0 = read_all(zmi, &len0);
 	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, NULL), 0);
@@ -2499,6 +2531,124 @@ START_TEST(ckpt_beside_zstd_sizes)
 	free(cb);
 	three_free(&t);
 	zsrc_close(&s);
+}
+END_TEST
+
+/*
+ * prune after a logrotate rename, before any load: the recorded path holds
+ * a new file, but the source is in the same directory under its new name,
+ * proven by its bytes, so the index stays; once that file is gone, it goes.
+ */
+START_TEST(prune_keeps_renamed)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	unsigned removed = 99;
+	struct src s;
+
+	new_dir(dir, sizeof(dir), "prot");
+	src_copy(&s, "big.gz", "pr.log.1.gz");
+	save_ok(dir, &s, NULL);
+	index_path(dir, &s, file, sizeof(file));
+	ck_assert_int_eq(sh("mv pr.log.1.gz pr.log.2.gz && cp small.gz pr.log.1.gz"), 0);
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 0);
+	ck_assert_int_eq(access(file, F_OK), 0);
+	path_of(s.path, sizeof(s.path), "pr.log.2.gz");
+	re_identify(&s);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	gzdec_index_free(got);
+	ck_assert_int_eq(sh("mv pr.log.2.gz pr.log.3.gz && rm pr.log.3.gz pr.log.1.gz"), 0);
+	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_ne(access(file, F_OK), 0);
+	src_close(&s);
+}
+END_TEST
+
+/*
+ * Issue 20: an index follows its source through a rename (logrotate) and a
+ * copy (cp -p), proven by the whole-file hash, and is rebound to the new
+ * path and identity; a source with the same size, mtime and first and last
+ * 4 KiB but other bytes in the middle (rewritten, touch -r) is refused.
+ * Both kinds of file: .zmi (gzip) and .zmc (checkpoint sets).
+ */
+START_TEST(rename_proven_by_content)
+{
+	char dir[PATH_MAX], file[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct idxfile_info info;
+	struct zerr err = {0};
+	struct timespec ts[2];
+	struct three_sets t;
+	struct src s, c, f;
+	struct csrc k;
+	struct stat st;
+	unsigned char ch;
+	int fd;
+
+	new_dir(dir, sizeof(dir), "rot");
+	src_copy(&s, "big.gz", "rot.log.gz");
+	save_ok(dir, &s, NULL);
+	index_path(dir, &s, file, sizeof(file));
+	/* logrotate: renamed, so another path and ctime; the same file name, no rebuild */
+	ck_assert_int_eq(sh("mv rot.log.gz rot.log.1.gz"), 0);
+	path_of(s.path, sizeof(s.path), "rot.log.1.gz");
+	re_identify(&s);
+	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	expect_equal(got, s.idx);
+	gzdec_index_free(got);
+	/* rebound: the file now records the new path and identity, so the next load is fast */
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_str_eq(info.src, s.path);
+	expect_same_id(&info.id, &s.id);
+	/* cp -p: another inode, the same bytes and mtime */
+	ck_assert_int_eq(sh("cp -p rot.log.1.gz copy.gz"), 0);
+	src_open(&c, "copy.gz", SPAN_MIN);
+	ck_assert_uint_ne(c.id.ino, s.id.ino);
+	ck_assert_int_eq(load(dir, &c, 0, &got), 0);
+	gzdec_index_free(got);
+	/* renamed AND rewritten: a byte in the middle, mtime put back; the ends hash the same */
+	ck_assert_int_eq(sh("cp -p copy.gz forged.gz"), 0);
+	path_of(f.path, sizeof(f.path), "forged.gz");
+	fd = open(f.path, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_gt(st.st_size, 3 * 4096);
+	ck_assert_int_eq(pread(fd, &ch, 1, st.st_size / 2), 1);
+	ch ^= 0x40;
+	ck_assert_int_eq(pwrite(fd, &ch, 1, st.st_size / 2), 1);
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	ck_assert_int_eq(futimens(fd, ts), 0);
+	close(fd);
+	f.fd = open(f.path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_eq(idxfile_identify(f.fd, &f.id), 0);
+	ck_assert_uint_eq(f.id.fingerprint, c.id.fingerprint);
+	ck_assert_int_eq(f.id.mtime_nsec, c.id.mtime_nsec);
+	f.idx = NULL;
+	ck_assert_int_eq(idxfile_load(dir, f.path, &f.id, 0, &got, &err), -ESTALE);
+	ck_assert_msg(strstr(err.msg, "other bytes"), "%s", err.msg);
+	ck_assert_ptr_null(got);
+	/* refused, not rebound: the copy still loads as recorded */
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_str_eq(info.src, c.path);
+	/* the checkpoint kind, the same way */
+	three_make(&t);
+	ck_assert_int_eq(sh("cp small.gz ck.xz"), 0);
+	csrc_open(&k, "ck.xz");
+	ck_assert_int_eq(idxfile_save_ckpt(dir, k.path, &k.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(sh("mv ck.xz ck.1.xz"), 0);
+	path_of(k.path, sizeof(k.path), "ck.1.xz");
+	ck_assert_int_eq(idxfile_identify(k.id.fd, &k.id), 0);
+	ck_assert_int_eq(cload(dir, &k, SPAN_MIN, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(idxfile_path_ckpt(dir, &k.id, file, sizeof(file)), 0);
+	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);
+	ck_assert_str_eq(info.src, k.path);
+	three_free(&t);
+	src_close(&f);
+	src_close(&c);
+	src_close(&s);
 }
 END_TEST
 
@@ -2565,6 +2715,8 @@ int main(void)
 	tcase_add_test(tc, ckpt_save_rejects_bad_input);
 	tcase_add_test(tc, ckpt_prune);
 	tcase_add_test(tc, ckpt_beside_zstd_sizes);
+	tcase_add_test(tc, rename_proven_by_content);
+	tcase_add_test(tc, prune_keeps_renamed);
 	suite_add_tcase(s, tc);
 
 	sr = srunner_create(s);

@@ -480,9 +480,12 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir, int
 {
 	struct zerr err = { 0 };
 	char ipath[PATH_MAX];
+	struct idxfile_id id;
 	struct stat st;
-	int ret = idxfile_path(dir, real, ipath, sizeof(ipath));
+	int ret = idxfile_identify(fd, &id);
 
+	if (ret == 0)
+		ret = idxfile_path(dir, &id, ipath, sizeof(ipath));
 	if (ret == 0) {
 		fprintf(out, "index_file=%s\n", ipath);
 		if (lstat(ipath, &st) == 0)
@@ -516,17 +519,20 @@ static void ckpt_state(const char *real, const char *dir, uint64_t units)
 	int fd, ret;
 
 	printf("checkpoint_units=%" PRIu64 "\n", units);
-	if (units == 0 || idxfile_path_ckpt(dir, real, ipath, sizeof(ipath)) < 0) {
+	fd = units ? open(real, O_RDONLY | O_CLOEXEC) : -1;
+	ret = fd < 0 ? -errno : idxfile_identify(fd, &id);
+	if (units == 0 || (ret == 0 && idxfile_path_ckpt(dir, &id, ipath, sizeof(ipath)) < 0)) {
+		if (fd >= 0)
+			close(fd);
 		printf("checkpoints_state=unneeded\n");
 		return;
 	}
-	printf("checkpoints_file=%s\n", ipath);
-	fd = open(real, O_RDONLY | O_CLOEXEC);
-	ret = fd < 0 ? -errno : idxfile_identify(fd, &id);
+	if (ret == 0)
+		printf("checkpoints_file=%s\n", ipath);
+	if (ret == 0) /* id.fd open: a renamed source is proven by its bytes */
+		ret = idxfile_load_ckpt(dir, real, &id, 0, &sets, &n, NULL);
 	if (fd >= 0)
 		close(fd);
-	if (ret == 0)
-		ret = idxfile_load_ckpt(dir, real, &id, 0, &sets, &n, NULL);
 	for (size_t i = 0; i < n; i++)
 		ckpt_set_free((struct ckpt_set *)sets[i].set);
 	free(sets);

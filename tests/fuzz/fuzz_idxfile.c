@@ -14,9 +14,10 @@
  *     of every other field get past the checksum and into the field and
  *     checkpoint validation.  The resealed image goes through
  *     idxfile_read_header, then through idxfile_load under the name
- *     idxfile_path gives for the source path recorded in it, with the
- *     identity and span recorded in it, so a valid image is loaded all the
- *     way to a gzdec_index.  A loaded index must agree with the header, and
+ *     idxfile_path gives for the identity recorded in it, with that
+ *     identity (no source descriptor: nothing to hash), the path and the
+ *     span recorded in it, so a valid image is loaded all the way to a
+ *     gzdec_index.  A loaded index must agree with the header, and
  *     gzdec_extract from each of its checkpoints (over the input itself as
  *     the "source", which is not gzip) must fail cleanly with -EIO, never
  *     -EINVAL: the loader promises it never hands out a malformed index.
@@ -51,7 +52,7 @@
 #include "zstddec.h"
 
 /* Layout, from doc/index-format.md. */
-#define HDR	    128u
+#define HDR	    136u
 #define REC	    32u
 #define CRC	    8u
 #define H_FSIZE	    16u
@@ -207,7 +208,7 @@ static void load_ckpt(const uint8_t *img, size_t size, const struct idxfile_info
 	struct zerr err = {0};
 	uint64_t pts = 0, blobs = 0;
 	size_t n = 99;
-	int ret = idxfile_path_ckpt(g_dir, src, path, sizeof(path));
+	int ret = idxfile_path_ckpt(g_dir, id, path, sizeof(path));
 
 	FUZZ_CHECK(ret == 0, "idxfile_path_ckpt(%s) returned %d", src, ret);
 	write_file(path, img, size);
@@ -262,8 +263,9 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 	id.ctime_sec = (int64_t)get64(img + H_CTIME);
 	id.ctime_nsec = get32(img + H_CNSEC);
 	id.fingerprint = get64(img + H_FPRINT);
+	id.fd = -1; /* no source: only an index recorded for this very identity loads */
 
-	ret = idxfile_path(g_dir, src, path, sizeof(path));
+	ret = idxfile_path(g_dir, &id, path, sizeof(path));
 	FUZZ_CHECK(ret == 0, "idxfile_path(%s) returned %d", src, ret);
 	write_file(path, img, size);
 

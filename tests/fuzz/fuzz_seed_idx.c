@@ -37,12 +37,13 @@ static int save_one(const char *dir, uint64_t span, const char *file)
 	ret = idxfile_identify(fd, &id);
 	if (ret == 0)
 		ret = gzdec_index_build(fd, id.size, span, &idx, &err);
-	close(fd);
 	if (ret < 0) {
+		close(fd);
 		fprintf(stderr, "skipped %s: %s\n", file, err.msg[0] ? err.msg : strerror(-ret));
 		return ret;
 	}
-	ret = idxfile_save(dir, abs, &id, idx, NULL);
+	ret = idxfile_save(dir, abs, &id, idx, NULL); /* hashes the source through id.fd */
+	close(fd);
 	gzdec_index_free(idx);
 	if (ret < 0)
 		fprintf(stderr, "%s: cannot save its index in %s: %s\n", file, dir, strerror(-ret));

@@ -635,7 +635,7 @@ def section_ctime(res, zm, tmp, seed):
 # --------------------------------------------------------------------------
 def zmi_map(idx):
     """Source path recorded in each index file of IDX -> index file path
-    (doc/index-format.md: path_len at offset 60, the path at offset 128)."""
+    (doc/index-format.md: path_len at offset 60, the path at offset 136)."""
     out = {}
     try:
         names = os.listdir(idx)
@@ -646,11 +646,11 @@ def zmi_map(idx):
             continue
         p = os.path.join(idx, n)
         with open(p, 'rb') as f:
-            head = f.read(128 + 4096)
-        if len(head) < 128:
+            head = f.read(136 + 4096)
+        if len(head) < 136:
             continue
         plen = int.from_bytes(head[60:64], 'little')
-        out[head[128:128 + plen].decode(errors='replace')] = p
+        out[head[136:136 + plen].decode(errors='replace')] = p
     return out
 
 
@@ -661,11 +661,11 @@ def zmi_valid_for(path, src):
             b = f.read()
     except OSError:
         return False
-    if len(b) < 136 or b[:8] != b'ZMIDX\r\n\x1a':
+    if len(b) < 144 or b[:8] != b'ZMIDX\r\n\x1a':
         return False
     plen = int.from_bytes(b[60:64], 'little')
     return (int.from_bytes(b[16:24], 'little') == len(b)
-            and b[128:128 + plen] == src.encode())
+            and b[136:136 + plen] == src.encode())
 
 
 def section_saved_indexes(res, zm, tmp, seed):

@@ -194,7 +194,7 @@ def forge_first_size(path, delta):
     le = lambda o, n: int.from_bytes(b[o:o + n], 'little')  # noqa: E731
     if le(106, 2) != 2:
         return False
-    rec = 128 + le(60, 4)
+    rec = 136 + le(60, 4)  # header (version 5), path
     b[rec + 16:rec + 24] = (le(rec + 16, 8) + delta).to_bytes(8, 'little')
     b[72:80] = (le(72, 8) + delta).to_bytes(8, 'little')
     b[-8:] = crc64(bytes(b[:-8])).to_bytes(8, 'little')
