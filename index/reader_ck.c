@@ -305,7 +305,7 @@ void reader_ck_kick(struct reader *r, size_t k)
 
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos)
 {
-	if (r->ckable && r->ckable[k] && pos > 2 * r->opts.ck_span && !reader_ck_set(r, k))
+	if (r->ckable && r->ckable[k] && pos >= cmap_len(&r->map, k) && !reader_ck_set(r, k))
 		reader_ck_kick(r, k);
 }
 

@@ -149,9 +149,11 @@ void reader_ck_free(struct reader *r);
  */
 void reader_ck_kick(struct reader *r, size_t k);
 /*
- * A decoder of entry k has reached pos: past two spans without a set, the
- * reader is streaming through a wide entry (most likely reading the whole
- * file), so the pass is queued then, as for a far read.
+ * A decoder of entry k has reached pos: at the end of a wide entry without
+ * a set, a reader has read it through in order, and the pass is queued
+ * then, as for a far read, so a full sequential read leaves checkpoints
+ * behind.  Not earlier: a pass beside the reader took a core from its
+ * read-ahead (a cold sequential read of 1 GiB of xz ran 9% slower).
  */
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */
