@@ -40,10 +40,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define GZ_MIN_SPAN   (64u << 10)
-#define GZ_BUILD_IN   (256u << 10) /* input buffer of the build pass */
-#define GZ_DEC_IN     GZDEC_WINDOW /* input buffer of a decoder; holds a window at open */
-#define GZ_TRAILER    8u	   /* CRC32 + ISIZE after each member's deflate data */
+#define GZ_MIN_SPAN (64u << 10)
+#define GZ_BUILD_IN (256u << 10) /* input buffer of the build pass */
+#define GZ_DEC_IN   GZDEC_WINDOW /* input buffer of a decoder; holds a window at open */
+#define GZ_TRAILER  8u		 /* CRC32 + ISIZE after each member's deflate data */
 
 /* Reads up to len bytes at off, never at or past limit.
  * Returns the count, 0 at limit, or -errno. */
@@ -102,11 +102,11 @@ struct gz_build {
 	 * rather than a second pass over the output: the CRC of the bytes
 	 * after a mark is zs.adler with the mark's CRC shifted out.
 	 */
-	uint32_t scrc;	     /* CRC32 of the span's output in earlier members */
-	uint32_t mark_crc;   /* zs.adler at the mark: the newest checkpoint in this member, or 0 */
-	uint64_t mark_out;   /* mout at the mark */
-	uint32_t vcrc;	     /* the span's CRC32 when the newest member's trailer passed */
-	size_t vlast;	     /* npoints then: vcrc is the CRC of points[vlast - 1]'s span */
+	uint32_t scrc;	   /* CRC32 of the span's output in earlier members */
+	uint32_t mark_crc; /* zs.adler at the mark: the newest checkpoint in this member, or 0 */
+	uint64_t mark_out; /* mout at the mark */
+	uint32_t vcrc;	   /* the span's CRC32 when the newest member's trailer passed */
+	size_t vlast;	   /* npoints then: vcrc is the CRC of points[vlast - 1]'s span */
 };
 
 /* CRC32 of the output since the newest checkpoint, up to inflate's position. */
@@ -253,8 +253,10 @@ static int bld_member_end(struct gz_build *b)
 		return 1;
 	}
 	/* gzip also reads compress, pack and LZH members there, which we cannot. */
-	if (n == 2 && m[0] == 0x1F && (m[1] == 0x9D || m[1] == 0x9E || m[1] == 0x1E || m[1] == 0xA0))
-		return zerr_set(b->err, -EINVAL, off, "unsupported member format after the gzip data");
+	if (n == 2 && m[0] == 0x1F &&
+	    (m[1] == 0x9D || m[1] == 0x9E || m[1] == 0x1E || m[1] == 0xA0))
+		return zerr_set(b->err, -EINVAL, off,
+				"unsupported member format after the gzip data");
 	zero = m[0] == 0 ? bld_all_zero(b, off) : 0;
 	if (zero < 0)
 		return zero;
@@ -350,7 +352,9 @@ int gzdec_header_check(int fd, uint64_t size, struct zerr *err)
 			break;
 		}
 		if ((zs.data_type & 128) || zs.total_out > 0) {
-			ret = off < size ? 0 : zerr_set(err, -EINVAL, off, "no data after the gzip header");
+			ret = off < size ? 0
+					 : zerr_set(err, -EINVAL, off,
+						    "no data after the gzip header");
 			break;
 		}
 	}
@@ -419,8 +423,8 @@ static void bld_salvage(struct gz_build *b, uint64_t verified, bool cut)
 int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
 			   unsigned flags, struct gzdec_index **out, struct zerr *err)
 {
-	struct zerr own = {0};
-	struct gz_build b = {.fd = fd, .size = size, .err = err ? err : &own};
+	struct zerr own = { 0 };
+	struct gz_build b = { .fd = fd, .size = size, .err = err ? err : &own };
 	struct gzdec_index *idx = NULL;
 	uint64_t last = 0;     /* uoff of the newest checkpoint */
 	uint64_t verified = 0; /* usize at the end of the newest member whose trailer passed */
@@ -511,7 +515,8 @@ int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gz
 			idx->points = p;
 	}
 	if (idx->npoints)
-		idx->points[idx->npoints - 1].crc = bld_span_crc(&b); /* the last span ends at usize */
+		idx->points[idx->npoints - 1].crc =
+			bld_span_crc(&b); /* the last span ends at usize */
 	idx->verified = idx->usize;
 	bld_free(&b);
 	*out = idx;
@@ -715,7 +720,8 @@ static int dec_verify(struct gzdec_dec *d, const unsigned char *p, size_t len, s
 
 	while (len) {
 		const struct gzdec_point *pt = &idx->points[d->span];
-		uint64_t end = d->span + 1 < idx->npoints ? idx->points[d->span + 1].uoff : idx->usize;
+		uint64_t end =
+			d->span + 1 < idx->npoints ? idx->points[d->span + 1].uoff : idx->usize;
 		size_t n = end - at < len ? (size_t)(end - at) : len;
 
 		if (n > UINT_MAX)
@@ -727,8 +733,10 @@ static int dec_verify(struct gzdec_dec *d, const unsigned char *p, size_t len, s
 		if (at < end)
 			continue;
 		if (d->crc != pt->crc)
-			return zerr_set(err, -EIO, pt->coff, "span at offset %llu does not match the "
-					"checksum the index pass recorded", (unsigned long long)pt->uoff);
+			return zerr_set(err, -EIO, pt->coff,
+					"span at offset %llu does not match the "
+					"checksum the index pass recorded",
+					(unsigned long long)pt->uoff);
 		d->span++;
 		d->crc = 0;
 	}

@@ -59,12 +59,12 @@ enum gzdec_trail {
 };
 
 struct gzdec_point {
-	uint64_t uoff;      /* uncompressed offset of the next output byte */
-	uint64_t coff;      /* file offset of the first input byte inflate has not fully used */
-	uint8_t bits;       /* if nonzero, that many high bits of byte coff-1 come first */
-	uint32_t wsize;     /* window bytes before uoff in the same member (<= 32 KiB) */
-	uint32_t wzsize;    /* bytes at wz */
-	unsigned char *wz;  /* window, raw-deflate compressed; owned by the index */
+	uint64_t uoff;	   /* uncompressed offset of the next output byte */
+	uint64_t coff;	   /* file offset of the first input byte inflate has not fully used */
+	uint8_t bits;	   /* if nonzero, that many high bits of byte coff-1 come first */
+	uint32_t wsize;	   /* window bytes before uoff in the same member (<= 32 KiB) */
+	uint32_t wzsize;   /* bytes at wz */
+	unsigned char *wz; /* window, raw-deflate compressed; owned by the index */
 	/*
 	 * CRC32 (zlib's crc32) of this checkpoint's span: the output from uoff
 	 * to the next checkpoint's uoff, or to usize for the last one.  The
@@ -74,13 +74,13 @@ struct gzdec_point {
 };
 
 struct gzdec_index {
-	uint64_t usize;          /* exact uncompressed size */
-	uint64_t csize;          /* file size */
-	uint64_t members;        /* gzip members, empty ones included */
-	uint64_t span;           /* span it was built with */
+	uint64_t usize;	  /* exact uncompressed size */
+	uint64_t csize;	  /* file size */
+	uint64_t members; /* gzip members, empty ones included */
+	uint64_t span;	  /* span it was built with */
 	enum gzdec_trail trailing;
-	uint64_t trail_off;      /* file offset where trailing data starts, if any */
-	size_t npoints;          /* >= 1 */
+	uint64_t trail_off;	    /* file offset where trailing data starts, if any */
+	size_t npoints;		    /* >= 1 */
 	struct gzdec_point *points; /* ascending uoff; points[0].uoff == 0 */
 	/*
 	 * Salvage (GZDEC_SALVAGE): set only by gzdec_index_build_opts.  When
@@ -201,8 +201,8 @@ void gzdec_index_free(struct gzdec_index *idx);
  * spans (or read on with a gzdec_dec), and still compare the file's
  * identity with the one they indexed.
  */
-ssize_t gzdec_extract(int fd, const struct gzdec_index *idx, size_t point, void *buf,
-		      size_t len, struct zerr *err);
+ssize_t gzdec_extract(int fd, const struct gzdec_index *idx, size_t point, void *buf, size_t len,
+		      struct zerr *err);
 
 /*
  * Streaming: a decoder that starts at a checkpoint and returns the bytes

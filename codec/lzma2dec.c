@@ -37,16 +37,16 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* Offsets into the probability array. */
-#define P_IS_MATCH  0    /* [state][pos_state]: 12 * 16 */
-#define P_IS_REP    192  /* [state] */
+#define P_IS_MATCH  0	/* [state][pos_state]: 12 * 16 */
+#define P_IS_REP    192 /* [state] */
 #define P_IS_REP0   204
 #define P_IS_REP1   216
 #define P_IS_REP2   228
-#define P_REP0_LONG 240  /* [state][pos_state] */
-#define P_SLOT	    432  /* [len_state][64] */
-#define P_SPECIAL   688  /* 114: reverse trees of distance slots 4-13 */
-#define P_ALIGN	    802  /* 16 */
-#define P_LEN	    818  /* 514: choice, choice2, low[16][8], mid[16][8], high[256] */
+#define P_REP0_LONG 240	 /* [state][pos_state] */
+#define P_SLOT	    432	 /* [len_state][64] */
+#define P_SPECIAL   688	 /* 114: reverse trees of distance slots 4-13 */
+#define P_ALIGN	    802	 /* 16 */
+#define P_LEN	    818	 /* 514: choice, choice2, low[16][8], mid[16][8], high[256] */
 #define P_REP_LEN   1332 /* 514 */
 #define P_LIT	    1846 /* 0x300 << (lc + lp) */
 #define L_LOW	    2
@@ -64,25 +64,25 @@ struct lzma2dec {
 	/* input */
 	lzma2dec_pull_fn pull;
 	void *popaque;
-	uint64_t coff;  /* next compressed byte to pull */
-	uint32_t ipos;  /* next byte of inbuf */
-	uint32_t ilen;  /* bytes in inbuf: the current chunk's body */
+	uint64_t coff; /* next compressed byte to pull */
+	uint32_t ipos; /* next byte of inbuf */
+	uint32_t ilen; /* bytes in inbuf: the current chunk's body */
 	/* output */
-	uint8_t *win;   /* owned, unless lent to lzma2dec_resume_in */
+	uint8_t *win; /* owned, unless lent to lzma2dec_resume_in */
 	int win_lent;
 	uint32_t wsize; /* window: max(dict, 4 KiB) rounded up to 16 */
-	uint32_t wpos;  /* next byte of win to write */
-	uint32_t rpos;  /* first byte of win not yet returned */
+	uint32_t wpos;	/* next byte of win to write */
+	uint32_t rpos;	/* first byte of win not yet returned */
 	uint32_t avail; /* bytes from rpos not yet returned */
-	uint64_t dpos;  /* bytes since the last dictionary reset */
-	uint64_t uoff;  /* bytes decoded into the window */
+	uint64_t dpos;	/* bytes since the last dictionary reset */
+	uint64_t uoff;	/* bytes decoded into the window */
 	uint64_t ulimit;
 	/* chunks */
 	struct lzma2dec_chunk cur;
-	int kind;            /* K_*: what the current chunk is */
+	int kind;	     /* K_*: what the current chunk is */
 	uint32_t chunk_left; /* of its uncompressed bytes, still to decode */
 	int need_dict_reset, need_props, ended, in_cb, err;
-	int expect_control;  /* after resume: the control byte the checkpoint saw, else -1 */
+	int expect_control; /* after resume: the control byte the checkpoint saw, else -1 */
 	uint32_t dict_size;
 	lzma2dec_chunk_fn cb;
 	void *cbopaque;
@@ -225,8 +225,7 @@ static inline uint32_t back(uint32_t pos, uint32_t dist, uint32_t wsize)
 }
 
 /* Copies n bytes of a match at distance dist + 1 to win[pos..pos + n), which does not wrap. */
-static inline void copy_match(uint8_t *win, uint32_t wsize, uint32_t pos, uint32_t dist,
-			      uint32_t n)
+static inline void copy_match(uint8_t *win, uint32_t wsize, uint32_t pos, uint32_t dist, uint32_t n)
 {
 	uint32_t src = back(pos, dist, wsize);
 
@@ -264,7 +263,7 @@ static inline void copy_match(uint8_t *win, uint32_t wsize, uint32_t pos, uint32
 #define UPD0(p)                                                                                    \
 	do {                                                                                       \
 		rng = bound;                                                                       \
-		*(p) = (uint16_t)(ttt + ((2048 - ttt) >> 5));                                     \
+		*(p) = (uint16_t)(ttt + ((2048 - ttt) >> 5));                                      \
 	} while (0)
 #define UPD1(p)                                                                                    \
 	do {                                                                                       \
@@ -355,8 +354,9 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 		IF_BIT0(probs + P_IS_MATCH + (state << 4) + ps)
 		{
 			uint32_t prev = dpos ? win[(wpos ? wpos : wsize) - 1] : 0, sym = 1;
-			uint16_t *lp = probs + P_LIT +
-				       0x300 * ((((uint32_t)dpos & lpmask) << lc) + (prev >> (8 - lc)));
+			uint16_t *lp =
+				probs + P_LIT +
+				0x300 * ((((uint32_t)dpos & lpmask) << lc) + (prev >> (8 - lc)));
 
 			UPD0(probs + P_IS_MATCH + (state << 4) + ps);
 			if (state < 7) {
@@ -488,7 +488,8 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 						goto corrupt;
 					}
 					state = state < 7 ? 9 : 11;
-					if (unlikely(mark != NULL) && base + wpos - rep0 - 1 < mbelow)
+					if (unlikely(mark != NULL) &&
+					    base + wpos - rep0 - 1 < mbelow)
 						mark(d->mopaque, base + wpos - rep0 - 1, 1);
 					win[wpos] = win[back(wpos, rep0, wsize)];
 					wpos++;
@@ -535,15 +536,14 @@ static int lzma_run(struct lzma2dec *d, uint32_t n, struct zerr *err)
 		}
 		if (unlikely(mark != NULL) && base + wpos - rep0 - 1 < mbelow)
 			mark(d->mopaque, base + wpos - rep0 - 1, len);
-copy:
-		{
-			uint32_t k = wend - wpos < len ? wend - wpos : len;
+	copy : {
+		uint32_t k = wend - wpos < len ? wend - wpos : len;
 
-			copy_match(win, wsize, wpos, rep0, k);
-			wpos += k;
-			dpos += k;
-			len -= k;
-		}
+		copy_match(win, wsize, wpos, rep0, k);
+		wpos += k;
+		dpos += k;
+		len -= k;
+	}
 	}
 	goto out;
 overrun:
@@ -893,7 +893,8 @@ static int resume(const struct lzma2dec_ckpt *ck, uint32_t dict_size, uint64_t u
 	int ret;
 
 	*out = NULL;
-	if (ck->dict_size != dict_size || ckpt_check(ck, win || ck->window) < 0 || ck->uoff > ulimit)
+	if (ck->dict_size != dict_size || ckpt_check(ck, win || ck->window) < 0 ||
+	    ck->uoff > ulimit)
 		return -EINVAL;
 	ret = alloc_dec(ck->dict_size, ulimit, pull, opaque, win, &d);
 	if (ret < 0)
@@ -992,8 +993,8 @@ int lzma2dec_ckpt_load(const void *buf, size_t len, struct lzma2dec_ckpt *ck)
 		ck->rep[i] = (uint32_t)get_le(p + 40 + 4 * i, 4);
 	ck->nprobs = (uint32_t)get_le(p + 56, 4);
 	ck->wlen = (uint32_t)get_le(p + 60, 4);
-	if (state > 11 || ck->nprobs > LZMA2DEC_PROBS_MAX || ck->wlen > window_of(LZMA2DEC_DICT_MAX) ||
-	    len != lzma2dec_ckpt_size(ck))
+	if (state > 11 || ck->nprobs > LZMA2DEC_PROBS_MAX ||
+	    ck->wlen > window_of(LZMA2DEC_DICT_MAX) || len != lzma2dec_ckpt_size(ck))
 		goto bad;
 	ck->state = (uint8_t)state;
 	p += CK_HEAD;

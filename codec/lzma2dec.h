@@ -79,10 +79,10 @@ typedef ssize_t (*lzma2dec_pull_fn)(void *opaque, uint64_t coff, void *buf, size
 
 /* Where a chunk starts and what it holds: passed to the chunk callback. */
 struct lzma2dec_chunk {
-	uint64_t uoff;   /* uncompressed offset of its first byte */
-	uint64_t coff;   /* compressed offset of its control byte */
-	uint32_t usize;  /* uncompressed bytes it holds */
-	uint32_t csize;  /* compressed bytes after its header (= usize if uncompressed) */
+	uint64_t uoff;	 /* uncompressed offset of its first byte */
+	uint64_t coff;	 /* compressed offset of its control byte */
+	uint32_t usize;	 /* uncompressed bytes it holds */
+	uint32_t csize;	 /* compressed bytes after its header (= usize if uncompressed) */
 	uint8_t control; /* its control byte (never 0x00: the end calls nothing) */
 };
 
@@ -103,17 +103,17 @@ typedef int (*lzma2dec_chunk_fn)(void *opaque, struct lzma2dec *d, const struct 
  * and their arrays NULL.
  */
 struct lzma2dec_ckpt {
-	uint64_t uoff;      /* uncompressed offset of the chunk */
-	uint64_t coff;      /* compressed offset of its control byte */
-	uint64_t dpos;      /* bytes decoded since the last dictionary reset */
+	uint64_t uoff;	    /* uncompressed offset of the chunk */
+	uint64_t coff;	    /* compressed offset of its control byte */
+	uint64_t dpos;	    /* bytes decoded since the last dictionary reset */
 	uint32_t dict_size; /* the dictionary size the decoder was opened with */
 	uint8_t control;    /* the chunk's control byte; resuming checks it */
-	uint8_t props;      /* lc + 9 * (lp + 5 * pb), when has_props */
+	uint8_t props;	    /* lc + 9 * (lp + 5 * pb), when has_props */
 	uint8_t has_props;  /* 1: props, state and reps are set */
-	uint8_t state;      /* LZMA state, 0-11 */
+	uint8_t state;	    /* LZMA state, 0-11 */
 	uint32_t rep[4];    /* rep0-rep3 (distances minus one) */
 	uint32_t nprobs;    /* entries in probs: 0, or 1846 + 0x300 << (lc + lp) */
-	uint32_t wlen;      /* bytes in window */
+	uint32_t wlen;	    /* bytes in window */
 	uint16_t *probs;    /* the probability model, or NULL */
 	uint8_t *window;    /* the last wlen bytes decoded, oldest first, or NULL */
 };

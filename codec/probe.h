@@ -7,9 +7,9 @@
 /* Formats zmount decodes.  The magic bytes decide, never the file name. */
 enum probe_fmt {
 	PROBE_NONE = 0, /* anything else: passed through as it is */
-	PROBE_XZ,       /* FD 37 7A 58 5A 00 */
-	PROBE_GZIP,     /* 1F 8B */
-	PROBE_ZSTD,     /* 28 B5 2F FD, after up to PROBE_SKIP_MAX skippable frames */
+	PROBE_XZ,	/* FD 37 7A 58 5A 00 */
+	PROBE_GZIP,	/* 1F 8B */
+	PROBE_ZSTD,	/* 28 B5 2F FD, after up to PROBE_SKIP_MAX skippable frames */
 };
 
 /* Classifies the first len bytes of a file.  Never fails. */

@@ -32,10 +32,10 @@
 #include "lzma2dec.h"
 #include "pio.h"
 
-#define READ_MAX   65536u /* output bytes decoded per lzma2dec_read during build */
-#define RUN_GAP	   8u     /* runs closer than this are merged: a run costs 2-4 bytes */
-#ifndef ZLEVEL /* a bench may build with another */
-#define ZLEVEL 1 /* zstd level for the payload: see the numbers in the report */
+#define READ_MAX 65536u /* output bytes decoded per lzma2dec_read during build */
+#define RUN_GAP	 8u	/* runs closer than this are merged: a run costs 2-4 bytes */
+#ifndef ZLEVEL		/* a bench may build with another */
+#define ZLEVEL 1	/* zstd level for the payload: see the numbers in the report */
 #endif
 #define BLOB_HEAD  96u
 #define BLOB_MAGIC "ZXC1"
@@ -44,7 +44,7 @@
 struct xzck_hdr {
 	uint64_t data_off;  /* file offset of the LZMA2 data */
 	uint64_t data_size; /* its size (Compressed Size) */
-	uint32_t dict;      /* LZMA2 dictionary, capped at the Block's size */
+	uint32_t dict;	    /* LZMA2 dictionary, capped at the Block's size */
 	uint32_t check_size;
 };
 
@@ -67,7 +67,7 @@ struct xzckpt_dec {
 /* One checkpoint whose marks are still being collected. */
 struct xzck_open {
 	struct lzma2dec_ckpt ck; /* without its window */
-	uint64_t *bits;          /* ck.wlen bits: window byte i is needed */
+	uint64_t *bits;		 /* ck.wlen bits: window byte i is needed */
 };
 
 struct xzck_build {
@@ -96,8 +96,10 @@ struct xzck_build {
 
 static int check_size_of(uint32_t check, uint32_t *size)
 {
-	*size = check == XZDEC_CHECK_NONE ? 0 : check == XZDEC_CHECK_CRC32 ? 4 :
-		check == XZDEC_CHECK_CRC64 ? 8 : UINT32_MAX;
+	*size = check == XZDEC_CHECK_NONE    ? 0
+		: check == XZDEC_CHECK_CRC32 ? 4
+		: check == XZDEC_CHECK_CRC64 ? 8
+					     : UINT32_MAX;
 	return *size == UINT32_MAX ? -ENOTSUP : 0;
 }
 
@@ -139,7 +141,7 @@ static int hdr_read(int fd, const struct xzdec_block *b, struct xzck_hdr *h, str
 {
 	uint8_t raw[LZMA_BLOCK_HEADER_SIZE_MAX];
 	lzma_filter filters[LZMA_FILTERS_MAX + 1];
-	lzma_block blk = {.version = 1, .filters = filters};
+	lzma_block blk = { .version = 1, .filters = filters };
 	lzma_ret lret;
 	ssize_t n;
 	int ret;
@@ -188,8 +190,8 @@ static ssize_t src_pull(void *opaque, uint64_t coff, void *buf, size_t len)
 }
 
 /* After the end marker: the data filled exactly the sizes the Index gave. */
-static int end_check(struct lzma2dec *ld, const struct xzck_hdr *h, uint64_t usize,
-		     uint64_t bcoff, struct zerr *err)
+static int end_check(struct lzma2dec *ld, const struct xzck_hdr *h, uint64_t usize, uint64_t bcoff,
+		     struct zerr *err)
 {
 	if (lzma2dec_tell(ld) != usize || lzma2dec_ctell(ld) != h->data_size)
 		return zerr_set(err, -EIO, h->data_off + lzma2dec_ctell(ld),
@@ -308,8 +310,9 @@ static ssize_t runs_of(struct xzck_build *bd, const struct xzck_open *o, uint64_
 		}
 		start = i;
 		while (i < wlen && (w[i >> 6] >> (i & 63) & 1))
-			i += (w[i >> 6] >> (i & 63)) == ~0ull >> (i & 63) ? 64 - (i & 63) :
-				(uint32_t)__builtin_ctzll(~(w[i >> 6] >> (i & 63)));
+			i += (w[i >> 6] >> (i & 63)) == ~0ull >> (i & 63)
+				     ? 64 - (i & 63)
+				     : (uint32_t)__builtin_ctzll(~(w[i >> 6] >> (i & 63)));
 		end = i < wlen ? i : wlen;
 		if (n && start - (bd->runs[2 * n - 2] + bd->runs[2 * n - 1]) < RUN_GAP) {
 			*kept += end - (bd->runs[2 * n - 2] + bd->runs[2 * n - 1]);
@@ -489,7 +492,8 @@ static int tail_check(int fd, const struct xzdec_block *b, const struct xzck_hdr
 	size_t pad = (size_t)(b->coff + b->csize - h->check_size - at);
 	uint8_t buf[3 + 8];
 
-	if (pad > 3 || pio_pread(fd, buf, pad + h->check_size, at) != (ssize_t)(pad + h->check_size))
+	if (pad > 3 ||
+	    pio_pread(fd, buf, pad + h->check_size, at) != (ssize_t)(pad + h->check_size))
 		return zerr_set(err, -EIO, at, "Block Padding or Check truncated");
 	for (size_t i = 0; i < pad; i++)
 		if (buf[i])
@@ -552,8 +556,8 @@ static int build_run(struct xzck_build *bd, struct lzma2dec *ld, int fd, const s
 int xzckpt_build(int fd, const struct xzdec_block *b, uint64_t span, const struct xzckpt_sink *s,
 		 struct xzckpt_stats *st, struct zerr *err)
 {
-	struct xzck_build bd = {.b = b, .s = s, .st = st, .err = err, .span = span, .next = span};
-	struct xzck_src src = {.fd = fd};
+	struct xzck_build bd = { .b = b, .s = s, .st = st, .err = err, .span = span, .next = span };
+	struct xzck_src src = { .fd = fd };
 	struct lzma2dec *ld = NULL;
 	struct xzck_hdr h;
 	int ret;
@@ -638,8 +642,8 @@ static int head_get(const uint8_t *p, size_t len, const struct xzdec_block *b,
  * bytes after the runs) and zeroes the rest of win's first wlen bytes.
  * Returns the offset where the runs end, or 0 if any is wrong.
  */
-static size_t runs_walk(const uint8_t *raw, size_t at, size_t rawlen, uint32_t nruns,
-			uint32_t wlen, uint32_t nkept, uint8_t *win, const uint8_t *kept)
+static size_t runs_walk(const uint8_t *raw, size_t at, size_t rawlen, uint32_t nruns, uint32_t wlen,
+			uint32_t nkept, uint8_t *win, const uint8_t *kept)
 {
 	uint64_t end = 0, gap, n, sum = 0, prev = 0;
 
@@ -700,10 +704,10 @@ out:
 	return ret;
 }
 
-int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
-		    const void *blob, size_t len, struct xzckpt_dec **out, struct zerr *err)
+int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp, const void *blob,
+		    size_t len, struct xzckpt_dec **out, struct zerr *err)
 {
-	struct lzma2dec_ckpt ck = {0};
+	struct lzma2dec_ckpt ck = { 0 };
 	struct xzckpt_dec *d;
 	uint32_t nruns, kept;
 	int ret;
@@ -733,13 +737,14 @@ int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp
 			ret = payload_get((const uint8_t *)blob + BLOB_HEAD, len - BLOB_HEAD, &ck,
 					  nruns, kept, d->win);
 		if (ret == 0)
-			ret = lzma2dec_resume_in(&ck, d->h.dict, b->usize, src_pull, &d->src, d->win,
-						 &d->ld);
+			ret = lzma2dec_resume_in(&ck, d->h.dict, b->usize, src_pull, &d->src,
+						 d->win, &d->ld);
 		lzma2dec_ckpt_release(&ck);
 	}
 	if (ret < 0) {
-		zerr_set(err, ret, b->coff, ret == -ENOMEM ? "out of memory" :
-				 "checkpoint is damaged or not for the Block at %llu",
+		zerr_set(err, ret, b->coff,
+			 ret == -ENOMEM ? "out of memory"
+					: "checkpoint is damaged or not for the Block at %llu",
 			 (unsigned long long)b->coff);
 		goto fail;
 	}

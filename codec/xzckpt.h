@@ -88,13 +88,13 @@ struct xzckpt_sink {
 };
 
 struct xzckpt_stats {
-	uint64_t points;             /* checkpoints handed out */
-	uint64_t blob_bytes;         /* their blobs' sizes, in all */
+	uint64_t points;	     /* checkpoints handed out */
+	uint64_t blob_bytes;	     /* their blobs' sizes, in all */
 	uint64_t window_bytes_dense; /* window bytes a dense checkpoint would hold, in all */
 	uint64_t window_bytes_kept;  /* window bytes the sparse ones keep (before zstd), in all */
-	uint64_t raw_bytes;          /* payloads before zstd (model, runs, bytes), in all */
-	uint64_t runs;               /* (offset, length) runs, in all */
-	uint64_t build_mem;          /* the most bytes build held at once (approximate) */
+	uint64_t raw_bytes;	     /* payloads before zstd (model, runs, bytes), in all */
+	uint64_t runs;		     /* (offset, length) runs, in all */
+	uint64_t build_mem;	     /* the most bytes build held at once (approximate) */
 };
 
 /*
@@ -139,8 +139,8 @@ struct xzckpt_dec;
  *   -ENOTSUP, -EIO  as xzckpt_build, for the Block Header;
  *   -ENOMEM  out of memory.
  */
-int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
-		    const void *blob, size_t len, struct xzckpt_dec **out, struct zerr *err);
+int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp, const void *blob,
+		    size_t len, struct xzckpt_dec **out, struct zerr *err);
 
 /*
  * Decodes up to len bytes into buf: returns 1..len, 0 at the Block's end

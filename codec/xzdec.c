@@ -56,8 +56,8 @@ struct xzdec_dec {
 	uint64_t pos;	 /* uncompressed bytes returned */
 	bool done;	 /* LZMA_STREAM_END seen: Padding and Check are good */
 	bool failed;
-	lzma_allocator alloc; /* xz_alloc and xz_free, opaque = this decoder */
-	size_t mem;	 /* bytes liblzma holds for this decoder */
+	lzma_allocator alloc;	     /* xz_alloc and xz_free, opaque = this decoder */
+	size_t mem;		     /* bytes liblzma holds for this decoder */
 	struct xzdec_spares *spares; /* borrowed; NULL: plain malloc and free */
 	uint8_t in[XZDEC_CHUNK];
 };
@@ -479,7 +479,8 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
 		goto fail;
 	}
 	if (b->usize / XZDEC_MAX_RATIO > b->csize) {
-		ret = zerr_set(err, -EIO, b->coff, "Index claims %llu bytes from %llu compressed bytes",
+		ret = zerr_set(err, -EIO, b->coff,
+			       "Index claims %llu bytes from %llu compressed bytes",
 			       (unsigned long long)b->usize, (unsigned long long)b->csize);
 		goto fail;
 	}
@@ -529,8 +530,8 @@ static int xzdec_step(struct xzdec_dec *d, int fd, struct zerr *err)
 
 	if (d->strm.avail_in == 0 && d->in_off < d->in_end) {
 		uint64_t left = d->in_end - d->in_off;
-		ssize_t n = pio_pread(fd, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK,
-					d->in_off);
+		ssize_t n =
+			pio_pread(fd, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK, d->in_off);
 
 		if (n <= 0)
 			return zerr_set(err, -EIO, d->in_off, "reading Block data: %s",
@@ -739,7 +740,7 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 {
 	uint8_t hdr[LZMA_BLOCK_HEADER_SIZE_MAX];
 	lzma_filter filters[LZMA_FILTERS_MAX + 1];
-	lzma_block block = {0};
+	lzma_block block = { 0 };
 	lzma_stream strm = LZMA_STREAM_INIT;
 	uint64_t in_off, bound, usize = 0;
 	uint32_t dict;
@@ -799,7 +800,7 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 			uint64_t left = s->size - in_off;
 			ssize_t n =
 				left ? pio_pread(s->fd, s->in,
-						   left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
+						 left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
 				     : 0;
 
 			if (n < 0) {
@@ -964,7 +965,8 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 		return zerr_set(s->err, -ENOMEM, *off, "out of memory");
 	for (;;) {
 		struct xzdec_block b = {
-			.coff = *off, .uoff = idx->usize, .stream = stream, .check = hflags.check};
+			.coff = *off, .uoff = idx->usize, .stream = stream, .check = hflags.check
+		};
 		uint8_t first;
 
 		ret = scan_read(s, &first, 1, *off, "a Stream, before its Index");
@@ -1012,8 +1014,8 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 
 int xzdec_index_scan(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err)
 {
-	struct zerr own = {0};
-	struct xz_scan s = {.fd = fd, .size = size, .err = err ? err : &own};
+	struct zerr own = { 0 };
+	struct xz_scan s = { .fd = fd, .size = size, .err = err ? err : &own };
 	lzma_index_hash *hash = NULL;
 	uint64_t off = 0;
 	int ret;

@@ -38,9 +38,9 @@
 #include "zerr.h"
 
 /* Check types as numbered by the format (xz's "Check ID"). */
-#define XZDEC_CHECK_NONE 0x00
-#define XZDEC_CHECK_CRC32 0x01
-#define XZDEC_CHECK_CRC64 0x04
+#define XZDEC_CHECK_NONE   0x00
+#define XZDEC_CHECK_CRC32  0x01
+#define XZDEC_CHECK_CRC64  0x04
 #define XZDEC_CHECK_SHA256 0x0A
 
 /*
@@ -57,21 +57,21 @@
 #define XZDEC_MAX_USIZE ((uint64_t)INT64_MAX)
 
 struct xzdec_block {
-	uint64_t coff;     /* file offset of the Block Header */
-	uint64_t csize;    /* Total Size: header + data + padding + check */
+	uint64_t coff;	   /* file offset of the Block Header */
+	uint64_t csize;	   /* Total Size: header + data + padding + check */
 	uint64_t unpadded; /* Unpadded Size, as the Index says */
-	uint64_t uoff;     /* offset in the whole file's uncompressed output */
-	uint64_t usize;    /* Uncompressed Size, as the Index says */
+	uint64_t uoff;	   /* offset in the whole file's uncompressed output */
+	uint64_t usize;	   /* Uncompressed Size, as the Index says */
 	uint32_t stream;   /* 0-based number of the Stream holding it */
-	uint32_t check;    /* Check ID of that Stream */
+	uint32_t check;	   /* Check ID of that Stream */
 };
 
 struct xzdec_index {
-	uint64_t usize;            /* sum of all Blocks' usize */
-	uint64_t csize;            /* file size */
-	uint32_t nstreams;         /* Streams, including empty ones */
-	uint64_t padding;          /* Stream Padding bytes in all */
-	uint32_t checks;           /* bit mask: 1u << Check ID, for every Stream */
+	uint64_t usize;	   /* sum of all Blocks' usize */
+	uint64_t csize;	   /* file size */
+	uint32_t nstreams; /* Streams, including empty ones */
+	uint64_t padding;  /* Stream Padding bytes in all */
+	uint32_t checks;   /* bit mask: 1u << Check ID, for every Stream */
 	size_t nblocks;
 	struct xzdec_block *blocks; /* nblocks entries, in file order */
 	/*

@@ -10,8 +10,8 @@
  * caller knows the file's name, so the codec never logs by itself.
  */
 struct zerr {
-	uint64_t coff;   /* compressed offset where the problem was seen */
-	char msg[200];   /* NUL-terminated reason, "" when none */
+	uint64_t coff; /* compressed offset where the problem was seen */
+	char msg[200]; /* NUL-terminated reason, "" when none */
 };
 
 /* Sets err (may be NULL) and returns ret, so callers can `return zerr_set(...)`. */

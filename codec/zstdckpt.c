@@ -69,40 +69,41 @@
 /* ------------------------------------------------------------------------ */
 /* Constants of the format. */
 
-static const uint8_t max_sym[3] = {35, 31, 52}; /* LL, OF, ML */
-static const uint8_t max_log[3] = {9, 8, 9};
-static const uint8_t ll_bits[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1,
-				    1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-static const uint8_t ml_bits[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-				    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
-				    2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+static const uint8_t max_sym[3] = { 35, 31, 52 }; /* LL, OF, ML */
+static const uint8_t max_log[3] = { 9, 8, 9 };
+static const uint8_t ll_bits[36] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0,  0,  1,  1,
+				     1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+static const uint8_t ml_bits[53] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0,  0,  0,  0, 0,
+				     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0,  1,  1,  1, 1,
+				     2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 /* Baselines of the literal length and match length codes (RFC 8878, 3.1.1.3.2.1.1). */
-static const uint32_t ll_base[36] = {0,  1,  2,  3,  4,  5,  6,   7,   8,   9,    10,   11,
-				     12, 13, 14, 15, 16, 18, 20,  22,  24,  28,   32,   40,
-				     48, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
-static const uint32_t ml_base[53] = {3,  4,  5,  6,  7,  8,  9,  10,  11,  12,   13,   14,
-				     15, 16, 17, 18, 19, 20, 21,  22,  23,  24,   25,   26,
-				     27, 28, 29, 30, 31, 32, 33,  34,  35,  37,   39,   41,
-				     43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027, 2051,
-				     4099, 8195, 16387, 32771, 65539};
+static const uint32_t ll_base[36] = { 0,   1,	2,    3,    4,	  5,	6,     7,     8,
+				      9,   10,	11,   12,   13,	  14,	15,    16,    18,
+				      20,  22,	24,   28,   32,	  40,	48,    64,    128,
+				      256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536 };
+static const uint32_t ml_base[53] = { 3,   4,	5,    6,    7,	  8,	9,     10,    11,   12, 13,
+				      14,  15,	16,   17,   18,	  19,	20,    21,    22,   23, 24,
+				      25,  26,	27,   28,   29,	  30,	31,    32,    33,   34, 35,
+				      37,  39,	41,   43,   47,	  51,	59,    67,    83,   99, 131,
+				      259, 515, 1027, 2051, 4099, 8195, 16387, 32771, 65539 };
 
 /* The predefined distributions written as FSE table descriptions. */
-static const uint8_t predef_ll[] = {0x51, 0x10, 0x63, 0x8c, 0x31, 0xc6, 0x18, 0x63, 0x0c, 0x21,
-				    0xc4, 0x18, 0x63, 0x66, 0x66, 0x86, 0x46, 0x92, 0x04, 0x00};
-static const uint8_t predef_of[] = {0x20, 0x84, 0x10, 0x42, 0x66, 0x46, 0x44,
-				    0x44, 0x44, 0x44, 0x24, 0x49, 0x02, 0x00};
-static const uint8_t predef_ml[] = {0x21, 0x14, 0xc4, 0x18, 0x63, 0x8c, 0x21, 0x84, 0x10, 0x42,
-				    0x08, 0x21, 0x84, 0x10, 0x42, 0x08, 0x21, 0x44, 0x44, 0x44,
-				    0x44, 0x44, 0x44, 0x44, 0x44, 0x24, 0x09, 0x00, 0x00};
+static const uint8_t predef_ll[] = { 0x51, 0x10, 0x63, 0x8c, 0x31, 0xc6, 0x18, 0x63, 0x0c, 0x21,
+				     0xc4, 0x18, 0x63, 0x66, 0x66, 0x86, 0x46, 0x92, 0x04, 0x00 };
+static const uint8_t predef_of[] = { 0x20, 0x84, 0x10, 0x42, 0x66, 0x46, 0x44,
+				     0x44, 0x44, 0x44, 0x24, 0x49, 0x02, 0x00 };
+static const uint8_t predef_ml[] = { 0x21, 0x14, 0xc4, 0x18, 0x63, 0x8c, 0x21, 0x84, 0x10, 0x42,
+				     0x08, 0x21, 0x84, 0x10, 0x42, 0x08, 0x21, 0x44, 0x44, 0x44,
+				     0x44, 0x44, 0x44, 0x44, 0x44, 0x24, 0x09, 0x00, 0x00 };
 static const struct {
 	const uint8_t *p;
 	uint8_t len;
-} predef[3] = {{predef_ll, sizeof(predef_ll)},
-	       {predef_of, sizeof(predef_of)},
-	       {predef_ml, sizeof(predef_ml)}};
+} predef[3] = { { predef_ll, sizeof(predef_ll) },
+		{ predef_of, sizeof(predef_of) },
+		{ predef_ml, sizeof(predef_ml) } };
 
 /* A Huffman description for "no table yet": weights 1 and (implied) 1. */
-static const uint8_t huf_none[] = {0x80, 0x10};
+static const uint8_t huf_none[] = { 0x80, 0x10 };
 
 static uint64_t le_n(const uint8_t *p, unsigned n)
 {
@@ -127,8 +128,9 @@ static unsigned highbit(uint32_t v)
  * ring is written whole, so huge pages only save faults there.
  * ring_free takes the same length and huge_min.
  */
-#define HUGE_PAGE    (2ull << 20)
-#define HUGE_MIN_DEC (16ull << 20) /* below: calloc (zeroing 2 MiB pages cost more than the faults) */
+#define HUGE_PAGE (2ull << 20)
+#define HUGE_MIN_DEC                                                                               \
+	(16ull << 20) /* below: calloc (zeroing 2 MiB pages cost more than the faults) */
 
 static void *ring_alloc(size_t len, size_t huge_min)
 {
@@ -335,7 +337,7 @@ static int fse_make(struct fse *t, int k, const struct fse_desc *d)
 
 	if (d->mode == T_RLE) {
 		t->log = 0;
-		t->cell[0] = (struct fse_cell){0, d->rle, 0};
+		t->cell[0] = (struct fse_cell){ 0, d->rle, 0 };
 		return 0;
 	}
 	if (d->mode == T_COMP)
@@ -372,7 +374,7 @@ struct tables {
 	struct fse_desc t[3];
 	uint16_t huf_len;
 	uint8_t huf[ZSTDCKPT_HUF_MAX];
-	uint64_t seq_blocks; /* blocks with sequences so far */
+	uint64_t seq_blocks;		/* blocks with sequences so far */
 	struct seqblock hist[SEQ_HIST]; /* block k (counting from 0) in hist[k % SEQ_HIST] */
 };
 
@@ -449,8 +451,7 @@ struct seq_sink {
 static int seq_put(struct seq_sink *k, uint32_t off, uint32_t ll, uint32_t ml)
 {
 	k->pos += ll;
-	if (off == 0 || off > k->pos || off > k->window || ml > k->end - k->pos ||
-	    k->pos > k->end)
+	if (off == 0 || off > k->pos || off > k->window || ml > k->end - k->pos || k->pos > k->end)
 		return -EIO;
 	k->pos += ml;
 	return k->fn(k->arg, k->pos - ml - off, ml);
@@ -464,7 +465,7 @@ static int seq_decode(const struct fse *t, const uint8_t *p, size_t len, uint32_
 		      uint32_t *rep, struct seq_sink *k)
 {
 	const struct fse *ll = &t[ZSTDCKPT_LL], *of = &t[ZSTDCKPT_OF], *ml = &t[ZSTDCKPT_ML];
-	struct bitr b = {p, len, 0};
+	struct bitr b = { p, len, 0 };
 	uint32_t sl, so, sm;
 
 	if (len == 0 || p[len - 1] == 0)
@@ -522,7 +523,9 @@ static int lit_header(const uint8_t *p, size_t n, size_t *size, const uint8_t **
 		if (n < hl)
 			return -EIO;
 		v = le_n(p, hl);
-		csize = hl == 3 ? (v >> 14) & 0x3FF : hl == 4 ? (v >> 18) & 0x3FFF : (v >> 22) & 0x3FFFF;
+		csize = hl == 3	  ? (v >> 14) & 0x3FF
+			: hl == 4 ? (v >> 18) & 0x3FFF
+				  : (v >> 22) & 0x3FFFF;
 		*size = hl + csize;
 		if (type == 2) {
 			size_t h;
@@ -677,12 +680,12 @@ static int block_repeats(const uint8_t *p, size_t n, unsigned *rep, bool *has_se
  */
 struct pend {
 	struct zstdckpt ck;
-	uint64_t lo;	   /* output offset of the window's first byte: uoff - wlen */
-	uint64_t done;	   /* [lo, done) settled and copied out */
-	uint64_t run_end;  /* output offset past the last run, lo at first */
-	uint64_t *bits;	   /* a bit per granule of [lo, uoff): some match copies from it */
-	size_t nbits_b;	   /* bytes of bits */
-	uint32_t *runs;	   /* (gap, len) pairs, as in the blob */
+	uint64_t lo;	  /* output offset of the window's first byte: uoff - wlen */
+	uint64_t done;	  /* [lo, done) settled and copied out */
+	uint64_t run_end; /* output offset past the last run, lo at first */
+	uint64_t *bits;	  /* a bit per granule of [lo, uoff): some match copies from it */
+	size_t nbits_b;	  /* bytes of bits */
+	uint32_t *runs;	  /* (gap, len) pairs, as in the blob */
 	size_t nruns, runs_cap;
 	uint8_t *kept;
 	size_t nkept, kept_cap;
@@ -690,14 +693,14 @@ struct pend {
 
 struct blobs {
 	const struct zstdckpt_sink *sink;
-	uint64_t window;       /* frame_window(): no match reaches further back */
-	unsigned glog;	       /* a bitmap bit covers 1 << glog window bytes */
-	struct pend *pend;     /* oldest (lowest uoff) first */
+	uint64_t window;   /* frame_window(): no match reaches further back */
+	unsigned glog;	   /* a bitmap bit covers 1 << glog window bytes */
+	struct pend *pend; /* oldest (lowest uoff) first */
 	size_t npend, pend_cap;
-	uint64_t pend_bytes;   /* what the pending points hold */
-	uint32_t rep[3];       /* the offsets, followed from the oldest pending point on */
+	uint64_t pend_bytes; /* what the pending points hold */
+	uint32_t rep[3];     /* the offsets, followed from the oldest pending point on */
 	ZSTD_CCtx *cc;
-	uint8_t *raw, *blob;   /* scratch: a payload, a blob */
+	uint8_t *raw, *blob; /* scratch: a payload, a blob */
 	size_t raw_cap, blob_cap;
 	struct zstdckpt_blob_stats st;
 };
@@ -707,7 +710,7 @@ struct build {
 	int fd;
 	struct inbuf in;
 	ZSTD_DStream *ds;
-	bool done; /* libzstd said the frame is complete */
+	bool done;	/* libzstd said the frame is complete */
 	uint8_t *ring;	/* output offset x is at ring[x % rsize] */
 	uint64_t rsize; /* the window plus a block: min(Window_Size, usize) + BLOCK_MAX */
 	uint64_t rpos;
@@ -744,11 +747,11 @@ static int build_feed(struct build *b, const uint8_t *p, size_t n, uint64_t coff
 		      struct zerr *err)
 {
 	const struct zstdckpt_sink *sink = b->m ? b->m->sink : NULL;
-	ZSTD_inBuffer in = {p, n, 0};
+	ZSTD_inBuffer in = { p, n, 0 };
 
 	*got = 0;
 	for (;;) {
-		ZSTD_outBuffer out = {b->ring + b->rpos, (size_t)(b->rsize - b->rpos), 0};
+		ZSTD_outBuffer out = { b->ring + b->rpos, (size_t)(b->rsize - b->rpos), 0 };
 		size_t in_pos = in.pos;
 		size_t r = ZSTD_decompressStream(b->ds, &out, &in);
 
@@ -778,8 +781,7 @@ static int build_feed(struct build *b, const uint8_t *p, size_t n, uint64_t coff
 }
 
 /* Whether the next block with sequences (from coff on) repeats a table in mask. */
-static int build_peek(struct build *b, uint64_t coff, unsigned mask, bool *bad,
-		      struct zerr *err)
+static int build_peek(struct build *b, uint64_t coff, unsigned mask, bool *bad, struct zerr *err)
 {
 	*bad = true;
 	for (unsigned i = 0; i < PEEK_MAX; i++) {
@@ -888,8 +890,8 @@ static void build_fill(struct build *b, uint64_t uoff, uint64_t coff, uint64_t w
 /* Blobs: pending points, their marking, and the blob format (zstdckpt.h). */
 
 #define BLOB_MAGIC "ZCK1"
-#define BLOB_HDR   97u /* bytes before the tables */
-#define BLOB_LEVEL 1   /* ZSTD_compress level of the payload */
+#define BLOB_HDR   97u		/* bytes before the tables */
+#define BLOB_LEVEL 1		/* ZSTD_compress level of the payload */
 #define BLOB_BITS  (8ull << 20) /* the most bitmap bits per point: 1 MiB */
 
 static uint64_t pend_size(const struct pend *p)
@@ -1196,7 +1198,7 @@ static int blobs_block(struct build *b, uint64_t start, uint64_t got, bool seq, 
 	}
 	if (seq) {
 		const struct seqblock *h = &b->s.hist[(b->s.seq_blocks - 1) % SEQ_HIST];
-		struct seq_sink k = {start, end, m->window, blobs_mark, m};
+		struct seq_sink k = { start, end, m->window, blobs_mark, m };
 		const uint8_t *p;
 
 		ret = in_get(&b->in, b->fd, h->coff, h->len, &p, err);
@@ -1236,8 +1238,7 @@ static int blobs_block(struct build *b, uint64_t start, uint64_t got, bool seq, 
 /* ------------------------------------------------------------------------ */
 
 /* At the boundary before the block at coff: makes a point there if one can be made. */
-static int build_point(struct build *b, uint64_t uoff, uint64_t coff, bool *taken,
-		       struct zerr *err)
+static int build_point(struct build *b, uint64_t uoff, uint64_t coff, bool *taken, struct zerr *err)
 {
 	uint64_t wlen = uoff < frame_window(b->f) ? uoff : frame_window(b->f);
 	uint32_t rep[3];
@@ -1426,8 +1427,8 @@ static int build_new(int fd, const struct zstddec_frame *f, uint64_t span, bool 
 		build_free(b);
 		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
 	}
-	if (ZSTD_isError(ZSTD_DCtx_setParameter(b->ds, ZSTD_d_windowLogMax,
-						window_log(f->window)))) {
+	if (ZSTD_isError(
+		    ZSTD_DCtx_setParameter(b->ds, ZSTD_d_windowLogMax, window_log(f->window)))) {
 		build_free(b);
 		return zerr_set(err, -ENOTSUP, f->coff, "window too large for libzstd");
 	}
@@ -1435,8 +1436,8 @@ static int build_new(int fd, const struct zstddec_frame *f, uint64_t span, bool 
 	return 0;
 }
 
-int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn,
-		   void *arg, struct zstdckpt_stats *st, struct zerr *err)
+int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn, void *arg,
+		   struct zstdckpt_stats *st, struct zerr *err)
 {
 	struct build *b;
 	int ret = build_new(fd, f, span, false, &b, err);
@@ -1493,8 +1494,8 @@ struct zstdckpt_dec {
 static size_t dict_header(const struct zstdckpt *ck, uint8_t *end)
 {
 	uint8_t h[DICT_HMAX], *p = h;
-	static const int order[3] = {ZSTDCKPT_OF, ZSTDCKPT_ML, ZSTDCKPT_LL};
-	uint32_t v[2] = {DICT_MAGIC, 1};
+	static const int order[3] = { ZSTDCKPT_OF, ZSTDCKPT_ML, ZSTDCKPT_LL };
+	uint32_t v[2] = { DICT_MAGIC, 1 };
 
 	for (int i = 0; i < 2; i++)
 		for (int k = 0; k < 4; k++)
@@ -1518,8 +1519,7 @@ static int ckpt_check(const struct zstddec_frame *f, const struct zstdckpt *ck, 
 
 	if (ck->wlen != (ck->uoff < w ? ck->uoff : w) || ck->wlen == 0 ||
 	    ck->coff < f->coff + f->hsize || ck->coff >= f->coff + f->csize ||
-	    (f->usize != ZSTDDEC_UNKNOWN && ck->uoff >= f->usize) ||
-	    ck->huf_len > ZSTDCKPT_HUF_MAX)
+	    (f->usize != ZSTDDEC_UNKNOWN && ck->uoff >= f->usize) || ck->huf_len > ZSTDCKPT_HUF_MAX)
 		return zerr_set(err, -EINVAL, ck->coff, "checkpoint does not fit the frame");
 	for (int k = 0; k < 3; k++)
 		if (ck->rep[k] == 0 || ck->rep[k] > ck->wlen || ck->fse_len[k] > ZSTDCKPT_FSE_MAX)
@@ -1596,8 +1596,8 @@ static int fill_dense(const void *arg, uint8_t *win, uint64_t wlen, struct zerr 
 	return 0;
 }
 
-int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
-		      const void *window, struct zstdckpt_dec **out, struct zerr *err)
+int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck, const void *window,
+		      struct zstdckpt_dec **out, struct zerr *err)
 {
 	return dec_new(f, ck, fill_dense, window, out, err);
 }
@@ -1622,7 +1622,7 @@ static int blob_parse(const struct zstddec_frame *f, const uint8_t *p, size_t le
 {
 	const uint8_t *q = p + 4;
 	struct zstdckpt *ck = &bi->ck;
-	uint64_t v[4] = {f->coff, f->csize, f->usize, f->window}, tabs;
+	uint64_t v[4] = { f->coff, f->csize, f->usize, f->window }, tabs;
 
 	memset(bi, 0, sizeof(*bi));
 	if (len < BLOB_HDR + 4 || memcmp(p, BLOB_MAGIC, 4) != 0)
@@ -1694,8 +1694,7 @@ static int fill_blob(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *
 			goto out;
 		}
 		pos += gap;
-		if (n == 0 || pos > wlen || wlen - pos < n ||
-		    (uint64_t)(bytes - raw) + n > nraw) {
+		if (n == 0 || pos > wlen || wlen - pos < n || (uint64_t)(bytes - raw) + n > nraw) {
 			ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob has a bad run");
 			goto out;
 		}
@@ -1789,8 +1788,7 @@ static int dec_end(const struct zstdckpt_dec *d, struct zerr *err)
 	return 0;
 }
 
-ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, int fd, void *buf, size_t len,
-			  struct zerr *err)
+ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err)
 {
 	size_t n;
 	int ret;

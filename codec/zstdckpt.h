@@ -65,12 +65,12 @@
 enum { ZSTDCKPT_LL, ZSTDCKPT_OF, ZSTDCKPT_ML };
 
 struct zstdckpt {
-	uint64_t uoff;		/* offset in the frame's output where decoding resumes */
-	uint64_t coff;		/* file offset of the block header there */
-	uint64_t wlen;		/* window bytes that go with it: min(uoff, window) */
-	uint32_t rep[3];	/* repeat offsets, each 1..wlen */
-	uint16_t huf_len;	/* Huffman table description, as in the stream */
-	uint8_t fse_len[3];	/* FSE table descriptions, as in the stream */
+	uint64_t uoff;	    /* offset in the frame's output where decoding resumes */
+	uint64_t coff;	    /* file offset of the block header there */
+	uint64_t wlen;	    /* window bytes that go with it: min(uoff, window) */
+	uint32_t rep[3];    /* repeat offsets, each 1..wlen */
+	uint16_t huf_len;   /* Huffman table description, as in the stream */
+	uint8_t fse_len[3]; /* FSE table descriptions, as in the stream */
 	uint8_t huf[ZSTDCKPT_HUF_MAX];
 	uint8_t fse[3][ZSTDCKPT_FSE_MAX];
 };
@@ -84,14 +84,14 @@ typedef int (*zstdckpt_fn)(void *arg, const struct zstdckpt *ck, const uint8_t *
 			   const uint8_t *w2, size_t n2);
 
 struct zstdckpt_stats {
-	uint64_t usize;	      /* the frame's output */
-	uint32_t nblocks;     /* blocks decoded */
-	uint32_t nckpt;	      /* checkpoints handed out */
-	uint32_t skip_rep;    /* boundaries skipped: an offset unknown or beyond the window */
-	uint32_t skip_rle;    /* boundaries skipped: an RLE table repeated next */
-	uint64_t nseq;	      /* sequences decoded for the offsets, all boundaries */
-	uint64_t lost_coff;   /* 0, or the first block whose headers libzstd took and
-				 the parser refused: no checkpoints from there on */
+	uint64_t usize;	    /* the frame's output */
+	uint32_t nblocks;   /* blocks decoded */
+	uint32_t nckpt;	    /* checkpoints handed out */
+	uint32_t skip_rep;  /* boundaries skipped: an offset unknown or beyond the window */
+	uint32_t skip_rle;  /* boundaries skipped: an RLE table repeated next */
+	uint64_t nseq;	    /* sequences decoded for the offsets, all boundaries */
+	uint64_t lost_coff; /* 0, or the first block whose headers libzstd took and
+			       the parser refused: no checkpoints from there on */
 };
 
 /*
@@ -107,8 +107,8 @@ struct zstdckpt_stats {
  *            mismatch, a size other than f->usize, or a failed pread;
  *   -ENOMEM  out of memory (the window, twice: ours and libzstd's).
  */
-int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn,
-		   void *arg, struct zstdckpt_stats *st, struct zerr *err);
+int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn, void *arg,
+		   struct zstdckpt_stats *st, struct zerr *err);
 
 struct zstdckpt_dec;
 
@@ -123,8 +123,8 @@ struct zstdckpt_dec;
  *   -ENOMEM  out of memory (the window plus about 1 MiB: two blocks of
  *            ring, a 512 KiB input buffer, libzstd's context).
  */
-int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
-		      const void *window, struct zstdckpt_dec **out, struct zerr *err);
+int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck, const void *window,
+		      struct zstdckpt_dec **out, struct zerr *err);
 
 /*
  * Decodes the next bytes of the frame into buf and returns how many: 1 to
@@ -136,8 +136,7 @@ int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck,
  * The checksum is NOT verified (see above).  After a failure the decoder
  * may only be closed.
  */
-ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, int fd, void *buf, size_t len,
-			  struct zerr *err);
+ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err);
 
 /* Offset in the frame's output of the next byte zstdckpt_dec_read returns. */
 uint64_t zstdckpt_dec_tell(const struct zstdckpt_dec *d);

@@ -112,8 +112,8 @@ struct extent {
 struct walkstate {
 	struct walk w;
 	struct zstddec_index *idx;
-	size_t max_frames; /* frames of any kind before the walk gives up (-E2BIG) */
-	bool keep;	   /* store frames and extents; else only count them (a scan) */
+	size_t max_frames;	   /* frames of any kind before the walk gives up (-E2BIG) */
+	bool keep;		   /* store frames and extents; else only count them (a scan) */
 	struct zstddec_scan *scan; /* when !keep: the counts */
 	size_t fcap;
 	struct extent *ext;
@@ -162,7 +162,7 @@ static int ext_add(struct walkstate *s, uint64_t coff, uint64_t csize, size_t zi
 		s->ext = e;
 		s->ecap = cap;
 	}
-	s->ext[s->next++] = (struct extent){coff, csize, zi, magic};
+	s->ext[s->next++] = (struct extent){ coff, csize, zi, magic };
 	return 0;
 }
 
@@ -198,7 +198,7 @@ static int frame_add(struct walkstate *s, const struct zstddec_frame *f, struct 
 /* Parses the zstd frame at off (its magic already checked); sets f. */
 static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f, struct zerr *err)
 {
-	static const uint8_t did_bytes[4] = {0, 1, 2, 4};
+	static const uint8_t did_bytes[4] = { 0, 1, 2, 4 };
 	struct walk *w = &s->w;
 	uint64_t size = w->size, pos, fcs = 0, rawrle = 0;
 	const uint8_t *p;
@@ -394,16 +394,16 @@ static int seek_check(struct walkstate *s, struct zerr *err)
 					   i, cs, (unsigned long long)e->coff,
 					   (unsigned long long)e->csize);
 		if (!f && ds != 0)
-			return seek_ignore(idx, "seek table entry %u: %u bytes for a skippable frame",
-					   i, ds);
+			return seek_ignore(
+				idx, "seek table entry %u: %u bytes for a skippable frame", i, ds);
 		if (f && f->usize != ZSTDDEC_UNKNOWN && ds != f->usize)
-			return seek_ignore(idx,
-					   "seek table entry %u: %u bytes, Frame_Content_Size says %llu",
-					   i, ds, (unsigned long long)f->usize);
+			return seek_ignore(
+				idx, "seek table entry %u: %u bytes, Frame_Content_Size says %llu",
+				i, ds, (unsigned long long)f->usize);
 		if (f && ds > frame_umax(f))
-			return seek_ignore(idx,
-					   "seek table entry %u: %u bytes, more than %u blocks hold", i,
-					   ds, f->nblocks);
+			return seek_ignore(
+				idx, "seek table entry %u: %u bytes, more than %u blocks hold", i,
+				ds, f->nblocks);
 	}
 	return 0;
 }
@@ -451,7 +451,8 @@ static int walk_all(struct walkstate *s, struct zerr *err)
 
 		if (size - off < 4)
 			return zerr_set(err, -EINVAL, off,
-					off ? "trailing data is not a zstd frame" : "not a zstd file");
+					off ? "trailing data is not a zstd frame"
+					    : "not a zstd file");
 		ret = walk_get(&s->w, off, 4, &p, err);
 		if (ret)
 			return ret;
@@ -508,7 +509,7 @@ static size_t frames_limit(size_t max_frames)
 int zstddec_index_read_max(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
 			   struct zstddec_index **out, struct zerr *err)
 {
-	struct walkstate s = {.w = {.fd = fd, .size = size}, .keep = true};
+	struct walkstate s = { .w = { .fd = fd, .size = size }, .keep = true };
 	struct zstddec_index *idx;
 	int ret;
 
@@ -547,8 +548,8 @@ int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstdde
 int zstddec_scan(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
 		 struct zstddec_scan *out, struct zerr *err)
 {
-	struct zstddec_index idx = {.csize = size};
-	struct walkstate s = {.w = {.fd = fd, .size = size}, .idx = &idx, .scan = out};
+	struct zstddec_index idx = { .csize = size };
+	struct walkstate s = { .w = { .fd = fd, .size = size }, .idx = &idx, .scan = out };
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -710,7 +711,7 @@ static int dec_step(struct zstddec_dec *d, int fd, ZSTD_outBuffer *out, struct z
 	if (d->in.pos == d->in.size && d->in_off < d->in_end) {
 		uint64_t left = d->in_end - d->in_off;
 		ssize_t n = pio_pread(fd, d->buf, left < DEC_CHUNK ? (size_t)left : DEC_CHUNK,
-					  d->in_off);
+				      d->in_off);
 
 		if (n <= 0)
 			return zerr_set(err, -EIO, d->in_off, "reading frame data: %s",
@@ -762,7 +763,7 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 	bool known = d->f.usize != ZSTDDEC_UNKNOWN;
 	uint64_t left = known ? d->f.usize - d->pos : UINT64_MAX;
 	size_t want = len < left ? len : (size_t)left;
-	ZSTD_outBuffer out = {buf, 0, 0};
+	ZSTD_outBuffer out = { buf, 0, 0 };
 	int ret;
 
 	if (d->failed)
@@ -789,7 +790,7 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 	/* the last byte is returned only after the frame's end and checksum */
 	while (known && out.pos == left && !d->done) {
 		uint8_t scratch;
-		ZSTD_outBuffer one = {&scratch, 1, 0};
+		ZSTD_outBuffer one = { &scratch, 1, 0 };
 
 		ret = dec_step(d, fd, &one, err);
 		if (ret)

@@ -39,14 +39,14 @@
 struct arc {
 	dev_t dev;
 	ino_t ino;
-	struct stat st;        /* identity it was opened for */
-	struct reader *r;      /* NULL on error */
+	struct stat st;	  /* identity it was opened for */
+	struct reader *r; /* NULL on error */
 	int err;
-	char *why;             /* why it is corrupt (NULL if not, or out of memory) */
+	char *why; /* why it is corrupt (NULL if not, or out of memory) */
 	/* Protected by arctab.lock. */
-	int refs;              /* the table's own counts as one while hooked */
-	int opens;             /* handles reading it; r has an fd while > 0 */
-	bool moving;           /* an attach or detach of r runs, with the lock dropped */
+	int refs;    /* the table's own counts as one while hooked */
+	int opens;   /* handles reading it; r has an fd while > 0 */
+	bool moving; /* an attach or detach of r runs, with the lock dropped */
 	bool opening;
 	bool hooked;
 	struct htab_link link;
@@ -57,8 +57,8 @@ struct arctab {
 	struct zmctx *zm;
 	const struct reader_opts *opts; /* the caller's */
 	pthread_mutex_t lock;
-	pthread_cond_t opened;  /* an entry's opening ended */
-	pthread_cond_t moved;   /* an entry's moving ended */
+	pthread_cond_t opened; /* an entry's opening ended */
+	pthread_cond_t moved;  /* an entry's moving ended */
 	/* Protected by lock. */
 	struct htab arcs; /* struct arc by (dev, ino) */
 };

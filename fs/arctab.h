@@ -98,18 +98,18 @@ int arc_error(const struct arc *a);
 /* Why an archive decodes more than it serves, as the reader's map shows it. */
 enum arctab_why {
 	ARCTAB_WHY_NONE,
-	ARCTAB_WHY_WIDE,     /* a unit wider than cache_size/2: random reads decode from its start */
-	ARCTAB_WHY_ONE,      /* the same, and the file is that one unit */
+	ARCTAB_WHY_WIDE, /* a unit wider than cache_size/2: random reads decode from its start */
+	ARCTAB_WHY_ONE,	 /* the same, and the file is that one unit */
 	ARCTAB_WHY_NO_INDEX, /* gzip/zstd: opening ran a full pass, as no index was saved */
 };
 
 /* One of the archives that decoded the most, for the stats. */
 struct arctab_top {
-	uint64_t decoded;   /* by its reads, plus the whole size if opening ran a pass */
+	uint64_t decoded; /* by its reads, plus the whole size if opening ran a pass */
 	uint64_t served, reads;
 	enum arctab_why why;
-	uint64_t unit;      /* WIDE, ONE: the size of its widest unit */
-	char name[256];     /* the reader's name, cut to fit */
+	uint64_t unit;	/* WIDE, ONE: the size of its widest unit */
+	char name[256]; /* the reader's name, cut to fit */
 };
 
 /*

@@ -29,8 +29,8 @@ static void unescape(char *s)
 /* One mount at the path asked about. */
 struct at {
 	unsigned long id, parent;
-	char dev[32];       /* "major:minor"; "" if it did not fit */
-	int ours;           /* type BDI_FSTYPE, source src */
+	char dev[32]; /* "major:minor"; "" if it did not fit */
+	int ours;     /* type BDI_FSTYPE, source src */
 };
 
 /*
@@ -52,7 +52,8 @@ static int collect(FILE *f, const char *mnt, const char *src, struct at **out, s
 		int i;
 
 		line[strcspn(line, "\n")] = '\0';
-		for (i = 0, t = strtok_r(line, " ", &save); t && i < 6; t = strtok_r(NULL, " ", &save))
+		for (i = 0, t = strtok_r(line, " ", &save); t && i < 6;
+		     t = strtok_r(NULL, " ", &save))
 			tok[i++] = t;
 		if (i < 6)
 			continue;

@@ -30,7 +30,8 @@ static int walk_open(int root, const char *rel, int flags)
 			close(fd);
 			return -EXDEV;
 		}
-		nfd = openat(fd, comp, (next ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
+		nfd = openat(fd, comp,
+			     (next ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
 		close(fd);
 		if (nfd < 0)
 			return -errno;
@@ -91,7 +92,8 @@ int beneath_lstat(int root, const char *rel, struct stat *st)
 
 	if (fd < 0)
 		return fd;
-	ret = fstatat(fd, name, st, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH)) < 0 ? -errno : 0;
+	ret = fstatat(fd, name, st, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH)) < 0 ? -errno
+											   : 0;
 	close(fd);
 	return ret;
 }

@@ -84,13 +84,16 @@ static void kinds_of(enum fmttab_bg bg, bool units, char *out, size_t len)
 			continue;
 		k++;
 		n += (size_t)snprintf(out + n, len - n, "%s%s%s%s%s",
-				      k == 1 ? "" : k == all ? (units ? " and " : "/") : ", ",
-				      fmttab_name(id), units ? " " : "", units ? fmttab_unit(id) : "",
-				      units ? "s" : "");
+				      k == 1	 ? ""
+				      : k == all ? (units ? " and " : "/")
+						 : ", ",
+				      fmttab_name(id), units ? " " : "",
+				      units ? fmttab_unit(id) : "", units ? "s" : "");
 	}
 }
 
-/* Index-pass files first (their indexes are what first reads wait for), each kind smallest first. */
+/* Index-pass files first (their indexes are what first reads wait for), each kind smallest first.
+ */
 static int by_kind_size(const void *a, const void *b)
 {
 	const struct item *x = a, *y = b;
@@ -121,7 +124,7 @@ struct walk {
 	struct item *items;
 	size_t n, cap;
 	size_t bytes;
-	bool full;    /* the cap was hit: some files were left out */
+	bool full; /* the cap was hit: some files were left out */
 };
 
 /*
@@ -196,7 +199,7 @@ static char *join(const char *rel, const char *name)
 {
 	char *path;
 	int len = strcmp(rel, ".") == 0 ? asprintf(&path, "%s", name)
-					 : asprintf(&path, "%s/%s", rel, name);
+					: asprintf(&path, "%s/%s", rel, name);
 
 	if (len < 0)
 		return NULL;
@@ -322,15 +325,17 @@ static void log_summary(struct indexer *ix, size_t n, uint64_t total, bool all)
 		loaded = ix->indexed;
 	built = ix->indexed - loaded;
 	if (ix->skipped)
-		snprintf(extra, sizeof(extra), ", %" PRIu64 " skipped (gone, changed or unreadable)",
-			 ix->skipped);
+		snprintf(extra, sizeof(extra),
+			 ", %" PRIu64 " skipped (gone, changed or unreadable)", ix->skipped);
 	if (all)
-		zlog(ZLOG_INFO, "background indexing done, %zu %s files (%" PRIu64 " MiB): %" PRIu64
+		zlog(ZLOG_INFO,
+		     "background indexing done, %zu %s files (%" PRIu64 " MiB): %" PRIu64
 		     " built, %" PRIu64 " loaded, %" PRIu64 " corrupt, %" PRIu64 " not %s%s",
 		     n, ix->kinds, total >> 20, built, loaded, ix->corrupt, ix->not_kind, ix->kinds,
 		     extra);
 	else
-		zlog(ZLOG_INFO, "background indexing stopped after %" PRIu64 " of %zu %s files: %" PRIu64
+		zlog(ZLOG_INFO,
+		     "background indexing stopped after %" PRIu64 " of %zu %s files: %" PRIu64
 		     " built, %" PRIu64 " loaded, %" PRIu64 " corrupt, %" PRIu64 " not %s%s",
 		     ix->done, n, ix->kinds, built, loaded, ix->corrupt, ix->not_kind, ix->kinds,
 		     extra);
@@ -356,8 +361,9 @@ static size_t submit(struct indexer *ix, struct walk *w, size_t from, size_t to,
 			break;
 		if (progress && time(NULL) - last >= PROGRESS_SECS) {
 			last = time(NULL);
-			zlog(ZLOG_INFO, "indexed %" PRIu64 " of %zu %s files (%" PRIu64 " of %" PRIu64
-			     " MiB)", ix->done, to - from, ix->kinds, ix->done_bytes >> 20, total >> 20);
+			zlog(ZLOG_INFO,
+			     "indexed %" PRIu64 " of %zu %s files (%" PRIu64 " of %" PRIu64 " MiB)",
+			     ix->done, to - from, ix->kinds, ix->done_bytes >> 20, total >> 20);
 		}
 		j = malloc(sizeof(*j));
 		if (!j)
@@ -393,9 +399,11 @@ static void checkpoint_all(struct indexer *ix, struct walk *w, size_t from)
 	end = submit(ix, w, from, w->n, 0, false);
 	reader_get_counters(ix->zm, &rc);
 	if (rc.checkpoints > ck0 || ix->ck_corrupt)
-		zlog(ZLOG_INFO, "checkpoints inside %s: %" PRIu64 " built in %" PRIu64 " of %zu "
-		     "files%s, %" PRIu64 " corrupt", ix->ck_kinds, rc.checkpoints - ck0, ix->ck_done,
-		     w->n - from, end == w->n ? "" : " (stopped)", ix->ck_corrupt);
+		zlog(ZLOG_INFO,
+		     "checkpoints inside %s: %" PRIu64 " built in %" PRIu64 " of %zu "
+		     "files%s, %" PRIu64 " corrupt",
+		     ix->ck_kinds, rc.checkpoints - ck0, ix->ck_done, w->n - from,
+		     end == w->n ? "" : " (stopped)", ix->ck_corrupt);
 }
 
 static void *main_loop(void *vix)
@@ -410,7 +418,8 @@ static void *main_loop(void *vix)
 	ix->loaded0 = rc.indexes_loaded;
 	walk_tree(ix, &w);
 	if (w.full)
-		zlog(ZLOG_WARN, "background indexing: the tree has more archives or directories "
+		zlog(ZLOG_WARN,
+		     "background indexing: the tree has more archives or directories "
 		     "than %u MiB of paths can list; the rest are indexed on first use",
 		     (unsigned)(INDEXER_WALK_MAX_BYTES >> 20));
 	if (w.n)

@@ -34,7 +34,7 @@ struct cli {
 	struct opts opts;
 	const char *src;
 	int nonopts;
-	int bad;       /* a one-line error was printed */
+	int bad; /* a one-line error was printed */
 	int help;
 	int version;
 };
@@ -100,7 +100,9 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		if (c->nonopts == 2)
 			return 1; /* the mount point, for fuse_parse_cmdline */
 		if (!c->bad)
-			fprintf(stderr, "zmount: unexpected argument '%s' (usage: zmount SRC MNT [-o OPTS])\n", arg);
+			fprintf(stderr,
+				"zmount: unexpected argument '%s' (usage: zmount SRC MNT [-o OPTS])\n",
+				arg);
 		c->bad = 1;
 		return 0;
 	case FUSE_OPT_KEY_OPT:
@@ -333,7 +335,8 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 	if (cli->opts.background_index &&
 	    indexer_start(octx->arcs, octx->zm, tree_root_fd(octx->tree), *pool,
 			  (cli->opts.threads + 1) / 2, &ix) < 0)
-		zlog(ZLOG_WARN, "cannot start the background indexer; gzip files are indexed on first use");
+		zlog(ZLOG_WARN,
+		     "cannot start the background indexer; gzip files are indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
 	if (single) {
@@ -351,8 +354,7 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 	return ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
 }
 
-static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground,
-	       int single)
+static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground, int single)
 {
 	struct reader_opts ropts;
 	struct pool *pool = NULL;
@@ -459,7 +461,9 @@ int main(int argc, char *argv[])
 	zlog_set_level(cli.opts.log_level);
 	if (cli.opts.log_file[0] && (ret = zlog_to_file(cli.opts.log_file)) < 0) {
 		fprintf(stderr, "zmount: log_file=%s: %s\n", cli.opts.log_file,
-			ret == -EINVAL ? "not a regular file" : ret == -ELOOP ? "a symlink" : strerror(-ret));
+			ret == -EINVAL	? "not a regular file"
+			: ret == -ELOOP ? "a symlink"
+					: strerror(-ret));
 		ret = 1;
 		goto out;
 	}

@@ -45,8 +45,8 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-int names_resolve(struct names_ent *ents, size_t n,
-		  int (*is_archive)(void *ctx, size_t i), void *ctx)
+int names_resolve(struct names_ent *ents, size_t n, int (*is_archive)(void *ctx, size_t i),
+		  void *ctx)
 {
 	const char **sorted = malloc((n + 1) * sizeof(*sorted));
 	struct claim *claims = malloc((n + 1) * sizeof(*claims));

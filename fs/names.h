@@ -25,9 +25,9 @@
 int names_strip(const char *name, char *out, size_t outlen);
 
 struct names_ent {
-	const char *name;   /* source name, borrowed */
-	int candidate;      /* caller: 1 if a regular file whose name strips */
-	char *visible;      /* out: malloc'd visible name, or NULL = same as name */
+	const char *name; /* source name, borrowed */
+	int candidate;	  /* caller: 1 if a regular file whose name strips */
+	char *visible;	  /* out: malloc'd visible name, or NULL = same as name */
 };
 
 /*
@@ -37,8 +37,8 @@ struct names_ent {
  * any order.  Returns 0, or -ENOMEM (visible names set so far are kept;
  * free them with names_free).
  */
-int names_resolve(struct names_ent *ents, size_t n,
-		  int (*is_archive)(void *ctx, size_t i), void *ctx);
+int names_resolve(struct names_ent *ents, size_t n, int (*is_archive)(void *ctx, size_t i),
+		  void *ctx);
 
 /* Frees the visible names set by names_resolve. */
 void names_free(struct names_ent *ents, size_t n);

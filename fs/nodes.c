@@ -19,8 +19,8 @@
 #include "srcid.h"
 
 #define FUSE_ROOT 1
-#define NBUCKETS 8192 /* at first: they grow */
-#define DEV_SHIFT 48 /* nodes_ino: other file systems' numbers start at N << 48 */
+#define NBUCKETS  8192 /* at first: they grow */
+#define DEV_SHIFT 48   /* nodes_ino: other file systems' numbers start at N << 48 */
 
 struct entry {
 	struct node n;

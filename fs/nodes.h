@@ -37,12 +37,12 @@ struct nodes;
 struct reader;
 
 struct node {
-	uint64_t id;           /* the FUSE node id; FUSE_ROOT_ID for the root */
-	uint64_t parent;       /* parent's id (the root is its own parent) */
-	char *path;            /* visible path: "/" or "/a/b" (the node's own storage) */
-	struct tree_node tn;   /* the version: kind, source path (the node's storage:
-				  never tree_node_clear it), lstat */
-	struct arc *arc;       /* archives: its reader (may be corrupt); else NULL */
+	uint64_t id;	     /* the FUSE node id; FUSE_ROOT_ID for the root */
+	uint64_t parent;     /* parent's id (the root is its own parent) */
+	char *path;	     /* visible path: "/" or "/a/b" (the node's own storage) */
+	struct tree_node tn; /* the version: kind, source path (the node's storage:
+				never tree_node_clear it), lstat */
+	struct arc *arc;     /* archives: its reader (may be corrupt); else NULL */
 };
 
 /* Bytes per node besides its two paths: an upper bound, asserted at build time in nodes.c. */

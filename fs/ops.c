@@ -26,8 +26,8 @@
 #include "zmctx.h"
 
 #define XATTR_STATS "user.zmount.stats"
-#define XATTR_INFO "user.zmount.info"
-#define XATTR_MAX (64 << 10) /* room for the stats with ten escaped names */
+#define XATTR_INFO  "user.zmount.info"
+#define XATTR_MAX   (64 << 10) /* room for the stats with ten escaped names */
 
 /* Every open file and directory is on its mount's list (struct ops_open). */
 void ops_ctx_init(struct ops_ctx *c)
@@ -81,8 +81,10 @@ struct listing {
 static int note_limits(struct ops_ctx *c, int ret)
 {
 	if ((ret == -EMFILE || ret == -ENFILE) && !atomic_flag_test_and_set(&c->fd_limit_said))
-		zlog(ZLOG_ERROR, "out of file descriptors (%s); opens fail until some close "
-				 "(raise the limit with ulimit -n)", strerror(-ret));
+		zlog(ZLOG_ERROR,
+		     "out of file descriptors (%s); opens fail until some close "
+		     "(raise the limit with ulimit -n)",
+		     strerror(-ret));
 	return ret;
 }
 
@@ -153,7 +155,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	ret = snprintf(path, sizeof(path), "%s/%s", strcmp(p->path, "/") ? p->path : "", name);
 	tn.rel = NULL;
-	ret = ret < 0 || (size_t)ret >= sizeof(path) ? -ENAMETOOLONG : tree_resolve(c->tree, path, &tn);
+	ret = ret < 0 || (size_t)ret >= sizeof(path) ? -ENAMETOOLONG
+						     : tree_resolve(c->tree, path, &tn);
 	if (ret == 0 && tn.kind == TREE_ARCHIVE) {
 		/* Index it now: its size is part of the version the kernel caches. */
 		ret = arctab_get(c->arcs, tree_root_fd(c->tree), tn.rel, &tn.st, &arc);
@@ -213,7 +216,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct ops_ctx *c = ctx(req);
 	struct node *n = nodes_get(c->nodes, ino);
 	char buf[PATH_MAX];
-	ssize_t len = n ? beneath_readlink(tree_root_fd(c->tree), n->tn.rel, buf, sizeof(buf)) : -ESTALE;
+	ssize_t len =
+		n ? beneath_readlink(tree_root_fd(c->tree), n->tn.rel, buf, sizeof(buf)) : -ESTALE;
 
 	nodes_put(c->nodes, n);
 	if (len < 0)
@@ -277,7 +281,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	ret = h->node ? note_limits(c, open_node(c, h->node, h, &same)) : -ESTALE;
 	if (ret < 0) {
 		if (ret == -EIO)
-			reader_note_error(c->zm); /* a corrupt archive: its cause was logged when indexed */
+			reader_note_error(
+				c->zm); /* a corrupt archive: its cause was logged when indexed */
 		if (h->node)
 			zlog(ZLOG_DEBUG, "open %s: %s", h->node->path, strerror(-ret));
 		nodes_put(c->nodes, h->node);
@@ -488,7 +493,8 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 	reader_get_counters(c->zm, &rc);
 	tree_get_stats(c->tree, &ts);
 	arctab_top(c->arcs, top, STATS_TOP);
-	n = (size_t)snprintf(out, len,
+	n = (size_t)snprintf(
+		out, len,
 		"cache_budget=%zu\ncache_used=%zu\ncache_peak=%zu\ncache_charged=%zu\n"
 		"cache_entries=%zu\ncache_hits=%llu\ncache_misses=%llu\ncache_waits=%llu\n"
 		"cache_room_waits=%llu\ncache_evictions=%llu\n"
@@ -505,15 +511,15 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 					      (unsigned long long)rc.opened[id]);
 	if (n >= len)
 		return (int)len - 1;
-	n += (size_t)snprintf(out + n, len - n,
+	n += (size_t)snprintf(
+		out + n, len - n,
 		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\nindex_errors=%llu\n"
 		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
 		"listing_rebuilds=%llu\nplain_reads=%llu\ncheckpoints=%llu\n",
 		(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
 		(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
-		nodes_count(c->nodes), ts.listings,
-		ts.list_bytes, ts.list_budget, (unsigned long long)ts.rebuilds,
-		(unsigned long long)atomic_load(&c->plain_reads),
+		nodes_count(c->nodes), ts.listings, ts.list_bytes, ts.list_budget,
+		(unsigned long long)ts.rebuilds, (unsigned long long)atomic_load(&c->plain_reads),
 		(unsigned long long)rc.checkpoints);
 	/*
 	 * The archives that cost the most decoding: "top=DECODED SERVED READS
@@ -552,19 +558,21 @@ static int info_text(const struct node *n, char *out, size_t len)
 	}
 	reader_get_info(r, &in);
 	n_out = snprintf(out, len,
-			"source=%s\nformat=%s\nstate=%s\nfailed_units=%u\nstreams=%llu\n"
-			"blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
-			"max_chunk=%llu\ndecoded=%llu\nserved=%llu\ncheckpoints=%llu\n"
-			"checkpoint_bytes=%llu\ncheckpoints_pending=%llu\nresumes=%llu\n",
-			n->tn.rel, fmttab_name(in.fmt),
-			in.changed ? "changed" : in.failed ? "damaged" : in.salvaged ? "salvaged" : "indexed",
-			in.failed,
-			(unsigned long long)in.streams, (unsigned long long)in.blocks,
-			(unsigned long long)in.chunks, (unsigned long long)in.csize,
-			(unsigned long long)in.usize, (unsigned long long)in.max_block,
-			(unsigned long long)in.decoded, (unsigned long long)in.served,
-			(unsigned long long)in.ckpts, (unsigned long long)in.ckpt_bytes,
-			(unsigned long long)in.ckpt_wanted, (unsigned long long)in.resumes);
+			 "source=%s\nformat=%s\nstate=%s\nfailed_units=%u\nstreams=%llu\n"
+			 "blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
+			 "max_chunk=%llu\ndecoded=%llu\nserved=%llu\ncheckpoints=%llu\n"
+			 "checkpoint_bytes=%llu\ncheckpoints_pending=%llu\nresumes=%llu\n",
+			 n->tn.rel, fmttab_name(in.fmt),
+			 in.changed    ? "changed"
+			 : in.failed   ? "damaged"
+			 : in.salvaged ? "salvaged"
+				       : "indexed",
+			 in.failed, (unsigned long long)in.streams, (unsigned long long)in.blocks,
+			 (unsigned long long)in.chunks, (unsigned long long)in.csize,
+			 (unsigned long long)in.usize, (unsigned long long)in.max_block,
+			 (unsigned long long)in.decoded, (unsigned long long)in.served,
+			 (unsigned long long)in.ckpts, (unsigned long long)in.ckpt_bytes,
+			 (unsigned long long)in.ckpt_wanted, (unsigned long long)in.resumes);
 	/* A damaged or changed archive: why its reads fail, as the log said it. */
 	if (n_out >= 0 && (size_t)n_out < len && reader_last_error(r, &err) < 0) {
 		zlog_escape(why, sizeof(why), err.msg);
@@ -665,7 +673,8 @@ static void invalidate(struct ops_ctx *c, const struct reader *r)
 	ssize_t n = nodes_with_reader(c->nodes, r, &ids);
 
 	if (n < 0) {
-		zlog(ZLOG_ERROR, "cannot drop cached pages of a failed archive: %s", strerror((int)-n));
+		zlog(ZLOG_ERROR, "cannot drop cached pages of a failed archive: %s",
+		     strerror((int)-n));
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++) {

@@ -66,7 +66,7 @@ struct ops_notify {
 	/* Protected by lock. */
 	const struct reader *queue[OPS_NOTIFY_QUEUE];
 	size_t n;
-	bool all;     /* the queue overflowed: invalidate every archive node */
+	bool all; /* the queue overflowed: invalidate every archive node */
 	bool running;
 	bool stop;
 	/* Set before the thread starts, read by it only. */
@@ -81,14 +81,14 @@ struct ops_notify {
 struct ops_ctx {
 	struct tree *tree;
 	struct arctab *arcs;
-	struct zmctx *zm;  /* the readers' context: cache, pool, counters, log */
+	struct zmctx *zm; /* the readers' context: cache, pool, counters, log */
 	struct nodes *nodes;
-	double timeout; /* seconds the kernel may cache entries and attributes */
+	double timeout;	   /* seconds the kernel may cache entries and attributes */
 	unsigned max_read; /* the max_read mount option, 0 if none */
 	pthread_mutex_t open_lock;
-	struct ops_open open_list;  /* list head; protected by open_lock */
-	atomic_ullong plain_reads;  /* reads of plain files that reached us (page cache missed) */
-	atomic_flag fd_limit_said;  /* "out of file descriptors" was logged */
+	struct ops_open open_list; /* list head; protected by open_lock */
+	atomic_ullong plain_reads; /* reads of plain files that reached us (page cache missed) */
+	atomic_flag fd_limit_said; /* "out of file descriptors" was logged */
 	struct ops_notify notify;
 };
 

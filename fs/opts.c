@@ -79,8 +79,8 @@ static int sized(const char *val, uint64_t lo, uint64_t hi, uint64_t *out, const
 	uint64_t v;
 
 	if (opts_size(val, &v) < 0 || v < lo || v > hi) {
-		snprintf(msg, msglen, "bad %s '%s': give a size such as 64M, from %s to %s", key, val,
-			 zlog_size(los, sizeof(los), lo), zlog_size(his, sizeof(his), hi));
+		snprintf(msg, msglen, "bad %s '%s': give a size such as 64M, from %s to %s", key,
+			 val, zlog_size(los, sizeof(los), lo), zlog_size(his, sizeof(his), hi));
 		return -EINVAL;
 	}
 	*out = v;
@@ -99,13 +99,15 @@ static int cache_size(struct opts *o, const char *val, char *msg, size_t msglen)
 
 	if (opts_size(val, &v) < 0 || v < (1ull << 20) || v > UINT64_MAX / 2) {
 		if (mem)
-			snprintf(msg, msglen,
-				 "bad cache_size '%s': give a size such as 256M, from 1 MiB to this "
-				 "machine's %s of memory",
-				 val, zlog_size(have, sizeof(have), mem));
+			snprintf(
+				msg, msglen,
+				"bad cache_size '%s': give a size such as 256M, from 1 MiB to this "
+				"machine's %s of memory",
+				val, zlog_size(have, sizeof(have), mem));
 		else
 			snprintf(msg, msglen,
-				 "bad cache_size '%s': give a size such as 256M, at least 1 MiB", val);
+				 "bad cache_size '%s': give a size such as 256M, at least 1 MiB",
+				 val);
 		return -EINVAL;
 	}
 	if (mem && v > mem) {
@@ -123,7 +125,8 @@ static int threads(struct opts *o, const char *val, char *msg, size_t msglen)
 {
 	uint64_t n;
 
-	if (opts_size(val, &n) < 0 || n < 1 || n > 256 || strspn(val, "0123456789") != strlen(val)) {
+	if (opts_size(val, &n) < 0 || n < 1 || n > 256 ||
+	    strspn(val, "0123456789") != strlen(val)) {
 		snprintf(msg, msglen, "bad threads '%s': give a number from 1 to 256", val);
 		return -EINVAL;
 	}

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define OPTS_DEFAULT_CACHE (256ull << 20)
-#define OPTS_DEFAULT_SPAN (1ull << 20)
+#define OPTS_DEFAULT_SPAN  (1ull << 20)
 /*
  * Inside one xz Block or zstd frame a checkpoint holds a model and the
  * window bytes that the next span reads: far more than a gzip one, so
@@ -21,16 +21,16 @@
 
 struct opts {
 	uint64_t cache_size; /* bytes of decoded data the cache may hold */
-	uint64_t span;       /* gzip checkpoint spacing */
-	uint64_t ck_span;    /* checkpoint spacing inside xz Blocks and zstd frames; span= sets both */
-	int log_level;       /* enum zlog_level */
-	double timeout;      /* seconds the kernel caches entries and attributes */
-	unsigned threads;    /* decode workers for read-ahead */
+	uint64_t span;	     /* gzip checkpoint spacing */
+	uint64_t ck_span; /* checkpoint spacing inside xz Blocks and zstd frames; span= sets both */
+	int log_level;	  /* enum zlog_level */
+	double timeout;	  /* seconds the kernel caches entries and attributes */
+	unsigned threads; /* decode workers for read-ahead */
 	char index_dir[4096]; /* where gzip indexes persist; "" = memory only */
 	int background_index; /* index gzip files after mount (noindex: 0) */
-	int salvage;         /* show the good start of damaged archives (salvage: 1) */
-	unsigned max_read;   /* FUSE's max_read=N, noted (0: not given): init must repeat it */
-	char log_file[4096]; /* log_file=PATH: lines appended there; "" = syslog or stderr */
+	int salvage;	      /* show the good start of damaged archives (salvage: 1) */
+	unsigned max_read;    /* FUSE's max_read=N, noted (0: not given): init must repeat it */
+	char log_file[4096];  /* log_file=PATH: lines appended there; "" = syslog or stderr */
 };
 
 /*

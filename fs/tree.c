@@ -36,15 +36,15 @@
 #include "reader.h"
 #include "srcid.h"
 
-#define NBUCKETS 1024 /* at first: it grows */
-#define MIN_TTL 0.1
+#define NBUCKETS     1024 /* at first: it grows */
+#define MIN_TTL	     0.1
 #define WARNED_SLOTS 256 /* file versions remembered as already said unreadable */
 
 struct dent {
-	char *vis;   /* visible name */
-	char *src;   /* source name (same pointer as vis when unrenamed) */
+	char *vis; /* visible name */
+	char *src; /* source name (same pointer as vis when unrenamed) */
 	enum tree_kind kind;
-	ino_t ino;   /* readdir's d_ino: glibc hides entries whose inode is 0 */
+	ino_t ino; /* readdir's d_ino: glibc hides entries whose inode is 0 */
 };
 
 /* A candidate whose magic bytes were probed: its version and the verdict. */
@@ -61,15 +61,15 @@ struct dmap {
 	struct dent *ents; /* sorted by vis */
 	size_t np;
 	struct probed *probed; /* sorted by src */
-	size_t bytes; /* charged to the budget */
+	size_t bytes;	       /* charged to the budget */
 	/* Protected by tree.lock. */
 	int refs;
-	int opens;     /* open directories (tree_opendir) holding it */
-	bool hooked;   /* in the hash (that holds one ref), and on the LRU list if opens is 0 */
-	bool checking; /* a thread is re-stating the probed candidates */
+	int opens;	/* open directories (tree_opendir) holding it */
+	bool hooked;	/* in the hash (that holds one ref), and on the LRU list if opens is 0 */
+	bool checking;	/* a thread is re-stating the probed candidates */
 	double checked; /* CLOCK_MONOTONIC seconds of the last check */
 	struct htab_link link; /* in tree.lists while hooked */
-	struct dmap *next; /* in a chain of listings to free (evict) */
+	struct dmap *next;     /* in a chain of listings to free (evict) */
 	struct dmap *newer, *older;
 };
 
@@ -215,8 +215,9 @@ static int reopen_checked(int pfd, int dirfd, const char *name, const struct sta
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
 	fd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) /* no /proc */
-		fd = dirfd == -1 ? -ENOENT
-				 : openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+		fd = dirfd == -1
+			     ? -ENOENT
+			     : openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != want->st_dev ||
@@ -331,7 +332,7 @@ struct probe_ctx {
 static bool said_unreadable(struct tree *t, const struct stat *st, bool mark)
 {
 	struct stat *w = &t->warned[(size_t)((st->st_ino * 0x9E3779B97F4A7C15ull) ^ st->st_dev) %
-				     WARNED_SLOTS];
+				    WARNED_SLOTS];
 	bool said;
 
 	pthread_mutex_lock(&t->lock);
@@ -365,7 +366,8 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 	}
 	if (!fmttab_list_opens(fmt)) {
 		free(rel);
-		/* the probe said enough (gzip: header; zstd: frames): indexed when its size is needed */
+		/* the probe said enough (gzip: header; zstd: frames): indexed when its size is
+		 * needed */
 		return fmt != 0;
 	}
 	/*
@@ -417,8 +419,8 @@ static int by_vis(const void *a, const void *b)
 /* Bytes charged for a listing (see tree.h). */
 static size_t dmap_charge(const struct dmap *m)
 {
-	size_t b = TREE_LIST_BYTES_PER_LISTING + strlen(m->rel) +
-		   m->np * TREE_LIST_BYTES_PER_PROBED;
+	size_t b =
+		TREE_LIST_BYTES_PER_LISTING + strlen(m->rel) + m->np * TREE_LIST_BYTES_PER_PROBED;
 
 	for (size_t i = 0; i < m->n; i++) {
 		b += TREE_LIST_BYTES_PER_ENTRY + strlen(m->ents[i].src);
@@ -489,7 +491,8 @@ static int scan_dir(DIR *dir, struct scan *sc)
 		e->visible = NULL;
 		if (!e->name)
 			return -ENOMEM;
-		e->candidate = reg && names_strip(de->d_name, (char[NAME_MAX + 1]){ 0 }, NAME_MAX + 1);
+		e->candidate =
+			reg && names_strip(de->d_name, (char[NAME_MAX + 1]){ 0 }, NAME_MAX + 1);
 		sc->ncand += e->candidate;
 		sc->n++;
 	}
@@ -857,9 +860,8 @@ static int dir_listing(struct tree *t, const char *path, struct dmap **out)
 	return ret;
 }
 
-int tree_list(struct tree *t, const char *path, int (*fill)(void *ctx, const char *name,
-							      const struct stat *st),
-	      void *ctx)
+int tree_list(struct tree *t, const char *path,
+	      int (*fill)(void *ctx, const char *name, const struct stat *st), void *ctx)
 {
 	struct dmap *m;
 	int ret = dir_listing(t, path, &m);
@@ -914,7 +916,8 @@ const char *tree_dir_entry(const struct tree_dir *d, size_t i, struct stat *st)
 {
 	const struct dent *e = &dmap_of(d)->ents[i];
 
-	/* Only the type matters: sizes come from getattr, so a listing never indexes a gzip file. */
+	/* Only the type matters: sizes come from getattr, so a listing never indexes a gzip file.
+	 */
 	memset(st, 0, sizeof(*st));
 	st->st_mode = e->kind == TREE_ARCHIVE ? S_IFREG : 0;
 	st->st_dev = dmap_of(d)->st.st_dev;

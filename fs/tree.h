@@ -45,15 +45,15 @@ enum tree_kind {
 /* One resolved entry.  rel is malloc'd and owned by the node (tree_node_clear). */
 struct tree_node {
 	enum tree_kind kind;
-	char *rel;      /* source path relative to the root, "." for the root */
+	char *rel;	/* source path relative to the root, "." for the root */
 	struct stat st; /* lstat of the source entry */
 };
 
 /* Bytes charged to the listing budget (an upper bound of what malloc gives, on 64-bit glibc). */
-#define TREE_LIST_BYTES_PER_ENTRY 64 /* per entry, plus the lengths of its names */
-#define TREE_LIST_BYTES_PER_PROBED 176 /* per candidate probed (its stat) */
+#define TREE_LIST_BYTES_PER_ENTRY   64	/* per entry, plus the lengths of its names */
+#define TREE_LIST_BYTES_PER_PROBED  176 /* per candidate probed (its stat) */
 #define TREE_LIST_BYTES_PER_LISTING 384 /* plus the length of its path */
-#define TREE_LIST_BUDGET_DEFAULT (4u << 20)
+#define TREE_LIST_BUDGET_DEFAULT    (4u << 20)
 
 /*
  * Opens the source root src.  Returns 0 and *out, or -ENOTDIR / -ENOENT /
@@ -145,8 +145,8 @@ const char *tree_dir_entry(const struct tree_dir *d, size_t i, struct stat *st);
 void tree_closedir(struct tree *t, struct tree_dir *d);
 
 struct tree_stats {
-	size_t listings;     /* listings kept */
-	size_t list_bytes;   /* bytes charged for them */
+	size_t listings;   /* listings kept */
+	size_t list_bytes; /* bytes charged for them */
 	size_t list_budget;
 	unsigned long long rebuilds; /* listings rebuilt because a probed candidate changed */
 };

@@ -28,14 +28,14 @@ struct bcache_ent {
 	uint64_t id, no;
 	unsigned char *data;
 	size_t size;
-	size_t cap;              /* bytes allocated at data */
+	size_t cap; /* bytes allocated at data */
 	/* All below protected by bcache.lock. */
 	int refs;
-	int err;                 /* for ENT_FAILED */
+	int err; /* for ENT_FAILED */
 	enum ent_state state;
 	bool in_table;
-	struct htab_link link;          /* in bcache.ents while in_table */
-	struct bcache_ent *fnext;       /* in a chain of entries to free (evict) */
+	struct htab_link link;		/* in bcache.ents while in_table */
+	struct bcache_ent *fnext;	/* in a chain of entries to free (evict) */
 	struct bcache_ent *prev, *next; /* LRU list, ready entries only */
 };
 
@@ -46,7 +46,7 @@ _Static_assert(sizeof(struct bcache_ent) + 16 + sizeof(struct htab_link *) <= BC
 struct bcache {
 	pthread_mutex_t lock;
 	pthread_cond_t filled;
-	pthread_cond_t room;     /* a reference went, or bytes left the table */
+	pthread_cond_t room; /* a reference went, or bytes left the table */
 	/* All below protected by lock. */
 	struct htab ents; /* struct bcache_ent by (id, no) */
 	struct bcache_ent *mru, *lru;
@@ -286,8 +286,7 @@ static void reuse(struct bcache *c, struct bcache_ent *e, struct bcache_ent *vic
  * entry, reusing a victim's buffer if one fits, else allocates its buffer
  * outside the lock.  Returns 1 and *out, 0, or -ENOMEM.
  */
-static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size,
-		struct bcache_ent **out)
+static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
 {
 	struct bcache_ent *victims = evict(c, charge(size)), *e = NULL;
 	bool room = has_room(c, charge(size));
@@ -401,8 +400,7 @@ int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent 
 	return e ? 0 : -ENOENT;
 }
 
-int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size,
-		 struct bcache_ent **out)
+int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
 {
 	*out = NULL;
 	pthread_mutex_lock(&c->lock);

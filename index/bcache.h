@@ -41,15 +41,16 @@ struct bcache;
 struct bcache_ent;
 
 struct bcache_stats {
-	size_t budget;      /* bytes */
-	size_t used;        /* bytes charged: entries in the table (in flight included) and bcache_charge */
-	size_t peak;        /* the most `used` has been */
-	size_t charged;     /* of used, through bcache_charge */
-	size_t reserved;    /* of used, through bcache_reserve */
-	size_t entries;     /* entries in the table */
-	uint64_t hits;      /* gets served without decoding, waits included */
-	uint64_t misses;    /* fills started */
-	uint64_t waits;     /* gets that waited for another thread's fill */
+	size_t budget; /* bytes */
+	size_t used;   /* bytes charged: entries in the table (in flight included) and bcache_charge
+			*/
+	size_t peak;   /* the most `used` has been */
+	size_t charged;	 /* of used, through bcache_charge */
+	size_t reserved; /* of used, through bcache_reserve */
+	size_t entries;	 /* entries in the table */
+	uint64_t hits;	 /* gets served without decoding, waits included */
+	uint64_t misses; /* fills started */
+	uint64_t waits;	 /* gets that waited for another thread's fill */
 	uint64_t evictions;
 	uint64_t room_waits; /* gets that waited for room */
 };
@@ -91,8 +92,7 @@ int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent 
  * Returns 1 and *out to fill (as for a miss), 0 with *out NULL when the
  * chunk is already present or in flight or there is no room, or -ENOMEM.
  */
-int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size,
-		 struct bcache_ent **out);
+int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out);
 
 /*
  * Ends a fill.  err == 0: the entry becomes ready and the caller keeps its
@@ -141,8 +141,8 @@ void bcache_uncharge(struct bcache *c, size_t bytes);
  * an entry: unreferenced entries are evicted to make room, and they are
  * admitted only if they then fit the budget; and while any are held, an
  * entry is admitted only if it fits beside them, even in an empty table.
- * So reservations and entries together never pass the budget.  Never waits.  Returns 0, or -EAGAIN with
- * nothing reserved.  bcache_unreserve gives them back.
+ * So reservations and entries together never pass the budget.  Never waits.  Returns 0, or -EAGAIN
+ * with nothing reserved.  bcache_unreserve gives them back.
  */
 int bcache_reserve(struct bcache *c, size_t bytes);
 void bcache_unreserve(struct bcache *c, size_t bytes);

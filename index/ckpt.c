@@ -46,7 +46,8 @@ static uint64_t span_end(const struct ckpt_set *s, size_t i)
 	return i + 1 < s->n ? s->pt[i + 1].uoff : s->usize;
 }
 
-/* Where the piece that starts at pos in span i ends: the next multiple of CKPT_PIECE, or the span's end. */
+/* Where the piece that starts at pos in span i ends: the next multiple of CKPT_PIECE, or the span's
+ * end. */
 static uint64_t piece_end(const struct ckpt_set *s, size_t i, uint64_t pos)
 {
 	uint64_t grid = (pos / CKPT_PIECE + 1) * CKPT_PIECE, end = span_end(s, i);
@@ -99,12 +100,12 @@ struct ckpt_build {
 	struct ckpt_set *s;
 	size_t cap_pt;
 	uint64_t cap_blob;
-	uint32_t *cg;         /* C(k * CKPT_PIECE), k = 0 .. total / CKPT_PIECE */
-	struct mark *ends;    /* C at the ends of ckpt_build_out calls past the last point */
+	uint32_t *cg;	   /* C(k * CKPT_PIECE), k = 0 .. total / CKPT_PIECE */
+	struct mark *ends; /* C at the ends of ckpt_build_out calls past the last point */
 	size_t nends, cap_ends;
-	uint32_t *cpt;        /* C at each point */
-	uint64_t total;       /* bytes seen */
-	uint32_t crc;         /* of [the last multiple of CKPT_PIECE, total) */
+	uint32_t *cpt;	/* C at each point */
+	uint64_t total; /* bytes seen */
+	uint32_t crc;	/* of [the last multiple of CKPT_PIECE, total) */
 	const atomic_bool *stop;
 };
 
@@ -274,8 +275,9 @@ static int pieces_from_prefix(struct ckpt_build *b, uint32_t c_end)
 		s->pt[i].piece0 = (uint32_t)s->ncrc;
 		while (a < end) {
 			uint64_t e = piece_end(s, i, a);
-			uint32_t ce = e == s->usize ? c_end : e == end ? b->cpt[i + 1]
-							     : b->cg[e / CKPT_PIECE];
+			uint32_t ce = e == s->usize ? c_end
+				      : e == end    ? b->cpt[i + 1]
+						    : b->cg[e / CKPT_PIECE];
 
 			s->crc[s->ncrc++] = ce ^ zcrc32_combine(ca, 0, e - a);
 			a = e;
@@ -323,9 +325,9 @@ struct ckpt_dec {
 	const struct ckpt_set *s;
 	void *inner;
 	const struct ckpt_inner_ops *ops;
-	size_t span;       /* the span the next piece is in */
-	uint64_t pos;      /* entry offset of buf[0] */
-	uint32_t piece;    /* set->crc index of the piece in buf */
+	size_t span;	   /* the span the next piece is in */
+	uint64_t pos;	   /* entry offset of buf[0] */
+	uint32_t piece;	   /* set->crc index of the piece in buf */
 	size_t have, used; /* bytes in buf, and handed out */
 	uint8_t buf[CKPT_PIECE];
 };
@@ -358,8 +360,7 @@ int ckpt_dec_new(const struct ckpt_set *s, size_t i, void *inner, const struct c
  * count as handed out), else into d->buf.  Returns the bytes placed in dst
  * (0: the piece waits in d->buf), or a negative errno.
  */
-static ssize_t next_piece(struct ckpt_dec *d, int fd, uint8_t *dst, size_t room,
-			  struct zerr *err)
+static ssize_t next_piece(struct ckpt_dec *d, int fd, uint8_t *dst, size_t room, struct zerr *err)
 {
 	const struct ckpt_set *s = d->s;
 	uint64_t pos = d->pos + d->have, end;
@@ -382,12 +383,14 @@ static ssize_t next_piece(struct ckpt_dec *d, int fd, uint8_t *dst, size_t room,
 		if (n < 0)
 			return n;
 		if (n == 0)
-			return zerr_set(err, -EIO, 0, "data ended at offset %" PRIu64 " of %" PRIu64,
-					pos + got, s->usize);
+			return zerr_set(err, -EIO, 0,
+					"data ended at offset %" PRIu64 " of %" PRIu64, pos + got,
+					s->usize);
 		got += (size_t)n;
 	}
 	if (d->piece >= s->ncrc || zcrc32(0, to, len) != s->crc[d->piece])
-		return zerr_set(err, -EIO, 0, "checksum mismatch in the piece at offset %" PRIu64
+		return zerr_set(err, -EIO, 0,
+				"checksum mismatch in the piece at offset %" PRIu64
 				" (resumed from checkpoint %zu at %" PRIu64 ")",
 				pos, d->span, s->pt[d->span].uoff);
 	d->have = len;

@@ -33,19 +33,19 @@
 #define CKPT_PIECE (64u << 10)
 
 struct ckpt_point {
-	uint64_t uoff;     /* offset in the entry's output */
+	uint64_t uoff;	   /* offset in the entry's output */
 	uint64_t blob_off; /* its blob: set->blob[blob_off, + blob_len) */
 	uint32_t blob_len; /* 0 for point 0, the entry's start */
 	uint32_t piece0;   /* set->crc index of its span's first piece */
 };
 
 struct ckpt_set {
-	uint64_t usize;         /* the entry's uncompressed size */
-	size_t n;               /* points; pt[0] is the entry's start */
-	struct ckpt_point *pt;  /* ascending uoff */
+	uint64_t usize;	       /* the entry's uncompressed size */
+	size_t n;	       /* points; pt[0] is the entry's start */
+	struct ckpt_point *pt; /* ascending uoff */
 	size_t ncrc;
-	uint32_t *crc;          /* CRC32 of each piece, span after span */
-	uint8_t *blob;          /* every point's blob, end to end */
+	uint32_t *crc; /* CRC32 of each piece, span after span */
+	uint8_t *blob; /* every point's blob, end to end */
 	uint64_t blob_len;
 };
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 struct cmap {
-	size_t n;        /* number of chunks */
+	size_t n;	 /* number of chunks */
 	uint64_t *start; /* n + 1 ascending offsets, start[0] == 0 */
 };
 

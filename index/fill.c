@@ -55,7 +55,8 @@ static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct 
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n != len)
-		return zerr_set(err, -EIO, 0, "%s ended %zu bytes early", r->f->unit, len - (size_t)n);
+		return zerr_set(err, -EIO, 0, "%s ended %zu bytes early", r->f->unit,
+				len - (size_t)n);
 	return 0;
 }
 
@@ -153,7 +154,6 @@ static int fill(struct reader *r, size_t k, uint64_t ustart, size_t len, void *b
 	return fill_whole(r, k, buf, len, err);
 }
 
-
 static double ms_since(const struct timespec *t0)
 {
 	struct timespec t1;
@@ -247,8 +247,10 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 		struct zerr again = { 0 };
 
 		if (fill(r, k, ustart, bcache_size(e), bcache_buf(e), &again) == 0) {
-			reader_log(r, ZLOG_WARN, NULL, "a %s at offset %" PRIu64 " failed once (%s) and decoded "
-			     "the second time", r->f->unit, ustart, err.msg);
+			reader_log(r, ZLOG_WARN, NULL,
+				   "a %s at offset %" PRIu64 " failed once (%s) and decoded "
+				   "the second time",
+				   r->f->unit, ustart, err.msg);
 			ret = 0;
 		}
 	}
@@ -274,8 +276,9 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 	if (ret == 0) {
 		atomic_fetch_add(&r->ctx->stats.decoded, bcache_size(e));
 		atomic_fetch_add(&r->decoded, bcache_size(e));
-		reader_log(r, ZLOG_DEBUG, NULL, "decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms",
-		     bcache_size(e), ustart, r->f->unit, r->entry[k], ms_since(&t0));
+		reader_log(r, ZLOG_DEBUG, NULL,
+			   "decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms", bcache_size(e),
+			   ustart, r->f->unit, r->entry[k], ms_since(&t0));
 	}
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
@@ -407,8 +410,7 @@ static bool turn_wait(struct reader *r, size_t k, uint64_t ustart, bool *grace)
  * can go on; that read wants an earlier byte than the waiter, so waits
  * never form a cycle.
  */
-static bool wait_for_turn(struct reader *r, size_t k, uint64_t ustart, bool *graced,
-			  bool *stalled)
+static bool wait_for_turn(struct reader *r, size_t k, uint64_t ustart, bool *graced, bool *stalled)
 {
 	struct timespec dl;
 	uint64_t moves;

@@ -113,8 +113,8 @@ struct fmt {
 	int (*sniff)(int fd, const unsigned char *head, size_t n);
 	const struct fmt_suffix *suffixes;
 	enum fmttab_bg bg;
-	bool list_open;       /* fmttab_list_opens */
-	bool salvage;         /* fmttab_salvages */
+	bool list_open;	      /* fmttab_list_opens */
+	bool salvage;	      /* fmttab_salvages */
 	bool open_verifies;   /* fmttab_open_verifies */
 	bool index_optional;  /* fmttab_index_optional */
 	const char *wide_fix; /* added to the wide-unit warning: ", or recompress ..."; or NULL */
@@ -144,6 +144,5 @@ const struct fmt *fmt_get(int id);
 
 /* The format's state in r's context (ctx_new's), or NULL. */
 void *fmt_state(const struct reader *r);
-
 
 #endif

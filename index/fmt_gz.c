@@ -51,11 +51,12 @@ static struct gzdec_index *load_gz(struct reader *r, const struct idxfile_id *id
 	if (ret == -EPERM) {
 		/* Another user could have written it (idxfile.h): never used; said once. */
 		if (!atomic_flag_test_and_set(&r->ctx->untrusted_logged))
-			reader_log(r, ZLOG_WARN, NULL, "saved index not trusted (%s); indexes are rebuilt",
+			reader_log(r, ZLOG_WARN, NULL,
+				   "saved index not trusted (%s); indexes are rebuilt",
 				   err.msg[0] ? err.msg : strerror(-ret));
 	} else if (ret != -ENOENT) {
 		reader_log(r, ZLOG_INFO, NULL, "saved index not usable (%s); rebuilding it",
-		     err.msg[0] ? err.msg : strerror(-ret));
+			   err.msg[0] ? err.msg : strerror(-ret));
 	}
 	return NULL;
 }
@@ -67,7 +68,7 @@ static void save_gz(struct reader *r, const struct idxfile_id *id, const struct 
 	if (ret < 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
 		zmctx_log(r->ctx, ZLOG_WARN, NULL, NULL,
 			  "cannot save indexes in %s (%s); keeping them in memory",
-		     r->opts.index_dir, strerror(-ret));
+			  r->opts.index_dir, strerror(-ret));
 }
 
 /*
@@ -89,7 +90,7 @@ struct warm {
 	unsigned char **piece; /* the staged bytes, psize per piece, each reserved */
 	size_t npieces, maxpieces;
 	size_t psize;
-	uint64_t budget;       /* bytes it may still put in the cache */
+	uint64_t budget; /* bytes it may still put in the cache */
 	bool stop;
 };
 
@@ -209,14 +210,15 @@ static int gz_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
 
 static int gz_open(struct reader *r, struct zerr *why)
 {
-	struct warm w = { .r = r, .budget = r->opts.warm_bytes, .psize = r->opts.slice,
+	struct warm w = { .r = r,
+			  .budget = r->opts.warm_bytes,
+			  .psize = r->opts.slice,
 			  .stop = !r->opts.warm_bytes || !r->opts.slice };
 	struct gzdec_sink sink = { warm_output, warm_point, &w };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;
-	bool persist = r->opts.index_dir && r->name[0] == '/' &&
-		       idxfile_identify(r->fd, &id) == 0;
+	bool persist = r->opts.index_dir && r->name[0] == '/' && idxfile_identify(r->fd, &id) == 0;
 	int ret;
 
 	/* A header it cannot read is shown raw, as reader_probe says (the pass would fail). */
@@ -237,23 +239,27 @@ static int gz_open(struct reader *r, struct zerr *why)
 		if (ret < 0 || g->salvaged)
 			bcache_drop(r->cache, r->id);
 		if (ret < 0)
-			return zerr_set(why, ret, err.coff, "corrupt gzip at compressed offset %" PRIu64 ": %s",
+			return zerr_set(why, ret, err.coff,
+					"corrupt gzip at compressed offset %" PRIu64 ": %s",
 					err.coff, err.msg);
 		atomic_fetch_add(&r->ctx->stats.built, 1);
 		r->pass = true;
-		/* A salvaged index is only for this mount: saved, it would pass for a whole file. */
+		/* A salvaged index is only for this mount: saved, it would pass for a whole file.
+		 */
 		if (persist && !g->salvaged)
 			save_gz(r, &id, g);
 	}
 	r->idx = g;
 	if (g->salvaged)
 		reader_log(r, ZLOG_WARN, NULL,
-		     "corrupt gzip at compressed offset %" PRIu64 ": %s; salvage: showing its first "
-		     "%" PRIu64 " bytes (%" PRIu64 " of them verified by a CRC32)",
-		     g->damage_coff, err.msg, g->usize, g->verified);
+			   "corrupt gzip at compressed offset %" PRIu64
+			   ": %s; salvage: showing its first "
+			   "%" PRIu64 " bytes (%" PRIu64 " of them verified by a CRC32)",
+			   g->damage_coff, err.msg, g->usize, g->verified);
 	if (g->trailing == GZDEC_TRAIL_GARBAGE)
-		reader_log(r, ZLOG_WARN, NULL, "trailing garbage after the last member at offset %" PRIu64
-			   " ignored", g->trail_off);
+		reader_log(r, ZLOG_WARN, NULL,
+			   "trailing garbage after the last member at offset %" PRIu64 " ignored",
+			   g->trail_off);
 	if (reader_map_init(r, g->npoints) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < g->npoints; i++) {
@@ -341,9 +347,9 @@ static int gz_saved(const char *dir, const char *real, int fd, struct zerr *err)
 
 static int gz_info_line(const struct reader_info *in, char *out, size_t len)
 {
-	return snprintf(out, len, "gzip\tmembers=%" PRIu64 "\tcheckpoints=%" PRIu64
-			"\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64 "\tmax_span=%" PRIu64
-			"\ttrailing=%" PRIu64,
+	return snprintf(out, len,
+			"gzip\tmembers=%" PRIu64 "\tcheckpoints=%" PRIu64 "\tcompressed=%" PRIu64
+			"\tuncompressed=%" PRIu64 "\tmax_span=%" PRIu64 "\ttrailing=%" PRIu64,
 			in->streams, in->blocks, in->csize, in->usize, in->max_block, in->padding);
 }
 
@@ -362,7 +368,8 @@ static int gz_advice(enum fmttab_advice what, const char *bs, char *out, size_t 
 	case FMTTAB_NO_INDEX:
 		return snprintf(out, len, "gzip not yet indexed, so its index was built");
 	default:
-		return snprintf(out, len, "%s", ""); /* spans are the index's: cache_size is the fix */
+		return snprintf(out, len, "%s",
+				""); /* spans are the index's: cache_size is the fix */
 	}
 }
 

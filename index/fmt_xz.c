@@ -32,8 +32,8 @@
 #include "xzdec.h"
 #include "zlog.h"
 
-#define XZ_KNOWN_CHECKS                                                              \
-	(1u << XZDEC_CHECK_NONE | 1u << XZDEC_CHECK_CRC32 | 1u << XZDEC_CHECK_CRC64 | \
+#define XZ_KNOWN_CHECKS                                                                            \
+	(1u << XZDEC_CHECK_NONE | 1u << XZDEC_CHECK_CRC32 | 1u << XZDEC_CHECK_CRC64 |              \
 	 1u << XZDEC_CHECK_SHA256)
 /*
  * Bytes of memory per Block in the map: the Index entry, the map's start,
@@ -76,8 +76,8 @@ static int verify_empty(struct reader *r, size_t from, size_t to, struct zerr *e
 
 		atomic_fetch_add_explicit(&s->verified, 1, memory_order_relaxed);
 		if (ret < 0)
-			return zerr_set(err, ret, e.coff, "Block %zu, which the Index says is empty: %s",
-					i, e.msg);
+			return zerr_set(err, ret, e.coff,
+					"Block %zu, which the Index says is empty: %s", i, e.msg);
 	}
 	return 0;
 }
@@ -111,7 +111,8 @@ static int xz_open(struct reader *r, struct zerr *why)
 	int ret = xzdec_index_read_max(r->fd, (uint64_t)r->st.st_size, max_blocks ? max_blocks : 1,
 				       &x, &err);
 
-	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused. */
+	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused.
+	 */
 	if (ret == -E2BIG)
 		return zerr_set(why, -EINVAL, err.coff,
 				"%s: its map would need more than cache_size/4 (%zu KiB); raise "
@@ -129,13 +130,15 @@ static int xz_open(struct reader *r, struct zerr *why)
 		ret = xzdec_index_scan(r->fd, (uint64_t)r->st.st_size, &x, &err);
 		if (ret == 0 && x->salvaged)
 			reader_log(r, ZLOG_WARN, NULL,
-			     "not readable as xz (%s at compressed offset %" PRIu64 "); salvage: "
-			     "showing the %" PRIu64 " bytes of the %zu whole, verified Blocks before "
-			     "compressed offset %" PRIu64,
-			     first.msg, first.coff, x->usize, x->nblocks, x->damage_coff);
+				   "not readable as xz (%s at compressed offset %" PRIu64
+				   "); salvage: "
+				   "showing the %" PRIu64
+				   " bytes of the %zu whole, verified Blocks before "
+				   "compressed offset %" PRIu64,
+				   first.msg, first.coff, x->usize, x->nblocks, x->damage_coff);
 		if (ret == 0 && max_blocks && x->nblocks > max_blocks) {
-			ret = zerr_set(&err, -EINVAL, 0, "its %zu Blocks need more than cache_size/4",
-				       x->nblocks);
+			ret = zerr_set(&err, -EINVAL, 0,
+				       "its %zu Blocks need more than cache_size/4", x->nblocks);
 			xzdec_index_free(x);
 			return zerr_set(why, ret, 0, "salvage: %s", err.msg);
 		}
@@ -145,8 +148,8 @@ static int xz_open(struct reader *r, struct zerr *why)
 	if (ret < 0)
 		/* The Index's memlimit only trips on an Index that lies about its size. */
 		return zerr_set(why, ret == -ENOMEM ? -EINVAL : ret, err.coff,
-				"not readable as xz (at compressed offset %" PRIu64 "): %s", err.coff,
-				err.msg);
+				"not readable as xz (at compressed offset %" PRIu64 "): %s",
+				err.coff, err.msg);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		xzdec_index_free(x);
@@ -156,7 +159,8 @@ static int xz_open(struct reader *r, struct zerr *why)
 	r->idx = s; /* the core frees it with xz_free whatever happens next */
 	atomic_fetch_add(&r->ctx->stats.opened[r->fmt], 1);
 	if (x->checks & ~XZ_KNOWN_CHECKS)
-		reader_log(r, ZLOG_WARN, NULL, "unsupported type of integrity check; not verifying it");
+		reader_log(r, ZLOG_WARN, NULL,
+			   "unsupported type of integrity check; not verifying it");
 	for (size_t i = 0; i < x->nblocks; i++) {
 		const struct xzdec_block *b = &x->blocks[i];
 
@@ -314,8 +318,9 @@ static void xz_ctx_free(void *state)
 /* The Check IDs of mask, by name: "CRC64", "CRC32,SHA-256", "Unknown-7". */
 static void check_names(uint32_t mask, char *out, size_t len)
 {
-	static const char *const names[] = { [0] = "None", [1] = "CRC32", [4] = "CRC64",
-					     [10] = "SHA-256" };
+	static const char *const names[] = {
+		[0] = "None", [1] = "CRC32", [4] = "CRC64", [10] = "SHA-256"
+	};
 	size_t used = 0;
 
 	out[0] = '\0';
@@ -338,9 +343,11 @@ static int xz_info_line(const struct reader_info *in, char *out, size_t len)
 	char ck[128];
 
 	check_names(in->checks, ck, sizeof(ck));
-	return snprintf(out, len, "xz\tstreams=%" PRIu64 "\tblocks=%" PRIu64 "\tcompressed=%" PRIu64
-			"\tuncompressed=%" PRIu64 "\tmax_block=%" PRIu64 "\tcheck=%s\tpadding=%" PRIu64,
-			in->streams, in->blocks, in->csize, in->usize, in->max_block, ck, in->padding);
+	return snprintf(
+		out, len,
+		"xz\tstreams=%" PRIu64 "\tblocks=%" PRIu64 "\tcompressed=%" PRIu64
+		"\tuncompressed=%" PRIu64 "\tmax_block=%" PRIu64 "\tcheck=%s\tpadding=%" PRIu64,
+		in->streams, in->blocks, in->csize, in->usize, in->max_block, ck, in->padding);
 }
 
 static int xz_info_counts(const struct reader_info *in, char *out, size_t len)
@@ -355,12 +362,16 @@ static int xz_advice(enum fmttab_advice what, const char *bs, char *out, size_t 
 	case FMTTAB_UNIT:
 		return snprintf(out, len, "Block");
 	case FMTTAB_FIX_ONE:
-		return snprintf(out, len, "recompress with xz -T0 --block-size=%s (many Blocks of at "
-				"most cache_size/2)", bs);
+		return snprintf(out, len,
+				"recompress with xz -T0 --block-size=%s (many Blocks of at "
+				"most cache_size/2)",
+				bs);
 	case FMTTAB_FIX_WIDE:
-		return snprintf(out, len, "recompress with xz -T0 --block-size=%s (cache_size/2)", bs);
+		return snprintf(out, len, "recompress with xz -T0 --block-size=%s (cache_size/2)",
+				bs);
 	default:
-		return snprintf(out, len, "its Index was read"); /* never: the Index is the file's */
+		return snprintf(out, len,
+				"its Index was read"); /* never: the Index is the file's */
 	}
 }
 

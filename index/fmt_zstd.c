@@ -64,7 +64,8 @@ static int flagged(const struct zstddec_frame *f, size_t i, struct zerr *why)
 				"frame %zu needs dictionary %" PRIu32 "; shown as it is", i,
 				f->dict_id);
 	return zerr_set(why, -ENOTSUP, f->coff,
-			"frame %zu has a window of %" PRIu64 " MiB, more than %llu MiB; shown as it is",
+			"frame %zu has a window of %" PRIu64
+			" MiB, more than %llu MiB; shown as it is",
 			i, f->window >> 20, ZSTDDEC_WINDOW_DEFAULT >> 20);
 }
 
@@ -72,10 +73,12 @@ static int flagged(const struct zstddec_frame *f, size_t i, struct zerr *why)
 static int too_many(size_t max, size_t index_max, const struct zerr *err, struct zerr *why)
 {
 	if (max == ZSTDDEC_MAX_FRAMES)
-		return zerr_set(why, -E2BIG, err->coff, "more than %zu frames, zmount's limit", max);
+		return zerr_set(why, -E2BIG, err->coff, "more than %zu frames, zmount's limit",
+				max);
 	return zerr_set(why, -E2BIG, err->coff,
 			"more than %zu frames: their map needs more than cache_size/4 (%zu KiB); "
-			"raise cache_size", max, index_max >> 10);
+			"raise cache_size",
+			max, index_max >> 10);
 }
 
 /*
@@ -154,7 +157,8 @@ static bool load_sizes(struct reader *r, const struct idxfile_id *id, struct zst
 	if (ret == -EPERM) {
 		/* Another user could have written it (idxfile.h): never used; said once. */
 		if (!atomic_flag_test_and_set(&r->ctx->untrusted_logged))
-			reader_log(r, ZLOG_WARN, NULL, "saved index not trusted (%s); frame sizes are measured",
+			reader_log(r, ZLOG_WARN, NULL,
+				   "saved index not trusted (%s); frame sizes are measured",
 				   err.msg[0] ? err.msg : strerror(-ret));
 	} else if (ret != -ENOENT) {
 		reader_log(r, ZLOG_INFO, NULL, "saved index not usable (%s); measuring the frames",
@@ -163,8 +167,7 @@ static bool load_sizes(struct reader *r, const struct idxfile_id *id, struct zst
 	return false;
 }
 
-static void save_sizes(struct reader *r, const struct idxfile_id *id,
-		       const struct zstddec_index *z)
+static void save_sizes(struct reader *r, const struct idxfile_id *id, const struct zstddec_index *z)
 {
 	int ret = idxfile_save_zstd(r->opts.index_dir, r->name, id, z, NULL);
 
@@ -205,12 +208,12 @@ static int zstd_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
 struct measure {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
-	unsigned refs;  /* the opener and each queued job; under lock */
-	bool closed;    /* the opener stopped handing out frames; under lock */
-	size_t next;    /* the next frame to take; under lock */
-	unsigned busy;  /* frames taken and not yet done; under lock */
-	int ret;        /* the first failure, its reason in err; under lock */
-	size_t bad;     /* and the frame that failed; under lock */
+	unsigned refs; /* the opener and each queued job; under lock */
+	bool closed;   /* the opener stopped handing out frames; under lock */
+	size_t next;   /* the next frame to take; under lock */
+	unsigned busy; /* frames taken and not yet done; under lock */
+	int ret;       /* the first failure, its reason in err; under lock */
+	size_t bad;    /* and the frame that failed; under lock */
 	struct zerr err;
 	int fd;
 	const struct zstddec_index *z;
@@ -380,8 +383,9 @@ static int walk_failed(int ret, struct zerr *why)
 		return -EINVAL;
 	if (ret != -EINVAL)
 		return ret;
-	return zerr_set(why, ret, w.coff, "not readable as zstd (at compressed offset %" PRIu64 "): %s",
-			w.coff, w.msg);
+	return zerr_set(why, ret, w.coff,
+			"not readable as zstd (at compressed offset %" PRIu64 "): %s", w.coff,
+			w.msg);
 }
 
 /*
@@ -437,8 +441,10 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	built = z->nunknown > 0;
 	ret = measure_all(r, z, &bad, why);
 	if (ret < 0 && s->unseen && atomic_load(&s->unseen[bad])) {
-		/* a frame the saved index says is empty is not: walk again, measure, save over it */
-		reader_log(r, ZLOG_INFO, NULL, "saved index not usable (a frame it says is empty "
+		/* a frame the saved index says is empty is not: walk again, measure, save over it
+		 */
+		reader_log(r, ZLOG_INFO, NULL,
+			   "saved index not usable (a frame it says is empty "
 			   "is not); measuring the frames");
 		free(s->unseen);
 		s->unseen = NULL;
@@ -446,7 +452,8 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		s->z = NULL;
 		ret = walk(r->fd, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
 		if (ret < 0)
-			return ret == -ENOTSUP ? -EINVAL : walk_failed(ret, why); /* it walked a moment ago */
+			return ret == -ENOTSUP ? -EINVAL
+					       : walk_failed(ret, why); /* it walked a moment ago */
 		s->z = z;
 		persist = built = true;
 		ret = measure_all(r, z, &bad, why);
@@ -499,8 +506,7 @@ static void drop_saved(struct zst *s, struct zerr *err)
 
 	if (!atomic_flag_test_and_set(&s->dropped))
 		idxfile_remove(s->dir, s->name, &s->id);
-	zerr_set(err, -EIO, e.coff, "%s (its size came from the saved index, now removed)",
-		 e.msg);
+	zerr_set(err, -EIO, e.coff, "%s (its size came from the saved index, now removed)", e.msg);
 }
 
 /* Raises s->proven to i (frames below i are all clear). */
@@ -536,8 +542,10 @@ static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *
 		if (ret == -ENOMEM)
 			return zerr_set(err, ret, e.coff, "out of memory");
 		if (ret < 0) {
-			zerr_set(err, -EIO, e.coff, "frame %zu, before this one, does not decode "
-				 "to its saved size %" PRIu64 ": %s", j, f->usize, e.msg);
+			zerr_set(err, -EIO, e.coff,
+				 "frame %zu, before this one, does not decode "
+				 "to its saved size %" PRIu64 ": %s",
+				 j, f->usize, e.msg);
 			drop_saved(s, err);
 			return -EIO;
 		}
@@ -579,8 +587,7 @@ static ssize_t zstd_dec_read(void *dec, int fd, void *buf, size_t len, struct ze
 		drop_saved(zd->s, err);
 
 	/* the call that returns the last byte has checked that the frame ends there */
-	if (n > 0 && zd->s->unseen &&
-	    zstddec_dec_tell(zd->d) == zd->s->z->frames[zd->i].usize)
+	if (n > 0 && zd->s->unseen && zstddec_dec_tell(zd->d) == zd->s->z->frames[zd->i].usize)
 		atomic_store(&zd->s->unseen[zd->i], 0);
 	return n;
 }
@@ -701,8 +708,9 @@ static int zstd_saved(const char *dir, const char *real, int fd, struct zerr *er
 
 static int zstd_info_line(const struct reader_info *in, char *out, size_t len)
 {
-	return snprintf(out, len, "zstd\tframes=%" PRIu64 "\tcompressed=%" PRIu64
-			"\tuncompressed=%" PRIu64 "\tmax_frame=%" PRIu64 "\tskippable=%" PRIu64,
+	return snprintf(out, len,
+			"zstd\tframes=%" PRIu64 "\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64
+			"\tmax_frame=%" PRIu64 "\tskippable=%" PRIu64,
 			in->streams, in->csize, in->usize, in->max_block, in->padding);
 }
 
@@ -722,7 +730,8 @@ static int zstd_advice(enum fmttab_advice what, const char *bs, char *out, size_
 	case FMTTAB_FIX_WIDE:
 		return snprintf(out, len, "recompress with pzstd");
 	default:
-		return snprintf(out, len, "its frames do not state their sizes (none saved), so they "
+		return snprintf(out, len,
+				"its frames do not state their sizes (none saved), so they "
 				"were measured");
 	}
 }

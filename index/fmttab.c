@@ -192,9 +192,10 @@ int fmttab_advice(int id, enum fmttab_advice what, const char *bs, char *out, si
 {
 	if (fmt_get(id))
 		return fmt_get(id)->advice(what, bs, out, len);
-	return snprintf(out, len, "%s", what == FMTTAB_UNIT ? "unit"
-				  : what == FMTTAB_NO_INDEX ? "not yet indexed, so its index was built"
-							    : "");
+	return snprintf(out, len, "%s",
+			what == FMTTAB_UNIT	  ? "unit"
+			: what == FMTTAB_NO_INDEX ? "not yet indexed, so its index was built"
+						  : "");
 }
 
 static char names[256];
@@ -206,7 +207,10 @@ static void names_make(void)
 
 	for (int i = 0; i < NFMT && n < sizeof(names); i++)
 		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s",
-				      i == 0 ? "" : i == NFMT - 1 ? " or " : ", ", table[i]->name);
+				      i == 0	      ? ""
+				      : i == NFMT - 1 ? " or "
+						      : ", ",
+				      table[i]->name);
 }
 
 const char *fmttab_names(void)

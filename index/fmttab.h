@@ -27,9 +27,9 @@ struct reader_info;
 
 /* What the background indexer does with a format's files (fs/indexer.c). */
 enum fmttab_bg {
-	FMTTAB_BG_NONE,  /* nothing: indexed on first use */
+	FMTTAB_BG_NONE,	 /* nothing: indexed on first use */
 	FMTTAB_BG_INDEX, /* first pass: open it, which builds (or loads) its index */
-	FMTTAB_BG_CKPT,  /* second pass: checkpoints inside its wide units */
+	FMTTAB_BG_CKPT,	 /* second pass: checkpoints inside its wide units */
 };
 
 /* The id of the file on fd by its magic alone (fmt.h's sniff), 0 if none, or -errno from pread. */
@@ -53,7 +53,8 @@ const char *fmttab_unit(int id);
  */
 int fmttab_strip(const char *name, char *out, size_t outlen);
 
-/* The id whose suffix name has (as fmttab_strip), or 0.  A name only proposes: the magic decides. */
+/* The id whose suffix name has (as fmttab_strip), or 0.  A name only proposes: the magic decides.
+ */
 int fmttab_by_suffix(const char *name);
 
 /* What the background indexer does with files of this format. */
@@ -109,8 +110,8 @@ int fmttab_info_counts(int id, const struct reader_info *in, char *out, size_t l
 
 /* What zmount-stat tells a user about a slow file of a format (fmttab_advice). */
 enum fmttab_advice {
-	FMTTAB_UNIT,     /* a unit, to a user: "Block", "frame", "gzip span" */
-	FMTTAB_FIX_ONE,  /* a file of one unit: "recompress with xz -T0 --block-size=BS (...)" */
+	FMTTAB_UNIT,	 /* a unit, to a user: "Block", "frame", "gzip span" */
+	FMTTAB_FIX_ONE,	 /* a file of one unit: "recompress with xz -T0 --block-size=BS (...)" */
 	FMTTAB_FIX_WIDE, /* wide units: "recompress with pzstd" */
 	FMTTAB_NO_INDEX, /* why opening decoded it all: "gzip not yet indexed, so ..." */
 };

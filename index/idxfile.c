@@ -63,19 +63,19 @@
 
 #include "srcid.h"
 
-#define IF_HDR	    136u /* fixed header */
-#define IF_REC	    32u	 /* one checkpoint record */
-#define IF_CRC	    8u	 /* trailing CRC-64 */
+#define IF_HDR	    136u	 /* fixed header */
+#define IF_REC	    32u		 /* one checkpoint record */
+#define IF_CRC	    8u		 /* trailing CRC-64 */
 #define IF_PIECE    (256u << 10) /* what the CRC pass reads at a time */
 #define IF_MIN_FILE (IF_HDR + 1u + IF_REC + IF_CRC)
-#define IF_MAX_WZ   (2u * GZDEC_WINDOW)	  /* no deflate encoder expands 32 KiB this much */
-#define IF_PROBE    4096u		  /* bytes hashed at each end of a source */
-#define IF_TMP_AGE  3600		  /* seconds before prune removes a temporary file */
-#define IF_HEXLEN   16u			  /* hex digits in a file name */
-#define IF_TMPLEN   6u			  /* random characters ending a temporary name */
-#define IF_RATIO    1032u /* deflate's most output per input byte: 258 bytes from 2 bits */
-#define IF_MIN_SPAN (64u << 10)		  /* gzdec_index_build never uses less (gzdec.h) */
-#define IF_MAX_UP   1024		  /* parents checked above an index directory, at most */
+#define IF_MAX_WZ   (2u * GZDEC_WINDOW) /* no deflate encoder expands 32 KiB this much */
+#define IF_PROBE    4096u		/* bytes hashed at each end of a source */
+#define IF_TMP_AGE  3600		/* seconds before prune removes a temporary file */
+#define IF_HEXLEN   16u			/* hex digits in a file name */
+#define IF_TMPLEN   6u			/* random characters ending a temporary name */
+#define IF_RATIO    1032u	/* deflate's most output per input byte: 258 bytes from 2 bits */
+#define IF_MIN_SPAN (64u << 10) /* gzdec_index_build never uses less (gzdec.h) */
+#define IF_MAX_UP   1024	/* parents checked above an index directory, at most */
 #define IF_OPEN	    (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 #define CRC64_POLY  0xC96C5795D7870F42ull /* ECMA-182, reflected (CRC-64/XZ) */
 /* XXH64's primes: the whole-file hash of a source (src_hash) */
@@ -87,7 +87,7 @@
 /* magic, a 1-byte header and a block header: no zstd frame is shorter */
 #define IF_ZMIN_FRAME 9u
 /* a 4-byte RLE block makes 128 KiB: no zstd frame makes more per compressed byte */
-#define IF_ZRATIO     32768u
+#define IF_ZRATIO 32768u
 /*
  * Checkpoint sets (kind 3).  Output per compressed byte: zstd's IF_ZRATIO
  * also bounds an xz Block, since LZMA's range coder spends at least 0.022
@@ -95,15 +95,15 @@
  * match takes at least 14 decisions: under 7100 bytes per byte.
  */
 #define IF_CRATIO IF_ZRATIO
-#define IF_CSET	  32u	       /* a set record */
-#define IF_CPT	  16u	       /* a point record */
-#define IF_CCRC	  4u	       /* a piece's CRC32 */
-#define IF_CSTATE (64u << 10)  /* codec state per point: an LZMA2 model at lc+lp=4 is 28 KiB */
-#define IF_CWIN	  4u	       /* window bytes per source byte, all points together */
-#define IF_EXT	  ".zmi"       /* the gzip or zstd index of a source */
-#define IF_CEXT	  ".zmc"       /* its checkpoint sets */
+#define IF_CSET	  32u	      /* a set record */
+#define IF_CPT	  16u	      /* a point record */
+#define IF_CCRC	  4u	      /* a piece's CRC32 */
+#define IF_CSTATE (64u << 10) /* codec state per point: an LZMA2 model at lc+lp=4 is 28 KiB */
+#define IF_CWIN	  4u	      /* window bytes per source byte, all points together */
+#define IF_EXT	  ".zmi"      /* the gzip or zstd index of a source */
+#define IF_CEXT	  ".zmc"      /* its checkpoint sets */
 
-static const unsigned char if_magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
+static const unsigned char if_magic[8] = { 'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A };
 
 /* Header field offsets; see doc/index-format.md. */
 enum {
@@ -377,7 +377,7 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 		*out = xxh_end(&x, id->size, p + done, n - done);
 	free(p);
 	if (ret == 0 && (fstat(id->fd, &st) < 0 || !srcid_same(&st, &want)))
-		ret = -ESTALE; /* written while hashed */
+		ret = -ESTALE;		    /* written while hashed */
 	return ret == -EIO ? -ESTALE : ret; /* shrank while hashed */
 }
 
@@ -595,7 +595,9 @@ static int kind_path(uint32_t kind, const char *dir, const struct idxfile_id *id
 
 static const char *kind_name(uint32_t kind)
 {
-	return kind == IDXFILE_KIND_GZIP ? "gzip" : kind == IDXFILE_KIND_ZSTD ? "zstd" : "checkpoint";
+	return kind == IDXFILE_KIND_GZIP   ? "gzip"
+	       : kind == IDXFILE_KIND_ZSTD ? "zstd"
+					   : "checkpoint";
 }
 
 #define BAD(off, ...) zerr_set(err, -EBADMSG, (off), __VA_ARGS__)
@@ -611,8 +613,10 @@ static int check_gz(const unsigned char *b, size_t len, size_t off, struct idxfi
 		return BAD(H_SPAN, "span %" PRIu64 " out of range", in->span);
 	/* deflate's ratio bounds usize by the source, which also keeps st_size positive */
 	if (usize > INT64_MAX || (csize <= UINT64_MAX / IF_RATIO && usize > csize * IF_RATIO))
-		return BAD(H_USIZE, "uncompressed size %" PRIu64 " impossible for %" PRIu64
-				    " compressed bytes", usize, csize);
+		return BAD(H_USIZE,
+			   "uncompressed size %" PRIu64 " impossible for %" PRIu64
+			   " compressed bytes",
+			   usize, csize);
 	if (get16(b + H_TRAILING) > GZDEC_TRAIL_GARBAGE || get64(b + H_TRAILOFF) > csize)
 		return BAD(H_TRAILOFF, "bad trailing-data fields");
 
@@ -622,8 +626,9 @@ static int check_gz(const unsigned char *b, size_t len, size_t off, struct idxfi
 			   in->npoints);
 	/* checkpoints are span apart: what idxfile_max_size counts on */
 	if (csize <= UINT64_MAX / IF_RATIO && in->npoints - 1 > csize * IF_RATIO / in->span)
-		return BAD(H_NPOINTS, "%" PRIu64 " checkpoints, more than a %" PRIu64
-				      "-byte source can have", in->npoints, csize);
+		return BAD(H_NPOINTS,
+			   "%" PRIu64 " checkpoints, more than a %" PRIu64 "-byte source can have",
+			   in->npoints, csize);
 
 	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
 		const unsigned char *r = b + off;
@@ -668,11 +673,14 @@ static int check_zstd(const unsigned char *b, size_t len, size_t off, struct idx
 		return BAD(H_SPAN, "span or trailing-data fields set in a zstd index");
 	if (in->npoints == 0 || in->npoints != in->members ||
 	    in->npoints != (len - IF_CRC - off) / IF_REC || (len - IF_CRC - off) % IF_REC)
-		return BAD(H_NPOINTS, "%" PRIu64 " frame records (%" PRIu64 " frames) do not "
-				      "fill the file", in->npoints, in->members);
+		return BAD(H_NPOINTS,
+			   "%" PRIu64 " frame records (%" PRIu64 " frames) do not "
+			   "fill the file",
+			   in->npoints, in->members);
 	if (in->npoints > csize / IF_ZMIN_FRAME || in->npoints > ZSTDDEC_MAX_FRAMES)
-		return BAD(H_NPOINTS, "%" PRIu64 " frames, more than a %" PRIu64
-				      "-byte source can have", in->npoints, csize);
+		return BAD(H_NPOINTS,
+			   "%" PRIu64 " frames, more than a %" PRIu64 "-byte source can have",
+			   in->npoints, csize);
 	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
 		const unsigned char *r = b + off;
 		uint64_t coff = get64(r + Z_COFF), fsize = get64(r + Z_CSIZE),
@@ -683,8 +691,10 @@ static int check_zstd(const unsigned char *b, size_t len, size_t off, struct idx
 			return BAD(off, "frame %" PRIu64 ": bad extent %" PRIu64 "+%" PRIu64, i,
 				   coff, fsize);
 		if (fsize <= UINT64_MAX / IF_ZRATIO && usize > fsize * IF_ZRATIO)
-			return BAD(off, "frame %" PRIu64 ": %" PRIu64 " bytes impossible from %"
-					PRIu64 " compressed", i, usize, fsize);
+			return BAD(off,
+				   "frame %" PRIu64 ": %" PRIu64 " bytes impossible from %" PRIu64
+				   " compressed",
+				   i, usize, fsize);
 		if (r[Z_SRC] < ZSTDDEC_SRC_FCS || r[Z_SRC] > ZSTDDEC_SRC_MEASURED)
 			return BAD(off, "frame %" PRIu64 ": unknown size source %u", i, r[Z_SRC]);
 		if (memcmp(r + Z_RSV, if_zero, sizeof(if_zero)))
@@ -707,8 +717,8 @@ static int check_zstd(const unsigned char *b, size_t len, size_t off, struct idx
  * first).  Blobs must be packed end to end, and the set must pass
  * ckpt_set_check.  0, -ENOMEM or -EBADMSG.
  */
-static int parse_set(const unsigned char *b, size_t r, size_t off, bool copy,
-		     struct ckpt_set **out, struct zerr *err)
+static int parse_set(const unsigned char *b, size_t r, size_t off, bool copy, struct ckpt_set **out,
+		     struct zerr *err)
 {
 	struct ckpt_set *s = calloc(1, sizeof(*s));
 	const unsigned char *crc, *blob;
@@ -719,8 +729,8 @@ static int parse_set(const unsigned char *b, size_t r, size_t off, bool copy,
 	if (!s)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
 	s->usize = get64(b + r + S_USIZE);
-	s->n = get32(b + r + S_NPOINTS);   /* >= 1: check_ckpt */
-	s->ncrc = get32(b + r + S_NCRC);   /* >= n */
+	s->n = get32(b + r + S_NPOINTS); /* >= 1: check_ckpt */
+	s->ncrc = get32(b + r + S_NCRC); /* >= n */
 	s->blob_len = get64(b + r + S_BLOBLEN);
 	crc = b + off + s->n * IF_CPT;
 	blob = crc + s->ncrc * IF_CCRC;
@@ -766,8 +776,10 @@ static int check_ckpt(const unsigned char *b, size_t len, size_t off, struct idx
 	    get64(b + H_TRAILOFF))
 		return BAD(H_SPAN, "span out of range or trailing-data fields set");
 	if (in->usize > INT64_MAX || in->usize > sat_mul(csize, IF_CRATIO))
-		return BAD(H_USIZE, "uncompressed size %" PRIu64 " impossible for %" PRIu64
-				    " compressed bytes", in->usize, csize);
+		return BAD(H_USIZE,
+			   "uncompressed size %" PRIu64 " impossible for %" PRIu64
+			   " compressed bytes",
+			   in->usize, csize);
 	if (in->members == 0 || in->members > csize / IF_ZMIN_FRAME || in->members > left / IF_CSET)
 		return BAD(H_MEMBERS, "%" PRIu64 " sets cannot fit", in->members);
 	sec = off + in->members * IF_CSET;
@@ -775,12 +787,17 @@ static int check_ckpt(const unsigned char *b, size_t len, size_t off, struct idx
 		uint64_t start = get64(b + r + S_START), us = get64(b + r + S_USIZE), e, need;
 		uint32_t np = get32(b + r + S_NPOINTS), nc = get32(b + r + S_NCRC);
 
-		if (us == 0 || start < end || __builtin_add_overflow(start, us, &e) || e > in->usize)
-			return BAD(r, "set %" PRIu64 ": entry %" PRIu64 "+%" PRIu64 " out of order "
-				   "or past %" PRIu64, i, start, us, in->usize);
+		if (us == 0 || start < end || __builtin_add_overflow(start, us, &e) ||
+		    e > in->usize)
+			return BAD(r,
+				   "set %" PRIu64 ": entry %" PRIu64 "+%" PRIu64 " out of order "
+				   "or past %" PRIu64,
+				   i, start, us, in->usize);
 		if (np == 0 || np - 1 > (us - 1) / in->span || nc < np || nc > np + us / CKPT_PIECE)
-			return BAD(r, "set %" PRIu64 ": %" PRIu32 " points and %" PRIu32 " pieces "
-				   "impossible for %" PRIu64 " bytes", i, np, nc, us);
+			return BAD(r,
+				   "set %" PRIu64 ": %" PRIu32 " points and %" PRIu32 " pieces "
+				   "impossible for %" PRIu64 " bytes",
+				   i, np, nc, us);
 		need = sat_add((uint64_t)np * IF_CPT + (uint64_t)nc * IF_CCRC,
 			       get64(b + r + S_BLOBLEN));
 		if (need > len - IF_CRC - sec)
@@ -791,9 +808,10 @@ static int check_ckpt(const unsigned char *b, size_t len, size_t off, struct idx
 		end = e;
 	}
 	if (pts != in->npoints || end != in->usize || sec != len - IF_CRC)
-		return BAD(H_NPOINTS, "sets hold %" PRIu64 " points and end at %" PRIu64 " and %zu: "
-			   "the header says %" PRIu64 ", %" PRIu64 " and %zu", pts, end, sec,
-			   in->npoints, in->usize, len - IF_CRC);
+		return BAD(H_NPOINTS,
+			   "sets hold %" PRIu64 " points and end at %" PRIu64 " and %zu: "
+			   "the header says %" PRIu64 ", %" PRIu64 " and %zu",
+			   pts, end, sec, in->npoints, in->usize, len - IF_CRC);
 	in->wbytes = blobs;
 	sec = off + in->members * IF_CSET;
 	for (r = off; ret == 0 && r < off + in->members * IF_CSET; r += IF_CSET) {
@@ -847,7 +865,8 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	if (in->id.mtime_nsec >= 1000000000u)
 		return BAD(H_NSEC, "mtime nanoseconds %" PRIu32 " out of range", in->id.mtime_nsec);
 	if (in->id.ctime_nsec >= 1000000000u)
-		return BAD(H_CNSEC, "ctime nanoseconds %" PRIu32 " out of range", in->id.ctime_nsec);
+		return BAD(H_CNSEC, "ctime nanoseconds %" PRIu32 " out of range",
+			   in->id.ctime_nsec);
 	in->usize = get64(b + H_USIZE);
 	in->members = get64(b + H_MEMBERS);
 	in->span = get64(b + H_SPAN);
@@ -953,8 +972,8 @@ static int serialize_zstd(const char *src, const struct idxfile_id *id,
 
 	if (plen >= PATH_MAX)
 		return -ENAMETOOLONG;
-	if (id->size != z->csize || z->nframes == 0 || z->nunknown ||
-	    z->usize == ZSTDDEC_UNKNOWN || z->nframes > ZSTDDEC_MAX_FRAMES)
+	if (id->size != z->csize || z->nframes == 0 || z->nunknown || z->usize == ZSTDDEC_UNKNOWN ||
+	    z->nframes > ZSTDDEC_MAX_FRAMES)
 		return -EINVAL;
 	n = IF_HDR + plen + z->nframes * IF_REC + IF_CRC;
 	b = new_image(n, src, plen, id);
@@ -1042,8 +1061,10 @@ static int trusted(const struct stat *st, bool sticky_ok, const char *what, stru
 	uid_t me = geteuid();
 
 	if (st->st_uid != me && st->st_uid != 0)
-		return zerr_set(err, -EPERM, 0, "%s is owned by uid %u (neither ours, uid %u, "
-				"nor root)", what, (unsigned)st->st_uid, (unsigned)me);
+		return zerr_set(err, -EPERM, 0,
+				"%s is owned by uid %u (neither ours, uid %u, "
+				"nor root)",
+				what, (unsigned)st->st_uid, (unsigned)me);
 	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(sticky_ok && (st->st_mode & S_ISVTX)))
 		return zerr_set(err, -EPERM, 0, "%s is writable by others (mode %04o)", what,
 				(unsigned)(st->st_mode & 07777));
@@ -1069,15 +1090,19 @@ static int trust_dir(int dfd, struct zerr *err)
 	/* the parent always (a root daemon's directory is root's), then up to root's */
 	for (int n = 0; ret == 0 && (n == 0 || st.st_uid != 0); n++) {
 		if (n == IF_MAX_UP) {
-			ret = zerr_set(err, -EPERM, 0, "over %d directories above the index "
-					"directory", IF_MAX_UP);
+			ret = zerr_set(err, -EPERM, 0,
+				       "over %d directories above the index "
+				       "directory",
+				       IF_MAX_UP);
 			break;
 		}
 		/* O_PATH: only search permission is needed to look at a parent */
 		next = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (next < 0 || fstat(next, &up) < 0) {
-			ret = zerr_set(err, -EPERM, 0, "cannot check the directories above the "
-					"index directory: %s", strerror(errno));
+			ret = zerr_set(err, -EPERM, 0,
+				       "cannot check the directories above the "
+				       "index directory: %s",
+				       strerror(errno));
 			if (next >= 0)
 				close(next);
 			break;
@@ -1138,15 +1163,19 @@ static int fits_ckpt(const unsigned char *h, uint64_t flen, uint64_t src_size, u
 
 	if (m == 0 || m > src_size / IF_ZMIN_FRAME || n < m || u > sat_mul(src_size, IF_CRATIO) ||
 	    n - m > u / span || plen == 0 || plen >= PATH_MAX)
-		return BAD(H_NPOINTS, "%" PRIu64 " sets of %" PRIu64 " points in all over %" PRIu64
+		return BAD(H_NPOINTS,
+			   "%" PRIu64 " sets of %" PRIu64 " points in all over %" PRIu64
 			   " bytes, or a %" PRIu64 "-byte path: impossible for a %" PRIu64
-			   "-byte source", m, n, u, plen, src_size);
-	least = sat_add(fixed, sat_add(sat_mul(m, IF_CSET),
-				       sat_add(sat_mul(n, IF_CPT + IF_CCRC), n - m)));
+			   "-byte source",
+			   m, n, u, plen, src_size);
+	least = sat_add(fixed,
+			sat_add(sat_mul(m, IF_CSET), sat_add(sat_mul(n, IF_CPT + IF_CCRC), n - m)));
 	most = sat_add(fixed, ckpt_most(m, n - m, u, src_size));
 	if (flen < least || flen > most)
-		return BAD(flen, "file is %" PRIu64 " bytes; its %" PRIu64 " points take %" PRIu64
-			   " to %" PRIu64, flen, n, least, most);
+		return BAD(flen,
+			   "file is %" PRIu64 " bytes; its %" PRIu64 " points take %" PRIu64
+			   " to %" PRIu64,
+			   flen, n, least, most);
 	return 0;
 }
 
@@ -1169,19 +1198,23 @@ static int fits_header(const unsigned char *h, uint64_t flen, uint32_t kind, uin
 		per += IF_MAX_WZ;
 	} else {
 		can = src_size / IF_ZMIN_FRAME < ZSTDDEC_MAX_FRAMES ? src_size / IF_ZMIN_FRAME
-								     : ZSTDDEC_MAX_FRAMES;
+								    : ZSTDDEC_MAX_FRAMES;
 	}
 	if (n == 0 || n > can || plen == 0 || plen >= PATH_MAX)
-		return BAD(H_NPOINTS, "%" PRIu64 " records or a %" PRIu64 "-byte path: impossible "
-			   "for a %" PRIu64 "-byte source", n, plen, src_size);
+		return BAD(H_NPOINTS,
+			   "%" PRIu64 " records or a %" PRIu64 "-byte path: impossible "
+			   "for a %" PRIu64 "-byte source",
+			   n, plen, src_size);
 	if (__builtin_mul_overflow(n, (uint64_t)IF_REC, &least) ||
 	    __builtin_add_overflow(least, fixed, &least))
 		least = UINT64_MAX;
 	if (__builtin_mul_overflow(n, per, &most) || __builtin_add_overflow(most, fixed, &most))
 		most = UINT64_MAX;
 	if (flen < least || flen > most)
-		return BAD(flen, "file is %" PRIu64 " bytes; its %" PRIu64 " records take %" PRIu64
-			   " to %" PRIu64, flen, n, least, most);
+		return BAD(flen,
+			   "file is %" PRIu64 " bytes; its %" PRIu64 " records take %" PRIu64
+			   " to %" PRIu64,
+			   flen, n, least, most);
 	return 0;
 }
 
@@ -1251,8 +1284,10 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 		return BAD(H_VERSION, "unsupported version %" PRIu32 " (this zmount writes %u)",
 			   version, IDXFILE_VERSION);
 	if (get64(h + H_FSIZE) != flen)
-		return BAD(flen, "file is %" PRIu64 " bytes, header says %" PRIu64
-				 " (truncated or padded)", flen, get64(h + H_FSIZE));
+		return BAD(flen,
+			   "file is %" PRIu64 " bytes, header says %" PRIu64
+			   " (truncated or padded)",
+			   flen, get64(h + H_FSIZE));
 	src_size = get64(h + H_SIZE);
 	span = get64(h + H_SPAN);
 	kind = get16(h + H_KIND);
@@ -1261,12 +1296,16 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	if (kind != IDXFILE_KIND_ZSTD && (span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN))
 		return BAD(H_SPAN, "span %" PRIu64 " out of range", span);
 	if (want_size && src_size != *want_size)
-		return zerr_set(err, -ESTALE, H_SIZE, "the source changed since it was indexed "
-				"(%" PRIu64 " bytes, now %" PRIu64 ")", src_size, *want_size);
+		return zerr_set(err, -ESTALE, H_SIZE,
+				"the source changed since it was indexed "
+				"(%" PRIu64 " bytes, now %" PRIu64 ")",
+				src_size, *want_size);
 	cap = max_size_kind(kind, src_size, span);
 	if (flen > cap || flen != (size_t)flen)
-		return BAD(flen, "file is %" PRIu64 " bytes, more than an index of a %" PRIu64
-				 "-byte source can be (%" PRIu64 ")", flen, src_size, cap);
+		return BAD(flen,
+			   "file is %" PRIu64 " bytes, more than an index of a %" PRIu64
+			   "-byte source can be (%" PRIu64 ")",
+			   flen, src_size, cap);
 	ret = fits_header(h, flen, kind, src_size, span, err);
 	if (ret == 0)
 		ret = crc_ok(fd, flen, err);
@@ -1324,17 +1363,22 @@ static int bound_to(const struct idxfile_info *in, const char *src, const struct
 		return here ? 0 : 1;
 	if (in->id.size != id->size || in->id.mtime_sec != id->mtime_sec ||
 	    in->id.mtime_nsec != id->mtime_nsec || in->id.fingerprint != id->fingerprint)
-		return here ? zerr_set(err, -ESTALE, H_DEV, "the source changed since it was indexed")
+		return here ? zerr_set(err, -ESTALE, H_DEV,
+				       "the source changed since it was indexed")
 			    : zerr_set(err, -ESTALE, IF_HDR, "made for another file: %s", in->src);
 	ret = src_hash(id, &h);
 	if (ret == -ENOMEM)
 		return zerr_set(err, ret, 0, "out of memory");
 	if (ret < 0)
-		return zerr_set(err, -ESTALE, H_HASH, "cannot hash the source to compare it with "
-				"%s (%s)", in->src, strerror(-ret));
+		return zerr_set(err, -ESTALE, H_HASH,
+				"cannot hash the source to compare it with "
+				"%s (%s)",
+				in->src, strerror(-ret));
 	if (h != in->src_hash)
-		return zerr_set(err, -ESTALE, H_HASH, "made for %s: the same size, mtime and first "
-				"and last 4 KiB, but other bytes", in->src);
+		return zerr_set(err, -ESTALE, H_HASH,
+				"made for %s: the same size, mtime and first "
+				"and last 4 KiB, but other bytes",
+				in->src);
 	return 1;
 }
 
@@ -1388,8 +1432,7 @@ out:
  * (*buf NULL).
  */
 static int load_image(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint32_t kind, unsigned char **buf, struct idxfile_info *in,
-		      struct zerr *err)
+		      uint32_t kind, unsigned char **buf, struct idxfile_info *in, struct zerr *err)
 {
 	char path[PATH_MAX];
 	unsigned char *b = NULL;
@@ -1464,8 +1507,8 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
 		goto out;
 	/* the same source (identity) walked now: the frames must be the ones recorded */
 	if (in->npoints != z->nframes || z->csize != in->id.size) {
-		ret = BAD(H_NPOINTS, "%" PRIu64 " frames recorded, the file has %zu",
-			  in->npoints, z->nframes);
+		ret = BAD(H_NPOINTS, "%" PRIu64 " frames recorded, the file has %zu", in->npoints,
+			  z->nframes);
 		goto out;
 	}
 	usize = malloc(z->nframes * sizeof(*usize)); /* nframes >= 1: check_zstd */
@@ -1479,15 +1522,17 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
 
 		usize[i] = get64(b + off + Z_USIZE);
 		if (get64(b + off + Z_COFF) != f->coff || get64(b + off + Z_CSIZE) != f->csize) {
-			ret = BAD(off, "frame %zu: recorded at %" PRIu64 "+%" PRIu64 ", the file "
-				  "has it at %" PRIu64 "+%" PRIu64, i, get64(b + off + Z_COFF),
-				  get64(b + off + Z_CSIZE), f->coff, f->csize);
+			ret = BAD(off,
+				  "frame %zu: recorded at %" PRIu64 "+%" PRIu64 ", the file "
+				  "has it at %" PRIu64 "+%" PRIu64,
+				  i, get64(b + off + Z_COFF), get64(b + off + Z_CSIZE), f->coff,
+				  f->csize);
 			goto out;
 		}
 	}
 	if (zstddec_index_settle_all(z, usize) < 0)
 		ret = BAD(IF_HDR + strlen(in->src), "the recorded sizes disagree with the frames' "
-			  "headers or blocks");
+						    "headers or blocks");
 out:
 	free(usize);
 	free(b);
@@ -1591,7 +1636,8 @@ static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
 		/* getrandom, or failing that the clock: O_EXCL makes any name safe */
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
 			clock_gettime(CLOCK_REALTIME, &ts);
-			r = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)tries);
+			r = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^
+				  (uint64_t)tries);
 		}
 		for (unsigned i = 0; i < IF_TMPLEN; i++, r /= sizeof(set) - 1)
 			tmp[n + i] = set[r % (sizeof(set) - 1)];
@@ -1650,8 +1696,8 @@ out:
  * not that version any more) into image b (len bytes, validated, of kind;
  * freed here), seals it with its CRC-64, and writes it (save_image).
  */
-static int seal_save(const char *dir, const struct idxfile_id *id, uint32_t kind,
-		     unsigned char *b, size_t len, uint64_t *bytes_written)
+static int seal_save(const char *dir, const struct idxfile_id *id, uint32_t kind, unsigned char *b,
+		     size_t len, uint64_t *bytes_written)
 {
 	uint64_t h;
 	int ret = src_hash(id, &h);
@@ -1807,8 +1853,7 @@ static void free_sets(struct idxfile_ckpt *v, size_t n)
 }
 
 int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n,
-		      struct zerr *err)
+		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n, struct zerr *err)
 {
 	struct idxfile_info *in = malloc(sizeof(*in));
 	struct idxfile_ckpt *v = NULL;
@@ -1896,7 +1941,8 @@ static bool renamed_nearby(const struct idxfile_info *in)
 	}
 	while (!found && (de = readdir(d))) {
 		if ((uint64_t)de->d_ino != in->id.ino ||
-		    snprintf(path, sizeof(path), "%s/%s", n ? dir : "", de->d_name) >= (int)sizeof(path))
+		    snprintf(path, sizeof(path), "%s/%s", n ? dir : "", de->d_name) >=
+			    (int)sizeof(path))
 			continue;
 		fd = openat(dirfd(d), de->d_name, IF_OPEN);
 		if (fd < 0)

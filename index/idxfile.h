@@ -66,7 +66,7 @@
 
 /* 2: the source's ctime joined the identity; 3: kind; 4: each gzip span's CRC32;
  * 5: files named by content, not path, and the source's whole-file hash */
-#define IDXFILE_VERSION	   5u
+#define IDXFILE_VERSION 5u
 /* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured;
  * checkpoints: made by the pass that verified each entry's check (ckpt.h) */
 #define IDXFILE_F_VERIFIED 1u
@@ -216,8 +216,8 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
  * recorded one; such a file is rebound to this path and identity and saved
  * again (a failed save ignored), so the next load does not hash.  If
  * span_wanted is not 0, an index built with another span is refused with
- * -ERANGE: span bounds how much a random read decodes, so a mount asked for span=64K must not silently use a 64M index.
- * Pass 0 (tools) to take any span; on -ERANGE rebuild and save over it.
+ * -ERANGE: span bounds how much a random read decodes, so a mount asked for span=64K must not
+ * silently use a 64M index. Pass 0 (tools) to take any span; on -ERANGE rebuild and save over it.
  * Returns 0 and *out (caller frees with gzdec_index_free), or *out = NULL and
  *   -ENOENT   no index file under id's key (-ENOTDIR if dir is not a directory);
  *   -EPERM    dir or the index file is not trusted (see above): do not save
@@ -307,8 +307,7 @@ int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idx
  * ckpt_set_free, then free(*out)) and *n, or *out NULL, *n 0 and the error.
  */
 int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n,
-		      struct zerr *err);
+		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n, struct zerr *err);
 
 /*
  * Removes src_abspath's index file from dir if it is a valid index a load

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* How it works: a ring buffer of jobs under one mutex, and a condition variable the workers sleep on. */
+/* How it works: a ring buffer of jobs under one mutex, and a condition variable the workers sleep
+ * on. */
 #include "pool.h"
 
 #include <errno.h>

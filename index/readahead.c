@@ -38,7 +38,7 @@
  */
 #define AHEAD_UNITS_MAX 1024u
 /* A sequential stream gives up a unit it has read through once it reads this far past it. */
-#define DONE_LAG      TURN_SPAN
+#define DONE_LAG TURN_SPAN
 
 void readahead_wait(struct reader *r)
 {

@@ -176,11 +176,11 @@ static void warn_wide_units(const struct reader *r)
 	if (!r->opts.warn_wide || widest <= r->opts.whole_max)
 		return;
 	reader_log(r, ZLOG_WARN, NULL,
-	     "a %s of %" PRIu64 " KiB is more than cache_size/2 (%zu KiB): random reads "
-	     "inside it decode from its start; for fast random access set cache_size=%" PRIu64
-	     "M or more%s",
-	     r->f->unit, widest >> 10, r->opts.whole_max >> 10, (2 * widest >> 20) + 1,
-	     r->f->wide_fix ? r->f->wide_fix : "");
+		   "a %s of %" PRIu64 " KiB is more than cache_size/2 (%zu KiB): random reads "
+		   "inside it decode from its start; for fast random access set cache_size=%" PRIu64
+		   "M or more%s",
+		   r->f->unit, widest >> 10, r->opts.whole_max >> 10, (2 * widest >> 20) + 1,
+		   r->f->wide_fix ? r->f->wide_fix : "");
 }
 
 /*
@@ -200,8 +200,8 @@ static void sample_take(struct reader *r)
 	r->named_ok = true;
 }
 
-int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
-		   const struct reader_opts *opts, struct reader **out, struct zerr *why)
+int reader_open_fd(int fd, const char *name, struct zmctx *ctx, const struct reader_opts *opts,
+		   struct reader **out, struct zerr *why)
 {
 	struct reader *r = calloc(1, sizeof(*r));
 	struct zerr e = { 0 };
@@ -338,8 +338,9 @@ int reader_probe(int fd, const char *name, const struct reader_opts *opts)
 	    f->probe(fd, (uint64_t)st.st_size, opts ? opts->index_max : SIZE_MAX, &err) == 0)
 		return fmt;
 	if (name)
-		zlog(ZLOG_WARN, "%s: not readable as %s (at offset %" PRIu64 "): %s; shown as it is",
-		     name, f->name, err.coff, err.msg[0] ? err.msg : "cannot stat");
+		zlog(ZLOG_WARN,
+		     "%s: not readable as %s (at offset %" PRIu64 "): %s; shown as it is", name,
+		     f->name, err.coff, err.msg[0] ? err.msg : "cannot stat");
 	return 0;
 }
 
@@ -407,8 +408,8 @@ int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret, const 
 
 	/* The line names both offsets: a caller gets it as data (reader_last_error). */
 	zerr_set(&why, ret, err->coff,
-		 "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s", off,
-		 r->f->unit, r->entry[k], err->coff, err->msg[0] ? err->msg : strerror(-ret));
+		 "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
+		 off, r->f->unit, r->entry[k], err->coff, err->msg[0] ? err->msg : strerror(-ret));
 	pthread_mutex_lock(&r->lock);
 	first = !r->bad[k];
 	if (ret != -ENOMEM && first) { /* memory comes back; corrupt data does not */
@@ -422,7 +423,8 @@ int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret, const 
 	/* Formatted again, not from why.msg: the log line is not cut at sizeof(why.msg). */
 	if (first)
 		reader_log(r, ZLOG_ERROR, &why,
-			   "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
+			   "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64
+			   "): %s",
 			   off, r->f->unit, r->entry[k], err->coff,
 			   err->msg[0] ? err->msg : strerror(-ret));
 	return ret == -ENOMEM ? ret : -EIO;
@@ -506,8 +508,9 @@ int reader_check_unchanged(struct reader *r)
 		struct zerr why;
 
 		zerr_set(&why, -EIO, 0, "source changed since it was opened");
-		reader_log(r, ZLOG_ERROR, &why,
-			   "source changed since it was opened; reads of it fail until it is reopened");
+		reader_log(
+			r, ZLOG_ERROR, &why,
+			"source changed since it was opened; reads of it fail until it is reopened");
 	}
 	return -EIO;
 }

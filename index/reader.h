@@ -67,16 +67,17 @@ struct reader;
 struct zmctx;
 
 struct reader_opts {
-	uint64_t span;     /* gzip checkpoint spacing, bytes */
-	uint64_t ck_span;  /* checkpoint spacing inside one xz Block or zstd frame; 0: none */
-	size_t whole_max;  /* xz Blocks up to this size are one verified unit */
-	size_t slice;      /* larger xz Blocks are cached in slices of this size */
-	size_t readahead;  /* bytes decoded ahead of a sequential reader, on the context's pool */
-	const char *index_dir; /* where gzip indexes and zstd frame sizes persist; NULL: memory only */
-	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
-	size_t index_max;  /* an xz file whose block map would take more is refused */
-	bool warn_wide;    /* log a warning for units wider than whole_max (the daemon does) */
-	bool salvage;      /* a damaged gzip or xz file shows the good part before the damage */
+	uint64_t span;	  /* gzip checkpoint spacing, bytes */
+	uint64_t ck_span; /* checkpoint spacing inside one xz Block or zstd frame; 0: none */
+	size_t whole_max; /* xz Blocks up to this size are one verified unit */
+	size_t slice;	  /* larger xz Blocks are cached in slices of this size */
+	size_t readahead; /* bytes decoded ahead of a sequential reader, on the context's pool */
+	const char
+		*index_dir; /* where gzip indexes and zstd frame sizes persist; NULL: memory only */
+	size_t warm_bytes;  /* a gzip pass leaves up to this many of the first bytes cached */
+	size_t index_max;   /* an xz file whose block map would take more is refused */
+	bool warn_wide;	    /* log a warning for units wider than whole_max (the daemon does) */
+	bool salvage;	    /* a damaged gzip or xz file shows the good part before the damage */
 	/*
 	 * Called at most once per reader, from whichever thread found it (a
 	 * reader's or a read-ahead worker), with no reader lock held, when a
@@ -104,9 +105,9 @@ struct reader_opts {
 void reader_opts_default(struct reader_opts *o, size_t cache_size);
 
 struct reader_info {
-	int fmt;            /* format id (fmttab.h): fmttab_name, fmttab_info_line */
-	uint64_t usize;     /* uncompressed size */
-	uint64_t csize;     /* compressed (file) size */
+	int fmt;	    /* format id (fmttab.h): fmttab_name, fmttab_info_line */
+	uint64_t usize;	    /* uncompressed size */
+	uint64_t csize;	    /* compressed (file) size */
 	uint64_t streams;   /* xz Streams or gzip members */
 	uint64_t blocks;    /* xz Blocks (non-empty) or gzip checkpoints */
 	uint64_t chunks;    /* entries of the block map */
@@ -114,17 +115,17 @@ struct reader_info {
 	uint32_t checks;    /* xz: mask of 1u << Check ID; gzip: 0 */
 	uint64_t padding;   /* xz: Stream Padding bytes; gzip: trailing bytes ignored */
 	uint64_t served;    /* bytes returned to readers of this reader */
-	uint64_t reads;     /* reads that returned them */
+	uint64_t reads;	    /* reads that returned them */
 	uint64_t decoded;   /* bytes its decoders produced into the cache */
 	unsigned failed;    /* units that failed (corrupt data; each logged once) */
-	int changed;        /* the source changed in place since open: every miss fails */
-	int salvaged;       /* opened with opts.salvage and damaged: only its start is shown */
-	int pass;           /* gzip/zstd: opening ran a full index or measuring pass, as no
+	int changed;	    /* the source changed in place since open: every miss fails */
+	int salvaged;	    /* opened with opts.salvage and damaged: only its start is shown */
+	int pass;	    /* gzip/zstd: opening ran a full index or measuring pass, as no
 			     * saved index was found (zmount-index build saves one) */
-	uint64_t ckpts;     /* checkpoints inside xz Blocks or zstd frames, entry starts not counted */
-	uint64_t ckpt_bytes; /* memory they hold */
+	uint64_t ckpts; /* checkpoints inside xz Blocks or zstd frames, entry starts not counted */
+	uint64_t ckpt_bytes;  /* memory they hold */
 	uint64_t ckpt_wanted; /* entries that may get checkpoints but have none yet */
-	uint64_t resumes;   /* decoders started at one of them */
+	uint64_t resumes;     /* decoders started at one of them */
 };
 
 /*
@@ -147,19 +148,20 @@ struct reader_info {
  *   -ENOMEM, or another -errno from fstat/pread (logged).
  * "Logged" means one line through ctx's sink, its why the same as *why.
  */
-int reader_open_fd(int fd, const char *name, struct zmctx *ctx,
-		   const struct reader_opts *opts, struct reader **out, struct zerr *why);
+int reader_open_fd(int fd, const char *name, struct zmctx *ctx, const struct reader_opts *opts,
+		   struct reader **out, struct zerr *why);
 
-/* reader_open_fd on path opened read-only, named by its real path; -errno from open too (logged). */
+/* reader_open_fd on path opened read-only, named by its real path; -errno from open too (logged).
+ */
 int reader_open(const char *path, struct zmctx *ctx, const struct reader_opts *opts,
 		struct reader **out, struct zerr *why);
 
 /* The bytes of a read left where the cache holds them; see reader_view. */
 #define READER_VIEW_MAX 16
 struct reader_view {
-	unsigned n;                               /* pieces, in file order */
-	struct iovec iov[READER_VIEW_MAX];        /* their bytes */
-	struct bcache_ent *ent[READER_VIEW_MAX];  /* the references pinning them */
+	unsigned n;				 /* pieces, in file order */
+	struct iovec iov[READER_VIEW_MAX];	 /* their bytes */
+	struct bcache_ent *ent[READER_VIEW_MAX]; /* the references pinning them */
 };
 
 /*
@@ -167,9 +169,10 @@ struct reader_view {
  * at off and points v->iov at them.  Returns the count the pieces cover,
  * min(len, size - off), or less when that would take more than
  * READER_VIEW_MAX units or when the cache has no room for more while these
- * are pinned (then a prefix ending at a unit boundary, never 0 before EOF); or a negative errno as reader_pread, with nothing pinned.
- * Unless it failed, the caller must pass v to reader_view_release, soon:
- * pinned units stay in the cache past its budget.  Any thread may release.
+ * are pinned (then a prefix ending at a unit boundary, never 0 before EOF); or a negative errno as
+ * reader_pread, with nothing pinned. Unless it failed, the caller must pass v to
+ * reader_view_release, soon: pinned units stay in the cache past its budget.  Any thread may
+ * release.
  */
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v);
 void reader_view_release(struct reader *r, struct reader_view *v);
@@ -215,23 +218,24 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why);
 
 /* Counters of all readers on one context, for the stats interface. */
 struct reader_counters {
-	uint64_t decoded_bytes;  /* bytes produced by decoders, read-ahead included */
-	uint64_t readahead_bytes; /* of those, decoded by read-ahead on the pool */
-	uint64_t prefault_bytes; /* whole units whose pages an idle worker faulted in */
+	uint64_t decoded_bytes;	     /* bytes produced by decoders, read-ahead included */
+	uint64_t readahead_bytes;    /* of those, decoded by read-ahead on the pool */
+	uint64_t prefault_bytes;     /* whole units whose pages an idle worker faulted in */
 	uint64_t opened[FMTTAB_MAX]; /* per format id: its own counter (fmttab_counter), e.g.
 				      * xz Indexes read */
-	uint64_t indexes_built;  /* gzip checkpoint passes and zstd measuring passes run */
-	uint64_t indexes_loaded; /* gzip indexes and zstd frame sizes loaded from index_dir */
-	uint64_t read_errors;    /* chunks that failed to decode (each logged once), and
-				  * opens of corrupt archives (reader_note_error) */
-	uint64_t index_errors;   /* archives that failed to open as corrupt (-EINVAL, logged) */
-	uint64_t served_bytes;   /* bytes returned by reader_view and reader_pread */
-	uint64_t checkpoints;    /* checkpoints built inside xz Blocks and zstd frames */
+	uint64_t indexes_built;	     /* gzip checkpoint passes and zstd measuring passes run */
+	uint64_t indexes_loaded;     /* gzip indexes and zstd frame sizes loaded from index_dir */
+	uint64_t read_errors;	     /* chunks that failed to decode (each logged once), and
+				      * opens of corrupt archives (reader_note_error) */
+	uint64_t index_errors;	     /* archives that failed to open as corrupt (-EINVAL, logged) */
+	uint64_t served_bytes;	     /* bytes returned by reader_view and reader_pread */
+	uint64_t checkpoints;	     /* checkpoints built inside xz Blocks and zstd frames */
 };
 
 void reader_get_counters(struct zmctx *ctx, struct reader_counters *out);
 
-/* Counts one more read error (read_errors) found by a caller: a failed open of a corrupt archive. */
+/* Counts one more read error (read_errors) found by a caller: a failed open of a corrupt archive.
+ */
 void reader_note_error(struct zmctx *ctx);
 
 /* The source's stat at open: device, inode, size and times identify it. */
@@ -267,7 +271,8 @@ int reader_probe(int fd, const char *name, const struct reader_opts *opts);
 /* True if st (a fresh stat of the source path) still names the opened file unchanged. */
 int reader_matches(const struct reader *r, const struct stat *st);
 
-/* Waits for its read-ahead, closes the file and frees the reader; drops its cached chunks.  Accepts NULL. */
+/* Waits for its read-ahead, closes the file and frees the reader; drops its cached chunks.  Accepts
+ * NULL. */
 void reader_close(struct reader *r);
 
 #endif

@@ -100,10 +100,12 @@ static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
 		size_t bytes = ckpt_set_bytes(s);
 
 		ckpt_set_free(s);
-		return zerr_set(why, -ENOTSUP, 0, "they would take %zu bytes, more than "
-				"cache_size/4", bytes);
+		return zerr_set(why, -ENOTSUP, 0,
+				"they would take %zu bytes, more than "
+				"cache_size/4",
+				bytes);
 	}
-		/* Only bytes of the version that was indexed: a set of another is dropped. */
+	/* Only bytes of the version that was indexed: a set of another is dropped. */
 	if (!same_version(r, fd)) {
 		ckpt_set_free(s);
 		return zerr_set(why, -ESTALE, 0, "the file changed while it was read");
@@ -120,8 +122,10 @@ static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
 static void build_failed(struct reader *r, int fd, size_t k, int ret, const struct zerr *why)
 {
 	if (ret == -ENOTSUP)
-		reader_log(r, ZLOG_INFO, why, "%s %zu has no checkpoints (%s): reads inside it "
-			   "decode from its start", r->f->unit, r->entry[k], why->msg);
+		reader_log(r, ZLOG_INFO, why,
+			   "%s %zu has no checkpoints (%s): reads inside it "
+			   "decode from its start",
+			   r->f->unit, r->entry[k], why->msg);
 	else if (ret == -EIO && same_version(r, fd))
 		reader_fail_entry(r, k, r->map.start[k], why);
 	else if (ret != -ECANCELED)
@@ -198,8 +202,10 @@ static void save_all(struct reader *r, int fd)
 		ret = idxfile_save_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, sets, n,
 					NULL);
 	if (ret < 0 && n > 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
-		reader_log(r, ZLOG_WARN, NULL, "cannot save checkpoints in %s: %s; they are kept "
-			   "in memory", r->opts.index_dir, strerror(-ret));
+		reader_log(r, ZLOG_WARN, NULL,
+			   "cannot save checkpoints in %s: %s; they are kept "
+			   "in memory",
+			   r->opts.index_dir, strerror(-ret));
 	free(sets);
 }
 
@@ -226,7 +232,8 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 		built += ret == 0;
 		/* Memory or a change may pass, a stop was no verdict: the next pass tries again. */
 		atomic_store(&r->ck_state[k], ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED
-						      ? CK_NONE : CK_DONE);
+						      ? CK_NONE
+						      : CK_DONE);
 		if (ret == -ECANCELED) {
 			first = first ? first : ret;
 			break;

@@ -31,16 +31,16 @@ struct reader {
 	char *name;
 	uint64_t id; /* cache key: unique per reader, so versions never mix */
 	struct stat st;
-	bool sampled;        /* sample hashes the version in st */
-	uint64_t sample;     /* idxfile_identify's fingerprint: its first and last 4 KiB */
-	int fmt;             /* the backend's id (fmttab.h), the index of per-format arrays */
-	const struct fmt *f; /* the backend */
-	void *idx;           /* the backend's index */
-	struct zmctx *ctx;   /* borrowed: cache, pool, counters, parked list, log */
+	bool sampled;	      /* sample hashes the version in st */
+	uint64_t sample;      /* idxfile_identify's fingerprint: its first and last 4 KiB */
+	int fmt;	      /* the backend's id (fmttab.h), the index of per-format arrays */
+	const struct fmt *f;  /* the backend */
+	void *idx;	      /* the backend's index */
+	struct zmctx *ctx;    /* borrowed: cache, pool, counters, parked list, log */
 	struct bcache *cache; /* ctx->cache */
 	struct reader_opts opts;
 	struct cmap map;
-	size_t *entry;       /* map entry -> the backend's unit (Block, point, frame) */
+	size_t *entry; /* map entry -> the backend's unit (Block, point, frame) */
 
 	/*
 	 * Slices of streamed units are filled only under this lock, so the
@@ -55,12 +55,12 @@ struct reader {
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* jobs reached 0 */
 	/* Protected by lock. */
-	uint8_t *bad;        /* per map entry: failed and logged */
-	unsigned jobs;       /* read-ahead jobs queued or running */
+	uint8_t *bad;  /* per map entry: failed and logged */
+	unsigned jobs; /* read-ahead jobs queued or running */
 	struct {
-		uint64_t end;   /* where the stream's last read ended */
+		uint64_t end;	/* where the stream's last read ended */
 		uint64_t ahead; /* read-ahead queued up to here */
-		uint64_t done;  /* units wholly below here were demoted (consumed) */
+		uint64_t done;	/* units wholly below here were demoted (consumed) */
 	} streams[NSTREAMS];
 	unsigned next_stream; /* slot to reuse for a new stream */
 	/*
@@ -74,18 +74,18 @@ struct reader {
 		bool used;
 	} inflight[NINFLIGHT];
 	pthread_cond_t moved; /* the decoder moved, or a read started or ended */
-	uint64_t moves;       /* counts those events */
+	uint64_t moves;	      /* counts those events */
 	unsigned waiters;     /* threads waiting on moved */
-	bool changed;         /* the source changed in place: all misses fail */
+	bool changed;	      /* the source changed in place: all misses fail */
 	/* Protected by lock: the source's stat last accepted (reader_check_unchanged) */
-	struct stat st_ok;    /* st at open, or a later one whose ctime alone moved, harmlessly */
-	bool named_ok;        /* at st_ok, the name still led to the file */
-	bool tainted;         /* opts.tainted was called */
-	unsigned failed;      /* map entries marked bad */
+	struct stat st_ok;     /* st at open, or a later one whose ctime alone moved, harmlessly */
+	bool named_ok;	       /* at st_ok, the name still led to the file */
+	bool tainted;	       /* opts.tainted was called */
+	unsigned failed;       /* map entries marked bad */
 	struct zerr first_err; /* why the first of them failed (reader_last_error) */
 	/* Counters of this reader, for per-file stats. */
 	atomic_uint_fast64_t served, decoded, reads;
-	bool pass;            /* opening ran an index or measuring pass (none was saved) */
+	bool pass; /* opening ran an index or measuring pass (none was saved) */
 	/*
 	 * Map look-ups (reader_unit_of): the CPU work of serving reads, which tests
 	 * hold to a constant per unit read (check_reader, issue 18).
@@ -102,9 +102,9 @@ struct reader {
 	_Atomic(struct ckpt_set *) *ck;
 	atomic_uchar *ck_state; /* CK_NONE, CK_BUSY (a build runs), CK_DONE (built or gave up) */
 	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
-	atomic_bool ck_stop;   /* reader_close: passes on the pool give up */
-	atomic_bool ck_loaded; /* index_dir was looked at for saved sets */
-	unsigned ck_jobs;      /* passes queued or running on the pool; under lock, idle signals 0 */
+	atomic_bool ck_stop;	      /* reader_close: passes on the pool give up */
+	atomic_bool ck_loaded;	      /* index_dir was looked at for saved sets */
+	unsigned ck_jobs; /* passes queued or running on the pool; under lock, idle signals 0 */
 };
 
 enum { CK_NONE, CK_BUSY, CK_DONE };

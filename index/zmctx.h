@@ -69,8 +69,8 @@ struct bcache *zmctx_cache(const struct zmctx *c);
  * lock): it must return soon and must not call into the readers of this
  * context.  All pointers are valid only during the call.
  */
-typedef void (*zmctx_log_fn)(void *user, enum zlog_level level, const char *name,
-			     const char *text, const struct zerr *why);
+typedef void (*zmctx_log_fn)(void *user, enum zlog_level level, const char *name, const char *text,
+			     const struct zerr *why);
 
 /*
  * Sends the readers' lines at or below max to fn(user, ...) instead of

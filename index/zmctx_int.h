@@ -25,12 +25,12 @@ struct reader_stats {
 };
 
 struct zmctx {
-	struct bcache *cache;        /* owned */
-	struct pool *pool;           /* borrowed; NULL: no read-ahead */
-	void *fstate[FMTTAB_MAX];     /* per format id: owned, fmt->ctx_new's (fmt_state) */
+	struct bcache *cache;	  /* owned */
+	struct pool *pool;	  /* borrowed; NULL: no read-ahead */
+	void *fstate[FMTTAB_MAX]; /* per format id: owned, fmt->ctx_new's (fmt_state) */
 	struct reader_stats stats;
 	atomic_uint_fast64_t next_id; /* cache keys: unique per reader within this cache */
-	struct park parked; /* the readers' parked decoders, charged to cache (park.h) */
+	struct park parked;	      /* the readers' parked decoders, charged to cache (park.h) */
 	/* Once-only warnings (fmt_gz.c): said once per context. */
 	atomic_flag save_failed_logged, untrusted_logged;
 	/* The sink; set before readers are shared, read-only after. */

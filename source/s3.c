@@ -27,15 +27,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define POOL_MAX 16	     /* idle handles kept; more may be in use */
-#define BACKOFF_MS 50	     /* the first retry waits up to this */
-#define BACKOFF_CAP_MS 2000  /* and no retry waits longer */
-#define LIST_PAGE_MAX (64u << 20) /* a listing page larger than this is refused */
+#define POOL_MAX       16	   /* idle handles kept; more may be in use */
+#define BACKOFF_MS     50	   /* the first retry waits up to this */
+#define BACKOFF_CAP_MS 2000	   /* and no retry waits longer */
+#define LIST_PAGE_MAX  (64u << 20) /* a listing page larger than this is refused */
 
 struct s3 {
 	char *endpoint; /* without a trailing '/' */
 	char *bucket;
-	char *sigv4;	/* "aws:amz:REGION:s3" */
+	char *sigv4; /* "aws:amz:REGION:s3" */
 	struct s3cred *cred;
 	struct s3_opts o;
 	pthread_mutex_t mu;
@@ -94,8 +94,8 @@ static int has_ctl(const char *s)
 	return 0;
 }
 
-int s3_open(const char *endpoint, const char *region, const char *bucket,
-	    const struct s3cred *cred, const struct s3_opts *opts, struct s3 **out)
+int s3_open(const char *endpoint, const char *region, const char *bucket, const struct s3cred *cred,
+	    const struct s3_opts *opts, struct s3 **out)
 {
 	struct s3 *s;
 	size_t n;
@@ -185,8 +185,8 @@ static void put_escaped(FILE *f, const char *s, int keep_slash)
 
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
-		    *p == '~' || (keep_slash && *p == '/'))
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~' ||
+		    (keep_slash && *p == '/'))
 			fputc(*p, f);
 		else
 			fprintf(f, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
@@ -314,7 +314,7 @@ static struct curl_slist *make_headers(const struct s3 *s, const struct req *r)
 
 #define ADD(str)                                                                                   \
 	do {                                                                                       \
-		t = curl_slist_append(l, (str));                                                  \
+		t = curl_slist_append(l, (str));                                                   \
 		if (!t)                                                                            \
 			goto fail;                                                                 \
 		l = t;                                                                             \
@@ -461,8 +461,9 @@ static void report(const struct s3 *s, const struct req *r, int tries, const cha
 	for (i = 0; r->key && r->key[i] && i < sizeof(key) - 1; i++)
 		key[i] = (unsigned char)r->key[i] < 0x20 || r->key[i] == 0x7f ? '?' : r->key[i];
 	key[i] = '\0';
-	snprintf(line, sizeof(line), "s3: %s %s/%s%s: %s (%d attempt%s)", r->grow ? "LIST" : r->method,
-		 s->bucket, key, r->grow ? "*" : "", why, tries, tries == 1 ? "" : "s");
+	snprintf(line, sizeof(line), "s3: %s %s/%s%s: %s (%d attempt%s)",
+		 r->grow ? "LIST" : r->method, s->bucket, key, r->grow ? "*" : "", why, tries,
+		 tries == 1 ? "" : "s");
 	if (s->o.log)
 		s->o.log(s->o.log_arg, line);
 	else
@@ -518,7 +519,8 @@ static int run(struct s3 *s, struct req *r,
 		} else if (r->status < 200 || r->status > 299) {
 			err = http_errno(r->status, &retry);
 			err_code(r->errbody, code, sizeof(code));
-			snprintf(why, sizeof(why), "HTTP %ld%s%s", r->status, code[0] ? " " : "", code);
+			snprintf(why, sizeof(why), "HTTP %ld%s%s", r->status, code[0] ? " " : "",
+				 code);
 		} else {
 			err = check ? check(r, arg, &retry, why, sizeof(why)) : 0;
 			if (!err)
@@ -546,7 +548,8 @@ struct want {
 	size_t len;
 };
 
-/* A 2xx answer to a ranged GET is good when it is exactly the range asked for, cut only by the object's end. */
+/* A 2xx answer to a ranged GET is good when it is exactly the range asked for, cut only by the
+ * object's end. */
 static int check_range(const struct req *r, void *arg, int *retry, char *why, size_t n)
 {
 	const struct want *w = arg;
@@ -566,8 +569,8 @@ static int check_range(const struct req *r, void *arg, int *retry, char *why, si
 		return -EIO;
 	}
 	if (r->got != b - a + 1 || (r->got != w->len && b + 1 != total)) {
-		snprintf(why, n, "%zu bytes at %llu, Content-Range \"%.100s\", %zu asked for", r->got,
-			 a, r->crange, w->len);
+		snprintf(why, n, "%zu bytes at %llu, Content-Range \"%.100s\", %zu asked for",
+			 r->got, a, r->crange, w->len);
 		return -EIO;
 	}
 	return 0;
@@ -576,8 +579,8 @@ static int check_range(const struct req *r, void *arg, int *retry, char *why, si
 ssize_t s3_get_range(struct s3 *s, const char *key, const char *etag, uint64_t off, size_t len,
 		     void *buf)
 {
-	struct want w = {off, len};
-	struct req r = {.method = "GET", .key = key, .if_match = etag, .buf = buf, .cap = len};
+	struct want w = { off, len };
+	struct req r = { .method = "GET", .key = key, .if_match = etag, .buf = buf, .cap = len };
 	uint64_t last;
 	int rc;
 
@@ -601,7 +604,7 @@ ssize_t s3_get_range(struct s3 *s, const char *key, const char *etag, uint64_t o
 
 int s3_head(struct s3 *s, const char *key, struct s3_stat *st)
 {
-	struct req r = {.method = "HEAD", .key = key};
+	struct req r = { .method = "HEAD", .key = key };
 	int rc;
 
 	r.url = make_url(s, key, NULL, NULL);
@@ -625,7 +628,7 @@ int s3_head(struct s3 *s, const char *key, struct s3_stat *st)
 
 int s3_put(struct s3 *s, const char *key, const void *buf, size_t len, char etag_out[80])
 {
-	struct req r = {.method = "PUT", .key = key, .up = buf, .uplen = len};
+	struct req r = { .method = "PUT", .key = key, .up = buf, .uplen = len };
 	int rc;
 
 	r.url = make_url(s, key, NULL, NULL);
@@ -694,7 +697,9 @@ static char *xml_text(const char *p, size_t n)
 	static const struct {
 		const char *name;
 		char c;
-	} ent[] = {{"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''}};
+	} ent[] = {
+		{ "amp;", '&' }, { "lt;", '<' }, { "gt;", '>' }, { "quot;", '"' }, { "apos;", '\'' }
+	};
 	char *out = malloc(n + 1), *d = out;
 	const char *end = p + n;
 
@@ -742,7 +747,7 @@ bad:
 /* "2026-12-01T18:30:00.000Z" as seconds since the epoch, or 0. */
 static time_t iso_time(const char *p, size_t n)
 {
-	struct tm tm = {0};
+	struct tm tm = { 0 };
 	char buf[40];
 
 	if (n >= sizeof(buf))
@@ -765,7 +770,7 @@ static int list_page(const char *p, const char *end, int (*cb)(void *, const str
 	size_t n, vn;
 
 	while ((c = xml_find(p, end, "Contents", &n, &next))) {
-		struct s3_obj o = {0};
+		struct s3_obj o = { 0 };
 		const char *ce = c + n;
 		char *key;
 		int rc;
@@ -806,7 +811,7 @@ int s3_list(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct 
 	if (!prefix)
 		prefix = "";
 	do {
-		struct req r = {.method = "GET", .key = prefix, .grow = 1};
+		struct req r = { .method = "GET", .key = prefix, .grow = 1 };
 		const char *v, *end;
 		size_t vn;
 

@@ -39,9 +39,9 @@ struct s3;
 struct s3cred;
 
 struct s3_opts {
-	int retries;	    /* extra attempts after the first; 0 = none; default 4 */
-	int timeout_ms;	    /* the limit of one attempt, connecting included; default 30000 */
-	bool verify_tls;    /* verify the server's certificate and name (https) */
+	int retries;	 /* extra attempts after the first; 0 = none; default 4 */
+	int timeout_ms;	 /* the limit of one attempt, connecting included; default 30000 */
+	bool verify_tls; /* verify the server's certificate and name (https) */
 	/* Where the one-line error reports go (line has no newline); NULL: stderr. */
 	void (*log)(void *arg, const char *line);
 	void *log_arg;
@@ -58,17 +58,18 @@ void s3_opts_default(struct s3_opts *o);
  * -EINVAL  an empty argument, an endpoint not http:// or https://, or
  *          a name with a control byte; -ENOMEM.
  */
-int s3_open(const char *endpoint, const char *region, const char *bucket,
-	    const struct s3cred *cred, const struct s3_opts *opts, struct s3 **out);
+int s3_open(const char *endpoint, const char *region, const char *bucket, const struct s3cred *cred,
+	    const struct s3_opts *opts, struct s3 **out);
 
-/* Closes connections and frees s (secrets are wiped first).  Accepts NULL.  No call may be running. */
+/* Closes connections and frees s (secrets are wiped first).  Accepts NULL.  No call may be running.
+ */
 void s3_close(struct s3 *s);
 
 /* What LIST and HEAD say about an object. */
 struct s3_stat {
 	uint64_t size;
-	char etag[80];	    /* as the server quotes it, e.g. "\"9b2c...\""; "" if none */
-	time_t mtime;	    /* Last-Modified, seconds since the epoch (UTC) */
+	char etag[80]; /* as the server quotes it, e.g. "\"9b2c...\""; "" if none */
+	time_t mtime;  /* Last-Modified, seconds since the epoch (UTC) */
 };
 
 /* One object of a listing; key and st are valid during the callback only. */

@@ -75,8 +75,8 @@ struct found {
 	char *v[3];
 };
 
-static const char *const keys[3] = {"aws_access_key_id", "aws_secret_access_key",
-				    "aws_session_token"};
+static const char *const keys[3] = { "aws_access_key_id", "aws_secret_access_key",
+				     "aws_session_token" };
 
 /* Parses one "key = value" line of the wanted profile into f.  Returns 0 or -errno. */
 static int take_line(char *line, struct found *f)
@@ -99,8 +99,8 @@ static int take_line(char *line, struct found *f)
 }
 
 /* Reads profile from fp into f.  Returns 0, or -errno with err set. */
-static int read_profile(FILE *fp, const char *file, const char *profile, struct found *f,
-			char *err, size_t errlen)
+static int read_profile(FILE *fp, const char *file, const char *profile, struct found *f, char *err,
+			size_t errlen)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -143,7 +143,7 @@ static int read_profile(FILE *fp, const char *file, const char *profile, struct 
 static int load_file(const char *file, const char *profile, struct s3cred **out, char *err,
 		     size_t errlen)
 {
-	struct found f = {{NULL, NULL, NULL}};
+	struct found f = { { NULL, NULL, NULL } };
 	FILE *fp = fopen(file, "re");
 	int rc;
 
@@ -156,8 +156,9 @@ static int load_file(const char *file, const char *profile, struct s3cred **out,
 	fclose(fp);
 	if (!rc && (!f.v[0] || !f.v[1])) {
 		rc = -ENOENT;
-		say(err, errlen, "%s: profile [%s] has no aws_access_key_id and aws_secret_access_key",
-		    file, profile);
+		say(err, errlen,
+		    "%s: profile [%s] has no aws_access_key_id and aws_secret_access_key", file,
+		    profile);
 	}
 	if (!rc) {
 		*out = make(f.v[0], f.v[1], f.v[2]);
@@ -192,7 +193,8 @@ int s3cred_load(const char *file, const char *profile, struct s3cred **out, char
 		const char *home = getenv("HOME");
 
 		if (!home || !*home) {
-			say(err, errlen, "no AWS_ACCESS_KEY_ID, and no HOME for ~/.aws/credentials");
+			say(err, errlen,
+			    "no AWS_ACCESS_KEY_ID, and no HOME for ~/.aws/credentials");
 			return -ENOENT;
 		}
 		if ((size_t)snprintf(path, sizeof(path), "%s/.aws/credentials", home) >=

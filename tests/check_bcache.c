@@ -115,7 +115,7 @@ static void present(struct bcache *c, uint64_t id, uint64_t no)
 
 static void sleep_ms(long ms)
 {
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
 }
@@ -195,7 +195,7 @@ END_TEST
 
 START_TEST(miss_gives_buffer_of_requested_size)
 {
-	const size_t sizes[] = {1, 2, 4095, 65536, 300001};
+	const size_t sizes[] = { 1, 2, 4095, 65536, 300001 };
 	struct bcache *c;
 	size_t used = 0;
 
@@ -307,12 +307,12 @@ START_TEST(failed_fill_reaches_waiter_and_refill_works)
 {
 	struct bcache *c;
 	struct bcache_ent *e;
-	struct getter g = {0};
+	struct getter g = { 0 };
 	pthread_t t;
 
 	ck_assert_int_eq(bcache_new(1 << 20, &c), 0);
 	ck_assert_int_eq(bcache_get(c, 5, 5, 1000, true, &e), 1);
-	g = (struct getter){.c = c, .id = 5, .no = 5, .size = 1000, .wait = true};
+	g = (struct getter){ .c = c, .id = 5, .no = 5, .size = 1000, .wait = true };
 	ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
 	wait_for_waits(c, 1);
 	bcache_done(c, e, -EBADMSG);
@@ -371,13 +371,13 @@ START_TEST(concurrent_misses_fill_once)
 	ck_assert_int_eq(bcache_new(1 << 20, &c), 0);
 	pthread_barrier_init(&start, NULL, T + 1);
 	for (int i = 0; i < T; i++) {
-		g[i] = (struct getter){.c = c,
-				       .id = 7,
-				       .no = 7,
-				       .size = 100000,
-				       .salt = 3,
-				       .wait = true,
-				       .start = &start};
+		g[i] = (struct getter){ .c = c,
+					.id = 7,
+					.no = 7,
+					.size = 100000,
+					.salt = 3,
+					.wait = true,
+					.start = &start };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, getter_run, &g[i]), 0);
 	}
 	pthread_barrier_wait(&start);
@@ -435,7 +435,7 @@ START_TEST(concurrent_misses_share_the_error)
 	ck_assert_int_eq(bcache_new(1 << 20, &c), 0);
 	ck_assert_int_eq(bcache_get(c, 8, 1, 4096, true, &e), 1);
 	for (int i = 0; i < T; i++) {
-		g[i] = (struct getter){.c = c, .id = 8, .no = 1, .size = 4096, .wait = true};
+		g[i] = (struct getter){ .c = c, .id = 8, .no = 1, .size = 4096, .wait = true };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, getter_run, &g[i]), 0);
 	}
 	wait_for_waits(c, T);
@@ -522,7 +522,7 @@ START_TEST(demoted_entries_go_first_in_demotion_order)
 	bcache_demote(c, 1, 99); /* absent: nothing */
 	st = stats(c);
 	ck_assert_uint_eq(st.hits, 0); /* not a use */
-	put_new(c, 1, 4, 100); /* evicts 3, demoted first */
+	put_new(c, 1, 4, 100);	       /* evicts 3, demoted first */
 	present(c, 1, 0);
 	present(c, 1, 1);
 	present(c, 1, 2);
@@ -1014,7 +1014,7 @@ START_TEST(drop_in_flight_still_serves_its_waiters)
 
 	ck_assert_int_eq(bcache_new(1 << 20, &c), 0);
 	ck_assert_int_eq(bcache_get(c, 6, 0, 30000, true, &e), 1);
-	g = (struct getter){.c = c, .id = 6, .no = 0, .size = 30000, .salt = 4, .wait = true};
+	g = (struct getter){ .c = c, .id = 6, .no = 0, .size = 30000, .salt = 4, .wait = true };
 	ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
 	wait_for_waits(c, 1);
 	bcache_drop(c, 6);
@@ -1075,7 +1075,7 @@ START_TEST(waiter_frees_entry_dropped_before_it_woke)
 
 		ck_assert_int_eq(bcache_new(64 << 20, &c), 0);
 		ck_assert_int_eq(bcache_get(c, 1, 0, SIZE, true, &e), 1);
-		g = (struct getter){.c = c, .id = 1, .no = 0, .size = SIZE, .wait = true};
+		g = (struct getter){ .c = c, .id = 1, .no = 0, .size = SIZE, .wait = true };
 		ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
 		wait_for_waits(c, 1);
 		fill_pat(e, 1, 0, 0);
@@ -1372,7 +1372,7 @@ static void *drop_loop(void *arg)
 START_TEST(concurrent_gets_and_drops)
 {
 	enum { T = 8 };
-	struct dropper d = {.stop = 0};
+	struct dropper d = { .stop = 0 };
 	pthread_t t[T], dt;
 	struct bcache_stats st;
 
@@ -1536,7 +1536,7 @@ START_TEST(full_of_references_refuses_or_waits)
 	ck_assert_uint_eq(st.evictions, 0);
 	ck_assert_uint_eq(st.room_waits, 0);
 
-	g = (struct getter){.c = c, .id = 1, .no = 2, .size = 1000, .wait = true};
+	g = (struct getter){ .c = c, .id = 1, .no = 2, .size = 1000, .wait = true };
 	ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
 	wait_for_room_waits(c, 1);
 	sleep_ms(20);
@@ -1604,7 +1604,7 @@ START_TEST(unit_larger_than_budget_is_served_alone)
 	ck_assert_int_eq(bcache_get(c, 1, 1, 6000, false, &e), -EAGAIN);
 	ck_assert_int_eq(bcache_claim(c, 1, 1, 6000, &e), 0);
 
-	g = (struct getter){.c = c, .id = 1, .no = 1, .size = 6000, .wait = true};
+	g = (struct getter){ .c = c, .id = 1, .no = 1, .size = 6000, .wait = true };
 	ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
 	wait_for_room_waits(c, 1);
 	/* another reference to the first, taken and let go, frees nothing */
@@ -1647,7 +1647,7 @@ START_TEST(charges_evict_count_and_wake_room_waiters)
 	struct bcache *c;
 	struct bcache_ent *h2, *h3, *e;
 	struct getter g;
-	struct roomer rm = {0};
+	struct roomer rm = { 0 };
 	pthread_t t, tr;
 	struct bcache_stats st;
 
@@ -1675,7 +1675,7 @@ START_TEST(charges_evict_count_and_wake_room_waiters)
 	ck_assert_uint_eq(st.evictions, 2);
 	ck_assert_int_eq(bcache_get(c, 1, 4, 100, false, &e), -EAGAIN);
 
-	g = (struct getter){.c = c, .id = 1, .no = 4, .size = 100, .wait = true};
+	g = (struct getter){ .c = c, .id = 1, .no = 4, .size = 100, .wait = true };
 	rm.c = c;
 	rm.size = 100;
 	ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
@@ -1725,7 +1725,7 @@ START_TEST(charges_alone_do_not_shut_out_an_empty_table)
 
 	ck_assert_int_eq(bcache_new(4 * COST(100), &c), 0);
 	bcache_charge(c, 4 * COST(100));
-	g = (struct getter){.c = c, .id = 1, .no = 0, .size = 200, .wait = true};
+	g = (struct getter){ .c = c, .id = 1, .no = 0, .size = 200, .wait = true };
 	ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
 	join_within(t, 5000, "get(wait) with only charges in the cache");
 	ck_assert_int_eq(g.ret, 1);
@@ -1743,7 +1743,7 @@ START_TEST(charges_alone_do_not_shut_out_an_empty_table)
 	 */
 	ck_assert_int_eq(bcache_get(c, 1, 1, 200, false, &e), -EAGAIN);
 	ck_assert_int_eq(bcache_claim(c, 1, 1, 200, &e), 0);
-	g = (struct getter){.c = c, .id = 1, .no = 1, .size = 200, .wait = true};
+	g = (struct getter){ .c = c, .id = 1, .no = 1, .size = 200, .wait = true };
 	ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
 	wait_for_room_waits(c, 1);
 	sleep_ms(20);

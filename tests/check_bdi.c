@@ -39,9 +39,9 @@ static int mounted(const char *text, const char *mnt, const char *src)
 START_TEST(finds_the_only_mount)
 {
 	char dev[32] = "";
-	const char *mi = ROOTFS
-		"40 22 0:40 / /mnt/v ro,nosuid,nodev,relatime - fuse.zmount /srv/logs "
-		"ro,user_id=0,group_id=0,default_permissions\n";
+	const char *mi =
+		ROOTFS "40 22 0:40 / /mnt/v ro,nosuid,nodev,relatime - fuse.zmount /srv/logs "
+		       "ro,user_id=0,group_id=0,default_permissions\n";
 
 	ck_assert_int_eq(find(mi, "/mnt/v", "/srv/logs", dev, sizeof(dev)), 0);
 	ck_assert_str_eq(dev, "0:40");
@@ -56,9 +56,8 @@ END_TEST
 START_TEST(a_mount_beneath_ours_listed_last_is_not_taken)
 {
 	char dev[32] = "";
-	const char *mi = ROOTFS
-		"40 41 0:40 / /mnt/v ro,relatime - fuse.zmount /srv/logs ro\n"
-		"41 22 0:41 / /mnt/v rw,relatime - tmpfs tmpfs rw\n";
+	const char *mi = ROOTFS "40 41 0:40 / /mnt/v ro,relatime - fuse.zmount /srv/logs ro\n"
+				"41 22 0:41 / /mnt/v rw,relatime - tmpfs tmpfs rw\n";
 
 	ck_assert_int_eq(find(mi, "/mnt/v", "/srv/logs", dev, sizeof(dev)), 0);
 	ck_assert_str_eq(dev, "0:40");
@@ -69,9 +68,8 @@ END_TEST
 START_TEST(a_mount_on_top_of_ours_is_left_alone)
 {
 	char dev[32] = "unset";
-	const char *mi = ROOTFS
-		"40 22 0:40 / /mnt/v ro,relatime - fuse.zmount /srv/logs ro\n"
-		"41 40 0:41 / /mnt/v rw,relatime - tmpfs tmpfs rw\n";
+	const char *mi = ROOTFS "40 22 0:40 / /mnt/v ro,relatime - fuse.zmount /srv/logs ro\n"
+				"41 40 0:41 / /mnt/v rw,relatime - tmpfs tmpfs rw\n";
 
 	ck_assert_int_eq(find(mi, "/mnt/v", "/srv/logs", dev, sizeof(dev)), -ENOENT);
 	ck_assert_str_eq(dev, "unset");
@@ -82,9 +80,8 @@ END_TEST
 START_TEST(stacked_zmounts_pick_the_one_of_our_src)
 {
 	char dev[32] = "";
-	const char *mi = ROOTFS
-		"40 22 0:40 / /mnt/v ro,relatime - fuse.zmount /srv/other ro\n"
-		"43 40 0:43 / /mnt/v ro,relatime - fuse.zmount /srv/logs ro\n";
+	const char *mi = ROOTFS "40 22 0:40 / /mnt/v ro,relatime - fuse.zmount /srv/other ro\n"
+				"43 40 0:43 / /mnt/v ro,relatime - fuse.zmount /srv/logs ro\n";
 
 	ck_assert_int_eq(find(mi, "/mnt/v", "/srv/logs", dev, sizeof(dev)), 0);
 	ck_assert_str_eq(dev, "0:43");
@@ -95,10 +92,9 @@ END_TEST
 START_TEST(other_paths_types_and_sources_do_not_count)
 {
 	char dev[32] = "";
-	const char *mi = ROOTFS
-		"40 22 0:40 / /mnt/v/sub ro,relatime - fuse.zmount /srv/logs ro\n"
-		"41 22 0:41 / /mnt/vv ro,relatime - fuse.zmount /srv/logs ro\n"
-		"42 22 0:42 / /mnt/v ro,relatime - fuse.sshfs /srv/logs ro\n";
+	const char *mi = ROOTFS "40 22 0:40 / /mnt/v/sub ro,relatime - fuse.zmount /srv/logs ro\n"
+				"41 22 0:41 / /mnt/vv ro,relatime - fuse.zmount /srv/logs ro\n"
+				"42 22 0:42 / /mnt/v ro,relatime - fuse.sshfs /srv/logs ro\n";
 
 	ck_assert_int_eq(find(mi, "/mnt/v", "/srv/logs", dev, sizeof(dev)), -ENOENT);
 	ck_assert_int_eq(find(mi, "/mnt/v", "/srv/log", dev, sizeof(dev)), -ENOENT);
@@ -122,8 +118,8 @@ END_TEST
 START_TEST(escaped_paths_match)
 {
 	char dev[32] = "";
-	const char *mi = ROOTFS
-		"40 22 0:40 / /mnt/my\\040view ro - fuse.zmount /srv/a\\040b,c\\134d ro\n";
+	const char *mi =
+		ROOTFS "40 22 0:40 / /mnt/my\\040view ro - fuse.zmount /srv/a\\040b,c\\134d ro\n";
 
 	ck_assert_int_eq(find(mi, "/mnt/my view", "/srv/a b,c\\d", dev, sizeof(dev)), 0);
 	ck_assert_str_eq(dev, "0:40");
@@ -135,16 +131,14 @@ END_TEST
 START_TEST(two_tops_need_one_device)
 {
 	char dev[32] = "";
-	const char *same = ROOTFS
-		"30 22 0:30 / /b rw - ext4 /dev/vdb rw\n"
-		"31 30 0:30 / /b rw - ext4 /dev/vdb rw\n"
-		"40 30 0:40 / /b/v ro - fuse.zmount /srv/logs ro\n"
-		"41 31 0:40 / /b/v ro - fuse.zmount /srv/logs ro\n";
-	const char *two = ROOTFS
-		"30 22 0:30 / /b rw - ext4 /dev/vdb rw\n"
-		"31 30 0:30 / /b rw - ext4 /dev/vdb rw\n"
-		"40 30 0:40 / /b/v ro - fuse.zmount /srv/logs ro\n"
-		"41 31 0:41 / /b/v ro - fuse.zmount /srv/logs ro\n";
+	const char *same = ROOTFS "30 22 0:30 / /b rw - ext4 /dev/vdb rw\n"
+				  "31 30 0:30 / /b rw - ext4 /dev/vdb rw\n"
+				  "40 30 0:40 / /b/v ro - fuse.zmount /srv/logs ro\n"
+				  "41 31 0:40 / /b/v ro - fuse.zmount /srv/logs ro\n";
+	const char *two = ROOTFS "30 22 0:30 / /b rw - ext4 /dev/vdb rw\n"
+				 "31 30 0:30 / /b rw - ext4 /dev/vdb rw\n"
+				 "40 30 0:40 / /b/v ro - fuse.zmount /srv/logs ro\n"
+				 "41 31 0:41 / /b/v ro - fuse.zmount /srv/logs ro\n";
 
 	ck_assert_int_eq(find(same, "/b/v", "/srv/logs", dev, sizeof(dev)), 0);
 	ck_assert_str_eq(dev, "0:40");
@@ -163,9 +157,8 @@ END_TEST
 
 START_TEST(is_mounted_looks_through_the_stack)
 {
-	const char *mi = ROOTFS
-		"40 22 0:40 / /mnt/v ro - fuse.zmount /srv/logs ro\n"
-		"41 40 0:41 / /mnt/v rw - tmpfs tmpfs rw\n";
+	const char *mi = ROOTFS "40 22 0:40 / /mnt/v ro - fuse.zmount /srv/logs ro\n"
+				"41 40 0:41 / /mnt/v rw - tmpfs tmpfs rw\n";
 
 	ck_assert_int_eq(mounted(mi, "/mnt/v", "/srv/logs"), 1);
 	ck_assert_int_eq(mounted(mi, "/mnt/v", "/srv/other"), 0);

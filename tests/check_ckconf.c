@@ -39,7 +39,7 @@
 #define ZMOUNT_ZSTD_CASES "tests/zstd/make-zstd-cases.sh"
 #endif
 
-#define CK_SPAN (64u << 10)
+#define CK_SPAN	   (64u << 10)
 #define LEVEL_SIZE (1u << 20)
 
 static char corpus[PATH_MAX]; /* .../corpus/xz-utils */
@@ -114,11 +114,11 @@ static void resume_one(const char *path, const char *idx, size_t k, size_t i, si
 			 0);
 	ck_assert_int_eq(ckpt_dec_new(s, i, inner, &r->f->ck->ops, &d), 0);
 	while ((n = ckpt_dec_read(d, r->fd, buf, sizeof(buf), &err)) > 0) {
-		ck_assert_msg(pos + (uint64_t)n <= len, "%s entry %zu point %zu: too long", path,
-			      k, i);
+		ck_assert_msg(pos + (uint64_t)n <= len, "%s entry %zu point %zu: too long", path, k,
+			      i);
 		ck_assert_msg(memcmp(buf, want + pos, (size_t)n) == 0,
-			      "%s entry %zu point %zu (@%llu): wrong bytes in [%llu, +%zd)", path, k,
-			      i, (unsigned long long)p->uoff, (unsigned long long)pos, n);
+			      "%s entry %zu point %zu (@%llu): wrong bytes in [%llu, +%zd)", path,
+			      k, i, (unsigned long long)p->uoff, (unsigned long long)pos, n);
 		pos += (uint64_t)n;
 	}
 	ck_assert_msg(n == 0, "%s entry %zu point %zu (@%llu): %zd: %s", path, k, i,
@@ -299,7 +299,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "check_ckconf: SKIP: corpus not found (%s: %s)\n", probe,
 			strerror(errno));
 	/* absolute: index_dir keys saved sets by the archive's absolute path */
-	snprintf(tmpdir, sizeof(tmpdir), "%s/check_ckconf.XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp");
+	snprintf(tmpdir, sizeof(tmpdir), "%s/check_ckconf.XXXXXX",
+		 tmp && *tmp == '/' ? tmp : "/tmp");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
 		return 1;

@@ -25,8 +25,8 @@
 #include "zcrc.h"
 #include "zmctx.h"
 
-#define SIZE (8u << 20)
-#define SPAN (1u << 20)
+#define SIZE  (8u << 20)
+#define SPAN  (1u << 20)
 #define SLICE (128u << 10)
 
 static char dir[PATH_MAX];
@@ -265,7 +265,8 @@ static uint64_t decoded(struct opened *o)
 	return in.decoded;
 }
 
-/* Reads at offsets spread over the file, each checked, each costing at most a span and two slices. */
+/* Reads at offsets spread over the file, each checked, each costing at most a span and two slices.
+ */
 static void random_reads(struct opened *o, int want_resumes)
 {
 	unsigned char buf[4096];
@@ -284,7 +285,8 @@ static void random_reads(struct opened *o, int want_resumes)
 		if (want_resumes)
 			ck_assert_msg(decoded(o) - d0 <= 2 * SPAN,
 				      "read at %llu decoded %llu bytes, more than a span",
-				      (unsigned long long)off, (unsigned long long)(decoded(o) - d0));
+				      (unsigned long long)off,
+				      (unsigned long long)(decoded(o) - d0));
 	}
 	reader_get_info(o->r, &in);
 	if (want_resumes)
@@ -311,8 +313,7 @@ static void resumes_exact(const char *name)
 
 		ck_assert_int_eq(reader_pread(o.r, buf, 1, SIZE - 1), 1);
 		ck_assert_int_eq(buf[0], text[SIZE - 1]);
-		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), 5 * SPAN - 1000),
-				 sizeof(buf));
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), 5 * SPAN - 1000), sizeof(buf));
 		ck_assert(memcmp(buf, text + 5 * SPAN - 1000, sizeof(buf)) == 0);
 	}
 	close_one(&o);
@@ -591,7 +592,7 @@ static int setup(void)
 			return -1;
 	}
 	return testutil_sh(dir, "xz -T1 -6 -c text > one.xz && zstd -q -3 -c text > one.zst && "
-			   "xz -T1 --x86 --lzma2=preset=6 -c text > bcj.xz");
+				"xz -T1 --x86 --lzma2=preset=6 -c text > bcj.xz");
 }
 
 int main(void)

@@ -53,7 +53,7 @@ static void check_map(const struct cmap *m, const uint64_t *starts, size_t n, ui
 START_TEST(one_chunk)
 {
 	struct cmap m;
-	const uint64_t starts[] = {0};
+	const uint64_t starts[] = { 0 };
 
 	ck_assert_int_eq(cmap_init(&m, 1), 0);
 	cmap_add(&m, 0);
@@ -67,7 +67,7 @@ END_TEST
 START_TEST(one_byte_map)
 {
 	struct cmap m;
-	const uint64_t starts[] = {0};
+	const uint64_t starts[] = { 0 };
 
 	ck_assert_int_eq(cmap_init(&m, 1), 0);
 	cmap_add(&m, 0);
@@ -97,7 +97,7 @@ END_TEST
 START_TEST(uneven_chunks_with_one_byte_ones)
 {
 	/* 1-byte chunks at the start, in the middle (three in a row) and at the end */
-	const uint64_t starts[] = {0, 1, 2, 10, 11, 12, 13, 1000, 1001, 70000, 70001};
+	const uint64_t starts[] = { 0, 1, 2, 10, 11, 12, 13, 1000, 1001, 70000, 70001 };
 	const size_t n = sizeof(starts) / sizeof(starts[0]);
 	const uint64_t total = 70002;
 	struct cmap m;
@@ -136,8 +136,8 @@ END_TEST
 START_TEST(repeated_starts_ignored)
 {
 	/* as from empty xz Blocks or two gzip points at one offset */
-	const uint64_t added[] = {0, 0, 0, 100, 100, 250, 250, 250, 251};
-	const uint64_t starts[] = {0, 100, 250, 251};
+	const uint64_t added[] = { 0, 0, 0, 100, 100, 250, 250, 250, 251 };
+	const uint64_t starts[] = { 0, 100, 250, 251 };
 	struct cmap m;
 
 	ck_assert_int_eq(cmap_init(&m, sizeof(added) / sizeof(added[0])), 0);
@@ -151,7 +151,7 @@ END_TEST
 
 START_TEST(last_start_equal_to_total_dropped)
 {
-	const uint64_t starts[] = {0, 64, 128};
+	const uint64_t starts[] = { 0, 64, 128 };
 	struct cmap m;
 
 	ck_assert_int_eq(cmap_init(&m, 4), 0);
@@ -167,7 +167,7 @@ END_TEST
 
 START_TEST(repeat_then_last_start_equal_to_total)
 {
-	const uint64_t starts[] = {0, 10};
+	const uint64_t starts[] = { 0, 10 };
 	struct cmap m;
 
 	ck_assert_int_eq(cmap_init(&m, 5), 0);
@@ -244,7 +244,7 @@ END_TEST
 
 START_TEST(zeroed_map_size_and_free)
 {
-	struct cmap m = {0};
+	struct cmap m = { 0 };
 
 	ck_assert_uint_eq(cmap_size(&m), 0);
 	cmap_free(&m); /* never initialised: must be harmless */
@@ -256,7 +256,7 @@ END_TEST
 START_TEST(offsets_above_4_gib)
 {
 	const uint64_t g = 1ull << 32;
-	const uint64_t starts[] = {0, g - 1, g, g + 1, 3 * g};
+	const uint64_t starts[] = { 0, g - 1, g, g + 1, 3 * g };
 	struct cmap m;
 
 	ck_assert_int_eq(cmap_init(&m, 5), 0);

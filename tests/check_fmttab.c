@@ -28,14 +28,17 @@ START_TEST(every_entry_has_its_hooks)
 		ck_assert_msg(f->name && f->name[0], "entry %d has no name", id);
 		ck_assert_msg(f->unit && f->unit[0], "%s: no unit", f->name);
 		ck_assert_msg(f->sniff && f->open && f->free && f->dec_open && f->dec_read &&
-				      f->dec_tell && f->dec_cost && f->dec_close && f->extent && f->info,
+				      f->dec_tell && f->dec_cost && f->dec_close && f->extent &&
+				      f->info,
 			      "%s: a reader hook is missing", f->name);
 		ck_assert_msg(f->info_line && f->info_counts && f->advice,
-			      "%s: a tools hook (info_line, info_counts, advice) is missing", f->name);
+			      "%s: a tools hook (info_line, info_counts, advice) is missing",
+			      f->name);
 		ck_assert_msg(f->suffixes, "%s: no suffix table", f->name);
 		for (const struct fmt_suffix *s = f->suffixes; s->ext; s++)
 			ck_assert_msg(s->ext[0] == '.' && s->ext[1] && s->add,
-				      "%s: suffix '%s' is not '.something' with an add", f->name, s->ext);
+				      "%s: suffix '%s' is not '.something' with an add", f->name,
+				      s->ext);
 		ck_assert_msg(f->bg == FMTTAB_BG_NONE || f->bg == FMTTAB_BG_INDEX ||
 				      f->bg == FMTTAB_BG_CKPT,
 			      "%s: bg %d", f->name, (int)f->bg);
@@ -75,7 +78,7 @@ START_TEST(suffixes_come_from_the_table)
 	ck_assert_str_eq(out, "a.log");
 	ck_assert_int_eq(fmttab_by_suffix("x.txz"), PROBE_XZ);
 	ck_assert_int_eq(fmttab_by_suffix("x.bz2"), 0);
-	ck_assert_int_eq(fmttab_by_suffix(".gz"), 0); /* no stem */
+	ck_assert_int_eq(fmttab_by_suffix(".gz"), 0);		/* no stem */
 	ck_assert_int_eq(fmttab_strip("abcdef.gz", out, 4), 0); /* out too small */
 	/* every format's every suffix strips to its own id */
 	for (int id = 1; id <= fmttab_count(); id++)
@@ -95,7 +98,10 @@ START_TEST(names_for_messages)
 
 	for (int id = 1; id <= fmttab_count(); id++)
 		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s",
-			 id == 1 ? "" : id == fmttab_count() ? " or " : ", ", fmttab_name(id));
+			 id == 1		? ""
+			 : id == fmttab_count() ? " or "
+						: ", ",
+			 fmttab_name(id));
 	ck_assert_str_eq(fmttab_names(), want);
 }
 END_TEST

@@ -101,7 +101,7 @@ static void expect_extract(int fd, const struct gzdec_index *idx, size_t i, size
 			   const unsigned char *want, const char *name)
 {
 	unsigned char *buf = malloc(len ? len : 1);
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	ssize_t n;
 
 	ck_assert_ptr_nonnull(buf);
@@ -144,7 +144,7 @@ static long file_size(const char *name)
 	return (long)st.st_size;
 }
 
-static const char *const good_files[] = {"g6.gz", "g1.gz", "multi.gz", "pigzi.gz", "bgz.gz"};
+static const char *const good_files[] = { "g6.gz", "g1.gz", "multi.gz", "pigzi.gz", "bgz.gz" };
 #define NGOOD (sizeof(good_files) / sizeof(good_files[0]))
 
 START_TEST(usize_matches)
@@ -251,7 +251,7 @@ END_TEST
 /* From every point to the end crosses every later member boundary. */
 START_TEST(across_members)
 {
-	static const char *const files[] = {"multi.gz", "bgz.gz"};
+	static const char *const files[] = { "multi.gz", "bgz.gz" };
 
 	for (size_t f = 0; f < 2; f++) {
 		int fd;
@@ -315,14 +315,14 @@ static void *thread_main(void *arg)
 
 START_TEST(threads_share_index)
 {
-	static const size_t strides[4] = {1, 3, 5, 7};
+	static const size_t strides[4] = { 1, 3, 5, 7 };
 	struct walker w[4];
 	pthread_t t[4];
 	int fd;
 	struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &fd);
 
 	for (int i = 0; i < 4; i++) {
-		w[i] = (struct walker){.idx = idx, .stride = strides[i]};
+		w[i] = (struct walker){ .idx = idx, .stride = strides[i] };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main, &w[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {
@@ -418,7 +418,7 @@ END_TEST
 
 START_TEST(trailing_garbage)
 {
-	static const char *const files[] = {"garbage.gz", "zero-garbage.gz", "magic-junk.gz"};
+	static const char *const files[] = { "garbage.gz", "zero-garbage.gz", "magic-junk.gz" };
 
 	for (size_t f = 0; f < 3; f++) {
 		int fd;
@@ -530,7 +530,7 @@ END_TEST
 
 /* ------------------------------------------------------------ streaming */
 
-static const size_t odd_sizes[] = {1, 7, 4093, 65537, 3, 100003, 32768, 2};
+static const size_t odd_sizes[] = { 1, 7, 4093, 65537, 3, 100003, 32768, 2 };
 #define NODD (sizeof(odd_sizes) / sizeof(odd_sizes[0]))
 
 /*
@@ -542,7 +542,7 @@ static unsigned char *stream_read(int fd, const struct gzdec_index *idx, size_t 
 {
 	unsigned char *buf = malloc(len ? len : 1);
 	struct gzdec_dec *d = (void *)1;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	size_t got = 0, k = first;
 
 	ck_assert_ptr_nonnull(buf);
@@ -576,7 +576,7 @@ START_TEST(stream_equals_extract)
 			uint64_t end = chunk_end(idx, i + 1 < idx->npoints ? i + 1 : i);
 			size_t len = (size_t)(end - idx->points[i].uoff);
 			unsigned char *ext = malloc(len ? len : 1), *str;
-			struct zerr err = {0};
+			struct zerr err = { 0 };
 
 			ck_assert_ptr_nonnull(ext);
 			ck_assert_int_eq(gzdec_extract(fd, idx, i, ext, len, &err), (ssize_t)len);
@@ -597,7 +597,7 @@ END_TEST
 /* One decoder from a checkpoint to the very end, across every later member. */
 START_TEST(stream_to_end)
 {
-	static const char *const files[] = {"multi.gz", "bgz.gz", "zeros.gz", "garbage.gz"};
+	static const char *const files[] = { "multi.gz", "bgz.gz", "zeros.gz", "garbage.gz" };
 
 	for (size_t f = 0; f < 4; f++) {
 		int fd;
@@ -607,7 +607,7 @@ START_TEST(stream_to_end)
 			size_t len = (size_t)(idx->usize - idx->points[i].uoff);
 			unsigned char *str = stream_read(fd, idx, i, len, 3, files[f]), c;
 			struct gzdec_dec *d;
-			struct zerr err = {0};
+			struct zerr err = { 0 };
 
 			ck_assert_msg(memcmp(str, g_data + idx->points[i].uoff, len) == 0,
 				      "%s: point %zu: wrong bytes", files[f], i);
@@ -631,7 +631,7 @@ END_TEST
 START_TEST(stream_bad_args)
 {
 	struct gzdec_dec *d = (void *)1;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	int fd;
 	struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &fd);
 
@@ -653,7 +653,7 @@ START_TEST(stream_file_changed)
 	unsigned char *buf = malloc(ORIG_SIZE);
 	char path[PATH_MAX];
 	struct gzdec_dec *d;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	int fd;
 	struct gzdec_index *idx;
 
@@ -718,16 +718,17 @@ static void put_fixed(struct bitw *w, unsigned sym)
 		put_code(w, 0xC0 + sym - 280, 8);
 }
 
-static const unsigned short len_base[29] = {3,	4,  5,	6,   7,	  8,   9,   10,	 11, 13,
-					    15, 17, 19, 23,  27,  31,  35,  43,	 51, 59,
-					    67, 83, 99, 115, 131, 163, 195, 227, 258};
-static const unsigned char len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
-					    2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-static const unsigned short dist_base[30] = {
-	1,   2,	  3,   4,   5,	 7,    9,    13,   17,	 25,   33,   49,   65,	  97,	 129,
-	193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
-static const unsigned char dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
-					     6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+static const unsigned short len_base[29] = { 3,	 4,  5,	 6,   7,   8,	9,   10,  11, 13,
+					     15, 17, 19, 23,  27,  31,	35,  43,  51, 59,
+					     67, 83, 99, 115, 131, 163, 195, 227, 258 };
+static const unsigned char len_extra[29] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+					     2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0 };
+static const unsigned short dist_base[30] = { 1,    2,	  3,	4,     5,     7,    9,	  13,
+					      17,   25,	  33,	49,    65,    97,   129,  193,
+					      257,  385,  513,	769,   1025,  1537, 2049, 3073,
+					      4097, 6145, 8193, 12289, 16385, 24577 };
+static const unsigned char dist_extra[30] = { 0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
+					      6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13 };
 
 static void put_match(struct bitw *w, unsigned len, unsigned dist)
 {
@@ -769,10 +770,10 @@ static uint32_t crc32_of(const unsigned char *p, size_t n)
  */
 static unsigned char *write_one_block(const char *name, size_t usize, uint64_t *csize)
 {
-	static const unsigned char hdr[10] = {0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF};
+	static const unsigned char hdr[10] = { 0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF };
 	unsigned char *data = malloc(usize);
 	char path[PATH_MAX];
-	struct bitw w = {0};
+	struct bitw w = { 0 };
 	uint32_t x = 12345u, crc;
 	size_t pos = 0;
 
@@ -834,7 +835,7 @@ START_TEST(stream_one_huge_block)
 	unsigned char *want = write_one_block("oneblock.gz", usize, &csize), *buf;
 	const size_t bufsize = 100003;
 	struct gzdec_dec *d;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	size_t got = 0, k = 0, base, peak = 0;
 	int fd;
 	struct gzdec_index *idx;
@@ -892,7 +893,7 @@ END_TEST
  */
 static void write_stored(const char *name, size_t len)
 {
-	static const unsigned char hdr[10] = {0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3};
+	static const unsigned char hdr[10] = { 0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3 };
 	char path[PATH_MAX];
 	uint32_t crc = crc32_of(g_data, len);
 	FILE *f;
@@ -903,8 +904,8 @@ static void write_stored(const char *name, size_t len)
 	fwrite(hdr, 1, sizeof(hdr), f);
 	for (size_t off = 0; off < len; off += STORED_BLOCK) {
 		size_t n = len - off < STORED_BLOCK ? len - off : STORED_BLOCK;
-		unsigned char bh[5] = {off + n == len, (unsigned char)n, (unsigned char)(n >> 8),
-				       (unsigned char)~n, (unsigned char)(~n >> 8)};
+		unsigned char bh[5] = { off + n == len, (unsigned char)n, (unsigned char)(n >> 8),
+					(unsigned char)~n, (unsigned char)(~n >> 8) };
 
 		fwrite(bh, 1, sizeof(bh), f);
 		fwrite(g_data + off, 1, n, f);
@@ -933,7 +934,7 @@ START_TEST(span_crc_mismatch)
 	char path[PATH_MAX], want[160];
 	struct gzdec_index *idx;
 	struct gzdec_dec *d;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t u, s2, e2;
 	unsigned char c;
 	ssize_t n = 0;
@@ -973,7 +974,8 @@ START_TEST(span_crc_mismatch)
 		if (n < 0)
 			break;
 		ck_assert_int_eq(n, 4096);
-		ck_assert_msg(at + 4096 < e2, "the read reaching %llu, past span 2's end, returned %zd",
+		ck_assert_msg(at + 4096 < e2,
+			      "the read reaching %llu, past span 2's end, returned %zd",
 			      (unsigned long long)(at + 4096), n);
 	}
 	ck_assert_int_eq(n, -EIO);
@@ -993,7 +995,7 @@ END_TEST
  * more bytes; total bytes in all. */
 static void write_fname_header(const char *name, size_t hlen, int nul, size_t total)
 {
-	static const unsigned char hdr[10] = {0x1F, 0x8B, 8, 0x08, 0, 0, 0, 0, 0, 0xFF};
+	static const unsigned char hdr[10] = { 0x1F, 0x8B, 8, 0x08, 0, 0, 0, 0, 0, 0xFF };
 	unsigned char chunk[65536];
 	char path[PATH_MAX];
 	size_t done = sizeof(hdr);
@@ -1169,7 +1171,7 @@ static void corpus_bad(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
 	struct gzdec_index *idx = (void *)1;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t size;
 	int fd, ret;
 
@@ -1198,7 +1200,7 @@ START_TEST(corpus_table)
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	while (fgets(line, sizeof(line), f)) {
-		char *col[9] = {0}, *save = NULL;
+		char *col[9] = { 0 }, *save = NULL;
 		int n = 0;
 
 		if (line[0] == '#')
@@ -1292,13 +1294,12 @@ static void collect_point(void *ctx, uint64_t uoff)
  * else only its first verified bytes (the members that passed).  Returns
  * nothing; fails the test on any difference.
  */
-static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_t verified,
-			   int cut)
+static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_t verified, int cut)
 {
-	struct collect c = {0};
-	struct gzdec_sink sink = {collect_output, collect_point, &c};
+	struct collect c = { 0 };
+	struct gzdec_sink sink = { collect_output, collect_point, &c };
 	struct gzdec_index *idx = (void *)1;
-	struct zerr err = {0}, rerr = {0};
+	struct zerr err = { 0 }, rerr = { 0 };
 	char path[PATH_MAX];
 	unsigned char *want, *got, tail[16];
 	struct gzdec_dec *d;
@@ -1366,7 +1367,7 @@ static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_
 	/* without the flag the same file fails (if damaged) or gives the same size */
 	{
 		struct gzdec_index *plain = (void *)1;
-		struct zerr perr = {0};
+		struct zerr perr = { 0 };
 
 		ret = gzdec_index_build(fd, size, span, &plain, &perr);
 		if (damaged) {
@@ -1445,7 +1446,7 @@ END_TEST
 /* A flipped byte in the deflate data: the members before it, a prefix of zcat's bytes. */
 START_TEST(salvage_corrupt)
 {
-	static const int masks[] = {0x55, 0x01, 0x80, 0xff};
+	static const int masks[] = { 0x55, 0x01, 0x80, 0xff };
 	long s = file_size("g6.gz"), m = file_size("multi.gz");
 	long e1 = file_size("m1.gz"), e2 = e1 + file_size("m2.gz");
 	char name[64];
@@ -1490,9 +1491,9 @@ END_TEST
 /* Undamaged files, trailing data included, are what they are without the flag. */
 START_TEST(salvage_undamaged)
 {
-	static const char *const files[] = {"g6.gz",	    "multi.gz",	  "bgz.gz",
-					    "zeros.gz",	    "garbage.gz", "zero-garbage.gz",
-					    "magic-junk.gz"};
+	static const char *const files[] = { "g6.gz",	     "multi.gz",   "bgz.gz",
+					     "zeros.gz",     "garbage.gz", "zero-garbage.gz",
+					     "magic-junk.gz" };
 
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
 		expect_salvage(files[f], SPAN_MIN, 0, ORIG_SIZE, 0);
@@ -1502,7 +1503,8 @@ END_TEST
 /* What is not gzip, or damaged before any data, still fails with the flag. */
 START_TEST(salvage_refused)
 {
-	static const char *const files[] = {"notgz.gz", "emptyfile.gz", "s-cut5.gz", "s-badflg.gz"};
+	static const char *const files[] = { "notgz.gz", "emptyfile.gz", "s-cut5.gz",
+					     "s-badflg.gz" };
 	struct gzdec_index *idx;
 	struct zerr err;
 	char path[PATH_MAX];

@@ -44,7 +44,7 @@ static unsigned char *g_big; /* the text in big.gz */
 
 /* Shell commands run in g_dir. */
 #define sh(...) testutil_sh(g_dir, __VA_ARGS__)
-#define join testutil_join
+#define join	testutil_join
 
 static void path_of(char *buf, size_t size, const char *name)
 {
@@ -112,7 +112,7 @@ struct src {
 
 static void src_open(struct src *s, const char *name, uint64_t span)
 {
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct stat st;
 
 	path_of(s->path, sizeof(s->path), name);
@@ -151,7 +151,7 @@ static void save_ok(const char *dir, const struct src *s, uint64_t *bytes)
 
 static int load(const char *dir, const struct src *s, uint64_t span, struct gzdec_index **out)
 {
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	int ret = idxfile_load(dir, s->path, &s->id, span, out, &err);
 
 	if (ret < 0)
@@ -226,14 +226,15 @@ static void reseal(unsigned char *b, size_t len)
 
 START_TEST(crc_and_layout)
 {
-	static const unsigned char magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
+	static const unsigned char magic[8] = { 'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A };
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct src s;
 	unsigned char *b;
 	size_t len, plen;
 	uint64_t bytes;
 
-	ck_assert_uint_eq(testutil_crc64((const unsigned char *)"123456789", 9), 0x995DC9BBDF1939FAull);
+	ck_assert_uint_eq(testutil_crc64((const unsigned char *)"123456789", 9),
+			  0x995DC9BBDF1939FAull);
 	new_dir(dir, sizeof(dir), "layout");
 	src_open(&s, "small.gz", SPAN_MIN);
 	ck_assert_uint_ge(s.idx->npoints, 2);
@@ -323,7 +324,7 @@ START_TEST(roundtrip_extract)
 		uint64_t end = i + 1 < got->npoints ? got->points[i + 1].uoff : got->usize;
 		size_t len = (size_t)(end - got->points[i].uoff);
 		unsigned char *buf = malloc(len + 1);
-		struct zerr err = {0};
+		struct zerr err = { 0 };
 
 		ck_assert_ptr_nonnull(buf);
 		ck_assert_msg(gzdec_extract(s.fd, got, i, buf, len, &err) == (ssize_t)len,
@@ -375,7 +376,7 @@ START_TEST(stale_mtime)
 {
 	char dir[PATH_MAX];
 	struct gzdec_index *got = NULL;
-	struct timespec ts[2] = {{0, UTIME_OMIT}, {0, 0}};
+	struct timespec ts[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
 	struct src s;
 
 	new_dir(dir, sizeof(dir), "mtime");
@@ -575,55 +576,55 @@ START_TEST(forged_fields)
 		uint64_t val;
 		const char *what;
 	} forge[] = {
-		{16, 8, len, "control: the same length (loads)"},
-		{8, 4, 1, "version 1 (before ctime)"},
-		{8, 4, 2, "version 2 (before kind)"},
-		{8, 4, 3, "version 3 (before span CRC32s)"},
-		{8, 4, 4, "version 4 (named by path, no whole-file hash)"},
-		{8, 4, 6, "version 6"},
-		{128, 8, 12345, "control: another whole-file hash (identity as recorded: loads)"},
-		{106, 2, 0, "kind 0"},
-		{106, 2, 2, "kind zstd on gzip records"},
-		{106, 2, 3, "kind 3"},
-		{12, 4, 3, "unknown flag"},
-		{16, 8, len + 1, "file length"},
-		{56, 4, 1000000000, "mtime nanoseconds"},
-		{108, 4, 1000000000, "ctime nanoseconds"},
-		{72, 8, 1ull << 63, "usize 2^63 (st_size would be negative)"},
-		{72, 8, csize * 1032 + 1, "usize beyond deflate's 1032:1"},
-		{88, 8, SPAN_MIN - 1, "span below 64 KiB"},
-		{60, 4, 0, "path length 0"},
-		{60, 4, 5000, "path length 5000"},
-		{60, 4, 0xFFFFFFFF, "path length 2^32-1"},
-		{88, 8, 0, "span 0"},
-		{88, 8, GZDEC_MAX_SPAN + 1ull, "span too large"},
-		{96, 8, csize + 1, "trail_off past the end"},
-		{104, 2, 3, "trailing kind 3"},
-		{112, 8, 0, "no checkpoints"},
-		{112, 8, np - 1, "one checkpoint fewer"},
-		{112, 8, np + 1, "one checkpoint more"},
-		{112, 8, 1ull << 60, "2^60 checkpoints"},
-		{112, 8, UINT64_MAX, "2^64-1 checkpoints"},
-		{HDR, 1, 'x', "relative path"},
-		{HDR + 1, 1, 0, "NUL in path"},
-		{r0 + 0, 8, 1, "first uoff not 0"},
-		{r1 + 0, 8, 0, "uoff not ascending"},
-		{r1 + 0, 8, usize + 1, "uoff past usize"},
-		{r1 + 0, 8, 100, "window larger than uoff"},
-		{r1 + 8, 8, csize + 1, "coff past the end"},
-		{r0 + 8, 8, coff1 + 1, "coff descending"},
-		{r0 + 8, 8, 0, "control: coff 0 (loads)"},
-		{r1 + 24, 1, 8, "bits 8"},
-		{r1 + 24, 1, 255, "bits 255"},
-		{r1 + 16, 4, GZDEC_WINDOW + 1, "window 32769"},
-		{r1 + 16, 4, 0, "wsize 0 with wzsize > 0"},
-		{r1 + 20, 4, 0, "wzsize 0"},
-		{r1 + 20, 4, wz1 + 1, "wzsize one more"},
-		{r1 + 20, 4, 0x80000000u, "wzsize 2^31"},
-		{r1 + 20, 4, 0xFFFFFFFFu, "wzsize 2^32-1"},
-		{r1 + 25, 1, 1, "record's first reserved byte"},
-		{r1 + 27, 1, 1, "record's last reserved byte"},
-		{r1 + 28, 4, 0x12345678, "control: a span's CRC32 (only a decoder can tell)"},
+		{ 16, 8, len, "control: the same length (loads)" },
+		{ 8, 4, 1, "version 1 (before ctime)" },
+		{ 8, 4, 2, "version 2 (before kind)" },
+		{ 8, 4, 3, "version 3 (before span CRC32s)" },
+		{ 8, 4, 4, "version 4 (named by path, no whole-file hash)" },
+		{ 8, 4, 6, "version 6" },
+		{ 128, 8, 12345, "control: another whole-file hash (identity as recorded: loads)" },
+		{ 106, 2, 0, "kind 0" },
+		{ 106, 2, 2, "kind zstd on gzip records" },
+		{ 106, 2, 3, "kind 3" },
+		{ 12, 4, 3, "unknown flag" },
+		{ 16, 8, len + 1, "file length" },
+		{ 56, 4, 1000000000, "mtime nanoseconds" },
+		{ 108, 4, 1000000000, "ctime nanoseconds" },
+		{ 72, 8, 1ull << 63, "usize 2^63 (st_size would be negative)" },
+		{ 72, 8, csize * 1032 + 1, "usize beyond deflate's 1032:1" },
+		{ 88, 8, SPAN_MIN - 1, "span below 64 KiB" },
+		{ 60, 4, 0, "path length 0" },
+		{ 60, 4, 5000, "path length 5000" },
+		{ 60, 4, 0xFFFFFFFF, "path length 2^32-1" },
+		{ 88, 8, 0, "span 0" },
+		{ 88, 8, GZDEC_MAX_SPAN + 1ull, "span too large" },
+		{ 96, 8, csize + 1, "trail_off past the end" },
+		{ 104, 2, 3, "trailing kind 3" },
+		{ 112, 8, 0, "no checkpoints" },
+		{ 112, 8, np - 1, "one checkpoint fewer" },
+		{ 112, 8, np + 1, "one checkpoint more" },
+		{ 112, 8, 1ull << 60, "2^60 checkpoints" },
+		{ 112, 8, UINT64_MAX, "2^64-1 checkpoints" },
+		{ HDR, 1, 'x', "relative path" },
+		{ HDR + 1, 1, 0, "NUL in path" },
+		{ r0 + 0, 8, 1, "first uoff not 0" },
+		{ r1 + 0, 8, 0, "uoff not ascending" },
+		{ r1 + 0, 8, usize + 1, "uoff past usize" },
+		{ r1 + 0, 8, 100, "window larger than uoff" },
+		{ r1 + 8, 8, csize + 1, "coff past the end" },
+		{ r0 + 8, 8, coff1 + 1, "coff descending" },
+		{ r0 + 8, 8, 0, "control: coff 0 (loads)" },
+		{ r1 + 24, 1, 8, "bits 8" },
+		{ r1 + 24, 1, 255, "bits 255" },
+		{ r1 + 16, 4, GZDEC_WINDOW + 1, "window 32769" },
+		{ r1 + 16, 4, 0, "wsize 0 with wzsize > 0" },
+		{ r1 + 20, 4, 0, "wzsize 0" },
+		{ r1 + 20, 4, wz1 + 1, "wzsize one more" },
+		{ r1 + 20, 4, 0x80000000u, "wzsize 2^31" },
+		{ r1 + 20, 4, 0xFFFFFFFFu, "wzsize 2^32-1" },
+		{ r1 + 25, 1, 1, "record's first reserved byte" },
+		{ r1 + 27, 1, 1, "record's last reserved byte" },
+		{ r1 + 28, 4, 0x12345678, "control: a span's CRC32 (only a decoder can tell)" },
 	};
 
 	f = malloc(len);
@@ -652,7 +653,7 @@ END_TEST
  */
 static size_t handmade(unsigned char *b, const struct src *s, uint64_t n, uint64_t claimed)
 {
-	static const unsigned char magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
+	static const unsigned char magic[8] = { 'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A };
 	size_t plen = strlen(s->path), len = HDR + plen + n * REC + 8;
 
 	memset(b, 0, len);
@@ -787,7 +788,7 @@ START_TEST(save_full_cleans_up)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct rlimit rl = {4096, 4096};
+		struct rlimit rl = { 4096, 4096 };
 
 		signal(SIGXFSZ, SIG_IGN);
 		if (setrlimit(RLIMIT_FSIZE, &rl))
@@ -863,7 +864,7 @@ END_TEST
 START_TEST(prune_stale)
 {
 	char dir[PATH_MAX], p[PATH_MAX], file[PATH_MAX], outside[PATH_MAX];
-	struct timespec old[2] = {{0, UTIME_OMIT}, {0, 0}};
+	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
 	struct src gone, changed, live;
 	unsigned removed = 99;
 
@@ -964,7 +965,7 @@ END_TEST
  */
 START_TEST(path_names)
 {
-	struct idxfile_id id = {1, 2, 3, 4, 5, 6, 7, 8, -1}, o;
+	struct idxfile_id id = { 1, 2, 3, 4, 5, 6, 7, 8, -1 }, o;
 	char a[PATH_MAX], b[PATH_MAX];
 	const char *base;
 
@@ -978,14 +979,30 @@ START_TEST(path_names)
 	for (int f = 0; f < 8; f++) {
 		o = id;
 		switch (f) {
-		case 0: o.dev++; break;
-		case 1: o.ino++; break;
-		case 2: o.ctime_sec++; break;
-		case 3: o.ctime_nsec++; break;
-		case 4: o.size++; break;
-		case 5: o.mtime_sec++; break;
-		case 6: o.mtime_nsec++; break;
-		default: o.fingerprint++; break;
+		case 0:
+			o.dev++;
+			break;
+		case 1:
+			o.ino++;
+			break;
+		case 2:
+			o.ctime_sec++;
+			break;
+		case 3:
+			o.ctime_nsec++;
+			break;
+		case 4:
+			o.size++;
+			break;
+		case 5:
+			o.mtime_sec++;
+			break;
+		case 6:
+			o.mtime_nsec++;
+			break;
+		default:
+			o.fingerprint++;
+			break;
 		}
 		ck_assert_int_eq(idxfile_path("/d", &o, b, sizeof(b)), 0);
 		if (f < 4)
@@ -1085,7 +1102,6 @@ START_TEST(save_rejects_bad_input)
 }
 END_TEST
 
-
 /*
  * Item 7 of issue 10: an in-place rewrite that restores the mtime (rsync
  * --inplace -t, touch -r).  Same bytes, size, inode, mtime and fingerprint:
@@ -1097,7 +1113,7 @@ START_TEST(stale_ctime)
 	struct gzdec_index *got = NULL;
 	struct idxfile_id old;
 	struct stat st;
-	struct timespec ts[2], tick = {0, 10 * 1000 * 1000};
+	struct timespec ts[2], tick = { 0, 10 * 1000 * 1000 };
 	struct src s;
 	unsigned char c;
 	int fd, tries = 0;
@@ -1142,20 +1158,36 @@ END_TEST
 /* idxfile_id_same: each field on its own makes two identities differ. */
 START_TEST(id_same_each_field)
 {
-	struct idxfile_id a = {1, 2, 3, 4, 5, 6, 7, 8, -1}, b;
+	struct idxfile_id a = { 1, 2, 3, 4, 5, 6, 7, 8, -1 }, b;
 
 	ck_assert(idxfile_id_same(&a, &a));
 	for (int f = 0; f < 8; f++) {
 		b = a;
 		switch (f) {
-		case 0: b.dev++; break;
-		case 1: b.ino++; break;
-		case 2: b.size++; break;
-		case 3: b.mtime_sec++; break;
-		case 4: b.ctime_sec++; break;
-		case 5: b.mtime_nsec++; break;
-		case 6: b.ctime_nsec++; break;
-		default: b.fingerprint++; break;
+		case 0:
+			b.dev++;
+			break;
+		case 1:
+			b.ino++;
+			break;
+		case 2:
+			b.size++;
+			break;
+		case 3:
+			b.mtime_sec++;
+			break;
+		case 4:
+			b.ctime_sec++;
+			break;
+		case 5:
+			b.mtime_nsec++;
+			break;
+		case 6:
+			b.ctime_nsec++;
+			break;
+		default:
+			b.fingerprint++;
+			break;
 		}
 		ck_assert_msg(!idxfile_id_same(&a, &b), "field %d ignored", f);
 	}
@@ -1167,7 +1199,7 @@ START_TEST(old_version_rebuilt)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct gzdec_index *got = NULL;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct src s;
 	size_t len;
 	unsigned char *b = small_image(&s, dir, file, &len);
@@ -1193,7 +1225,7 @@ START_TEST(version3_rebuilt)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct gzdec_index *got = NULL;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct src s;
 	size_t len;
 	unsigned char *b = small_image(&s, dir, file, &len);
@@ -1225,7 +1257,7 @@ START_TEST(saved_span_crc_checked)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct gzdec_index *got = NULL;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct src s;
 	size_t len, n1;
 	unsigned char *b = small_image(&s, dir, file, &len), *buf;
@@ -1242,8 +1274,8 @@ START_TEST(saved_span_crc_checked)
 	buf = malloc(n1);
 	ck_assert_ptr_nonnull(buf);
 	ck_assert_int_eq(gzdec_extract(s.fd, got, 1, buf, n1, &err), -EIO);
-	ck_assert_msg(strstr(err.msg, "does not match the checksum the index pass recorded"),
-		      "%s", err.msg);
+	ck_assert_msg(strstr(err.msg, "does not match the checksum the index pass recorded"), "%s",
+		      err.msg);
 	ck_assert_int_eq(gzdec_extract(s.fd, got, 0, buf, (size_t)got->points[1].uoff, &err),
 			 (ssize_t)got->points[1].uoff);
 	free(buf);
@@ -1279,7 +1311,7 @@ static double now_s(void)
  */
 START_TEST(junk_refused_from_header)
 {
-	static const unsigned char magic[8] = {'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A};
+	static const unsigned char magic[8] = { 'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A };
 	const uint64_t junk = 160ull << 20;
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct gzdec_index *got = NULL;
@@ -1415,15 +1447,15 @@ START_TEST(untrusted_places)
 	struct src s;
 
 	src_open(&s, "small.gz", SPAN_MIN);
-#define LOAD_IS(want, why)                                                                   \
-	do {                                                                                 \
-		memset(&err, 0, sizeof(err));                                                \
-		int r_ = idxfile_load(dir, s.path, &s.id, 0, &got, &err);                    \
-		ck_assert_msg(r_ == (want), "%s: %d (%s)", why, r_, err.msg);                \
-		ck_assert(r_ == 0 ? got != NULL : got == NULL);                              \
-		ck_assert(r_ != -EPERM || err.msg[0]);                                       \
-		gzdec_index_free(got);                                                       \
-		got = NULL;                                                                  \
+#define LOAD_IS(want, why)                                                                         \
+	do {                                                                                       \
+		memset(&err, 0, sizeof(err));                                                      \
+		int r_ = idxfile_load(dir, s.path, &s.id, 0, &got, &err);                          \
+		ck_assert_msg(r_ == (want), "%s: %d (%s)", why, r_, err.msg);                      \
+		ck_assert(r_ == 0 ? got != NULL : got == NULL);                                    \
+		ck_assert(r_ != -EPERM || err.msg[0]);                                             \
+		gzdec_index_free(got);                                                             \
+		got = NULL;                                                                        \
 	} while (0)
 
 	/* a 1777 index directory: nothing saved, nothing loaded, nothing pruned */
@@ -1517,7 +1549,7 @@ START_TEST(forged_window_in_shared_dir)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct gzdec_index *got = NULL;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct gzdec_point tmp;
 	struct stat st;
 	struct src s;
@@ -1578,7 +1610,7 @@ START_TEST(forged_window_in_shared_dir)
 	} else {
 		save_ok(dir, &s, NULL); /* cannot happen: a 1777 save is refused */
 	}
-	ck_assert_int_eq(idxfile_read_header(file, &(struct idxfile_info){0}, NULL), 0);
+	ck_assert_int_eq(idxfile_read_header(file, &(struct idxfile_info){ 0 }, NULL), 0);
 	memset(&err, 0, sizeof(err));
 	ck_assert_int_eq(idxfile_load(dir, s.path, &s.id, 0, &got, &err), -EPERM);
 	ck_assert_ptr_null(got);
@@ -1598,9 +1630,9 @@ END_TEST
 /* Deterministic fixtures; returns 0 or -1. */
 static int make_fixtures(void)
 {
-	static const char *const syl[] = {"ka",	 "lo",	"mi",  "ne", "ru",  "ta",  "shi",
-					  "po",	 "ve",	"da",  "xu", "ben", "tor", "gal",
-					  "fin", "sen", "qua", "ri", "mo",  "zel"};
+	static const char *const syl[] = { "ka",  "lo",	 "mi",	"ne", "ru",  "ta",  "shi",
+					   "po",  "ve",	 "da",	"xu", "ben", "tor", "gal",
+					   "fin", "sen", "qua", "ri", "mo",  "zel" };
 	uint32_t x = 12345;
 	char path[PATH_MAX];
 	size_t n = 0;
@@ -1666,13 +1698,14 @@ struct zsrc {
 /* The frame walk of fd, nothing decoded: unknown sizes stay unknown. */
 static struct zstddec_index *zwalk(int fd)
 {
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct zstddec_index *z = NULL;
 	struct stat st;
 
 	ck_assert_int_eq(fstat(fd, &st), 0);
-	ck_assert_msg(zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &z,
-					 &err) == 0, "walk: %s", err.msg);
+	ck_assert_msg(
+		zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &z, &err) == 0,
+		"walk: %s", err.msg);
 	return z;
 }
 
@@ -1683,7 +1716,7 @@ static void zsrc_open(struct zsrc *s, const char *name)
 	ck_assert_int_ge(s->fd, 0);
 	s->z = zwalk(s->fd);
 	for (size_t i = 0; i < s->z->nframes; i++) {
-		struct zerr err = {0};
+		struct zerr err = { 0 };
 		uint64_t u;
 
 		if (s->z->frames[i].usize != ZSTDDEC_UNKNOWN)
@@ -1704,7 +1737,7 @@ static void zsrc_close(struct zsrc *s)
 /* Loads s's zstd index into a fresh walk; returns the result, the walk in *out. */
 static int zload(const char *dir, const struct zsrc *s, struct zstddec_index **out)
 {
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct zstddec_index *z = zwalk(s->fd);
 	int ret = idxfile_load_zstd(dir, s->path, &s->id, z, &err);
 
@@ -1750,7 +1783,7 @@ START_TEST(zstd_roundtrip_and_layout)
 	struct idxfile_info info;
 	struct gzdec_index *g = NULL;
 	struct zstddec_index *z;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct zsrc s;
 	size_t len, plen, r0;
 	unsigned char *b = zimage(&s, dir, file, &len);
@@ -1772,7 +1805,8 @@ START_TEST(zstd_roundtrip_and_layout)
 		ck_assert_uint_eq(le(b + r0 + i * REC, 8), f->coff);
 		ck_assert_uint_eq(le(b + r0 + i * REC + 8, 8), f->csize);
 		ck_assert_uint_eq(le(b + r0 + i * REC + 16, 8), f->usize);
-		ck_assert_uint_eq(b[r0 + i * REC + 24], i == 1 ? ZSTDDEC_SRC_FCS : ZSTDDEC_SRC_MEASURED);
+		ck_assert_uint_eq(b[r0 + i * REC + 24],
+				  i == 1 ? ZSTDDEC_SRC_FCS : ZSTDDEC_SRC_MEASURED);
 	}
 	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
 
@@ -1818,28 +1852,28 @@ START_TEST(zstd_forged_fields)
 		uint64_t val;
 		const char *what;
 	} forge[] = {
-		{16, 8, len, "control: the same length (loads)"},
-		{106, 2, 1, "kind gzip on zstd records"},
-		{106, 2, 0, "kind 0"},
-		{88, 8, SPAN_MIN, "a span"},
-		{104, 2, 1, "trailing data"},
-		{96, 8, 1, "trail_off"},
-		{80, 8, 2, "members one fewer"},
-		{112, 8, 2, "records one fewer"},
-		{112, 8, 4, "records one more"},
-		{112, 8, UINT64_MAX, "2^64-1 records"},
-		{72, 8, usize + 1, "total one more"},
-		{72, 8, usize - 1, "total one fewer"},
-		{r0 + 0, 8, 1, "frame 0 moved"},
-		{r1 + 0, 8, c1 + 1, "frame 1 moved"},
-		{r1 + 8, 8, l1 - 1, "frame 1 one byte shorter"},
-		{r1 + 8, 8, l1 + 1, "frame 1 overlapping frame 2"},
-		{r2 + 8, 8, UINT64_MAX, "frame 2 extent wraps"},
-		{r1 + 0, 8, 0, "frames out of order"},
-		{r1 + 24, 1, 0, "size source 0"},
-		{r1 + 24, 1, 4, "size source 4"},
-		{r1 + 31, 1, 1, "record's reserved byte"},
-		{r2 + 16, 8, UINT64_MAX, "frame 2 size 2^64-1"},
+		{ 16, 8, len, "control: the same length (loads)" },
+		{ 106, 2, 1, "kind gzip on zstd records" },
+		{ 106, 2, 0, "kind 0" },
+		{ 88, 8, SPAN_MIN, "a span" },
+		{ 104, 2, 1, "trailing data" },
+		{ 96, 8, 1, "trail_off" },
+		{ 80, 8, 2, "members one fewer" },
+		{ 112, 8, 2, "records one fewer" },
+		{ 112, 8, 4, "records one more" },
+		{ 112, 8, UINT64_MAX, "2^64-1 records" },
+		{ 72, 8, usize + 1, "total one more" },
+		{ 72, 8, usize - 1, "total one fewer" },
+		{ r0 + 0, 8, 1, "frame 0 moved" },
+		{ r1 + 0, 8, c1 + 1, "frame 1 moved" },
+		{ r1 + 8, 8, l1 - 1, "frame 1 one byte shorter" },
+		{ r1 + 8, 8, l1 + 1, "frame 1 overlapping frame 2" },
+		{ r2 + 8, 8, UINT64_MAX, "frame 2 extent wraps" },
+		{ r1 + 0, 8, 0, "frames out of order" },
+		{ r1 + 24, 1, 0, "size source 0" },
+		{ r1 + 24, 1, 4, "size source 4" },
+		{ r1 + 31, 1, 1, "record's reserved byte" },
+		{ r2 + 16, 8, UINT64_MAX, "frame 2 size 2^64-1" },
 	};
 
 	f = malloc(len);
@@ -1866,9 +1900,10 @@ START_TEST(zstd_forged_fields)
 			uint64_t val, total;
 			const char *what;
 		} lie[] = {
-			{r1 + 16, s.z->frames[1].usize + 1, usize + 1, "the FCS frame's size"},
-			{r0 + 16, u0 + 8 * 131072, usize + 8 * 131072, "frame 0 beyond its blocks"},
-			{r2 + 16, u2 * 2, usize + u2, "frame 2 beyond its blocks"},
+			{ r1 + 16, s.z->frames[1].usize + 1, usize + 1, "the FCS frame's size" },
+			{ r0 + 16, u0 + 8 * 131072, usize + 8 * 131072,
+			  "frame 0 beyond its blocks" },
+			{ r2 + 16, u2 * 2, usize + u2, "frame 2 beyond its blocks" },
 		};
 
 		for (size_t i = 0; i < sizeof(lie) / sizeof(lie[0]); i++) {
@@ -1919,7 +1954,7 @@ START_TEST(zstd_stale_and_foreign)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct zstddec_index *z;
-	struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+	struct timespec ts[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
 	struct idxfile_id s0;
 	struct zsrc s, t;
 	size_t len;
@@ -1948,7 +1983,7 @@ START_TEST(zstd_stale_and_foreign)
 	zstddec_index_free(z);
 	/* a gzip index is not a zstd one */
 	{
-		struct zerr err = {0};
+		struct zerr err = { 0 };
 		struct src g;
 
 		src_open(&g, "small.gz", SPAN_MIN);
@@ -2013,7 +2048,6 @@ START_TEST(zstd_save_rejects_bad_input)
 }
 END_TEST
 
-
 /* ------------------------------------------------------------------ */
 /* checkpoint-kind index files (kind 3)                                */
 
@@ -2034,7 +2068,8 @@ static void csrc_open(struct csrc *s, const char *name)
 	fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(idxfile_identify(fd, &s->id), 0);
-	/* fd stays open: a save hashes the source through s->id.fd (closed with the test's process) */
+	/* fd stays open: a save hashes the source through s->id.fd (closed with the test's process)
+	 */
 }
 
 /*
@@ -2131,9 +2166,9 @@ static void three_make(struct three_sets *t)
 	t->s[0] = make_set((1u << 20) + 123, SPAN_MIN, 100, 1);
 	t->s[1] = make_set(5u * SPAN_MIN, SPAN_MIN, 7, 2);
 	t->s[2] = make_set(100, SPAN_MIN, 0, 3);
-	t->v[0] = (struct idxfile_ckpt){0, t->s[0]};
-	t->v[1] = (struct idxfile_ckpt){(1u << 20) + 123, t->s[1]};
-	t->v[2] = (struct idxfile_ckpt){(3u << 20), t->s[2]};
+	t->v[0] = (struct idxfile_ckpt){ 0, t->s[0] };
+	t->v[1] = (struct idxfile_ckpt){ (1u << 20) + 123, t->s[1] };
+	t->v[2] = (struct idxfile_ckpt){ (3u << 20), t->s[2] };
 }
 
 static void three_free(struct three_sets *t)
@@ -2148,7 +2183,7 @@ START_TEST(ckpt_roundtrip)
 	struct idxfile_ckpt *got, one;
 	struct idxfile_info info;
 	struct three_sets t;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t bytes = 0, blobs = 0;
 	struct csrc s;
 	struct stat st;
@@ -2225,7 +2260,7 @@ START_TEST(ckpt_stale_span_and_flips)
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct idxfile_id id0;
 	struct three_sets t;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct csrc s;
 	size_t len, body;
 	unsigned char *b = cimage(&s, &t, dir, file, &len);
@@ -2283,7 +2318,7 @@ START_TEST(ckpt_forged_sets)
 	ck_assert_uint_eq(le(b + r0 + CSET, 8), t.v[1].entry_start);
 	ck_assert_uint_eq(le(b + sec1 + CPT, 8), SPAN_MIN);
 	for (int k = 0; k < 6; k++) {
-		struct zerr err = {0};
+		struct zerr err = { 0 };
 		int ret;
 
 		memcpy(f, b, len);
@@ -2325,7 +2360,7 @@ START_TEST(ckpt_junk_refused_from_header)
 	const uint64_t junk = 160ull << 20;
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct ckpt_set *set = make_set(4 * SPAN_MIN, SPAN_MIN, 10, 4);
-	struct idxfile_ckpt v = {0, set};
+	struct idxfile_ckpt v = { 0, set };
 	struct idxfile_info info;
 	unsigned char *b;
 	struct csrc s;
@@ -2339,7 +2374,7 @@ START_TEST(ckpt_junk_refused_from_header)
 	ck_assert_int_eq(idxfile_path_ckpt(dir, &s.id, file, sizeof(file)), 0);
 	b = read_all(file, &len);
 	for (int k = 0; k < 3; k++) {
-		struct zerr err = {0};
+		struct zerr err = { 0 };
 		long rss0 = maxrss_kib();
 		double t0 = now_s();
 		int ret, fd;
@@ -2363,7 +2398,7 @@ START_TEST(ckpt_junk_refused_from_header)
 		ret = cload(dir, &s, 0, NULL, NULL, &err);
 		ck_assert_msg(ret == -EBADMSG, "junk %d: %d (%s)", k, ret, err.msg);
 		ck_assert_msg(strstr(err.msg, k == 0 ? "more than an index of a 100-byte source"
-						   : "impossible for a 100-byte source"),
+						     : "impossible for a 100-byte source"),
 			      "junk %d: %s", k, err.msg);
 		ck_assert_int_eq(idxfile_read_header(file, &info, NULL), -EBADMSG);
 		ck_assert_msg(now_s() - t0 < 1.0, "junk %d: %.2f s", k, now_s() - t0);
@@ -2410,9 +2445,8 @@ START_TEST(ckpt_save_rejects_bad_input)
 	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, 2 * SPAN_MIN, t.v, 3, NULL),
 			 -EINVAL);
 	/* 200 KiB of blob for a 100-byte source: over what load would read */
-	v[0] = (struct idxfile_ckpt){0, big};
-	ck_assert_int_eq(idxfile_save_ckpt(dir, tiny.path, &tiny.id, SPAN_MIN, v, 1, NULL),
-			 -EFBIG);
+	v[0] = (struct idxfile_ckpt){ 0, big };
+	ck_assert_int_eq(idxfile_save_ckpt(dir, tiny.path, &tiny.id, SPAN_MIN, v, 1, NULL), -EFBIG);
 	ck_assert_int_eq(count_entries(dir), 0);
 	csrc_open(&s, "big.gz"); /* a source large enough for it */
 	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, v, 1, NULL), 0);
@@ -2424,7 +2458,7 @@ END_TEST
 START_TEST(ckpt_prune)
 {
 	char dir[PATH_MAX], p[PATH_MAX], q[PATH_MAX];
-	struct timespec old[2] = {{0, UTIME_OMIT}, {0, 0}};
+	struct timespec old[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
 	struct three_sets t;
 	struct csrc live, changed, mis;
 	struct src livegz;
@@ -2432,7 +2466,8 @@ START_TEST(ckpt_prune)
 
 	new_dir(dir, sizeof(dir), "ckprune");
 	ck_assert_int_eq(sh("cp small.gz cklive.gz && cp small.gz ckchanged.gz && "
-			    "cp small.gz ckmis.gz"), 0);
+			    "cp small.gz ckmis.gz"),
+			 0);
 	csrc_open(&live, "cklive.gz");
 	csrc_open(&changed, "ckchanged.gz");
 	csrc_open(&mis, "ckmis.gz");
@@ -2477,7 +2512,7 @@ START_TEST(ckpt_beside_zstd_sizes)
 	char dir[PATH_MAX], zmi[PATH_MAX], zmc[PATH_MAX];
 	struct zstddec_index *z;
 	struct three_sets t;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct csrc c;
 	struct zsrc s;
 	struct stat st0, st1;
@@ -2578,7 +2613,7 @@ START_TEST(rename_proven_by_content)
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct gzdec_index *got = NULL;
 	struct idxfile_info info;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct timespec ts[2];
 	struct three_sets t;
 	struct src s, c, f;

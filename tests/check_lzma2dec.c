@@ -45,9 +45,20 @@ static uint32_t rnd(uint32_t *s)
 /* Appends n bytes of word salad (compresses about 3:1) to b. */
 static void add_text(struct buf *b, size_t n, uint32_t seed)
 {
-	static const char *w[] = {"the ", "index ", "block ", "of ", "zmount ", "reads ",
-				  "GET /api/v1/items ", "200 ", "ERROR ", "cache ", "\n",
-				  "2026-12-01T15:00:00Z ", "span ", "window "};
+	static const char *w[] = { "the ",
+				   "index ",
+				   "block ",
+				   "of ",
+				   "zmount ",
+				   "reads ",
+				   "GET /api/v1/items ",
+				   "200 ",
+				   "ERROR ",
+				   "cache ",
+				   "\n",
+				   "2026-12-01T15:00:00Z ",
+				   "span ",
+				   "window " };
 
 	b->p = realloc(b->p, b->n + n);
 	ck_assert(b->p);
@@ -73,7 +84,7 @@ static void add_random(struct buf *b, size_t n, uint32_t seed)
 /* Text, random, text, random, text: every kind of chunk and reset. */
 static struct buf mixed(size_t scale, uint32_t seed)
 {
-	struct buf b = {0};
+	struct buf b = { 0 };
 
 	add_text(&b, 5 * scale, seed);
 	add_random(&b, scale, seed + 1);
@@ -87,9 +98,9 @@ static struct buf mixed(size_t scale, uint32_t seed)
 
 static struct buf encode(const struct buf *in, const lzma_options_lzma *opt)
 {
-	lzma_filter f[2] = {{LZMA_FILTER_LZMA2, (void *)opt}, {LZMA_VLI_UNKNOWN, NULL}};
+	lzma_filter f[2] = { { LZMA_FILTER_LZMA2, (void *)opt }, { LZMA_VLI_UNKNOWN, NULL } };
 	lzma_stream s = LZMA_STREAM_INIT;
-	struct buf out = {0};
+	struct buf out = { 0 };
 	size_t cap = in->n + in->n / 16 + 4096;
 	lzma_ret r;
 
@@ -114,8 +125,8 @@ static struct buf encode(const struct buf *in, const lzma_options_lzma *opt)
  */
 static int ref_decode(const uint8_t *in, size_t n, uint32_t dict, size_t max, struct buf *out)
 {
-	lzma_options_lzma opt = {.dict_size = dict};
-	lzma_filter f[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
+	lzma_options_lzma opt = { .dict_size = dict };
+	lzma_filter f[2] = { { LZMA_FILTER_LZMA2, &opt }, { LZMA_VLI_UNKNOWN, NULL } };
 	lzma_stream s = LZMA_STREAM_INIT;
 	lzma_ret r;
 
@@ -207,8 +218,8 @@ static void ckset_free(struct ckset *cs)
  */
 static int our_read(struct lzma2dec *d, size_t max, struct buf *out)
 {
-	static const size_t sizes[] = {1, 4093, 7, 65536, 300000, 31, 2u << 20, 127};
-	struct zerr err = {0};
+	static const size_t sizes[] = { 1, 4093, 7, 65536, 300000, 31, 2u << 20, 127 };
+	struct zerr err = { 0 };
 	size_t k = 0;
 	ssize_t n;
 
@@ -245,7 +256,7 @@ static int our_read(struct lzma2dec *d, size_t max, struct buf *out)
 static int our_decode(const uint8_t *in, size_t n, uint32_t dict, size_t max, struct ckset *cs,
 		      struct buf *out, uint64_t *used)
 {
-	struct mem m = {in, n, 0};
+	struct mem m = { in, n, 0 };
 	struct lzma2dec *d;
 	int ret;
 
@@ -298,7 +309,7 @@ static void check_stream(const struct buf *comp, uint32_t dict, const struct buf
 
 	for (size_t i = 0; i < cs->n; i++) {
 		struct lzma2dec_ckpt ck;
-		struct mem m = {comp->p, comp->n, 0};
+		struct mem m = { comp->p, comp->n, 0 };
 		struct lzma2dec *d;
 		struct buf rest;
 		uint64_t dpos;
@@ -336,7 +347,7 @@ static void check_options(const struct buf *data, const lzma_options_lzma *opt)
 
 START_TEST(test_presets)
 {
-	static const uint32_t presets[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9 | LZMA_PRESET_EXTREME};
+	static const uint32_t presets[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9 | LZMA_PRESET_EXTREME };
 	struct buf data = mixed(100000, 11);
 
 	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
@@ -352,7 +363,7 @@ END_TEST
 /* 4 KiB wraps the window thousands of times; 64 MiB never fills it. */
 START_TEST(test_dict_sizes)
 {
-	static const uint32_t dicts[] = {4096, 4096 + 1000, 65536, 1u << 20, 64u << 20};
+	static const uint32_t dicts[] = { 4096, 4096 + 1000, 65536, 1u << 20, 64u << 20 };
 	struct buf data = mixed(150000, 12);
 
 	for (size_t i = 0; i < sizeof(dicts) / sizeof(dicts[0]); i++) {
@@ -368,8 +379,8 @@ END_TEST
 
 START_TEST(test_lc_lp_pb)
 {
-	static const uint32_t v[][3] = {{0, 0, 0}, {4, 0, 2}, {0, 4, 4}, {1, 3, 0},
-					{3, 1, 1}, {2, 2, 3}, {3, 0, 4}, {0, 0, 4}};
+	static const uint32_t v[][3] = { { 0, 0, 0 }, { 4, 0, 2 }, { 0, 4, 4 }, { 1, 3, 0 },
+					 { 3, 1, 1 }, { 2, 2, 3 }, { 3, 0, 4 }, { 0, 0, 4 } };
 	struct buf data = mixed(60000, 13);
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
@@ -394,7 +405,7 @@ END_TEST
  */
 START_TEST(test_every_control)
 {
-	struct buf a = {0}, b = {0}, comp, ca, cb, both = {0};
+	struct buf a = { 0 }, b = { 0 }, comp, ca, cb, both = { 0 };
 	struct ckset *cs = calloc(1, sizeof(*cs));
 	struct buf out;
 	lzma_options_lzma opt;
@@ -444,7 +455,7 @@ END_TEST
 /* Empty data is the end marker alone; one byte is one chunk. */
 START_TEST(test_tiny)
 {
-	struct buf data = {0};
+	struct buf data = { 0 };
 	lzma_options_lzma opt;
 
 	ck_assert(!lzma_lzma_preset(&opt, 6));
@@ -463,12 +474,12 @@ START_TEST(test_ulimit)
 	lzma_options_lzma opt;
 	struct mem m;
 	struct lzma2dec *d;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	ssize_t n;
 
 	ck_assert(!lzma_lzma_preset(&opt, 6));
 	comp = encode(&data, &opt);
-	m = (struct mem){comp.p, comp.n, 0};
+	m = (struct mem){ comp.p, comp.n, 0 };
 	ck_assert_int_eq(lzma2dec_new(opt.dict_size, data.n - 1, mem_pull, &m, &d), 0);
 	out.p = malloc(data.n);
 	ck_assert(out.p);
@@ -493,7 +504,7 @@ END_TEST
 /* Every truncation of a small multi-chunk stream: both fail, ours with -EIO. */
 START_TEST(test_truncated)
 {
-	struct buf data = {0}, comp;
+	struct buf data = { 0 }, comp;
 	lzma_options_lzma opt;
 
 	ck_assert(!lzma_lzma_preset(&opt, 6));
@@ -533,8 +544,8 @@ static void check_corrupt(const uint8_t *in, size_t n, uint32_t dict, const char
 
 	ck_assert_msg(memcmp(ref.p, ours.p, common) == 0, "%s: bytes differ", what);
 	if (r == 1)
-		ck_assert_msg(o == 1 && ours.n == ref.n, "%s: liblzma decodes %zu bytes, ours %d/%zu",
-			      what, ref.n, o, ours.n);
+		ck_assert_msg(o == 1 && ours.n == ref.n,
+			      "%s: liblzma decodes %zu bytes, ours %d/%zu", what, ref.n, o, ours.n);
 	else if (r == -1)
 		ck_assert_msg(o < 0, "%s: liblzma fails, ours returned %d after %zu bytes", what, o,
 			      ours.n);
@@ -546,7 +557,7 @@ static void check_corrupt(const uint8_t *in, size_t n, uint32_t dict, const char
 
 START_TEST(test_bitflips)
 {
-	struct buf data = {0}, comp;
+	struct buf data = { 0 }, comp;
 	lzma_options_lzma opt;
 	uint8_t *bad;
 	char what[64];
@@ -584,17 +595,17 @@ END_TEST
 START_TEST(test_chunk_rules)
 {
 	/* 0x01 "ab", then 0x80 (no props after a dictionary reset) */
-	static const uint8_t noprops[] = {0x01, 0x00, 0x01, 'a', 'b', 0x80, 0x00, 0x00,
-					  0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+	static const uint8_t noprops[] = { 0x01, 0x00, 0x01, 'a',  'b',	 0x80, 0x00, 0x00,
+					   0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
 	/* 0x02 first: no dictionary reset */
-	static const uint8_t noreset[] = {0x02, 0x00, 0x00, 'a', 0x00};
+	static const uint8_t noreset[] = { 0x02, 0x00, 0x00, 'a', 0x00 };
 	/* reserved control */
-	static const uint8_t reserved[] = {0x03, 0x00, 0x00, 'a', 0x00};
+	static const uint8_t reserved[] = { 0x03, 0x00, 0x00, 'a', 0x00 };
 	/* 0x01 "ab", 0x02 "c", end: fine */
-	static const uint8_t copies[] = {0x01, 0x00, 0x01, 'a', 'b', 0x02, 0x00, 0x00, 'c', 0x00};
+	static const uint8_t copies[] = { 0x01, 0x00, 0x01, 'a', 'b', 0x02, 0x00, 0x00, 'c', 0x00 };
 	/* bad props (lc=4, lp=1) in an 0xE0 chunk */
-	static const uint8_t badprops[] = {0xE0, 0x00, 0x00, 0x00, 0x05, 4 + 9 * 1,
-					   0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+	static const uint8_t badprops[] = { 0xE0, 0x00, 0x00, 0x00, 0x05, 4 + 9 * 1,
+					    0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
 
 	check_corrupt(noprops, sizeof(noprops), 4096, "noprops");
 	check_corrupt(noreset, sizeof(noreset), 4096, "noreset");
@@ -604,7 +615,8 @@ START_TEST(test_chunk_rules)
 	{
 		struct buf out;
 
-		ck_assert_int_eq(our_decode(copies, sizeof(copies), 4096, 100, NULL, &out, NULL), 1);
+		ck_assert_int_eq(our_decode(copies, sizeof(copies), 4096, 100, NULL, &out, NULL),
+				 1);
 		ck_assert_uint_eq(out.n, 3);
 		ck_assert(memcmp(out.p, "abc", 3) == 0);
 		free(out.p);
@@ -633,7 +645,7 @@ START_TEST(test_callback_and_export)
 
 	ck_assert(!lzma_lzma_preset(&opt, 0));
 	comp = encode(&data, &opt);
-	m = (struct mem){comp.p, comp.n, 0};
+	m = (struct mem){ comp.p, comp.n, 0 };
 	ck_assert_int_eq(lzma2dec_new(opt.dict_size, UINT64_MAX, mem_pull, &m, &d), 0);
 	ck_assert_int_eq(lzma2dec_ckpt_export(d, &ck), -EINVAL);
 	ck_assert_ptr_null(ck.probs);
@@ -682,7 +694,7 @@ START_TEST(test_ckpt_damage)
 	for (size_t i = 0; i < cs->blob[pick].n; i += (i < 64 ? 1 : 97)) {
 		for (unsigned v = 1; v < 256; v <<= 1) {
 			struct lzma2dec_ckpt ck;
-			struct mem m = {comp.p, comp.n, 0};
+			struct mem m = { comp.p, comp.n, 0 };
 			struct lzma2dec *d;
 			int ret;
 
@@ -716,17 +728,19 @@ START_TEST(test_ckpt_damage)
 	{
 		struct buf oc = encode(&other, &opt);
 		struct lzma2dec_ckpt ck;
-		struct mem m = {oc.p, oc.n, 0};
+		struct mem m = { oc.p, oc.n, 0 };
 		struct lzma2dec *d;
-		struct zerr err = {0};
+		struct zerr err = { 0 };
 		uint8_t one;
 
 		ck_assert_int_eq(lzma2dec_ckpt_load(cs->blob[pick].p, cs->blob[pick].n, &ck), 0);
 		ck.coff = 0; /* other's first chunk is 0xE0 */
-		ck_assert_int_eq(lzma2dec_resume(&ck, opt.dict_size * 2, UINT64_MAX, mem_pull, &m, &d),
-				 -EINVAL);
+		ck_assert_int_eq(
+			lzma2dec_resume(&ck, opt.dict_size * 2, UINT64_MAX, mem_pull, &m, &d),
+			-EINVAL);
 		ck_assert_ptr_null(d);
-		ck_assert_int_eq(lzma2dec_resume(&ck, opt.dict_size, UINT64_MAX, mem_pull, &m, &d), 0);
+		ck_assert_int_eq(lzma2dec_resume(&ck, opt.dict_size, UINT64_MAX, mem_pull, &m, &d),
+				 0);
 		lzma2dec_ckpt_release(&ck);
 		ck_assert_int_eq(lzma2dec_read(d, &one, 1, &err), -EIO);
 		ck_assert_msg(strstr(err.msg, "checkpoint"), "%s", err.msg);
@@ -770,7 +784,7 @@ START_TEST(test_resume_in_lent_window)
 	ck_assert_uint_gt(pick, 0);
 	for (int round = 0; round < 2; round++) {
 		struct lzma2dec_ckpt ck;
-		struct mem m = {comp.p, comp.n, 0};
+		struct mem m = { comp.p, comp.n, 0 };
 		struct lzma2dec *d = (void *)1;
 		uint8_t *win = malloc(wsize);
 		int ret;
@@ -779,20 +793,23 @@ START_TEST(test_resume_in_lent_window)
 		memset(win, 0xA5, wsize);
 		ck_assert_int_eq(lzma2dec_ckpt_load(cs->blob[pick].p, cs->blob[pick].n, &ck), 0);
 		ck_assert_uint_eq(ck.wlen, wsize);
-		ck_assert_int_eq(lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, NULL,
-						    &d), -EINVAL);
+		ck_assert_int_eq(
+			lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, NULL, &d),
+			-EINVAL);
 		ck_assert_ptr_null(d);
-		ck_assert_int_eq(lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, win,
-						    &d), -EINVAL); /* ck.window is set */
+		ck_assert_int_eq(
+			lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, win, &d),
+			-EINVAL); /* ck.window is set */
 		/* the window's bytes lent, and in round 1 only the newest half of them */
 		memcpy(win + round * wsize / 2, ck.window + round * wsize / 2,
 		       wsize - round * wsize / 2);
 		free(ck.window);
 		ck.window = NULL;
-		ck_assert_int_eq(lzma2dec_resume_in(&ck, opt.dict_size * 2, data.n, mem_pull, &m,
-						    win, &d), -EINVAL);
-		ck_assert_int_eq(lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, win,
-						    &d), 0);
+		ck_assert_int_eq(
+			lzma2dec_resume_in(&ck, opt.dict_size * 2, data.n, mem_pull, &m, win, &d),
+			-EINVAL);
+		ck_assert_int_eq(
+			lzma2dec_resume_in(&ck, opt.dict_size, data.n, mem_pull, &m, win, &d), 0);
 		lzma2dec_ckpt_release(&ck);
 		ck_assert_uint_ge(lzma2dec_memusage(d), wsize);
 		ret = our_read(d, data.n - cs->uoff[pick], &out);
@@ -826,7 +843,7 @@ static int lzma2_block(const struct buf *f, size_t *data, uint32_t *dict)
 {
 	lzma_stream_flags sf;
 	lzma_filter filters[LZMA_FILTERS_MAX + 1];
-	lzma_block blk = {0};
+	lzma_block blk = { 0 };
 	int ok;
 
 	if (f->n < 12 + 8 + 12 || lzma_stream_header_decode(&sf, f->p) != LZMA_OK || f->p[12] == 0)
@@ -835,7 +852,8 @@ static int lzma2_block(const struct buf *f, size_t *data, uint32_t *dict)
 	blk.check = sf.check;
 	blk.filters = filters;
 	blk.header_size = lzma_block_header_size_decode(f->p[12]);
-	if (12 + blk.header_size > f->n || lzma_block_header_decode(&blk, NULL, f->p + 12) != LZMA_OK)
+	if (12 + blk.header_size > f->n ||
+	    lzma_block_header_decode(&blk, NULL, f->p + 12) != LZMA_OK)
 		return 0;
 	ok = filters[0].id == LZMA_FILTER_LZMA2 && filters[1].id == LZMA_VLI_UNKNOWN;
 	if (ok)
@@ -848,7 +866,7 @@ static int lzma2_block(const struct buf *f, size_t *data, uint32_t *dict)
 
 static struct buf slurp(const char *path)
 {
-	struct buf b = {0};
+	struct buf b = { 0 };
 	FILE *f = fopen(path, "rb");
 	long n;
 
@@ -889,12 +907,15 @@ static int check_corpus_file(const char *name)
 		ck_assert_int_eq(lzma_stream_buffer_decode(&memlimit, 0, NULL, f.p, &inpos, f.n,
 							   whole.p, &outpos, 16u << 20),
 				 LZMA_OK);
-		ck_assert_int_eq(our_decode(f.p + off, f.n - off, dict, 16u << 20, NULL, &ours, NULL),
-				 1);
+		ck_assert_int_eq(
+			our_decode(f.p + off, f.n - off, dict, 16u << 20, NULL, &ours, NULL), 1);
 		ck_assert_uint_le(ours.n, outpos);
-		ck_assert_msg(ours.n == 0 || memcmp(ours.p, whole.p, ours.n) == 0, "%s differs", name);
-		if (strcmp(name, "good-2-lzma2.xz") != 0 && strcmp(name, "good-1-block_header-2.xz"))
-			ck_assert_msg(ours.n == outpos, "%s: %zu of %zu bytes", name, ours.n, outpos);
+		ck_assert_msg(ours.n == 0 || memcmp(ours.p, whole.p, ours.n) == 0, "%s differs",
+			      name);
+		if (strcmp(name, "good-2-lzma2.xz") != 0 &&
+		    strcmp(name, "good-1-block_header-2.xz"))
+			ck_assert_msg(ours.n == outpos, "%s: %zu of %zu bytes", name, ours.n,
+				      outpos);
 		free(ours.p);
 		free(whole.p);
 	}
@@ -907,10 +928,11 @@ START_TEST(test_corpus)
 {
 	static const char *names[] = {
 		"good-1-lzma2-1.xz", "good-1-lzma2-2.xz", "good-1-lzma2-3.xz", "good-1-lzma2-4.xz",
-		"good-1-lzma2-5.xz", "good-2-lzma2.xz", "bad-1-lzma2-1.xz", "bad-1-lzma2-2.xz",
-		"bad-1-lzma2-3.xz", "bad-1-lzma2-4.xz", "bad-1-lzma2-5.xz", "bad-1-lzma2-6.xz",
-		"bad-1-lzma2-7.xz", "bad-1-lzma2-8.xz", "bad-1-lzma2-9.xz", "bad-1-lzma2-10.xz",
-		"bad-1-lzma2-11.xz"};
+		"good-1-lzma2-5.xz", "good-2-lzma2.xz",	  "bad-1-lzma2-1.xz",  "bad-1-lzma2-2.xz",
+		"bad-1-lzma2-3.xz",  "bad-1-lzma2-4.xz",  "bad-1-lzma2-5.xz",  "bad-1-lzma2-6.xz",
+		"bad-1-lzma2-7.xz",  "bad-1-lzma2-8.xz",  "bad-1-lzma2-9.xz",  "bad-1-lzma2-10.xz",
+		"bad-1-lzma2-11.xz"
+	};
 	DIR *dir = opendir(corpus);
 	struct dirent *e;
 	int n = 0;
@@ -933,23 +955,23 @@ END_TEST
 static Suite *lzma2dec_suite(int have_corpus, int *skipped)
 {
 	const struct checkutil_case t[] = {
-	{"presets", test_presets, 0},
-	{"dict_sizes", test_dict_sizes, 0},
-	{"lc_lp_pb", test_lc_lp_pb, 0},
-	{"every_control", test_every_control, 0},
-	{"tiny", test_tiny, 0},
-	{"ulimit", test_ulimit, 0},
-	{"truncated", test_truncated, 0},
-	{"bitflips", test_bitflips, 0},
-	{"chunk_rules", test_chunk_rules, 0},
-	{"callback_and_export", test_callback_and_export, 0},
-	{"ckpt_damage", test_ckpt_damage, 0},
-	{"resume_in_lent_window", test_resume_in_lent_window, 0},
-	{"corpus", test_corpus, 1},
+		{ "presets", test_presets, 0 },
+		{ "dict_sizes", test_dict_sizes, 0 },
+		{ "lc_lp_pb", test_lc_lp_pb, 0 },
+		{ "every_control", test_every_control, 0 },
+		{ "tiny", test_tiny, 0 },
+		{ "ulimit", test_ulimit, 0 },
+		{ "truncated", test_truncated, 0 },
+		{ "bitflips", test_bitflips, 0 },
+		{ "chunk_rules", test_chunk_rules, 0 },
+		{ "callback_and_export", test_callback_and_export, 0 },
+		{ "ckpt_damage", test_ckpt_damage, 0 },
+		{ "resume_in_lent_window", test_resume_in_lent_window, 0 },
+		{ "corpus", test_corpus, 1 },
 	};
 
-	return checkutil_suite("check_lzma2dec", "lzma2dec", t, sizeof(t) / sizeof(t[0]), 600, have_corpus,
-			      skipped);
+	return checkutil_suite("check_lzma2dec", "lzma2dec", t, sizeof(t) / sizeof(t[0]), 600,
+			       have_corpus, skipped);
 }
 
 int main(int argc, char **argv)

@@ -79,10 +79,10 @@ END_TEST
 
 START_TEST(strip_only_known_suffixes)
 {
-	static const char *const names[] = {"x.bz2",  "x.zstd",	  "x.lzma", "x.z",    "x.Z",
-					    "x.gzip", "x.gz.bak", "x.xz~",  "xz",     "gz",
-					    "x.tar",  "x.tbz2",	  "x.tgzz", "x.xzgz", "xgz",
-					    "x_gz",   "x.g",	  "x."};
+	static const char *const names[] = { "x.bz2",  "x.zstd",   "x.lzma", "x.z",    "x.Z",
+					     "x.gzip", "x.gz.bak", "x.xz~",  "xz",     "gz",
+					     "x.tar",  "x.tbz2",   "x.tgzz", "x.xzgz", "xgz",
+					     "x_gz",   "x.g",	   "x." };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_strip(names[i], NULL);
@@ -147,7 +147,7 @@ END_TEST
  */
 START_TEST(strip_never_makes_dot_or_dotdot)
 {
-	static const char *const names[] = {"..gz", "..xz", "...gz", "...xz"};
+	static const char *const names[] = { "..gz", "..xz", "...gz", "...xz" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const char *got = strip(names[i]);
@@ -227,7 +227,7 @@ static int calls(const struct dir *d, const char *name)
 
 START_TEST(resolve_single_archive)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "x.gz", 1, 1);
 	add(&d, "readme", 1, 0);
@@ -243,7 +243,7 @@ END_TEST
 
 START_TEST(resolve_existing_plain_name_wins)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "x.gz", 1, 1);
 	add(&d, "x", 1, 0);
@@ -258,7 +258,7 @@ END_TEST
 
 START_TEST(resolve_existing_name_of_any_type_wins)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "a.tgz", 1, 1);
 	add(&d, "a.tar", 0, 0); /* a directory, say */
@@ -277,7 +277,7 @@ START_TEST(resolve_gz_beats_xz)
 {
 	/* in both orders of the directory listing */
 	for (int order = 0; order < 2; order++) {
-		struct dir d = {.n = 0};
+		struct dir d = { .n = 0 };
 
 		if (order == 0) {
 			add(&d, "x.gz", 1, 1);
@@ -298,7 +298,7 @@ END_TEST
 
 START_TEST(resolve_not_an_archive_stays_raw)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "x.gz", 1, 0);
 	add(&d, "y.xz", 1, 1);
@@ -312,7 +312,7 @@ END_TEST
 
 START_TEST(resolve_loser_that_is_not_an_archive_lets_the_other_win)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "x.gz", 1, 0); /* sorts first, but is not really gzip */
 	add(&d, "x.xz", 1, 1);
@@ -325,7 +325,7 @@ END_TEST
 
 START_TEST(resolve_non_candidates_are_not_probed)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "dir.gz", 0, 1); /* not a regular file */
 	add(&d, "notes.txt", 1, 1);
@@ -341,7 +341,7 @@ END_TEST
 
 START_TEST(resolve_tar_gz_beats_tgz)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	/* "a.tar.gz" < "a.tgz" bytewise ('a' < 'g') */
 	add(&d, "a.tgz", 1, 1);
@@ -356,7 +356,7 @@ END_TEST
 /* Up to four archives can claim x.tar: exactly one gets it. */
 START_TEST(resolve_four_tar_claimants_one_wins)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "a.tgz", 1, 1);
 	add(&d, "a.tar.gz", 1, 1);
@@ -373,7 +373,7 @@ END_TEST
 
 START_TEST(resolve_three_tar_claimants_one_wins)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "b.txz", 1, 1);
 	add(&d, "b.tgz", 1, 1);
@@ -388,7 +388,7 @@ END_TEST
 
 START_TEST(resolve_chain_of_suffixes)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "a.gz.gz", 1, 1); /* would show as a.gz, which exists */
 	add(&d, "a.gz", 1, 1);
@@ -403,7 +403,7 @@ END_TEST
 
 START_TEST(resolve_spaces_and_utf8)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "my file.gz", 1, 1);
 	add(&d,
@@ -435,7 +435,7 @@ END_TEST
 START_TEST(resolve_finds_existing_names_among_utf8)
 {
 	/* the existence check must work whatever bytes the names hold */
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "z", 1, 0);
 	add(&d, "\xc3\xa9", 1, 0);
@@ -465,7 +465,7 @@ END_TEST
 
 START_TEST(resolve_never_makes_dot_or_dotdot)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "..gz", 1, 1);
 	add(&d, "...xz", 1, 1);
@@ -489,7 +489,7 @@ END_TEST
 
 START_TEST(resolve_ctx_reaches_is_archive)
 {
-	struct dir d = {.n = 0};
+	struct dir d = { .n = 0 };
 
 	add(&d, "p.xz", 1, 1);
 	add(&d, "q.gz", 1, 0);
@@ -506,14 +506,14 @@ END_TEST
  */
 START_TEST(resolve_random_directories_follow_the_rules)
 {
-	static const char *const stems[] = {"a", "b", "ab", "a b", "a.tar", "b.tar", "\xc3\xa9"};
-	static const char *const sufs[] = {"",	     ".gz",	".xz",	   ".tgz", ".txz",
-					   ".gz.gz", ".tar.gz", ".tar.xz", ".bz2"};
+	static const char *const stems[] = { "a", "b", "ab", "a b", "a.tar", "b.tar", "\xc3\xa9" };
+	static const char *const sufs[] = { "",	      ".gz",	 ".xz",	    ".tgz", ".txz",
+					    ".gz.gz", ".tar.gz", ".tar.xz", ".bz2" };
 	uint32_t x = 2024;
 	char names[MAXENT][32];
 
 	for (int round = 0; round < 500; round++) {
-		struct dir d = {.n = 0};
+		struct dir d = { .n = 0 };
 		size_t want = 1 + (x >> 8) % 20;
 
 		while (d.n < want) {

@@ -87,10 +87,10 @@ END_TEST
 
 START_TEST(size_rejects_other_forms)
 {
-	static const char *const bad[] = {"",	 "M",	"K",	"iB",	"-1",	 "+1",	" 1",
-					  "1 ",	 "1 M", "1.5M", "1,5M", "0x10",	 "1P",	"1E",
-					  "1B",	 "1b",	"1Mi",	"1MBB", "1MiBB", "1iB", "1KM",
-					  "1e3", "ten", "1M ",	"1\n"};
+	static const char *const bad[] = { "",	  "M",	 "K",	 "iB",	 "-1",	  "+1",	 " 1",
+					   "1 ",  "1 M", "1.5M", "1,5M", "0x10",  "1P",	 "1E",
+					   "1B",  "1b",	 "1Mi",	 "1MBB", "1MiBB", "1iB", "1KM",
+					   "1e3", "ten", "1M ",	 "1\n" };
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_bad_size(bad[i]);
@@ -253,10 +253,10 @@ START_TEST(log_level_names)
 		const char *opt;
 		int level;
 	} t[] = {
-		{"log_level=error", ZLOG_ERROR},
-		{"log_level=warning", ZLOG_WARN},
-		{"log_level=info", ZLOG_INFO},
-		{"log_level=debug", ZLOG_DEBUG},
+		{ "log_level=error", ZLOG_ERROR },
+		{ "log_level=warning", ZLOG_WARN },
+		{ "log_level=info", ZLOG_INFO },
+		{ "log_level=debug", ZLOG_DEBUG },
 	};
 	struct opts o;
 	char msg[256];
@@ -275,18 +275,18 @@ END_TEST
 
 START_TEST(other_options_are_not_ours)
 {
-	static const char *const fuse[] = {"allow_other",
-					   "ro",
-					   "default_permissions",
-					   "max_read=131072",
-					   "fsname=zmount",
-					   "cache",
-					   "cache_sizes=1M",
-					   "spa=1M",
-					   "timeout_x=1",
-					   "log=debug",
-					   "thread=2",
-					   ""};
+	static const char *const fuse[] = { "allow_other",
+					    "ro",
+					    "default_permissions",
+					    "max_read=131072",
+					    "fsname=zmount",
+					    "cache",
+					    "cache_sizes=1M",
+					    "spa=1M",
+					    "timeout_x=1",
+					    "log=debug",
+					    "thread=2",
+					    "" };
 	struct opts o, def;
 	char msg[256];
 
@@ -422,7 +422,8 @@ static void assert_escaped(const char *in, const char *want)
 START_TEST(zlog_escapes_control_bytes_and_backslash)
 {
 	assert_escaped("plain name.xz", "plain name.xz");
-	assert_escaped("a\nzmount: info: FORGED LINE\nb.xz", "a\\x0azmount: info: FORGED LINE\\x0ab.xz");
+	assert_escaped("a\nzmount: info: FORGED LINE\nb.xz",
+		       "a\\x0azmount: info: FORGED LINE\\x0ab.xz");
 	assert_escaped("cr\rtab\tesc\033del\177", "cr\\x0dtab\\x09esc\\x1bdel\\x7f");
 	/* A literal "\x0a" in a name must not read like an escaped newline. */
 	assert_escaped("back\\x0a", "back\\x5cx0a");
@@ -485,7 +486,7 @@ START_TEST(zlog_file_one_line_per_call)
 	snprintf(path, sizeof(path), "%s/log", dir);
 	snprintf(link, sizeof(link), "%s/link", dir);
 	ck_assert_int_eq(symlink(path, link), 0);
-	ck_assert_int_eq(zlog_to_file(link), -ELOOP); /* O_NOFOLLOW */
+	ck_assert_int_eq(zlog_to_file(link), -ELOOP);	      /* O_NOFOLLOW */
 	ck_assert_int_eq(zlog_to_file("/dev/null"), -EINVAL); /* not a regular file */
 	ck_assert_int_eq(zlog_to_file(dir), -EISDIR);
 	ck_assert_int_eq(zlog_to_file(path), 0);

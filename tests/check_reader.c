@@ -60,9 +60,10 @@ static uint32_t lcg(uint32_t *x)
 /* Text lines from a word list, random binary runs, and runs of one byte. */
 static void gen_data(unsigned char *p, size_t size, uint32_t seed)
 {
-	static const char *const words[] = {
-		"zmount", "block", "stream", "index",	"offset", "chunk", "cache",	 "the",
-		"a",	  "of",	   "lzma2",  "deflate", "window", "42",	   "checkpoint", "slice"};
+	static const char *const words[] = { "zmount", "block", "stream",     "index",
+					     "offset", "chunk", "cache",      "the",
+					     "a",      "of",	"lzma2",      "deflate",
+					     "window", "42",	"checkpoint", "slice" };
 	uint32_t x = seed;
 	size_t n = 0;
 
@@ -181,23 +182,26 @@ static int make_fixtures(void)
 	/* zstd from a pipe: frames with no Frame_Content_Size; one stating it */
 	bad |= sh("cd '%s' && zstd -q -3 -c < orig > pipe.zst && "
 		  "{ zstd -q -3 -c < part1; zstd -q -19 -c < part2; } > pipe2.zst && "
-		  "zstd -q -3 -c orig > fcs.zst", dir);
+		  "zstd -q -3 -c orig > fcs.zst",
+		  dir);
 	/* eight such frames, and a copy with a byte of the sixth flipped */
 	bad |= sh("cd '%s' && split -n 8 --filter='zstd -q -3 -c' orig > pipe8.zst && "
 		  "cp pipe8.zst pipe8bad.zst && size=$(stat -c %%s pipe8.zst) && "
 		  "printf '\\377' | dd of=pipe8bad.zst bs=1 seek=$((size * 5 / 8 + 100)) "
-		  "conv=notrunc status=none", dir);
+		  "conv=notrunc status=none",
+		  dir);
 	/* 16 copies of orig in 1 MiB Blocks: a stream longer than a small cache */
 	bad |= sh("cd '%s' && for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do cat orig; done "
-		  "| xz -0 -T1 --block-size=1MiB > long.xz", dir);
+		  "| xz -0 -T1 --block-size=1MiB > long.xz",
+		  dir);
 	/* two copies of orig in one 6 MiB Block: a whole unit over 4 MiB (prefault) */
 	bad |= sh("cd '%s' && cat orig orig | xz -0 -T1 > double.xz", dir);
 	/* a truncated copy: the Index is gone */
 	bad |= sh("cd '%s' && head -c 100000 b64k.xz > cut.xz", dir);
 	/* gzip magic with a bad method byte; gzip magic alone */
 	{
-		static const unsigned char badhdr[] = {0x1f, 0x8b, 0x09, 0,   0,   0,	0,   0,
-						       0,    3,	   'a',	 'b', 'c', 'd', 'e', 'f'};
+		static const unsigned char badhdr[] = { 0x1f, 0x8b, 0x09, 0,   0,   0,	 0,   0,
+							0,    3,    'a',  'b', 'c', 'd', 'e', 'f' };
 
 		bad |= write_file("badhdr.gz", badhdr, sizeof(badhdr));
 		bad |= write_file("magic.gz", badhdr, 2);
@@ -227,26 +231,27 @@ struct rcase {
 
 static const struct rcase cases[] = {
 	/* one 3 MiB Block decoded whole */
-	{"single.xz", 64 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, CRC64, 0},
+	{ "single.xz", 64 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, CRC64, 0 },
 	/* the same Block streamed in 64 KiB slices through the parked decoder */
-	{"single.xz", 8 * MiB, 0, 128 * KiB, 64 * KiB, 0, PROBE_XZ, 1, CRC64, 0},
-	{"b64k.xz", 1 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, CRC64, 0},
+	{ "single.xz", 8 * MiB, 0, 128 * KiB, 64 * KiB, 0, PROBE_XZ, 1, CRC64, 0 },
+	{ "b64k.xz", 1 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, CRC64, 0 },
 	/* Blocks above whole_max: slices of 64 KiB, last one short */
-	{"b300k.xz", 4 * MiB, 0, 128 * KiB, 64 * KiB, 0, PROBE_XZ, 1, CRC64, 0},
+	{ "b300k.xz", 4 * MiB, 0, 128 * KiB, 64 * KiB, 0, PROBE_XZ, 1, CRC64, 0 },
 	/* slices larger than whole_max and of an odd size */
-	{"b300k.xz", 4 * MiB, 0, 64 * KiB, 200000, 0, PROBE_XZ, 1, CRC64, 0},
-	{"sha256.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, SHA256, 0},
-	{"nocheck.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, NOCHECK, 0},
-	{"twostreams.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 2, CRC64 | CRC32, 4},
-	{"threestreams.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 3, CRC64 | CRC32, 8},
-	{"orig.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 1, 0, 0},
-	{"members.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 3, 0, 0},
-	{"pigz.gz", 4 * MiB, 0, 0, 0, 0, PROBE_GZIP, 1, 0, 0},
+	{ "b300k.xz", 4 * MiB, 0, 64 * KiB, 200000, 0, PROBE_XZ, 1, CRC64, 0 },
+	{ "sha256.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, SHA256, 0 },
+	{ "nocheck.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 1, NOCHECK, 0 },
+	{ "twostreams.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 2, CRC64 | CRC32, 4 },
+	{ "threestreams.xz", 4 * MiB, 0, 0, 0, 0, PROBE_XZ, 3, CRC64 | CRC32, 8 },
+	{ "orig.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 1, 0, 0 },
+	{ "members.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 3, 0, 0 },
+	{ "pigz.gz", 4 * MiB, 0, 0, 0, 0, PROBE_GZIP, 1, 0, 0 },
 	/* bgzip: one member per 65280 bytes and an empty EOF member */
-	{"bgzip.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, (ORIG_SIZE + 65279) / 65280 + 1, 0, 0},
-	{"zeros.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 1, 0, 100},
-	{"empty.xz", 1 * MiB, 0, 0, 0, 1, PROBE_XZ, 1, CRC64, 0},
-	{"empty.gz", 1 * MiB, 0, 0, 0, 1, PROBE_GZIP, 1, 0, 0},
+	{ "bgzip.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, (ORIG_SIZE + 65279) / 65280 + 1, 0,
+	  0 },
+	{ "zeros.gz", 1 * MiB, 64 * KiB, 0, 0, 0, PROBE_GZIP, 1, 0, 100 },
+	{ "empty.xz", 1 * MiB, 0, 0, 0, 1, PROBE_XZ, 1, CRC64, 0 },
+	{ "empty.gz", 1 * MiB, 0, 0, 0, 1, PROBE_GZIP, 1, 0, 0 },
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -401,7 +406,7 @@ static size_t unit_starts(const struct rcase *c, const struct reader_opts *ro, u
 		ck_assert_int_eq(pclose(p), 0);
 	} else {
 		struct gzdec_index *g;
-		struct zerr zerr = {0};
+		struct zerr zerr = { 0 };
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		struct stat st;
 
@@ -527,9 +532,10 @@ START_TEST(views_cover_the_file_in_pinned_pieces)
 		}
 		for (unsigned i = 0; i < v.n; i++) {
 			ck_assert_uint_gt(v.iov[i].iov_len, 0);
-			ck_assert_msg(memcmp(v.iov[i].iov_base, o.want + off + at, v.iov[i].iov_len) == 0,
-				      "%s: view piece %u at %llu: wrong bytes", c->file, i,
-				      (unsigned long long)(off + at));
+			ck_assert_msg(
+				memcmp(v.iov[i].iov_base, o.want + off + at, v.iov[i].iov_len) == 0,
+				"%s: view piece %u at %llu: wrong bytes", c->file, i,
+				(unsigned long long)(off + at));
 			at += v.iov[i].iov_len;
 		}
 		ck_assert_uint_eq(at, (size_t)n);
@@ -548,7 +554,7 @@ END_TEST
 
 START_TEST(sequential_odd_sized_reads)
 {
-	static const size_t lens[] = {1, 4093, 65537, 777, 131071, 2, 99991, 65535, 3};
+	static const size_t lens[] = { 1, 4093, 65537, 777, 131071, 2, 99991, 65535, 3 };
 	const struct rcase *c = &cases[_i];
 	struct opened o;
 	uint64_t off = 0;
@@ -591,7 +597,7 @@ END_TEST
 
 START_TEST(reads_at_and_across_every_unit_boundary)
 {
-	static const size_t lens[] = {1, 2, 100000};
+	static const size_t lens[] = { 1, 2, 100000 };
 	const struct rcase *c = &cases[_i];
 	struct opened o;
 	uint64_t *starts;
@@ -698,7 +704,7 @@ static void expect_open_error(const char *const *names, size_t n, int want)
 
 START_TEST(not_an_archive_is_enotsup)
 {
-	static const char *const names[] = {"orig", "empty", "one"};
+	static const char *const names[] = { "orig", "empty", "one" };
 
 	expect_open_error(names, 3, -ENOTSUP);
 }
@@ -742,7 +748,7 @@ END_TEST
 
 START_TEST(broken_xz_structure_is_einval)
 {
-	static const char *const names[] = {"junk.xz", "cut.xz"};
+	static const char *const names[] = { "junk.xz", "cut.xz" };
 
 	expect_open_error(names, 2, -EINVAL);
 }
@@ -773,7 +779,7 @@ struct xzblock {
 static struct xzblock xz_block(const char *name, unsigned bi)
 {
 	char cmd[PATH_MAX + 64], line[1024];
-	struct xzblock b = {0};
+	struct xzblock b = { 0 };
 	unsigned n;
 	int found = 0;
 	FILE *p;
@@ -789,7 +795,7 @@ static struct xzblock xz_block(const char *name, unsigned bi)
 			   "s\t%llu",
 			   &n, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) == 7 &&
 		    n == bi + 1) {
-			b = (struct xzblock){v[0], v[1], v[2], v[3], v[4], v[5]};
+			b = (struct xzblock){ v[0], v[1], v[2], v[3], v[4], v[5] };
 			found = 1;
 		}
 	}
@@ -815,7 +821,7 @@ START_TEST(corrupt_xz_block_fails_alone)
 	corrupt_copy("b64k.xz", "bad-data.xz", b.coff + b.hsize + b.dsize / 2);
 	reader_opts_default(&ro, MiB);
 	ck_assert_int_eq(open_file("bad-data.xz", MiB, &ro, &zm, &r), 0);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "bad-data.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "bad-data.xz" };
 
 	/* the Blocks around it read fine, right up to its edges */
 	expect_read(&o, 0, 65536);
@@ -866,7 +872,7 @@ START_TEST(corrupt_check_fails_streamed_block)
 	corrupt_copy("b300k.xz", "bad-check.xz", b.coff + b.tsize - 1);
 	streamed_opts(&ro);
 	ck_assert_int_eq(open_file("bad-check.xz", MiB, &ro, &zm, &r), 0);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "bad-check.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "bad-check.xz" };
 
 	expect_read(&o, b.uoff - 10, 10);
 	/* the first slice decodes, its bytes are right */
@@ -1051,9 +1057,9 @@ START_TEST(budget_smaller_than_a_chunk)
 		const char *file;
 		size_t budget, whole_max;
 	} t[] = {
-		{"b64k.xz", 32 * KiB, 0},
-		{"single.xz", 64 * KiB, 64 * MiB}, /* one 3 MiB unit */
-		{"orig.gz", 16 * KiB, 0},
+		{ "b64k.xz", 32 * KiB, 0 },
+		{ "single.xz", 64 * KiB, 64 * MiB }, /* one 3 MiB unit */
+		{ "orig.gz", 16 * KiB, 0 },
 	};
 	uint32_t x = 5;
 
@@ -1068,13 +1074,13 @@ START_TEST(budget_smaller_than_a_chunk)
 		if (t[i].whole_max)
 			ro.whole_max = t[i].whole_max;
 		ck_assert_int_eq(open_file(t[i].file, t[i].budget, &ro, &zm, &r), 0);
-		o = (struct opened){zm, ro, r, orig, ORIG_SIZE, t[i].file};
+		o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, t[i].file };
 		for (uint64_t off = 0; off < ORIG_SIZE; off += 700000)
 			expect_read(&o, off, 700000);
 		for (int k = 0; k < 10; k++)
 			expect_read(&o, lcg(&x) % ORIG_SIZE, 1 + lcg(&x) % 100000);
 		bcache_stats(zmctx_cache(zm), &st);
-		ck_assert_uint_eq(st.entries, 0); /* nothing stays once released */
+		ck_assert_uint_eq(st.entries, 0);	/* nothing stays once released */
 		ck_assert_uint_eq(st.used, st.charged); /* but a parked decoder */
 		reader_close(r);
 		bcache_stats(zmctx_cache(zm), &st);
@@ -1145,8 +1151,8 @@ START_TEST(readers_share_a_cache)
 	path_of(pb, sizeof(pb), "other.xz");
 	ck_assert_int_eq(reader_open(pa, zm, &ro, &a, NULL), 0);
 	ck_assert_int_eq(reader_open(pb, zm, &ro, &b, NULL), 0);
-	oa = (struct opened){zm, ro, a, orig, ORIG_SIZE, "b64k.xz"};
-	ob = (struct opened){zm, ro, b, other, OTHER_SIZE, "other.xz"};
+	oa = (struct opened){ zm, ro, a, orig, ORIG_SIZE, "b64k.xz" };
+	ob = (struct opened){ zm, ro, b, other, OTHER_SIZE, "other.xz" };
 	for (uint64_t off = 0; off < OTHER_SIZE; off += 30000) {
 		expect_read(&oa, off, 40000);
 		expect_read(&ob, off, 40000);
@@ -1236,8 +1242,9 @@ static void concurrent_reads(const char *file, size_t budget, size_t whole_max, 
 		ro.span = span;
 	ck_assert_int_eq(open_file(file, budget, &ro, &zm, &r), 0);
 	for (int i = 0; i < T; i++) {
-		c[i] = (struct conc){r,	   1000u + (uint32_t)i * 7919u, reads, &failures, first,
-				     &lock};
+		c[i] =
+			(struct conc){ r,    1000u + (uint32_t)i * 7919u, reads, &failures, first,
+				       &lock };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, conc_run, &c[i]), 0);
 	}
 	for (int i = 0; i < T; i++)
@@ -1346,7 +1353,7 @@ static void aligned_pass(unsigned threads, struct bcache_stats *st)
 	struct opened o;
 
 	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, threads, &ro, &pool, &zm, &r);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "b64k.xz" };
 	for (uint64_t off = 0; off < ORIG_SIZE; off += 65536)
 		expect_read(&o, off, 65536);
 	bcache_stats(zmctx_cache(zm), st);
@@ -1381,10 +1388,10 @@ START_TEST(random_reads_queue_no_read_ahead)
 	struct opened o;
 	struct bcache_stats st;
 	/* more than a MiB from where any earlier read ended: never a continuation (nor at 0) */
-	static const uint64_t offs[] = {2200000, 10, 1100000};
+	static const uint64_t offs[] = { 2200000, 10, 1100000 };
 
 	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &zm, &r);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "b64k.xz" };
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
 		expect_read(&o, offs[i], 1000);
 	reader_close(r); /* waits for any job */
@@ -1405,7 +1412,7 @@ START_TEST(read_at_zero_starts_the_next_unit_only)
 	struct bcache_stats st;
 
 	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &zm, &r);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "b64k.xz" };
 	expect_read(&o, 0, 1000);
 	reader_detach(r); /* waits for the queued job */
 	bcache_stats(zmctx_cache(zm), &st);
@@ -1429,7 +1436,7 @@ START_TEST(close_waits_for_read_ahead)
 		/* one slow worker, and the whole file queued ahead */
 		open_with_pool(round % 2 ? "orig.gz" : "b64k.xz", 16 * MiB, 0, 0, 64 * KiB, 4 * MiB,
 			       1, &ro, &pool, &zm, &r);
-		o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "read-ahead"};
+		o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "read-ahead" };
 		expect_read(&o, 0, 65536);
 		expect_read(&o, 65536, 65536);
 		reader_close(r);
@@ -1494,7 +1501,7 @@ static void concurrent_read_ahead(const char *file, size_t whole_max, size_t sli
 
 	open_with_pool(file, MiB, whole_max, slice, span, 512 * KiB, 2, &ro, &pool, &zm, &r);
 	for (int i = 0; i < T; i++) {
-		c[i] = (struct seqr){r, 99u + (uint32_t)i * 104729u, &failures};
+		c[i] = (struct seqr){ r, 99u + (uint32_t)i * 104729u, &failures };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, seq_run, &c[i]), 0);
 	}
 	for (int i = 0; i < T; i++)
@@ -1549,7 +1556,7 @@ START_TEST(detach_then_attach_reads_again)
 
 	reader_opts_default(&ro, 128 * KiB);
 	ck_assert_int_eq(open_file("b64k.xz", 128 * KiB, &ro, &zm, &r), 0);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "b64k.xz" };
 	expect_read(&o, 1000, 100000);
 	reader_detach(r);
 	ck_assert_uint_eq(reader_size(r), ORIG_SIZE); /* the map stays */
@@ -1564,7 +1571,7 @@ START_TEST(detach_then_attach_reads_again)
 	ro.span = 64 * KiB;
 	zmctx_free(zm);
 	ck_assert_int_eq(open_file("orig.gz", 128 * KiB, &ro, &zm, &r), 0);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "orig.gz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "orig.gz" };
 	reader_detach(r);
 	fd = open_ro("orig.gz");
 	ck_assert_int_eq(reader_attach(r, fd), 0);
@@ -1605,7 +1612,7 @@ START_TEST(transient_read_error_is_not_corrupt)
 
 	reader_opts_default(&ro, MiB);
 	ck_assert_int_eq(open_file("b64k.xz", MiB, &ro, &zm, &r), 0);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "b64k.xz" };
 	atomic_store(&pread_fail_in, 1); /* the decode's first pread fails */
 	expect_read(&o, 2 * MiB, 1000);
 	ck_assert_int_eq(atomic_load(&pread_fail_in), 0);
@@ -1629,7 +1636,7 @@ START_TEST(parked_decoder_never_reads_another_file)
 
 	streamed_opts(&ro);
 	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &zm, &r), 0);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "single.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "single.xz" };
 	expect_read(&o, 0, 200000); /* parks a decoder inside the one Block */
 	bcache_stats(zmctx_cache(zm), &st);
 	ck_assert_uint_gt(st.charged, 0);
@@ -1662,8 +1669,8 @@ START_TEST(parked_decoders_stay_within_their_share)
 	streamed_opts(&ro);
 	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &zm, &a), 0);
 	ck_assert_int_eq(reader_open_fd(open_ro("single.xz"), "single.xz", zm, &ro, &b, NULL), 0);
-	oa = (struct opened){zm, ro, a, orig, ORIG_SIZE, "single.xz"};
-	ob = (struct opened){zm, ro, b, orig, ORIG_SIZE, "single.xz"};
+	oa = (struct opened){ zm, ro, a, orig, ORIG_SIZE, "single.xz" };
+	ob = (struct opened){ zm, ro, b, orig, ORIG_SIZE, "single.xz" };
 	expect_read(&oa, 0, 100000);
 	bcache_stats(zmctx_cache(zm), &st);
 	one = st.charged;
@@ -1702,8 +1709,8 @@ START_TEST(contexts_keep_their_own_counters_and_parked_decoders)
 	streamed_opts(&ro);
 	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &z1, &a), 0);
 	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &z2, &b), 0);
-	oa = (struct opened){z1, ro, a, orig, ORIG_SIZE, "single.xz"};
-	ob = (struct opened){z2, ro, b, orig, ORIG_SIZE, "single.xz"};
+	oa = (struct opened){ z1, ro, a, orig, ORIG_SIZE, "single.xz" };
+	ob = (struct opened){ z2, ro, b, orig, ORIG_SIZE, "single.xz" };
 
 	expect_read(&oa, 0, 100000);
 	bcache_stats(zmctx_cache(z1), &st1);
@@ -1721,8 +1728,8 @@ START_TEST(contexts_keep_their_own_counters_and_parked_decoders)
 	expect_read(&ob, 0, 100000);
 	bcache_stats(zmctx_cache(z1), &st1);
 	bcache_stats(zmctx_cache(z2), &st2);
-	ck_assert_msg(st1.charged == one, "parking in z2 closed z1's decoder (charged %zu, was %zu)",
-		      st1.charged, one);
+	ck_assert_msg(st1.charged == one,
+		      "parking in z2 closed z1's decoder (charged %zu, was %zu)", st1.charged, one);
 	ck_assert_uint_gt(st2.charged, MiB / 2);
 	reader_note_error(z2);
 	reader_get_counters(z1, &c1);
@@ -1851,7 +1858,7 @@ START_TEST(tiny_cache_decodes_a_big_block_once)
 	struct opened o;
 
 	open_with_pool("single.xz", MiB, 0, 0, 0, MiB / 8, 2, &ro, &pool, &zm, &r);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "single.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "single.xz" };
 	for (uint64_t off = 0; off < ORIG_SIZE; off += 128 * KiB)
 		expect_read(&o, off, 128 * KiB);
 	reader_get_info(r, &info);
@@ -1903,7 +1910,8 @@ START_TEST(out_of_order_reads_decode_a_streamed_block_once)
 	ck_assert_int_eq(open_file("single.xz", MiB, &ro, &zm, &r), 0);
 	ck_assert_uint_gt(ORIG_SIZE, ro.whole_max); /* one streamed Block */
 	for (uint64_t off = 0; off < ORIG_SIZE; off += 2 * MiB) {
-		struct ooo first = {r, off, MiB, NULL, ""}, later = {r, off + MiB, MiB, NULL, ""};
+		struct ooo first = { r, off, MiB, NULL, "" },
+			   later = { r, off + MiB, MiB, NULL, "" };
 		pthread_t t1, t2;
 
 		pthread_mutex_lock(&r->stream);
@@ -2002,7 +2010,8 @@ START_TEST(rewrite_restoring_mtime_gives_eio)
 	ck_assert_int_eq(chmod(path, 0600), 0);
 	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), MiB), (ssize_t)sizeof(buf));
 	/* rewrite every byte in place (the same bytes: only ctime can tell) */
-	ck_assert_int_eq(sh("cd '%s' && dd if=b64k.xz of=inplace.xz conv=notrunc status=none", dir), 0);
+	ck_assert_int_eq(sh("cd '%s' && dd if=b64k.xz of=inplace.xz conv=notrunc status=none", dir),
+			 0);
 	ts[0] = st.st_atim;
 	ts[1] = st.st_mtim;
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
@@ -2079,7 +2088,7 @@ static unsigned zread_all(struct reader *r)
 
 START_TEST(zstd_streamed_sizes_saved_then_loaded)
 {
-	static const char *const names[] = {"pipe.zst", "pipe2.zst"};
+	static const char *const names[] = { "pipe.zst", "pipe2.zst" };
 	char d[PATH_MAX];
 	struct reader_counters c;
 	struct reader_info info;
@@ -2217,7 +2226,8 @@ START_TEST(zstd_measuring_jobs_that_run_late_touch_nothing_freed)
 	gate_hold(pool, &g);
 
 	reader_opts_default(&ro, 64 * MiB);
-	ro.readahead = 0; /* reader_close waits for read-ahead jobs, which the held worker would never run */
+	ro.readahead = 0; /* reader_close waits for read-ahead jobs, which the held worker would
+			     never run */
 	ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
 	zmctx_set_pool(zm, pool);
 	path_of(path, sizeof(path), "pipe8.zst");
@@ -2229,7 +2239,7 @@ START_TEST(zstd_measuring_jobs_that_run_late_touch_nothing_freed)
 	zmctx_free(zm);
 
 	gate_release(&g); /* now the queued measuring job runs, late */
-	pool_free(pool); /* runs what is queued, then joins */
+	pool_free(pool);  /* runs what is queued, then joins */
 }
 END_TEST
 
@@ -2296,19 +2306,20 @@ START_TEST(zstd_forged_sizes_never_give_wrong_bytes)
 	enum { READS_EIO, REFUSED, DISPROVED_AT_OPEN };
 	static const int64_t forge[][4] = {
 		/* frame 0 short: frame 1 would move back 1000 bytes */
-		{-1000, 0, -1000, READS_EIO},
+		{ -1000, 0, -1000, READS_EIO },
 		/* frame 0 long: frame 1 would move on */
-		{1000, 0, 1000, READS_EIO},
+		{ 1000, 0, 1000, READS_EIO },
 		/* the same total */
-		{-1000, 1000, 0, READS_EIO},
+		{ -1000, 1000, 0, READS_EIO },
 		/* only the last frame wrong */
-		{0, 1, 1, READS_EIO},
+		{ 0, 1, 1, READS_EIO },
 		/* more than frame 0's blocks hold */
-		{(int64_t)ORIG_SIZE, 0, (int64_t)ORIG_SIZE, REFUSED},
+		{ (int64_t)ORIG_SIZE, 0, (int64_t)ORIG_SIZE, REFUSED },
 		/* the last frame empty: no map entry would ever decode it */
-		{0, -(int64_t)(ORIG_SIZE - SPLIT), -(int64_t)(ORIG_SIZE - SPLIT), DISPROVED_AT_OPEN},
+		{ 0, -(int64_t)(ORIG_SIZE - SPLIT), -(int64_t)(ORIG_SIZE - SPLIT),
+		  DISPROVED_AT_OPEN },
 		/* the first frame empty */
-		{-(int64_t)SPLIT, 0, -(int64_t)SPLIT, DISPROVED_AT_OPEN},
+		{ -(int64_t)SPLIT, 0, -(int64_t)SPLIT, DISPROVED_AT_OPEN },
 	};
 	char d[PATH_MAX];
 	struct reader_counters c;
@@ -2367,8 +2378,8 @@ END_TEST
 static void tiny_frames(const char *name, size_t n, size_t each)
 {
 	char path[PATH_MAX];
-	unsigned char hdr[9] = {0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x00}; /* no FCS, 1 KiB window */
-	uint32_t bh = 1u | (uint32_t)each << 3;                       /* last, Raw, each bytes */
+	unsigned char hdr[9] = { 0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x00 }; /* no FCS, 1 KiB window */
+	uint32_t bh = 1u | (uint32_t)each << 3;			       /* last, Raw, each bytes */
 	FILE *f;
 
 	ck_assert_uint_le(n * each, ORIG_SIZE);
@@ -2448,7 +2459,9 @@ START_TEST(too_many_blocks_is_refused)
 
 	ck_assert(gen_ok);
 	ck_assert_int_eq(sh("cd '%s' && head -c 20000 orig > tiny && "
-			    "xz -T1 --block-size=64 -c tiny > tiny.xz", dir), 0);
+			    "xz -T1 --block-size=64 -c tiny > tiny.xz",
+			    dir),
+			 0);
 	reader_opts_default(&ro, 16 * MiB);
 	ck_assert_int_eq(open_file("tiny.xz", 16 * MiB, &ro, &zm, &r), 0);
 	reader_get_info(r, &in);
@@ -2517,7 +2530,7 @@ START_TEST(attach_other_file_is_estale)
 	ck_assert_int_eq(sh("cd '%s' && cp b64k.xz attach.xz", dir), 0);
 	reader_opts_default(&ro, 128 * KiB);
 	ck_assert_int_eq(open_file("attach.xz", 128 * KiB, &ro, &zm, &r), 0);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "attach.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "attach.xz" };
 	reader_detach(r);
 	/* another file, even with the same bytes */
 	fd = open_ro("b64k.xz");
@@ -2553,7 +2566,7 @@ START_TEST(detach_waits_for_read_ahead)
 	struct opened o;
 
 	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, 4 * MiB, 1, &ro, &pool, &zm, &r);
-	o = (struct opened){zm, ro, r, orig, ORIG_SIZE, "b64k.xz"};
+	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "b64k.xz" };
 	expect_read(&o, 0, 65536);
 	expect_read(&o, 65536, 65536); /* queues the rest of the file */
 	reader_detach(r);
@@ -2573,11 +2586,11 @@ START_TEST(probe_by_magic_and_gzip_header)
 		const char *file;
 		enum probe_fmt want;
 	} t[] = {
-		{"b64k.xz", PROBE_XZ},	   {"cut.xz", PROBE_XZ}, /* the Index is reader_open's
-								    business */
-		{"orig.gz", PROBE_GZIP},   {"bgzip.gz", PROBE_GZIP}, {"empty.gz", PROBE_GZIP},
-		{"orig", PROBE_NONE},	   {"empty", PROBE_NONE},    {"one", PROBE_NONE},
-		{"badhdr.gz", PROBE_NONE}, {"magic.gz", PROBE_NONE},
+		{ "b64k.xz", PROBE_XZ },     { "cut.xz", PROBE_XZ }, /* the Index is reader_open's
+									business */
+		{ "orig.gz", PROBE_GZIP },   { "bgzip.gz", PROBE_GZIP }, { "empty.gz", PROBE_GZIP },
+		{ "orig", PROBE_NONE },	     { "empty", PROBE_NONE },	 { "one", PROBE_NONE },
+		{ "badhdr.gz", PROBE_NONE }, { "magic.gz", PROBE_NONE },
 	};
 
 	ck_assert(gen_ok);
@@ -2628,7 +2641,8 @@ START_TEST(pool_submit_idle_needs_a_waiting_worker)
 }
 END_TEST
 
-/* Opens name on a fresh context on pool, reads it whole (orig, twice) and returns prefault_bytes. */
+/* Opens name on a fresh context on pool, reads it whole (orig, twice) and returns prefault_bytes.
+ */
 static uint64_t read_double(struct pool *pool, const char *name)
 {
 	static unsigned char buf[256 * KiB];
@@ -2835,7 +2849,7 @@ START_TEST(tiny_blocks_read_in_linear_time)
 	ck_assert(gen_ok);
 	tiny_blocks("tiny1.xz", TINY_BLOCKS, &data);
 	open_with_pool("tiny1.xz", 512 * MiB, 0, 0, 0, 32 * MiB, 2, &ro, &pool, &zm, &r);
-	o = (struct opened){zm, ro, r, data, TINY_BLOCKS, "tiny1.xz"};
+	o = (struct opened){ zm, ro, r, data, TINY_BLOCKS, "tiny1.xz" };
 	for (uint64_t off = 0; off < TINY_BLOCKS; off += 16 * KiB, reads++)
 		expect_read(&o, off, 16 * KiB);
 	reader_detach(r); /* waits for the read-ahead jobs, which look units up too */
@@ -2877,10 +2891,11 @@ START_TEST(parking_closes_as_many_as_it_takes)
 		struct opened o;
 
 		ck_assert_int_eq(reader_open_fd(open_ro(name), name, zm, &ro, r, NULL), 0);
-		o = (struct opened){zm, ro, *r, orig, i < SMALL_PARKED ? size : ORIG_SIZE, name};
+		o = (struct opened){ zm, ro, *r, orig, i < SMALL_PARKED ? size : ORIG_SIZE, name };
 		expect_read(&o, 0, 1000);
 		bcache_stats(zmctx_cache(zm), &st);
-		ck_assert_msg(st.charged > last || i >= SMALL_PARKED, "reader %d parked nothing", i);
+		ck_assert_msg(st.charged > last || i >= SMALL_PARKED, "reader %d parked nothing",
+			      i);
 		/* no decoder here is over the share alone: the exception does not apply */
 		ck_assert_msg(st.charged <= share, "%d parked: %zu bytes charged, share %zu", i + 1,
 			      st.charged, share);
@@ -2923,8 +2938,8 @@ static void expect_pread(struct reader *r, const unsigned char *want, uint64_t o
 	unsigned char *buf = get_buf(len);
 	ssize_t n = reader_pread(r, buf, len, off);
 
-	ck_assert_msg(n == ret, "pread(%zu at %llu) = %zd, want %zd", len,
-		      (unsigned long long)off, n, ret);
+	ck_assert_msg(n == ret, "pread(%zu at %llu) = %zd, want %zd", len, (unsigned long long)off,
+		      n, ret);
 	ck_assert(n <= 0 || memcmp(buf, want + off, (size_t)n) == 0);
 	free(buf);
 }
@@ -3124,7 +3139,8 @@ static Suite *reader_suite(void)
 	tcase_set_timeout(t18, 300);
 	suite_add_tcase(s, t18);
 
-	/* costs that must stay linear: a deadline far above the linear time, far below the quadratic */
+	/* costs that must stay linear: a deadline far above the linear time, far below the
+	 * quadratic */
 	tcase_add_unchecked_fixture(td, tiny_setup, NULL);
 	tcase_add_test(td, zstd_saved_sizes_read_in_linear_time);
 	/* about 13 s here at a load of 12; quadratic, it did not end in 600 s */

@@ -29,8 +29,8 @@
 #include "s3.h"
 #include "s3cred.h"
 
-#define NLIST 10000
-#define NUP 16 /* upload threads */
+#define NLIST	 10000
+#define NUP	 16			 /* upload threads */
 #define BIG_SIZE (3u * 1024 * 1024 + 17) /* three MiB and an odd tail */
 
 static char endpoint[256], bucket[128], credfile[512];
@@ -156,8 +156,9 @@ static void proxy_stop(void)
 /* Sends one control command and returns its one-line answer in ans. */
 static void proxy_cmd(const char *cmd, char *ans, size_t n)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(control_port),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(control_port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	size_t got = 0;
 
@@ -247,14 +248,14 @@ START_TEST(test_list_10k_paginated)
 	struct s3 *s = open_rgw();
 	struct upload u[NUP];
 	pthread_t t[NUP];
-	struct seen v = {0};
+	struct seen v = { 0 };
 	double t0;
 	int rc;
 
 	/* The threads share one client: its handle pool serves them all. */
 	t0 = now();
 	for (int i = 0; i < NUP; i++) {
-		u[i] = (struct upload){s, i * NLIST / NUP, (i + 1) * NLIST / NUP, 0};
+		u[i] = (struct upload){ s, i * NLIST / NUP, (i + 1) * NLIST / NUP, 0 };
 		pthread_create(&t[i], NULL, upload_part, &u[i]);
 	}
 	for (int i = 0; i < NUP; i++) {
@@ -301,8 +302,9 @@ START_TEST(test_list_stops_on_callback)
 END_TEST
 
 /* Keys with bytes that must be percent-encoded, in the path and in a prefix. */
-static const char *const odd_keys[] = {"odd/a b/c+d&e=f%g.txt", "odd/a b/sp ace", "odd/a b/\xc3\xbc-umlaut",
-				       "odd/a b/x?y#z", "odd/a b/amp&lt;<tag>"};
+static const char *const odd_keys[] = { "odd/a b/c+d&e=f%g.txt", "odd/a b/sp ace",
+					"odd/a b/\xc3\xbc-umlaut", "odd/a b/x?y#z",
+					"odd/a b/amp&lt;<tag>" };
 
 static int collect(void *arg, const struct s3_obj *o)
 {
@@ -377,11 +379,11 @@ START_TEST(test_range_exact)
 	ck_assert_uint_eq(st.size, BIG_SIZE);
 	ck_assert_str_eq(st.etag, etag);
 	ck_assert_int_le(llabs((long long)(st.mtime - time(NULL))), 600);
-	check_range(s, "range/big", ref, BIG_SIZE, BIG_SIZE - 1, 1);   /* the last byte */
-	check_range(s, "range/big", ref, BIG_SIZE, BIG_SIZE - 10, 100); /* short at the end */
-	check_range(s, "range/big", ref, BIG_SIZE, BIG_SIZE, 10);	/* at the end: 0 */
+	check_range(s, "range/big", ref, BIG_SIZE, BIG_SIZE - 1, 1);	 /* the last byte */
+	check_range(s, "range/big", ref, BIG_SIZE, BIG_SIZE - 10, 100);	 /* short at the end */
+	check_range(s, "range/big", ref, BIG_SIZE, BIG_SIZE, 10);	 /* at the end: 0 */
 	check_range(s, "range/big", ref, BIG_SIZE, BIG_SIZE + 5000, 10); /* past it: 0 */
-	check_range(s, "range/big", ref, BIG_SIZE, 0, BIG_SIZE + 1000);  /* all of it, and more */
+	check_range(s, "range/big", ref, BIG_SIZE, 0, BIG_SIZE + 1000);	 /* all of it, and more */
 	check_range(s, "range/big", ref, BIG_SIZE, 0, 0);
 	for (int i = 0; i < 200; i++) {
 		uint64_t off = lcg(&x) % BIG_SIZE;
@@ -435,8 +437,8 @@ END_TEST
 
 START_TEST(test_bad_keys_eacces)
 {
-	struct s3cred bad = {cred->access_key, "wrong-secret-SHOULD-NOT-APPEAR", NULL};
-	struct s3cred unknown = {"NOSUCHACCESSKEY", "another-secret-NOT-LOGGED", NULL};
+	struct s3cred bad = { cred->access_key, "wrong-secret-SHOULD-NOT-APPEAR", NULL };
+	struct s3cred unknown = { "NOSUCHACCESSKEY", "another-secret-NOT-LOGGED", NULL };
 	struct s3 *s = open_at(endpoint, &bad, 3, 10000);
 	struct s3 *u = open_at(endpoint, &unknown, 3, 10000);
 	char buf[16];
@@ -575,8 +577,9 @@ START_TEST(test_connection_reused)
 
 	proxy_push("pass");
 	for (int i = 0; i < 10; i++) {
-		ck_assert_int_eq(s3_get_range(s, "range/big", NULL, (uint64_t)i * 1000, sizeof(buf), buf),
-				 sizeof(buf));
+		ck_assert_int_eq(
+			s3_get_range(s, "range/big", NULL, (uint64_t)i * 1000, sizeof(buf), buf),
+			sizeof(buf));
 		ck_assert_int_eq(s3_head(s, "range/big", &st), 0);
 	}
 	p = proxy_stats();
@@ -604,9 +607,10 @@ START_TEST(test_cred_sources)
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/credentials", dir);
-	write_file(path, "# comment\n[default]\naws_access_key_id = AK1\naws_secret_access_key=SK1\n"
-			 "\n[other]\n  aws_access_key_id=AK2 \naws_secret_access_key = SK2\n"
-			 "aws_session_token = TOK2\nregion = eu\n[half]\naws_access_key_id = AK3\n");
+	write_file(path,
+		   "# comment\n[default]\naws_access_key_id = AK1\naws_secret_access_key=SK1\n"
+		   "\n[other]\n  aws_access_key_id=AK2 \naws_secret_access_key = SK2\n"
+		   "aws_session_token = TOK2\nregion = eu\n[half]\naws_access_key_id = AK3\n");
 	unsetenv("AWS_ACCESS_KEY_ID");
 	unsetenv("AWS_SECRET_ACCESS_KEY");
 	unsetenv("AWS_SESSION_TOKEN");
@@ -718,14 +722,23 @@ static TCase *tc(const char *name, int timeout, const TTest *const *t)
 
 int main(void)
 {
-	const TTest *const plain[] = {test_cred_sources, test_open_rejects, NULL};
-	const TTest *const rgw[] = {test_list_10k_paginated, test_list_stops_on_callback,
-					   test_odd_keys, test_range_exact, test_if_match_stale,
-					   test_missing_enoent, test_bad_keys_eacces, test_unreachable,
-					   NULL};
-	const TTest *const faults[] = {test_retry_recovers, test_retries_exhausted,
-					      test_no_hang, test_final_errors_not_retried,
-					      test_bytes_counted, test_connection_reused, NULL};
+	const TTest *const plain[] = { test_cred_sources, test_open_rejects, NULL };
+	const TTest *const rgw[] = { test_list_10k_paginated,
+				     test_list_stops_on_callback,
+				     test_odd_keys,
+				     test_range_exact,
+				     test_if_match_stale,
+				     test_missing_enoent,
+				     test_bad_keys_eacces,
+				     test_unreachable,
+				     NULL };
+	const TTest *const faults[] = { test_retry_recovers,
+					test_retries_exhausted,
+					test_no_hang,
+					test_final_errors_not_retried,
+					test_bytes_counted,
+					test_connection_reused,
+					NULL };
 	Suite *su = suite_create("s3");
 	SRunner *sr;
 	TCase *f;

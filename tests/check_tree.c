@@ -139,7 +139,8 @@ START_TEST(listing_rechecks_a_candidate_changed_in_place)
 	struct tree *t;
 
 	ck_assert_int_eq(testutil_sh(dir, "touch x.gz && echo hello world | gzip -c > ../%s.src",
-				     strrchr(dir, '/') + 1), 0);
+				     strrchr(dir, '/') + 1),
+			 0);
 	ck_assert_int_eq(tree_new(dir, NULL, &t), 0);
 	tree_set_limits(t, 0, 0.1);
 	ck_assert_int_eq(tree_resolve(t, "/x", &n), -ENOENT);
@@ -148,7 +149,8 @@ START_TEST(listing_rechecks_a_candidate_changed_in_place)
 	lstat_rel(".", &before);
 	/* In place: the directory does not change. */
 	ck_assert_int_eq(testutil_sh(dir, "cat ../%s.src 1<> x.gz && rm ../%s.src",
-				     strrchr(dir, '/') + 1, strrchr(dir, '/') + 1), 0);
+				     strrchr(dir, '/') + 1, strrchr(dir, '/') + 1),
+			 0);
 	lstat_rel(".", &after);
 	ck_assert(before.st_mtim.tv_nsec == after.st_mtim.tv_nsec &&
 		  before.st_mtim.tv_sec == after.st_mtim.tv_sec);
@@ -182,8 +184,10 @@ START_TEST(listings_stay_in_their_budget)
 	struct tree *t;
 	int n = 0;
 
-	ck_assert_int_eq(testutil_sh(dir, "for d in 1 2 3 4; do mkdir d$d; for f in 1 2 3 4 5 6 7 8; "
-					  "do touch d$d/file$f; done; done"), 0);
+	ck_assert_int_eq(testutil_sh(dir,
+				     "for d in 1 2 3 4; do mkdir d$d; for f in 1 2 3 4 5 6 7 8; "
+				     "do touch d$d/file$f; done; done"),
+			 0);
 	ck_assert_int_eq(tree_new(dir, NULL, &t), 0);
 	tree_set_limits(t, 2000, 1); /* room for the root's listing and about one more */
 	for (int d = 1; d <= 4; d++) {

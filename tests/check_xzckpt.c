@@ -80,10 +80,21 @@ static void append(struct buf *b, const void *p, size_t n)
 /* Log-like lines with numbers, and now and then incompressible runs (stored chunks). */
 static struct buf text(size_t n, uint32_t seed)
 {
-	static const char *w[] = {"GET /api/v1/items ", "200 ", "ERROR ", "cache miss ", "the ",
-				  "index ", "block ", "zmount ", "span ", "window ", "\n",
-				  "2026-12-01T15:00:00Z ", "user=", "took "};
-	struct buf b = {0};
+	static const char *w[] = { "GET /api/v1/items ",
+				   "200 ",
+				   "ERROR ",
+				   "cache miss ",
+				   "the ",
+				   "index ",
+				   "block ",
+				   "zmount ",
+				   "span ",
+				   "window ",
+				   "\n",
+				   "2026-12-01T15:00:00Z ",
+				   "user=",
+				   "took " };
+	struct buf b = { 0 };
 	char tmp[32];
 
 	while (b.n < n) {
@@ -110,7 +121,7 @@ static struct buf text(size_t n, uint32_t seed)
 static struct buf encode(const struct buf *in, const lzma_filter *f, lzma_check check)
 {
 	lzma_stream s = LZMA_STREAM_INIT;
-	struct buf out = {0};
+	struct buf out = { 0 };
 	size_t cap = in->n + in->n / 8 + 65536;
 
 	ck_assert_int_eq(lzma_stream_encoder(&s, f, check), LZMA_OK);
@@ -129,7 +140,7 @@ static struct buf encode(const struct buf *in, const lzma_filter *f, lzma_check 
 /* Puts file into a memfd and reads its index and the reference output of Block 0. */
 static void xzf_open(struct xzf *x, struct buf file)
 {
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct xzdec_dec *d;
 	ssize_t n;
 
@@ -175,7 +186,7 @@ static int got_point(void *arg, uint64_t uoff, const void *blob, size_t len)
 	g->pts = realloc(g->pts, (g->npts + 1) * sizeof(*g->pts));
 	ck_assert(g->pts);
 	g->pts[g->npts].uoff = uoff;
-	g->pts[g->npts].blob = (struct buf){0};
+	g->pts[g->npts].blob = (struct buf){ 0 };
 	append(&g->pts[g->npts].blob, blob, len);
 	g->npts++;
 	return 0;
@@ -193,7 +204,7 @@ static void got_free(struct got *g)
 static int build(struct xzf *x, const struct xzdec_block *b, uint64_t span, struct got *g,
 		 struct xzckpt_stats *st, struct zerr *err)
 {
-	struct xzckpt_sink s = {got_out, got_point, g};
+	struct xzckpt_sink s = { got_out, got_point, g };
 
 	return xzckpt_build(x->fd, b, span, &s, st, err);
 }
@@ -206,14 +217,15 @@ static void resume_check(struct xzf *x, const struct point *pt, struct xzdec_spa
 {
 	const struct xzdec_block *b = &x->idx->blocks[0];
 	uint64_t at = pt ? pt->uoff : 0;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct xzckpt_dec *d;
 	static uint8_t buf[70001];
 	size_t piece = 1;
 	ssize_t n;
 
 	ck_assert_int_eq(xzckpt_dec_open(x->fd, b, sp, pt ? pt->blob.p : NULL, pt ? pt->blob.n : 0,
-					 &d, &err), 0);
+					 &d, &err),
+			 0);
 	ck_assert_uint_eq(xzckpt_dec_tell(d), at);
 	ck_assert_uint_gt(xzckpt_dec_cost(d), 0);
 	while ((n = xzckpt_dec_read(d, x->fd, buf, piece, &err)) > 0) {
@@ -235,11 +247,11 @@ static void resume_check(struct xzf *x, const struct point *pt, struct xzdec_spa
 /* One configuration: build at span, compare, resume from every checkpoint. */
 static void config_run(const lzma_options_lzma *opt, lzma_check check, size_t size, uint64_t span)
 {
-	lzma_filter f[2] = {{LZMA_FILTER_LZMA2, (void *)opt}, {LZMA_VLI_UNKNOWN, NULL}};
+	lzma_filter f[2] = { { LZMA_FILTER_LZMA2, (void *)opt }, { LZMA_VLI_UNKNOWN, NULL } };
 	struct buf in = text(size, 0x9e3779b9u + (uint32_t)span);
 	struct xzckpt_stats st;
-	struct zerr err = {0};
-	struct got g = {0};
+	struct zerr err = { 0 };
+	struct got g = { 0 };
 	struct xzf x;
 
 	xzf_open(&x, encode(&in, f, check));
@@ -299,14 +311,16 @@ START_TEST(test_dict64k)
 	lzma_options_lzma o = preset(6);
 
 	o.dict_size = 64 << 10;
-	config_run(&o, LZMA_CHECK_CRC32, 3 << 20, 32 << 10);  /* span < dict */
+	config_run(&o, LZMA_CHECK_CRC32, 3 << 20, 32 << 10); /* span < dict */
 	config_run(&o, LZMA_CHECK_NONE, 3 << 20, 300 << 10); /* span > dict */
 }
 END_TEST
 
 START_TEST(test_lclppb)
 {
-	static const uint32_t v[][3] = {{0, 0, 0}, {4, 0, 4}, {0, 4, 2}, {1, 3, 1}, {3, 1, 0}};
+	static const uint32_t v[][3] = {
+		{ 0, 0, 0 }, { 4, 0, 4 }, { 0, 4, 2 }, { 1, 3, 1 }, { 3, 1, 0 }
+	};
 	lzma_options_lzma o = preset(1);
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
@@ -322,7 +336,7 @@ END_TEST
 static void small_open(struct xzf *x, size_t size, lzma_check check)
 {
 	lzma_options_lzma o = preset(6);
-	lzma_filter f[2] = {{LZMA_FILTER_LZMA2, &o}, {LZMA_VLI_UNKNOWN, NULL}};
+	lzma_filter f[2] = { { LZMA_FILTER_LZMA2, &o }, { LZMA_VLI_UNKNOWN, NULL } };
 	struct buf in = text(size, 12345);
 
 	o.dict_size = 1 << 20;
@@ -333,20 +347,21 @@ static void small_open(struct xzf *x, size_t size, lzma_check check)
 START_TEST(test_filters_unsupported)
 {
 	lzma_options_lzma o = preset(6);
-	lzma_filter f[3] = {{LZMA_FILTER_X86, NULL},
-			    {LZMA_FILTER_LZMA2, &o},
-			    {LZMA_VLI_UNKNOWN, NULL}};
+	lzma_filter f[3] = { { LZMA_FILTER_X86, NULL },
+			     { LZMA_FILTER_LZMA2, &o },
+			     { LZMA_VLI_UNKNOWN, NULL } };
 	struct buf in = text(1 << 20, 7);
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	struct xzckpt_dec *d = (void *)1;
-	struct got g = {0};
+	struct got g = { 0 };
 	struct xzf x;
 
 	xzf_open(&x, encode(&in, f, LZMA_CHECK_CRC64));
 	ck_assert_int_eq(build(&x, &x.idx->blocks[0], 1 << 16, &g, NULL, &err), -ENOTSUP);
 	ck_assert_msg(strstr(err.msg, "BCJ"), "%s", err.msg);
 	ck_assert_uint_eq(g.npts, 0);
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, &x.idx->blocks[0], NULL, NULL, 0, &d, &err), -ENOTSUP);
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, &x.idx->blocks[0], NULL, NULL, 0, &d, &err),
+			 -ENOTSUP);
 	ck_assert_ptr_null(d);
 	got_free(&g);
 	xzf_close(&x);
@@ -362,7 +377,7 @@ END_TEST
 /* xzf_open without the reference decode (which would fail on damage). */
 static void raw_open(struct xzf *x, struct buf file)
 {
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 
 	memset(x, 0, sizeof(*x));
 	x->file = file;
@@ -375,9 +390,9 @@ static void raw_open(struct xzf *x, struct buf file)
 /* Build on a copy of x's file with byte at flipped; must fail with -EIO. */
 static void build_flipped(const struct xzf *x, uint64_t at, const char *what)
 {
-	struct buf copy = {0};
-	struct zerr err = {0};
-	struct got g = {0};
+	struct buf copy = { 0 };
+	struct zerr err = { 0 };
+	struct got g = { 0 };
 	struct xzf y;
 
 	append(&copy, x->file.p, x->file.n);
@@ -395,8 +410,8 @@ START_TEST(test_damage)
 {
 	const struct xzdec_block *b;
 	struct xzdec_block lie;
-	struct zerr err = {0};
-	struct got g = {0};
+	struct zerr err = { 0 };
+	struct got g = { 0 };
 	struct xzf x;
 
 	small_open(&x, 2 << 20, LZMA_CHECK_CRC64);
@@ -405,7 +420,7 @@ START_TEST(test_damage)
 		build_flipped(&x, at, "data");
 	/* the Check's bytes (after the Padding), the Padding's, the Block Header's */
 	for (uint64_t at = b->coff + b->csize - 8; at < b->coff + b->csize; at++) {
-		struct buf copy = {0};
+		struct buf copy = { 0 };
 		struct xzf y;
 
 		append(&copy, x.file.p, x.file.n);
@@ -424,8 +439,9 @@ START_TEST(test_damage)
 	/* sizes that disagree with the Index */
 	lie = *b;
 	lie.usize--;
-	ck_assert_int_eq(xzckpt_build(x.fd, &lie, 1 << 16, &(struct xzckpt_sink){got_out, got_point, &g},
-				      NULL, &err), -EIO);
+	ck_assert_int_eq(xzckpt_build(x.fd, &lie, 1 << 16,
+				      &(struct xzckpt_sink){ got_out, got_point, &g }, NULL, &err),
+			 -EIO);
 	got_free(&g);
 	lie = *b;
 	lie.unpadded += 4;
@@ -445,7 +461,7 @@ END_TEST
 static int open_blob(struct xzf *x, const struct xzdec_block *b, const struct buf *blob)
 {
 	struct xzckpt_dec *d = (void *)1;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	int ret = xzckpt_dec_open(x->fd, b, NULL, blob->p, blob->n, &d, &err);
 
 	if (ret < 0)
@@ -467,21 +483,20 @@ static uint32_t get32(const uint8_t *p)
 
 static void reseal(struct buf *blob)
 {
-	put32(blob->p + HEAD_CRC, lzma_crc32(blob->p + HEAD, blob->n - HEAD,
-					     lzma_crc32(blob->p, HEAD - 4, 0)));
+	put32(blob->p + HEAD_CRC,
+	      lzma_crc32(blob->p + HEAD, blob->n - HEAD, lzma_crc32(blob->p, HEAD - 4, 0)));
 }
 
 START_TEST(test_bad_blob)
 {
 	const struct xzdec_block *b;
 	struct xzdec_block other;
-	struct zerr err = {0};
-	struct got g = {0};
+	struct zerr err = { 0 };
+	struct got g = { 0 };
 	struct buf blob, raw, z;
 	struct xzf x;
 	uint32_t nprobs, nruns, kept;
 	size_t rawlen;
-
 
 	small_open(&x, 3 << 20, LZMA_CHECK_CRC32);
 	b = &x.idx->blocks[0];
@@ -493,13 +508,14 @@ START_TEST(test_bad_blob)
 	for (size_t i = 0; i < blob.n; i += i < HEAD ? 1 : 97) {
 		for (int bit = 0; bit < 8; bit += i < HEAD ? 1 : 3) {
 			blob.p[i] ^= (uint8_t)(1u << bit);
-			ck_assert_msg(open_blob(&x, b, &blob) == -EINVAL, "byte %zu bit %d", i, bit);
+			ck_assert_msg(open_blob(&x, b, &blob) == -EINVAL, "byte %zu bit %d", i,
+				      bit);
 			blob.p[i] ^= (uint8_t)(1u << bit);
 		}
 	}
 	/* every truncation, and a byte more */
 	for (size_t n = 0; n < blob.n; n += n < 200 ? 1 : 101) {
-		struct buf t = {blob.p, n, n};
+		struct buf t = { blob.p, n, n };
 
 		ck_assert_int_eq(open_blob(&x, b, &t), -EINVAL);
 	}
@@ -509,12 +525,14 @@ START_TEST(test_bad_blob)
 	/* another Block's: its offset or its size differ */
 	other = *b;
 	other.usize++;
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n, &(struct xzckpt_dec *){0},
-					 &err), -EINVAL);
+	ck_assert_int_eq(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n,
+					 &(struct xzckpt_dec *){ 0 }, &err),
+			 -EINVAL);
 	other = *b;
 	other.coff += 4; /* no Block Header there: -EIO before the blob is looked at */
-	ck_assert_int_lt(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n, &(struct xzckpt_dec *){0},
-					 &err), 0);
+	ck_assert_int_lt(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n,
+					 &(struct xzckpt_dec *){ 0 }, &err),
+			 0);
 
 	/*
 	 * A blob that parses and whose CRC is right, crafted: the kept bytes
@@ -547,7 +565,8 @@ START_TEST(test_bad_blob)
 			differs = memcmp(buf, x.ref.p + at, (size_t)n) != 0;
 			at += (uint64_t)n;
 		}
-		ck_assert_msg(differs || n < 0, "a blob with its window zeroed gave the right bytes");
+		ck_assert_msg(differs || n < 0,
+			      "a blob with its window zeroed gave the right bytes");
 		xzckpt_dec_close(d);
 	}
 	/* resealed, but one run more than the runs hold, or one byte more than kept: refused */
@@ -557,7 +576,8 @@ START_TEST(test_bad_blob)
 	ck_assert_int_eq(open_blob(&x, b, &z), -EINVAL);
 	put32(z.p + HEAD_NRUNS, nruns);
 	raw.p[rawlen] = 'x';
-	z.n = HEAD + ZSTD_compress(z.p + HEAD, ZSTD_compressBound(rawlen + 1), raw.p, rawlen + 1, 1);
+	z.n = HEAD +
+	      ZSTD_compress(z.p + HEAD, ZSTD_compressBound(rawlen + 1), raw.p, rawlen + 1, 1);
 	put32(z.p + HEAD_ZLEN, (uint32_t)(z.n - HEAD));
 	reseal(&z);
 	ck_assert_int_eq(open_blob(&x, b, &z), -EINVAL);
@@ -587,7 +607,7 @@ static struct buf one_run_blob(const struct buf *blob, uint32_t gap)
 {
 	uint32_t nprobs = get32(blob->p + HEAD_NPROB);
 	size_t rawlen = (size_t)ZSTD_getFrameContentSize(blob->p + HEAD, blob->n - HEAD);
-	struct buf raw = {0}, z = {0};
+	struct buf raw = { 0 }, z = { 0 };
 	uint8_t *full = malloc(rawlen);
 
 	ck_assert(full);
@@ -623,8 +643,8 @@ START_TEST(test_window_stock)
 	const struct xzdec_block *b;
 	struct xzckpt_dec *d[10];
 	struct xzdec_spares *sp;
-	struct zerr err = {0};
-	struct got g = {0};
+	struct zerr err = { 0 };
+	struct got g = { 0 };
 	struct buf z;
 	struct xzf x;
 
@@ -639,12 +659,13 @@ START_TEST(test_window_stock)
 		resume_check(&x, &g.pts[i], sp);
 		ck_assert_uint_eq(xzdec_spares_bytes(sp), wsize);
 	}
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, b, sp, g.pts[0].blob.p, g.pts[0].blob.n, &d[0],
-					 &err), 0);
+	ck_assert_int_eq(
+		xzckpt_dec_open(x.fd, b, sp, g.pts[0].blob.p, g.pts[0].blob.n, &d[0], &err), 0);
 	ck_assert_uint_eq(xzdec_spares_bytes(sp), 0); /* taken, not allocated */
 	for (size_t i = 1; i < 10; i++)
-		ck_assert_int_eq(xzckpt_dec_open(x.fd, b, sp, g.pts[0].blob.p, g.pts[0].blob.n,
-						 &d[i], &err), 0);
+		ck_assert_int_eq(
+			xzckpt_dec_open(x.fd, b, sp, g.pts[0].blob.p, g.pts[0].blob.n, &d[i], &err),
+			0);
 	for (size_t i = 0; i < 10; i++) {
 		xzckpt_dec_close(d[i]);
 		ck_assert_uint_le(xzdec_spares_bytes(sp), 8u << 20);
@@ -670,15 +691,15 @@ END_TEST
 static Suite *xzckpt_suite(void)
 {
 	const struct checkutil_case t[] = {
-		{"preset0", test_preset0, 0},
-		{"preset6", test_preset6, 0},
-		{"preset9e", test_preset9e, 0},
-		{"dict64k", test_dict64k, 0},
-		{"lclppb", test_lclppb, 0},
-		{"filters_unsupported", test_filters_unsupported, 0},
-		{"damage", test_damage, 0},
-		{"bad_blob", test_bad_blob, 0},
-		{"window_stock", test_window_stock, 0},
+		{ "preset0", test_preset0, 0 },
+		{ "preset6", test_preset6, 0 },
+		{ "preset9e", test_preset9e, 0 },
+		{ "dict64k", test_dict64k, 0 },
+		{ "lclppb", test_lclppb, 0 },
+		{ "filters_unsupported", test_filters_unsupported, 0 },
+		{ "damage", test_damage, 0 },
+		{ "bad_blob", test_bad_blob, 0 },
+		{ "window_stock", test_window_stock, 0 },
 	};
 
 	return checkutil_suite("check_xzckpt", "xzckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);

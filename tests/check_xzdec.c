@@ -162,9 +162,9 @@ static size_t put_vli(uint8_t *p, uint64_t v)
  */
 static size_t write_handmade(const char *path, size_t end, int bad_check)
 {
-	static const uint8_t stream_hdr[] = {0xFD, '7', 'z', 'X', 'Z', 0, 0, 1};
+	static const uint8_t stream_hdr[] = { 0xFD, '7', 'z', 'X', 'Z', 0, 0, 1 };
 	/* Block Header: 12 bytes, one filter (LZMA2, dict byte 40), no sizes */
-	uint8_t bh[12] = {0x02, 0x00, 0x21, 0x01, 40}, idx[32] = {0}, foot[6];
+	uint8_t bh[12] = { 0x02, 0x00, 0x21, 0x01, 40 }, idx[32] = { 0 }, foot[6];
 	/* each chunk is a 3-byte header and up to 64 KiB of data */
 	size_t nch = (end + 65538) / 65539, len = end - 3 * nch, csize, ilen, done;
 	uint8_t *data = malloc(len);
@@ -365,7 +365,7 @@ END_TEST
 
 START_TEST(test_small_reads)
 {
-	static const size_t sizes[] = {1, 3, 7, 4093, 65537, 11};
+	static const size_t sizes[] = { 1, 3, 7, 4093, 65537, 11 };
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct xzdec_dec *d;
@@ -443,10 +443,10 @@ START_TEST(test_check_types)
 	static const struct {
 		const char *file;
 		uint32_t id;
-	} t[] = {{"none.xz", XZDEC_CHECK_NONE},
-		 {"crc32.xz", XZDEC_CHECK_CRC32},
-		 {"crc64.xz", XZDEC_CHECK_CRC64},
-		 {"sha256.xz", XZDEC_CHECK_SHA256}};
+	} t[] = { { "none.xz", XZDEC_CHECK_NONE },
+		  { "crc32.xz", XZDEC_CHECK_CRC32 },
+		  { "crc64.xz", XZDEC_CHECK_CRC64 },
+		  { "sha256.xz", XZDEC_CHECK_SHA256 } };
 	struct xzdec_index *idx;
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -461,8 +461,8 @@ END_TEST
 /* The Check is verified before the read that returns the last byte. */
 START_TEST(test_check_mismatch_at_end)
 {
-	static const char *files[] = {"bad-1-check-crc32.xz", "bad-1-check-crc64.xz",
-				      "bad-1-check-sha256.xz"};
+	static const char *files[] = { "bad-1-check-crc32.xz", "bad-1-check-crc64.xz",
+				       "bad-1-check-sha256.xz" };
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct xzdec_dec *d;
@@ -607,15 +607,15 @@ END_TEST
 
 START_TEST(test_bad_structure_einval)
 {
-	static const char *files[] = {"bad-0-header_magic.xz",
-				      "bad-0-footer_magic.xz",
-				      "bad-0-backward_size.xz",
-				      "bad-0-empty-truncated.xz",
-				      "bad-0pad-empty.xz",
-				      "bad-0cat-alone.xz",
-				      "bad-1-stream_flags-1.xz",
-				      "bad-2-index-3.xz",
-				      "bad-3-index-uncomp-overflow.xz"};
+	static const char *files[] = { "bad-0-header_magic.xz",
+				       "bad-0-footer_magic.xz",
+				       "bad-0-backward_size.xz",
+				       "bad-0-empty-truncated.xz",
+				       "bad-0pad-empty.xz",
+				       "bad-0cat-alone.xz",
+				       "bad-1-stream_flags-1.xz",
+				       "bad-2-index-3.xz",
+				       "bad-3-index-uncomp-overflow.xz" };
 	char path[PATH_MAX];
 	struct xzdec_index *idx = (void *)1;
 	struct zerr e;
@@ -648,9 +648,10 @@ END_TEST
 
 START_TEST(test_unsupported_filter)
 {
-	static const char *files[] = {
-		"unsupported-block_header.xz", "unsupported-filter_flags-1.xz",
-		"unsupported-filter_flags-2.xz", "unsupported-filter_flags-3.xz"};
+	static const char *files[] = { "unsupported-block_header.xz",
+				       "unsupported-filter_flags-1.xz",
+				       "unsupported-filter_flags-2.xz",
+				       "unsupported-filter_flags-3.xz" };
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct xzdec_dec *d = (void *)1;
@@ -858,13 +859,13 @@ END_TEST
  */
 static void write_index_only(const char *path, unsigned nstreams, unsigned nblocks, uint64_t usize)
 {
-	static const uint8_t stream_hdr[] = {0xFD, '7', 'z', 'X', 'Z', 0, 0, 1};
+	static const uint8_t stream_hdr[] = { 0xFD, '7', 'z', 'X', 'Z', 0, 0, 1 };
 	static const uint8_t block[16];
 	FILE *f = fopen(path, "w");
 
 	ck_assert_ptr_nonnull(f);
 	for (unsigned s = 0; s < nstreams; s++) {
-		uint8_t idx[256] = {0}, foot[6];
+		uint8_t idx[256] = { 0 }, foot[6];
 		size_t ilen = 1;
 
 		fwrite(stream_hdr, 1, sizeof(stream_hdr), f);
@@ -902,11 +903,11 @@ START_TEST(test_usize_bound)
 		uint64_t usize;
 		int ok;
 	} cases[] = {
-		{1, 1, (uint64_t)INT64_MAX, 1},
-		{2, 1, 1ull << 62, 0},		      /* 2^63 across two Streams */
-		{1, 2, 1ull << 62, 0},		      /* 2^63 in one Stream */
-		{1, 3, (1ull << 62) - 1, 0},	      /* wraps nothing, still too big */
-		{3, 1, ((uint64_t)INT64_MAX) / 3, 1}, /* just under */
+		{ 1, 1, (uint64_t)INT64_MAX, 1 },
+		{ 2, 1, 1ull << 62, 0 },		/* 2^63 across two Streams */
+		{ 1, 2, 1ull << 62, 0 },		/* 2^63 in one Stream */
+		{ 1, 3, (1ull << 62) - 1, 0 },		/* wraps nothing, still too big */
+		{ 3, 1, ((uint64_t)INT64_MAX) / 3, 1 }, /* just under */
 	};
 	char path[PATH_MAX];
 
@@ -1015,7 +1016,7 @@ static int for_each_row(int want_error, void (*fn)(const struct row *))
 		while (n < 10 && (col[n] = strsep(&p, "\t")))
 			n++;
 		ck_assert_int_eq(n, 10);
-		r = (struct row){col[0], col[1], col[2], col[3], col[7], col[8]};
+		r = (struct row){ col[0], col[1], col[2], col[3], col[7], col[8] };
 		if (strcmp(r.format, "xz") != 0 || (strcmp(r.expect, "error") == 0) != want_error)
 			continue;
 		fn(&r);
@@ -1163,7 +1164,7 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 {
 	char cmd[3 * PATH_MAX], out[PATH_MAX];
 	struct xzdec_index *idx;
-	struct zerr e, de = {0};
+	struct zerr e, de = { 0 };
 	uint8_t *got, *want;
 	size_t wlen, n;
 	uint64_t glen;
@@ -1221,8 +1222,8 @@ static long blocks_before(const struct xzdec_index *idx, uint64_t cut)
 /* An undamaged file scans to exactly what xzdec_index_read says. */
 START_TEST(test_scan_whole)
 {
-	static const char *const files[] = {"blocks.xz", "one.xz",  "sized.xz", "two.xz",
-					    "six.xz",	 "twob.xz", "none.xz",	"sha256.xz"};
+	static const char *const files[] = { "blocks.xz", "one.xz",  "sized.xz", "two.xz",
+					     "six.xz",	  "twob.xz", "none.xz",	 "sha256.xz" };
 
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
 		struct xzdec_index *whole = read_index(files[f]), *idx;
@@ -1249,7 +1250,7 @@ END_TEST
 /* Cut at every 10% (no Index, no Footer): every whole Block before the cut. */
 START_TEST(test_scan_truncated)
 {
-	static const char *const files[] = {"blocks.xz", "sized.xz", "six.xz"};
+	static const char *const files[] = { "blocks.xz", "sized.xz", "six.xz" };
 
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
 		struct xzdec_index *whole = read_index(files[f]);
@@ -1434,7 +1435,8 @@ END_TEST
 /* Not .xz, or a bad first Stream Header: nothing to salvage, -EINVAL. */
 START_TEST(test_scan_refused)
 {
-	static const char *const files[] = {"orig.txt", "sc-empty.xz", "sc-short.xz", "sc-hdr.xz"};
+	static const char *const files[] = { "orig.txt", "sc-empty.xz", "sc-short.xz",
+					     "sc-hdr.xz" };
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct zerr e;
@@ -1508,20 +1510,22 @@ static int gen_fixtures(void)
 	tpath(orig, sizeof(orig), "orig.txt");
 	if (testutil_text(orig, ORIG_SIZE, 2463534242u))
 		return -1;
-	if (testutil_sh(tmpdir, "xz -T1 -c --block-size=65536 orig.txt > blocks.xz"
-	       " && xz -T1 -c orig.txt > one.xz"
-	       " && xz -T2 -c --block-size=65536 orig.txt > sized.xz"
-	       " && head -c %u orig.txt | xz -T1 -c --check=crc32 > s1.xz"
-	       " && tail -c +%u orig.txt | xz -T1 -c --check=sha256 > s2.xz"
-	       " && head -c 4 /dev/zero > pad && cat s1.xz pad s2.xz > two.xz"
-	       " && head -c %u orig.txt > small.txt"
-	       " && for c in none crc32 crc64 sha256; do"
-	       "    xz -T1 -c --check=$c small.txt > $c.xz || exit 1; done"
-	       " && xz -T1 -c --block-size=524288 orig.txt > six.xz"
-	       " && head -c %u orig.txt | xz -T1 -c --check=crc32 --block-size=131072 > s1b.xz"
-	       " && tail -c +%u orig.txt | xz -T1 -c --block-size=262144 > s2b.xz"
-	       " && head -c 8 /dev/zero > pad8 && cat s1b.xz pad8 s2b.xz > twob.xz",
-	       SPLIT, SPLIT + 1, SMALL_SIZE, SPLIT, SPLIT + 1))
+	if (testutil_sh(
+		    tmpdir,
+		    "xz -T1 -c --block-size=65536 orig.txt > blocks.xz"
+		    " && xz -T1 -c orig.txt > one.xz"
+		    " && xz -T2 -c --block-size=65536 orig.txt > sized.xz"
+		    " && head -c %u orig.txt | xz -T1 -c --check=crc32 > s1.xz"
+		    " && tail -c +%u orig.txt | xz -T1 -c --check=sha256 > s2.xz"
+		    " && head -c 4 /dev/zero > pad && cat s1.xz pad s2.xz > two.xz"
+		    " && head -c %u orig.txt > small.txt"
+		    " && for c in none crc32 crc64 sha256; do"
+		    "    xz -T1 -c --check=$c small.txt > $c.xz || exit 1; done"
+		    " && xz -T1 -c --block-size=524288 orig.txt > six.xz"
+		    " && head -c %u orig.txt | xz -T1 -c --check=crc32 --block-size=131072 > s1b.xz"
+		    " && tail -c +%u orig.txt | xz -T1 -c --block-size=262144 > s2b.xz"
+		    " && head -c 8 /dev/zero > pad8 && cat s1b.xz pad8 s2b.xz > twob.xz",
+		    SPLIT, SPLIT + 1, SMALL_SIZE, SPLIT, SPLIT + 1))
 		return -1;
 	return 0;
 }
@@ -1529,43 +1533,43 @@ static int gen_fixtures(void)
 static Suite *xzdec_suite(int have_corpus, int *skipped)
 {
 	const struct checkutil_case t[] = {
-	{"index_many_blocks", test_index_many_blocks, 0},
-	{"blocks_independent", test_blocks_independent, 0},
-	{"small_reads", test_small_reads, 0},
-	{"spares_are_the_callers", test_spares_are_the_callers, 0},
-	{"one_big_block", test_one_big_block, 0},
-	{"sizes_in_headers", test_sizes_in_headers, 0},
-	{"two_streams_padding", test_two_streams_padding, 0},
-	{"check_types", test_check_types, 0},
-	{"check_mismatch_at_end", test_check_mismatch_at_end, 1},
-	{"check_before_last_byte", test_check_before_last_byte, 0},
-	{"lying_index", test_lying_index, 1},
-	{"huge_uncomp", test_huge_uncomp, 1},
-	{"bad_structure_einval", test_bad_structure_einval, 1},
-	{"index_memlimit", test_index_memlimit, 1},
-	{"unsupported_filter", test_unsupported_filter, 1},
-	{"unsupported_check", test_unsupported_check, 1},
-	{"header_disagrees", test_header_disagrees, 1},
-	{"empty_block", test_empty_block, 1},
-	{"block_verify", test_block_verify, 1},
-	{"truncated", test_truncated, 0},
-	{"check_name", test_check_name, 0},
-	{"usize_bound", test_usize_bound, 0},
-	{"fd_per_call", test_fd_per_call, 0},
-	{"corpus_good", test_corpus_good, 1},
-	{"corpus_bad", test_corpus_bad, 1},
-	{"scan_whole", test_scan_whole, 0},
-	{"scan_truncated", test_scan_truncated, 0},
-	{"scan_corrupt_block", test_scan_corrupt_block, 0},
-	{"scan_two_streams", test_scan_two_streams, 0},
-	{"scan_refused", test_scan_refused, 0},
-	{"scan_memlimit", test_scan_memlimit, 0},
-	{"dec_dict_limit", test_dec_dict_limit, 0},
-	{"scan_corpus", test_scan_corpus, 1},
+		{ "index_many_blocks", test_index_many_blocks, 0 },
+		{ "blocks_independent", test_blocks_independent, 0 },
+		{ "small_reads", test_small_reads, 0 },
+		{ "spares_are_the_callers", test_spares_are_the_callers, 0 },
+		{ "one_big_block", test_one_big_block, 0 },
+		{ "sizes_in_headers", test_sizes_in_headers, 0 },
+		{ "two_streams_padding", test_two_streams_padding, 0 },
+		{ "check_types", test_check_types, 0 },
+		{ "check_mismatch_at_end", test_check_mismatch_at_end, 1 },
+		{ "check_before_last_byte", test_check_before_last_byte, 0 },
+		{ "lying_index", test_lying_index, 1 },
+		{ "huge_uncomp", test_huge_uncomp, 1 },
+		{ "bad_structure_einval", test_bad_structure_einval, 1 },
+		{ "index_memlimit", test_index_memlimit, 1 },
+		{ "unsupported_filter", test_unsupported_filter, 1 },
+		{ "unsupported_check", test_unsupported_check, 1 },
+		{ "header_disagrees", test_header_disagrees, 1 },
+		{ "empty_block", test_empty_block, 1 },
+		{ "block_verify", test_block_verify, 1 },
+		{ "truncated", test_truncated, 0 },
+		{ "check_name", test_check_name, 0 },
+		{ "usize_bound", test_usize_bound, 0 },
+		{ "fd_per_call", test_fd_per_call, 0 },
+		{ "corpus_good", test_corpus_good, 1 },
+		{ "corpus_bad", test_corpus_bad, 1 },
+		{ "scan_whole", test_scan_whole, 0 },
+		{ "scan_truncated", test_scan_truncated, 0 },
+		{ "scan_corrupt_block", test_scan_corrupt_block, 0 },
+		{ "scan_two_streams", test_scan_two_streams, 0 },
+		{ "scan_refused", test_scan_refused, 0 },
+		{ "scan_memlimit", test_scan_memlimit, 0 },
+		{ "dec_dict_limit", test_dec_dict_limit, 0 },
+		{ "scan_corpus", test_scan_corpus, 1 },
 	};
 
-	return checkutil_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120, have_corpus,
-			      skipped);
+	return checkutil_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120,
+			       have_corpus, skipped);
 }
 
 /*

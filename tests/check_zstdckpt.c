@@ -45,12 +45,18 @@ static int gen_ok;
 static const struct {
 	const char *name, *src, *opts;
 } fixtures[] = {
-	{"t1.zst", "text", "-1"},	      {"t3.zst", "text", "-3"},
-	{"t9.zst", "text", "-9"},	      {"t19.zst", "text", "-19"},
-	{"tlong.zst", "text", "-3 --long=27"}, {"t22.zst", "text", "--ultra -22"},
-	{"m1.zst", "mixed", "-1"},	      {"m3.zst", "mixed", "-3"},
-	{"m9.zst", "mixed", "-9"},	      {"m19.zst", "mixed", "-19"},
-	{"mlong.zst", "mixed", "-3 --long=27"}, {"m22.zst", "mixed", "--ultra -22"},
+	{ "t1.zst", "text", "-1" },
+	{ "t3.zst", "text", "-3" },
+	{ "t9.zst", "text", "-9" },
+	{ "t19.zst", "text", "-19" },
+	{ "tlong.zst", "text", "-3 --long=27" },
+	{ "t22.zst", "text", "--ultra -22" },
+	{ "m1.zst", "mixed", "-1" },
+	{ "m3.zst", "mixed", "-3" },
+	{ "m9.zst", "mixed", "-9" },
+	{ "m19.zst", "mixed", "-19" },
+	{ "mlong.zst", "mixed", "-3 --long=27" },
+	{ "m22.zst", "mixed", "--ultra -22" },
 };
 
 static void tpath(char *buf, size_t len, const char *name)
@@ -139,7 +145,7 @@ static void fx_open(struct fx *x, const char *name)
 {
 	char path[PATH_MAX], opath[PATH_MAX + 8];
 	struct stat st;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	int ret;
 
 	ck_assert_msg(gen_ok, "fixtures are missing (is zstd installed?)");
@@ -168,7 +174,7 @@ static void drain(struct zstdckpt_dec *d, int fd, const struct fx *x, uint64_t f
 {
 	static uint8_t buf[1u << 20];
 	uint64_t pos = from;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	ssize_t n;
 
 	ck_assert_uint_le(chunk, sizeof(buf));
@@ -190,8 +196,8 @@ struct seen {
 	uint64_t span, last_uoff;
 	uint32_t n;
 	size_t chunk;
-	bool resume;		/* resume from every checkpoint, to the end */
-	struct zstdckpt keep;	/* the checkpoint numbered keep_at */
+	bool resume;	      /* resume from every checkpoint, to the end */
+	struct zstdckpt keep; /* the checkpoint numbered keep_at */
 	uint32_t keep_at;
 	uint8_t *keep_win;
 };
@@ -203,7 +209,7 @@ static int on_ckpt(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size
 	const struct fx *x = s->x;
 	uint8_t *win = malloc(ck->wlen ? (size_t)ck->wlen : 1);
 	struct zstdckpt_dec *d;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	char what[64];
 	int ret;
 
@@ -236,11 +242,10 @@ static int on_ckpt(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size
 }
 
 /* Builds x's checkpoints at `span`, resuming from each if resume. */
-static struct zstdckpt_stats build(const struct fx *x, uint64_t span, bool resume,
-				   struct seen *s)
+static struct zstdckpt_stats build(const struct fx *x, uint64_t span, bool resume, struct seen *s)
 {
 	struct zstdckpt_stats st;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	int ret;
 
 	memset(s, 0, sizeof(*s));
@@ -297,11 +302,11 @@ END_TEST
 /* Odd read sizes from a checkpoint, and a decode from the frame's start (ck NULL). */
 START_TEST(test_reads)
 {
-	static const size_t chunks[] = {1, 7, 4093, 1u << 20};
+	static const size_t chunks[] = { 1, 7, 4093, 1u << 20 };
 	struct fx x;
 	struct seen s;
 	struct zstdckpt_dec *d;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 
 	fx_open(&x, "m3.zst");
 	build(&x, 1u << 20, false, &s);
@@ -356,7 +361,7 @@ START_TEST(test_bad_args)
 {
 	struct fx x;
 	struct zstddec_frame f;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	struct zstdckpt_dec *d = (struct zstdckpt_dec *)&e;
 
 	fx_open(&x, "t1.zst");
@@ -377,7 +382,7 @@ START_TEST(test_bad_checkpoint)
 	struct fx x;
 	struct seen s;
 	struct zstdckpt ck;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	struct zstdckpt_dec *d;
 	int ret;
 
@@ -426,7 +431,8 @@ START_TEST(test_bad_checkpoint)
 }
 END_TEST
 
-/* Copies fixture name to "bad.zst" and returns a fixture opened on the copy, walked from the original. */
+/* Copies fixture name to "bad.zst" and returns a fixture opened on the copy, walked from the
+ * original. */
 static void fx_damaged(struct fx *x, const char *name, uint64_t flip_at, uint64_t truncate_to)
 {
 	char path[PATH_MAX];
@@ -455,7 +461,7 @@ START_TEST(test_damaged)
 {
 	struct fx x;
 	struct seen s;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	struct zstdckpt_dec *d;
 	int ret, nfail = 0;
 
@@ -505,7 +511,7 @@ START_TEST(test_lying_size)
 	struct fx x;
 	struct seen s;
 	struct zstddec_frame f;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	struct zstdckpt_dec *d;
 	ssize_t n;
 	static uint8_t buf[1u << 20];
@@ -545,7 +551,7 @@ static uint32_t xs(uint32_t *x)
  */
 static size_t craft_block(uint8_t *p, size_t len, const unsigned *modes, bool last, uint32_t *x)
 {
-	static const unsigned rle_max[3] = {15, 4, 10};
+	static const unsigned rle_max[3] = { 15, 4, 10 };
 	size_t start = len, bsize;
 	unsigned nbytes = 3 + xs(x) % 6;
 
@@ -621,7 +627,8 @@ START_TEST(test_crafted_modes)
 		 */
 		fx.fd = open(path, O_RDONLY | O_CLOEXEC);
 		ck_assert_int_ge(fx.fd, 0);
-		ck_assert_int_eq(zstddec_index_read(fx.fd, len, ZSTDDEC_WINDOW_LIBMAX, &fx.idx, &e), 0);
+		ck_assert_int_eq(zstddec_index_read(fx.fd, len, ZSTDDEC_WINDOW_LIBMAX, &fx.idx, &e),
+				 0);
 		ret = zstdckpt_build(fx.fd, &fx.idx->frames[0], 1, count_cb, NULL, &st, &e);
 		close(fx.fd);
 		zstddec_index_free(fx.idx);
@@ -657,11 +664,11 @@ END_TEST
 /* What a blob sink checks and keeps. */
 struct bseen {
 	const struct fx *x;
-	uint64_t out_pos;  /* output seen so far: compared with want */
+	uint64_t out_pos; /* output seen so far: compared with want */
 	uint64_t last_uoff;
 	uint64_t n;
-	bool resume;	   /* resume from every blob, to the frame's end */
-	uint64_t keep_at;  /* the blob numbered keep_at is kept */
+	bool resume;	  /* resume from every blob, to the frame's end */
+	uint64_t keep_at; /* the blob numbered keep_at is kept */
 	uint8_t *keep;
 	size_t keep_len;
 	uint64_t keep_uoff;
@@ -682,7 +689,7 @@ static int bs_point(void *arg, uint64_t uoff, const void *blob, size_t len)
 {
 	struct bseen *s = arg;
 	struct zstdckpt_dec *d;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	char what[64];
 	int ret;
 
@@ -714,9 +721,9 @@ static int bs_point(void *arg, uint64_t uoff, const void *blob, size_t len)
 static struct zstdckpt_blob_stats build_blobs(const struct fx *x, uint64_t span, bool resume,
 					      struct bseen *s)
 {
-	struct zstdckpt_sink sink = {bs_out, bs_point, s};
+	struct zstdckpt_sink sink = { bs_out, bs_point, s };
 	struct zstdckpt_blob_stats st;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	int ret;
 
 	memset(s, 0, sizeof(*s));
@@ -742,8 +749,8 @@ static struct zstdckpt_blob_stats build_blobs(const struct fx *x, uint64_t span,
 START_TEST(test_blobs_every_boundary)
 {
 	for (size_t i = 0; i <= sizeof(fixtures) / sizeof(fixtures[0]); i++) {
-		const char *name = i < sizeof(fixtures) / sizeof(fixtures[0]) ? fixtures[i].name
-									       : "pipe.zst";
+		const char *name =
+			i < sizeof(fixtures) / sizeof(fixtures[0]) ? fixtures[i].name : "pipe.zst";
 		struct zstdckpt_blob_stats st;
 		struct fx x;
 		struct bseen s;
@@ -773,7 +780,7 @@ START_TEST(test_blobs_span)
 {
 	struct zstdckpt_blob_stats st;
 	struct zstdckpt_dec *d;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	struct fx x;
 	struct bseen s;
 
@@ -818,8 +825,8 @@ END_TEST
 /* A byte flipped in the frame: -EIO from the build (the checksum at worst). */
 START_TEST(test_blobs_damaged_frame)
 {
-	struct zstdckpt_sink sink = {NULL, NULL, NULL};
-	struct zerr e = {0};
+	struct zstdckpt_sink sink = { NULL, NULL, NULL };
+	struct zerr e = { 0 };
 	struct fx x;
 	int ret, n = 0;
 
@@ -850,8 +857,8 @@ static int stop_point(void *arg, uint64_t uoff, const void *blob, size_t len)
 /* A sink that stops the build: its value comes back. */
 START_TEST(test_blobs_sink_stops)
 {
-	struct zstdckpt_sink s1 = {stop_out, NULL, NULL}, s2 = {NULL, stop_point, NULL};
-	struct zerr e = {0};
+	struct zstdckpt_sink s1 = { stop_out, NULL, NULL }, s2 = { NULL, stop_point, NULL };
+	struct zerr e = { 0 };
 	struct fx x;
 
 	fx_open(&x, "t1.zst");
@@ -932,7 +939,7 @@ static void expect_einval(const struct zstddec_frame *f, const uint8_t *b, size_
 			  const char *what)
 {
 	struct zstdckpt_dec *d = (struct zstdckpt_dec *)&d;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	int ret = zstdckpt_blob_open(f, b, len, &d, &e);
 
 	ck_assert_msg(ret == -EINVAL, "%s: %d", what, ret);
@@ -1006,7 +1013,7 @@ START_TEST(test_blobs_damaged_blob)
 	g = forge_payload(b, raw, n + 1, 1, (uint32_t)n, 1, &glen);
 	{
 		struct zstdckpt_dec *d;
-		struct zerr e = {0};
+		struct zerr e = { 0 };
 
 		ck_assert_int_eq(zstdckpt_blob_open(x.f, g, glen, &d, &e), 0);
 		zstdckpt_dec_close(d);
@@ -1085,11 +1092,11 @@ static int bench_cb(void *arg, const struct zstdckpt *ck, const uint8_t *w1, siz
 static int bench(const char *path, uint64_t span)
 {
 	static uint8_t buf[1u << 20];
-	double t[4][5] = {{0}};
+	double t[4][5] = { { 0 } };
 	struct zstddec_index *idx;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	struct stat st;
-	struct bsum bs = {0};
+	struct bsum bs = { 0 };
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0 || fstat(fd, &st) ||
@@ -1146,8 +1153,10 @@ static int bench(const char *path, uint64_t span)
 		qsort(t[m], 5, sizeof(double), cmp_double);
 	printf("%s: %.1f MiB out, window %llu\n", path, (double)idx->usize / 1048576,
 	       (unsigned long long)idx->frames[0].window);
-	printf("  ZSTD_decompressStream (zstddec)  %7.0f MB/s\n", (double)idx->usize / t[0][2] / 1e6);
-	printf("  ZSTD_decompressBlock (zstdckpt)  %7.0f MB/s\n", (double)idx->usize / t[1][2] / 1e6);
+	printf("  ZSTD_decompressStream (zstddec)  %7.0f MB/s\n",
+	       (double)idx->usize / t[0][2] / 1e6);
+	printf("  ZSTD_decompressBlock (zstdckpt)  %7.0f MB/s\n",
+	       (double)idx->usize / t[1][2] / 1e6);
 	printf("  build, span %llu               %7.0f MB/s\n", (unsigned long long)span,
 	       (double)idx->usize / t[2][2] / 1e6);
 	if (bs.n)
@@ -1167,24 +1176,25 @@ static int bench(const char *path, uint64_t span)
 static Suite *zstdckpt_suite(void)
 {
 	const struct checkutil_case t[] = {
-	{"resume_every_boundary", test_resume_every_boundary, 0},
-	{"span", test_span, 0},
-	{"reads", test_reads, 0},
-	{"no_fcs", test_no_fcs, 0},
-	{"bad_args", test_bad_args, 0},
-	{"bad_checkpoint", test_bad_checkpoint, 0},
-	{"damaged", test_damaged, 0},
-	{"lying_size", test_lying_size, 0},
-	{"crafted_modes", test_crafted_modes, 0},
-	{"blobs_every_boundary", test_blobs_every_boundary, 0},
-	{"blobs_span", test_blobs_span, 0},
-	{"blobs_granules", test_blobs_granules, 0},
-	{"blobs_damaged_frame", test_blobs_damaged_frame, 0},
-	{"blobs_sink_stops", test_blobs_sink_stops, 0},
-	{"blobs_damaged_blob", test_blobs_damaged_blob, 0},
+		{ "resume_every_boundary", test_resume_every_boundary, 0 },
+		{ "span", test_span, 0 },
+		{ "reads", test_reads, 0 },
+		{ "no_fcs", test_no_fcs, 0 },
+		{ "bad_args", test_bad_args, 0 },
+		{ "bad_checkpoint", test_bad_checkpoint, 0 },
+		{ "damaged", test_damaged, 0 },
+		{ "lying_size", test_lying_size, 0 },
+		{ "crafted_modes", test_crafted_modes, 0 },
+		{ "blobs_every_boundary", test_blobs_every_boundary, 0 },
+		{ "blobs_span", test_blobs_span, 0 },
+		{ "blobs_granules", test_blobs_granules, 0 },
+		{ "blobs_damaged_frame", test_blobs_damaged_frame, 0 },
+		{ "blobs_sink_stops", test_blobs_sink_stops, 0 },
+		{ "blobs_damaged_blob", test_blobs_damaged_blob, 0 },
 	};
 
-	return checkutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);
+	return checkutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1,
+			       NULL);
 }
 
 int main(int argc, char **argv)

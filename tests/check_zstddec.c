@@ -168,7 +168,7 @@ static void check_file(const char *name, size_t chunk, struct zstddec_index **ke
 
 START_TEST(test_levels)
 {
-	static const char *const files[] = {"l1.zst", "l3.zst", "l19.zst", "long27.zst"};
+	static const char *const files[] = { "l1.zst", "l3.zst", "l19.zst", "long27.zst" };
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		struct zstddec_index *idx;
@@ -402,7 +402,7 @@ END_TEST
 /* The cost of a decoder follows its window. */
 START_TEST(test_cost)
 {
-	struct zstddec_frame f = {.window = 1u << 20};
+	struct zstddec_frame f = { .window = 1u << 20 };
 	uint64_t c1, c8;
 
 	c1 = zstddec_dec_cost(&f);
@@ -466,7 +466,7 @@ START_TEST(test_truncated)
 	struct zerr e;
 	size_t len;
 	uint8_t *b;
-	static const size_t cuts[] = {1, 4, 100, 50000};
+	static const size_t cuts[] = { 1, 4, 100, 50000 };
 
 	need_generated();
 	b = slurp("l3.zst", &len);
@@ -754,7 +754,7 @@ END_TEST
 START_TEST(test_seekable)
 {
 	/* frames.zst: three frames from pipes (no FCS) of parts of sizes: */
-	static const uint32_t parts[3] = {1000000, 1500000, 1694304};
+	static const uint32_t parts[3] = { 1000000, 1500000, 1694304 };
 	struct zstddec_index *idx;
 	struct zerr e;
 	int fd;
@@ -815,7 +815,7 @@ START_TEST(test_seekable)
 	zstddec_index_free(idx);
 	/* and one that says a frame with an FCS has another size is ignored */
 	{
-		uint32_t lie[3] = {parts[0], parts[1] + 1, parts[2]};
+		uint32_t lie[3] = { parts[0], parts[1] + 1, parts[2] };
 
 		ck_assert_int_eq(testutil_sh(tmpdir, "cp frames.zst frames.keep && "
 						     "cat l1.zst l1.zst l1.zst > frames.zst"),
@@ -845,15 +845,16 @@ START_TEST(test_probe)
 		const char *file;
 		enum probe_fmt want;
 	} t[] = {
-		{"l1.zst", PROBE_ZSTD},	    {"pzstd.zst", PROBE_ZSTD}, {"skip.zst", PROBE_ZSTD},
-		{"seek.zst", PROBE_ZSTD},   {"dict.zst", PROBE_ZSTD},  {"onlyskip.zst", PROBE_ZSTD},
-		{"skip5.zst", PROBE_NONE},  {"skip4.zst", PROBE_ZSTD}, {"orig.txt", PROBE_NONE},
-		{"skipxz.zst", PROBE_NONE},
+		{ "l1.zst", PROBE_ZSTD },    { "pzstd.zst", PROBE_ZSTD },
+		{ "skip.zst", PROBE_ZSTD },  { "seek.zst", PROBE_ZSTD },
+		{ "dict.zst", PROBE_ZSTD },  { "onlyskip.zst", PROBE_ZSTD },
+		{ "skip5.zst", PROBE_NONE }, { "skip4.zst", PROBE_ZSTD },
+		{ "orig.txt", PROBE_NONE },  { "skipxz.zst", PROBE_NONE },
 	};
-	uint8_t head[8] = {0x50, 0x2A, 0x4D, 0x18, 0, 0, 0, 0};
+	uint8_t head[8] = { 0x50, 0x2A, 0x4D, 0x18, 0, 0, 0, 0 };
 
 	need_generated();
-	make_seekable("seek.zst", (const uint32_t[]){1000000, 1500000, 1694304}, 3, 0, false);
+	make_seekable("seek.zst", (const uint32_t[]){ 1000000, 1500000, 1694304 }, 3, 0, false);
 	ck_assert_int_eq(
 		testutil_sh(tmpdir, "for n in 4 5; do "
 				    "  for i in $(seq $n); do cat onlyskip.zst; done > skip$n.zst; "
@@ -1042,7 +1043,8 @@ static int gen_fixtures(void)
 
 	tpath(orig, sizeof(orig), "orig.txt");
 	tpath(small, sizeof(small), "small.txt");
-	if (testutil_text(orig, ORIG_SIZE, 2463534242u) || testutil_text(small, SMALL_SIZE, 88172645u))
+	if (testutil_text(orig, ORIG_SIZE, 2463534242u) ||
+	    testutil_text(small, SMALL_SIZE, 88172645u))
 		return -1;
 	return testutil_sh(
 		tmpdir,
@@ -1123,29 +1125,30 @@ static int gen_bigfcs(void)
 static Suite *zstddec_suite(void)
 {
 	const struct checkutil_case t[] = {
-	{"levels", test_levels, 0},
-	{"small_reads", test_small_reads, 0},
-	{"multi_frame", test_multi_frame, 0},
-	{"skippable", test_skippable, 0},
-	{"empty", test_empty, 0},
-	{"no_fcs", test_no_fcs, 0},
-	{"checksum_flag", test_checksum_flag, 0},
-	{"dictionary_flagged", test_dictionary_flagged, 0},
-	{"window_limit", test_window_limit, 0},
-	{"cost", test_cost, 0},
-	{"truncated", test_truncated, 0},
-	{"corrupt_payload", test_corrupt_payload, 0},
-	{"corrupt_checksum", test_corrupt_checksum, 0},
-	{"trailing_garbage", test_trailing_garbage, 0},
-	{"reserved_bits", test_reserved_bits, 0},
-	{"lying_size", test_lying_size, 0},
-	{"seekable", test_seekable, 0},
-	{"too_many_frames", test_too_many_frames, 0},
-	{"probe", test_probe, 0},
-	{"conformance", test_conformance, 0},
+		{ "levels", test_levels, 0 },
+		{ "small_reads", test_small_reads, 0 },
+		{ "multi_frame", test_multi_frame, 0 },
+		{ "skippable", test_skippable, 0 },
+		{ "empty", test_empty, 0 },
+		{ "no_fcs", test_no_fcs, 0 },
+		{ "checksum_flag", test_checksum_flag, 0 },
+		{ "dictionary_flagged", test_dictionary_flagged, 0 },
+		{ "window_limit", test_window_limit, 0 },
+		{ "cost", test_cost, 0 },
+		{ "truncated", test_truncated, 0 },
+		{ "corrupt_payload", test_corrupt_payload, 0 },
+		{ "corrupt_checksum", test_corrupt_checksum, 0 },
+		{ "trailing_garbage", test_trailing_garbage, 0 },
+		{ "reserved_bits", test_reserved_bits, 0 },
+		{ "lying_size", test_lying_size, 0 },
+		{ "seekable", test_seekable, 0 },
+		{ "too_many_frames", test_too_many_frames, 0 },
+		{ "probe", test_probe, 0 },
+		{ "conformance", test_conformance, 0 },
 	};
 
-	return checkutil_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1, NULL);
+	return checkutil_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1,
+			       NULL);
 }
 
 int main(void)

@@ -24,7 +24,7 @@ uint8_t *checkutil_slurp(const char *path, size_t *len)
 }
 
 Suite *checkutil_suite(const char *prog, const char *name, const struct checkutil_case *t, size_t n,
-		      int timeout, int have_corpus, int *skipped)
+		       int timeout, int have_corpus, int *skipped)
 {
 	Suite *s = suite_create(name);
 

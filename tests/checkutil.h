@@ -29,6 +29,6 @@ struct checkutil_case {
  * and counted in *skipped (which may be NULL when no case needs it).
  */
 Suite *checkutil_suite(const char *prog, const char *name, const struct checkutil_case *t, size_t n,
-		      int timeout, int have_corpus, int *skipped);
+		       int timeout, int have_corpus, int *skipped);
 
 #endif

@@ -38,9 +38,9 @@ void testutil_join(char *buf, size_t size, const char *dir, const char *name)
 
 int testutil_text(const char *path, size_t size, unsigned seed)
 {
-	static const char *words[] = {"block",	"stream", "index", "padding", "check",
-				      "the",	"of",	  "a",	   "lzma",    "dictionary",
-				      "zmount", "fuse",	  "\n",	   "offset",  "42"};
+	static const char *words[] = { "block",	 "stream", "index", "padding", "check",
+				       "the",	 "of",	   "a",	    "lzma",    "dictionary",
+				       "zmount", "fuse",   "\n",    "offset",  "42" };
 	uint32_t x = seed;
 	size_t n = 0;
 	FILE *f = fopen(path, "w");

@@ -18,7 +18,7 @@
 #include "zmctx.h"
 
 #define CACHE_SIZE (64u << 20)
-#define BUF (1u << 20)
+#define BUF	   (1u << 20)
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -73,13 +73,15 @@ int main(int argc, char *argv[])
 		argc--;
 		argv++;
 	} else if (argc > 1 && argv[1][0] == '-' && argv[1][1]) {
-		fprintf(stderr, "zmount-cat: unknown option '%s' (see zmount-cat --help)\n", argv[1]);
+		fprintf(stderr, "zmount-cat: unknown option '%s' (see zmount-cat --help)\n",
+			argv[1]);
 		free(buf);
 		return 1;
 	}
 	if (argc < 2 || argc > 4 || (argc > 2 && parse_u64(argv[2], &off)) ||
 	    (argc > 3 && parse_u64(argv[3], &len))) {
-		fprintf(stderr, "zmount-cat: usage: zmount-cat FILE [OFFSET [LENGTH]] (see --help)\n");
+		fprintf(stderr,
+			"zmount-cat: usage: zmount-cat FILE [OFFSET [LENGTH]] (see --help)\n");
 		free(buf);
 		return 1;
 	}
@@ -103,10 +105,11 @@ int main(int argc, char *argv[])
 		if (n < 0) {
 			struct zerr why;
 
-			/* The reader's own reason, not "Input/output error" (its log line said it too). */
+			/* The reader's own reason, not "Input/output error" (its log line said it
+			 * too). */
 			fprintf(stderr, "zmount-cat: %s: offset %" PRIu64 ": %s\n", name, off,
 				reader_last_error(r, &why) < 0 && why.msg[0] ? why.msg
-									 : strerror((int)-n));
+									     : strerror((int)-n));
 			ret = 2;
 			goto out;
 		}

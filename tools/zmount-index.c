@@ -39,10 +39,10 @@
 #include "zlog.h"
 #include "zmctx.h"
 
-#define BUILD_CACHE  (1u << 20) /* build leaves nothing in the cache (warm_bytes is 0) */
+#define BUILD_CACHE	(1u << 20) /* build leaves nothing in the cache (warm_bytes is 0) */
 #define BUILD_INDEX_MAX (64u << 20)
-#define VERIFY_CACHE (8u << 20) /* xz Blocks over 4 MiB are streamed in 2 MiB slices */
-#define READ_BUF     (1u << 20)
+#define VERIFY_CACHE	(8u << 20) /* xz Blocks over 4 MiB are streamed in 2 MiB slices */
+#define READ_BUF	(1u << 20)
 
 enum { EX_OK = 0, EX_USAGE = 1, EX_CORRUPT = 2, EX_UNREADABLE = 3 };
 
@@ -110,11 +110,11 @@ static void *xalloc(void *p)
  * line lands in the middle of the bar.
  */
 struct reasons {
-	bool clear;        /* a progress bar is showing: clear it before passing lines on */
-	bool held;         /* a line is held back: the file's first line with a why */
-	struct zerr why;   /* that line's why */
+	bool clear;	     /* a progress bar is showing: clear it before passing lines on */
+	bool held;	     /* a line is held back: the file's first line with a why */
+	struct zerr why;     /* that line's why */
 	char name[PATH_MAX]; /* the file it names ("" if none) */
-	char text[1024];   /* the line without the name */
+	char text[1024];     /* the line without the name */
 };
 
 /* Writes a line as zlog would, escaped: "zmount-index: LEVEL: NAME: text". */
@@ -426,7 +426,8 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 		walk(&l, argv[i], true);
 	reader_opts_default(&ro, BUILD_CACHE);
 	ro.index_dir = dir;
-	/* A mount's default limit for maps and checkpoints (cache_size=256M), not the tool's cache's. */
+	/* A mount's default limit for maps and checkpoints (cache_size=256M), not the tool's
+	 * cache's. */
 	ro.index_max = BUILD_INDEX_MAX;
 	zm = new_ctx(BUILD_CACHE, &rs, ZLOG_WARN); /* not the "rebuilding a stale index" notes */
 	for (size_t i = 0; i < l.n; i++) {
@@ -447,7 +448,8 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 			fresh++;
 		} else if (ret == 0 && after.indexes_built == before.indexes_built &&
 			   fmttab_index_optional(format_of(r))) {
-			unneeded[format_of(r)]++; /* zstd whose frames state their sizes: nothing to save */
+			unneeded[format_of(
+				r)]++; /* zstd whose frames state their sizes: nothing to save */
 		} else if (ret == 0 && saved_for(dir, path, r)) {
 			built++;
 		} else {
@@ -493,22 +495,22 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir, int
 		ret = fmttab_saved(fmt, dir, real, fd, &err);
 	}
 	fprintf(out, "index_state=%s\n",
-		ret == 1	     ? "unneeded"
-		: ret == 0	     ? "fresh"
-		: ret == -ESTALE     ? "stale"
-		: ret == -ENOENT     ? "missing"
-		: ret == -EBADMSG    ? "corrupt"
-		: ret == -EPERM	     ? "untrusted"
-				     : "unreadable");
+		ret == 1	  ? "unneeded"
+		: ret == 0	  ? "fresh"
+		: ret == -ESTALE  ? "stale"
+		: ret == -ENOENT  ? "missing"
+		: ret == -EBADMSG ? "corrupt"
+		: ret == -EPERM	  ? "untrusted"
+				  : "unreadable");
 	if (ret < 0 && ret != -ENOENT)
 		fprintf(out, "index_reason=%s\n", err.msg[0] ? err.msg : strerror(-ret));
 	return ret;
 }
 
 /*
- * The checkpoint lines of a source whose format has checkpoints (xz, zstd): how many of its units are
- * wide enough to have checkpoints, and whether dir holds a set a mount
- * would load for this version (the mount's own load and checks).
+ * The checkpoint lines of a source whose format has checkpoints (xz, zstd): how many of its units
+ * are wide enough to have checkpoints, and whether dir holds a set a mount would load for this
+ * version (the mount's own load and checks).
  */
 static void ckpt_state(const char *real, const char *dir, uint64_t units)
 {
@@ -536,9 +538,11 @@ static void ckpt_state(const char *real, const char *dir, uint64_t units)
 	for (size_t i = 0; i < n; i++)
 		ckpt_set_free((struct ckpt_set *)sets[i].set);
 	free(sets);
-	printf("checkpoints_state=%s\n", ret == 0 ? "fresh" : ret == -ENOENT ? "missing"
-					: ret == -ESTALE ? "stale" : ret == -EPERM ? "untrusted"
-					: "invalid");
+	printf("checkpoints_state=%s\n", ret == 0	  ? "fresh"
+					 : ret == -ENOENT ? "missing"
+					 : ret == -ESTALE ? "stale"
+					 : ret == -EPERM  ? "untrusted"
+							  : "invalid");
 }
 
 static int info_one(const char *path, const char *dir, struct zmctx *zm)
@@ -691,7 +695,8 @@ static int cmd_verify(int argc, char *argv[])
 			}
 			free(l.v);
 			if (l.other)
-				fprintf(stderr, "zmount-index: %s: skipped %u files that are not %s files\n",
+				fprintf(stderr,
+					"zmount-index: %s: skipped %u files that are not %s files\n",
 					argv[i], l.other, fmttab_names());
 			continue;
 		}

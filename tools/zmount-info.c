@@ -45,7 +45,8 @@ int main(int argc, char *argv[])
 	if (argc > 1 && strcmp(argv[1], "--") == 0)
 		first = 2;
 	else if (argc > 1 && argv[1][0] == '-' && argv[1][1]) {
-		fprintf(stderr, "zmount-info: unknown option '%s' (see zmount-info --help)\n", argv[1]);
+		fprintf(stderr, "zmount-info: unknown option '%s' (see zmount-info --help)\n",
+			argv[1]);
 		return 1;
 	}
 	if (argc <= first) {
@@ -67,7 +68,8 @@ int main(int argc, char *argv[])
 		/* Tab-separated, one line per file: escape tabs and newlines in names. */
 		zlog_escape(name, sizeof(name), argv[i]);
 		if (ret < 0) {
-			zlog_escape(why_text, sizeof(why_text), why.msg[0] ? why.msg : strerror(-ret));
+			zlog_escape(why_text, sizeof(why_text),
+				    why.msg[0] ? why.msg : strerror(-ret));
 			printf("%s\terror\t%s\n", name, why_text);
 			status = 2;
 			continue;

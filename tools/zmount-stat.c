@@ -11,8 +11,8 @@
  * fs/ops.c): cache_budget, cache_used, cache_peak, cache_charged,
  * cache_entries, cache_hits, cache_misses, cache_waits, cache_room_waits,
  * cache_evictions, decoded_bytes, served_bytes, readahead_bytes,
- * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes), indexes_built, indexes_loaded, read_errors,
- * index_errors, nodes, listings, listing_bytes, listing_budget,
+ * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes), indexes_built,
+ * indexes_loaded, read_errors, index_errors, nodes, listings, listing_bytes, listing_budget,
  * listing_rebuilds, plain_reads, and up to 10 "top=DECODED SERVED READS WHY PATH"
  * lines (PATH the source file's path, escaped by the daemon with zlog_escape;
  * WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index or -).  A key
@@ -33,30 +33,52 @@
 #include "zlog.h"
 
 #define XATTR_STATS "user.zmount.stats"
-#define MAX_TOP     10
+#define MAX_TOP	    10
 #define MAX_TEXT    (1u << 20)
 
 enum key {
-	K_BUDGET, K_USED, K_PEAK, K_CHARGED, K_ENTRIES, K_HITS, K_MISSES, K_WAITS, K_ROOM_WAITS,
-	K_EVICTIONS, K_DECODED, K_READAHEAD, K_PREFAULT, K_SERVED, K_BUILT,
-	K_LOADED, K_ERRORS, K_INDEX_ERRORS, K_NODES, K_LISTINGS, K_LIST_BYTES, K_LIST_BUDGET,
-	K_REBUILDS, K_PLAIN_READS, K_COUNT
+	K_BUDGET,
+	K_USED,
+	K_PEAK,
+	K_CHARGED,
+	K_ENTRIES,
+	K_HITS,
+	K_MISSES,
+	K_WAITS,
+	K_ROOM_WAITS,
+	K_EVICTIONS,
+	K_DECODED,
+	K_READAHEAD,
+	K_PREFAULT,
+	K_SERVED,
+	K_BUILT,
+	K_LOADED,
+	K_ERRORS,
+	K_INDEX_ERRORS,
+	K_NODES,
+	K_LISTINGS,
+	K_LIST_BYTES,
+	K_LIST_BUDGET,
+	K_REBUILDS,
+	K_PLAIN_READS,
+	K_COUNT
 };
 
 static const char *const key_names[K_COUNT] = {
-	"cache_budget",	   "cache_used",      "cache_peak",	"cache_charged",
-	"cache_entries",   "cache_hits",      "cache_misses",	"cache_waits",
-	"cache_room_waits", "cache_evictions", "decoded_bytes", "readahead_bytes",
-	"prefault_bytes",  "served_bytes",    "indexes_built",
-	"indexes_loaded",  "read_errors",     "index_errors",	"nodes",
-	"listings",	   "listing_bytes",   "listing_budget", "listing_rebuilds",
-	"plain_reads",
+	"cache_budget",	   "cache_used",       "cache_peak",
+	"cache_charged",   "cache_entries",    "cache_hits",
+	"cache_misses",	   "cache_waits",      "cache_room_waits",
+	"cache_evictions", "decoded_bytes",    "readahead_bytes",
+	"prefault_bytes",  "served_bytes",     "indexes_built",
+	"indexes_loaded",  "read_errors",      "index_errors",
+	"nodes",	   "listings",	       "listing_bytes",
+	"listing_budget",  "listing_rebuilds", "plain_reads",
 };
 
 /* A top= line: "DECODED SERVED READS WHY PATH". */
 struct top {
 	uint64_t decoded, served, reads;
-	uint64_t unit;    /* wide_unit, one_unit: the size of its widest unit */
+	uint64_t unit;	  /* wide_unit, one_unit: the size of its widest unit */
 	const char *why;  /* the token before any ':' ("wide_unit"), into the text */
 	const char *path; /* into the text */
 };
@@ -243,18 +265,21 @@ static void show_cause(const struct top *t, const struct stats *st)
 	if (strcmp(t->why, "one_unit") == 0) {
 		fmttab_advice(fmt, FMTTAB_FIX_ONE, bs, fix, sizeof(fix));
 		printf("    cause: the whole file is one %s of %s, more than cache_size/2 (%s): "
-		       "every random read decodes from the file's start\n", unit, a, c);
-		printf("    fix:   %s%smount with cache_size=%s or more\n", fix, fix[0] ? ", or " : "",
-		       b);
+		       "every random read decodes from the file's start\n",
+		       unit, a, c);
+		printf("    fix:   %s%smount with cache_size=%s or more\n", fix,
+		       fix[0] ? ", or " : "", b);
 	} else if (strcmp(t->why, "wide_unit") == 0) {
 		fmttab_advice(fmt, FMTTAB_FIX_WIDE, bs, fix, sizeof(fix));
 		printf("    cause: %ss of up to %s are wider than cache_size/2 (%s): random reads "
-		       "decode from the %s start\n", unit, a, c, unit);
-		printf("    fix:   mount with cache_size=%s or more%s%s\n", b, fix[0] ? ", or " : "",
-		       fix);
+		       "decode from the %s start\n",
+		       unit, a, c, unit);
+		printf("    fix:   mount with cache_size=%s or more%s%s\n", b,
+		       fix[0] ? ", or " : "", fix);
 	} else if (strcmp(t->why, "no_index") == 0) {
 		fmttab_advice(fmt, FMTTAB_NO_INDEX, bs, fix, sizeof(fix));
-		printf("    cause: %s: opening it decoded the whole file once, in this mount\n", fix);
+		printf("    cause: %s: opening it decoded the whole file once, in this mount\n",
+		       fix);
 		printf("    fix:   zmount-index build FILE (or its directory) saves it; later mounts "
 		       "load it (see index_dir)\n");
 	}
@@ -267,8 +292,9 @@ static void show_top(const struct top *t, const struct stats *st)
 
 	printf("  ");
 	put_path(t->path);
-	printf("\n    decoded %s to serve %s in %" PRIu64 " read%s", zlog_size(a, sizeof(a), t->decoded),
-	       zlog_size(b, sizeof(b), t->served), t->reads, t->reads == 1 ? "" : "s");
+	printf("\n    decoded %s to serve %s in %" PRIu64 " read%s",
+	       zlog_size(a, sizeof(a), t->decoded), zlog_size(b, sizeof(b), t->served), t->reads,
+	       t->reads == 1 ? "" : "s");
 	if (t->served)
 		printf(" (%.2fx)", (double)t->decoded / (double)t->served);
 	printf("\n");
@@ -286,7 +312,8 @@ static const char *rate(char *buf, size_t len, const struct stats *st, const str
 		return buf;
 	}
 	snprintf(buf, len, "  (%s/s)",
-		 zlog_size(sz, sizeof(sz), (uint64_t)((double)(st->v[k] - prev->v[k]) / secs + 0.5)));
+		 zlog_size(sz, sizeof(sz),
+			   (uint64_t)((double)(st->v[k] - prev->v[k]) / secs + 0.5)));
 	return buf;
 }
 
@@ -322,7 +349,8 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 		       pct(st->v[K_HITS], lookups), st->v[K_HITS], st->v[K_MISSES], st->v[K_WAITS],
 		       st->v[K_EVICTIONS]);
 	else
-		printf("hit ratio  n/a (%s)\n", st->has[K_HITS] ? "no lookups yet" : "not reported");
+		printf("hit ratio  n/a (%s)\n",
+		       st->has[K_HITS] ? "no lookups yet" : "not reported");
 	if (st->v[K_ROOM_WAITS])
 		printf("           %" PRIu64 " lookups waited for room in a full cache\n",
 		       st->v[K_ROOM_WAITS]);
@@ -361,13 +389,15 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 	else
 		printf("errors     n/a\n");
 	if (st->has[K_INDEX_ERRORS])
-		printf("corrupt    %" PRIu64 " archives failed to index (index errors; see the log)\n",
+		printf("corrupt    %" PRIu64
+		       " archives failed to index (index errors; see the log)\n",
 		       st->v[K_INDEX_ERRORS]);
 	if (st->has[K_NODES])
 		printf("tree       %" PRIu64 " nodes, %" PRIu64 " listings in %s of %s, %" PRIu64
 		       " rebuilt; %" PRIu64 " reads of plain files\n",
 		       st->v[K_NODES], st->v[K_LISTINGS], size(a, sizeof(a), st, K_LIST_BYTES),
-		       size(b, sizeof(b), st, K_LIST_BUDGET), st->v[K_REBUILDS], st->v[K_PLAIN_READS]);
+		       size(b, sizeof(b), st, K_LIST_BUDGET), st->v[K_REBUILDS],
+		       st->v[K_PLAIN_READS]);
 	if (st->ntop) {
 		printf("top files by bytes decoded\n");
 		for (unsigned i = 0; i < st->ntop; i++)
@@ -445,7 +475,8 @@ int main(int argc, char *argv[])
 		ret = read_stats(mnt, &texts[n & 1]);
 		if (ret < 0) {
 			if (ret == -ENODATA || ret == -ENOTSUP)
-				fprintf(stderr, "zmount-stat: %s: not the root of a zmount mount (it has no %s)\n",
+				fprintf(stderr,
+					"zmount-stat: %s: not the root of a zmount mount (it has no %s)\n",
 					mnt, XATTR_STATS);
 			else
 				fprintf(stderr, "zmount-stat: %s: %s\n", mnt, strerror(-ret));
@@ -456,7 +487,8 @@ int main(int argc, char *argv[])
 			prev = cur;
 		parse(texts[n & 1], &cur);
 		if (n)
-			secs = (double)(t0.tv_sec - last.tv_sec) + (double)(t0.tv_nsec - last.tv_nsec) / 1e9;
+			secs = (double)(t0.tv_sec - last.tv_sec) +
+			       (double)(t0.tv_nsec - last.tv_nsec) / 1e9;
 		last = t0;
 		if (watch && tty)
 			fputs("\033[H\033[J", stdout); /* redraw in place, like top */
@@ -467,8 +499,8 @@ int main(int argc, char *argv[])
 		if (!watch || (count && n + 1 >= count))
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		left = watch - ((double)(t1.tv_sec - t0.tv_sec) +
-				       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+		left = watch -
+		       ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 		if (left > 0) {
 			struct timespec d = { (time_t)left,
 					      (long)((left - (double)(time_t)left) * 1e9) };

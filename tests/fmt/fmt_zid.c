@@ -55,8 +55,9 @@ static int zid_size(int fd, uint64_t fsize, uint64_t *usize, struct zerr *why)
 	for (int i = 7; i >= 0; i--)
 		*usize = *usize << 8 | h[8 + i];
 	if (*usize != fsize - ZID_HDR)
-		return zerr_set(why, -EINVAL, 8, "zid header says %" PRIu64 " bytes, the file has %" PRIu64,
-				*usize, fsize - ZID_HDR);
+		return zerr_set(why, -EINVAL, 8,
+				"zid header says %" PRIu64 " bytes, the file has %" PRIu64, *usize,
+				fsize - ZID_HDR);
 	return 0;
 }
 
@@ -157,8 +158,9 @@ static int zid_ctx_new(void **state)
 
 static int zid_info_line(const struct reader_info *in, char *out, size_t len)
 {
-	return snprintf(out, len, "zid\tchunks=%" PRIu64 "\tcompressed=%" PRIu64
-			"\tuncompressed=%" PRIu64, in->blocks, in->csize, in->usize);
+	return snprintf(out, len,
+			"zid\tchunks=%" PRIu64 "\tcompressed=%" PRIu64 "\tuncompressed=%" PRIu64,
+			in->blocks, in->csize, in->usize);
 }
 
 static int zid_info_counts(const struct reader_info *in, char *out, size_t len)

@@ -112,7 +112,7 @@ static void check_index(const struct gzdec_index *idx, const struct seen *s, uin
 static void extract_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t len,
 			unsigned char *buf, const struct seen *s)
 {
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	unsigned char *dst = buf + EXTRACT_MAX - len;
 	uint64_t uoff = idx->points[i].uoff;
 	ssize_t n = gzdec_extract(fd, idx, i, dst, len, &err);
@@ -141,11 +141,11 @@ static void extract_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t 
 static void stream_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t len,
 		       const unsigned char *buf, uint64_t *state)
 {
-	static const size_t pieces[] = {1, 3, 4093, 7, 65537, 2, 32768};
+	static const size_t pieces[] = { 1, 3, 4093, 7, 65537, 2, 32768 };
 	static unsigned char tmp[65537];
 	const unsigned char *want = buf + EXTRACT_MAX - len;
 	struct gzdec_dec *d = (struct gzdec_dec *)&d; /* must be overwritten */
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t left = idx->usize - idx->points[i].uoff;
 	size_t got = 0, k = (size_t)fuzz_mix(state);
 	ssize_t n;
@@ -187,7 +187,7 @@ static void forged(int fd, struct gzdec_index *idx, unsigned char *buf, uint64_t
 		struct gzdec_point saved = idx->points[i], *p = &idx->points[i];
 		uint64_t r = fuzz_mix(state), left = idx->usize - p->uoff;
 		size_t len = left < 4099 ? (size_t)left : 4099;
-		struct zerr err = {0};
+		struct zerr err = { 0 };
 		ssize_t n;
 
 		switch (r % 3) {
@@ -214,9 +214,9 @@ static void forged(int fd, struct gzdec_index *idx, unsigned char *buf, uint64_t
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gzdec_index *idx = (struct gzdec_index *)&idx; /* must be overwritten */
-	struct seen s = {.order_ok = 1};
-	struct gzdec_sink sink = {seen_output, seen_point, &s};
-	struct zerr err = {0};
+	struct seen s = { .order_ok = 1 };
+	struct gzdec_sink sink = { seen_output, seen_point, &s };
+	struct zerr err = { 0 };
 	uint64_t state = fuzz_seed(data, size);
 	unsigned char *buf;
 	ssize_t n;

@@ -140,7 +140,7 @@ static void extract_all(const struct gzdec_index *idx, const uint8_t *data, size
 
 	FUZZ_CHECK(buf, "out of memory");
 	for (size_t i = 0; i < idx->npoints && i < MAX_POINTS; i++) {
-		struct zerr err = {0};
+		struct zerr err = { 0 };
 		uint64_t left = idx->usize - idx->points[i].uoff;
 		size_t len = left < EXTRACT_LEN ? (size_t)left : EXTRACT_LEN;
 		ssize_t n = gzdec_extract(fd, idx, i, buf + EXTRACT_LEN - len, len, &err);
@@ -160,8 +160,8 @@ static void extract_all(const struct gzdec_index *idx, const uint8_t *data, size
 static void load_zstd(const uint8_t *img, const struct idxfile_info *info, const char *src,
 		      const struct idxfile_id *id)
 {
-	struct zstddec_index z = {0};
-	struct zerr err = {0};
+	struct zstddec_index z = { 0 };
+	struct zerr err = { 0 };
 	size_t off = HDR + strlen(info->src);
 	uint64_t sum = 0;
 	int ret;
@@ -205,7 +205,7 @@ static void load_ckpt(const uint8_t *img, size_t size, const struct idxfile_info
 {
 	struct idxfile_ckpt *v = (struct idxfile_ckpt *)&v;
 	char path[PATH_MAX];
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t pts = 0, blobs = 0;
 	size_t n = 99;
 	int ret = idxfile_path_ckpt(g_dir, id, path, sizeof(path));
@@ -243,7 +243,7 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 	struct idxfile_info *info = malloc(sizeof(*info));
 	struct gzdec_index *idx = (struct gzdec_index *)&idx; /* must be overwritten */
 	struct idxfile_id id;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint32_t plen = get32(img + H_PATHLEN);
 	int hret, ret;
 
@@ -304,7 +304,7 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct idxfile_info *info = malloc(sizeof(*info));
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint8_t *img;
 	int ret;
 

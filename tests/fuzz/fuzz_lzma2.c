@@ -35,7 +35,7 @@
 #define MAX_OUT	  (256u << 10)
 #define MAX_CKPTS 3
 
-static const size_t reads[] = {1, 3, 7, 31, 127, 509, 4093, 65521, 1u << 20};
+static const size_t reads[] = { 1, 3, 7, 31, 127, 509, 4093, 65521, 1u << 20 };
 
 struct mem {
 	const uint8_t *p;
@@ -57,8 +57,8 @@ static ssize_t mem_pull(void *opaque, uint64_t coff, void *buf, size_t len)
 /* 1: end marker; 0: stopped at the limit; -1: error or truncated input. */
 static int ref_decode(const uint8_t *in, size_t n, uint32_t dict, uint8_t *out, size_t *outn)
 {
-	lzma_options_lzma opt = {.dict_size = dict};
-	lzma_filter f[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
+	lzma_options_lzma opt = { .dict_size = dict };
+	lzma_filter f[2] = { { LZMA_FILTER_LZMA2, &opt }, { LZMA_VLI_UNKNOWN, NULL } };
 	lzma_stream s = LZMA_STREAM_INIT;
 	lzma_ret r;
 
@@ -112,7 +112,7 @@ static int keep(void *opaque, struct lzma2dec *d, const struct lzma2dec_chunk *c
  */
 static int our_read(struct lzma2dec *d, uint8_t *out, size_t limit, uint64_t *state, size_t *outn)
 {
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	size_t got = 0;
 	ssize_t n;
 
@@ -130,7 +130,8 @@ static int our_read(struct lzma2dec *d, uint8_t *out, size_t limit, uint64_t *st
 		if (n < 0) {
 			FUZZ_CHECK(n == -EIO, "read returned %zd, not listed in lzma2dec.h", n);
 			FUZZ_CHECK(err.msg[0], "read failed without a reason");
-			FUZZ_CHECK(lzma2dec_read(d, out, 1, NULL) == n, "a failed decoder recovered");
+			FUZZ_CHECK(lzma2dec_read(d, out, 1, NULL) == n,
+				   "a failed decoder recovered");
 			*outn = got;
 			return (int)n;
 		}
@@ -164,7 +165,8 @@ static void check_resume(const struct mem *m, uint32_t dict, const uint8_t *blob
 	FUZZ_CHECK(lzma2dec_tell(d) == uoff, "resumed at the wrong offset");
 	ret = our_read(d, out, MAX_OUT - uoff, state, &n);
 	lzma2dec_free(d);
-	/* a failing read returns none of its bytes, so after an error only a prefix is comparable */
+	/* a failing read returns none of its bytes, so after an error only a prefix is comparable
+	 */
 	FUZZ_CHECK(memcmp(out, first + uoff, n < firstn - uoff ? n : firstn - uoff) == 0,
 		   "resumed at %llu: bytes differ from the first pass", (unsigned long long)uoff);
 	FUZZ_CHECK(ret == firstret && (ret < 0 || n == firstn - uoff),
@@ -189,7 +191,8 @@ static void check_damaged(const struct mem *m, uint32_t dict, const uint8_t *blo
 	ret = lzma2dec_ckpt_load(bad, len, &ck);
 	free(bad);
 	if (ret < 0) {
-		FUZZ_CHECK(ret == -EINVAL && !ck.probs && !ck.window, "load: %d, or arrays left", ret);
+		FUZZ_CHECK(ret == -EINVAL && !ck.probs && !ck.window, "load: %d, or arrays left",
+			   ret);
 		return;
 	}
 	ret = lzma2dec_resume(&ck, dict,
@@ -210,8 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t state = fuzz_seed(data, size), r = fuzz_mix(&state);
 	uint32_t dict = r % 4 == 0 ? 4096 : 1u << 20;
-	struct mem m = {data, size};
-	struct kept k = {.seed = fuzz_mix(&state)};
+	struct mem m = { data, size };
+	struct kept k = { .seed = fuzz_mix(&state) };
 	static uint8_t *ref, *ours, *tmp; /* once: allocating 3 MiB per input halves the speed */
 	uint64_t ulimit = UINT64_MAX;
 	struct lzma2dec *d;
@@ -244,14 +247,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(ret == -EIO && oursn <= ulimit, "limit %llu: returned %d after %zu",
 			   (unsigned long long)ulimit, ret, oursn);
 	} else if (rr == 1) {
-		FUZZ_CHECK(ret == 1 && oursn == refn, "liblzma: end after %zu bytes; ours: %d after %zu",
-			   refn, ret, oursn);
+		FUZZ_CHECK(ret == 1 && oursn == refn,
+			   "liblzma: end after %zu bytes; ours: %d after %zu", refn, ret, oursn);
 	} else if (rr == 0) {
 		FUZZ_CHECK(ret == 0 && oursn == MAX_OUT, "liblzma: %u bytes; ours: %d after %zu",
 			   MAX_OUT, ret, oursn);
 	} else {
-		FUZZ_CHECK(ret < 0 && oursn <= refn, "liblzma fails after %zu bytes; ours: %d after %zu",
-			   refn, ret, oursn);
+		FUZZ_CHECK(ret < 0 && oursn <= refn,
+			   "liblzma fails after %zu bytes; ours: %d after %zu", refn, ret, oursn);
 	}
 
 	for (size_t i = 0; i < k.n; i++) {

@@ -22,7 +22,7 @@ static int save_one(const char *dir, uint64_t span, const char *file)
 	char abs[PATH_MAX];
 	struct idxfile_id id;
 	struct gzdec_index *idx;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	int fd, ret;
 
 	if (!realpath(file, abs)) {

@@ -47,8 +47,8 @@
 #define BUF_CAP	   65536u
 #define FORGED	   4 /* Blocks decoded again under forged entries */
 
-static const uint8_t xz_magic[6] = {0xFD, '7', 'z', 'X', 'Z', 0x00};
-static const size_t chunks[] = {1, 3, 7, 31, 127, 509, 4093, 65521};
+static const uint8_t xz_magic[6] = { 0xFD, '7', 'z', 'X', 'Z', 0x00 };
+static const size_t chunks[] = { 1, 3, 7, 31, 127, 509, 4093, 65521 };
 
 /* The index's promises: Blocks in file order, inside the file, tiling the output. */
 static void check_index(const struct xzdec_index *idx, uint64_t size)
@@ -85,7 +85,7 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 			uint64_t *budget, unsigned *calls)
 {
 	struct xzdec_dec *d = (struct xzdec_dec *)&d; /* must be overwritten */
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t got = 0;
 	size_t k = (size_t)fuzz_mix(state);
 	ssize_t n;
@@ -262,10 +262,10 @@ static void reseal(uint8_t *p, size_t size)
 static void run(const uint8_t *data, size_t size)
 {
 	struct xzdec_index *idx = (struct xzdec_index *)&idx; /* must be overwritten */
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t state = fuzz_seed(data, size), budget = MAX_OUT;
 	unsigned calls = 0;
-	int whole[FORGED] = {0}; /* Block i decoded whole under its Index entry */
+	int whole[FORGED] = { 0 }; /* Block i decoded whole under its Index entry */
 	unsigned char *buf;
 	int fd = fuzz_memfd(data, size), ret;
 

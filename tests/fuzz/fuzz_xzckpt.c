@@ -34,7 +34,7 @@
 #define SPAN	  (32u << 10)
 #define BLOB_HEAD 96
 
-static const size_t reads[] = {1, 7, 127, 4093, 65521};
+static const size_t reads[] = { 1, 7, 127, 4093, 65521 };
 
 static int fd = -1;
 static struct xzdec_index *idx;
@@ -69,9 +69,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static uint8_t in[USIZE], out[USIZE + USIZE / 2 + 4096];
 	lzma_options_lzma opt;
-	lzma_filter f[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
-	struct xzckpt_sink s = {drop, seed, NULL};
-	struct zerr err = {0};
+	lzma_filter f[2] = { { LZMA_FILTER_LZMA2, &opt }, { LZMA_VLI_UNKNOWN, NULL } };
+	struct xzckpt_sink s = { drop, seed, NULL };
+	struct zerr err = { 0 };
 	uint64_t st = 1;
 	size_t outn = 0;
 
@@ -81,12 +81,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	for (size_t i = 0; i < USIZE; i++) {
 		uint64_t r = fuzz_mix(&st);
 
-		in[i] = (uint8_t)(r % 4 || i < 40000 ? 'a' + r / 4 % 26 : in[i - 1 - r / 4 % 40000]);
+		in[i] = (uint8_t)(r % 4 || i < 40000 ? 'a' + r / 4 % 26
+						     : in[i - 1 - r / 4 % 40000]);
 	}
 	FUZZ_CHECK(!lzma_lzma_preset(&opt, 6), "preset");
 	opt.dict_size = 64 << 10;
 	FUZZ_CHECK(lzma_stream_buffer_encode(f, LZMA_CHECK_CRC32, NULL, in, USIZE, out, &outn,
-					     sizeof(out)) == LZMA_OK, "encode");
+					     sizeof(out)) == LZMA_OK,
+		   "encode");
 	fd = fuzz_memfd(out, outn);
 	FUZZ_CHECK(xzdec_index_read(fd, outn, &idx, &err) == 0 && idx->nblocks == 1, "index: %s",
 		   err.msg);
@@ -100,7 +102,7 @@ static void try_blob(const uint8_t *blob, size_t len, uint64_t *mix)
 {
 	const struct xzdec_block *b = idx->blocks;
 	struct xzckpt_dec *d = (struct xzckpt_dec *)1;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	static uint8_t buf[65521];
 	uint64_t at, stop;
 	ssize_t n;

@@ -48,7 +48,7 @@
 #define FORGED	   4 /* frames decoded again under forged entries */
 #define WINDOW_MAX (8u << 20)
 
-static const size_t chunks[] = {1, 3, 7, 31, 127, 509, 4093, 65521};
+static const size_t chunks[] = { 1, 3, 7, 31, 127, 509, 4093, 65521 };
 
 static void check_index(const struct zstddec_index *idx, uint64_t size)
 {
@@ -109,7 +109,7 @@ static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *bu
 			uint64_t *budget, unsigned *calls)
 {
 	struct zstddec_dec *d = (struct zstddec_dec *)&d; /* must be overwritten */
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t got = 0;
 	size_t k = (size_t)fuzz_mix(state);
 	bool known = f->usize != ZSTDDEC_UNKNOWN;
@@ -174,10 +174,10 @@ static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *bu
 static void run(const uint8_t *data, size_t size)
 {
 	struct zstddec_index *idx = (struct zstddec_index *)&idx; /* must be overwritten */
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	uint64_t state = fuzz_seed(data, size), budget = MAX_OUT;
 	unsigned calls = 0;
-	int whole[FORGED] = {0};
+	int whole[FORGED] = { 0 };
 	unsigned char *buf;
 	int fd = fuzz_memfd(data, size), ret;
 
@@ -185,12 +185,13 @@ static void run(const uint8_t *data, size_t size)
 	{
 		/* the scan (a listing's probe) keeps nothing but gives the same verdict */
 		struct zstddec_scan sc;
-		struct zerr serr = {0};
+		struct zerr serr = { 0 };
 		int sret = zstddec_scan(fd, size, WINDOW_MAX, ZSTDDEC_MAX_FRAMES, &sc, &serr);
 
 		FUZZ_CHECK(sret == ret || ret == -ENOMEM, "scan says %d, index_read %d", sret, ret);
-		FUZZ_CHECK(ret < 0 || (sc.nframes == idx->nframes && sc.ndict == idx->ndict &&
-				       sc.nbigwin == idx->nbigwin && sc.nskippable == idx->nskippable),
+		FUZZ_CHECK(ret < 0 ||
+				   (sc.nframes == idx->nframes && sc.ndict == idx->ndict &&
+				    sc.nbigwin == idx->nbigwin && sc.nskippable == idx->nskippable),
 			   "scan counts differ from index_read's");
 	}
 	if (ret < 0) {

@@ -62,20 +62,21 @@ static int keep_blob(void *arg, uint64_t uoff, const void *blob, size_t len)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static const char *words[] = {"GET ", "POST ", "/index.html ", "200 ", "404 ",
-				      "user=", "id=", "\n", "ms ", "error: ", "ok "};
-	struct zstdckpt_sink sink = {NULL, keep_blob, NULL};
+	static const char *words[] = { "GET ", "POST ", "/index.html ", "200 ",	   "404 ", "user=",
+				       "id=",  "\n",	"ms ",		"error: ", "ok " };
+	struct zstdckpt_sink sink = { NULL, keep_blob, NULL };
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	size_t cap = ZSTD_compressBound(TEXT_LEN), n = 0, z;
 	uint8_t *zbuf = malloc(cap);
 	uint32_t x = 1;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 
 	(void)argc, (void)argv;
 	text = malloc(TEXT_LEN);
 	FUZZ_CHECK(cc && zbuf && text, "out of memory");
 	while (n < TEXT_LEN) {
-		const char *w = words[(x = x * 1103515245u + 12345u) >> 16 & 7 ? (x >> 20) % 11 : 7];
+		const char *w =
+			words[(x = x * 1103515245u + 12345u) >> 16 & 7 ? (x >> 20) % 11 : 7];
 		size_t k = strlen(w);
 
 		if (k > TEXT_LEN - n)
@@ -117,7 +118,7 @@ static void drain(struct zstdckpt_dec *d, bool exact)
 	static uint8_t buf[BUF_CAP];
 	const struct zstddec_frame *f = &idx->frames[0];
 	uint64_t pos = zstdckpt_dec_tell(d);
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	ssize_t n;
 
 	FUZZ_CHECK(pos < f->usize, "opened at %llu", (unsigned long long)pos);
@@ -141,7 +142,7 @@ static void drain(struct zstdckpt_dec *d, bool exact)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct zstdckpt_dec *d = (struct zstdckpt_dec *)&d;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	uint8_t *b;
 	size_t len;
 	bool edited;

@@ -15,43 +15,52 @@ static uint64_t rnd(void) /* splitmix64 */
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
-static unsigned below(unsigned n) { return (unsigned)(rnd() % n); }
+static unsigned below(unsigned n)
+{
+	return (unsigned)(rnd() % n);
+}
 static unsigned skew(unsigned n) /* small values far more likely (roughly Zipf) */
 {
 	double u = (double)(rnd() >> 11) / 9007199254740992.0;
 	return (unsigned)(u * u * u * n);
 }
 #define PICK(a) (a[skew(sizeof(a) / sizeof(a[0]))])
-#define ANY(a) (a[below(sizeof(a) / sizeof(a[0]))])
+#define ANY(a)	(a[below(sizeof(a) / sizeof(a[0]))])
 
-static const char *svc[] = {"api-gateway", "auth", "orders", "billing", "search", "inventory",
-			    "notifier", "scheduler", "cdn-edge", "reports"};
-static const char *lvl[] = {"INFO", "INFO", "INFO", "INFO", "DEBUG", "DEBUG", "WARN", "ERROR"};
-static const char *meth[] = {"GET", "GET", "GET", "POST", "PUT", "DELETE", "PATCH"};
-static const char *res[] = {"users", "orders", "items", "carts", "sessions", "invoices",
-			    "products", "search", "health", "metrics", "static/js", "images"};
-static const char *st[] = {"200", "200", "200", "200", "304", "201", "204", "404", "400",
-			   "500", "503", "302", "401"};
+static const char *svc[] = { "api-gateway", "auth",	"orders",    "billing",	 "search",
+			     "inventory",   "notifier", "scheduler", "cdn-edge", "reports" };
+static const char *lvl[] = { "INFO", "INFO", "INFO", "INFO", "DEBUG", "DEBUG", "WARN", "ERROR" };
+static const char *meth[] = { "GET", "GET", "GET", "POST", "PUT", "DELETE", "PATCH" };
+static const char *res[] = { "users",	 "orders", "items",  "carts",	"sessions",  "invoices",
+			     "products", "search", "health", "metrics", "static/js", "images" };
+static const char *st[] = { "200", "200", "200", "200", "304", "201", "204",
+			    "404", "400", "500", "503", "302", "401" };
 static const char *ua[] = {
 	"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
 	"Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0",
-	"curl/7.88.1", "python-requests/2.31.0", "Go-http-client/1.1",
+	"curl/7.88.1",
+	"python-requests/2.31.0",
+	"Go-http-client/1.1",
 	"Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148",
-	"kube-probe/1.28", "Prometheus/2.48.0"};
+	"kube-probe/1.28",
+	"Prometheus/2.48.0"
+};
 static const char *msg[] = { /* each takes one %s, then one %u */
-	"cache miss for key %s:%u, fetching from backend",
-	"connection pool %s exhausted (active=%u), waiting",
-	"retrying request to %s (attempt %u)",
-	"user from %s logged in from new device, uid=%u",
-	"job %s finished, %u rows processed",
-	"slow query on table %s: %u ms",
-	"rate limit exceeded on %s for client %u",
-	"scheduled task %s started, next run in %u s",
-	"TLS handshake failed with peer %s: code=%u",
-	"flushed dirty pages of %s to disk: %u pages"};
-static const char *word[] = {"orders", "users", "billing.v2", "sessions", "inventory_items",
-			     "nightly-export", "reindex", "gc", "payments", "eu-west-1", "replica-3"};
-static const char *tbl[] = {"orders", "order_items", "users", "events", "audit_log", "prices"};
+			     "cache miss for key %s:%u, fetching from backend",
+			     "connection pool %s exhausted (active=%u), waiting",
+			     "retrying request to %s (attempt %u)",
+			     "user from %s logged in from new device, uid=%u",
+			     "job %s finished, %u rows processed",
+			     "slow query on table %s: %u ms",
+			     "rate limit exceeded on %s for client %u",
+			     "scheduled task %s started, next run in %u s",
+			     "TLS handshake failed with peer %s: code=%u",
+			     "flushed dirty pages of %s to disk: %u pages"
+};
+static const char *word[] = { "orders",		 "users",	   "billing.v2", "sessions",
+			      "inventory_items", "nightly-export", "reindex",	 "gc",
+			      "payments",	 "eu-west-1",	   "replica-3" };
+static const char *tbl[] = { "orders", "order_items", "users", "events", "audit_log", "prices" };
 
 static char *out;
 static size_t outlen, outcap;
@@ -132,11 +141,12 @@ static void bin_segment(uint64_t *id)
 	} else { /* serialized text objects */
 		size_t n = 0;
 		while (n < sizeof b - 512)
-			n += (size_t)snprintf(b + n, sizeof b - n,
-					      "{\"id\":%llu,\"svc\":\"%s\",\"user\":%u,\"path\":\"/%s/%u\","
-					      "\"status\":%s,\"tags\":[\"%s\",\"%s\"]}\n",
-					      (unsigned long long)(*id)++, PICK(svc), skew(10000),
-					      PICK(res), skew(5000), PICK(st), PICK(word), PICK(word));
+			n += (size_t)snprintf(
+				b + n, sizeof b - n,
+				"{\"id\":%llu,\"svc\":\"%s\",\"user\":%u,\"path\":\"/%s/%u\","
+				"\"status\":%s,\"tags\":[\"%s\",\"%s\"]}\n",
+				(unsigned long long)(*id)++, PICK(svc), skew(10000), PICK(res),
+				skew(5000), PICK(st), PICK(word), PICK(word));
 		memset(b + n, ' ', sizeof b - n);
 	}
 	emit(b, sizeof b);

@@ -57,7 +57,7 @@ static uint64_t fnv(uint64_t h, const uint8_t *p, size_t n)
 static double run_ours(struct mem *m, uint32_t dict, uint8_t *out, uint64_t *total, uint64_t *h)
 {
 	struct lzma2dec *d;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	double t = now();
 	ssize_t n;
 
@@ -79,8 +79,8 @@ static double run_ours(struct mem *m, uint32_t dict, uint8_t *out, uint64_t *tot
 
 static double run_lzma(struct mem *m, uint32_t dict, uint8_t *out, uint64_t *total, uint64_t *h)
 {
-	lzma_options_lzma opt = {.dict_size = dict};
-	lzma_filter f[2] = {{LZMA_FILTER_LZMA2, &opt}, {LZMA_VLI_UNKNOWN, NULL}};
+	lzma_options_lzma opt = { .dict_size = dict };
+	lzma_filter f[2] = { { LZMA_FILTER_LZMA2, &opt }, { LZMA_VLI_UNKNOWN, NULL } };
 	lzma_stream s = LZMA_STREAM_INIT;
 	double t = now();
 	lzma_ret r;

@@ -5,8 +5,8 @@
  * wall and CPU time, the checkpoints' total size as a share of the file,
  * the dense and kept window bytes, and the build's memory; then opens every
  * checkpoint, reads 4 KiB, and prints the median and worst open+read time
- * (warm page cache; wall and thread CPU time).  Compare the build time with `time xz -dc FILE >/dev/null`.
- * Build (after cmake --build build):
+ * (warm page cache; wall and thread CPU time).  Compare the build time with `time xz -dc FILE
+ * >/dev/null`. Build (after cmake --build build):
  *   cc -O2 -Icodec -o /tmp/xzckpt-bench tools/bench/xzckpt-bench.c \
  *      build/codec/libzmcodec.a -llzma -lzstd -lz */
 #include <fcntl.h>
@@ -98,10 +98,10 @@ static uint64_t size_arg(const char *s)
 
 static int bench(int fd, const struct xzdec_block *b, uint64_t fsize, uint64_t span)
 {
-	struct keep k = {0};
-	struct xzckpt_sink s = {on_out, on_point, &k};
+	struct keep k = { 0 };
+	struct xzckpt_sink s = { on_out, on_point, &k };
 	struct xzckpt_stats st;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	double w0 = wall(), c0 = cpu(), *t, *tc;
 	static char buf[4096];
 	int ret = xzckpt_build(fd, b, span, &s, &st, &err);
@@ -147,7 +147,8 @@ static int bench(int fd, const struct xzdec_block *b, uint64_t fsize, uint64_t s
 	if (k.n)
 		printf("  open + 4 KiB read: median %.2f ms wall, %.2f ms cpu; worst %.2f ms wall, "
 		       "%.2f ms cpu (%zu points)\n",
-		       t[k.n / 2] * 1e3, tc[k.n / 2] * 1e3, t[k.n - 1] * 1e3, tc[k.n - 1] * 1e3, k.n);
+		       t[k.n / 2] * 1e3, tc[k.n / 2] * 1e3, t[k.n - 1] * 1e3, tc[k.n - 1] * 1e3,
+		       k.n);
 	free(t);
 	free(tc);
 	free(k.b);
@@ -157,7 +158,7 @@ static int bench(int fd, const struct xzdec_block *b, uint64_t fsize, uint64_t s
 int main(int argc, char **argv)
 {
 	struct xzdec_index *idx;
-	struct zerr err = {0};
+	struct zerr err = { 0 };
 	const struct xzdec_block *b;
 	struct stat sb;
 	int fd, rc = 0;

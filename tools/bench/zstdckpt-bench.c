@@ -104,7 +104,7 @@ static void keep_free(struct keep *k)
 /* `zstd -dc path >/dev/null`: wall and CPU (user + sys) seconds. */
 static int zstd_dc(const char *path, double *wall, double *cpu)
 {
-	char *argv[] = {"zstd", "-q", "-dc", "--", (char *)path, NULL};
+	char *argv[] = { "zstd", "-q", "-dc", "--", (char *)path, NULL };
 	posix_spawn_file_actions_t fa;
 	struct rusage ru;
 	int st;
@@ -119,8 +119,8 @@ static int zstd_dc(const char *path, double *wall, double *cpu)
 	if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		return -1;
 	*wall = now(CLOCK_MONOTONIC) - t0;
-	*cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	*cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
 	return 0;
 }
 
@@ -129,7 +129,7 @@ static double resume(const struct zstddec_frame *f, int fd, const struct blob *b
 {
 	static uint8_t buf[1u << 16];
 	struct zstdckpt_dec *d;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	double t0 = now(CLOCK_MONOTONIC);
 	uint64_t pos = b->uoff;
 
@@ -157,9 +157,12 @@ static uint64_t parse_size(const char *s)
 	uint64_t v = strtoull(s, &end, 0);
 
 	switch (*end) {
-	case 'G': v <<= 10; /* fall through */
-	case 'M': v <<= 10; /* fall through */
-	case 'K': v <<= 10;
+	case 'G':
+		v <<= 10; /* fall through */
+	case 'M':
+		v <<= 10; /* fall through */
+	case 'K':
+		v <<= 10;
 	}
 	return v;
 }
@@ -169,10 +172,10 @@ static int bench_span(const char *path, int fd, const struct zstddec_index *idx,
 {
 	const struct zstddec_frame *f = &idx->frames[0];
 	double wall[RUNS], cpu[RUNS], pwall[RUNS], pcpu[RUNS], *open_t, *rand_t;
-	struct zstdckpt_blob_stats st = {0};
-	struct keep k = {0};
-	struct zstdckpt_sink sink = {sink_out, sink_point, &k};
-	struct zerr e = {0};
+	struct zstdckpt_blob_stats st = { 0 };
+	struct keep k = { 0 };
+	struct zstdckpt_sink sink = { sink_out, sink_point, &k };
+	struct zerr e = { 0 };
 	uint32_t x = 2463534242u;
 
 	for (int r = 0; r < RUNS; r++) {
@@ -199,8 +202,8 @@ static int bench_span(const char *path, int fd, const struct zstddec_index *idx,
 
 		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
 		open_t[i] = resume(f, fd, &k.b[i], k.b[i].uoff);
-		rand_t[i] = resume(f, fd, &k.b[i],
-				   k.b[i].uoff + (room > 4096 ? x % (room - 4096) : 0));
+		rand_t[i] =
+			resume(f, fd, &k.b[i], k.b[i].uoff + (room > 4096 ? x % (room - 4096) : 0));
 	}
 	printf("%s span %llu MiB: %llu blobs, %.2f%% of the .zst (%.0f B avg); window kept %.1f%% "
 	       "of dense (%.0f of %.0f KiB avg, %.0f runs avg); %llu seqs marked; pending peak "
@@ -208,9 +211,9 @@ static int bench_span(const char *path, int fd, const struct zstddec_index *idx,
 	       path, (unsigned long long)(span >> 20), (unsigned long long)st.points,
 	       100.0 * (double)st.blob_bytes / (double)idx->csize,
 	       st.points ? (double)st.blob_bytes / (double)st.points : 0,
-	       st.window_bytes_dense ? 100.0 * (double)st.window_bytes_kept /
-					       (double)st.window_bytes_dense
-				     : 0,
+	       st.window_bytes_dense
+		       ? 100.0 * (double)st.window_bytes_kept / (double)st.window_bytes_dense
+		       : 0,
 	       st.points ? (double)st.window_bytes_kept / (double)st.points / 1024 : 0,
 	       st.points ? (double)st.window_bytes_dense / (double)st.points / 1024 : 0,
 	       st.points ? (double)st.runs / (double)st.points : 0,
@@ -234,7 +237,7 @@ static int bench_span(const char *path, int fd, const struct zstddec_index *idx,
 int main(int argc, char **argv)
 {
 	struct zstddec_index *idx;
-	struct zerr e = {0};
+	struct zerr e = { 0 };
 	struct stat st;
 	double zw[RUNS], zc[RUNS];
 	int fd, ret = 0;
