@@ -439,6 +439,20 @@ START_TEST(zstd_saved_sets_are_loaded)
 }
 END_TEST
 
+/* Waits up to a minute for a queued pass to publish the set. */
+static void wait_for_checkpoints(struct opened *o)
+{
+	struct reader_info in = { 0 };
+
+	for (int i = 0; i < 600; i++) {
+		reader_get_info(o->r, &in);
+		if (in.ckpts > 0)
+			break;
+		usleep(100000);
+	}
+	ck_assert_uint_gt(in.ckpts, 0);
+}
+
 /*
  * A read that must decode from the start of a wide entry queues a pass on
  * the pool: reads after it resume at checkpoints, with no indexer.
@@ -447,20 +461,13 @@ START_TEST(a_far_read_queues_a_pass)
 {
 	struct opened o;
 	struct pool *pool;
-	struct reader_info in;
 	unsigned char buf[4096];
 
 	open_one("one.zst", &o);
 	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
 	zmctx_set_pool(o.zm, pool);
 	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), SIZE / 2), sizeof(buf));
-	for (int i = 0; i < 600; i++) {
-		reader_get_info(o.r, &in);
-		if (in.ckpts > 0)
-			break;
-		usleep(100000);
-	}
-	ck_assert_uint_gt(in.ckpts, 0);
+	wait_for_checkpoints(&o);
 	random_reads(&o, 1);
 	reader_close(o.r);
 	o.r = NULL;
@@ -478,7 +485,6 @@ START_TEST(a_sequential_read_queues_a_pass)
 	char idx[PATH_MAX];
 	struct opened o;
 	struct pool *pool;
-	struct reader_info in = { 0 };
 	static unsigned char buf[SLICE];
 
 	testutil_join(idx, sizeof(idx), dir, "index-seq");
@@ -490,13 +496,7 @@ START_TEST(a_sequential_read_queues_a_pass)
 		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
 		ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
 	}
-	for (int i = 0; i < 600; i++) {
-		reader_get_info(o.r, &in);
-		if (in.ckpts > 0)
-			break;
-		usleep(100000);
-	}
-	ck_assert_uint_gt(in.ckpts, 0);
+	wait_for_checkpoints(&o);
 	reader_close(o.r);
 	o.r = NULL;
 	pool_free(pool);
