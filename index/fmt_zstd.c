@@ -180,7 +180,9 @@ static void save_sizes(struct reader *r, const struct idxfile_id *id, const stru
 /*
  * The listing's verdict, in 64 KiB whatever the file (zstddec_scan keeps no
  * frame) and in time bounded by the frames index_max allows: the open's
- * walk's, so a file the open would refuse is shown raw under its own name.
+ * walk's.  A file zmount cannot decode (a dictionary, a window over the
+ * limit, too many frames) is shown raw under its own name; a damaged one
+ * is not (below).
  */
 static int zstd_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
 {
@@ -191,6 +193,14 @@ static int zstd_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
 
 	if (ret == -E2BIG)
 		return too_many(max, index_max, &err, why);
+	/*
+	 * Damaged (cut short, corrupt, garbage after the last frame): shown
+	 * under the stripped name and refused at open, empty, with one log
+	 * line, as a damaged gzip or xz file is; a raw copy would pass for
+	 * the real thing.
+	 */
+	if (ret == -EINVAL)
+		return 0;
 	if (ret < 0) {
 		*why = err;
 		return ret;
