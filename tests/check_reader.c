@@ -2279,9 +2279,9 @@ static void zforge(const char *d, int64_t d0, int64_t d1, int64_t dt)
 	f = fopen(file, "r+b");
 	ck_assert_ptr_nonnull(f);
 	len = fread(b, 1, sizeof(b), f);
-	ck_assert_uint_gt(len, 128);
-	ck_assert_uint_eq(b[106], 2); /* kind: zstd */
-	rec = 128 + (b[60] | b[61] << 8);
+	ck_assert_uint_gt(len, 136);
+	ck_assert_uint_eq(b[106], 2);	  /* kind: zstd */
+	rec = 136 + (b[60] | b[61] << 8); /* format 5: a 136-byte header */
 	ck_assert_uint_eq(zle(b + rec + 16), SPLIT);
 	ck_assert_uint_eq(zle(b + rec + 32 + 16), ORIG_SIZE - SPLIT);
 	zput(b + rec + 16, (uint64_t)(SPLIT + d0));
