@@ -61,6 +61,7 @@ static void close_all(struct park *p, struct park_node *victims)
 void park_add(struct park *p, struct park_slot *s, struct park_node *n)
 {
 	size_t share = bcache_budget(p->cache) / PARK_SHARE;
+	size_t cost = n->cost; /* once n is on the list, another reader may evict and free it */
 	struct park_node *victims = NULL;
 
 	pthread_mutex_lock(&p->lock);
@@ -80,7 +81,7 @@ void park_add(struct park *p, struct park_slot *s, struct park_node *n)
 	p->total += n->cost;
 	pthread_mutex_unlock(&p->lock);
 	close_all(p, victims);
-	bcache_charge(p->cache, n->cost);
+	bcache_charge(p->cache, cost);
 }
 
 struct park_node *park_take(struct park *p, struct park_slot *s, size_t key)

@@ -85,7 +85,9 @@ void park_drain(struct park *p);
  * of any slot while the list would hold more than its share with n, the
  * oldest first; n itself is always kept.  The nodes closed are unlinked
  * under the lock and closed after it is let go, each charge given back
- * as it is closed; then n is charged.
+ * as it is closed; then n is charged.  From the moment the lock is let
+ * go another thread's park_add may evict and close n: the caller (and
+ * park_add itself) must not touch n after that.
  */
 void park_add(struct park *p, struct park_slot *s, struct park_node *n);
 
