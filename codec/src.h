@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_SRC_H
+#define ZMOUNT_SRC_H
+
+/*
+ * A source of compressed bytes: the one way the codecs, the reader, the
+ * saved indexes and the tools reach an archive's bytes.  No format code
+ * knows whether they come from a local file (zsrc_local) or an object in a
+ * bucket (source/s3src.h); each kind is one struct zsrc_ops.
+ *
+ *   pread  up to len bytes at off into buf.  Returns the count, which is
+ *          len unless the source ends first (0 at or past its end; never a
+ *          short count in the middle: an implementation loops), or -errno:
+ *          -ESTALE when the source is no longer the version it was opened
+ *          on (an object whose ETag changed), -EIO, -ETIMEDOUT, ... buf may
+ *          hold partial data on error.  -EINVAL for off past INT64_MAX.
+ *   stat   the version the source has now, as a struct stat (srcid.h
+ *          compares them): a local file's fstat; an object's version at
+ *          open (dev from its endpoint and bucket, ino from its key, size,
+ *          mtime from Last-Modified, ctime's nanoseconds from its ETag),
+ *          since every GET of it carries If-Match and so fails with -ESTALE
+ *          once it changed.  Returns 0 or -errno.
+ *   hint   bytes [off, off + len) will be read soon (read-ahead); the
+ *          source may start fetching them.  May be NULL.  Never fails.
+ *   free   frees the source; called by zsrc_put for the last reference.
+ *
+ * Ownership: a source is reference-counted.  Its maker holds one reference;
+ * zsrc_get adds one, zsrc_put drops one.  A function that "takes over" a
+ * source drops the caller's reference when done, on failure too; one that
+ * "borrows" it does not.
+ *
+ * Threads: pread, stat and hint may run on any thread at once, also on
+ * the same source; zsrc_get/zsrc_put from any thread.
+ */
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct zsrc;
+
+struct zsrc_ops {
+	ssize_t (*pread)(struct zsrc *s, void *buf, size_t len, uint64_t off);
+	int (*stat)(struct zsrc *s, struct stat *st);
+	void (*hint)(struct zsrc *s, uint64_t off, uint64_t len);
+	void (*free)(struct zsrc *s);
+};
+
+/* Embedded first in each implementation's own struct. */
+struct zsrc {
+	const struct zsrc_ops *ops;
+	atomic_uint refs;
+};
+
+/* For implementations: sets ops and one reference (the maker's). */
+static inline void zsrc_init(struct zsrc *s, const struct zsrc_ops *ops)
+{
+	s->ops = ops;
+	atomic_init(&s->refs, 1);
+}
+
+static inline ssize_t zsrc_pread(struct zsrc *s, void *buf, size_t len, uint64_t off)
+{
+	return s->ops->pread(s, buf, len, off);
+}
+
+static inline int zsrc_stat(struct zsrc *s, struct stat *st)
+{
+	return s->ops->stat(s, st);
+}
+
+static inline void zsrc_hint(struct zsrc *s, uint64_t off, uint64_t len)
+{
+	if (s->ops->hint)
+		s->ops->hint(s, off, len);
+}
+
+/* Adds a reference; returns s. */
+static inline struct zsrc *zsrc_get(struct zsrc *s)
+{
+	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}
+
+/* Drops a reference; the last one frees s.  Accepts NULL. */
+static inline void zsrc_put(struct zsrc *s)
+{
+	if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+		s->ops->free(s);
+}
+
+/*
+ * A local file as a source: takes over fd (closed by the last zsrc_put, or
+ * at once on failure).  pread loops over pread(2) (EINTR, short counts);
+ * stat is fstat; hint is posix_fadvise WILLNEED.  Returns 0 and *out, or
+ * -ENOMEM (*out NULL).
+ */
+int zsrc_local(int fd, struct zsrc **out);
+
+#endif
