@@ -8,9 +8,8 @@
  * knows whether they come from a local file (zsrc_local) or an object in a
  * bucket (source/s3src.h); each kind is one struct zsrc_ops.
  *
- *   pread  up to len bytes at off into buf.  Returns the count, which is
- *          len unless the source ends first (0 at or past its end; never a
- *          short count in the middle: an implementation loops), or -errno:
+ *   pread  up to len bytes at off into buf: the count (0 at or past the
+ *          end; it may be short anywhere, as pread(2) may), or -errno:
  *          -ESTALE when the source is no longer the version it was opened
  *          on (an object whose ETag changed), -EIO, -ETIMEDOUT, ... buf may
  *          hold partial data on error.  -EINVAL for off past INT64_MAX.
@@ -61,9 +60,25 @@ static inline void zsrc_init(struct zsrc *s, const struct zsrc_ops *ops)
 	atomic_init(&s->refs, 1);
 }
 
+/*
+ * Reads len bytes at off, calling ops->pread again after a short count:
+ * returns len, fewer only where the source ends (0 at or past it), or the
+ * -errno of the first failed call.  Callers use this, never ops->pread.
+ */
 static inline ssize_t zsrc_pread(struct zsrc *s, void *buf, size_t len, uint64_t off)
 {
-	return s->ops->pread(s, buf, len, off);
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = s->ops->pread(s, (char *)buf + done, len - done, off + done);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
 }
 
 static inline int zsrc_stat(struct zsrc *s, struct stat *st)
@@ -93,7 +108,7 @@ static inline void zsrc_put(struct zsrc *s)
 
 /*
  * A local file as a source: takes over fd (closed by the last zsrc_put, or
- * at once on failure).  pread loops over pread(2) (EINTR, short counts);
+ * at once on failure).  pread is pread(2), retried on EINTR;
  * stat is fstat; hint is posix_fadvise WILLNEED.  Returns 0 and *out, or
  * -ENOMEM (*out NULL).
  */
