@@ -38,6 +38,13 @@ def quote_key(key):
     return urllib.parse.quote(key, safe='/-_.~')
 
 
+def conf_quote(text):
+    """text as a double-quoted curl config value (curl unescapes these)."""
+    for a, b in (('\\', '\\\\'), ('"', '\\"'), ('\n', '\\n'), ('\r', '\\r'), ('\t', '\\t')):
+        text = text.replace(a, b)
+    return f'"{text}"'
+
+
 def read_credentials(path):
     keys = {}
     with open(path) as f:
@@ -75,7 +82,7 @@ class Gateway:
                 '-H', 'x-amz-content-sha256: UNSIGNED-PAYLOAD', '-K', '-']
 
     def _user_conf(self):
-        return f'user = "{self.access}:{self.secret}"\n'
+        return f'user = {conf_quote(self.access + ":" + self.secret)}\n'
 
     def curl(self, args, timeout=60, conf='', capture=True):
         """Runs one signed curl; returns its stdout (bytes)."""
@@ -117,7 +124,7 @@ class Gateway:
         transfers at once."""
         items = list(items)
         for i in range(0, len(items), 5000):
-            conf = ''.join(f'upload-file = "{p}"\nurl = "{self.url(bucket, k)}"\n'
+            conf = ''.join(f'upload-file = {conf_quote(p)}\nurl = {conf_quote(self.url(bucket, k))}\n'
                            f'output = "/dev/null"\n' for k, p in items[i:i + 5000])
             self.curl(['--parallel', '--parallel-max', str(parallel)], timeout=timeout, conf=conf)
 
