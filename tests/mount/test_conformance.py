@@ -216,12 +216,14 @@ def check_logs(res, kind, m, mnt, rows, out):
             print(f'#   {n} log line(s) name {f}: {h[0][:160]}')
 
 
-def run_kind(res, a, kind, out, tmp):
+def run_kind(res, a, kind, out, tmp, src=None):
+    """Mounts src (default: out itself; test_s3_conformance.py passes an s3://
+    URL holding out's files) and checks it against out's EXPECTED.tsv."""
     rows = read_expected(out)
     mnt = os.path.join(tmp, f'mnt-{kind}')
     idx = os.path.join(tmp, f'idx-{kind}')
     opts = ','.join(o for o in (a.opts, f'index_dir={idx}') if o)
-    m = zmtest.Mount(os.path.abspath(a.zmount), out, mnt, opts=opts,
+    m = zmtest.Mount(os.path.abspath(a.zmount), src or out, mnt, opts=opts,
                      log_path=os.path.join(tmp, f'daemon-{kind}.log'), results=res,
                      watchdog=3600 if a.big else 900, label=f'{kind} cases mount')
     t0 = time.monotonic()

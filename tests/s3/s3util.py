@@ -8,7 +8,8 @@ so a bug there cannot hide itself.  Standard library only.
   g.make_bucket('b')                  # idempotent
   g.put('b', 'k', data=b'...')        # or path=FILE
   g.put_many('b', [(key, path), ...]) # one curl, parallel transfers
-  g.delete('b', 'k'); g.list('b', 'prefix/') -> [(key, size, etag)]
+  g.delete('b', 'k'); g.delete_many('b', keys); g.empty_bucket('b', 'prefix/')
+  g.list('b', 'prefix/') -> [(key, size, etag)]
   p = FaultProxy(g.endpoint)          # tests/s3/faultproxy.py in front of it
   p.url, p.stats(), p.clear(), p.close()
 
@@ -128,6 +129,15 @@ class Gateway:
                            f'output = "/dev/null"\n' for k, p in items[i:i + 5000])
             self.curl(['--parallel', '--parallel-max', str(parallel)], timeout=timeout, conf=conf)
 
+    def delete_many(self, bucket, keys, parallel=16, timeout=600):
+        """DELETEs every key with one curl running `parallel` transfers at once."""
+        keys = list(keys)
+        for i in range(0, len(keys), 5000):
+            conf = ''.join(f'url = {conf_quote(self.url(bucket, k))}\noutput = "/dev/null"\n'
+                           for k in keys[i:i + 5000])
+            self.curl(['-X', 'DELETE', '--parallel', '--parallel-max', str(parallel)],
+                      timeout=timeout, conf=conf)
+
     def delete(self, bucket, key):
         self.curl(['-X', 'DELETE', self.url(bucket, key)])
 
@@ -162,8 +172,7 @@ class Gateway:
             token = root.findtext(NS + 'NextContinuationToken')
 
     def empty_bucket(self, bucket, prefix=''):
-        for key, _, _ in self.list(bucket, prefix):
-            self.delete(bucket, key)
+        self.delete_many(bucket, [key for key, _, _ in self.list(bucket, prefix)])
 
 
 class FaultProxy:
