@@ -2,11 +2,13 @@
 """test_s3_conformance.py -- the conformance corpora over an S3 mount (issue 21).
 
 usage: test_s3_conformance.py --zmount PATH --corpus DIR [--s3-dir DIR] [--reads N]
-                              [--kinds gzip,xz,xz-utils] [--tamper] [--keep]
+                              [--kinds gzip,xz,xz-utils] [--cases-cache DIR] [--tamper] [--keep]
 
 --s3-dir (default $ZMOUNT_S3_DIR) is a gateway `tests/s3/rgw.sh up` made.
   1. generate the gzip and xz cases with DIR/make-{gzip,xz}-cases.sh (both at
-     once), as test_conformance.py does;
+     once), as test_conformance.py does; with --cases-cache, into that dir,
+     and later runs reuse them while the generator's sha256 is the same (the
+     generators are deterministic; they take 1-3 minutes on 2 busy cores);
   2. upload them and DIR/xz-utils (every file, EXPECTED.tsv too, as a local
      mount would show them) to a bucket of this run's own, under gzip/, xz/
      and xz-utils/, with curl's SigV4 (tests/s3/s3util.py), not zmount's client;
@@ -23,6 +25,7 @@ Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 The last line of output is always `N passed, M failed`.
 """
 import argparse
+import hashlib
 import os
 import shutil
 import sys
@@ -56,6 +59,34 @@ def upload(res, g, bucket, kind, out):
                      info=f'{len(items)} objects in {time.monotonic() - t0:.1f} s')
 
 
+def cases(res, a, kind, tmp):
+    """The directory of kind's generated cases: made now, or reused from
+    --cases-cache when its stamp names the generator's current sha256."""
+    if not a.cases_cache:
+        out = os.path.join(tmp, kind)
+        return out if conf.generate(res, a.corpus, kind, out, False) else None
+    with open(os.path.join(a.corpus, f'make-{kind}-cases.sh'), 'rb') as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    out = os.path.join(a.cases_cache, kind)
+    stamp = out + '.sha256'
+    try:
+        with open(stamp) as f:
+            if f.read().strip() == want and os.path.isfile(os.path.join(out, 'EXPECTED.tsv')):
+                res.ok(f'{kind}: reuse the cases in {out} (generator unchanged)')
+                return out
+    except OSError:
+        pass
+    shutil.rmtree(out, ignore_errors=True)
+    if os.path.exists(stamp):
+        os.unlink(stamp)
+    os.makedirs(a.cases_cache, exist_ok=True)
+    if not conf.generate(res, a.corpus, kind, out, False):
+        return None
+    with open(stamp, 'w') as f:
+        f.write(want + '\n')
+    return out
+
+
 def tamper(res, g, bucket, out):
     """Puts a second ok gzip case's bytes under the first's key."""
     ok = [r for r in conf.read_expected(out) if r['expect'] == 'ok' and int(r['usize']) > 0]
@@ -73,6 +104,7 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--kinds', default='gzip,xz,xz-utils')
     ap.add_argument('--opts', default='', help='extra -o options for the daemon')
+    ap.add_argument('--cases-cache', help='keep the generated cases here and reuse them')
     ap.add_argument('--tamper', action='store_true', help='break one object: the test must fail')
     ap.add_argument('--keep', action='store_true')
     a = ap.parse_args()
@@ -86,6 +118,7 @@ def main():
                  'run through ctest (fixture s3_rgw) or tests/s3/rgw.sh up DIR')
         return res.finish()
     a.corpus = os.path.abspath(a.corpus)
+    a.big = False  # run_kind's --big cases: local only
     g = s3util.Gateway.from_dir(a.s3_dir)
     bucket = f'zmount-conf-{os.getpid()}'
     g.make_bucket(bucket)
@@ -99,15 +132,13 @@ def main():
         outs = {'xz-utils': os.path.join(a.corpus, 'xz-utils')}
         made = {}
         gen = [k for k in kinds if k in ('gzip', 'xz')]
-        threads = [threading.Thread(target=lambda k=k: made.__setitem__(
-            k, conf.generate(res, a.corpus, k, os.path.join(tmp, k), False))) for k in gen]
+        threads = [threading.Thread(target=lambda k=k: made.__setitem__(k, cases(res, a, k, tmp)))
+                   for k in gen]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        for k in gen:
-            if made.get(k):
-                outs[k] = os.path.join(tmp, k)
+        outs.update((k, d) for k, d in made.items() if d)
         for kind in kinds:
             if kind not in outs or not upload(res, g, bucket, kind, outs[kind]):
                 continue
