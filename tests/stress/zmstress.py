@@ -3,7 +3,7 @@
 
 usage: zmstress.py --zmount PATH [--seed N] [--runs K] [--minutes M | --ops N]
                    [--workers W] [--opts OPTS] [--sflag] [--hwm-mib N]
-                   [--deadline S] [--keep] [--workdir DIR]
+                   [--deadline S] [--keep] [--workdir DIR] [--s3 DIR]
        zmstress.py --zmount PATH --replay FILE [--shrink]
 
 One run = one seed:
@@ -34,6 +34,12 @@ One run = one seed:
          resumed at a checkpoint (resumes= of user.zmount.info, summed over
          the archives at the end; the count is printed in every run);
        - fusermount3 -u works and the daemon exits 0.
+  With --s3 DIR (a gateway `tests/s3/rgw.sh up DIR` made) the tree is
+  uploaded under a prefix of the run's own and mounted as s3://BUCKET/PREFIX;
+  each mutation is then mirrored as a PUT of the file's whole new content (an
+  overwrite) or a DELETE, so any of them may fail a handle with EIO, never
+  mix two versions in it; the FIFO and directory swaps are left out; the
+  VmHWM bound grows by S3SRC_BYTES_PER_SOURCE (8 MiB) per file.
   A failure prints the seed, the options and a replay file (the exact op
   lists); --replay FILE runs it again and --shrink bisects it to a smaller
   list that still fails the same way.
