@@ -184,7 +184,9 @@ def check_logs(res, kind, m, mnt, rows, out):
     lines = m.log_lines()
     missing, raw_silent = [], []
     for row in rows:
-        if row['expect'] != 'error':
+        # .lzma/.lz (xz-utils' set) are no format of zmount's: shown raw, as
+        # plain files, and check-mount.py skips their rows
+        if row['expect'] != 'error' or strip(row['file']) == row['file']:
             continue
         name, stripped = row['file'], strip(row['file'])
         hits = zmtest.lines_naming(lines, [name, stripped])
@@ -193,7 +195,7 @@ def check_logs(res, kind, m, mnt, rows, out):
                 missing.append(name)
         elif os.path.lexists(os.path.join(mnt, name)) and not hits and has_magic(out, name):
             raw_silent.append(name)
-    n_err = sum(r['expect'] == 'error' for r in rows)
+    n_err = sum(r['expect'] == 'error' and strip(r['file']) != r['file'] for r in rows)
     res.check(f'{kind}: every error file shown under its stripped name has a log line naming it',
               not missing, f'{len(missing)} without a line: {", ".join(missing)}',
               info=f'{n_err} error rows')
