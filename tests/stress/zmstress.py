@@ -1153,7 +1153,8 @@ def run_plan(plan, args, res, label, quiet=False):
     os.makedirs(mnt)
     idx = os.path.join(work, 'idx')
     os.makedirs(idx, mode=0o700)
-    save_sizes(plan, args, src, idx)
+    if not plan.get('s3'):  # (over S3 the index is keyed by the ETag: the mount measures)
+        save_sizes(plan, args, src, idx)
     opts = plan['opts'] + f',index_dir={idx}'
     cache = cache_size_of(plan['opts'])
     hwm_bound = (args.hwm_mib * MiB) if args.hwm_mib else cache + 64 * MiB
