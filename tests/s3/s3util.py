@@ -177,12 +177,13 @@ class Gateway:
 
 class FaultProxy:
     """tests/s3/faultproxy.py in front of endpoint (http://HOST:PORT); it
-    dies with this process (its stdin is our pipe)."""
+    dies with this process (its stdin is our pipe).  log: its request log."""
 
-    def __init__(self, endpoint, schedule=''):
+    def __init__(self, endpoint, schedule='', log=None):
         hostport = urllib.parse.urlsplit(endpoint).netloc
         self.proc = subprocess.Popen([sys.executable, FAULTPROXY, '--upstream', hostport,
-                                      '--schedule', schedule], stdin=subprocess.PIPE,
+                                      '--schedule', schedule] + (['--log', log] if log else []),
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().split()
         if len(line) != 2:
