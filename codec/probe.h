@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "src.h"
+
 /* Formats zmount decodes.  The magic bytes decide, never the file name. */
 enum probe_fmt {
 	PROBE_NONE = 0, /* anything else: passed through as it is */
@@ -15,11 +17,11 @@ enum probe_fmt {
 /* Classifies the first len bytes of a file.  Never fails. */
 enum probe_fmt probe_buf(const void *buf, size_t len);
 
-/* Skippable zstd frames (magic 50..5F 2A 4D 18) probe_fd steps over. */
+/* Skippable zstd frames (magic 50..5F 2A 4D 18) probe_src steps over. */
 #define PROBE_SKIP_MAX 4
 
 /*
- * Reads the first bytes of fd with pread and classifies them.  A file that
+ * Reads the first bytes of src with pread and classifies them.  A file that
  * starts with skippable zstd frames (as pzstd writes) is PROBE_ZSTD if a
  * zstd frame or the end of the file follows within PROBE_SKIP_MAX of them
  * (the end: a file of only skippable frames, whose content is empty; one
@@ -28,7 +30,7 @@ enum probe_fmt probe_buf(const void *buf, size_t len);
  * PROBE_NONE.
  * Returns 0 and sets *fmt, or -errno from pread (*fmt is then PROBE_NONE).
  */
-int probe_fd(int fd, enum probe_fmt *fmt);
+int probe_src(struct zsrc *src, enum probe_fmt *fmt);
 
 /* "xz", "gzip", "zstd" or "plain". */
 const char *probe_name(enum probe_fmt fmt);

@@ -129,7 +129,7 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
 		return;
 	r->f->extent(r, k0, k1, &cstart, &cend);
 	if (cend > cstart && cend <= INT64_MAX)
-		posix_fadvise(r->fd, (off_t)cstart, (off_t)(cend - cstart), POSIX_FADV_WILLNEED);
+		zsrc_hint(r->src, cstart, cend - cstart);
 }
 
 /*
