@@ -28,7 +28,7 @@
  *    dropped as garbage.
  *
  * Threads: a gzdec_index is immutable once built and may be shared.  Every
- * call does its own pread on a caller-owned src, so any number of threads
+ * call does its own zsrc_pread on a caller-owned source, so any number of threads
  * may extract from one index at once.  A gzdec_dec belongs to one thread at
  * a time; any number of them may share one index and one src.
  *
@@ -234,7 +234,7 @@ int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec
 
 /*
  * Decodes the next min(len, bytes left before idx->usize) bytes into buf,
- * reading compressed input from src (the file idx was built from) with pread
+ * reading compressed input from src (the source idx was built from) with zsrc_pread
  * during this call only.  Returns that count (0 once idx->usize is reached;
  * reads stop there, before the last member's trailer), or, with err set:
  *   -EIO     the data no longer inflates as it did when indexed (the file

@@ -21,14 +21,14 @@ enum probe_fmt probe_buf(const void *buf, size_t len);
 #define PROBE_SKIP_MAX 4
 
 /*
- * Reads the first bytes of src with pread and classifies them.  A file that
+ * Reads the first bytes of src with zsrc_pread and classifies them.  A file that
  * starts with skippable zstd frames (as pzstd writes) is PROBE_ZSTD if a
  * zstd frame or the end of the file follows within PROBE_SKIP_MAX of them
  * (the end: a file of only skippable frames, whose content is empty; one
  * that claims more bytes than the file has ends there too, and the walk
  * refuses it); probe_buf, which sees only the first bytes, calls it
  * PROBE_NONE.
- * Returns 0 and sets *fmt, or -errno from pread (*fmt is then PROBE_NONE).
+ * Returns 0 and sets *fmt, or -errno from zsrc_pread (*fmt is then PROBE_NONE).
  */
 int probe_src(struct zsrc *src, enum probe_fmt *fmt);
 

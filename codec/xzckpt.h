@@ -54,7 +54,7 @@
  * part of any decoder's cost.
  *
  * Threads: nothing shared; a decoder belongs to one thread at a time.  All
- * I/O is pread on the src the caller passes to each call (borrowed, never
+ * I/O is zsrc_pread on the source the caller passes to each call (borrowed, never
  * kept); it must be the same file every time for one decoder.
  */
 

@@ -20,7 +20,7 @@
  *
  * Threads: an xzdec_index is immutable after xzdec_index_read returns and
  * may be read from any thread.  An xzdec_dec belongs to one thread at a
- * time.  All I/O is pread on a caller-owned src, so any number of decoders
+ * time.  All I/O is zsrc_pread on a caller-owned source, so any number of decoders
  * may share one src.
  *
  * Descriptors: a decoder never holds a file descriptor.  The caller passes
@@ -225,7 +225,7 @@ int xzdec_dec_open(struct zsrc *src, const struct xzdec_block *b, struct xzdec_s
 /*
  * Decodes the next min(len, remaining) bytes of the Block into buf and
  * returns how many that is (0 once the whole Block has been returned).
- * Compressed input is read from src with pread during this call only; src
+ * Compressed input is read from src with zsrc_pread during this call only; src
  * must refer to the file xzdec_dec_open read the header from (the caller
  * checks that: a different file gives -EIO, or bytes that are wrong and
  * that only the Block's Check, if it has one, catches at the Block's end).

@@ -44,7 +44,7 @@
  * (it covers the whole frame); per-span checksums are issue 19, item 4.
  *
  * Threads: no shared state; a zstdckpt_dec belongs to one thread at a time.
- * All I/O is pread on the src the caller passes to each call (borrowed).
+ * All I/O is zsrc_pread on the source the caller passes to each call (borrowed).
  */
 
 #include <stddef.h>

@@ -20,6 +20,8 @@
  * context keep per-format state in arrays indexed by the format's id
  * (r->fmt, its position in the table, 1-based).
  *
+ * Every hook that reads takes a struct zsrc (codec/src.h), borrowed: no
+ * backend knows whether its bytes come from a file or an object.
  * Contracts:
  *  - open reads or builds the index from r->src (size r->st.st_size), sets
  *    r->idx (freed with free), and fills r->map and r->entry (map entry ->
@@ -31,7 +33,7 @@
  *    (the file is shown raw).  index_max is opts.index_max (SIZE_MAX: no
  *    limit), for a format whose map size the probe can count.
  *  - dec_open gives a decoder at the start of map entry k; it may pread
- *    r->src during the call but keeps no descriptor: dec_read gets the src
+ *    r->src during the call but keeps no source: dec_read gets the src
  *    on every call.  dec_read returns min(len, bytes left in entry k)
  *    bytes, or a negative errno with err set; the core never reads past
  *    the entry.  The call that returns an entry's last byte has verified
@@ -133,7 +135,7 @@ struct fmt_suffix {
 };
 
 /*
- * The format of file src, by the first sniff in fmttab.c's table that says
+ * The format of source src, by the first sniff in fmttab.c's table that says
  * yes: returns its id and sets *f, or 0 with *f NULL (no format's magic),
  * or -errno from pread (*f NULL).
  */

@@ -34,7 +34,7 @@ enum fmttab_bg {
 	FMTTAB_BG_CKPT,	 /* second pass: checkpoints inside its wide units */
 };
 
-/* The id of the file on src by its magic alone (fmt.h's sniff), 0 if none, or -errno from pread. */
+/* The id of source src (borrowed) by its magic alone (fmt.h's sniff), 0 if none, or -errno. */
 int fmttab_by_magic(struct zsrc *src);
 
 /* The number of formats; their ids are 1 to this. */

@@ -18,7 +18,7 @@
  *
  * Memory: chunks and parked decoders are charged to the cache (bcache.h);
  * a reader holds its map (a documented cost per entry, see fmt_*.c) and,
- * only while it has a descriptor, a parked decoder.
+ * only while it has a source (attached), a parked decoder.
  *
  * One job per file: this one opens, probes, describes and closes readers,
  * checks that the source is unchanged, and serves reads (views); fill.c

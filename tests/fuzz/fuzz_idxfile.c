@@ -264,7 +264,7 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 	id.ctime_sec = (int64_t)get64(img + H_CTIME);
 	id.ctime_nsec = get32(img + H_CNSEC);
 	id.fingerprint = get64(img + H_FPRINT);
-	id.fd = -1; /* no source: only an index recorded for this very identity loads */
+	id.src = NULL; /* no source: only an index recorded for this very identity loads */
 
 	ret = idxfile_path(g_dir, &id, path, sizeof(path));
 	FUZZ_CHECK(ret == 0, "idxfile_path(%s) returned %d", src, ret);
