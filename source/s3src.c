@@ -330,7 +330,7 @@ static size_t win_copy(struct s3src *s, struct win *w, void *buf, size_t len, ui
 static ssize_t src_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
 {
 	struct s3src *s = (struct s3src *)z;
-	struct win *w;
+	struct win *w = NULL;
 	uint64_t start, end;
 	ssize_t n;
 
