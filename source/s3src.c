@@ -55,9 +55,9 @@ _Static_assert(WIN_BUDGET + (16u << 10) <= S3SRC_BYTES_PER_SOURCE,
 enum { W_EMPTY, W_FILLING, W_READY };
 
 struct win {
-	char *buf; /* len bytes, or NULL when empty */
+	char *buf; /* cap bytes, or NULL when empty */
 	uint64_t off;
-	size_t len;
+	size_t len, cap; /* bytes held (or being fetched), bytes allocated */
 	int state;
 	uint64_t used; /* LRU tick of the last read */
 };
@@ -73,7 +73,7 @@ struct s3src {
 	pthread_mutex_t mu;
 	pthread_cond_t filled;	     /* a window left W_FILLING */
 	struct win w[NWIN];	     /* protected by mu; a W_FILLING buf by its fetcher */
-	size_t held;		     /* sum of the buffers' sizes, protected by mu */
+	size_t held;		     /* sum of the windows' cap, protected by mu */
 	uint64_t tick;		     /* protected by mu */
 	uint64_t last_off;	     /* where the last read began, protected by mu */
 	uint64_t seq_end;	     /* where the last read ended, protected by mu */
@@ -85,7 +85,7 @@ struct s3src {
 	pthread_t ahead_thr;
 };
 
-static atomic_uint_fast64_t n_gets, n_bytes, n_hits, n_stale;
+static atomic_uint_fast64_t n_gets, n_bytes, n_hits, n_stale, n_held_max;
 
 void s3src_get_counters(struct s3src_counters *out)
 {
@@ -93,6 +93,7 @@ void s3src_get_counters(struct s3src_counters *out)
 	out->bytes = atomic_load(&n_bytes);
 	out->hits = atomic_load(&n_hits);
 	out->stale = atomic_load(&n_stale);
+	out->held_max = atomic_load(&n_held_max);
 }
 
 static uint64_t fnv(uint64_t h, const char *s)
@@ -126,10 +127,10 @@ static uint64_t win_next(const struct s3src *s, uint64_t off, uint64_t end)
 
 static void win_drop(struct s3src *s, struct win *w)
 {
-	s->held -= w->len;
+	s->held -= w->cap;
 	free(w->buf);
 	w->buf = NULL;
-	w->len = 0;
+	w->len = w->cap = 0;
 	w->state = W_EMPTY;
 }
 
@@ -176,16 +177,19 @@ static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t n
 	if (len < need || len == 0 || !(w->buf = malloc(len)))
 		return NULL;
 	w->off = off;
-	w->len = len;
+	w->len = w->cap = len;
 	w->state = W_FILLING;
 	w->used = ++s->tick;
 	s->held += len;
+	for (uint_fast64_t m = atomic_load(&n_held_max);
+	     s->held > m && !atomic_compare_exchange_weak(&n_held_max, &m, s->held);)
+		;
 	return w;
 }
 
 /* -- fetching ------------------------------------------------------------- */
 
-/* One GET of [off, off + len) into buf; counts it.  Marks s stale on 412. */
+/* One GET of [off, off + len) into buf; counts it. */
 static ssize_t fetch(struct s3src *s, void *buf, size_t len, uint64_t off)
 {
 	ssize_t n = s3_get_range(s->s3, s->key, s->etag, off, len, buf);
@@ -206,7 +210,6 @@ static void win_filled(struct s3src *s, struct win *w, ssize_t n)
 		win_drop(s, w);
 	} else {
 		/* Shorter only if the object ends first: keep what came. */
-		s->held -= w->len - (size_t)n;
 		w->len = (size_t)n;
 		w->state = W_READY;
 	}

@@ -98,10 +98,11 @@ int s3src_open(struct s3 *s3, dev_t dev, const char *key, const struct s3_stat *
 
 /* Totals over every object source of the process, for stats and benchmarks. */
 struct s3src_counters {
-	uint64_t gets;	/* ranged GETs that returned data */
-	uint64_t bytes; /* bytes they returned */
-	uint64_t hits;	/* preads served from a window already fetched */
-	uint64_t stale; /* reads refused because the object changed (412) */
+	uint64_t gets;	   /* ranged GETs that returned data */
+	uint64_t bytes;	   /* bytes they returned */
+	uint64_t hits;	   /* preads served from a window already fetched */
+	uint64_t stale;	   /* reads refused because the object changed (412) */
+	uint64_t held_max; /* the most window bytes one source held at once */
 };
 
 void s3src_get_counters(struct s3src_counters *out);

@@ -96,7 +96,7 @@ static struct s3src_counters since(const struct s3src_counters *a)
 
 	s3src_get_counters(&b);
 	return (struct s3src_counters){ b.gets - a->gets, b.bytes - a->bytes, b.hits - a->hits,
-					b.stale - a->stale };
+					b.stale - a->stale, b.held_max };
 }
 
 /* Reads [off, off + len) with zsrc_pread and compares with ref (size bytes). */
@@ -238,6 +238,7 @@ START_TEST(test_threads_share)
 {
 	struct s3 *s = connect_at(endpoint, 2);
 	struct zsrc *z = open_obj(s, "s3src/big");
+	struct s3src_counters c;
 	struct reader r[4];
 	pthread_t t[4];
 
@@ -251,6 +252,8 @@ START_TEST(test_threads_share)
 		ck_assert_int_eq(r[i].bad, 0);
 		zsrc_put(r[i].z);
 	}
+	s3src_get_counters(&c);
+	ck_assert_uint_le(c.held_max, S3SRC_BYTES_PER_SOURCE);
 	s3_close(s);
 }
 END_TEST
@@ -349,6 +352,8 @@ START_TEST(test_sequential_cost)
 	ck_assert_uint_le(c.bytes, BIG + BIG / 5);
 	/* 64 KiB doubling to 4 MiB is 7 windows, then one GET per 4 MiB. */
 	ck_assert_uint_le(c.gets, 7 + BIG / (4u << 20) + 2);
+	s3src_get_counters(&c);
+	ck_assert_uint_le(c.held_max, S3SRC_BYTES_PER_SOURCE);
 	zsrc_put(z);
 	free(buf);
 	s3_close(s);
