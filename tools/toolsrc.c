@@ -8,6 +8,7 @@
 
 #include "s3.h"
 #include "s3src.h"
+#include "zmctx.h"
 
 #define MAX_CLIENTS 8
 
@@ -138,6 +139,25 @@ int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n)
 	rc = s3src_open(c->s3, c->dev, key, &st, out);
 	if (rc)
 		snprintf(msg, n, "%s", rc == -EINVAL ? "the server gave no ETag" : strerror(-rc));
+	return rc;
+}
+
+int toolsrc_reader(const char *path, struct zmctx *ctx, const struct reader_opts *opts,
+		   struct reader **out, struct zerr *why)
+{
+	struct zerr mine;
+	struct zsrc *src;
+	char msg[sizeof(mine.msg)];
+	int rc;
+
+	if (!toolsrc_is_url(path))
+		return reader_open(path, ctx, opts, out, why);
+	*out = NULL;
+	rc = toolsrc_open(path, &src, msg, sizeof(msg));
+	if (rc == 0)
+		return reader_open_src(src, path, ctx, opts, out, why);
+	zerr_set(why ? why : &mine, rc, 0, "%s", msg);
+	zmctx_log(ctx, ZLOG_ERROR, path, why ? why : &mine, "%s", msg);
 	return rc;
 }
 

@@ -4,13 +4,14 @@
 
 /*
  * What the tools share to read s3://BUCKET/KEY as they read local files:
- * the S3 flags and the one client per bucket.  Single-threaded: a tool's
+ * the S3 flags, the one client per bucket, and the reader on an object.  Single-threaded: a tool's
  * main thread calls these (the sources may fetch ahead on threads of their
  * own).
  */
 
 #include <stddef.h>
 
+#include "reader.h"
 #include "src.h"
 
 /* The flags, for --help texts. */
@@ -42,6 +43,15 @@ int toolsrc_is_url(const char *path);
  * credentials, the HEAD's failure (-ENOENT, -EACCES, ...).
  */
 int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n);
+
+/*
+ * reader_open for path, or for an s3:// URL toolsrc_open then
+ * reader_open_src named by the URL.  A failure of toolsrc_open is logged
+ * through ctx's sink (one line, as the reader logs its own) and returns
+ * as reader_open's do, with *why set.  Returns 0 and *out, or -errno.
+ */
+int toolsrc_reader(const char *path, struct zmctx *ctx, const struct reader_opts *opts,
+		   struct reader **out, struct zerr *why);
 
 /* Closes the clients; every source of toolsrc_open must be gone. */
 void toolsrc_end(void);

@@ -27,7 +27,8 @@ put() { # put FILE KEY
 seq 1 500000 > "$tmp/orig"
 xz -T1 --block-size=200000 -c "$tmp/orig" > "$tmp/t.xz"
 { head -c 1000000 "$tmp/orig" | gzip -c; tail -c +1000001 "$tmp/orig" | gzip -c; } > "$tmp/t.gz"
-zstd -q -c -B 300000 --content-size "$tmp/orig" > "$tmp/t.zst"
+split -b 1000000 "$tmp/orig" "$tmp/part."
+for p in "$tmp"/part.*; do zstd -q -c "$p"; done > "$tmp/t.zst"
 for f in t.xz t.gz t.zst; do
 	put "$tmp/$f" "tools/$f" || { echo "FAIL: upload of $f"; exit 1; }
 done
@@ -79,7 +80,7 @@ if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q 'nope.gz' "$tmp/err
 else bad "missing key: exit $rc, '$(cat "$tmp/err")'"; fi
 "$bin/zmount-cat" --endpoint "$ep" --credentials "$cred" "s3://$bucket" > "$tmp/out" 2>"$tmp/err"
 rc=$?
-if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ]; then ok "bucket URL: exit 1, '$(cat "$tmp/err")'"
+if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "names a bucket" "$tmp/err"; then ok "bucket URL: exit 2, '$(cat "$tmp/err")'"
 else bad "bucket URL: exit $rc, '$(cat "$tmp/err")'"; fi
 HOME=$tmp AWS_ACCESS_KEY_ID= AWS_SECRET_ACCESS_KEY= AWS_SHARED_CREDENTIALS_FILE= \
 	"$bin/zmount-cat" --endpoint "$ep" "s3://$bucket/tools/t.gz" > "$tmp/out" 2>"$tmp/err"
