@@ -48,6 +48,7 @@ struct snode {
 	char *key;	   /* objects: the key; NULL for directories */
 	struct s3_stat st; /* objects: the version */
 	uint64_t ino;
+	atomic_flag said; /* plain objects: "changed since opened" was logged */
 	/* Archives; protected by s3fs.lock until state is ARC_DONE, then read-only. */
 	enum arc_state state;
 	struct reader *r; /* NULL: corrupt or not an archive */
@@ -292,6 +293,7 @@ static struct snode *node_lookup(struct s3fs *fs, uint64_t parent, const char *p
 			pthread_mutex_unlock(&fs->lock);
 			return NULL;
 		}
+		atomic_flag_clear(&n->said);
 		n->id = fs->next_id++;
 		n->parent = parent;
 		n->kind = e->kind;
@@ -548,7 +550,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	atomic_flag_clear(&o->said);
 	o->node = node_get(fs, ino);
 	if (!o->node)
 		ret = -ESTALE;
@@ -575,10 +576,10 @@ static void read_plain(fuse_req_t req, struct s3fs *fs, struct sopen *o, size_t 
 	char *buf = malloc(size ? size : 1);
 	ssize_t n = buf ? zsrc_pread(o->src, buf, size, off) : -ENOMEM;
 
-	if (n == -ESTALE && !atomic_flag_test_and_set(&o->said))
+	if (n == -ESTALE && !atomic_flag_test_and_set(&o->node->said))
 		zlog(ZLOG_WARN,
-		     "%s/%s: changed since it was opened (its ETag differs); reads of that open "
-		     "file fail with EIO",
+		     "%s/%s: changed since it was listed (its ETag differs); reads of the old "
+		     "version fail with EIO until its name is looked up again",
 		     fs->label, o->node->key);
 	if (n < 0)
 		fuse_reply_err(req, n == -ENOMEM ? ENOMEM : EIO);
