@@ -65,7 +65,6 @@ struct sopen {
 	struct zsrc *src;    /* plain objects */
 	struct s3tree *snap; /* directories: the snapshot listed */
 	uint32_t dir;	     /* its directory */
-	atomic_flag said;    /* "changed since opened" was logged */
 };
 
 struct s3fs {
