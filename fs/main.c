@@ -461,8 +461,7 @@ static int run_s3(struct fuse_args *args, struct cli *cli, const char *mnt, int 
 	int ret = 1;
 
 	mount_reader_opts(&ropts, cli, NULL);
-	/* Those hooks are the local tree's; an object's version never changes under a reader. */
-	ropts.tainted = NULL;
+	/* An object's version never changes under a reader: no rename to tell from a write. */
 	ropts.still_named = NULL;
 	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");
@@ -475,6 +474,8 @@ static int run_s3(struct fuse_args *args, struct cli *cli, const char *mnt, int 
 		fprintf(stderr, "zmount: %s\n", msg);
 		goto out;
 	}
+	ropts.tainted = s3fs_tainted;
+	ropts.tainted_ctx = fs;
 	se = fuse_session_new(args, &s3fs_ops, sizeof(s3fs_ops), fs);
 	if (!se)
 		goto out;
@@ -487,12 +488,12 @@ static int run_s3(struct fuse_args *args, struct cli *cli, const char *mnt, int 
 	if (!foreground)
 		zlog_to_syslog();
 	if (fuse_daemonize(foreground) == 0 && pool_new(cli->opts.threads, 4096, &pool) == 0) {
-		s3fs_live(fs);
+		s3fs_live(fs, se);
 		zmctx_set_pool(zm, pool);
 		zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 		     (unsigned long long)cli->opts.cache_size);
 		ret = session_loop(se, single);
-		s3fs_cleanup(fs);
+		s3fs_stop(fs);
 	}
 	fuse_session_unmount(se);
 out_signals:

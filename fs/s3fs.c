@@ -35,6 +35,7 @@ int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
 #define XATTR_STATS "user.zmount.stats"
 #define XATTR_INFO  "user.zmount.info"
 #define XATTR_MAX   (64 << 10)
+#define TAINT_QUEUE 64
 
 enum arc_state { ARC_NONE, ARC_OPENING, ARC_DONE };
 
@@ -91,6 +92,15 @@ struct s3fs {
 
 	pthread_mutex_t open_lock;
 	struct sopen open_list;
+
+	/* Readers whose streamed unit failed late (s3fs_tainted), for the invalidation thread. */
+	pthread_mutex_t taint_lock;
+	pthread_cond_t taint_wake;
+	const struct reader *taint[TAINT_QUEUE];   /* protected by taint_lock */
+	size_t ntaint;				   /* protected by taint_lock */
+	bool taint_all, taint_stop, taint_running; /* protected by taint_lock */
+	pthread_t taint_thread;
+	struct fuse_session *se;
 
 	/* Until s3fs_live: the client's last error line, for s3fs_new's message. */
 	atomic_bool live;
@@ -777,6 +787,83 @@ const struct fuse_lowlevel_ops s3fs_ops = {
 	.listxattr = op_listxattr,
 };
 
+static void s3fs_cleanup(struct s3fs *fs);
+
+/* -- pages of a unit that failed late ---------------------------------------- */
+
+void s3fs_tainted(void *ctx, const struct reader *r)
+{
+	struct s3fs *fs = ctx;
+
+	pthread_mutex_lock(&fs->taint_lock);
+	if (!fs->taint_stop) {
+		if (fs->ntaint < TAINT_QUEUE)
+			fs->taint[fs->ntaint++] = r;
+		else
+			fs->taint_all = true;
+		pthread_cond_signal(&fs->taint_wake);
+	}
+	pthread_mutex_unlock(&fs->taint_lock);
+}
+
+/* Drops the kernel's pages of every node reading r (every archive node if r is NULL). */
+static void invalidate(struct s3fs *fs, const struct reader *r)
+{
+	struct htab_walk w;
+	struct htab_link *l;
+	uint64_t *ids;
+	size_t n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	ids = malloc((htab_count(&fs->ids) + 1) * sizeof(*ids));
+	htab_walk_start(&fs->ids, &w);
+	while (ids && (l = htab_walk_next(&w))) {
+		const struct snode *c = htab_entry(l, struct snode, by_id);
+
+		if (c->kind == S3TREE_ARCHIVE && (!r || c->r == r))
+			ids[n++] = c->id;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!ids)
+		zlog(ZLOG_ERROR, "cannot drop cached pages of a failed archive: out of memory");
+	for (size_t i = 0; i < n; i++) {
+		int ret = fuse_lowlevel_notify_inval_inode(fs->se, ids[i], 0, 0);
+
+		if (ret < 0 && ret != -ENOENT)
+			zlog(ZLOG_WARN, "cannot drop the cached pages of inode %llu: %s",
+			     (unsigned long long)ids[i], strerror(-ret));
+	}
+	free(ids);
+}
+
+static void *taint_main(void *arg)
+{
+	struct s3fs *fs = arg;
+
+	pthread_mutex_lock(&fs->taint_lock);
+	for (;;) {
+		const struct reader *batch[TAINT_QUEUE];
+		size_t n;
+		bool all;
+
+		while (!fs->taint_stop && fs->ntaint == 0 && !fs->taint_all)
+			pthread_cond_wait(&fs->taint_wake, &fs->taint_lock);
+		if (fs->taint_stop)
+			break;
+		n = fs->ntaint;
+		all = fs->taint_all;
+		memcpy(batch, fs->taint, n * sizeof(*batch));
+		fs->ntaint = 0;
+		fs->taint_all = false;
+		pthread_mutex_unlock(&fs->taint_lock);
+		for (size_t i = 0; i < (all ? 1 : n); i++)
+			invalidate(fs, all ? NULL : batch[i]);
+		pthread_mutex_lock(&fs->taint_lock);
+	}
+	pthread_mutex_unlock(&fs->taint_lock);
+	return NULL;
+}
+
 /* -- the mount -------------------------------------------------------------- */
 
 /* One line for a listing that failed at mount time. */
@@ -808,6 +895,8 @@ static int fs_alloc(const struct s3fs_conf *conf, struct s3fs **out)
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->open_lock, NULL);
 	pthread_mutex_init(&fs->line_lock, NULL);
+	pthread_mutex_init(&fs->taint_lock, NULL);
+	pthread_cond_init(&fs->taint_wake, NULL);
 	pthread_cond_init(&fs->opened, NULL);
 	fs->open_list.next = fs->open_list.prev = &fs->open_list;
 	*out = fs;
@@ -872,12 +961,35 @@ int s3fs_new(const struct s3fs_conf *conf, struct s3fs **out, char *msg, size_t 
 	return 0;
 }
 
-void s3fs_live(struct s3fs *fs)
+void s3fs_live(struct s3fs *fs, struct fuse_session *se)
 {
 	atomic_store(&fs->live, true);
+	fs->se = se;
+	if (pthread_create(&fs->taint_thread, NULL, taint_main, fs) != 0) {
+		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
+		return;
+	}
+	pthread_mutex_lock(&fs->taint_lock);
+	fs->taint_running = true;
+	pthread_mutex_unlock(&fs->taint_lock);
 }
 
-void s3fs_cleanup(struct s3fs *fs)
+void s3fs_stop(struct s3fs *fs)
+{
+	bool running;
+
+	pthread_mutex_lock(&fs->taint_lock);
+	fs->taint_stop = true;
+	running = fs->taint_running;
+	fs->taint_running = false;
+	pthread_cond_signal(&fs->taint_wake);
+	pthread_mutex_unlock(&fs->taint_lock);
+	if (running)
+		pthread_join(fs->taint_thread, NULL);
+	s3fs_cleanup(fs);
+}
+
+static void s3fs_cleanup(struct s3fs *fs)
 {
 	while (fs->open_list.next != &fs->open_list)
 		open_close(fs, fs->open_list.next);
@@ -890,7 +1002,7 @@ void s3fs_free(struct s3fs *fs)
 
 	if (!fs)
 		return;
-	s3fs_cleanup(fs);
+	s3fs_stop(fs); /* if the loop never ran */
 	if (fs->ids.buckets) {
 		htab_walk_start(&fs->ids, &w);
 		while ((l = htab_walk_next(&w))) {

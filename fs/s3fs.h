@@ -24,7 +24,9 @@
  * is per object version, named "s3://BUCKET/KEY" in log lines and saved
  * indexes.  A corrupt object, or one whose magic bytes are no archive
  * format's, shows size 0 and its opens fail with EIO, with one log line
- * naming s3://BUCKET/KEY (and, when corrupt, the offset).  A request that
+ * naming s3://BUCKET/KEY (and, when corrupt, the offset).  Pages of a
+ * streamed unit that fails its check late are dropped from the kernel's
+ * cache (s3fs_tainted), as on local mounts.  A request that
  * fails (timeout, unreachable) is not remembered: the next lookup tries again.
  *
  * Memory: the snapshot (S3TREE_BYTES_PER_OBJECT and per directory, s3tree.h),
@@ -42,6 +44,7 @@
 
 #include "s3src.h"
 
+struct reader;
 struct reader_opts;
 struct s3fs;
 struct zmctx;
@@ -68,13 +71,22 @@ struct s3fs_conf {
 int s3fs_new(const struct s3fs_conf *conf, struct s3fs **out, char *msg, size_t msglen);
 
 /*
- * From now on the client's error lines go to the log (zlog) instead of
- * being kept for s3fs_new's message.  Call once mounted.
+ * Once mounted (and daemonized): from now on the client's error lines go
+ * to the log (zlog) instead of being kept for s3fs_new's message, and a
+ * thread drops, through se, the kernel's pages of archives s3fs_tainted
+ * was told about.
  */
-void s3fs_live(struct s3fs *fs);
+void s3fs_live(struct s3fs *fs, struct fuse_session *se);
 
-/* Frees the handles and directories still open when the loop ends. */
-void s3fs_cleanup(struct s3fs *fs);
+/*
+ * The reader_opts.tainted hook (ctx: the struct s3fs): a streamed unit of
+ * r failed its check after pages of it were served; queues r and returns
+ * at once.  Any thread.
+ */
+void s3fs_tainted(void *ctx, const struct reader *r);
+
+/* When the loop ends: stops that thread, frees the handles and directories still open. */
+void s3fs_stop(struct s3fs *fs);
 
 /* Frees everything: nodes, readers, the snapshot and the client.  Accepts NULL. */
 void s3fs_free(struct s3fs *fs);
