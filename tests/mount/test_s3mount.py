@@ -21,11 +21,11 @@ prefix of its own.  Checks:
 With --list N: uploads N tiny objects and times `find` over the mount.
 """
 import argparse
-import concurrent.futures
+import errno
 import gzip
+import lzma
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -238,7 +238,55 @@ def run(args, res, gw, top):
         check_secrets_live(res, m, mnt, gw)
         check_overwrite(res, m, mnt, gw, top, pre, over)
     res.check('the daemon log never holds the secret key', gw.secret not in m.log_text())
+    check_tainted(args, res, gw, top, pre)
     check_bad_mounts(args, res, gw, top)
+
+
+def corrupt_xz_check(blob):
+    """Flips the last byte of the (only) Block's Check, found from the Stream Footer."""
+    footer = blob[-12:]
+    backward = (int.from_bytes(footer[4:8], 'little') + 1) * 4
+    b = bytearray(blob)
+    b[len(blob) - 12 - backward - 1] ^= 0xff
+    return bytes(b)
+
+
+def check_tainted(args, res, gw, top, pre):
+    """A Block streamed in slices whose Check fails at its end: its pages leave the kernel's cache."""
+    data = text_bytes(12 << 20, 5)  # one Block, six times cache_size/2
+    path = os.path.join(top, 'tainted.xz')
+    with open(path, 'wb') as f:
+        f.write(corrupt_xz_check(lzma.compress(data, format=lzma.FORMAT_XZ,
+                                               check=lzma.CHECK_CRC64, preset=0)))
+    gw.put(pre + 'tainted/big.xz', path)
+    mnt = os.path.join(top, 'mnt-tainted')
+    src = f's3://{gw.bucket}/{pre}tainted'
+    opts = f'endpoint={gw.endpoint},credentials={gw.credfile},cache_size=4M,index_dir=none'
+    head = 4 << 20
+    with zmtest.Mount(args.zmount, src, mnt, opts, results=res, watchdog=300,
+                      log_path=os.path.join(top, 'tainted.log'), mount_timeout=60,
+                      label='tainted'):
+        p = os.path.join(mnt, 'big')
+        got = read_at(p, 0, head)
+        err = None
+        try:
+            with open(p, 'rb') as f:
+                while f.read(1 << 20):
+                    pass
+        except OSError as e:
+            err = e.errno
+        res.check('tainted: the Block reads right up to its bad Check, then fails with EIO',
+                  got == data[:head] and err == errno.EIO, f'errno {err}')
+        deadline, outcome = time.monotonic() + 5, None
+        while time.monotonic() < deadline:  # the invalidation is queued to a thread
+            try:
+                outcome = 'cached bytes' if read_at(p, 0, head) == data[:head] else 'other'
+            except OSError as e:
+                outcome = zmtest.errno_name(e.errno)
+                break
+            time.sleep(0.05)
+        res.check('tainted: then its first slices, read through the page cache, give EIO',
+                  outcome == 'EIO', f'they read as: {outcome}')
 
 
 def check_listing(res, mnt, want):
