@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * zmount SRC MNT [-o opts]: mounts SRC (a directory, or s3://BUCKET[/PREFIX])
- * read-only at MNT with every .xz, .gz and .zst shown decompressed.  main parses and checks
- * everything it can before mounting, so a mistake costs one line on stderr and exit status 1, then
- * runs libfuse's multi-threaded loop until unmount or SIGTERM/SIGINT.
+ * read-only at MNT with every .xz, .gz and .zst shown decompressed.  main
+ * parses and checks everything it can before mounting, so a mistake costs
+ * one line on stderr and exit status 1, then runs libfuse's multi-threaded
+ * loop until unmount or SIGTERM/SIGINT.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -487,7 +488,9 @@ static int run_s3(struct fuse_args *args, struct cli *cli, const char *mnt, int 
 		zlog(ZLOG_DEBUG, "kernel read-ahead left at its default");
 	if (!foreground)
 		zlog_to_syslog();
-	if (fuse_daemonize(foreground) == 0 && pool_new(cli->opts.threads, 4096, &pool) == 0) {
+	if (fuse_daemonize(foreground) == 0 && pool_new(cli->opts.threads, 4096, &pool) < 0) {
+		zlog(ZLOG_ERROR, "cannot start %u decode workers", cli->opts.threads);
+	} else if (pool) {
 		s3fs_live(fs, se);
 		zmctx_set_pool(zm, pool);
 		zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
