@@ -41,7 +41,7 @@ enum arc_state { ARC_NONE, ARC_OPENING, ARC_DONE };
 
 struct snode {
 	struct htab_link by_id, by_path; /* protected by s3fs.lock */
-	uint64_t id, parent;
+	uint64_t id;
 	uint64_t nlookup; /* protected by s3fs.lock */
 	unsigned refs;	  /* protected by s3fs.lock */
 	enum s3tree_kind kind;
@@ -71,7 +71,7 @@ struct sopen {
 struct s3fs {
 	struct s3 *s3;
 	dev_t dev;
-	char *bucket, *prefix, *label; /* label: "s3://BUCKET" */
+	char *prefix, *label; /* label: "s3://BUCKET" */
 	double timeout, list_every;
 	struct zmctx *zm;
 	const struct reader_opts *ropts;
@@ -276,11 +276,10 @@ static bool same_version(const struct snode *n, const char *path, const struct s
 }
 
 /*
- * The node of entry e at path under parent, with one more kernel lookup
- * and a reference; made if this version has none.  Returns NULL for ENOMEM.
+ * The node of entry e at path, with one more kernel lookup and a
+ * reference; made if this version has none.  Returns NULL for ENOMEM.
  */
-static struct snode *node_lookup(struct s3fs *fs, uint64_t parent, const char *path,
-				 const struct s3tree_ent *e)
+static struct snode *node_lookup(struct s3fs *fs, const char *path, const struct s3tree_ent *e)
 {
 	struct snode *n = NULL;
 
@@ -304,7 +303,6 @@ static struct snode *node_lookup(struct s3fs *fs, uint64_t parent, const char *p
 		}
 		atomic_flag_clear(&n->said);
 		n->id = fs->next_id++;
-		n->parent = parent;
 		n->kind = e->kind;
 		n->st = e->st;
 		n->ino = e->ino;
@@ -423,9 +421,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = OPS_READ_AHEAD;
 }
 
-/* Resolves name under parent in the current snapshot into *e (strings copied into path/key). */
+/* The node (node_lookup) of name under directory p in the current snapshot, whose path it writes.
+ */
 static int resolve_child(struct s3fs *fs, const struct snode *p, const char *name, char *path,
-			 size_t plen, struct snode **out, uint64_t parent)
+			 size_t plen, struct snode **out)
 {
 	struct s3tree *t;
 	struct s3tree_ent e;
@@ -437,7 +436,7 @@ static int resolve_child(struct s3fs *fs, const struct snode *p, const char *nam
 	t = snapshot(fs);
 	ret = s3tree_resolve(t, path, &e);
 	if (ret == 0) {
-		*out = node_lookup(fs, parent, path, &e);
+		*out = node_lookup(fs, path, &e);
 		ret = *out ? 0 : -ENOMEM;
 	}
 	s3tree_put(t);
@@ -450,7 +449,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param e = { .attr_timeout = fs->timeout, .entry_timeout = fs->timeout };
 	struct snode *p = node_get(fs, parent), *n = NULL;
 	char path[4096];
-	int ret = p ? resolve_child(fs, p, name, path, sizeof(path), &n, parent) : -ESTALE;
+	int ret = p ? resolve_child(fs, p, name, path, sizeof(path), &n) : -ESTALE;
 
 	node_put(fs, p);
 	if (ret == 0 && n->kind == S3TREE_ARCHIVE)
@@ -904,17 +903,16 @@ static int fs_alloc(const struct s3fs_conf *conf, struct s3fs **out)
 		fs->label = NULL;
 		return -ENOMEM;
 	}
-	fs->bucket = strdup(conf->bucket);
 	fs->prefix = strdup(conf->prefix);
 	root = calloc(1, sizeof(*root));
-	if (!fs->bucket || !fs->prefix || !root || !(root->path = strdup("/")) ||
+	if (!fs->prefix || !root || !(root->path = strdup("/")) ||
 	    htab_init(&fs->ids, 64, hash_id) < 0 || htab_init(&fs->paths, 64, hash_path) < 0) {
 		if (root)
 			free(root->path);
 		free(root);
 		return -ENOMEM;
 	}
-	root->id = root->parent = FUSE_ROOT_ID;
+	root->id = FUSE_ROOT_ID;
 	root->kind = S3TREE_DIR;
 	root->ino = 1;
 	root->nlookup = 1;
@@ -1015,7 +1013,6 @@ void s3fs_free(struct s3fs *fs)
 	s3tree_put(fs->snap);
 	s3_close(fs->s3);
 	free(fs->label);
-	free(fs->bucket);
 	free(fs->prefix);
 	free(fs);
 }
