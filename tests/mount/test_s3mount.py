@@ -439,6 +439,10 @@ def bench_list(args, res, gw, top, n):
             count = len(p.stdout.splitlines())
             res.check(f'find {run_no} lists all {n} objects', count == n + 101, f'{count} lines')
             res.note(f'find {run_no} over {n} objects: {dt:.3f} s')
+        t0 = time.monotonic()
+        p = subprocess.run(['ls', '-lR', mnt], stdout=subprocess.PIPE, timeout=300)
+        res.note(f'ls -lR (a lookup of every object) over {n} objects: '
+                 f'{time.monotonic() - t0:.3f} s')
         st = zmtest.stats(mnt)
         vm = zmtest.proc_status(m.proc.pid)
         res.note(f'listing_bytes={st.get("listing_bytes")} listings={st.get("listings")} '
