@@ -29,7 +29,7 @@
  * gzdec_extract is one decoder used once.
  */
 #include "gzdec.h"
-#include "pio.h"
+#include "src.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -47,13 +47,13 @@
 
 /* Reads up to len bytes at off, never at or past limit.
  * Returns the count, 0 at limit, or -errno. */
-static ssize_t gz_pread(int fd, void *buf, size_t len, uint64_t off, uint64_t limit)
+static ssize_t gz_pread(struct zsrc *src, void *buf, size_t len, uint64_t off, uint64_t limit)
 {
 	if (off >= limit)
 		return 0;
 	if (len > limit - off)
 		len = (size_t)(limit - off);
-	return pio_pread(fd, buf, len, off);
+	return zsrc_pread(src, buf, len, off);
 }
 
 /* The one place zlib codes become errnos; other is what corrupt data means to the caller. */
@@ -81,7 +81,7 @@ static int gz_readerr(struct zerr *err, int ret, ssize_t n, uint64_t off)
 }
 
 struct gz_build {
-	int fd;
+	struct zsrc *src;
 	uint64_t size;
 	uint64_t span;
 	struct zerr *err;
@@ -136,7 +136,7 @@ static uint64_t bld_coff(const struct gz_build *b)
 static int bld_fill(struct gz_build *b)
 {
 	uint64_t off = bld_coff(b);
-	ssize_t n = gz_pread(b->fd, b->in, GZ_BUILD_IN, off, b->size);
+	ssize_t n = gz_pread(b->src, b->in, GZ_BUILD_IN, off, b->size);
 
 	if (n <= 0)
 		return gz_readerr(b->err, -EINVAL, n, off);
@@ -206,7 +206,7 @@ static int bld_point(struct gz_build *b, unsigned bits)
 static int bld_all_zero(struct gz_build *b, uint64_t off)
 {
 	for (;;) {
-		ssize_t n = gz_pread(b->fd, b->in, GZ_BUILD_IN, off, b->size);
+		ssize_t n = gz_pread(b->src, b->in, GZ_BUILD_IN, off, b->size);
 
 		if (n < 0)
 			return gz_readerr(b->err, -EIO, n, off);
@@ -236,7 +236,7 @@ static int bld_member_end(struct gz_build *b)
 		memcpy(m, b->zs.next_in, 2);
 		n = 2;
 	} else {
-		n = gz_pread(b->fd, m, 2, off, b->size);
+		n = gz_pread(b->src, m, 2, off, b->size);
 		if (n < 0)
 			return gz_readerr(b->err, -EIO, n, off);
 	}
@@ -270,7 +270,7 @@ static int bld_setup(struct gz_build *b)
 	unsigned char m[2];
 	ssize_t n;
 
-	n = gz_pread(b->fd, m, 2, 0, b->size);
+	n = gz_pread(b->src, m, 2, 0, b->size);
 	if (n < 0)
 		return gz_readerr(b->err, -EIO, n, 0);
 	if (n == 0 || (n == 1 && m[0] == 0x1F))
@@ -316,7 +316,7 @@ static void bld_free(struct gz_build *b)
 	free(b->wz);
 }
 
-int gzdec_header_check(int fd, uint64_t size, struct zerr *err)
+int gzdec_header_check(struct zsrc *src, uint64_t size, struct zerr *err)
 {
 	unsigned char in[4096], out[1];
 	z_stream zs = { 0 };
@@ -329,7 +329,7 @@ int gzdec_header_check(int fd, uint64_t size, struct zerr *err)
 		return zerr_set(err, -ENOMEM, 0, "inflateInit2 failed");
 	/* Z_BLOCK makes inflate stop right after the header, before any data. */
 	for (;;) {
-		ssize_t n = gz_pread(fd, in, sizeof(in), off, limit);
+		ssize_t n = gz_pread(src, in, sizeof(in), off, limit);
 
 		if (n == 0 && off == limit && limit < size) {
 			ret = zerr_set(err, -EINVAL, off, "gzip header is longer than %u bytes",
@@ -362,16 +362,17 @@ int gzdec_header_check(int fd, uint64_t size, struct zerr *err)
 	return ret;
 }
 
-int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index **out,
+int gzdec_index_build(struct zsrc *src, uint64_t size, uint64_t span, struct gzdec_index **out,
 		      struct zerr *err)
 {
-	return gzdec_index_build_opts(fd, size, span, NULL, 0, out, err);
+	return gzdec_index_build_opts(src, size, span, NULL, 0, out, err);
 }
 
-int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
-			   struct gzdec_index **out, struct zerr *err)
+int gzdec_index_build_sink(struct zsrc *src, uint64_t size, uint64_t span,
+			   const struct gzdec_sink *sink, struct gzdec_index **out,
+			   struct zerr *err)
 {
-	return gzdec_index_build_opts(fd, size, span, sink, 0, out, err);
+	return gzdec_index_build_opts(src, size, span, sink, 0, out, err);
 }
 
 /*
@@ -420,11 +421,12 @@ static void bld_salvage(struct gz_build *b, uint64_t verified, bool cut)
 	idx->trail_off = 0;
 }
 
-int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
-			   unsigned flags, struct gzdec_index **out, struct zerr *err)
+int gzdec_index_build_opts(struct zsrc *src, uint64_t size, uint64_t span,
+			   const struct gzdec_sink *sink, unsigned flags, struct gzdec_index **out,
+			   struct zerr *err)
 {
 	struct zerr own = { 0 };
-	struct gz_build b = { .fd = fd, .size = size, .err = err ? err : &own };
+	struct gz_build b = { .src = src, .size = size, .err = err ? err : &own };
 	struct gzdec_index *idx = NULL;
 	uint64_t last = 0;     /* uoff of the newest checkpoint */
 	uint64_t verified = 0; /* usize at the end of the newest member whose trailer passed */
@@ -593,13 +595,13 @@ static int dec_window(z_stream *zs, const struct gzdec_point *pt, unsigned char 
 }
 
 /* Refills the empty input buffer from where it ends.  Returns the count, 0 at EOF, or -errno. */
-static ssize_t dec_fill(struct gzdec_dec *d, int fd)
+static ssize_t dec_fill(struct gzdec_dec *d, struct zsrc *src)
 {
 	ssize_t n;
 
 	d->inoff += (uint64_t)(d->zs.next_in - d->in);
 	d->zs.next_in = d->in;
-	n = gz_pread(fd, d->in, GZ_DEC_IN, d->inoff, d->idx->csize);
+	n = gz_pread(src, d->in, GZ_DEC_IN, d->inoff, d->idx->csize);
 	d->zs.avail_in = n > 0 ? (uInt)n : 0;
 	return n;
 }
@@ -651,8 +653,8 @@ int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec
 
 /* Inflates exactly len bytes (the caller has checked they exist) into dst;
  * end says that they are the last bytes of the index. */
-static int dec_inflate(struct gzdec_dec *d, int fd, unsigned char *dst, size_t len, bool end,
-		       struct zerr *err)
+static int dec_inflate(struct gzdec_dec *d, struct zsrc *src, unsigned char *dst, size_t len,
+		       bool end, struct zerr *err)
 {
 	size_t done = 0;
 	ssize_t n;
@@ -660,7 +662,7 @@ static int dec_inflate(struct gzdec_dec *d, int fd, unsigned char *dst, size_t l
 	if (!d->primed) {
 		const struct gzdec_point *pt = &d->idx->points[d->point];
 
-		n = dec_fill(d, fd);
+		n = dec_fill(d, src);
 		if (n <= 0)
 			return gz_readerr(err, -EIO, n, d->inoff);
 		inflatePrime(&d->zs, pt->bits, d->in[0] >> (8 - pt->bits));
@@ -673,7 +675,7 @@ static int dec_inflate(struct gzdec_dec *d, int fd, unsigned char *dst, size_t l
 		int zret;
 
 		if (d->zs.avail_in == 0) {
-			n = dec_fill(d, fd);
+			n = dec_fill(d, src);
 			if (n <= 0)
 				return gz_readerr(err, -EIO, n, d->inoff);
 		}
@@ -743,7 +745,8 @@ static int dec_verify(struct gzdec_dec *d, const unsigned char *p, size_t len, s
 	return 0;
 }
 
-ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+ssize_t gzdec_dec_read(struct gzdec_dec *d, struct zsrc *src, void *buf, size_t len,
+		       struct zerr *err)
 {
 	const struct gzdec_index *idx = d->idx;
 	uint64_t left = idx->usize - idx->points[d->point].uoff - d->pos;
@@ -757,7 +760,7 @@ ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struc
 		want = SSIZE_MAX;
 	if (want == 0)
 		return 0;
-	ret = dec_inflate(d, fd, buf, want, want == left, err);
+	ret = dec_inflate(d, src, buf, want, want == left, err);
 	if (ret == 0)
 		ret = dec_verify(d, buf, want, err);
 	if (ret < 0) {
@@ -781,8 +784,8 @@ void gzdec_dec_close(struct gzdec_dec *d)
 	free(d);
 }
 
-ssize_t gzdec_extract(int fd, const struct gzdec_index *idx, size_t point, void *buf, size_t len,
-		      struct zerr *err)
+ssize_t gzdec_extract(struct zsrc *src, const struct gzdec_index *idx, size_t point, void *buf,
+		      size_t len, struct zerr *err)
 {
 	const struct gzdec_point *pt;
 	struct gzdec_dec *d;
@@ -801,7 +804,7 @@ ssize_t gzdec_extract(int fd, const struct gzdec_index *idx, size_t point, void 
 	ret = gzdec_dec_open(idx, point, &d, err);
 	if (ret < 0)
 		return ret;
-	n = gzdec_dec_read(d, fd, buf, len, err);
+	n = gzdec_dec_read(d, src, buf, len, err);
 	gzdec_dec_close(d);
 	return n;
 }

@@ -28,17 +28,19 @@
  *    dropped as garbage.
  *
  * Threads: a gzdec_index is immutable once built and may be shared.  Every
- * call does its own pread on a caller-owned fd, so any number of threads
+ * call does its own zsrc_pread on a caller-owned source, so any number of threads
  * may extract from one index at once.  A gzdec_dec belongs to one thread at
- * a time; any number of them may share one index and one fd.
+ * a time; any number of them may share one index and one src.
  *
  * Descriptors: nothing here keeps a file descriptor.  Every call that reads
- * takes the fd as an argument and uses it only during that call.
+ * takes the src as an argument and uses it only during that call.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "src.h"
 
 #include "zerr.h"
 
@@ -94,7 +96,7 @@ struct gzdec_index {
 };
 
 /*
- * Builds the checkpoint index of fd (size bytes long).  span is clamped to
+ * Builds the checkpoint index of src (size bytes long).  span is clamped to
  * [64 KiB, GZDEC_MAX_SPAN].  Checkpoints fall only on deflate block
  * boundaries, so one deflate block larger than span gives a span that
  * large: read such spans with a gzdec_dec, not whole.
@@ -106,11 +108,11 @@ struct gzdec_index {
  *   -ENOMEM  out of memory;
  *   -EIO     pread failed.
  */
-int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index **out,
+int gzdec_index_build(struct zsrc *src, uint64_t size, uint64_t span, struct gzdec_index **out,
 		      struct zerr *err);
 
 /*
- * Checks, cheaply, that fd starts with a readable gzip member header (magic,
+ * Checks, cheaply, that src starts with a readable gzip member header (magic,
  * method, flags, FEXTRA/FNAME/FCOMMENT within the file, FHCRC) followed by
  * at least one byte of deflate data.  Reads the header in 4 KiB preads, and
  * never more than its first GZDEC_HEADER_MAX bytes, so an FNAME or FCOMMENT
@@ -119,7 +121,7 @@ int gzdec_index_build(int fd, uint64_t size, uint64_t span, struct gzdec_index *
  * longer than GZDEC_HEADER_MAX bytes, which gzdec_index_build itself would
  * accept), -ENOMEM, -EIO (pread failed).
  */
-int gzdec_header_check(int fd, uint64_t size, struct zerr *err);
+int gzdec_header_check(struct zsrc *src, uint64_t size, struct zerr *err);
 
 /*
  * Optional observer of a build: output(ctx, buf, len) gets every
@@ -134,8 +136,9 @@ struct gzdec_sink {
 };
 
 /* gzdec_index_build with an observer (sink may be NULL). */
-int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
-			   struct gzdec_index **out, struct zerr *err);
+int gzdec_index_build_sink(struct zsrc *src, uint64_t size, uint64_t span,
+			   const struct gzdec_sink *sink, struct gzdec_index **out,
+			   struct zerr *err);
 
 /* Flags for gzdec_index_build_opts. */
 #define GZDEC_SALVAGE 0x1u
@@ -181,8 +184,9 @@ int gzdec_index_build_sink(int fd, uint64_t size, uint64_t span, const struct gz
  * An undamaged file gives the same index as without the flag, salvaged 0,
  * trailing data judged the same way.
  */
-int gzdec_index_build_opts(int fd, uint64_t size, uint64_t span, const struct gzdec_sink *sink,
-			   unsigned flags, struct gzdec_index **out, struct zerr *err);
+int gzdec_index_build_opts(struct zsrc *src, uint64_t size, uint64_t span,
+			   const struct gzdec_sink *sink, unsigned flags, struct gzdec_index **out,
+			   struct zerr *err);
 
 /* Frees an index and its windows.  Accepts NULL. */
 void gzdec_index_free(struct gzdec_index *idx);
@@ -201,8 +205,8 @@ void gzdec_index_free(struct gzdec_index *idx);
  * spans (or read on with a gzdec_dec), and still compare the file's
  * identity with the one they indexed.
  */
-ssize_t gzdec_extract(int fd, const struct gzdec_index *idx, size_t point, void *buf, size_t len,
-		      struct zerr *err);
+ssize_t gzdec_extract(struct zsrc *src, const struct gzdec_index *idx, size_t point, void *buf,
+		      size_t len, struct zerr *err);
 
 /*
  * Streaming: a decoder that starts at a checkpoint and returns the bytes
@@ -217,7 +221,7 @@ struct gzdec_dec;
 
 /*
  * Prepares to decode from idx->points[point].  idx is borrowed and must
- * outlive the decoder; no fd is needed (the window is in the index), and
+ * outlive the decoder; no src is needed (the window is in the index), and
  * none is kept.
  * Returns 0 and *out (close with gzdec_dec_close), or, with *out NULL and
  * err set:
@@ -230,7 +234,7 @@ int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec
 
 /*
  * Decodes the next min(len, bytes left before idx->usize) bytes into buf,
- * reading compressed input from fd (the file idx was built from) with pread
+ * reading compressed input from src (the source idx was built from) with zsrc_pread
  * during this call only.  Returns that count (0 once idx->usize is reached;
  * reads stop there, before the last member's trailer), or, with err set:
  *   -EIO     the data no longer inflates as it did when indexed (the file
@@ -246,7 +250,8 @@ int gzdec_dec_open(const struct gzdec_index *idx, size_t point, struct gzdec_dec
  * were wrong.  The caller must still check the file's identity.
  * After a failure the decoder may only be closed (reads return -EIO).
  */
-ssize_t gzdec_dec_read(struct gzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err);
+ssize_t gzdec_dec_read(struct gzdec_dec *d, struct zsrc *src, void *buf, size_t len,
+		       struct zerr *err);
 
 /* Bytes returned so far: the next byte is at idx->points[point].uoff + this. */
 uint64_t gzdec_dec_tell(const struct gzdec_dec *d);

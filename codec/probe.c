@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "probe.h"
-#include "pio.h"
+#include "src.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -29,14 +29,14 @@ static bool probe_skippable(const unsigned char *p, size_t len)
 	return len >= 8 && (p[0] & 0xF0) == 0x50 && p[1] == 0x2A && p[2] == 0x4D && p[3] == 0x18;
 }
 
-int probe_fd(int fd, enum probe_fmt *fmt)
+int probe_src(struct zsrc *src, enum probe_fmt *fmt)
 {
 	unsigned char buf[8];
 	uint64_t off = 0;
 	ssize_t n;
 
 	*fmt = PROBE_NONE;
-	n = pio_pread(fd, buf, sizeof(buf), 0);
+	n = zsrc_pread(src, buf, sizeof(buf), 0);
 	if (n < 0)
 		return (int)n;
 	/*
@@ -48,7 +48,7 @@ int probe_fd(int fd, enum probe_fmt *fmt)
 	for (int i = 0; i < PROBE_SKIP_MAX && probe_skippable(buf, (size_t)n); i++) {
 		off += 8 + ((uint64_t)buf[4] | (uint64_t)buf[5] << 8 | (uint64_t)buf[6] << 16 |
 			    (uint64_t)buf[7] << 24);
-		n = pio_pread(fd, buf, sizeof(buf), off);
+		n = zsrc_pread(src, buf, sizeof(buf), off);
 		if (n < 0)
 			return (int)n;
 		if (n == 0 || probe_buf(buf, (size_t)n) == PROBE_ZSTD) {

@@ -30,7 +30,7 @@
 
 #include "le.h"
 #include "lzma2dec.h"
-#include "pio.h"
+#include "src.h"
 
 #define READ_MAX 65536u /* output bytes decoded per lzma2dec_read during build */
 #define RUN_GAP	 8u	/* runs closer than this are merged: a run costs 2-4 bytes */
@@ -48,9 +48,9 @@ struct xzck_hdr {
 	uint32_t check_size;
 };
 
-/* lzma2dec's pull: the LZMA2 data of one Block, through the caller's fd. */
+/* lzma2dec's pull: the LZMA2 data of one Block, through the caller's src. */
 struct xzck_src {
-	int fd;
+	struct zsrc *src;
 	uint64_t off, size;
 };
 
@@ -58,7 +58,7 @@ struct xzckpt_dec {
 	struct lzma2dec *ld;
 	uint8_t *win; /* ld's window, when resumed: from sp, back to sp at close */
 	struct xzdec_spares *sp;
-	struct xzck_src src;
+	struct xzck_src pull;
 	struct xzck_hdr h;
 	uint64_t usize, bcoff;
 	int err;
@@ -136,8 +136,9 @@ static int hdr_check(const struct xzdec_block *b, lzma_block *blk, struct xzck_h
 	return 0;
 }
 
-/* Reads Block b's header through fd and checks it (see xzckpt_build). */
-static int hdr_read(int fd, const struct xzdec_block *b, struct xzck_hdr *h, struct zerr *err)
+/* Reads Block b's header through src and checks it (see xzckpt_build). */
+static int hdr_read(struct zsrc *src, const struct xzdec_block *b, struct xzck_hdr *h,
+		    struct zerr *err)
 {
 	uint8_t raw[LZMA_BLOCK_HEADER_SIZE_MAX];
 	lzma_filter filters[LZMA_FILTERS_MAX + 1];
@@ -152,7 +153,7 @@ static int hdr_read(int fd, const struct xzdec_block *b, struct xzck_hdr *h, str
 				xzdec_check_name(b->check));
 	if (b->unpadded > UINT64_MAX - 3 || b->csize != ((b->unpadded + 3) & ~(uint64_t)3))
 		return zerr_set(err, -EIO, b->coff, "Block sizes in the Index disagree");
-	n = pio_pread(fd, raw, 1, b->coff);
+	n = zsrc_pread(src, raw, 1, b->coff);
 	if (n != 1 || raw[0] == 0)
 		return zerr_set(err, -EIO, b->coff, "no Block Header at %llu",
 				(unsigned long long)b->coff);
@@ -160,7 +161,7 @@ static int hdr_read(int fd, const struct xzdec_block *b, struct xzck_hdr *h, str
 	blk.header_size = lzma_block_header_size_decode(raw[0]);
 	if (blk.header_size >= b->unpadded)
 		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
-	n = pio_pread(fd, raw, blk.header_size, b->coff);
+	n = zsrc_pread(src, raw, blk.header_size, b->coff);
 	if (n != (ssize_t)blk.header_size)
 		return zerr_set(err, -EIO, b->coff, "Block Header truncated");
 	lret = lzma_block_header_decode(&blk, NULL, raw);
@@ -185,7 +186,7 @@ static ssize_t src_pull(void *opaque, uint64_t coff, void *buf, size_t len)
 		return 0;
 	if (len > s->size - coff)
 		len = (size_t)(s->size - coff);
-	n = pio_pread(s->fd, buf, len, s->off + coff);
+	n = zsrc_pread(s->src, buf, len, s->off + coff);
 	return n < 0 ? -EIO : n;
 }
 
@@ -485,7 +486,7 @@ static int points_close(struct xzck_build *bd, int all)
 /* ---- build: the Block ---- */
 
 /* Padding zero and the Check equal to check (computed over the output). */
-static int tail_check(int fd, const struct xzdec_block *b, const struct xzck_hdr *h,
+static int tail_check(struct zsrc *src, const struct xzdec_block *b, const struct xzck_hdr *h,
 		      const uint8_t *check, struct zerr *err)
 {
 	uint64_t at = h->data_off + h->data_size;
@@ -493,7 +494,7 @@ static int tail_check(int fd, const struct xzdec_block *b, const struct xzck_hdr
 	uint8_t buf[3 + 8];
 
 	if (pad > 3 ||
-	    pio_pread(fd, buf, pad + h->check_size, at) != (ssize_t)(pad + h->check_size))
+	    zsrc_pread(src, buf, pad + h->check_size, at) != (ssize_t)(pad + h->check_size))
 		return zerr_set(err, -EIO, at, "Block Padding or Check truncated");
 	for (size_t i = 0; i < pad; i++)
 		if (buf[i])
@@ -505,7 +506,8 @@ static int tail_check(int fd, const struct xzdec_block *b, const struct xzck_hdr
 }
 
 /* Decodes the whole Block through the ring; returns 0 or an error with err set. */
-static int build_run(struct xzck_build *bd, struct lzma2dec *ld, int fd, const struct xzck_hdr *h)
+static int build_run(struct xzck_build *bd, struct lzma2dec *ld, struct zsrc *src,
+		     const struct xzck_hdr *h)
 {
 	uint32_t crc32 = 0;
 	uint64_t crc64 = 0;
@@ -550,14 +552,14 @@ static int build_run(struct xzck_build *bd, struct lzma2dec *ld, int fd, const s
 	if (ret)
 		return ret;
 	put_le(check, bd->b->check == XZDEC_CHECK_CRC32 ? crc32 : crc64, 8);
-	return tail_check(fd, bd->b, h, check, bd->err);
+	return tail_check(src, bd->b, h, check, bd->err);
 }
 
-int xzckpt_build(int fd, const struct xzdec_block *b, uint64_t span, const struct xzckpt_sink *s,
-		 struct xzckpt_stats *st, struct zerr *err)
+int xzckpt_build(struct zsrc *src, const struct xzdec_block *b, uint64_t span,
+		 const struct xzckpt_sink *s, struct xzckpt_stats *st, struct zerr *err)
 {
 	struct xzck_build bd = { .b = b, .s = s, .st = st, .err = err, .span = span, .next = span };
-	struct xzck_src src = { .fd = fd };
+	struct xzck_src pull = { .src = src };
 	struct lzma2dec *ld = NULL;
 	struct xzck_hdr h;
 	int ret;
@@ -566,16 +568,16 @@ int xzckpt_build(int fd, const struct xzdec_block *b, uint64_t span, const struc
 		memset(st, 0, sizeof(*st));
 	if (span == 0 || !s || !s->out)
 		return zerr_set(err, -EINVAL, b->coff, "xzckpt_build: span 0 or no output sink");
-	ret = hdr_read(fd, b, &h, err);
+	ret = hdr_read(src, b, &h, err);
 	if (ret < 0)
 		return ret;
-	src.off = h.data_off;
-	src.size = h.data_size;
+	pull.off = h.data_off;
+	pull.size = h.data_size;
 	bd.wsize = lzma2dec_window_size(h.dict);
 	bd.rsize = 2 * (size_t)bd.wsize + READ_MAX;
 	bd.ring = malloc(bd.rsize);
 	bd.cctx = ZSTD_createCCtx();
-	ret = lzma2dec_new(h.dict, b->usize, src_pull, &src, &ld);
+	ret = lzma2dec_new(h.dict, b->usize, src_pull, &pull, &ld);
 	if (ret < 0 || !bd.ring || !bd.cctx) {
 		ret = zerr_set(err, ret < 0 ? ret : -ENOMEM, b->coff, "out of memory");
 		goto out;
@@ -587,7 +589,7 @@ int xzckpt_build(int fd, const struct xzdec_block *b, uint64_t span, const struc
 		lzma2dec_set_mark_cb(ld, on_mark, &bd);
 		lzma2dec_set_mark_below(ld, 0); /* nothing open yet */
 	}
-	ret = build_run(&bd, ld, fd, &h);
+	ret = build_run(&bd, ld, src, &h);
 out:
 	for (size_t i = 0; i < bd.nopen; i++)
 		open_drop(&bd, &bd.open[i]);
@@ -704,8 +706,8 @@ out:
 	return ret;
 }
 
-int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp, const void *blob,
-		    size_t len, struct xzckpt_dec **out, struct zerr *err)
+int xzckpt_dec_open(struct zsrc *src, const struct xzdec_block *b, struct xzdec_spares *sp,
+		    const void *blob, size_t len, struct xzckpt_dec **out, struct zerr *err)
 {
 	struct lzma2dec_ckpt ck = { 0 };
 	struct xzckpt_dec *d;
@@ -717,15 +719,15 @@ int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp
 	if (!d)
 		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
 	d->sp = sp;
-	ret = hdr_read(fd, b, &d->h, err);
+	ret = hdr_read(src, b, &d->h, err);
 	if (ret < 0)
 		goto fail;
-	d->src.off = d->h.data_off;
-	d->src.size = d->h.data_size;
+	d->pull.off = d->h.data_off;
+	d->pull.size = d->h.data_size;
 	d->usize = b->usize;
 	d->bcoff = b->coff;
 	if (!blob) {
-		ret = lzma2dec_new(d->h.dict, b->usize, src_pull, &d->src, &d->ld);
+		ret = lzma2dec_new(d->h.dict, b->usize, src_pull, &d->pull, &d->ld);
 	} else {
 		ret = head_get(blob, len, b, &d->h, &ck, &nruns, &kept);
 		if (ret == 0) {
@@ -737,7 +739,7 @@ int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp
 			ret = payload_get((const uint8_t *)blob + BLOB_HEAD, len - BLOB_HEAD, &ck,
 					  nruns, kept, d->win);
 		if (ret == 0)
-			ret = lzma2dec_resume_in(&ck, d->h.dict, b->usize, src_pull, &d->src,
+			ret = lzma2dec_resume_in(&ck, d->h.dict, b->usize, src_pull, &d->pull,
 						 d->win, &d->ld);
 		lzma2dec_ckpt_release(&ck);
 	}
@@ -755,13 +757,14 @@ fail:
 	return ret;
 }
 
-ssize_t xzckpt_dec_read(struct xzckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+ssize_t xzckpt_dec_read(struct xzckpt_dec *d, struct zsrc *src, void *buf, size_t len,
+			struct zerr *err)
 {
 	ssize_t n;
 
 	if (d->err)
 		return zerr_set(err, d->err, d->h.data_off, "xz checkpoint decoder failed before");
-	d->src.fd = fd;
+	d->pull.src = src;
 	n = lzma2dec_read(d->ld, buf, len, err);
 	if (n >= 0 && (size_t)n < len) {
 		int ret = end_check(d->ld, &d->h, d->usize, d->bcoff, err);

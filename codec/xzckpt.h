@@ -54,13 +54,15 @@
  * part of any decoder's cost.
  *
  * Threads: nothing shared; a decoder belongs to one thread at a time.  All
- * I/O is pread on the fd the caller passes to each call (borrowed, never
+ * I/O is zsrc_pread on the source the caller passes to each call (borrowed, never
  * kept); it must be the same file every time for one decoder.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "src.h"
 
 #include "xzdec.h"
 #include "zerr.h"
@@ -80,7 +82,7 @@ struct xzckpt_sink {
 	/*
 	 * One checkpoint at uoff (0 < uoff < usize), in increasing uoff
 	 * order: blob (len bytes) is self-contained (all xzckpt_dec_open
-	 * needs besides the Block and the fd) and borrowed for the call.
+	 * needs besides the Block and the src) and borrowed for the call.
 	 * Returns 0 to go on, else build stops and returns it.
 	 */
 	int (*point)(void *arg, uint64_t uoff, const void *blob, size_t len);
@@ -98,7 +100,7 @@ struct xzckpt_stats {
 };
 
 /*
- * Decodes Block b of fd with lzma2dec and hands s->point a checkpoint at
+ * Decodes Block b of src with lzma2dec and hands s->point a checkpoint at
  * the first chunk start at or past every `span` bytes of output (the
  * first at >= span, the next at >= the previous + span; none at 0 or at
  * usize), and s->out every byte.  Verifies the whole Block: the Block
@@ -118,17 +120,17 @@ struct xzckpt_stats {
  * If it fails, every point handed out before must be dropped by the
  * caller: nothing verified them.
  */
-int xzckpt_build(int fd, const struct xzdec_block *b, uint64_t span, const struct xzckpt_sink *s,
-		 struct xzckpt_stats *st, struct zerr *err);
+int xzckpt_build(struct zsrc *src, const struct xzdec_block *b, uint64_t span,
+		 const struct xzckpt_sink *s, struct xzckpt_stats *st, struct zerr *err);
 
 struct xzckpt_dec;
 
 /*
- * A decoder of Block b of fd positioned at checkpoint blob (len bytes,
+ * A decoder of Block b of src positioned at checkpoint blob (len bytes,
  * borrowed for the call), or, with blob NULL, at the Block's start.  sp
  * (may be NULL: plain malloc) lends the window and is borrowed for the
  * decoder's life (xzckpt_dec_close gives the window back to it).
- * Reads the Block Header through fd (the dictionary size, the filter
+ * Reads the Block Header through src (the dictionary size, the filter
  * chain, the data's size); no other I/O.  The blob comes from disk and is
  * untrusted: every field is checked, the payload's sizes are bounded
  * before anything is allocated from them, and lzma2dec_resume checks the
@@ -139,8 +141,8 @@ struct xzckpt_dec;
  *   -ENOTSUP, -EIO  as xzckpt_build, for the Block Header;
  *   -ENOMEM  out of memory.
  */
-int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp, const void *blob,
-		    size_t len, struct xzckpt_dec **out, struct zerr *err);
+int xzckpt_dec_open(struct zsrc *src, const struct xzdec_block *b, struct xzdec_spares *sp,
+		    const void *blob, size_t len, struct xzckpt_dec **out, struct zerr *err);
 
 /*
  * Decodes up to len bytes into buf: returns 1..len, 0 at the Block's end
@@ -150,7 +152,8 @@ int xzckpt_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp
  * the caller checks resumed bytes against the per-span checksums it
  * recorded at build.
  */
-ssize_t xzckpt_dec_read(struct xzckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err);
+ssize_t xzckpt_dec_read(struct xzckpt_dec *d, struct zsrc *src, void *buf, size_t len,
+			struct zerr *err);
 
 /* Offset in the Block's output of the next byte xzckpt_dec_read returns. */
 uint64_t xzckpt_dec_tell(const struct xzckpt_dec *d);

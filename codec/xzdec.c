@@ -30,7 +30,7 @@
  * shared by its decoders) for the next decoder instead.
  */
 #include "xzdec.h"
-#include "pio.h"
+#include "src.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -273,13 +273,13 @@ static int xzdec_index_fill(struct xzdec_index *idx, const lzma_index *li, uint6
 	return 0;
 }
 
-int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err)
+int xzdec_index_read(struct zsrc *src, uint64_t size, struct xzdec_index **out, struct zerr *err)
 {
-	return xzdec_index_read_max(fd, size, 0, out, err);
+	return xzdec_index_read_max(src, size, 0, out, err);
 }
 
-int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_index **out,
-			 struct zerr *err)
+int xzdec_index_read_max(struct zsrc *src, uint64_t size, size_t max_blocks,
+			 struct xzdec_index **out, struct zerr *err)
 {
 	uint64_t memlimit = XZDEC_MEMLIMIT;
 	lzma_stream strm = LZMA_STREAM_INIT;
@@ -306,7 +306,7 @@ int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_
 	for (;;) {
 		if (strm.avail_in == 0 && off < size) {
 			size_t want = size - off < XZDEC_CHUNK ? size - off : XZDEC_CHUNK;
-			ssize_t n = pio_pread(fd, buf, want, off);
+			ssize_t n = zsrc_pread(src, buf, want, off);
 
 			if (n <= 0) {
 				ret = zerr_set(err, -EIO, off, "%s",
@@ -374,15 +374,15 @@ void xzdec_index_free(struct xzdec_index *idx)
 	free(idx);
 }
 
-/* Reads the Block Header from fd and sets up d->block and d->filters from it. */
-static int xzdec_header_read(struct xzdec_dec *d, int fd, struct zerr *err)
+/* Reads the Block Header from src and sets up d->block and d->filters from it. */
+static int xzdec_header_read(struct xzdec_dec *d, struct zsrc *src, struct zerr *err)
 {
 	const struct xzdec_block *b = &d->b;
 	uint8_t hdr[LZMA_BLOCK_HEADER_SIZE_MAX];
 	lzma_ret lret;
 	ssize_t n;
 
-	n = pio_pread(fd, hdr, 1, b->coff);
+	n = zsrc_pread(src, hdr, 1, b->coff);
 	if (n <= 0)
 		return zerr_set(err, -EIO, b->coff, "reading Block Header: %s",
 				n ? strerror((int)-n) : "unexpected end of file");
@@ -394,7 +394,7 @@ static int xzdec_header_read(struct xzdec_dec *d, int fd, struct zerr *err)
 	d->block.filters = d->filters;
 	if (d->block.header_size >= b->csize)
 		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
-	n = pio_pread(fd, hdr, d->block.header_size, b->coff);
+	n = zsrc_pread(src, hdr, d->block.header_size, b->coff);
 	if (n < (ssize_t)d->block.header_size)
 		return zerr_set(err, -EIO, b->coff, "reading Block Header: %s",
 				n < 0 ? strerror((int)-n) : "unexpected end of file");
@@ -455,7 +455,7 @@ static int dict_refused(struct zerr *err, int code, uint64_t coff, uint32_t dict
 			(unsigned)(((uint64_t)dict + (1u << 20) - 1) >> 20), XZDEC_DICT_MAX >> 20);
 }
 
-int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+int xzdec_dec_open(struct zsrc *src, const struct xzdec_block *b, struct xzdec_spares *sp,
 		   struct xzdec_dec **out, struct zerr *err)
 {
 	struct xzdec_dec *d;
@@ -484,7 +484,7 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
 			       (unsigned long long)b->usize, (unsigned long long)b->csize);
 		goto fail;
 	}
-	ret = xzdec_header_read(d, fd, err);
+	ret = xzdec_header_read(d, src, err);
 	if (ret)
 		goto fail;
 	d->in_off = b->coff + d->block.header_size;
@@ -523,15 +523,15 @@ static uint64_t xzdec_coff(const struct xzdec_dec *d)
 	return d->in_off - d->strm.avail_in;
 }
 
-/* One lzma_code call, refilling input from fd first; 0 or negative errno. */
-static int xzdec_step(struct xzdec_dec *d, int fd, struct zerr *err)
+/* One lzma_code call, refilling input from src first; 0 or negative errno. */
+static int xzdec_step(struct xzdec_dec *d, struct zsrc *src, struct zerr *err)
 {
 	lzma_ret lret;
 
 	if (d->strm.avail_in == 0 && d->in_off < d->in_end) {
 		uint64_t left = d->in_end - d->in_off;
 		ssize_t n =
-			pio_pread(fd, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK, d->in_off);
+			zsrc_pread(src, d->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK, d->in_off);
 
 		if (n <= 0)
 			return zerr_set(err, -EIO, d->in_off, "reading Block data: %s",
@@ -562,7 +562,8 @@ static int xzdec_step(struct xzdec_dec *d, int fd, struct zerr *err)
 	return zerr_set(err, -EIO, xzdec_coff(d), "%s", xzdec_ret_name(lret));
 }
 
-ssize_t xzdec_dec_read(struct xzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+ssize_t xzdec_dec_read(struct xzdec_dec *d, struct zsrc *src, void *buf, size_t len,
+		       struct zerr *err)
 {
 	uint64_t left = d->b.usize - d->pos;
 	size_t want = len < left ? len : (size_t)left;
@@ -579,7 +580,7 @@ ssize_t xzdec_dec_read(struct xzdec_dec *d, int fd, void *buf, size_t len, struc
 	d->strm.next_out = buf;
 	d->strm.avail_out = want;
 	while (d->strm.avail_out > 0) {
-		ret = xzdec_step(d, fd, err);
+		ret = xzdec_step(d, src, err);
 		if (ret)
 			goto fail;
 		if (d->done && d->strm.avail_out > 0) {
@@ -592,7 +593,7 @@ ssize_t xzdec_dec_read(struct xzdec_dec *d, int fd, void *buf, size_t len, struc
 	while (want == left && !d->done) {
 		d->strm.next_out = &scratch;
 		d->strm.avail_out = 1;
-		ret = xzdec_step(d, fd, err);
+		ret = xzdec_step(d, src, err);
 		if (ret)
 			goto fail;
 		if (d->strm.avail_out == 0) {
@@ -608,19 +609,19 @@ fail:
 	return ret;
 }
 
-int xzdec_block_verify(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+int xzdec_block_verify(struct zsrc *src, const struct xzdec_block *b, struct xzdec_spares *sp,
 		       struct zerr *err)
 {
 	struct xzdec_dec *d;
 	uint8_t buf[4096];
 	ssize_t n;
-	int ret = xzdec_dec_open(fd, b, sp, &d, err);
+	int ret = xzdec_dec_open(src, b, sp, &d, err);
 
 	if (ret < 0)
 		return ret;
 	/* The call that returns the last byte (for an empty Block: the first) checks the end. */
 	do
-		n = xzdec_dec_read(d, fd, buf, sizeof(buf), err);
+		n = xzdec_dec_read(d, src, buf, sizeof(buf), err);
 	while (n > 0 && d->pos < d->b.usize);
 	xzdec_dec_close(d);
 	return n < 0 ? (int)n : 0;
@@ -672,7 +673,7 @@ size_t xzdec_dec_memusage(const struct xzdec_dec *d)
 #define SCAN_END    2 /* a Stream ended, and so did the file */
 
 struct xz_scan {
-	int fd;
+	struct zsrc *src;
 	uint64_t size;
 	struct zerr *err;
 	struct xzdec_index *idx;
@@ -692,7 +693,7 @@ static int scan_read(struct xz_scan *s, void *buf, size_t len, uint64_t off, con
 	if (off > s->size || len > s->size - off)
 		return zerr_set(s->err, SCAN_DAMAGE, s->size, "file ends inside %s", what);
 	while (got < len) {
-		ssize_t n = pio_pread(s->fd, (uint8_t *)buf + got, len - got, off + got);
+		ssize_t n = zsrc_pread(s->src, (uint8_t *)buf + got, len - got, off + got);
 
 		if (n < 0)
 			return zerr_set(s->err, -EIO, off + got, "reading %s: %s", what,
@@ -799,8 +800,8 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 		if (strm.avail_in == 0 && !eof) {
 			uint64_t left = s->size - in_off;
 			ssize_t n =
-				left ? pio_pread(s->fd, s->in,
-						 left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
+				left ? zsrc_pread(s->src, s->in,
+						  left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
 				     : 0;
 
 			if (n < 0) {
@@ -872,7 +873,7 @@ static int scan_index(struct xz_scan *s, lzma_index_hash *hash, uint64_t off, ui
 			return zerr_set(s->err, SCAN_DAMAGE, pos, "file ends inside an Index");
 		if (want > s->size - pos)
 			want = (size_t)(s->size - pos);
-		n = pio_pread(s->fd, s->in, want, pos);
+		n = zsrc_pread(s->src, s->in, want, pos);
 		if (n < 0)
 			return zerr_set(s->err, -EIO, pos, "reading the Index: %s",
 					strerror((int)-n));
@@ -910,7 +911,7 @@ static int scan_padding(struct xz_scan *s, uint64_t off, uint64_t *pad, bool *en
 		}
 		if (want > s->size - pos)
 			want = (size_t)(s->size - pos);
-		n = pio_pread(s->fd, s->in, want, pos);
+		n = zsrc_pread(s->src, s->in, want, pos);
 		if (n < 0)
 			return zerr_set(s->err, -EIO, pos, "reading Stream Padding: %s",
 					strerror((int)-n));
@@ -1012,10 +1013,10 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 	return end ? SCAN_END : 0;
 }
 
-int xzdec_index_scan(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err)
+int xzdec_index_scan(struct zsrc *src, uint64_t size, struct xzdec_index **out, struct zerr *err)
 {
 	struct zerr own = { 0 };
-	struct xz_scan s = { .fd = fd, .size = size, .err = err ? err : &own };
+	struct xz_scan s = { .src = src, .size = size, .err = err ? err : &own };
 	lzma_index_hash *hash = NULL;
 	uint64_t off = 0;
 	int ret;

@@ -20,20 +20,22 @@
  *
  * Threads: an xzdec_index is immutable after xzdec_index_read returns and
  * may be read from any thread.  An xzdec_dec belongs to one thread at a
- * time.  All I/O is pread on a caller-owned fd, so any number of decoders
- * may share one fd.
+ * time.  All I/O is zsrc_pread on a caller-owned source, so any number of decoders
+ * may share one src.
  *
  * Descriptors: a decoder never holds a file descriptor.  The caller passes
- * the fd to each call that reads (xzdec_dec_open, xzdec_dec_read), so a
+ * the src to each call that reads (xzdec_dec_open, xzdec_dec_read), so a
  * decoder kept after its file was closed cannot read whatever file reuses
- * the number: the caller decides which fd it reads, on every call.  The
- * fd must be the same file (the same version of it) on every call for one
+ * the number: the caller decides which src it reads, on every call.  The
+ * src must be the same file (the same version of it) on every call for one
  * decoder; the decoder cannot check that.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "src.h"
 
 #include "zerr.h"
 
@@ -83,7 +85,7 @@ struct xzdec_index {
 };
 
 /*
- * Reads the Indexes of every Stream in fd (size bytes long).
+ * Reads the Indexes of every Stream in src (size bytes long).
  * On success returns 0 and *out, which the caller frees with
  * xzdec_index_free; then idx->usize <= XZDEC_MAX_USIZE, and so is every
  * Block's uoff + usize, which therefore fits an off_t.
@@ -97,7 +99,7 @@ struct xzdec_index {
  *            bad file rather than a busy machine;
  *   -EIO     pread failed or the file is shorter than its footers say.
  */
-int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err);
+int xzdec_index_read(struct zsrc *src, uint64_t size, struct xzdec_index **out, struct zerr *err);
 
 /*
  * xzdec_index_read, refusing a file of more than max_blocks Blocks (0: no
@@ -105,8 +107,8 @@ int xzdec_index_read(int fd, uint64_t size, struct xzdec_index **out, struct zer
  * own Index is capped at what max_blocks records need.  Returns -E2BIG for
  * such a file, else as xzdec_index_read.
  */
-int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_index **out,
-			 struct zerr *err);
+int xzdec_index_read_max(struct zsrc *src, uint64_t size, size_t max_blocks,
+			 struct xzdec_index **out, struct zerr *err);
 
 /*
  * The largest LZMA dictionary a decoder (xzdec_dec_open, xzdec_index_scan)
@@ -120,7 +122,7 @@ int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_
 #define XZDEC_SCAN_MAX_BLOCKS ((64u << 20) / sizeof(struct xzdec_block))
 
 /*
- * Salvage: builds the index of fd (size bytes long) by decoding it forward
+ * Salvage: builds the index of src (size bytes long) by decoding it forward
  * from the first Stream Header, for a file whose Index or Stream Footer
  * cannot be read (typically a file cut short by a crash) or whose Blocks
  * may be corrupt.  It reads each Block Header, decodes the Block to its
@@ -167,9 +169,9 @@ int xzdec_index_read_max(int fd, uint64_t size, size_t max_blocks, struct xzdec_
  * gives it, and always by XZDEC_MAX_RATIO times the compressed bytes it
  * can have), two 64 KiB buffers and the Block list (at most 64 MiB).  No
  * recursion.  Time is one full decode, as for a gzip index build.
- * Threads: like xzdec_index_read, it touches nothing shared but fd.
+ * Threads: like xzdec_index_read, it touches nothing shared but src.
  */
-int xzdec_index_scan(int fd, uint64_t size, struct xzdec_index **out, struct zerr *err);
+int xzdec_index_scan(struct zsrc *src, uint64_t size, struct xzdec_index **out, struct zerr *err);
 
 /* Frees an index.  Accepts NULL. */
 void xzdec_index_free(struct xzdec_index *idx);
@@ -204,8 +206,8 @@ void *xzdec_spares_get(struct xzdec_spares *sp, size_t n);
 void xzdec_spares_put(struct xzdec_spares *sp, void *p);
 
 /*
- * Prepares to decode Block b of fd from its start.  b is copied.  sp (may
- * be NULL: plain malloc) is borrowed for the decoder's life.  fd is
+ * Prepares to decode Block b of src from its start.  b is copied.  sp (may
+ * be NULL: plain malloc) is borrowed for the decoder's life.  src is
  * only used during this call, to read the Block Header and check it
  * against b (sizes, Unpadded Size); the decoder does not keep it.
  * Returns 0 and *out, or, with *out NULL and err set:
@@ -217,13 +219,13 @@ void xzdec_spares_put(struct xzdec_spares *sp, void *p);
  * The LZMA2 dictionary is capped at the Block's usize, so a small Block
  * never allocates the large dictionary its header may ask for.
  */
-int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+int xzdec_dec_open(struct zsrc *src, const struct xzdec_block *b, struct xzdec_spares *sp,
 		   struct xzdec_dec **out, struct zerr *err);
 
 /*
  * Decodes the next min(len, remaining) bytes of the Block into buf and
  * returns how many that is (0 once the whole Block has been returned).
- * Compressed input is read from fd with pread during this call only; fd
+ * Compressed input is read from src with zsrc_pread during this call only; src
  * must refer to the file xzdec_dec_open read the header from (the caller
  * checks that: a different file gives -EIO, or bytes that are wrong and
  * that only the Block's Check, if it has one, catches at the Block's end).
@@ -237,17 +239,18 @@ int xzdec_dec_open(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
  *   -ENOMEM  out of memory.
  * After a failure the decoder may only be closed.
  */
-ssize_t xzdec_dec_read(struct xzdec_dec *d, int fd, void *buf, size_t len, struct zerr *err);
+ssize_t xzdec_dec_read(struct xzdec_dec *d, struct zsrc *src, void *buf, size_t len,
+		       struct zerr *err);
 
 /*
- * Decodes Block b of fd to its end, discarding the bytes, and verifies its
+ * Decodes Block b of src to its end, discarding the bytes, and verifies its
  * Padding and Check: for a Block no reader asks bytes of, one whose Index
  * says it holds 0 bytes.  Such a Block that holds more fails at its first
  * decoded byte, having read no more than its compressed size (as the Index
  * says).  sp as for xzdec_dec_open.  Returns 0, or as xzdec_dec_open and
  * xzdec_dec_read, with err set.
  */
-int xzdec_block_verify(int fd, const struct xzdec_block *b, struct xzdec_spares *sp,
+int xzdec_block_verify(struct zsrc *src, const struct xzdec_block *b, struct xzdec_spares *sp,
 		       struct zerr *err);
 
 /* Uncompressed bytes returned so far from this Block. */

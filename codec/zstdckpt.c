@@ -46,7 +46,7 @@
  */
 #define ZSTD_STATIC_LINKING_ONLY /* block API: exported by libzstd.so 1.5.4 */
 #include "zstdckpt.h"
-#include "pio.h"
+#include "src.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -173,14 +173,14 @@ struct inbuf {
 };
 
 /* Points *p at n (<= IN_CAP) contiguous bytes at off.  0, or -EIO. */
-static int in_get(struct inbuf *b, int fd, uint64_t off, size_t n, const uint8_t **p,
+static int in_get(struct inbuf *b, struct zsrc *src, uint64_t off, size_t n, const uint8_t **p,
 		  struct zerr *err)
 {
 	if (off > b->end || b->end - off < n)
 		return zerr_set(err, -EIO, off, "block runs past the frame's end");
 	if (off < b->boff || off + n > b->boff + b->blen) {
 		size_t want = b->end - off < IN_CAP ? (size_t)(b->end - off) : IN_CAP;
-		ssize_t got = pio_pread(fd, b->buf, want, off);
+		ssize_t got = zsrc_pread(src, b->buf, want, off);
 
 		b->boff = off;
 		b->blen = got > 0 ? (size_t)got : 0;
@@ -707,7 +707,7 @@ struct blobs {
 
 struct build {
 	const struct zstddec_frame *f;
-	int fd;
+	struct zsrc *src;
 	struct inbuf in;
 	ZSTD_DStream *ds;
 	bool done;	/* libzstd said the frame is complete */
@@ -789,7 +789,7 @@ static int build_peek(struct build *b, uint64_t coff, unsigned mask, bool *bad, 
 		uint32_t hdr, bsize;
 		unsigned rep;
 		bool has_seq;
-		int ret = in_get(&b->in, b->fd, coff, 3, &p, err);
+		int ret = in_get(&b->in, b->src, coff, 3, &p, err);
 
 		if (ret)
 			return ret;
@@ -798,7 +798,7 @@ static int build_peek(struct build *b, uint64_t coff, unsigned mask, bool *bad, 
 		if (((hdr >> 1) & 3) == 3 || bsize > BLOCK_MAX)
 			return zerr_set(err, -EIO, coff, "bad block header");
 		if (((hdr >> 1) & 3) == 2) {
-			ret = in_get(&b->in, b->fd, coff + 3, bsize, &p, err);
+			ret = in_get(&b->in, b->src, coff + 3, bsize, &p, err);
 			if (ret)
 				return ret;
 			if (block_repeats(p, bsize, &rep, &has_seq))
@@ -825,7 +825,7 @@ static int build_reps_from(struct build *b, uint64_t back, uint32_t *rep, struct
 	for (uint64_t i = s->seq_blocks - back; i < s->seq_blocks; i++) {
 		const struct seqblock *h = &s->hist[i % SEQ_HIST];
 		const uint8_t *p;
-		int ret = in_get(&b->in, b->fd, h->coff, h->len, &p, err);
+		int ret = in_get(&b->in, b->src, h->coff, h->len, &p, err);
 
 		if (ret)
 			return ret;
@@ -1201,7 +1201,7 @@ static int blobs_block(struct build *b, uint64_t start, uint64_t got, bool seq, 
 		struct seq_sink k = { start, end, m->window, blobs_mark, m };
 		const uint8_t *p;
 
-		ret = in_get(&b->in, b->fd, h->coff, h->len, &p, err);
+		ret = in_get(&b->in, b->src, h->coff, h->len, &p, err);
 		if (ret)
 			return ret;
 		for (int t = 0; t < 3; t++)
@@ -1296,7 +1296,7 @@ static int build_blocks(struct build *b, uint64_t span, struct zerr *err)
 	const uint8_t *p;
 	int ret;
 
-	ret = in_get(&b->in, b->fd, f->coff, f->hsize, &p, err);
+	ret = in_get(&b->in, b->src, f->coff, f->hsize, &p, err);
 	if (!ret)
 		ret = build_feed(b, p, f->hsize, f->coff, &got, err);
 	if (ret)
@@ -1307,7 +1307,7 @@ static int build_blocks(struct build *b, uint64_t span, struct zerr *err)
 		size_t body;
 		bool taken;
 
-		ret = in_get(&b->in, b->fd, coff, 3, &p, err);
+		ret = in_get(&b->in, b->src, coff, 3, &p, err);
 		if (ret)
 			return ret;
 		hdr = (uint32_t)le_n(p, 3);
@@ -1316,7 +1316,7 @@ static int build_blocks(struct build *b, uint64_t span, struct zerr *err)
 		if (type == 3 || bsize > BLOCK_MAX)
 			return zerr_set(err, -EIO, coff, "bad block header");
 		body = type == 1 ? 1 : bsize;
-		ret = in_get(&b->in, b->fd, coff, 3 + body, &p, err);
+		ret = in_get(&b->in, b->src, coff, 3 + body, &p, err);
 		if (ret)
 			return ret;
 		ret = build_feed(b, p, 3 + body, coff, &got, err);
@@ -1346,7 +1346,7 @@ static int build_blocks(struct build *b, uint64_t span, struct zerr *err)
 		}
 	}
 	if (f->checksum) {
-		ret = in_get(&b->in, b->fd, coff, 4, &p, err);
+		ret = in_get(&b->in, b->src, coff, 4, &p, err);
 		if (!ret)
 			ret = build_feed(b, p, 4, coff, &got, err);
 		if (ret)
@@ -1391,7 +1391,7 @@ static void build_free(struct build *b)
 }
 
 /* A build pass over f, ready for build_blocks; blobs if `blobs`. */
-static int build_new(int fd, const struct zstddec_frame *f, uint64_t span, bool blobs,
+static int build_new(struct zsrc *src, const struct zstddec_frame *f, uint64_t span, bool blobs,
 		     struct build **out, struct zerr *err)
 {
 	struct build *b;
@@ -1407,7 +1407,7 @@ static int build_new(int fd, const struct zstddec_frame *f, uint64_t span, bool 
 	if (!b)
 		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
 	b->f = f;
-	b->fd = fd;
+	b->src = src;
 	b->in.end = f->coff + f->csize;
 	b->rsize = frame_window(f) + BLOCK_MAX;
 	b->in.buf = malloc(IN_CAP);
@@ -1436,11 +1436,11 @@ static int build_new(int fd, const struct zstddec_frame *f, uint64_t span, bool 
 	return 0;
 }
 
-int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn, void *arg,
-		   struct zstdckpt_stats *st, struct zerr *err)
+int zstdckpt_build(struct zsrc *src, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn,
+		   void *arg, struct zstdckpt_stats *st, struct zerr *err)
 {
 	struct build *b;
-	int ret = build_new(fd, f, span, false, &b, err);
+	int ret = build_new(src, f, span, false, &b, err);
 
 	if (ret)
 		return ret;
@@ -1453,12 +1453,12 @@ int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckp
 	return ret;
 }
 
-int zstdckpt_build_blobs(int fd, const struct zstddec_frame *f, uint64_t span,
+int zstdckpt_build_blobs(struct zsrc *src, const struct zstddec_frame *f, uint64_t span,
 			 const struct zstdckpt_sink *s, struct zstdckpt_blob_stats *st,
 			 struct zerr *err)
 {
 	struct build *b;
-	int ret = build_new(fd, f, span, true, &b, err);
+	int ret = build_new(src, f, span, true, &b, err);
 
 	if (ret)
 		return ret;
@@ -1730,7 +1730,7 @@ size_t zstdckpt_dec_cost(const struct zstdckpt_dec *d)
 }
 
 /* Decodes the next block into the ring at wr.  0 or -EIO. */
-static int dec_block(struct zstdckpt_dec *d, int fd, struct zerr *err)
+static int dec_block(struct zstdckpt_dec *d, struct zsrc *src, struct zerr *err)
 {
 	const uint8_t *p;
 	uint32_t hdr, type, bsize;
@@ -1741,7 +1741,7 @@ static int dec_block(struct zstdckpt_dec *d, int fd, struct zerr *err)
 	if (d->rsize - d->wr < BLOCK_MAX + SLACK)
 		d->rd = d->wr = 0;
 	dst = d->ring + d->wr;
-	ret = in_get(&d->in, fd, d->coff, 3, &p, err);
+	ret = in_get(&d->in, src, d->coff, 3, &p, err);
 	if (ret)
 		return ret;
 	hdr = (uint32_t)le_n(p, 3);
@@ -1750,7 +1750,7 @@ static int dec_block(struct zstdckpt_dec *d, int fd, struct zerr *err)
 	body = type == 1 ? 1 : bsize;
 	if (type == 3 || bsize > d->bmax)
 		return zerr_set(err, -EIO, d->coff, "bad block header");
-	ret = in_get(&d->in, fd, d->coff + 3, body, &p, err);
+	ret = in_get(&d->in, src, d->coff + 3, body, &p, err);
 	if (ret)
 		return ret;
 	if (type == 2) {
@@ -1788,7 +1788,8 @@ static int dec_end(const struct zstdckpt_dec *d, struct zerr *err)
 	return 0;
 }
 
-ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, struct zsrc *src, void *buf, size_t len,
+			  struct zerr *err)
 {
 	size_t n;
 	int ret;
@@ -1798,7 +1799,7 @@ ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, int fd, void *buf, size_t len,
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
 	while (d->rd == d->wr && !d->last) {
-		ret = dec_block(d, fd, err);
+		ret = dec_block(d, src, err);
 		if (!ret && d->f.usize != ZSTDDEC_UNKNOWN && d->wr - d->rd > d->f.usize - d->uoff)
 			ret = zerr_set(err, -EIO, d->coff, "frame is larger than its size says");
 		if (ret) {

@@ -44,12 +44,14 @@
  * (it covers the whole frame); per-span checksums are issue 19, item 4.
  *
  * Threads: no shared state; a zstdckpt_dec belongs to one thread at a time.
- * All I/O is pread on the fd the caller passes to each call (borrowed).
+ * All I/O is zsrc_pread on the source the caller passes to each call (borrowed).
  */
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "src.h"
 
 #include "zerr.h"
 #include "zstddec.h"
@@ -95,7 +97,7 @@ struct zstdckpt_stats {
 };
 
 /*
- * Decodes frame f of fd to its end and hands fn a checkpoint at the first
+ * Decodes frame f of src to its end and hands fn a checkpoint at the first
  * block boundary at or past every `span` bytes of output (the first at or
  * past span, the next at or past that one plus span, ...; never at the
  * frame's start or end).  st, if not NULL, is filled in on success.
@@ -107,8 +109,8 @@ struct zstdckpt_stats {
  *            mismatch, a size other than f->usize, or a failed pread;
  *   -ENOMEM  out of memory (the window, twice: ours and libzstd's).
  */
-int zstdckpt_build(int fd, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn, void *arg,
-		   struct zstdckpt_stats *st, struct zerr *err);
+int zstdckpt_build(struct zsrc *src, const struct zstddec_frame *f, uint64_t span, zstdckpt_fn fn,
+		   void *arg, struct zstdckpt_stats *st, struct zerr *err);
 
 struct zstdckpt_dec;
 
@@ -128,7 +130,7 @@ int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck, 
 
 /*
  * Decodes the next bytes of the frame into buf and returns how many: 1 to
- * len while the frame has more, 0 at its end.  fd is borrowed for the call.
+ * len while the frame has more, 0 at its end.  src is borrowed for the call.
  * On failure returns, with err set (coff: the block where it happened):
  *   -EIO  corrupt data, a block larger than the frame's block size, a
  *         frame larger or smaller than f->usize or ending elsewhere than
@@ -136,7 +138,8 @@ int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck, 
  * The checksum is NOT verified (see above).  After a failure the decoder
  * may only be closed.
  */
-ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err);
+ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, struct zsrc *src, void *buf, size_t len,
+			  struct zerr *err);
 
 /* Offset in the frame's output of the next byte zstdckpt_dec_read returns. */
 uint64_t zstdckpt_dec_tell(const struct zstdckpt_dec *d);
@@ -207,7 +210,7 @@ struct zstdckpt_sink {
 	int (*out)(void *arg, const void *buf, size_t len);
 	/* One checkpoint at uoff (0 < uoff < usize), in increasing uoff: blob
 	 * is self-contained (all zstdckpt_blob_open needs besides the frame
-	 * and the fd), borrowed for the call.  Return as out. */
+	 * and the src), borrowed for the call.  Return as out. */
 	int (*point)(void *arg, uint64_t uoff, const void *blob, size_t len);
 	void *arg;
 };
@@ -225,7 +228,7 @@ struct zstdckpt_blob_stats {
 };
 
 /*
- * Decodes frame f of fd to its end (checksum verified, as zstdckpt_build),
+ * Decodes frame f of src to its end (checksum verified, as zstdckpt_build),
  * handing s->out the output and s->point a blob at the first usable block
  * boundary at or past every `span` bytes of output, as zstdckpt_build
  * places checkpoints.  st, if not NULL, is filled in on success.
@@ -236,7 +239,7 @@ struct zstdckpt_blob_stats {
  * Memory: the window plus 128 KiB (ring), libzstd's stream decoder (the
  * window again), and the pending points (see above).
  */
-int zstdckpt_build_blobs(int fd, const struct zstddec_frame *f, uint64_t span,
+int zstdckpt_build_blobs(struct zsrc *src, const struct zstddec_frame *f, uint64_t span,
 			 const struct zstdckpt_sink *s, struct zstdckpt_blob_stats *st,
 			 struct zerr *err);
 

@@ -27,7 +27,7 @@
  */
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_estimateDStreamSize: exported by libzstd.so */
 #include "zstddec.h"
-#include "pio.h"
+#include "src.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -70,7 +70,7 @@ static uint64_t le_n(const uint8_t *p, unsigned n)
 
 /* A read-through window over the file for the walk. */
 struct walk {
-	int fd;
+	struct zsrc *src;
 	uint64_t size; /* file size: bytes at or past it are never asked for */
 	uint64_t boff; /* file offset of buf[0] */
 	size_t blen;   /* valid bytes in buf */
@@ -86,7 +86,7 @@ static int walk_get(struct walk *w, uint64_t off, size_t n, const uint8_t **p, s
 	if (off < w->boff || off + n > w->boff + w->blen) {
 		uint64_t left = w->size - off;
 		size_t want = left < WALK_BUF ? (size_t)left : WALK_BUF;
-		ssize_t got = pio_pread(w->fd, w->buf, want, off);
+		ssize_t got = zsrc_pread(w->src, w->buf, want, off);
 
 		w->boff = off;
 		w->blen = got > 0 ? (size_t)got : 0;
@@ -506,10 +506,10 @@ static size_t frames_limit(size_t max_frames)
 	return max_frames < ZSTDDEC_MAX_FRAMES ? max_frames : ZSTDDEC_MAX_FRAMES;
 }
 
-int zstddec_index_read_max(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
+int zstddec_index_read_max(struct zsrc *src, uint64_t size, uint64_t window_max, size_t max_frames,
 			   struct zstddec_index **out, struct zerr *err)
 {
-	struct walkstate s = { .w = { .fd = fd, .size = size }, .keep = true };
+	struct walkstate s = { .w = { .src = src, .size = size }, .keep = true };
 	struct zstddec_index *idx;
 	int ret;
 
@@ -539,17 +539,17 @@ out:
 	return ret;
 }
 
-int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstddec_index **out,
-		       struct zerr *err)
+int zstddec_index_read(struct zsrc *src, uint64_t size, uint64_t window_max,
+		       struct zstddec_index **out, struct zerr *err)
 {
-	return zstddec_index_read_max(fd, size, window_max, ZSTDDEC_MAX_FRAMES, out, err);
+	return zstddec_index_read_max(src, size, window_max, ZSTDDEC_MAX_FRAMES, out, err);
 }
 
-int zstddec_scan(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
+int zstddec_scan(struct zsrc *src, uint64_t size, uint64_t window_max, size_t max_frames,
 		 struct zstddec_scan *out, struct zerr *err)
 {
 	struct zstddec_index idx = { .csize = size };
-	struct walkstate s = { .w = { .fd = fd, .size = size }, .idx = &idx, .scan = out };
+	struct walkstate s = { .w = { .src = src, .size = size }, .idx = &idx, .scan = out };
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -704,14 +704,14 @@ static uint64_t dec_coff(const struct zstddec_dec *d)
 }
 
 /* One ZSTD_decompressStream call into out, refilling input first. */
-static int dec_step(struct zstddec_dec *d, int fd, ZSTD_outBuffer *out, struct zerr *err)
+static int dec_step(struct zstddec_dec *d, struct zsrc *src, ZSTD_outBuffer *out, struct zerr *err)
 {
 	size_t in_pos, out_pos, r;
 
 	if (d->in.pos == d->in.size && d->in_off < d->in_end) {
 		uint64_t left = d->in_end - d->in_off;
-		ssize_t n = pio_pread(fd, d->buf, left < DEC_CHUNK ? (size_t)left : DEC_CHUNK,
-				      d->in_off);
+		ssize_t n = zsrc_pread(src, d->buf, left < DEC_CHUNK ? (size_t)left : DEC_CHUNK,
+				       d->in_off);
 
 		if (n <= 0)
 			return zerr_set(err, -EIO, d->in_off, "reading frame data: %s",
@@ -758,7 +758,8 @@ static int too_small(const struct zstddec_dec *d, size_t got, struct zerr *err)
 			zstddec_src_name(d->f.usize_src));
 }
 
-ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+ssize_t zstddec_dec_read(struct zstddec_dec *d, struct zsrc *src, void *buf, size_t len,
+			 struct zerr *err)
 {
 	bool known = d->f.usize != ZSTDDEC_UNKNOWN;
 	uint64_t left = known ? d->f.usize - d->pos : UINT64_MAX;
@@ -779,7 +780,7 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 		return 0;
 	out.size = want;
 	while (out.pos < want && !d->done) {
-		ret = dec_step(d, fd, &out, err);
+		ret = dec_step(d, src, &out, err);
 		if (ret)
 			goto fail;
 	}
@@ -792,7 +793,7 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, s
 		uint8_t scratch;
 		ZSTD_outBuffer one = { &scratch, 1, 0 };
 
-		ret = dec_step(d, fd, &one, err);
+		ret = dec_step(d, src, &one, err);
 		if (ret)
 			goto fail;
 		if (one.pos) {
@@ -823,7 +824,8 @@ void zstddec_dec_close(struct zstddec_dec *d)
 	free(d);
 }
 
-int zstddec_measure(int fd, const struct zstddec_frame *f, uint64_t *usize, struct zerr *err)
+int zstddec_measure(struct zsrc *src, const struct zstddec_frame *f, uint64_t *usize,
+		    struct zerr *err)
 {
 	struct zstddec_dec *d;
 	uint8_t *buf;
@@ -839,7 +841,7 @@ int zstddec_measure(int fd, const struct zstddec_frame *f, uint64_t *usize, stru
 		zstddec_dec_close(d);
 		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
 	}
-	while ((n = zstddec_dec_read(d, fd, buf, DEC_CHUNK, err)) > 0)
+	while ((n = zstddec_dec_read(d, src, buf, DEC_CHUNK, err)) > 0)
 		total += (uint64_t)n;
 	free(buf);
 	zstddec_dec_close(d);

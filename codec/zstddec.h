@@ -88,13 +88,15 @@
  * Threads: a zstddec_index is immutable after zstddec_index_read (and any
  * zstddec_index_settle calls, which must finish before it is shared) and
  * may be read from any thread.  A zstddec_dec belongs to one thread at a
- * time and never holds a fd: the caller passes one on every read.  All
+ * time and never holds a src: the caller passes one on every read.  All
  * I/O is pread.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "src.h"
 
 #include "zerr.h"
 
@@ -158,7 +160,7 @@ struct zstddec_index {
 };
 
 /*
- * Walks every frame of fd (size bytes long).  window_max is the largest
+ * Walks every frame of src (size bytes long).  window_max is the largest
  * window the caller will decode (frames above it are flagged
  * ZSTDDEC_F_BIGWIN); it is clamped to ZSTDDEC_WINDOW_LIBMAX.  max_frames
  * (clamped to ZSTDDEC_MAX_FRAMES) bounds the frames of any kind.
@@ -175,12 +177,12 @@ struct zstddec_index {
  *   -ENOMEM  out of memory;
  *   -EIO     pread failed.
  */
-int zstddec_index_read_max(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
+int zstddec_index_read_max(struct zsrc *src, uint64_t size, uint64_t window_max, size_t max_frames,
 			   struct zstddec_index **out, struct zerr *err);
 
 /* zstddec_index_read_max with max_frames ZSTDDEC_MAX_FRAMES. */
-int zstddec_index_read(int fd, uint64_t size, uint64_t window_max, struct zstddec_index **out,
-		       struct zerr *err);
+int zstddec_index_read(struct zsrc *src, uint64_t size, uint64_t window_max,
+		       struct zstddec_index **out, struct zerr *err);
 
 /* What zstddec_scan found. */
 struct zstddec_scan {
@@ -197,7 +199,7 @@ struct zstddec_scan {
  * start), in 64 KiB of memory whatever the file.  For a listing's probe.
  * *out is set on success and holds the counts so far on failure.
  */
-int zstddec_scan(int fd, uint64_t size, uint64_t window_max, size_t max_frames,
+int zstddec_scan(struct zsrc *src, uint64_t size, uint64_t window_max, size_t max_frames,
 		 struct zstddec_scan *out, struct zerr *err);
 
 /* Frees an index.  Accepts NULL. */
@@ -223,12 +225,13 @@ int zstddec_index_settle(struct zstddec_index *idx, size_t i, uint64_t usize);
 int zstddec_index_settle_all(struct zstddec_index *idx, const uint64_t *usize);
 
 /*
- * Decodes frame f of fd once, to the end, discarding the output, and sets
+ * Decodes frame f of src once, to the end, discarding the output, and sets
  * *usize to its length.  The Content_Checksum, if any, is verified.  If
  * f->usize is known it must match.  Returns 0, or with *usize untouched and
  * err set, what zstddec_dec_open and zstddec_dec_read return.
  */
-int zstddec_measure(int fd, const struct zstddec_frame *f, uint64_t *usize, struct zerr *err);
+int zstddec_measure(struct zsrc *src, const struct zstddec_frame *f, uint64_t *usize,
+		    struct zerr *err);
 
 struct zstddec_dec;
 
@@ -242,7 +245,7 @@ struct zstddec_dec;
 int zstddec_dec_open(const struct zstddec_frame *f, struct zstddec_dec **out, struct zerr *err);
 
 /*
- * Decodes the next bytes of the frame into buf, reading input from fd
+ * Decodes the next bytes of the frame into buf, reading input from src
  * (borrowed for this call only), and returns how many.
  * With f->usize known: exactly min(len, remaining), and 0 once the whole
  * frame has been returned.  With f->usize ZSTDDEC_UNKNOWN: between 1 and
@@ -258,7 +261,8 @@ int zstddec_dec_open(const struct zstddec_frame *f, struct zstddec_dec **out, st
  *   -ENOMEM  out of memory.
  * After a failure the decoder may only be closed.
  */
-ssize_t zstddec_dec_read(struct zstddec_dec *d, int fd, void *buf, size_t len, struct zerr *err);
+ssize_t zstddec_dec_read(struct zstddec_dec *d, struct zsrc *src, void *buf, size_t len,
+			 struct zerr *err);
 
 /* Uncompressed bytes returned so far from this frame. */
 uint64_t zstddec_dec_tell(const struct zstddec_dec *d);

@@ -45,7 +45,7 @@ struct arc {
 	char *why; /* why it is corrupt (NULL if not, or out of memory) */
 	/* Protected by arctab.lock. */
 	int refs;    /* the table's own counts as one while hooked */
-	int opens;   /* handles reading it; r has an fd while > 0 */
+	int opens;   /* handles reading it; r has a source while > 0 */
 	bool moving; /* an attach or detach of r runs, with the lock dropped */
 	bool opening;
 	bool hooked;
@@ -218,6 +218,15 @@ static int open_same(int dirfd, const char *rel, const struct stat *st)
 	return fd == -ESTALE ? -EAGAIN : fd; /* replaced since it was looked up */
 }
 
+/* tree_open_file as a local source (codec/src.h): 0 and *src, or -errno. */
+static int open_src(int dirfd, const char *rel, const struct stat *st, struct zsrc **src)
+{
+	int fd = tree_open_file(dirfd, rel, st, NULL);
+
+	*src = NULL;
+	return fd < 0 ? fd : zsrc_local(fd, src);
+}
+
 /*
  * Under t->lock: a reference to the entry for st, if it is that version
  * (0, or -ENOTSUP for a file that is no archive), after waiting for an
@@ -263,15 +272,18 @@ static void open_reader(struct arctab *t, struct arc *a, int dirfd, const char *
 			const struct reader_opts *opts)
 {
 	struct zerr why = { 0 };
+	struct zsrc *src;
 	int ret = open_same(dirfd, rel, &a->st);
 
+	if (ret >= 0)
+		ret = zsrc_local(ret, &src);
 	if (ret >= 0) {
-		int fd = ret, fmt = fmttab_by_magic(fd);
+		int fmt = fmttab_by_magic(src);
 		char name[PATH_MAX * 2];
 
 		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
 		opening.t = t;
-		ret = reader_open_fd(fd, name, t->zm, opts, &a->r, &why);
+		ret = reader_open_src(src, name, t->zm, opts, &a->r, &why);
 		opening.t = NULL;
 		log_open_failure(name, ret, fmt, opts->salvage);
 		if (ret == -EINVAL || ret == -EIO)
@@ -329,22 +341,23 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 
 /*
  * The background pass's second half: checkpoints inside the archive's wide
- * xz Blocks and zstd frames, read through a descriptor of its own, so the
+ * xz Blocks and zstd frames, read through a source of its own, so the
  * reader stays detached.  One that cannot have them is no failure.
  */
 static int checkpoint(struct arc *a, int dirfd, const char *rel)
 {
 	struct reader_info in;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	reader_get_info(a->r, &in);
 	if (in.ckpt_wanted == 0)
 		return 0;
-	fd = tree_open_file(dirfd, rel, &a->st, NULL);
-	if (fd < 0)
-		return fd;
-	ret = reader_build_checkpoints(a->r, fd, NULL);
-	close(fd);
+	ret = open_src(dirfd, rel, &a->st, &src);
+	if (ret < 0)
+		return ret;
+	ret = reader_build_checkpoints(a->r, src, NULL);
+	zsrc_put(src);
 	return ret == -ENOTSUP ? 0 : ret;
 }
 
@@ -367,7 +380,8 @@ int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat
 
 int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
 {
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	pthread_mutex_lock(&t->lock);
 	while (a->moving) /* the last close's detach, or another first open's attach */
@@ -380,8 +394,9 @@ int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
 	a->moving = true;
 	pthread_mutex_unlock(&t->lock);
 
-	fd = tree_open_file(dirfd, rel, &a->st, NULL);
-	ret = fd < 0 ? fd : reader_attach(a->r, fd);
+	ret = open_src(dirfd, rel, &a->st, &src);
+	if (ret == 0)
+		ret = reader_attach(a->r, src);
 
 	pthread_mutex_lock(&t->lock);
 	a->moving = false;

@@ -348,6 +348,7 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 		      struct stat *st)
 {
 	int fmt = 0;
+	struct zsrc *src;
 	struct arc *a;
 	char *rel;
 	bool ret;
@@ -357,12 +358,12 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 	if (!rel)
 		return false;
 	fd = open_file_at(c->dirfd, name, lst, st);
-	if (fd >= 0) {
-		fmt = reader_probe(fd, said_unreadable(c->t, st, false) ? NULL : rel,
+	if (fd >= 0 && zsrc_local(fd, &src) == 0) {
+		fmt = reader_probe(src, said_unreadable(c->t, st, false) ? NULL : rel,
 				   arctab_opts(c->t->arcs));
 		if (fmt == 0)
 			said_unreadable(c->t, st, true);
-		close(fd);
+		zsrc_put(src);
 	}
 	if (!fmttab_list_opens(fmt)) {
 		free(rel);

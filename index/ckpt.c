@@ -360,7 +360,8 @@ int ckpt_dec_new(const struct ckpt_set *s, size_t i, void *inner, const struct c
  * count as handed out), else into d->buf.  Returns the bytes placed in dst
  * (0: the piece waits in d->buf), or a negative errno.
  */
-static ssize_t next_piece(struct ckpt_dec *d, int fd, uint8_t *dst, size_t room, struct zerr *err)
+static ssize_t next_piece(struct ckpt_dec *d, struct zsrc *src, uint8_t *dst, size_t room,
+			  struct zerr *err)
 {
 	const struct ckpt_set *s = d->s;
 	uint64_t pos = d->pos + d->have, end;
@@ -378,7 +379,7 @@ static ssize_t next_piece(struct ckpt_dec *d, int fd, uint8_t *dst, size_t room,
 	d->pos = pos;
 	d->have = d->used = 0;
 	while (got < len) {
-		ssize_t n = d->ops->read(d->inner, fd, to + got, len - got, err);
+		ssize_t n = d->ops->read(d->inner, src, to + got, len - got, err);
 
 		if (n < 0)
 			return n;
@@ -398,7 +399,7 @@ static ssize_t next_piece(struct ckpt_dec *d, int fd, uint8_t *dst, size_t room,
 	return to == dst ? (ssize_t)len : 0;
 }
 
-ssize_t ckpt_dec_read(struct ckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err)
+ssize_t ckpt_dec_read(struct ckpt_dec *d, struct zsrc *src, void *buf, size_t len, struct zerr *err)
 {
 	uint8_t *out = buf;
 	size_t done = 0;
@@ -407,7 +408,7 @@ ssize_t ckpt_dec_read(struct ckpt_dec *d, int fd, void *buf, size_t len, struct 
 		size_t n;
 
 		if (d->used == d->have) {
-			ssize_t direct = next_piece(d, fd, out + done, len - done, err);
+			ssize_t direct = next_piece(d, src, out + done, len - done, err);
 
 			if (direct < 0)
 				return direct;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "src.h"
 #include "zerr.h"
 
 #define CKPT_PIECE (64u << 10)
@@ -98,7 +99,7 @@ void ckpt_build_free(struct ckpt_build *b);
  * ckpt_dec_close, also if this fails).  s is borrowed and must outlive d.
  */
 struct ckpt_inner_ops {
-	ssize_t (*read)(void *dec, int fd, void *buf, size_t len, struct zerr *err);
+	ssize_t (*read)(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err);
 	size_t (*cost)(const void *dec);
 	void (*close)(void *dec);
 };
@@ -114,7 +115,8 @@ int ckpt_dec_new(const struct ckpt_set *s, size_t i, void *inner, const struct c
  * offset of the piece and the checkpoint), the inner decoder's error, or
  * data that ends before the entry does.
  */
-ssize_t ckpt_dec_read(struct ckpt_dec *d, int fd, void *buf, size_t len, struct zerr *err);
+ssize_t ckpt_dec_read(struct ckpt_dec *d, struct zsrc *src, void *buf, size_t len,
+		      struct zerr *err);
 uint64_t ckpt_dec_tell(const struct ckpt_dec *d); /* entry offset of the next byte */
 size_t ckpt_dec_cost(const struct ckpt_dec *d);
 void ckpt_dec_close(struct ckpt_dec *d); /* accepts NULL */

@@ -20,8 +20,10 @@
  * context keep per-format state in arrays indexed by the format's id
  * (r->fmt, its position in the table, 1-based).
  *
+ * Every hook that reads takes a struct zsrc (codec/src.h), borrowed: no
+ * backend knows whether its bytes come from a file or an object.
  * Contracts:
- *  - open reads or builds the index from r->fd (size r->st.st_size), sets
+ *  - open reads or builds the index from r->src (size r->st.st_size), sets
  *    r->idx (freed with free), and fills r->map and r->entry (map entry ->
  *    the backend's own unit number).  It returns 0, -ENOTSUP (show the file
  *    raw; why says why, and the core logs it unless the magic was wrong),
@@ -31,7 +33,7 @@
  *    (the file is shown raw).  index_max is opts.index_max (SIZE_MAX: no
  *    limit), for a format whose map size the probe can count.
  *  - dec_open gives a decoder at the start of map entry k; it may pread
- *    r->fd during the call but keeps no descriptor: dec_read gets the fd
+ *    r->src during the call but keeps no source: dec_read gets the src
  *    on every call.  dec_read returns min(len, bytes left in entry k)
  *    bytes, or a negative errno with err set; the core never reads past
  *    the entry.  The call that returns an entry's last byte has verified
@@ -43,7 +45,7 @@
  *    read-ahead hints; info fills the format's fields of reader_info.
  *  - sniff says from the first bytes of the file (head, n of
  *    them, n may be short) whether it has this format's magic; it may
- *    pread fd for more (zstd steps over skippable frames).  The first
+ *    pread src for more (zstd steps over skippable frames).  The first
  *    format in the table whose sniff says yes is the file's.
  *  - suffixes (the list may be empty) end with a NULL ext; add is what
  *    the visible name gets instead (".tar" for .txz), or "".
@@ -59,7 +61,7 @@
  *
  * Checkpoints inside one entry (ckpt.h), for formats that have them (ck
  * not NULL):
- *  - ck->build decodes map entry k whole from fd (not r->fd: the reader
+ *  - ck->build decodes map entry k whole from src (not r->src: the reader
  *    may be detached), verifying it as
  *    dec_read would, and feeds b through ckpt_build_out and
  *    ckpt_build_point, a point at the first place it can resume at or past
@@ -86,8 +88,8 @@ struct reader_info;
 struct zerr;
 
 struct fmt_ck {
-	int (*build)(struct reader *r, int fd, size_t k, uint64_t span, struct ckpt_build *b,
-		     struct zerr *err);
+	int (*build)(struct reader *r, struct zsrc *src, size_t k, uint64_t span,
+		     struct ckpt_build *b, struct zerr *err);
 	int (*open)(struct reader *r, size_t k, const void *blob, size_t len, void **dec,
 		    struct zerr *err);
 	struct ckpt_inner_ops ops;
@@ -96,11 +98,11 @@ struct fmt_ck {
 struct fmt {
 	const char *name; /* "xz", "gzip", "zstd" */
 	const char *unit; /* what one map entry is, for log lines: "Block", ... */
-	int (*probe)(int fd, uint64_t size, size_t index_max, struct zerr *why);
+	int (*probe)(struct zsrc *src, uint64_t size, size_t index_max, struct zerr *why);
 	int (*open)(struct reader *r, struct zerr *why);
 	void (*free)(void *idx);
 	int (*dec_open)(struct reader *r, size_t k, void **dec, struct zerr *err);
-	ssize_t (*dec_read)(void *dec, int fd, void *buf, size_t len, struct zerr *err);
+	ssize_t (*dec_read)(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err);
 	uint64_t (*dec_tell)(const void *dec); /* bytes returned since the entry's start */
 	size_t (*dec_cost)(const void *dec);
 	void (*dec_close)(void *dec);
@@ -110,7 +112,7 @@ struct fmt {
 	const struct fmt_ck *ck; /* NULL: no checkpoints inside an entry */
 
 	/* Naming and policy, for fs/ and tools/ through fmttab.h. */
-	int (*sniff)(int fd, const unsigned char *head, size_t n);
+	int (*sniff)(struct zsrc *src, const unsigned char *head, size_t n);
 	const struct fmt_suffix *suffixes;
 	enum fmttab_bg bg;
 	bool list_open;	      /* fmttab_list_opens */
@@ -119,7 +121,7 @@ struct fmt {
 	bool index_optional;  /* fmttab_index_optional */
 	const char *wide_fix; /* added to the wide-unit warning: ", or recompress ..."; or NULL */
 	const char *counter;  /* fmttab_counter */
-	int (*saved)(const char *dir, const char *real, int fd, struct zerr *err);
+	int (*saved)(const char *dir, const char *real, struct zsrc *src, struct zerr *err);
 	int (*ctx_new)(void **state);
 	void (*ctx_free)(void *state);
 	int (*info_line)(const struct reader_info *in, char *out, size_t len);
@@ -133,11 +135,11 @@ struct fmt_suffix {
 };
 
 /*
- * The format of file fd, by the first sniff in fmttab.c's table that says
+ * The format of source src, by the first sniff in fmttab.c's table that says
  * yes: returns its id and sets *f, or 0 with *f NULL (no format's magic),
  * or -errno from pread (*f NULL).
  */
-int fmt_sniff(int fd, const struct fmt **f);
+int fmt_sniff(struct zsrc *src, const struct fmt **f);
 
 /* Table entry id (1-based), or NULL. */
 const struct fmt *fmt_get(int id);

@@ -202,10 +202,10 @@ static void warm_free(struct warm *w)
 	free(w->piece);
 }
 
-static int gz_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
+static int gz_probe(struct zsrc *src, uint64_t size, size_t index_max, struct zerr *why)
 {
 	(void)index_max; /* a gzip map is checkpoints, counted by the pass */
-	return gzdec_header_check(fd, size, why);
+	return gzdec_header_check(src, size, why);
 }
 
 static int gz_open(struct reader *r, struct zerr *why)
@@ -218,16 +218,17 @@ static int gz_open(struct reader *r, struct zerr *why)
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;
-	bool persist = r->opts.index_dir && r->name[0] == '/' && idxfile_identify(r->fd, &id) == 0;
+	bool persist =
+		r->opts.index_dir && idxfile_keyed(r->name) && idxfile_identify(r->src, &id) == 0;
 	int ret;
 
 	/* A header it cannot read is shown raw, as reader_probe says (the pass would fail). */
-	if (gz_probe(r->fd, (uint64_t)r->st.st_size, SIZE_MAX, why) < 0)
+	if (gz_probe(r->src, (uint64_t)r->st.st_size, SIZE_MAX, why) < 0)
 		return -ENOTSUP;
 	if (persist)
 		g = load_gz(r, &id);
 	if (!g) {
-		ret = gzdec_index_build_opts(r->fd, (uint64_t)r->st.st_size, r->opts.span,
+		ret = gzdec_index_build_opts(r->src, (uint64_t)r->st.st_size, r->opts.span,
 					     w.stop ? NULL : &sink,
 					     r->opts.salvage ? GZDEC_SALVAGE : 0, &g, &err);
 		/* The last entry ends at the end of the data.  A failed build
@@ -282,9 +283,9 @@ static int gz_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
 	return gzdec_dec_open(r->idx, r->entry[k], (struct gzdec_dec **)dec, err);
 }
 
-static ssize_t gz_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+static ssize_t gz_dec_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
 {
-	return gzdec_dec_read(dec, fd, buf, len, err);
+	return gzdec_dec_read(dec, src, buf, len, err);
 }
 
 static uint64_t gz_dec_tell(const void *dec)
@@ -326,18 +327,18 @@ static void gz_info(const struct reader *r, struct reader_info *in)
 		in->padding = in->csize - g->trail_off;
 }
 
-static int gz_sniff(int fd, const unsigned char *head, size_t n)
+static int gz_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 {
-	(void)fd;
+	(void)src;
 	return probe_buf(head, n) == PROBE_GZIP;
 }
 
 /* fmttab_saved: idxfile_load with any span, since mounts take any (load_gz). */
-static int gz_saved(const char *dir, const char *real, int fd, struct zerr *err)
+static int gz_saved(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
 {
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;
-	int ret = idxfile_identify(fd, &id);
+	int ret = idxfile_identify(src, &id);
 
 	if (ret == 0)
 		ret = idxfile_load(dir, real, &id, 0, &g, err);

@@ -72,7 +72,7 @@ static int verify_empty(struct reader *r, size_t from, size_t to, struct zerr *e
 
 	for (size_t i = from; i < to; i++) {
 		struct zerr e = { 0 };
-		int ret = xzdec_block_verify(r->fd, &s->x->blocks[i], fmt_state(r), &e);
+		int ret = xzdec_block_verify(r->src, &s->x->blocks[i], fmt_state(r), &e);
 
 		atomic_fetch_add_explicit(&s->verified, 1, memory_order_relaxed);
 		if (ret < 0)
@@ -108,7 +108,7 @@ static int xz_open(struct reader *r, struct zerr *why)
 	struct xzdec_index *x;
 	struct xz *s;
 	size_t max_blocks = r->opts.index_max / XZ_BLOCK_COST;
-	int ret = xzdec_index_read_max(r->fd, (uint64_t)r->st.st_size, max_blocks ? max_blocks : 1,
+	int ret = xzdec_index_read_max(r->src, (uint64_t)r->st.st_size, max_blocks ? max_blocks : 1,
 				       &x, &err);
 
 	/* The map's cost per Block (README "Memory"): a file of a million tiny Blocks is refused.
@@ -127,7 +127,7 @@ static int xz_open(struct reader *r, struct zerr *why)
 	if (ret < 0 && ret != -EIO && r->opts.salvage) {
 		struct zerr first = err;
 
-		ret = xzdec_index_scan(r->fd, (uint64_t)r->st.st_size, &x, &err);
+		ret = xzdec_index_scan(r->src, (uint64_t)r->st.st_size, &x, &err);
 		if (ret == 0 && x->salvaged)
 			reader_log(r, ZLOG_WARN, NULL,
 				   "not readable as xz (%s at compressed offset %" PRIu64
@@ -214,12 +214,12 @@ static int xz_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)
 		ret = verify_run(r, k + 1, err);
 	if (ret < 0)
 		return ret;
-	return xzdec_dec_open(r->fd, block(r, k), fmt_state(r), (struct xzdec_dec **)dec, err);
+	return xzdec_dec_open(r->src, block(r, k), fmt_state(r), (struct xzdec_dec **)dec, err);
 }
 
-static ssize_t xz_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+static ssize_t xz_dec_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
 {
-	return xzdec_dec_read(dec, fd, buf, len, err);
+	return xzdec_dec_read(dec, src, buf, len, err);
 }
 
 static uint64_t xz_dec_tell(const void *dec)
@@ -256,12 +256,12 @@ static void xz_info(const struct reader *r, struct reader_info *in)
 }
 
 /* Checkpoints inside one Block: codec/xzckpt.h says what one holds. */
-static int xz_ck_build(struct reader *r, int fd, size_t k, uint64_t span, struct ckpt_build *b,
-		       struct zerr *err)
+static int xz_ck_build(struct reader *r, struct zsrc *src, size_t k, uint64_t span,
+		       struct ckpt_build *b, struct zerr *err)
 {
 	struct xzckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
 
-	return xzckpt_build(fd, block(r, k), span, &sink, NULL, err);
+	return xzckpt_build(src, block(r, k), span, &sink, NULL, err);
 }
 
 static int xz_ck_open(struct reader *r, size_t k, const void *blob, size_t len, void **dec,
@@ -274,13 +274,13 @@ static int xz_ck_open(struct reader *r, size_t k, const void *blob, size_t len, 
 		ret = verify_run(r, k + 1, err);
 	if (ret < 0)
 		return ret;
-	return xzckpt_dec_open(r->fd, block(r, k), fmt_state(r), blob, len,
+	return xzckpt_dec_open(r->src, block(r, k), fmt_state(r), blob, len,
 			       (struct xzckpt_dec **)dec, err);
 }
 
-static ssize_t xz_ck_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+static ssize_t xz_ck_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
 {
-	return xzckpt_dec_read(dec, fd, buf, len, err);
+	return xzckpt_dec_read(dec, src, buf, len, err);
 }
 
 static size_t xz_ck_cost(const void *dec)
@@ -299,9 +299,9 @@ static const struct fmt_ck xz_ck = {
 	.ops = { .read = xz_ck_read, .cost = xz_ck_cost, .close = xz_ck_close },
 };
 
-static int xz_sniff(int fd, const unsigned char *head, size_t n)
+static int xz_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 {
-	(void)fd;
+	(void)src;
 	return probe_buf(head, n) == PROBE_XZ;
 }
 

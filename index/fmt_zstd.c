@@ -86,13 +86,13 @@ static int too_many(size_t max, size_t index_max, const struct zerr *err, struct
  * At most what index_max allows: the walk stops at the first frame over,
  * before allocating for it (-E2BIG).
  */
-static int walk(int fd, uint64_t size, size_t index_max, struct zstddec_index **out,
+static int walk(struct zsrc *src, uint64_t size, size_t index_max, struct zstddec_index **out,
 		struct zerr *why)
 {
 	struct zerr err = { 0 };
 	struct zstddec_index *z;
 	size_t max = max_frames(index_max);
-	int ret = zstddec_index_read_max(fd, size, ZSTDDEC_WINDOW_DEFAULT, max, &z, &err);
+	int ret = zstddec_index_read_max(src, size, ZSTDDEC_WINDOW_DEFAULT, max, &z, &err);
 
 	*out = NULL;
 	if (ret == -E2BIG)
@@ -184,12 +184,12 @@ static void save_sizes(struct reader *r, const struct idxfile_id *id, const stru
  * limit, too many frames) is shown raw under its own name; a damaged one
  * is not (below).
  */
-static int zstd_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
+static int zstd_probe(struct zsrc *src, uint64_t size, size_t index_max, struct zerr *why)
 {
 	struct zstddec_scan sc;
 	struct zerr err = { 0 };
 	size_t max = max_frames(index_max);
-	int ret = zstddec_scan(fd, size, ZSTDDEC_WINDOW_DEFAULT, max, &sc, &err);
+	int ret = zstddec_scan(src, size, ZSTDDEC_WINDOW_DEFAULT, max, &sc, &err);
 
 	if (ret == -E2BIG)
 		return too_many(max, index_max, &err, why);
@@ -213,7 +213,7 @@ static int zstd_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
  * under lock, and the opener waits only for frames a worker has taken, never
  * for a job still queued (a worker may be the opener itself, or busy).  A
  * job that runs after the opener gave up finds nothing to take: it touches
- * neither fd nor z, only this struct, freed by whichever side lets go last.
+ * neither src nor z, only this struct, freed by whichever side lets go last.
  */
 struct measure {
 	pthread_mutex_t lock;
@@ -225,7 +225,7 @@ struct measure {
 	int ret;       /* the first failure, its reason in err; under lock */
 	size_t bad;    /* and the frame that failed; under lock */
 	struct zerr err;
-	int fd;
+	struct zsrc *src;
 	const struct zstddec_index *z;
 	uint64_t *usize;
 	struct zmctx *ctx;
@@ -275,7 +275,7 @@ static void measure_run(struct measure *m)
 		i = m->next++;
 		m->busy++;
 		pthread_mutex_unlock(&m->lock);
-		ret = zstddec_measure(m->fd, &m->z->frames[i], &m->usize[i], &err);
+		ret = zstddec_measure(m->src, &m->z->frames[i], &m->usize[i], &err);
 		if (ret == 0)
 			atomic_fetch_add(&m->ctx->stats.decoded, m->usize[i]);
 		pthread_mutex_lock(&m->lock);
@@ -339,7 +339,7 @@ static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad, s
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->idle, NULL);
 	m->refs = 1;
-	m->fd = r->fd;
+	m->src = r->src;
 	m->z = z;
 	m->ctx = r->ctx;
 	for (size_t i = 0; i < z->nframes; i++) {
@@ -408,8 +408,8 @@ static bool use_saved(struct reader *r, struct zst *s)
 {
 	struct zstddec_index *z = s->z;
 
-	if (!z->nunknown || !r->opts.index_dir || r->name[0] != '/' ||
-	    idxfile_identify(r->fd, &s->id) < 0)
+	if (!z->nunknown || !r->opts.index_dir || !idxfile_keyed(r->name) ||
+	    idxfile_identify(r->src, &s->id) < 0)
 		return false;
 	s->dir = r->opts.index_dir;
 	s->name = r->name;
@@ -437,7 +437,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		return -ENOMEM;
 	atomic_flag_clear(&s->dropped);
 	atomic_init(&s->proven, 0);
-	ret = walk(r->fd, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
+	ret = walk(r->src, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
 	if (ret < 0) {
 		free(s);
 		return walk_failed(ret, why);
@@ -460,7 +460,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		s->unseen = NULL;
 		zstddec_index_free(z);
 		s->z = NULL;
-		ret = walk(r->fd, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
+		ret = walk(r->src, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
 		if (ret < 0)
 			return ret == -ENOTSUP ? -EINVAL
 					       : walk_failed(ret, why); /* it walked a moment ago */
@@ -548,7 +548,7 @@ static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *
 		if (!atomic_load(&s->unseen[j]))
 			continue;
 		/* racing threads may both measure j: the same answer, twice the work once */
-		ret = zstddec_measure(r->fd, f, &usize, &e);
+		ret = zstddec_measure(r->src, f, &usize, &e);
 		if (ret == -ENOMEM)
 			return zerr_set(err, ret, e.coff, "out of memory");
 		if (ret < 0) {
@@ -588,10 +588,10 @@ static int zstd_dec_open(struct reader *r, size_t k, void **dec, struct zerr *er
 	return 0;
 }
 
-static ssize_t zstd_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+static ssize_t zstd_dec_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
 {
 	struct zdec *zd = dec;
-	ssize_t n = zstddec_dec_read(zd->d, fd, buf, len, err);
+	ssize_t n = zstddec_dec_read(zd->d, src, buf, len, err);
 
 	if (n == -EIO && zd->s->unseen && atomic_load(&zd->s->unseen[zd->i]))
 		drop_saved(zd->s, err);
@@ -644,8 +644,8 @@ static void zstd_info(const struct reader *r, struct reader_info *in)
  * frame whose size, or an earlier frame's, only a saved index vouches for
  * gets none until reads have proven them: its offsets are not yet known.
  */
-static int zstd_ck_build(struct reader *r, int fd, size_t k, uint64_t span, struct ckpt_build *b,
-			 struct zerr *err)
+static int zstd_ck_build(struct reader *r, struct zsrc *src, size_t k, uint64_t span,
+			 struct ckpt_build *b, struct zerr *err)
 {
 	struct zst *s = r->idx;
 	struct zstdckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
@@ -654,7 +654,7 @@ static int zstd_ck_build(struct reader *r, int fd, size_t k, uint64_t span, stru
 	if (s->unseen && (atomic_load(&s->proven) < i || atomic_load(&s->unseen[i])))
 		return zerr_set(err, -ENOTSUP, frame(r, k)->coff,
 				"its size is not yet proven by a read");
-	return zstdckpt_build_blobs(fd, frame(r, k), span, &sink, NULL, err);
+	return zstdckpt_build_blobs(src, frame(r, k), span, &sink, NULL, err);
 }
 
 static int zstd_ck_open(struct reader *r, size_t k, const void *blob, size_t len, void **dec,
@@ -667,9 +667,9 @@ static int zstd_ck_open(struct reader *r, size_t k, const void *blob, size_t len
 	return zstdckpt_blob_open(frame(r, k), blob, len, (struct zstdckpt_dec **)dec, err);
 }
 
-static ssize_t zstd_ck_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+static ssize_t zstd_ck_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
 {
-	return zstdckpt_dec_read(dec, fd, buf, len, err);
+	return zstdckpt_dec_read(dec, src, buf, len, err);
 }
 
 static size_t zstd_ck_cost(const void *dec)
@@ -688,28 +688,28 @@ static const struct fmt_ck zstd_ck = {
 	.ops = { .read = zstd_ck_read, .cost = zstd_ck_cost, .close = zstd_ck_close },
 };
 
-/* probe_fd: a zstd frame, after up to PROBE_SKIP_MAX skippable ones (pzstd). */
-static int zstd_sniff(int fd, const unsigned char *head, size_t n)
+/* probe_src: a zstd frame, after up to PROBE_SKIP_MAX skippable ones (pzstd). */
+static int zstd_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 {
 	enum probe_fmt p;
 
 	(void)head;
 	(void)n;
-	return probe_fd(fd, &p) == 0 && p == PROBE_ZSTD;
+	return probe_src(src, &p) == 0 && p == PROBE_ZSTD;
 }
 
 /*
  * fmttab_saved: the frame walk, then idxfile_load_zstd (the mount's load,
  * and agreement with the frames); 1 if every frame states its size.
  */
-static int zstd_saved(const char *dir, const char *real, int fd, struct zerr *err)
+static int zstd_saved(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
 {
 	struct zstddec_index *z = NULL;
 	struct idxfile_id id;
-	int ret = idxfile_identify(fd, &id);
+	int ret = idxfile_identify(src, &id);
 
 	if (ret == 0)
-		ret = zstddec_index_read(fd, id.size, ZSTDDEC_WINDOW_DEFAULT, &z, err);
+		ret = zstddec_index_read(src, id.size, ZSTDDEC_WINDOW_DEFAULT, &z, err);
 	if (ret == 0)
 		ret = z->nunknown ? idxfile_load_zstd(dir, real, &id, z, err) : 1;
 	zstddec_index_free(z);

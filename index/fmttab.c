@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fmt.h"
-#include "pio.h"
+#include "src.h"
 #include "reader_int.h"
 #include "zmctx_int.h"
 
@@ -42,16 +42,16 @@ const struct fmt *fmt_get(int id)
 	return id >= 1 && id <= NFMT ? table[id - 1] : NULL;
 }
 
-int fmt_sniff(int fd, const struct fmt **f)
+int fmt_sniff(struct zsrc *src, const struct fmt **f)
 {
 	unsigned char head[HEAD];
-	ssize_t n = pio_pread(fd, head, sizeof(head), 0);
+	ssize_t n = zsrc_pread(src, head, sizeof(head), 0);
 
 	*f = NULL;
 	if (n < 0)
 		return (int)n;
 	for (int i = 0; i < NFMT; i++)
-		if (table[i]->sniff(fd, head, (size_t)n)) {
+		if (table[i]->sniff(src, head, (size_t)n)) {
 			*f = table[i];
 			return i + 1;
 		}
@@ -63,11 +63,11 @@ void *fmt_state(const struct reader *r)
 	return r->ctx->fstate[r->fmt];
 }
 
-int fmttab_by_magic(int fd)
+int fmttab_by_magic(struct zsrc *src)
 {
 	const struct fmt *f;
 
-	return fmt_sniff(fd, &f);
+	return fmt_sniff(src, &f);
 }
 
 int fmttab_count(void)
@@ -166,9 +166,9 @@ bool fmttab_index_optional(int id)
 	return fmt_get(id) && fmt_get(id)->index_optional;
 }
 
-int fmttab_saved(int id, const char *dir, const char *real, int fd, struct zerr *err)
+int fmttab_saved(int id, const char *dir, const char *real, struct zsrc *src, struct zerr *err)
 {
-	return fmttab_saves(id) ? fmt_get(id)->saved(dir, real, fd, err) : -ENOTSUP;
+	return fmttab_saves(id) ? fmt_get(id)->saved(dir, real, src, err) : -ENOTSUP;
 }
 
 const char *fmttab_counter(int id)

@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "src.h"
+
 /* Ids are below this; per-format arrays (counters, context state) have this many slots. */
 #define FMTTAB_MAX 8
 
@@ -32,8 +34,8 @@ enum fmttab_bg {
 	FMTTAB_BG_CKPT,	 /* second pass: checkpoints inside its wide units */
 };
 
-/* The id of the file on fd by its magic alone (fmt.h's sniff), 0 if none, or -errno from pread. */
-int fmttab_by_magic(int fd);
+/* The id of source src (borrowed) by its magic alone (fmt.h's sniff), 0 if none, or -errno. */
+int fmttab_by_magic(struct zsrc *src);
 
 /* The number of formats; their ids are 1 to this. */
 int fmttab_count(void);
@@ -84,13 +86,13 @@ bool fmttab_index_optional(int id);
 
 /*
  * Whether dir holds a saved index a mount would use for the version of
- * source real that fd has open (the mount's own load and checks).
+ * source real that src has open (the mount's own load and checks).
  * Returns 0 (fresh), 1 (this file needs none), -ENOTSUP (the format saves
  * none), or the load's error: -ENOENT, -ESTALE, -EBADMSG, -EPERM, -EIO,
  * -ENOMEM; err (may be NULL) says why.
  */
 struct zerr;
-int fmttab_saved(int id, const char *dir, const char *real, int fd, struct zerr *err);
+int fmttab_saved(int id, const char *dir, const char *real, struct zsrc *src, struct zerr *err);
 
 /*
  * The per-format counter's name in the mount's stats ("xz_indexes": the

@@ -343,12 +343,21 @@ static uint64_t xxh_end(const struct xxh *x, uint64_t total, const unsigned char
 
 static void id_stat(const struct idxfile_id *id, struct stat *st);
 
+/* Reads len bytes at off from src: 0, -EIO if it ends first, or -errno. */
+static int src_read_full(struct zsrc *src, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = zsrc_pread(src, buf, len, off);
+
+	return n < 0 ? (int)n : (size_t)n < len ? -EIO : 0;
+}
+
 /*
  * The whole-file hash of the source id names (XXH64 of its id->size
- * compressed bytes), read from id->fd in IF_PIECE reads.  id->fd must be
- * that very version before and after (srcid_same with fstat): a closed or
- * reused descriptor, or a file written meanwhile, is -ESTALE, never
- * another file's hash.  Returns 0, -ESTALE, -ENOMEM or -errno.
+ * compressed bytes), read from id->src in IF_PIECE reads.  id->src must be
+ * that very version before and after (srcid_same with zsrc_stat): a
+ * source written meanwhile (or an object whose GETs say -ESTALE) is
+ * -ESTALE, never another version's hash.  Returns 0, -ESTALE, -ENOMEM or
+ * -errno.
  */
 static int src_hash(const struct idxfile_id *id, uint64_t *out)
 {
@@ -360,7 +369,8 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	int ret = 0;
 
 	id_stat(id, &want);
-	if (id->fd < 0 || fstat(id->fd, &st) < 0 || !S_ISREG(st.st_mode) || !srcid_same(&st, &want))
+	if (!id->src || zsrc_stat(id->src, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    !srcid_same(&st, &want))
 		return -ESTALE;
 	p = malloc(IF_PIECE);
 	if (!p)
@@ -368,7 +378,7 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	xxh_init(&x);
 	while (ret == 0 && off < id->size) {
 		n = id->size - off < IF_PIECE ? (size_t)(id->size - off) : IF_PIECE;
-		ret = pread_full(id->fd, p, n, off);
+		ret = src_read_full(id->src, p, n, off);
 		off += n;
 		if (ret == 0)
 			done = xxh_feed(&x, p, n); /* n % 32 != 0 only for the last piece */
@@ -376,7 +386,7 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	if (ret == 0)
 		*out = xxh_end(&x, id->size, p + done, n - done);
 	free(p);
-	if (ret == 0 && (fstat(id->fd, &st) < 0 || !srcid_same(&st, &want)))
+	if (ret == 0 && (zsrc_stat(id->src, &st) < 0 || !srcid_same(&st, &want)))
 		ret = -ESTALE;		    /* written while hashed */
 	return ret == -EIO ? -ESTALE : ret; /* shrank while hashed */
 }
@@ -424,7 +434,12 @@ int idxfile_default_dir(char *out, size_t len)
 	return 0;
 }
 
-int idxfile_identify(int fd, struct idxfile_id *id)
+bool idxfile_keyed(const char *name)
+{
+	return name && (name[0] == '/' || strstr(name, "://"));
+}
+
+int idxfile_identify(struct zsrc *src, struct idxfile_id *id)
 {
 	unsigned char buf[IF_PROBE];
 	struct stat st;
@@ -432,8 +447,9 @@ int idxfile_identify(int fd, struct idxfile_id *id)
 	size_t n;
 	int ret;
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
+	ret = zsrc_stat(src, &st);
+	if (ret < 0)
+		return ret;
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
 	id->dev = (uint64_t)st.st_dev;
@@ -444,16 +460,16 @@ int idxfile_identify(int fd, struct idxfile_id *id)
 	id->ctime_sec = (int64_t)st.st_ctim.tv_sec;
 	id->ctime_nsec = (uint32_t)st.st_ctim.tv_nsec;
 	n = id->size < IF_PROBE ? (size_t)id->size : IF_PROBE;
-	ret = pread_full(fd, buf, n, 0);
+	ret = src_read_full(src, buf, n, 0);
 	if (ret == 0) {
 		h = fnv64(h, buf, n);
-		ret = pread_full(fd, buf, n, id->size - n);
+		ret = src_read_full(src, buf, n, id->size - n);
 	}
 	if (ret < 0)
 		return ret;
 	h = fnv64(h, buf, n);
 	id->fingerprint = mix64(h ^ id->size);
-	id->fd = fd;
+	id->src = src;
 	return 0;
 }
 
@@ -860,7 +876,7 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	in->id.ctime_sec = (int64_t)get64(b + H_CTIME);
 	in->id.ctime_nsec = get32(b + H_CNSEC);
 	in->id.fingerprint = get64(b + H_FPRINT);
-	in->id.fd = -1;
+	in->id.src = NULL;
 	in->src_hash = get64(b + H_HASH);
 	if (in->id.mtime_nsec >= 1000000000u)
 		return BAD(H_NSEC, "mtime nanoseconds %" PRIu32 " out of range", in->id.mtime_nsec);
@@ -876,10 +892,12 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	plen = get32(b + H_PATHLEN);
 	if (plen == 0 || plen >= PATH_MAX || plen > len - IF_HDR - IF_CRC - IF_REC)
 		return BAD(H_PATHLEN, "path length %" PRIu32 " out of range", plen);
-	if (b[IF_HDR] != '/' || memchr(b + IF_HDR, 0, plen))
-		return BAD(IF_HDR, "source path is not absolute or holds a NUL");
+	if (memchr(b + IF_HDR, 0, plen))
+		return BAD(IF_HDR, "source path holds a NUL");
 	memcpy(in->src, b + IF_HDR, plen);
 	in->src[plen] = '\0';
+	if (!idxfile_keyed(in->src))
+		return BAD(IF_HDR, "source path is neither absolute nor a URL");
 
 	if (in->kind == IDXFILE_KIND_ZSTD)
 		return check_zstd(b, len, IF_HDR + plen, in, err);
@@ -1441,8 +1459,7 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 	int dfd, fd, ret;
 
 	*buf = NULL;
-	ret = src_abspath && src_abspath[0] == '/' ? kind_path(kind, dir, id, path, sizeof(path))
-						   : -EINVAL;
+	ret = idxfile_keyed(src_abspath) ? kind_path(kind, dir, id, path, sizeof(path)) : -EINVAL;
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "bad source path");
 	dfd = open_dir(dir, err);
@@ -1716,7 +1733,7 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
 {
 	unsigned char *b = NULL;
 	size_t len = 0;
-	int ret = src_abspath && src_abspath[0] == '/' ? 0 : -EINVAL;
+	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
 
 	if (ret == 0)
 		ret = serialize(src_abspath, id, idx, &b, &len);
@@ -1728,7 +1745,7 @@ int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idx
 {
 	unsigned char *b = NULL;
 	size_t len = 0;
-	int ret = src_abspath && src_abspath[0] == '/' ? 0 : -EINVAL;
+	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
 
 	if (ret == 0)
 		ret = serialize_zstd(src_abspath, id, z, &b, &len);
@@ -1838,7 +1855,7 @@ int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idx
 {
 	unsigned char *b = NULL;
 	size_t len = 0;
-	int ret = src_abspath && src_abspath[0] == '/' ? 0 : -EINVAL;
+	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
 
 	if (ret == 0)
 		ret = serialize_ckpt(src_abspath, id, span, sets, n, &b, &len);
@@ -1926,6 +1943,7 @@ static bool renamed_nearby(const struct idxfile_info *in)
 	size_t n = (size_t)(strrchr(in->src, '/') - in->src);
 	struct idxfile_id now;
 	struct dirent *de;
+	struct zsrc *src;
 	bool found = false;
 	int dfd, fd;
 	DIR *d;
@@ -1945,11 +1963,11 @@ static bool renamed_nearby(const struct idxfile_info *in)
 			    (int)sizeof(path))
 			continue;
 		fd = openat(dirfd(d), de->d_name, IF_OPEN);
-		if (fd < 0)
+		if (fd < 0 || zsrc_local(fd, &src) < 0)
 			continue;
-		found = idxfile_identify(fd, &now) == 0 && now.dev == in->id.dev &&
+		found = idxfile_identify(src, &now) == 0 && now.dev == in->id.dev &&
 			bound_to(in, path, &now, NULL) >= 0;
-		close(fd);
+		zsrc_put(src);
 	}
 	closedir(d);
 	return found;
@@ -1962,6 +1980,7 @@ static int prune_index(int dfd, const char *dir, const char *name)
 	struct idxfile_info *in = malloc(sizeof(*in));
 	struct idxfile_id now;
 	unsigned char *b = NULL;
+	struct zsrc *src;
 	struct stat st;
 	size_t len = 0;
 	int ret, fd, stale = 0;
@@ -1982,16 +2001,16 @@ static int prune_index(int dfd, const char *dir, const char *name)
 		if (kind_path(in->kind, dir, &in->id, want, sizeof(want)) < 0 ||
 		    strcmp(strrchr(want, '/') + 1, name)) {
 			stale = 1;
-		} else {
+		} else if (in->src[0] == '/') { /* a URL's object is not checked: kept */
 			fd = open(in->src, IF_OPEN);
 			if (fd < 0) {
 				stale = errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
-			} else {
-				ret = idxfile_identify(fd, &now);
+			} else if (zsrc_local(fd, &src) == 0) {
+				ret = idxfile_identify(src, &now);
 				/* kept if proven by content too (a copy over it): no rebind */
 				stale = ret == -EINVAL ||
 					(ret == 0 && bound_to(in, in->src, &now, NULL) == -ESTALE);
-				close(fd);
+				zsrc_put(src);
 			}
 			if (stale && renamed_nearby(in))
 				stale = 0;

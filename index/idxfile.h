@@ -61,6 +61,7 @@
 
 #include "ckpt.h"
 #include "gzdec.h"
+#include "src.h"
 #include "zerr.h"
 #include "zstddec.h"
 
@@ -84,7 +85,7 @@ enum idxfile_kind {
  * with idxfile_id_same, never by hand.  A load takes an index whose
  * identity and path are the source's as it is; one that differs in path,
  * device, inode or ctime only (a rename, a copy with cp -p) only if the
- * source's whole-file hash, read through fd, equals the recorded one.
+ * source's whole-file hash, read through src, equals the recorded one.
  */
 struct idxfile_id {
 	uint64_t dev, ino, size;
@@ -92,18 +93,19 @@ struct idxfile_id {
 	uint32_t mtime_nsec, ctime_nsec;
 	uint64_t fingerprint; /* hash of the first and last 4 KiB (fewer if the file is smaller) */
 	/*
-	 * idxfile_identify's fd (borrowed, never closed here), read by load,
-	 * save and remove for the whole-file hash; keep it open while the id is
-	 * used.  Each read first checks that fd is still this version (fstat
-	 * against the fields above): a closed or reused fd gives -ESTALE, never
-	 * another file's hash.  -1 in an id read from an index file.
+	 * idxfile_identify's source (borrowed, no reference taken), read by
+	 * load, save and remove for the whole-file hash; keep a reference while
+	 * the id is used.  Each read first checks that src is still this
+	 * version (zsrc_stat against the fields above): a changed source gives
+	 * -ESTALE, never another version's hash.  NULL in an id read from an
+	 * index file.
 	 */
-	int fd;
+	struct zsrc *src;
 };
 
 /* A saved index's header, for tools. */
 struct idxfile_info {
-	char src[PATH_MAX]; /* the source's absolute path, NUL-terminated */
+	char src[PATH_MAX]; /* the source's key (idxfile_keyed), NUL-terminated */
 	struct idxfile_id id;
 	uint32_t version, flags; /* flags: IDXFILE_F_VERIFIED */
 	uint32_t kind;		 /* enum idxfile_kind */
@@ -126,12 +128,19 @@ struct idxfile_info {
 int idxfile_default_dir(char *out, size_t len);
 
 /*
- * Reads fd's identity: fstat, plus a hash of its first and last 4 KiB read
- * with pread, and records fd in id->fd.  Returns 0, -EINVAL (not a regular
- * file), -EIO (the file shrank while being read) or the errno of
- * fstat/pread.  *id is undefined on error.
+ * Reads src's identity: zsrc_stat, plus a hash of its first and last 4 KiB
+ * read with zsrc_pread, and records src (borrowed) in id->src.  Returns 0,
+ * -EINVAL (not a regular file), -EIO (the source shrank while being read)
+ * or the -errno of stat/pread.  *id is undefined on error.
  */
-int idxfile_identify(int fd, struct idxfile_id *id);
+int idxfile_identify(struct zsrc *src, struct idxfile_id *id);
+
+/*
+ * Whether name can key a saved index (the src_abspath of the functions
+ * below): an absolute path ("/...") or a URL ("s3://bucket/key", anything
+ * holding "://").  Relative paths cannot: they name no one file.
+ */
+bool idxfile_keyed(const char *name);
 
 /*
  * Whether a and b are the same version of a source: srcid_same (srcid.h)
@@ -195,7 +204,7 @@ int idxfile_path_ckpt(const char *dir, const struct idxfile_id *id, char *out, s
  * src_abspath with identity id.  Creates dir and its parents as needed (mode
  * 0700).  Sets IDXFILE_F_VERIFIED: gzdec_index_build always verifies.
  * Returns 0 and, if bytes_written is not NULL, the file's size; or
- *   -EINVAL        src_abspath not absolute, id->size != idx->csize, or idx
+ *   -EINVAL        src_abspath not a key (idxfile_keyed), id->size != idx->csize, or idx
  *                  is not a well-formed index (points out of order, ...);
  *   -EPERM         dir is not trusted (see above; nothing is written);
  *   -ENAMETOOLONG  a path too long;

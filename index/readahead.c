@@ -117,8 +117,8 @@ static void prefetch_run(void *arg)
 }
 
 /*
- * Asks the kernel to start reading what the queued units [k0, k1] will
- * need, so workers find it cached rather than wait on small preads in
+ * Asks the source to start fetching what the queued units [k0, k1] will
+ * need (zsrc_hint), so workers find it cached rather than wait on small preads in
  * turn.  A streamed Block is left to the kernel's own sequential read-ahead.
  */
 static void prefetch_input(struct reader *r, size_t k0, size_t k1)
@@ -129,7 +129,7 @@ static void prefetch_input(struct reader *r, size_t k0, size_t k1)
 		return;
 	r->f->extent(r, k0, k1, &cstart, &cend);
 	if (cend > cstart && cend <= INT64_MAX)
-		posix_fadvise(r->fd, (off_t)cstart, (off_t)(cend - cstart), POSIX_FADV_WILLNEED);
+		zsrc_hint(r->src, cstart, cend - cstart);
 }
 
 /*

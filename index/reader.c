@@ -18,7 +18,7 @@
  *
  * Memory: chunks and parked decoders are charged to the cache (bcache.h);
  * a reader holds its map (a documented cost per entry, see fmt_*.c) and,
- * only while it has a descriptor, a parked decoder.
+ * only while it has a source (attached), a parked decoder.
  *
  * One job per file: this one opens, probes, describes and closes readers,
  * checks that the source is unchanged, and serves reads (views); fill.c
@@ -193,7 +193,7 @@ static void sample_take(struct reader *r)
 	struct stat after;
 
 	/* ctime may move meanwhile (a chmod); a write would move mtime too */
-	r->sampled = idxfile_identify(r->fd, &id) == 0 && fstat(r->fd, &after) == 0 &&
+	r->sampled = idxfile_identify(r->src, &id) == 0 && zsrc_stat(r->src, &after) == 0 &&
 		     srcid_same_but_ctime(&after, &r->st);
 	r->sample = r->sampled ? id.fingerprint : 0;
 	r->st_ok = r->st;
@@ -203,13 +203,24 @@ static void sample_take(struct reader *r)
 int reader_open_fd(int fd, const char *name, struct zmctx *ctx, const struct reader_opts *opts,
 		   struct reader **out, struct zerr *why)
 {
+	struct zsrc *src;
+
+	*out = NULL;
+	if (zsrc_local(fd, &src) < 0)
+		return zerr_set(why, -ENOMEM, 0, "out of memory");
+	return reader_open_src(src, name, ctx, opts, out, why);
+}
+
+int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
+		    const struct reader_opts *opts, struct reader **out, struct zerr *why)
+{
 	struct reader *r = calloc(1, sizeof(*r));
 	struct zerr e = { 0 };
 	int ret;
 
 	*out = NULL;
 	if (!r) {
-		close(fd);
+		zsrc_put(src);
 		return zerr_set(why, -ENOMEM, 0, "out of memory");
 	}
 	pthread_mutex_init(&r->lock, NULL);
@@ -223,7 +234,7 @@ int reader_open_fd(int fd, const char *name, struct zmctx *ctx, const struct rea
 		pthread_condattr_destroy(&ca);
 	}
 	pthread_mutex_init(&r->stream, NULL);
-	r->fd = fd;
+	r->src = src;
 	r->ctx = ctx;
 	r->cache = ctx->cache;
 	r->opts = *opts;
@@ -233,12 +244,13 @@ int reader_open_fd(int fd, const char *name, struct zmctx *ctx, const struct rea
 		ret = -ENOMEM;
 		goto fail;
 	}
-	if (fstat(r->fd, &r->st) < 0) {
-		ret = zerr_set(&e, -errno, 0, "cannot stat: %s", strerror(errno));
+	ret = zsrc_stat(r->src, &r->st);
+	if (ret < 0) {
+		zerr_set(&e, ret, 0, "cannot stat: %s", strerror(-ret));
 		goto fail;
 	}
 	sample_take(r);
-	ret = fmt_sniff(r->fd, &r->f);
+	ret = fmt_sniff(r->src, &r->f);
 	if (ret < 0) {
 		zerr_set(&e, ret, 0, "cannot read: %s", strerror(-ret));
 		goto fail;
@@ -289,8 +301,7 @@ void reader_close(struct reader *r)
 	cmap_free(&r->map);
 	free(r->entry);
 	free(r->bad);
-	if (r->fd >= 0)
-		close(r->fd);
+	zsrc_put(r->src);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->idle);
 	pthread_cond_destroy(&r->moved);
@@ -304,29 +315,27 @@ void reader_detach(struct reader *r)
 	readahead_wait(r);
 	/* Nobody reads it now: its decoder's memory goes back to the cache. */
 	udec_close(udec_unpark(r, PARK_ANY));
-	if (r->fd >= 0)
-		close(r->fd);
-	r->fd = -1;
+	zsrc_put(r->src);
+	r->src = NULL;
 }
 
-int reader_attach(struct reader *r, int fd)
+int reader_attach(struct reader *r, struct zsrc *src)
 {
 	struct stat st;
 
-	if (fstat(fd, &st) < 0 || !reader_matches(r, &st)) {
-		close(fd);
+	if (zsrc_stat(src, &st) < 0 || !reader_matches(r, &st)) {
+		zsrc_put(src);
 		return -ESTALE;
 	}
-	if (r->fd >= 0)
-		close(r->fd);
-	r->fd = fd;
+	zsrc_put(r->src);
+	r->src = src;
 	return 0;
 }
 
-int reader_probe(int fd, const char *name, const struct reader_opts *opts)
+int reader_probe(struct zsrc *src, const char *name, const struct reader_opts *opts)
 {
 	const struct fmt *f;
-	int fmt = fmt_sniff(fd, &f);
+	int fmt = fmt_sniff(src, &f);
 	struct zerr err = { 0 };
 	struct stat st;
 
@@ -334,8 +343,8 @@ int reader_probe(int fd, const char *name, const struct reader_opts *opts)
 		return 0;
 	if (!f->probe)
 		return fmt;
-	if (fstat(fd, &st) == 0 &&
-	    f->probe(fd, (uint64_t)st.st_size, opts ? opts->index_max : SIZE_MAX, &err) == 0)
+	if (zsrc_stat(src, &st) == 0 &&
+	    f->probe(src, (uint64_t)st.st_size, opts ? opts->index_max : SIZE_MAX, &err) == 0)
 		return fmt;
 	if (name)
 		zlog(ZLOG_WARN,
@@ -473,8 +482,8 @@ static bool same_bytes(struct reader *r, const struct stat *st0)
 		/* raced: the mode, owner or links moved under the hash, a cause seen */
 		if (!raced && same_meta(&st, &ok_st) && (named || !named_ok))
 			return false;
-		if (idxfile_identify(r->fd, &id) < 0 || id.fingerprint != r->sample ||
-		    fstat(r->fd, &after) < 0 || !srcid_same_but_ctime(&after, &r->st))
+		if (idxfile_identify(r->src, &id) < 0 || id.fingerprint != r->sample ||
+		    zsrc_stat(r->src, &after) < 0 || !srcid_same_but_ctime(&after, &r->st))
 			return false;
 		if (same_meta(&after, &st)) {
 			pthread_mutex_lock(&r->lock);
@@ -498,7 +507,7 @@ int reader_check_unchanged(struct reader *r)
 	struct stat st;
 	bool first;
 
-	if (fstat(r->fd, &st) == 0 && (srcid_same(&st, &r->st) || same_bytes(r, &st)))
+	if (zsrc_stat(r->src, &st) == 0 && (srcid_same(&st, &r->st) || same_bytes(r, &st)))
 		return 0;
 	pthread_mutex_lock(&r->lock);
 	first = !r->changed;

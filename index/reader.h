@@ -60,6 +60,7 @@
 
 #include "fmttab.h"
 #include "probe.h"
+#include "src.h"
 #include "zerr.h"
 
 struct bcache_ent;
@@ -129,11 +130,13 @@ struct reader_info {
 };
 
 /*
- * Opens the archive on fd, which it takes over (closed on failure too);
- * name is used in log lines and copied; ctx is borrowed and must outlive
- * the reader; opts is copied.  If name is an absolute path and
- * opts->index_dir is set, a gzip index or zstd frame sizes saved there for
- * that path (and the file's current identity) are used instead of a pass
+ * Opens the archive read from src (codec/src.h), which it takes over (its
+ * reference is dropped on failure too); name is used in log lines and
+ * copied; ctx is borrowed and must outlive the reader; opts is copied.  If
+ * name can key a saved index (an absolute path or a URL such as
+ * s3://bucket/key: idxfile_keyed) and opts->index_dir is set, a gzip index
+ * or zstd frame sizes saved there for that name (and the source's current
+ * identity, zsrc_stat) are used instead of a pass
  * over the data, and newly built ones are saved (failures to save are logged once and the index
  * is kept in memory).
  * Returns 0 and *out (close with reader_close), or, with *out NULL and,
@@ -145,9 +148,13 @@ struct reader_info {
  *   -EINVAL   xz: the Streams or Index cannot be read, or its map would
  *             take more than opts->index_max; gzip: a header, the data, a
  *             CRC32 or an ISIZE is bad (logged);
- *   -ENOMEM, or another -errno from fstat/pread (logged).
+ *   -ENOMEM, or another -errno from the source's stat/pread (logged).
  * "Logged" means one line through ctx's sink, its why the same as *why.
  */
+int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
+		    const struct reader_opts *opts, struct reader **out, struct zerr *why);
+
+/* reader_open_src on zsrc_local(fd): takes over fd (closed on failure too). */
 int reader_open_fd(int fd, const char *name, struct zmctx *ctx, const struct reader_opts *opts,
 		   struct reader **out, struct zerr *why);
 
@@ -210,11 +217,11 @@ int reader_last_error(const struct reader *r, struct zerr *why);
  * first entry's failure: -ENOTSUP (it cannot have checkpoints: logged once
  * at INFO, and not tried again), -EIO (corrupt: logged, and the entry
  * marked bad as a failed read would), -ENOMEM, -ESTALE (the source
- * changed).  fd is a descriptor of the source (borrowed): the pass reads
- * through it and checks that it is the version r was opened on, so a
- * detached reader needs no attach.  Any thread.
+ * changed).  src is the source (borrowed): the pass reads through it and
+ * checks that it is the version r was opened on, so a detached reader
+ * needs no attach.  Any thread.
  */
-int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why);
+int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *why);
 
 /* Counters of all readers on one context, for the stats interface. */
 struct reader_counters {
@@ -242,7 +249,8 @@ void reader_note_error(struct zmctx *ctx);
 const struct stat *reader_stat(const struct reader *r);
 
 /*
- * Closes the reader's fd and keeps its block map, so an indexed archive that
+ * Drops the reader's reference to its source (a local file's last one
+ * closes the fd) and keeps its block map, so an indexed archive that
  * nobody has open holds no descriptor.  Waits for its queued read-ahead to
  * finish first.  The caller guarantees that no reader_pread runs until
  * reader_attach.
@@ -250,15 +258,16 @@ const struct stat *reader_stat(const struct reader *r);
 void reader_detach(struct reader *r);
 
 /*
- * Gives a detached reader an fd again (taken over).  Returns 0, or -ESTALE
- * (fd closed) if fd's file is not the version that was indexed.
- * Same rule as reader_detach: no reader_pread may run meanwhile.
+ * Gives a detached reader a source again (taken over).  Returns 0, or
+ * -ESTALE (src's reference dropped) if src is not the version that was
+ * indexed (zsrc_stat).  Same rule as reader_detach: no reader_pread may
+ * run meanwhile.
  */
-int reader_attach(struct reader *r, int fd);
+int reader_attach(struct reader *r, struct zsrc *src);
 
 /*
  * The cheap part of the naming rules: returns the format id (fmttab.h) of
- * the file on fd if a format's magic says so and its cheap probe (gzip: a
+ * the source src (borrowed) if a format's magic says so and its cheap probe (gzip: a
  * readable first member header; zstd: its frames) accepts it; else 0,
  * with a log line (naming it by name) when the magic matched but the probe
  * refused (none if name is NULL).  A format whose fmttab_list_opens still
@@ -266,12 +275,12 @@ int reader_attach(struct reader *r, int fd);
  * (may be NULL: no limit) gives the map limit, opts->index_max, that a
  * format's map (zstd frames) is counted against.
  */
-int reader_probe(int fd, const char *name, const struct reader_opts *opts);
+int reader_probe(struct zsrc *src, const char *name, const struct reader_opts *opts);
 
 /* True if st (a fresh stat of the source path) still names the opened file unchanged. */
 int reader_matches(const struct reader *r, const struct stat *st);
 
-/* Waits for its read-ahead, closes the file and frees the reader; drops its cached chunks.  Accepts
+/* Waits for its read-ahead, drops its source and frees the reader; drops its cached chunks. Accepts
  * NULL. */
 void reader_close(struct reader *r);
 

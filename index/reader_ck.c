@@ -69,16 +69,16 @@ const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)
 	return r->ck ? atomic_load_explicit(&r->ck[k], memory_order_acquire) : NULL;
 }
 
-/* Whether fd is the version r was opened on. */
-static bool same_version(const struct reader *r, int fd)
+/* Whether src is the version r was opened on. */
+static bool same_version(const struct reader *r, struct zsrc *src)
 {
 	struct stat st;
 
-	return fstat(fd, &st) == 0 && reader_matches(r, &st);
+	return zsrc_stat(src, &st) == 0 && reader_matches(r, &st);
 }
 
 /* One entry's pass.  0, or a negative errno with why set. */
-static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
+static int build_one(struct reader *r, struct zsrc *src, size_t k, struct zerr *why)
 {
 	struct ckpt_build *b;
 	struct ckpt_set *s;
@@ -87,7 +87,7 @@ static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
 	if (ret < 0)
 		return zerr_set(why, ret, 0, "out of memory");
 	ckpt_build_stop_on(b, &r->ck_stop);
-	ret = r->f->ck->build(r, fd, k, r->opts.ck_span, b, why);
+	ret = r->f->ck->build(r, src, k, r->opts.ck_span, b, why);
 	if (ret < 0) {
 		ckpt_build_free(b);
 		return ret;
@@ -106,7 +106,7 @@ static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
 				bytes);
 	}
 	/* Only bytes of the version that was indexed: a set of another is dropped. */
-	if (!same_version(r, fd)) {
+	if (!same_version(r, src)) {
 		ckpt_set_free(s);
 		return zerr_set(why, -ESTALE, 0, "the file changed while it was read");
 	}
@@ -119,14 +119,15 @@ static int build_one(struct reader *r, int fd, size_t k, struct zerr *why)
 }
 
 /* The one log line, and the mark, for a pass that failed. */
-static void build_failed(struct reader *r, int fd, size_t k, int ret, const struct zerr *why)
+static void build_failed(struct reader *r, struct zsrc *src, size_t k, int ret,
+			 const struct zerr *why)
 {
 	if (ret == -ENOTSUP)
 		reader_log(r, ZLOG_INFO, why,
 			   "%s %zu has no checkpoints (%s): reads inside it "
 			   "decode from its start",
 			   r->f->unit, r->entry[k], why->msg);
-	else if (ret == -EIO && same_version(r, fd))
+	else if (ret == -EIO && same_version(r, src))
 		reader_fail_entry(r, k, r->map.start[k], why);
 	else if (ret != -ECANCELED)
 		reader_log(r, ZLOG_WARN, why, "%s %zu: no checkpoints this time (%s)", r->f->unit,
@@ -151,11 +152,11 @@ static bool adopt(struct reader *r, uint64_t entry_start, struct ckpt_set *s)
 }
 
 /*
- * Loads the sets saved in index_dir for this version of the source (fd's),
+ * Loads the sets saved in index_dir for this version of the source (src's),
  * once per reader.  The trust rules are idxfile's; a set that fits is
  * still only used through ckpt_dec, which checks every piece.
  */
-static void load_saved(struct reader *r, int fd)
+static void load_saved(struct reader *r, struct zsrc *src)
 {
 	struct idxfile_ckpt *sets;
 	struct idxfile_id id;
@@ -163,8 +164,8 @@ static void load_saved(struct reader *r, int fd)
 	size_t n, got = 0;
 	int ret;
 
-	if (!r->opts.index_dir || r->name[0] != '/' || atomic_exchange(&r->ck_loaded, true) ||
-	    idxfile_identify(fd, &id) < 0)
+	if (!r->opts.index_dir || !idxfile_keyed(r->name) || atomic_exchange(&r->ck_loaded, true) ||
+	    idxfile_identify(src, &id) < 0)
 		return;
 	ret = idxfile_load_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, &sets, &n, &e);
 	if (ret == -EPERM && !atomic_flag_test_and_set(&r->ctx->untrusted_logged))
@@ -181,14 +182,14 @@ static void load_saved(struct reader *r, int fd)
 }
 
 /* Saves every set r has in index_dir, for later mounts; a failure is logged once per context. */
-static void save_all(struct reader *r, int fd)
+static void save_all(struct reader *r, struct zsrc *src)
 {
 	struct idxfile_ckpt *sets = calloc(r->map.n, sizeof(*sets));
 	struct idxfile_id id;
 	size_t n = 0;
 	int ret = -ENOMEM;
 
-	if (!r->opts.index_dir || r->name[0] != '/') {
+	if (!r->opts.index_dir || !idxfile_keyed(r->name)) {
 		free(sets);
 		return;
 	}
@@ -198,7 +199,7 @@ static void save_all(struct reader *r, int fd)
 		if (s)
 			sets[n++] = (struct idxfile_ckpt){ r->map.start[k], s };
 	}
-	if (sets && n > 0 && (ret = idxfile_identify(fd, &id)) == 0)
+	if (sets && n > 0 && (ret = idxfile_identify(src, &id)) == 0)
 		ret = idxfile_save_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, sets, n,
 					NULL);
 	if (ret < 0 && n > 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
@@ -209,7 +210,7 @@ static void save_all(struct reader *r, int fd)
 	free(sets);
 }
 
-int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
+int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *why)
 {
 	struct zerr e = { 0 };
 	int first = 0;
@@ -217,9 +218,9 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 
 	if (!r->ck)
 		return 0;
-	if (!same_version(r, fd))
+	if (!same_version(r, src))
 		return zerr_set(why, -ESTALE, 0, "the file changed since it was opened");
-	load_saved(r, fd);
+	load_saved(r, src);
 	for (size_t k = 0; k < r->map.n; k++) {
 		unsigned char none = CK_NONE;
 		int ret;
@@ -228,7 +229,7 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 		    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY))
 			continue;
 		e = (struct zerr){ 0 };
-		ret = build_one(r, fd, k, &e);
+		ret = build_one(r, src, k, &e);
 		built += ret == 0;
 		/* Memory or a change may pass, a stop was no verdict: the next pass tries again. */
 		atomic_store(&r->ck_state[k], ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED
@@ -239,7 +240,7 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 			break;
 		}
 		if (ret < 0) {
-			build_failed(r, fd, k, ret, &e);
+			build_failed(r, src, k, ret, &e);
 			if (!first) {
 				first = ret;
 				if (why)
@@ -248,7 +249,7 @@ int reader_build_checkpoints(struct reader *r, int fd, struct zerr *why)
 		}
 	}
 	if (built)
-		save_all(r, fd);
+		save_all(r, src);
 	return first;
 }
 
@@ -256,8 +257,8 @@ const struct ckpt_set *reader_ck_get(struct reader *r, size_t k)
 {
 	const struct ckpt_set *s = reader_ck_set(r, k);
 
-	if (!s && r->ckable && r->ckable[k] && !atomic_load(&r->ck_loaded)) {
-		load_saved(r, r->fd);
+	if (!s && r->ckable && r->ckable[k] && r->src && !atomic_load(&r->ck_loaded)) {
+		load_saved(r, r->src);
 		s = reader_ck_set(r, k);
 	}
 	return s;
@@ -265,7 +266,7 @@ const struct ckpt_set *reader_ck_get(struct reader *r, size_t k)
 
 struct kick {
 	struct reader *r;
-	int fd;
+	struct zsrc *src;
 };
 
 static void kick_run(void *arg)
@@ -273,8 +274,8 @@ static void kick_run(void *arg)
 	struct kick *j = arg;
 	struct reader *r = j->r;
 
-	reader_build_checkpoints(r, j->fd, NULL);
-	close(j->fd);
+	reader_build_checkpoints(r, j->src, NULL);
+	zsrc_put(j->src);
 	free(j);
 	pthread_mutex_lock(&r->lock);
 	if (--r->ck_jobs == 0)
@@ -292,11 +293,11 @@ void reader_ck_kick(struct reader *r, size_t k)
 	j = malloc(sizeof(*j));
 	if (!j)
 		return;
-	/* Its own descriptor: the reader may be detached before the pass ends. */
-	j->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+	/* Its own reference: the reader may be detached before the pass ends. */
+	j->src = r->src ? zsrc_get(r->src) : NULL;
 	j->r = r;
 	pthread_mutex_lock(&r->lock);
-	if (j->fd >= 0 && r->ck_jobs == 0) {
+	if (j->src && r->ck_jobs == 0) {
 		r->ck_jobs++;
 		queued = pool_submit(r->ctx->pool, kick_run, j) == 0;
 		if (!queued)
@@ -304,8 +305,7 @@ void reader_ck_kick(struct reader *r, size_t k)
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (!queued) {
-		if (j->fd >= 0)
-			close(j->fd);
+		zsrc_put(j->src);
 		free(j);
 	}
 }

@@ -27,7 +27,7 @@
 #define NINFLIGHT 16
 
 struct reader {
-	int fd;
+	struct zsrc *src; /* owned reference; NULL while detached */
 	char *name;
 	uint64_t id; /* cache key: unique per reader, so versions never mix */
 	struct stat st;

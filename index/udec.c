@@ -21,7 +21,7 @@
 
 /*
  * A decoder inside one map entry, whatever the format: what a streamed unit
- * is read with, and what is parked between reads.  The fd is the reader's
+ * is read with, and what is parked between reads.  The src is the reader's
  * at each call, never kept.
  */
 struct udec {
@@ -64,8 +64,8 @@ int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr *err)
 ssize_t udec_read(struct reader *r, struct udec *d, void *buf, size_t len, struct zerr *err)
 {
 	if (d->ck)
-		return ckpt_dec_read(d->ck, r->fd, buf, len, err);
-	return d->f->dec_read(d->d, r->fd, buf, len, err);
+		return ckpt_dec_read(d->ck, r->src, buf, len, err);
+	return d->f->dec_read(d->d, r->src, buf, len, err);
 }
 
 /* Bytes returned since the start of its map entry. */

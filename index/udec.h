@@ -10,7 +10,7 @@
  *
  * Threads: a decoder is used by one thread at a time, the one that opened
  * or took it (for a streamed unit, the holder of r->stream).  It reads
- * through r->fd at each call and keeps no descriptor.
+ * through r->src at each call and keeps no source.
  */
 
 #include <stddef.h>

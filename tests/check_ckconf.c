@@ -113,7 +113,7 @@ static void resume_one(const char *path, const char *idx, size_t k, size_t i, si
 					p->blob_len, &inner, &err),
 			 0);
 	ck_assert_int_eq(ckpt_dec_new(s, i, inner, &r->f->ck->ops, &d), 0);
-	while ((n = ckpt_dec_read(d, r->fd, buf, sizeof(buf), &err)) > 0) {
+	while ((n = ckpt_dec_read(d, r->src, buf, sizeof(buf), &err)) > 0) {
 		ck_assert_msg(pos + (uint64_t)n <= len, "%s entry %zu point %zu: too long", path, k,
 			      i);
 		ck_assert_msg(memcmp(buf, want + pos, (size_t)n) == 0,
@@ -164,7 +164,7 @@ static void conform_file(const char *path, const char *tool, struct tally *t)
 	}
 	ck_assert_msg(cmap_size(&r->map) == wlen, "%s: %llu bytes, %s -dc gives %zu", path,
 		      (unsigned long long)cmap_size(&r->map), tool, wlen);
-	ret = reader_build_checkpoints(r, r->fd, &why);
+	ret = reader_build_checkpoints(r, r->src, &why);
 	ck_assert_msg(ret == 0 || ret == -ENOTSUP, "%s: building checkpoints: %d %s", path, ret,
 		      why.msg);
 	for (size_t k = 0; k < r->map.n; k++) {

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "checkutil.h"
+#include "tsrc.h"
 #include "ckpt.h"
 #include "pool.h"
 #include "reader.h"
@@ -40,11 +41,11 @@ struct memdec {
 	size_t maxread; /* short reads, as a real decoder gives */
 };
 
-static ssize_t mem_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+static ssize_t mem_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
 {
 	struct memdec *m = dec;
 
-	(void)fd;
+	(void)src;
 	(void)err;
 	if (len > m->maxread)
 		len = m->maxread;
@@ -119,7 +120,7 @@ START_TEST(set_resumes_exact_at_every_point)
 		uint64_t want = s->usize - s->pt[i].uoff, got = 0;
 		ssize_t n;
 
-		while ((n = ckpt_dec_read(d, -1, buf + got, 123457, NULL)) > 0)
+		while ((n = ckpt_dec_read(d, NULL, buf + got, 123457, NULL)) > 0)
 			got += (uint64_t)n;
 		ck_assert_int_eq(n, 0);
 		ck_assert_uint_eq(got, want);
@@ -146,9 +147,9 @@ START_TEST(set_catches_a_wrong_byte)
 	memcpy(bad, text, 3000000);
 	bad[third + 5] ^= 1;
 	d = open_at(s, 2, bad);
-	ck_assert_int_eq(ckpt_dec_read(d, -1, buf, third - 2000000, &err), third - 2000000);
+	ck_assert_int_eq(ckpt_dec_read(d, NULL, buf, third - 2000000, &err), third - 2000000);
 	ck_assert(memcmp(buf, text + 2000000, third - 2000000) == 0);
-	ck_assert_int_eq(ckpt_dec_read(d, -1, buf, 1, &err), -EIO);
+	ck_assert_int_eq(ckpt_dec_read(d, NULL, buf, 1, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, "checksum mismatch"), "%s", err.msg);
 	ckpt_dec_close(d);
 	free(bad);
@@ -302,7 +303,7 @@ static void resumes_exact(const char *name)
 	open_one(name, &o);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpt_wanted, 1);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2); /* xz: LZMA2 chunks hold up to 2 MiB */
 	ck_assert_uint_eq(in.ckpt_wanted, 0);
@@ -361,7 +362,7 @@ static void span_mismatch(const char *name, int damage_blob)
 	uint64_t off;
 
 	open_one(name, &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
 	s = atomic_load(&o.r->ck[0]);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_uint_ge(s->n, 4);
@@ -414,7 +415,7 @@ static void saved_and_loaded(const char *name)
 	testutil_join(idx, sizeof(idx), dir, "index");
 	mkdir(idx, 0700);
 	open_in(name, idx, &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
 	close_one(&o);
 	open_in(name, idx, &o);
 	reader_get_info(o.r, &in);
@@ -519,7 +520,7 @@ START_TEST(sets_over_the_map_limit_are_dropped)
 
 	open_one("one.zst", &o);
 	o.r->opts.index_max = 4096; /* as cache_size=16K would make it */
-	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, &why), -ENOTSUP);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), &why), -ENOTSUP);
 	ck_assert_msg(strstr(why.msg, "cache_size/4"), "%s", why.msg);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
@@ -544,7 +545,7 @@ START_TEST(a_pass_over_another_version_builds_nothing)
 	testutil_join(path, sizeof(path), dir, "one.xz");
 	other = open(path, O_RDONLY);
 	ck_assert_int_ge(other, 0);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, other, NULL), -ESTALE);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(other), NULL), -ESTALE);
 	close(other);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
@@ -560,7 +561,7 @@ START_TEST(xz_bcj_block_has_none)
 	struct reader_info in;
 
 	open_one("bcj.xz", &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, o.fd, NULL), -ENOTSUP);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), -ENOTSUP);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
 	ck_assert_uint_eq(in.ckpt_wanted, 0);

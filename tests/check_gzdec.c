@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "gzdec.h"
+#include "tsrc.h"
 #include "testutil.h"
 
 #define ORIG_SIZE (5u * 1048576u + 4321u)
@@ -69,7 +70,7 @@ static int build(const char *name, uint64_t span, int *fd, struct gzdec_index **
 	path_of(path, sizeof(path), name);
 	*fd = open_file(path, &size);
 	memset(err, 0, sizeof(*err));
-	ret = gzdec_index_build(*fd, size, span, idx, err);
+	ret = gzdec_index_build(tsrc(*fd), size, span, idx, err);
 	if (ret == 0) {
 		ck_assert_ptr_nonnull(*idx);
 		ck_assert_uint_eq((*idx)->csize, size);
@@ -105,7 +106,7 @@ static void expect_extract(int fd, const struct gzdec_index *idx, size_t i, size
 	ssize_t n;
 
 	ck_assert_ptr_nonnull(buf);
-	n = gzdec_extract(fd, idx, i, buf, len, &err);
+	n = gzdec_extract(tsrc(fd), idx, i, buf, len, &err);
 	ck_assert_msg(n == (ssize_t)len, "%s: point %zu len %zu: %zd %s at %llu", name, i, len, n,
 		      err.msg, (unsigned long long)err.coff);
 	ck_assert_msg(memcmp(buf, want + idx->points[i].uoff, len) == 0,
@@ -303,7 +304,7 @@ static void *thread_main(void *arg)
 		size_t len = (size_t)(chunk_end(idx, i) - idx->points[i].uoff);
 		struct zerr err;
 
-		if (gzdec_extract(fd, idx, i, buf, len, &err) != (ssize_t)len ||
+		if (gzdec_extract(tsrc(fd), idx, i, buf, len, &err) != (ssize_t)len ||
 		    memcmp(buf, g_data + idx->points[i].uoff, len))
 			w->bad++;
 	}
@@ -452,8 +453,8 @@ START_TEST(empty_input)
 	ck_assert_uint_eq(idx->usize, 0);
 	ck_assert_uint_ge(idx->npoints, 1);
 	ck_assert_uint_eq(idx->members, 1);
-	ck_assert_int_eq(gzdec_extract(fd, idx, 0, &c, 0, &err), 0);
-	ck_assert_int_eq(gzdec_extract(fd, idx, 0, &c, 1, &err), -EINVAL);
+	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, 0, &c, 0, &err), 0);
+	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, 0, &c, 1, &err), -EINVAL);
 	gzdec_index_free(idx);
 	close(fd);
 }
@@ -468,9 +469,10 @@ START_TEST(extract_bad_args)
 	size_t last = idx->npoints - 1;
 	uint64_t rest = idx->usize - idx->points[last].uoff;
 
-	ck_assert_int_eq(gzdec_extract(fd, idx, idx->npoints, c, 1, &err), -EINVAL);
-	ck_assert_int_eq(gzdec_extract(fd, idx, last, c, (size_t)rest + 1, &err), -EINVAL);
-	ck_assert_int_eq(gzdec_extract(fd, idx, last, c, sizeof(c), NULL), (ssize_t)sizeof(c));
+	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, idx->npoints, c, 1, &err), -EINVAL);
+	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, last, c, (size_t)rest + 1, &err), -EINVAL);
+	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, last, c, sizeof(c), NULL),
+			 (ssize_t)sizeof(c));
 	gzdec_index_free(idx);
 	close(fd);
 }
@@ -491,7 +493,7 @@ START_TEST(file_changed)
 	last = idx->npoints - 1;
 	path_of(path, sizeof(path), "changing.gz");
 	ck_assert_int_eq(truncate(path, (off_t)idx->points[last].coff + 100), 0);
-	ck_assert_int_eq(gzdec_extract(fd, idx, last, buf,
+	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, last, buf,
 				       (size_t)(idx->usize - idx->points[last].uoff), &err),
 			 -EIO);
 	ck_assert_msg(strstr(err.msg, "unexpected end of file"), "message '%s'", err.msg);
@@ -499,7 +501,7 @@ START_TEST(file_changed)
 	ck_assert_int_eq(sh("tail -c +7 g1.gz > changing.gz"), 0);
 	for (size_t i = 0; i < idx->npoints; i++) {
 		size_t len = (size_t)(chunk_end(idx, i) - idx->points[i].uoff);
-		ssize_t n = gzdec_extract(fd, idx, i, buf, len, &err);
+		ssize_t n = gzdec_extract(tsrc(fd), idx, i, buf, len, &err);
 
 		ck_assert(n == -EIO ||
 			  (n == (ssize_t)len && memcmp(buf, g_data + idx->points[i].uoff, len)));
@@ -554,7 +556,7 @@ static unsigned char *stream_read(int fd, const struct gzdec_index *idx, size_t 
 
 		if (want > len - got)
 			want = len - got;
-		n = gzdec_dec_read(d, fd, buf + got, want, &err);
+		n = gzdec_dec_read(d, tsrc(fd), buf + got, want, &err);
 		ck_assert_msg(n == (ssize_t)want, "%s: point %zu at +%zu: read %zu gave %zd: %s",
 			      name, i, got, want, n, err.msg);
 		got += want;
@@ -579,7 +581,8 @@ START_TEST(stream_equals_extract)
 			struct zerr err = { 0 };
 
 			ck_assert_ptr_nonnull(ext);
-			ck_assert_int_eq(gzdec_extract(fd, idx, i, ext, len, &err), (ssize_t)len);
+			ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, i, ext, len, &err),
+					 (ssize_t)len);
 			str = stream_read(fd, idx, i, len, i, good_files[f]);
 			ck_assert_msg(memcmp(ext, str, len) == 0,
 				      "%s: point %zu: stream != extract", good_files[f], i);
@@ -616,8 +619,9 @@ START_TEST(stream_to_end)
 			ck_assert_int_eq(gzdec_dec_open(idx, i, &d, &err), 0);
 			str = malloc(len + 10);
 			ck_assert_ptr_nonnull(str);
-			ck_assert_int_eq(gzdec_dec_read(d, fd, str, len + 10, &err), (ssize_t)len);
-			ck_assert_int_eq(gzdec_dec_read(d, fd, &c, 1, &err), 0);
+			ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), str, len + 10, &err),
+					 (ssize_t)len);
+			ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), &c, 1, &err), 0);
 			ck_assert_uint_eq(gzdec_dec_tell(d), len);
 			gzdec_dec_close(d);
 			free(str);
@@ -661,12 +665,12 @@ START_TEST(stream_file_changed)
 	ck_assert_int_eq(sh("cp g6.gz changing2.gz"), 0);
 	idx = build_ok("changing2.gz", SPAN_1M, &fd);
 	ck_assert_int_eq(gzdec_dec_open(idx, 0, &d, &err), 0);
-	ck_assert_int_eq(gzdec_dec_read(d, fd, buf, 100000, &err), 100000);
+	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, 100000, &err), 100000);
 	path_of(path, sizeof(path), "changing2.gz");
 	ck_assert_int_eq(truncate(path, 200000), 0);
-	ck_assert_int_eq(gzdec_dec_read(d, fd, buf, ORIG_SIZE, &err), -EIO);
+	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, ORIG_SIZE, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, "unexpected end of file"), "message '%s'", err.msg);
-	ck_assert_int_eq(gzdec_dec_read(d, fd, buf, 1, &err), -EIO);
+	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, 1, &err), -EIO);
 	gzdec_dec_close(d);
 	gzdec_index_free(idx);
 	close(fd);
@@ -857,7 +861,7 @@ START_TEST(stream_one_huge_block)
 
 		if (want_n > bufsize)
 			want_n = bufsize;
-		n = gzdec_dec_read(d, fd, buf, want_n, &err);
+		n = gzdec_dec_read(d, tsrc(fd), buf, want_n, &err);
 		ck_assert_msg(n > 0, "at %zu: %zd %s", got, n, err.msg);
 		ck_assert_msg(memcmp(buf, want + got, (size_t)n) == 0, "wrong bytes at %zu", got);
 		got += (size_t)n;
@@ -866,14 +870,14 @@ START_TEST(stream_one_huge_block)
 			peak = used;
 	}
 	ck_assert_uint_eq(got, usize);
-	ck_assert_int_eq(gzdec_dec_read(d, fd, buf, 1, &err), 0);
+	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, 1, &err), 0);
 	gzdec_dec_close(d);
 	fprintf(stderr, "check_gzdec: one decoder streamed %zu MiB with %zu bytes of heap\n",
 		usize >> 20, peak);
 	/* the documented ~72 KiB, with room for malloc's rounding */
 	ck_assert_msg(peak <= 96u << 10, "a decoder holds %zu bytes of heap", peak);
 	/* extract of a small piece deep in the block agrees */
-	ck_assert_int_eq(gzdec_extract(fd, idx, 0, buf, bufsize, &err), (ssize_t)bufsize);
+	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, 0, buf, bufsize, &err), (ssize_t)bufsize);
 	ck_assert(memcmp(buf, want, bufsize) == 0);
 	free(buf);
 	free(want);
@@ -958,7 +962,7 @@ START_TEST(span_crc_mismatch)
 		 (unsigned long long)s2);
 
 	/* whole: none of its bytes come back */
-	n = gzdec_extract(fd, idx, 2, buf, (size_t)(e2 - s2), &err);
+	n = gzdec_extract(tsrc(fd), idx, 2, buf, (size_t)(e2 - s2), &err);
 	ck_assert_msg(n == -EIO, "span 2 whole: %zd (%s), want -EIO", n, err.msg);
 	ck_assert_msg(strstr(err.msg, want), "message '%s'", err.msg);
 	ck_assert_uint_eq(err.coff, idx->points[2].coff);
@@ -970,7 +974,7 @@ START_TEST(span_crc_mismatch)
 	memset(&err, 0, sizeof(err));
 	ck_assert_int_eq(gzdec_dec_open(idx, 1, &d, &err), 0);
 	for (uint64_t at = idx->points[1].uoff; at < e2; at += (uint64_t)n) {
-		n = gzdec_dec_read(d, fd, buf, 4096, &err);
+		n = gzdec_dec_read(d, tsrc(fd), buf, 4096, &err);
 		if (n < 0)
 			break;
 		ck_assert_int_eq(n, 4096);
@@ -980,7 +984,7 @@ START_TEST(span_crc_mismatch)
 	}
 	ck_assert_int_eq(n, -EIO);
 	ck_assert_msg(strstr(err.msg, want), "message '%s'", err.msg);
-	ck_assert_int_eq(gzdec_dec_read(d, fd, buf, 1, &err), -EIO);
+	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, 1, &err), -EIO);
 	gzdec_dec_close(d);
 	gzdec_index_free(idx);
 	close(fd);
@@ -1046,7 +1050,7 @@ static int header_check_file(const char *name, struct zerr *err)
 	path_of(path, sizeof(path), name);
 	fd = open_file(path, &size);
 	memset(err, 0, sizeof(*err));
-	ret = gzdec_header_check(fd, size, err);
+	ret = gzdec_header_check(tsrc(fd), size, err);
 	close(fd);
 	return ret;
 }
@@ -1116,7 +1120,7 @@ static void corpus_good(const char *dir, const char *name, const char *sha, cons
 
 	join(path, sizeof(path), dir, name);
 	fd = open_file(path, &size);
-	ret = gzdec_index_build(fd, size, SPAN_MIN, &idx, &err);
+	ret = gzdec_index_build(tsrc(fd), size, SPAN_MIN, &idx, &err);
 	ck_assert_msg(ret == 0, "%s: %d %s at %llu", name, ret, err.msg,
 		      (unsigned long long)err.coff);
 	ck_assert_msg(idx->usize == strtoull(usize, NULL, 10), "%s: usize %llu, want %s", name,
@@ -1127,12 +1131,13 @@ static void corpus_good(const char *dir, const char *name, const char *sha, cons
 	for (size_t i = 0; i < idx->npoints; i++) {
 		size_t len = (size_t)(chunk_end(idx, i) - idx->points[i].uoff);
 
-		ck_assert_msg(gzdec_extract(fd, idx, i, all + idx->points[i].uoff, len, &err) ==
-				      (ssize_t)len,
+		ck_assert_msg(gzdec_extract(tsrc(fd), idx, i, all + idx->points[i].uoff, len,
+					    &err) == (ssize_t)len,
 			      "%s: point %zu: %s", name, i, err.msg);
 	}
 	/* one call across every member */
-	ck_assert_msg(gzdec_extract(fd, idx, 0, whole, idx->usize, &err) == (ssize_t)idx->usize,
+	ck_assert_msg(gzdec_extract(tsrc(fd), idx, 0, whole, idx->usize, &err) ==
+			      (ssize_t)idx->usize,
 		      "%s: whole: %s", name, err.msg);
 	ck_assert_msg(memcmp(all, whole, idx->usize) == 0, "%s: whole differs from chunks", name);
 
@@ -1177,7 +1182,7 @@ static void corpus_bad(const char *dir, const char *name)
 
 	join(path, sizeof(path), dir, name);
 	fd = open_file(path, &size);
-	ret = gzdec_index_build(fd, size, SPAN_MIN, &idx, &err);
+	ret = gzdec_index_build(tsrc(fd), size, SPAN_MIN, &idx, &err);
 	ck_assert_msg(ret == -EINVAL, "%s: build returned %d (%s), want -EINVAL", name, ret,
 		      err.msg);
 	ck_assert_ptr_null(idx);
@@ -1313,7 +1318,7 @@ static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_
 		      (unsigned long long)verified, zlen);
 	path_of(path, sizeof(path), name);
 	fd = open_file(path, &size);
-	ret = gzdec_index_build_opts(fd, size, span, &sink, GZDEC_SALVAGE, &idx, &err);
+	ret = gzdec_index_build_opts(tsrc(fd), size, span, &sink, GZDEC_SALVAGE, &idx, &err);
 	ck_assert_msg(ret == 0, "%s: salvage build %d: %s at %llu", name, ret, err.msg,
 		      (unsigned long long)err.coff);
 	ck_assert_msg(idx->usize == wlen, "%s: usize %llu, zcat gave %zu (%s at %llu)", name,
@@ -1354,22 +1359,23 @@ static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_
 		size_t from = (size_t)idx->points[idx->npoints - 1].uoff, n = 0;
 		ssize_t r;
 
-		while ((r = gzdec_dec_read(d, fd, got + n, wlen + 1 - n, &rerr)) > 0)
+		while ((r = gzdec_dec_read(d, tsrc(fd), got + n, wlen + 1 - n, &rerr)) > 0)
 			n += (size_t)r;
 		ck_assert_msg(r == 0, "%s: last point read: %zd %s", name, r, rerr.msg);
 		ck_assert_uint_eq(n, wlen - from);
-		ck_assert_int_eq(gzdec_dec_read(d, fd, tail, sizeof(tail), &rerr), 0);
+		ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), tail, sizeof(tail), &rerr), 0);
 	}
 	free(got);
 	gzdec_dec_close(d);
 	/* one byte past usize is refused (before anything is written to tail) */
-	ck_assert_int_eq(gzdec_extract(fd, idx, 0, tail, (size_t)idx->usize + 1, &rerr), -EINVAL);
+	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, 0, tail, (size_t)idx->usize + 1, &rerr),
+			 -EINVAL);
 	/* without the flag the same file fails (if damaged) or gives the same size */
 	{
 		struct gzdec_index *plain = (void *)1;
 		struct zerr perr = { 0 };
 
-		ret = gzdec_index_build(fd, size, span, &plain, &perr);
+		ret = gzdec_index_build(tsrc(fd), size, span, &plain, &perr);
 		if (damaged) {
 			ck_assert_int_eq(ret, -EINVAL);
 			ck_assert_ptr_null(plain);
@@ -1518,8 +1524,8 @@ START_TEST(salvage_refused)
 		fd = open_file(path, &size);
 		idx = (void *)1;
 		memset(&err, 0, sizeof(err));
-		ck_assert_msg(gzdec_index_build_opts(fd, size, SPAN_MIN, NULL, GZDEC_SALVAGE, &idx,
-						     &err) == -EINVAL,
+		ck_assert_msg(gzdec_index_build_opts(tsrc(fd), size, SPAN_MIN, NULL, GZDEC_SALVAGE,
+						     &idx, &err) == -EINVAL,
 			      "%s", files[f]);
 		ck_assert_ptr_null(idx);
 		ck_assert(err.msg[0]);
@@ -1528,7 +1534,7 @@ START_TEST(salvage_refused)
 	path_of(path, sizeof(path), "g6.gz");
 	fd = open_file(path, &size);
 	idx = (void *)1;
-	ck_assert_int_eq(gzdec_index_build_opts(fd, size, SPAN_MIN, NULL, 0x2, &idx, &err),
+	ck_assert_int_eq(gzdec_index_build_opts(tsrc(fd), size, SPAN_MIN, NULL, 0x2, &idx, &err),
 			 -EINVAL);
 	ck_assert_ptr_null(idx);
 	close(fd);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "tsrc.h"
 #include "gzdec.h"
 #include "testutil.h"
 #include "idxfile.h"
@@ -119,9 +120,10 @@ static void src_open(struct src *s, const char *name, uint64_t span)
 	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(s->fd, 0);
 	ck_assert_int_eq(fstat(s->fd, &st), 0);
-	ck_assert_msg(gzdec_index_build(s->fd, (uint64_t)st.st_size, span, &s->idx, &err) == 0,
+	ck_assert_msg(gzdec_index_build(tsrc(s->fd), (uint64_t)st.st_size, span, &s->idx, &err) ==
+			      0,
 		      "%s: %s", name, err.msg);
-	ck_assert_int_eq(idxfile_identify(s->fd, &s->id), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(s->fd), &s->id), 0);
 }
 
 /* A private copy of g_dir/from named to, opened and indexed. */
@@ -139,7 +141,7 @@ static void src_close(struct src *s)
 
 static void re_identify(struct src *s)
 {
-	ck_assert_int_eq(idxfile_identify(s->fd, &s->id), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(s->fd), &s->id), 0);
 }
 
 static void save_ok(const char *dir, const struct src *s, uint64_t *bytes)
@@ -327,7 +329,7 @@ START_TEST(roundtrip_extract)
 		struct zerr err = { 0 };
 
 		ck_assert_ptr_nonnull(buf);
-		ck_assert_msg(gzdec_extract(s.fd, got, i, buf, len, &err) == (ssize_t)len,
+		ck_assert_msg(gzdec_extract(tsrc(s.fd), got, i, buf, len, &err) == (ssize_t)len,
 			      "point %zu: %s", i, err.msg);
 		ck_assert_msg(memcmp(buf, g_big + got->points[i].uoff, len) == 0,
 			      "point %zu: wrong bytes", i);
@@ -965,7 +967,7 @@ END_TEST
  */
 START_TEST(path_names)
 {
-	struct idxfile_id id = { 1, 2, 3, 4, 5, 6, 7, 8, -1 }, o;
+	struct idxfile_id id = { 1, 2, 3, 4, 5, 6, 7, 8, NULL }, o;
 	char a[PATH_MAX], b[PATH_MAX];
 	const char *base;
 
@@ -1031,22 +1033,22 @@ START_TEST(identify_files)
 	f2 = open(p2, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(f1, 0);
 	ck_assert_int_ge(f2, 0);
-	ck_assert_int_eq(idxfile_identify(f1, &a), 0);
-	ck_assert_int_eq(idxfile_identify(f1, &b), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(f1), &a), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(f1), &b), 0);
 	expect_same_id(&a, &b);
 	ck_assert_uint_eq(a.size, 20000);
-	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(f2), &b), 0);
 	ck_assert_uint_ne(a.fingerprint, b.fingerprint);
 	ck_assert_uint_ne(a.ino, b.ino);
 	/* smaller than 4 KiB, and empty */
 	ck_assert_int_eq(truncate(p2, 100), 0);
-	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(f2), &b), 0);
 	ck_assert_uint_eq(b.size, 100);
 	ck_assert_int_eq(truncate(p2, 0), 0);
-	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(f2), &b), 0);
 	ck_assert_uint_eq(b.size, 0);
 	d = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_eq(idxfile_identify(d, &b), -EINVAL);
+	ck_assert_int_eq(idxfile_identify(tsrc(d), &b), -EINVAL);
 	close(d);
 	close(f1);
 	close(f2);
@@ -1158,7 +1160,7 @@ END_TEST
 /* idxfile_id_same: each field on its own makes two identities differ. */
 START_TEST(id_same_each_field)
 {
-	struct idxfile_id a = { 1, 2, 3, 4, 5, 6, 7, 8, -1 }, b;
+	struct idxfile_id a = { 1, 2, 3, 4, 5, 6, 7, 8, NULL }, b;
 
 	ck_assert(idxfile_id_same(&a, &a));
 	for (int f = 0; f < 8; f++) {
@@ -1273,10 +1275,10 @@ START_TEST(saved_span_crc_checked)
 	n1 = (size_t)(end - got->points[1].uoff);
 	buf = malloc(n1);
 	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(gzdec_extract(s.fd, got, 1, buf, n1, &err), -EIO);
+	ck_assert_int_eq(gzdec_extract(tsrc(s.fd), got, 1, buf, n1, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, "does not match the checksum the index pass recorded"), "%s",
 		      err.msg);
-	ck_assert_int_eq(gzdec_extract(s.fd, got, 0, buf, (size_t)got->points[1].uoff, &err),
+	ck_assert_int_eq(gzdec_extract(tsrc(s.fd), got, 0, buf, (size_t)got->points[1].uoff, &err),
 			 (ssize_t)got->points[1].uoff);
 	free(buf);
 	gzdec_index_free(got);
@@ -1575,7 +1577,7 @@ START_TEST(forged_window_in_shared_dir)
 	len = (size_t)(got->points[k + 1].uoff - got->points[k].uoff);
 	buf = malloc(len);
 	ck_assert_ptr_nonnull(buf);
-	n = gzdec_extract(s.fd, got, k, buf, len, &err);
+	n = gzdec_extract(tsrc(s.fd), got, k, buf, len, &err);
 	ck_assert_msg(n < 0 || memcmp(buf, g_big + got->points[k].uoff, (size_t)n) != 0,
 		      "the forged window did not change the output");
 	gzdec_index_free(got);
@@ -1688,7 +1690,7 @@ static int make_fixtures(void)
 /* zstd-kind index files                                               */
 
 /* A zstd source: fd, its walked index (sizes measured if settle), identity, path. */
-struct zsrc {
+struct zfix {
 	int fd;
 	struct zstddec_index *z;
 	struct idxfile_id id;
@@ -1703,13 +1705,13 @@ static struct zstddec_index *zwalk(int fd)
 	struct stat st;
 
 	ck_assert_int_eq(fstat(fd, &st), 0);
-	ck_assert_msg(
-		zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &z, &err) == 0,
-		"walk: %s", err.msg);
+	ck_assert_msg(zstddec_index_read(tsrc(fd), (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &z,
+					 &err) == 0,
+		      "walk: %s", err.msg);
 	return z;
 }
 
-static void zsrc_open(struct zsrc *s, const char *name)
+static void zfix_open(struct zfix *s, const char *name)
 {
 	path_of(s->path, sizeof(s->path), name);
 	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
@@ -1721,21 +1723,21 @@ static void zsrc_open(struct zsrc *s, const char *name)
 
 		if (s->z->frames[i].usize != ZSTDDEC_UNKNOWN)
 			continue;
-		ck_assert_msg(zstddec_measure(s->fd, &s->z->frames[i], &u, &err) == 0, "%s",
+		ck_assert_msg(zstddec_measure(tsrc(s->fd), &s->z->frames[i], &u, &err) == 0, "%s",
 			      err.msg);
 		ck_assert_int_eq(zstddec_index_settle(s->z, i, u), 0);
 	}
-	ck_assert_int_eq(idxfile_identify(s->fd, &s->id), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(s->fd), &s->id), 0);
 }
 
-static void zsrc_close(struct zsrc *s)
+static void zfix_close(struct zfix *s)
 {
 	zstddec_index_free(s->z);
 	close(s->fd);
 }
 
 /* Loads s's zstd index into a fresh walk; returns the result, the walk in *out. */
-static int zload(const char *dir, const struct zsrc *s, struct zstddec_index **out)
+static int zload(const char *dir, const struct zfix *s, struct zstddec_index **out)
 {
 	struct zerr err = { 0 };
 	struct zstddec_index *z = zwalk(s->fd);
@@ -1763,12 +1765,12 @@ static uint64_t zplain(void)
 }
 
 /* three.zst's index saved in a fresh directory, and its bytes. */
-static unsigned char *zimage(struct zsrc *s, char *dir, char *file, size_t *len)
+static unsigned char *zimage(struct zfix *s, char *dir, char *file, size_t *len)
 {
 	uint64_t bytes = 0;
 
 	new_dir(dir, PATH_MAX, "zimg");
-	zsrc_open(s, "three.zst");
+	zfix_open(s, "three.zst");
 	ck_assert_uint_eq(s->z->nframes, 3);
 	ck_assert_int_eq(idxfile_save_zstd(dir, s->path, &s->id, s->z, &bytes), 0);
 	ck_assert_int_eq(idxfile_path(dir, &s->id, file, PATH_MAX), 0);
@@ -1784,7 +1786,7 @@ START_TEST(zstd_roundtrip_and_layout)
 	struct gzdec_index *g = NULL;
 	struct zstddec_index *z;
 	struct zerr err = { 0 };
-	struct zsrc s;
+	struct zfix s;
 	size_t len, plen, r0;
 	unsigned char *b = zimage(&s, dir, file, &len);
 
@@ -1832,7 +1834,7 @@ START_TEST(zstd_roundtrip_and_layout)
 	ck_assert_ptr_null(g);
 	ck_assert_msg(strstr(err.msg, "zstd"), "%s", err.msg);
 	free(b);
-	zsrc_close(&s);
+	zfix_close(&s);
 }
 END_TEST
 
@@ -1840,7 +1842,7 @@ START_TEST(zstd_forged_fields)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct zstddec_index *z;
-	struct zsrc s;
+	struct zfix s;
 	size_t len;
 	unsigned char *b = zimage(&s, dir, file, &len), *f;
 	size_t r0 = HDR + strlen(s.path), r1 = r0 + REC, r2 = r1 + REC;
@@ -1918,7 +1920,7 @@ START_TEST(zstd_forged_fields)
 	}
 	free(f);
 	free(b);
-	zsrc_close(&s);
+	zfix_close(&s);
 }
 END_TEST
 
@@ -1926,7 +1928,7 @@ START_TEST(zstd_every_bit_flip)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct zstddec_index *z;
-	struct zsrc s;
+	struct zfix s;
 	size_t len;
 	unsigned char *b = zimage(&s, dir, file, &len);
 	int fd = open(file, O_WRONLY | O_CLOEXEC);
@@ -1946,7 +1948,7 @@ START_TEST(zstd_every_bit_flip)
 	ck_assert_int_eq(zload(dir, &s, &z), 0);
 	zstddec_index_free(z);
 	free(b);
-	zsrc_close(&s);
+	zfix_close(&s);
 }
 END_TEST
 
@@ -1956,25 +1958,25 @@ START_TEST(zstd_stale_and_foreign)
 	struct zstddec_index *z;
 	struct timespec ts[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
 	struct idxfile_id s0;
-	struct zsrc s, t;
+	struct zfix s, t;
 	size_t len;
 	unsigned char *b;
 
 	ck_assert_int_eq(sh("cp three.zst zstale.zst"), 0);
 	new_dir(dir, sizeof(dir), "zstale");
-	zsrc_open(&s, "zstale.zst");
+	zfix_open(&s, "zstale.zst");
 	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
 	ck_assert_int_eq(zload(dir, &s, &z), 0);
 	zstddec_index_free(z);
 	/* a new mtime: another key, so nothing found */
 	s0 = s.id;
 	ck_assert_int_eq(futimens(s.fd, ts), 0);
-	ck_assert_int_eq(idxfile_identify(s.fd, &s.id), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(s.fd), &s.id), 0);
 	ck_assert_int_eq(zload(dir, &s, &z), -ENOENT);
 	zstddec_index_free(z);
 	/* the same bytes under another name: the index is not its */
 	ck_assert_int_eq(sh("cp three.zst zother.zst"), 0);
-	zsrc_open(&t, "zother.zst");
+	zfix_open(&t, "zother.zst");
 	ck_assert_int_eq(idxfile_path(dir, &s0, file, sizeof(file)), 0);
 	b = read_all(file, &len);
 	ck_assert_int_eq(idxfile_path(dir, &t.id, file, sizeof(file)), 0);
@@ -1996,8 +1998,8 @@ START_TEST(zstd_stale_and_foreign)
 		src_close(&g);
 	}
 	free(b);
-	zsrc_close(&t);
-	zsrc_close(&s);
+	zfix_close(&t);
+	zfix_close(&s);
 }
 END_TEST
 
@@ -2005,11 +2007,11 @@ START_TEST(remove_only_its_own)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 	struct idxfile_id other;
-	struct zsrc s;
+	struct zfix s;
 	struct stat st;
 
 	new_dir(dir, sizeof(dir), "zrm");
-	zsrc_open(&s, "three.zst");
+	zfix_open(&s, "three.zst");
 	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), -ENOENT);
 	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
 	ck_assert_int_eq(idxfile_path(dir, &s.id, file, sizeof(file)), 0);
@@ -2023,7 +2025,7 @@ START_TEST(remove_only_its_own)
 	ck_assert_int_eq(chmod(dir, 0755), 0);
 	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), 0);
 	ck_assert_int_eq(count_entries(dir), 0);
-	zsrc_close(&s);
+	zfix_close(&s);
 }
 END_TEST
 
@@ -2031,11 +2033,11 @@ START_TEST(zstd_save_rejects_bad_input)
 {
 	char dir[PATH_MAX];
 	struct idxfile_id id;
-	struct zsrc s;
+	struct zfix s;
 	struct zstddec_index *z;
 
 	new_dir(dir, sizeof(dir), "zbad");
-	zsrc_open(&s, "three.zst");
+	zfix_open(&s, "three.zst");
 	z = zwalk(s.fd); /* sizes not measured */
 	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, z, NULL), -EINVAL);
 	zstddec_index_free(z);
@@ -2044,7 +2046,7 @@ START_TEST(zstd_save_rejects_bad_input)
 	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &id, s.z, NULL), -EINVAL);
 	ck_assert_int_eq(idxfile_save_zstd(dir, "rel/x.zst", &s.id, s.z, NULL), -EINVAL);
 	ck_assert_int_eq(count_entries(dir), 0);
-	zsrc_close(&s);
+	zfix_close(&s);
 }
 END_TEST
 
@@ -2067,7 +2069,7 @@ static void csrc_open(struct csrc *s, const char *name)
 	path_of(s->path, sizeof(s->path), name);
 	fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(idxfile_identify(fd, &s->id), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(fd), &s->id), 0);
 	/* fd stays open: a save hashes the source through s->id.fd (closed with the test's process)
 	 */
 }
@@ -2514,13 +2516,13 @@ START_TEST(ckpt_beside_zstd_sizes)
 	struct three_sets t;
 	struct zerr err = { 0 };
 	struct csrc c;
-	struct zsrc s;
+	struct zfix s;
 	struct stat st0, st1;
 	unsigned char *b0, *b1, *cb;
 	size_t len0, len1, clen;
 
 	new_dir(dir, sizeof(dir), "ckzst");
-	zsrc_open(&s, "three.zst");
+	zfix_open(&s, "three.zst");
 	memcpy(c.path, s.path, sizeof(c.path));
 	c.id = s.id;
 	three_make(&t);
@@ -2565,7 +2567,7 @@ START_TEST(ckpt_beside_zstd_sizes)
 	free(b1);
 	free(cb);
 	three_free(&t);
-	zsrc_close(&s);
+	zfix_close(&s);
 }
 END_TEST
 
@@ -2658,7 +2660,7 @@ START_TEST(rename_proven_by_content)
 	ck_assert_int_eq(futimens(fd, ts), 0);
 	close(fd);
 	f.fd = open(f.path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_eq(idxfile_identify(f.fd, &f.id), 0);
+	ck_assert_int_eq(idxfile_identify(tsrc(f.fd), &f.id), 0);
 	ck_assert_uint_eq(f.id.fingerprint, c.id.fingerprint);
 	ck_assert_int_eq(f.id.mtime_nsec, c.id.mtime_nsec);
 	f.idx = NULL;
@@ -2675,7 +2677,7 @@ START_TEST(rename_proven_by_content)
 	ck_assert_int_eq(idxfile_save_ckpt(dir, k.path, &k.id, SPAN_MIN, t.v, 3, NULL), 0);
 	ck_assert_int_eq(sh("mv ck.xz ck.1.xz"), 0);
 	path_of(k.path, sizeof(k.path), "ck.1.xz");
-	ck_assert_int_eq(idxfile_identify(k.id.fd, &k.id), 0);
+	ck_assert_int_eq(idxfile_identify(k.id.src, &k.id), 0);
 	ck_assert_int_eq(cload(dir, &k, SPAN_MIN, NULL, NULL, NULL), 0);
 	ck_assert_int_eq(idxfile_path_ckpt(dir, &k.id, file, sizeof(file)), 0);
 	ck_assert_int_eq(idxfile_read_header(file, &info, NULL), 0);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bcache.h"
+#include "tsrc.h"
 #include "gzdec.h"
 #include "pool.h"
 #include "reader.h"
@@ -412,8 +413,8 @@ static size_t unit_starts(const struct rcase *c, const struct reader_opts *ro, u
 
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_eq(fstat(fd, &st), 0);
-		ck_assert_int_eq(gzdec_index_build(fd, (uint64_t)st.st_size, ro->span, &g, &zerr),
-				 0);
+		ck_assert_int_eq(
+			gzdec_index_build(tsrc(fd), (uint64_t)st.st_size, ro->span, &g, &zerr), 0);
 		close(fd);
 		for (size_t i = 0; i < g->npoints; i++) {
 			if (n + 1 > cap) {
@@ -1546,6 +1547,15 @@ static int open_ro(const char *name)
 	return fd;
 }
 
+/* fd as a local source, for the functions that take one over. */
+static struct zsrc *local_src(int fd)
+{
+	struct zsrc *src;
+
+	ck_assert_int_eq(zsrc_local(fd, &src), 0);
+	return src;
+}
+
 START_TEST(detach_then_attach_reads_again)
 {
 	struct reader_opts ro;
@@ -1560,7 +1570,7 @@ START_TEST(detach_then_attach_reads_again)
 	expect_read(&o, 1000, 100000);
 	reader_detach(r);
 	ck_assert_uint_eq(reader_size(r), ORIG_SIZE); /* the map stays */
-	ck_assert_int_eq(reader_attach(r, open_ro("b64k.xz")), 0);
+	ck_assert_int_eq(reader_attach(r, local_src(open_ro("b64k.xz"))), 0);
 	expect_read(&o, 2500000, 300000); /* uncached: decoded from the new fd */
 	expect_read(&o, 1000, 100000);
 	/* a detached reader can be closed */
@@ -1574,7 +1584,7 @@ START_TEST(detach_then_attach_reads_again)
 	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "orig.gz" };
 	reader_detach(r);
 	fd = open_ro("orig.gz");
-	ck_assert_int_eq(reader_attach(r, fd), 0);
+	ck_assert_int_eq(reader_attach(r, local_src(fd)), 0);
 	expect_read(&o, 3000000, 100000);
 	reader_close(r);
 	zmctx_free(zm);
@@ -1646,7 +1656,7 @@ START_TEST(parked_decoder_never_reads_another_file)
 	ck_assert_uint_eq(st.charged, 0);
 	ofd = open_ro("other.xz"); /* most likely takes the closed fd's number */
 	ck_assert_int_ge(ofd, 0);
-	ck_assert_int_eq(reader_attach(r, open_ro("single.xz")), 0);
+	ck_assert_int_eq(reader_attach(r, local_src(open_ro("single.xz"))), 0);
 	expect_read(&o, 200000, 400000);
 	close(ofd);
 	reader_close(r);
@@ -2534,12 +2544,12 @@ START_TEST(attach_other_file_is_estale)
 	reader_detach(r);
 	/* another file, even with the same bytes */
 	fd = open_ro("b64k.xz");
-	ck_assert_int_eq(reader_attach(r, fd), -ESTALE);
+	ck_assert_int_eq(reader_attach(r, local_src(fd)), -ESTALE);
 	ck_assert_int_eq(fcntl(fd, F_GETFD), -1); /* taken over and closed */
 	fd = open_ro("other.xz");
-	ck_assert_int_eq(reader_attach(r, fd), -ESTALE);
+	ck_assert_int_eq(reader_attach(r, local_src(fd)), -ESTALE);
 	/* the right file is still accepted after a refusal */
-	ck_assert_int_eq(reader_attach(r, open_ro("attach.xz")), 0);
+	ck_assert_int_eq(reader_attach(r, local_src(open_ro("attach.xz"))), 0);
 	expect_read(&o, 2000000, 70000);
 	/* the same file, touched since it was indexed */
 	reader_detach(r);
@@ -2550,7 +2560,7 @@ START_TEST(attach_other_file_is_estale)
 	ts[1].tv_sec += 3;
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
 	fd = open_ro("attach.xz");
-	ck_assert_int_eq(reader_attach(r, fd), -ESTALE);
+	ck_assert_int_eq(reader_attach(r, local_src(fd)), -ESTALE);
 	ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
 	reader_close(r);
 	zmctx_free(zm);
@@ -2571,7 +2581,7 @@ START_TEST(detach_waits_for_read_ahead)
 	expect_read(&o, 65536, 65536); /* queues the rest of the file */
 	reader_detach(r);
 	/* a job still running now would decode from a closed fd and fail a Block */
-	ck_assert_int_eq(reader_attach(r, open_ro("b64k.xz")), 0);
+	ck_assert_int_eq(reader_attach(r, local_src(open_ro("b64k.xz"))), 0);
 	for (uint64_t off = 131072; off < ORIG_SIZE; off += 65536)
 		expect_read(&o, off, 65536);
 	reader_close(r);
@@ -2596,10 +2606,10 @@ START_TEST(probe_by_magic_and_gzip_header)
 	ck_assert(gen_ok);
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		int fd = open_ro(t[i].file);
-		enum probe_fmt got = reader_probe(fd, t[i].file, NULL);
+		enum probe_fmt got = reader_probe(tsrc(fd), t[i].file, NULL);
 
-		ck_assert_msg(got == t[i].want, "reader_probe(%s) = %d, want %d", t[i].file, got,
-			      t[i].want);
+		ck_assert_msg(got == t[i].want, "reader_probe(tsrc(%s)) = %d, want %d", t[i].file,
+			      got, t[i].want);
 		close(fd);
 	}
 }

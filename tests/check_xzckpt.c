@@ -20,6 +20,7 @@
 #include <zstd.h>
 
 #include "checkutil.h"
+#include "tsrc.h"
 #include "xzckpt.h"
 #include "xzdec.h"
 
@@ -148,14 +149,14 @@ static void xzf_open(struct xzf *x, struct buf file)
 	x->fd = memfd_create("check_xzckpt", MFD_CLOEXEC);
 	ck_assert_int_ge(x->fd, 0);
 	ck_assert_int_eq(pwrite(x->fd, file.p, file.n, 0), (ssize_t)file.n);
-	ck_assert_int_eq(xzdec_index_read(x->fd, file.n, &x->idx, &err), 0);
+	ck_assert_int_eq(xzdec_index_read(tsrc(x->fd), file.n, &x->idx, &err), 0);
 	ck_assert_uint_eq(x->idx->nblocks, 1);
 	x->ref.n = x->idx->blocks[0].usize;
 	x->ref.p = malloc(x->ref.n + 1);
 	ck_assert(x->ref.p);
-	ck_assert_int_eq(xzdec_dec_open(x->fd, &x->idx->blocks[0], NULL, &d, &err), 0);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(x->fd), &x->idx->blocks[0], NULL, &d, &err), 0);
 	for (size_t at = 0; at < x->ref.n; at += (size_t)n) {
-		n = xzdec_dec_read(d, x->fd, x->ref.p + at, x->ref.n - at, &err);
+		n = xzdec_dec_read(d, tsrc(x->fd), x->ref.p + at, x->ref.n - at, &err);
 		ck_assert_msg(n > 0, "xzdec: %zd %s", n, err.msg);
 	}
 	xzdec_dec_close(d);
@@ -206,7 +207,7 @@ static int build(struct xzf *x, const struct xzdec_block *b, uint64_t span, stru
 {
 	struct xzckpt_sink s = { got_out, got_point, g };
 
-	return xzckpt_build(x->fd, b, span, &s, st, err);
+	return xzckpt_build(tsrc(x->fd), b, span, &s, st, err);
 }
 
 /*
@@ -223,12 +224,12 @@ static void resume_check(struct xzf *x, const struct point *pt, struct xzdec_spa
 	size_t piece = 1;
 	ssize_t n;
 
-	ck_assert_int_eq(xzckpt_dec_open(x->fd, b, sp, pt ? pt->blob.p : NULL, pt ? pt->blob.n : 0,
-					 &d, &err),
+	ck_assert_int_eq(xzckpt_dec_open(tsrc(x->fd), b, sp, pt ? pt->blob.p : NULL,
+					 pt ? pt->blob.n : 0, &d, &err),
 			 0);
 	ck_assert_uint_eq(xzckpt_dec_tell(d), at);
 	ck_assert_uint_gt(xzckpt_dec_cost(d), 0);
-	while ((n = xzckpt_dec_read(d, x->fd, buf, piece, &err)) > 0) {
+	while ((n = xzckpt_dec_read(d, tsrc(x->fd), buf, piece, &err)) > 0) {
 		ck_assert_uint_le(at + (uint64_t)n, x->ref.n);
 		ck_assert_msg(memcmp(buf, x->ref.p + at, (size_t)n) == 0,
 			      "resumed at %llu: bytes differ in [%llu, %llu)",
@@ -360,7 +361,7 @@ START_TEST(test_filters_unsupported)
 	ck_assert_int_eq(build(&x, &x.idx->blocks[0], 1 << 16, &g, NULL, &err), -ENOTSUP);
 	ck_assert_msg(strstr(err.msg, "BCJ"), "%s", err.msg);
 	ck_assert_uint_eq(g.npts, 0);
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, &x.idx->blocks[0], NULL, NULL, 0, &d, &err),
+	ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), &x.idx->blocks[0], NULL, NULL, 0, &d, &err),
 			 -ENOTSUP);
 	ck_assert_ptr_null(d);
 	got_free(&g);
@@ -384,7 +385,7 @@ static void raw_open(struct xzf *x, struct buf file)
 	x->fd = memfd_create("check_xzckpt", MFD_CLOEXEC);
 	ck_assert_int_ge(x->fd, 0);
 	ck_assert_int_eq(pwrite(x->fd, file.p, file.n, 0), (ssize_t)file.n);
-	ck_assert_int_eq(xzdec_index_read(x->fd, file.n, &x->idx, &err), 0);
+	ck_assert_int_eq(xzdec_index_read(tsrc(x->fd), file.n, &x->idx, &err), 0);
 }
 
 /* Build on a copy of x's file with byte at flipped; must fail with -EIO. */
@@ -439,7 +440,7 @@ START_TEST(test_damage)
 	/* sizes that disagree with the Index */
 	lie = *b;
 	lie.usize--;
-	ck_assert_int_eq(xzckpt_build(x.fd, &lie, 1 << 16,
+	ck_assert_int_eq(xzckpt_build(tsrc(x.fd), &lie, 1 << 16,
 				      &(struct xzckpt_sink){ got_out, got_point, &g }, NULL, &err),
 			 -EIO);
 	got_free(&g);
@@ -462,7 +463,7 @@ static int open_blob(struct xzf *x, const struct xzdec_block *b, const struct bu
 {
 	struct xzckpt_dec *d = (void *)1;
 	struct zerr err = { 0 };
-	int ret = xzckpt_dec_open(x->fd, b, NULL, blob->p, blob->n, &d, &err);
+	int ret = xzckpt_dec_open(tsrc(x->fd), b, NULL, blob->p, blob->n, &d, &err);
 
 	if (ret < 0)
 		ck_assert_ptr_null(d);
@@ -525,12 +526,12 @@ START_TEST(test_bad_blob)
 	/* another Block's: its offset or its size differ */
 	other = *b;
 	other.usize++;
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n,
+	ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), &other, NULL, blob.p, blob.n,
 					 &(struct xzckpt_dec *){ 0 }, &err),
 			 -EINVAL);
 	other = *b;
 	other.coff += 4; /* no Block Header there: -EIO before the blob is looked at */
-	ck_assert_int_lt(xzckpt_dec_open(x.fd, &other, NULL, blob.p, blob.n,
+	ck_assert_int_lt(xzckpt_dec_open(tsrc(x.fd), &other, NULL, blob.p, blob.n,
 					 &(struct xzckpt_dec *){ 0 }, &err),
 			 0);
 
@@ -560,8 +561,9 @@ START_TEST(test_bad_blob)
 		ssize_t n;
 		int differs = 0;
 
-		ck_assert_int_eq(xzckpt_dec_open(x.fd, b, NULL, z.p, z.n, &d, &err), 0);
-		while ((n = xzckpt_dec_read(d, x.fd, buf, sizeof(buf), &err)) > 0 && !differs) {
+		ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), b, NULL, z.p, z.n, &d, &err), 0);
+		while ((n = xzckpt_dec_read(d, tsrc(x.fd), buf, sizeof(buf), &err)) > 0 &&
+		       !differs) {
 			differs = memcmp(buf, x.ref.p + at, (size_t)n) != 0;
 			at += (uint64_t)n;
 		}
@@ -660,12 +662,13 @@ START_TEST(test_window_stock)
 		ck_assert_uint_eq(xzdec_spares_bytes(sp), wsize);
 	}
 	ck_assert_int_eq(
-		xzckpt_dec_open(x.fd, b, sp, g.pts[0].blob.p, g.pts[0].blob.n, &d[0], &err), 0);
+		xzckpt_dec_open(tsrc(x.fd), b, sp, g.pts[0].blob.p, g.pts[0].blob.n, &d[0], &err),
+		0);
 	ck_assert_uint_eq(xzdec_spares_bytes(sp), 0); /* taken, not allocated */
 	for (size_t i = 1; i < 10; i++)
-		ck_assert_int_eq(
-			xzckpt_dec_open(x.fd, b, sp, g.pts[0].blob.p, g.pts[0].blob.n, &d[i], &err),
-			0);
+		ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), b, sp, g.pts[0].blob.p,
+						 g.pts[0].blob.n, &d[i], &err),
+				 0);
 	for (size_t i = 0; i < 10; i++) {
 		xzckpt_dec_close(d[i]);
 		ck_assert_uint_le(xzdec_spares_bytes(sp), 8u << 20);
@@ -673,12 +676,12 @@ START_TEST(test_window_stock)
 	ck_assert_uint_eq(xzdec_spares_bytes(sp), 8u << 20);
 
 	z = one_run_blob(&g.pts[1].blob, wsize - 8); /* the run ends at the window's end */
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, b, sp, z.p, z.n, &d[0], &err), 0);
+	ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), b, sp, z.p, z.n, &d[0], &err), 0);
 	xzckpt_dec_close(d[0]);
 	free(z.p);
 	z = one_run_blob(&g.pts[1].blob, wsize - 4); /* 4 bytes past it */
 	d[0] = (void *)1;
-	ck_assert_int_eq(xzckpt_dec_open(x.fd, b, sp, z.p, z.n, &d[0], &err), -EINVAL);
+	ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), b, sp, z.p, z.n, &d[0], &err), -EINVAL);
 	ck_assert_ptr_null(d[0]);
 	ck_assert_uint_eq(xzdec_spares_bytes(sp), 8u << 20); /* its window went back */
 	free(z.p);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "checkutil.h"
+#include "tsrc.h"
 #include "testutil.h"
 #include "xzdec.h"
 
@@ -54,7 +55,7 @@ static int open_index(const char *path, int *fd, struct xzdec_index **idx, struc
 	ck_assert_msg(*fd >= 0, "cannot open %s: %s", path, strerror(errno));
 	ck_assert_int_eq(fstat(*fd, &st), 0);
 	memset(e, 0, sizeof(*e));
-	return xzdec_index_read(*fd, (uint64_t)st.st_size, idx, e);
+	return xzdec_index_read(tsrc(*fd), (uint64_t)st.st_size, idx, e);
 }
 
 /*
@@ -78,12 +79,12 @@ static int decode_all(int fd, const struct xzdec_index *idx, size_t chunk, uint8
 		struct xzdec_dec *d;
 		ssize_t n;
 
-		ret = xzdec_dec_open(fd, &idx->blocks[i], NULL, &d, e);
+		ret = xzdec_dec_open(tsrc(fd), &idx->blocks[i], NULL, &d, e);
 		if (ret) {
 			ck_assert_ptr_null(d);
 			break;
 		}
-		while ((n = xzdec_dec_read(d, fd, tmp, chunk, e)) > 0) {
+		while ((n = xzdec_dec_read(d, tsrc(fd), tmp, chunk, e)) > 0) {
 			ck_assert_uint_le(*got + (uint64_t)n, idx->usize);
 			if (dst)
 				memcpy(dst + *got, tmp, (size_t)n);
@@ -305,11 +306,12 @@ START_TEST(test_blocks_independent)
 		const struct xzdec_block *b = &idx->blocks[i];
 		struct xzdec_dec *d;
 
-		ck_assert_int_eq(xzdec_dec_open(fd, b, NULL, &d, &e), 0);
-		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 65536 + 1, &e), (ssize_t)b->usize);
+		ck_assert_int_eq(xzdec_dec_open(tsrc(fd), b, NULL, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 65536 + 1, &e),
+				 (ssize_t)b->usize);
 		ck_assert(memcmp(buf, orig + b->uoff, b->usize) == 0);
 		ck_assert_uint_eq(xzdec_dec_tell(d), b->usize);
-		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 65536, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 65536, &e), 0);
 		xzdec_dec_close(d);
 	}
 	free(buf);
@@ -341,18 +343,18 @@ START_TEST(test_spares_are_the_callers)
 	ck_assert_int_eq(xzdec_spares_new(&a), 0);
 	ck_assert_int_eq(xzdec_spares_new(&b), 0);
 	ck_assert_uint_eq(xzdec_spares_bytes(a), 0);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], a, &d, &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], a, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
 	xzdec_dec_close(d);
 	held = xzdec_spares_bytes(a);
 	ck_assert_uint_gt(held, 0); /* at least the decoder's struct, over 64 KiB */
 	ck_assert_uint_eq(xzdec_spares_bytes(b), 0);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], a, &d, &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], a, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
 	ck_assert_uint_lt(xzdec_spares_bytes(a), held); /* reused, not allocated again */
 	xzdec_dec_close(d);
 	/* without a stock nothing is kept */
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
 	xzdec_dec_close(d);
 	ck_assert_uint_eq(xzdec_spares_bytes(b), 0);
 	xzdec_spares_free(a);
@@ -381,9 +383,9 @@ START_TEST(test_small_reads)
 	tpath(path, sizeof(path), "one.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
 	buf = malloc(olen);
-	while ((n = xzdec_dec_read(d, fd, buf + pos, sizes[k++ % 6], &e)) > 0) {
+	while ((n = xzdec_dec_read(d, tsrc(fd), buf + pos, sizes[k++ % 6], &e)) > 0) {
 		pos += (size_t)n;
 		ck_assert_uint_eq(xzdec_dec_tell(d), pos);
 		ck_assert_uint_le(pos, olen);
@@ -391,9 +393,9 @@ START_TEST(test_small_reads)
 			break; /* finish below with a read that is too big */
 	}
 	ck_assert_int_ge(n, 0);
-	n = xzdec_dec_read(d, fd, buf + pos, olen - pos, &e);
+	n = xzdec_dec_read(d, tsrc(fd), buf + pos, olen - pos, &e);
 	ck_assert_int_eq(n, (ssize_t)(olen - pos));
-	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 1, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), 0);
 	ck_assert(memcmp(buf, orig, olen) == 0);
 	xzdec_dec_close(d);
 	free(buf);
@@ -476,17 +478,17 @@ START_TEST(test_check_mismatch_at_end)
 		ck_assert_uint_eq(idx->nblocks, 1);
 		ck_assert_uint_eq(idx->blocks[0].usize, 13);
 
-		ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
-		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), -EIO);
+		ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), -EIO);
 		ck_assert_msg(strstr(e.msg, "Check mismatch"), "%s: %s", files[i], e.msg);
 		ck_assert_uint_eq(e.coff, idx->blocks[0].coff + idx->blocks[0].csize);
-		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), -EIO);
+		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), -EIO);
 		xzdec_dec_close(d);
 
 		/* bytes short of the end come unverified; the last one does not */
-		ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
-		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 12, &e), 12);
-		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 1, &e), -EIO);
+		ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 12, &e), 12);
+		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), -EIO);
 		xzdec_dec_close(d);
 		xzdec_index_free(idx);
 		close(fd);
@@ -518,20 +520,23 @@ START_TEST(test_check_before_last_byte)
 			ck_assert_uint_eq(idx->usize, len);
 
 			/* in one read */
-			ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
-			ck_assert_int_eq(xzdec_dec_read(d, fd, buf, len, &e),
+			ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e),
+					 0);
+			ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, len, &e),
 					 bad ? -EIO : (ssize_t)len);
 			xzdec_dec_close(d);
 
 			/* and with the last byte on its own */
-			ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
-			ck_assert_int_eq(xzdec_dec_read(d, fd, buf, len - 1, &e), (ssize_t)len - 1);
+			ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e),
+					 0);
+			ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, len - 1, &e),
+					 (ssize_t)len - 1);
 			if (bad) {
-				ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 1, &e), -EIO);
+				ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), -EIO);
 				ck_assert_str_eq(e.msg, "Check mismatch (CRC32)");
 			} else {
-				ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 1, &e), 1);
-				ck_assert_int_eq(xzdec_dec_read(d, fd, buf, 1, &e), 0);
+				ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), 1);
+				ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), 0);
 			}
 			xzdec_dec_close(d);
 			xzdec_index_free(idx);
@@ -564,10 +569,10 @@ START_TEST(test_lying_index)
 		uint8_t *buf = malloc(idx->blocks[i].usize + 1);
 		ssize_t n;
 
-		ret = xzdec_dec_open(fd, &idx->blocks[i], NULL, &d, &e);
+		ret = xzdec_dec_open(tsrc(fd), &idx->blocks[i], NULL, &d, &e);
 		if (ret == 0) {
 			do
-				n = xzdec_dec_read(d, fd, buf, idx->blocks[i].usize, &e);
+				n = xzdec_dec_read(d, tsrc(fd), buf, idx->blocks[i].usize, &e);
 			while (n > 0);
 			if (n < 0) {
 				ck_assert_int_eq(n, -EIO);
@@ -597,7 +602,7 @@ START_TEST(test_huge_uncomp)
 	cpath(path, sizeof(path), "bad-1-index-huge-uncomp.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_gt(idx->usize, 1ull << 60);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), -EIO);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "Index claims") != NULL, "reason: %s", e.msg);
 	xzdec_index_free(idx);
@@ -661,8 +666,8 @@ START_TEST(test_unsupported_filter)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		cpath(path, sizeof(path), files[i]);
 		ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
-		ck_assert_msg(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e) == -ENOTSUP, "%s",
-			      files[i]);
+		ck_assert_msg(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e) == -ENOTSUP,
+			      "%s", files[i]);
 		ck_assert_ptr_null(d);
 		xzdec_index_free(idx);
 		close(fd);
@@ -709,11 +714,11 @@ START_TEST(test_header_disagrees)
 	b = idx->blocks[0];
 	b.unpadded += 4;
 	b.csize += 4;
-	ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), -EIO);
 	ck_assert_str_eq(e.msg, "Block Header disagrees with Index");
 	b = idx->blocks[0];
 	b.usize = 12;
-	ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), -EIO);
 	ck_assert_str_eq(e.msg, "Block Header disagrees with Index");
 	xzdec_index_free(idx);
 	close(fd);
@@ -724,8 +729,8 @@ START_TEST(test_header_disagrees)
 	for (int delta = -1; delta <= 1; delta += 2) {
 		b = idx->blocks[0];
 		b.usize += (uint64_t)(int64_t)delta;
-		ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), 0);
-		ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), -EIO);
+		ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), -EIO);
 		xzdec_dec_close(d);
 	}
 	xzdec_index_free(idx);
@@ -746,9 +751,9 @@ START_TEST(test_empty_block)
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
 	ck_assert_uint_eq(idx->blocks[0].usize, 0);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, sizeof(buf), &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), 0);
 	xzdec_dec_close(d);
 	xzdec_index_free(idx);
 	close(fd);
@@ -779,7 +784,7 @@ START_TEST(test_block_verify)
 
 	cpath(path, sizeof(path), "good-1-empty-bcj-lzma2.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
-	ck_assert_int_eq(xzdec_block_verify(fd, &idx->blocks[0], NULL, &e), 0);
+	ck_assert_int_eq(xzdec_block_verify(tsrc(fd), &idx->blocks[0], NULL, &e), 0);
 	xzdec_index_free(idx);
 	close(fd);
 
@@ -787,9 +792,9 @@ START_TEST(test_block_verify)
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	b = idx->blocks[0];
 	ck_assert_uint_gt(b.usize, 0);
-	ck_assert_int_eq(xzdec_block_verify(fd, &b, NULL, &e), 0);
+	ck_assert_int_eq(xzdec_block_verify(tsrc(fd), &b, NULL, &e), 0);
 	b.usize = 0;
-	ck_assert_int_eq(xzdec_block_verify(fd, &b, NULL, &e), -EIO);
+	ck_assert_int_eq(xzdec_block_verify(tsrc(fd), &b, NULL, &e), -EIO);
 	ck_assert_uint_ge(e.coff, b.coff);
 	ck_assert_uint_le(e.coff, b.coff + b.csize);
 	xzdec_index_free(idx);
@@ -819,19 +824,19 @@ START_TEST(test_truncated)
 	last = &idx->blocks[idx->nblocks - 1];
 	ck_assert_int_eq(truncate(path, (off_t)(last->coff + last->csize / 2)), 0);
 
-	ck_assert_int_eq(xzdec_dec_open(fd, last, NULL, &d, &e), 0);
-	while ((n = xzdec_dec_read(d, fd, buf, sizeof(buf), &e)) > 0)
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), last, NULL, &d, &e), 0);
+	while ((n = xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e)) > 0)
 		;
 	ck_assert_int_eq(n, -EIO);
 	xzdec_dec_close(d);
 	xzdec_index_free(idx);
 
 	/* the footer is gone: the old size reads short, the new one is corrupt */
-	ck_assert_int_eq(xzdec_index_read(fd, (uint64_t)st.st_size, &idx, &e), -EIO);
+	ck_assert_int_eq(xzdec_index_read(tsrc(fd), (uint64_t)st.st_size, &idx, &e), -EIO);
 	ck_assert_int_eq(fstat(fd, &st), 0);
-	ck_assert_int_eq(xzdec_index_read(fd, (uint64_t)st.st_size, &idx, &e), -EINVAL);
-	ck_assert_int_eq(xzdec_index_read(fd, 0, &idx, &e), -EINVAL);
-	ck_assert_int_eq(xzdec_index_read(-1, 100, &idx, &e), -EIO);
+	ck_assert_int_eq(xzdec_index_read(tsrc(fd), (uint64_t)st.st_size, &idx, &e), -EINVAL);
+	ck_assert_int_eq(xzdec_index_read(tsrc(fd), 0, &idx, &e), -EINVAL);
+	ck_assert_int_eq(xzdec_index_read(tsrc(-1), 100, &idx, &e), -EIO);
 	ck_assert_ptr_null(idx);
 	close(fd);
 	unlink(path);
@@ -962,25 +967,25 @@ START_TEST(test_fd_per_call)
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
 	ck_assert_uint_eq(idx->blocks[0].usize, olen);
-	ck_assert_int_eq(xzdec_dec_open(fd, &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
 	buf = malloc(olen);
 	ck_assert_ptr_nonnull(buf);
 	half = olen / 3;
-	ck_assert_int_eq(xzdec_dec_read(d, fd, buf, half, &e), (ssize_t)half);
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, half, &e), (ssize_t)half);
 	close(fd);
 	ofd = open(other, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_eq(ofd, fd); /* the old number now names another file */
 	fd2 = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd2, 0);
-	ck_assert_int_eq(xzdec_dec_read(d, fd2, buf + half, olen - half, &e),
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd2), buf + half, olen - half, &e),
 			 (ssize_t)(olen - half));
 	ck_assert_msg(memcmp(buf, orig, olen) == 0, "the decoder read another file's bytes");
-	ck_assert_int_eq(xzdec_dec_read(d, fd2, buf, 1, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd2), buf, 1, &e), 0);
 	xzdec_dec_close(d);
 	/* and a read through the other file's fd fails or is caught, never served whole */
-	ck_assert_int_eq(xzdec_dec_open(fd2, &idx->blocks[0], NULL, &d, &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, fd2, buf, half, &e), (ssize_t)half);
-	ck_assert_int_lt(xzdec_dec_read(d, ofd, buf + half, olen - half, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd2), &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd2), buf, half, &e), (ssize_t)half);
+	ck_assert_int_lt(xzdec_dec_read(d, tsrc(ofd), buf + half, olen - half, &e), 0);
 	xzdec_dec_close(d);
 	close(ofd);
 	close(fd2);
@@ -1097,7 +1102,7 @@ static int open_scan(const char *path, int *fd, struct xzdec_index **idx, struct
 	ck_assert_int_eq(fstat(*fd, &st), 0);
 	memset(e, 0, sizeof(*e));
 	*idx = (void *)1;
-	ret = xzdec_index_scan(*fd, (uint64_t)st.st_size, idx, e);
+	ret = xzdec_index_scan(tsrc(*fd), (uint64_t)st.st_size, idx, e);
 	if (ret)
 		ck_assert_ptr_null(*idx);
 	return ret;
@@ -1420,12 +1425,12 @@ START_TEST(test_dec_dict_limit)
 	b = idx->blocks[0];
 	b.usize = b.csize * XZDEC_MAX_RATIO;
 	ck_assert_uint_gt(b.usize, XZDEC_DICT_MAX);
-	ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), -ENOTSUP);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), -ENOTSUP);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "MiB dictionary, more than the 128 MiB"), "message: %s", e.msg);
 	ck_assert_uint_eq(e.coff, b.coff);
 	b.usize = XZDEC_DICT_MAX;
-	ck_assert_int_eq(xzdec_dec_open(fd, &b, NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), 0);
 	xzdec_dec_close(d);
 	xzdec_index_free(idx);
 	close(fd);
@@ -1452,7 +1457,7 @@ START_TEST(test_scan_refused)
 		ck_assert_msg(e.msg[0], "%s: no message", files[f]);
 		close(fd);
 	}
-	ck_assert_int_eq(xzdec_index_scan(-1, 100, &idx, &e), -EIO);
+	ck_assert_int_eq(xzdec_index_scan(tsrc(-1), 100, &idx, &e), -EIO);
 	ck_assert_ptr_null(idx);
 }
 END_TEST

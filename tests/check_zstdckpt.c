@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "checkutil.h"
+#include "tsrc.h"
 #include "testutil.h"
 #include <zlib.h> /* crc32: resealing forged blobs */
 
@@ -155,7 +156,8 @@ static void fx_open(struct fx *x, const char *name)
 	x->fd = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(x->fd, 0);
 	ck_assert_int_eq(fstat(x->fd, &st), 0);
-	ret = zstddec_index_read(x->fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &x->idx, &e);
+	ret = zstddec_index_read(tsrc(x->fd), (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &x->idx,
+				 &e);
 	ck_assert_msg(ret == 0, "%s: %s", name, e.msg);
 	ck_assert_uint_eq(x->idx->nframes, 1);
 	x->f = &x->idx->frames[0];
@@ -178,7 +180,7 @@ static void drain(struct zstdckpt_dec *d, int fd, const struct fx *x, uint64_t f
 	ssize_t n;
 
 	ck_assert_uint_le(chunk, sizeof(buf));
-	while ((n = zstdckpt_dec_read(d, fd, buf, chunk, &e)) > 0) {
+	while ((n = zstdckpt_dec_read(d, tsrc(fd), buf, chunk, &e)) > 0) {
 		ck_assert_uint_le(pos + (uint64_t)n, x->wlen);
 		ck_assert_msg(memcmp(buf, x->want + pos, (size_t)n) == 0,
 			      "%s: bytes differ in [%llu, %llu)", what, (unsigned long long)pos,
@@ -254,7 +256,7 @@ static struct zstdckpt_stats build(const struct fx *x, uint64_t span, bool resum
 	s->resume = resume;
 	s->chunk = 65521;
 	s->keep_at = 1;
-	ret = zstdckpt_build(x->fd, x->f, span, on_ckpt, s, &st, &e);
+	ret = zstdckpt_build(tsrc(x->fd), x->f, span, on_ckpt, s, &st, &e);
 	ck_assert_msg(ret == 0, "build: %d: %s at %llu", ret, e.msg, (unsigned long long)e.coff);
 	ck_assert_uint_eq(st.usize, x->wlen);
 	ck_assert_uint_eq(st.nckpt, s->n);
@@ -315,7 +317,7 @@ START_TEST(test_reads)
 		ck_assert_int_eq(zstdckpt_dec_open(x.f, &s.keep, s.keep_win, &d, &e), 0);
 		drain(d, x.fd, &x, s.keep.uoff, chunks[i], "odd reads");
 		/* at the end: 0, and again 0 */
-		ck_assert_int_eq(zstdckpt_dec_read(d, x.fd, s.keep_win, 1, &e), 0);
+		ck_assert_int_eq(zstdckpt_dec_read(d, tsrc(x.fd), s.keep_win, 1, &e), 0);
 		zstdckpt_dec_close(d);
 	}
 	ck_assert_int_eq(zstdckpt_dec_open(x.f, NULL, NULL, &d, &e), 0);
@@ -365,11 +367,11 @@ START_TEST(test_bad_args)
 	struct zstdckpt_dec *d = (struct zstdckpt_dec *)&e;
 
 	fx_open(&x, "t1.zst");
-	ck_assert_int_eq(zstdckpt_build(x.fd, x.f, 0, stop_cb, NULL, NULL, &e), -EINVAL);
-	ck_assert_int_eq(zstdckpt_build(x.fd, x.f, 1, stop_cb, NULL, NULL, &e), -ECANCELED);
+	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), x.f, 0, stop_cb, NULL, NULL, &e), -EINVAL);
+	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), x.f, 1, stop_cb, NULL, NULL, &e), -ECANCELED);
 	f = *x.f;
 	f.flags |= ZSTDDEC_F_DICT;
-	ck_assert_int_eq(zstdckpt_build(x.fd, &f, 1, stop_cb, NULL, NULL, &e), -ENOTSUP);
+	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), &f, 1, stop_cb, NULL, NULL, &e), -ENOTSUP);
 	ck_assert_int_eq(zstdckpt_dec_open(&f, NULL, NULL, &d, &e), -ENOTSUP);
 	ck_assert_ptr_null(d);
 	fx_close(&x);
@@ -417,14 +419,14 @@ START_TEST(test_bad_checkpoint)
 	ck_assert_int_eq(ret, 0);
 	for (;;) {
 		static uint8_t buf[1u << 16];
-		ssize_t n = zstdckpt_dec_read(d, x.fd, buf, sizeof(buf), &e);
+		ssize_t n = zstdckpt_dec_read(d, tsrc(x.fd), buf, sizeof(buf), &e);
 
 		if (n <= 0) {
 			ck_assert_int_eq(n, -EIO);
 			break;
 		}
 	}
-	ck_assert_int_eq(zstdckpt_dec_read(d, x.fd, s.keep_win, 1, &e), -EIO);
+	ck_assert_int_eq(zstdckpt_dec_read(d, tsrc(x.fd), s.keep_win, 1, &e), -EIO);
 	zstdckpt_dec_close(d);
 	free(s.keep_win);
 	fx_close(&x);
@@ -471,7 +473,7 @@ START_TEST(test_damaged)
 		memset(&s, 0, sizeof(s));
 		s.x = &x;
 		s.span = UINT64_MAX / 2;
-		ret = zstdckpt_build(x.fd, x.f, s.span, on_ckpt, &s, NULL, &e);
+		ret = zstdckpt_build(tsrc(x.fd), x.f, s.span, on_ckpt, &s, NULL, &e);
 		ck_assert_msg(ret == -EIO, "flip at %llu: %d", (unsigned long long)at, ret);
 		ck_assert_str_ne(e.msg, "");
 		nfail++;
@@ -483,14 +485,14 @@ START_TEST(test_damaged)
 	build(&x, 1u << 20, false, &s);
 	fx_close(&x);
 	fx_damaged(&x, "t9.zst", UINT64_MAX, s.keep.coff + 1000);
-	ret = zstdckpt_build(x.fd, x.f, 1, stop_cb, NULL, NULL, &e);
+	ret = zstdckpt_build(tsrc(x.fd), x.f, 1, stop_cb, NULL, NULL, &e);
 	ck_assert_int_eq(ret, -ECANCELED); /* the first checkpoint comes before the cut */
-	ret = zstdckpt_build(x.fd, x.f, 1u << 30, stop_cb, NULL, NULL, &e);
+	ret = zstdckpt_build(tsrc(x.fd), x.f, 1u << 30, stop_cb, NULL, NULL, &e);
 	ck_assert_int_eq(ret, -EIO);
 	ck_assert_int_eq(zstdckpt_dec_open(x.f, &s.keep, s.keep_win, &d, &e), 0);
 	for (;;) {
 		static uint8_t buf[1u << 16];
-		ssize_t n = zstdckpt_dec_read(d, x.fd, buf, sizeof(buf), &e);
+		ssize_t n = zstdckpt_dec_read(d, tsrc(x.fd), buf, sizeof(buf), &e);
 
 		if (n <= 0) {
 			ck_assert_int_eq(n, -EIO);
@@ -520,10 +522,11 @@ START_TEST(test_lying_size)
 	build(&x, 1u << 20, false, &s);
 	f = *x.f;
 	f.usize -= 1;
-	ck_assert_int_eq(zstdckpt_build(x.fd, &f, 1u << 20, stop_cb, NULL, NULL, &e), -ECANCELED);
-	ck_assert_int_eq(zstdckpt_build(x.fd, &f, 1u << 30, stop_cb, NULL, NULL, &e), -EIO);
+	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), &f, 1u << 20, stop_cb, NULL, NULL, &e),
+			 -ECANCELED);
+	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), &f, 1u << 30, stop_cb, NULL, NULL, &e), -EIO);
 	ck_assert_int_eq(zstdckpt_dec_open(&f, &s.keep, s.keep_win, &d, &e), 0);
-	while ((n = zstdckpt_dec_read(d, x.fd, buf, sizeof(buf), &e)) > 0)
+	while ((n = zstdckpt_dec_read(d, tsrc(x.fd), buf, sizeof(buf), &e)) > 0)
 		;
 	ck_assert_int_eq(n, -EIO);
 	ck_assert_msg(strstr(e.msg, "larger"), "%s", e.msg);
@@ -627,9 +630,10 @@ START_TEST(test_crafted_modes)
 		 */
 		fx.fd = open(path, O_RDONLY | O_CLOEXEC);
 		ck_assert_int_ge(fx.fd, 0);
-		ck_assert_int_eq(zstddec_index_read(fx.fd, len, ZSTDDEC_WINDOW_LIBMAX, &fx.idx, &e),
-				 0);
-		ret = zstdckpt_build(fx.fd, &fx.idx->frames[0], 1, count_cb, NULL, &st, &e);
+		ck_assert_int_eq(
+			zstddec_index_read(tsrc(fx.fd), len, ZSTDDEC_WINDOW_LIBMAX, &fx.idx, &e),
+			0);
+		ret = zstdckpt_build(tsrc(fx.fd), &fx.idx->frames[0], 1, count_cb, NULL, &st, &e);
 		close(fx.fd);
 		zstddec_index_free(fx.idx);
 		/* the streaming decoder refuses a few that the one-shot one takes */
@@ -730,7 +734,7 @@ static struct zstdckpt_blob_stats build_blobs(const struct fx *x, uint64_t span,
 	s->x = x;
 	s->resume = resume;
 	s->keep_at = 1;
-	ret = zstdckpt_build_blobs(x->fd, x->f, span, &sink, &st, &e);
+	ret = zstdckpt_build_blobs(tsrc(x->fd), x->f, span, &sink, &st, &e);
 	ck_assert_msg(ret == 0, "build_blobs: %d: %s at %llu", ret, e.msg,
 		      (unsigned long long)e.coff);
 	ck_assert_uint_eq(s->out_pos, x->wlen);
@@ -832,7 +836,7 @@ START_TEST(test_blobs_damaged_frame)
 
 	for (uint64_t at = 20; at < 400000; at += 19997) {
 		fx_damaged(&x, "t3.zst", at, UINT64_MAX);
-		ret = zstdckpt_build_blobs(x.fd, x.f, 1, &sink, NULL, &e);
+		ret = zstdckpt_build_blobs(tsrc(x.fd), x.f, 1, &sink, NULL, &e);
 		ck_assert_msg(ret == -EIO, "flip at %llu: %d", (unsigned long long)at, ret);
 		ck_assert_str_ne(e.msg, "");
 		n++;
@@ -862,9 +866,9 @@ START_TEST(test_blobs_sink_stops)
 	struct fx x;
 
 	fx_open(&x, "t1.zst");
-	ck_assert_int_eq(zstdckpt_build_blobs(x.fd, x.f, 1, &s1, NULL, &e), -ECANCELED);
-	ck_assert_int_eq(zstdckpt_build_blobs(x.fd, x.f, 1, &s2, NULL, &e), -EINTR);
-	ck_assert_int_eq(zstdckpt_build_blobs(x.fd, x.f, 0, &s2, NULL, &e), -EINVAL);
+	ck_assert_int_eq(zstdckpt_build_blobs(tsrc(x.fd), x.f, 1, &s1, NULL, &e), -ECANCELED);
+	ck_assert_int_eq(zstdckpt_build_blobs(tsrc(x.fd), x.f, 1, &s2, NULL, &e), -EINTR);
+	ck_assert_int_eq(zstdckpt_build_blobs(tsrc(x.fd), x.f, 0, &s2, NULL, &e), -EINVAL);
 	fx_close(&x);
 }
 END_TEST
@@ -1100,7 +1104,7 @@ static int bench(const char *path, uint64_t span)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0 || fstat(fd, &st) ||
-	    zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &idx, &e)) {
+	    zstddec_index_read(tsrc(fd), (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &idx, &e)) {
 		fprintf(stderr, "%s: cannot walk: %s\n", path, e.msg);
 		return 1;
 	}
@@ -1115,7 +1119,8 @@ static int bench(const char *path, uint64_t span)
 
 				if (zstddec_dec_open(f, &d, &e))
 					return 1;
-				while ((n = zstddec_dec_read(d, fd, buf, sizeof(buf), &e)) > 0)
+				while ((n = zstddec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e)) >
+				       0)
 					;
 				zstddec_dec_close(d);
 			} else if (m == 1) {
@@ -1123,13 +1128,14 @@ static int bench(const char *path, uint64_t span)
 
 				if (zstdckpt_dec_open(f, NULL, NULL, &d, &e))
 					return 1;
-				while ((n = zstdckpt_dec_read(d, fd, buf, sizeof(buf), &e)) > 0)
+				while ((n = zstdckpt_dec_read(d, tsrc(fd), buf, sizeof(buf), &e)) >
+				       0)
 					;
 				zstdckpt_dec_close(d);
 			} else {
 				free(bs.win);
 				memset(&bs, 0, sizeof(bs));
-				n = zstdckpt_build(fd, f, span, bench_cb, &bs, NULL, &e);
+				n = zstdckpt_build(tsrc(fd), f, span, bench_cb, &bs, NULL, &e);
 			}
 			if (n < 0) {
 				fprintf(stderr, "%s: %s\n", path, e.msg);
@@ -1144,7 +1150,7 @@ static int bench(const char *path, uint64_t span)
 		double t0 = now();
 
 		if (zstdckpt_dec_open(&idx->frames[0], &bs.first, bs.win, &d, &e) ||
-		    zstdckpt_dec_read(d, fd, buf, 4096, &e) != 4096)
+		    zstdckpt_dec_read(d, tsrc(fd), buf, 4096, &e) != 4096)
 			return 1;
 		zstdckpt_dec_close(d);
 		t[3][r] = now() - t0;

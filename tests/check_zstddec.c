@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "tsrc.h"
 #include "checkutil.h"
 #include "testutil.h"
 #include "zstddec.h"
@@ -74,7 +75,7 @@ static int open_index(const char *name, uint64_t wmax, int *fd, struct zstddec_i
 	ck_assert_int_eq(fstat(*fd, &st), 0);
 	memset(e, 0, sizeof(*e));
 	*idx = (struct zstddec_index *)idx; /* must be overwritten */
-	return zstddec_index_read(*fd, (uint64_t)st.st_size, wmax, idx, e);
+	return zstddec_index_read(tsrc(*fd), (uint64_t)st.st_size, wmax, idx, e);
 }
 
 /*
@@ -95,7 +96,7 @@ static ssize_t decode_frame(int fd, const struct zstddec_frame *f, uint8_t *buf,
 	for (;;) {
 		size_t want = chunk < cap - got ? chunk : cap - got;
 
-		n = zstddec_dec_read(d, fd, buf + got, want, e);
+		n = zstddec_dec_read(d, tsrc(fd), buf + got, want, e);
 		if (n < 0)
 			break;
 		if (n == 0)
@@ -136,7 +137,7 @@ static void check_file(const char *name, size_t chunk, struct zstddec_index **ke
 
 		if (idx->frames[i].usize != ZSTDDEC_UNKNOWN)
 			continue;
-		ret = zstddec_measure(fd, &idx->frames[i], &u, &e);
+		ret = zstddec_measure(tsrc(fd), &idx->frames[i], &u, &e);
 		ck_assert_msg(ret == 0, "%s: measure %zu: %s", name, i, e.msg);
 		ck_assert_int_eq(zstddec_index_settle(idx, i, u), 0);
 		ck_assert_uint_eq(idx->frames[i].usize_src, ZSTDDEC_SRC_MEASURED);
@@ -283,14 +284,14 @@ START_TEST(test_no_fcs)
 	buf = malloc(ORIG_SIZE + 1);
 	ck_assert_ptr_nonnull(buf);
 	ck_assert_int_eq(zstddec_dec_open(&idx->frames[0], &d, &e), 0);
-	while ((n = zstddec_dec_read(d, fd, buf, 100000, &e)) > 0)
+	while ((n = zstddec_dec_read(d, tsrc(fd), buf, 100000, &e)) > 0)
 		total += (uint64_t)n;
 	ck_assert_int_eq(n, 0);
 	ck_assert_uint_eq(total, ORIG_SIZE);
-	ck_assert_int_eq(zstddec_dec_read(d, fd, buf, 1, &e), 0);
+	ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, 1, &e), 0);
 	zstddec_dec_close(d);
 
-	ck_assert_int_eq(zstddec_measure(fd, &idx->frames[0], &u, &e), 0);
+	ck_assert_int_eq(zstddec_measure(tsrc(fd), &idx->frames[0], &u, &e), 0);
 	ck_assert_uint_eq(u, ORIG_SIZE);
 	/* a size that does not match, or is more than its blocks can hold, is refused */
 	ck_assert_int_eq(zstddec_index_settle(idx, 0, UINT64_MAX / 2), -EINVAL);
@@ -339,12 +340,12 @@ START_TEST(test_dictionary_flagged)
 	ck_assert_int_eq(zstddec_dec_open(&idx->frames[0], &d, &e), -ENOTSUP);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "dictionary"), "reason: %s", e.msg);
-	ck_assert_int_eq(zstddec_measure(fd, &idx->frames[0], &u, &e), -ENOTSUP);
+	ck_assert_int_eq(zstddec_measure(tsrc(fd), &idx->frames[0], &u, &e), -ENOTSUP);
 	/* the scan (a listing's probe) sees the same, keeping nothing */
 	{
 		struct zstddec_scan sc;
 
-		ck_assert_int_eq(zstddec_scan(fd, idx->csize, WMAX, SIZE_MAX, &sc, &e), 0);
+		ck_assert_int_eq(zstddec_scan(tsrc(fd), idx->csize, WMAX, SIZE_MAX, &sc, &e), 0);
 		ck_assert_uint_eq(sc.nframes, 1);
 		ck_assert_uint_eq(sc.ndict, 1);
 		ck_assert_uint_eq(sc.flagged_i, 0);
@@ -533,12 +534,12 @@ START_TEST(test_corrupt_checksum)
 	buf = malloc(usize);
 	ck_assert_ptr_nonnull(buf);
 	ck_assert_int_eq(zstddec_dec_open(&idx->frames[0], &d, &e), 0);
-	ck_assert_int_eq(zstddec_dec_read(d, fd, buf, usize - 1, &e), (ssize_t)usize - 1);
-	ck_assert_int_eq(zstddec_dec_read(d, fd, buf, 1, &e), -EIO);
+	ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, usize - 1, &e), (ssize_t)usize - 1);
+	ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, 1, &e), -EIO);
 	ck_assert_msg(strstr(e.msg, "checksum"), "reason: %s", e.msg);
 	ck_assert_uint_ge(e.coff, len - 4); /* at the checksum field */
 	ck_assert_uint_le(e.coff, len);
-	ck_assert_int_eq(zstddec_dec_read(d, fd, buf, 1, &e), -EIO); /* stays failed */
+	ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, 1, &e), -EIO); /* stays failed */
 	zstddec_dec_close(d);
 	free(buf);
 	zstddec_index_free(idx);
@@ -625,10 +626,10 @@ START_TEST(test_lying_size)
 		ssize_t n;
 
 		ck_assert_int_eq(zstddec_dec_open(&f, &d, &e), 0);
-		n = zstddec_dec_read(d, fd, buf, SMALL_SIZE, &e);
+		n = zstddec_dec_read(d, tsrc(fd), buf, SMALL_SIZE, &e);
 		ck_assert(n == SMALL_SIZE || n == -EIO);
 		if (n == SMALL_SIZE)
-			ck_assert_int_eq(zstddec_dec_read(d, fd, buf, 4096, &e), -EIO);
+			ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, 4096, &e), -EIO);
 		ck_assert_msg(strstr(e.msg, "smaller"), "reason: %s", e.msg);
 		zstddec_dec_close(d);
 	}
@@ -725,17 +726,17 @@ START_TEST(test_too_many_frames)
 	 * Issue 18, item 7: the scan too, and a caller's smaller limit stops
 	 * the walk at its first frame over, before allocating for it.
 	 */
-	ck_assert_int_eq(zstddec_scan(fd, len, WMAX, SIZE_MAX, &sc, &e), -E2BIG);
+	ck_assert_int_eq(zstddec_scan(tsrc(fd), len, WMAX, SIZE_MAX, &sc, &e), -E2BIG);
 	ck_assert_uint_eq(sc.nskippable, ZSTDDEC_MAX_FRAMES);
-	ck_assert_int_eq(zstddec_index_read_max(fd, len, WMAX, 1000, &idx, &e), -E2BIG);
+	ck_assert_int_eq(zstddec_index_read_max(tsrc(fd), len, WMAX, 1000, &idx, &e), -E2BIG);
 	ck_assert_ptr_null(idx);
 	ck_assert_uint_eq(e.coff, 1000 * 8);
-	ck_assert_int_eq(zstddec_scan(fd, len, WMAX, 1000, &sc, &e), -E2BIG);
+	ck_assert_int_eq(zstddec_scan(tsrc(fd), len, WMAX, 1000, &sc, &e), -E2BIG);
 	ck_assert_uint_eq(e.coff, 1000 * 8);
-	ck_assert_int_eq(zstddec_index_read_max(fd, 1000 * 8, WMAX, 1000, &idx, &e), 0);
+	ck_assert_int_eq(zstddec_index_read_max(tsrc(fd), 1000 * 8, WMAX, 1000, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nskippable, 1000);
 	zstddec_index_free(idx);
-	ck_assert_int_eq(zstddec_scan(fd, 1000 * 8, WMAX, 1000, &sc, &e), 0);
+	ck_assert_int_eq(zstddec_scan(tsrc(fd), 1000 * 8, WMAX, 1000, &sc, &e), 0);
 	ck_assert_uint_eq(sc.nskippable, 1000);
 	ck_assert_uint_eq(sc.nframes, 0);
 	close(fd);
@@ -870,7 +871,7 @@ START_TEST(test_probe)
 		tpath(path, sizeof(path), t[i].file);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(probe_fd(fd, &got), 0);
+		ck_assert_int_eq(probe_src(tsrc(fd), &got), 0);
 		ck_assert_msg(got == t[i].want, "%s: probe says %s", t[i].file, probe_name(got));
 		close(fd);
 	}
@@ -911,7 +912,7 @@ static size_t conf_decode(int fd, struct zstddec_index *idx, FILE *out, size_t s
 			free(buf);
 			return i + 1;
 		}
-		while ((n = zstddec_dec_read(d, fd, buf, 1u << 20, e)) > 0)
+		while ((n = zstddec_dec_read(d, tsrc(fd), buf, 1u << 20, e)) > 0)
 			if (out)
 				ck_assert_uint_eq(fwrite(buf, 1, (size_t)n, out), (size_t)n);
 		zstddec_dec_close(d);
@@ -959,8 +960,8 @@ START_TEST(test_conformance)
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_eq(fstat(fd, &st), 0);
 		memset(&e, 0, sizeof(e));
-		ret = zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &idx,
-					 &e);
+		ret = zstddec_index_read(tsrc(fd), (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT,
+					 &idx, &e);
 		if (strcmp(col[8], "eio") == 0) {
 			const char *bf = strstr(col[6], "bad-frame=");
 
@@ -981,7 +982,7 @@ START_TEST(test_conformance)
 				uint64_t u;
 
 				if (idx->frames[i].usize == ZSTDDEC_UNKNOWN &&
-				    zstddec_measure(fd, &idx->frames[i], &u, &e) == 0)
+				    zstddec_measure(tsrc(fd), &idx->frames[i], &u, &e) == 0)
 					zstddec_index_settle(idx, i, u);
 			}
 			failed = conf_decode(fd, idx, NULL, 0, &e);
@@ -1003,7 +1004,8 @@ START_TEST(test_conformance)
 
 				if (idx->frames[i].usize != ZSTDDEC_UNKNOWN)
 					continue;
-				ck_assert_msg(zstddec_measure(fd, &idx->frames[i], &u, &e) == 0,
+				ck_assert_msg(zstddec_measure(tsrc(fd), &idx->frames[i], &u, &e) ==
+						      0,
 					      "%s: %s", col[0], e.msg);
 				ck_assert_int_eq(zstddec_index_settle(idx, i, u), 0);
 			}

@@ -213,11 +213,25 @@ static void walk_fail(struct list *l, const char *path, int err)
 	l->failed++;
 }
 
+/* path opened read-only with flags as a local source; NULL with errno set if it cannot be. */
+static struct zsrc *open_src(const char *path, int flags)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | flags), ret;
+	struct zsrc *src;
+
+	if (fd < 0)
+		return NULL;
+	ret = zsrc_local(fd, &src);
+	errno = -ret;
+	return src;
+}
+
 /* Adds path, or every file under it, by magic.  Only a top path's symlink is followed. */
 static void walk(struct list *l, const char *path, bool top)
 {
+	struct zsrc *src;
 	struct stat st;
-	int fd, fmt;
+	int fmt;
 
 	if ((top ? stat(path, &st) : lstat(path, &st)) < 0) {
 		walk_fail(l, path, errno);
@@ -249,10 +263,9 @@ static void walk(struct list *l, const char *path, bool top)
 			walk_fail(l, path, EINVAL);
 		return;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | (top ? 0 : O_NOFOLLOW));
-	fmt = fd < 0 ? -errno : fmttab_by_magic(fd);
-	if (fd >= 0)
-		close(fd);
+	src = open_src(path, top ? 0 : O_NOFOLLOW);
+	fmt = !src ? -errno : fmttab_by_magic(src);
+	zsrc_put(src);
 	if (fmt < 0) {
 		walk_fail(l, path, -fmt);
 	} else if (fmttab_saves(fmt) || (l->all && fmt)) {
@@ -303,19 +316,19 @@ static bool saved_for(const char *dir, const char *path, const struct reader *r)
 {
 	char real[PATH_MAX];
 	struct reader_info in;
+	struct zsrc *src;
 	struct stat st;
 	bool ok;
-	int fd;
 
 	if (!realpath(path, real))
 		return false;
-	fd = open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
+	src = open_src(real, O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (!src)
 		return false;
 	reader_get_info(r, &in);
-	ok = fstat(fd, &st) == 0 && srcid_same(&st, reader_stat(r)) &&
-	     fmttab_saved(in.fmt, dir, real, fd, NULL) == 0;
-	close(fd);
+	ok = zsrc_stat(src, &st) == 0 && srcid_same(&st, reader_stat(r)) &&
+	     fmttab_saved(in.fmt, dir, real, src, NULL) == 0;
+	zsrc_put(src);
 	return ok;
 }
 
@@ -342,18 +355,18 @@ static void build_ckpts(struct zmctx *zm, struct reader *r, const char *path, bo
 	struct reader_counters before, after;
 	struct reader_info in;
 	struct zerr why = { 0 };
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	reader_get_info(r, &in);
 	if (in.ckpt_wanted == 0)
 		return;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	src = open_src(path, 0);
 	reader_get_counters(zm, &before);
-	ret = fd < 0 ? zerr_set(&why, -errno, 0, "%s", strerror(errno))
-		     : reader_build_checkpoints(r, fd, &why);
+	ret = !src ? zerr_set(&why, -errno, 0, "%s", strerror(errno))
+		   : reader_build_checkpoints(r, src, &why);
 	reader_get_counters(zm, &after);
-	if (fd >= 0)
-		close(fd);
+	zsrc_put(src);
 	if (ret == -ENOTSUP)
 		return;
 	if (ret < 0) {
@@ -474,17 +487,17 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 }
 
 /*
- * Writes the index_* lines of source fd, of a format that saves an index
+ * Writes the index_* lines of source src, of a format that saves an index
  * (gzip, zstd), to out; returns 0 if its saved index is fresh, 1 if it
  * needs none (zstd sizes all stated).
  */
-static int index_state(FILE *out, int fd, const char *real, const char *dir, int fmt)
+static int index_state(FILE *out, struct zsrc *src, const char *real, const char *dir, int fmt)
 {
 	struct zerr err = { 0 };
 	char ipath[PATH_MAX];
 	struct idxfile_id id;
 	struct stat st;
-	int ret = idxfile_identify(fd, &id);
+	int ret = idxfile_identify(src, &id);
 
 	if (ret == 0)
 		ret = idxfile_path(dir, &id, ipath, sizeof(ipath));
@@ -492,7 +505,7 @@ static int index_state(FILE *out, int fd, const char *real, const char *dir, int
 		fprintf(out, "index_file=%s\n", ipath);
 		if (lstat(ipath, &st) == 0)
 			fprintf(out, "index_size=%" PRIu64 "\n", (uint64_t)st.st_size);
-		ret = fmttab_saved(fmt, dir, real, fd, &err);
+		ret = fmttab_saved(fmt, dir, real, src, &err);
 	}
 	fprintf(out, "index_state=%s\n",
 		ret == 1	  ? "unneeded"
@@ -517,24 +530,23 @@ static void ckpt_state(const char *real, const char *dir, uint64_t units)
 	struct idxfile_ckpt *sets = NULL;
 	struct idxfile_id id;
 	char ipath[PATH_MAX];
+	struct zsrc *src = NULL;
 	size_t n = 0;
-	int fd, ret;
+	int ret;
 
 	printf("checkpoint_units=%" PRIu64 "\n", units);
-	fd = units ? open(real, O_RDONLY | O_CLOEXEC) : -1;
-	ret = fd < 0 ? -errno : idxfile_identify(fd, &id);
+	src = units ? open_src(real, 0) : NULL;
+	ret = !src ? -errno : idxfile_identify(src, &id);
 	if (units == 0 || (ret == 0 && idxfile_path_ckpt(dir, &id, ipath, sizeof(ipath)) < 0)) {
-		if (fd >= 0)
-			close(fd);
+		zsrc_put(src);
 		printf("checkpoints_state=unneeded\n");
 		return;
 	}
 	if (ret == 0)
 		printf("checkpoints_file=%s\n", ipath);
-	if (ret == 0) /* id.fd open: a renamed source is proven by its bytes */
+	if (ret == 0) /* id.src held: a renamed source is proven by its bytes */
 		ret = idxfile_load_ckpt(dir, real, &id, 0, &sets, &n, NULL);
-	if (fd >= 0)
-		close(fd);
+	zsrc_put(src);
 	for (size_t i = 0; i < n; i++)
 		ckpt_set_free((struct ckpt_set *)sets[i].set);
 	free(sets);
@@ -549,7 +561,7 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 {
 	struct zerr why = { 0 };
 	char why_text[4 * sizeof(why.msg)];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct zsrc *src = open_src(path, 0);
 	struct reader_counters before, after;
 	char real[PATH_MAX], *ilines = NULL, counts[256];
 	struct reader_opts ro;
@@ -560,25 +572,24 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	int ret, fmt;
 
 	printf("file=%s\n", path);
-	fmt = fd < 0 || !realpath(path, real) ? -errno : fmttab_by_magic(fd);
+	fmt = !src || !realpath(path, real) ? -errno : fmttab_by_magic(src);
 	if (fmt <= 0) {
 		if (fmt < 0)
 			printf("error=%s\n", strerror(-fmt));
 		else
 			printf("error=not an %s file\n", fmttab_names());
-		if (fd >= 0)
-			close(fd);
+		zsrc_put(src);
 		return EX_CORRUPT;
 	}
 	printf("format=%s\n", fmttab_name(fmt));
 	reader_opts_default(&ro, 1u << 20);
 	idx = xalloc(open_memstream(&ilines, &ilen));
 	/* A fresh saved index is used; otherwise the index is built in memory, not saved. */
-	if (fmttab_saves(fmt) && index_state(idx, fd, real, dir, fmt) == 0)
+	if (fmttab_saves(fmt) && index_state(idx, src, real, dir, fmt) == 0)
 		ro.index_dir = dir;
 	fclose(idx);
 	reader_get_counters(zm, &before);
-	ret = reader_open_fd(fd, real, zm, &ro, &r, &why);
+	ret = reader_open_src(src, real, zm, &ro, &r, &why);
 	reader_get_counters(zm, &after);
 	if (ret == 0) {
 		reader_get_info(r, &in);

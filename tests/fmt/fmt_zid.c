@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pio.h"
+#include "src.h"
 #include "reader_int.h"
 
 #define ZID_HDR	  16
@@ -35,17 +35,17 @@ struct zid_dec {
 	uint64_t start, end, pos; /* content offsets: the entry's, and where the next read goes */
 };
 
-static int zid_sniff(int fd, const unsigned char *head, size_t n)
+static int zid_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 {
-	(void)fd;
+	(void)src;
 	return n >= sizeof(zid_magic) && memcmp(head, zid_magic, sizeof(zid_magic)) == 0;
 }
 
 /* The content size the header states, checked against the file's size. */
-static int zid_size(int fd, uint64_t fsize, uint64_t *usize, struct zerr *why)
+static int zid_size(struct zsrc *src, uint64_t fsize, uint64_t *usize, struct zerr *why)
 {
 	unsigned char h[ZID_HDR];
-	ssize_t n = pio_pread(fd, h, sizeof(h), 0);
+	ssize_t n = zsrc_pread(src, h, sizeof(h), 0);
 
 	if (n < 0)
 		return zerr_set(why, (int)n, 0, "cannot read: %s", strerror((int)-n));
@@ -61,12 +61,12 @@ static int zid_size(int fd, uint64_t fsize, uint64_t *usize, struct zerr *why)
 	return 0;
 }
 
-static int zid_probe(int fd, uint64_t size, size_t index_max, struct zerr *why)
+static int zid_probe(struct zsrc *src, uint64_t size, size_t index_max, struct zerr *why)
 {
 	uint64_t usize;
 
 	(void)index_max;
-	return zid_size(fd, size, &usize, why);
+	return zid_size(src, size, &usize, why);
 }
 
 static int zid_open(struct reader *r, struct zerr *why)
@@ -74,7 +74,7 @@ static int zid_open(struct reader *r, struct zerr *why)
 	struct zid_state *s = fmt_state(r);
 	uint64_t usize, *idx;
 	size_t n;
-	int ret = zid_size(r->fd, (uint64_t)r->st.st_size, &usize, why);
+	int ret = zid_size(r->src, (uint64_t)r->st.st_size, &usize, why);
 
 	/* a header that does not match the file is shown raw, as the probe said */
 	if (ret < 0)
@@ -110,11 +110,11 @@ static int zid_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err
 	return 0;
 }
 
-static ssize_t zid_dec_read(void *dec, int fd, void *buf, size_t len, struct zerr *err)
+static ssize_t zid_dec_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
 {
 	struct zid_dec *d = dec;
 	size_t want = d->end - d->pos < len ? (size_t)(d->end - d->pos) : len;
-	ssize_t n = pio_pread(fd, buf, want, ZID_HDR + d->pos);
+	ssize_t n = zsrc_pread(src, buf, want, ZID_HDR + d->pos);
 
 	if (n < 0)
 		return zerr_set(err, (int)n, ZID_HDR + d->pos, "%s", strerror((int)-n));

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
+#include "../tsrc.h"
 #include "gzdec.h"
 
 #define SPAN		(64u << 10)
@@ -115,7 +116,7 @@ static void extract_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t 
 	struct zerr err = { 0 };
 	unsigned char *dst = buf + EXTRACT_MAX - len;
 	uint64_t uoff = idx->points[i].uoff;
-	ssize_t n = gzdec_extract(fd, idx, i, dst, len, &err);
+	ssize_t n = gzdec_extract(tsrc(fd), idx, i, dst, len, &err);
 
 	/* the file has not changed since the build, so nothing may fail */
 	FUZZ_CHECK(n == (ssize_t)len, "extract(point %zu at %llu, %zu bytes) returned %zd: %s", i,
@@ -157,7 +158,7 @@ static void stream_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t l
 
 		if (want_n > len - got)
 			want_n = len - got;
-		n = gzdec_dec_read(d, fd, tmp, want_n, &err);
+		n = gzdec_dec_read(d, tsrc(fd), tmp, want_n, &err);
 		FUZZ_CHECK(n == (ssize_t)want_n, "dec_read(point %zu, +%zu, %zu) returned %zd: %s",
 			   i, got, want_n, n, err.msg);
 		FUZZ_CHECK(memcmp(tmp, want + got, want_n) == 0,
@@ -167,7 +168,7 @@ static void stream_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t l
 			   (unsigned long long)gzdec_dec_tell(d), got);
 	}
 	if (left == len) {
-		n = gzdec_dec_read(d, fd, tmp, 1, &err);
+		n = gzdec_dec_read(d, tsrc(fd), tmp, 1, &err);
 		FUZZ_CHECK(n == 0, "dec_read at the end returned %zd", n);
 	}
 	gzdec_dec_close(d);
@@ -204,7 +205,7 @@ static void forged(int fd, struct gzdec_index *idx, unsigned char *buf, uint64_t
 			p->wsize = (uint32_t)((r >> 8) % (GZDEC_WINDOW + 1));
 			break;
 		}
-		n = gzdec_extract(fd, idx, i, buf + EXTRACT_MAX - len, len, &err);
+		n = gzdec_extract(tsrc(fd), idx, i, buf + EXTRACT_MAX - len, len, &err);
 		FUZZ_CHECK(n == (ssize_t)len || n == -EIO || n == -EINVAL || n == -ENOMEM,
 			   "extract from a forged checkpoint returned %zd: %s", n, err.msg);
 		*p = saved;
@@ -222,7 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ssize_t n;
 	int fd = fuzz_memfd(data, size), hret, ret;
 
-	hret = gzdec_header_check(fd, size, &err);
+	hret = gzdec_header_check(tsrc(fd), size, &err);
 	FUZZ_CHECK(hret == 0 || hret == -EINVAL || hret == -ENOMEM || hret == -EIO,
 		   "header_check returned %d", hret);
 	FUZZ_CHECK(hret == 0 || err.msg[0], "header_check failed (%d) without a reason", hret);
@@ -234,7 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(s.buf && buf, "out of memory");
 	err.msg[0] = '\0';
 	/* half the minimum: the header promises it is clamped up to 64 KiB */
-	ret = gzdec_index_build_sink(fd, size, SPAN / 2, &sink, &idx, &err);
+	ret = gzdec_index_build_sink(tsrc(fd), size, SPAN / 2, &sink, &idx, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(idx == NULL, "index_build failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EINVAL || ret == -ENOMEM || ret == -EIO,
@@ -273,10 +274,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	/* requests out of range are refused, not served */
-	n = gzdec_extract(fd, idx, idx->npoints, buf, 1, &err);
+	n = gzdec_extract(tsrc(fd), idx, idx->npoints, buf, 1, &err);
 	FUZZ_CHECK(n == -EINVAL, "extract at checkpoint npoints returned %zd", n);
 	if (idx->usize - idx->points[0].uoff < EXTRACT_MAX) {
-		n = gzdec_extract(fd, idx, 0, buf, (size_t)idx->usize + 1, &err);
+		n = gzdec_extract(tsrc(fd), idx, 0, buf, (size_t)idx->usize + 1, &err);
 		FUZZ_CHECK(n == -EINVAL, "extract past the end returned %zd", n);
 	}
 	forged(fd, idx, buf, &state);

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
+#include "../tsrc.h"
 #include "gzdec.h"
 #include "idxfile.h"
 #include "testutil.h"
@@ -143,7 +144,7 @@ static void extract_all(const struct gzdec_index *idx, const uint8_t *data, size
 		struct zerr err = { 0 };
 		uint64_t left = idx->usize - idx->points[i].uoff;
 		size_t len = left < EXTRACT_LEN ? (size_t)left : EXTRACT_LEN;
-		ssize_t n = gzdec_extract(fd, idx, i, buf + EXTRACT_LEN - len, len, &err);
+		ssize_t n = gzdec_extract(tsrc(fd), idx, i, buf + EXTRACT_LEN - len, len, &err);
 
 		FUZZ_CHECK(n == (ssize_t)len || n == -EIO || n == -ENOMEM,
 			   "extract from loaded checkpoint %zu (%zu bytes) returned %zd: %s", i,
@@ -263,7 +264,7 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 	id.ctime_sec = (int64_t)get64(img + H_CTIME);
 	id.ctime_nsec = get32(img + H_CNSEC);
 	id.fingerprint = get64(img + H_FPRINT);
-	id.fd = -1; /* no source: only an index recorded for this very identity loads */
+	id.src = NULL; /* no source: only an index recorded for this very identity loads */
 
 	ret = idxfile_path(g_dir, &id, path, sizeof(path));
 	FUZZ_CHECK(ret == 0, "idxfile_path(%s) returned %d", src, ret);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gzdec.h"
+#include "../tsrc.h"
 #include "idxfile.h"
 
 static int save_one(const char *dir, uint64_t span, const char *file)
@@ -34,9 +35,9 @@ static int save_one(const char *dir, uint64_t span, const char *file)
 		fprintf(stderr, "%s: %s\n", abs, strerror(errno));
 		return -errno;
 	}
-	ret = idxfile_identify(fd, &id);
+	ret = idxfile_identify(tsrc(fd), &id);
 	if (ret == 0)
-		ret = gzdec_index_build(fd, id.size, span, &idx, &err);
+		ret = gzdec_index_build(tsrc(fd), id.size, span, &idx, &err);
 	if (ret < 0) {
 		close(fd);
 		fprintf(stderr, "skipped %s: %s\n", file, err.msg[0] ? err.msg : strerror(-ret));

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
+#include "../tsrc.h"
 #include "xzdec.h"
 
 #define MAX_BLOCKS 64
@@ -91,7 +92,7 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 	ssize_t n;
 	int ret;
 
-	ret = xzdec_dec_open(fd, b, NULL, &d, &err);
+	ret = xzdec_dec_open(tsrc(fd), b, NULL, &d, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(d == NULL, "dec_open failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EIO || ret == -ENOTSUP || ret == -ENOMEM,
@@ -113,12 +114,12 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 		if (want > *budget)
 			want = (size_t)*budget;
 		err.msg[0] = '\0';
-		n = xzdec_dec_read(d, fd, buf + BUF_CAP - want, want, &err);
+		n = xzdec_dec_read(d, tsrc(fd), buf + BUF_CAP - want, want, &err);
 		if (n < 0) {
 			FUZZ_CHECK(n == -EIO || n == -ENOMEM, "dec_read returned %zd", n);
 			FUZZ_CHECK(err.msg[0], "dec_read failed (%zd) without a reason", n);
 			/* a failed decoder may only be closed: later reads fail too */
-			n = xzdec_dec_read(d, fd, buf, 1, &err);
+			n = xzdec_dec_read(d, tsrc(fd), buf, 1, &err);
 			FUZZ_CHECK(n < 0, "a failed decoder returned %zd", n);
 			ret = -EIO;
 			break;
@@ -126,7 +127,7 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 		if (n == 0) {
 			FUZZ_CHECK(got == b->usize, "dec_read returned 0 after %llu of %llu bytes",
 				   (unsigned long long)got, (unsigned long long)b->usize);
-			n = xzdec_dec_read(d, fd, buf, 1, &err);
+			n = xzdec_dec_read(d, tsrc(fd), buf, 1, &err);
 			FUZZ_CHECK(n == 0, "dec_read after the end returned %zd", n);
 			ret = 0;
 			break;
@@ -269,7 +270,7 @@ static void run(const uint8_t *data, size_t size)
 	unsigned char *buf;
 	int fd = fuzz_memfd(data, size), ret;
 
-	ret = xzdec_index_read(fd, size, &idx, &err);
+	ret = xzdec_index_read(tsrc(fd), size, &idx, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(idx == NULL, "index_read failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EINVAL || ret == -ENOMEM || ret == -EIO,

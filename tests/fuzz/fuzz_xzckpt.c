@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "../tsrc.h"
 #include "xzckpt.h"
 
 #define USIZE	  (512u << 10)
@@ -90,10 +91,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 					     sizeof(out)) == LZMA_OK,
 		   "encode");
 	fd = fuzz_memfd(out, outn);
-	FUZZ_CHECK(xzdec_index_read(fd, outn, &idx, &err) == 0 && idx->nblocks == 1, "index: %s",
-		   err.msg);
+	FUZZ_CHECK(xzdec_index_read(tsrc(fd), outn, &idx, &err) == 0 && idx->nblocks == 1,
+		   "index: %s", err.msg);
 	seed_dir = getenv("FUZZ_XZCKPT_SEEDS");
-	FUZZ_CHECK(xzckpt_build(fd, idx->blocks, SPAN, &s, NULL, &err) == 0, "build: %s", err.msg);
+	FUZZ_CHECK(xzckpt_build(tsrc(fd), idx->blocks, SPAN, &s, NULL, &err) == 0, "build: %s",
+		   err.msg);
 	FUZZ_CHECK(!seed_dir || nseeds > 0, "no checkpoints");
 	return 0;
 }
@@ -106,7 +108,7 @@ static void try_blob(const uint8_t *blob, size_t len, uint64_t *mix)
 	static uint8_t buf[65521];
 	uint64_t at, stop;
 	ssize_t n;
-	int ret = xzckpt_dec_open(fd, b, NULL, blob, len, &d, &err);
+	int ret = xzckpt_dec_open(tsrc(fd), b, NULL, blob, len, &d, &err);
 
 	FUZZ_CHECK(ret == 0 || ret == -EINVAL || ret == -ENOMEM, "open returned %d", ret);
 	if (ret < 0) {
@@ -119,7 +121,7 @@ static void try_blob(const uint8_t *blob, size_t len, uint64_t *mix)
 	while (at < stop) {
 		size_t want = reads[fuzz_mix(mix) % (sizeof(reads) / sizeof(reads[0]))];
 
-		n = xzckpt_dec_read(d, fd, buf, want, &err);
+		n = xzckpt_dec_read(d, tsrc(fd), buf, want, &err);
 		FUZZ_CHECK(n == -EIO || (n >= 0 && (size_t)n <= want), "read returned %zd", n);
 		if (n <= 0)
 			break;

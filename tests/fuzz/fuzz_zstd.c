@@ -14,7 +14,7 @@
  * measured (zstddec_measure) and settled when their blocks cannot produce
  * more than the output budget.
  *
- * probe_fd must call a file that starts with a zstd frame zstd.
+ * probe_src must call a file that starts with a zstd frame zstd.
  *
  * Then the first frames are decoded again under entries that lie the way a
  * seek table or a stale index can: a different usize or csize.  A frame
@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
+#include "../tsrc.h"
 #include "probe.h"
 #include "zstddec.h"
 
@@ -138,11 +139,11 @@ static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *bu
 		if (want > *budget)
 			want = (size_t)*budget;
 		err.msg[0] = '\0';
-		n = zstddec_dec_read(d, fd, buf + BUF_CAP - want, want, &err);
+		n = zstddec_dec_read(d, tsrc(fd), buf + BUF_CAP - want, want, &err);
 		if (n < 0) {
 			FUZZ_CHECK(n == -EIO || n == -ENOMEM, "dec_read returned %zd", n);
 			FUZZ_CHECK(err.msg[0], "dec_read failed (%zd) without a reason", n);
-			n = zstddec_dec_read(d, fd, buf, 1, &err);
+			n = zstddec_dec_read(d, tsrc(fd), buf, 1, &err);
 			FUZZ_CHECK(n < 0, "a failed decoder returned %zd", n);
 			ret = -EIO;
 			break;
@@ -151,7 +152,7 @@ static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *bu
 			FUZZ_CHECK(!known || got == f->usize,
 				   "dec_read returned 0 after %llu of %llu bytes",
 				   (unsigned long long)got, (unsigned long long)f->usize);
-			n = zstddec_dec_read(d, fd, buf, 1, &err);
+			n = zstddec_dec_read(d, tsrc(fd), buf, 1, &err);
 			FUZZ_CHECK(n == 0, "dec_read after the end returned %zd", n);
 			ret = 0;
 			break;
@@ -181,12 +182,12 @@ static void run(const uint8_t *data, size_t size)
 	unsigned char *buf;
 	int fd = fuzz_memfd(data, size), ret;
 
-	ret = zstddec_index_read(fd, size, WINDOW_MAX, &idx, &err);
+	ret = zstddec_index_read(tsrc(fd), size, WINDOW_MAX, &idx, &err);
 	{
 		/* the scan (a listing's probe) keeps nothing but gives the same verdict */
 		struct zstddec_scan sc;
 		struct zerr serr = { 0 };
-		int sret = zstddec_scan(fd, size, WINDOW_MAX, ZSTDDEC_MAX_FRAMES, &sc, &serr);
+		int sret = zstddec_scan(tsrc(fd), size, WINDOW_MAX, ZSTDDEC_MAX_FRAMES, &sc, &serr);
 
 		FUZZ_CHECK(sret == ret || ret == -ENOMEM, "scan says %d, index_read %d", sret, ret);
 		FUZZ_CHECK(ret < 0 ||
@@ -209,7 +210,7 @@ static void run(const uint8_t *data, size_t size)
 	{
 		enum probe_fmt fmt;
 
-		FUZZ_CHECK(probe_fd(fd, &fmt) == 0, "probe_fd failed on a memfd");
+		FUZZ_CHECK(probe_src(tsrc(fd), &fmt) == 0, "probe_src failed on a memfd");
 		FUZZ_CHECK(idx->nframes == 0 || idx->frames[0].coff != 0 || fmt == PROBE_ZSTD,
 			   "a file starting with a zstd frame probes as %s", probe_name(fmt));
 	}
@@ -223,7 +224,7 @@ static void run(const uint8_t *data, size_t size)
 		    (uint64_t)f->nblocks * ZSTDDEC_BLOCK_MAX > MAX_OUT)
 			continue;
 		err.msg[0] = '\0';
-		ret = zstddec_measure(fd, f, &u, &err);
+		ret = zstddec_measure(tsrc(fd), f, &u, &err);
 		if (ret < 0) {
 			FUZZ_CHECK(ret == -EIO || ret == -ENOMEM, "measure returned %d", ret);
 			FUZZ_CHECK(u == ZSTDDEC_UNKNOWN, "measure failed but set usize");

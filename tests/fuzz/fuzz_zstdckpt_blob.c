@@ -32,6 +32,7 @@
 #include <zstd.h>
 
 #include "fuzz_common.h"
+#include "../tsrc.h"
 #include "zstdckpt.h"
 #include "zstddec.h"
 
@@ -90,10 +91,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	z = ZSTD_compress2(cc, zbuf, cap, text, TEXT_LEN);
 	FUZZ_CHECK(!ZSTD_isError(z), "compress");
 	fd = fuzz_memfd(zbuf, z);
-	FUZZ_CHECK(fd >= 0 && zstddec_index_read(fd, z, ZSTDDEC_WINDOW_LIBMAX, &idx, &e) == 0 &&
+	FUZZ_CHECK(fd >= 0 &&
+			   zstddec_index_read(tsrc(fd), z, ZSTDDEC_WINDOW_LIBMAX, &idx, &e) == 0 &&
 			   idx->nframes == 1,
 		   "walk: %s", e.msg);
-	FUZZ_CHECK(zstdckpt_build_blobs(fd, &idx->frames[0], 64u << 10, &sink, NULL, &e) == 0 &&
+	FUZZ_CHECK(zstdckpt_build_blobs(tsrc(fd), &idx->frames[0], 64u << 10, &sink, NULL, &e) ==
+				   0 &&
 			   nblobs > 2,
 		   "build: %s", e.msg);
 	ZSTD_freeCCtx(cc);
@@ -125,7 +128,7 @@ static void drain(struct zstdckpt_dec *d, bool exact)
 	for (size_t i = 0;; i++) {
 		size_t want = 1 + (i * 997) % BUF_CAP;
 
-		n = zstdckpt_dec_read(d, fd, buf, want, &e);
+		n = zstdckpt_dec_read(d, tsrc(fd), buf, want, &e);
 		if (n <= 0)
 			break;
 		FUZZ_CHECK((size_t)n <= want && pos + (uint64_t)n <= f->usize, "read %zd", n);

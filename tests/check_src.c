@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reader over a source that is not a file (issue 21 part 1): an
+ * in-memory source (memsrc.h) that gives short counts, fails a range with
+ * a chosen errno, or turns into another version, and counts its frees.
+ * The archives are made once by the xz, gzip and zstd tools from
+ * testutil_text and random bytes, then read into memory.
+ */
+#include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkutil.h"
+#include "memsrc.h"
+#include "reader.h"
+#include "testutil.h"
+#include "xzdec.h"
+#include "zlog.h"
+#include "zmctx.h"
+
+#define KiB	  1024u
+#define MiB	  (1024u * KiB)
+#define TEXT_SIZE (768 * KiB)
+
+static char dir[PATH_MAX];
+static int gen_ok;
+
+struct blob {
+	unsigned char *p;
+	size_t n;
+};
+
+static struct blob slurp(const char *name)
+{
+	char path[PATH_MAX];
+	struct blob b;
+
+	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
+	testutil_join(path, sizeof(path), dir, name);
+	b.p = checkutil_slurp(path, &b.n);
+	return b;
+}
+
+/* The reader over m (a reference of its own, so m outlives it); the context in *zm. */
+static struct reader *open_mem(struct memsrc *m, const char *name, struct zmctx **zm)
+{
+	struct reader_opts ro;
+	struct reader *r = NULL;
+	struct zerr why = { 0 };
+
+	reader_opts_default(&ro, 4 * MiB);
+	ck_assert_int_eq(zmctx_new(4 * MiB, zm), 0);
+	ck_assert_msg(reader_open_src(zsrc_get(memsrc_src(m)), name, *zm, &ro, &r, &why) == 0,
+		      "%s: %s", name, why.msg);
+	return r;
+}
+
+/* len bytes at off read exactly as want[off, off + len). */
+static void expect_bytes(struct reader *r, const struct blob *want, uint64_t off, size_t len,
+			 const char *what)
+{
+	unsigned char *buf = malloc(len);
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	n = reader_pread(r, buf, len, off);
+	ck_assert_msg(n == (ssize_t)len, "%s: read at %llu gave %zd, want %zu", what,
+		      (unsigned long long)off, n, len);
+	ck_assert_msg(memcmp(buf, want->p + off, len) == 0, "%s: wrong bytes at %llu", what,
+		      (unsigned long long)off);
+	free(buf);
+}
+
+/* Each archive, read through 1..7-byte preads, gives the original at several offsets. */
+START_TEST(short_reads_serve_exact_bytes)
+{
+	static const char *const names[] = { "text.xz", "text.gz", "text.zst" };
+	static const uint64_t offs[] = { 0, 1, 65535, 65536, 200001, 500000, TEXT_SIZE - 4097 };
+	struct blob text = slurp("text");
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct blob a = slurp(names[i]);
+		struct memsrc *m = memsrc_new(a.p, a.n);
+		struct zmctx *zm;
+		struct reader *r;
+
+		memsrc_short(m, 7);
+		r = open_mem(m, names[i], &zm);
+		ck_assert_uint_eq(reader_size(r), TEXT_SIZE);
+		for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++)
+			expect_bytes(r, &text, offs[k], 4096, names[i]);
+		ck_assert_msg(atomic_load(&m->calls) > a.n / 7, "%s: the reads were not short",
+			      names[i]);
+		reader_close(r);
+		zmctx_free(zm);
+		ck_assert_uint_eq(memsrc_frees(m), 0); /* ours is left */
+		zsrc_put(memsrc_src(m));
+		ck_assert_uint_eq(memsrc_frees(m), 1);
+		memsrc_destroy(m);
+		free(a.p);
+	}
+	free(text.p);
+}
+END_TEST
+
+/* Blocks of text.xz (64 KiB each), as its Index says. */
+static struct xzdec_index *blocks_of(struct memsrc *m)
+{
+	struct xzdec_index *idx;
+	struct zerr e;
+
+	ck_assert_int_eq(xzdec_index_read(memsrc_src(m), m->len, &idx, &e), 0);
+	ck_assert_uint_ge(idx->nblocks, 8);
+	return idx;
+}
+
+/* An error inside one Block's compressed bytes fails that Block's reads only. */
+START_TEST(error_fails_one_unit_only)
+{
+	struct blob text = slurp("text"), a = slurp("text.xz");
+	struct memsrc *m = memsrc_new(a.p, a.n);
+	struct xzdec_index *idx = blocks_of(m);
+	const struct xzdec_block *bad = &idx->blocks[3];
+	unsigned char buf[4096];
+	struct zmctx *zm;
+	struct reader *r = open_mem(m, "text.xz", &zm);
+
+	memsrc_short(m, 5);
+	memsrc_fail(m, bad->coff + bad->csize / 2, bad->coff + bad->csize / 2 + 1, -EIO);
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), bad->uoff + 100), -EIO);
+	/* and again: the failure is remembered, not retried into other bytes */
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), bad->uoff), -EIO);
+	for (size_t k = 0; k < idx->nblocks; k++)
+		if (k != 3)
+			expect_bytes(r, &text, idx->blocks[k].uoff + 17, 4096, "a good Block");
+	reader_close(r);
+	zmctx_free(zm);
+	xzdec_index_free(idx);
+	zsrc_put(memsrc_src(m));
+	memsrc_destroy(m);
+	free(a.p);
+	free(text.p);
+}
+END_TEST
+
+/*
+ * A new version under an open reader: cached units may still be served
+ * (the old bytes), uncached ones fail, and no read ever gives the new
+ * bytes.  rand2.xz has rand.xz's layout byte for byte but other content,
+ * so a reader that missed the change would decode it cleanly.
+ */
+static void changed_version(unsigned how)
+{
+	struct blob old = slurp("rand"), new = slurp("rand2"), a = slurp("rand.xz"),
+		    b = slurp("rand2.xz");
+	struct memsrc *m = memsrc_new(a.p, a.n);
+	unsigned char buf[4096];
+	struct zmctx *zm;
+	struct reader *r = open_mem(m, "rand.xz", &zm);
+
+	ck_assert_uint_eq(a.n, b.n); /* the same layout */
+	expect_bytes(r, &old, 1000, sizeof(buf), "before the change");
+	memsrc_change(m, b.p, b.n, how);
+	for (uint64_t off = 65536; off < old.n; off += 65536) {
+		ssize_t n = reader_pread(r, buf, sizeof(buf), off + 3);
+
+		ck_assert_msg(n == -EIO || n == -ESTALE, "read at %llu after the change gave %zd",
+			      (unsigned long long)(off + 3), n);
+		ck_assert_msg(memcmp(buf, new.p + off + 3, sizeof(buf)) != 0,
+			      "the new version's bytes at %llu", (unsigned long long)(off + 3));
+	}
+	/* a cached unit: the old bytes or an error, never the new ones */
+	if (reader_pread(r, buf, sizeof(buf), 1000) == (ssize_t)sizeof(buf))
+		ck_assert(memcmp(buf, old.p + 1000, sizeof(buf)) == 0);
+	reader_close(r);
+	zmctx_free(zm);
+	zsrc_put(memsrc_src(m));
+	memsrc_destroy(m);
+	free(a.p);
+	free(b.p);
+	free(old.p);
+	free(new.p);
+}
+
+START_TEST(changed_file_fails_uncached_units)
+{
+	changed_version(
+		MEMSRC_STAT); /* a local file rewritten in place: pread gives the new bytes */
+}
+END_TEST
+
+START_TEST(changed_object_fails_uncached_units)
+{
+	changed_version(MEMSRC_ESTALE); /* an object whose ETag moved: every GET says -ESTALE */
+}
+END_TEST
+
+START_TEST(changed_both_fails_uncached_units)
+{
+	changed_version(MEMSRC_STAT | MEMSRC_ESTALE);
+}
+END_TEST
+
+/* The reader drops the reference it was given exactly once, however it ends. */
+START_TEST(reader_frees_its_source_once)
+{
+	struct blob a = slurp("text.xz"), text = slurp("text");
+	struct memsrc *m = memsrc_new(a.p, a.n), *other = memsrc_new(a.p, a.n),
+		      *junk = memsrc_new("not an archive", 14);
+	struct reader_info in;
+	struct reader_opts ro;
+	struct reader *r;
+	struct zmctx *zm;
+
+	reader_opts_default(&ro, 4 * MiB);
+	ck_assert_int_eq(zmctx_new(4 * MiB, &zm), 0);
+	/* a failed open drops it too */
+	ck_assert_int_eq(reader_open_src(memsrc_src(junk), "junk", zm, &ro, &r, NULL), -ENOTSUP);
+	ck_assert_ptr_null(r);
+	ck_assert_uint_eq(memsrc_frees(junk), 1);
+
+	ck_assert_int_eq(reader_open_src(memsrc_src(m), "text.xz", zm, &ro, &r, NULL), 0);
+	ck_assert_uint_eq(memsrc_frees(m), 0);
+	/* borrowed: no reference kept or dropped */
+	reader_get_info(r, &in);
+	ck_assert_int_eq(reader_probe(memsrc_src(other), "other", &ro), in.fmt);
+	ck_assert_int_le(reader_build_checkpoints(r, memsrc_src(other), NULL), 0);
+	ck_assert_uint_eq(memsrc_frees(other), 0);
+	/* detach drops it; attach of another version drops that one and keeps none */
+	reader_detach(r);
+	ck_assert_uint_eq(memsrc_frees(m), 1);
+	ck_assert_int_eq(reader_attach(r, memsrc_src(other)), -ESTALE);
+	ck_assert_uint_eq(memsrc_frees(other), 1);
+	/* the right version again: a new reference, dropped once at close */
+	ck_assert_int_eq(reader_attach(r, zsrc_get(memsrc_src(m))), 0);
+	expect_bytes(r, &text, 300000, 4096, "after attach");
+	ck_assert_uint_eq(memsrc_frees(m), 1);
+	reader_close(r);
+	ck_assert_uint_eq(memsrc_frees(m), 2);
+	ck_assert_uint_eq(memsrc_frees(other), 1);
+	ck_assert_uint_eq(memsrc_frees(junk), 1);
+	zmctx_free(zm);
+	memsrc_destroy(m);
+	memsrc_destroy(other);
+	memsrc_destroy(junk);
+	free(a.p);
+	free(text.p);
+}
+END_TEST
+
+static int make_fixtures(void)
+{
+	char tmpl[] = "/tmp/check_src.XXXXXX", path[PATH_MAX];
+
+	if (!mkdtemp(tmpl))
+		return -1;
+	snprintf(dir, sizeof(dir), "%s", tmpl);
+	testutil_join(path, sizeof(path), dir, "text");
+	if (testutil_text(path, TEXT_SIZE, 7) < 0)
+		return -1;
+	/* 64 KiB Blocks; random bytes compress to stored chunks: the same layout for any seed */
+	return testutil_sh(
+		       dir,
+		       "xz -k --block-size=65536 text && gzip -k text && "
+		       "zstd -q -k text -o text.zst && "
+		       "head -c 524288 /dev/urandom > rand && head -c 524288 /dev/urandom > rand2 && "
+		       "xz -k --block-size=65536 rand rand2") == 0
+		       ? 0
+		       : -1;
+}
+
+int main(void)
+{
+	const struct checkutil_case cases[] = {
+		{ "short_reads_serve_exact_bytes", short_reads_serve_exact_bytes, 0 },
+		{ "error_fails_one_unit_only", error_fails_one_unit_only, 0 },
+		{ "changed_file_fails_uncached_units", changed_file_fails_uncached_units, 0 },
+		{ "changed_object_fails_uncached_units", changed_object_fails_uncached_units, 0 },
+		{ "changed_both_fails_uncached_units", changed_both_fails_uncached_units, 0 },
+		{ "reader_frees_its_source_once", reader_frees_its_source_once, 0 },
+	};
+	SRunner *sr;
+	int failed;
+
+	zlog_set_level(ZLOG_ERROR); /* the faults log on purpose: errors only */
+	gen_ok = make_fixtures() == 0;
+	sr = srunner_create(checkutil_suite("check_src", "src", cases,
+					    sizeof(cases) / sizeof(cases[0]), 120, 1, NULL));
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (dir[0])
+		testutil_sh(dir, "rm -rf '%s'", dir);
+	return failed || !gen_ok ? EXIT_FAILURE : EXIT_SUCCESS;
+}
