@@ -28,10 +28,6 @@
 #include "s3tree.h"
 #include "zlog.h"
 
-/* TEMPORARY until branch src lands: its reader_open_src (index/reader.h there). */
-int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
-		    const struct reader_opts *opts, struct reader **out, struct zerr *why);
-
 #define XATTR_STATS "user.zmount.stats"
 #define XATTR_INFO  "user.zmount.info"
 #define XATTR_MAX   (64 << 10)
@@ -164,6 +160,8 @@ static int list_prefix(struct s3fs *fs, struct s3tree **out)
 	*out = NULL;
 	if (ret < 0)
 		return ret;
+	if (atomic_load(&fs->lists) > 0)
+		s3tree_build_set_log_level(b, ZLOG_DEBUG); /* said at the first listing */
 	ret = s3_list(fs->s3, fs->prefix, list_cb, b);
 	if (ret < 0) {
 		s3tree_build_abort(b);

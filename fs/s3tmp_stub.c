@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TEMPORARY: stand-ins for source/s3src.c (branch s3m) and reader_open_src
- * (branch src) until they land on main.  Deleted before the final commit.
+ * TEMPORARY: a stand-in for source/s3src.c (branch s3m) until it lands on
+ * main.  Deleted before the final commit.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "reader.h"
@@ -154,31 +153,4 @@ int s3src_open(struct s3 *s3, dev_t dev, const char *key, const struct s3_stat *
 void s3src_get_counters(struct s3src_counters *out)
 {
 	memset(out, 0, sizeof(*out));
-}
-
-/* The whole object into a memfd, then the fd reader. */
-int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
-		    const struct reader_opts *opts, struct reader **out, struct zerr *why)
-{
-	struct stat st;
-	int fd = memfd_create("s3obj", MFD_CLOEXEC);
-	char *buf = NULL;
-	ssize_t n = -ENOMEM;
-
-	*out = NULL;
-	if (fd < 0 || zsrc_stat(src, &st) < 0) {
-		zsrc_put(src);
-		return -EIO;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (buf)
-		n = zsrc_pread(src, buf, (size_t)st.st_size, 0);
-	zsrc_put(src);
-	if (n < 0 || write(fd, buf, (size_t)n) != n) {
-		free(buf);
-		close(fd);
-		return n < 0 ? (int)n : -EIO;
-	}
-	free(buf);
-	return reader_open_fd(fd, name, ctx, opts, out, why);
 }

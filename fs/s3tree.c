@@ -59,6 +59,7 @@ struct s3tree_build {
 	char *label;
 	char *prefix;
 	size_t plen;
+	enum zlog_level level; /* of the lines about keys not shown */
 };
 
 /* A directory's entry while it is built. */
@@ -121,6 +122,7 @@ int s3tree_build_new(const char *label, const char *prefix, struct s3tree_build 
 	if (n && prefix[n - 1] != '/')
 		memcpy(b->prefix + n++, "/", 2);
 	b->plen = n;
+	b->level = ZLOG_WARN;
 	atomic_init(&b->t->refs, 1);
 	*out = b;
 	return 0;
@@ -152,6 +154,11 @@ static bool key_ok(const char *rel)
 	}
 }
 
+void s3tree_build_set_log_level(struct s3tree_build *b, int level)
+{
+	b->level = (enum zlog_level)level;
+}
+
 int s3tree_build_add(struct s3tree_build *b, const char *key, const struct s3_stat *st)
 {
 	struct s3tree *t = b->t;
@@ -167,7 +174,7 @@ int s3tree_build_add(struct s3tree_build *b, const char *key, const struct s3_st
 	}
 	if (!key_ok(key + b->plen)) {
 		if (t->stats.skipped++ < LOG_SKIPPED_MAX)
-			zlog(ZLOG_WARN,
+			zlog(b->level,
 			     "%s/%s: not shown: a key with an empty, '.' or '..' segment, "
 			     "or one over %d bytes, has no file name",
 			     b->label, key, S3TREE_NAME_MAX);
@@ -236,7 +243,7 @@ static ssize_t resolve_names(struct s3tree_build *b, struct tent *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (k && v[i].kind != S3TREE_DIR &&
 		    strcmp(t->s + v[i].name, t->s + v[k - 1].name) == 0) {
-			zlog(ZLOG_WARN, "%s/%s: not shown: a directory of the same name is",
+			zlog(b->level, "%s/%s: not shown: a directory of the same name is",
 			     b->label, t->s + t->objs[v[i].idx].key);
 			t->stats.shadowed++;
 			continue;
@@ -367,7 +374,7 @@ int s3tree_build_finish(struct s3tree_build *b, struct s3tree **out)
 		return ret;
 	}
 	if (t->stats.skipped > LOG_SKIPPED_MAX)
-		zlog(ZLOG_WARN, "%s/%s: %zu keys not shown (no file name; the first %d were named)",
+		zlog(b->level, "%s/%s: %zu keys not shown (no file name; the first %d were named)",
 		     b->label, b->prefix, t->stats.skipped, LOG_SKIPPED_MAX);
 	trim((void **)&t->s, &t->scap, t->slen, 1);
 	trim((void **)&t->objs, &t->objcap, t->nobj, sizeof(*t->objs));

@@ -84,6 +84,13 @@ struct s3tree_stats {
 int s3tree_build_new(const char *label, const char *prefix, struct s3tree_build **out);
 
 /*
+ * The level of the builder's lines about keys not shown (default
+ * ZLOG_WARN): a mount says them at its first listing, and at debug level
+ * when it lists the same prefix again.
+ */
+void s3tree_build_set_log_level(struct s3tree_build *b, int level);
+
+/*
  * Adds one listed object, in any order (key and st are copied).  Keys not
  * under the prefix and keys that cannot be names are counted and dropped.
  * Returns 0 or -ENOMEM (the builder stays valid: finish or abort it).
