@@ -923,6 +923,7 @@ static int fs_alloc(const struct s3fs_conf *conf, struct s3fs **out)
 int s3fs_new(const struct s3fs_conf *conf, struct s3fs **out, char *msg, size_t msglen)
 {
 	struct s3src_conf sc = conf->src;
+	char endpoint[1024];
 	struct s3fs *fs;
 	int ret = fs_alloc(conf, &fs);
 
@@ -939,10 +940,16 @@ int s3fs_new(const struct s3fs_conf *conf, struct s3fs **out, char *msg, size_t 
 	fs->uid = getuid();
 	fs->gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs->born);
-	fs->dev = s3src_dev(sc.endpoint ? sc.endpoint : "", conf->bucket);
+	/* The endpoint as the client uses it: the tools name objects by the same identity. */
+	ret = s3src_endpoint(&sc, endpoint, sizeof(endpoint));
+	if (ret < 0)
+		snprintf(msg, msglen, "the endpoint is too long");
 	sc.log = client_log;
 	sc.log_arg = fs;
-	ret = s3src_connect(conf->bucket, &sc, &fs->s3, msg, msglen);
+	if (ret == 0) {
+		fs->dev = s3src_dev(endpoint, conf->bucket);
+		ret = s3src_connect(conf->bucket, &sc, &fs->s3, msg, msglen);
+	}
 	if (ret == 0) {
 		ret = list_prefix(fs, &fs->snap);
 		if (ret < 0)

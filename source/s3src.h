@@ -26,16 +26,21 @@
 struct s3;
 struct s3_stat;
 
-/* An upper bound of the memory one open object source holds, buffers included. */
-#define S3SRC_BYTES_PER_SOURCE (8u << 20)
+/*
+ * An upper bound of the memory one open object source holds, buffers
+ * included: 8 MiB of windows (two of 4 MiB, or more smaller ones), the
+ * struct and the key.  Not counted: while a fetch ahead runs, its helper
+ * thread (a stack) and the client's connection (s3.h).
+ */
+#define S3SRC_BYTES_PER_SOURCE ((8u << 20) + (16u << 10))
 
 /* Settings from the command line or a tool's flags; NULL/0 fields take the defaults. */
 struct s3src_conf {
-	const char *endpoint; /* default $AWS_ENDPOINT_URL, else https://s3.REGION.amazonaws.com */
-	const char *region;   /* default $AWS_REGION, $AWS_DEFAULT_REGION, else us-east-1 */
+	const char *endpoint;	 /* default: see s3src_endpoint */
+	const char *region;	 /* default $AWS_REGION, $AWS_DEFAULT_REGION, else us-east-1 */
 	const char *credentials; /* a credentials file; default s3cred_load's places */
 	const char *profile;	 /* default $AWS_PROFILE, else "default" */
-	int retries;		 /* < 0: the default (s3_opts_default) */
+	int retries;		 /* < 0: the default (s3_opts_default); 0: no retry */
 	int timeout_ms;		 /* <= 0: the default */
 	/* Where the client's one-line error reports go; NULL: stderr. */
 	void (*log)(void *arg, const char *line);
@@ -50,6 +55,14 @@ struct s3src_conf {
  * name S3 would refuse, or a part longer than its buffer.
  */
 int s3src_url(const char *url, char *bucket, size_t blen, char *prefix, size_t plen);
+
+/*
+ * The endpoint conf names, as s3src_connect uses it (for s3src_dev):
+ * conf->endpoint, else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else
+ * https://s3.REGION.amazonaws.com; trailing '/' removed.  Returns 0, or
+ * -EINVAL if it does not fit in n bytes.
+ */
+int s3src_endpoint(const struct s3src_conf *conf, char *buf, size_t n);
 
 /*
  * Opens a client for bucket with conf (credentials loaded here, never
@@ -85,10 +98,11 @@ int s3src_open(struct s3 *s3, dev_t dev, const char *key, const struct s3_stat *
 
 /* Totals over every object source of the process, for stats and benchmarks. */
 struct s3src_counters {
-	uint64_t gets;	/* ranged GETs that returned data */
-	uint64_t bytes; /* bytes they returned */
-	uint64_t hits;	/* preads served from a window already fetched */
-	uint64_t stale; /* reads refused because the object changed (412) */
+	uint64_t gets;	   /* ranged GETs that returned data */
+	uint64_t bytes;	   /* bytes they returned */
+	uint64_t hits;	   /* preads served from a window already fetched */
+	uint64_t stale;	   /* reads refused because the object changed (412) */
+	uint64_t held_max; /* the most window bytes one source held at once */
 };
 
 void s3src_get_counters(struct s3src_counters *out);

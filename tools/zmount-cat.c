@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * zmount-cat FILE [OFFSET [LENGTH]]: writes uncompressed bytes of an .xz or
- * .gz file to stdout through the same reader the daemon uses.  Exit status:
- * 0 done, 1 bad usage or not an archive, 2 a read failed (logged on stderr).
+ * zmount-cat FILE [OFFSET [LENGTH]]: writes uncompressed bytes of an .xz,
+ * .gz or .zst file or s3://BUCKET/KEY object to stdout through the same reader the daemon uses.
+ * Exit status: 0 done, 1 bad usage or not an archive, 2 a read failed (logged on stderr).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +14,7 @@
 
 #include "fmttab.h"
 #include "reader.h"
+#include "toolsrc.h"
 #include "zlog.h"
 #include "zmctx.h"
 
@@ -54,12 +55,16 @@ int main(int argc, char *argv[])
 	int ret;
 
 	zlog_set_name("zmount-cat");
+	if (toolsrc_flags("zmount-cat", &argc, argv)) {
+		free(buf);
+		return 1;
+	}
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		printf("usage: zmount-cat [--] FILE [OFFSET [LENGTH]]\n"
-		       "Writes the uncompressed bytes of an .xz, .gz or .zst file to stdout, from\n"
-		       "OFFSET (default 0) for LENGTH bytes (default: to the end).\n"
+		printf("usage: zmount-cat [S3 FLAGS] [--] FILE|s3://BUCKET/KEY [OFFSET [LENGTH]]\n"
+		       "Writes the uncompressed bytes of an .xz, .gz or .zst file or object to\n"
+		       "stdout, from OFFSET (default 0) for LENGTH bytes (default: to the end).\n"
 		       "  -h, --help     this text\n"
-		       "  -V, --version  the version\n"
+		       "  -V, --version  the version\n" TOOLSRC_HELP
 		       "Exit status: 0 done, 1 usage or not an archive, 2 a read failed.\n");
 		free(buf);
 		return 0;
@@ -92,7 +97,7 @@ int main(int argc, char *argv[])
 	}
 	/* Messages are one line each, whatever the file is called. */
 	zlog_escape(name, sizeof(name), argv[1]);
-	ret = reader_open(argv[1], zm, &ro, &r, NULL);
+	ret = toolsrc_reader(argv[1], zm, &ro, &r, NULL);
 	if (ret == -ENOTSUP)
 		fprintf(stderr, "zmount-cat: %s: not an %s file\n", name, fmttab_names());
 	if (ret < 0) {
@@ -126,6 +131,7 @@ int main(int argc, char *argv[])
 	ret = 0;
 out:
 	reader_close(r);
+	toolsrc_end();
 	zmctx_free(zm);
 	free(buf);
 	return ret;

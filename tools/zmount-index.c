@@ -36,6 +36,7 @@
 #include "idxfile.h"
 #include "reader.h"
 #include "srcid.h"
+#include "toolsrc.h"
 #include "zlog.h"
 #include "zmctx.h"
 
@@ -48,8 +49,8 @@ enum { EX_OK = 0, EX_USAGE = 1, EX_CORRUPT = 2, EX_UNREADABLE = 3 };
 
 static const char usage[] =
 	"usage: zmount-index build [-d DIR] [-q] PATH...\n"
-	"       zmount-index info [-d DIR] FILE...\n"
-	"       zmount-index verify PATH...\n"
+	"       zmount-index info [-d DIR] [S3 FLAGS] FILE|s3://BUCKET/KEY...\n"
+	"       zmount-index verify [S3 FLAGS] PATH|s3://BUCKET/KEY...\n"
 	"       zmount-index prune [-d DIR]\n"
 	"\n"
 	"  build   save the index of every gzip file, and the frame sizes of every\n"
@@ -78,7 +79,7 @@ static const char usage[] =
 	"  -q      no progress bar and no summary line\n"
 	"  -h, --help     this text\n"
 	"  -V, --version  the version\n"
-	"Bad usage exits with 1.\n";
+	"S3 FLAGS, for s3:// URLs (info and verify):\n" TOOLSRC_HELP "Bad usage exits with 1.\n";
 
 static __attribute__((format(printf, 1, 2))) int bad_usage(const char *fmt, ...)
 {
@@ -223,6 +224,18 @@ static struct zsrc *open_src(const char *path, int flags)
 		return NULL;
 	ret = zsrc_local(fd, &src);
 	errno = -ret;
+	return src;
+}
+
+/* path, a local file or an s3:// URL, as a source; NULL with errno set (a URL's reason in msg). */
+static struct zsrc *open_any(const char *path, char *msg, size_t n)
+{
+	struct zsrc *src = NULL;
+
+	msg[0] = '\0';
+	if (!toolsrc_is_url(path))
+		return open_src(path, 0);
+	errno = -toolsrc_open(path, &src, msg, n);
 	return src;
 }
 
@@ -529,13 +542,13 @@ static void ckpt_state(const char *real, const char *dir, uint64_t units)
 {
 	struct idxfile_ckpt *sets = NULL;
 	struct idxfile_id id;
-	char ipath[PATH_MAX];
+	char ipath[PATH_MAX], msg[256];
 	struct zsrc *src = NULL;
 	size_t n = 0;
 	int ret;
 
 	printf("checkpoint_units=%" PRIu64 "\n", units);
-	src = units ? open_src(real, 0) : NULL;
+	src = units ? open_any(real, msg, sizeof(msg)) : NULL;
 	ret = !src ? -errno : idxfile_identify(src, &id);
 	if (units == 0 || (ret == 0 && idxfile_path_ckpt(dir, &id, ipath, sizeof(ipath)) < 0)) {
 		zsrc_put(src);
@@ -561,9 +574,9 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 {
 	struct zerr why = { 0 };
 	char why_text[4 * sizeof(why.msg)];
-	struct zsrc *src = open_src(path, 0);
+	char real[PATH_MAX], *ilines = NULL, counts[256], msg[256];
+	struct zsrc *src = open_any(path, msg, sizeof(msg));
 	struct reader_counters before, after;
-	char real[PATH_MAX], *ilines = NULL, counts[256];
 	struct reader_opts ro;
 	struct reader_info in;
 	struct reader *r;
@@ -572,9 +585,15 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	int ret, fmt;
 
 	printf("file=%s\n", path);
-	fmt = !src || !realpath(path, real) ? -errno : fmttab_by_magic(src);
+	/* An object is named by its URL, as a mount names it. */
+	if (toolsrc_is_url(path))
+		snprintf(real, sizeof(real), "%s", path);
+	fmt = !src || (!toolsrc_is_url(path) && !realpath(path, real)) ? -errno
+								       : fmttab_by_magic(src);
 	if (fmt <= 0) {
-		if (fmt < 0)
+		if (msg[0])
+			printf("error=%s\n", msg);
+		else if (fmt < 0)
 			printf("error=%s\n", strerror(-fmt));
 		else
 			printf("error=not an %s file\n", fmttab_names());
@@ -631,6 +650,7 @@ static int cmd_info(int argc, char *argv[], const char *dir)
 			status = EX_CORRUPT;
 		fflush(stdout);
 	}
+	toolsrc_end();
 	zmctx_free(zm);
 	return status;
 }
@@ -650,7 +670,7 @@ static int verify_one(const char *path, struct zmctx *zm, struct reasons *rs, ch
 	zlog_escape(esc, sizeof(esc), path);
 	reader_opts_default(&ro, VERIFY_CACHE); /* index_dir NULL: a fresh gzip pass */
 	reasons_begin(rs);
-	ret = reader_open(path, zm, &ro, &r, &why);
+	ret = toolsrc_reader(path, zm, &ro, &r, &why);
 	if (ret == 0) {
 		reader_get_info(r, &in);
 		/* a format whose open did not check every byte (xz, zstd) is read whole */
@@ -716,6 +736,7 @@ static int cmd_verify(int argc, char *argv[])
 		unreadable |= ret == EX_UNREADABLE;
 		fflush(stdout);
 	}
+	toolsrc_end();
 	zmctx_free(zm);
 	free(buf);
 	return corrupt ? EX_CORRUPT : unreadable ? EX_UNREADABLE : EX_OK;
@@ -770,6 +791,8 @@ int main(int argc, char *argv[])
 		return bad_usage("unknown subcommand '%s'", cmd);
 	argc--;
 	argv++;
+	if (toolsrc_flags("zmount-index", &argc, argv))
+		return EX_USAGE;
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (strncmp(argv[i], "--", 2) == 0)
 			return bad_usage("unknown option '%s'", argv[i]);

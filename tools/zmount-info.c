@@ -13,17 +13,18 @@
 
 #include "fmttab.h"
 #include "reader.h"
+#include "toolsrc.h"
 #include "zlog.h"
 #include "zmctx.h"
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: zmount-info [--] FILE...\n"
-		     "Prints, per .xz, .gz or .zst file, one tab-separated line: the format; its\n"
-		     "Streams and Blocks (xz), members and checkpoints (gzip) or frames (zstd);\n"
-		     "compressed and uncompressed sizes; the largest unit.\n"
+	fprintf(out, "usage: zmount-info [S3 FLAGS] [--] FILE|s3://BUCKET/KEY...\n"
+		     "Prints, per .xz, .gz or .zst file or object, one tab-separated line: the\n"
+		     "format; its Streams and Blocks (xz), members and checkpoints (gzip) or\n"
+		     "frames (zstd); compressed and uncompressed sizes; the largest unit.\n"
 		     "  -h, --help     this text\n"
-		     "  -V, --version  the version\n"
+		     "  -V, --version  the version\n" TOOLSRC_HELP
 		     "Exit status: 0 all readable, 1 bad usage, 2 some file failed.\n");
 }
 
@@ -34,6 +35,8 @@ int main(int argc, char *argv[])
 	int status = 0, first = 1;
 
 	zlog_set_name("zmount-info");
+	if (toolsrc_flags("zmount-info", &argc, argv))
+		return 1;
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		usage(stdout);
 		return 0;
@@ -63,7 +66,7 @@ int main(int argc, char *argv[])
 		struct reader *r;
 		struct zerr why = { 0 };
 		char line[1024], name[4 * PATH_MAX], why_text[4 * sizeof(why.msg)];
-		int ret = reader_open(argv[i], zm, &ro, &r, &why);
+		int ret = toolsrc_reader(argv[i], zm, &ro, &r, &why);
 
 		/* Tab-separated, one line per file: escape tabs and newlines in names. */
 		zlog_escape(name, sizeof(name), argv[i]);
@@ -80,6 +83,7 @@ int main(int argc, char *argv[])
 		printf("%s\t%s\n", name, line);
 		reader_close(r);
 	}
+	toolsrc_end();
 	zmctx_free(zm);
 	return status;
 }

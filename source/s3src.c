@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How it works.  Codecs read an archive in small pieces (a header, a few
+ * KiB of a block), so one GET per pread would cost a round trip per piece.
+ * Each source keeps up to NWIN windows: copies of byte ranges of the
+ * object, fetched with one ranged GET each (If-Match: the ETag at open).
+ * A pread inside a ready window is a memcpy; one inside a window being
+ * fetched waits for it; a miss fetches a new window starting at the read:
+ *
+ *   - its size is WIN_MIN (64 KiB) after a jump, and doubles up to WIN_MAX
+ *     (4 MiB) while reads continue where the last one ended, or go
+ *     backwards (then the window ends where the last read began);
+ *   - when the read lies in the extent the last hint named (the reader's
+ *     read-ahead), the window is that extent (capped), so a random read of
+ *     one block fetches that block's bytes and not more;
+ *   - it ends where a window already held begins, so no byte is fetched
+ *     twice while it is held;
+ *   - a read at least as long as the window goes straight into the
+ *     caller's buffer.
+ *
+ * Read-ahead: when a sequential read passes the middle of its window, or a
+ * hint names bytes nobody holds, one helper thread per source fetches the
+ * next window in the background, so the transfer overlaps the decoding.
+ *
+ * Memory: the windows' buffers never add up to more than WIN_BUDGET; to
+ * make room the least recently used idle windows are freed, and a fetch
+ * that still does not fit shrinks, or goes straight into the caller's
+ * buffer.  Windows are shared by every thread reading the source; the lock
+ * is never held during a GET, so two threads may fetch at once.
+ *
+ * A GET answered 412 marks the source stale: that read and every later one
+ * fail with -ESTALE, so bytes of two versions are never mixed.
+ */
+#include "s3src.h"
+#include "s3.h"
+#include "s3cred.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NWIN	   4
+#define WIN_MIN	   (64u << 10)
+#define WIN_MAX	   (4u << 20)
+#define WIN_BUDGET (2u * WIN_MAX) /* the read window and the one fetched ahead */
+#define AHEAD_FROM (256u << 10)
+
+_Static_assert(WIN_BUDGET + (16u << 10) <= S3SRC_BYTES_PER_SOURCE,
+	       "S3SRC_BYTES_PER_SOURCE covers the windows, the struct and the key");
+
+enum { W_EMPTY, W_FILLING, W_READY };
+
+struct win {
+	char *buf; /* cap bytes, or NULL when empty */
+	uint64_t off;
+	size_t len, cap; /* bytes held (or being fetched), bytes allocated */
+	int state;
+	uint64_t used; /* LRU tick of the last read */
+};
+
+struct s3src {
+	struct zsrc z;
+	struct s3 *s3;
+	char *key;
+	char etag[80];
+	struct stat st;
+	uint64_t size;
+
+	pthread_mutex_t mu;
+	pthread_cond_t filled;	     /* a window left W_FILLING */
+	struct win w[NWIN];	     /* protected by mu; a W_FILLING buf by its fetcher */
+	size_t held;		     /* sum of the windows' cap, protected by mu */
+	uint64_t tick;		     /* protected by mu */
+	uint64_t last_off;	     /* where the last read began, protected by mu */
+	uint64_t seq_end;	     /* where the last read ended, protected by mu */
+	size_t seq_w;		     /* the last window's size, protected by mu */
+	uint64_t hint_off, hint_end; /* the last hint, protected by mu */
+	bool stale;		     /* protected by mu */
+	int ahead;		     /* 0 none, 1 running, 2 done: join; protected by mu */
+	struct win *ahead_w;	     /* the window the helper fills, protected by mu */
+	pthread_t ahead_thr;
+};
+
+static atomic_uint_fast64_t n_gets, n_bytes, n_hits, n_stale, n_held_max;
+
+void s3src_get_counters(struct s3src_counters *out)
+{
+	out->gets = atomic_load(&n_gets);
+	out->bytes = atomic_load(&n_bytes);
+	out->hits = atomic_load(&n_hits);
+	out->stale = atomic_load(&n_stale);
+	out->held_max = atomic_load(&n_held_max);
+}
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* -- windows (all with mu held) ------------------------------------------- */
+
+static struct win *win_find(struct s3src *s, uint64_t off)
+{
+	for (int i = 0; i < NWIN; i++) {
+		struct win *w = &s->w[i];
+
+		if (w->state != W_EMPTY && off >= w->off && off - w->off < w->len)
+			return w;
+	}
+	return NULL;
+}
+
+/* The start of the first window held after off, or end. */
+static uint64_t win_next(const struct s3src *s, uint64_t off, uint64_t end)
+{
+	for (int i = 0; i < NWIN; i++)
+		if (s->w[i].state != W_EMPTY && s->w[i].off > off && s->w[i].off < end)
+			end = s->w[i].off;
+	return end;
+}
+
+static void win_drop(struct s3src *s, struct win *w)
+{
+	s->held -= w->cap;
+	free(w->buf);
+	w->buf = NULL;
+	w->len = w->cap = 0;
+	w->state = W_EMPTY;
+}
+
+/* The least recently used window that is not being fetched, or NULL. */
+static struct win *win_lru(struct s3src *s)
+{
+	struct win *v = NULL;
+
+	for (int i = 0; i < NWIN; i++) {
+		struct win *w = &s->w[i];
+
+		if (w->state != W_FILLING &&
+		    (!v || w->state == W_EMPTY || (v->state != W_EMPTY && w->used < v->used)))
+			v = w;
+	}
+	return v;
+}
+
+/*
+ * Claims a window for [off, off + len), len shrunk to fit the budget but
+ * never below need: frees idle windows, least recently used first, to make
+ * room.  Returns it W_FILLING with its buffer, or NULL (all busy, no room,
+ * no memory).
+ */
+static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t need)
+{
+	struct win *w = win_lru(s);
+
+	if (!w)
+		return NULL;
+	win_drop(s, w);
+	while (s->held + len > WIN_BUDGET) {
+		struct win *v = NULL;
+
+		for (int i = 0; i < NWIN; i++)
+			if (s->w[i].state == W_READY && (!v || s->w[i].used < v->used))
+				v = &s->w[i];
+		if (!v)
+			break;
+		win_drop(s, v);
+	}
+	if (s->held + len > WIN_BUDGET)
+		len = WIN_BUDGET - s->held;
+	if (len < need || len == 0 || !(w->buf = malloc(len)))
+		return NULL;
+	w->off = off;
+	w->len = w->cap = len;
+	w->state = W_FILLING;
+	w->used = ++s->tick;
+	s->held += len;
+	for (uint_fast64_t m = atomic_load(&n_held_max);
+	     s->held > m && !atomic_compare_exchange_weak(&n_held_max, &m, s->held);)
+		;
+	return w;
+}
+
+/* -- fetching ------------------------------------------------------------- */
+
+/* One GET of [off, off + len) into buf; counts it. */
+static ssize_t fetch(struct s3src *s, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = s3_get_range(s->s3, s->key, s->etag, off, len, buf);
+
+	if (n > 0) {
+		atomic_fetch_add(&n_gets, 1);
+		atomic_fetch_add(&n_bytes, (uint64_t)n);
+	}
+	return n;
+}
+
+/* Publishes the outcome of filling w (mu held): ready with n bytes, or gone. */
+static void win_filled(struct s3src *s, struct win *w, ssize_t n)
+{
+	if (n == -ESTALE)
+		s->stale = true;
+	if (n <= 0) {
+		win_drop(s, w);
+	} else {
+		/* Shorter only if the object ends first: keep what came. */
+		w->len = (size_t)n;
+		w->state = W_READY;
+	}
+	pthread_cond_broadcast(&s->filled);
+}
+
+static void *ahead_run(void *arg)
+{
+	struct s3src *s = arg;
+	struct win *w;
+	ssize_t n;
+
+	pthread_mutex_lock(&s->mu);
+	w = s->ahead_w;
+	pthread_mutex_unlock(&s->mu);
+	n = fetch(s, w->buf, w->len, w->off);
+	pthread_mutex_lock(&s->mu);
+	win_filled(s, w, n);
+	s->ahead = 2;
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/*
+ * Starts fetching [off, off + len) in the background unless a fetch ahead
+ * runs already (mu held).  Returns whether it started.
+ */
+static bool ahead_start(struct s3src *s, uint64_t off, size_t len)
+{
+	struct win *w;
+
+	if (s->ahead == 1 || s->stale || off >= s->size)
+		return false;
+	if (s->ahead == 2) {
+		pthread_join(s->ahead_thr, NULL); /* it has finished: no wait */
+		s->ahead = 0;
+	}
+	if (len > s->size - off)
+		len = (size_t)(s->size - off);
+	len = (size_t)(win_next(s, off, off + len) - off);
+	if (win_find(s, off) || !(w = win_claim(s, off, len, len)))
+		return false;
+	s->ahead_w = w;
+	if (pthread_create(&s->ahead_thr, NULL, ahead_run, s)) {
+		win_drop(s, w);
+		return false;
+	}
+	s->ahead = 1;
+	return true;
+}
+
+/*
+ * Notes a read of [off, off + n) from window w (mu held): a sequential one
+ * past the middle of a window of AHEAD_FROM bytes or more starts fetching
+ * the next window.  Not smaller ones: one block read after a jump would
+ * fetch twice its bytes.
+ */
+static void note_read(struct s3src *s, struct win *w, uint64_t off, size_t n)
+{
+	bool seq = off == s->seq_end;
+
+	s->last_off = off;
+	s->seq_end = off + n;
+	if (!w)
+		return;
+	w->used = ++s->tick;
+	/* Inside the hinted extent, the hints say what comes next. */
+	if (off >= s->hint_off && off < s->hint_end)
+		return;
+	if (seq && s->seq_w >= AHEAD_FROM && off + n > w->off + w->len / 2) {
+		uint64_t end = w->off + w->len;
+		size_t next = s->seq_w < WIN_MAX ? 2 * s->seq_w : WIN_MAX;
+
+		if (end < s->size && !win_find(s, end) && ahead_start(s, end, next))
+			s->seq_w = next;
+	}
+}
+
+/*
+ * The window [start, *end) to fetch for a read of [off, off + len) that
+ * missed every window (mu held); returns start.
+ */
+static uint64_t plan(struct s3src *s, uint64_t off, size_t len, uint64_t *end)
+{
+	size_t w = WIN_MIN, grown = s->seq_w < WIN_MAX ? 2 * s->seq_w : WIN_MAX;
+	uint64_t start = off;
+
+	if (off >= s->hint_off && off < s->hint_end) {
+		w = s->hint_end - off < WIN_MAX ? (size_t)(s->hint_end - off) : WIN_MAX;
+	} else if (off == s->seq_end && s->seq_w) {
+		w = grown;
+	} else if (s->seq_w && off + len <= s->last_off && s->last_off - (off + len) < WIN_MIN) {
+		/* Backwards, just before the last read: a window that ends there. */
+		w = grown;
+		start = s->last_off > w ? s->last_off - w : 0;
+		if (start > off)
+			start = off;
+		s->seq_w = w;
+		*end = s->last_off;
+		return start;
+	}
+	if (w < len && len < WIN_MAX)
+		w = len;
+	s->seq_w = w;
+	*end = off + w;
+	return start;
+}
+
+/* Copies what window w holds of [off, off + len) (mu held); returns the count. */
+static size_t win_copy(struct s3src *s, struct win *w, void *buf, size_t len, uint64_t off)
+{
+	size_t n = w->off + w->len - off;
+
+	if (n > len)
+		n = len;
+	memcpy(buf, w->buf + (off - w->off), n);
+	note_read(s, w, off, n);
+	return n;
+}
+
+static ssize_t src_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
+{
+	struct s3src *s = (struct s3src *)z;
+	struct win *w = NULL;
+	uint64_t start, end;
+	ssize_t n;
+
+	if (off > INT64_MAX)
+		return -EINVAL;
+	if (off >= s->size || len == 0)
+		return 0;
+	if (len > s->size - off)
+		len = (size_t)(s->size - off);
+	pthread_mutex_lock(&s->mu);
+	while (!s->stale && (w = win_find(s, off)) && w->state == W_FILLING)
+		pthread_cond_wait(&s->filled, &s->mu);
+	if (s->stale) {
+		pthread_mutex_unlock(&s->mu);
+		atomic_fetch_add(&n_stale, 1);
+		return -ESTALE;
+	}
+	if (w) {
+		n = (ssize_t)win_copy(s, w, buf, len, off);
+		pthread_mutex_unlock(&s->mu);
+		atomic_fetch_add(&n_hits, 1);
+		return n;
+	}
+	start = plan(s, off, len, &end);
+	end = win_next(s, off, end < s->size ? end : s->size);
+	w = end - start > len ? win_claim(s, start, (size_t)(end - start), off + len - start)
+			      : NULL;
+	if (!w) {
+		/* Straight into the caller's buffer: a long read, or no window free. */
+		pthread_mutex_unlock(&s->mu);
+		n = fetch(s, buf, len, off);
+		pthread_mutex_lock(&s->mu);
+		if (n == -ESTALE)
+			s->stale = true;
+		else if (n > 0)
+			note_read(s, NULL, off, (size_t)n);
+	} else {
+		pthread_mutex_unlock(&s->mu);
+		n = fetch(s, w->buf, w->len, w->off);
+		pthread_mutex_lock(&s->mu);
+		win_filled(s, w, n);
+		if (n > 0)
+			n = (ssize_t)win_copy(s, w, buf, len, off);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (n == -ESTALE)
+		atomic_fetch_add(&n_stale, 1);
+	return n;
+}
+
+static void src_hint(struct zsrc *z, uint64_t off, uint64_t len)
+{
+	struct s3src *s = (struct s3src *)z;
+	struct win *w;
+	uint64_t end;
+
+	if (off >= s->size || len == 0)
+		return;
+	end = len > s->size - off ? s->size : off + len;
+	pthread_mutex_lock(&s->mu);
+	s->hint_off = off;
+	s->hint_end = end;
+	/* Fetch what no window holds yet, from where the held ones end. */
+	while ((w = win_find(s, off)))
+		off = w->off + w->len;
+	if (off < end)
+		ahead_start(s, off, end - off < WIN_MAX ? (size_t)(end - off) : WIN_MAX);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static int src_stat(struct zsrc *z, struct stat *st)
+{
+	*st = ((struct s3src *)z)->st;
+	return 0;
+}
+
+static void src_free(struct zsrc *z)
+{
+	struct s3src *s = (struct s3src *)z;
+
+	/* No other reference is left, so no new fetch ahead can start. */
+	if (s->ahead)
+		pthread_join(s->ahead_thr, NULL);
+	for (int i = 0; i < NWIN; i++)
+		free(s->w[i].buf);
+	pthread_cond_destroy(&s->filled);
+	pthread_mutex_destroy(&s->mu);
+	free(s->key);
+	free(s);
+}
+
+static const struct zsrc_ops s3src_ops = {
+	.pread = src_pread,
+	.stat = src_stat,
+	.hint = src_hint,
+	.free = src_free,
+};
+
+int s3src_open(struct s3 *s3, dev_t dev, const char *key, const struct s3_stat *os,
+	       struct zsrc **out)
+{
+	struct s3src *s;
+
+	*out = NULL;
+	if (!key || !*key || !os->etag[0])
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->key = strdup(key))) {
+		free(s);
+		return -ENOMEM;
+	}
+	zsrc_init(&s->z, &s3src_ops);
+	s->s3 = s3;
+	memcpy(s->etag, os->etag, sizeof(s->etag));
+	s->etag[sizeof(s->etag) - 1] = '\0';
+	s->size = os->size;
+	s3src_version(dev, key, os, &s->st);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->filled, NULL);
+	*out = &s->z;
+	return 0;
+}
+
+/* -- identity ------------------------------------------------------------- */
+
+dev_t s3src_dev(const char *endpoint, const char *bucket)
+{
+	uint64_t h = fnv(fnv(0xcbf29ce484222325ull, endpoint), "\n");
+
+	/* The top bit set: never the number of a local device. */
+	return (dev_t)(fnv(h, bucket) | 1ull << 63);
+}
+
+void s3src_version(dev_t dev, const char *key, const struct s3_stat *os, struct stat *st)
+{
+	uint64_t ino = fnv(0xcbf29ce484222325ull, key);
+
+	memset(st, 0, sizeof(*st));
+	st->st_mode = S_IFREG | 0444;
+	st->st_dev = dev;
+	st->st_ino = ino ? ino : 1;
+	st->st_nlink = 1;
+	st->st_size = (off_t)os->size;
+	st->st_blksize = 64 << 10;
+	st->st_blocks = (blkcnt_t)((os->size + 511) / 512);
+	st->st_mtim.tv_sec = os->mtime;
+	st->st_ctim.tv_sec = os->mtime;
+	st->st_ctim.tv_nsec = (long)(fnv(0xcbf29ce484222325ull, os->etag) % 1000000000u);
+}
+
+/* -- URLs and clients ----------------------------------------------------- */
+
+/* S3's rules: 3 to 63 of a-z 0-9 . -, starting and ending with a letter or digit. */
+static bool bucket_ok(const char *b, size_t n)
+{
+	if (n < 3 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = b[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+		if (!alnum && ((c != '.' && c != '-') || i == 0 || i == n - 1))
+			return false;
+	}
+	return true;
+}
+
+int s3src_url(const char *url, char *bucket, size_t blen, char *prefix, size_t plen)
+{
+	const char *b, *slash;
+	size_t n;
+
+	if (strncmp(url, "s3://", 5))
+		return 0;
+	b = url + 5;
+	slash = strchr(b, '/');
+	n = slash ? (size_t)(slash - b) : strlen(b);
+	if (!bucket_ok(b, n) || n >= blen)
+		return -EINVAL;
+	memcpy(bucket, b, n);
+	bucket[n] = '\0';
+	b = slash ? slash + 1 : "";
+	if (strlen(b) >= plen)
+		return -EINVAL;
+	strcpy(prefix, b);
+	return 1;
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static const char *conf_region(const struct s3src_conf *conf)
+{
+	const char *r = conf && conf->region && *conf->region ? conf->region : NULL;
+
+	if (!r)
+		r = env("AWS_REGION");
+	if (!r)
+		r = env("AWS_DEFAULT_REGION");
+	return r ? r : "us-east-1";
+}
+
+int s3src_endpoint(const struct s3src_conf *conf, char *buf, size_t n)
+{
+	const char *e = conf && conf->endpoint && *conf->endpoint ? conf->endpoint : NULL;
+	int len;
+
+	if (!e)
+		e = env("AWS_ENDPOINT_URL_S3");
+	if (!e)
+		e = env("AWS_ENDPOINT_URL");
+	if (e)
+		len = snprintf(buf, n, "%s", e);
+	else
+		len = snprintf(buf, n, "https://s3.%s.amazonaws.com", conf_region(conf));
+	if (len < 0 || (size_t)len >= n)
+		return -EINVAL;
+	while (len > 0 && buf[len - 1] == '/')
+		buf[--len] = '\0';
+	return 0;
+}
+
+int s3src_connect(const char *bucket, const struct s3src_conf *conf, struct s3 **out, char *msg,
+		  size_t msglen)
+{
+	char ep[512], err[256];
+	struct s3cred *cred;
+	struct s3_opts o;
+	int rc;
+
+	*out = NULL;
+	if (s3src_endpoint(conf, ep, sizeof(ep))) {
+		snprintf(msg, msglen, "s3: the endpoint URL is too long");
+		return -EINVAL;
+	}
+	rc = s3cred_load(conf ? conf->credentials : NULL, conf ? conf->profile : NULL, &cred, err,
+			 sizeof(err));
+	if (rc) {
+		snprintf(msg, msglen, "s3: no credentials: %s", err);
+		return rc;
+	}
+	s3_opts_default(&o);
+	if (conf && conf->retries >= 0)
+		o.retries = conf->retries;
+	if (conf && conf->timeout_ms > 0)
+		o.timeout_ms = conf->timeout_ms;
+	if (conf) {
+		o.log = conf->log;
+		o.log_arg = conf->log_arg;
+	}
+	rc = s3_open(ep, conf_region(conf), bucket, cred, &o, out);
+	s3cred_free(cred);
+	if (rc == -EINVAL)
+		snprintf(msg, msglen,
+			 "s3: bad endpoint, region or bucket (the endpoint must be "
+			 "http://HOST[:PORT] or https://HOST[:PORT])");
+	else if (rc)
+		snprintf(msg, msglen, "s3: %s", strerror(-rc));
+	return rc;
+}

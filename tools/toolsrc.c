@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+#include "toolsrc.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "s3.h"
+#include "s3src.h"
+#include "zmctx.h"
+
+#define MAX_CLIENTS 8
+
+static struct s3src_conf conf = { .retries = -1 };
+static const char *tool_name = "zmount";
+static char *captured; /* where the client's report goes instead of stderr, or NULL */
+static size_t captured_n;
+
+static struct client {
+	char bucket[64];
+	struct s3 *s3;
+	dev_t dev;
+} clients[MAX_CLIENTS];
+static int nclients;
+
+/* The client's one-line reports: kept while toolsrc_open says it itself. */
+static void client_log(void *arg, const char *line)
+{
+	(void)arg;
+	if (captured)
+		snprintf(captured, captured_n, "%s", line);
+	else
+		fprintf(stderr, "%s: %s\n", tool_name, line);
+}
+
+int toolsrc_flags(const char *tool, int *argc, char **argv)
+{
+	static const char *const names[] = { "--endpoint", "--region", "--credentials" };
+	const char **dst[] = { &conf.endpoint, &conf.region, &conf.credentials };
+	int out = 1;
+
+	tool_name = tool;
+	conf.log = client_log;
+	for (int i = 1; i < *argc; i++) {
+		bool taken = false;
+
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		for (int f = 0; f < 3 && !taken; f++) {
+			size_t len = strlen(names[f]);
+
+			if (strncmp(argv[i], names[f], len))
+				continue;
+			if (argv[i][len] == '=') {
+				*dst[f] = argv[i] + len + 1;
+				taken = true;
+			} else if (argv[i][len] == '\0') {
+				if (i + 1 == *argc) {
+					fprintf(stderr, "%s: option %s needs a value\n", tool,
+						names[f]);
+					return -1;
+				}
+				*dst[f] = argv[++i];
+				taken = true;
+			}
+		}
+		if (!taken)
+			argv[out++] = argv[i];
+	}
+	*argc = out;
+	argv[out] = NULL;
+	return 0;
+}
+
+int toolsrc_is_url(const char *path)
+{
+	return strncmp(path, "s3://", 5) == 0;
+}
+
+/* The client of bucket: one kept, or a new one.  Returns 0 or -errno (msg says why). */
+static int client_for(const char *bucket, struct client **out, char *msg, size_t n)
+{
+	char ep[512];
+	struct client *c;
+	int rc;
+
+	for (int i = 0; i < nclients; i++)
+		if (strcmp(clients[i].bucket, bucket) == 0) {
+			*out = &clients[i];
+			return 0;
+		}
+	if (nclients == MAX_CLIENTS) {
+		snprintf(msg, n, "more than %d buckets", MAX_CLIENTS);
+		return -EMFILE;
+	}
+	c = &clients[nclients];
+	rc = s3src_connect(bucket, &conf, &c->s3, msg, n);
+	if (rc)
+		return rc;
+	s3src_endpoint(&conf, ep, sizeof(ep));
+	c->dev = s3src_dev(ep, bucket);
+	snprintf(c->bucket, sizeof(c->bucket), "%s", bucket);
+	nclients++;
+	*out = c;
+	return 0;
+}
+
+int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n)
+{
+	char bucket[64], key[1025];
+	struct s3_stat st;
+	struct client *c;
+	int rc = s3src_url(url, bucket, sizeof(bucket), key, sizeof(key));
+
+	*out = NULL;
+	if (rc <= 0 || !key[0]) {
+		snprintf(msg, n, "%s",
+			 rc <= 0 ? "not a valid s3://BUCKET/KEY URL"
+				 : "names a bucket, not an object (s3://BUCKET/KEY)");
+		return -EINVAL;
+	}
+	rc = client_for(bucket, &c, msg, n);
+	if (rc)
+		return rc;
+	msg[0] = '\0';
+	captured = msg;
+	captured_n = n;
+	rc = s3_head(c->s3, key, &st);
+	captured = NULL;
+	if (rc) {
+		if (!msg[0])
+			snprintf(msg, n, "%s", strerror(-rc));
+		return rc;
+	}
+	rc = s3src_open(c->s3, c->dev, key, &st, out);
+	if (rc)
+		snprintf(msg, n, "%s", rc == -EINVAL ? "the server gave no ETag" : strerror(-rc));
+	return rc;
+}
+
+int toolsrc_reader(const char *path, struct zmctx *ctx, const struct reader_opts *opts,
+		   struct reader **out, struct zerr *why)
+{
+	struct zerr mine;
+	struct zsrc *src;
+	char msg[sizeof(mine.msg)];
+	int rc;
+
+	if (!toolsrc_is_url(path))
+		return reader_open(path, ctx, opts, out, why);
+	*out = NULL;
+	rc = toolsrc_open(path, &src, msg, sizeof(msg));
+	if (rc == 0)
+		return reader_open_src(src, path, ctx, opts, out, why);
+	zerr_set(why ? why : &mine, rc, 0, "%s", msg);
+	zmctx_log(ctx, ZLOG_ERROR, path, why ? why : &mine, "%s", msg);
+	return rc;
+}
+
+void toolsrc_end(void)
+{
+	for (int i = 0; i < nclients; i++)
+		s3_close(clients[i].s3);
+	nclients = 0;
+}
