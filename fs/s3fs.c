@@ -714,7 +714,7 @@ static int stats_text(struct s3fs *fs, char *out, size_t len)
 	n += (size_t)snprintf(
 		out + n, len - n,
 		"nodes=%zu\nobjects=%zu\ndirectories=%zu\nkeys_skipped=%zu\nkeys_shadowed=%zu\n"
-		"listing_bytes=%zu\nlistings=%llu\nlisting_errors=%llu\ns3_gets=%llu\n"
+		"listing_bytes=%zu\nbucket_listings=%llu\nbucket_listing_errors=%llu\ns3_gets=%llu\n"
 		"s3_bytes=%llu\ns3_window_hits=%llu\ns3_stale=%llu\n",
 		nodes, ts.objects, ts.dirs, ts.skipped, ts.shadowed, ts.bytes,
 		(unsigned long long)atomic_load(&fs->lists),
