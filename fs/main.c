@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * zmount SRC MNT [-o opts]: mounts SRC read-only at MNT with every .xz, .gz
- * and .zst shown decompressed.  main parses and checks everything it can before
- * mounting, so a mistake costs one line on stderr and exit status 1, then
- * runs libfuse's multi-threaded loop until unmount or SIGTERM/SIGINT.
+ * zmount SRC MNT [-o opts]: mounts SRC (a directory, or s3://BUCKET[/PREFIX])
+ * read-only at MNT with every .xz, .gz and .zst shown decompressed.  main
+ * parses and checks everything it can before mounting, so a mistake costs
+ * one line on stderr and exit status 1, then runs libfuse's multi-threaded
+ * loop until unmount or SIGTERM/SIGINT.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@
 #include "opts.h"
 #include "pool.h"
 #include "reader.h"
+#include "s3fs.h"
 #include "tree.h"
 #include "zlog.h"
 #include "zmctx.h"
@@ -53,8 +55,9 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: zmount SRC MNT [-f] [-d] [-s] [-o OPT[,OPT...]]\n"
-		"Mounts directory SRC read-only at MNT; every x.xz, x.gz and x.zst shows as x,\n"
-		"x.txz, x.tgz and x.tzst as x.tar, decompressed on demand.\n\n"
+		"Mounts directory SRC, or the objects under s3://BUCKET[/PREFIX], read-only at\n"
+		"MNT; every x.xz, x.gz and x.zst shows as x, x.txz, x.tgz and x.tzst as x.tar,\n"
+		"decompressed on demand.\n\n"
 		"zmount options:\n"
 		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G/T)\n"
 		"  -o span=SIZE        checkpoint spacing (default gzip 1M, xz/zstd 16M; 64K..64M)\n"
@@ -68,6 +71,16 @@ static void usage(FILE *out)
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
 		"  -o log_file=PATH    append log lines, time-stamped, to PATH (default:\n"
 		"                      syslog once daemonized, stderr with -f)\n"
+		"s3:// options (keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
+		"AWS_SESSION_TOKEN, else ~/.aws/credentials; never from the command line):\n"
+		"  -o endpoint=URL     the S3 endpoint (default $AWS_ENDPOINT_URL, else\n"
+		"                      https://s3.REGION.amazonaws.com)\n"
+		"  -o region=R         the signing region (default $AWS_REGION, else us-east-1)\n"
+		"  -o credentials=FILE a credentials file in the ~/.aws/credentials format\n"
+		"  -o profile=P        its section (default $AWS_PROFILE, else default)\n"
+		"  -o retries=N        retries of a failed request, 0..20 (default 4)\n"
+		"  -o request_timeout=SECS  the limit of one request, 1..600 (default 30)\n"
+		"                      (timeout= is also how long a listing is kept, at least 1 s)\n"
 		"FUSE options:\n"
 		"  -f                  stay in the foreground, log to stderr\n"
 		"  -d                  debug: foreground, and trace every request\n"
@@ -313,6 +326,23 @@ static int mount_tree(struct ops_ctx *octx, const struct cli *cli, struct arctab
 	return ret;
 }
 
+/* Runs the loop until unmount or a signal; returns the exit status. */
+static int session_loop(struct fuse_session *se, int single)
+{
+	int ret;
+
+	if (single) {
+		ret = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config *lc = fuse_loop_cfg_create();
+
+		ret = fuse_session_loop_mt(se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	/* The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are a clean stop. */
+	return ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
+}
+
 /*
  * Runs the mounted, daemonized session until it ends: starts the pool
  * (*pool, for the caller to free after the archive table), the
@@ -339,19 +369,11 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 		     "cannot start the background indexer; gzip files are indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
-	if (single) {
-		ret = fuse_session_loop(se);
-	} else {
-		struct fuse_loop_config *lc = fuse_loop_cfg_create();
-
-		ret = fuse_session_loop_mt(se, lc);
-		fuse_loop_cfg_destroy(lc);
-	}
+	ret = session_loop(se, single);
 	ops_notify_stop(octx);
 	indexer_stop(ix);
 	ops_cleanup(octx);
-	/* The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are a clean stop. */
-	return ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
+	return ret;
 }
 
 static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground, int single)
@@ -408,14 +430,114 @@ out_cache:
 	return ret;
 }
 
+/* An s3:// mount: the options as the client's settings, without a secret. */
+static void s3_conf(struct s3fs_conf *conf, const struct cli *cli)
+{
+	const struct opts *o = &cli->opts;
+
+	conf->src.endpoint = o->endpoint[0] ? o->endpoint : NULL;
+	conf->src.region = o->region[0] ? o->region : NULL;
+	conf->src.credentials = o->credentials[0] ? o->credentials : NULL;
+	conf->src.profile = o->profile[0] ? o->profile : NULL;
+	conf->src.retries = o->retries;
+	conf->src.timeout_ms = o->request_timeout * 1000;
+	conf->timeout = o->timeout;
+}
+
+/*
+ * Mounts the objects under s3://bucket/prefix: connects and lists before
+ * mounting, so a missing bucket or an unreachable endpoint is one line and
+ * exit 1.  No background indexer: objects are indexed at first lookup.
+ */
+static int run_s3(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground,
+		  int single, const char *bucket, const char *prefix)
+{
+	struct s3fs_conf conf = { .bucket = bucket, .prefix = prefix };
+	struct reader_opts ropts;
+	struct pool *pool = NULL;
+	struct zmctx *zm = NULL;
+	struct s3fs *fs = NULL;
+	struct fuse_session *se;
+	char msg[1024];
+	int ret = 1;
+
+	mount_reader_opts(&ropts, cli, NULL);
+	/* An object's version never changes under a reader: no rename to tell from a write. */
+	ropts.still_named = NULL;
+	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0) {
+		fprintf(stderr, "zmount: out of memory\n");
+		goto out;
+	}
+	s3_conf(&conf, cli);
+	conf.zm = zm;
+	conf.ropts = &ropts;
+	if (s3fs_new(&conf, &fs, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "zmount: %s\n", msg);
+		goto out;
+	}
+	ropts.tainted = s3fs_tainted;
+	ropts.tainted_ctx = fs;
+	se = fuse_session_new(args, &s3fs_ops, sizeof(s3fs_ops), fs);
+	if (!se)
+		goto out;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, mnt) != 0)
+		goto out_signals;
+	if (bdi_set_read_ahead(mnt, cli->src, OPS_READ_AHEAD) < 0)
+		zlog(ZLOG_DEBUG, "kernel read-ahead left at its default");
+	if (!foreground)
+		zlog_to_syslog();
+	if (fuse_daemonize(foreground) == 0 && pool_new(cli->opts.threads, 4096, &pool) < 0) {
+		zlog(ZLOG_ERROR, "cannot start %u decode workers", cli->opts.threads);
+	} else if (pool) {
+		s3fs_live(fs, se);
+		zmctx_set_pool(zm, pool);
+		zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
+		     (unsigned long long)cli->opts.cache_size);
+		ret = session_loop(se, single);
+		s3fs_stop(fs);
+	}
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out:
+	s3fs_free(fs); /* closes the readers, waiting for their queued jobs */
+	pool_free(pool);
+	zmctx_free(zm);
+	return ret;
+}
+
+/* The mount point of an s3:// mount: a directory without this mount on it already. */
+static int check_s3_mountpoint(const char *mnt, const char *src)
+{
+	struct stat st;
+
+	if (stat(mnt, &st) < 0) {
+		fprintf(stderr, "zmount: %s: %s\n", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "zmount: %s: mount point is not a directory\n", mnt);
+		return -1;
+	}
+	if (mounted_already(mnt, src)) {
+		fprintf(stderr, "zmount: %s: %s is already mounted there\n", mnt, src);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts copts = { 0 };
 	struct cli cli = { 0 };
-	char src[PATH_MAX];
+	char src[PATH_MAX], bucket[64], prefix[1024];
 	struct stat st;
-	int ret = 1;
+	int ret = 1, is_s3;
 
 	keep_std_fds();
 	/*
@@ -441,22 +563,30 @@ int main(int argc, char *argv[])
 			cli.src ? "MNT" : "SRC and MNT");
 		goto out;
 	}
-	if (stat(cli.src, &st) < 0 || !realpath(cli.src, src)) {
+	is_s3 = s3src_url(cli.src, bucket, sizeof(bucket), prefix, sizeof(prefix));
+	if (is_s3 < 0) {
+		fprintf(stderr, "zmount: %s: not an s3://BUCKET[/PREFIX] URL S3 accepts\n",
+			cli.src);
+		goto out;
+	}
+	if (!is_s3 && (stat(cli.src, &st) < 0 || !realpath(cli.src, src))) {
 		fprintf(stderr, "zmount: %s: %s\n", cli.src, strerror(errno));
 		goto out;
 	}
-	if (!S_ISDIR(st.st_mode)) {
+	if (!is_s3 && !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "zmount: %s: not a directory\n", cli.src);
 		goto out;
 	}
-	cli.src = src;
+	if (!is_s3)
+		cli.src = src;
 	if (fuse_parse_cmdline(&args, &copts) != 0)
 		goto out;
 	if (!copts.mountpoint) {
 		fprintf(stderr, "zmount: missing MNT (usage: zmount SRC MNT [-o OPTS])\n");
 		goto out;
 	}
-	if (check_mountpoint(copts.mountpoint, src, &st) < 0)
+	if (is_s3 ? check_s3_mountpoint(copts.mountpoint, cli.src) < 0
+		  : check_mountpoint(copts.mountpoint, src, &st) < 0)
 		goto out;
 	zlog_set_level(cli.opts.log_level);
 	if (cli.opts.log_file[0] && (ret = zlog_to_file(cli.opts.log_file)) < 0) {
@@ -467,10 +597,12 @@ int main(int argc, char *argv[])
 		ret = 1;
 		goto out;
 	}
-	if (add_mount_opts(&args, src) != 0)
+	if (add_mount_opts(&args, cli.src) != 0)
 		goto out;
 	raise_fd_limit();
-	ret = run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
+	ret = is_s3 ? run_s3(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread,
+			     bucket, prefix)
+		    : run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
 out:
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);

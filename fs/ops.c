@@ -306,7 +306,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* Archive bytes go to the kernel straight from the cache, not through a buffer of ours. */
-static void read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off)
+void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off)
 {
 	struct reader_view v;
 	ssize_t n = reader_view(r, size, off, &v);
@@ -360,7 +360,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 	} else if (h->node->arc) {
-		read_archive(req, arc_reader(h->node->arc), size, (uint64_t)off);
+		ops_read_archive(req, arc_reader(h->node->arc), size, (uint64_t)off);
 	} else {
 		atomic_fetch_add_explicit(&c->plain_reads, 1, memory_order_relaxed);
 		/* libfuse reads the file straight into its reply. */
@@ -481,18 +481,14 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 #define STATS_TOP 10
 
-static int stats_text(struct ops_ctx *c, char *out, size_t len)
+size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 {
 	struct bcache_stats st;
 	struct reader_counters rc;
-	struct tree_stats ts;
-	struct arctab_top top[STATS_TOP];
 	size_t n;
 
-	bcache_stats(zmctx_cache(c->zm), &st);
-	reader_get_counters(c->zm, &rc);
-	tree_get_stats(c->tree, &ts);
-	arctab_top(c->arcs, top, STATS_TOP);
+	bcache_stats(zmctx_cache(zm), &st);
+	reader_get_counters(zm, &rc);
 	n = (size_t)snprintf(
 		out, len,
 		"cache_budget=%zu\ncache_used=%zu\ncache_peak=%zu\ncache_charged=%zu\n"
@@ -509,18 +505,31 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 		if (fmttab_counter(id))
 			n += (size_t)snprintf(out + n, len - n, "%s=%llu\n", fmttab_counter(id),
 					      (unsigned long long)rc.opened[id]);
-	if (n >= len)
-		return (int)len - 1;
-	n += (size_t)snprintf(
-		out + n, len - n,
-		"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\nindex_errors=%llu\n"
-		"nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
-		"listing_rebuilds=%llu\nplain_reads=%llu\ncheckpoints=%llu\n",
-		(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
-		(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
-		nodes_count(c->nodes), ts.listings, ts.list_bytes, ts.list_budget,
-		(unsigned long long)ts.rebuilds, (unsigned long long)atomic_load(&c->plain_reads),
-		(unsigned long long)rc.checkpoints);
+	if (n < len)
+		n += (size_t)snprintf(
+			out + n, len - n,
+			"indexes_built=%llu\nindexes_loaded=%llu\nread_errors=%llu\n"
+			"index_errors=%llu\ncheckpoints=%llu\n",
+			(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
+			(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
+			(unsigned long long)rc.checkpoints);
+	return n < len ? n : len - 1;
+}
+
+static int stats_text(struct ops_ctx *c, char *out, size_t len)
+{
+	struct tree_stats ts;
+	struct arctab_top top[STATS_TOP];
+	size_t n = ops_cache_stats(c->zm, out, len);
+
+	tree_get_stats(c->tree, &ts);
+	arctab_top(c->arcs, top, STATS_TOP);
+	n += (size_t)snprintf(out + n, len - n,
+			      "nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
+			      "listing_rebuilds=%llu\nplain_reads=%llu\n",
+			      nodes_count(c->nodes), ts.listings, ts.list_bytes, ts.list_budget,
+			      (unsigned long long)ts.rebuilds,
+			      (unsigned long long)atomic_load(&c->plain_reads));
 	/*
 	 * The archives that cost the most decoding: "top=DECODED SERVED READS
 	 * WHY NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
@@ -546,15 +555,19 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 
 static int info_text(const struct node *n, char *out, size_t len)
 {
-	struct reader *r = arc_reader(n->arc);
+	return ops_info_text(arc_reader(n->arc), n->tn.rel, arc_why(n->arc), out, len);
+}
+
+int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out, size_t len)
+{
 	struct reader_info in;
 	struct zerr err;
 	char why[1024];
 	int n_out;
 
 	if (!r) {
-		zlog_escape(why, sizeof(why), arc_why(n->arc));
-		return snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", n->tn.rel, why);
+		zlog_escape(why, sizeof(why), corrupt);
+		return snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", source, why);
 	}
 	reader_get_info(r, &in);
 	n_out = snprintf(out, len,
@@ -562,7 +575,7 @@ static int info_text(const struct node *n, char *out, size_t len)
 			 "blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
 			 "max_chunk=%llu\ndecoded=%llu\nserved=%llu\ncheckpoints=%llu\n"
 			 "checkpoint_bytes=%llu\ncheckpoints_pending=%llu\nresumes=%llu\n",
-			 n->tn.rel, fmttab_name(in.fmt),
+			 source, fmttab_name(in.fmt),
 			 in.changed    ? "changed"
 			 : in.failed   ? "damaged"
 			 : in.salvaged ? "salvaged"

@@ -2,6 +2,7 @@
 #include "opts.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,9 @@ void opts_default(struct opts *o)
 	o->background_index = 1;
 	o->max_read = 0;
 	o->log_file[0] = '\0';
+	o->endpoint[0] = o->region[0] = o->credentials[0] = o->profile[0] = '\0';
+	o->retries = -1;
+	o->request_timeout = 0;
 	if (idxfile_default_dir(o->index_dir, sizeof(o->index_dir)) < 0)
 		o->index_dir[0] = '\0';
 }
@@ -188,6 +192,92 @@ static int log_level(struct opts *o, const char *val, char *msg, size_t msglen)
 	return -EINVAL;
 }
 
+/* A whole number from lo to hi. */
+static int whole(const char *val, int lo, int hi, int *out, const char *key, const char *unit,
+		 char *msg, size_t msglen)
+{
+	char *end;
+	long v = strtol(val, &end, 10);
+
+	if (!isdigit((unsigned char)val[0]) || *end != '\0' || v < lo || v > hi) {
+		snprintf(msg, msglen, "bad %s '%s': give %s from %d to %d", key, val, unit, lo, hi);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 1;
+}
+
+/* A word with no control byte, space or comma, that fits out (outlen bytes). */
+static int word(const char *val, char *out, size_t outlen, const char *key, const char *what,
+		char *msg, size_t msglen)
+{
+	bool ok = val[0] && strlen(val) < outlen;
+
+	for (const char *p = val; ok && *p; p++)
+		ok = (unsigned char)*p > ' ' && *p != 0x7f;
+	if (!ok) {
+		snprintf(msg, msglen, "bad %s '%s': give %s", key, val, what);
+		return -EINVAL;
+	}
+	strcpy(out, val);
+	return 1;
+}
+
+static int endpoint(struct opts *o, const char *val, char *msg, size_t msglen)
+{
+	if (strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0) {
+		snprintf(msg, msglen,
+			 "bad endpoint '%s': give a URL such as https://s3.eu-west-1.amazonaws.com "
+			 "or http://127.0.0.1:7480",
+			 val);
+		return -EINVAL;
+	}
+	return word(val, o->endpoint, sizeof(o->endpoint), "endpoint", "a URL", msg, msglen);
+}
+
+/* Made absolute now: the daemon runs from "/". */
+static int credentials(struct opts *o, const char *val, char *msg, size_t msglen)
+{
+	char cwd[4096];
+	int n;
+
+	if (!val[0] || (val[0] != '/' && !getcwd(cwd, sizeof(cwd)))) {
+		snprintf(msg, msglen, "bad credentials '%s': give a credentials file", val);
+		return -EINVAL;
+	}
+	n = val[0] == '/' ? snprintf(o->credentials, sizeof(o->credentials), "%s", val)
+			  : snprintf(o->credentials, sizeof(o->credentials), "%s/%s", cwd, val);
+	if (n < 0 || (size_t)n >= sizeof(o->credentials)) {
+		o->credentials[0] = '\0';
+		snprintf(msg, msglen, "bad credentials '%s': the path is too long", val);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+static int s3_opt(struct opts *o, const char *key, size_t klen, const char *val, char *msg,
+		  size_t msglen)
+{
+#define KEY(k) (klen == strlen(k) && strncmp(key, k, klen) == 0)
+	if (KEY("endpoint"))
+		return endpoint(o, val, msg, msglen);
+	if (KEY("region"))
+		return word(val, o->region, sizeof(o->region), "region",
+			    "a region such as us-east-1", msg, msglen);
+	if (KEY("credentials"))
+		return credentials(o, val, msg, msglen);
+	if (KEY("profile"))
+		return word(val, o->profile, sizeof(o->profile), "profile",
+			    "the name of a section of the credentials file", msg, msglen);
+	if (KEY("retries"))
+		return whole(val, 0, 20, &o->retries, "retries", "a number", msg, msglen);
+	if (KEY("request_timeout"))
+		return whole(val, 1, 600, &o->request_timeout, "request_timeout", "seconds", msg,
+			     msglen);
+#undef KEY
+	return 0;
+}
+
 int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 {
 	const char *eq = strchr(opt, '=');
@@ -232,5 +322,5 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 	if (KEY("log_level"))
 		return log_level(o, val, msg, msglen);
 #undef KEY
-	return 0;
+	return s3_opt(o, opt, klen, val, msg, msglen);
 }

@@ -31,6 +31,13 @@ struct opts {
 	int salvage;	      /* show the good start of damaged archives (salvage: 1) */
 	unsigned max_read;    /* FUSE's max_read=N, noted (0: not given): init must repeat it */
 	char log_file[4096];  /* log_file=PATH: lines appended there; "" = syslog or stderr */
+	/* s3:// sources (s3src.h's struct s3src_conf); "" and -1/0: its defaults. */
+	char endpoint[1024];	/* endpoint=URL: http:// or https:// */
+	char region[64];	/* region=R */
+	char credentials[4096]; /* credentials=FILE: an AWS credentials file (absolute path) */
+	char profile[128];	/* profile=P: its section */
+	int retries;		/* retries=N (0..20); -1: the default */
+	int request_timeout;	/* request_timeout=SECONDS (1..600) per attempt; 0: the default */
 };
 
 /*
@@ -63,8 +70,12 @@ void opts_default(struct opts *o);
  * known), span (64K..64M), timeout (0..3600 seconds), threads (1..256),
  * index_dir (a path, or "none" for memory only), noindex, salvage, log_level (error,
  * warning, info, debug), log_file (a path; relative paths are taken from
- * the current directory when zmount starts).  Sizes in messages are in
- * units for people ("23.4 GiB").
+ * the current directory when zmount starts), and for s3:// sources
+ * endpoint (http:// or https://), region, credentials (a file; made
+ * absolute here, as the daemon changes directory), profile, retries
+ * (0..20) and request_timeout (1..600 seconds).  None of them holds a
+ * secret: keys come from the environment or files only.  Sizes in messages
+ * are in units for people ("23.4 GiB").
  */
 int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen);
 

@@ -408,6 +408,63 @@ START_TEST(log_file_applied)
 }
 END_TEST
 
+/* The s3:// options: values checked, none of them a secret. */
+START_TEST(s3_options)
+{
+	struct opts o;
+	char msg[256];
+
+	opts_default(&o);
+	ck_assert_str_eq(o.endpoint, "");
+	ck_assert_int_eq(o.retries, -1);
+	ck_assert_int_eq(o.request_timeout, 0);
+	ck_assert_int_eq(apply(&o, "endpoint=http://127.0.0.1:7480", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.endpoint, "http://127.0.0.1:7480");
+	ck_assert_int_eq(apply(&o, "endpoint=https://s3.eu-west-1.amazonaws.com", msg, sizeof(msg)),
+			 1);
+	ck_assert_int_eq(apply(&o, "region=eu-west-1", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.region, "eu-west-1");
+	ck_assert_int_eq(apply(&o, "profile=ci", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.profile, "ci");
+	ck_assert_int_eq(apply(&o, "credentials=/etc/zmount/keys", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.credentials, "/etc/zmount/keys");
+	ck_assert_int_eq(apply(&o, "credentials=keys", msg, sizeof(msg)), 1);
+	ck_assert_msg(o.credentials[0] == '/' && strstr(o.credentials, "/keys"), "%s",
+		      o.credentials);
+	ck_assert_int_eq(apply(&o, "retries=0", msg, sizeof(msg)), 1);
+	ck_assert_int_eq(o.retries, 0);
+	ck_assert_int_eq(apply(&o, "retries=20", msg, sizeof(msg)), 1);
+	ck_assert_int_eq(o.retries, 20);
+	ck_assert_int_eq(apply(&o, "request_timeout=1", msg, sizeof(msg)), 1);
+	ck_assert_int_eq(o.request_timeout, 1);
+	ck_assert_int_eq(apply(&o, "request_timeout=600", msg, sizeof(msg)), 1);
+	ck_assert_int_eq(o.request_timeout, 600);
+	/* timeout= keeps its meaning (the kernel cache and the listing's life). */
+	ck_assert_int_eq(apply(&o, "timeout=5", msg, sizeof(msg)), 1);
+	ck_assert(o.timeout == 5.0);
+	ck_assert_int_eq(o.request_timeout, 0);
+	assert_rejected("endpoint=");
+	assert_rejected("endpoint=ftp://host");
+	assert_rejected("endpoint=127.0.0.1:7480");
+	assert_rejected("endpoint=http://a b");
+	assert_rejected("region=");
+	assert_rejected("region=us east");
+	assert_rejected("profile=");
+	assert_rejected("credentials=");
+	assert_rejected("retries=21");
+	assert_rejected("retries=-1");
+	assert_rejected("retries=x");
+	assert_rejected("retries=");
+	assert_rejected("request_timeout=0");
+	assert_rejected("request_timeout=601");
+	assert_rejected("request_timeout=1.5");
+	ck_assert_int_eq(apply(&o, "retries=21", msg, sizeof(msg)), -EINVAL);
+	ck_assert_msg(strstr(msg, "0 to 20"), "%s", msg);
+	ck_assert_int_eq(apply(&o, "request_timeout=0", msg, sizeof(msg)), -EINVAL);
+	ck_assert_msg(strstr(msg, "1 to 600"), "%s", msg);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* zlog: the escaping that keeps one call one line, and sizes for people. */
 
@@ -545,6 +602,7 @@ static Suite *opts_suite(void)
 	tcase_add_test(ta, cache_size_above_memory_refused_in_human_units);
 	tcase_add_test(ta, range_messages_use_units);
 	tcase_add_test(ta, log_file_applied);
+	tcase_add_test(ta, s3_options);
 	suite_add_tcase(s, ta);
 
 	tcase_add_test(tl, zlog_escapes_control_bytes_and_backslash);
