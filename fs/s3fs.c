@@ -50,6 +50,14 @@ struct snode {
 	enum arc_state state;
 	struct reader *r; /* NULL: corrupt or not an archive */
 	char *why;	  /* why r is NULL */
+	/*
+	 * r holds a source (and its windows, up to S3SRC_BYTES_PER_SOURCE)
+	 * only while the node has open handles, so memory does not grow with
+	 * the archives merely looked up.  Protected by att.
+	 */
+	pthread_mutex_t att;
+	unsigned opens;
+	bool attached;
 };
 
 _Static_assert(sizeof(struct snode) <= S3FS_BYTES_PER_NODE, "S3FS_BYTES_PER_NODE is too small");
@@ -60,6 +68,7 @@ struct sopen {
 	bool is_dir;
 	struct snode *node;
 	struct zsrc *src;    /* plain objects */
+	bool held;	     /* archives: arc_hold succeeded */
 	struct s3tree *snap; /* directories: the snapshot listed */
 	uint32_t dir;	     /* its directory */
 };
@@ -217,6 +226,7 @@ static struct s3tree *snapshot(struct s3fs *fs)
 static void node_free(struct snode *n)
 {
 	reader_close(n->r);
+	pthread_mutex_destroy(&n->att);
 	free(n->why);
 	free(n->path);
 	free(n->key);
@@ -300,6 +310,7 @@ static struct snode *node_lookup(struct s3fs *fs, const char *path, const struct
 			return NULL;
 		}
 		atomic_flag_clear(&n->said);
+		pthread_mutex_init(&n->att, NULL);
 		n->id = fs->next_id++;
 		n->kind = e->kind;
 		n->st = e->st;
@@ -340,6 +351,8 @@ static int arc_open_now(struct s3fs *fs, struct snode *n, struct reader **r, cha
 	snprintf(name, sizeof(name), "%s/%s", fs->label, n->key);
 	if (ret == 0)
 		ret = reader_open_src(src, name, fs->zm, fs->ropts, r, &err);
+	if (ret == 0)
+		reader_detach(*r); /* nobody has it open yet: see snode.att */
 	if (ret == -ENOTSUP) {
 		zlog(ZLOG_WARN,
 		     "%s: not an xz, gzip or zstd object by its magic bytes, or one zmount cannot "
@@ -381,6 +394,36 @@ static int arc_ready(struct s3fs *fs, struct snode *n)
 	pthread_cond_broadcast(&fs->opened);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
+}
+
+/* Gives archive node n's reader a source for one more open handle: 0 or -errno. */
+static int arc_hold(struct s3fs *fs, struct snode *n)
+{
+	struct zsrc *src;
+	int ret = 0;
+
+	pthread_mutex_lock(&n->att);
+	if (!n->attached) {
+		ret = s3src_open(fs->s3, fs->dev, n->key, &n->st, &src);
+		if (ret == 0)
+			ret = reader_attach(n->r, src);
+		n->attached = ret == 0;
+	}
+	if (ret == 0)
+		n->opens++;
+	pthread_mutex_unlock(&n->att);
+	return ret;
+}
+
+/* Ends arc_hold: the last handle's release frees the source and its windows. */
+static void arc_unhold(struct snode *n)
+{
+	pthread_mutex_lock(&n->att);
+	if (--n->opens == 0) {
+		reader_detach(n->r);
+		n->attached = false;
+	}
+	pthread_mutex_unlock(&n->att);
 }
 
 /* -- attributes ------------------------------------------------------------- */
@@ -522,6 +565,8 @@ static void open_close(struct s3fs *fs, struct sopen *o)
 		o->next->prev = o->prev;
 		pthread_mutex_unlock(&fs->open_lock);
 	}
+	if (o->held)
+		arc_unhold(o->node);
 	zsrc_put(o->src);
 	s3tree_put(o->snap);
 	node_put(fs, o->node);
@@ -559,9 +604,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	o->node = node_get(fs, ino);
 	if (!o->node)
 		ret = -ESTALE;
-	else if (o->node->kind == S3TREE_ARCHIVE)
+	else if (o->node->kind == S3TREE_ARCHIVE) {
 		ret = arc_ready(fs, o->node) < 0 ? -EIO : !o->node->r ? -EIO : 0;
-	else if (o->node->kind == S3TREE_RAW)
+		if (ret == 0 && (ret = arc_hold(fs, o->node)) == 0)
+			o->held = true;
+	} else if (o->node->kind == S3TREE_RAW)
 		ret = s3src_open(fs->s3, fs->dev, o->node->key, &o->node->st, &o->src);
 	else
 		ret = -EISDIR;
@@ -714,7 +761,7 @@ static int stats_text(struct s3fs *fs, char *out, size_t len)
 	n += (size_t)snprintf(
 		out + n, len - n,
 		"nodes=%zu\nobjects=%zu\ndirectories=%zu\nkeys_skipped=%zu\nkeys_shadowed=%zu\n"
-		"listing_bytes=%zu\nlistings=%llu\nlisting_errors=%llu\ns3_gets=%llu\n"
+		"listing_bytes=%zu\nbucket_listings=%llu\nbucket_listing_errors=%llu\ns3_gets=%llu\n"
 		"s3_bytes=%llu\ns3_window_hits=%llu\ns3_stale=%llu\n",
 		nodes, ts.objects, ts.dirs, ts.skipped, ts.shadowed, ts.bytes,
 		(unsigned long long)atomic_load(&fs->lists),
@@ -910,6 +957,7 @@ static int fs_alloc(const struct s3fs_conf *conf, struct s3fs **out)
 		free(root);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&root->att, NULL);
 	root->id = FUSE_ROOT_ID;
 	root->kind = S3TREE_DIR;
 	root->ino = 1;

@@ -18,9 +18,11 @@
  *   - a read at least as long as the window goes straight into the
  *     caller's buffer.
  *
- * Read-ahead: when a sequential read passes the middle of its window, or a
- * hint names bytes nobody holds, one helper thread per source fetches the
- * next window in the background, so the transfer overlaps the decoding.
+ * Read-ahead: when a read passes the middle of a window of a sequential
+ * run, or a hint names bytes nobody holds, one helper thread per source
+ * fetches the next window in the background (and on through the hinted
+ * extent while the budget has room besides the windows it fetched and
+ * nobody read yet), so the transfer overlaps the decoding.
  *
  * Memory: the windows' buffers never add up to more than WIN_BUDGET; to
  * make room the least recently used idle windows are freed, and a fetch
@@ -59,6 +61,8 @@ struct win {
 	uint64_t off;
 	size_t len, cap; /* bytes held (or being fetched), bytes allocated */
 	int state;
+	bool unread;   /* fetched ahead and not read yet */
+	bool seq;      /* part of a sequential run: reading it fetches the next one */
 	uint64_t used; /* LRU tick of the last read */
 };
 
@@ -80,6 +84,7 @@ struct s3src {
 	size_t seq_w;		     /* the last window's size, protected by mu */
 	uint64_t hint_off, hint_end; /* the last hint, protected by mu */
 	bool stale;		     /* protected by mu */
+	bool closing;		     /* src_free runs: fetch no more; protected by mu */
 	int ahead;		     /* 0 none, 1 running, 2 done: join; protected by mu */
 	struct win *ahead_w;	     /* the window the helper fills, protected by mu */
 	pthread_t ahead_thr;
@@ -132,17 +137,21 @@ static void win_drop(struct s3src *s, struct win *w)
 	w->buf = NULL;
 	w->len = w->cap = 0;
 	w->state = W_EMPTY;
+	w->unread = w->seq = false;
 }
 
-/* The least recently used window that is not being fetched, or NULL. */
-static struct win *win_lru(struct s3src *s)
+/*
+ * The least recently used window that is not being fetched, nor, when
+ * keep_unread, fetched ahead and not read yet; or NULL.
+ */
+static struct win *win_lru(struct s3src *s, bool keep_unread)
 {
 	struct win *v = NULL;
 
 	for (int i = 0; i < NWIN; i++) {
 		struct win *w = &s->w[i];
 
-		if (w->state != W_FILLING &&
+		if (w->state != W_FILLING && !(keep_unread && w->unread) &&
 		    (!v || w->state == W_EMPTY || (v->state != W_EMPTY && w->used < v->used)))
 			v = w;
 	}
@@ -152,12 +161,13 @@ static struct win *win_lru(struct s3src *s)
 /*
  * Claims a window for [off, off + len), len shrunk to fit the budget but
  * never below need: frees idle windows, least recently used first, to make
- * room.  Returns it W_FILLING with its buffer, or NULL (all busy, no room,
- * no memory).
+ * room (a fetch ahead keeps the windows fetched ahead and not read yet).
+ * Returns it W_FILLING with its buffer, or NULL (all busy, no room, no
+ * memory).
  */
-static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t need)
+static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t need, bool ahead)
 {
-	struct win *w = win_lru(s);
+	struct win *w = win_lru(s, ahead);
 
 	if (!w)
 		return NULL;
@@ -165,9 +175,13 @@ static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t n
 	while (s->held + len > WIN_BUDGET) {
 		struct win *v = NULL;
 
-		for (int i = 0; i < NWIN; i++)
-			if (s->w[i].state == W_READY && (!v || s->w[i].used < v->used))
-				v = &s->w[i];
+		for (int i = 0; i < NWIN; i++) {
+			struct win *x = &s->w[i];
+
+			if (x->state == W_READY && !(ahead && x->unread) &&
+			    (!v || x->used < v->used))
+				v = x;
+		}
 		if (!v)
 			break;
 		win_drop(s, v);
@@ -179,6 +193,7 @@ static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t n
 	w->off = off;
 	w->len = w->cap = len;
 	w->state = W_FILLING;
+	w->unread = ahead;
 	w->used = ++s->tick;
 	s->held += len;
 	for (uint_fast64_t m = atomic_load(&n_held_max);
@@ -216,6 +231,24 @@ static void win_filled(struct s3src *s, struct win *w, ssize_t n)
 	pthread_cond_broadcast(&s->filled);
 }
 
+/*
+ * Claims the window to fetch ahead at off, up to len bytes, if nobody holds
+ * off and the budget has room besides what was fetched ahead and not read
+ * (mu held).  Returns it, or NULL.
+ */
+static struct win *ahead_claim(struct s3src *s, uint64_t off, uint64_t len)
+{
+	if (s->stale || s->closing || off >= s->size || win_find(s, off))
+		return NULL;
+	if (len > s->size - off)
+		len = s->size - off;
+	if (len > WIN_MAX)
+		len = WIN_MAX;
+	len = win_next(s, off, off + len) - off;
+	return win_claim(s, off, (size_t)len, (size_t)len, true);
+}
+
+/* The helper: fetches its window, then on through the hinted extent while the budget lets it. */
 static void *ahead_run(void *arg)
 {
 	struct s3src *s = arg;
@@ -223,11 +256,18 @@ static void *ahead_run(void *arg)
 	ssize_t n;
 
 	pthread_mutex_lock(&s->mu);
-	w = s->ahead_w;
-	pthread_mutex_unlock(&s->mu);
-	n = fetch(s, w->buf, w->len, w->off);
-	pthread_mutex_lock(&s->mu);
-	win_filled(s, w, n);
+	for (w = s->ahead_w; w;) {
+		pthread_mutex_unlock(&s->mu);
+		n = fetch(s, w->buf, w->len, w->off);
+		pthread_mutex_lock(&s->mu);
+		win_filled(s, w, n);
+		if (n <= 0)
+			break;
+		uint64_t end = w->off + (uint64_t)n;
+
+		w = end >= s->hint_off && end < s->hint_end ? ahead_claim(s, end, s->hint_end - end)
+							    : NULL;
+	}
 	s->ahead = 2;
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -237,21 +277,19 @@ static void *ahead_run(void *arg)
  * Starts fetching [off, off + len) in the background unless a fetch ahead
  * runs already (mu held).  Returns whether it started.
  */
-static bool ahead_start(struct s3src *s, uint64_t off, size_t len)
+static bool ahead_start(struct s3src *s, uint64_t off, size_t len, bool seq)
 {
 	struct win *w;
 
-	if (s->ahead == 1 || s->stale || off >= s->size)
+	if (s->ahead == 1)
 		return false;
 	if (s->ahead == 2) {
 		pthread_join(s->ahead_thr, NULL); /* it has finished: no wait */
 		s->ahead = 0;
 	}
-	if (len > s->size - off)
-		len = (size_t)(s->size - off);
-	len = (size_t)(win_next(s, off, off + len) - off);
-	if (win_find(s, off) || !(w = win_claim(s, off, len, len)))
+	if (!(w = ahead_claim(s, off, len)))
 		return false;
+	w->seq = seq;
 	s->ahead_w = w;
 	if (pthread_create(&s->ahead_thr, NULL, ahead_run, s)) {
 		win_drop(s, w);
@@ -262,28 +300,27 @@ static bool ahead_start(struct s3src *s, uint64_t off, size_t len)
 }
 
 /*
- * Notes a read of [off, off + n) from window w (mu held): a sequential one
- * past the middle of a window of AHEAD_FROM bytes or more starts fetching
- * the next window.  Not smaller ones: one block read after a jump would
- * fetch twice its bytes.
+ * Notes a read of [off, off + n) from window w (mu held): one past the
+ * middle of a window of a sequential run, of AHEAD_FROM bytes or more,
+ * starts fetching the next window of the run.  Not smaller windows: one
+ * block read after a jump would fetch twice its bytes.  The window, not
+ * the read, says "sequential": the reader's threads may read interleaved.
  */
 static void note_read(struct s3src *s, struct win *w, uint64_t off, size_t n)
 {
-	bool seq = off == s->seq_end;
+	uint64_t end;
 
 	s->last_off = off;
 	s->seq_end = off + n;
 	if (!w)
 		return;
 	w->used = ++s->tick;
-	/* Inside the hinted extent, the hints say what comes next. */
-	if (off >= s->hint_off && off < s->hint_end)
-		return;
-	if (seq && s->seq_w >= AHEAD_FROM && off + n > w->off + w->len / 2) {
-		uint64_t end = w->off + w->len;
-		size_t next = s->seq_w < WIN_MAX ? 2 * s->seq_w : WIN_MAX;
+	end = w->off + w->len;
+	if (w->seq && w->len >= AHEAD_FROM && off + n > w->off + w->len / 2 && end < s->size &&
+	    !win_find(s, end)) {
+		size_t next = w->len < WIN_MAX ? 2 * w->len : WIN_MAX;
 
-		if (end < s->size && !win_find(s, end) && ahead_start(s, end, next))
+		if (ahead_start(s, end, next, true))
 			s->seq_w = next;
 	}
 }
@@ -292,15 +329,17 @@ static void note_read(struct s3src *s, struct win *w, uint64_t off, size_t n)
  * The window [start, *end) to fetch for a read of [off, off + len) that
  * missed every window (mu held); returns start.
  */
-static uint64_t plan(struct s3src *s, uint64_t off, size_t len, uint64_t *end)
+static uint64_t plan(struct s3src *s, uint64_t off, size_t len, uint64_t *end, bool *seq)
 {
 	size_t w = WIN_MIN, grown = s->seq_w < WIN_MAX ? 2 * s->seq_w : WIN_MAX;
 	uint64_t start = off;
 
+	*seq = false;
 	if (off >= s->hint_off && off < s->hint_end) {
 		w = s->hint_end - off < WIN_MAX ? (size_t)(s->hint_end - off) : WIN_MAX;
 	} else if (off == s->seq_end && s->seq_w) {
 		w = grown;
+		*seq = true;
 	} else if (s->seq_w && off + len <= s->last_off && s->last_off - (off + len) < WIN_MIN) {
 		/* Backwards, just before the last read: a window that ends there. */
 		w = grown;
@@ -326,6 +365,7 @@ static size_t win_copy(struct s3src *s, struct win *w, void *buf, size_t len, ui
 	if (n > len)
 		n = len;
 	memcpy(buf, w->buf + (off - w->off), n);
+	w->unread = false;
 	note_read(s, w, off, n);
 	return n;
 }
@@ -335,6 +375,7 @@ static ssize_t src_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
 	struct s3src *s = (struct s3src *)z;
 	struct win *w = NULL;
 	uint64_t start, end;
+	bool seq;
 	ssize_t n;
 
 	if (off > INT64_MAX)
@@ -357,10 +398,12 @@ static ssize_t src_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
 		atomic_fetch_add(&n_hits, 1);
 		return n;
 	}
-	start = plan(s, off, len, &end);
+	start = plan(s, off, len, &end, &seq);
 	end = win_next(s, off, end < s->size ? end : s->size);
-	w = end - start > len ? win_claim(s, start, (size_t)(end - start), off + len - start)
+	w = end - start > len ? win_claim(s, start, (size_t)(end - start), off + len - start, false)
 			      : NULL;
+	if (w)
+		w->seq = seq;
 	if (!w) {
 		/* Straight into the caller's buffer: a long read, or no window free. */
 		pthread_mutex_unlock(&s->mu);
@@ -400,7 +443,7 @@ static void src_hint(struct zsrc *z, uint64_t off, uint64_t len)
 	while ((w = win_find(s, off)))
 		off = w->off + w->len;
 	if (off < end)
-		ahead_start(s, off, end - off < WIN_MAX ? (size_t)(end - off) : WIN_MAX);
+		ahead_start(s, off, end - off < WIN_MAX ? (size_t)(end - off) : WIN_MAX, false);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -414,7 +457,10 @@ static void src_free(struct zsrc *z)
 {
 	struct s3src *s = (struct s3src *)z;
 
-	/* No other reference is left, so no new fetch ahead can start. */
+	/* No other reference is left: no new fetch ahead starts, and the helper stops. */
+	pthread_mutex_lock(&s->mu);
+	s->closing = true;
+	pthread_mutex_unlock(&s->mu);
 	if (s->ahead)
 		pthread_join(s->ahead_thr, NULL);
 	for (int i = 0; i < NWIN; i++)

@@ -359,6 +359,36 @@ START_TEST(test_sequential_cost)
 }
 END_TEST
 
+START_TEST(test_units_cost)
+{
+	/* As the reader decodes gzip units: 32 KiB reads, each unit starting a
+	 * little before the last one's reads ended.  Still 4 MiB windows. */
+	struct s3 *s = connect_at(endpoint, 2);
+	struct zsrc *z = open_obj(s, "s3src/big");
+	struct s3src_counters c0, c;
+	uint64_t unit = 0;
+
+	s3src_get_counters(&c0);
+	while (unit < BIG) {
+		uint64_t end = unit + 900000 < BIG ? unit + 900000 : BIG;
+
+		for (uint64_t off = unit; off < end; off += 32768)
+			check_at(z, big, BIG, off, 32768);
+		unit = end - 2000;
+		if (end == BIG)
+			break;
+	}
+	c = since(&c0);
+	fprintf(stderr,
+		"check_s3src: units of 900000 bytes in 32 KiB preads: %llu GETs, %llu bytes\n",
+		(unsigned long long)c.gets, (unsigned long long)c.bytes);
+	ck_assert_uint_le(c.bytes, BIG + BIG / 5);
+	ck_assert_uint_le(c.gets, 7 + BIG / (4u << 20) + 2);
+	zsrc_put(z);
+	s3_close(s);
+}
+END_TEST
+
 START_TEST(test_random_cost)
 {
 	struct s3 *s = connect_at(endpoint, 2);
@@ -576,13 +606,10 @@ static TCase *tc(const char *name, int timeout, const TTest *const *t)
 int main(void)
 {
 	const TTest *const plain[] = { test_url, test_identity, test_connect_defaults, NULL };
-	const TTest *const rgw[] = { test_exact_bytes,
-				     test_threads_share,
-				     test_overwrite_stale,
-				     test_overwrite_during_read_ahead,
-				     test_sequential_cost,
-				     test_random_cost,
-				     NULL };
+	const TTest *const rgw[] = { test_exact_bytes,	   test_threads_share,
+				     test_overwrite_stale, test_overwrite_during_read_ahead,
+				     test_sequential_cost, test_units_cost,
+				     test_random_cost,	   NULL };
 	const TTest *const faults[] = { test_faults_retried, NULL };
 	Suite *su = suite_create("s3src");
 	SRunner *sr;

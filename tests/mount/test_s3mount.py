@@ -447,7 +447,7 @@ def bench_list(args, res, gw, top, n):
                  f'{time.monotonic() - t0:.3f} s')
         st = zmtest.stats(mnt)
         vm = zmtest.proc_status(m.proc.pid)
-        res.note(f'listing_bytes={st.get("listing_bytes")} listings={st.get("listings")} '
+        res.note(f'listing_bytes={st.get("listing_bytes")} bucket_listings={st.get("bucket_listings")} '
                  f'nodes={st.get("nodes")}; daemon VmRSS {vm["VmRSS"] >> 10} KiB, '
                  f'VmHWM {vm["VmHWM"] >> 10} KiB')
 
