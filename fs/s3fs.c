@@ -762,12 +762,12 @@ static int stats_text(struct s3fs *fs, char *out, size_t len)
 		out + n, len - n,
 		"nodes=%zu\nobjects=%zu\ndirectories=%zu\nkeys_skipped=%zu\nkeys_shadowed=%zu\n"
 		"listing_bytes=%zu\nbucket_listings=%llu\nbucket_listing_errors=%llu\ns3_gets=%llu\n"
-		"s3_bytes=%llu\ns3_window_hits=%llu\ns3_stale=%llu\n",
+		"s3_bytes=%llu\ns3_window_hits=%llu\ns3_stale=%llu\ns3_window_bytes=%llu\n",
 		nodes, ts.objects, ts.dirs, ts.skipped, ts.shadowed, ts.bytes,
 		(unsigned long long)atomic_load(&fs->lists),
 		(unsigned long long)atomic_load(&fs->list_errors), (unsigned long long)sc.gets,
 		(unsigned long long)sc.bytes, (unsigned long long)sc.hits,
-		(unsigned long long)sc.stale);
+		(unsigned long long)sc.stale, (unsigned long long)sc.held);
 	return n < len ? (int)n : (int)len - 1;
 }
 

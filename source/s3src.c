@@ -90,7 +90,7 @@ struct s3src {
 	pthread_t ahead_thr;
 };
 
-static atomic_uint_fast64_t n_gets, n_bytes, n_hits, n_stale, n_held_max;
+static atomic_uint_fast64_t n_gets, n_bytes, n_hits, n_stale, n_held_max, n_held;
 
 void s3src_get_counters(struct s3src_counters *out)
 {
@@ -99,6 +99,7 @@ void s3src_get_counters(struct s3src_counters *out)
 	out->hits = atomic_load(&n_hits);
 	out->stale = atomic_load(&n_stale);
 	out->held_max = atomic_load(&n_held_max);
+	out->held = atomic_load(&n_held);
 }
 
 static uint64_t fnv(uint64_t h, const char *s)
@@ -133,6 +134,7 @@ static uint64_t win_next(const struct s3src *s, uint64_t off, uint64_t end)
 static void win_drop(struct s3src *s, struct win *w)
 {
 	s->held -= w->cap;
+	atomic_fetch_sub(&n_held, w->cap);
 	free(w->buf);
 	w->buf = NULL;
 	w->len = w->cap = 0;
@@ -196,6 +198,7 @@ static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t n
 	w->unread = ahead;
 	w->used = ++s->tick;
 	s->held += len;
+	atomic_fetch_add(&n_held, len);
 	for (uint_fast64_t m = atomic_load(&n_held_max);
 	     s->held > m && !atomic_compare_exchange_weak(&n_held_max, &m, s->held);)
 		;
@@ -465,6 +468,7 @@ static void src_free(struct zsrc *z)
 		pthread_join(s->ahead_thr, NULL);
 	for (int i = 0; i < NWIN; i++)
 		free(s->w[i].buf);
+	atomic_fetch_sub(&n_held, s->held);
 	pthread_cond_destroy(&s->filled);
 	pthread_mutex_destroy(&s->mu);
 	free(s->key);

@@ -103,6 +103,7 @@ struct s3src_counters {
 	uint64_t hits;	   /* preads served from a window already fetched */
 	uint64_t stale;	   /* reads refused because the object changed (412) */
 	uint64_t held_max; /* the most window bytes one source held at once */
+	uint64_t held;	   /* window bytes all sources hold now */
 };
 
 void s3src_get_counters(struct s3src_counters *out);

@@ -95,8 +95,8 @@ static struct s3src_counters since(const struct s3src_counters *a)
 	struct s3src_counters b;
 
 	s3src_get_counters(&b);
-	return (struct s3src_counters){ b.gets - a->gets, b.bytes - a->bytes, b.hits - a->hits,
-					b.stale - a->stale, b.held_max };
+	return (struct s3src_counters){ b.gets - a->gets,   b.bytes - a->bytes, b.hits - a->hits,
+					b.stale - a->stale, b.held_max,		b.held };
 }
 
 /* Reads [off, off + len) with zsrc_pread and compares with ref (size bytes). */

@@ -234,6 +234,7 @@ def run(args, res, gw, top):
                       log_path=os.path.join(top, 'daemon.log'), mount_timeout=60) as m:
         check_listing(res, mnt, set(want) | set(over))
         check_bytes(res, mnt, want)
+        check_windows_released(res, mnt)
         check_corrupt(res, m, mnt, gw, pre)
         check_secrets_live(res, m, mnt, gw)
         check_overwrite(res, m, mnt, gw, top, pre, over)
@@ -320,6 +321,20 @@ def check_bytes(res, mnt, want):
                         'status=none'], stdout=subprocess.PIPE, timeout=120)
     res.check(f'{rel}: dd skip=1000 bs=4096 count=7 gives those bytes',
               p.returncode == 0 and p.stdout == want[rel][4096000:4096000 + 7 * 4096])
+
+
+def check_windows_released(res, mnt):
+    """Closed objects hold no fetched windows: memory does not grow with the
+    archives looked up or read once (each open one holds up to 8 MiB)."""
+    held = None
+    for _ in range(100):  # the kernel sends release after close() returns
+        stats = os.getxattr(mnt, 'user.zmount.stats').decode()
+        held = dict(ln.split('=', 1) for ln in stats.splitlines() if '=' in ln).get(
+            's3_window_bytes')
+        if held == '0':
+            break
+        time.sleep(0.1)
+    res.check('every object read and closed: s3_window_bytes=0', held == '0', f'{held}')
 
 
 def check_corrupt(res, m, mnt, gw, pre):
