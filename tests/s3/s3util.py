@@ -207,9 +207,6 @@ class FaultProxy:
     def clear(self):
         return self.command('clear')
 
-    def push(self, *actions):
-        return self.command('push ' + ' '.join(actions))
-
     def close(self):
         if self.proc.poll() is None:
             self.proc.stdin.close()
