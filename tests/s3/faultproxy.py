@@ -14,7 +14,8 @@ schedule is empty):
 It counts requests and the bytes forwarded each way, so a test can compare
 what was fetched with what it needed.
 
-usage: faultproxy.py --upstream HOST:PORT [--schedule "ACTION ..."]
+usage: faultproxy.py --upstream HOST:PORT [--schedule "ACTION ..."] [--log FILE]
+--log appends one line per request: its action, request line and Range header.
 Listens on two free ports of 127.0.0.1 and prints "PROXY_PORT CONTROL_PORT"
 on one line when ready.  The control port takes one command per line and
 answers one line:
@@ -45,7 +46,8 @@ def valid(action):
 
 
 class Proxy:
-    def __init__(self, upstream, schedule):
+    def __init__(self, upstream, schedule, log=None):
+        self.log = log
         self.host, port = upstream.rsplit(':', 1)
         self.port = int(port)
         self.schedule = list(schedule)
@@ -116,6 +118,12 @@ class Proxy:
                     if name.strip().lower() == b'content-length':
                         length = int(value.strip())
                 action = self.next_action()
+                if self.log:
+                    lines = head.split(b'\r\n')
+                    rng = [ln for ln in lines if ln.lower().startswith(b'range:')]
+                    self.log.write('%s %s %s\n' % (action, lines[0].decode(errors='replace'),
+                                                   rng[0].decode(errors='replace') if rng else ''))
+                    self.log.flush()
                 if action == 'pass' and length:
                     # Head first, then the body as it comes: a client that
                     # sent "Expect: 100-continue" waits for the server.
@@ -185,12 +193,13 @@ async def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--upstream', required=True)
     ap.add_argument('--schedule', default='')
+    ap.add_argument('--log')
     args = ap.parse_args()
     schedule = args.schedule.split()
     bad = [a for a in schedule if not valid(a)]
     if bad:
         sys.exit('faultproxy: unknown action %s' % bad[0])
-    proxy = Proxy(args.upstream, schedule)
+    proxy = Proxy(args.upstream, schedule, open(args.log, 'a') if args.log else None)
     srv = await asyncio.start_server(proxy.client, '127.0.0.1', 0)
     ctl = await asyncio.start_server(proxy.control, '127.0.0.1', 0)
     print(srv.sockets[0].getsockname()[1], ctl.sockets[0].getsockname()[1], flush=True)

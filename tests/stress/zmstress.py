@@ -3,7 +3,7 @@
 
 usage: zmstress.py --zmount PATH [--seed N] [--runs K] [--minutes M | --ops N]
                    [--workers W] [--opts OPTS] [--sflag] [--hwm-mib N]
-                   [--deadline S] [--keep] [--workdir DIR]
+                   [--deadline S] [--keep] [--workdir DIR] [--s3 DIR]
        zmstress.py --zmount PATH --replay FILE [--shrink]
 
 One run = one seed:
@@ -34,6 +34,12 @@ One run = one seed:
          resumed at a checkpoint (resumes= of user.zmount.info, summed over
          the archives at the end; the count is printed in every run);
        - fusermount3 -u works and the daemon exits 0.
+  With --s3 DIR (a gateway `tests/s3/rgw.sh up DIR` made) the tree is
+  uploaded under a prefix of the run's own and mounted as s3://BUCKET/PREFIX;
+  each mutation is then mirrored as a PUT of the file's whole new content (an
+  overwrite) or a DELETE, so any of them may fail a handle with EIO, never
+  mix two versions in it; the FIFO and directory swaps are left out; the
+  VmHWM bound grows by S3SRC_BYTES_PER_SOURCE (8 MiB) per file.
   A failure prints the seed, the options and a replay file (the exact op
   lists); --replay FILE runs it again and --shrink bisects it to a smaller
   list that still fails the same way.
@@ -63,6 +69,9 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'mount'))
 import zmtest  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, '..', 's3'))
+import s3util  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -320,6 +329,8 @@ IN_PLACE = ('rewrite_mtime', 'truncate', 'append')
 CK_FILES = ('xz_ck', 'zst_ck')
 MUTATIONS = ('replace', 'rewrite_mtime', 'truncate', 'append', 'delete', 'rewrite_mtime')
 ALL_MUTATIONS = MUTATIONS[:5] + ('fifo', 'dirswap')
+# An object store has no FIFOs or symlinks: --s3 leaves these kinds out.
+NO_S3 = ('fifo', 'dirswap')
 
 
 def make_mutations(rnd, files, duration, n, kinds_on=ALL_MUTATIONS):
@@ -462,7 +473,10 @@ def make_plan(seed, args):
         opts, extra = args.opts, (['-s'] if args.sflag else [])
     files = make_files(rnd, args.scale, args.depth)
     duration = args.seconds
-    muts = make_mutations(rnd, files, duration * 0.8, rnd.randint(6, 10), args.muts.split(','))
+    kinds = args.muts.split(',')
+    if args.s3:
+        kinds = [k for k in kinds if k not in NO_S3]
+    muts = make_mutations(rnd, files, duration * 0.8, rnd.randint(6, 10), kinds)
     # version sizes are needed for offsets; compute them from the plan
     maxsize = {f['fid']: f['size'] for f in files}
     for m in muts:
@@ -480,7 +494,7 @@ def make_plan(seed, args):
         few = style == 'few' or (style == 'mixed' and w % 2 == 0)
         workers.append(make_ops(wr, files, maxsize, nops, few))
     return dict(seed=seed, opts=opts, extra=extra, files=files, muts=muts, style=style,
-                workers=workers, seconds=duration, scale=args.scale)
+                workers=workers, seconds=duration, scale=args.scale, s3=bool(args.s3))
 
 
 # --------------------------------------------------------------------------
@@ -560,8 +574,9 @@ def old_len(work, fid, ver):
     return os.path.getsize(model_path(work, fid, ver - 1))
 
 
-def apply_mutation(plan, m, work, src, log):
-    """Prepare everything, then record t_start, do the visible change, record t_end."""
+def apply_mutation(plan, m, work, src, log, s3=None):
+    """Prepare everything, then record t_start, do the visible change, record t_end.
+    With s3 (see s3_mirror), the change is then made to the object too, before t_end."""
     k = m['kind']
     rec = dict(kind=k, t=m['t'])
     if k == 'dirswap':
@@ -627,12 +642,14 @@ def apply_mutation(plan, m, work, src, log):
                 fh.write(enc)
                 fh.truncate(len(enc))
             os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    if s3:
+        s3_mirror(s3, src, p, k == 'delete')
     rec['e'] = time.monotonic()
     log.write(json.dumps(rec) + '\n')
     log.flush()
 
 
-def mutator_main(plan, work, src, t_base, hb, logpath):
+def mutator_main(plan, work, src, t_base, hb, logpath, s3=None):
     with open(logpath, 'w') as log:
         for i, m in enumerate(plan['muts']):
             delay = t_base + m['t'] - time.monotonic()
@@ -640,12 +657,40 @@ def mutator_main(plan, work, src, t_base, hb, logpath):
                 time.sleep(delay)
             hb[0] = i
             try:
-                apply_mutation(plan, m, work, src, log)
+                apply_mutation(plan, m, work, src, log, s3)
             except Exception:
                 log.write(json.dumps(dict(kind='error', t=m['t'],
                                           err=traceback.format_exc())) + '\n')
                 log.flush()
     hb[2] = 1.0
+
+
+# --------------------------------------------------------------------------
+# --s3: the tree as objects
+# --------------------------------------------------------------------------
+def s3_key(s3, src, path):
+    return s3['prefix'] + os.path.relpath(path, src)
+
+
+def s3_mirror(s3, src, path, delete):
+    """The object of PATH (under SRC) becomes what PATH now holds: one PUT
+    of the whole new content (an overwrite), or a DELETE."""
+    g = s3util.Gateway.from_dir(s3['dir'])
+    if delete:
+        g.delete(g.bucket, s3_key(s3, src, path))
+    else:
+        g.put(g.bucket, s3_key(s3, src, path), path=path)
+
+
+def s3_upload(s3, src):
+    """Every regular file under SRC as an object under s3['prefix']."""
+    g = s3util.Gateway.from_dir(s3['dir'])
+    items = []
+    for d, _, names in os.walk(src):
+        items += [(s3_key(s3, src, os.path.join(d, n)), os.path.join(d, n)) for n in names
+                  if stat.S_ISREG(os.lstat(os.path.join(d, n)).st_mode)]
+    g.put_many(g.bucket, items, parallel=8)
+    return g
 
 
 # --------------------------------------------------------------------------
@@ -1000,11 +1045,13 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
                         fails.append(('daemon gone', where + ': ENOTCONN'))
                     elif r['err'] in ('EIO', 'ESTALE', 'ENOENT') and tl.changed_after(
                             fid, h['t0'], r['t1'],
-                            None if files[fid]['fmt'] == 'plain' else IN_PLACE):
+                            None if files[fid]['fmt'] == 'plain' or plan.get('s3')
+                            else IN_PLACE):
                         neio += 1
                     else:
                         # an archive renamed over, deleted or moved away keeps
                         # its bytes: only a change in place may fail a handle
+                        # (over S3 any overwrite or DELETE may: the object is gone)
                         fails.append(('bad read error', f'{where}: {r["err"]}, and {path!r} was not '
                                       f'changed in place during the handle\'s life'))
                     continue
@@ -1106,16 +1153,32 @@ def run_plan(plan, args, res, label, quiet=False):
     os.makedirs(mnt)
     idx = os.path.join(work, 'idx')
     os.makedirs(idx, mode=0o700)
-    save_sizes(plan, args, src, idx)
+    if not plan.get('s3'):  # (over S3 the index is keyed by the ETag: the mount measures)
+        save_sizes(plan, args, src, idx)
     opts = plan['opts'] + f',index_dir={idx}'
     cache = cache_size_of(plan['opts'])
     hwm_bound = (args.hwm_mib * MiB) if args.hwm_mib else cache + 64 * MiB
+    s3 = None
+    msrc = src
+    if plan.get('s3'):
+        if not args.s3:
+            fails.append(('mount failed', 'this plan runs over S3: give --s3 DIR'))
+            return fails, work
+        s3 = dict(dir=os.path.abspath(args.s3), prefix=os.path.basename(work) + '/')
+        t_up = time.monotonic()
+        g = s3_upload(s3, src)
+        say(f'# {label}: uploaded to s3://{g.bucket}/{s3["prefix"]} in '
+            f'{time.monotonic() - t_up:.1f} s')
+        msrc = f's3://{g.bucket}/{s3["prefix"].rstrip("/")}'
+        opts += f',endpoint={g.endpoint},region={g.region},credentials={g.credfile}'
+        if not args.hwm_mib:  # each open object may hold S3SRC_BYTES_PER_SOURCE
+            hwm_bound += 8 * MiB * len(plan['files'])
     nw = len(plan['workers'])
     hbs = [mp.Array('d', 3, lock=False) for _ in range(nw + 1)]
     hang = None
     hwm = 0
     crashed = None
-    m = zmtest.Mount(args.zmount, src, mnt, opts=opts, extra_args=plan['extra'],
+    m = zmtest.Mount(args.zmount, msrc, mnt, opts=opts, extra_args=plan['extra'],
                      log_path=os.path.join(work, 'daemon.log'), label=label,
                      results=None, exit_timeout=30)
     procs = []
@@ -1132,7 +1195,7 @@ def run_plan(plan, args, res, label, quiet=False):
         t_stop = t_base + plan['seconds'] if not args.ops else t_base + 1e9
         ctx = mp.get_context('fork')
         mproc = ctx.Process(target=mutator_main, args=(plan, work, src, t_base, hbs[nw],
-                                                       os.path.join(work, 'mut.log')))
+                                                       os.path.join(work, 'mut.log'), s3))
         mproc.start()
         procs.append(mproc)
         for w in range(nw):
@@ -1229,6 +1292,11 @@ def run_plan(plan, args, res, label, quiet=False):
             if p.is_alive():
                 p.kill()
         raise
+    if s3:
+        try:
+            g.empty_bucket(g.bucket, s3['prefix'])
+        except s3util.S3Error as e:
+            say(f'# {label}: could not delete s3://{g.bucket}/{s3["prefix"]}: {e}')
     mutlog = []
     if os.path.exists(os.path.join(work, 'mut.log')):
         with open(os.path.join(work, 'mut.log')) as f:
@@ -1319,7 +1387,8 @@ def report(plan, fails, work, res, label, args):
             json.dump(dict(plan, workers=trimmed), f)
         print(f'# FAILED: seed {plan["seed"]}, options "{plan["opts"]}" {" ".join(plan["extra"])}'
               f' -- work dir: {work} (logs and replay; the trees too with --keep)\n# replay: {sys.argv[0]} --zmount {args.zmount} '
-              f'--replay {rp} [--shrink]', flush=True)
+              f'--replay {rp}' + (f' --s3 {args.s3}' if plan.get('s3') else '')
+              + ' [--shrink]', flush=True)
     return classes
 
 
@@ -1426,6 +1495,8 @@ def main():
     ap.add_argument('--replay', default=None, help='run the plan in this replay.json')
     ap.add_argument('--shrink', action='store_true', help='on failure, bisect the op lists')
     ap.add_argument('--shrink-tries', type=int, default=24)
+    ap.add_argument('--s3', default=None, metavar='DIR',
+                    help='run over an S3 mount: the gateway `tests/s3/rgw.sh up DIR` made')
     args = ap.parse_args()
     if args.depth is not None and not 1 <= args.depth <= 900:
         ap.error('--depth must be 1..900 (paths stay under PATH_MAX for the checker itself)')
