@@ -8,7 +8,8 @@
  * fetched waits for it; a miss fetches a new window starting at the read:
  *
  *   - its size is WIN_MIN (64 KiB) after a jump, and doubles up to WIN_MAX
- *     (4 MiB) while reads continue where the last one ended, or go
+ *     (4 MiB) while reads continue where the last one ended (or step
+ *     forward by less than twice the last window: a walk over headers), or go
  *     backwards (then the window ends where the last read began);
  *   - when the read lies in the extent the last hint named (the reader's
  *     read-ahead), the window is that extent (capped), so a random read of
@@ -340,7 +341,8 @@ static uint64_t plan(struct s3src *s, uint64_t off, size_t len, uint64_t *end, b
 	*seq = false;
 	if (off >= s->hint_off && off < s->hint_end) {
 		w = s->hint_end - off < WIN_MAX ? (size_t)(s->hint_end - off) : WIN_MAX;
-	} else if (off == s->seq_end && s->seq_w) {
+	} else if (s->seq_w && off >= s->seq_end && off - s->seq_end <= 2 * (uint64_t)s->seq_w) {
+		/* In order, or a short step forward (a walk over zstd block headers). */
 		w = grown;
 		*seq = true;
 	} else if (s->seq_w && off + len <= s->last_off && s->last_off - (off + len) < WIN_MIN) {

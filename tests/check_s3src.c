@@ -359,6 +359,31 @@ START_TEST(test_sequential_cost)
 }
 END_TEST
 
+/* A walk over headers (zstd's block headers): 4 KiB reads 80 KiB apart. */
+START_TEST(test_walk_cost)
+{
+	struct s3 *s = connect_at(endpoint, 2);
+	struct zsrc *z = open_obj(s, "s3src/big");
+	unsigned char buf[4096];
+	struct s3src_counters c0, c;
+	unsigned reads = 0;
+
+	s3src_get_counters(&c0);
+	for (uint64_t off = 0; off + sizeof(buf) <= BIG; off += 80u << 10, reads++) {
+		ck_assert_int_eq(zsrc_pread(z, buf, sizeof(buf), off), (ssize_t)sizeof(buf));
+		ck_assert(!memcmp(buf, big + off, sizeof(buf)));
+	}
+	c = since(&c0);
+	fprintf(stderr, "check_s3src: %u reads 80 KiB apart: %llu GETs, %llu bytes\n", reads,
+		(unsigned long long)c.gets, (unsigned long long)c.bytes);
+	/* Windows grow as for reads in order: not one GET per read. */
+	ck_assert_uint_le(c.gets, 7 + BIG / (4u << 20) + 2);
+	ck_assert_uint_le(c.bytes, BIG + BIG / 5);
+	zsrc_put(z);
+	s3_close(s);
+}
+END_TEST
+
 START_TEST(test_units_cost)
 {
 	/* As the reader decodes gzip units: 32 KiB reads, each unit starting a
@@ -606,10 +631,15 @@ static TCase *tc(const char *name, int timeout, const TTest *const *t)
 int main(void)
 {
 	const TTest *const plain[] = { test_url, test_identity, test_connect_defaults, NULL };
-	const TTest *const rgw[] = { test_exact_bytes,	   test_threads_share,
-				     test_overwrite_stale, test_overwrite_during_read_ahead,
-				     test_sequential_cost, test_units_cost,
-				     test_random_cost,	   NULL };
+	const TTest *const rgw[] = { test_exact_bytes,
+				     test_threads_share,
+				     test_overwrite_stale,
+				     test_overwrite_during_read_ahead,
+				     test_sequential_cost,
+				     test_walk_cost,
+				     test_units_cost,
+				     test_random_cost,
+				     NULL };
 	const TTest *const faults[] = { test_faults_retried, NULL };
 	Suite *su = suite_create("s3src");
 	SRunner *sr;
