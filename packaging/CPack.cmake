@@ -17,7 +17,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright ${PROJECT_SOURCE_DIR}/RE
 # links work in the installed copy too.
 install(FILES ${PROJECT_SOURCE_DIR}/doc/recipes.md ${PROJECT_SOURCE_DIR}/doc/design.md
               ${PROJECT_SOURCE_DIR}/doc/memory.md ${PROJECT_SOURCE_DIR}/doc/benchmarks.md
-              ${PROJECT_SOURCE_DIR}/doc/index-format.md
+              ${PROJECT_SOURCE_DIR}/doc/index-format.md ${PROJECT_SOURCE_DIR}/doc/s3-bench.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/doc)
 
 # Who answers for the package: `cmake -DZMOUNT_DEB_MAINTAINER="Name <mail>"`.

@@ -9,5 +9,5 @@ cmake --build "$build" -j"$(nproc)"
 (cd "$build" && ctest --output-on-failure -j"$(nproc)" --timeout 900)
 # Sanitizers (ASan+UBSan, TSan) and bounded fuzzing.  ZMOUNT_QUICK=1 skips them.
 if [ "${ZMOUNT_QUICK:-0}" != 1 ]; then
-	FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash tools/ci-stages.sh all
+	FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash tools/ci-stages.sh all
 fi
