@@ -269,8 +269,9 @@ static void *ahead_run(void *arg)
 			break;
 		uint64_t end = w->off + (uint64_t)n;
 
-		w = end >= s->hint_off && end < s->hint_end ? ahead_claim(s, end, s->hint_end - end)
-							    : NULL;
+		w = !s->closing && end >= s->hint_off && end < s->hint_end
+			    ? ahead_claim(s, end, s->hint_end - end)
+			    : NULL;
 	}
 	s->ahead = 2;
 	pthread_mutex_unlock(&s->mu);
@@ -461,12 +462,14 @@ static int src_stat(struct zsrc *z, struct stat *st)
 static void src_free(struct zsrc *z)
 {
 	struct s3src *s = (struct s3src *)z;
+	int ahead;
 
 	/* No other reference is left: no new fetch ahead starts, and the helper stops. */
 	pthread_mutex_lock(&s->mu);
 	s->closing = true;
+	ahead = s->ahead; /* read under mu: the helper sets it as it ends */
 	pthread_mutex_unlock(&s->mu);
-	if (s->ahead)
+	if (ahead)
 		pthread_join(s->ahead_thr, NULL);
 	for (int i = 0; i < NWIN; i++)
 		free(s->w[i].buf);
