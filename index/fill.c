@@ -45,9 +45,15 @@
 static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct zerr *err)
 {
 	struct udec *d;
+	uint64_t cstart, cend;
 	ssize_t n;
-	int ret = udec_open(r, k, &d, err);
+	int ret;
 
+	/* All of its compressed bytes are read now: a remote source fetches them in one go. */
+	r->f->extent(r, k, k, &cstart, &cend);
+	if (cend > cstart)
+		zsrc_hint(r->src, cstart, cend - cstart);
+	ret = udec_open(r, k, &d, err);
 	if (ret < 0)
 		return ret;
 	n = udec_read(r, d, buf, len, err);

@@ -146,6 +146,32 @@ START_TEST(error_fails_one_unit_only)
 }
 END_TEST
 
+/* A unit decoded whole first names its compressed bytes (hint), so a remote source fetches them in
+ * one go. */
+START_TEST(whole_unit_is_hinted)
+{
+	struct blob a = slurp("text.xz");
+	struct memsrc *m = memsrc_new(a.p, a.n);
+	struct xzdec_index *idx = blocks_of(m);
+	const struct xzdec_block *b = &idx->blocks[3];
+	unsigned char buf[4096];
+	struct zmctx *zm;
+	struct reader *r = open_mem(m, "text.xz", &zm);
+
+	m->hint_off = m->hint_len = 0;
+	ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), b->uoff + 100), (ssize_t)sizeof(buf));
+	ck_assert_uint_le(m->hint_off, b->coff);
+	ck_assert_uint_ge(m->hint_off + m->hint_len, b->coff + b->csize);
+	ck_assert_uint_le(m->hint_len, b->csize + 4096);
+	reader_close(r);
+	zmctx_free(zm);
+	xzdec_index_free(idx);
+	zsrc_put(memsrc_src(m));
+	memsrc_destroy(m);
+	free(a.p);
+}
+END_TEST
+
 /*
  * A new version under an open reader: cached units may still be served
  * (the old bytes), uncached ones fail, and no read ever gives the new
@@ -277,6 +303,7 @@ int main(void)
 	const struct checkutil_case cases[] = {
 		{ "short_reads_serve_exact_bytes", short_reads_serve_exact_bytes, 0 },
 		{ "error_fails_one_unit_only", error_fails_one_unit_only, 0 },
+		{ "whole_unit_is_hinted", whole_unit_is_hinted, 0 },
 		{ "changed_file_fails_uncached_units", changed_file_fails_uncached_units, 0 },
 		{ "changed_object_fails_uncached_units", changed_object_fails_uncached_units, 0 },
 		{ "changed_both_fails_uncached_units", changed_both_fails_uncached_units, 0 },

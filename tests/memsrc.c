@@ -38,9 +38,19 @@ static void mem_free(struct zsrc *s)
 	atomic_fetch_add(&((struct memsrc *)s)->frees, 1);
 }
 
+/* Keeps the last hint (tests read it when no other thread hints). */
+static void mem_hint(struct zsrc *s, uint64_t off, uint64_t len)
+{
+	struct memsrc *m = (struct memsrc *)s;
+
+	m->hint_off = off;
+	m->hint_len = len;
+}
+
 static const struct zsrc_ops mem_ops = {
 	.pread = mem_pread,
 	.stat = mem_stat,
+	.hint = mem_hint,
 	.free = mem_free,
 };
 

@@ -35,6 +35,7 @@ struct memsrc {
 	int err;
 	bool estale; /* reads fail with -ESTALE (after memsrc_change with estale) */
 	atomic_uint calls, frees;
+	uint64_t hint_off, hint_len; /* the last hint */
 };
 
 /* A source over a copy of data[0, len).  Aborts if out of memory. */
