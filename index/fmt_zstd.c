@@ -232,6 +232,7 @@ struct measure {
 	struct zmctx *ctx;
 	uint64_t span;		/* the reader's ck_span: 0, no checkpoints */
 	struct ckpt_set **sets; /* per frame, those built (ck_worth), or NULL */
+	size_t nframes;		/* z's, for the last unref, which may come after z is gone */
 };
 
 static void sets_free(struct ckpt_set **sets, size_t n)
@@ -251,7 +252,7 @@ static void measure_unref(struct measure *m)
 	if (last) {
 		pthread_mutex_destroy(&m->lock);
 		pthread_cond_destroy(&m->idle);
-		sets_free(m->sets, m->z->nframes);
+		sets_free(m->sets, m->nframes);
 		free(m->usize);
 		free(m);
 	}
@@ -426,6 +427,7 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass,
 	m->refs = 1;
 	m->src = r->src;
 	m->z = z;
+	m->nframes = z->nframes;
 	m->ctx = r->ctx;
 	for (size_t i = 0; i < z->nframes; i++) {
 		m->usize[i] = z->frames[i].usize;
@@ -785,7 +787,6 @@ static int zstd_ck_build(struct reader *r, struct zsrc *src, size_t k, uint64_t 
 	struct zst *s = r->idx;
 	struct zstdckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
 	size_t i = r->entry[k];
-
 	struct zstddec_frame f = stated(frame(r, k));
 
 	if (s->unseen && (atomic_load(&s->proven) < i || atomic_load(&s->unseen[i])))
