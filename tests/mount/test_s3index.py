@@ -13,6 +13,8 @@ Checks, each on a fresh mount with no local index directory of its own:
   - the object overwritten with a version of the same size (another gzip MTIME, another
     ETag) and the old version's index PUT under the new version's name: mount D does not
     load it (made for another version), says so once, and serves exact bytes;
+  - a local SRC with index_dir=s3://... and endpoint=: the first mount builds and PUTs the
+    index, the second loads it;
   - index_dir=s3://... on a local mount without endpoint=, and a missing bucket: exit 1,
     one line.
 """
@@ -159,6 +161,29 @@ def run(env):
     res.check('D said why, once', len(lines) == 1, '\n'.join(lines) or m.log_tail())
 
 
+def check_local_mount(env):
+    """A local SRC with index_dir=s3://...: the first mount PUTs the index, the next loads it."""
+    res, gw, top = env.res, env.gw, env.top
+    src = os.path.join(top, 'localsrc')
+    os.makedirs(src, exist_ok=True)
+    data = text_bytes(4 << 20, 9)
+    with open(os.path.join(src, 'l.log.gz'), 'wb') as f:
+        f.write(gzip.compress(data, 6))
+    prefix = env.pre + 'idx-local'
+    opts = (f'endpoint={gw.endpoint},credentials={gw.credfile},span=256K,noindex,'
+            f'index_dir=s3://{gw.bucket}/{prefix}')
+    for label, field in (('L1', 'indexes_built'), ('L2', 'indexes_loaded')):
+        mnt = os.path.join(top, f'mnt{label}')
+        with zmtest.Mount(env.args.zmount, src, mnt, opts, results=res, watchdog=300,
+                          log_path=os.path.join(top, f'{label}.log'), label=label) as m:
+            check_reads(res, f'{label} (local SRC)', os.path.join(mnt, 'l.log'), data)
+            st = zmtest.stats(mnt)
+            res.check(f'{label}: local SRC, shared index_dir: {field}=1', st.get(field) == 1,
+                      f'{st}\n{m.log_tail()}')
+    res.check('the local mount put its index under the prefix',
+              len(index_keys(gw, prefix + '/')) == 1)
+
+
 def check_bad_options(env):
     res, gw, top = env.res, env.gw, env.top
     local = os.path.join(top, 'local')
@@ -195,6 +220,7 @@ def main():
     env = Env(args, res, Gateway(d), top)
     try:
         run(env)
+        check_local_mount(env)
         check_bad_options(env)
     finally:
         zmtest.cleanup_top(top, args.keep)
