@@ -664,7 +664,8 @@ static int zstd_ck_open(struct reader *r, size_t k, const void *blob, size_t len
 
 	if (ret < 0)
 		return ret;
-	return zstdckpt_blob_open(frame(r, k), blob, len, (struct zstdckpt_dec **)dec, err);
+	return zstdckpt_blob_open_in(fmt_state(r), frame(r, k), blob, len,
+				     (struct zstdckpt_dec **)dec, err);
 }
 
 static ssize_t zstd_ck_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
@@ -687,6 +688,17 @@ static const struct fmt_ck zstd_ck = {
 	.open = zstd_ck_open,
 	.ops = { .read = zstd_ck_read, .cost = zstd_ck_cost, .close = zstd_ck_close },
 };
+
+/* The context's stock of resumed decoders (codec/zstdckpt.h: bounded, any thread). */
+static int zstd_ctx_new(void **state)
+{
+	return zstdckpt_spares_new((struct zstdckpt_spares **)state);
+}
+
+static void zstd_ctx_free(void *state)
+{
+	zstdckpt_spares_free(state);
+}
 
 /* probe_src: a zstd frame, after up to PROBE_SKIP_MAX skippable ones (pzstd). */
 static int zstd_sniff(struct zsrc *src, const unsigned char *head, size_t n)
@@ -759,6 +771,8 @@ const struct fmt fmt_zstd = {
 	.suffixes = zstd_suffixes,
 	.bg = FMTTAB_BG_CKPT,
 	.index_optional = true,
+	.ctx_new = zstd_ctx_new,
+	.ctx_free = zstd_ctx_free,
 	.saved = zstd_saved,
 	.info_line = zstd_info_line,
 	.info_counts = zstd_info_counts,
