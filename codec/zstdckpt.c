@@ -1705,6 +1705,7 @@ static int dec_new(struct zstdckpt_spares *sp, const struct zstddec_frame *f,
 	} else {
 		r = ZSTD_decompressBegin(d->dc);
 		d->coff = f->coff + f->hsize;
+		d->uoff = 0;
 	}
 	if (ZSTD_isError(r)) {
 		zstdckpt_dec_close(d);

@@ -933,7 +933,8 @@ END_TEST
 /*
  * A decoder from the stock, last used for another file's frame at a
  * nearby file offset (so an input buffer kept from it would be read),
- * or for another point of the same frame, resumes to exact bytes.
+ * or for another point of the same frame, resumes to exact bytes; and
+ * so does one opened at the frame's start.
  */
 START_TEST(test_spares_other_file)
 {
@@ -992,6 +993,12 @@ START_TEST(test_spares_other_file)
 		drain(d, x[1].fd, &x[1], a[1].uoff[i], 65536, "after a later point");
 		zstdckpt_dec_close(d);
 	}
+	/* and its start */
+	ck_assert_int_eq(zstdckpt_blob_open_in(sp, x[1].f, NULL, 0, &d, &e), 0);
+	ck_assert_uint_eq(zstdckpt_spares_bytes(sp), 0);
+	ck_assert_uint_eq(zstdckpt_dec_tell(d), 0);
+	drain(d, x[1].fd, &x[1], 0, 65536, "the frame's start, after a point");
+	zstdckpt_dec_close(d);
 	for (int u = 0; u < 2; u++) {
 		all_blobs_free(&a[u]);
 		fx_close(&x[u]);
