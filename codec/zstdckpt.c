@@ -1643,8 +1643,11 @@ static struct zstdckpt_dec *dec_shell(struct zstdckpt_spares *sp, size_t rsize, 
 	struct zstdckpt_dec *d = spares_take(sp, rsize);
 
 	if (d) {
-		/* Only the window's bytes are read before written: ZSTD_decompressBlock
-		 * writes every byte it reads back later, and the blob fills the rest. */
+		/*
+		 * Of the ring, only the window is read before it is written
+		 * (libzstd reads back only what it wrote): zeroed as a fresh
+		 * one, so a blob's bytes not kept read as they always did.
+		 */
 		memset(d->ring + DICT_HMAX, 0, (size_t)wlen);
 		d->in.boff = d->in.blen = 0; /* another frame's, maybe another file's */
 		d->last = d->failed = false;
@@ -1692,6 +1695,11 @@ static int dec_new(struct zstdckpt_spares *sp, const struct zstddec_frame *f,
 	d->rd = d->wr = 0;
 	if (ck) {
 		ret = fill(arg, d, d->ring + DICT_HMAX, ck->wlen, err);
+		if (!sp) { /* nobody reuses the payload buffer: not held while decoding */
+			free(d->raw);
+			d->raw = NULL;
+			d->rawcap = 0;
+		}
 		if (ret) {
 			zstdckpt_dec_close(d);
 			return ret;
