@@ -43,7 +43,9 @@
  * must be dropped.  A resumed decoder cannot verify the Content_Checksum
  * (it covers the whole frame); per-span checksums are issue 19, item 4.
  *
- * Threads: no shared state; a zstdckpt_dec belongs to one thread at a time.
+ * Threads: a zstdckpt_dec belongs to one thread at a time; the one shared
+ * object is a stock of closed decoders (struct zstdckpt_spares, below),
+ * which any thread may use: it has its own lock.
  * All I/O is zsrc_pread on the source the caller passes to each call (borrowed).
  */
 
