@@ -274,10 +274,10 @@ size_t zstdckpt_dec_cost(const struct zstdckpt_dec *d);
  *
  * Bound: at most ZSTDCKPT_SPARES_N decoders and ZSTDCKPT_SPARES_MAX bytes
  * in all (as zstdckpt_dec_cost counts them) once their decoders are
- * closed; a decoder that does not fit is freed at close.  That is three
- * zstd -3 decoders (2 MiB window), one of zstd -19's 8 MiB window, none
- * of --long or --ultra windows (16 MiB and more: their rings are mapped
- * and unmapped as before).  zstdckpt_spares_bytes says how many bytes it
+ * closed; a decoder that does not fit is freed at close.  That is five
+ * zstd -3 decoders (2 MiB window: about 3 MiB each), one of zstd -19's
+ * 8 MiB window, none of --long or --ultra windows (16 MiB and more: their
+ * rings are mapped and unmapped as before).  zstdckpt_spares_bytes says how many bytes it
  * holds now; they are not part of any decoder's cost.
  *
  * zstdckpt_spares_new returns 0, or -ENOMEM with *out NULL;
