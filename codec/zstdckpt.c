@@ -51,6 +51,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1487,8 +1488,106 @@ struct zstdckpt_dec {
 	size_t bmax; /* the frame's block size: min(window, 128 KiB) */
 	uint8_t *ring;
 	size_t rsize;
-	size_t rd, wr; /* unread output: ring[rd..wr) */
+	size_t rd, wr;		    /* unread output: ring[rd..wr) */
+	uint8_t *raw;		    /* a blob's payload, unpacked (kept for the next open) */
+	size_t rawcap;		    /* raw's size */
+	struct zstdckpt_spares *sp; /* borrowed; where close gives the buffers back, or NULL */
+	size_t kept_cost;	    /* zstdckpt_dec_cost while it sits in sp's stock */
 };
+
+/*
+ * The stock (zstdckpt.h): whole decoders, closed, with their ring, input
+ * buffer, libzstd context and payload buffer.  Owned by the caller, so two
+ * users in one process never share a lock or a bound.
+ */
+struct zstdckpt_spares {
+	pthread_mutex_t lock;
+	/* Protected by lock. */
+	struct zstdckpt_dec *slot[ZSTDCKPT_SPARES_N];
+	size_t bytes;
+};
+
+int zstdckpt_spares_new(struct zstdckpt_spares **out)
+{
+	struct zstdckpt_spares *sp = calloc(1, sizeof(*sp));
+
+	*out = sp;
+	if (!sp)
+		return -ENOMEM;
+	pthread_mutex_init(&sp->lock, NULL);
+	return 0;
+}
+
+static void dec_free(struct zstdckpt_dec *d)
+{
+	ZSTD_freeDCtx(d->dc);
+	free(d->in.buf);
+	free(d->raw);
+	ring_free(d->ring, d->rsize, HUGE_MIN_DEC);
+	free(d);
+}
+
+void zstdckpt_spares_free(struct zstdckpt_spares *sp)
+{
+	if (!sp)
+		return;
+	for (size_t i = 0; i < ZSTDCKPT_SPARES_N; i++)
+		if (sp->slot[i])
+			dec_free(sp->slot[i]);
+	pthread_mutex_destroy(&sp->lock);
+	free(sp);
+}
+
+size_t zstdckpt_spares_bytes(struct zstdckpt_spares *sp)
+{
+	size_t n;
+
+	pthread_mutex_lock(&sp->lock);
+	n = sp->bytes;
+	pthread_mutex_unlock(&sp->lock);
+	return n;
+}
+
+/* A closed decoder with a ring of rsize bytes from sp's stock, or NULL. */
+static struct zstdckpt_dec *spares_take(struct zstdckpt_spares *sp, size_t rsize)
+{
+	struct zstdckpt_dec *d = NULL;
+
+	if (!sp)
+		return NULL;
+	pthread_mutex_lock(&sp->lock);
+	for (size_t i = 0; i < ZSTDCKPT_SPARES_N; i++) {
+		if (sp->slot[i] && sp->slot[i]->rsize == rsize) {
+			d = sp->slot[i];
+			sp->slot[i] = NULL;
+			sp->bytes -= d->kept_cost;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sp->lock);
+	return d;
+}
+
+/* Keeps d in its stock while that has a slot and room for it; true if kept. */
+static bool spares_keep(struct zstdckpt_dec *d)
+{
+	struct zstdckpt_spares *sp = d->sp;
+	bool kept = false;
+
+	if (!sp)
+		return false;
+	d->kept_cost = zstdckpt_dec_cost(d);
+	pthread_mutex_lock(&sp->lock);
+	for (size_t i = 0; i < ZSTDCKPT_SPARES_N && !kept; i++) {
+		if (!sp->slot[i] && d->kept_cost <= ZSTDCKPT_SPARES_MAX - sp->bytes) {
+			sp->slot[i] = d;
+			sp->bytes += d->kept_cost;
+			kept = true;
+		}
+	}
+	pthread_mutex_unlock(&sp->lock);
+	return kept;
+}
 
 /* Writes ck as a dictionary header ending at dst + DICT_HMAX; returns its length. */
 static size_t dict_header(const struct zstdckpt *ck, uint8_t *end)
@@ -1531,11 +1630,48 @@ static int ckpt_check(const struct zstddec_frame *f, const struct zstdckpt *ck, 
  * Puts the window bytes of a checkpoint into win[0..wlen), which is zero:
  * 0, or -EINVAL with err set.
  */
-typedef int (*win_fill_fn)(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *err);
+typedef int (*win_fill_fn)(const void *arg, struct zstdckpt_dec *d, uint8_t *win, uint64_t wlen,
+			   struct zerr *err);
+
+/*
+ * A decoder with a ring of rsize bytes, all but the per-open state: from
+ * sp's stock (its window's bytes zeroed again, as a fresh ring's are), or
+ * new.  NULL if out of memory.
+ */
+static struct zstdckpt_dec *dec_shell(struct zstdckpt_spares *sp, size_t rsize, uint64_t wlen)
+{
+	struct zstdckpt_dec *d = spares_take(sp, rsize);
+
+	if (d) {
+		/*
+		 * Of the ring, only the window is read before it is written
+		 * (libzstd reads back only what it wrote): zeroed as a fresh
+		 * one, so a blob's bytes not kept read as they always did.
+		 */
+		memset(d->ring + DICT_HMAX, 0, (size_t)wlen);
+		d->in.boff = d->in.blen = 0; /* another frame's, maybe another file's */
+		d->last = d->failed = false;
+		return d;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->rsize = rsize;
+	/* zeroed, so that a sparse window's pages not kept are never touched */
+	d->ring = ring_alloc(d->rsize, HUGE_MIN_DEC);
+	d->in.buf = malloc(IN_CAP);
+	d->dc = ZSTD_createDCtx();
+	if (!d->ring || !d->in.buf || !d->dc) {
+		dec_free(d);
+		return NULL;
+	}
+	return d;
+}
 
 /* A decoder at ck (NULL: the frame's start), its window filled by fill. */
-static int dec_new(const struct zstddec_frame *f, const struct zstdckpt *ck, win_fill_fn fill,
-		   const void *arg, struct zstdckpt_dec **out, struct zerr *err)
+static int dec_new(struct zstdckpt_spares *sp, const struct zstddec_frame *f,
+		   const struct zstdckpt *ck, win_fill_fn fill, const void *arg,
+		   struct zstdckpt_dec **out, struct zerr *err)
 {
 	struct zstdckpt_dec *d;
 	uint64_t w = frame_window(f);
@@ -1548,24 +1684,22 @@ static int dec_new(const struct zstddec_frame *f, const struct zstdckpt *ck, win
 		ret = ckpt_check(f, ck, err);
 	if (ret)
 		return ret;
-	d = calloc(1, sizeof(*d));
+	/* the dictionary header, the window, two blocks (one for split literals) */
+	d = dec_shell(sp, DICT_HMAX + (size_t)w + 2 * (BLOCK_MAX + SLACK), ck ? ck->wlen : 0);
 	if (!d)
 		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
+	d->sp = sp;
 	d->f = *f;
 	d->in.end = f->coff + f->csize;
 	d->bmax = f->window < BLOCK_MAX ? (size_t)f->window : BLOCK_MAX;
-	/* the dictionary header, the window, two blocks (one for split literals);
-	 * zeroed, so that a sparse window's pages not kept are never touched */
-	d->rsize = DICT_HMAX + (size_t)w + 2 * (BLOCK_MAX + SLACK);
-	d->ring = ring_alloc(d->rsize, HUGE_MIN_DEC);
-	d->in.buf = malloc(IN_CAP);
-	d->dc = ZSTD_createDCtx();
-	if (!d->ring || !d->in.buf || !d->dc) {
-		zstdckpt_dec_close(d);
-		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
-	}
+	d->rd = d->wr = 0;
 	if (ck) {
-		ret = fill(arg, d->ring + DICT_HMAX, ck->wlen, err);
+		ret = fill(arg, d, d->ring + DICT_HMAX, ck->wlen, err);
+		if (!sp) { /* nobody reuses the payload buffer: not held while decoding */
+			free(d->raw);
+			d->raw = NULL;
+			d->rawcap = 0;
+		}
 		if (ret) {
 			zstdckpt_dec_close(d);
 			return ret;
@@ -1579,6 +1713,7 @@ static int dec_new(const struct zstddec_frame *f, const struct zstdckpt *ck, win
 	} else {
 		r = ZSTD_decompressBegin(d->dc);
 		d->coff = f->coff + f->hsize;
+		d->uoff = 0;
 	}
 	if (ZSTD_isError(r)) {
 		zstdckpt_dec_close(d);
@@ -1589,8 +1724,10 @@ static int dec_new(const struct zstddec_frame *f, const struct zstdckpt *ck, win
 	return 0;
 }
 
-static int fill_dense(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *err)
+static int fill_dense(const void *arg, struct zstdckpt_dec *d, uint8_t *win, uint64_t wlen,
+		      struct zerr *err)
 {
+	(void)d;
 	(void)err;
 	memcpy(win, arg, (size_t)wlen);
 	return 0;
@@ -1599,7 +1736,7 @@ static int fill_dense(const void *arg, uint8_t *win, uint64_t wlen, struct zerr 
 int zstdckpt_dec_open(const struct zstddec_frame *f, const struct zstdckpt *ck, const void *window,
 		      struct zstdckpt_dec **out, struct zerr *err)
 {
-	return dec_new(f, ck, fill_dense, window, out, err);
+	return dec_new(NULL, f, ck, fill_dense, window, out, err);
 }
 
 /* A blob, parsed (its header checked against the frame and its CRC). */
@@ -1669,18 +1806,36 @@ static int blob_parse(const struct zstddec_frame *f, const uint8_t *p, size_t le
 	return 0;
 }
 
+/* Room for n bytes in d->raw (kept with d, as its ring is).  0 or -ENOMEM. */
+static int raw_room(struct zstdckpt_dec *d, size_t n)
+{
+	if (d->rawcap < n) {
+		free(d->raw);
+		d->rawcap = 0;
+		d->raw = malloc(n);
+		if (!d->raw)
+			return -ENOMEM;
+		d->rawcap = n;
+	}
+	return 0;
+}
+
 /* Decompresses a blob's payload and puts its runs into the (zero) window. */
-static int fill_blob(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *err)
+static int fill_blob(const void *arg, struct zstdckpt_dec *d, uint8_t *win, uint64_t wlen,
+		     struct zerr *err)
 {
 	const struct blob_in *bi = arg;
 	size_t nraw = (size_t)bi->runs_len + (size_t)bi->kept, r;
-	uint8_t *raw = malloc(nraw ? nraw : 1);
-	const uint8_t *bytes = raw + bi->runs_len, *q = raw;
+	const uint8_t *bytes, *q;
+	uint8_t *raw;
 	uint64_t pos = 0, gap, n;
 	int ret = 0;
 
-	if (!raw)
+	if (raw_room(d, nraw ? nraw : 1))
 		return zerr_set(err, -ENOMEM, bi->ck.coff, "out of memory");
+	raw = d->raw;
+	bytes = raw + bi->runs_len;
+	q = raw;
 	r = ZSTD_decompress(raw, nraw, bi->z, bi->zlen);
 	if (ZSTD_isError(r) || r != nraw) {
 		ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob payload is bad: %s",
@@ -1705,28 +1860,33 @@ static int fill_blob(const void *arg, uint8_t *win, uint64_t wlen, struct zerr *
 	if (bytes != raw + nraw || q != raw + bi->runs_len)
 		ret = zerr_set(err, -EINVAL, bi->ck.coff, "checkpoint blob has a bad run");
 out:
-	free(raw);
 	return ret;
 }
 
-int zstdckpt_blob_open(const struct zstddec_frame *f, const void *blob, size_t len,
-		       struct zstdckpt_dec **out, struct zerr *err)
+int zstdckpt_blob_open_in(struct zstdckpt_spares *sp, const struct zstddec_frame *f,
+			  const void *blob, size_t len, struct zstdckpt_dec **out, struct zerr *err)
 {
 	struct blob_in bi;
 	int ret;
 
 	*out = NULL;
 	if (!blob)
-		return dec_new(f, NULL, NULL, NULL, out, err);
+		return dec_new(sp, f, NULL, NULL, NULL, out, err);
 	ret = frame_usable(f, err);
 	if (!ret)
 		ret = blob_parse(f, blob, len, &bi, err);
-	return ret ? ret : dec_new(f, &bi.ck, fill_blob, &bi, out, err);
+	return ret ? ret : dec_new(sp, f, &bi.ck, fill_blob, &bi, out, err);
+}
+
+int zstdckpt_blob_open(const struct zstddec_frame *f, const void *blob, size_t len,
+		       struct zstdckpt_dec **out, struct zerr *err)
+{
+	return zstdckpt_blob_open_in(NULL, f, blob, len, out, err);
 }
 
 size_t zstdckpt_dec_cost(const struct zstdckpt_dec *d)
 {
-	return sizeof(*d) + d->rsize + IN_CAP + ZSTD_sizeof_DCtx(d->dc);
+	return sizeof(*d) + d->rsize + IN_CAP + ZSTD_sizeof_DCtx(d->dc) + d->rawcap;
 }
 
 /* Decodes the next block into the ring at wr.  0 or -EIO. */
@@ -1828,10 +1988,6 @@ uint64_t zstdckpt_dec_tell(const struct zstdckpt_dec *d)
 
 void zstdckpt_dec_close(struct zstdckpt_dec *d)
 {
-	if (!d)
-		return;
-	ZSTD_freeDCtx(d->dc);
-	free(d->in.buf);
-	ring_free(d->ring, d->rsize, HUGE_MIN_DEC);
-	free(d);
+	if (d && !spares_keep(d))
+		dec_free(d);
 }

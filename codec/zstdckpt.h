@@ -43,7 +43,9 @@
  * must be dropped.  A resumed decoder cannot verify the Content_Checksum
  * (it covers the whole frame); per-span checksums are issue 19, item 4.
  *
- * Threads: no shared state; a zstdckpt_dec belongs to one thread at a time.
+ * Threads: a zstdckpt_dec belongs to one thread at a time; the one shared
+ * object is a stock of closed decoders (struct zstdckpt_spares, below),
+ * which any thread may use: it has its own lock.
  * All I/O is zsrc_pread on the source the caller passes to each call (borrowed).
  */
 
@@ -144,7 +146,7 @@ ssize_t zstdckpt_dec_read(struct zstdckpt_dec *d, struct zsrc *src, void *buf, s
 /* Offset in the frame's output of the next byte zstdckpt_dec_read returns. */
 uint64_t zstdckpt_dec_tell(const struct zstdckpt_dec *d);
 
-/* Frees a decoder.  Accepts NULL. */
+/* Frees a decoder, or keeps it in the stock it was opened with (below).  Accepts NULL. */
 void zstdckpt_dec_close(struct zstdckpt_dec *d);
 
 /* ------------------------------------------------------------------------ */
@@ -256,7 +258,47 @@ int zstdckpt_build_blobs(struct zsrc *src, const struct zstddec_frame *f, uint64
 int zstdckpt_blob_open(const struct zstddec_frame *f, const void *blob, size_t len,
 		       struct zstdckpt_dec **out, struct zerr *err);
 
-/* Bytes of memory decoder d holds (its ring, input buffer and libzstd's context). */
+/*
+ * Bytes of memory decoder d holds: its ring, input buffer, libzstd's
+ * context and the buffer a blob's payload was unpacked into.
+ */
 size_t zstdckpt_dec_cost(const struct zstdckpt_dec *d);
+
+/*
+ * A stock of closed decoders that later resumes reuse: their ring, input
+ * buffer, libzstd context and payload buffer.  A fresh ring is fresh
+ * pages, and on this project's VMs faulting them in cost more than
+ * decoding (2.3 MiB of ring at zstd -3, for every random read).  The
+ * caller owns it (one per context) and lends it to every decoder it
+ * opens; it must outlive them.  Any thread.
+ *
+ * Bound: at most ZSTDCKPT_SPARES_N decoders and ZSTDCKPT_SPARES_MAX bytes
+ * in all (as zstdckpt_dec_cost counts them) once their decoders are
+ * closed; a decoder that does not fit is freed at close.  That is five
+ * zstd -3 decoders (2 MiB window: about 3 MiB each), one of zstd -19's
+ * 8 MiB window, none of --long or --ultra windows (16 MiB and more: their
+ * rings are mapped and unmapped as before).  zstdckpt_spares_bytes says how many bytes it
+ * holds now; they are not part of any decoder's cost.
+ *
+ * zstdckpt_spares_new returns 0, or -ENOMEM with *out NULL;
+ * zstdckpt_spares_free frees the decoders it holds and accepts NULL.
+ */
+#define ZSTDCKPT_SPARES_N   8
+#define ZSTDCKPT_SPARES_MAX (16u << 20)
+struct zstdckpt_spares;
+int zstdckpt_spares_new(struct zstdckpt_spares **out);
+void zstdckpt_spares_free(struct zstdckpt_spares *sp);
+size_t zstdckpt_spares_bytes(struct zstdckpt_spares *sp);
+
+/*
+ * As zstdckpt_blob_open, with buffers from sp's stock when it holds a
+ * decoder of the same window (its bytes are zeroed and its input buffer
+ * forgotten: nothing of an earlier frame or file is read).  sp may be
+ * NULL (plain allocation); it is borrowed for the decoder's life, and
+ * zstdckpt_dec_close gives the decoder back to it.
+ */
+int zstdckpt_blob_open_in(struct zstdckpt_spares *sp, const struct zstddec_frame *f,
+			  const void *blob, size_t len, struct zstdckpt_dec **out,
+			  struct zerr *err);
 
 #endif

@@ -107,6 +107,11 @@
  *                                   taken inside reader.stream when a
  *                                   decoder allocates or frees; buffers
  *                                   are malloc'd and freed outside it.
+ *  zstdckpt_spares.lock codec/zstdckpt.c  a context's stock of closed
+ *                                   zstd resume decoders (struct
+ *                                   zstdckpt_spares).  Leaf; taken when a
+ *                                   resumed decoder opens or closes; the
+ *                                   decoders are made and freed outside it.
  *
  * Who waits for pool jobs, and why it is safe:
  *  - arctab_close (the last close of a file) detaches its reader with no

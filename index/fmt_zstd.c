@@ -802,11 +802,13 @@ static int zstd_ck_open(struct reader *r, size_t k, const void *blob, size_t len
 	int ret = check_before(r, r->idx, r->entry[k], err);
 
 	if (ret == 0)
-		ret = zstdckpt_blob_open(&f, blob, len, (struct zstdckpt_dec **)dec, err);
+		ret = zstdckpt_blob_open_in(fmt_state(r), &f, blob, len,
+					    (struct zstdckpt_dec **)dec, err);
 	/* Saved by a zmount that named measured frames by their size: as good, since pieces are
 	 * checked. */
 	if (ret == -EINVAL && f.usize != frame(r, k)->usize)
-		ret = zstdckpt_blob_open(frame(r, k), blob, len, (struct zstdckpt_dec **)dec, err);
+		ret = zstdckpt_blob_open_in(fmt_state(r), frame(r, k), blob, len,
+					    (struct zstdckpt_dec **)dec, err);
 	return ret;
 }
 
@@ -830,6 +832,17 @@ static const struct fmt_ck zstd_ck = {
 	.open = zstd_ck_open,
 	.ops = { .read = zstd_ck_read, .cost = zstd_ck_cost, .close = zstd_ck_close },
 };
+
+/* The context's stock of resumed decoders (codec/zstdckpt.h: bounded, any thread). */
+static int zstd_ctx_new(void **state)
+{
+	return zstdckpt_spares_new((struct zstdckpt_spares **)state);
+}
+
+static void zstd_ctx_free(void *state)
+{
+	zstdckpt_spares_free(state);
+}
 
 /* probe_src: a zstd frame, after up to PROBE_SKIP_MAX skippable ones (pzstd). */
 static int zstd_sniff(struct zsrc *src, const unsigned char *head, size_t n)
@@ -902,6 +915,8 @@ const struct fmt fmt_zstd = {
 	.suffixes = zstd_suffixes,
 	.bg = FMTTAB_BG_CKPT,
 	.index_optional = true,
+	.ctx_new = zstd_ctx_new,
+	.ctx_free = zstd_ctx_free,
 	.saved = zstd_saved,
 	.info_line = zstd_info_line,
 	.info_counts = zstd_info_counts,

@@ -826,6 +826,187 @@ START_TEST(test_blobs_granules)
 }
 END_TEST
 
+static uint64_t get_le(const uint8_t *p, unsigned n);
+
+/* Every blob of a build, kept. */
+struct allblobs {
+	size_t n;
+	uint64_t uoff[64];
+	uint8_t *blob[64];
+	size_t len[64];
+};
+
+static int ab_out(void *arg, const void *buf, size_t len)
+{
+	(void)arg;
+	(void)buf;
+	(void)len;
+	return 0;
+}
+
+static int ab_point(void *arg, uint64_t uoff, const void *blob, size_t len)
+{
+	struct allblobs *a = arg;
+
+	ck_assert_uint_lt(a->n, 64);
+	a->uoff[a->n] = uoff;
+	a->blob[a->n] = malloc(len);
+	ck_assert_ptr_nonnull(a->blob[a->n]);
+	memcpy(a->blob[a->n], blob, len);
+	a->len[a->n++] = len;
+	return 0;
+}
+
+static void all_blobs(const struct fx *x, uint64_t span, struct allblobs *a)
+{
+	struct zstdckpt_sink sink = { ab_out, ab_point, a };
+	struct zerr e = { 0 };
+
+	memset(a, 0, sizeof(*a));
+	ck_assert_int_eq(zstdckpt_build_blobs(tsrc(x->fd), x->f, span, &sink, NULL, &e), 0);
+	ck_assert_uint_ge(a->n, 2);
+}
+
+static void all_blobs_free(struct allblobs *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->blob[i]);
+}
+
+/* Its checkpoint's file offset (the blob format's field at 44). */
+static uint64_t blob_coff(const struct allblobs *a, size_t i)
+{
+	return get_le(a->blob[i] + 44, 8);
+}
+
+/*
+ * The stock never holds more than ZSTDCKPT_SPARES_N decoders nor
+ * ZSTDCKPT_SPARES_MAX bytes, however many are closed into it; a decoder
+ * over the bound (a 17 MiB window) is never kept; and an open takes one.
+ */
+START_TEST(test_spares_bound)
+{
+	struct zstdckpt_dec *d[ZSTDCKPT_SPARES_N + 12];
+	const size_t nd = sizeof(d) / sizeof(d[0]);
+	struct zstdckpt_spares *sp;
+	struct zerr e = { 0 };
+	struct allblobs a;
+	size_t cost, fit;
+	struct fx x;
+
+	ck_assert_int_eq(zstdckpt_spares_new(&sp), 0);
+	fx_open(&x, "t3.zst");
+	all_blobs(&x, 1u << 20, &a);
+	for (size_t i = 0; i < nd; i++) {
+		ck_assert_int_eq(zstdckpt_blob_open_in(sp, x.f, a.blob[1], a.len[1], &d[i], &e), 0);
+		drain(d[i], x.fd, &x, a.uoff[1], 65536, "stocked");
+	}
+	cost = zstdckpt_dec_cost(d[0]);
+	for (size_t i = 0; i < nd; i++)
+		zstdckpt_dec_close(d[i]);
+	fit = ZSTDCKPT_SPARES_MAX / cost;
+	fit = fit < ZSTDCKPT_SPARES_N ? fit : ZSTDCKPT_SPARES_N;
+	ck_assert_uint_ge(fit, 2);
+	ck_assert_uint_le(zstdckpt_spares_bytes(sp), ZSTDCKPT_SPARES_MAX);
+	ck_assert_uint_eq(zstdckpt_spares_bytes(sp), fit * cost);
+	/* an open takes one (the same bytes) back out */
+	ck_assert_int_eq(zstdckpt_blob_open_in(sp, x.f, a.blob[0], a.len[0], &d[0], &e), 0);
+	ck_assert_uint_eq(zstdckpt_spares_bytes(sp), (fit - 1) * cost);
+	drain(d[0], x.fd, &x, a.uoff[0], 65536, "from the stock");
+	zstdckpt_dec_close(d[0]);
+	all_blobs_free(&a);
+	fx_close(&x);
+	zstdckpt_spares_free(sp);
+
+	/* a decoder larger than the whole bound is freed at close */
+	ck_assert_int_eq(zstdckpt_spares_new(&sp), 0);
+	fx_open(&x, "big.zst");
+	ck_assert_int_eq(zstdckpt_blob_open_in(sp, x.f, NULL, 0, &d[0], &e), 0);
+	ck_assert_uint_gt(zstdckpt_dec_cost(d[0]), ZSTDCKPT_SPARES_MAX);
+	zstdckpt_dec_close(d[0]);
+	ck_assert_uint_eq(zstdckpt_spares_bytes(sp), 0);
+	fx_close(&x);
+	zstdckpt_spares_free(sp);
+}
+END_TEST
+
+/*
+ * A decoder from the stock, last used for another file's frame at a
+ * nearby file offset (so an input buffer kept from it would be read),
+ * or for another point of the same frame, resumes to exact bytes; and
+ * so does one opened at the frame's start.
+ */
+START_TEST(test_spares_other_file)
+{
+	struct zstdckpt_spares *sp;
+	struct zstdckpt_dec *d;
+	struct zerr e = { 0 };
+	struct allblobs a[2];
+	struct fx x[2];
+	size_t pairs = 0;
+
+	ck_assert_int_eq(zstdckpt_spares_new(&sp), 0);
+	fx_open(&x[0], "m3.zst");
+	fx_open(&x[1], "t3.zst");
+	ck_assert_uint_eq(x[0].f->window,
+			  x[1].f->window); /* one ring size: the stock serves both */
+	all_blobs(&x[0], 256u << 10, &a[0]);
+	all_blobs(&x[1], 256u << 10, &a[1]);
+	for (int u = 0; u < 2; u++) {
+		const struct fx *xa = &x[u], *xb = &x[1 - u];
+		const struct allblobs *aa = &a[u], *ab = &a[1 - u];
+
+		for (size_t i = 0; i < aa->n; i++) {
+			for (size_t j = 0; j < ab->n; j++) {
+				uint64_t ca = blob_coff(aa, i), cb = blob_coff(ab, j);
+				ssize_t n;
+				uint8_t buf[4096];
+
+				if (cb < ca || cb - ca > (256u << 10)) /* inside its input buffer */
+					continue;
+				/* the first file's decoder, a few reads in, goes back to the stock
+				 */
+				ck_assert_int_eq(zstdckpt_blob_open_in(sp, xa->f, aa->blob[i],
+								       aa->len[i], &d, &e),
+						 0);
+				n = zstdckpt_dec_read(d, tsrc(xa->fd), buf, sizeof(buf), &e);
+				ck_assert_int_eq(n, sizeof(buf));
+				ck_assert_mem_eq(buf, xa->want + aa->uoff[i], sizeof(buf));
+				zstdckpt_dec_close(d);
+				ck_assert_uint_gt(zstdckpt_spares_bytes(sp), 0);
+				/* the other file, from the stock */
+				ck_assert_int_eq(zstdckpt_blob_open_in(sp, xb->f, ab->blob[j],
+								       ab->len[j], &d, &e),
+						 0);
+				ck_assert_uint_eq(zstdckpt_spares_bytes(sp), 0);
+				drain(d, xb->fd, xb, ab->uoff[j], 65521, "after another file");
+				zstdckpt_dec_close(d);
+				pairs++;
+			}
+		}
+	}
+	ck_assert_uint_gt(pairs, 0);
+	/* another point of the same frame, after one further on */
+	for (size_t i = a[1].n; i-- > 0;) {
+		ck_assert_int_eq(
+			zstdckpt_blob_open_in(sp, x[1].f, a[1].blob[i], a[1].len[i], &d, &e), 0);
+		drain(d, x[1].fd, &x[1], a[1].uoff[i], 65536, "after a later point");
+		zstdckpt_dec_close(d);
+	}
+	/* and its start */
+	ck_assert_int_eq(zstdckpt_blob_open_in(sp, x[1].f, NULL, 0, &d, &e), 0);
+	ck_assert_uint_eq(zstdckpt_spares_bytes(sp), 0);
+	ck_assert_uint_eq(zstdckpt_dec_tell(d), 0);
+	drain(d, x[1].fd, &x[1], 0, 65536, "the frame's start, after a point");
+	zstdckpt_dec_close(d);
+	for (int u = 0; u < 2; u++) {
+		all_blobs_free(&a[u]);
+		fx_close(&x[u]);
+	}
+	zstdckpt_spares_free(sp);
+}
+END_TEST
+
 /* A byte flipped in the frame: -EIO from the build (the checksum at worst). */
 START_TEST(test_blobs_damaged_frame)
 {
@@ -1197,6 +1378,8 @@ static Suite *zstdckpt_suite(void)
 		{ "blobs_damaged_frame", test_blobs_damaged_frame, 0 },
 		{ "blobs_sink_stops", test_blobs_sink_stops, 0 },
 		{ "blobs_damaged_blob", test_blobs_damaged_blob, 0 },
+		{ "spares_bound", test_spares_bound, 0 },
+		{ "spares_other_file", test_spares_other_file, 0 },
 	};
 
 	return checkutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1,

@@ -13,14 +13,18 @@
  *           bit 6 uses the rest of the input as the whole blob instead;
  *   then 3-byte edits (u16 position, modulo the blob's length; u8 XOR).
  * The blob is opened, and if it opens, decoded to the frame's end in
- * odd-sized reads.
+ * odd-sized reads.  Every open takes its buffers from one stock
+ * (zstdckpt_blob_open_in), which the previous input's decoder went back
+ * to, failed or not: what an edited blob left there must not change the
+ * bytes of the next one.
  *
  * Besides sanitizer reports, the harness aborts when a result breaks
  * zstdckpt.h: zstdckpt_blob_open returning other than 0, -EINVAL or
  * -ENOMEM, *out not NULL on error, no reason given; a decoder not at a
  * position inside the frame; a read returning other than 1..len, 0 or -EIO,
- * or more bytes than the frame has; and an unedited blob that does not
- * decode to the very bytes that were compressed.
+ * or more bytes than the frame has; an unedited blob that does not
+ * decode to the very bytes that were compressed; and a stock over its
+ * bound.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -48,6 +52,7 @@ static struct {
 	size_t len;
 } blobs[MAX_BLOBS];
 static size_t nblobs;
+static struct zstdckpt_spares *spares; /* every input's decoder comes from and goes back here */
 
 static int keep_blob(void *arg, uint64_t uoff, const void *blob, size_t len)
 {
@@ -99,6 +104,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 				   0 &&
 			   nblobs > 2,
 		   "build: %s", e.msg);
+	FUZZ_CHECK(zstdckpt_spares_new(&spares) == 0, "out of memory");
 	ZSTD_freeCCtx(cc);
 	free(zbuf);
 	return 0;
@@ -172,7 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (data[0] & 0x80)
 		reseal(b, len);
-	ret = zstdckpt_blob_open(&idx->frames[0], b, len, &d, &e);
+	ret = zstdckpt_blob_open_in(spares, &idx->frames[0], b, len, &d, &e);
 	FUZZ_CHECK(ret == 0 || ret == -EINVAL || ret == -ENOMEM, "open returned %d", ret);
 	if (ret) {
 		FUZZ_CHECK(d == NULL, "*out not NULL on error");
@@ -183,6 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		zstdckpt_dec_close(d);
 	}
 	FUZZ_CHECK(edited || ret == 0, "an unedited blob is refused: %s", e.msg);
+	FUZZ_CHECK(zstdckpt_spares_bytes(spares) <= ZSTDCKPT_SPARES_MAX, "stock over its bound");
 	free(b);
 	return 0;
 }
