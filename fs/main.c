@@ -298,6 +298,13 @@ static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, str
 	reader_opts_default(ro, (size_t)cli->opts.cache_size);
 	ro->span = cli->opts.span;
 	ro->ck_span = cli->opts.ck_span;
+	/*
+	 * noindex: no checkpoint work the user did not ask for, so the first
+	 * open of a sizeless zstd frame stays one plain decode (checkpoints come
+	 * from a far read's pass); by default the background pass would decode
+	 * the frame again, so measuring builds them at once.
+	 */
+	ro->ck_at_open = cli->opts.background_index != 0;
 	ro->index_dir = usable_index_dir(cli->opts.index_dir);
 	/* The first user of a gzip file usually reads it from the start. */
 	ro->warm_bytes = (size_t)cli->opts.cache_size / 2;

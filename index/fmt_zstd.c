@@ -419,7 +419,7 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass,
 		free(m);
 		return -ENOMEM;
 	}
-	m->span = r->f->ck ? r->opts.ck_span : 0;
+	m->span = r->f->ck && r->opts.ck_at_open ? r->opts.ck_span : 0;
 	if (m->span && !(m->sets = calloc(z->nframes, sizeof(*m->sets))))
 		m->span = 0; /* no memory for sets: measure only, the background pass builds them */
 	pthread_mutex_init(&m->lock, NULL);

@@ -122,6 +122,7 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	o->index_max = cache_size / 4;
 	o->warn_wide = false;
 	o->salvage = false;
+	o->ck_at_open = true;
 	o->index_dir = NULL;
 	o->warm_bytes = 0;
 	o->tainted = NULL;

@@ -269,7 +269,7 @@ struct opened {
 	struct sunk log;
 };
 
-static void open_in(const char *name, const char *index_dir, struct opened *o)
+static void open_with(const char *name, const char *index_dir, bool ck_at_open, struct opened *o)
 {
 	struct reader_opts ro;
 	char path[PATH_MAX];
@@ -282,9 +282,15 @@ static void open_in(const char *name, const char *index_dir, struct opened *o)
 	ro.ck_span = SPAN;
 	ro.slice = SLICE;
 	ro.index_dir = index_dir;
+	ro.ck_at_open = ck_at_open;
 	ck_assert_int_eq(reader_open(path, o->zm, &ro, &o->r, NULL), 0);
 	o->fd = open(path, O_RDONLY);
 	ck_assert_int_ge(o->fd, 0);
+}
+
+static void open_in(const char *name, const char *index_dir, struct opened *o)
+{
+	open_with(name, index_dir, true, o);
 }
 
 static void open_one(const char *name, struct opened *o)
@@ -393,6 +399,14 @@ START_TEST(zstd_unsized_frame_is_decoded_once)
 	reader_get_counters(o.zm, &rc);
 	ck_assert_uint_eq(rc.decoded_bytes, SIZE);
 	random_reads(&o, 1);
+	close_one(&o);
+
+	/* Without ck_at_open (noindex), measuring only measures: a later pass builds them. */
+	open_with("nofcs.zst", NULL, false, &o);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.usize, SIZE);
+	ck_assert_uint_eq(in.ckpts, 0);
+	ck_assert_uint_eq(in.ckpt_wanted, 1);
 	close_one(&o);
 }
 END_TEST
