@@ -7,6 +7,8 @@
  * A pread inside a ready window is a memcpy; one inside a window being
  * fetched waits for it; a miss fetches a new window starting at the read:
  *
+ *   - the first read at 0 (the format's sniff) fetches WIN_HEAD (1 KiB):
+ *     an xz Index lies at the end, and a run from the head grows anyway;
  *   - its size is WIN_MIN (64 KiB) after a jump, and doubles up to WIN_MAX
  *     (4 MiB) while reads continue where the last one ended (or step
  *     forward by less than twice the last window: a walk over headers), or go
@@ -47,6 +49,7 @@
 #include <string.h>
 
 #define NWIN	   4
+#define WIN_HEAD   (1u << 10) /* the first read at 0: see plan */
 #define WIN_MIN	   (64u << 10)
 #define WIN_MAX	   (4u << 20)
 #define WIN_BUDGET (2u * WIN_MAX) /* the read window and the one fetched ahead */
@@ -340,11 +343,18 @@ static uint64_t plan(struct s3src *s, uint64_t off, size_t len, uint64_t *end, b
 	uint64_t start = off;
 
 	*seq = false;
-	if (off >= s->hint_off && off < s->hint_end) {
+	if (off == 0 && !s->seq_w) {
+		/*
+		 * The first read of the head: the format's sniff.  An xz Index
+		 * is at the end and a gzip or zstd reader goes on from here in
+		 * a run that grows from WIN_MIN, so fetch just the head.
+		 */
+		w = WIN_HEAD;
+	} else if (off >= s->hint_off && off < s->hint_end) {
 		w = s->hint_end - off < WIN_MAX ? (size_t)(s->hint_end - off) : WIN_MAX;
 	} else if (s->seq_w && off >= s->seq_end && off - s->seq_end <= 2 * (uint64_t)s->seq_w) {
 		/* In order, or a short step forward (a walk over zstd block headers). */
-		w = grown;
+		w = grown > WIN_MIN ? grown : WIN_MIN;
 		*seq = true;
 	} else if (s->seq_w && off + len <= s->last_off && s->last_off - (off + len) < WIN_MIN) {
 		/* Backwards, just before the last read: a window that ends there. */
@@ -485,6 +495,7 @@ static const struct zsrc_ops s3src_ops = {
 	.stat = src_stat,
 	.hint = src_hint,
 	.free = src_free,
+	.pinned = true,
 };
 
 int s3src_open(struct s3 *s3, dev_t dev, const char *key, const struct s3_stat *os,
