@@ -48,12 +48,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NWIN	   4
+#define NWIN	   16	      /* the reader's workers read several ~200 KB units at once */
 #define WIN_HEAD   (1u << 10) /* the first read at 0: see plan */
 #define WIN_MIN	   (64u << 10)
 #define WIN_MAX	   (4u << 20)
 #define WIN_BUDGET (2u * WIN_MAX) /* the read window and the one fetched ahead */
 #define AHEAD_FROM (256u << 10)
+#define NHINT	   16
 
 _Static_assert(WIN_BUDGET + (16u << 10) <= S3SRC_BYTES_PER_SOURCE,
 	       "S3SRC_BYTES_PER_SOURCE covers the windows, the struct and the key");
@@ -87,10 +88,14 @@ struct s3src {
 	uint64_t seq_end;	     /* where the last read ended, protected by mu */
 	size_t seq_w;		     /* the last window's size, protected by mu */
 	uint64_t hint_off, hint_end; /* the last hint, protected by mu */
-	bool stale;		     /* protected by mu */
-	bool closing;		     /* src_free runs: fetch no more; protected by mu */
-	int ahead;		     /* 0 none, 1 running, 2 done: join; protected by mu */
-	struct win *ahead_w;	     /* the window the helper fills, protected by mu */
+	struct {
+		uint64_t off, end;
+	} hints[NHINT];	     /* the last NHINT hints (see hint_of), protected by mu */
+	unsigned nhint;	     /* hints given, protected by mu */
+	bool stale;	     /* protected by mu */
+	bool closing;	     /* src_free runs: fetch no more; protected by mu */
+	int ahead;	     /* 0 none, 1 running, 2 done: join; protected by mu */
+	struct win *ahead_w; /* the window the helper fills, protected by mu */
 	pthread_t ahead_thr;
 };
 
@@ -334,13 +339,29 @@ static void note_read(struct s3src *s, struct win *w, uint64_t off, size_t n)
 }
 
 /*
+ * Where the most recent hint that holds off ends, or 0 (mu held).  The
+ * reader's workers each hint the unit they decode, at once: a read in one
+ * unit must find its own hint, not only the last one any thread gave.
+ */
+static uint64_t hint_of(const struct s3src *s, uint64_t off)
+{
+	for (unsigned i = 0; i < NHINT && i < s->nhint; i++) {
+		unsigned k = (s->nhint - 1 - i) % NHINT;
+
+		if (off >= s->hints[k].off && off < s->hints[k].end)
+			return s->hints[k].end;
+	}
+	return 0;
+}
+
+/*
  * The window [start, *end) to fetch for a read of [off, off + len) that
  * missed every window (mu held); returns start.
  */
 static uint64_t plan(struct s3src *s, uint64_t off, size_t len, uint64_t *end, bool *seq)
 {
 	size_t w = WIN_MIN, grown = s->seq_w < WIN_MAX ? 2 * s->seq_w : WIN_MAX;
-	uint64_t start = off;
+	uint64_t start = off, hend = hint_of(s, off);
 
 	*seq = false;
 	if (off == 0 && !s->seq_w) {
@@ -350,8 +371,9 @@ static uint64_t plan(struct s3src *s, uint64_t off, size_t len, uint64_t *end, b
 		 * a run that grows from WIN_MIN, so fetch just the head.
 		 */
 		w = WIN_HEAD;
-	} else if (off >= s->hint_off && off < s->hint_end) {
-		w = s->hint_end - off < WIN_MAX ? (size_t)(s->hint_end - off) : WIN_MAX;
+	} else if (hend) {
+		w = hend - off < WIN_MAX ? (size_t)(hend - off) : WIN_MAX;
+
 	} else if (s->seq_w && off >= s->seq_end && off - s->seq_end <= 2 * (uint64_t)s->seq_w) {
 		/* In order, or a short step forward (a walk over zstd block headers). */
 		w = grown > WIN_MIN ? grown : WIN_MIN;
@@ -455,6 +477,8 @@ static void src_hint(struct zsrc *z, uint64_t off, uint64_t len)
 	pthread_mutex_lock(&s->mu);
 	s->hint_off = off;
 	s->hint_end = end;
+	s->hints[s->nhint % NHINT].off = off;
+	s->hints[s->nhint++ % NHINT].end = end;
 	/* Fetch what no window holds yet, from where the held ones end. */
 	while ((w = win_find(s, off)))
 		off = w->off + w->len;
