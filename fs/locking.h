@@ -68,13 +68,13 @@
  *                                   built and freed with it dropped.
  *  open_lock         fs/ops.c       the mount's list of open handles
  *                                   (struct ops_ctx).  Leaf.
- *  notify.lock       fs/ops.c       the invalidation thread's queue
- *                                   (struct ops_notify, in ops_ctx).
- *                                   Leaf: ops_tainted, called with no
- *                                   reader lock held, only queues; the
- *                                   thread drops it before it invalidates
- *                                   (which takes nodes.lock and waits on
- *                                   the kernel).
+ *  notify.lock       fs/notify.c    the invalidation thread's queue
+ *                                   (struct notify, in ops_ctx and in
+ *                                   struct s3fs).  Leaf: notify_queue,
+ *                                   called with no reader lock held, only
+ *                                   queues; the thread drops it before it
+ *                                   invalidates (which takes nodes.lock or
+ *                                   the s3fs lock and waits on the kernel).
  *  measure.lock      index/fmt_zstd.c  the frames of one zstd measuring
  *                                   pass handed out to the opener and pool
  *                                   workers.  Leaf: frames are measured,

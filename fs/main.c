@@ -359,7 +359,7 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 	if (pool_new(cli->opts.threads, 4096, pool) < 0)
 		return 1;
 	zmctx_set_pool(octx->zm, *pool);
-	if (ops_notify_start(octx, se) < 0)
+	if (notify_start(&octx->notify, se) < 0)
 		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
 	/* Half the workers index; the rest stay free for read-ahead. */
 	if (cli->opts.background_index &&
@@ -370,7 +370,7 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
 	ret = session_loop(se, single);
-	ops_notify_stop(octx);
+	notify_stop(&octx->notify);
 	indexer_stop(ix);
 	ops_cleanup(octx);
 	return ret;

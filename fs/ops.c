@@ -29,6 +29,8 @@
 #define XATTR_INFO  "user.zmount.info"
 #define XATTR_MAX   (64 << 10) /* room for the stats with ten escaped names */
 
+static ssize_t tainted_ids(void *vctx, const struct reader *r, uint64_t **ids);
+
 /* Every open file and directory is on its mount's list (struct ops_open). */
 void ops_ctx_init(struct ops_ctx *c)
 {
@@ -37,8 +39,7 @@ void ops_ctx_init(struct ops_ctx *c)
 	c->open_list.next = c->open_list.prev = &c->open_list;
 	atomic_init(&c->plain_reads, 0);
 	atomic_flag_clear(&c->fd_limit_said);
-	pthread_mutex_init(&c->notify.lock, NULL);
-	pthread_cond_init(&c->notify.wake, NULL);
+	notify_init(&c->notify, tainted_ids, c);
 }
 
 static void open_add(struct ops_ctx *c, struct ops_open *l, bool is_dir)
@@ -666,112 +667,12 @@ bool ops_still_named(void *vctx, const struct reader *r)
 
 void ops_tainted(void *vctx, const struct reader *r)
 {
-	struct ops_notify *q = &((struct ops_ctx *)vctx)->notify;
-
-	pthread_mutex_lock(&q->lock);
-	if (!q->stop) {
-		if (q->n < OPS_NOTIFY_QUEUE)
-			q->queue[q->n++] = r;
-		else
-			q->all = true;
-		pthread_cond_signal(&q->wake);
-	}
-	pthread_mutex_unlock(&q->lock);
+	notify_queue(&((struct ops_ctx *)vctx)->notify, r);
 }
 
-/* Drops the kernel's pages (and attributes) of every node reading r (every archive if NULL). */
-static void invalidate(struct ops_ctx *c, const struct reader *r)
+static ssize_t tainted_ids(void *vctx, const struct reader *r, uint64_t **ids)
 {
-	uint64_t *ids;
-	ssize_t n = nodes_with_reader(c->nodes, r, &ids);
-
-	if (n < 0) {
-		zlog(ZLOG_ERROR, "cannot drop cached pages of a failed archive: %s",
-		     strerror((int)-n));
-		return;
-	}
-	for (ssize_t i = 0; i < n; i++) {
-		/* -ENOENT: the kernel has forgotten the inode, and its pages with it. */
-		int ret = fuse_lowlevel_notify_inval_inode(c->notify.se, ids[i], 0, 0);
-
-		if (ret < 0 && ret != -ENOENT)
-			zlog(ZLOG_WARN, "cannot drop the cached pages of inode %llu: %s",
-			     (unsigned long long)ids[i], strerror(-ret));
-		else
-			zlog(ZLOG_DEBUG, "dropped the cached pages of inode %llu",
-			     (unsigned long long)ids[i]);
-	}
-	free(ids);
-}
-
-static void *notify_main(void *arg)
-{
-	struct ops_ctx *c = arg;
-	struct ops_notify *q = &c->notify;
-
-	pthread_mutex_lock(&q->lock);
-	for (;;) {
-		const struct reader *batch[OPS_NOTIFY_QUEUE];
-		size_t n;
-		bool all;
-
-		while (!q->stop && q->n == 0 && !q->all)
-			pthread_cond_wait(&q->wake, &q->lock);
-		if (q->stop)
-			break;
-		n = q->n;
-		all = q->all;
-		memcpy(batch, q->queue, n * sizeof(*batch));
-		q->n = 0;
-		q->all = false;
-		pthread_mutex_unlock(&q->lock);
-		if (all)
-			invalidate(c, NULL);
-		else
-			for (size_t i = 0; i < n; i++)
-				invalidate(c, batch[i]);
-		pthread_mutex_lock(&q->lock);
-	}
-	pthread_mutex_unlock(&q->lock);
-	return NULL;
-}
-
-int ops_notify_start(struct ops_ctx *c, struct fuse_session *se)
-{
-	struct ops_notify *q = &c->notify;
-	int ret;
-
-	q->se = se;
-	ret = pthread_create(&q->thread, NULL, notify_main, c);
-	if (ret != 0)
-		return -ret;
-	pthread_mutex_lock(&q->lock);
-	q->running = true;
-	pthread_mutex_unlock(&q->lock);
-	return 0;
-}
-
-/*
- * The join does not wait on the kernel in practice: an invalidation waits
- * only for reads in flight on that inode, and libfuse 3.14's loop lets a
- * worker finish the request it is processing (workers are cancelled only
- * while they wait for the next one).  The one gap: a request received in
- * the instant the loop exits is dropped unanswered; an invalidation of that
- * very inode at that instant would wait for the connection to be aborted.
- */
-void ops_notify_stop(struct ops_ctx *c)
-{
-	struct ops_notify *q = &c->notify;
-	bool running;
-
-	pthread_mutex_lock(&q->lock);
-	q->stop = true;
-	running = q->running;
-	q->running = false;
-	pthread_cond_signal(&q->wake);
-	pthread_mutex_unlock(&q->lock);
-	if (running)
-		pthread_join(q->thread, NULL);
+	return nodes_with_reader(((struct ops_ctx *)vctx)->nodes, r, ids);
 }
 
 const struct fuse_lowlevel_ops ops_table = {

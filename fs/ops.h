@@ -23,9 +23,7 @@
  * listed by listxattr, so cp -a, rsync -X and tar --xattrs do not copy them.
  *
  * Pages a reader served and later found bad (reader_opts.tainted) are
- * dropped from the kernel's cache by a thread of our own (ops_notify_*):
- * the hook may run on a worker that is in the middle of a read of that
- * very inode, and an invalidation waits for such reads.
+ * dropped from the kernel's cache by the mount's notify thread (notify.h).
  */
 
 #define FUSE_USE_VERSION 314
@@ -35,6 +33,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "notify.h"
 
 struct arctab;
 struct nodes;
@@ -52,28 +52,6 @@ struct ops_open {
 	bool is_dir;
 };
 
-#define OPS_NOTIFY_QUEUE 64
-
-/*
- * The invalidation thread's queue (ops_notify_*).  Part of the mount's
- * context, which outlives the pool (main.c frees the pool first), so a
- * late hook call from a read-ahead job finishing after unmount finds a
- * queue that says "stopped", not freed memory.
- */
-struct ops_notify {
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	/* Protected by lock. */
-	const struct reader *queue[OPS_NOTIFY_QUEUE];
-	size_t n;
-	bool all; /* the queue overflowed: invalidate every archive node */
-	bool running;
-	bool stop;
-	/* Set before the thread starts, read by it only. */
-	pthread_t thread;
-	struct fuse_session *se;
-};
-
 /*
  * One mount: what every operation works on; passed as fuse_session_new's
  * user data.  Initialize with ops_ctx_init; the caller fills the pointers.
@@ -89,7 +67,7 @@ struct ops_ctx {
 	struct ops_open open_list; /* list head; protected by open_lock */
 	atomic_ullong plain_reads; /* reads of plain files that reached us (page cache missed) */
 	atomic_flag fd_limit_said; /* "out of file descriptors" was logged */
-	struct ops_notify notify;
+	struct notify notify;	   /* pages of tainted readers (ops_tainted) */
 };
 
 /* Zeroes c and sets up its locks and list (default mutexes: nothing to destroy). */
@@ -117,10 +95,8 @@ int ops_info_text(struct reader *r, const char *source, const char *corrupt, cha
 void ops_cleanup(struct ops_ctx *c);
 
 /*
- * The reader_opts.tainted hook; ctx is the struct ops_ctx.  Queues r and
- * returns at once (never blocks on the kernel); any thread.  Calls before
- * ops_notify_start wait in the queue; calls after ops_notify_stop are
- * dropped (the mount is going away).
+ * The reader_opts.tainted hook; ctx is the struct ops_ctx.  Queues r on
+ * c->notify (notify_queue) and returns at once; any thread.
  */
 void ops_tainted(void *ctx, const struct reader *r);
 
@@ -130,15 +106,5 @@ void ops_tainted(void *ctx, const struct reader *r);
  * (MNT may be SRC itself).  Any thread.
  */
 bool ops_still_named(void *ctx, const struct reader *r);
-
-/*
- * Starts the thread that invalidates, through se, the kernel's pages of
- * every node whose reader was queued by ops_tainted.  Call once the session
- * exists; returns 0 or -errno (then tainted readers are only logged).
- */
-int ops_notify_start(struct ops_ctx *c, struct fuse_session *se);
-
-/* Stops and joins that thread, before se is destroyed.  Safe if never started. */
-void ops_notify_stop(struct ops_ctx *c);
 
 #endif

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "htab.h"
+#include "notify.h"
 #include "ops.h"
 #include "reader.h"
 #include "s3.h"
@@ -31,7 +32,6 @@
 #define XATTR_STATS "user.zmount.stats"
 #define XATTR_INFO  "user.zmount.info"
 #define XATTR_MAX   (64 << 10)
-#define TAINT_QUEUE 64
 
 enum arc_state { ARC_NONE, ARC_OPENING, ARC_DONE };
 
@@ -98,14 +98,7 @@ struct s3fs {
 	pthread_mutex_t open_lock;
 	struct sopen open_list;
 
-	/* Readers whose streamed unit failed late (s3fs_tainted), for the invalidation thread. */
-	pthread_mutex_t taint_lock;
-	pthread_cond_t taint_wake;
-	const struct reader *taint[TAINT_QUEUE];   /* protected by taint_lock */
-	size_t ntaint;				   /* protected by taint_lock */
-	bool taint_all, taint_stop, taint_running; /* protected by taint_lock */
-	pthread_t taint_thread;
-	struct fuse_session *se;
+	struct notify notify; /* readers whose streamed unit failed late (s3fs_tainted) */
 
 	/* Until s3fs_live: the client's last error line, for s3fs_new's message. */
 	atomic_bool live;
@@ -837,22 +830,13 @@ static void s3fs_cleanup(struct s3fs *fs);
 
 void s3fs_tainted(void *ctx, const struct reader *r)
 {
-	struct s3fs *fs = ctx;
-
-	pthread_mutex_lock(&fs->taint_lock);
-	if (!fs->taint_stop) {
-		if (fs->ntaint < TAINT_QUEUE)
-			fs->taint[fs->ntaint++] = r;
-		else
-			fs->taint_all = true;
-		pthread_cond_signal(&fs->taint_wake);
-	}
-	pthread_mutex_unlock(&fs->taint_lock);
+	notify_queue(&((struct s3fs *)ctx)->notify, r);
 }
 
-/* Drops the kernel's pages of every node reading r (every archive node if r is NULL). */
-static void invalidate(struct s3fs *fs, const struct reader *r)
+/* The notify_ids_fn: archive nodes reading r (every archive node if r is NULL). */
+static ssize_t tainted_ids(void *ctx, const struct reader *r, uint64_t **out)
 {
+	struct s3fs *fs = ctx;
 	struct htab_walk w;
 	struct htab_link *l;
 	uint64_t *ids;
@@ -869,43 +853,9 @@ static void invalidate(struct s3fs *fs, const struct reader *r)
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (!ids)
-		zlog(ZLOG_ERROR, "cannot drop cached pages of a failed archive: out of memory");
-	for (size_t i = 0; i < n; i++) {
-		int ret = fuse_lowlevel_notify_inval_inode(fs->se, ids[i], 0, 0);
-
-		if (ret < 0 && ret != -ENOENT)
-			zlog(ZLOG_WARN, "cannot drop the cached pages of inode %llu: %s",
-			     (unsigned long long)ids[i], strerror(-ret));
-	}
-	free(ids);
-}
-
-static void *taint_main(void *arg)
-{
-	struct s3fs *fs = arg;
-
-	pthread_mutex_lock(&fs->taint_lock);
-	for (;;) {
-		const struct reader *batch[TAINT_QUEUE];
-		size_t n;
-		bool all;
-
-		while (!fs->taint_stop && fs->ntaint == 0 && !fs->taint_all)
-			pthread_cond_wait(&fs->taint_wake, &fs->taint_lock);
-		if (fs->taint_stop)
-			break;
-		n = fs->ntaint;
-		all = fs->taint_all;
-		memcpy(batch, fs->taint, n * sizeof(*batch));
-		fs->ntaint = 0;
-		fs->taint_all = false;
-		pthread_mutex_unlock(&fs->taint_lock);
-		for (size_t i = 0; i < (all ? 1 : n); i++)
-			invalidate(fs, all ? NULL : batch[i]);
-		pthread_mutex_lock(&fs->taint_lock);
-	}
-	pthread_mutex_unlock(&fs->taint_lock);
-	return NULL;
+		return -ENOMEM;
+	*out = ids;
+	return (ssize_t)n;
 }
 
 /* -- the mount -------------------------------------------------------------- */
@@ -939,8 +889,7 @@ static int fs_alloc(const struct s3fs_conf *conf, struct s3fs **out)
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->open_lock, NULL);
 	pthread_mutex_init(&fs->line_lock, NULL);
-	pthread_mutex_init(&fs->taint_lock, NULL);
-	pthread_cond_init(&fs->taint_wake, NULL);
+	notify_init(&fs->notify, tainted_ids, fs);
 	pthread_cond_init(&fs->opened, NULL);
 	fs->open_list.next = fs->open_list.prev = &fs->open_list;
 	*out = fs;
@@ -1015,28 +964,13 @@ int s3fs_new(const struct s3fs_conf *conf, struct s3fs **out, char *msg, size_t 
 void s3fs_live(struct s3fs *fs, struct fuse_session *se)
 {
 	atomic_store(&fs->live, true);
-	fs->se = se;
-	if (pthread_create(&fs->taint_thread, NULL, taint_main, fs) != 0) {
+	if (notify_start(&fs->notify, se) < 0)
 		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
-		return;
-	}
-	pthread_mutex_lock(&fs->taint_lock);
-	fs->taint_running = true;
-	pthread_mutex_unlock(&fs->taint_lock);
 }
 
 void s3fs_stop(struct s3fs *fs)
 {
-	bool running;
-
-	pthread_mutex_lock(&fs->taint_lock);
-	fs->taint_stop = true;
-	running = fs->taint_running;
-	fs->taint_running = false;
-	pthread_cond_signal(&fs->taint_wake);
-	pthread_mutex_unlock(&fs->taint_lock);
-	if (running)
-		pthread_join(fs->taint_thread, NULL);
+	notify_stop(&fs->notify);
 	s3fs_cleanup(fs);
 }
 
