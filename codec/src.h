@@ -27,6 +27,8 @@
  *          version shows as -ESTALE, so nobody needs to sample the bytes
  *          to notice a change (reader.c sample_take, which would fetch
  *          4 KiB at each end of an object).
+ *   remote true when bytes cost requests and transfer (an object): the
+ *          reader's read-ahead waits for surer signs of a sequential read.
  *
  * Ownership: a source is reference-counted.  Its maker holds one reference;
  * zsrc_get adds one, zsrc_put drops one.  A function that "takes over" a
@@ -52,6 +54,7 @@ struct zsrc_ops {
 	void (*hint)(struct zsrc *s, uint64_t off, uint64_t len);
 	void (*free)(struct zsrc *s);
 	bool pinned;
+	bool remote;
 };
 
 /* Embedded first in each implementation's own struct. */

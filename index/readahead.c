@@ -29,7 +29,7 @@
 
 /* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
 #define SEQ_SLACK (1u << 20)
-/* Reads that continue a stream before it queues read-ahead (readahead_note). */
+/* Reads that continue a stream of a remote source before it queues read-ahead (readahead_note). */
 #define SEQ_CONFIRM 2
 /*
  * Read-ahead looks at most this many units past a read (ahead_end), so a
@@ -326,6 +326,7 @@ static void queue_units(struct reader *r, uint64_t from, uint64_t to)
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
 	uint64_t end = off + len, from, to, done_from = 0, done_to = 0;
+	bool confirmed;
 	unsigned i;
 
 	if (!r->ctx->pool || r->opts.readahead == 0)
@@ -349,10 +350,13 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		 * file of 1 MiB units land within SEQ_SLACK of an earlier one
 		 * every few dozen reads, and each such guess would decode (and
 		 * from a bucket, fetch) up to opts.readahead bytes nobody
-		 * wants.  The second read in a row that continues the stream
-		 * starts its read-ahead.
+		 * wants.  From a remote source, the second read that continues
+		 * the stream starts its read-ahead (locally, the first: a
+		 * wrong guess costs only CPU there, and a late start would
+		 * put the read-ahead out of step with a parked decoder).
 		 */
-		to = ++r->streams[i].hits >= SEQ_CONFIRM ? ahead_end(r, end) : 0;
+		confirmed = ++r->streams[i].hits >= SEQ_CONFIRM || !r->src || !r->src->ops->remote;
+		to = confirmed ? ahead_end(r, end) : 0;
 		if (from < to)
 			r->streams[i].ahead = to;
 		done_from = r->streams[i].done;

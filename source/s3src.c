@@ -520,6 +520,7 @@ static const struct zsrc_ops s3src_ops = {
 	.hint = src_hint,
 	.free = src_free,
 	.pinned = true,
+	.remote = true,
 };
 
 int s3src_open(struct s3 *s3, dev_t dev, const char *key, const struct s3_stat *os,
