@@ -28,6 +28,7 @@
 #include "pool.h"
 #include "reader.h"
 #include "s3fs.h"
+#include "s3idx.h"
 #include "tree.h"
 #include "zlog.h"
 #include "zmctx.h"
@@ -67,7 +68,8 @@ static void usage(FILE *out)
 		"  -o salvage          show the verified start of damaged .gz/.xz files\n"
 		"  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes persist\n"
 		"                      (default $XDG_CACHE_HOME/zmount or ~/.cache/zmount;\n"
-		"                      none: memory only)\n"
+		"                      none: memory only; s3://BUCKET/PREFIX: shared, see\n"
+		"                      endpoint=)\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
 		"  -o log_file=PATH    append log lines, time-stamped, to PATH (default:\n"
 		"                      syslog once daemonized, stderr with -f)\n"
@@ -282,6 +284,8 @@ static const char *usable_index_dir(const char *dir)
 
 	if (!dir[0])
 		return NULL;
+	if (strstr(dir, "://"))
+		return dir; /* a shared store, opened before mounting (open_index_store) */
 	if (stat(dir, &st) == 0 ? S_ISDIR(st.st_mode) : errno != ENOTDIR)
 		return dir;
 	zlog(ZLOG_WARN, "index_dir %s is not a directory; indexes are kept in memory only", dir);
@@ -430,18 +434,50 @@ out_cache:
 	return ret;
 }
 
+/* The S3 client's settings from the options, without a secret. */
+static void src_conf(struct s3src_conf *sc, const struct opts *o)
+{
+	sc->endpoint = o->endpoint[0] ? o->endpoint : NULL;
+	sc->region = o->region[0] ? o->region : NULL;
+	sc->credentials = o->credentials[0] ? o->credentials : NULL;
+	sc->profile = o->profile[0] ? o->profile : NULL;
+	sc->retries = o->retries;
+	sc->timeout_ms = o->request_timeout * 1000;
+}
+
 /* An s3:// mount: the options as the client's settings, without a secret. */
 static void s3_conf(struct s3fs_conf *conf, const struct cli *cli)
 {
-	const struct opts *o = &cli->opts;
+	src_conf(&conf->src, &cli->opts);
+	conf->timeout = cli->opts.timeout;
+}
 
-	conf->src.endpoint = o->endpoint[0] ? o->endpoint : NULL;
-	conf->src.region = o->region[0] ? o->region : NULL;
-	conf->src.credentials = o->credentials[0] ? o->credentials : NULL;
-	conf->src.profile = o->profile[0] ? o->profile : NULL;
-	conf->src.retries = o->retries;
-	conf->src.timeout_ms = o->request_timeout * 1000;
-	conf->timeout = o->timeout;
+/*
+ * index_dir=s3://BUCKET/PREFIX: opens and registers the shared store with
+ * the mount's endpoint and credentials options, before mounting, so that a
+ * missing bucket or bad keys are one line and exit 1.  A local mount must
+ * name the endpoint: it has no bucket URL to take a default from.  Returns
+ * 0 (*out NULL for a local index_dir) or -1 (said on stderr).
+ */
+static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out)
+{
+	struct s3src_conf sc = { 0 };
+	char msg[1024];
+
+	*out = NULL;
+	if (!strstr(cli->opts.index_dir, "://"))
+		return 0;
+	if (!is_s3 && !cli->opts.endpoint[0]) {
+		fprintf(stderr, "zmount: index_dir=%s needs -o endpoint=URL for a local SRC\n",
+			cli->opts.index_dir);
+		return -1;
+	}
+	src_conf(&sc, &cli->opts);
+	if (s3idx_open(cli->opts.index_dir, &sc, out, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "zmount: %s\n", msg);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -537,6 +573,7 @@ int main(int argc, char *argv[])
 	struct cli cli = { 0 };
 	char src[PATH_MAX], bucket[64], prefix[1024];
 	struct stat st;
+	struct s3idx *store = NULL;
 	int ret = 1, is_s3;
 
 	keep_std_fds();
@@ -597,13 +634,15 @@ int main(int argc, char *argv[])
 		ret = 1;
 		goto out;
 	}
-	if (add_mount_opts(&args, cli.src) != 0)
+	ret = 1; /* zlog_to_file set it to 0 */
+	if (add_mount_opts(&args, cli.src) != 0 || open_index_store(&cli, is_s3, &store) < 0)
 		goto out;
 	raise_fd_limit();
 	ret = is_s3 ? run_s3(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread,
 			     bucket, prefix)
 		    : run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
 out:
+	s3idx_close(store); /* after run: its readers are closed */
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);
 	return ret;

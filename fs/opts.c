@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "idxfile.h"
+#include "s3src.h"
 #include "zlog.h"
 
 int opts_size(const char *s, uint64_t *out)
@@ -138,16 +139,30 @@ static int threads(struct opts *o, const char *val, char *msg, size_t msglen)
 	return 1;
 }
 
+/*
+ * index_dir: an absolute path, "none", or s3://BUCKET[/PREFIX] (a shared
+ * store, s3idx.h), kept without trailing '/' so that it names the store
+ * it is registered as.
+ */
 static int index_dir(struct opts *o, const char *val, char *msg, size_t msglen)
 {
+	char bucket[256], prefix[1024];
+	size_t n = strlen(val);
+	int s3 = s3src_url(val, bucket, sizeof(bucket), prefix, sizeof(prefix) - 1);
+
 	if (strcmp(val, "none") == 0) {
 		o->index_dir[0] = '\0';
-	} else if (val[0] != '/' || strlen(val) >= sizeof(o->index_dir)) {
-		snprintf(msg, msglen, "bad index_dir '%s': give an absolute path, or none", val);
-		return -EINVAL;
-	} else {
-		strcpy(o->index_dir, val);
+		return 1;
 	}
+	if ((val[0] != '/' && s3 != 1) || n >= sizeof(o->index_dir)) {
+		snprintf(msg, msglen,
+			 "bad index_dir '%s': give an absolute path, s3://BUCKET[/PREFIX], or none",
+			 val);
+		return -EINVAL;
+	}
+	strcpy(o->index_dir, val);
+	while (s3 == 1 && n > 0 && o->index_dir[n - 1] == '/')
+		o->index_dir[--n] = '\0';
 	return 1;
 }
 

@@ -101,6 +101,7 @@ struct ckpt_build {
 	size_t cap_pt;
 	uint64_t cap_blob;
 	uint32_t *cg;	   /* C(k * CKPT_PIECE), k = 0 .. total / CKPT_PIECE */
+	size_t cap_cg;	   /* entries cg holds: grown only while the size is unknown */
 	struct mark *ends; /* C at the ends of ckpt_build_out calls past the last point */
 	size_t nends, cap_ends;
 	uint32_t *cpt;	/* C at each point */
@@ -135,7 +136,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 int ckpt_build_new(uint64_t usize, struct ckpt_build **out)
 {
 	struct ckpt_build *b = calloc(1, sizeof(*b));
-	uint64_t ngrid = usize / CKPT_PIECE + 1;
+	uint64_t ngrid = usize == CKPT_USIZE_UNKNOWN ? 64 : usize / CKPT_PIECE + 1;
 
 	*out = NULL;
 	if (!b || ngrid > SIZE_MAX / sizeof(uint32_t) || !(b->s = calloc(1, sizeof(*b->s))) ||
@@ -143,6 +144,7 @@ int ckpt_build_new(uint64_t usize, struct ckpt_build **out)
 		ckpt_build_free(b);
 		return -ENOMEM;
 	}
+	b->cap_cg = (size_t)ngrid;
 	b->s->usize = usize;
 	*out = b;
 	/* Point 0, the entry's start, needs no blob. */
@@ -177,6 +179,9 @@ int ckpt_build_out(void *vb, const void *buf, size_t len)
 		if (b->total % CKPT_PIECE == 0) {
 			uint64_t g = b->total / CKPT_PIECE;
 
+			if (g >= b->cap_cg &&
+			    grow((void **)&b->cg, &b->cap_cg, g + 1, sizeof(*b->cg)))
+				return -ENOMEM;
 			b->cg[g] = zcrc32_combine(b->cg[g - 1], b->crc, CKPT_PIECE);
 			b->crc = 0;
 		}
@@ -293,6 +298,13 @@ int ckpt_build_end(struct ckpt_build *b, struct ckpt_set **out)
 	int ret = 0;
 
 	*out = NULL;
+	if (s->usize == CKPT_USIZE_UNKNOWN) {
+		s->usize = b->total;
+		/* A point at the very end has no span to start (ckpt_build_point could not tell).
+		 */
+		if (s->n > 1 && s->pt[s->n - 1].uoff == s->usize)
+			s->blob_len -= s->pt[--s->n].blob_len;
+	}
 	if (b->total != s->usize)
 		ret = -EIO;
 	else

@@ -78,13 +78,17 @@ int ckpt_set_check(const struct ckpt_set *s);
  * ckpt_build_stop_on) or -EPROTO (a point that
  * breaks those rules: the codec's bug; the build fails).
  */
+#define CKPT_USIZE_UNKNOWN UINT64_MAX /* ckpt_build_new: the pass measures the entry */
 struct ckpt_build;
 int ckpt_build_new(uint64_t usize, struct ckpt_build **out);
 int ckpt_build_out(void *b, const void *buf, size_t len);
 int ckpt_build_point(void *b, uint64_t uoff, const void *blob, size_t len);
 /*
  * Ends the build: returns 0 and *out (free with ckpt_set_free) if exactly
- * usize bytes came, else -EIO.  Frees b either way.
+ * usize bytes came, else -EIO.  Frees b either way.  A build begun with
+ * CKPT_USIZE_UNKNOWN (a pass that also measures the entry) takes its size
+ * from the bytes that came: the caller proves it, as the pass that
+ * measured it.
  */
 int ckpt_build_end(struct ckpt_build *b, struct ckpt_set **out);
 /* From now on, ckpt_build_out fails with -ECANCELED once *stop is true (borrowed). */

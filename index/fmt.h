@@ -68,6 +68,11 @@
  *    every span bytes.  Returns 0 (every point handed out is good), or
  *    -ENOTSUP (this entry cannot have any: a filter or a table the codec
  *    cannot resume), -EIO (corrupt), -ENOMEM, with err set.
+ *  - open may also build sets on a pass that sizes entries by decoding
+ *    them whole (zstd frames that state no size), verified as ck->build
+ *    would, and hand them over in r->ck_open (calloc'd, map.n entries,
+ *    NULL where none): the core keeps those of wide entries, so that pass
+ *    is their checkpoint pass, and frees the rest.
  *  - ck->open gives a decoder at the point whose blob is given (blob NULL:
  *    the entry's start), driven through ck->ops; the core wraps it in a
  *    ckpt_dec, which checks each piece of output against the CRC32s the

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "bcache.h"
+#include "ckpt.h"
 #include "idxfile.h"
 #include "pool.h"
 #include "probe.h"
@@ -229,7 +230,17 @@ struct measure {
 	const struct zstddec_index *z;
 	uint64_t *usize;
 	struct zmctx *ctx;
+	uint64_t span;		/* the reader's ck_span: 0, no checkpoints */
+	struct ckpt_set **sets; /* per frame, those built (ck_worth), or NULL */
+	size_t nframes;		/* z's, for the last unref, which may come after z is gone */
 };
+
+static void sets_free(struct ckpt_set **sets, size_t n)
+{
+	for (size_t i = 0; sets && i < n; i++)
+		ckpt_set_free(sets[i]);
+	free(sets);
+}
 
 static void measure_unref(struct measure *m)
 {
@@ -241,6 +252,7 @@ static void measure_unref(struct measure *m)
 	if (last) {
 		pthread_mutex_destroy(&m->lock);
 		pthread_cond_destroy(&m->idle);
+		sets_free(m->sets, m->nframes);
 		free(m->usize);
 		free(m);
 	}
@@ -256,6 +268,74 @@ static void measure_unref(struct measure *m)
 static bool pass_needed(const struct zstddec_frame *f)
 {
 	return f->usize == ZSTDDEC_UNKNOWN || f->usize == 0;
+}
+
+/*
+ * Frame f as its header states it, for zstdckpt, whose blobs name their
+ * frame: a size measured (or saved) is not the header's, and a blob built
+ * while measuring could not have known it.
+ */
+static struct zstddec_frame stated(const struct zstddec_frame *f)
+{
+	struct zstddec_frame g = *f;
+
+	if (g.usize_src != ZSTDDEC_SRC_FCS) {
+		g.usize = ZSTDDEC_UNKNOWN;
+		g.usize_src = ZSTDDEC_SRC_NONE;
+	}
+	return g;
+}
+
+/*
+ * Whether frame f's measuring pass also builds its checkpoints: it may
+ * hold more than two spans (reader_ck.c's wide_enough) at a ratio up to
+ * MEASURE_CK_RATIO.  A wider one the pass missed gets them from the
+ * background pass, decoded again.
+ */
+#define MEASURE_CK_RATIO 32
+static bool ck_worth(const struct zstddec_frame *f, uint64_t span)
+{
+	return span > 0 && f->csize > 2 * span / MEASURE_CK_RATIO;
+}
+
+/*
+ * Measures frame i with zstdckpt, which verifies it as zstddec does and
+ * builds its checkpoints on the way (m->sets[i]); zstddec decides on any
+ * failure but memory, so the verdict on the data stays libzstd's.
+ */
+static int measure_ck(struct measure *m, size_t i, struct zerr *err)
+{
+	struct zstddec_frame f = stated(&m->z->frames[i]);
+	struct zstdckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point };
+	struct ckpt_build *b;
+	int ret = ckpt_build_new(CKPT_USIZE_UNKNOWN, &b);
+
+	if (ret < 0)
+		return zerr_set(err, ret, f.coff, "out of memory");
+	sink.arg = b;
+	ret = zstdckpt_build_blobs(m->src, &f, m->span, &sink, NULL, err);
+	if (ret < 0) {
+		ckpt_build_free(b);
+		if (ret == -ENOMEM)
+			return ret;
+		*err = (struct zerr){ 0 };
+		return zstddec_measure(m->src, &m->z->frames[i], &m->usize[i], err);
+	}
+	ret = ckpt_build_end(b, &m->sets[i]);
+	if (ret < 0)
+		return zerr_set(err, -ENOMEM, f.coff, "out of memory");
+	m->usize[i] = m->sets[i]->usize;
+	return 0;
+}
+
+static int measure_one(struct measure *m, size_t i, struct zerr *err)
+{
+	const struct zstddec_frame *f = &m->z->frames[i];
+
+	/* Not one whose header or saved index says 0: that size is checked, not measured. */
+	if (m->sets && f->usize == ZSTDDEC_UNKNOWN && ck_worth(f, m->span))
+		return measure_ck(m, i, err);
+	return zstddec_measure(m->src, f, &m->usize[i], err);
 }
 
 /* Takes and measures frames until none is left or one failed. */
@@ -275,7 +355,7 @@ static void measure_run(struct measure *m)
 		i = m->next++;
 		m->busy++;
 		pthread_mutex_unlock(&m->lock);
-		ret = zstddec_measure(m->src, &m->z->frames[i], &m->usize[i], &err);
+		ret = measure_one(m, i, &err);
 		if (ret == 0)
 			atomic_fetch_add(&m->ctx->stats.decoded, m->usize[i]);
 		pthread_mutex_lock(&m->lock);
@@ -314,38 +394,45 @@ static unsigned measure_helpers(struct reader *r, uint64_t cost)
 }
 
 /*
- * One decode pass over every frame of z that pass_needed (checksums
- * verified on the way), spread over the context's pool, then all sizes
- * settled at once: settling one frame at a time re-sums every offset,
- * quadratic in the frames.  On failure *bad is the frame that failed.
+ * What measuring frame f holds in memory: its decoder, or, building its
+ * checkpoints too, zstdckpt's (the window twice, a ring, pending points:
+ * about four windows).
  */
-static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad, struct zerr *why)
+static uint64_t measure_cost(const struct zstddec_frame *f, uint64_t span)
 {
-	struct measure *m;
-	uint64_t cost = 0;
-	size_t npass = 0;
-	unsigned helpers;
-	int ret;
+	return zstddec_dec_cost(f) * (ck_worth(f, span) ? 4 : 1);
+}
 
-	for (size_t i = 0; i < z->nframes; i++)
-		npass += pass_needed(&z->frames[i]);
-	if (npass == 0)
-		return 0;
-	m = calloc(1, sizeof(*m));
+/*
+ * The shared state of a pass over z's frames for r, with its helpers
+ * queued.  0, or -ENOMEM.
+ */
+static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass,
+		       struct measure **out)
+{
+	struct measure *m = calloc(1, sizeof(*m));
+	uint64_t cost = 0;
+	unsigned helpers;
+
+	*out = NULL;
 	if (!m || !(m->usize = malloc(z->nframes * sizeof(*m->usize)))) {
 		free(m);
 		return -ENOMEM;
 	}
+	m->span = r->f->ck ? r->opts.ck_span : 0;
+	if (m->span && !(m->sets = calloc(z->nframes, sizeof(*m->sets))))
+		m->span = 0; /* no memory for sets: measure only, the background pass builds them */
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->idle, NULL);
 	m->refs = 1;
 	m->src = r->src;
 	m->z = z;
+	m->nframes = z->nframes;
 	m->ctx = r->ctx;
 	for (size_t i = 0; i < z->nframes; i++) {
 		m->usize[i] = z->frames[i].usize;
-		if (pass_needed(&z->frames[i]) && zstddec_dec_cost(&z->frames[i]) > cost)
-			cost = zstddec_dec_cost(&z->frames[i]);
+		if (pass_needed(&z->frames[i]) && measure_cost(&z->frames[i], m->span) > cost)
+			cost = measure_cost(&z->frames[i], m->span);
 	}
 	helpers = npass > 1 ? measure_helpers(r, cost) : 0;
 	for (unsigned k = 0; k < helpers; k++) {
@@ -357,6 +444,33 @@ static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad, s
 			break;
 		}
 	}
+	*out = m;
+	return 0;
+}
+
+/*
+ * One decode pass over every frame of z that pass_needed (checksums
+ * verified on the way), spread over the context's pool, then all sizes
+ * settled at once: settling one frame at a time re-sums every offset,
+ * quadratic in the frames.  On failure *bad is the frame that failed.
+ * On success *sets (NULL if none) holds, per frame, the checkpoints the
+ * pass built (measure_ck), for the caller to free.
+ */
+static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad,
+		       struct ckpt_set ***sets, struct zerr *why)
+{
+	struct measure *m;
+	size_t npass = 0;
+	int ret;
+
+	*sets = NULL;
+	for (size_t i = 0; i < z->nframes; i++)
+		npass += pass_needed(&z->frames[i]);
+	if (npass == 0)
+		return 0;
+	ret = measure_new(r, z, npass, &m);
+	if (ret < 0)
+		return ret;
 	measure_run(m);
 	pthread_mutex_lock(&m->lock);
 	m->closed = true;
@@ -371,8 +485,27 @@ static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad, s
 			       m->err.msg);
 	else if (zstddec_index_settle_all(z, m->usize) < 0)
 		ret = zerr_set(why, -EINVAL, 0, "corrupt zstd: frame sizes do not settle");
+	if (ret == 0) {
+		*sets = m->sets; /* no worker is left to touch them */
+		m->sets = NULL;
+	}
 	measure_unref(m);
 	return ret;
+}
+
+/*
+ * Hands the sets measure_all built (by frame; freed here) to the core by
+ * map entry (r->ck_open), which keeps those of wide entries.  Without
+ * memory for that, they go: the background pass builds them again.
+ */
+static void hand_over(struct reader *r, const struct zstddec_index *z, struct ckpt_set **sets)
+{
+	if (sets && r->map.n && (r->ck_open = calloc(r->map.n, sizeof(*r->ck_open))))
+		for (size_t k = 0; k < r->map.n; k++) {
+			r->ck_open[k] = sets[r->entry[k]];
+			sets[r->entry[k]] = NULL;
+		}
+	sets_free(sets, z->nframes);
 }
 
 static void zst_free(struct zst *s)
@@ -429,6 +562,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 {
 	struct zstddec_index *z;
 	struct zst *s = calloc(1, sizeof(*s));
+	struct ckpt_set **sets;
 	bool persist, built;
 	size_t bad = 0;
 	int ret;
@@ -449,7 +583,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	persist = use_saved(r, s);
 	/* Unknown sizes measured, empty frames decoded (pass_needed); checksums verified. */
 	built = z->nunknown > 0;
-	ret = measure_all(r, z, &bad, why);
+	ret = measure_all(r, z, &bad, &sets, why);
 	if (ret < 0 && s->unseen && atomic_load(&s->unseen[bad])) {
 		/* a frame the saved index says is empty is not: walk again, measure, save over it
 		 */
@@ -466,7 +600,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 					       : walk_failed(ret, why); /* it walked a moment ago */
 		s->z = z;
 		persist = built = true;
-		ret = measure_all(r, z, &bad, why);
+		ret = measure_all(r, z, &bad, &sets, why);
 	}
 	if (ret < 0)
 		return ret;
@@ -479,8 +613,10 @@ static int zstd_open(struct reader *r, struct zerr *why)
 			atomic_store(&s->unseen[i], 0);
 	if (persist)
 		save_sizes(r, &s->id, z);
-	if (reader_map_init(r, z->nframes) < 0)
+	if (reader_map_init(r, z->nframes) < 0) {
+		sets_free(sets, z->nframes);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < z->nframes; i++) {
 		if (z->frames[i].usize == 0)
 			continue;
@@ -488,6 +624,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		r->entry[r->map.n - 1] = i;
 	}
 	cmap_end(&r->map, z->nframes ? z->usize : 0);
+	hand_over(r, z, sets);
 	if (z->nframes && z->nchecksum < z->nframes)
 		reader_log(r, ZLOG_INFO, NULL,
 			   "%zu of %zu frames have no checksum: their bytes are not verified",
@@ -650,21 +787,27 @@ static int zstd_ck_build(struct reader *r, struct zsrc *src, size_t k, uint64_t 
 	struct zst *s = r->idx;
 	struct zstdckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
 	size_t i = r->entry[k];
+	struct zstddec_frame f = stated(frame(r, k));
 
 	if (s->unseen && (atomic_load(&s->proven) < i || atomic_load(&s->unseen[i])))
 		return zerr_set(err, -ENOTSUP, frame(r, k)->coff,
 				"its size is not yet proven by a read");
-	return zstdckpt_build_blobs(src, frame(r, k), span, &sink, NULL, err);
+	return zstdckpt_build_blobs(src, &f, span, &sink, NULL, err);
 }
 
 static int zstd_ck_open(struct reader *r, size_t k, const void *blob, size_t len, void **dec,
 			struct zerr *err)
 {
+	struct zstddec_frame f = stated(frame(r, k));
 	int ret = check_before(r, r->idx, r->entry[k], err);
 
-	if (ret < 0)
-		return ret;
-	return zstdckpt_blob_open(frame(r, k), blob, len, (struct zstdckpt_dec **)dec, err);
+	if (ret == 0)
+		ret = zstdckpt_blob_open(&f, blob, len, (struct zstdckpt_dec **)dec, err);
+	/* Saved by a zmount that named measured frames by their size: as good, since pieces are
+	 * checked. */
+	if (ret == -EINVAL && f.usize != frame(r, k)->usize)
+		ret = zstdckpt_blob_open(frame(r, k), blob, len, (struct zstdckpt_dec **)dec, err);
+	return ret;
 }
 
 static ssize_t zstd_ck_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)

@@ -61,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "idxstore.h"
 #include "srcid.h"
 
 #define IF_HDR	    136u	 /* fixed header */
@@ -1361,6 +1362,62 @@ static int open_dir(const char *dir, struct zerr *err)
 	return dfd;
 }
 
+static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err);
+static int local_put(void *ctx, const char *name, const void *buf, size_t len);
+static int local_del(void *ctx, const char *name);
+
+/* The index directory as a store (idxstore.h): ctx is its path. */
+static const struct idxstore_ops local_ops = {
+	.get = local_get,
+	.put = local_put,
+	.del = local_del,
+};
+
+/* The store dir names: a registered URL's, else the local directory.  0 or -ENOENT. */
+static int store_of(const char *dir, const struct idxstore_ops **ops, void **ctx)
+{
+	if (strstr(dir, "://"))
+		return idxstore_find(dir, ops, ctx);
+	*ops = &local_ops;
+	*ctx = (void *)dir;
+	return 0;
+}
+
+/*
+ * Gets the index file name of kind from dir's store and reads it as
+ * read_checked does (the same header, cap, CRC-64 and
+ * check(), whatever store it came from).  A remote store fetches the
+ * whole blob first, so it gets the cap of an index of kind for a source of
+ * id->size bytes at any span: a larger blob is refused before its body is
+ * read.  (A local file is read from its header on: read_checked caps it
+ * there, by the header's own counts.)  0 with *buf (caller frees),
+ * *len and *in, or -errno with err.
+ */
+static int fetch_checked(const char *dir, const char *name, uint32_t kind,
+			 const struct idxfile_id *id, unsigned char **buf, size_t *len,
+			 struct idxfile_info *in, struct zerr *err)
+{
+	const struct idxstore_ops *ops;
+	struct stat st;
+	void *ctx;
+	int fd, ret = store_of(dir, &ops, &ctx);
+
+	*buf = NULL;
+	if (ret < 0)
+		return zerr_set(err, ret, 0, "no index store for %s", dir);
+	fd = ops->get(ctx, name,
+		      ops == &local_ops ? UINT64_MAX : max_size_kind(kind, id->size, IF_MIN_SPAN),
+		      err);
+	if (fd == -EFBIG)
+		return BAD(0, "larger than an index of a %" PRIu64 "-byte source can be", id->size);
+	if (fd < 0)
+		return fd;
+	ret = fstat(fd, &st) < 0 ? zerr_set(err, -errno, 0, "fstat failed")
+				 : read_checked(fd, &st, &id->size, buf, len, in, err);
+	close(fd);
+	return ret;
+}
+
 /*
  * Whether the checked image whose info is in may be used for the source at
  * src with identity id (doc/index-format.md, "Source identity"): 0 as
@@ -1454,23 +1511,14 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 {
 	char path[PATH_MAX];
 	unsigned char *b = NULL;
-	struct stat st;
 	size_t len = 0;
-	int dfd, fd, ret;
+	int ret;
 
 	*buf = NULL;
 	ret = idxfile_keyed(src_abspath) ? kind_path(kind, dir, id, path, sizeof(path)) : -EINVAL;
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "bad source path");
-	dfd = open_dir(dir, err);
-	if (dfd < 0)
-		return dfd;
-	ret = fd = open_index(dfd, strrchr(path, '/') + 1, true, &st, err);
-	if (fd >= 0) {
-		ret = read_checked(fd, &st, &id->size, &b, &len, in, err);
-		close(fd);
-	}
-	close(dfd);
+	ret = fetch_checked(dir, strrchr(path, '/') + 1, kind, id, &b, &len, in, err);
 	if (ret == 0 && in->kind != kind)
 		ret = BAD(H_KIND, "a %s index, not a %s one", kind_name(in->kind), kind_name(kind));
 	if (ret == 0)
@@ -1563,29 +1611,20 @@ static int remove_kind(const char *dir, const char *src_abspath, const struct id
 {
 	char path[PATH_MAX];
 	struct idxfile_info *in = malloc(sizeof(*in));
+	const struct idxstore_ops *ops;
 	unsigned char *b = NULL;
-	const char *name;
-	struct stat st;
 	size_t len = 0;
-	int dfd = -1, fd, ret = in ? kind_path(kind, dir, id, path, sizeof(path)) : -ENOMEM;
+	void *ctx;
+	int ret = in ? kind_path(kind, dir, id, path, sizeof(path)) : -ENOMEM;
 
 	if (ret == 0)
-		ret = dfd = open_dir(dir, NULL);
-	if (ret < 0)
-		goto out;
-	name = strrchr(path, '/') + 1;
-	ret = fd = open_index(dfd, name, true, &st, NULL);
-	if (fd >= 0) {
-		ret = read_checked(fd, &st, &id->size, &b, &len, in, NULL);
-		close(fd);
-	}
+		ret = store_of(dir, &ops, &ctx);
+	if (ret == 0)
+		ret = fetch_checked(dir, strrchr(path, '/') + 1, kind, id, &b, &len, in, NULL);
 	if (ret == 0 && (ret = bound_to(in, src_abspath, id, NULL)) == 1)
 		ret = 0;
-	if (ret == 0 && unlinkat(dfd, name, 0) < 0)
-		ret = -errno;
-out:
-	if (dfd >= 0)
-		close(dfd);
+	if (ret == 0)
+		ret = ops->del(ctx, strrchr(path, '/') + 1);
 	free(b);
 	free(in);
 	return ret;
@@ -1666,45 +1705,85 @@ static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
 	return fd;
 }
 
-/* Writes image b (len bytes, validated, of kind; borrowed) as the index of id's source in dir. */
-static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kind,
-		      const unsigned char *b, size_t len, uint64_t *bytes_written)
+/*
+ * The local store's put: name in directory ctx, created (mkdir -p, 0700)
+ * if need be, through a temporary file fsync'd and renamed over it.
+ */
+static int local_put(void *ctx, const char *name, const void *buf, size_t len)
 {
-	char final[PATH_MAX], tmp[PATH_MAX];
-	const char *name;
-	int dfd = -1, fd, ret;
+	const char *dir = ctx;
+	char tmp[PATH_MAX];
+	int dfd = -1, fd, ret = mkdir_p(dir);
 
-	ret = kind_path(kind, dir, id, final, sizeof(final));
-	if (ret == 0)
-		ret = mkdir_p(dir);
 	if (ret == 0)
 		ret = dfd = open_dir(dir, NULL);
 	if (ret < 0)
-		goto out;
-	name = strrchr(final, '/') + 1;
+		return ret;
 	/* ".<name>.XXXXXX": hidden, and named after its index for prune */
 	fd = make_tmp(dfd, name, tmp, sizeof(tmp));
 	if (fd < 0) {
-		ret = fd;
-		goto out;
+		close(dfd);
+		return fd;
 	}
-	ret = write_full(fd, b, len);
+	ret = write_full(fd, buf, len);
 	if (ret == 0 && fsync(fd) < 0)
 		ret = -errno;
 	if (close(fd) < 0 && ret == 0)
 		ret = -errno;
 	if (ret == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		ret = -errno;
-	if (ret < 0) {
+	if (ret < 0)
 		unlinkat(dfd, tmp, 0);
-		goto out;
+	else
+		fsync(dfd); /* make the rename durable too; the file is complete either way */
+	close(dfd);
+	return ret;
+}
+
+/* The local store's get: name in directory ctx, both trusted (see idxfile.h). */
+static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
+{
+	struct stat st;
+	int dfd = open_dir(ctx, err), fd;
+
+	if (dfd < 0)
+		return dfd;
+	fd = open_index(dfd, name, true, &st, err);
+	close(dfd);
+	if (fd >= 0 && (uint64_t)st.st_size > cap) {
+		close(fd);
+		return -EFBIG;
 	}
-	fsync(dfd); /* make the rename durable too; the file is complete either way */
-	if (bytes_written)
+	return fd;
+}
+
+static int local_del(void *ctx, const char *name)
+{
+	int dfd = open_dir(ctx, NULL), ret = 0;
+
+	if (dfd < 0)
+		return dfd;
+	if (unlinkat(dfd, name, 0) < 0)
+		ret = -errno;
+	close(dfd);
+	return ret;
+}
+
+/* Writes image b (len bytes, validated, of kind; borrowed) as the index of id's source in dir. */
+static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kind,
+		      const unsigned char *b, size_t len, uint64_t *bytes_written)
+{
+	char final[PATH_MAX];
+	const struct idxstore_ops *ops;
+	void *ctx;
+	int ret = kind_path(kind, dir, id, final, sizeof(final));
+
+	if (ret == 0)
+		ret = store_of(dir, &ops, &ctx);
+	if (ret == 0)
+		ret = ops->put(ctx, strrchr(final, '/') + 1, b, len);
+	if (ret == 0 && bytes_written)
 		*bytes_written = len;
-out:
-	if (dfd >= 0)
-		close(dfd);
 	return ret;
 }
 

@@ -43,6 +43,15 @@
  * because windows hold up to 32 KiB of the source's plain text per
  * checkpoint.
  *
+ * The dir argument may also be a URL ("s3://BUCKET/PREFIX") registered in
+ * idxstore.h: the same files are then got, put and deleted through that
+ * store, and checked exactly as local files are (header, caps, CRC-64,
+ * identity), but the ownership rules above do not apply: a store is
+ * trusted as far as whoever may write to it (doc/index-format.md, "Shared
+ * indexes in S3").  A blob larger than an index of its kind can be for the
+ * source's size at any span is refused before it is read.  An unregistered
+ * URL gives -ENOENT.  prune and read_header take local paths only.
+ *
  * Nothing here logs.  Functions return 0 or a negative errno; load and
  * read_header also fill a struct zerr (may be NULL) with the reason and the
  * offset in the index file, for the caller's one log line.  A failed save

@@ -29,7 +29,9 @@ static bool wide_enough(const struct reader *r, size_t k)
 	return r->opts.ck_span > 0 && cmap_len(&r->map, k) > 2 * r->opts.ck_span;
 }
 
-int reader_ck_init(struct reader *r)
+/* Which entries may get checkpoints: r->ckable, r->ck and r->ck_state, if any may.  0 or -ENOMEM.
+ */
+static int ck_alloc(struct reader *r)
 {
 	size_t n = 0;
 
@@ -51,8 +53,20 @@ int reader_ck_init(struct reader *r)
 	return 0;
 }
 
+/* Frees the sets of r->ck_open that nobody took, and the array. */
+static void drop_open(struct reader *r)
+{
+	if (!r->ck_open)
+		return;
+	for (size_t k = 0; k < r->map.n; k++)
+		ckpt_set_free(r->ck_open[k]);
+	free(r->ck_open);
+	r->ck_open = NULL;
+}
+
 void reader_ck_free(struct reader *r)
 {
+	drop_open(r);
 	if (r->ck)
 		for (size_t k = 0; k < r->map.n; k++)
 			ckpt_set_free(atomic_load(&r->ck[k]));
@@ -77,6 +91,36 @@ static bool same_version(const struct reader *r, struct zsrc *src)
 	return zsrc_stat(src, &st) == 0 && reader_matches(r, &st);
 }
 
+/*
+ * Publishes set s, made by a pass that verified entry k whole, as k's
+ * (taking it over): 0, or -ENOTSUP (too large to keep) or -ESTALE (src
+ * is not the version r was opened on), with why set and s freed.
+ */
+static int publish(struct reader *r, struct zsrc *src, size_t k, struct ckpt_set *s,
+		   struct zerr *why)
+{
+	size_t bytes = ckpt_set_bytes(s);
+
+	/* Held for the reader's life, outside the cache: capped as a block map is. */
+	if (bytes > r->opts.index_max) {
+		ckpt_set_free(s);
+		return zerr_set(why, -ENOTSUP, 0,
+				"they would take %zu bytes, more than "
+				"cache_size/4",
+				bytes);
+	}
+	/* Only bytes of the version that was indexed: a set of another is dropped. */
+	if (!same_version(r, src)) {
+		ckpt_set_free(s);
+		return zerr_set(why, -ESTALE, 0, "the file changed while it was read");
+	}
+	atomic_store_explicit(&r->ck[k], s, memory_order_release);
+	atomic_fetch_add(&r->ctx->stats.ckpts, s->n - 1);
+	reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: %zu checkpoints, %" PRIu64 " bytes", r->f->unit,
+		   r->entry[k], s->n - 1, (uint64_t)bytes);
+	return 0;
+}
+
 /* One entry's pass.  0, or a negative errno with why set. */
 static int build_one(struct reader *r, struct zsrc *src, size_t k, struct zerr *why)
 {
@@ -95,27 +139,10 @@ static int build_one(struct reader *r, struct zsrc *src, size_t k, struct zerr *
 	ret = ckpt_build_end(b, &s);
 	if (ret < 0)
 		return zerr_set(why, ret, 0, "the %s did not decode to its size", r->f->unit);
-	/* Held for the reader's life, outside the cache: capped as a block map is. */
-	if (ckpt_set_bytes(s) > r->opts.index_max) {
-		size_t bytes = ckpt_set_bytes(s);
-
-		ckpt_set_free(s);
-		return zerr_set(why, -ENOTSUP, 0,
-				"they would take %zu bytes, more than "
-				"cache_size/4",
-				bytes);
-	}
-	/* Only bytes of the version that was indexed: a set of another is dropped. */
-	if (!same_version(r, src)) {
-		ckpt_set_free(s);
-		return zerr_set(why, -ESTALE, 0, "the file changed while it was read");
-	}
-	atomic_store_explicit(&r->ck[k], s, memory_order_release);
-	atomic_fetch_add(&r->ctx->stats.decoded, cmap_len(&r->map, k));
-	atomic_fetch_add(&r->ctx->stats.ckpts, s->n - 1);
-	reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: %zu checkpoints, %" PRIu64 " bytes", r->f->unit,
-		   r->entry[k], s->n - 1, (uint64_t)ckpt_set_bytes(s));
-	return 0;
+	ret = publish(r, src, k, s, why);
+	if (ret == 0)
+		atomic_fetch_add(&r->ctx->stats.decoded, cmap_len(&r->map, k));
+	return ret;
 }
 
 /* The one log line, and the mark, for a pass that failed. */
@@ -208,6 +235,43 @@ static void save_all(struct reader *r, struct zsrc *src)
 			   "in memory",
 			   r->opts.index_dir, strerror(-ret));
 	free(sets);
+}
+
+/*
+ * Takes over the sets the format's open built on its sizing pass (that pass
+ * decoded and verified each entry whole, so it was also the checkpoint
+ * pass: none runs again), and saves them in index_dir.
+ */
+static void take_open(struct reader *r)
+{
+	size_t got = 0;
+
+	for (size_t k = 0; k < r->map.n; k++) {
+		struct ckpt_set *s = r->ck_open[k];
+		struct zerr e = { 0 };
+		int ret;
+
+		if (!s || !r->ckable[k] || s->usize != cmap_len(&r->map, k))
+			continue; /* drop_open frees it */
+		r->ck_open[k] = NULL;
+		ret = publish(r, r->src, k, s, &e);
+		atomic_store(&r->ck_state[k], ret == -ESTALE ? CK_NONE : CK_DONE);
+		if (ret < 0)
+			build_failed(r, r->src, k, ret, &e);
+		got += ret == 0;
+	}
+	if (got)
+		save_all(r, r->src);
+}
+
+int reader_ck_init(struct reader *r)
+{
+	int ret = ck_alloc(r);
+
+	if (ret == 0 && r->ck && r->ck_open)
+		take_open(r);
+	drop_open(r);
+	return ret;
 }
 
 int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *why)

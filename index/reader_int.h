@@ -102,6 +102,12 @@ struct reader {
 	uint8_t *ckable;
 	_Atomic(struct ckpt_set *) *ck;
 	atomic_uchar *ck_state; /* CK_NONE, CK_BUSY (a build runs), CK_DONE (built or gave up) */
+	/*
+	 * Sets the format's open built on the pass that sized its entries
+	 * (fmt.h, ck_open), by map entry, or NULL: reader_ck_init takes them
+	 * over, so that pass is also the checkpoint pass.  Freed by then.
+	 */
+	struct ckpt_set **ck_open;
 	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
 	atomic_bool ck_stop;	      /* reader_close: passes on the pool give up */
 	atomic_bool ck_loaded;	      /* index_dir was looked at for saved sets */

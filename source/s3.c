@@ -45,7 +45,7 @@ struct s3 {
 
 /* One request and what came back. */
 struct req {
-	const char *method; /* "GET", "HEAD" or "PUT" */
+	const char *method; /* "GET", "HEAD", "PUT" or "DELETE" */
 	const char *key;    /* for the log: the prefix of a listing */
 	char *url;
 	const char *if_match;
@@ -380,6 +380,8 @@ static CURLcode attempt(struct s3 *s, struct req *r, struct curl_slist *hdrs, ch
 		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_upload);
 		curl_easy_setopt(h, CURLOPT_READDATA, r);
 		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->uplen);
+	} else if (!strcmp(r->method, "DELETE")) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
 	}
 	rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
@@ -641,6 +643,19 @@ int s3_put(struct s3 *s, const char *key, const void *buf, size_t len, char etag
 	if (!rc && etag_out)
 		memcpy(etag_out, r.etag, sizeof(r.etag));
 	return rc;
+}
+
+int s3_delete(struct s3 *s, const char *key)
+{
+	struct req r = { .method = "DELETE", .key = key };
+	int rc;
+
+	r.url = make_url(s, key, NULL, NULL);
+	if (!r.url)
+		return -ENOMEM;
+	rc = run(s, &r, NULL, NULL);
+	free(r.url);
+	return rc == 416 ? -EIO : rc;
 }
 
 /* -- LIST ----------------------------------------------------------------- */

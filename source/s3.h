@@ -4,7 +4,7 @@
 
 /*
  * A small S3 client: list a prefix, HEAD an object, GET a byte range of
- * it, PUT one (for tests and shared indexes).  Requests are path-style
+ * it, PUT or DELETE one (for tests and shared indexes).  Requests are path-style
  * (ENDPOINT/BUCKET/KEY) and signed by libcurl's SigV4 (CURLOPT_AWS_SIGV4),
  * with "x-amz-content-sha256: UNSIGNED-PAYLOAD".  This file and s3.c are
  * the only ones that know libcurl.
@@ -110,5 +110,9 @@ ssize_t s3_get_range(struct s3 *s, const char *key, const char *etag, uint64_t o
  * the new ETag ("" if the server sent none).  Returns 0 or the errors above.
  */
 int s3_put(struct s3 *s, const char *key, const void *buf, size_t len, char etag_out[80]);
+
+/* Deletes key (one DELETE; S3 answers 204 for a key that is not there too).  Returns 0 or the
+ * errors above. */
+int s3_delete(struct s3 *s, const char *key);
 
 #endif

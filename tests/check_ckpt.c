@@ -201,6 +201,47 @@ START_TEST(build_refuses_points_out_of_order)
 }
 END_TEST
 
+/*
+ * A build that measures its entry (CKPT_USIZE_UNKNOWN) takes the size from
+ * its output, pieces past any first guess included, and a point at the end
+ * starts no span.
+ */
+START_TEST(build_of_unknown_size_takes_what_came)
+{
+	const size_t n = 5 * CKPT_PIECE + 123;
+	struct ckpt_build *b;
+	struct ckpt_set *s;
+	unsigned char *buf = malloc(n);
+	struct zerr e = { 0 };
+
+	ck_assert_int_eq(ckpt_build_new(CKPT_USIZE_UNKNOWN, &b), 0);
+	for (size_t at = 0; at < n; at += 1000)
+		ck_assert_int_eq(ckpt_build_out(b, text + at, at + 1000 < n ? 1000 : n - at), 0);
+	ck_assert_int_eq(ckpt_build_point(b, 2 * CKPT_PIECE, "x", 1), 0);
+	ck_assert_int_eq(ckpt_build_point(b, n, "y", 1), 0);
+	ck_assert_int_eq(ckpt_build_end(b, &s), 0);
+	ck_assert_uint_eq(s->usize, n);
+	ck_assert_uint_eq(s->n, 2);
+	ck_assert_uint_eq(s->blob_len, 1);
+	ck_assert_int_eq(ckpt_set_check(s), 0);
+	for (size_t i = 0; i < s->n; i++) {
+		struct ckpt_dec *d = open_at(s, i, text);
+		size_t got = (size_t)s->pt[i].uoff;
+		ssize_t r;
+
+		while ((r = ckpt_dec_read(d, NULL, buf + got, n - got, &e)) > 0)
+			got += (size_t)r;
+		ck_assert_int_eq(r, 0);
+		ck_assert_uint_eq(got, n);
+		ck_assert(memcmp(buf + s->pt[i].uoff, text + s->pt[i].uoff, n - s->pt[i].uoff) ==
+			  0);
+		ckpt_dec_close(d);
+	}
+	ckpt_set_free(s);
+	free(buf);
+}
+END_TEST
+
 /* ---- the reader over real one-Block xz and one-frame zstd files ---- */
 
 struct sunk {
@@ -333,6 +374,30 @@ START_TEST(zstd_one_frame_resumes_exact)
 END_TEST
 
 /*
+ * A frame that states no size (zstd from a pipe) is measured at open, and
+ * that pass, which decodes and verifies it whole, builds its checkpoints
+ * too: it is decoded once, not once to measure and once more for them.
+ */
+START_TEST(zstd_unsized_frame_is_decoded_once)
+{
+	struct reader_counters rc;
+	struct reader_info in;
+	struct opened o;
+
+	open_one("nofcs.zst", &o);
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.usize, SIZE);
+	ck_assert_uint_eq(in.ckpt_wanted, 0);
+	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	reader_get_counters(o.zm, &rc);
+	ck_assert_uint_eq(rc.decoded_bytes, SIZE);
+	random_reads(&o, 1);
+	close_one(&o);
+}
+END_TEST
+
+/*
  * Without checkpoints a far read decodes from the start (what the bound in
  * random_reads would catch), and reads are right too.
  */
@@ -437,6 +502,13 @@ END_TEST
 START_TEST(zstd_saved_sets_are_loaded)
 {
 	saved_and_loaded("one.zst");
+}
+END_TEST
+
+/* Built while measuring, saved at open, loaded with the saved sizes: blobs name the same frame. */
+START_TEST(zstd_unsized_saved_sets_are_loaded)
+{
+	saved_and_loaded("nofcs.zst");
 }
 END_TEST
 
@@ -593,7 +665,8 @@ static int setup(void)
 			return -1;
 	}
 	return testutil_sh(dir, "xz -T1 -6 -c text > one.xz && zstd -q -3 -c text > one.zst && "
-				"xz -T1 --x86 --lzma2=preset=6 -c text > bcj.xz");
+				"xz -T1 --x86 --lzma2=preset=6 -c text > bcj.xz && "
+				"zstd -q -3 -c < text > nofcs.zst");
 }
 
 int main(void)
@@ -603,8 +676,11 @@ int main(void)
 		{ "set_catches_a_wrong_byte", set_catches_a_wrong_byte, 0 },
 		{ "set_check_refuses_forged_tables", set_check_refuses_forged_tables, 0 },
 		{ "build_refuses_points_out_of_order", build_refuses_points_out_of_order, 0 },
+		{ "build_of_unknown_size_takes_what_came", build_of_unknown_size_takes_what_came,
+		  0 },
 		{ "xz_one_block_resumes_exact", xz_one_block_resumes_exact, 0 },
 		{ "zstd_one_frame_resumes_exact", zstd_one_frame_resumes_exact, 0 },
+		{ "zstd_unsized_frame_is_decoded_once", zstd_unsized_frame_is_decoded_once, 0 },
 		{ "without_checkpoints_reads_decode_from_the_start",
 		  without_checkpoints_reads_decode_from_the_start, 0 },
 		{ "xz_span_checksum_mismatch_is_eio", xz_span_checksum_mismatch_is_eio, 0 },
@@ -614,6 +690,7 @@ int main(void)
 		{ "xz_bcj_block_has_none", xz_bcj_block_has_none, 0 },
 		{ "xz_saved_sets_are_loaded", xz_saved_sets_are_loaded, 0 },
 		{ "zstd_saved_sets_are_loaded", zstd_saved_sets_are_loaded, 0 },
+		{ "zstd_unsized_saved_sets_are_loaded", zstd_unsized_saved_sets_are_loaded, 0 },
 		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
 		{ "a_sequential_read_queues_a_pass", a_sequential_read_queues_a_pass, 0 },
 		{ "sets_over_the_map_limit_are_dropped", sets_over_the_map_limit_are_dropped, 0 },
@@ -632,7 +709,7 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh(dir, "rm -f text one.xz one.zst bcj.xz");
+	testutil_sh(dir, "rm -f text one.xz one.zst bcj.xz nofcs.zst");
 	rmdir(dir);
 	free(text);
 	return failed ? 1 : 0;

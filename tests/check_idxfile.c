@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "idxstore.h"
 #include "tsrc.h"
 #include "gzdec.h"
 #include "testutil.h"
@@ -272,6 +274,122 @@ START_TEST(crc_and_layout)
 	ck_assert_uint_ne(s.idx->points[1].crc, 0);
 	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
 	free(b);
+	src_close(&s);
+}
+END_TEST
+
+/* A store of one blob in memory (idxstore.h), counting what idxfile asks of it. */
+struct memstore {
+	char name[64];
+	unsigned char *b;
+	size_t len;
+	uint64_t last_cap;
+	unsigned gets, reads, puts, dels;
+};
+
+static int mem_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
+{
+	struct memstore *m = ctx;
+	int fd;
+
+	(void)err;
+	m->gets++;
+	m->last_cap = cap;
+	if (!m->b || strcmp(name, m->name))
+		return -ENOENT;
+	if (m->len > cap)
+		return -EFBIG; /* refused before its bytes are read */
+	m->reads++;
+	fd = memfd_create("check-idxstore", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, m->b, m->len, 0), (ssize_t)m->len);
+	return fd;
+}
+
+static int mem_put(void *ctx, const char *name, const void *buf, size_t len)
+{
+	struct memstore *m = ctx;
+
+	m->puts++;
+	ck_assert_uint_lt(strlen(name), sizeof(m->name));
+	strcpy(m->name, name);
+	free(m->b);
+	m->b = malloc(len);
+	ck_assert_ptr_nonnull(m->b);
+	memcpy(m->b, buf, len);
+	m->len = len;
+	return 0;
+}
+
+static int mem_del(void *ctx, const char *name)
+{
+	struct memstore *m = ctx;
+
+	m->dels++;
+	if (!m->b || strcmp(name, m->name))
+		return -ENOENT;
+	free(m->b);
+	m->b = NULL;
+	return 0;
+}
+
+static const struct idxstore_ops mem_ops = { .get = mem_get, .put = mem_put, .del = mem_del };
+
+/*
+ * An index directory that is a registered store URL: save PUTs the sealed
+ * file, load GETs it with the size cap of the source and checks it as a
+ * local file (a flipped span CRC32 is refused by the CRC-64), a blob over
+ * the cap is refused without being read, remove deletes, and an
+ * unregistered URL has no index.
+ */
+START_TEST(store_url)
+{
+	const char *url = "mem://bucket/idx";
+	struct memstore m = { 0 };
+	struct gzdec_index *got = NULL;
+	struct zerr err = { 0 };
+	uint64_t bytes = 0, plen;
+	unsigned char *pad;
+	struct src s;
+
+	src_open(&s, "big.gz", SPAN_MIN);
+	ck_assert_int_eq(idxstore_register(url, &mem_ops, &m), 0);
+	save_ok(url, &s, &bytes);
+	ck_assert_uint_eq(m.puts, 1);
+	ck_assert_uint_eq(m.len, bytes);
+	ck_assert_int_eq(load(url, &s, 0, &got), 0);
+	ck_assert_uint_eq(m.last_cap, idxfile_max_size(s.id.size, SPAN_MIN));
+	expect_equal(s.idx, got);
+	gzdec_index_free(got);
+
+	/* span_crc of the second record: any value is valid, only the CRC-64 tells */
+	plen = m.b[60] | (uint64_t)m.b[61] << 8;
+	m.b[136 + plen + 32 + 28] ^= 0x40;
+	ck_assert_int_eq(idxfile_load(url, s.path, &s.id, 0, &got, &err), -EBADMSG);
+	ck_assert_ptr_null(got);
+	ck_assert_ptr_nonnull(strstr(err.msg, "checksum mismatch"));
+	m.b[136 + plen + 32 + 28] ^= 0x40;
+
+	/* one byte over the cap: refused unread */
+	pad = realloc(m.b, (size_t)m.last_cap + 1);
+	ck_assert_ptr_nonnull(pad);
+	m.b = pad;
+	m.len = (size_t)m.last_cap + 1;
+	m.reads = 0;
+	ck_assert_int_eq(idxfile_load(url, s.path, &s.id, 0, &got, &err), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "larger than an index"));
+	ck_assert_uint_eq(m.reads, 0);
+
+	save_ok(url, &s, &bytes);
+	ck_assert_int_eq(idxfile_remove(url, s.path, &s.id), 0);
+	ck_assert_uint_eq(m.dels, 1);
+	ck_assert_ptr_null(m.b);
+	ck_assert_int_eq(load(url, &s, 0, &got), -ENOENT);
+
+	idxstore_unregister(url);
+	ck_assert_int_eq(idxfile_save(url, s.path, &s.id, s.idx, NULL), -ENOENT);
+	ck_assert_int_eq(load(url, &s, 0, &got), -ENOENT);
+	ck_assert_uint_eq(m.puts, 2);
 	src_close(&s);
 }
 END_TEST
@@ -2707,6 +2825,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, crc_and_layout);
 	tcase_add_test(tc, roundtrip_fields);
+	tcase_add_test(tc, store_url);
 	tcase_add_test(tc, roundtrip_extract);
 	tcase_add_test(tc, point_at_end);
 	tcase_add_test(tc, missing_index);

@@ -408,6 +408,33 @@ START_TEST(log_file_applied)
 }
 END_TEST
 
+/* index_dir: an absolute path, none, or a shared s3:// prefix (kept without trailing '/'). */
+START_TEST(index_dir_values)
+{
+	struct opts o;
+	char msg[256];
+
+	ck_assert_int_eq(apply(&o, "index_dir=/var/cache/zm", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.index_dir, "/var/cache/zm");
+	ck_assert_int_eq(apply(&o, "index_dir=none", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.index_dir, "");
+	ck_assert_int_eq(apply(&o, "index_dir=s3://bucket/fleet/idx", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.index_dir, "s3://bucket/fleet/idx");
+	ck_assert_int_eq(apply(&o, "index_dir=s3://bucket/idx//", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.index_dir, "s3://bucket/idx");
+	ck_assert_int_eq(apply(&o, "index_dir=s3://bucket", msg, sizeof(msg)), 1);
+	ck_assert_str_eq(o.index_dir, "s3://bucket");
+	assert_rejected("index_dir=relative/dir");
+	assert_rejected("index_dir=");
+	assert_rejected("index_dir=s3://");
+	assert_rejected("index_dir=s3://Bad_Bucket/idx");
+	assert_rejected("index_dir=s3:/bucket/idx");
+	assert_rejected("index_dir=http://host/idx");
+	ck_assert_int_eq(apply(&o, "index_dir=idx", msg, sizeof(msg)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(msg, "s3://BUCKET"));
+}
+END_TEST
+
 /* The s3:// options: values checked, none of them a secret. */
 START_TEST(s3_options)
 {
@@ -602,6 +629,7 @@ static Suite *opts_suite(void)
 	tcase_add_test(ta, cache_size_above_memory_refused_in_human_units);
 	tcase_add_test(ta, range_messages_use_units);
 	tcase_add_test(ta, log_file_applied);
+	tcase_add_test(ta, index_dir_values);
 	tcase_add_test(ta, s3_options);
 	suite_add_tcase(s, ta);
 

@@ -435,6 +435,21 @@ START_TEST(test_missing_enoent)
 }
 END_TEST
 
+/* DELETE removes the object (a shared index proven wrong); a missing key is no error to S3. */
+START_TEST(test_delete)
+{
+	struct s3 *s = open_rgw();
+	struct s3_stat st;
+
+	put_ok(s, "del/one", "gone soon", 9, NULL);
+	ck_assert_int_eq(s3_head(s, "del/one", &st), 0);
+	ck_assert_int_eq(s3_delete(s, "del/one"), 0);
+	ck_assert_int_eq(s3_head(s, "del/one", &st), -ENOENT);
+	ck_assert_int_eq(s3_delete(s, "del/one"), 0);
+	s3_close(s);
+}
+END_TEST
+
 START_TEST(test_bad_keys_eacces)
 {
 	struct s3cred bad = { cred->access_key, "wrong-secret-SHOULD-NOT-APPEAR", NULL };
@@ -729,6 +744,7 @@ int main(void)
 				     test_range_exact,
 				     test_if_match_stale,
 				     test_missing_enoent,
+				     test_delete,
 				     test_bad_keys_eacces,
 				     test_unreachable,
 				     NULL };

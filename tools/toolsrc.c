@@ -34,6 +34,11 @@ static void client_log(void *arg, const char *line)
 		fprintf(stderr, "%s: %s\n", tool_name, line);
 }
 
+const struct s3src_conf *toolsrc_conf(void)
+{
+	return &conf;
+}
+
 int toolsrc_flags(const char *tool, int *argc, char **argv)
 {
 	static const char *const names[] = { "--endpoint", "--region", "--credentials" };

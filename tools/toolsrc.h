@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "reader.h"
+#include "s3src.h"
 #include "src.h"
 
 /* The flags, for --help texts. */
@@ -52,6 +53,10 @@ int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n);
  */
 int toolsrc_reader(const char *path, struct zmctx *ctx, const struct reader_opts *opts,
 		   struct reader **out, struct zerr *why);
+
+/* The S3 settings the flags named (endpoint, region, credentials; NULL fields: defaults), for a
+ * client of the tool's own, such as an index store (fs/s3idx.h).  Valid until exit. */
+const struct s3src_conf *toolsrc_conf(void);
 
 /* Closes the clients; every source of toolsrc_open must be gone. */
 void toolsrc_end(void);

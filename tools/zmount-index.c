@@ -36,6 +36,7 @@
 #include "idxfile.h"
 #include "reader.h"
 #include "srcid.h"
+#include "s3idx.h"
 #include "toolsrc.h"
 #include "zlog.h"
 #include "zmctx.h"
@@ -48,7 +49,7 @@
 enum { EX_OK = 0, EX_USAGE = 1, EX_CORRUPT = 2, EX_UNREADABLE = 3 };
 
 static const char usage[] =
-	"usage: zmount-index build [-d DIR] [-q] PATH...\n"
+	"usage: zmount-index build [-d DIR|s3://BUCKET/PREFIX] [-q] [S3 FLAGS] PATH...\n"
 	"       zmount-index info [-d DIR] [S3 FLAGS] FILE|s3://BUCKET/KEY...\n"
 	"       zmount-index verify [S3 FLAGS] PATH|s3://BUCKET/KEY...\n"
 	"       zmount-index prune [-d DIR]\n"
@@ -75,7 +76,9 @@ static const char usage[] =
 	"          I/O error, not an xz, gzip or zstd file).\n"
 	"  prune   remove the indexes whose source is gone or changed.\n"
 	"\n"
-	"  -d DIR  index directory (default: $XDG_CACHE_HOME/zmount or ~/.cache/zmount)\n"
+	"  -d DIR  index directory (default: $XDG_CACHE_HOME/zmount or ~/.cache/zmount);\n"
+	"          build also takes s3://BUCKET/PREFIX, a mount's shared index_dir\n"
+	"          (local PATHs only; with the S3 flags)\n"
 	"  -q      no progress bar and no summary line\n"
 	"  -h, --help     this text\n"
 	"  -V, --version  the version\n"
@@ -173,11 +176,13 @@ static struct zmctx *new_ctx(size_t cache_size, struct reasons *rs, enum zlog_le
 	return zm;
 }
 
-/* -d DIR, or the default directory, into dir (PATH_MAX bytes). */
-static int get_dir(const char *opt, char *dir)
+/* -d DIR, or the default directory, into dir (PATH_MAX bytes); s3:// for build only. */
+static int get_dir(const char *opt, char *dir, bool build)
 {
 	if (opt && (!opt[0] || strlen(opt) >= PATH_MAX))
 		return bad_usage("bad index directory '%s'", opt);
+	if (opt && strstr(opt, "://") && !build)
+		return bad_usage("only build takes an s3:// index directory: '%s'", opt);
 	if (opt)
 		strcpy(dir, opt);
 	else if (idxfile_default_dir(dir, PATH_MAX) < 0)
@@ -767,6 +772,22 @@ static void open_std_fds(void)
 		close(fd);
 }
 
+/* build into a shared store, -d s3://BUCKET/PREFIX (fs/s3idx.h), with the S3 flags. */
+static int build_shared(int argc, char *argv[], const char *dir, bool quiet)
+{
+	struct s3idx *store;
+	char msg[1024];
+	int ret;
+
+	if (s3idx_open(dir, toolsrc_conf(), &store, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "zmount-index: %s\n", msg);
+		return EX_UNREADABLE;
+	}
+	ret = cmd_build(argc, argv, dir, quiet);
+	s3idx_close(store);
+	return ret;
+}
+
 int main(int argc, char *argv[])
 {
 	const char *cmd = argc > 1 ? argv[1] : "", *dopt = NULL;
@@ -814,10 +835,11 @@ int main(int argc, char *argv[])
 		return bad_usage("prune takes no file: '%s'", argv[optind]);
 	if (strcmp(cmd, "prune") != 0 && nargs == 0)
 		return bad_usage("%s: give at least one file", cmd);
-	if (!verify && get_dir(dopt, dir))
+	if (!verify && get_dir(dopt, dir, strcmp(cmd, "build") == 0))
 		return EX_USAGE;
 	if (strcmp(cmd, "build") == 0)
-		return cmd_build(nargs, argv + optind, dir, quiet);
+		return strstr(dir, "://") ? build_shared(nargs, argv + optind, dir, quiet)
+					  : cmd_build(nargs, argv + optind, dir, quiet);
 	if (strcmp(cmd, "info") == 0)
 		return cmd_info(nargs, argv + optind, dir);
 	if (strcmp(cmd, "prune") == 0)

@@ -72,6 +72,24 @@ rc=$?
 if [ $rc = 0 ] && [ "$(grep -c ': ok$' "$tmp/ver")" = 3 ]; then ok "zmount-index verify on s3://"
 else bad "zmount-index verify: exit $rc, '$(cat "$tmp/ver" "$tmp/err" | head -c 400)'"; fi
 
+# build -d s3://BUCKET/PREFIX: a local .gz indexed into a shared prefix, then found there.
+mkdir -p "$tmp/shared" && cp "$tmp/t.gz" "$tmp/shared/t.gz"
+idxpre="tools-idx-$$"
+for want in "built=1 fresh=0" "built=0 fresh=1"; do
+	"$bin/zmount-index" build --endpoint "$ep" --credentials "$cred" -d "s3://$bucket/$idxpre" \
+		"$tmp/shared" > "$tmp/bld" 2>"$tmp/err"
+	rc=$?
+	if [ $rc = 0 ] && grep -q "$want" "$tmp/bld"; then ok "zmount-index build -d s3://: $want"
+	else bad "zmount-index build -d s3:// ($want): exit $rc, '$(cat "$tmp/bld" "$tmp/err" | head -c 400)'"; fi
+done
+n=$(curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ak:$sk" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+	"$ep/$bucket?list-type=2&prefix=$idxpre%2F" | grep -o '\.zmi</Key>' | wc -l)
+if [ "$n" = 1 ]; then ok "build -d s3:// put one .zmi"; else bad "build -d s3:// put $n .zmi objects"; fi
+"$bin/zmount-index" info -d "s3://$bucket/$idxpre" "$tmp/shared/t.gz" > /dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc = 1 ] && grep -q "only build" "$tmp/err"; then ok "info -d s3://: a usage error"
+else bad "info -d s3://: exit $rc, '$(cat "$tmp/err")'"; fi
+
 # Errors: one line each, the right exit status, no secret.
 "$bin/zmount-cat" --endpoint "$ep" --credentials "$cred" "s3://$bucket/tools/nope.gz" > "$tmp/out" 2>"$tmp/err"
 rc=$?
@@ -92,7 +110,7 @@ else bad "no credentials: exit $rc, '$(cat "$tmp/err")'"; fi
 rc=$?
 if [ $rc = 1 ] && grep -q -- '--region needs a value' "$tmp/err"; then ok "a flag without its value"
 else bad "a flag without its value: exit $rc, '$(cat "$tmp/err")'"; fi
-grep -l "$sk" "$tmp"/err "$tmp"/info "$tmp"/iinfo "$tmp"/ver 2>/dev/null && bad "the secret key was printed"
+grep -l "$sk" "$tmp"/err "$tmp"/info "$tmp"/iinfo "$tmp"/ver "$tmp"/bld 2>/dev/null && bad "the secret key was printed"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]

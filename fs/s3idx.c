@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared index store in an S3 prefix (s3idx.h).
+ */
+#include "s3idx.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "idxstore.h"
+#include "s3.h"
+#include "zlog.h"
+
+#define S3IDX_PIECE (4u << 20) /* bytes one GET brings into the memfd */
+
+struct s3idx {
+	struct s3 *s3;
+	char url[4096];	   /* as registered */
+	char prefix[1024]; /* "" or "PREFIX/" */
+};
+
+/* The object key of blob name; 0 or -ENAMETOOLONG. */
+static int key_of(const struct s3idx *x, const char *name, char *key, size_t len)
+{
+	int n = snprintf(key, len, "%s%s", x->prefix, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Copies the version etag names of key (size bytes) into memfd fd, a piece at a time. */
+static int fetch(struct s3idx *x, const char *key, const char *etag, uint64_t size, int fd)
+{
+	size_t n = size < S3IDX_PIECE ? (size_t)size : S3IDX_PIECE;
+	unsigned char *p = malloc(n ? n : 1);
+	uint64_t off = 0;
+	int ret = p ? 0 : -ENOMEM;
+
+	while (ret == 0 && off < size) {
+		size_t want = size - off < n ? (size_t)(size - off) : n;
+		ssize_t got = s3_get_range(x->s3, key, etag, off, want, p);
+
+		if (got != (ssize_t)want)
+			ret = got < 0 ? (int)got : -EIO; /* shorter than its HEAD said */
+		else if (pwrite(fd, p, want, (off_t)off) != (ssize_t)want)
+			ret = errno ? -errno : -EIO;
+		off += want;
+	}
+	free(p);
+	return ret;
+}
+
+static int s3idx_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
+{
+	struct s3idx *x = ctx;
+	struct s3_stat st;
+	char key[2048];
+	int fd, ret = key_of(x, name, key, sizeof(key));
+
+	if (ret == 0)
+		ret = s3_head(x->s3, key, &st);
+	if (ret < 0)
+		return zerr_set(err, ret, 0, "%s/%s: %s", x->url, name, strerror(-ret));
+	if (st.size > cap)
+		return -EFBIG;
+	fd = memfd_create("zmount-index", MFD_CLOEXEC);
+	if (fd < 0)
+		return zerr_set(err, -errno, 0, "memfd_create: %s", strerror(errno));
+	/* If-Match: a PUT between the HEAD and a GET gives -ESTALE, never a mix */
+	ret = fetch(x, key, st.etag[0] ? st.etag : NULL, st.size, fd);
+	if (ret < 0) {
+		close(fd);
+		return zerr_set(err, ret, 0, "%s/%s: %s", x->url, name, strerror(-ret));
+	}
+	return fd;
+}
+
+static int s3idx_put(void *ctx, const char *name, const void *buf, size_t len)
+{
+	struct s3idx *x = ctx;
+	char key[2048];
+	int ret = key_of(x, name, key, sizeof(key));
+
+	return ret < 0 ? ret : s3_put(x->s3, key, buf, len, NULL);
+}
+
+static int s3idx_del(void *ctx, const char *name)
+{
+	struct s3idx *x = ctx;
+	char key[2048];
+	int ret = key_of(x, name, key, sizeof(key));
+
+	return ret < 0 ? ret : s3_delete(x->s3, key);
+}
+
+static const struct idxstore_ops s3idx_ops = {
+	.get = s3idx_get,
+	.put = s3idx_put,
+	.del = s3idx_del,
+};
+
+/* The client's failures: a 404 is the usual answer to a get, so debug level only. */
+static void client_log(void *arg, const char *line)
+{
+	(void)arg;
+	zlog(ZLOG_DEBUG, "index store: %s", line);
+}
+
+static int stop_at_first(void *arg, const struct s3_obj *o)
+{
+	(void)arg;
+	(void)o;
+	return 1;
+}
+
+int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **out, char *msg,
+	       size_t msglen)
+{
+	struct s3src_conf sc = *conf;
+	struct s3idx *x = calloc(1, sizeof(*x));
+	char bucket[256], prefix[1024];
+	size_t n;
+	int ret;
+
+	*out = NULL;
+	if (!x) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	if (s3src_url(url, bucket, sizeof(bucket), prefix, sizeof(prefix) - 1) != 1 ||
+	    strlen(url) >= sizeof(x->url)) {
+		snprintf(msg, msglen, "index_dir %s: not an s3://BUCKET[/PREFIX] URL", url);
+		free(x);
+		return -EINVAL;
+	}
+	strcpy(x->url, url);
+	n = strlen(prefix);
+	if (n && prefix[n - 1] != '/')
+		strcpy(prefix + n, "/");
+	strcpy(x->prefix, prefix);
+	sc.log = client_log;
+	sc.log_arg = x;
+	ret = s3src_connect(bucket, &sc, &x->s3, msg, msglen);
+	if (ret == 0) {
+		ret = s3_list(x->s3, x->prefix, stop_at_first, NULL);
+		ret = ret == 1 ? 0 : ret;
+		if (ret < 0)
+			snprintf(msg, msglen, "index_dir %s: %s", url,
+				 ret == -ENOENT	  ? "no such bucket"
+				 : ret == -EACCES ? "access denied"
+						  : strerror(-ret));
+	}
+	if (ret == 0 && (ret = idxstore_register(url, &s3idx_ops, x)) < 0)
+		snprintf(msg, msglen, "index_dir %s: %s", url, strerror(-ret));
+	if (ret < 0) {
+		s3_close(x->s3);
+		free(x);
+		return ret;
+	}
+	*out = x;
+	return 0;
+}
+
+void s3idx_close(struct s3idx *x)
+{
+	if (!x)
+		return;
+	idxstore_unregister(x->url);
+	s3_close(x->s3);
+	free(x);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_S3IDX_H
+#define ZMOUNT_S3IDX_H
+
+/*
+ * A shared index store in an S3 prefix (index_dir=s3://BUCKET/PREFIX): the
+ * idxstore.h operations over the S3 client, registered under that URL so
+ * that idxfile.c finds it.  Blob "<h>.zmi" is the object PREFIX/<h>.zmi.
+ *  - get: a HEAD, then, if the object is within the cap, GETs of it with
+ *    "If-Match: <the HEAD's ETag>" into a memfd (one version, never a mix
+ *    of two), which idxfile.c then checks as it checks a local file;
+ *  - put: one PUT (S3 replaces an object atomically);
+ *  - del: one DELETE.
+ * What a shared index is trusted for is idxfile.c's business (header,
+ * caps, CRC-64, identity); this file only moves bytes.  Its client logs
+ * request failures at debug level: a missing index (404) is the usual
+ * answer, and the caller logs what matters once.
+ *
+ * Threads: the store may be used from any thread (s3.h).
+ */
+
+#include <stddef.h>
+
+#include "s3src.h"
+
+struct s3idx;
+
+/*
+ * Opens a client for url's bucket with conf (borrowed; its endpoint,
+ * region, credentials, profile, retries and timeout are the mount's), lists
+ * PREFIX once to prove the bucket answers, and registers the store under
+ * url.  Returns 0 and *out, or -errno and *out NULL with one line in msg
+ * (msglen bytes): not an s3:// URL, no credentials, an unreachable
+ * endpoint, a missing bucket, refused keys.
+ */
+int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **out, char *msg,
+	       size_t msglen);
+
+/* Unregisters the store and closes its client.  No idxfile call may be using it.  Accepts NULL. */
+void s3idx_close(struct s3idx *x);
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_IDXSTORE_H
+#define ZMOUNT_IDXSTORE_H
+
+/*
+ * Where saved index files live: a store of named blobs ("<16 hex>.zmi",
+ * "<16 hex>.zmc"; idxfile.h names them) that can get one, put one
+ * atomically (a reader sees the old blob or the new one, never a torn one)
+ * and delete one.  idxfile.c does all the format work (header, size caps,
+ * CRC-64, identity) on what a store returns; a store only moves bytes.
+ *
+ * Two implementations:
+ *  - a local directory (the index_dir path; built into idxfile.c with the
+ *    ownership, O_NOFOLLOW and temp+rename rules of idxfile.h);
+ *  - an S3 prefix ("s3://BUCKET/PREFIX"; fs/s3idx.c), registered here by
+ *    whoever owns the S3 client, so that index/ never sees libcurl.
+ *
+ * idxfile's functions take the index directory as a string: one that
+ * holds "://" is looked up in this table of registered stores; an
+ * unregistered URL gives -ENOENT (no saved index, none saved).
+ *
+ * Threads: the table is protected by a mutex; register and unregister may
+ * run while other threads look up, but a store must stay valid until
+ * idxstore_unregister returns and no idxfile call that found it runs (the
+ * mount unregisters after its readers are closed).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zerr.h"
+
+struct idxstore_ops {
+	/*
+	 * Opens blob name for reading if it is at most cap bytes: returns an
+	 * fd (O_CLOEXEC; the caller closes it) whose fstat gives the blob's
+	 * size and which pread reads, or -ENOENT (none), -EFBIG (larger than
+	 * cap; nothing of it was read), -EPERM (the store is not trusted), or
+	 * another -errno (-EIO, -EACCES, -ETIMEDOUT, -ENOMEM, ...), with the
+	 * reason in err (may be NULL).  -EBADMSG: a blob that can never be an
+	 * index (a symlink, not a regular file).
+	 */
+	int (*get)(void *ctx, const char *name, uint64_t cap, struct zerr *err);
+	/* Stores len bytes of buf (borrowed) as name, replacing any blob of that name
+	 * atomically.  0 or -errno. */
+	int (*put)(void *ctx, const char *name, const void *buf, size_t len);
+	/* Deletes name.  0, -ENOENT or -errno. */
+	int (*del)(void *ctx, const char *name);
+};
+
+/*
+ * Registers ops with ctx (both borrowed until idxstore_unregister) as the
+ * store of url ("s3://BUCKET/PREFIX", no trailing '/'), replacing any
+ * earlier one.  Returns 0, -EINVAL (url without "://" or too long) or
+ * -ENOMEM.
+ */
+int idxstore_register(const char *url, const struct idxstore_ops *ops, void *ctx);
+
+/* Forgets url's store (nothing if none). */
+void idxstore_unregister(const char *url);
+
+/*
+ * The store of url: 0 with *ops and *ctx, or -ENOENT.  Called by idxfile.c
+ * for every load and save of an index whose directory is a URL.
+ */
+int idxstore_find(const char *url, const struct idxstore_ops **ops, void **ctx);
+
+#endif
