@@ -22,6 +22,13 @@
  *   hint   bytes [off, off + len) will be read soon (read-ahead); the
  *          source may start fetching them.  May be NULL.  Never fails.
  *   free   frees the source; called by zsrc_put for the last reference.
+ *   pinned true when every pread is checked against the version at open
+ *          (an object's GETs carry If-Match): stat never changes and a new
+ *          version shows as -ESTALE, so nobody needs to sample the bytes
+ *          to notice a change (reader.c sample_take, which would fetch
+ *          4 KiB at each end of an object).
+ *   remote true when bytes cost requests and transfer (an object): the
+ *          reader's read-ahead waits for surer signs of a sequential read.
  *
  * Ownership: a source is reference-counted.  Its maker holds one reference;
  * zsrc_get adds one, zsrc_put drops one.  A function that "takes over" a
@@ -33,6 +40,7 @@
  */
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -45,6 +53,8 @@ struct zsrc_ops {
 	int (*stat)(struct zsrc *s, struct stat *st);
 	void (*hint)(struct zsrc *s, uint64_t off, uint64_t len);
 	void (*free)(struct zsrc *s);
+	bool pinned;
+	bool remote;
 };
 
 /* Embedded first in each implementation's own struct. */

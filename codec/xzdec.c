@@ -273,6 +273,51 @@ static int xzdec_index_fill(struct xzdec_index *idx, const lzma_index *li, uint6
 	return 0;
 }
 
+/* The largest Index index_quick reads in one pread; a larger one takes the long way. */
+#define QUICK_INDEX_MAX (64u << 20)
+
+/*
+ * The Index of a file that is one Stream with no Stream Padding (what xz
+ * writes), from three exact preads: the Stream Header, the Stream Footer
+ * and the Index the Footer points at.  A remote source fetches about 1 KiB
+ * for them, where lzma_file_info_decoder's walk (a 64 KiB first read, the
+ * last KiB read backwards looking for padding) fetches tens.  NULL for
+ * anything else (more Streams, padding, damage, a read error, no memory,
+ * over memlimit): the caller then takes the file info decoder, which finds
+ * and names the problem.  The caller ends the returned index.
+ */
+static lzma_index *index_quick(struct zsrc *src, uint64_t size, uint64_t memlimit)
+{
+	uint8_t head[LZMA_STREAM_HEADER_SIZE], foot[LZMA_STREAM_HEADER_SIZE];
+	lzma_stream_flags hf, ff;
+	lzma_index *li = NULL;
+	uint64_t istart;
+	size_t pos = 0;
+	uint8_t *buf;
+
+	if (size < 2 * LZMA_STREAM_HEADER_SIZE ||
+	    zsrc_pread(src, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	    zsrc_pread(src, foot, sizeof(foot), size - sizeof(foot)) != (ssize_t)sizeof(foot) ||
+	    lzma_stream_header_decode(&hf, head) != LZMA_OK ||
+	    lzma_stream_footer_decode(&ff, foot) != LZMA_OK ||
+	    lzma_stream_flags_compare(&hf, &ff) != LZMA_OK || ff.backward_size > QUICK_INDEX_MAX ||
+	    ff.backward_size > size - 2 * LZMA_STREAM_HEADER_SIZE)
+		return NULL;
+	istart = size - sizeof(foot) - ff.backward_size;
+	/* Exactly the Index: a remote source sizes its fetch by the hint. */
+	zsrc_hint(src, istart, ff.backward_size);
+	buf = malloc(ff.backward_size);
+	if (buf && zsrc_pread(src, buf, ff.backward_size, istart) == (ssize_t)ff.backward_size &&
+	    lzma_index_buffer_decode(&li, &memlimit, NULL, buf, &pos, ff.backward_size) ==
+		    LZMA_OK &&
+	    (lzma_index_stream_flags(li, &ff) != LZMA_OK || lzma_index_stream_size(li) != size)) {
+		lzma_index_end(li, NULL);
+		li = NULL;
+	}
+	free(buf);
+	return li;
+}
+
 int xzdec_index_read(struct zsrc *src, uint64_t size, struct xzdec_index **out, struct zerr *err)
 {
 	return xzdec_index_read_max(src, size, 0, out, err);
@@ -297,13 +342,14 @@ int xzdec_index_read_max(struct zsrc *src, uint64_t size, size_t max_blocks,
 	/* liblzma's own Index of max_blocks records, in one Stream, is what we allow it. */
 	if (max_blocks && lzma_index_memusage(1, max_blocks) < memlimit)
 		memlimit = lzma_index_memusage(1, max_blocks);
-	lret = lzma_file_info_decoder(&strm, &li, memlimit, size);
-	if (lret != LZMA_OK) {
+	li = index_quick(src, size, memlimit);
+	lret = li ? LZMA_STREAM_END : lzma_file_info_decoder(&strm, &li, memlimit, size);
+	if (lret != LZMA_OK && lret != LZMA_STREAM_END) {
 		ret = zerr_set(err, lret == LZMA_MEM_ERROR ? -ENOMEM : -EINVAL, 0, "%s",
 			       xzdec_ret_name(lret));
 		goto out;
 	}
-	for (;;) {
+	while (lret != LZMA_STREAM_END) {
 		if (strm.avail_in == 0 && off < size) {
 			size_t want = size - off < XZDEC_CHUNK ? size - off : XZDEC_CHUNK;
 			ssize_t n = zsrc_pread(src, buf, want, off);

@@ -29,6 +29,8 @@
 
 /* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
 #define SEQ_SLACK (1u << 20)
+/* Reads that continue a stream of a remote source before it queues read-ahead (readahead_note). */
+#define SEQ_CONFIRM 2
 /*
  * Read-ahead looks at most this many units past a read (ahead_end), so a
  * read costs what the units it touches do: in a file of a million one-byte
@@ -261,6 +263,7 @@ static void stream_start(struct reader *r, unsigned i, uint64_t off, uint64_t en
 	size_t ul;
 
 	r->streams[i].end = r->streams[i].ahead = end;
+	r->streams[i].hits = 0;
 	/* The unit the stream starts in was not read from its start by it. */
 	reader_unit_of(r, off, &us, &ul);
 	r->streams[i].done = us == off ? off : us + ul;
@@ -323,6 +326,7 @@ static void queue_units(struct reader *r, uint64_t from, uint64_t to)
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
 	uint64_t end = off + len, from, to, done_from = 0, done_to = 0;
+	bool confirmed;
 	unsigned i;
 
 	if (!r->ctx->pool || r->opts.readahead == 0)
@@ -341,7 +345,18 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		if (end > r->streams[i].end)
 			r->streams[i].end = end;
 		from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
-		to = ahead_end(r, end);
+		/*
+		 * One read near another proves little: random reads into a
+		 * file of 1 MiB units land within SEQ_SLACK of an earlier one
+		 * every few dozen reads, and each such guess would decode (and
+		 * from a bucket, fetch) up to opts.readahead bytes nobody
+		 * wants.  From a remote source, the second read that continues
+		 * the stream starts its read-ahead (locally, the first: a
+		 * wrong guess costs only CPU there, and a late start would
+		 * put the read-ahead out of step with a parked decoder).
+		 */
+		confirmed = ++r->streams[i].hits >= SEQ_CONFIRM || !r->src || !r->src->ops->remote;
+		to = confirmed ? ahead_end(r, end) : 0;
 		if (from < to)
 			r->streams[i].ahead = to;
 		done_from = r->streams[i].done;

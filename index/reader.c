@@ -193,9 +193,12 @@ static void sample_take(struct reader *r)
 	struct idxfile_id id;
 	struct stat after;
 
-	/* ctime may move meanwhile (a chmod); a write would move mtime too */
-	r->sampled = idxfile_identify(r->src, &id) == 0 && zsrc_stat(r->src, &after) == 0 &&
-		     srcid_same_but_ctime(&after, &r->st);
+	/*
+	 * ctime may move meanwhile (a chmod); a write would move mtime too.
+	 * A pinned source's version never moves: nothing to sample.
+	 */
+	r->sampled = !r->src->ops->pinned && idxfile_identify(r->src, &id) == 0 &&
+		     zsrc_stat(r->src, &after) == 0 && srcid_same_but_ctime(&after, &r->st);
 	r->sample = r->sampled ? id.fingerprint : 0;
 	r->st_ok = r->st;
 	r->named_ok = true;

@@ -61,6 +61,7 @@ struct reader {
 		uint64_t end;	/* where the stream's last read ended */
 		uint64_t ahead; /* read-ahead queued up to here */
 		uint64_t done;	/* units wholly below here were demoted (consumed) */
+		unsigned hits;	/* reads that continued it (see readahead_note) */
 	} streams[NSTREAMS];
 	unsigned next_stream; /* slot to reuse for a new stream */
 	/*

@@ -7,6 +7,8 @@
  * A pread inside a ready window is a memcpy; one inside a window being
  * fetched waits for it; a miss fetches a new window starting at the read:
  *
+ *   - the first read at 0 (the format's sniff) fetches WIN_HEAD (1 KiB):
+ *     an xz Index lies at the end, and a run from the head grows anyway;
  *   - its size is WIN_MIN (64 KiB) after a jump, and doubles up to WIN_MAX
  *     (4 MiB) while reads continue where the last one ended (or step
  *     forward by less than twice the last window: a walk over headers), or go
@@ -46,11 +48,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NWIN	   4
+#define NWIN	   16	      /* the reader's workers read several ~200 KB units at once */
+#define WIN_HEAD   (1u << 10) /* the first read at 0: see plan */
 #define WIN_MIN	   (64u << 10)
 #define WIN_MAX	   (4u << 20)
 #define WIN_BUDGET (2u * WIN_MAX) /* the read window and the one fetched ahead */
 #define AHEAD_FROM (256u << 10)
+#define NHINT	   16
 
 _Static_assert(WIN_BUDGET + (16u << 10) <= S3SRC_BYTES_PER_SOURCE,
 	       "S3SRC_BYTES_PER_SOURCE covers the windows, the struct and the key");
@@ -84,10 +88,14 @@ struct s3src {
 	uint64_t seq_end;	     /* where the last read ended, protected by mu */
 	size_t seq_w;		     /* the last window's size, protected by mu */
 	uint64_t hint_off, hint_end; /* the last hint, protected by mu */
-	bool stale;		     /* protected by mu */
-	bool closing;		     /* src_free runs: fetch no more; protected by mu */
-	int ahead;		     /* 0 none, 1 running, 2 done: join; protected by mu */
-	struct win *ahead_w;	     /* the window the helper fills, protected by mu */
+	struct {
+		uint64_t off, end;
+	} hints[NHINT];	     /* the last NHINT hints (see hint_of), protected by mu */
+	unsigned nhint;	     /* hints given, protected by mu */
+	bool stale;	     /* protected by mu */
+	bool closing;	     /* src_free runs: fetch no more; protected by mu */
+	int ahead;	     /* 0 none, 1 running, 2 done: join; protected by mu */
+	struct win *ahead_w; /* the window the helper fills, protected by mu */
 	pthread_t ahead_thr;
 };
 
@@ -331,20 +339,44 @@ static void note_read(struct s3src *s, struct win *w, uint64_t off, size_t n)
 }
 
 /*
+ * Where the most recent hint that holds off ends, or 0 (mu held).  The
+ * reader's workers each hint the unit they decode, at once: a read in one
+ * unit must find its own hint, not only the last one any thread gave.
+ */
+static uint64_t hint_of(const struct s3src *s, uint64_t off)
+{
+	for (unsigned i = 0; i < NHINT && i < s->nhint; i++) {
+		unsigned k = (s->nhint - 1 - i) % NHINT;
+
+		if (off >= s->hints[k].off && off < s->hints[k].end)
+			return s->hints[k].end;
+	}
+	return 0;
+}
+
+/*
  * The window [start, *end) to fetch for a read of [off, off + len) that
  * missed every window (mu held); returns start.
  */
 static uint64_t plan(struct s3src *s, uint64_t off, size_t len, uint64_t *end, bool *seq)
 {
 	size_t w = WIN_MIN, grown = s->seq_w < WIN_MAX ? 2 * s->seq_w : WIN_MAX;
-	uint64_t start = off;
+	uint64_t start = off, hend = hint_of(s, off);
 
 	*seq = false;
-	if (off >= s->hint_off && off < s->hint_end) {
-		w = s->hint_end - off < WIN_MAX ? (size_t)(s->hint_end - off) : WIN_MAX;
+	if (off == 0 && !s->seq_w) {
+		/*
+		 * The first read of the head: the format's sniff.  An xz Index
+		 * is at the end and a gzip or zstd reader goes on from here in
+		 * a run that grows from WIN_MIN, so fetch just the head.
+		 */
+		w = WIN_HEAD;
+	} else if (hend) {
+		w = hend - off < WIN_MAX ? (size_t)(hend - off) : WIN_MAX;
+
 	} else if (s->seq_w && off >= s->seq_end && off - s->seq_end <= 2 * (uint64_t)s->seq_w) {
 		/* In order, or a short step forward (a walk over zstd block headers). */
-		w = grown;
+		w = grown > WIN_MIN ? grown : WIN_MIN;
 		*seq = true;
 	} else if (s->seq_w && off + len <= s->last_off && s->last_off - (off + len) < WIN_MIN) {
 		/* Backwards, just before the last read: a window that ends there. */
@@ -445,6 +477,8 @@ static void src_hint(struct zsrc *z, uint64_t off, uint64_t len)
 	pthread_mutex_lock(&s->mu);
 	s->hint_off = off;
 	s->hint_end = end;
+	s->hints[s->nhint % NHINT].off = off;
+	s->hints[s->nhint++ % NHINT].end = end;
 	/* Fetch what no window holds yet, from where the held ones end. */
 	while ((w = win_find(s, off)))
 		off = w->off + w->len;
@@ -485,6 +519,8 @@ static const struct zsrc_ops s3src_ops = {
 	.stat = src_stat,
 	.hint = src_hint,
 	.free = src_free,
+	.pinned = true,
+	.remote = true,
 };
 
 int s3src_open(struct s3 *s3, dev_t dev, const char *key, const struct s3_stat *os,

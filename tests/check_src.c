@@ -92,8 +92,10 @@ START_TEST(short_reads_serve_exact_bytes)
 		ck_assert_uint_eq(reader_size(r), TEXT_SIZE);
 		for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++)
 			expect_bytes(r, &text, offs[k], 4096, names[i]);
-		ck_assert_msg(atomic_load(&m->calls) > a.n / 7, "%s: the reads were not short",
-			      names[i]);
+		/* Whole preads would be a few dozen; 1..7 bytes each, thousands (not
+		 * a.n / 7: the xz open reads Header, Footer and Index only). */
+		ck_assert_msg(atomic_load(&m->calls) > 2000, "%s: the reads were not short (%u)",
+			      names[i], atomic_load(&m->calls));
 		reader_close(r);
 		zmctx_free(zm);
 		ck_assert_uint_eq(memsrc_frees(m), 0); /* ours is left */

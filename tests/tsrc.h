@@ -53,7 +53,9 @@ static inline void tsrc_free(struct zsrc *s)
 
 static inline struct zsrc *tsrc(int fd)
 {
-	static const struct zsrc_ops ops = { tsrc_pread, tsrc_stat, NULL, tsrc_free };
+	static const struct zsrc_ops ops = { .pread = tsrc_pread,
+					     .stat = tsrc_stat,
+					     .free = tsrc_free };
 	static struct tsrc *table[TSRC_MAX + 1]; /* by fd + 1 */
 
 	if (fd < -1 || fd >= TSRC_MAX)
