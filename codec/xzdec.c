@@ -273,7 +273,11 @@ static int xzdec_index_fill(struct xzdec_index *idx, const lzma_index *li, uint6
 	return 0;
 }
 
-/* The largest Index index_quick reads in one pread; a larger one takes the long way. */
+/*
+ * The largest Index index_quick reads in one pread (nor more than the
+ * memlimit: the raw Index is no larger than liblzma's copy of a valid one);
+ * a larger one takes the long way.
+ */
 #define QUICK_INDEX_MAX (64u << 20)
 
 /*
@@ -301,6 +305,7 @@ static lzma_index *index_quick(struct zsrc *src, uint64_t size, uint64_t memlimi
 	    lzma_stream_header_decode(&hf, head) != LZMA_OK ||
 	    lzma_stream_footer_decode(&ff, foot) != LZMA_OK ||
 	    lzma_stream_flags_compare(&hf, &ff) != LZMA_OK || ff.backward_size > QUICK_INDEX_MAX ||
+	    (memlimit && ff.backward_size > memlimit) ||
 	    ff.backward_size > size - 2 * LZMA_STREAM_HEADER_SIZE)
 		return NULL;
 	istart = size - sizeof(foot) - ff.backward_size;
