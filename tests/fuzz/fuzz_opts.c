@@ -32,8 +32,9 @@ static void check_ranges(const struct opts *o)
 	FUZZ_CHECK(o->log_level >= ZLOG_ERROR && o->log_level <= ZLOG_DEBUG, "log_level %d",
 		   o->log_level);
 	FUZZ_CHECK(memchr(o->index_dir, 0, sizeof(o->index_dir)), "index_dir not terminated");
-	FUZZ_CHECK(o->index_dir[0] == '\0' || o->index_dir[0] == '/', "index_dir '%s'",
-		   o->index_dir);
+	FUZZ_CHECK(o->index_dir[0] == '\0' || o->index_dir[0] == '/' ||
+			   strncmp(o->index_dir, "s3://", 5) == 0,
+		   "index_dir '%s'", o->index_dir);
 	FUZZ_CHECK(o->background_index == 0 || o->background_index == 1, "background_index %d",
 		   o->background_index);
 }
