@@ -141,6 +141,7 @@ timeout=1e3,timeout=0x10,timeout=nan,timeout=inf,threads=0,threads=257,threads=1
 log_level=warning,log_level=WARN,log_level=,noindex=1,ro,allow_other,default_permissions
 index_dir=relative,index_dir=,cache_size=,span=K,cache_size=99999999999999999999
 fsname=zmount,subtype=zmount,max_read=131072,cache_size=2tib,span=1mb
+index_dir=s3://bucket/fleet/idx/,index_dir=s3://,index_dir=s3://b,endpoint=http://127.0.0.1:7480,region=eu-west-1,retries=3
 OPTS
 
 echo "== zstd seeds"
