@@ -604,18 +604,24 @@ ssize_t s3_get_range(struct s3 *s, const char *key, const char *etag, uint64_t o
 	return rc ? rc : (ssize_t)r.got;
 }
 
+/* One request on key with no body to read (HEAD, PUT, DELETE): 0 or -errno. */
+static int run_plain(struct s3 *s, struct req *r, const char *key)
+{
+	int rc;
+
+	r->url = make_url(s, key, NULL, NULL);
+	if (!r->url)
+		return -ENOMEM;
+	rc = run(s, r, NULL, NULL);
+	free(r->url);
+	return rc == 416 ? -EIO : rc;
+}
+
 int s3_head(struct s3 *s, const char *key, struct s3_stat *st)
 {
 	struct req r = { .method = "HEAD", .key = key };
-	int rc;
+	int rc = run_plain(s, &r, key);
 
-	r.url = make_url(s, key, NULL, NULL);
-	if (!r.url)
-		return -ENOMEM;
-	rc = run(s, &r, NULL, NULL);
-	free(r.url);
-	if (rc == 416)
-		rc = -EIO;
 	if (rc)
 		return rc;
 	if (r.clen < 0) {
@@ -631,15 +637,8 @@ int s3_head(struct s3 *s, const char *key, struct s3_stat *st)
 int s3_put(struct s3 *s, const char *key, const void *buf, size_t len, char etag_out[80])
 {
 	struct req r = { .method = "PUT", .key = key, .up = buf, .uplen = len };
-	int rc;
+	int rc = run_plain(s, &r, key);
 
-	r.url = make_url(s, key, NULL, NULL);
-	if (!r.url)
-		return -ENOMEM;
-	rc = run(s, &r, NULL, NULL);
-	free(r.url);
-	if (rc == 416)
-		rc = -EIO;
 	if (!rc && etag_out)
 		memcpy(etag_out, r.etag, sizeof(r.etag));
 	return rc;
@@ -648,14 +647,8 @@ int s3_put(struct s3 *s, const char *key, const void *buf, size_t len, char etag
 int s3_delete(struct s3 *s, const char *key)
 {
 	struct req r = { .method = "DELETE", .key = key };
-	int rc;
 
-	r.url = make_url(s, key, NULL, NULL);
-	if (!r.url)
-		return -ENOMEM;
-	rc = run(s, &r, NULL, NULL);
-	free(r.url);
-	return rc == 416 ? -EIO : rc;
+	return run_plain(s, &r, key);
 }
 
 /* -- LIST ----------------------------------------------------------------- */
