@@ -34,6 +34,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * Buffers of at least this many bytes are aligned to it and advised for
+ * transparent huge pages (bcache_buf), so filling a fresh one takes a page
+ * fault per 2 MiB rather than per 4 KiB where the kernel allows THP.
+ */
+#define BCACHE_HUGE (2u << 20)
+
 /* What one entry costs besides its buffer: the entry, malloc's headers, hash slots. */
 #define BCACHE_ENT_COST 160u
 

@@ -223,6 +223,91 @@ START_TEST(miss_gives_buffer_of_requested_size)
 }
 END_TEST
 
+/* The THP mode the kernel is in ("always", "madvise" or "never"), or "" if it has none. */
+static const char *thp_mode(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char line[128] = "", *l, *r;
+
+	buf[0] = '\0';
+	if (f && fgets(line, sizeof(line), f) && (l = strchr(line, '[')) && (r = strchr(l, ']'))) {
+		*r = '\0';
+		snprintf(buf, len, "%s", l + 1);
+	}
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* smaps' THPeligible for the mapping holding p: 1, 0, or -1 when the kernel does not say. */
+static int thp_eligible(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	bool in = false;
+	int ret = -1;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		int v;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && sscanf(line, "THPeligible: %d", &v) == 1)
+			ret = v;
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * Large buffers are filled fresh by every cold read: they must be 2 MiB
+ * aligned and advised for huge pages, so the fill takes one fault per
+ * 2 MiB.  A buffer traded to a smaller entry (reuse) and freed must go
+ * back the way it came (ASan and the allocator check that).
+ */
+START_TEST(large_buffers_are_huge_page_aligned)
+{
+	const size_t sizes[] = { BCACHE_HUGE, 3 * BCACHE_HUGE + 12345, BCACHE_HUGE - 1 };
+	char mode[32];
+	struct bcache *c;
+
+	ck_assert_int_eq(bcache_new(16 << 20, &c), 0);
+	thp_mode(mode, sizeof(mode));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct bcache_ent *e;
+		unsigned char *b;
+
+		ck_assert_int_eq(bcache_get(c, 1, i, sizes[i], true, &e), 1);
+		b = bcache_buf(e);
+		memset(b, 0x5A, sizes[i]);
+		if (sizes[i] >= BCACHE_HUGE) {
+			ck_assert_uint_eq((uintptr_t)b % BCACHE_HUGE, 0);
+			if (strcmp(mode, "always") == 0 || strcmp(mode, "madvise") == 0)
+				ck_assert_int_ne(thp_eligible(b), 0);
+			else
+				fprintf(stderr,
+					"large_buffers_are_huge_page_aligned: THP is '%s' here: "
+					"only the alignment was checked\n",
+					mode);
+		}
+		bcache_done(c, e, 0);
+		bcache_put(c, e);
+	}
+	bcache_free(c);
+
+	/* Room for one: the second entry, just under BCACHE_HUGE, takes over the first's mapping.
+	 */
+	ck_assert_int_eq(bcache_new(COST(BCACHE_HUGE), &c), 0);
+	put_new(c, 2, 0, BCACHE_HUGE);
+	put_new(c, 2, 1, BCACHE_HUGE - 4096);
+	ck_assert_uint_eq(stats(c).used, COST(BCACHE_HUGE));
+	bcache_free(c);
+}
+END_TEST
+
 START_TEST(keys_are_id_and_number)
 {
 	struct bcache *c;
@@ -1054,7 +1139,8 @@ static size_t mapped_bytes(void)
  */
 START_TEST(waiter_frees_entry_dropped_before_it_woke)
 {
-	enum { SIZE = 4 << 20, ROUNDS = 20 };
+	/* below BCACHE_HUGE: a buffer from malloc, which mallinfo2 counts */
+	enum { SIZE = 1 << 20, ROUNDS = 20 };
 	size_t before, probe_before;
 	int counting;
 	void *probe;
@@ -1974,6 +2060,7 @@ static Suite *bcache_suite(void)
 
 	tcase_add_test(tc, hit_after_fill_returns_same_bytes);
 	tcase_add_test(tc, miss_gives_buffer_of_requested_size);
+	tcase_add_test(tc, large_buffers_are_huge_page_aligned);
 	tcase_add_test(tc, keys_are_id_and_number);
 	tcase_add_test(tc, many_entries_grow_the_table);
 	tcase_add_test(tc, failed_fill_without_waiters_leaves_no_trace);
