@@ -98,7 +98,7 @@ static int s3idx_del(void *ctx, const char *name)
 
 /* A listing's callback: the store's, and the prefix to strip. */
 struct listing {
-	int (*cb)(void *arg, const char *name, uint64_t size);
+	int (*cb)(void *arg, const char *name, uint64_t size, const char *tag);
 	void *arg;
 	size_t skip;
 };
@@ -107,10 +107,12 @@ static int list_one(void *arg, const struct s3_obj *o)
 {
 	struct listing *l = arg;
 
-	return l->cb(l->arg, o->key + l->skip, o->st.size);
+	return l->cb(l->arg, o->key + l->skip, o->st.size, o->st.etag[0] ? o->st.etag : NULL);
 }
 
-static int s3idx_list(void *ctx, int (*cb)(void *arg, const char *name, uint64_t size), void *arg)
+static int s3idx_list(void *ctx,
+		      int (*cb)(void *arg, const char *name, uint64_t size, const char *tag),
+		      void *arg)
 {
 	struct s3idx *x = ctx;
 	struct listing l = { cb, arg, strlen(x->prefix) };
@@ -118,13 +120,13 @@ static int s3idx_list(void *ctx, int (*cb)(void *arg, const char *name, uint64_t
 	return s3_list(x->s3, x->prefix, list_one, &l);
 }
 
-static ssize_t s3idx_peek(void *ctx, const char *name, void *buf, size_t len)
+static ssize_t s3idx_peek(void *ctx, const char *name, const char *tag, void *buf, size_t len)
 {
 	struct s3idx *x = ctx;
 	char key[2048];
 	int ret = key_of(x, name, key, sizeof(key));
 
-	return ret < 0 ? ret : s3_get_range(x->s3, key, NULL, 0, len, buf);
+	return ret < 0 ? ret : s3_get_range(x->s3, key, tag, 0, len, buf);
 }
 
 static const struct idxstore_ops s3idx_ops = {

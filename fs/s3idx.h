@@ -13,7 +13,8 @@
  *  - del: one DELETE;
  *  - list: ListObjectsV2 of the prefix (s3_list, paginated), names without
  *    the prefix, for idxfile_prune_store;
- *  - peek: one ranged GET of a blob's first bytes, for the same.
+ *  - peek: one ranged GET of a blob's first bytes, with "If-Match:" the
+ *    listing's ETag, for the same.
  * What a shared index is trusted for is idxfile.c's business (header,
  * caps, CRC-64, identity); this file only moves bytes.  Its client logs
  * request failures at debug level: a missing index (404) is the usual

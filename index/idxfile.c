@@ -2169,16 +2169,19 @@ int idxfile_prune(const char *dir, unsigned *removed)
 	return 0;
 }
 
-/* The index blobs a store listed (idxfile_prune_store), with their sizes. */
+/* An index blob a store listed (idxfile_prune_store). */
+struct blob {
+	char name[IF_HEXLEN + 5];
+	char tag[128]; /* the listing's version tag, "" if none or too long */
+	uint64_t size;
+};
+
 struct blobs {
-	struct blob {
-		char name[IF_HEXLEN + 5];
-		uint64_t size;
-	} * v;
+	struct blob *v;
 	size_t n, cap;
 };
 
-static int add_blob(void *arg, const char *name, uint64_t size)
+static int add_blob(void *arg, const char *name, uint64_t size, const char *tag)
 {
 	struct blobs *l = arg;
 	size_t n = strlen(name);
@@ -2194,6 +2197,9 @@ static int add_blob(void *arg, const char *name, uint64_t size)
 		l->v = v;
 	}
 	memcpy(l->v[l->n].name, name, n + 1);
+	if (!tag || strlen(tag) >= sizeof(l->v[l->n].tag))
+		tag = "";
+	strcpy(l->v[l->n].tag, tag);
 	l->v[l->n++].size = size;
 	return 0;
 }
@@ -2255,7 +2261,8 @@ static int prune_blob(const char *url, const struct idxstore_ops *ops, void *ctx
 		go = 1; /* no index is that short: not read */
 		goto out;
 	}
-	got = in && h ? ops->peek(ctx, b->name, h, n) : -ENOMEM;
+	/* the version listed, whose size b->size is: the header is checked against it */
+	got = in && h ? ops->peek(ctx, b->name, b->tag[0] ? b->tag : NULL, h, n) : -ENOMEM;
 	if (got != (ssize_t)n)
 		goto out; /* unreadable, or replaced since the listing: kept */
 	ret = check_head(h, IF_HDR, b->size, NULL, NULL);

@@ -443,7 +443,9 @@ static int ds_del(void *ctx, const char *name)
 	return unlink(path) < 0 ? -errno : 0;
 }
 
-static int ds_list(void *ctx, int (*cb)(void *arg, const char *name, uint64_t size), void *arg)
+static int ds_list(void *ctx,
+		   int (*cb)(void *arg, const char *name, uint64_t size, const char *tag),
+		   void *arg)
 {
 	struct dirstore *d = ctx;
 	DIR *dir = opendir(d->dir);
@@ -456,19 +458,20 @@ static int ds_list(void *ctx, int (*cb)(void *arg, const char *name, uint64_t si
 	while (ret == 0 && (de = readdir(dir))) {
 		join(path, sizeof(path), d->dir, de->d_name);
 		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-			ret = cb(arg, de->d_name, (uint64_t)st.st_size);
+			ret = cb(arg, de->d_name, (uint64_t)st.st_size, NULL);
 	}
 	closedir(dir);
 	return ret;
 }
 
-static ssize_t ds_peek(void *ctx, const char *name, void *buf, size_t len)
+static ssize_t ds_peek(void *ctx, const char *name, const char *tag, void *buf, size_t len)
 {
 	struct dirstore *d = ctx;
 	char path[PATH_MAX];
 	ssize_t n;
 	int fd;
 
+	ck_assert_ptr_null(tag);
 	d->peeks++;
 	join(path, sizeof(path), d->dir, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -128,6 +128,11 @@ else bad "info -d s3://: exit $rc, '$(diff "$tmp/linfo" "$tmp/sinfo"; cat "$tmp/
 # gone here: it may be another machine's, so prune keeps it.
 mkdir -p "$tmp/loc" && cp "$tmp/t.gz" "$tmp/loc/l.gz"
 idx build -q -d "s3://$bucket/$ppre" "$tmp/loc/l.gz" 2>"$tmp/err" || bad "build of a local file: $(cat "$tmp/err")"
+idx info -d "s3://$bucket/$ppre" "$tmp/loc/l.gz" > "$tmp/sinfo" 2>"$tmp/err"
+rc=$?
+if [ $rc = 0 ] && grep -qx 'index_state=fresh' "$tmp/sinfo" && grep -qx 'index_used=saved' "$tmp/sinfo"; then
+	ok "info -d s3:// of a local file"
+else bad "info -d s3:// of a local file: exit $rc, '$(cat "$tmp/sinfo" "$tmp/err")'"; fi
 rm "$tmp/loc/l.gz"
 name_of() { idx info -d "s3://$bucket/$ppre" "s3://$bucket/$src/$1" | sed -n 's/^index_file=s3:\/\/[^/]*\///p'; }
 k1=$(name_of o1.gz) k2=$(name_of o2.gz) k3=$(name_of o3.gz) k4=$(name_of o4.gz)
