@@ -12,7 +12,8 @@
  *  - verify: gzip: a checkpoint pass with no saved index (every member's
  *            CRC32 and ISIZE); xz and zstd: every Block or frame decoded to
  *            its end, so every Check and content checksum is verified;
- *  - prune:  idxfile_prune.
+ *  - prune:  idxfile_prune; of an s3:// prefix (-d s3://, fs/s3idx.h),
+ *            idxfile_prune_store, with one HEAD per recorded object.
  * The reader reports each error once, through its context's log sink, and
  * gives the reason as data too (reader_open's why, reader_last_error):
  * build and verify print that reason, one line per file, and hold back the
@@ -65,8 +66,8 @@ static const char usage[] =
 	"          not followed) and the objects s3://BUCKET/KEY names (a mount of\n"
 	"          the bucket with the same endpoint= finds them), where mounts look\n"
 	"          for them.  xz files carry their own index.  Then the checkpoints\n"
-	"          inside every xz Block and zstd frame\n"
-	"          over 32 MiB (two spans), as a mount's background pass makes them.\n"
+	"          inside every xz Block and zstd frame over 32 MiB (two spans), as a\n"
+	"          mount's background pass makes them.\n"
 	"          Exit: 0 all indexed, 2 some file corrupt or unreadable.\n"
 	"  info    format, members/Streams, checkpoints/Blocks, sizes, and the saved\n"
 	"          index: its file, size and state (fresh, stale, missing, corrupt,\n"
@@ -876,8 +877,9 @@ static int prune_shared(const char *dir)
 	printf("zmount-index: removed %u index files from %s\n", removed, dir);
 	if (u.local || u.other)
 		fprintf(stderr,
-			"zmount-index: %s: kept %u index files whose source cannot be checked from "
-			"here: %u of a local path, %u of an object this endpoint cannot tell\n",
+			"zmount-index: %s: %u index files name a source that cannot be checked "
+			"from here (%u a local path, %u an object this endpoint cannot tell): "
+			"kept unless damaged\n",
 			dir, u.local + u.other, u.local, u.other);
 	return EX_OK;
 }
