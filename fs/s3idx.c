@@ -96,11 +96,59 @@ static int s3idx_del(void *ctx, const char *name)
 	return ret < 0 ? ret : s3_delete(x->s3, key);
 }
 
+/* A listing's callback: the store's, and the prefix to strip. */
+struct listing {
+	int (*cb)(void *arg, const char *name, uint64_t size, const char *tag);
+	void *arg;
+	size_t skip;
+};
+
+static int list_one(void *arg, const struct s3_obj *o)
+{
+	struct listing *l = arg;
+
+	return l->cb(l->arg, o->key + l->skip, o->st.size, o->st.etag[0] ? o->st.etag : NULL);
+}
+
+static int s3idx_list(void *ctx,
+		      int (*cb)(void *arg, const char *name, uint64_t size, const char *tag),
+		      void *arg)
+{
+	struct s3idx *x = ctx;
+	struct listing l = { cb, arg, strlen(x->prefix) };
+
+	return s3_list(x->s3, x->prefix, list_one, &l);
+}
+
+static ssize_t s3idx_peek(void *ctx, const char *name, const char *tag, void *buf, size_t len)
+{
+	struct s3idx *x = ctx;
+	char key[2048];
+	int ret = key_of(x, name, key, sizeof(key));
+
+	return ret < 0 ? ret : s3_get_range(x->s3, key, tag, 0, len, buf);
+}
+
 static const struct idxstore_ops s3idx_ops = {
 	.get = s3idx_get,
 	.put = s3idx_put,
 	.del = s3idx_del,
+	.list = s3idx_list,
+	.peek = s3idx_peek,
 };
+
+int s3idx_size(struct s3idx *x, const char *name, uint64_t *size)
+{
+	struct s3_stat st;
+	char key[2048];
+	int ret = key_of(x, name, key, sizeof(key));
+
+	if (ret == 0)
+		ret = s3_head(x->s3, key, &st);
+	if (ret == 0)
+		*size = st.size;
+	return ret;
+}
 
 /* The client's failures: a 404 is the usual answer to a get, so debug level only. */
 static void client_log(void *arg, const char *line)

@@ -10,7 +10,11 @@
  *    "If-Match: <the HEAD's ETag>" into a memfd (one version, never a mix
  *    of two), which idxfile.c then checks as it checks a local file;
  *  - put: one PUT (S3 replaces an object atomically);
- *  - del: one DELETE.
+ *  - del: one DELETE;
+ *  - list: ListObjectsV2 of the prefix (s3_list, paginated), names without
+ *    the prefix, for idxfile_prune_store;
+ *  - peek: one ranged GET of a blob's first bytes, with "If-Match:" the
+ *    listing's ETag, for the same.
  * What a shared index is trusted for is idxfile.c's business (header,
  * caps, CRC-64, identity); this file only moves bytes.  Its client logs
  * request failures at debug level: a missing index (404) is the usual
@@ -20,6 +24,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "s3src.h"
 
@@ -35,6 +40,9 @@ struct s3idx;
  */
 int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **out, char *msg,
 	       size_t msglen);
+
+/* The size of blob name (one HEAD): 0 and *size, or -errno (-ENOENT: no such blob; s3.h). */
+int s3idx_size(struct s3idx *x, const char *name, uint64_t *size);
 
 /* Unregisters the store and closes its client.  No idxfile call may be using it.  Accepts NULL. */
 void s3idx_close(struct s3idx *x);

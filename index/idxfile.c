@@ -844,24 +844,16 @@ static int check_ckpt(const unsigned char *b, size_t len, size_t off, struct idx
 	return ret;
 }
 
-/* Validates a whole index file image and fills *in from it.  0, -EBADMSG, or -ENOMEM (kind 3). */
-static int check(const unsigned char *b, size_t len, struct idxfile_info *in, struct zerr *err)
+/*
+ * The header fields past the length and the source path of an index file
+ * of len bytes (len >= IF_MIN_FILE) whose first IF_HDR + PATH_MAX bytes, or
+ * all len if fewer, are at b: fills *in (but version and file_size).
+ * 0 or -EBADMSG.
+ */
+static int parse_ident(const unsigned char *b, size_t len, struct idxfile_info *in,
+		       struct zerr *err)
 {
 	uint32_t plen;
-
-	if (len >= sizeof(if_magic) && memcmp(b + H_MAGIC, if_magic, sizeof(if_magic)))
-		return BAD(0, "not a zmount index (bad magic)");
-	if (len < IF_MIN_FILE)
-		return BAD(len, "truncated: %zu bytes", len);
-	in->version = get32(b + H_VERSION);
-	if (in->version != IDXFILE_VERSION)
-		return BAD(H_VERSION, "unsupported version %" PRIu32, in->version);
-	in->file_size = get64(b + H_FSIZE);
-	if (in->file_size != len)
-		return BAD(len, "file is %zu bytes, header says %" PRIu64 " (truncated or padded)",
-			   len, in->file_size);
-	if (crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
-		return BAD(len - IF_CRC, "checksum mismatch");
 
 	in->flags = get32(b + H_FLAGS);
 	if (in->flags & ~IDXFILE_F_VERIFIED)
@@ -899,7 +891,32 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	in->src[plen] = '\0';
 	if (!idxfile_keyed(in->src))
 		return BAD(IF_HDR, "source path is neither absolute nor a URL");
+	return 0;
+}
 
+/* Validates a whole index file image and fills *in from it.  0, -EBADMSG, or -ENOMEM (kind 3). */
+static int check(const unsigned char *b, size_t len, struct idxfile_info *in, struct zerr *err)
+{
+	uint32_t plen;
+	int ret;
+
+	if (len >= sizeof(if_magic) && memcmp(b + H_MAGIC, if_magic, sizeof(if_magic)))
+		return BAD(0, "not a zmount index (bad magic)");
+	if (len < IF_MIN_FILE)
+		return BAD(len, "truncated: %zu bytes", len);
+	in->version = get32(b + H_VERSION);
+	if (in->version != IDXFILE_VERSION)
+		return BAD(H_VERSION, "unsupported version %" PRIu32, in->version);
+	in->file_size = get64(b + H_FSIZE);
+	if (in->file_size != len)
+		return BAD(len, "file is %zu bytes, header says %" PRIu64 " (truncated or padded)",
+			   len, in->file_size);
+	if (crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
+		return BAD(len - IF_CRC, "checksum mismatch");
+	ret = parse_ident(b, len, in, err);
+	if (ret < 0)
+		return ret;
+	plen = get32(b + H_PATHLEN);
 	if (in->kind == IDXFILE_KIND_ZSTD)
 		return check_zstd(b, len, IF_HDR + plen, in, err);
 	if (in->kind == IDXFILE_KIND_CKPT)
@@ -1272,28 +1289,18 @@ static int crc_ok(int fd, uint64_t flen, struct zerr *err)
 }
 
 /*
- * Reads index file fd (st: its fstat): the header first, which must say a
- * supported version, the real length, and if want_size is not NULL the
- * source size *want_size; and the length must be within idxfile_max_size of
- * the recorded source size and fit the header's own counts (fits_header).
- * Then the CRC-64, in bounded pieces (crc_ok).  Only then the whole file
- * into a new buffer (caller frees), validated by check().  0, -EBADMSG,
- * -ESTALE, -ENOMEM or -errno.
+ * The checks of a header alone (h: the first n bytes of a file of flen
+ * bytes, n = min(flen, IF_HDR)): the magic, a supported version, the real
+ * length, if want_size is not NULL the source size *want_size; the length
+ * within idxfile_max_size of the recorded source size and fitting the
+ * header's own counts (fits_header).  0, -EBADMSG or -ESTALE.
  */
-static int read_checked(int fd, const struct stat *st, const uint64_t *want_size,
-			unsigned char **buf, size_t *len, struct idxfile_info *in, struct zerr *err)
+static int check_head(const unsigned char *h, size_t n, uint64_t flen, const uint64_t *want_size,
+		      struct zerr *err)
 {
-	unsigned char h[IF_HDR], *b;
-	uint64_t flen = (uint64_t)st->st_size, src_size, span, cap;
-	size_t n = flen < IF_HDR ? (size_t)flen : IF_HDR;
+	uint64_t src_size, span, cap;
 	uint32_t version, kind;
-	int ret;
 
-	*buf = NULL;
-	ret = pread_full(fd, h, n, 0);
-	if (ret < 0)
-		return ret == -EIO ? BAD(0, "file shrank while read, or read error")
-				   : zerr_set(err, ret, 0, "read failed");
 	if (n >= sizeof(if_magic) && memcmp(h + H_MAGIC, if_magic, sizeof(if_magic)))
 		return BAD(0, "not a zmount index (bad magic)");
 	if (flen < IF_MIN_FILE)
@@ -1325,7 +1332,29 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 			   "file is %" PRIu64 " bytes, more than an index of a %" PRIu64
 			   "-byte source can be (%" PRIu64 ")",
 			   flen, src_size, cap);
-	ret = fits_header(h, flen, kind, src_size, span, err);
+	return fits_header(h, flen, kind, src_size, span, err);
+}
+
+/*
+ * Reads index file fd (st: its fstat): the header first (check_head).
+ * Then the CRC-64, in bounded pieces (crc_ok).  Only then the whole file
+ * into a new buffer (caller frees), validated by check().  0, -EBADMSG,
+ * -ESTALE, -ENOMEM or -errno.
+ */
+static int read_checked(int fd, const struct stat *st, const uint64_t *want_size,
+			unsigned char **buf, size_t *len, struct idxfile_info *in, struct zerr *err)
+{
+	unsigned char h[IF_HDR], *b;
+	uint64_t flen = (uint64_t)st->st_size;
+	size_t n = flen < IF_HDR ? (size_t)flen : IF_HDR;
+	int ret;
+
+	*buf = NULL;
+	ret = pread_full(fd, h, n, 0);
+	if (ret < 0)
+		return ret == -EIO ? BAD(0, "file shrank while read, or read error")
+				   : zerr_set(err, ret, 0, "read failed");
+	ret = check_head(h, n, flen, want_size, err);
 	if (ret == 0)
 		ret = crc_ok(fd, flen, err);
 	if (ret < 0)
@@ -2138,4 +2167,143 @@ int idxfile_prune(const char *dir, unsigned *removed)
 	if (removed)
 		*removed = count;
 	return 0;
+}
+
+/* An index blob a store listed (idxfile_prune_store). */
+struct blob {
+	char name[IF_HEXLEN + 5];
+	char tag[128]; /* the listing's version tag, "" if none or too long */
+	uint64_t size;
+};
+
+struct blobs {
+	struct blob *v;
+	size_t n, cap;
+};
+
+static int add_blob(void *arg, const char *name, uint64_t size, const char *tag)
+{
+	struct blobs *l = arg;
+	size_t n = strlen(name);
+	struct blob *v;
+
+	if (n != IF_HEXLEN + 4 || !is_hex(name, IF_HEXLEN) || !is_ext(name + IF_HEXLEN))
+		return 0; /* not an index's name: not ours */
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		v = realloc(l->v, l->cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+	}
+	memcpy(l->v[l->n].name, name, n + 1);
+	if (!tag || strlen(tag) >= sizeof(l->v[l->n].tag))
+		tag = "";
+	strcpy(l->v[l->n].tag, tag);
+	l->v[l->n++].size = size;
+	return 0;
+}
+
+/* Whether now() proves in's source gone (-ENOENT) or of other stat fields: 1 yes, 0 keep. */
+static int source_gone(const struct idxfile_info *in, idxfile_now_fn now, void *arg)
+{
+	struct stat was, st;
+	int ret = now(arg, in, &st);
+
+	if (ret == -ENOENT)
+		return 1;
+	if (ret < 0)
+		return 0;
+	id_stat(&in->id, &was);
+	return !srcid_same(&was, &st);
+}
+
+/* Whether blob b's body fails what a load checks (in: its header): 1 yes, 0 keep. */
+static int body_bad(const struct idxstore_ops *ops, void *ctx, const struct blob *b,
+		    const struct idxfile_info *in)
+{
+	struct idxfile_info *full = malloc(sizeof(*full));
+	unsigned char *img = NULL;
+	struct stat st;
+	size_t len = 0;
+	int fd, ret;
+
+	/* the cap of a load: a blob over it is refused unread, as a load refuses it */
+	fd = full ? ops->get(ctx, b->name, max_size_kind(in->kind, in->id.size, IF_MIN_SPAN), NULL)
+		  : -ENOMEM;
+	ret = fd;
+	if (fd >= 0) {
+		ret = fstat(fd, &st) < 0 ? -errno
+					 : read_checked(fd, &st, NULL, &img, &len, full, NULL);
+		close(fd);
+	}
+	free(img);
+	free(full);
+	return ret == -EBADMSG || ret == -EFBIG;
+}
+
+/*
+ * Whether blob b of store (ops, ctx) at url must go: 1 yes, 0 keep.  The
+ * header first (one peek), then the source (now), and the body (one get)
+ * only for a blob that passed both.
+ */
+static int prune_blob(const char *url, const struct idxstore_ops *ops, void *ctx,
+		      const struct blob *b, idxfile_now_fn now, void *arg)
+{
+	size_t n = b->size < IF_HDR + PATH_MAX ? (size_t)b->size : IF_HDR + PATH_MAX;
+	struct idxfile_info *in = malloc(sizeof(*in));
+	unsigned char *h = malloc(IF_HDR + PATH_MAX);
+	char want[PATH_MAX];
+	ssize_t got;
+	int ret, go = 0;
+
+	if (b->size < IF_MIN_FILE) {
+		go = 1; /* no index is that short: not read */
+		goto out;
+	}
+	/* the version listed, whose size b->size is: the header is checked against it */
+	got = in && h ? ops->peek(ctx, b->name, b->tag[0] ? b->tag : NULL, h, n) : -ENOMEM;
+	if (got != (ssize_t)n)
+		goto out; /* unreadable, or replaced since the listing: kept */
+	ret = check_head(h, IF_HDR, b->size, NULL, NULL);
+	if (ret == 0)
+		ret = parse_ident(h, (size_t)b->size, in, NULL);
+	if (ret < 0)
+		go = 1;
+	else if (kind_path(in->kind, url, &in->id, want, sizeof(want)) < 0 ||
+		 strcmp(strrchr(want, '/') + 1, b->name))
+		go = 1; /* misfiled: a load never finds it under this name */
+	else
+		go = source_gone(in, now, arg) || body_bad(ops, ctx, b, in);
+out:
+	free(h);
+	free(in);
+	return go;
+}
+
+int idxfile_prune_store(const char *url, idxfile_now_fn now, void *arg, unsigned *removed)
+{
+	const struct idxstore_ops *ops;
+	struct blobs l = { 0 };
+	unsigned count = 0;
+	void *ctx;
+	int ret;
+
+	if (removed)
+		*removed = 0;
+	if (!strstr(url, "://"))
+		return -EINVAL;
+	ret = idxstore_find(url, &ops, &ctx);
+	if (ret < 0)
+		return ret;
+	if (!ops->list || !ops->peek)
+		return -ENOTSUP;
+	ret = ops->list(ctx, add_blob, &l);
+	for (size_t i = 0; ret == 0 && i < l.n; i++)
+		if (prune_blob(url, ops, ctx, &l.v[i], now, arg) && ops->del(ctx, l.v[i].name) == 0)
+			count++;
+	free(l.v);
+	if (removed)
+		*removed = count;
+	return ret;
 }

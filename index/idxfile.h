@@ -50,7 +50,8 @@
  * trusted as far as whoever may write to it (doc/index-format.md, "Shared
  * indexes in S3").  A blob larger than an index of its kind can be for the
  * source's size at any span is refused before it is read.  An unregistered
- * URL gives -ENOENT.  prune and read_header take local paths only.
+ * URL gives -ENOENT.  prune and read_header take local paths only; a
+ * store is pruned by idxfile_prune_store.
  *
  * Nothing here logs.  Functions return 0 or a negative errno; load and
  * read_header also fill a struct zerr (may be NULL) with the reason and the
@@ -67,6 +68,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "ckpt.h"
 #include "gzdec.h"
@@ -375,5 +377,40 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
  * errno of opening dir.
  */
 int idxfile_prune(const char *dir, unsigned *removed);
+
+/*
+ * What idxfile_prune_store learns of the source an index records (in: the
+ * index's header, its source key and identity; the records not read):
+ * 0 and *st, the identity the source has now, as its zsrc_stat gives it;
+ * -ENOENT if the source is proven gone; any other -errno if it cannot be
+ * told from here (the index is kept).  Answer 0 only where the stat fields
+ * are the whole identity (an object: ETag, size, Last-Modified), since the
+ * index is then judged by srcid_same alone, without reading the source.
+ */
+typedef int (*idxfile_now_fn)(void *arg, const struct idxfile_info *in, struct stat *st);
+
+/*
+ * Removes from the store registered under url (idxstore.h; one with the
+ * list and peek ops, such as an S3 prefix) the blobs proven useless, read
+ * as little as that takes:
+ *  - "<16 hex>.zmi" or ".zmc" blobs (directly in the store) that are no
+ *    index: shorter than any index (by the listing; not read), or a header
+ *    that fails the checks a load applies to it (one peek of its first
+ *    136 + PATH_MAX bytes), or, when header and source passed, a body that
+ *    fails the CRC-64 or any other check of a load, or is over the cap of a
+ *    load (the store's get refuses it unread);
+ *  - blobs whose name is not their recorded identity's key and kind (a load
+ *    never finds them);
+ *  - blobs whose source now (above) says is gone (-ENOENT), or has other
+ *    stat fields than recorded (srcid_same), decided from the header alone.
+ * Kept: blobs now cannot judge, blobs that cannot be read (or changed
+ * since the listing), other names.  A blob saved again between its check
+ * and its delete is lost (one rebuild), as with idxfile_remove.
+ * Returns 0 and, if removed is not NULL, how many blobs went (failed
+ * deletes not counted); or -EINVAL (url holds no "://"), -ENOENT (no
+ * store registered under url), -ENOTSUP (a store without list or peek),
+ * -ENOMEM, or the list op's -errno (then nothing was removed).
+ */
+int idxfile_prune_store(const char *url, idxfile_now_fn now, void *arg, unsigned *removed);
 
 #endif

@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "zerr.h"
 
@@ -46,6 +47,21 @@ struct idxstore_ops {
 	int (*put)(void *ctx, const char *name, const void *buf, size_t len);
 	/* Deletes name.  0, -ENOENT or -errno. */
 	int (*del)(void *ctx, const char *name);
+	/*
+	 * For idxfile_prune_store; NULL in a store that cannot be listed.
+	 * list calls cb(arg, name, size, tag) for every blob of the store
+	 * (name may hold a '/' for a blob deeper down: not an index's; tag
+	 * names the blob's version, such as an ETag, or is NULL; all valid
+	 * during the call only), and stops at a non-zero return of cb, which
+	 * it returns; else 0 or -errno.  peek reads the first len bytes of
+	 * blob name (len >= 1) into buf: the count (fewer only if the blob is
+	 * shorter), or -errno: -ESTALE if tag is not NULL and the blob is not
+	 * that version any more.
+	 */
+	int (*list)(void *ctx,
+		    int (*cb)(void *arg, const char *name, uint64_t size, const char *tag),
+		    void *arg);
+	ssize_t (*peek)(void *ctx, const char *name, const char *tag, void *buf, size_t len);
 };
 
 /*

@@ -394,6 +394,190 @@ START_TEST(store_url)
 }
 END_TEST
 
+/*
+ * A store of many blobs for idxfile_prune_store: files in a directory,
+ * with the list and peek ops, counting peeks and whole gets.
+ */
+struct dirstore {
+	char dir[PATH_MAX];
+	unsigned peeks, gets;
+};
+
+static int ds_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
+{
+	struct dirstore *d = ctx;
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	(void)err;
+	join(path, sizeof(path), d->dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	if ((uint64_t)st.st_size > cap) {
+		close(fd);
+		return -EFBIG;
+	}
+	d->gets++;
+	return fd;
+}
+
+static int ds_put(void *ctx, const char *name, const void *buf, size_t len)
+{
+	struct dirstore *d = ctx;
+	char path[PATH_MAX];
+
+	join(path, sizeof(path), d->dir, name);
+	write_all(path, buf, len);
+	return 0;
+}
+
+static int ds_del(void *ctx, const char *name)
+{
+	struct dirstore *d = ctx;
+	char path[PATH_MAX];
+
+	join(path, sizeof(path), d->dir, name);
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+static int ds_list(void *ctx,
+		   int (*cb)(void *arg, const char *name, uint64_t size, const char *tag),
+		   void *arg)
+{
+	struct dirstore *d = ctx;
+	DIR *dir = opendir(d->dir);
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	int ret = 0;
+
+	ck_assert_ptr_nonnull(dir);
+	while (ret == 0 && (de = readdir(dir))) {
+		join(path, sizeof(path), d->dir, de->d_name);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+			ret = cb(arg, de->d_name, (uint64_t)st.st_size, NULL);
+	}
+	closedir(dir);
+	return ret;
+}
+
+static ssize_t ds_peek(void *ctx, const char *name, const char *tag, void *buf, size_t len)
+{
+	struct dirstore *d = ctx;
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	ck_assert_ptr_null(tag);
+	d->peeks++;
+	join(path, sizeof(path), d->dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, len, 0);
+	close(fd);
+	return n;
+}
+
+static const struct idxstore_ops dir_ops = {
+	.get = ds_get, .put = ds_put, .del = ds_del, .list = ds_list, .peek = ds_peek
+};
+
+/* The test's view of a source: its lstat, but a name holding "mine" cannot be judged. */
+static int now_lstat(void *arg, const struct idxfile_info *in, struct stat *st)
+{
+	(*(unsigned *)arg)++;
+	if (strstr(in->src, "mine"))
+		return -ENOTSUP;
+	return lstat(in->src, st) < 0 ? -errno : 0;
+}
+
+/* A copy of small.gz named name, with mtime t (a key of its own), indexed and saved in url. */
+static void store_src(const char *url, struct src *s, const char *name, int t)
+{
+	ck_assert_int_eq(sh("cp small.gz %s && touch -d @%d %s", name, t, name), 0);
+	src_open(s, name, SPAN_MIN);
+	save_ok(url, s, NULL);
+}
+
+/*
+ * idxfile_prune_store removes, by proof only: a blob whose source is gone,
+ * one whose source changed (both from the header: no whole get), one whose
+ * body fails the CRC-64, a truncated one (header), one too short to be an
+ * index (not even peeked), one under another blob's name; it keeps a
+ * current one, one whose source cannot be judged (gone or not), and a
+ * foreign name.  The current index still loads after.
+ */
+START_TEST(store_prune)
+{
+	const char *url = "dirs://bucket/idx";
+	struct dirstore d = { 0 };
+	struct src a, b, c, e, f, m;
+	char p[PATH_MAX], q[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	unsigned removed = 99, asked = 0;
+	unsigned char *buf;
+	size_t len;
+
+	new_dir(d.dir, sizeof(d.dir), "store");
+	ck_assert_int_eq(idxstore_register(url, &dir_ops, &d), 0);
+	store_src(url, &a, "sp-current.gz", 1000001);
+	store_src(url, &b, "sp-gone.gz", 1000002);
+	store_src(url, &c, "sp-changed.gz", 1000003);
+	store_src(url, &e, "sp-damaged.gz", 1000004);
+	store_src(url, &f, "sp-truncated.gz", 1000005);
+	store_src(url, &m, "sp-mine.gz", 1000006);
+	ck_assert_int_eq(count_entries(d.dir), 6);
+
+	ck_assert_int_eq(unlink(b.path), 0);
+	ck_assert_int_eq(unlink(m.path), 0); /* gone, but not judged */
+	ck_assert_int_eq(sh("touch -d @1000013 sp-changed.gz"), 0);
+	index_path(d.dir, &e, p, sizeof(p));
+	buf = read_all(p, &len);
+	buf[len / 2] ^= 0x01;
+	write_all(p, buf, len);
+	free(buf);
+	index_path(d.dir, &f, p, sizeof(p));
+	ck_assert_int_eq(truncate(p, 4000), 0);
+	join(p, sizeof(p), d.dir, "00000000000000aa.zmi");
+	write_all(p, (const unsigned char *)"ZMIDX", 5);
+	index_path(d.dir, &a, q, sizeof(q));
+	buf = read_all(q, &len);
+	join(p, sizeof(p), d.dir, "0123456789abcdef.zmi"); /* a's bytes under another name */
+	write_all(p, buf, len);
+	free(buf);
+	join(p, sizeof(p), d.dir, "notes.txt");
+	write_all(p, (const unsigned char *)"x", 1);
+
+	ck_assert_int_eq(idxfile_prune_store(url, now_lstat, &asked, &removed), 0);
+	ck_assert_uint_eq(removed, 6);
+	ck_assert_int_eq(count_entries(d.dir), 3);
+	index_path(d.dir, &a, p, sizeof(p));
+	ck_assert_int_eq(access(p, F_OK), 0);
+	index_path(d.dir, &m, p, sizeof(p));
+	ck_assert_int_eq(access(p, F_OK), 0);
+	/* peeked: all 7 index names but the short one; judged: a b c e m; got whole: a e m */
+	ck_assert_uint_eq(d.peeks, 7);
+	ck_assert_uint_eq(asked, 5);
+	ck_assert_uint_eq(d.gets, 3);
+	ck_assert_int_eq(load(url, &a, 0, &got), 0);
+	gzdec_index_free(got);
+
+	ck_assert_int_eq(idxfile_prune_store(d.dir, now_lstat, &asked, &removed), -EINVAL);
+	idxstore_unregister(url);
+	ck_assert_int_eq(idxfile_prune_store(url, now_lstat, &asked, &removed), -ENOENT);
+	src_close(&a);
+	src_close(&b);
+	src_close(&c);
+	src_close(&e);
+	src_close(&f);
+	src_close(&m);
+}
+END_TEST
+
 START_TEST(roundtrip_fields)
 {
 	char dir[PATH_MAX], file[PATH_MAX];
@@ -2873,6 +3057,7 @@ int main(void)
 	tcase_add_test(tc, ckpt_beside_zstd_sizes);
 	tcase_add_test(tc, rename_proven_by_content);
 	tcase_add_test(tc, prune_keeps_renamed);
+	tcase_add_test(tc, store_prune);
 	suite_add_tcase(s, tc);
 
 	sr = srunner_create(s);

@@ -12,7 +12,8 @@
  *  - verify: gzip: a checkpoint pass with no saved index (every member's
  *            CRC32 and ISIZE); xz and zstd: every Block or frame decoded to
  *            its end, so every Check and content checksum is verified;
- *  - prune:  idxfile_prune.
+ *  - prune:  idxfile_prune; of an s3:// prefix (-d s3://, fs/s3idx.h),
+ *            idxfile_prune_store, with one HEAD per recorded object.
  * The reader reports each error once, through its context's log sink, and
  * gives the reason as data too (reader_open's why, reader_last_error):
  * build and verify print that reason, one line per file, and hold back the
@@ -48,18 +49,25 @@
 
 enum { EX_OK = 0, EX_USAGE = 1, EX_CORRUPT = 2, EX_UNREADABLE = 3 };
 
+/* The store of an s3:// index directory (-d), open while a command runs; else NULL. */
+static struct s3idx *shared;
+
 static const char usage[] =
-	"usage: zmount-index build [-d DIR|s3://BUCKET/PREFIX] [-q] [S3 FLAGS] PATH...\n"
-	"       zmount-index info [-d DIR] [S3 FLAGS] FILE|s3://BUCKET/KEY...\n"
+	"usage: zmount-index build [-d DIR|s3://BUCKET/PREFIX] [-q] [S3 FLAGS]\n"
+	"                          PATH|s3://BUCKET/KEY...\n"
+	"       zmount-index info [-d DIR|s3://BUCKET/PREFIX] [S3 FLAGS]\n"
+	"                         FILE|s3://BUCKET/KEY...\n"
 	"       zmount-index verify [S3 FLAGS] PATH|s3://BUCKET/KEY...\n"
-	"       zmount-index prune [-d DIR]\n"
+	"       zmount-index prune [-d DIR|s3://BUCKET/PREFIX] [S3 FLAGS]\n"
 	"\n"
 	"  build   save the index of every gzip file, and the frame sizes of every\n"
 	"          zstd file whose frames do not state them (zstd from a pipe), known\n"
 	"          by their magic, among PATHs and in directories under them (symlinks\n"
-	"          not followed), where mounts look for them.  xz files carry their own\n"
-	"          index.  Then the checkpoints inside every xz Block and zstd frame\n"
-	"          over 32 MiB (two spans), as a mount's background pass makes them.\n"
+	"          not followed) and the objects s3://BUCKET/KEY names (a mount of\n"
+	"          the bucket with the same endpoint= finds them), where mounts look\n"
+	"          for them.  xz files carry their own index.  Then the checkpoints\n"
+	"          inside every xz Block and zstd frame over 32 MiB (two spans), as a\n"
+	"          mount's background pass makes them.\n"
 	"          Exit: 0 all indexed, 2 some file corrupt or unreadable.\n"
 	"  info    format, members/Streams, checkpoints/Blocks, sizes, and the saved\n"
 	"          index: its file, size and state (fresh, stale, missing, corrupt,\n"
@@ -74,15 +82,19 @@ static const char usage[] =
 	"          'FILE: unreadable: why'.  Exit: 0 all verified; 2 some file corrupt\n"
 	"          (wins over 3); 3 some file could not be read (missing, permission,\n"
 	"          I/O error, not an xz, gzip or zstd file).\n"
-	"  prune   remove the indexes whose source is gone or changed.\n"
+	"  prune   remove the indexes whose source is gone or changed.  In an\n"
+	"          s3:// prefix: blobs that are damaged or not an index, and those\n"
+	"          whose s3:// object is gone or has another ETag, size or\n"
+	"          Last-Modified (one HEAD each); an index of a local path (a local\n"
+	"          mount's) is kept unless damaged: it may be another machine's.\n"
+	"          Exit: 0, or 2 if the directory or prefix cannot be read.\n"
 	"\n"
-	"  -d DIR  index directory (default: $XDG_CACHE_HOME/zmount or ~/.cache/zmount);\n"
-	"          build also takes s3://BUCKET/PREFIX, a mount's shared index_dir\n"
-	"          (local PATHs only; with the S3 flags)\n"
+	"  -d DIR  index directory (default: $XDG_CACHE_HOME/zmount or ~/.cache/zmount),\n"
+	"          or s3://BUCKET/PREFIX, a mount's shared index_dir (with the S3 flags)\n"
 	"  -q      no progress bar and no summary line\n"
 	"  -h, --help     this text\n"
 	"  -V, --version  the version\n"
-	"S3 FLAGS, for s3:// URLs (info and verify):\n" TOOLSRC_HELP "Bad usage exits with 1.\n";
+	"S3 FLAGS, for s3:// URLs and -d s3://:\n" TOOLSRC_HELP "Bad usage exits with 1.\n";
 
 static __attribute__((format(printf, 1, 2))) int bad_usage(const char *fmt, ...)
 {
@@ -176,13 +188,11 @@ static struct zmctx *new_ctx(size_t cache_size, struct reasons *rs, enum zlog_le
 	return zm;
 }
 
-/* -d DIR, or the default directory, into dir (PATH_MAX bytes); s3:// for build only. */
-static int get_dir(const char *opt, char *dir, bool build)
+/* -d DIR or s3://BUCKET/PREFIX, or the default directory, into dir (PATH_MAX bytes). */
+static int get_dir(const char *opt, char *dir)
 {
 	if (opt && (!opt[0] || strlen(opt) >= PATH_MAX))
 		return bad_usage("bad index directory '%s'", opt);
-	if (opt && strstr(opt, "://") && !build)
-		return bad_usage("only build takes an s3:// index directory: '%s'", opt);
 	if (opt)
 		strcpy(dir, opt);
 	else if (idxfile_default_dir(dir, PATH_MAX) < 0)
@@ -244,13 +254,61 @@ static struct zsrc *open_any(const char *path, char *msg, size_t n)
 	return src;
 }
 
-/* Adds path, or every file under it, by magic.  Only a top path's symlink is followed. */
+/* Adds path, of format fmt (fmttab_by_magic's answer) and size bytes, to the list of its kind. */
+static void add(struct list *l, const char *path, int fmt, uint64_t size)
+{
+	if (fmttab_saves(fmt) || (l->all && fmt)) {
+		if (l->n == l->cap) {
+			l->cap = l->cap ? l->cap * 2 : 64;
+			l->v = xalloc(realloc(l->v, l->cap * sizeof(*l->v)));
+		}
+		l->v[l->n].path = xalloc(strdup(path));
+		l->v[l->n++].size = size;
+		l->bytes += size;
+	} else if (!fmt) {
+		l->other++;
+	} else {
+		l->skipped[fmt]++;
+		if (fmttab_has_ckpts(fmt)) {
+			l->ckv = xalloc(realloc(l->ckv, (l->nck + 1) * sizeof(*l->ckv)));
+			l->ckv[l->nck++] = xalloc(strdup(path));
+		}
+	}
+}
+
+/* Adds the object of an s3://BUCKET/KEY URL by its magic (one HEAD, one ranged GET). */
+static void walk_url(struct list *l, const char *url)
+{
+	char msg[256];
+	struct zsrc *src = open_any(url, msg, sizeof(msg));
+	struct stat st;
+	int fmt = !src ? -errno : zsrc_stat(src, &st);
+
+	if (fmt == 0)
+		fmt = fmttab_by_magic(src);
+	zsrc_put(src);
+	if (fmt >= 0) {
+		add(l, url, fmt, (uint64_t)st.st_size);
+		return;
+	}
+	fprintf(stderr, "zmount-index: %s: %s\n", url, msg[0] ? msg : strerror(-fmt));
+	l->failed++;
+}
+
+/*
+ * Adds path, or every file under it, by magic.  Only a top path's symlink is followed.  A top
+ * s3:// URL names one object.
+ */
 static void walk(struct list *l, const char *path, bool top)
 {
 	struct zsrc *src;
 	struct stat st;
 	int fmt;
 
+	if (top && toolsrc_is_url(path)) {
+		walk_url(l, path);
+		return;
+	}
 	if ((top ? stat(path, &st) : lstat(path, &st)) < 0) {
 		walk_fail(l, path, errno);
 		return;
@@ -284,25 +342,10 @@ static void walk(struct list *l, const char *path, bool top)
 	src = open_src(path, top ? 0 : O_NOFOLLOW);
 	fmt = !src ? -errno : fmttab_by_magic(src);
 	zsrc_put(src);
-	if (fmt < 0) {
+	if (fmt < 0)
 		walk_fail(l, path, -fmt);
-	} else if (fmttab_saves(fmt) || (l->all && fmt)) {
-		if (l->n == l->cap) {
-			l->cap = l->cap ? l->cap * 2 : 64;
-			l->v = xalloc(realloc(l->v, l->cap * sizeof(*l->v)));
-		}
-		l->v[l->n].path = xalloc(strdup(path));
-		l->v[l->n++].size = (uint64_t)st.st_size;
-		l->bytes += (uint64_t)st.st_size;
-	} else if (!fmt) {
-		l->other++;
-	} else {
-		l->skipped[fmt]++;
-		if (fmttab_has_ckpts(fmt)) {
-			l->ckv = xalloc(realloc(l->ckv, (l->nck + 1) * sizeof(*l->ckv)));
-			l->ckv[l->nck++] = xalloc(strdup(path));
-		}
-	}
+	else
+		add(l, path, fmt, (uint64_t)st.st_size);
 }
 
 static double mib(uint64_t n)
@@ -332,15 +375,19 @@ static void progress(const struct list *l, size_t i, uint64_t done, const char *
 /* True if dir holds a fresh saved index for r's source, the version r opened. */
 static bool saved_for(const char *dir, const char *path, const struct reader *r)
 {
-	char real[PATH_MAX];
+	char real[PATH_MAX], msg[256];
 	struct reader_info in;
 	struct zsrc *src;
 	struct stat st;
 	bool ok;
 
-	if (!realpath(path, real))
-		return false;
-	src = open_src(real, O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (toolsrc_is_url(path)) /* an object is keyed by its URL, as a mount keys it */
+		src = snprintf(real, sizeof(real), "%s", path) < (int)sizeof(real)
+			      ? open_any(path, msg, sizeof(msg))
+			      : NULL;
+	else
+		src = realpath(path, real) ? open_src(real, O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+					   : NULL;
 	if (!src)
 		return false;
 	reader_get_info(r, &in);
@@ -374,14 +421,15 @@ static void build_ckpts(struct zmctx *zm, struct reader *r, const char *path, bo
 	struct reader_info in;
 	struct zerr why = { 0 };
 	struct zsrc *src;
+	char msg[256];
 	int ret;
 
 	reader_get_info(r, &in);
 	if (in.ckpt_wanted == 0)
 		return;
-	src = open_src(path, 0);
+	src = open_any(path, msg, sizeof(msg));
 	reader_get_counters(zm, &before);
-	ret = !src ? zerr_set(&why, -errno, 0, "%s", strerror(errno))
+	ret = !src ? zerr_set(&why, -errno, 0, "%s", msg[0] ? msg : strerror(errno))
 		   : reader_build_checkpoints(r, src, &why);
 	reader_get_counters(zm, &after);
 	zsrc_put(src);
@@ -405,7 +453,7 @@ static void build_rest(struct zmctx *zm, const struct reader_opts *ro, struct li
 	for (size_t i = 0; i < l->nck; i++) {
 		struct reader *r;
 
-		if (reader_open(l->ckv[i], zm, ro, &r, NULL) == 0) {
+		if (toolsrc_reader(l->ckv[i], zm, ro, &r, NULL) == 0) {
 			build_ckpts(zm, r, l->ckv[i], bar, c);
 			reader_close(r);
 		}
@@ -472,7 +520,7 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 			progress(&l, i, done, path);
 		reader_get_counters(zm, &before);
 		reasons_begin(&rs);
-		ret = reader_open(path, zm, &ro, &r, &why);
+		ret = toolsrc_reader(path, zm, &ro, &r, &why);
 		reasons_end(&rs, &why);
 		reader_get_counters(zm, &after);
 		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
@@ -499,9 +547,23 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 		fputs("\r\033[K", stderr);
 	if (!quiet)
 		build_summary(&l, built, fresh, unneeded, &ck, dir);
+	toolsrc_end();
 	zmctx_free(zm);
 	free(l.v);
 	return l.failed || ck.failed ? EX_CORRUPT : EX_OK;
+}
+
+/* The size of the index file ipath: a local file's, or a blob's of the shared store. */
+static int index_size(const char *ipath, uint64_t *size)
+{
+	struct stat st;
+
+	if (shared)
+		return s3idx_size(shared, strrchr(ipath, '/') + 1, size);
+	if (lstat(ipath, &st) < 0)
+		return -errno;
+	*size = (uint64_t)st.st_size;
+	return 0;
 }
 
 /*
@@ -514,15 +576,15 @@ static int index_state(FILE *out, struct zsrc *src, const char *real, const char
 	struct zerr err = { 0 };
 	char ipath[PATH_MAX];
 	struct idxfile_id id;
-	struct stat st;
+	uint64_t size = 0;
 	int ret = idxfile_identify(src, &id);
 
 	if (ret == 0)
 		ret = idxfile_path(dir, &id, ipath, sizeof(ipath));
 	if (ret == 0) {
 		fprintf(out, "index_file=%s\n", ipath);
-		if (lstat(ipath, &st) == 0)
-			fprintf(out, "index_size=%" PRIu64 "\n", (uint64_t)st.st_size);
+		if (index_size(ipath, &size) == 0)
+			fprintf(out, "index_size=%" PRIu64 "\n", size);
 		ret = fmttab_saved(fmt, dir, real, src, &err);
 	}
 	fprintf(out, "index_state=%s\n",
@@ -760,6 +822,68 @@ static int cmd_prune(const char *dir)
 	return EX_OK;
 }
 
+/* A shared prune's sources that it could not judge (source_now). */
+struct unjudged {
+	unsigned local; /* a local path: of whichever machine saved the index */
+	unsigned other; /* an object of another endpoint, or one the HEAD could not tell */
+};
+
+/*
+ * idxfile_prune_store's view of a recorded source: an object's identity by
+ * one HEAD (its ETag, size and Last-Modified), if it was recorded through
+ * this endpoint (the identity's device says which); -ENOENT for a 404.  A
+ * local path is never judged: the index may be another machine's, whose
+ * path is not this one's.
+ */
+static int source_now(void *arg, const struct idxfile_info *in, struct stat *st)
+{
+	char bucket[64], key[1025], ep[512], msg[256];
+	struct unjudged *u = arg;
+	struct zsrc *src;
+	int ret;
+
+	if (!toolsrc_is_url(in->src)) {
+		u->local++;
+		return -ENOTSUP;
+	}
+	if (s3src_url(in->src, bucket, sizeof(bucket), key, sizeof(key)) != 1 ||
+	    s3src_endpoint(toolsrc_conf(), ep, sizeof(ep)) < 0 ||
+	    in->id.dev != (uint64_t)s3src_dev(ep, bucket)) {
+		u->other++;
+		return -EXDEV;
+	}
+	ret = toolsrc_open(in->src, &src, msg, sizeof(msg));
+	if (ret == 0) {
+		ret = zsrc_stat(src, st);
+		zsrc_put(src);
+	}
+	if (ret < 0 && ret != -ENOENT)
+		u->other++;
+	return ret;
+}
+
+/* prune -d s3://BUCKET/PREFIX: the shared store, by proof only (idxfile_prune_store). */
+static int prune_shared(const char *dir)
+{
+	struct unjudged u = { 0 };
+	unsigned removed = 0;
+	int ret = idxfile_prune_store(dir, source_now, &u, &removed);
+
+	toolsrc_end();
+	if (ret < 0) {
+		fprintf(stderr, "zmount-index: %s: %s\n", dir, strerror(-ret));
+		return EX_CORRUPT;
+	}
+	printf("zmount-index: removed %u index files from %s\n", removed, dir);
+	if (u.local || u.other)
+		fprintf(stderr,
+			"zmount-index: %s: %u index files name a source that cannot be checked "
+			"from here (%u a local path, %u an object this endpoint cannot tell): "
+			"kept unless damaged\n",
+			dir, u.local + u.other, u.local, u.other);
+	return EX_OK;
+}
+
 /* Archives must not be opened as fd 0 to 2. */
 static void open_std_fds(void)
 {
@@ -772,19 +896,25 @@ static void open_std_fds(void)
 		close(fd);
 }
 
-/* build into a shared store, -d s3://BUCKET/PREFIX (fs/s3idx.h), with the S3 flags. */
-static int build_shared(int argc, char *argv[], const char *dir, bool quiet)
+/* cmd with a shared store, -d s3://BUCKET/PREFIX (fs/s3idx.h), opened with the S3 flags. */
+static int run_shared(const char *cmd, int argc, char *argv[], const char *dir, bool quiet)
 {
-	struct s3idx *store;
 	char msg[1024];
 	int ret;
 
-	if (s3idx_open(dir, toolsrc_conf(), &store, msg, sizeof(msg)) < 0) {
+	if (s3idx_open(dir, toolsrc_conf(), &shared, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "zmount-index: %s\n", msg);
-		return EX_UNREADABLE;
+		/* as build's unreadable inputs; info and prune know only 2 */
+		return strcmp(cmd, "build") == 0 ? EX_UNREADABLE : EX_CORRUPT;
 	}
-	ret = cmd_build(argc, argv, dir, quiet);
-	s3idx_close(store);
+	if (strcmp(cmd, "build") == 0)
+		ret = cmd_build(argc, argv, dir, quiet);
+	else if (strcmp(cmd, "info") == 0)
+		ret = cmd_info(argc, argv, dir);
+	else
+		ret = prune_shared(dir);
+	s3idx_close(shared);
+	shared = NULL;
 	return ret;
 }
 
@@ -835,11 +965,12 @@ int main(int argc, char *argv[])
 		return bad_usage("prune takes no file: '%s'", argv[optind]);
 	if (strcmp(cmd, "prune") != 0 && nargs == 0)
 		return bad_usage("%s: give at least one file", cmd);
-	if (!verify && get_dir(dopt, dir, strcmp(cmd, "build") == 0))
+	if (!verify && get_dir(dopt, dir))
 		return EX_USAGE;
+	if (!verify && strstr(dir, "://"))
+		return run_shared(cmd, nargs, argv + optind, dir, quiet);
 	if (strcmp(cmd, "build") == 0)
-		return strstr(dir, "://") ? build_shared(nargs, argv + optind, dir, quiet)
-					  : cmd_build(nargs, argv + optind, dir, quiet);
+		return cmd_build(nargs, argv + optind, dir, quiet);
 	if (strcmp(cmd, "info") == 0)
 		return cmd_info(nargs, argv + optind, dir);
 	if (strcmp(cmd, "prune") == 0)

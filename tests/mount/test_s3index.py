@@ -15,6 +15,8 @@ Checks, each on a fresh mount with no local index directory of its own:
     load it (made for another version), says so once, and serves exact bytes;
   - a local SRC with index_dir=s3://... and endpoint=: the first mount builds and PUTs the
     index, the second loads it;
+  - `zmount-index build` of an s3:// object, into the prefix and into a local directory: a
+    fresh mount of the bucket with that index_dir loads it (indexes_loaded=1, none built);
   - index_dir=s3://... on a local mount without endpoint=, and a missing bucket: exit 1,
     one line.
 """
@@ -184,6 +186,35 @@ def check_local_mount(env):
               len(index_keys(gw, prefix + '/')) == 1)
 
 
+def check_tool_build(env):
+    """zmount-index build s3://BUCKET/KEY -d s3://... or -d DIR: a fresh mount loads the index."""
+    res, gw, top = env.res, env.gw, env.top
+    data = text_bytes(6 << 20, 11)
+    data_pre = env.pre + 'tooldata'
+    put_bytes(gw, top, data_pre + '/t.log.gz', gzip.compress(data, 6))
+    url = f's3://{gw.bucket}/{data_pre}/t.log.gz'
+    for label, idx in (('T1', f's3://{gw.bucket}/{env.pre}idx-tool'),
+                       ('T2', os.path.join(top, 'idx-tool'))):
+        p = subprocess.run([env.args.zmount_index, 'build', '-d', idx, '--endpoint', gw.endpoint,
+                            '--credentials', gw.credfile, url],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+        res.check(f'{label}: zmount-index build {url} -d {idx}',
+                  p.returncode == 0 and 'built=1 fresh=0 failed=0' in p.stdout,
+                  f'exit {p.returncode}: {p.stdout} {p.stderr}')
+        mnt = os.path.join(top, f'mnt{label}')
+        opts = (f'endpoint={gw.endpoint},credentials={gw.credfile},timeout=1,'
+                f'index_dir={idx}')
+        with zmtest.Mount(env.args.zmount, f's3://{gw.bucket}/{data_pre}', mnt, opts,
+                          results=res, watchdog=300, mount_timeout=60, label=label,
+                          log_path=os.path.join(top, f'{label}.log')) as m:
+            size = os.path.getsize(os.path.join(mnt, 't.log'))
+            st = zmtest.stats(mnt)
+            res.check(f'{label}: a fresh mount loaded the tool\'s index, built none',
+                      size == len(data) and st.get('indexes_loaded') == 1
+                      and st.get('indexes_built') == 0, f'size {size}, {st}\n{m.log_tail()}')
+            check_reads(res, label, os.path.join(mnt, 't.log'), data)
+
+
 def check_bad_options(env):
     res, gw, top = env.res, env.gw, env.top
     local = os.path.join(top, 'local')
@@ -206,6 +237,7 @@ def check_bad_options(env):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--zmount', required=True)
+    ap.add_argument('--zmount-index', required=True)
     ap.add_argument('--keep', action='store_true')
     args = ap.parse_args()
     zmtest.require_fuse()
@@ -221,6 +253,7 @@ def main():
     try:
         run(env)
         check_local_mount(env)
+        check_tool_build(env)
         check_bad_options(env)
     finally:
         zmtest.cleanup_top(top, args.keep)

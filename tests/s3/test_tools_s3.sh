@@ -2,8 +2,9 @@
 # The tools on s3:// URLs against the real RGW of the fixture s3_rgw:
 # zmount-cat of an uploaded .xz, .gz and .zst against the originals (whole
 # and ranges), zmount-info and zmount-index info/verify on them, the flags
-# and the environment that name the endpoint and the keys, and the one-line
-# errors of a missing key, a bucket URL and missing credentials.
+# and the environment that name the endpoint and the keys, build, info and
+# prune with -d s3://BUCKET/PREFIX (shared indexes) and of s3:// objects, and
+# the one-line errors of a missing key, a bucket URL and missing credentials.
 # usage: test_tools_s3.sh BINDIR S3DIR   (S3DIR: what tests/s3/rgw.sh up made)
 set -u
 bin=$1 s3dir=$2
@@ -85,10 +86,99 @@ done
 n=$(curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ak:$sk" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
 	"$ep/$bucket?list-type=2&prefix=$idxpre%2F" | grep -o '\.zmi</Key>' | wc -l)
 if [ "$n" = 1 ]; then ok "build -d s3:// put one .zmi"; else bad "build -d s3:// put $n .zmi objects"; fi
-"$bin/zmount-index" info -d "s3://$bucket/$idxpre" "$tmp/shared/t.gz" > /dev/null 2>"$tmp/err"
+
+# build of s3:// objects into a shared prefix, info from it as from a local directory, and
+# prune of that prefix: by proof only.
+s3c() { curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ak:$sk" \
+	-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"; }
+idx() { "$bin/zmount-index" "$@" --endpoint "$ep" --credentials "$cred"; }
+keys() { # keys PREFIX: the .zmi keys under it, one a line, sorted
+	s3c "$ep/$bucket?list-type=2&prefix=$1%2F" | grep -o '<Key>[^<]*\.zmi</Key>' |
+		sed 's/<Key>//; s/<\/Key>//' | sort; }
+src="tools-src-$$" ppre="tools-prune-$$"
+for n in 1 2 3 4; do
+	head -c $((n * 300000)) "$tmp/orig" | gzip -c > "$tmp/o$n.gz"
+	put "$tmp/o$n.gz" "$src/o$n.gz" || { echo "FAIL: upload of o$n.gz"; exit 1; }
+done
+urls=() && for n in 1 2 3 4; do urls+=("s3://$bucket/$src/o$n.gz"); done
+for want in "built=4 fresh=0 failed=0" "built=0 fresh=4 failed=0"; do
+	idx build -d "s3://$bucket/$ppre" "${urls[@]}" > "$tmp/bld" 2>"$tmp/err"
+	rc=$?
+	if [ $rc = 0 ] && grep -q "4 gzip and zstd files.*$want" "$tmp/bld"; then
+		ok "build of s3:// objects -d s3://: $want"
+	else bad "build of s3:// objects ($want): exit $rc, '$(cat "$tmp/bld" "$tmp/err" | head -c 400)'"; fi
+done
+idx build -q -d "$tmp/ldir" "s3://$bucket/$src/o1.gz" 2>"$tmp/err"
 rc=$?
-if [ $rc = 1 ] && grep -q "only build" "$tmp/err"; then ok "info -d s3://: a usage error"
-else bad "info -d s3://: exit $rc, '$(cat "$tmp/err")'"; fi
+if [ $rc = 0 ] && [ "$(ls "$tmp/ldir" | grep -c '\.zmi$')" = 1 ]; then ok "build of an s3:// object -d DIR"
+else bad "build of an s3:// object -d DIR: exit $rc, '$(cat "$tmp/err")'"; fi
+
+# info: the same lines from the prefix as from the local directory, but the file's place.
+idx info -d "$tmp/ldir" "s3://$bucket/$src/o1.gz" > "$tmp/linfo" 2>"$tmp/err"
+idx info -d "s3://$bucket/$ppre" "s3://$bucket/$src/o1.gz" > "$tmp/sinfo" 2>>"$tmp/err"
+rc=$?
+hex=$(sed -n 's/^index_file=.*\/\([0-9a-f]*\.zmi\)$/\1/p' "$tmp/linfo")
+if [ $rc = 0 ] && grep -qx "index_file=s3://$bucket/$ppre/$hex" "$tmp/sinfo" &&
+	grep -qx 'index_state=fresh' "$tmp/sinfo" && grep -qx 'index_used=saved' "$tmp/sinfo" &&
+	diff <(grep -v '^index_file=' "$tmp/linfo") <(grep -v '^index_file=' "$tmp/sinfo") >/dev/null; then
+	ok "info -d s3:// reports as info -d DIR: $(grep '^index_' "$tmp/sinfo" | tr '\n' ' ')"
+else bad "info -d s3://: exit $rc, '$(diff "$tmp/linfo" "$tmp/sinfo"; cat "$tmp/err")'"; fi
+
+# A local file's index in the prefix (a local mount with endpoint= saves such), its file then
+# gone here: it may be another machine's, so prune keeps it.
+mkdir -p "$tmp/loc" && cp "$tmp/t.gz" "$tmp/loc/l.gz"
+idx build -q -d "s3://$bucket/$ppre" "$tmp/loc/l.gz" 2>"$tmp/err" || bad "build of a local file: $(cat "$tmp/err")"
+idx info -d "s3://$bucket/$ppre" "$tmp/loc/l.gz" > "$tmp/sinfo" 2>"$tmp/err"
+rc=$?
+if [ $rc = 0 ] && grep -qx 'index_state=fresh' "$tmp/sinfo" && grep -qx 'index_used=saved' "$tmp/sinfo"; then
+	ok "info -d s3:// of a local file"
+else bad "info -d s3:// of a local file: exit $rc, '$(cat "$tmp/sinfo" "$tmp/err")'"; fi
+rm "$tmp/loc/l.gz"
+name_of() { idx info -d "s3://$bucket/$ppre" "s3://$bucket/$src/$1" | sed -n 's/^index_file=s3:\/\/[^/]*\///p'; }
+k1=$(name_of o1.gz) k2=$(name_of o2.gz) k3=$(name_of o3.gz) k4=$(name_of o4.gz)
+before=$(keys "$ppre")
+if [ "$(echo "$before" | wc -l)" = 5 ]; then ok "5 indexes in the prefix before prune"
+else bad "before prune: '$before'"; fi
+kl=$(comm -23 <(echo "$before") <(printf '%s\n' "$k1" "$k2" "$k3" "$k4" | sort))
+# o2 deleted; o3 overwritten by one of the same size (the gzip MTIME changed: only the ETag
+# tells, Last-Modified may be the same second); o4's index damaged past its header (only the
+# CRC-64 tells); a non-index object beside them.
+flip() { # flip FILE OFFSET: one bit; a negative OFFSET counts from the end
+	python3 -c 'import sys; p, o = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, "rb").read()); b[o] ^= 1; open(p, "wb").write(b)' "$1" "$2"; }
+s3c -X DELETE "$ep/$bucket/$src/o2.gz" >/dev/null || bad "DELETE o2.gz"
+cp "$tmp/o3.gz" "$tmp/o3b.gz" && flip "$tmp/o3b.gz" 4 && put "$tmp/o3b.gz" "$src/o3.gz"
+s3c "$ep/$bucket/$k4" > "$tmp/blob" || bad "GET $k4"
+flip "$tmp/blob" -12 && put "$tmp/blob" "$k4" && echo x > "$tmp/x" && put "$tmp/x" "$ppre/README.txt"
+# Through the same gateway spelled otherwise, the objects' identities (made through
+# $ep) cannot be judged: only the damaged index goes (found by its CRC-64).
+"$bin/zmount-index" prune -d "s3://$bucket/$ppre" --endpoint "${ep/127.0.0.1/localhost}" \
+	--credentials "$cred" > "$tmp/prn" 2>"$tmp/err"
+rc=$?
+if [ $rc = 0 ] && grep -qx "zmount-index: removed 1 index files from s3://$bucket/$ppre" "$tmp/prn" &&
+	grep -q "(1 a local path, 4 an object this endpoint cannot tell)" "$tmp/err"; then
+	ok "prune through another endpoint judged no object: $(cat "$tmp/prn")"
+else bad "prune through another endpoint: exit $rc, '$(cat "$tmp/prn" "$tmp/err")'"; fi
+idx prune -d "s3://$bucket/$ppre" > "$tmp/prn" 2>"$tmp/err"
+rc=$?
+after=$(keys "$ppre")
+if [ $rc = 0 ] && grep -qx "zmount-index: removed 2 index files from s3://$bucket/$ppre" "$tmp/prn"; then
+	ok "prune -d s3://: $(cat "$tmp/prn")"
+else bad "prune -d s3://: exit $rc, '$(cat "$tmp/prn" "$tmp/err")'"; fi
+for c in "$k2:deleted object" "$k3:overwritten object" "$k4:damaged index"; do
+	if ! grep -qx "${c%%:*}" <<<"$after"; then ok "prune removed the index of the ${c#*:}"
+	else bad "prune kept the index of the ${c#*:}"; fi
+done
+if grep -qx "$k1" <<<"$after"; then ok "prune kept the valid index"; else bad "prune removed the valid index"; fi
+if [ -n "$kl" ] && grep -qx "$kl" <<<"$after" && grep -q "(1 a local path, 0 an object" "$tmp/err"; then
+	ok "prune kept the local path's index, and said so: $(cat "$tmp/err")"
+else bad "the local path's index ($kl): '$after', '$(cat "$tmp/err")'"; fi
+if s3c -o /dev/null "$ep/$bucket/$ppre/README.txt"; then ok "prune left a non-index object alone"
+else bad "prune removed README.txt"; fi
+idx prune -d "s3://no-such-zm-bucket-$$/i" > "$tmp/prn" 2>"$tmp/err"
+rc=$?
+if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "no such bucket" "$tmp/err"; then
+	ok "prune of a missing bucket: exit 2, '$(cat "$tmp/err")'"
+else bad "prune of a missing bucket: exit $rc, '$(cat "$tmp/prn" "$tmp/err")'"; fi
 
 # Errors: one line each, the right exit status, no secret.
 "$bin/zmount-cat" --endpoint "$ep" --credentials "$cred" "s3://$bucket/tools/nope.gz" > "$tmp/out" 2>"$tmp/err"
@@ -110,7 +200,7 @@ else bad "no credentials: exit $rc, '$(cat "$tmp/err")'"; fi
 rc=$?
 if [ $rc = 1 ] && grep -q -- '--region needs a value' "$tmp/err"; then ok "a flag without its value"
 else bad "a flag without its value: exit $rc, '$(cat "$tmp/err")'"; fi
-grep -l "$sk" "$tmp"/err "$tmp"/info "$tmp"/iinfo "$tmp"/ver "$tmp"/bld 2>/dev/null && bad "the secret key was printed"
+grep -l "$sk" "$tmp"/err "$tmp"/info "$tmp"/iinfo "$tmp"/ver "$tmp"/bld "$tmp"/sinfo "$tmp"/prn 2>/dev/null && bad "the secret key was printed"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]
