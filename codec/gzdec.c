@@ -30,6 +30,7 @@
  */
 #include "gzdec.h"
 #include "src.h"
+#include "zcrc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -726,9 +727,7 @@ static int dec_verify(struct gzdec_dec *d, const unsigned char *p, size_t len, s
 			d->span + 1 < idx->npoints ? idx->points[d->span + 1].uoff : idx->usize;
 		size_t n = end - at < len ? (size_t)(end - at) : len;
 
-		if (n > UINT_MAX)
-			n = UINT_MAX;
-		d->crc = (uint32_t)crc32(d->crc, p, (uInt)n);
+		d->crc = zcrc32(d->crc, p, n);
 		p += n;
 		len -= n;
 		at += n;

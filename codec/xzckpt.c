@@ -31,6 +31,7 @@
 #include "le.h"
 #include "lzma2dec.h"
 #include "src.h"
+#include "zcrc.h"
 
 #define READ_MAX 65536u /* output bytes decoded per lzma2dec_read during build */
 #define RUN_GAP	 8u	/* runs closer than this are merged: a run costs 2-4 bytes */
@@ -535,7 +536,7 @@ static int build_run(struct xzck_build *bd, struct lzma2dec *ld, struct zsrc *sr
 		if (got == 0)
 			break;
 		if (bd->b->check == XZDEC_CHECK_CRC32)
-			crc32 = lzma_crc32(bd->ring + pos, (size_t)got, crc32);
+			crc32 = zcrc32(crc32, bd->ring + pos, (size_t)got);
 		else if (bd->b->check == XZDEC_CHECK_CRC64)
 			crc64 = lzma_crc64(bd->ring + pos, (size_t)got, crc64);
 		ret = bd->s->out(bd->s->arg, bd->ring + pos, (size_t)got);

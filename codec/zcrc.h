@@ -7,10 +7,14 @@
 
 /*
  * CRC-32 (the gzip/zlib polynomial), continued from crc: start with 0.
- * zlib's, for the layers above codec/ that may not include zlib.h.
+ * The same value as zlib's crc32, for the layers above codec/ that may not
+ * include zlib.h; by carry-less multiplication where the CPU has it.
  * Any thread.
  */
 uint32_t zcrc32(uint32_t crc, const void *buf, size_t len);
+
+/* Which implementation zcrc32 uses here: "pclmul" or "zlib".  Any thread. */
+const char *zcrc32_impl(void);
 
 /*
  * The CRC-32 of A followed by B, from crc_a, crc_b and B's length.  It is
