@@ -70,13 +70,13 @@ static uint64_t xpow_mod(unsigned n)
 	return out;
 }
 
-/* The fold of block x (see the top): its first 8 bytes times k's low half, XOR the rest times the
- * high. */
+/* Block x folded forward (see the top): its first 8 bytes by k's low half, the rest by its high. */
 __attribute__((target("pclmul,sse2"))) static inline __m128i fold(__m128i x, __m128i k)
 {
 	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
 }
 
+/* zlib's crc32(crc, p, len) for len >= CLMUL_MIN. */
 __attribute__((target("pclmul,sse2"))) static uint32_t crc_clmul(uint32_t crc,
 								 const unsigned char *p, size_t len)
 {
