@@ -50,7 +50,6 @@ struct snode {
 	enum arc_state state;
 	struct reader *r; /* NULL: corrupt or not an archive */
 	char *why;	  /* why r is NULL */
-	bool raw;	  /* not an archive by its magic: served as it is stored */
 	/*
 	 * r holds a source (and its windows, up to S3SRC_BYTES_PER_SOURCE)
 	 * only while the node has open handles, so memory does not grow with
@@ -332,11 +331,8 @@ static void node_forget(struct s3fs *fs, uint64_t id, uint64_t nlookup)
 
 /* -- archives --------------------------------------------------------------- */
 
-/*
- * Opens the reader of archive node n once; 0 (r may be NULL: corrupt, or
- * *raw: not an archive), or -errno (try again).
- */
-static int arc_open_now(struct s3fs *fs, struct snode *n, struct reader **r, char **why, bool *raw)
+/* Opens the reader of archive node n once; 0 (r may be NULL: corrupt), or -errno (try again). */
+static int arc_open_now(struct s3fs *fs, struct snode *n, struct reader **r, char **why)
 {
 	char name[1200];
 	struct zsrc *src;
@@ -345,23 +341,17 @@ static int arc_open_now(struct s3fs *fs, struct snode *n, struct reader **r, cha
 
 	*r = NULL;
 	*why = NULL;
-	*raw = false;
 	snprintf(name, sizeof(name), "%s/%s", fs->label, n->key);
 	if (ret == 0)
 		ret = reader_open_src(src, name, fs->zm, fs->ropts, r, &err);
 	if (ret == 0)
 		reader_detach(*r); /* nobody has it open yet: see snode.att */
 	if (ret == -ENOTSUP) {
-		/*
-		 * As a local file is shown raw; the listing named it before any
-		 * byte was read, so it keeps the stripped name.
-		 */
 		zlog(ZLOG_WARN,
 		     "%s: not an xz, gzip or zstd object by its magic bytes, or one zmount cannot "
-		     "read; shown as it is stored",
+		     "read; shown empty, opens fail with EIO",
 		     name);
-		*why = strdup("not an archive by its magic bytes: shown as stored");
-		*raw = true;
+		*why = strdup("not an archive by its magic bytes");
 		return 0;
 	}
 	if (ret == -EINVAL) { /* corrupt: reader_open logged it, with the offset */
@@ -378,7 +368,6 @@ static int arc_ready(struct s3fs *fs, struct snode *n)
 {
 	struct reader *r;
 	char *why;
-	bool raw;
 	int ret;
 
 	pthread_mutex_lock(&fs->lock);
@@ -390,12 +379,11 @@ static int arc_ready(struct s3fs *fs, struct snode *n)
 	}
 	n->state = ARC_OPENING;
 	pthread_mutex_unlock(&fs->lock);
-	ret = arc_open_now(fs, n, &r, &why, &raw);
+	ret = arc_open_now(fs, n, &r, &why);
 	pthread_mutex_lock(&fs->lock);
 	n->state = ret == 0 ? ARC_DONE : ARC_NONE;
 	n->r = r;
 	n->why = why;
-	n->raw = raw;
 	pthread_cond_broadcast(&fs->opened);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -449,7 +437,7 @@ static void node_attr(struct s3fs *fs, const struct snode *n, struct stat *st)
 	st->st_mode = S_IFREG | 0444;
 	st->st_nlink = 1;
 	st->st_mtim.tv_sec = st->st_ctim.tv_sec = st->st_atim.tv_sec = n->st.mtime;
-	if (n->kind == S3TREE_ARCHIVE && !n->raw)
+	if (n->kind == S3TREE_ARCHIVE)
 		st->st_size = n->r ? (off_t)reader_size(n->r) : 0;
 	else
 		st->st_size = (off_t)n->st.size;
@@ -609,12 +597,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	o->node = node_get(fs, ino);
 	if (!o->node)
 		ret = -ESTALE;
-	else if (o->node->kind == S3TREE_ARCHIVE && arc_ready(fs, o->node) < 0)
-		ret = -EIO;
-	else if (o->node->kind == S3TREE_ARCHIVE && !o->node->raw) {
-		ret = !o->node->r ? -EIO : arc_hold(fs, o->node);
-		o->held = ret == 0;
-	} else if (o->node->kind == S3TREE_RAW || o->node->kind == S3TREE_ARCHIVE)
+	else if (o->node->kind == S3TREE_ARCHIVE) {
+		ret = arc_ready(fs, o->node) < 0 ? -EIO : !o->node->r ? -EIO : 0;
+		if (ret == 0 && (ret = arc_hold(fs, o->node)) == 0)
+			o->held = true;
+	} else if (o->node->kind == S3TREE_RAW)
 		ret = s3src_open(fs->s3, fs->dev, o->node->key, &o->node->st, &o->src);
 	else
 		ret = -EISDIR;
@@ -655,7 +642,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	(void)ino;
 	if (off < 0)
 		fuse_reply_err(req, EINVAL);
-	else if (o->node->kind == S3TREE_ARCHIVE && !o->node->raw)
+	else if (o->node->kind == S3TREE_ARCHIVE)
 		ops_read_archive(req, o->node->r, size, (uint64_t)off);
 	else
 		read_plain(req, fs_of(req), o, size, (uint64_t)off);
