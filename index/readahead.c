@@ -39,6 +39,12 @@
  * gain nothing from workers; 1024 units of 32 KiB still fill 32 MiB.
  */
 #define AHEAD_UNITS_MAX 1024u
+/*
+ * The smallest read at offset 0 that starts the second unit at once: the
+ * kernel turns a small read at 0 (a header's) into 16 KiB, and cat's or
+ * grep's first read into 128 KiB or more (stream_start).
+ */
+#define AHEAD_AT_ZERO_MIN (64u << 10)
 /* A sequential stream gives up a unit it has read through once it reads this far past it. */
 #define DONE_LAG TURN_SPAN
 
@@ -269,12 +275,14 @@ static void stream_start(struct reader *r, unsigned i, uint64_t off, uint64_t en
 	r->streams[i].done = us == off ? off : us + ul;
 	*from = *to = 0;
 	/*
-	 * A read from the very start is most often the first of many
-	 * (cat, grep, tar): the unit after the first one starts at
-	 * once, so that a second core works while the first unit
-	 * decodes.  A reader that wanted only the header wastes one.
+	 * A large read from the very start is most often the first of
+	 * many (cat, grep): the unit after the first one starts at once,
+	 * so that a second core works while the first unit decodes.  A
+	 * small one is most often a look at the header (file, pmdumplog
+	 * -l, sqlite3), which would waste that unit; a small reader that
+	 * goes on (dd bs=4k, tar) continues the stream at its next read.
 	 */
-	if (off == 0) {
+	if (off == 0 && end >= AHEAD_AT_ZERO_MIN) {
 		uint64_t ustart;
 		size_t ulen;
 

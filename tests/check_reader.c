@@ -1403,7 +1403,11 @@ START_TEST(random_reads_queue_no_read_ahead)
 }
 END_TEST
 
-START_TEST(read_at_zero_starts_the_next_unit_only)
+/*
+ * Misses after one read of len bytes at offset 0 of a file of 64 KiB
+ * Blocks, once any job it queued has run.
+ */
+static uint64_t misses_after_read_at_zero(size_t len)
 {
 	struct reader_opts ro;
 	struct pool *pool;
@@ -1414,13 +1418,26 @@ START_TEST(read_at_zero_starts_the_next_unit_only)
 
 	open_with_pool("b64k.xz", 16 * MiB, 0, 0, 0, MiB, 2, &ro, &pool, &zm, &r);
 	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "b64k.xz" };
-	expect_read(&o, 0, 1000);
+	expect_read(&o, 0, len);
 	reader_detach(r); /* waits for the queued job */
 	bcache_stats(zmctx_cache(zm), &st);
-	ck_assert_uint_eq(st.misses, 2); /* the Block read, and the one after it */
 	reader_close(r);
 	pool_free(pool);
 	zmctx_free(zm);
+	return st.misses;
+}
+
+/* A large read at 0 (64 KiB, readahead.c's AHEAD_AT_ZERO_MIN) starts the next unit, and only that. */
+START_TEST(large_read_at_zero_starts_the_next_unit_only)
+{
+	ck_assert_uint_eq(misses_after_read_at_zero(64 * KiB), 2); /* the Block read, the one after */
+}
+END_TEST
+
+/* A look at the header (the kernel's 16 KiB for a small read) starts nothing ahead. */
+START_TEST(header_read_at_zero_starts_nothing)
+{
+	ck_assert_uint_eq(misses_after_read_at_zero(16 * KiB), 1);
 }
 END_TEST
 
@@ -3086,7 +3103,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, budget_smaller_than_a_chunk);
 	tcase_add_test(tc, read_ahead_decodes_ahead_once);
 	tcase_add_test(tc, random_reads_queue_no_read_ahead);
-	tcase_add_test(tc, read_at_zero_starts_the_next_unit_only);
+	tcase_add_test(tc, large_read_at_zero_starts_the_next_unit_only);
+	tcase_add_test(tc, header_read_at_zero_starts_nothing);
 	tcase_add_test(tc, close_waits_for_read_ahead);
 	tcase_add_test(tc, detach_then_attach_reads_again);
 	tcase_add_test(tc, attach_other_file_is_estale);

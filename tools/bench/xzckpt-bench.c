@@ -96,7 +96,7 @@ static uint64_t size_arg(const char *s)
 	return *end == 'K' ? v << 10 : *end == 'M' ? v << 20 : v;
 }
 
-static int bench(int fd, const struct xzdec_block *b, uint64_t fsize, uint64_t span)
+static int bench(struct zsrc *fd, const struct xzdec_block *b, uint64_t fsize, uint64_t span)
 {
 	struct keep k = { 0 };
 	struct xzckpt_sink s = { on_out, on_point, &k };
@@ -110,10 +110,10 @@ static int bench(int fd, const struct xzdec_block *b, uint64_t fsize, uint64_t s
 		fprintf(stderr, "build: %d %s\n", ret, err.msg);
 		return 1;
 	}
-	printf("span %llu MiB: build %.2f s wall %.2f s cpu; %llu points, blobs %llu bytes = "
+	printf("span %llu KiB: build %.2f s wall %.2f s cpu; %llu points, blobs %llu bytes = "
 	       "%.2f%% of the .xz (%.1f KiB each); window dense %llu MiB, kept %llu KiB "
 	       "(%.2f%%), raw payload %llu KiB, runs %llu; build memory %.1f MiB\n",
-	       (unsigned long long)(span >> 20), wall() - w0, cpu() - c0,
+	       (unsigned long long)(span >> 10), wall() - w0, cpu() - c0,
 	       (unsigned long long)st.points, (unsigned long long)st.blob_bytes,
 	       100.0 * st.blob_bytes / fsize, st.points ? st.blob_bytes / 1024.0 / st.points : 0,
 	       (unsigned long long)(st.window_bytes_dense >> 20),
@@ -161,6 +161,7 @@ int main(int argc, char **argv)
 	struct zerr err = { 0 };
 	const struct xzdec_block *b;
 	struct stat sb;
+	struct zsrc *src = NULL;
 	int fd, rc = 0;
 
 	if (argc < 3) {
@@ -168,7 +169,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fd = open(argv[1], O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb) < 0 || xzdec_index_read(fd, sb.st_size, &idx, &err) < 0) {
+	if (fd < 0 || fstat(fd, &sb) < 0 || zsrc_local(fd, &src) < 0 ||
+	    xzdec_index_read(src, sb.st_size, &idx, &err) < 0) {
 		fprintf(stderr, "%s: cannot read its index %s\n", argv[1], err.msg);
 		return 1;
 	}
@@ -179,8 +181,8 @@ int main(int argc, char **argv)
 	printf("%s: %zu Block(s), the largest %llu bytes out of %llu\n", argv[1], idx->nblocks,
 	       (unsigned long long)b->usize, (unsigned long long)b->csize);
 	for (int i = 2; i < argc && rc == 0; i++)
-		rc = bench(fd, b, (uint64_t)sb.st_size, size_arg(argv[i]));
+		rc = bench(src, b, (uint64_t)sb.st_size, size_arg(argv[i]));
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	return rc;
 }
