@@ -75,8 +75,9 @@ static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct 
 static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
 		      struct zerr *err)
 {
+	uint64_t flag = ustart & UNIT_SLICE; /* the slices walked past are keyed as this one */
 	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
-	uint64_t want = ustart - start; /* position in the entry */
+	uint64_t want = (ustart & ~UNIT_SLICE) - start; /* position in the entry */
 	struct udec *d;
 	unsigned char *scratch = NULL;
 	int ret = udec_for(r, k, want, &d, err);
@@ -96,7 +97,8 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 
 		if (elen - pos < n)
 			n = (size_t)(elen - pos);
-		if (n == r->opts.slice && bcache_claim(r->cache, r->id, start + pos, n, &e) == 1) {
+		if (n == r->opts.slice &&
+		    bcache_claim(r->cache, r->id, (start + pos) | flag, n, &e) == 1) {
 			dst = bcache_buf(e);
 		} else {
 			/*
@@ -155,7 +157,7 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 static int fill(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
 		struct zerr *err)
 {
-	if (ustart != r->map.start[k] || len != cmap_len(&r->map, k))
+	if ((ustart & UNIT_SLICE) || ustart != r->map.start[k] || len != cmap_len(&r->map, k))
 		return fill_slice(r, k, ustart, len, buf, err);
 	return fill_whole(r, k, buf, len, err);
 }
@@ -237,10 +239,11 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 {
 	struct zerr err = { 0 };
 	struct timespec t0;
+	bool whole = !(ustart & UNIT_SLICE) && !reader_streamed(r, k);
 	int ret = reader_check_unchanged(r);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (ret == 0 && !reader_streamed(r, k))
+	if (ret == 0 && whole)
 		prefault(r, bcache_buf(e), bcache_size(e));
 	if (ret == 0)
 		ret = fill(r, k, ustart, bcache_size(e), bcache_buf(e), &err);
@@ -267,6 +270,8 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 	 */
 	if (ret == 0)
 		ret = reader_check_unchanged(r);
+	if (ret == 0 && whole)
+		reader_ck_medium_done(r, k, bcache_buf(e), bcache_size(e));
 	/*
 	 * The log line and the marks come before bcache_done, so a reader
 	 * waiting on this unit gets its EIO only once the cause is recorded.
@@ -284,7 +289,7 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 		atomic_fetch_add(&r->decoded, bcache_size(e));
 		reader_log(r, ZLOG_DEBUG, NULL,
 			   "decoded %zu bytes at %" PRIu64 " (%s %zu) in %.1f ms", bcache_size(e),
-			   ustart, r->f->unit, r->entry[k], ms_since(&t0));
+			   ustart & ~UNIT_SLICE, r->f->unit, r->entry[k], ms_since(&t0));
 	}
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
@@ -456,7 +461,9 @@ static bool wait_for_turn(struct reader *r, size_t k, uint64_t ustart, bool *gra
 int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos, bool may_wait,
 	     bool seq, struct bcache_ent **out)
 {
-	bool streamed = reader_streamed(r, k), graced = !seq, stalled = false;
+	uint64_t at = ustart & ~UNIT_SLICE; /* ustart is the cache key */
+	bool streamed = (ustart & UNIT_SLICE) || reader_streamed(r, k), graced = !seq,
+	     stalled = false;
 	int ret;
 
 	for (;;) {
@@ -472,14 +479,13 @@ int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t 
 			if (!may_wait) {
 				bool grace;
 
-				if (turn_wait(r, k, ustart, &grace) ||
-				    decoder_at(r, k, ustart - r->map.start[k]) !=
-					    ustart - r->map.start[k]) {
+				if (turn_wait(r, k, at, &grace) ||
+				    decoder_at(r, k, at - r->map.start[k]) != at - r->map.start[k]) {
 					pthread_mutex_unlock(&r->stream);
 					return -EAGAIN;
 				}
 			}
-			if (may_wait && !stalled && wait_for_turn(r, k, ustart, &graced, &stalled))
+			if (may_wait && !stalled && wait_for_turn(r, k, at, &graced, &stalled))
 				continue;
 		}
 		ret = bcache_get(r->cache, r->id, ustart, ulen, may_wait && !streamed, out);

@@ -42,8 +42,10 @@ struct reader;
  * may_wait is false (the caller holds other units, or it would go before
  * an earlier read of a streamed unit).  pos: the byte the reader wants,
  * for the log; seq: the read continues a stream (readahead_near), so it
- * may wait a little for an earlier read not yet noted.  Any thread, no
- * lock held.
+ * may wait a little for an earlier read not yet noted.  ustart with
+ * UNIT_SLICE set (reader_int.h): a slice of a medium entry, cached apart
+ * from its whole unit and read through its set like a streamed unit's.
+ * Any thread, no lock held.
  */
 int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t pos, bool may_wait,
 	     bool seq, struct bcache_ent **out);

@@ -172,7 +172,7 @@ static void warn_wide_units(const struct reader *r)
 
 	/* One that may get checkpoints reads fast at random once they are built. */
 	for (size_t k = 0; k < r->map.n; k++)
-		if (cmap_len(&r->map, k) > widest && !(r->ckable && r->ckable[k]))
+		if (cmap_len(&r->map, k) > widest && !(r->ckable && r->ckable[k] == CKABLE_WIDE))
 			widest = cmap_len(&r->map, k);
 	if (!r->opts.warn_wide || widest <= r->opts.whole_max)
 		return;
@@ -296,6 +296,8 @@ void reader_close(struct reader *r)
 		return;
 	readahead_wait(r);
 	reader_ck_stop(r);
+	if (r->ckable)
+		reader_ck_save(r);
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
 	udec_close(udec_unpark(r, PARK_ANY));
@@ -317,6 +319,7 @@ void reader_close(struct reader *r)
 void reader_detach(struct reader *r)
 {
 	readahead_wait(r);
+	reader_ck_save(r);
 	/* Nobody reads it now: its decoder's memory goes back to the cache. */
 	udec_close(udec_unpark(r, PARK_ANY));
 	zsrc_put(r->src);
@@ -400,7 +403,8 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 		if (s) {
 			info->ckpts += s->n - 1;
 			info->ckpt_bytes += ckpt_set_bytes(s);
-		} else if (r->ckable && r->ckable[k] && atomic_load(&r->ck_state[k]) != CK_DONE) {
+		} else if (r->ckable && r->ckable[k] == CKABLE_WIDE &&
+			   atomic_load(&r->ck_state[k]) != CK_DONE) {
 			info->ckpt_wanted++;
 		}
 	}
@@ -535,7 +539,8 @@ int reader_check_unchanged(struct reader *r)
  */
 bool reader_streamed(const struct reader *r, size_t k)
 {
-	return cmap_len(&r->map, k) > r->opts.whole_max || (r->ckable && r->ckable[k]);
+	return cmap_len(&r->map, k) > r->opts.whole_max ||
+	       (r->ckable && r->ckable[k] == CKABLE_WIDE);
 }
 
 /* The cache unit holding byte off, as map entry k and [*ustart, *ustart + *len). */
@@ -570,6 +575,35 @@ bool reader_is_bad(struct reader *r, size_t k)
 }
 
 /*
+ * For a read that continues no stream, at pos in medium entry k
+ * (reader_ck.c): true if the whole unit is cached (*e, referenced), or if
+ * the entry has its pieces' CRC32s, and then *ustart and *len are the
+ * slice of pos, read through them (UNIT_SLICE, *e NULL).  A look at a
+ * header or a last record then decodes and holds up to that slice, not
+ * the whole unit.  False: the whole unit, as for a sequential read, which
+ * a whole decode serves fastest (and which verifies it and so records the
+ * CRC32s for later far reads).
+ */
+static bool far_slice(struct reader *r, size_t k, uint64_t pos, uint64_t *ustart, size_t *len,
+		      struct bcache_ent **e)
+{
+	uint64_t start = r->map.start[k], s;
+
+	*e = NULL;
+	if (!reader_ck_medium(r, k))
+		return false;
+	if (bcache_lookup(r->cache, r->id, start, e) == 0)
+		return true;
+	if (!reader_ck_get(r, k))
+		return false;
+	s = start + (pos - start) / r->opts.slice * r->opts.slice;
+	*ustart = s;
+	*len = (size_t)(r->map.start[k + 1] - s < r->opts.slice ? r->map.start[k + 1] - s
+								 : r->opts.slice);
+	return true;
+}
+
+/*
  * reader_view; seq: readahead_near(r, off) before this read's read-ahead;
  * outer: whether to note the read in progress and start read-ahead for
  * it.  reader_pread does both once for the whole read, not once per view:
@@ -601,6 +635,8 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 
 		if (reader_is_bad(r, k))
 			ret = -EIO;
+		else if (!seq && far_slice(r, k, pos, &ustart, &ulen, &e))
+			ret = e ? 0 : fill_get(r, k, ustart | UNIT_SLICE, ulen, pos, v->n == 0, seq, &e);
 		else
 			ret = fill_get(r, k, ustart, ulen, pos, v->n == 0, seq, &e);
 		if (ret == -EAGAIN)

@@ -23,10 +23,27 @@
 /*
  * An entry gets checkpoints when it holds more than two spans: below
  * that, a read decodes at most two spans from the entry's start anyway.
+ * Narrower ones over two slices, which are cached whole, get the CRC32s of
+ * their pieces, so that a far read (the header, the last record) need not
+ * decode and hold all of one: a whole unit is verified before any byte of
+ * it is served, and is held in fresh pages.
  */
-static bool wide_enough(const struct reader *r, size_t k)
+static uint8_t ckable_of(const struct reader *r, size_t k)
 {
-	return r->opts.ck_span > 0 && cmap_len(&r->map, k) > 2 * r->opts.ck_span;
+	uint64_t len = cmap_len(&r->map, k);
+
+	if (r->opts.ck_span == 0)
+		return CKABLE_NO;
+	if (len > 2 * r->opts.ck_span)
+		return CKABLE_WIDE;
+	if (len > 2 * (uint64_t)r->opts.slice && len <= r->opts.whole_max)
+		return CKABLE_MEDIUM;
+	return CKABLE_NO;
+}
+
+bool reader_ck_medium(const struct reader *r, size_t k)
+{
+	return r->ckable && r->ckable[k] == CKABLE_MEDIUM;
 }
 
 /* Which entries may get checkpoints: r->ckable, r->ck and r->ck_state, if any may.  0 or -ENOMEM.
@@ -38,7 +55,7 @@ static int ck_alloc(struct reader *r)
 	if (!r->f->ck)
 		return 0;
 	for (size_t k = 0; k < r->map.n; k++)
-		n += wide_enough(r, k);
+		n += ckable_of(r, k) != CKABLE_NO;
 	if (n == 0)
 		return 0;
 	r->ckable = calloc(r->map.n, 1);
@@ -49,7 +66,7 @@ static int ck_alloc(struct reader *r)
 		return -ENOMEM;
 	}
 	for (size_t k = 0; k < r->map.n; k++)
-		r->ckable[k] = wide_enough(r, k);
+		r->ckable[k] = ckable_of(r, k);
 	return 0;
 }
 
@@ -161,6 +178,20 @@ static void build_failed(struct reader *r, struct zsrc *src, size_t k, int ret,
 			   r->entry[k], why->msg[0] ? why->msg : strerror(-ret));
 }
 
+/*
+ * Whether set s of a medium entry fits beside the others: together they are
+ * capped as a block map is, for a file of many such entries.  Counts it if so.
+ */
+static bool medium_room(struct reader *r, const struct ckpt_set *s)
+{
+	size_t bytes = ckpt_set_bytes(s);
+
+	if (atomic_fetch_add(&r->ck_medium_bytes, bytes) + bytes <= r->opts.index_max)
+		return true;
+	atomic_fetch_sub(&r->ck_medium_bytes, bytes);
+	return false;
+}
+
 /* Publishes set s for entry k if it fits the map and nobody got there first; else frees it. */
 static bool adopt(struct reader *r, uint64_t entry_start, struct ckpt_set *s)
 {
@@ -170,6 +201,11 @@ static bool adopt(struct reader *r, uint64_t entry_start, struct ckpt_set *s)
 	if (r->map.start[k] != entry_start || !r->ckable[k] || s->usize != cmap_len(&r->map, k) ||
 	    ckpt_set_bytes(s) > r->opts.index_max ||
 	    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY)) {
+		ckpt_set_free(s);
+		return false;
+	}
+	if (r->ckable[k] == CKABLE_MEDIUM && !medium_room(r, s)) {
+		atomic_store(&r->ck_state[k], CK_NONE);
 		ckpt_set_free(s);
 		return false;
 	}
@@ -289,7 +325,7 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 		unsigned char none = CK_NONE;
 		int ret;
 
-		if (!r->ckable[k] ||
+		if (r->ckable[k] != CKABLE_WIDE ||
 		    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY))
 			continue;
 		e = (struct zerr){ 0 };
@@ -376,7 +412,8 @@ void reader_ck_kick(struct reader *r, size_t k)
 
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos)
 {
-	if (r->ckable && r->ckable[k] && pos >= cmap_len(&r->map, k) && !reader_ck_set(r, k))
+	if (r->ckable && r->ckable[k] == CKABLE_WIDE && pos >= cmap_len(&r->map, k) &&
+	    !reader_ck_set(r, k))
 		reader_ck_kick(r, k);
 }
 
@@ -387,4 +424,32 @@ void reader_ck_stop(struct reader *r)
 	while (r->ck_jobs > 0)
 		pthread_cond_wait(&r->idle, &r->lock);
 	pthread_mutex_unlock(&r->lock);
+}
+
+void reader_ck_medium_done(struct reader *r, size_t k, const void *buf, size_t len)
+{
+	unsigned char none = CK_NONE;
+	struct ckpt_build *b;
+	struct ckpt_set *s = NULL;
+
+	if (!reader_ck_medium(r, k) || len != cmap_len(&r->map, k) || reader_ck_set(r, k) ||
+	    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY))
+		return;
+	if (ckpt_build_new(len, &b) == 0 && ckpt_build_out(b, buf, len) == 0)
+		ckpt_build_end(b, &s);
+	else
+		ckpt_build_free(b);
+	if (s && medium_room(r, s)) {
+		atomic_store_explicit(&r->ck[k], s, memory_order_release);
+		atomic_store(&r->ck_unsaved, true);
+		s = NULL;
+	}
+	ckpt_set_free(s);
+	atomic_store(&r->ck_state[k], CK_DONE);
+}
+
+void reader_ck_save(struct reader *r)
+{
+	if (r->src && atomic_exchange(&r->ck_unsaved, false))
+		save_all(r, r->src);
 }

@@ -93,11 +93,14 @@ struct reader {
 	 */
 	atomic_uint_fast64_t lookups;
 	/*
-	 * Checkpoints inside wide entries (ckpt.h, reader_ck.c).  ckable[k]:
-	 * entry k may get a set, so from open on it is cached in slices, and
-	 * its units keep their shape when the set comes.  ck[k]: the set, once
-	 * built or loaded; published once, immutable, freed at close.  Both
-	 * NULL when no entry qualifies.
+	 * Checkpoints inside wide entries (ckpt.h, reader_ck.c).  ckable[k]
+	 * (CKABLE_*): entry k may get a set.  A wide one is cached in slices
+	 * from open on, so its units keep their shape when the set comes; a
+	 * medium one is cached whole, and its set (a CRC32 per piece, no
+	 * checkpoint) lets a far read decode only as far as it needs, into
+	 * slices of their own (UNIT_SLICE).  ck[k]: the set, once built or
+	 * loaded; published once, immutable, freed at close.  Both NULL when
+	 * no entry qualifies.
 	 */
 	uint8_t *ckable;
 	_Atomic(struct ckpt_set *) *ck;
@@ -111,10 +114,23 @@ struct reader {
 	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
 	atomic_bool ck_stop;	      /* reader_close: passes on the pool give up */
 	atomic_bool ck_loaded;	      /* index_dir was looked at for saved sets */
+	atomic_bool ck_unsaved;	      /* a fill made a medium entry's set: save at detach */
+	atomic_size_t ck_medium_bytes; /* what medium entries' sets hold: within opts.index_max */
 	unsigned ck_jobs; /* passes queued or running on the pool; under lock, idle signals 0 */
 };
 
 enum { CK_NONE, CK_BUSY, CK_DONE };
+/*
+ * ckable[k]: wide (more than two spans: checkpoints, built by a pass), or
+ * medium (more than two slices, at most two spans and whole_max: only the
+ * CRC32s of its pieces, recorded by the fill that verified it whole).
+ */
+enum { CKABLE_NO, CKABLE_WIDE, CKABLE_MEDIUM };
+/*
+ * Set in a unit's start offset (fill_get, fill_entry): a slice of a medium
+ * entry, whose start may equal the entry's, keyed apart from the whole unit.
+ */
+#define UNIT_SLICE (UINT64_C(1) << 63)
 
 /* Marks entry k failed (one log line, as a failed read); returns -EIO.  reader.c. */
 int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err);
@@ -165,6 +181,18 @@ void reader_ck_kick(struct reader *r, size_t k);
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */
 void reader_ck_stop(struct reader *r);
+/* Whether entry k is medium (CKABLE_MEDIUM). */
+bool reader_ck_medium(const struct reader *r, size_t k);
+/*
+ * Medium entry k was just decoded whole into buf and verified: records
+ * the CRC32 of its pieces as its set, once, to be saved at detach
+ * (reader_ck_save).  While the sets of r's medium entries would then hold
+ * more than opts.index_max in all (a block map's cap), or without memory:
+ * none.
+ */
+void reader_ck_medium_done(struct reader *r, size_t k, const void *buf, size_t len);
+/* Saves r's sets in index_dir if a medium entry's set is new since the last save. */
+void reader_ck_save(struct reader *r);
 /* Entry k's set, or NULL: loaded from index_dir the first time one is wanted. */
 const struct ckpt_set *reader_ck_get(struct reader *r, size_t k);
 /* Entry k's set, or NULL. */

@@ -28,7 +28,8 @@ struct udec {
 	const struct fmt *f;
 	void *d;
 	struct ckpt_dec *ck; /* instead of d: resumed at a checkpoint, its output verified */
-	struct park_node pn; /* on the context's parked list (park.h) */
+	struct ckpt_inner_ops own; /* ck's ops when it wraps the format's own decoder (point 0) */
+	struct park_node pn;	   /* on the context's parked list (park.h) */
 };
 
 void udec_close(struct udec *d)
@@ -79,12 +80,17 @@ static size_t udec_cost(const struct udec *d)
 	return sizeof(*d) + (d->ck ? ckpt_dec_cost(d->ck) : d->f->dec_cost(d->d));
 }
 
-/* A decoder resumed at point i of entry k's set s.  0 and *out, or a negative errno (err set). */
+/*
+ * A decoder resumed at point i of entry k's set s.  0 and *out, or a negative errno (err set).
+ * At point 0, the entry's start, it is the format's own decoder (the fastest, and it takes
+ * every filter), its output checked piece by piece all the same.
+ */
 static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, size_t i,
 		       struct udec **out, struct zerr *err)
 {
 	const struct ckpt_point *p = &s->pt[i];
 	struct udec *d = calloc(1, sizeof(*d));
+	const struct ckpt_inner_ops *ops = &r->f->ck->ops;
 	void *inner;
 	int ret;
 
@@ -92,9 +98,14 @@ static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, siz
 	if (!d)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
 	d->f = r->f;
-	ret = r->f->ck->open(r, k, p->blob_len ? s->blob + p->blob_off : NULL, p->blob_len, &inner,
-			     err);
-	if (ret == 0 && (ret = ckpt_dec_new(s, i, inner, &r->f->ck->ops, &d->ck)) < 0)
+	if (i == 0) {
+		d->own = (struct ckpt_inner_ops){ r->f->dec_read, r->f->dec_cost, r->f->dec_close };
+		ops = &d->own;
+		ret = r->f->dec_open(r, k, &inner, err);
+	} else {
+		ret = r->f->ck->open(r, k, s->blob + p->blob_off, p->blob_len, &inner, err);
+	}
+	if (ret == 0 && (ret = ckpt_dec_new(s, i, inner, ops, &d->ck)) < 0)
 		zerr_set(err, ret, 0, "out of memory");
 	if (ret < 0) {
 		free(d);
@@ -143,14 +154,23 @@ void udec_park(struct reader *r, struct udec *d, size_t k)
  * A decoder to reach position want of entry k: the parked one if it stopped
  * at or before want, nearer than any checkpoint; else, once the entry has
  * checkpoints, one resumed at the last at or before want (for any want but
- * 0: a reader starting at 0 is most likely sequential, and the format's own
- * decoder is the fastest); else one at the entry's start.
+ * 0 of a wide entry: a reader starting at 0 is most likely sequential, and
+ * its Check is verified at the end); else one at the entry's start.  A
+ * medium entry is read in slices only through its set, which checks every
+ * piece before it is served: -EIO without one.
  */
 int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struct zerr *err)
 {
-	const struct ckpt_set *s = want > 0 ? reader_ck_get(r, k) : NULL;
+	bool medium = reader_ck_medium(r, k);
+	const struct ckpt_set *s = want > 0 || medium ? reader_ck_get(r, k) : NULL;
 	size_t i = s ? ckpt_find(s, want) : SIZE_MAX;
-	struct udec *d = udec_unpark(r, k);
+	struct udec *d;
+
+	*out = NULL;
+	if (medium && !s)
+		return zerr_set(err, -EIO, 0, "%s %zu has no piece checks to read it in slices",
+				r->f->unit, r->entry[k]);
+	d = udec_unpark(r, k);
 
 	if (d && udec_tell(d) <= want && (i == SIZE_MAX || udec_tell(d) >= s->pt[i].uoff)) {
 		*out = d;
@@ -162,7 +182,7 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 	if (want > 0) {
 		reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
 			   r->f->unit, r->entry[k], want);
-		if (r->ckable && r->ckable[k])
+		if (r->ckable && r->ckable[k] == CKABLE_WIDE)
 			reader_ck_kick(r, k);
 	}
 	return udec_open(r, k, out, err);

@@ -640,6 +640,160 @@ START_TEST(a_pass_over_another_version_builds_nothing)
 }
 END_TEST
 
+/*
+ * Medium entries (1 MiB Blocks and frames here: over two slices, at most
+ * two spans): cached whole, but the fill that verified one whole records
+ * the CRC32 of its pieces, saved at close.  The next reader's far reads
+ * (a header, a last record) decode only up to their slice, checked piece
+ * by piece; a sequential read still takes the whole unit.
+ */
+#define MED (1u << 20)
+
+/* A reader of name in a fresh index_dir idx, after a reader that read it all and saved. */
+static void open_medium(const char *name, char *idx, size_t len, struct opened *o)
+{
+	static unsigned char all[SIZE];
+	struct reader_info in;
+
+	testutil_join(idx, len, dir, "index-med");
+	mkdir(idx, 0700);
+	open_in(name, idx, o);
+	reader_get_info(o->r, &in);
+	ck_assert_uint_eq(in.chunks, SIZE / MED);
+	ck_assert_uint_eq(in.ckpt_wanted, 0); /* no pass: the reads make them */
+	ck_assert_int_eq(reader_pread(o->r, all, SIZE, 0), SIZE);
+	ck_assert(memcmp(all, text, SIZE) == 0);
+	reader_get_info(o->r, &in);
+	ck_assert_uint_gt(in.ckpt_bytes, 0);
+	close_one(o);
+	open_in(name, idx, o);
+}
+
+static void close_medium(struct opened *o, const char *idx)
+{
+	close_one(o);
+	testutil_sh(idx, "rm -f *.zmc *.zmi");
+	rmdir(idx);
+}
+
+static void medium_far_reads(const char *name)
+{
+	char idx[PATH_MAX];
+	unsigned char buf[4096];
+	struct reader_info in;
+	struct opened o;
+
+	open_medium(name, idx, sizeof(idx), &o);
+	/* The head of every entry but the first, backwards: no stream, one slice each. */
+	for (uint64_t k = SIZE / MED - 1; k > 0; k--) {
+		uint64_t off = k * MED + 1000, d0 = decoded(&o);
+
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+		ck_assert_msg(memcmp(buf, text + off, sizeof(buf)) == 0, "wrong bytes at %llu",
+			      (unsigned long long)off);
+		ck_assert_msg(decoded(&o) - d0 == SLICE, "a head read at %llu decoded %llu bytes",
+			      (unsigned long long)off, (unsigned long long)(decoded(&o) - d0));
+	}
+	/* The tail of the first: its slices on the way are kept, so the next reads hit. */
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), MED - sizeof(buf)), sizeof(buf));
+	ck_assert(memcmp(buf, text + MED - sizeof(buf), sizeof(buf)) == 0);
+	{
+		uint64_t d0 = decoded(&o);
+
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), MED / 2), sizeof(buf));
+		ck_assert(memcmp(buf, text + MED / 2, sizeof(buf)) == 0);
+		ck_assert_uint_eq(decoded(&o), d0);
+	}
+	reader_get_info(o.r, &in);
+	ck_assert_uint_ge(in.resumes, SIZE / MED - 1);
+	ck_assert_uint_eq(o.log.errors, 0);
+	close_medium(&o, idx);
+}
+
+START_TEST(xz_medium_far_reads_decode_to_their_slice)
+{
+	medium_far_reads("med.xz");
+}
+END_TEST
+
+START_TEST(zstd_medium_far_reads_decode_to_their_slice)
+{
+	medium_far_reads("med.zst");
+}
+END_TEST
+
+/* A medium entry's piece whose CRC32 does not match: EIO and one log line, never its bytes. */
+static void medium_mismatch(const char *name)
+{
+	char idx[PATH_MAX];
+	unsigned char buf[4096];
+	struct ckpt_set *s;
+	struct opened o;
+
+	open_medium(name, idx, sizeof(idx), &o);
+	ck_assert_ptr_nonnull(reader_ck_get(o.r, 2));
+	s = atomic_load(&o.r->ck[2]);
+	ck_assert_uint_eq(s->n, 1); /* the entry's start, no checkpoint */
+	s->crc[1] ^= 1;
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), 2 * MED + CKPT_PIECE + 5), -EIO);
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), 2 * MED + CKPT_PIECE + 5), -EIO);
+	ck_assert_uint_eq(o.log.errors, 1);
+	ck_assert_msg(strstr(o.log.text, "checksum mismatch"), "%s", o.log.text);
+	/* The other entries still read. */
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), 5 * MED + 77), sizeof(buf));
+	ck_assert(memcmp(buf, text + 5 * MED + 77, sizeof(buf)) == 0);
+	close_medium(&o, idx);
+}
+
+START_TEST(xz_medium_piece_mismatch_is_eio)
+{
+	medium_mismatch("med.xz");
+}
+END_TEST
+
+START_TEST(zstd_medium_piece_mismatch_is_eio)
+{
+	medium_mismatch("med.zst");
+}
+END_TEST
+
+/* Read whole, name's medium entries' sets with index_max cap (0: the default); their bytes. */
+static uint64_t medium_set_bytes(const char *name, size_t cap)
+{
+	static unsigned char all[SIZE];
+	struct reader_opts ro;
+	struct reader_info in;
+	struct zmctx *zm;
+	struct reader *r;
+	char path[PATH_MAX];
+
+	testutil_join(path, sizeof(path), dir, name);
+	ck_assert_int_eq(zmctx_new(64u << 20, &zm), 0);
+	reader_opts_default(&ro, 64u << 20);
+	ro.ck_span = SPAN;
+	ro.slice = SLICE;
+	if (cap)
+		ro.index_max = cap;
+	ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
+	ck_assert_int_eq(reader_pread(r, all, SIZE, 0), SIZE);
+	ck_assert(memcmp(all, text, SIZE) == 0);
+	reader_get_info(r, &in);
+	reader_close(r);
+	zmctx_free(zm);
+	return in.ckpt_bytes;
+}
+
+/* Together a file's medium sets are capped as its block map is (index_max). */
+START_TEST(medium_sets_stay_within_the_map_limit)
+{
+	uint64_t all = medium_set_bytes("med.xz", 0), one = all / (SIZE / MED);
+	uint64_t cap = 5 * one + one / 2; /* over the map's 8 * 65 bytes, under 8 sets */
+
+	ck_assert_uint_gt(one, 0);
+	ck_assert_uint_eq(medium_set_bytes("med.xz", cap), 5 * one);
+}
+END_TEST
+
 /* A Block with a BCJ filter gets no checkpoints and still reads right. */
 START_TEST(xz_bcj_block_has_none)
 {
@@ -680,7 +834,11 @@ static int setup(void)
 	}
 	return testutil_sh(dir, "xz -T1 -6 -c text > one.xz && zstd -q -3 -c text > one.zst && "
 				"xz -T1 --x86 --lzma2=preset=6 -c text > bcj.xz && "
-				"zstd -q -3 -c < text > nofcs.zst");
+				"zstd -q -3 -c < text > nofcs.zst && "
+				"xz -T1 -6 --block-size=1MiB -c text > med.xz && "
+				"for i in 0 1 2 3 4 5 6 7; do "
+				"dd if=text bs=1M skip=$i count=1 status=none | zstd -q -3; "
+				"done > med.zst");
 }
 
 int main(void)
@@ -710,6 +868,14 @@ int main(void)
 		{ "sets_over_the_map_limit_are_dropped", sets_over_the_map_limit_are_dropped, 0 },
 		{ "a_pass_over_another_version_builds_nothing",
 		  a_pass_over_another_version_builds_nothing, 0 },
+		{ "xz_medium_far_reads_decode_to_their_slice",
+		  xz_medium_far_reads_decode_to_their_slice, 0 },
+		{ "zstd_medium_far_reads_decode_to_their_slice",
+		  zstd_medium_far_reads_decode_to_their_slice, 0 },
+		{ "xz_medium_piece_mismatch_is_eio", xz_medium_piece_mismatch_is_eio, 0 },
+		{ "zstd_medium_piece_mismatch_is_eio", zstd_medium_piece_mismatch_is_eio, 0 },
+		{ "medium_sets_stay_within_the_map_limit", medium_sets_stay_within_the_map_limit,
+		  0 },
 	};
 	SRunner *sr;
 	int failed;
@@ -723,7 +889,7 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh(dir, "rm -f text one.xz one.zst bcj.xz nofcs.zst");
+	testutil_sh(dir, "rm -f text one.xz one.zst bcj.xz nofcs.zst med.xz med.zst");
 	rmdir(dir);
 	free(text);
 	return failed ? 1 : 0;
