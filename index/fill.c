@@ -480,7 +480,8 @@ int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t 
 				bool grace;
 
 				if (turn_wait(r, k, at, &grace) ||
-				    decoder_at(r, k, at - r->map.start[k]) != at - r->map.start[k]) {
+				    decoder_at(r, k, at - r->map.start[k]) !=
+					    at - r->map.start[k]) {
 					pthread_mutex_unlock(&r->stream);
 					return -EAGAIN;
 				}

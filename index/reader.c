@@ -587,7 +587,7 @@ bool reader_is_bad(struct reader *r, size_t k)
 static bool far_slice(struct reader *r, size_t k, uint64_t pos, uint64_t *ustart, size_t *len,
 		      struct bcache_ent **e)
 {
-	uint64_t start = r->map.start[k], s;
+	uint64_t start = r->map.start[k], end = r->map.start[k + 1], s;
 
 	*e = NULL;
 	if (!reader_ck_medium(r, k))
@@ -598,8 +598,7 @@ static bool far_slice(struct reader *r, size_t k, uint64_t pos, uint64_t *ustart
 		return false;
 	s = start + (pos - start) / r->opts.slice * r->opts.slice;
 	*ustart = s;
-	*len = (size_t)(r->map.start[k + 1] - s < r->opts.slice ? r->map.start[k + 1] - s
-								 : r->opts.slice);
+	*len = (size_t)(end - s < r->opts.slice ? end - s : r->opts.slice);
 	return true;
 }
 
@@ -631,14 +630,16 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		size_t ulen, n;
 		size_t k = reader_unit_of(r, pos, &ustart, &ulen);
 		struct bcache_ent *e;
+		bool first = v->n == 0;
 		int ret;
 
 		if (reader_is_bad(r, k))
 			ret = -EIO;
 		else if (!seq && far_slice(r, k, pos, &ustart, &ulen, &e))
-			ret = e ? 0 : fill_get(r, k, ustart | UNIT_SLICE, ulen, pos, v->n == 0, seq, &e);
+			ret = e ? 0
+				: fill_get(r, k, ustart | UNIT_SLICE, ulen, pos, first, seq, &e);
 		else
-			ret = fill_get(r, k, ustart, ulen, pos, v->n == 0, seq, &e);
+			ret = fill_get(r, k, ustart, ulen, pos, first, seq, &e);
 		if (ret == -EAGAIN)
 			break; /* the cache is full of what is pinned: serve what we have */
 		if (ret < 0) {

@@ -450,6 +450,7 @@ void reader_ck_medium_done(struct reader *r, size_t k, const void *buf, size_t l
 
 void reader_ck_save(struct reader *r)
 {
-	if (r->src && atomic_exchange(&r->ck_unsaved, false))
+	/* Sets of the version r was opened on, saved under that version's identity only. */
+	if (r->src && atomic_exchange(&r->ck_unsaved, false) && same_version(r, r->src))
 		save_all(r, r->src);
 }

@@ -111,10 +111,10 @@ struct reader {
 	 * over, so that pass is also the checkpoint pass.  Freed by then.
 	 */
 	struct ckpt_set **ck_open;
-	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
-	atomic_bool ck_stop;	      /* reader_close: passes on the pool give up */
-	atomic_bool ck_loaded;	      /* index_dir was looked at for saved sets */
-	atomic_bool ck_unsaved;	      /* a fill made a medium entry's set: save at detach */
+	atomic_uint_fast64_t resumes;  /* decoders started at a checkpoint */
+	atomic_bool ck_stop;	       /* reader_close: passes on the pool give up */
+	atomic_bool ck_loaded;	       /* index_dir was looked at for saved sets */
+	atomic_bool ck_unsaved;	       /* a fill made a medium entry's set: save at detach */
 	atomic_size_t ck_medium_bytes; /* what medium entries' sets hold: within opts.index_max */
 	unsigned ck_jobs; /* passes queued or running on the pool; under lock, idle signals 0 */
 };

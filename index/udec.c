@@ -27,7 +27,7 @@
 struct udec {
 	const struct fmt *f;
 	void *d;
-	struct ckpt_dec *ck; /* instead of d: resumed at a checkpoint, its output verified */
+	struct ckpt_dec *ck;	   /* instead of d: resumed at a checkpoint, its output verified */
 	struct ckpt_inner_ops own; /* ck's ops when it wraps the format's own decoder (point 0) */
 	struct park_node pn;	   /* on the context's parked list (park.h) */
 };

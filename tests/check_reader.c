@@ -1427,10 +1427,12 @@ static uint64_t misses_after_read_at_zero(size_t len)
 	return st.misses;
 }
 
-/* A large read at 0 (64 KiB, readahead.c's AHEAD_AT_ZERO_MIN) starts the next unit, and only that. */
+/* A large read at 0 (64 KiB, readahead.c's AHEAD_AT_ZERO_MIN) starts the next unit, and only that.
+ */
 START_TEST(large_read_at_zero_starts_the_next_unit_only)
 {
-	ck_assert_uint_eq(misses_after_read_at_zero(64 * KiB), 2); /* the Block read, the one after */
+	ck_assert_uint_eq(misses_after_read_at_zero(64 * KiB),
+			  2); /* the Block read, the one after */
 }
 END_TEST
 
