@@ -75,7 +75,8 @@ static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct 
 static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, void *buf,
 		      struct zerr *err)
 {
-	uint64_t flag = ustart & UNIT_SLICE; /* the slices walked past are keyed as this one */
+	uint64_t flag = ustart & UNIT_SLICE;
+	size_t sl = flag ? reader_far_slice(r) : r->opts.slice;
 	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
 	uint64_t want = (ustart & ~UNIT_SLICE) - start; /* position in the entry */
 	struct udec *d;
@@ -90,15 +91,15 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 	 */
 	while (udec_tell(d) < want) {
 		uint64_t pos = udec_tell(d);
-		size_t n = r->opts.slice - (size_t)(pos % r->opts.slice);
+		size_t n = sl - (size_t)(pos % sl);
 		struct bcache_ent *e = NULL;
 		void *dst;
 		ssize_t got;
 
 		if (elen - pos < n)
 			n = (size_t)(elen - pos);
-		if (n == r->opts.slice &&
-		    bcache_claim(r->cache, r->id, (start + pos) | flag, n, &e) == 1) {
+		/* A far slice keeps only itself (reader.c, far_slice). */
+		if (n == sl && !flag && bcache_claim(r->cache, r->id, start + pos, n, &e) == 1) {
 			dst = bcache_buf(e);
 		} else {
 			/*

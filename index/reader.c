@@ -578,27 +578,31 @@ bool reader_is_bad(struct reader *r, size_t k)
  * For a read that continues no stream, at pos in medium entry k
  * (reader_ck.c): true if the whole unit is cached (*e, referenced), or if
  * the entry has its pieces' CRC32s, and then *ustart and *len are the
- * slice of pos, read through them (UNIT_SLICE, *e NULL).  A look at a
- * header or a last record then decodes and holds up to that slice, not
- * the whole unit.  False: the whole unit, as for a sequential read, which
- * a whole decode serves fastest (and which verifies it and so records the
- * CRC32s for later far reads).
+ * slice of pos, read through them (UNIT_SLICE; *e is the slice if cached,
+ * else NULL).  A look at a header or a last record then decodes up to that
+ * slice and holds only it, not the whole unit.  Once per entry: a second
+ * far miss in it is a reader moving around inside, which the whole unit
+ * serves best (decoding from the start for each would be quadratic).
+ * False: the whole unit, as for a sequential read, which a whole decode
+ * serves fastest (and which verifies it and so records the CRC32s).
  */
 static bool far_slice(struct reader *r, size_t k, uint64_t pos, uint64_t *ustart, size_t *len,
 		      struct bcache_ent **e)
 {
 	uint64_t start = r->map.start[k], end = r->map.start[k + 1], s;
+	size_t fs = reader_far_slice(r);
 
 	*e = NULL;
 	if (!reader_ck_medium(r, k))
 		return false;
 	if (bcache_lookup(r->cache, r->id, start, e) == 0)
 		return true;
-	if (!reader_ck_get(r, k))
+	s = start + (pos - start) / fs * fs;
+	if (bcache_lookup(r->cache, r->id, s | UNIT_SLICE, e) != 0 &&
+	    (!reader_ck_get(r, k) || atomic_exchange(&r->ck_far[k], 1)))
 		return false;
-	s = start + (pos - start) / r->opts.slice * r->opts.slice;
 	*ustart = s;
-	*len = (size_t)(end - s < r->opts.slice ? end - s : r->opts.slice);
+	*len = (size_t)(end - s < fs ? end - s : fs);
 	return true;
 }
 

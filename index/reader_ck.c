@@ -61,7 +61,8 @@ static int ck_alloc(struct reader *r)
 	r->ckable = calloc(r->map.n, 1);
 	r->ck = calloc(r->map.n, sizeof(*r->ck));
 	r->ck_state = calloc(r->map.n, sizeof(*r->ck_state));
-	if (!r->ckable || !r->ck || !r->ck_state) {
+	r->ck_far = calloc(r->map.n, sizeof(*r->ck_far));
+	if (!r->ckable || !r->ck || !r->ck_state || !r->ck_far) {
 		reader_ck_free(r);
 		return -ENOMEM;
 	}
@@ -90,9 +91,11 @@ void reader_ck_free(struct reader *r)
 	free(r->ck);
 	free(r->ckable);
 	free((void *)r->ck_state);
+	free((void *)r->ck_far);
 	r->ck = NULL;
 	r->ckable = NULL;
 	r->ck_state = NULL;
+	r->ck_far = NULL;
 }
 
 const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)

@@ -105,6 +105,7 @@ struct reader {
 	uint8_t *ckable;
 	_Atomic(struct ckpt_set *) *ck;
 	atomic_uchar *ck_state; /* CK_NONE, CK_BUSY (a build runs), CK_DONE (built or gave up) */
+	atomic_uchar *ck_far;	/* a medium entry had its far slice: misses after take it whole */
 	/*
 	 * Sets the format's open built on the pass that sized its entries
 	 * (fmt.h, ck_open), by map entry, or NULL: reader_ck_init takes them
@@ -131,6 +132,16 @@ enum { CKABLE_NO, CKABLE_WIDE, CKABLE_MEDIUM };
  * entry, whose start may equal the entry's, keyed apart from the whole unit.
  */
 #define UNIT_SLICE (UINT64_C(1) << 63)
+/*
+ * Such slices are at most FAR_SLICE, smaller than a streamed unit's: a far
+ * read (a header, a record) wants a few KiB, and everything up to its slice
+ * is decoded anyway, the slices passed kept.  A multiple of CKPT_PIECE.
+ */
+#define FAR_SLICE (256u << 10)
+static inline size_t reader_far_slice(const struct reader *r)
+{
+	return r->opts.slice < FAR_SLICE ? r->opts.slice : FAR_SLICE;
+}
 
 /* Marks entry k failed (one log line, as a failed read); returns -EIO.  reader.c. */
 int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err);
