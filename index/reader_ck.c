@@ -435,7 +435,8 @@ void reader_ck_medium_done(struct reader *r, size_t k, const void *buf, size_t l
 	struct ckpt_build *b;
 	struct ckpt_set *s = NULL;
 
-	if (!reader_ck_medium(r, k) || len != cmap_len(&r->map, k) || reader_ck_set(r, k) ||
+	/* reader_ck_get: a set saved earlier is loaded, not made and saved again. */
+	if (!reader_ck_medium(r, k) || len != cmap_len(&r->map, k) || reader_ck_get(r, k) ||
 	    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY))
 		return;
 	if (ckpt_build_new(len, &b) == 0 && ckpt_build_out(b, buf, len) == 0)

@@ -103,7 +103,8 @@ static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, siz
 		ops = &d->own;
 		ret = r->f->dec_open(r, k, &inner, err);
 	} else {
-		ret = r->f->ck->open(r, k, s->blob + p->blob_off, p->blob_len, &inner, err);
+		ret = r->f->ck->open(r, k, p->blob_len ? s->blob + p->blob_off : NULL, p->blob_len,
+				     &inner, err);
 	}
 	if (ret == 0 && (ret = ckpt_dec_new(s, i, inner, ops, &d->ck)) < 0)
 		zerr_set(err, ret, 0, "out of memory");
