@@ -46,7 +46,9 @@ bool reader_ck_medium(const struct reader *r, size_t k)
 	return r->ckable && r->ckable[k] == CKABLE_MEDIUM;
 }
 
-/* Which entries may get checkpoints: r->ckable, r->ck and r->ck_state, if any may.  0 or -ENOMEM.
+/*
+ * Which entries may get sets: r->ckable, r->ck, r->ck_state and r->ck_far,
+ * if any may.  0 or -ENOMEM.
  */
 static int ck_alloc(struct reader *r)
 {
