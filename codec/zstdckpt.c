@@ -46,6 +46,7 @@
  */
 #define ZSTD_STATIC_LINKING_ONLY /* block API: exported by libzstd.so 1.5.4 */
 #include "zstdckpt.h"
+#include "hugemem.h"
 #include "src.h"
 
 #include <endian.h>
@@ -55,7 +56,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <zstd.h>
 #include <zlib.h> /* crc32 of a blob */
 #include <zstd_errors.h>
@@ -129,38 +129,20 @@ static unsigned highbit(uint32_t v)
  * ring is written whole, so huge pages only save faults there.
  * ring_free takes the same length and huge_min.
  */
-#define HUGE_PAGE (2ull << 20)
 #define HUGE_MIN_DEC                                                                               \
 	(16ull << 20) /* below: calloc (zeroing 2 MiB pages cost more than the faults) */
 
 static void *ring_alloc(size_t len, size_t huge_min)
 {
-	uint8_t *p;
-	size_t map = len + HUGE_PAGE, lead;
-
-	if (len < huge_min)
-		return calloc(1, len);
-	p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	/* keep a 2 MiB-aligned start; give back the rest */
-	lead = (size_t)(-(uintptr_t)p & (HUGE_PAGE - 1));
-	if (lead)
-		munmap(p, lead);
-	if (map - lead - len)
-		munmap(p + lead + len, map - lead - len);
-	madvise(p + lead, len, MADV_HUGEPAGE); /* a hint: failure is fine */
-	return p + lead;
+	return len < huge_min ? calloc(1, len) : hugemem_alloc(len);
 }
 
 static void ring_free(void *p, size_t len, size_t huge_min)
 {
-	if (!p)
-		return;
 	if (len < huge_min)
 		free(p);
 	else
-		munmap(p, len);
+		hugemem_free(p, len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1386,7 +1368,7 @@ static void build_free(struct build *b)
 		free(b->m);
 	}
 	ZSTD_freeDStream(b->ds);
-	ring_free(b->ring, (size_t)b->rsize, HUGE_PAGE);
+	ring_free(b->ring, (size_t)b->rsize, HUGEMEM_PAGE);
 	free(b->in.buf);
 	free(b);
 }
@@ -1412,7 +1394,7 @@ static int build_new(struct zsrc *src, const struct zstddec_frame *f, uint64_t s
 	b->in.end = f->coff + f->csize;
 	b->rsize = frame_window(f) + BLOCK_MAX;
 	b->in.buf = malloc(IN_CAP);
-	b->ring = ring_alloc((size_t)b->rsize, HUGE_PAGE);
+	b->ring = ring_alloc((size_t)b->rsize, HUGEMEM_PAGE);
 	b->ds = ZSTD_createDStream();
 	tables_init(&b->s);
 	if (blobs) {

@@ -16,13 +16,12 @@
  */
 #include "bcache.h"
 #include "htab.h"
+#include "hugemem.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 enum ent_state { ENT_FILLING, ENT_READY, ENT_FAILED };
 
@@ -114,38 +113,23 @@ int bcache_new(size_t budget, struct bcache **out)
 }
 
 /*
- * A buffer of BCACHE_HUGE bytes or more has a mapping of its own, aligned
- * to 2 MiB and advised for transparent huge pages.  A cold read fills
- * fresh buffers, and taking their pages one fault per 4 KiB costs more
- * than decoding into them on a VM: 8 MiB of fresh 4 KiB pages took 37 ms
- * to fill here, 20 ms as huge pages, 0.5 ms when warm (doc/benchmarks.md).
- * Where THP is off, madvise fails and this is the plain mapping malloc
- * would have made for a buffer this size.  Returns NULL when out of memory.
+ * A buffer of BCACHE_HUGE bytes or more is hugemem's: a cold read fills
+ * fresh buffers, and 8 MiB of fresh 4 KiB pages took 37 ms to fill here,
+ * 20 ms as huge pages, 0.5 ms when warm (doc/benchmarks.md).  Returns
+ * NULL when out of memory.
  */
 static void *buf_alloc(size_t n)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (n + page - 1) / page * page, lead;
-	unsigned char *m;
-
 	if (n < BCACHE_HUGE)
 		return malloc(n ? n : 1);
-	m = mmap(NULL, len + BCACHE_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		 0);
-	if (m == MAP_FAILED)
-		return NULL;
-	lead = (BCACHE_HUGE - (uintptr_t)m % BCACHE_HUGE) % BCACHE_HUGE;
-	if (lead)
-		munmap(m, lead);
-	munmap(m + lead + len, BCACHE_HUGE - lead);
-	madvise(m + lead, len, MADV_HUGEPAGE);
-	return m + lead;
+	return hugemem_alloc(n);
 }
 
 /* Frees a buffer of buf_alloc(cap). */
 static void buf_free(void *p, size_t cap)
 {
-	if (p && cap >= BCACHE_HUGE)
-		munmap(p, cap);
+	if (cap >= BCACHE_HUGE)
+		hugemem_free(p, cap);
 	else
 		free(p);
 }
