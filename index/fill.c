@@ -147,7 +147,12 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 	}
 	if (ret == 0)
 		reader_ck_note(r, k, udec_tell(d));
-	if (ret == 0 && udec_tell(d) < elen) {
+	/*
+	 * Parked for the next slice, but not after a far slice: a read after
+	 * it takes the whole unit (reader.c, far_slice), so a parked decoder
+	 * would only hold a window that the next whole fill then maps afresh.
+	 */
+	if (ret == 0 && !flag && udec_tell(d) < elen) {
 		udec_park(r, d, k);
 		d = NULL;
 	}

@@ -82,8 +82,12 @@ static size_t udec_cost(const struct udec *d)
 
 /*
  * A decoder resumed at point i of entry k's set s.  0 and *out, or a negative errno (err set).
- * At point 0, the entry's start, it is the format's own decoder (the fastest, and it takes
- * every filter), its output checked piece by piece all the same.
+ * At point 0 of a medium entry's set, which holds no window, it is the
+ * format's own decoder, which takes every filter; its output is checked
+ * piece by piece all the same.  A wide entry's point 0 opens the
+ * checkpoint decoder, whose windows come warm from the spares: libzstd's
+ * streaming decoder maps and faults in a fresh one each time, and took 3
+ * times the CPU there in a pmrep dashboard's profile (doc/benchmarks.md).
  */
 static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, size_t i,
 		       struct udec **out, struct zerr *err)
@@ -98,7 +102,7 @@ static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, siz
 	if (!d)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
 	d->f = r->f;
-	if (i == 0) {
+	if (i == 0 && reader_ck_medium(r, k)) {
 		d->own = (struct ckpt_inner_ops){ r->f->dec_read, r->f->dec_cost, r->f->dec_close };
 		ops = &d->own;
 		ret = r->f->dec_open(r, k, &inner, err);

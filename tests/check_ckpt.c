@@ -24,6 +24,7 @@
 #include "reader.h"
 #include "reader_int.h"
 #include "testutil.h"
+#include "udec.h"
 #include "zcrc.h"
 #include "zmctx.h"
 
@@ -694,6 +695,12 @@ static void medium_far_reads(const char *name)
 			      (unsigned long long)off);
 		ck_assert_msg(decoded(&o) - d0 == SLICE, "a head read at %llu decoded %llu bytes",
 			      (unsigned long long)off, (unsigned long long)(decoded(&o) - d0));
+		/*
+		 * Nothing parked: a read after a far slice takes the whole unit,
+		 * and a parked decoder would keep its window from the next one.
+		 */
+		ck_assert_msg(udec_unpark(o.r, PARK_ANY) == NULL,
+			      "a far slice at %llu parked its decoder", (unsigned long long)off);
 	}
 	/*
 	 * The tail of the first; then a second far miss in it takes the whole
