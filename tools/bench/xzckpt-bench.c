@@ -6,9 +6,8 @@
  * the dense and kept window bytes, and the build's memory; then opens every
  * checkpoint, reads 4 KiB, and prints the median and worst open+read time
  * (warm page cache; wall and thread CPU time).  Compare the build time with `time xz -dc FILE
- * >/dev/null`. Build (after cmake --build build):
- *   cc -O2 -Icodec -o /tmp/xzckpt-bench tools/bench/xzckpt-bench.c \
- *      build/codec/libzmcodec.a -llzma -lzstd -lz */
+ * >/dev/null`.  Built with the tree (tools/CMakeLists.txt), so it keeps up
+ * with the codec API: build/tools/xzckpt-bench. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

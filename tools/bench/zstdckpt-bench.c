@@ -8,9 +8,8 @@
  * bytes kept against dense; then, from every blob, zstdckpt_blob_open plus
  * the first 4 KiB ("open"), and open plus a 4 KiB read at a random offset
  * in the span after it ("random"), medians.  Not run by CI.
- * Build: cc -O2 -Icodec tools/bench/zstdckpt-bench.c codec/zstdckpt.c codec/zstddec.c \
- *        codec/zerr.c codec/pio.c -lzstd -lz -o /tmp/zstdckpt-bench */
-#define _GNU_SOURCE
+ * Built with the tree (tools/CMakeLists.txt), so it keeps up with the codec
+ * API: build/tools/zstdckpt-bench. */
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -25,6 +24,7 @@
 
 #include "zstdckpt.h"
 #include "zstddec.h"
+#include "src.h"
 
 #define RUNS 3
 
@@ -125,7 +125,8 @@ static int zstd_dc(const char *path, double *wall, double *cpu)
 }
 
 /* Opens blob b (NULL: the frame's start), decodes to `at` and reads 4 KiB: seconds. */
-static double resume(const struct zstddec_frame *f, int fd, const struct blob *b, uint64_t at)
+static double resume(const struct zstddec_frame *f, struct zsrc *fd, const struct blob *b,
+		     uint64_t at)
 {
 	static uint8_t buf[1u << 16];
 	struct zstdckpt_dec *d;
@@ -167,8 +168,8 @@ static uint64_t parse_size(const char *s)
 	return v;
 }
 
-static int bench_span(const char *path, int fd, const struct zstddec_index *idx, uint64_t span,
-		      double zwall, double zcpu)
+static int bench_span(const char *path, struct zsrc *fd, const struct zstddec_index *idx,
+		      uint64_t span, double zwall, double zcpu)
 {
 	const struct zstddec_frame *f = &idx->frames[0];
 	double wall[RUNS], cpu[RUNS], pwall[RUNS], pcpu[RUNS], *open_t, *rand_t;
@@ -240,6 +241,7 @@ int main(int argc, char **argv)
 	struct zerr e = { 0 };
 	struct stat st;
 	double zw[RUNS], zc[RUNS];
+	struct zsrc *src = NULL;
 	int fd, ret = 0;
 
 	if (argc < 3) {
@@ -247,8 +249,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fd = open(argv[1], O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) ||
-	    zstddec_index_read(fd, (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &idx, &e)) {
+	if (fd < 0 || fstat(fd, &st) || zsrc_local(fd, &src) < 0 ||
+	    zstddec_index_read(src, (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &idx, &e)) {
 		fprintf(stderr, "%s: cannot walk: %s\n", argv[1], e.msg);
 		return 1;
 	}
@@ -261,9 +263,10 @@ int main(int argc, char **argv)
 	       (double)idx->usize / 1048576, (double)idx->csize / 1048576, (unsigned)idx->nframes,
 	       (unsigned long long)(idx->frames[0].window >> 10), idx->frames[0].nblocks);
 	for (int i = 2; i < argc && !ret; i++)
-		ret = bench_span(argv[1], fd, idx, parse_size(argv[i]), median(zw, RUNS),
+		ret = bench_span(argv[1], src, idx, parse_size(argv[i]), median(zw, RUNS),
 				 median(zc, RUNS));
 	zstddec_index_free(idx);
+	zsrc_put(src);
 	close(fd);
 	return ret;
 }
