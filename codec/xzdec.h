@@ -197,7 +197,8 @@ size_t xzdec_spares_bytes(struct xzdec_spares *sp);
  * The stock for another decoder of the same sizes (xzckpt's LZMA2
  * windows): xzdec_spares_get returns n bytes (contents undefined), taken
  * from sp's stock if it holds a buffer of exactly n bytes, else
- * malloc'd, or NULL; sp may be NULL.  Give it back only with
+ * allocated (1 MiB or more: on huge pages, hugemem.h), or NULL; sp may
+ * be NULL.  Give it back only with
  * xzdec_spares_put (not free: the buffer has a header), to the same sp,
  * which keeps it while the stock has room and else frees it; p NULL does
  * nothing.  Any thread.

@@ -389,6 +389,12 @@ START_TEST(test_large_spares_are_huge_page_aligned)
 	/* Under a megabyte: malloc's, freed by free (ASan checks the pairing). */
 	xzdec_spares_put(sp, xzdec_spares_get(sp, 100000));
 	xzdec_spares_free(sp);
+	/* With no stock (a decoder opened without one) a large buffer goes back by its size too. */
+	p = xzdec_spares_get(NULL, 3u << 20);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg((uintptr_t)p % (2u << 20) <= 64, "a 3 MiB buffer at %p", (void *)p);
+	memset(p, 0xA5, 3u << 20);
+	xzdec_spares_put(NULL, p);
 }
 END_TEST
 
