@@ -13,12 +13,18 @@
  *          -ESTALE when the source is no longer the version it was opened
  *          on (an object whose ETag changed), -EIO, -ETIMEDOUT, ... buf may
  *          hold partial data on error.  -EINVAL for off past INT64_MAX.
- *   stat   the version the source has now, as a struct stat (srcid.h
- *          compares them): a local file's fstat; an object's version at
- *          open (dev from its endpoint and bucket, ino from its key, size,
- *          mtime from Last-Modified, ctime's nanoseconds from its ETag),
- *          since every GET of it carries If-Match and so fails with -ESTALE
- *          once it changed.  Returns 0 or -errno.
+ *   stat   the source's attributes and, for a local file, its version
+ *          (srcid.h compares them): a local file's fstat; for an object,
+ *          its attributes at open (dev from its endpoint and bucket, ino
+ *          from its key, size, mtime and ctime from Last-Modified), which
+ *          do not tell two versions apart: its tag does.  Every GET of an
+ *          object carries If-Match, so it fails with -ESTALE once the
+ *          object changed.  Returns 0 or -errno.
+ *   tag    the part of the version a stat cannot hold, compared exactly:
+ *          an object's ETag as the server gave it, NUL-terminated in buf
+ *          (ZSRC_TAG_MAX bytes).  NULL for sources whose stat is their
+ *          whole version (local files): their tag is "".  Never a hash of
+ *          the tag: two versions must never compare equal by accident.
  *   hint   bytes [off, off + len) will be read soon (read-ahead); the
  *          source may start fetching them.  May be NULL.  Never fails.
  *   free   frees the source; called by zsrc_put for the last reference.
@@ -48,9 +54,13 @@
 
 struct zsrc;
 
+/* The longest version tag, NUL included: S3 ETags are 34 characters (36 for a multipart upload). */
+#define ZSRC_TAG_MAX 80
+
 struct zsrc_ops {
 	ssize_t (*pread)(struct zsrc *s, void *buf, size_t len, uint64_t off);
 	int (*stat)(struct zsrc *s, struct stat *st);
+	void (*tag)(struct zsrc *s, char buf[ZSRC_TAG_MAX]);
 	void (*hint)(struct zsrc *s, uint64_t off, uint64_t len);
 	void (*free)(struct zsrc *s);
 	bool pinned;
@@ -100,6 +110,14 @@ static inline void zsrc_hint(struct zsrc *s, uint64_t off, uint64_t len)
 {
 	if (s->ops->hint)
 		s->ops->hint(s, off, len);
+}
+
+/* The source's version tag into buf: "" for a source without one. */
+static inline void zsrc_tag(struct zsrc *s, char buf[ZSRC_TAG_MAX])
+{
+	buf[0] = '\0';
+	if (s->ops->tag)
+		s->ops->tag(s, buf);
 }
 
 /* Adds a reference; returns s. */

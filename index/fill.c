@@ -258,7 +258,8 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 	 * pread EIO of a flaky disk or network file system), while corrupt
 	 * data fails again, the same way, and only then is marked and logged.
 	 */
-	if (ret < 0 && ret != -ENOMEM && err.msg[0] && reader_check_unchanged(r) == 0) {
+	if (ret < 0 && ret != -ENOMEM && ret != -ESTALE && err.msg[0] &&
+	    reader_check_unchanged(r) == 0) {
 		struct zerr again = { 0 };
 
 		if (fill(r, k, ustart, bcache_size(e), bcache_buf(e), &again) == 0) {
@@ -291,6 +292,7 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 	}
 	bcache_done(r->cache, e, ret);
 	if (ret == 0) {
+		reader_mark_read(r);
 		atomic_fetch_add(&r->ctx->stats.decoded, bcache_size(e));
 		atomic_fetch_add(&r->decoded, bcache_size(e));
 		reader_log(r, ZLOG_DEBUG, NULL,

@@ -71,9 +71,11 @@
 #define IF_MIN_FILE (IF_HDR + 1u + IF_REC + IF_CRC)
 #define IF_MAX_WZ   (2u * GZDEC_WINDOW) /* no deflate encoder expands 32 KiB this much */
 #define IF_PROBE    4096u		/* bytes hashed at each end of a source */
-#define IF_TMP_AGE  3600		/* seconds before prune removes a temporary file */
-#define IF_HEXLEN   16u			/* hex digits in a file name */
-#define IF_TMPLEN   6u			/* random characters ending a temporary name */
+/* The longest key field: a path (or URL), then a NUL and a version tag (src.h) */
+#define IF_KEYMAX   (PATH_MAX - 1 + ZSRC_TAG_MAX)
+#define IF_TMP_AGE  3600	/* seconds before prune removes a temporary file */
+#define IF_HEXLEN   16u		/* hex digits in a file name */
+#define IF_TMPLEN   6u		/* random characters ending a temporary name */
 #define IF_RATIO    1032u	/* deflate's most output per input byte: 258 bytes from 2 bits */
 #define IF_MIN_SPAN (64u << 10) /* gzdec_index_build never uses less (gzdec.h) */
 #define IF_MAX_UP   1024	/* parents checked above an index directory, at most */
@@ -470,6 +472,7 @@ int idxfile_identify(struct zsrc *src, struct idxfile_id *id)
 		return ret;
 	h = fnv64(h, buf, n);
 	id->fingerprint = mix64(h ^ id->size);
+	zsrc_tag(src, id->tag);
 	id->src = src;
 	return 0;
 }
@@ -501,7 +504,8 @@ bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b)
 
 	id_stat(a, &sa);
 	id_stat(b, &sb);
-	return srcid_same(&sa, &sb) && a->fingerprint == b->fingerprint;
+	return srcid_same(&sa, &sb) && a->fingerprint == b->fingerprint &&
+	       strcmp(a->tag, b->tag) == 0;
 }
 
 uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
@@ -516,7 +520,7 @@ uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
 		return UINT64_MAX;
 	points = points / span + 1;
 	if (__builtin_mul_overflow(points, (uint64_t)(IF_REC + IF_MAX_WZ), &len) ||
-	    __builtin_add_overflow(len, (uint64_t)(IF_HDR + PATH_MAX - 1 + IF_CRC), &len))
+	    __builtin_add_overflow(len, (uint64_t)(IF_HDR + IF_KEYMAX + IF_CRC), &len))
 		return UINT64_MAX;
 	return len;
 }
@@ -527,7 +531,7 @@ uint64_t idxfile_max_size_zstd(uint64_t src_size)
 
 	if (frames > ZSTDDEC_MAX_FRAMES)
 		frames = ZSTDDEC_MAX_FRAMES;
-	return IF_HDR + PATH_MAX - 1 + IF_CRC + frames * IF_REC;
+	return IF_HDR + IF_KEYMAX + IF_CRC + frames * IF_REC;
 }
 
 static uint64_t clamp_span(uint64_t span)
@@ -555,7 +559,7 @@ uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span)
 {
 	uint64_t u = sat_mul(src_size, IF_CRATIO);
 
-	return sat_add(IF_HDR + PATH_MAX - 1 + IF_CRC,
+	return sat_add(IF_HDR + IF_KEYMAX + IF_CRC,
 		       ckpt_most(src_size / IF_ZMIN_FRAME, u / clamp_span(span), u, src_size));
 }
 
@@ -844,9 +848,57 @@ static int check_ckpt(const unsigned char *b, size_t len, size_t off, struct idx
 	return ret;
 }
 
+/* The key field's length for src and id: the path, and a NUL and the tag if id has one. */
+static size_t key_len(const char *src, const struct idxfile_id *id)
+{
+	return strlen(src) + (id->tag[0] ? 1 + strlen(id->tag) : 0);
+}
+
+/* Where the records start in a checked image whose info is in. */
+static size_t body_of(const struct idxfile_info *in)
+{
+	return IF_HDR + key_len(in->src, &in->id);
+}
+
+/* Writes the key field for src and id at k (key_len bytes). */
+static void put_key(unsigned char *k, const char *src, const struct idxfile_id *id)
+{
+	size_t n = strlen(src);
+
+	memcpy(k, src, n);
+	if (id->tag[0])
+		memcpy(k + n + 1, id->tag, strlen(id->tag)); /* after a NUL */
+}
+
+/*
+ * The key field (plen bytes at k): the source's path, then for a source
+ * with a version tag a NUL and the tag.  Fills in->src and in->id.tag.
+ * 0 or -EBADMSG.
+ */
+static int parse_key(const unsigned char *k, uint32_t plen, struct idxfile_info *in,
+		     struct zerr *err)
+{
+	const unsigned char *nul = memchr(k, 0, plen);
+	size_t klen = nul ? (size_t)(nul - k) : plen, tlen = nul ? plen - klen - 1 : 0;
+
+	if (klen == 0 || klen >= PATH_MAX)
+		return BAD(IF_HDR, "source path of %zu bytes", klen);
+	if (nul && (tlen == 0 || tlen >= ZSRC_TAG_MAX || memchr(nul + 1, 0, tlen)))
+		return BAD(IF_HDR + klen, "version tag of %zu bytes, or holding a NUL", tlen);
+	memcpy(in->src, k, klen);
+	in->src[klen] = '\0';
+	if (nul && in->src[0] == '/') /* a local file's version is its stat alone */
+		return BAD(IF_HDR + klen, "a NUL in the source path");
+	memcpy(in->id.tag, k + klen + !!nul, tlen);
+	in->id.tag[tlen] = '\0';
+	if (!idxfile_keyed(in->src))
+		return BAD(IF_HDR, "source path is neither absolute nor a URL");
+	return 0;
+}
+
 /*
  * The header fields past the length and the source path of an index file
- * of len bytes (len >= IF_MIN_FILE) whose first IF_HDR + PATH_MAX bytes, or
+ * of len bytes (len >= IF_MIN_FILE) whose first IF_HDR + IF_KEYMAX bytes, or
  * all len if fewer, are at b: fills *in (but version and file_size).
  * 0 or -EBADMSG.
  */
@@ -883,15 +935,9 @@ static int parse_ident(const unsigned char *b, size_t len, struct idxfile_info *
 
 	/* len >= IF_MIN_FILE, so these subtractions cannot wrap */
 	plen = get32(b + H_PATHLEN);
-	if (plen == 0 || plen >= PATH_MAX || plen > len - IF_HDR - IF_CRC - IF_REC)
+	if (plen == 0 || plen > IF_KEYMAX || plen > len - IF_HDR - IF_CRC - IF_REC)
 		return BAD(H_PATHLEN, "path length %" PRIu32 " out of range", plen);
-	if (memchr(b + IF_HDR, 0, plen))
-		return BAD(IF_HDR, "source path holds a NUL");
-	memcpy(in->src, b + IF_HDR, plen);
-	in->src[plen] = '\0';
-	if (!idxfile_keyed(in->src))
-		return BAD(IF_HDR, "source path is neither absolute nor a URL");
-	return 0;
+	return parse_key(b + IF_HDR, plen, in, err);
 }
 
 /* Validates a whole index file image and fills *in from it.  0, -EBADMSG, or -ENOMEM (kind 3). */
@@ -928,7 +974,7 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 static int build(const unsigned char *b, const struct idxfile_info *in, struct gzdec_index **out)
 {
 	struct gzdec_index *idx = calloc(1, sizeof(*idx));
-	size_t off = IF_HDR + strlen(in->src), woff;
+	size_t off = body_of(in), woff;
 
 	if (!idx)
 		return -ENOMEM;
@@ -981,7 +1027,8 @@ static void put_id(unsigned char *b, const struct idxfile_id *id)
 	put64(b + H_FPRINT, id->fingerprint);
 }
 
-/* A zeroed image of n bytes with the fields common to both kinds, and the path; NULL: no memory. */
+/* A zeroed image of n bytes with the fields common to both kinds, and the key field (plen bytes);
+ * NULL: no memory. */
 static unsigned char *new_image(size_t n, const char *src, size_t plen, const struct idxfile_id *id)
 {
 	unsigned char *b = calloc(1, n);
@@ -994,7 +1041,7 @@ static unsigned char *new_image(size_t n, const char *src, size_t plen, const st
 	put64(b + H_FSIZE, n);
 	put_id(b, id);
 	put32(b + H_PATHLEN, (uint32_t)plen);
-	memcpy(b + IF_HDR, src, plen);
+	put_key(b + IF_HDR, src, id);
 	return b;
 }
 
@@ -1008,6 +1055,7 @@ static int serialize_zstd(const char *src, const struct idxfile_id *id,
 
 	if (plen >= PATH_MAX)
 		return -ENAMETOOLONG;
+	plen = key_len(src, id);
 	if (id->size != z->csize || z->nframes == 0 || z->nunknown || z->usize == ZSTDDEC_UNKNOWN ||
 	    z->nframes > ZSTDDEC_MAX_FRAMES)
 		return -EINVAL;
@@ -1048,6 +1096,7 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 
 	if (plen >= PATH_MAX)
 		return -ENAMETOOLONG;
+	plen = key_len(src, id);
 	if (id->size != idx->csize || !idx->points ||
 	    __builtin_mul_overflow(idx->npoints, (size_t)IF_REC, &n) ||
 	    __builtin_add_overflow(n, IF_HDR + IF_CRC + plen, &n))
@@ -1198,7 +1247,7 @@ static int fits_ckpt(const unsigned char *h, uint64_t flen, uint64_t src_size, u
 		 plen = get32(h + H_PATHLEN), fixed = IF_HDR + plen + IF_CRC, least, most;
 
 	if (m == 0 || m > src_size / IF_ZMIN_FRAME || n < m || u > sat_mul(src_size, IF_CRATIO) ||
-	    n - m > u / span || plen == 0 || plen >= PATH_MAX)
+	    n - m > u / span || plen == 0 || plen > IF_KEYMAX)
 		return BAD(H_NPOINTS,
 			   "%" PRIu64 " sets of %" PRIu64 " points in all over %" PRIu64
 			   " bytes, or a %" PRIu64 "-byte path: impossible for a %" PRIu64
@@ -1236,7 +1285,7 @@ static int fits_header(const unsigned char *h, uint64_t flen, uint32_t kind, uin
 		can = src_size / IF_ZMIN_FRAME < ZSTDDEC_MAX_FRAMES ? src_size / IF_ZMIN_FRAME
 								    : ZSTDDEC_MAX_FRAMES;
 	}
-	if (n == 0 || n > can || plen == 0 || plen >= PATH_MAX)
+	if (n == 0 || n > can || plen == 0 || plen > IF_KEYMAX)
 		return BAD(H_NPOINTS,
 			   "%" PRIu64 " records or a %" PRIu64 "-byte path: impossible "
 			   "for a %" PRIu64 "-byte source",
@@ -1501,15 +1550,14 @@ static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kin
 static void rebind(const char *dir, const char *src, const struct idxfile_id *id,
 		   unsigned char **buf, size_t len, struct idxfile_info *in)
 {
-	size_t olen = strlen(in->src), plen = strlen(src), n = len - olen + plen, body;
+	size_t body = body_of(in), plen = key_len(src, id), n = len - (body - IF_HDR) + plen;
 	struct idxfile_info *ni = malloc(sizeof(*ni));
-	unsigned char *b = plen < PATH_MAX ? malloc(n) : NULL;
+	unsigned char *b = strlen(src) < PATH_MAX ? calloc(1, n) : NULL;
 
 	if (!b || !ni)
 		goto out;
-	body = IF_HDR + olen;
 	memcpy(b, *buf, IF_HDR);
-	memcpy(b + IF_HDR, src, plen);
+	put_key(b + IF_HDR, src, id);
 	memcpy(b + IF_HDR + plen, *buf + body, len - IF_CRC - body);
 	put_id(b, id);
 	put32(b + H_PATHLEN, (uint32_t)plen);
@@ -1610,7 +1658,7 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
 		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
 		goto out;
 	}
-	off = IF_HDR + strlen(in->src);
+	off = body_of(in);
 	for (size_t i = 0; i < z->nframes; i++, off += IF_REC) {
 		const struct zstddec_frame *f = &z->frames[i];
 
@@ -1625,8 +1673,8 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
 		}
 	}
 	if (zstddec_index_settle_all(z, usize) < 0)
-		ret = BAD(IF_HDR + strlen(in->src), "the recorded sizes disagree with the frames' "
-						    "headers or blocks");
+		ret = BAD(body_of(in), "the recorded sizes disagree with the frames' "
+				       "headers or blocks");
 out:
 	free(usize);
 	free(b);
@@ -1918,6 +1966,7 @@ static int serialize_ckpt(const char *src, const struct idxfile_id *id, uint64_t
 
 	if (plen >= PATH_MAX)
 		return -ENAMETOOLONG;
+	plen = key_len(src, id);
 	if (!sets || n == 0 || span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN)
 		return -EINVAL;
 	size = sat_add(IF_HDR + plen + IF_CRC, sat_mul(n, IF_CSET));
@@ -2002,7 +2051,7 @@ int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idx
 		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
 		goto out;
 	}
-	r = IF_HDR + strlen(in->src);
+	r = body_of(in);
 	off = r + in->members * IF_CSET;
 	for (; ret == 0 && i < in->members; i++, r += IF_CSET) {
 		struct ckpt_set *s;
@@ -2207,15 +2256,16 @@ static int add_blob(void *arg, const char *name, uint64_t size, const char *tag)
 /* Whether now() proves in's source gone (-ENOENT) or of other stat fields: 1 yes, 0 keep. */
 static int source_gone(const struct idxfile_info *in, idxfile_now_fn now, void *arg)
 {
+	char tag[ZSRC_TAG_MAX] = "";
 	struct stat was, st;
-	int ret = now(arg, in, &st);
+	int ret = now(arg, in, &st, tag);
 
 	if (ret == -ENOENT)
 		return 1;
 	if (ret < 0)
 		return 0;
 	id_stat(&in->id, &was);
-	return !srcid_same(&was, &st);
+	return !srcid_same(&was, &st) || strcmp(tag, in->id.tag) != 0;
 }
 
 /* Whether blob b's body fails what a load checks (in: its header): 1 yes, 0 keep. */
@@ -2250,9 +2300,9 @@ static int body_bad(const struct idxstore_ops *ops, void *ctx, const struct blob
 static int prune_blob(const char *url, const struct idxstore_ops *ops, void *ctx,
 		      const struct blob *b, idxfile_now_fn now, void *arg)
 {
-	size_t n = b->size < IF_HDR + PATH_MAX ? (size_t)b->size : IF_HDR + PATH_MAX;
+	size_t n = b->size < IF_HDR + IF_KEYMAX ? (size_t)b->size : IF_HDR + IF_KEYMAX;
 	struct idxfile_info *in = malloc(sizeof(*in));
-	unsigned char *h = malloc(IF_HDR + PATH_MAX);
+	unsigned char *h = malloc(IF_HDR + IF_KEYMAX);
 	char want[PATH_MAX];
 	ssize_t got;
 	int ret, go = 0;

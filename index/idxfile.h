@@ -77,8 +77,9 @@
 #include "zstddec.h"
 
 /* 2: the source's ctime joined the identity; 3: kind; 4: each gzip span's CRC32;
- * 5: files named by content, not path, and the source's whole-file hash */
-#define IDXFILE_VERSION 5u
+ * 5: files named by content, not path, and the source's whole-file hash;
+ * 6: the source's version tag (an object's ETag) after its path */
+#define IDXFILE_VERSION 6u
 /* gzip: every member's CRC32 and ISIZE were checked when built; zstd: every size was measured;
  * checkpoints: made by the pass that verified each entry's check (ckpt.h) */
 #define IDXFILE_F_VERIFIED 1u
@@ -103,6 +104,7 @@ struct idxfile_id {
 	int64_t mtime_sec, ctime_sec;
 	uint32_t mtime_nsec, ctime_nsec;
 	uint64_t fingerprint; /* hash of the first and last 4 KiB (fewer if the file is smaller) */
+	char tag[ZSRC_TAG_MAX]; /* the source's version tag (zsrc_tag), exactly; "" for files */
 	/*
 	 * idxfile_identify's source (borrowed, no reference taken), read by
 	 * load, save and remove for the whole-file hash; keep a reference while
@@ -139,8 +141,9 @@ struct idxfile_info {
 int idxfile_default_dir(char *out, size_t len);
 
 /*
- * Reads src's identity: zsrc_stat, plus a hash of its first and last 4 KiB
- * read with zsrc_pread, and records src (borrowed) in id->src.  Returns 0,
+ * Reads src's identity: zsrc_stat, its tag (zsrc_tag), plus a hash of its
+ * first and last 4 KiB read with zsrc_pread, and records src (borrowed) in
+ * id->src.  Returns 0,
  * -EINVAL (not a regular file), -EIO (the source shrank while being read)
  * or the -errno of stat/pread.  *id is undefined on error.
  */
@@ -155,7 +158,7 @@ bool idxfile_keyed(const char *name);
 
 /*
  * Whether a and b are the same version of a source: srcid_same (srcid.h)
- * over their stat fields, and equal fingerprints.  The one comparison of
+ * over their stat fields, equal fingerprints and equal tags.  The one comparison of
  * identities: load, prune and the tools all go through it.
  */
 bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b);
@@ -163,7 +166,7 @@ bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b);
 /*
  * The largest index file that can be valid for a source of src_size bytes
  * indexed with span bytes (span is clamped to [64 KiB, GZDEC_MAX_SPAN]):
- *   128 + 4095 + 8 + (1 + floor(1032 * src_size / span)) * (32 + 65536),
+ *   136 + 4175 + 8 + (1 + floor(1032 * src_size / span)) * (32 + 65536),
  * saturating at UINT64_MAX.  Deflate makes at most 1032 bytes per input
  * byte, and checkpoints are at least span apart, so an index has at most
  * 1 + 1032 * src_size / span records, each with a window of at most 64 KiB.
@@ -173,7 +176,7 @@ uint64_t idxfile_max_size(uint64_t src_size, uint64_t span);
 
 /*
  * The largest zstd index file that can be valid for a source of src_size
- * bytes: 128 + 4095 + 8 + min(src_size / 9, ZSTDDEC_MAX_FRAMES) * 32 (the
+ * bytes: 136 + 4175 + 8 + min(src_size / 9, ZSTDDEC_MAX_FRAMES) * 32 (the
  * smallest zstd frame is 9 bytes; one 32-byte record per frame).
  */
 uint64_t idxfile_max_size_zstd(uint64_t src_size);
@@ -186,7 +189,7 @@ uint64_t idxfile_max_size_zstd(uint64_t src_size);
  * sets (no zstd frame or xz Block is smaller than 9 bytes), each with a
  * first point without a blob, and K = floor(U / span) further points (a set
  * has at most one point per span past its first, see idxfile_save_ckpt):
- *   128 + 4095 + 8 + 52 * E + K * (16 + 4 + 65536) + 4 * floor(U / 65536) + 4 * S
+ *   136 + 4175 + 8 + 52 * E + K * (16 + 4 + 65536) + 4 * floor(U / 65536) + 4 * S
  * that is: records, one CRC32 per 64 KiB piece plus one partial piece per
  * point, 64 KiB of codec state per further point (an LZMA2 model is at most
  * 28 KiB), and window bytes up to 4 * S in all.  Sparse compressed windows
@@ -381,13 +384,15 @@ int idxfile_prune(const char *dir, unsigned *removed);
 /*
  * What idxfile_prune_store learns of the source an index records (in: the
  * index's header, its source key and identity; the records not read):
- * 0 and *st, the identity the source has now, as its zsrc_stat gives it;
- * -ENOENT if the source is proven gone; any other -errno if it cannot be
- * told from here (the index is kept).  Answer 0 only where the stat fields
- * are the whole identity (an object: ETag, size, Last-Modified), since the
- * index is then judged by srcid_same alone, without reading the source.
+ * 0 and *st and tag, the version the source has now, as its zsrc_stat and
+ * zsrc_tag give it; -ENOENT if the source is proven gone; any other -errno
+ * if it cannot be told from here (the index is kept).  Answer 0 only where
+ * stat and tag are the whole identity (an object: ETag, size,
+ * Last-Modified), since the index is then judged by them alone, without
+ * reading the source.
  */
-typedef int (*idxfile_now_fn)(void *arg, const struct idxfile_info *in, struct stat *st);
+typedef int (*idxfile_now_fn)(void *arg, const struct idxfile_info *in, struct stat *st,
+			      char tag[ZSRC_TAG_MAX]);
 
 /*
  * Removes from the store registered under url (idxstore.h; one with the
@@ -402,7 +407,8 @@ typedef int (*idxfile_now_fn)(void *arg, const struct idxfile_info *in, struct s
  *  - blobs whose name is not their recorded identity's key and kind (a load
  *    never finds them);
  *  - blobs whose source now (above) says is gone (-ENOENT), or has other
- *    stat fields than recorded (srcid_same), decided from the header alone.
+ *    stat fields (srcid_same) or another tag than recorded, decided from the
+ *    header alone.
  * Kept: blobs now cannot judge, blobs that cannot be read (or changed
  * since the listing), other names.  A blob saved again between its check
  * and its delete is lost (one rebuild), as with idxfile_remove.

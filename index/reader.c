@@ -253,6 +253,7 @@ int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
 		zerr_set(&e, ret, 0, "cannot stat: %s", strerror(-ret));
 		goto fail;
 	}
+	zsrc_tag(r->src, r->tag);
 	sample_take(r);
 	ret = fmt_sniff(r->src, &r->f);
 	if (ret < 0) {
@@ -328,9 +329,7 @@ void reader_detach(struct reader *r)
 
 int reader_attach(struct reader *r, struct zsrc *src)
 {
-	struct stat st;
-
-	if (zsrc_stat(src, &st) < 0 || !reader_matches(r, &st)) {
+	if (!reader_same_version(r, src)) {
 		zsrc_put(src);
 		return -ESTALE;
 	}
@@ -380,6 +379,17 @@ int reader_matches(const struct reader *r, const struct stat *st)
 	return srcid_same(st, &r->st);
 }
 
+bool reader_same_version(const struct reader *r, struct zsrc *src)
+{
+	char tag[ZSRC_TAG_MAX];
+	struct stat st;
+
+	if (zsrc_stat(src, &st) < 0 || !reader_matches(r, &st))
+		return false;
+	zsrc_tag(src, tag);
+	return strcmp(tag, r->tag) == 0;
+}
+
 void reader_get_info(const struct reader *r, struct reader_info *info)
 {
 	memset(info, 0, sizeof(*info));
@@ -417,6 +427,53 @@ int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zer
 	return reader_mark_failed(r, k, off, -EIO, err);
 }
 
+/*
+ * Whether a failure came from the version opened being gone: codecs report
+ * a failed read as -EIO with the reason in words, so the source is asked
+ * once more (one byte; an object answers -ESTALE from then on).
+ */
+static bool version_gone(struct reader *r)
+{
+	unsigned char c;
+
+	return r->src && zsrc_pread(r->src, &c, 1, 0) == -ESTALE;
+}
+
+/*
+ * The version opened is gone for now: an object overwritten, whose GETs
+ * fail If-Match.  Not damage of that version, so no unit is marked: failure
+ * marks belong to the version that failed, and this one may come back.
+ */
+static int version_away(struct reader *r, uint64_t off)
+{
+	struct zerr why;
+	bool first;
+
+	pthread_mutex_lock(&r->lock);
+	first = !r->away;
+	r->away = true;
+	pthread_mutex_unlock(&r->lock);
+	zerr_set(&why, -EIO, 0, "the version opened is gone (overwritten or deleted)");
+	if (first)
+		reader_log(r, ZLOG_ERROR, &why,
+			   "read at offset %" PRIu64 ": the version opened is gone (overwritten "
+			   "or deleted); reads fail until it comes back or the file is opened anew",
+			   off);
+	return -EIO;
+}
+
+void reader_mark_read(struct reader *r)
+{
+	bool back;
+
+	pthread_mutex_lock(&r->lock);
+	back = r->away;
+	r->away = false;
+	pthread_mutex_unlock(&r->lock);
+	if (back)
+		reader_log(r, ZLOG_WARN, NULL, "the version opened is back; it reads again");
+}
+
 /* Marks entry k failed and writes its one log line.  Returns -EIO. */
 int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err)
 {
@@ -424,6 +481,8 @@ int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret, const 
 	bool first;
 
 	/* The line names both offsets: a caller gets it as data (reader_last_error). */
+	if (ret == -ESTALE || version_gone(r))
+		return version_away(r, off);
 	zerr_set(&why, ret, err->coff,
 		 "read error at offset %" PRIu64 " (%s %zu, compressed offset %" PRIu64 "): %s",
 		 off, r->f->unit, r->entry[k], err->coff, err->msg[0] ? err->msg : strerror(-ret));

@@ -284,8 +284,14 @@ int reader_attach(struct reader *r, struct zsrc *src);
  */
 int reader_probe(struct zsrc *src, const char *name, const struct reader_opts *opts);
 
-/* True if st (a fresh stat of the source path) still names the opened file unchanged. */
+/*
+ * True if st (a fresh stat of the source path) still names the opened file
+ * unchanged.  For a local file only: an object's stat is not its version.
+ */
 int reader_matches(const struct reader *r, const struct stat *st);
+
+/* True if src (borrowed) is the version r was opened on: its stat and its tag (src.h). */
+bool reader_same_version(const struct reader *r, struct zsrc *src);
 
 /* Waits for its read-ahead, drops its source and frees the reader; drops its cached chunks. Accepts
  * NULL. */

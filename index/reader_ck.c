@@ -105,14 +105,6 @@ const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)
 	return r->ck ? atomic_load_explicit(&r->ck[k], memory_order_acquire) : NULL;
 }
 
-/* Whether src is the version r was opened on. */
-static bool same_version(const struct reader *r, struct zsrc *src)
-{
-	struct stat st;
-
-	return zsrc_stat(src, &st) == 0 && reader_matches(r, &st);
-}
-
 /*
  * Publishes set s, made by a pass that verified entry k whole, as k's
  * (taking it over): 0, or -ENOTSUP (too large to keep) or -ESTALE (src
@@ -132,7 +124,7 @@ static int publish(struct reader *r, struct zsrc *src, size_t k, struct ckpt_set
 				bytes);
 	}
 	/* Only bytes of the version that was indexed: a set of another is dropped. */
-	if (!same_version(r, src)) {
+	if (!reader_same_version(r, src)) {
 		ckpt_set_free(s);
 		return zerr_set(why, -ESTALE, 0, "the file changed while it was read");
 	}
@@ -176,7 +168,7 @@ static void build_failed(struct reader *r, struct zsrc *src, size_t k, int ret,
 			   "%s %zu has no checkpoints (%s): reads inside it "
 			   "decode from its start",
 			   r->f->unit, r->entry[k], why->msg);
-	else if (ret == -EIO && same_version(r, src))
+	else if (ret == -EIO && reader_same_version(r, src))
 		reader_fail_entry(r, k, r->map.start[k], why);
 	else if (ret != -ECANCELED)
 		reader_log(r, ZLOG_WARN, why, "%s %zu: no checkpoints this time (%s)", r->f->unit,
@@ -323,7 +315,7 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 
 	if (!r->ck)
 		return 0;
-	if (!same_version(r, src))
+	if (!reader_same_version(r, src))
 		return zerr_set(why, -ESTALE, 0, "the file changed since it was opened");
 	load_saved(r, src);
 	for (size_t k = 0; k < r->map.n; k++) {
@@ -457,6 +449,6 @@ void reader_ck_medium_done(struct reader *r, size_t k, const void *buf, size_t l
 void reader_ck_save(struct reader *r)
 {
 	/* Sets of the version r was opened on, saved under that version's identity only. */
-	if (r->src && atomic_exchange(&r->ck_unsaved, false) && same_version(r, r->src))
+	if (r->src && atomic_exchange(&r->ck_unsaved, false) && reader_same_version(r, r->src))
 		save_all(r, r->src);
 }

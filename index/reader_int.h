@@ -31,13 +31,14 @@ struct reader {
 	char *name;
 	uint64_t id; /* cache key: unique per reader, so versions never mix */
 	struct stat st;
-	bool sampled;	      /* sample hashes the version in st */
-	uint64_t sample;      /* idxfile_identify's fingerprint: its first and last 4 KiB */
-	int fmt;	      /* the backend's id (fmttab.h), the index of per-format arrays */
-	const struct fmt *f;  /* the backend */
-	void *idx;	      /* the backend's index */
-	struct zmctx *ctx;    /* borrowed: cache, pool, counters, parked list, log */
-	struct bcache *cache; /* ctx->cache */
+	char tag[ZSRC_TAG_MAX]; /* with st, the version opened (zsrc_tag) */
+	bool sampled;		/* sample hashes the version in st */
+	uint64_t sample;	/* idxfile_identify's fingerprint: its first and last 4 KiB */
+	int fmt;		/* the backend's id (fmttab.h), the index of per-format arrays */
+	const struct fmt *f;	/* the backend */
+	void *idx;		/* the backend's index */
+	struct zmctx *ctx;	/* borrowed: cache, pool, counters, parked list, log */
+	struct bcache *cache;	/* ctx->cache */
 	struct reader_opts opts;
 	struct cmap map;
 	size_t *entry; /* map entry -> the backend's unit (Block, point, frame) */
@@ -78,6 +79,7 @@ struct reader {
 	uint64_t moves;	      /* counts those events */
 	unsigned waiters;     /* threads waiting on moved */
 	bool changed;	      /* the source changed in place: all misses fail */
+	bool away;	      /* the version opened is gone for now (-ESTALE): said once */
 	/* Protected by lock: the source's stat last accepted (reader_check_unchanged) */
 	struct stat st_ok;     /* st at open, or a later one whose ctime alone moved, harmlessly */
 	bool named_ok;	       /* at st_ok, the name still led to the file */
@@ -148,10 +150,19 @@ int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zer
 
 /*
  * reader_fail_entry for a fill that failed with ret: marks entry k failed
- * unless ret is -ENOMEM (memory comes back; corrupt data does not), and
- * logs the first failure of k.  Returns -ENOMEM if ret is, else -EIO.
+ * unless ret is -ENOMEM (memory comes back; corrupt data does not) or
+ * -ESTALE (the version opened is gone: an object overwritten, whose GETs
+ * fail If-Match; it may come back, and then it reads again), and logs the
+ * first failure of k, or the first -ESTALE since the version was last
+ * read.  Returns -ENOMEM if ret is, else -EIO.
  */
 int reader_mark_failed(struct reader *r, size_t k, uint64_t off, int ret, const struct zerr *err);
+
+/*
+ * A fill succeeded: if the version opened had gone (reader_mark_failed
+ * with -ESTALE), says once that it is back.  Any thread; takes r->lock.
+ */
+void reader_mark_read(struct reader *r);
 
 /*
  * Whether the source is still the file indexed at open (a write in place

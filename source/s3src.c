@@ -493,6 +493,13 @@ static int src_stat(struct zsrc *z, struct stat *st)
 	return 0;
 }
 
+static void src_tag(struct zsrc *z, char buf[ZSRC_TAG_MAX])
+{
+	_Static_assert(sizeof(((struct s3src *)0)->etag) <= ZSRC_TAG_MAX,
+		       "ETags longer than a tag");
+	strcpy(buf, ((struct s3src *)z)->etag);
+}
+
 static void src_free(struct zsrc *z)
 {
 	struct s3src *s = (struct s3src *)z;
@@ -517,6 +524,7 @@ static void src_free(struct zsrc *z)
 static const struct zsrc_ops s3src_ops = {
 	.pread = src_pread,
 	.stat = src_stat,
+	.tag = src_tag,
 	.hint = src_hint,
 	.free = src_free,
 	.pinned = true,
@@ -572,7 +580,6 @@ void s3src_version(dev_t dev, const char *key, const struct s3_stat *os, struct 
 	st->st_blocks = (blkcnt_t)((os->size + 511) / 512);
 	st->st_mtim.tv_sec = os->mtime;
 	st->st_ctim.tv_sec = os->mtime;
-	st->st_ctim.tv_nsec = (long)(fnv(0xcbf29ce484222325ull, os->etag) % 1000000000u);
 }
 
 /* -- URLs and clients ----------------------------------------------------- */

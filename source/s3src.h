@@ -80,10 +80,11 @@ int s3src_connect(const char *bucket, const struct s3src_conf *conf, struct s3 *
 dev_t s3src_dev(const char *endpoint, const char *bucket);
 
 /*
- * The version identity of an object (srcid.h compares it): S_IFREG | 0444,
- * st_dev dev, st_ino a hash of key (never 0), st_size, st_mtim its
- * Last-Modified, st_ctim the same seconds with a hash of the ETag as
- * nanoseconds, st_nlink 1, st_blksize 64 KiB, st_blocks from the size.
+ * The attributes of an object: S_IFREG | 0444, st_dev dev, st_ino a hash
+ * of key (never 0), st_size, st_mtim and st_ctim its Last-Modified,
+ * st_nlink 1, st_blksize 64 KiB, st_blocks from the size.  Not its
+ * version: two versions may share all of these; the source's tag (its
+ * ETag, exactly) tells them apart.
  */
 void s3src_version(dev_t dev, const char *key, const struct s3_stat *os, struct stat *st);
 

@@ -487,8 +487,10 @@ static const struct idxstore_ops dir_ops = {
 };
 
 /* The test's view of a source: its lstat, but a name holding "mine" cannot be judged. */
-static int now_lstat(void *arg, const struct idxfile_info *in, struct stat *st)
+static int now_lstat(void *arg, const struct idxfile_info *in, struct stat *st,
+		     char tag[ZSRC_TAG_MAX])
 {
+	tag[0] = '\0'; /* a local file: its stat is its version */
 	(*(unsigned *)arg)++;
 	if (strstr(in->src, "mine"))
 		return -ENOTSUP;
@@ -885,7 +887,8 @@ START_TEST(forged_fields)
 		{ 8, 4, 2, "version 2 (before kind)" },
 		{ 8, 4, 3, "version 3 (before span CRC32s)" },
 		{ 8, 4, 4, "version 4 (named by path, no whole-file hash)" },
-		{ 8, 4, 6, "version 6" },
+		{ 8, 4, 5, "version 5 (no version tag)" },
+		{ 8, 4, 7, "version 7" },
 		{ 128, 8, 12345, "control: another whole-file hash (identity as recorded: loads)" },
 		{ 106, 2, 0, "kind 0" },
 		{ 106, 2, 2, "kind zstd on gzip records" },
@@ -1269,7 +1272,7 @@ END_TEST
  */
 START_TEST(path_names)
 {
-	struct idxfile_id id = { 1, 2, 3, 4, 5, 6, 7, 8, NULL }, o;
+	struct idxfile_id id = { 1, 2, 3, 4, 5, 6, 7, 8, "", NULL }, o;
 	char a[PATH_MAX], b[PATH_MAX];
 	const char *base;
 
@@ -1462,10 +1465,10 @@ END_TEST
 /* idxfile_id_same: each field on its own makes two identities differ. */
 START_TEST(id_same_each_field)
 {
-	struct idxfile_id a = { 1, 2, 3, 4, 5, 6, 7, 8, NULL }, b;
+	struct idxfile_id a = { 1, 2, 3, 4, 5, 6, 7, 8, "\"e1\"", NULL }, b;
 
 	ck_assert(idxfile_id_same(&a, &a));
-	for (int f = 0; f < 8; f++) {
+	for (int f = 0; f < 9; f++) {
 		b = a;
 		switch (f) {
 		case 0:
@@ -1489,8 +1492,11 @@ START_TEST(id_same_each_field)
 		case 6:
 			b.ctime_nsec++;
 			break;
-		default:
+		case 7:
 			b.fingerprint++;
+			break;
+		default:
+			b.tag[2]++; /* one bit of the ETag */
 			break;
 		}
 		ck_assert_msg(!idxfile_id_same(&a, &b), "field %d ignored", f);

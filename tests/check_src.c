@@ -14,8 +14,12 @@
 #include <string.h>
 
 #include "checkutil.h"
+#include "gzdec.h"
+#include "idxfile.h"
 #include "memsrc.h"
 #include "reader.h"
+#include "s3.h"
+#include "s3src.h"
 #include "testutil.h"
 #include "xzdec.h"
 #include "zlog.h"
@@ -232,6 +236,95 @@ START_TEST(changed_both_fails_uncached_units)
 }
 END_TEST
 
+/*
+ * An object overwritten and then put back (a rollback, a re-upload, a sync
+ * tool: the same ETag again).  While it is another version, reads of units
+ * not cached fail; once it is back they read its bytes again.  The failure
+ * belonged to the version that was away, not to the units read meanwhile.
+ */
+START_TEST(object_put_back_reads_again)
+{
+	struct blob old = slurp("rand"), a = slurp("rand.xz"), b = slurp("rand2.xz");
+	struct memsrc *m = memsrc_new(a.p, a.n);
+	unsigned char buf[4096];
+	struct reader_info in;
+	struct zmctx *zm;
+	struct reader *r = open_mem(m, "rand.xz", &zm);
+
+	expect_bytes(r, &old, 1000, sizeof(buf), "before the overwrite");
+	memsrc_change(m, b.p, b.n, MEMSRC_ESTALE); /* another ETag: every GET says 412 */
+	for (uint64_t off = 65536; off < old.n; off += 65536)
+		ck_assert_int_lt(reader_pread(r, buf, sizeof(buf), off + 3), 0);
+	memsrc_change(m, a.p, a.n, 0); /* put back: the ETag opened passes If-Match again */
+	for (uint64_t off = 65536; off < old.n; off += 65536)
+		expect_bytes(r, &old, off + 3, sizeof(buf), "after the put-back");
+	reader_get_info(r, &in);
+	ck_assert_uint_eq(in.failed, 0);
+	reader_close(r);
+	zmctx_free(zm);
+	zsrc_put(memsrc_src(m));
+	memsrc_destroy(m);
+	free(a.p);
+	free(b.p);
+	free(old.p);
+}
+END_TEST
+
+/*
+ * Two versions of one object that share the size, the Last-Modified second,
+ * the first and last 4 KiB, and every bit of their ETags that a hash kept
+ * (these two agree in fnv64 mod 10^9, which was once the identity's ctime
+ * nanoseconds).  The index saved for one is never taken for the other.
+ */
+START_TEST(colliding_etags_keep_their_indexes_apart)
+{
+	static const char url[] = "s3://bkt/k/text.gz",
+			  e1[] = "\"4bcd83a98bc4ee323ec93c0f0e704d04\"",
+			  e2[] = "\"56acd1ad649f3db6ee2bffca648ad192\"";
+	struct s3_stat o1 = { .mtime = 1700000000 }, o2;
+	struct blob a = slurp("text.gz");
+	dev_t dev = s3src_dev("http://127.0.0.1:9", "bkt");
+	struct idxfile_id ida, idb;
+	struct gzdec_index *g = NULL;
+	struct zerr err = { 0 };
+	struct memsrc *ma, *mb;
+	char idir[PATH_MAX];
+	int ret;
+
+	ck_assert_uint_gt(a.n, 3 * 4096);
+	o1.size = a.n;
+	strcpy(o1.etag, e1);
+	o2 = o1;
+	strcpy(o2.etag, e2);
+	ma = memsrc_new(a.p, a.n);
+	s3src_version(dev, "k/text.gz", &o1, &ma->st);
+	memsrc_set_tag(ma, e1);
+	a.p[a.n / 2] ^= 1; /* other bytes between */
+	mb = memsrc_new(a.p, a.n);
+	s3src_version(dev, "k/text.gz", &o2, &mb->st);
+	memsrc_set_tag(mb, e2);
+
+	testutil_join(idir, sizeof(idir), dir, "idx");
+	ck_assert_int_eq(testutil_sh(dir, "mkdir -m 700 -p idx"), 0);
+	ck_assert_int_eq(idxfile_identify(memsrc_src(ma), &ida), 0);
+	ck_assert_int_eq(gzdec_index_build(memsrc_src(ma), a.n, 64 << 10, &g, &err), 0);
+	ck_assert_int_eq(idxfile_save(idir, url, &ida, g, NULL), 0);
+	gzdec_index_free(g);
+	g = NULL;
+	ck_assert_int_eq(idxfile_identify(memsrc_src(mb), &idb), 0);
+	ret = idxfile_load(idir, url, &idb, 0, &g, &err);
+	ck_assert_msg(ret == -ESTALE, "the index saved for ETag %s loaded for ETag %s: %d (%s)", e1,
+		      e2, ret, err.msg);
+	ck_assert_ptr_null(g);
+	/* the version it was made for still takes it */
+	ck_assert_int_eq(idxfile_load(idir, url, &ida, 0, &g, &err), 0);
+	gzdec_index_free(g);
+	memsrc_destroy(ma);
+	memsrc_destroy(mb);
+	free(a.p);
+}
+END_TEST
+
 /* The reader drops the reference it was given exactly once, however it ends. */
 START_TEST(reader_frees_its_source_once)
 {
@@ -310,6 +403,9 @@ int main(void)
 		{ "changed_object_fails_uncached_units", changed_object_fails_uncached_units, 0 },
 		{ "changed_both_fails_uncached_units", changed_both_fails_uncached_units, 0 },
 		{ "reader_frees_its_source_once", reader_frees_its_source_once, 0 },
+		{ "object_put_back_reads_again", object_put_back_reads_again, 0 },
+		{ "colliding_etags_keep_their_indexes_apart",
+		  colliding_etags_keep_their_indexes_apart, 0 },
 	};
 	SRunner *sr;
 	int failed;

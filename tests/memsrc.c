@@ -2,6 +2,7 @@
 #include "memsrc.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +48,15 @@ static void mem_hint(struct zsrc *s, uint64_t off, uint64_t len)
 	m->hint_len = len;
 }
 
+static void mem_tag(struct zsrc *s, char buf[ZSRC_TAG_MAX])
+{
+	memcpy(buf, ((struct memsrc *)s)->tag, ZSRC_TAG_MAX);
+}
+
 static const struct zsrc_ops mem_ops = {
 	.pread = mem_pread,
 	.stat = mem_stat,
+	.tag = mem_tag,
 	.hint = mem_hint,
 	.free = mem_free,
 };
@@ -107,6 +114,11 @@ void memsrc_change(struct memsrc *m, const void *data, size_t len, unsigned how)
 		m->st.st_ctim = m->st.st_mtim;
 	}
 	m->estale = how & MEMSRC_ESTALE;
+}
+
+void memsrc_set_tag(struct memsrc *m, const char *tag)
+{
+	snprintf(m->tag, sizeof(m->tag), "%s", tag);
 }
 
 unsigned memsrc_frees(struct memsrc *m)

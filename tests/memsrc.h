@@ -12,6 +12,7 @@
  *    place); with MEMSRC_ESTALE, pread fails with -ESTALE instead of
  *    serving them (an object: its stat is the version at open, and every
  *    GET carries If-Match).
+ * A tag (memsrc_set_tag) makes it a source whose version a stat cannot hold.
  * The last zsrc_put only counts (memsrc_frees) and leaves the memory to
  * memsrc_destroy, so a test can see a source freed once, never twice.
  * Threads: preads may run at once; the setters are for the test's thread
@@ -33,7 +34,8 @@ struct memsrc {
 	unsigned short_max;
 	uint64_t err_lo, err_hi;
 	int err;
-	bool estale; /* reads fail with -ESTALE (after memsrc_change with estale) */
+	bool estale;		/* reads fail with -ESTALE (after memsrc_change with estale) */
+	char tag[ZSRC_TAG_MAX]; /* the version tag (src.h); "" for none */
 	atomic_uint calls, frees;
 	uint64_t hint_off, hint_len; /* the last hint */
 };
@@ -50,6 +52,9 @@ void memsrc_short(struct memsrc *m, unsigned short_max);
 void memsrc_fail(struct memsrc *m, uint64_t lo, uint64_t hi, int err);
 enum { MEMSRC_STAT = 1, MEMSRC_ESTALE = 2 };
 void memsrc_change(struct memsrc *m, const void *data, size_t len, unsigned how);
+
+/* Sets the version tag zsrc_tag gives ("" for none). */
+void memsrc_set_tag(struct memsrc *m, const char *tag);
 
 /* How often the last reference was dropped. */
 unsigned memsrc_frees(struct memsrc *m);

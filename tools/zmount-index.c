@@ -378,7 +378,6 @@ static bool saved_for(const char *dir, const char *path, const struct reader *r)
 	char real[PATH_MAX], msg[256];
 	struct reader_info in;
 	struct zsrc *src;
-	struct stat st;
 	bool ok;
 
 	if (toolsrc_is_url(path)) /* an object is keyed by its URL, as a mount keys it */
@@ -391,8 +390,7 @@ static bool saved_for(const char *dir, const char *path, const struct reader *r)
 	if (!src)
 		return false;
 	reader_get_info(r, &in);
-	ok = zsrc_stat(src, &st) == 0 && srcid_same(&st, reader_stat(r)) &&
-	     fmttab_saved(in.fmt, dir, real, src, NULL) == 0;
+	ok = reader_same_version(r, src) && fmttab_saved(in.fmt, dir, real, src, NULL) == 0;
 	zsrc_put(src);
 	return ok;
 }
@@ -835,7 +833,8 @@ struct unjudged {
  * local path is never judged: the index may be another machine's, whose
  * path is not this one's.
  */
-static int source_now(void *arg, const struct idxfile_info *in, struct stat *st)
+static int source_now(void *arg, const struct idxfile_info *in, struct stat *st,
+		      char tag[ZSRC_TAG_MAX])
 {
 	char bucket[64], key[1025], ep[512], msg[256];
 	struct unjudged *u = arg;
@@ -855,6 +854,7 @@ static int source_now(void *arg, const struct idxfile_info *in, struct stat *st)
 	ret = toolsrc_open(in->src, &src, msg, sizeof(msg));
 	if (ret == 0) {
 		ret = zsrc_stat(src, st);
+		zsrc_tag(src, tag);
 		zsrc_put(src);
 	}
 	if (ret < 0 && ret != -ENOENT)
