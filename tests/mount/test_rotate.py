@@ -348,6 +348,10 @@ def follow(args, res, top, style):
                         res.fail(f'{tag}: logrotate ran', r.stderr.strip())
                         return
                     t_rot = time.monotonic()
+                    if style == 'create':
+                        res.check(f'{tag}: the old log was gzipped and unlinked while tail '
+                                  'held it', os.path.exists(log + '.1.gz') and
+                                  not os.path.exists(log + '.1'), str(os.listdir(src)))
                 append(log, line)
                 time.sleep(PERIOD)
             t_last = time.monotonic()
