@@ -111,6 +111,42 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 /*
+ * The current state of plain file or directory n's source object: through
+ * handle h (an open handle on n, or NULL), else by name if the name still
+ * names that object, else through any handle open on n.  The last is what
+ * keeps a rotated log followable: after "mv app.log app.log.1" (or an
+ * unlink) the name shows another file or none, but tail -F still polls
+ * its old descriptor with fstat and reads to its end before it looks at
+ * the name again; the lookup-time state shown instead hid every later
+ * append, or looked like a truncation and made tail print the file again
+ * from the start.  The list is walked only in that case, so an ordinary
+ * getattr costs one lstat, as before.  Returns 0, or -errno (the state is
+ * unknown: then *st is not set).
+ */
+static int plain_stat(struct ops_ctx *c, const struct node *n, const struct handle *h,
+		      struct stat *st)
+{
+	int ret = -ENOENT;
+
+	if (h && h->fd >= 0)
+		return fstat(h->fd, st) == 0 ? 0 : -errno;
+	if (beneath_lstat(tree_root_fd(c->tree), n->tn.rel, st) == 0 &&
+	    srcid_same_object(st, &n->tn.st))
+		return 0;
+	pthread_mutex_lock(&c->open_lock);
+	for (const struct ops_open *l = c->open_list.next; l != &c->open_list; l = l->next) {
+		const struct handle *o = (const struct handle *)l;
+
+		if (!l->is_dir && o->node == n && o->fd >= 0) {
+			ret = fstat(o->fd, st) == 0 ? 0 : -errno;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->open_lock);
+	return ret;
+}
+
+/*
  * The attributes node shows: its version's, read-only, archives at their
  * uncompressed size.  st_ino stays the source's, not the node id: the node
  * id names one version (nodes.h), so that an old handle keeps its version's
@@ -122,7 +158,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
  * inodes may share it.  Files on another file system under SRC are numbered
  * apart (nodes_ino), since the mount has one st_dev.
  */
-static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
+static void node_attr(struct ops_ctx *c, const struct node *n, const struct handle *h,
+		      struct stat *st)
 {
 	struct stat now;
 
@@ -132,8 +169,7 @@ static void node_attr(struct ops_ctx *c, const struct node *n, struct stat *st)
 
 		st->st_size = r ? (off_t)reader_size(r) : 0;
 		st->st_blocks = (st->st_size + 511) / 512;
-	} else if (beneath_lstat(tree_root_fd(c->tree), n->tn.rel, &now) == 0 &&
-		   now.st_ino == st->st_ino && now.st_dev == st->st_dev) {
+	} else if (plain_stat(c, n, h, &now) == 0) {
 		*st = now; /* plain files and directories show their current state */
 	}
 	st->st_ino = nodes_ino(c->nodes, st->st_dev, st->st_ino);
@@ -178,7 +214,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	e.ino = n->id;
-	node_attr(c, n, &e.attr);
+	node_attr(c, n, NULL, &e.attr);
 	nodes_put(c->nodes, n);
 	fuse_reply_entry(req, &e);
 }
@@ -202,12 +238,12 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct node *n = nodes_get(c->nodes, ino);
 	struct stat st;
 
-	(void)fi;
 	if (!n) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	node_attr(c, n, &st);
+	/* fi: an open file's handle (the kernel sends it for a read past the size it holds). */
+	node_attr(c, n, fi && !handle_of(fi)->link.is_dir ? handle_of(fi) : NULL, &st);
 	nodes_put(c->nodes, n);
 	fuse_reply_attr(req, &st, c->timeout);
 }

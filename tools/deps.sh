@@ -4,6 +4,7 @@ set -euo pipefail
 pkgs=(cmake make gcc pkg-config libfuse3-dev fuse3 liblzma-dev zlib1g-dev check
       xz-utils gzip pigz tabix python3 coreutils perl dpkg-dev man-db util-linux attr
       libzstd-dev zstd
+      logrotate # tests/mount/test_rotate.py --part tail
       clang-format # tests/tools/check_format.sh
       libcurl4-openssl-dev curl # source/s3.c
       ceph-mon ceph-osd radosgw) # the S3 tests' gateway (tests/s3/rgw.sh)

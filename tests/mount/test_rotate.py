@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_rotate.py -- saved indexes survive a logrotate rename (issue 20, item 2).
 
-usage: test_rotate.py --zmount PATH [--seed N] [--keep]
+usage: test_rotate.py --zmount PATH [--seed N] [--keep] [--part index|tail|all]
 
 1. SRC holds a live plain log x.log, five gzip files x.log.1.gz ... x.log.5.gz
    (several MiB each, so each gets an index) and one one-Block y.log.1.xz of
@@ -23,6 +23,17 @@ usage: test_rotate.py --zmount PATH [--seed N] [--keep]
    a new name.  Remount: that index must not be used (one built, the log
    says why: other bytes), the other four are loaded, and the bytes are
    the new file's.
+6. Live logs (--part tail, its own ctest): for each of logrotate's three
+   styles -- create (rename, a new empty file, the old one gzipped and
+   unlinked), copytruncate, and nocreate (rename; the writer's next append
+   makes the new file) -- run the real `tail -n0 -F MNT/app.log` (coreutils
+   polls a FUSE file once a second), append numbered lines to SRC/app.log
+   every 0.2 s, rotate with a real `logrotate -f -s STATE CONF` midway, keep
+   writing, and wait (at most 12 s) for tail to print the last line.  Its
+   stdout must be every line exactly once, in order, and none of the lines
+   the log held before tail started.  copytruncate: a line written after
+   tail's last poll and before the truncation is gone from app.log for any
+   polling reader, so that case waits for tail to catch up before rotating.
 Every mount ends with fusermount3 -u and daemon exit 0.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
@@ -32,6 +43,7 @@ import lzma
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -121,6 +133,8 @@ def main():
     ap.add_argument('--zmount', required=True)
     ap.add_argument('--seed', type=int, default=20)
     ap.add_argument('--keep', action='store_true')
+    ap.add_argument('--part', choices=('index', 'tail', 'all'), default='all',
+                    help='saved indexes (1-5), tail -F across rotations (6), or both')
     args = ap.parse_args()
     zmtest.require_fuse()
     res = zmtest.Results()
@@ -128,7 +142,14 @@ def main():
         return res.finish()
     top = tempfile.mkdtemp(prefix='zmount-rotate-')
     try:
-        run(args, res, top)
+        if args.part in ('index', 'all'):
+            run(args, res, top)
+        if args.part in ('tail', 'all'):
+            if shutil.which('tail') and shutil.which('logrotate'):
+                for style in ('create', 'copytruncate', 'nocreate'):
+                    follow(args, res, top, style)
+            else:
+                res.fail('tail and logrotate installed (tools/deps.sh)')
     finally:
         zmtest.cleanup_top(top, args.keep)
     return res.finish()
@@ -236,6 +257,122 @@ def run(args, res, top):
                   len(why) == 1, '\n'.join(m.log_lines()[-10:]), info=why[0] if why else '')
         for name, data in sorted(rotated.items()):
             read_exact(res, tag, os.path.join(mnt, name), data)
+
+
+# -- 6: tail -F across a rotation --------------------------------------------
+
+LINES_BEFORE, LINES_AFTER, PERIOD = 10, 10, 0.2
+CONF = {
+    # logrotate's default: rename, create a new empty file; gzip and unlink
+    # the old one at once, so tail's handle outlives the old file's name
+    'create': 'create\n    compress',
+    'copytruncate': 'copytruncate',
+    # rename only: the writer's next append creates the file
+    'nocreate': 'nocreate',
+}
+
+
+def log_line(i):
+    return f'line {i:04d} ' + 'x' * (40 + i % 23) + '\n'
+
+
+def append(path, text):
+    with open(path, 'a') as f:
+        f.write(text)
+
+
+def fd_open_on(pid, path):
+    """True once process pid holds an open descriptor on path."""
+    try:
+        fds = os.listdir(f'/proc/{pid}/fd')
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f'/proc/{pid}/fd/{fd}') == path:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def wait_for(pred, deadline):
+    t = time.monotonic() + deadline
+    while time.monotonic() < t:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def read_text(path):
+    with open(path, 'rb') as f:
+        return f.read().decode('utf-8', errors='replace')
+
+
+def follow(args, res, top, style):
+    """tail -n0 -F MNT/app.log while SRC/app.log is written and rotated in style."""
+    tag = f'tail -F, logrotate {style}'
+    d = os.path.join(top, f'tail-{style}')
+    src, mnt = os.path.join(d, 'src'), os.path.join(d, 'mnt')
+    os.makedirs(src)
+    log = os.path.join(src, 'app.log')
+    # 16 KiB already there: tail -n0 must print none of it, and a truncation
+    # leaves the file far shorter than tail's offset, as tail needs to see it
+    append(log, ''.join(f'old {i:04d} ' + 'o' * 50 + '\n' for i in range(280)))
+    conf = os.path.join(d, 'rotate.conf')
+    with open(conf, 'w') as f:
+        f.write(f'{log} {{\n    rotate 3\n    missingok\n    {CONF[style]}\n}}\n')
+    out_path, err_path = os.path.join(d, 'tail.out'), os.path.join(d, 'tail.err')
+    want = [log_line(i) for i in range(LINES_BEFORE + LINES_AFTER)]
+    with zmtest.Mount(args.zmount, src, mnt, results=res, watchdog=120,
+                      log_path=os.path.join(d, 'daemon.log')) as m, \
+            open(out_path, 'wb') as out, open(err_path, 'wb') as err:
+        seen = os.path.join(mnt, 'app.log')
+        tail = subprocess.Popen(['tail', '-n0', '-F', seen], stdout=out, stderr=err,
+                                stdin=subprocess.DEVNULL)
+        try:
+            if not wait_for(lambda: fd_open_on(tail.pid, seen), 10):
+                res.fail(f'{tag}: tail opened {seen}', read_text(err_path))
+                return
+            t0 = time.monotonic()
+            for i, line in enumerate(want):
+                if i == LINES_BEFORE:
+                    if style == 'copytruncate':
+                        # what tail has not read by the truncation is lost to
+                        # any reader that polls (README, "Live logs")
+                        wait_for(lambda: read_text(out_path).endswith(want[i - 1]), 12)
+                    r = subprocess.run(['logrotate', '-f', '-s', os.path.join(d, 'state'),
+                                        conf], capture_output=True, text=True)
+                    if r.returncode != 0:
+                        res.fail(f'{tag}: logrotate ran', r.stderr.strip())
+                        return
+                    t_rot = time.monotonic()
+                    if style == 'create':
+                        res.check(f'{tag}: the old log was gzipped and unlinked while tail '
+                                  'held it', os.path.exists(log + '.1.gz') and
+                                  not os.path.exists(log + '.1'), str(os.listdir(src)))
+                append(log, line)
+                time.sleep(PERIOD)
+            t_last = time.monotonic()
+            caught = wait_for(lambda: read_text(out_path).endswith(want[-1]), 12)
+            lag = time.monotonic() - t_last
+        finally:
+            tail.terminate()
+            tail.wait(10)
+        got = read_text(out_path).splitlines(keepends=True)
+        errs = read_text(err_path).strip().replace('\n', ' | ')
+        print(f'#   {tag}: {len(got)} lines out, rotated at {t_rot - t0:.1f} s, last line '
+              f'{"after" if caught else "not within"} {lag:.1f} s; tail said: {errs}',
+              flush=True)
+        missing = [ln[:9] for ln in want if ln not in got]
+        extra = [ln[:9] for ln in got if ln not in want]
+        dups = sorted({ln[:9] for ln in got if got.count(ln) > 1})
+        res.check(f'{tag}: stdout is every line once, in order ({len(want)} lines)',
+                  got == want,
+                  f'{len(got)} lines; missing {missing}; duplicated {dups}; not written '
+                  f'since tail started {extra[:5]}{"..." if len(extra) > 5 else ""}; '
+                  f'in order: {[ln for ln in got if ln in want] == want}')
 
 
 if __name__ == '__main__':
