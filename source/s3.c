@@ -431,6 +431,23 @@ static int curl_errno(CURLcode rc, int *retry)
 	}
 }
 
+/* Whether rc means that no answer came from the endpoint at all. */
+static int no_answer(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_GOT_NOTHING:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static int http_errno(long st, int *retry)
 {
 	*retry = st >= 500 || st == 429;
@@ -465,7 +482,7 @@ static void err_code(const char *body, char *dst, size_t cap)
 
 static void report(const struct s3 *s, const struct req *r, int tries, const char *fmt, ...)
 {
-	char why[256], line[1024], key[512];
+	char why[512], line[1200], key[512];
 	va_list ap;
 	size_t i;
 
@@ -511,7 +528,7 @@ static int run(struct s3 *s, struct req *r,
 	       void *arg)
 {
 	struct curl_slist *hdrs = make_headers(s, r);
-	char cerr[CURL_ERROR_SIZE], why[256], code[64];
+	char cerr[CURL_ERROR_SIZE], why[512], code[64];
 	int err = -ENOMEM, retry, tries = 0;
 
 	r->h = pool_get(s);
@@ -526,7 +543,12 @@ static int run(struct s3 *s, struct req *r,
 			snprintf(why, sizeof(why), "the answer is longer than asked for");
 		} else if (rc != CURLE_OK) {
 			err = curl_errno(rc, &retry);
-			snprintf(why, sizeof(why), "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
+			/* The endpoint may come from a flag, the environment or a default: say it.
+			 */
+			snprintf(why, sizeof(why), "%s%.160s%s%s",
+				 no_answer(rc) ? "cannot reach " : "",
+				 no_answer(rc) ? s->endpoint : "", no_answer(rc) ? ": " : "",
+				 cerr[0] ? cerr : curl_easy_strerror(rc));
 		} else if (r->status == 416) {
 			err = 416;
 			goto out;

@@ -18,7 +18,9 @@
  * an incomplete body, HTTP 5xx or 429 is retried, up to opts.retries more
  * times, after a capped exponential backoff with full jitter (50 ms doubling
  * up to 2 s).  When the last attempt fails, one line naming the request and
- * the key (never a secret) goes to opts.log, and the call returns:
+ * the key (never a secret) goes to opts.log; when no answer came at all
+ * (no such host, refused, timed out, TLS failed) it says "cannot reach
+ * ENDPOINT: " and curl's reason.  The call returns:
  *   -ENOENT     404 (no such key or bucket);
  *   -EACCES     403 (bad keys, signature or permission);
  *   -ESTALE     412: the object no longer has the ETag the caller gave;
