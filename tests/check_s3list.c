@@ -23,6 +23,7 @@
 
 #include "s3.h"
 #include "s3cred.h"
+#include "s3hint.h"
 
 /* A server mode answering the old, looping code ends its listing after this many requests. */
 #define OLD_CODE_STOP 100
@@ -122,9 +123,15 @@ static void page(int i, const char *q, char *body, size_t n)
 	case M_DIRS: {
 		char prefix[256];
 
+		/* The bucket: readme, data/..., logs/x.gz, logs/app/..., logs/web/... */
 		query_arg(q, "prefix", prefix, sizeof(prefix));
-		/* The parent "logs%2F" has logs/app/ and logs/web/ and one object logs/x.gz. */
-		if (!strcmp(prefix, "logs%2F"))
+		if (!strcmp(prefix, ""))
+			snprintf(contents, sizeof(contents),
+				 "<Contents><Key>readme</Key><Size>1</Size><ETag>\"e\"</ETag>"
+				 "</Contents><CommonPrefixes><Prefix>data/</Prefix>"
+				 "</CommonPrefixes><CommonPrefixes><Prefix>logs/</Prefix>"
+				 "</CommonPrefixes>");
+		else if (!strcmp(prefix, "logs%2F"))
 			snprintf(contents, sizeof(contents),
 				 "<Contents><Key>logs/x.gz</Key><Size>1</Size><ETag>\"e\"</ETag>"
 				 "</Contents><CommonPrefixes><Prefix>logs/app/</Prefix>"
@@ -314,6 +321,60 @@ START_TEST(test_good_pages_listed)
 }
 END_TEST
 
+static int dir_cb(void *arg, const struct s3_obj *o)
+{
+	char *out = arg;
+
+	strcat(out, o->key);
+	strcat(out, o->dir ? "(dir) " : " ");
+	return 0;
+}
+
+START_TEST(test_list_dir)
+{
+	struct s3 *s = start(M_DIRS);
+	char got[512] = "";
+
+	ck_assert_int_eq(s3_list_dir(s, "logs/", dir_cb, got), 0);
+	ck_assert_str_eq(got, "logs/x.gz logs/app/(dir) logs/web/(dir) ");
+	ck_assert_msg(strstr(last_query, "delimiter=%2F"), "query: %s", last_query);
+	s3_close(s);
+}
+END_TEST
+
+START_TEST(test_hint_typo)
+{
+	struct s3 *s = start(M_DIRS);
+	char line[512];
+
+	ck_assert_int_eq(s3hint_empty(s, "b", "logz/", line, sizeof(line)), 1);
+	ck_assert_str_eq(line, "s3://b/logz/: no objects; did you mean s3://b/logs/?");
+	ck_assert_int_eq(s3hint_empty(s, "b", "logs/ap", line, sizeof(line)), 1);
+	ck_assert_str_eq(line, "s3://b/logs/ap/: no objects; did you mean s3://b/logs/app/?");
+	ck_assert_int_eq(s3hint_empty(s, "b", "logs/wbe", line, sizeof(line)), 1);
+	ck_assert_str_eq(line, "s3://b/logs/wbe/: no objects; did you mean s3://b/logs/web/?");
+	ck_assert_int_eq(atomic_load(&nreq), 3); /* one listing each */
+	s3_close(s);
+}
+END_TEST
+
+START_TEST(test_hint_nothing_near)
+{
+	struct s3 *s = start(M_DIRS);
+	char line[512];
+
+	ck_assert_int_eq(s3hint_empty(s, "b", "zzzzzz", line, sizeof(line)), 0);
+	ck_assert_str_eq(line, "s3://b/zzzzzz/: no objects (s3://b/ has 2 other prefixes, none "
+			       "near \"zzzzzz\")");
+	ck_assert_int_eq(s3hint_empty(s, "b", "nope/x/", line, sizeof(line)), 0);
+	ck_assert_str_eq(line, "s3://b/nope/x/: no objects, and s3://b/nope/ is empty too");
+	ck_assert_int_eq(s3hint_empty(s, "b", "", line, sizeof(line)), 0);
+	ck_assert_str_eq(line, "s3://b/: no objects");
+	ck_assert_int_eq(atomic_load(&nreq), 2);
+	s3_close(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("s3list");
@@ -328,6 +389,9 @@ int main(void)
 	tcase_add_test(c, test_same_page_again_stops);
 	tcase_add_test(c, test_page_bound);
 	tcase_add_test(c, test_good_pages_listed);
+	tcase_add_test(c, test_list_dir);
+	tcase_add_test(c, test_hint_typo);
+	tcase_add_test(c, test_hint_nothing_near);
 	suite_add_tcase(su, c);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
