@@ -10,11 +10,12 @@ It prints its port on stdout, then answers until killed (or stdin closes):
     "same" again, with a new key each time (a server that never ends);
   - GET /_count: how many listing requests it answered so far;
   - GET /_auth: the Authorization header of the last other request;
-  - HEAD or GET (Range honoured) of a KEY: "x\n", gzip-compressed for a
-    KEY ending in .gz (ETag "e").
+  - HEAD or GET (Range honoured) of a KEY: "x\n", or for a KEY ending in
+    .gz the gzip of "KEY\n" (ETag: the MD5 of KEY).
 Signatures are not checked.  Standard library only.
 """
 import gzip
+import hashlib
 import http.server
 import re
 import sys
@@ -26,6 +27,14 @@ KEYS = sorted(sys.argv[2:])
 count = 0
 last_auth = ''
 lock = threading.Lock()
+
+
+def content(key):
+    return gzip.compress(key.encode() + b'\n', mtime=0) if key.endswith('.gz') else b'x\n'
+
+
+def etag(key):
+    return '"' + hashlib.md5(key.encode()).hexdigest() + '"'
 
 
 def listing(q):
@@ -50,7 +59,7 @@ def listing(q):
             if d not in dirs:
                 dirs.append(d)
             continue
-        body += (f'<Contents><Key>{k}</Key><Size>1</Size><ETag>"e"</ETag>'
+        body += (f'<Contents><Key>{k}</Key><Size>{len(content(k))}</Size><ETag>{etag(k)}</ETag>'
                  '<LastModified>2026-12-01T00:00:00.000Z</LastModified></Contents>')
     for d in dirs:
         body += f'<CommonPrefixes><Prefix>{d}</Prefix></CommonPrefixes>'
@@ -63,13 +72,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def send(self, code, body, head_only=False, extra=()):
+    def send(self, code, body, head_only=False, extra=(), tag='"e"'):
         data = body if isinstance(body, bytes) else body.encode()
         self.send_response(code)
         for k, v in extra:
             self.send_header(k, v)
         self.send_header('Content-Length', str(len(data)))
-        self.send_header('ETag', '"e"')
+        self.send_header('ETag', tag)
         self.send_header('Last-Modified', 'Tue, 01 Dec 2026 00:00:00 GMT')
         self.end_headers()
         if not head_only:
@@ -103,7 +112,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def object(self, head_only):
         key = urllib.parse.unquote(self.path.split('/', 2)[-1])
         if key in KEYS:
-            data = gzip.compress(b'x\n', mtime=0) if key.endswith('.gz') else b'x\n'
+            data = content(key)
             m = re.match(r'bytes=(\d+)-(\d+)', self.headers.get('Range', ''))
             if m and not head_only:
                 a, b = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
@@ -111,9 +120,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     self.send(416, '')
                     return
                 self.send(206, data[a:b + 1], extra=[
-                    ('Content-Range', f'bytes {a}-{b}/{len(data)}')])
+                    ('Content-Range', f'bytes {a}-{b}/{len(data)}')], tag=etag(key))
                 return
-            self.send(200, data, head_only)
+            self.send(200, data, head_only, tag=etag(key))
         else:
             self.send(404, '<Error><Code>NoSuchKey</Code></Error>', head_only)
 

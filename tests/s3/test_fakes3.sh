@@ -7,7 +7,9 @@
 #    wait is bounded by timeout(1) so old code fails instead of hanging);
 #  - a mistyped prefix: the mount comes up empty and warns, naming the
 #    nearest existing prefix;
-#  - a tool whose endpoint cannot be reached says which endpoint failed.
+#  - a tool whose endpoint cannot be reached says which endpoint failed, and
+#    the tools take AWS_ENDPOINT_URL(_S3), AWS_REGION and AWS_PROFILE;
+#  - zmount-index build and verify walk a prefix as a local directory.
 # usage: test_fakes3.sh ZMOUNT TOOLDIR   (TOOLDIR holds zmount-cat)
 set -u
 zmount=$1 bin=$2
@@ -16,7 +18,7 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "PASS: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 tmp=$(mktemp -d)
-srv=
+srv= nsrv=0
 cleanup() {
 	fusermount3 -uz "$tmp/mnt" 2>/dev/null
 	[ -n "$srv" ] && kill "$srv" 2>/dev/null
@@ -30,11 +32,12 @@ unset AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE
 # server MODE KEY...: starts fakes3.py, sets $port and $srv.
 server() {
 	[ -n "$srv" ] && kill "$srv" 2>/dev/null && wait "$srv" 2>/dev/null
-	mkfifo "$tmp/in.$1" "$tmp/port.$1"
-	python3 "$here/fakes3.py" "$@" <"$tmp/in.$1" >"$tmp/port.$1" &
+	nsrv=$((nsrv + 1))
+	mkfifo "$tmp/in.$nsrv" "$tmp/port.$nsrv"
+	python3 "$here/fakes3.py" "$@" <"$tmp/in.$nsrv" >"$tmp/port.$nsrv" &
 	srv=$!
-	exec {hold}>"$tmp/in.$1" # keeps its stdin open
-	read -r port <"$tmp/port.$1"
+	exec {hold}>"$tmp/in.$nsrv" # keeps its stdin open
+	read -r port <"$tmp/port.$nsrv"
 }
 count() { curl -s "http://127.0.0.1:$port/_count"; }
 
@@ -92,20 +95,45 @@ if [ $rc != 0 ] && [ $rc != 124 ] && grep -q 'cannot reach http://127.0.0.1:1' "
 else bad "unreachable endpoint: exit $rc, '$(head -c 400 "$tmp/err")'"; fi
 AWS_ENDPOINT_URL=http://127.0.0.1:$port timeout 60 "$bin/zmount-cat" s3://bkt/logs/3.gz \
 	>"$tmp/out" 2>"$tmp/err"
-if [ "$(cat "$tmp/out")" = x ]; then ok "zmount-cat takes AWS_ENDPOINT_URL"
+if [ "$(cat "$tmp/out")" = logs/3.gz ]; then ok "zmount-cat takes AWS_ENDPOINT_URL"
 else bad "AWS_ENDPOINT_URL: '$(head -c 400 "$tmp/err")'"; fi
 AWS_ENDPOINT_URL=http://127.0.0.1:1 AWS_ENDPOINT_URL_S3=http://127.0.0.1:$port timeout 60 \
 	"$bin/zmount-cat" s3://bkt/logs/3.gz >"$tmp/out" 2>"$tmp/err"
-if [ "$(cat "$tmp/out")" = x ]; then ok "AWS_ENDPOINT_URL_S3 comes before AWS_ENDPOINT_URL"
+if [ "$(cat "$tmp/out")" = logs/3.gz ]; then ok "AWS_ENDPOINT_URL_S3 comes before AWS_ENDPOINT_URL"
 else bad "AWS_ENDPOINT_URL_S3: '$(head -c 400 "$tmp/err")'"; fi
+
+# 4. zmount-index build and verify walk a prefix as a local directory.
+server keys logs/app/1.gz logs/web/2.gz logs/3.log logs/x/ data/x.gz
+for url in s3://bkt/logs/ s3://bkt/logs; do
+	rm -rf "$tmp/idx"
+	"$bin/zmount-index" build --endpoint "http://127.0.0.1:$port" -d "$tmp/idx" "$url" \
+		>"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc = 0 ] && cat "$tmp/out" "$tmp/err" |
+		grep -q '2 gzip and zstd files.*built=2 fresh=0 failed=0; skipped: xz=0 other=1'; then
+		ok "zmount-index build $url walks the prefix"
+	else bad "zmount-index build $url: exit $rc, '$(cat "$tmp/out" "$tmp/err" | head -c 400)'"; fi
+done
+"$bin/zmount-index" verify --endpoint "http://127.0.0.1:$port" s3://bkt/logs/ >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc = 0 ] && [ "$(grep -c ': ok$' "$tmp/out")" = 2 ] && grep -q '^s3://bkt/logs/app/1.gz: ok$' "$tmp/out"; then
+	ok "zmount-index verify s3://bkt/logs/ walks the prefix"
+else bad "zmount-index verify: exit $rc, '$(cat "$tmp/out" "$tmp/err" | head -c 400)'"; fi
+"$bin/zmount-index" build --endpoint "http://127.0.0.1:$port" -d "$tmp/idx" s3://bkt/logz \
+	>"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc != 0 ] && grep -q 'did you mean s3://bkt/logs/?' "$tmp/err"; then
+	ok "zmount-index build of no object nor prefix: $(head -1 "$tmp/err")"
+else bad "zmount-index build s3://bkt/logz: exit $rc, '$(head -c 400 "$tmp/err")'"; fi
+
 # The region signs (AWS_REGION), the profile picks the keys (AWS_PROFILE).
 printf '[default]\naws_access_key_id = AKDEF\naws_secret_access_key = s1\n[other]\naws_access_key_id = AKOTHER\naws_secret_access_key = s2\n' >"$tmp/cred"
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE="$tmp/cred" \
 	AWS_PROFILE=other AWS_REGION=eu-west-9 AWS_ENDPOINT_URL=http://127.0.0.1:$port \
-	timeout 60 "$bin/zmount-cat" s3://bkt/logs/3.gz >"$tmp/out" 2>"$tmp/err"
+	timeout 60 "$bin/zmount-cat" s3://bkt/logs/app/1.gz >"$tmp/out" 2>"$tmp/err"
 auth=$(curl -s "http://127.0.0.1:$port/_auth")
 case $(cat "$tmp/out")/$auth in
-x/*Credential=AKOTHER/*/eu-west-9/s3/*) ok "zmount-cat takes AWS_REGION and AWS_PROFILE" ;;
+logs/app/1.gz/*Credential=AKOTHER/*/eu-west-9/s3/*) ok "zmount-cat takes AWS_REGION and AWS_PROFILE" ;;
 *) bad "AWS_REGION, AWS_PROFILE: '$auth' '$(head -c 300 "$tmp/err")'" ;;
 esac
 
