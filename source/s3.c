@@ -945,6 +945,9 @@ static void report_list(const struct s3 *s, const char *prefix, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	for (char *p = why; *p; p++) /* a token or key from the server stays on one line */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	for (i = 0; prefix[i] && i < sizeof(key) - 1; i++)
 		key[i] = (unsigned char)prefix[i] < 0x20 || prefix[i] == 0x7f ? '?' : prefix[i];
 	key[i] = '\0';

@@ -92,6 +92,15 @@ static int score(void *arg, const struct s3_obj *o)
 	return 0;
 }
 
+/* Replaces control bytes of line (names from the server or the command line); returns ret. */
+static int one_line(char *line, int ret)
+{
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return ret;
+}
+
 int s3hint_empty(struct s3 *s, const char *bucket, const char *prefix, char *line, size_t n)
 {
 	struct near nr = { 0 };
@@ -104,17 +113,17 @@ int s3hint_empty(struct s3 *s, const char *bucket, const char *prefix, char *lin
 	off = snprintf(line, n, "s3://%s/%.*s%s: no objects", bucket, (int)plen, prefix,
 		       plen ? "/" : "");
 	if (!plen || off >= n)
-		return 0; /* the whole bucket is empty: nothing to compare */
+		return one_line(line, 0); /* the whole bucket is empty: nothing to compare */
 	nr.seg = memrchr(prefix, '/', plen);
 	nr.seg = nr.seg ? nr.seg + 1 : prefix;
 	nr.slen = plen - (size_t)(nr.seg - prefix);
 	parent = strndup(prefix, (size_t)(nr.seg - prefix));
 	if (!parent)
-		return 0;
+		return one_line(line, 0);
 	rc = s3_list_dir(s, parent, score, &nr);
 	if (rc < 0) {
 		free(parent);
-		return 0;
+		return one_line(line, 0);
 	}
 	if (nr.nbest) {
 		snprintf(line + off, n - off, "; did you mean ");
@@ -137,5 +146,5 @@ int s3hint_empty(struct s3 *s, const char *bucket, const char *prefix, char *lin
 			 (int)nr.slen, nr.seg);
 	}
 	free(parent);
-	return nr.nbest > 0;
+	return one_line(line, nr.nbest > 0);
 }
