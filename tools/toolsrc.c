@@ -42,8 +42,9 @@ const struct s3src_conf *toolsrc_conf(void)
 
 int toolsrc_flags(const char *tool, int *argc, char **argv)
 {
-	static const char *const names[] = { "--endpoint", "--region", "--credentials" };
-	const char **dst[] = { &conf.endpoint, &conf.region, &conf.credentials };
+	static const char *const names[] = { "--endpoint", "--region", "--credentials",
+					     "--profile" };
+	const char **dst[] = { &conf.endpoint, &conf.region, &conf.credentials, &conf.profile };
 	int out = 1;
 
 	tool_name = tool;
@@ -56,7 +57,7 @@ int toolsrc_flags(const char *tool, int *argc, char **argv)
 				argv[out++] = argv[i++];
 			break;
 		}
-		for (int f = 0; f < 3 && !taken; f++) {
+		for (int f = 0; f < 4 && !taken; f++) {
 			size_t len = strlen(names[f]);
 
 			if (strncmp(argv[i], names[f], len))

@@ -22,10 +22,11 @@
 	"  --region R         its region (default $AWS_REGION, else us-east-1)\n"                  \
 	"  --credentials FILE the keys, as ~/.aws/credentials (default $AWS_ACCESS_KEY_ID\n"       \
 	"                     and $AWS_SECRET_ACCESS_KEY, else ~/.aws/credentials;\n"              \
-	"                     profile $AWS_PROFILE)\n"
+	"                     profile $AWS_PROFILE)\n"                                             \
+	"  --profile P        its section (default $AWS_PROFILE, else default)\n"
 
 /*
- * Takes "--endpoint URL", "--region R" and "--credentials FILE" (or
+ * Takes "--endpoint URL", "--region R", "--credentials FILE" and "--profile P" (or
  * "--flag=VALUE") out of argv[1..*argc), up to a "--", and remembers them
  * for toolsrc_open; argv keeps the other arguments in their order.  tool
  * names the program in the message.  Returns 0, or -1 after printing one
@@ -73,7 +74,7 @@ int toolsrc_list(const char *url, int (*cb)(void *arg, const char *url, const st
 int toolsrc_reader(const char *path, struct zmctx *ctx, const struct reader_opts *opts,
 		   struct reader **out, struct zerr *why);
 
-/* The S3 settings the flags named (endpoint, region, credentials; NULL fields: defaults), for a
+/* The S3 settings the flags named (endpoint, region, credentials, profile; NULL: defaults), for a
  * client of the tool's own, such as an index store (fs/s3idx.h).  Valid until exit. */
 const struct s3src_conf *toolsrc_conf(void);
 

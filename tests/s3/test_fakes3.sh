@@ -136,6 +136,14 @@ case $(cat "$tmp/out")/$auth in
 logs/app/1.gz/*Credential=AKOTHER/*/eu-west-9/s3/*) ok "zmount-cat takes AWS_REGION and AWS_PROFILE" ;;
 *) bad "AWS_REGION, AWS_PROFILE: '$auth' '$(head -c 300 "$tmp/err")'" ;;
 esac
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE="$tmp/cred" \
+	timeout 60 "$bin/zmount-cat" --endpoint "http://127.0.0.1:$port" --profile other \
+	s3://bkt/logs/app/1.gz >"$tmp/out" 2>"$tmp/err"
+auth=$(curl -s "http://127.0.0.1:$port/_auth")
+case $(cat "$tmp/out")/$auth in
+logs/app/1.gz/*Credential=AKOTHER/*) ok "zmount-cat --profile" ;;
+*) bad "--profile: '$auth' '$(head -c 300 "$tmp/err")'" ;;
+esac
 
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
