@@ -26,6 +26,7 @@
 #include "ops.h"
 #include "reader.h"
 #include "s3.h"
+#include "s3hint.h"
 #include "s3tree.h"
 #include "zlog.h"
 
@@ -153,6 +154,15 @@ static int list_cb(void *arg, const struct s3_obj *o)
 	return s3tree_build_add(arg, o->key, &o->st);
 }
 
+/* The first listing found nothing: most often a mistyped prefix (s3hint.h). */
+static void warn_empty(struct s3fs *fs)
+{
+	char line[1024];
+
+	s3hint_empty(fs->s3, fs->label + strlen("s3://"), fs->prefix, line, sizeof(line));
+	zlog(ZLOG_WARN, "%s", line);
+}
+
 static int list_prefix(struct s3fs *fs, struct s3tree **out)
 {
 	struct s3tree_build *b;
@@ -177,6 +187,8 @@ static int list_prefix(struct s3fs *fs, struct s3tree **out)
 		zlog(ZLOG_DEBUG,
 		     "%s/%s: listed %zu objects in %zu directories in %.3f s (%zu bytes)",
 		     fs->label, fs->prefix, st.objects, st.dirs, mono() - t0, st.bytes);
+		if (st.objects + st.markers == 0 && atomic_load(&fs->lists) == 0)
+			warn_empty(fs);
 		atomic_fetch_add(&fs->lists, 1);
 	}
 	return ret;

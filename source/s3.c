@@ -31,6 +31,12 @@
 #define BACKOFF_MS     50	   /* the first retry waits up to this */
 #define BACKOFF_CAP_MS 2000	   /* and no retry waits longer */
 #define LIST_PAGE_MAX  (64u << 20) /* a listing page larger than this is refused */
+/*
+ * Truncated pages in a row that add nothing before a listing gives up.  More
+ * than one: S3 may end a page early, even empty, when it skipped much it
+ * does not show; a server that only ever does that would list forever.
+ */
+#define LIST_EMPTY_MAX 3
 
 struct s3 {
 	char *endpoint; /* without a trailing '/' */
@@ -84,6 +90,7 @@ void s3_opts_default(struct s3_opts *o)
 	o->retries = 4;
 	o->timeout_ms = 30000;
 	o->verify_tls = true;
+	o->list_pages_max = S3_LIST_PAGES_MAX;
 }
 
 static int has_ctl(const char *s)
@@ -133,6 +140,8 @@ int s3_open(const char *endpoint, const char *region, const char *bucket, const 
 		s->o.retries = 0;
 	if (s->o.timeout_ms <= 0)
 		s->o.timeout_ms = 30000;
+	if (s->o.list_pages_max == 0)
+		s->o.list_pages_max = S3_LIST_PAGES_MAX;
 	*out = s;
 	return 0;
 }
@@ -194,7 +203,8 @@ static void put_escaped(FILE *f, const char *s, int keep_slash)
 }
 
 /* ENDPOINT/BUCKET/KEY, or the bucket's ListObjectsV2 URL when key is NULL. */
-static char *make_url(const struct s3 *s, const char *key, const char *prefix, const char *token)
+static char *make_url(const struct s3 *s, const char *key, const char *prefix, const char *token,
+		      int delim)
 {
 	char *url = NULL;
 	size_t len = 0;
@@ -215,6 +225,8 @@ static char *make_url(const struct s3 *s, const char *key, const char *prefix, c
 			put_escaped(f, token, 0);
 			fputs("&", f);
 		}
+		if (delim)
+			fputs("delimiter=%2F&", f);
 		fputs("list-type=2&max-keys=1000&prefix=", f);
 		put_escaped(f, prefix, 0);
 	}
@@ -419,6 +431,23 @@ static int curl_errno(CURLcode rc, int *retry)
 	}
 }
 
+/* Whether rc means that no answer came from the endpoint at all. */
+static int no_answer(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_GOT_NOTHING:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static int http_errno(long st, int *retry)
 {
 	*retry = st >= 500 || st == 429;
@@ -453,7 +482,7 @@ static void err_code(const char *body, char *dst, size_t cap)
 
 static void report(const struct s3 *s, const struct req *r, int tries, const char *fmt, ...)
 {
-	char why[256], line[1024], key[512];
+	char why[512], line[1200], key[512];
 	va_list ap;
 	size_t i;
 
@@ -499,7 +528,7 @@ static int run(struct s3 *s, struct req *r,
 	       void *arg)
 {
 	struct curl_slist *hdrs = make_headers(s, r);
-	char cerr[CURL_ERROR_SIZE], why[256], code[64];
+	char cerr[CURL_ERROR_SIZE], why[512], code[64];
 	int err = -ENOMEM, retry, tries = 0;
 
 	r->h = pool_get(s);
@@ -514,7 +543,12 @@ static int run(struct s3 *s, struct req *r,
 			snprintf(why, sizeof(why), "the answer is longer than asked for");
 		} else if (rc != CURLE_OK) {
 			err = curl_errno(rc, &retry);
-			snprintf(why, sizeof(why), "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
+			/* The endpoint may come from a flag, the environment or a default: say it.
+			 */
+			snprintf(why, sizeof(why), "%s%.160s%s%s",
+				 no_answer(rc) ? "cannot reach " : "",
+				 no_answer(rc) ? s->endpoint : "", no_answer(rc) ? ": " : "",
+				 cerr[0] ? cerr : curl_easy_strerror(rc));
 		} else if (r->status == 416) {
 			err = 416;
 			goto out;
@@ -594,7 +628,7 @@ ssize_t s3_get_range(struct s3 *s, const char *key, const char *etag, uint64_t o
 		last = UINT64_MAX - 1;
 	snprintf(r.range, sizeof(r.range), "Range: bytes=%llu-%llu", (unsigned long long)off,
 		 (unsigned long long)last);
-	r.url = make_url(s, key, NULL, NULL);
+	r.url = make_url(s, key, NULL, NULL, 0);
 	if (!r.url)
 		return -ENOMEM;
 	rc = run(s, &r, check_range, &w);
@@ -609,7 +643,7 @@ static int run_plain(struct s3 *s, struct req *r, const char *key)
 {
 	int rc;
 
-	r->url = make_url(s, key, NULL, NULL);
+	r->url = make_url(s, key, NULL, NULL, 0);
 	if (!r->url)
 		return -ENOMEM;
 	rc = run(s, r, NULL, NULL);
@@ -770,11 +804,40 @@ static time_t iso_time(const char *p, size_t n)
 	return timegm(&tm);
 }
 
-/* Calls cb for each <Contents> of one page.  Returns 0, cb's non-zero, or -EIO/-ENOMEM. */
-static int list_page(const char *p, const char *end, int (*cb)(void *, const struct s3_obj *),
-		     void *arg)
+/* What one page brought, for the loop's checks. */
+struct page_sum {
+	unsigned entries; /* keys and common prefixes */
+	uint64_t first;	  /* a hash of its first key or prefix (0: none) */
+	char first_name[128];
+};
+
+/* FNV-1a of s[0..n), never 0 (0 marks an empty slot of a struct seen). */
+static uint64_t hash_bytes(const char *s, size_t n)
 {
-	const char *c, *next, *v;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+static void page_note(struct page_sum *ps, const char *name)
+{
+	if (ps->entries++ == 0) {
+		ps->first = hash_bytes(name, strlen(name));
+		snprintf(ps->first_name, sizeof(ps->first_name), "%s", name);
+	}
+}
+
+/*
+ * Calls cb for each <Contents> of one page, then (delimiter listings) for
+ * each <CommonPrefixes> as an object with dir set.  Returns 0, cb's
+ * non-zero, or -EIO/-ENOMEM.
+ */
+static int list_page(const char *p, const char *end, int (*cb)(void *, const struct s3_obj *),
+		     void *arg, struct page_sum *ps)
+{
+	const char *c, *next, *v, *start = p;
 	size_t n, vn;
 
 	while ((c = xml_find(p, end, "Contents", &n, &next))) {
@@ -803,17 +866,111 @@ static int list_page(const char *p, const char *end, int (*cb)(void *, const str
 				strcpy(o.st.etag, e);
 			free(e);
 		}
+		page_note(ps, key);
 		rc = cb(arg, &o);
 		free(key);
+		if (rc)
+			return rc;
+	}
+	for (p = start; (c = xml_find(p, end, "CommonPrefixes", &n, &next)); p = next) {
+		struct s3_obj o = { .dir = true };
+		char *name;
+		int rc;
+
+		v = xml_find(c, c + n, "Prefix", &vn, NULL);
+		if (!v)
+			return -EIO;
+		name = xml_text(v, vn);
+		if (!name)
+			return -EIO;
+		o.key = name;
+		page_note(ps, name);
+		rc = cb(arg, &o);
+		free(name);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-int s3_list(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct s3_obj *o),
-	    void *arg)
+/*
+ * A set of 64-bit hashes (open addressing, linear probing, at most half
+ * full): the continuation tokens sent and the first names of the pages
+ * seen, so that a server going round in a circle of any length is caught at
+ * its first repeat, at a constant cost per page.  A false "seen" needs two
+ * of the listing's tokens or first names to share a 64-bit hash.
+ */
+struct seen {
+	uint64_t *v;
+	size_t cap, n;
+};
+
+/* Adds h; returns 1 if it was there, 0 if added, -ENOMEM. */
+static int seen_add(struct seen *t, uint64_t h)
 {
+	if (2 * (t->n + 1) > t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 256;
+		uint64_t *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->v[i])
+				for (size_t j = t->v[i] & (cap - 1);; j = (j + 1) & (cap - 1))
+					if (!v[j]) {
+						v[j] = t->v[i];
+						break;
+					}
+		free(t->v);
+		t->v = v;
+		t->cap = cap;
+	}
+	for (size_t j = h & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+		if (t->v[j] == h)
+			return 1;
+		if (!t->v[j]) {
+			t->v[j] = h;
+			t->n++;
+			return 0;
+		}
+	}
+}
+
+/* One line about the listing of prefix as a whole (not one request). */
+static void report_list(const struct s3 *s, const char *prefix, const char *fmt, ...)
+{
+	char why[384], line[1024], key[384];
+	va_list ap;
+	size_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	for (char *p = why; *p; p++) /* a token or key from the server stays on one line */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	for (i = 0; prefix[i] && i < sizeof(key) - 1; i++)
+		key[i] = (unsigned char)prefix[i] < 0x20 || prefix[i] == 0x7f ? '?' : prefix[i];
+	key[i] = '\0';
+	snprintf(line, sizeof(line), "s3: LIST %s/%s*: %s", s->bucket, key, why);
+	if (s->o.log)
+		s->o.log(s->o.log_arg, line);
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
+/*
+ * The listing loop of s3_list and s3_list_dir.  Besides each page's own
+ * faults it stops, with one line and -EIO, a server that would keep it
+ * going forever: a continuation token sent before, a page that starts
+ * with a name an earlier page started with, LIST_EMPTY_MAX truncated pages
+ * in a row that add nothing, or more than opts.list_pages_max pages.
+ */
+static int list_loop(struct s3 *s, const char *prefix, int delim,
+		     int (*cb)(void *arg, const struct s3_obj *o), void *arg)
+{
+	struct seen tokens = { 0 }, firsts = { 0 };
+	unsigned pages = 0, empty = 0;
 	char *token = NULL;
 	int rc;
 
@@ -821,14 +978,38 @@ int s3_list(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct 
 		prefix = "";
 	do {
 		struct req r = { .method = "GET", .key = prefix, .grow = 1 };
+		struct page_sum ps = { 0 };
 		const char *v, *end;
 		size_t vn;
 
-		r.url = make_url(s, NULL, prefix, token);
+		if (pages == s->o.list_pages_max) {
+			report_list(s, prefix,
+				    "more than %u pages (up to 1000 keys each); stopped listing "
+				    "(mount a narrower prefix)",
+				    pages);
+			rc = -EIO;
+			break;
+		}
+		pages++;
+		if (token) {
+			rc = seen_add(&tokens, hash_bytes(token, strlen(token)));
+			if (rc) {
+				if (rc > 0)
+					report_list(s, prefix,
+						    "the server repeated its continuation token "
+						    "\"%.60s\" after page %u; stopped listing",
+						    token, pages - 1);
+				rc = rc > 0 ? -EIO : rc;
+				break;
+			}
+		}
+		r.url = make_url(s, NULL, prefix, token, delim);
 		free(token);
 		token = NULL;
-		if (!r.url)
-			return -ENOMEM;
+		if (!r.url) {
+			rc = -ENOMEM;
+			break;
+		}
 		rc = run(s, &r, NULL, NULL);
 		free(r.url);
 		if (rc == 416)
@@ -840,18 +1021,47 @@ int s3_list(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct 
 			rc = -EIO;
 		}
 		if (!rc)
-			rc = list_page(r.buf, end, cb, arg);
+			rc = list_page(r.buf, end, cb, arg, &ps);
+		if (!rc && ps.first && (rc = seen_add(&firsts, ps.first)) > 0) {
+			report_list(s, prefix,
+				    "page %u starts with \"%.100s\", as an earlier page did: the "
+				    "server returned a page it had already sent; stopped listing",
+				    pages, ps.first_name);
+			rc = -EIO;
+		}
 		v = rc ? NULL : xml_find(r.buf, end, "IsTruncated", &vn, NULL);
 		if (v && vn == 4 && !memcmp(v, "true", 4)) {
 			v = xml_find(r.buf, end, "NextContinuationToken", &vn, NULL);
 			token = v ? xml_text(v, vn) : NULL;
+			empty = ps.entries ? 0 : empty + 1;
 			if (!token) {
 				report(s, &r, 1, "truncated, without a continuation token");
+				rc = -EIO;
+			} else if (empty == LIST_EMPTY_MAX) {
+				report_list(
+					s, prefix,
+					"%u truncated pages in a row added no key and no common "
+					"prefix (page %u); stopped listing",
+					empty, pages);
 				rc = -EIO;
 			}
 		}
 		free(r.buf);
 	} while (!rc && token);
 	free(token);
+	free(tokens.v);
+	free(firsts.v);
 	return rc;
+}
+
+int s3_list(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct s3_obj *o),
+	    void *arg)
+{
+	return list_loop(s, prefix, 0, cb, arg);
+}
+
+int s3_list_dir(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct s3_obj *o),
+		void *arg)
+{
+	return list_loop(s, prefix, 1, cb, arg);
 }

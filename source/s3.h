@@ -18,7 +18,9 @@
  * an incomplete body, HTTP 5xx or 429 is retried, up to opts.retries more
  * times, after a capped exponential backoff with full jitter (50 ms doubling
  * up to 2 s).  When the last attempt fails, one line naming the request and
- * the key (never a secret) goes to opts.log, and the call returns:
+ * the key (never a secret) goes to opts.log; when no answer came at all
+ * (no such host, refused, timed out, TLS failed) it says "cannot reach
+ * ENDPOINT: " and curl's reason.  The call returns:
  *   -ENOENT     404 (no such key or bucket);
  *   -EACCES     403 (bad keys, signature or permission);
  *   -ESTALE     412: the object no longer has the ETag the caller gave;
@@ -39,15 +41,25 @@ struct s3;
 struct s3cred;
 
 struct s3_opts {
-	int retries;	 /* extra attempts after the first; 0 = none; default 4 */
-	int timeout_ms;	 /* the limit of one attempt, connecting included; default 30000 */
-	bool verify_tls; /* verify the server's certificate and name (https) */
+	int retries;		 /* extra attempts after the first; 0 = none; default 4 */
+	int timeout_ms;		 /* the limit of one attempt, connecting included; default 30000 */
+	bool verify_tls;	 /* verify the server's certificate and name (https) */
+	unsigned list_pages_max; /* pages one listing may take; 0: S3_LIST_PAGES_MAX */
 	/* Where the one-line error reports go (line has no newline); NULL: stderr. */
 	void (*log)(void *arg, const char *line);
 	void *log_arg;
 };
 
-/* The defaults: retries 4, timeout_ms 30000, verify_tls true, log NULL. */
+/*
+ * The most ListObjectsV2 pages one listing follows: 10 million keys at the
+ * 1000 a page S3 and RGW send.  It only stops a server that never ends a
+ * listing; mounting that many objects would take several GiB of snapshot
+ * (fs/s3tree.h) anyway.
+ */
+#define S3_LIST_PAGES_MAX 10000u
+
+/* The defaults: retries 4, timeout_ms 30000, verify_tls true, list_pages_max S3_LIST_PAGES_MAX,
+ * log NULL. */
 void s3_opts_default(struct s3_opts *o);
 
 /*
@@ -76,6 +88,7 @@ struct s3_stat {
 struct s3_obj {
 	const char *key;
 	struct s3_stat st;
+	bool dir; /* s3_list_dir only: key is a common prefix (ends in '/'), st is zero */
 };
 
 /*
@@ -85,9 +98,24 @@ struct s3_obj {
  * stops the listing and is returned.  Returns 0, the errors above, or -EIO
  * for a page that cannot be parsed.  A failed page is retried as any
  * request; objects of pages already delivered stay delivered.
+ *
+ * A server that would keep the listing going forever is stopped with -EIO
+ * and one line naming BUCKET/PREFIX and what it did: it sent a continuation
+ * token again (any earlier one, so a cycle of any length), a page starting
+ * with the name an earlier page started with, 3 truncated pages in a row
+ * with no key and no common prefix, or more than opts.list_pages_max pages.
+ * The cost of these checks is constant per page (8 bytes per page kept).
  */
 int s3_list(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct s3_obj *o),
 	    void *arg);
+
+/*
+ * As s3_list, with delimiter '/': one level under prefix.  cb gets the
+ * objects right under it, then for each page the common prefixes (the
+ * "subdirectories", o->dir true, o->key the whole prefix ending in '/').
+ */
+int s3_list_dir(struct s3 *s, const char *prefix, int (*cb)(void *arg, const struct s3_obj *o),
+		void *arg);
 
 /* Returns 0 and *st for key, or the errors above (*st unchanged). */
 int s3_head(struct s3 *s, const char *key, struct s3_stat *st);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "s3.h"
+#include "s3hint.h"
 #include "s3src.h"
 #include "zmctx.h"
 
@@ -41,8 +42,9 @@ const struct s3src_conf *toolsrc_conf(void)
 
 int toolsrc_flags(const char *tool, int *argc, char **argv)
 {
-	static const char *const names[] = { "--endpoint", "--region", "--credentials" };
-	const char **dst[] = { &conf.endpoint, &conf.region, &conf.credentials };
+	static const char *const names[] = { "--endpoint", "--region", "--credentials",
+					     "--profile" };
+	const char **dst[] = { &conf.endpoint, &conf.region, &conf.credentials, &conf.profile };
 	int out = 1;
 
 	tool_name = tool;
@@ -55,7 +57,7 @@ int toolsrc_flags(const char *tool, int *argc, char **argv)
 				argv[out++] = argv[i++];
 			break;
 		}
-		for (int f = 0; f < 3 && !taken; f++) {
+		for (int f = 0; f < 4 && !taken; f++) {
 			size_t len = strlen(names[f]);
 
 			if (strncmp(argv[i], names[f], len))
@@ -144,6 +146,87 @@ int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n)
 	rc = s3src_open(c->s3, c->dev, key, &st, out);
 	if (rc)
 		snprintf(msg, n, "%s", rc == -EINVAL ? "the server gave no ETag" : strerror(-rc));
+	return rc;
+}
+
+int toolsrc_open_listed(const char *url, const struct s3_stat *st, struct zsrc **out, char *msg,
+			size_t n)
+{
+	char bucket[64], key[1025];
+	struct client *c;
+	int rc = s3src_url(url, bucket, sizeof(bucket), key, sizeof(key));
+
+	*out = NULL;
+	if (rc <= 0 || !key[0]) {
+		snprintf(msg, n, "not a valid s3://BUCKET/KEY URL");
+		return -EINVAL;
+	}
+	rc = client_for(bucket, &c, msg, n);
+	if (rc)
+		return rc;
+	rc = s3src_open(c->s3, c->dev, key, st, out);
+	if (rc)
+		snprintf(msg, n, "%s", rc == -EINVAL ? "the server gave no ETag" : strerror(-rc));
+	return rc;
+}
+
+struct each {
+	const char *bucket;
+	int (*cb)(void *arg, const char *url, const struct s3_stat *st);
+	void *arg;
+	size_t objects;
+	char *url; /* s3://BUCKET/ then the key */
+	size_t ulen;
+};
+
+static int each_object(void *arg, const struct s3_obj *o)
+{
+	struct each *e = arg;
+	size_t k = strlen(o->key);
+
+	if (k == 0 || o->key[k - 1] == '/')
+		return 0; /* a folder marker: no bytes to index */
+	e->objects++;
+	if (e->ulen + k + 1 > 1100)
+		return 0; /* longer than any S3 key (1024 bytes) */
+	memcpy(e->url + e->ulen, o->key, k + 1);
+	return e->cb(e->arg, e->url, &o->st);
+}
+
+int toolsrc_list(const char *url, int (*cb)(void *arg, const char *url, const struct s3_stat *st),
+		 void *arg, char *msg, size_t n)
+{
+	char bucket[64], prefix[1026], full[1100];
+	struct each e = { .bucket = bucket, .cb = cb, .arg = arg, .url = full };
+	struct client *c;
+	size_t plen;
+	int rc = s3src_url(url, bucket, sizeof(bucket), prefix, sizeof(prefix) - 1);
+
+	msg[0] = '\0';
+	if (rc <= 0) {
+		snprintf(msg, n, "not a valid s3://BUCKET[/PREFIX] URL");
+		return -EINVAL;
+	}
+	plen = strlen(prefix);
+	if (plen && prefix[plen - 1] != '/')
+		memcpy(prefix + plen, "/", 2); /* a prefix is a directory, as a mount sees it */
+	rc = client_for(bucket, &c, msg, n);
+	if (rc)
+		return rc;
+	e.ulen = (size_t)snprintf(full, sizeof(full), "s3://%s/", bucket);
+	captured = msg;
+	captured_n = n;
+	rc = s3_list(c->s3, prefix, each_object, &e);
+	captured = NULL;
+	if (rc < 0) {
+		if (!msg[0])
+			snprintf(msg, n, "%s", strerror(-rc));
+		return rc;
+	}
+	if (rc == 0 && e.objects == 0) {
+		s3hint_empty(c->s3, bucket, prefix, msg, n);
+		return -ENOENT;
+	}
 	return rc;
 }
 

@@ -63,8 +63,9 @@ static const char usage[] =
 	"  build   save the index of every gzip file, and the frame sizes of every\n"
 	"          zstd file whose frames do not state them (zstd from a pipe), known\n"
 	"          by their magic, among PATHs and in directories under them (symlinks\n"
-	"          not followed) and the objects s3://BUCKET/KEY names (a mount of\n"
-	"          the bucket with the same endpoint= finds them), where mounts look\n"
+	"          not followed) and the objects s3://BUCKET/KEY names, or under\n"
+	"          a prefix s3://BUCKET/PREFIX/ (a mount of the bucket with the same\n"
+	"          endpoint= finds them), where mounts look\n"
 	"          for them.  xz files carry their own index.  Then the checkpoints\n"
 	"          inside every xz Block and zstd frame over 32 MiB (two spans), as a\n"
 	"          mount's background pass makes them.\n"
@@ -76,7 +77,8 @@ static const char usage[] =
 	"  verify  full integrity check: every xz Block and Check, every gzip member's\n"
 	"          CRC32 and ISIZE, every zstd frame and content checksum, of each FILE,\n"
 	"          and of every xz, gzip and zstd file (known\n"
-	"          by its magic) in directories under each directory PATH, in name\n"
+	"          by its magic) in directories under each directory PATH (or under\n"
+	"          each s3://BUCKET/PREFIX/), in name\n"
 	"          order (other files there are skipped, as build skips them).\n"
 	"          Prints 'FILE: ok', 'FILE: corrupt: why' or\n"
 	"          'FILE: unreadable: why'.  Exit: 0 all verified; 2 some file corrupt\n"
@@ -276,20 +278,64 @@ static void add(struct list *l, const char *path, int fmt, uint64_t size)
 	}
 }
 
-/* Adds the object of an s3://BUCKET/KEY URL by its magic (one HEAD, one ranged GET). */
-static void walk_url(struct list *l, const char *url)
+/* Whether an s3:// URL names a prefix by its spelling: it ends in '/' or names a bucket alone. */
+static bool url_dir(const char *url)
 {
-	char msg[256];
-	struct zsrc *src = open_any(url, msg, sizeof(msg));
-	struct stat st;
-	int fmt = !src ? -errno : zsrc_stat(src, &st);
+	return url[strlen(url) - 1] == '/' || !strchr(url + strlen("s3://"), '/');
+}
 
+/* Adds one listed object of a prefix by its magic (one ranged GET). */
+static int walk_listed(void *arg, const char *url, const struct s3_stat *os)
+{
+	struct list *l = arg;
+	char msg[256];
+	struct zsrc *src;
+	struct stat st;
+	int fmt = toolsrc_open_listed(url, os, &src, msg, sizeof(msg));
+
+	if (fmt == 0)
+		fmt = zsrc_stat(src, &st);
 	if (fmt == 0)
 		fmt = fmttab_by_magic(src);
 	zsrc_put(src);
 	if (fmt >= 0) {
 		add(l, url, fmt, (uint64_t)st.st_size);
+		return 0;
+	}
+	fprintf(stderr, "zmount-index: %s: %s\n", url, msg[0] ? msg : strerror(-fmt));
+	l->failed++;
+	return 0;
+}
+
+/*
+ * Adds the object of an s3://BUCKET/KEY URL by its magic (one HEAD, one ranged GET), or, for a
+ * URL ending in '/', naming a bucket, or naming no object, every object under it as a prefix.
+ */
+static void walk_url(struct list *l, const char *url)
+{
+	bool dir = url_dir(url);
+	char msg[512], lmsg[400];
+	struct zsrc *src = dir ? NULL : open_any(url, msg, sizeof(msg));
+	struct stat st;
+	int fmt = !src ? -errno : zsrc_stat(src, &st);
+
+	if (!dir && fmt == 0)
+		fmt = fmttab_by_magic(src);
+	zsrc_put(src);
+	if (!dir && fmt >= 0) {
+		add(l, url, fmt, (uint64_t)st.st_size);
 		return;
+	}
+	if (dir || fmt == -ENOENT) { /* a prefix, as a local walk takes a directory */
+		int ret = toolsrc_list(url, walk_listed, l, lmsg, sizeof(lmsg));
+
+		if (ret == 0)
+			return;
+		if (dir || ret != -ENOENT)
+			snprintf(msg, sizeof(msg), "%s", lmsg);
+		else /* neither an object nor a prefix: say both */
+			snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "; %s", lmsg);
+		fmt = ret;
 	}
 	fprintf(stderr, "zmount-index: %s: %s\n", url, msg[0] ? msg : strerror(-fmt));
 	l->failed++;
@@ -297,7 +343,7 @@ static void walk_url(struct list *l, const char *url)
 
 /*
  * Adds path, or every file under it, by magic.  Only a top path's symlink is followed.  A top
- * s3:// URL names one object.
+ * s3:// URL names one object or, failing that, a prefix to walk (walk_url).
  */
 static void walk(struct list *l, const char *path, bool top)
 {
@@ -777,8 +823,10 @@ static int cmd_verify(int argc, char *argv[])
 		struct stat st;
 		int ret;
 
-		/* A directory is verified the way build indexes one: every archive under it. */
-		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* A directory (or an s3:// prefix ending in '/') is verified the way build
+		 * indexes one: every archive under it. */
+		if (toolsrc_is_url(argv[i]) ? url_dir(argv[i])
+					    : stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
 			walk(&l, argv[i], true);
 			qsort(l.v, l.n, sizeof(*l.v), by_path);
 			unreadable |= l.failed > 0;

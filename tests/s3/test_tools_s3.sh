@@ -3,7 +3,8 @@
 # zmount-cat of an uploaded .xz, .gz and .zst against the originals (whole
 # and ranges), zmount-info and zmount-index info/verify on them, the flags
 # and the environment that name the endpoint and the keys, build, info and
-# prune with -d s3://BUCKET/PREFIX (shared indexes) and of s3:// objects, and
+# prune with -d s3://BUCKET/PREFIX (shared indexes) and of s3:// objects and
+# prefixes, and
 # the one-line errors of a missing key, a bucket URL and missing credentials.
 # usage: test_tools_s3.sh BINDIR S3DIR   (S3DIR: what tests/s3/rgw.sh up made)
 set -u
@@ -112,6 +113,20 @@ idx build -q -d "$tmp/ldir" "s3://$bucket/$src/o1.gz" 2>"$tmp/err"
 rc=$?
 if [ $rc = 0 ] && [ "$(ls "$tmp/ldir" | grep -c '\.zmi$')" = 1 ]; then ok "build of an s3:// object -d DIR"
 else bad "build of an s3:// object -d DIR: exit $rc, '$(cat "$tmp/err")'"; fi
+# A prefix is walked as a local directory is (it was "HEAD .../: HTTP 404").
+for url in "s3://$bucket/$src/" "s3://$bucket/$src"; do
+	rm -rf "$tmp/pdir"
+	idx build -d "$tmp/pdir" "$url" > "$tmp/bld" 2>"$tmp/err"
+	rc=$?
+	if [ $rc = 0 ] && grep -q "4 gzip and zstd files.*built=4 fresh=0 failed=0" "$tmp/bld" &&
+		[ "$(ls "$tmp/pdir" | grep -c '\.zmi$')" = 4 ]; then ok "build of the prefix $url"
+	else bad "build of the prefix $url: exit $rc, '$(cat "$tmp/bld" "$tmp/err" | head -c 400)'"; fi
+done
+idx verify "s3://$bucket/$src/" > "$tmp/ver" 2>"$tmp/err"
+rc=$?
+if [ $rc = 0 ] && [ "$(grep -c "^s3://$bucket/$src/o[1-4].gz: ok$" "$tmp/ver")" = 4 ]; then
+	ok "verify of the prefix s3://$bucket/$src/"
+else bad "verify of the prefix: exit $rc, '$(cat "$tmp/ver" "$tmp/err" | head -c 400)'"; fi
 
 # info: the same lines from the prefix as from the local directory, but the file's place.
 idx info -d "$tmp/ldir" "s3://$bucket/$src/o1.gz" > "$tmp/linfo" 2>"$tmp/err"
