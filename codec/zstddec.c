@@ -28,6 +28,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_estimateDStreamSize: exported by libzstd.so */
 #include "zstddec.h"
 #include "src.h"
+#include "zstdseq.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -195,19 +196,34 @@ static int frame_add(struct walkstate *s, const struct zstddec_frame *f, struct 
 	return 0;
 }
 
-/* Parses the zstd frame at off (its magic already checked); sets f. */
-static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f, struct zerr *err)
+/* The Frame_Content_Size field's bytes for a Frame_Header_Descriptor (ss: Single_Segment). */
+static unsigned fcs_bytes_of(unsigned fhd, unsigned ss)
+{
+	switch (fhd >> 6) {
+	case 0:
+		return ss ? 1 : 0;
+	case 1:
+		return 2;
+	case 2:
+		return 4;
+	default:
+		return 8;
+	}
+}
+
+/*
+ * Parses the frame header at off into f (hsize, checksum, window, dict_id,
+ * usize and its source); *has_fcs and *fcs: the Frame_Content_Size field.
+ */
+static int walk_header(struct walk *w, uint64_t off, struct zstddec_frame *f, bool *has_fcs,
+		       uint64_t *fcs, struct zerr *err)
 {
 	static const uint8_t did_bytes[4] = { 0, 1, 2, 4 };
-	struct walk *w = &s->w;
-	uint64_t size = w->size, pos, fcs = 0, rawrle = 0;
+	uint64_t size = w->size;
 	const uint8_t *p;
 	unsigned fhd, ss, fcs_bytes, did;
-	bool has_fcs;
 	int ret;
 
-	memset(f, 0, sizeof(*f));
-	f->coff = off;
 	if (size - off < 5)
 		return zerr_set(err, -EINVAL, off, "frame header is truncated");
 	ret = walk_get(w, off + 4, 1, &p, err);
@@ -219,21 +235,8 @@ static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f
 				"reserved bit set in Frame_Header_Descriptor (0x%02x)", fhd);
 	ss = (fhd >> 5) & 1;
 	did = did_bytes[fhd & 3];
-	switch (fhd >> 6) {
-	case 0:
-		fcs_bytes = ss ? 1 : 0;
-		break;
-	case 1:
-		fcs_bytes = 2;
-		break;
-	case 2:
-		fcs_bytes = 4;
-		break;
-	default:
-		fcs_bytes = 8;
-		break;
-	}
-	has_fcs = fcs_bytes > 0;
+	fcs_bytes = fcs_bytes_of(fhd, ss);
+	*has_fcs = fcs_bytes > 0;
 	f->hsize = (uint8_t)(5 + !ss + did + fcs_bytes);
 	f->checksum = (fhd >> 2) & 1;
 	if (size - off < f->hsize)
@@ -250,51 +253,82 @@ static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f
 	}
 	f->dict_id = (uint32_t)le_n(p, did);
 	p += did;
-	if (has_fcs) {
-		fcs = le_n(p, fcs_bytes);
+	if (*has_fcs) {
+		*fcs = le_n(p, fcs_bytes);
 		if (fcs_bytes == 2)
-			fcs += 256;
-		f->usize = fcs;
+			*fcs += 256;
+		f->usize = *fcs;
 		f->usize_src = ZSTDDEC_SRC_FCS;
 	} else {
 		f->usize = ZSTDDEC_UNKNOWN;
 		f->usize_src = ZSTDDEC_SRC_NONE;
 	}
 	if (ss)
-		f->window = fcs;
+		f->window = *fcs;
+	return 0;
+}
 
-	/* the blocks: a loop over the file, never recursion */
-	pos = off + f->hsize;
+/*
+ * Walks the blocks from *pos (the first block header) to the end of the
+ * last one, into *pos; counts them in f->nblocks and the bytes of the raw
+ * and RLE ones in *rawrle.  A loop over the file, never recursion.
+ */
+static int walk_blocks(struct walk *w, uint64_t *pos, struct zstddec_frame *f, uint64_t *rawrle,
+		       struct zerr *err)
+{
+	uint64_t size = w->size;
+	const uint8_t *p;
+	int ret;
+
 	for (;;) {
 		uint32_t hdr, type, bsize;
 		uint64_t body;
 
-		if (size - pos < 3)
-			return zerr_set(err, -EINVAL, pos, "block header is truncated");
-		ret = walk_get(w, pos, 3, &p, err);
+		if (size - *pos < 3)
+			return zerr_set(err, -EINVAL, *pos, "block header is truncated");
+		ret = walk_get(w, *pos, 3, &p, err);
 		if (ret)
 			return ret;
 		hdr = (uint32_t)le_n(p, 3);
 		type = (hdr >> 1) & 3;
 		bsize = hdr >> 3;
 		if (type == 3)
-			return zerr_set(err, -EINVAL, pos, "reserved block type");
+			return zerr_set(err, -EINVAL, *pos, "reserved block type");
 		if (bsize > ZSTDDEC_BLOCK_MAX)
-			return zerr_set(err, -EINVAL, pos, "block size %u exceeds 128 KiB", bsize);
+			return zerr_set(err, -EINVAL, *pos, "block size %u exceeds 128 KiB", bsize);
 		if (f->nblocks == UINT32_MAX)
-			return zerr_set(err, -EINVAL, pos, "too many blocks in one frame");
+			return zerr_set(err, -EINVAL, *pos, "too many blocks in one frame");
 		f->nblocks++;
 		body = type == 1 ? 1 : bsize;
 		if (type != 2)
-			rawrle += bsize;
-		if (size - pos - 3 < body)
+			*rawrle += bsize;
+		if (size - *pos - 3 < body)
 			return zerr_set(
-				err, -EINVAL, pos, "block is truncated (%llu of %llu bytes)",
-				(unsigned long long)(size - pos - 3), (unsigned long long)body);
-		pos += 3 + body;
+				err, -EINVAL, *pos, "block is truncated (%llu of %llu bytes)",
+				(unsigned long long)(size - *pos - 3), (unsigned long long)body);
+		*pos += 3 + body;
 		if (hdr & 1)
-			break;
+			return 0;
 	}
+}
+
+/* Parses the zstd frame at off (its magic already checked); sets f. */
+static int walk_frame(struct walkstate *s, uint64_t off, struct zstddec_frame *f, struct zerr *err)
+{
+	struct walk *w = &s->w;
+	uint64_t size = w->size, pos, fcs = 0, rawrle = 0;
+	bool has_fcs = false;
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	f->coff = off;
+	ret = walk_header(w, off, f, &has_fcs, &fcs, err);
+	if (ret)
+		return ret;
+	pos = off + f->hsize;
+	ret = walk_blocks(w, &pos, f, &rawrle, err);
+	if (ret)
+		return ret;
 	if (f->checksum) {
 		if (size - pos < 4)
 			return zerr_set(err, -EINVAL, pos, "content checksum is truncated");
@@ -641,16 +675,6 @@ struct zstddec_dec {
 	uint8_t buf[DEC_CHUNK];
 };
 
-/* log2 of the smallest power of two >= the window, at least libzstd's minimum. */
-static int window_log(uint64_t window)
-{
-	int log = ZSTD_WINDOWLOG_MIN;
-
-	while (log < 63 && (1ull << log) < window)
-		log++;
-	return log;
-}
-
 uint64_t zstddec_dec_cost(const struct zstddec_frame *f)
 {
 	uint64_t w = f->window < ZSTDDEC_WINDOW_LIBMAX ? f->window : ZSTDDEC_WINDOW_LIBMAX;
@@ -688,7 +712,7 @@ int zstddec_dec_open(const struct zstddec_frame *f, struct zstddec_dec **out, st
 		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
 	}
 	/* libzstd's own limit is 2^27 by default: allow exactly this frame's window */
-	r = ZSTD_DCtx_setParameter(d->ds, ZSTD_d_windowLogMax, window_log(f->window));
+	r = ZSTD_DCtx_setParameter(d->ds, ZSTD_d_windowLogMax, zstdseq_window_log(f->window));
 	if (ZSTD_isError(r)) {
 		zstddec_dec_close(d);
 		return zerr_set(err, -ENOTSUP, f->coff, "window log: %s", ZSTD_getErrorName(r));

@@ -107,7 +107,7 @@
  *                                   taken inside reader.stream when a
  *                                   decoder allocates or frees; buffers
  *                                   are malloc'd and freed outside it.
- *  zstdckpt_spares.lock codec/zstdckpt.c  a context's stock of closed
+ *  zstdckpt_spares.lock codec/zstdckpt_dec.c  a context's stock of closed
  *                                   zstd resume decoders (struct
  *                                   zstdckpt_spares).  Leaf; taken when a
  *                                   resumed decoder opens or closes; the

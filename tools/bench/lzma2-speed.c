@@ -5,7 +5,7 @@
  * decoder, alternating, into a 1 MiB buffer; checks that both give the same
  * bytes; prints every run and the medians in MB/s of output (per CPU second:
  * the times are the thread's CPU time) and the ratio of the times.
- * Build: cc -O2 -Icodec tools/bench/lzma2-speed.c codec/lzma2dec.c codec/zerr.c -llzma */
+ * Build: cc -O2 -Icodec tools/bench/lzma2-speed.c codec/lzma2dec*.c codec/zerr.c -llzma */
 #include <errno.h>
 #include <fcntl.h>
 #include <lzma.h>
