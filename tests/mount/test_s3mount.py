@@ -168,6 +168,7 @@ def upload_fixture(gw, top, pre):
         'small': b'hello, bucket\n',
         'over': text_bytes(24 << 20, 4),
         'over_raw': os.urandom(24 << 20),
+        'back': text_bytes(4 << 20, 6),
     }
     objs = {  # key under pre -> bytes stored
         'logs/app.log.xz': compress(['xz', '-c', '-T1', '--block-size=256KiB'], data['xz']),
@@ -188,6 +189,8 @@ def upload_fixture(gw, top, pre):
         # Read only by check_overwrite, so that nothing of them is cached before.
         'over/app.log.xz': compress(['xz', '-c', '-T1', '--block-size=256KiB'], data['over']),
         'over/raw.bin': data['over_raw'],
+        # Read only by check_put_back.
+        'back/app.log.xz': compress(['xz', '-c', '-T1', '--block-size=256KiB'], data['back']),
     }
     paths = []
     for i, (key, blob) in enumerate(objs.items()):
@@ -209,7 +212,8 @@ def upload_fixture(gw, top, pre):
         '/c/y': b'plain y\n',
         '/c/y.gz': objs['c/y.gz'],
         '/both/inside': b'inside\n',
-    }, {'/over/app.log': data['over'], '/over/raw.bin': data['over_raw']}
+    }, {'/over/app.log': data['over'], '/over/raw.bin': data['over_raw'],
+        '/back/app.log': data['back']}
 
 
 def tree_of(mnt):
@@ -239,6 +243,7 @@ def run(args, res, gw, top):
         check_corrupt(res, m, mnt, gw, pre)
         check_secrets_live(res, m, mnt, gw)
         check_overwrite(res, m, mnt, gw, top, pre, over)
+        check_put_back(res, m, mnt, gw, top, pre, over['/back/app.log'])
         check_random_cost(res, mnt, gw, top, pre)
     res.check('the daemon log never holds the secret key', gw.secret not in m.log_text())
     check_tainted(args, res, gw, top, pre)
@@ -463,6 +468,45 @@ def check_overwrite(res, m, mnt, gw, top, pre, want):
                   got == new, f'{len(got) if got is not None else "error"} bytes')
     stale = [ln for ln in m.log_lines() if 'changed since' in ln and f'{pre}over/raw.bin' in ln]
     res.check('the changed plain object is logged once', len(stale) == 1, str(stale))
+
+
+def check_put_back(res, m, mnt, gw, top, pre, old):
+    """An object overwritten and then put back (a rollback: the same bytes, so the
+    same ETag) reads whole again from a fresh open while the kernel still holds its
+    inode: the reads that failed while it was away marked nothing of it."""
+    key, rel = pre + 'back/app.log.xz', '/back/app.log'
+    orig, other = os.path.join(top, 'back-v1.xz'), os.path.join(top, 'back-v2.xz')
+    with open(orig, 'wb') as f:
+        f.write(compress(['xz', '-c', '-T1', '--block-size=256KiB'], old))
+    with open(other, 'wb') as f:
+        f.write(compress(['xz', '-c', '-T1', '--block-size=256KiB'], text_bytes(len(old), 98)))
+    with open(mnt + rel, 'rb') as f:
+        first = f.read(4096)
+        gw.put(key, other)
+        failed = 0
+        for off in range(1 << 20, len(old), 1 << 20):  # Blocks nothing cached yet
+            try:
+                f.seek(off)
+                f.read(4096)
+            except OSError:
+                failed += 1
+    res.check(f'{rel}: reads while another version is stored fail',
+              first == old[:4096] and failed > 0, f'{failed} failed')
+    gw.put(key, orig)
+    deadline, got = time.monotonic() + 20, None
+    while time.monotonic() < deadline:
+        try:
+            with open(mnt + rel, 'rb') as f:
+                got = f.read()
+        except OSError:
+            got = None
+        if got == old:
+            break
+        time.sleep(0.2)
+    res.check(f'{rel}: put back, a fresh open reads it whole again',
+              got == old, f'{len(got) if got is not None else "error"} bytes')
+    back = [ln for ln in m.log_lines() if 'is back' in ln and f'{pre}back/' in ln]
+    res.check('the version that came back is logged once', len(back) == 1, str(back))
 
 
 def check_bad_mounts(args, res, gw, top):
