@@ -217,15 +217,18 @@ static bool path_below(const char *path, const char *top)
 	return strncmp(path, top, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* True if mountinfo lists a zmount of src on mnt already. */
-static bool mounted_already(const char *mnt, const char *src)
+/*
+ * True if mountinfo lists a zmount, of any source, on mnt already: a second
+ * one would stack on it, and the first would go on serving nobody.
+ */
+static bool mounted_already(const char *mnt)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	int ret;
 
 	if (!f)
 		return false; /* no /proc: nothing to check against */
-	ret = bdi_is_mounted(f, mnt, src);
+	ret = bdi_is_mounted(f, mnt, NULL);
 	fclose(f);
 	return ret == 1;
 }
@@ -234,7 +237,7 @@ static bool mounted_already(const char *mnt, const char *src)
  * The mount point rules, checked before mounting; prints the one line and
  * returns -1 if mnt (canonical, from fuse_parse_cmdline) breaks one:
  *  - a mount point that is not a directory would mount, then fail every stat;
- *  - SRC already zmount-mounted on MNT: a second daemon would stack on it;
+ *  - a zmount (of any SRC) already on MNT: a second daemon would stack on it;
  *  - MNT inside SRC: the daemon's own walks of SRC would enter the mount
  *    and wait on themselves, hanging every worker;
  *  - MNT containing SRC: SRC would be shown inside its own view.
@@ -253,8 +256,10 @@ static int check_mountpoint(const char *mnt, const char *src, const struct stat 
 		fprintf(stderr, "zmount: %s: mount point is not a directory\n", mnt);
 		return -1;
 	}
-	if (mounted_already(mnt, src)) {
-		fprintf(stderr, "zmount: %s: %s is already mounted there\n", mnt, src);
+	if (mounted_already(mnt)) {
+		fprintf(stderr,
+			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
+			mnt, src);
 		return -1;
 	}
 	if (same_file(&st, src_st))
@@ -566,8 +571,10 @@ static int check_s3_mountpoint(const char *mnt, const char *src)
 		fprintf(stderr, "zmount: %s: mount point is not a directory\n", mnt);
 		return -1;
 	}
-	if (mounted_already(mnt, src)) {
-		fprintf(stderr, "zmount: %s: %s is already mounted there\n", mnt, src);
+	if (mounted_already(mnt)) {
+		fprintf(stderr,
+			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
+			mnt, src);
 		return -1;
 	}
 	return 0;

@@ -21,6 +21,8 @@ What it checks:
   5. cache_size larger than physical memory: exit 1, one line, sizes in
      units ("... is larger than this machine's 23.4 GiB of memory"), no
      long digit strings; nothing mounted.
+  7. Another SRC on a MNT that a zmount already serves: exit 1, one line
+     ("already mounted"), nothing stacked; the first mount still serves.
   6. zmount-stat on the live mount: exit 0; the cache, hit ratio, decoded
      and served lines agree with user.zmount.stats read at the same time
      (served/peak shown, or "n/a (daemon too old)" when the daemon lacks
@@ -29,6 +31,7 @@ What it checks:
      message; -h and -V exit 0.
 """
 import argparse
+import gzip
 import os
 import re
 import shutil
@@ -234,6 +237,55 @@ def test_cache_size_memory(res, a, src, top):
     res.check('cache_size=99999T: nothing mounted', not zmtest.is_mounted(mnt))
 
 
+def zmount_mounts_at(mnt):
+    """How many fuse.zmount mounts mountinfo lists at MNT (never asks a daemon)."""
+    want, n = os.path.realpath(mnt), 0
+    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
+        for line in f:
+            pre, _, post = line.rstrip('\n').partition(' - ')
+            fields = pre.split(' ')
+            if (len(fields) > 4 and zmtest._unescape_mountinfo(fields[4]) == want
+                    and post.split(' ')[0] == 'fuse.zmount'):
+                n += 1
+    return n
+
+
+def refused(res, a, name, argv, words, mnt):
+    """zmount ARGV -f must exit 1 with one stderr line holding WORDS, mounting nothing at MNT."""
+    before = zmount_mounts_at(mnt)
+    try:
+        p = subprocess.run([a.zmount] + argv + ['-f'], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20, text=True)
+        rc, lines = p.returncode, (p.stdout + p.stderr).splitlines()
+    except subprocess.TimeoutExpired:
+        rc, lines = None, ['(still running after 20 s: it mounted, and was killed)']
+    after = zmount_mounts_at(mnt)
+    for _ in range(after - before):
+        zmtest.fusermount(mnt, lazy=True)  # it stacked a mount: take it away
+    return res.check(f'{name}: refused with one line and exit 1',
+                     rc == 1 and len(lines) == 1 and all(w in lines[0] for w in words)
+                     and after == before,
+                     f'rc={rc}, lines {lines[:5]}; zmount mounts at MNT: {before} before, '
+                     f'{after} after')
+
+
+def test_other_src_on_mnt(res, a, src, top):
+    """Issue "Everyday use" 2: any zmount on MNT refuses a second, whatever its SRC."""
+    mnt = os.path.join(top, 'mnt6')
+    other = os.path.join(top, 'src6')
+    os.makedirs(other)
+    with open(os.path.join(other, 'o.gz'), 'wb') as f:
+        f.write(gzip.compress(b'other\n', mtime=0))
+    with Mount(a.zmount, src, mnt, opts='noindex', results=res, label='first of two SRCs',
+               watchdog=60, log_path=os.path.join(top, 'stderr6.log')):
+        refused(res, a, 'another SRC on a MNT that zmount already serves', [other, mnt],
+                ['already mounted', mnt], mnt)
+        refused(res, a, 'the same SRC again', [src, mnt], ['already mounted'], mnt)
+        res.check('another SRC: the first mount still serves ok.xz',
+                  os.path.exists(os.path.join(mnt, 'ok')) and
+                  not os.path.exists(os.path.join(mnt, 'o')), str(os.listdir(mnt)))
+
+
 def stat_tool(a, *args):
     return subprocess.run([os.path.join(a.tools, 'zmount-stat')] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, text=True)
@@ -312,6 +364,7 @@ def main():
                   lambda: test_daemon_log_file(res, a, src, top),
                   lambda: test_no_dev_log(res, a, src, top),
                   lambda: test_cache_size_memory(res, a, src, top),
+                  lambda: test_other_src_on_mnt(res, a, src, top),
                   lambda: test_stat(res, a, src, data, top)):
             try:
                 t()
