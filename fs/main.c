@@ -69,7 +69,7 @@ static void usage(FILE *out)
 		"  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes persist\n"
 		"                      (default $XDG_CACHE_HOME/zmount or ~/.cache/zmount;\n"
 		"                      none: memory only; s3://BUCKET/PREFIX: shared, see\n"
-		"                      endpoint=)\n"
+		"                      endpoint=); a missing PATH is created if its parent exists\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
 		"  -o log_file=PATH    append log lines, time-stamped, to PATH (default:\n"
 		"                      syslog once daemonized, stderr with -f)\n"
@@ -295,6 +295,43 @@ static const char *usable_index_dir(const char *dir)
 		return dir;
 	zlog(ZLOG_WARN, "index_dir %s is not a directory; indexes are kept in memory only", dir);
 	return NULL;
+}
+
+/*
+ * A given index_dir=PATH (not the default, none or s3://) that does not
+ * exist is created here, mode 0700, if its parent exists; if the parent is
+ * missing too, that is most likely a typo: one line, and no mount, where
+ * the first save would have created the whole path.  Only the default
+ * directory is created with its parents (at the first save).  A PATH that
+ * is not a directory is usable_index_dir's case.  Returns 0 or -1 (said on
+ * stderr).
+ */
+static int check_index_dir(const struct opts *o)
+{
+	char parent[sizeof(o->index_dir)];
+	struct stat st;
+	char *slash;
+
+	if (!o->index_dir_given || !o->index_dir[0] || strstr(o->index_dir, "://"))
+		return 0;
+	if (stat(o->index_dir, &st) == 0 || errno != ENOENT)
+		return 0;
+	strcpy(parent, o->index_dir); /* absolute (opts.c) */
+	for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--)
+		parent[n - 1] = '\0';
+	slash = strrchr(parent, '/');
+	slash[slash == parent] = '\0'; /* "/x" -> "/" */
+	if (stat(parent, &st) < 0) {
+		fprintf(stderr,
+			"zmount: index_dir=%s: %s: %s (create it, or give index_dir=none)\n",
+			o->index_dir, parent, strerror(errno));
+		return -1;
+	}
+	if (mkdir(o->index_dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "zmount: index_dir=%s: %s\n", o->index_dir, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* The readers' options for this mount, with the hooks that call back into octx. */
@@ -649,6 +686,8 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	ret = 1; /* zlog_to_file set it to 0 */
+	if (check_index_dir(&cli.opts) < 0)
+		goto out;
 	if (add_mount_opts(&args, cli.src) != 0 || open_index_store(&cli, is_s3, &store) < 0)
 		goto out;
 	raise_fd_limit();

@@ -21,14 +21,18 @@ What it checks:
   5. cache_size larger than physical memory: exit 1, one line, sizes in
      units ("... is larger than this machine's 23.4 GiB of memory"), no
      long digit strings; nothing mounted.
-  7. Another SRC on a MNT that a zmount already serves: exit 1, one line
-     ("already mounted"), nothing stacked; the first mount still serves.
   6. zmount-stat on the live mount: exit 0; the cache, hit ratio, decoded
      and served lines agree with user.zmount.stats read at the same time
      (served/peak shown, or "n/a (daemon too old)" when the daemon lacks
      served_bytes/cache_peak); -w 0.2 -n 3 prints three reports; a
      directory that is not a zmount mount exits 2 with a "zmount-stat:"
      message; -h and -V exit 0.
+  7. Another SRC on a MNT that a zmount already serves: exit 1, one line
+     ("already mounted"), nothing stacked; the first mount still serves.
+  8. index_dir=PATH whose parent does not exist: exit 1, one line naming
+     index_dir and the missing parent, nothing mounted or created.  One
+     whose parent exists is created (mode 0700) and used: a .gz read
+     through the mount leaves its index there.
 """
 import argparse
 import gzip
@@ -271,19 +275,48 @@ def refused(res, a, name, argv, words, mnt):
 
 def test_other_src_on_mnt(res, a, src, top):
     """Issue "Everyday use" 2: any zmount on MNT refuses a second, whatever its SRC."""
-    mnt = os.path.join(top, 'mnt6')
-    other = os.path.join(top, 'src6')
+    mnt = os.path.join(top, 'mnt7')
+    other = os.path.join(top, 'src7')
     os.makedirs(other)
     with open(os.path.join(other, 'o.gz'), 'wb') as f:
         f.write(gzip.compress(b'other\n', mtime=0))
     with Mount(a.zmount, src, mnt, opts='noindex', results=res, label='first of two SRCs',
-               watchdog=60, log_path=os.path.join(top, 'stderr6.log')):
+               watchdog=60, log_path=os.path.join(top, 'stderr7.log')):
         refused(res, a, 'another SRC on a MNT that zmount already serves', [other, mnt],
                 ['already mounted', mnt], mnt)
         refused(res, a, 'the same SRC again', [src, mnt], ['already mounted'], mnt)
         res.check('another SRC: the first mount still serves ok.xz',
                   os.path.exists(os.path.join(mnt, 'ok')) and
                   not os.path.exists(os.path.join(mnt, 'o')), str(os.listdir(mnt)))
+
+
+def test_index_dir_parent(res, a, src, top):
+    """Issue "Everyday use" 3: a given index_dir is never made with its parents."""
+    mnt = os.path.join(top, 'mnt8')
+    os.makedirs(mnt)
+    missing = os.path.join(top, 'nodir')
+    bad = os.path.join(missing, 'idx')
+    if refused(res, a, 'index_dir whose parent does not exist', [src, mnt, '-o',
+               f'index_dir={bad}'], [f'index_dir={bad}', missing], mnt):
+        res.check('index_dir whose parent does not exist: nothing created',
+                  not os.path.exists(missing))
+    new = os.path.join(top, 'idx8')
+    with open(os.path.join(src, 'g.gz'), 'wb') as f:
+        f.write(gzip.compress(b'g\n' * 1000, mtime=0))
+    try:
+        with Mount(a.zmount, src, mnt, opts=f'noindex,index_dir={new}', results=res,
+                   label='index_dir whose parent exists', watchdog=60,
+                   log_path=os.path.join(top, 'stderr8.log')):
+            with open(os.path.join(mnt, 'g'), 'rb') as f:
+                got = f.read()
+            res.check('index_dir whose parent exists: the mount serves g.gz',
+                      got == b'g\n' * 1000, f'{len(got)} bytes')
+        st = os.stat(new) if os.path.isdir(new) else None
+        res.check('index_dir whose parent exists: created, mode 0700, holding the index',
+                  st is not None and st.st_mode & 0o777 == 0o700 and os.listdir(new),
+                  f'stat {st}, listing {os.listdir(new) if st else None}')
+    finally:
+        os.unlink(os.path.join(src, 'g.gz'))
 
 
 def stat_tool(a, *args):
@@ -365,6 +398,7 @@ def main():
                   lambda: test_no_dev_log(res, a, src, top),
                   lambda: test_cache_size_memory(res, a, src, top),
                   lambda: test_other_src_on_mnt(res, a, src, top),
+                  lambda: test_index_dir_parent(res, a, src, top),
                   lambda: test_stat(res, a, src, data, top)):
             try:
                 t()
