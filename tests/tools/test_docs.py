@@ -31,7 +31,9 @@ Checks:
             resolve in the source tree and in the installed share/doc/zmount;
             the tests its Memory table names exist.
   facts     statements found wrong before, which must not come back: a wide
-            deflate block failing with EIO; cache_size "at most 8.0 EiB".
+            deflate block failing with EIO; cache_size "at most 8.0 EiB";
+            noindex stopping gzip indexing only (it stops the checkpoint
+            passes too: --help, the README and zmount.1 must say both).
 
 usage: test_docs.py --source DIR --build-dir DIR --cmake CMAKE
 Exit 0 all passed, 1 a check failed.  When FUSE is missing the mount
@@ -385,6 +387,23 @@ def main():
                 if 'deflate block' in p:
                     res.check(f'{where}: a wide deflate block is not said to fail with EIO',
                               'EIO' not in p, p[:160])
+        # noindex stops both background passes, the gzip indexing and the
+        # checkpoint pass over xz Blocks and zstd frames (fs/main.c starts the
+        # indexer, which runs both, only without it): each text must say both.
+        help_lines = helps.get('zmount', '').splitlines()
+        at = [i for i, ln in enumerate(help_lines) if re.match(r'\s+-o noindex\b', ln)]
+        noindex_help = ''
+        for ln in help_lines[at[0]:] if at else []:
+            if noindex_help and not re.match(r'\s{8,}\S', ln):
+                break
+            noindex_help += ' ' + ln.strip()
+        noindex_readme = next((ln for ln in readme.splitlines()
+                               if ln.startswith('| `noindex`')), '')
+        noindex_man = next((p for p in zman.get('OPTIONS', []) if p.startswith('noindex ')), '')
+        for where, text in (('zmount --help', noindex_help), ('README.md', noindex_readme),
+                            ('zmount.1', noindex_man)):
+            res.check(f'{where}: noindex is said to stop gzip indexing and checkpoint passes',
+                      'gzip' in text and 'checkpoint' in text, repr(text[:300]))
         res.check('cache_size error does not promise up to 8.0 EiB',
                   'EiB' not in run([zmount, '/', '/nonexistent', '-o', 'cache_size=99999999T'])[2])
 
