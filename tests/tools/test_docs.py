@@ -74,20 +74,23 @@ def run(argv):
 
 
 def install_to(cmake, build, prefix):
-    """cmake --install into prefix; the build's install_manifest.txt, which
-    lists what a real install wrote (the README's uninstall reads it), is put
-    back as it was."""
-    manifest = os.path.join(build, 'install_manifest.txt')
-    saved = open(manifest, 'rb').read() if os.path.exists(manifest) else None
+    """cmake --install into prefix; the build's install_manifest.txt and
+    zmount-install-record.txt, which list what a real install wrote (the
+    README's uninstall reads the record), are put back as they were."""
+    kept = {}
+    for name in ('install_manifest.txt', 'zmount-install-record.txt'):
+        path = os.path.join(build, name)
+        kept[path] = open(path, 'rb').read() if os.path.exists(path) else None
     try:
         return run([cmake, '--install', build, '--prefix', prefix])
     finally:
-        if saved is None:
-            if os.path.exists(manifest):
-                os.unlink(manifest)
-        else:
-            with open(manifest, 'wb') as f:
-                f.write(saved)
+        for path, saved in kept.items():
+            if saved is None:
+                if os.path.exists(path):
+                    os.unlink(path)
+            else:
+                with open(path, 'wb') as f:
+                    f.write(saved)
 
 
 def cpack_description(build):
