@@ -33,6 +33,10 @@ What it checks:
      index_dir and the missing parent, nothing mounted or created.  One
      whose parent exists is created (mode 0700) and used: a .gz read
      through the mount leaves its index there.
+  9. One vocabulary: for the same .gz and .xz, every key=value field that
+     zmount-info prints is in user.zmount.info with the same value
+     (members, checkpoints, max_span for gzip; streams, blocks, max_block
+     for xz).
 """
 import argparse
 import gzip
@@ -319,6 +323,39 @@ def test_index_dir_parent(res, a, src, top):
         os.unlink(os.path.join(src, 'g.gz'))
 
 
+def test_info_vocabulary(res, a, src, top):
+    """Issue "Everyday use" 7: zmount-info and user.zmount.info name things alike."""
+    mnt = os.path.join(top, 'mnt9')
+    vsrc = os.path.join(top, 'src9')
+    os.makedirs(vsrc)
+    data = b''.join(b'%d %x\n' % (i, i * 2654435761 % 2 ** 32) for i in range(200000))
+    with open(os.path.join(vsrc, 'v.gz'), 'wb') as f:
+        f.write(gzip.compress(data, mtime=0))
+    xz = subprocess.run(['xz', '-T1', '--block-size=1000000', '-c'], input=data,
+                        stdout=subprocess.PIPE, check=True).stdout
+    with open(os.path.join(vsrc, 'v2.xz'), 'wb') as f:
+        f.write(xz)
+    with Mount(a.zmount, vsrc, mnt, opts='noindex,index_dir=none', results=res,
+               label='info vocabulary', watchdog=60, log_path=os.path.join(top, 'stderr9.log')):
+        for name, view, want in (('v.gz', 'v', ('members', 'checkpoints', 'max_span')),
+                                 ('v2.xz', 'v2', ('streams', 'blocks', 'max_block'))):
+            p = subprocess.run([os.path.join(a.tools, 'zmount-info'),
+                                os.path.join(vsrc, name)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60, text=True)
+            tool = dict(f.split('=', 1) for f in p.stdout.rstrip('\n').split('\t') if '=' in f)
+            try:
+                raw = os.getxattr(os.path.join(mnt, view), 'user.zmount.info').decode()
+            except OSError as e:
+                raw = str(e)
+            xattr = dict(ln.split('=', 1) for ln in raw.splitlines() if '=' in ln)
+            differ = {k: (v, xattr.get(k)) for k, v in tool.items() if xattr.get(k) != v}
+            res.check(f'info vocabulary {name}: every zmount-info field is in user.zmount.info '
+                      f'with the same value ({", ".join(want)} among them)',
+                      p.returncode == 0 and all(k in tool for k in want) and not differ,
+                      f'zmount-info {p.stdout.strip()!r} {p.stderr.strip()!r}; differ '
+                      f'(zmount-info, xattr): {differ}; xattr {raw!r}')
+
+
 def stat_tool(a, *args):
     return subprocess.run([os.path.join(a.tools, 'zmount-stat')] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, text=True)
@@ -399,6 +436,7 @@ def main():
                   lambda: test_cache_size_memory(res, a, src, top),
                   lambda: test_other_src_on_mnt(res, a, src, top),
                   lambda: test_index_dir_parent(res, a, src, top),
+                  lambda: test_info_vocabulary(res, a, src, top),
                   lambda: test_stat(res, a, src, data, top)):
             try:
                 t()
