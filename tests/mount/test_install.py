@@ -895,7 +895,10 @@ class Outer:
                 f.write('not zmount\n')
         env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL='2', CMAKE_BUILD_TYPE='Debug')
         if shutil.which('ccache'):
-            env['CMAKE_C_COMPILER_LAUNCHER'] = 'ccache'
+            # Paths relative to the build directory, which is always as deep
+            # (/tmp/zmount-install-*/f-build), so that a second run hits the cache.
+            env.update(CMAKE_C_COMPILER_LAUNCHER='ccache', CCACHE_BASEDIR='/',
+                       CCACHE_NOHASHDIR='1')
         t0 = time.monotonic()
         script = readme_sh(inst.group(1))
         rc, out = run(['bash', '-euc', script], timeout=900, env=env, cwd=top)
