@@ -981,6 +981,12 @@ class Outer:
         want = {'fuse3', 'libfuse3-3', 'liblzma5', 'zlib1g'}
         res.check('(c) .deb Depends: fuse3, libfuse3-3, liblzma5, zlib1g',
                   want <= dep_names, f'Depends: {depends}')
+        readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
+                                   'README.md')).read()
+        m = re.search(r'\(depends on (.*?)\):', readme, re.S)
+        said = set(re.findall(r'`([\w.+-]+)`', m.group(1))) if m else set()
+        res.check('(c) the README\'s "(depends on ...)" names exactly the .deb\'s Depends',
+                  said == dep_names, f'Depends: {depends}; README: {sorted(said)}')
         rc, out = run(['dpkg-deb', '-c', deb])
         files = {ln.split()[-1].lstrip('.') for ln in out.splitlines() if ln.split()}
         bins = ['zmount', 'zmount-cat', 'zmount-info']

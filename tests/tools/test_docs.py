@@ -336,8 +336,12 @@ def main():
                           len(named) == len(FORMATS))
 
         # -- packages ------------------------------------------------------------------
-        groups = (('runtime libraries', ('libfuse3-3', 'liblzma5', 'libzstd1', 'zlib1g')),
-                  ('-dev packages', ('libfuse3-dev', 'liblzma-dev', 'libzstd-dev', 'zlib1g-dev')))
+        # The .deb's Depends (dpkg-shlibdeps) less libc6 and libgcc-s1; the
+        # build needs the -dev package of each (source/ links libcurl).
+        groups = (('runtime libraries', ('libcurl4', 'libfuse3-3', 'liblzma5', 'libzstd1',
+                                         'zlib1g')),
+                  ('-dev packages', ('libcurl4-openssl-dev', 'libfuse3-dev', 'liblzma-dev',
+                                     'libzstd-dev', 'zlib1g-dev')))
         docs = [('README.md', readme), ('doc/recipes.md', recipes),
                 ('packaging/CPack.cmake', open(os.path.join(src, 'packaging', 'CPack.cmake')).read())]
         for where, text in docs:
