@@ -37,6 +37,10 @@ What it checks:
      zmount-info prints is in user.zmount.info with the same value
      (members, checkpoints, max_span for gzip; streams, blocks, max_block
      for xz).
+ 10. A byte flipped in the middle of a .gz's second member: zmount-info's
+     error (the same text the daemon logs) names the member's start and
+     where the damage was found ("in the member at X, found at compressed
+     offset Y").
 """
 import argparse
 import gzip
@@ -356,6 +360,28 @@ def test_info_vocabulary(res, a, src, top):
                       f'(zmount-info, xattr): {differ}; xattr {raw!r}')
 
 
+def test_gzip_damage_member(res, a, src, top):
+    """Issue "Everyday use" 8: a flipped byte names its member, not just the CRC's place."""
+    first = gzip.compress(b'first\n' * 1000, mtime=0)
+    data = b''.join(b'%d %x\n' % (i, i * 2654435761 % 2 ** 32) for i in range(50000))
+    second = bytearray(gzip.compress(data, mtime=0))
+    flip = len(second) // 2
+    second[flip] ^= 0x01
+    path = os.path.join(top, 'flip.gz')
+    with open(path, 'wb') as f:
+        f.write(first + bytes(second))
+    p = subprocess.run([os.path.join(a.tools, 'zmount-info'), path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60, text=True)
+    m = re.search(r'corrupt gzip in the member at (\d+), found at compressed offset (\d+): ',
+                  p.stdout)
+    res.check('flipped gzip byte: "in the member at X, found at compressed offset Y", X the '
+              'second member\'s start, Y at or after the flipped byte',
+              p.returncode == 2 and m is not None and int(m.group(1)) == len(first)
+              and int(m.group(2)) >= len(first) + flip,
+              f'rc {p.returncode}, {p.stdout.strip()!r}; member at {len(first)}, flipped byte '
+              f'at {len(first) + flip}')
+
+
 def stat_tool(a, *args):
     return subprocess.run([os.path.join(a.tools, 'zmount-stat')] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, text=True)
@@ -437,6 +463,7 @@ def main():
                   lambda: test_other_src_on_mnt(res, a, src, top),
                   lambda: test_index_dir_parent(res, a, src, top),
                   lambda: test_info_vocabulary(res, a, src, top),
+                  lambda: test_gzip_damage_member(res, a, src, top),
                   lambda: test_stat(res, a, src, data, top)):
             try:
                 t()
