@@ -33,9 +33,11 @@
 #include "zcrc.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,6 +91,7 @@ struct gz_build {
 	struct gzdec_index *idx;
 	size_t cap;	     /* points allocated in idx */
 	uint64_t mout;	     /* output of the current member so far */
+	uint64_t mstart;     /* compressed offset of the current member */
 	z_stream zs;	     /* gzip-mode inflate over the whole file */
 	z_stream zw;	     /* raw deflate that packs the windows */
 	int zs_ok, zw_ok;    /* whether zs and zw need End */
@@ -249,6 +252,7 @@ static int bld_member_end(struct gz_build *b)
 	if (n == 2 && m[0] == 0x1F && m[1] == 0x8B) {
 		inflateReset(&b->zs);
 		b->mout = 0;
+		b->mstart = off;
 		bld_mark(b, b->scrc); /* zs.adler is 0 again */
 		idx->members++;
 		return 1;
@@ -493,7 +497,12 @@ int gzdec_index_build_opts(struct zsrc *src, uint64_t size, uint64_t span,
 			continue;
 		}
 		if (zret != Z_OK) {
-			ret = gz_zerr(err, &b.zs, zret, -EINVAL, bld_coff(&b), "inflate");
+			char what[64];
+
+			/* A CRC32 fails at the trailer, for damage anywhere in the member. */
+			snprintf(what, sizeof(what), GZDEC_MEMBER_AT "%" PRIu64 ": inflate",
+				 b.mstart);
+			ret = gz_zerr(err, &b.zs, zret, -EINVAL, bld_coff(&b), what);
 			salvage = ret == -EINVAL;
 			goto fail;
 		}

@@ -104,12 +104,19 @@ struct gzdec_index {
  * err set:
  *   -EINVAL  not gzip, a bad header, corrupt deflate data, a CRC32 or ISIZE
  *            mismatch, truncated input (err->coff says where), or more
- *            than INT64_MAX bytes of output;
+ *            than INT64_MAX bytes of output.  When inflate fails inside a
+ *            member (its deflate data, CRC32 or ISIZE), err->msg begins
+ *            "in the member at M: " (GZDEC_MEMBER_AT), M its compressed
+ *            offset: the damage may lie anywhere in the member, however
+ *            far before err->coff, where it was found;
  *   -ENOMEM  out of memory;
  *   -EIO     pread failed.
  */
 int gzdec_index_build(struct zsrc *src, uint64_t size, uint64_t span, struct gzdec_index **out,
 		      struct zerr *err);
+
+/* How a build's err->msg names the damaged member: "in the member at %llu: ". */
+#define GZDEC_MEMBER_AT "in the member at "
 
 /*
  * Checks, cheaply, that src starts with a readable gzip member header (magic,

@@ -30,7 +30,7 @@ static void unescape(char *s)
 struct at {
 	unsigned long id, parent;
 	char dev[32]; /* "major:minor"; "" if it did not fit */
-	int ours;     /* type BDI_FSTYPE, source src */
+	int ours;     /* type BDI_FSTYPE, source src (any source if src is NULL) */
 };
 
 /*
@@ -88,7 +88,8 @@ static int collect(FILE *f, const char *mnt, const char *src, struct at **out, s
 			strcpy((*out)[*n].dev, tok[2]);
 		else
 			(*out)[*n].dev[0] = '\0';
-		(*out)[*n].ours = strcmp(type, BDI_FSTYPE) == 0 && strcmp(source, src) == 0;
+		(*out)[*n].ours =
+			strcmp(type, BDI_FSTYPE) == 0 && (!src || strcmp(source, src) == 0);
 		(*n)++;
 	}
 	free(line);

@@ -40,8 +40,8 @@ int bdi_find_dev(FILE *f, const char *mnt, const char *src, char *dev, size_t si
 
 /*
  * Returns 1 if mountinfo text f (borrowed; read to its end) lists a mount of
- * type BDI_FSTYPE and source src at mnt, anywhere in the stack of mounts
- * there; 0 if not; -ENOMEM.
+ * type BDI_FSTYPE and source src (any source if src is NULL) at mnt,
+ * anywhere in the stack of mounts there; 0 if not; -ENOMEM.
  */
 int bdi_is_mounted(FILE *f, const char *mnt, const char *src);
 

@@ -64,12 +64,13 @@ static void usage(FILE *out)
 		"  -o span=SIZE        checkpoint spacing (default gzip 1M, xz/zstd 16M; 64K..64M)\n"
 		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
 		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
-		"  -o noindex          do not index gzip files in the background after mount\n"
+		"  -o noindex          no background work after mount: no gzip indexing, no\n"
+		"                      checkpoint pass over xz Blocks and zstd frames\n"
 		"  -o salvage          show the verified start of damaged .gz/.xz files\n"
 		"  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes persist\n"
 		"                      (default $XDG_CACHE_HOME/zmount or ~/.cache/zmount;\n"
 		"                      none: memory only; s3://BUCKET/PREFIX: shared, see\n"
-		"                      endpoint=)\n"
+		"                      endpoint=); a missing PATH is created if its parent exists\n"
 		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
 		"  -o log_file=PATH    append log lines, time-stamped, to PATH (default:\n"
 		"                      syslog once daemonized, stderr with -f)\n"
@@ -217,15 +218,18 @@ static bool path_below(const char *path, const char *top)
 	return strncmp(path, top, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* True if mountinfo lists a zmount of src on mnt already. */
-static bool mounted_already(const char *mnt, const char *src)
+/*
+ * True if mountinfo lists a zmount, of any source, on mnt already: a second
+ * one would stack on it, and the first would go on serving nobody.
+ */
+static bool mounted_already(const char *mnt)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	int ret;
 
 	if (!f)
 		return false; /* no /proc: nothing to check against */
-	ret = bdi_is_mounted(f, mnt, src);
+	ret = bdi_is_mounted(f, mnt, NULL);
 	fclose(f);
 	return ret == 1;
 }
@@ -234,7 +238,7 @@ static bool mounted_already(const char *mnt, const char *src)
  * The mount point rules, checked before mounting; prints the one line and
  * returns -1 if mnt (canonical, from fuse_parse_cmdline) breaks one:
  *  - a mount point that is not a directory would mount, then fail every stat;
- *  - SRC already zmount-mounted on MNT: a second daemon would stack on it;
+ *  - a zmount (of any SRC) already on MNT: a second daemon would stack on it;
  *  - MNT inside SRC: the daemon's own walks of SRC would enter the mount
  *    and wait on themselves, hanging every worker;
  *  - MNT containing SRC: SRC would be shown inside its own view.
@@ -253,8 +257,10 @@ static int check_mountpoint(const char *mnt, const char *src, const struct stat 
 		fprintf(stderr, "zmount: %s: mount point is not a directory\n", mnt);
 		return -1;
 	}
-	if (mounted_already(mnt, src)) {
-		fprintf(stderr, "zmount: %s: %s is already mounted there\n", mnt, src);
+	if (mounted_already(mnt)) {
+		fprintf(stderr,
+			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
+			mnt, src);
 		return -1;
 	}
 	if (same_file(&st, src_st))
@@ -290,6 +296,43 @@ static const char *usable_index_dir(const char *dir)
 		return dir;
 	zlog(ZLOG_WARN, "index_dir %s is not a directory; indexes are kept in memory only", dir);
 	return NULL;
+}
+
+/*
+ * A given index_dir=PATH (not the default, none or s3://) that does not
+ * exist is created here, mode 0700, if its parent exists; if the parent is
+ * missing too, that is most likely a typo: one line, and no mount, where
+ * the first save would have created the whole path.  Only the default
+ * directory is created with its parents (at the first save).  A PATH that
+ * is not a directory is usable_index_dir's case.  Returns 0 or -1 (said on
+ * stderr).
+ */
+static int check_index_dir(const struct opts *o)
+{
+	char parent[sizeof(o->index_dir)];
+	struct stat st;
+	char *slash;
+
+	if (!o->index_dir_given || !o->index_dir[0] || strstr(o->index_dir, "://"))
+		return 0;
+	if (stat(o->index_dir, &st) == 0 || errno != ENOENT)
+		return 0;
+	strcpy(parent, o->index_dir); /* absolute (opts.c) */
+	for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--)
+		parent[n - 1] = '\0';
+	slash = strrchr(parent, '/');
+	slash[slash == parent] = '\0'; /* "/x" -> "/" */
+	if (stat(parent, &st) < 0) {
+		fprintf(stderr,
+			"zmount: index_dir=%s: %s: %s (create it, or give index_dir=none)\n",
+			o->index_dir, parent, strerror(errno));
+		return -1;
+	}
+	if (mkdir(o->index_dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "zmount: index_dir=%s: %s\n", o->index_dir, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* The readers' options for this mount, with the hooks that call back into octx. */
@@ -566,8 +609,10 @@ static int check_s3_mountpoint(const char *mnt, const char *src)
 		fprintf(stderr, "zmount: %s: mount point is not a directory\n", mnt);
 		return -1;
 	}
-	if (mounted_already(mnt, src)) {
-		fprintf(stderr, "zmount: %s: %s is already mounted there\n", mnt, src);
+	if (mounted_already(mnt)) {
+		fprintf(stderr,
+			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
+			mnt, src);
 		return -1;
 	}
 	return 0;
@@ -642,6 +687,8 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	ret = 1; /* zlog_to_file set it to 0 */
+	if (check_index_dir(&cli.opts) < 0)
+		goto out;
 	if (add_mount_opts(&args, cli.src) != 0 || open_index_store(&cli, is_s3, &store) < 0)
 		goto out;
 	raise_fd_limit();

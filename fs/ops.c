@@ -595,40 +595,78 @@ static int info_text(const struct node *n, char *out, size_t len)
 	return ops_info_text(arc_reader(n->arc), n->tn.rel, arc_why(n->arc), out, len);
 }
 
+/*
+ * Appends "key=value\n" to out (n bytes used of len) unless key is there
+ * already: the format's own fields come first and win.  Returns the new n.
+ */
+static size_t info_add(char *out, size_t len, size_t n, const char *key, unsigned long long v)
+{
+	char pat[64];
+	int k;
+
+	snprintf(pat, sizeof(pat), "\n%s=", key);
+	if (n >= len || strstr(out, pat))
+		return n;
+	k = snprintf(out + n, len - n, "%s=%llu\n", key, v);
+	return k < 0 ? n : n + (size_t)k;
+}
+
 int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out, size_t len)
 {
 	struct reader_info in;
 	struct zerr err;
-	char why[1024];
-	int n_out;
+	char why[1024], line[1024];
+	const char *f;
+	size_t n;
+	int k;
 
 	if (!r) {
 		zlog_escape(why, sizeof(why), corrupt);
 		return snprintf(out, len, "source=%s\nstate=corrupt\nerror=%s\n", source, why);
 	}
 	reader_get_info(r, &in);
-	n_out = snprintf(out, len,
-			 "source=%s\nformat=%s\nstate=%s\nfailed_units=%u\nstreams=%llu\n"
-			 "blocks=%llu\nchunks=%llu\ncompressed=%llu\nuncompressed=%llu\n"
-			 "max_chunk=%llu\ndecoded=%llu\nserved=%llu\ncheckpoints=%llu\n"
-			 "checkpoint_bytes=%llu\ncheckpoints_pending=%llu\nresumes=%llu\n",
-			 source, fmttab_name(in.fmt),
-			 in.changed    ? "changed"
-			 : in.failed   ? "damaged"
-			 : in.salvaged ? "salvaged"
-				       : "indexed",
-			 in.failed, (unsigned long long)in.streams, (unsigned long long)in.blocks,
-			 (unsigned long long)in.chunks, (unsigned long long)in.csize,
-			 (unsigned long long)in.usize, (unsigned long long)in.max_block,
-			 (unsigned long long)in.decoded, (unsigned long long)in.served,
-			 (unsigned long long)in.ckpts, (unsigned long long)in.ckpt_bytes,
-			 (unsigned long long)in.ckpt_wanted, (unsigned long long)in.resumes);
-	/* A damaged or changed archive: why its reads fail, as the log said it. */
-	if (n_out >= 0 && (size_t)n_out < len && reader_last_error(r, &err) < 0) {
-		zlog_escape(why, sizeof(why), err.msg);
-		n_out += snprintf(out + n_out, len - (size_t)n_out, "error=%s\n", why);
+	k = snprintf(out, len, "source=%s\nformat=%s\nstate=%s\nfailed_units=%u\n", source,
+		     fmttab_name(in.fmt),
+		     in.changed	   ? "changed"
+		     : in.failed   ? "damaged"
+		     : in.salvaged ? "salvaged"
+				   : "indexed",
+		     in.failed);
+	if (k < 0 || (size_t)k >= len)
+		return k;
+	n = (size_t)k;
+	/*
+	 * The format's own fields, as zmount-info prints them (fmttab_info_line:
+	 * "gzip<TAB>members=1<TAB>checkpoints=3..."), one per line: one
+	 * vocabulary for both (members, checkpoints and max_span for gzip;
+	 * streams, blocks and max_block for xz; frames and max_frame for zstd).
+	 */
+	fmttab_info_line(in.fmt, &in, line, sizeof(line));
+	f = strchr(line, '\t');
+	while (f && n < len) {
+		size_t flen = strcspn(++f, "\t");
+
+		k = snprintf(out + n, len - n, "%.*s\n", (int)flen, f);
+		n = k < 0 ? n : n + (size_t)k;
+		f = strchr(f, '\t');
 	}
-	return n_out;
+	n = info_add(out, len, n, "chunks", in.chunks);
+	n = info_add(out, len, n, "compressed", in.csize);
+	n = info_add(out, len, n, "uncompressed", in.usize);
+	n = info_add(out, len, n, "decoded", in.decoded);
+	n = info_add(out, len, n, "served", in.served);
+	/* gzip's checkpoints are its index's, above; it has none inside units */
+	n = info_add(out, len, n, "checkpoints", in.ckpts);
+	n = info_add(out, len, n, "checkpoint_bytes", in.ckpt_bytes);
+	n = info_add(out, len, n, "checkpoints_pending", in.ckpt_wanted);
+	n = info_add(out, len, n, "resumes", in.resumes);
+	/* A damaged or changed archive: why its reads fail, as the log said it. */
+	if (n < len && reader_last_error(r, &err) < 0) {
+		zlog_escape(why, sizeof(why), err.msg);
+		k = snprintf(out + n, len - n, "error=%s\n", why);
+		n = k < 0 ? n : n + (size_t)k;
+	}
+	return (int)n;
 }
 
 /* Replies with value (len bytes) the way getxattr and listxattr want it. */

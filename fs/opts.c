@@ -57,6 +57,7 @@ void opts_default(struct opts *o)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 	o->background_index = 1;
+	o->index_dir_given = 0;
 	o->max_read = 0;
 	o->log_file[0] = '\0';
 	o->endpoint[0] = o->region[0] = o->credentials[0] = o->profile[0] = '\0';
@@ -152,6 +153,7 @@ static int index_dir(struct opts *o, const char *val, char *msg, size_t msglen)
 
 	if (strcmp(val, "none") == 0) {
 		o->index_dir[0] = '\0';
+		o->index_dir_given = 1;
 		return 1;
 	}
 	if ((val[0] != '/' && s3 != 1) || n >= sizeof(o->index_dir)) {
@@ -161,6 +163,7 @@ static int index_dir(struct opts *o, const char *val, char *msg, size_t msglen)
 		return -EINVAL;
 	}
 	strcpy(o->index_dir, val);
+	o->index_dir_given = 1;
 	while (s3 == 1 && n > 0 && o->index_dir[n - 1] == '/')
 		o->index_dir[--n] = '\0';
 	return 1;

@@ -27,6 +27,7 @@ struct opts {
 	double timeout;	  /* seconds the kernel caches entries and attributes */
 	unsigned threads; /* decode workers for read-ahead */
 	char index_dir[4096]; /* where gzip indexes persist; "" = memory only */
+	int index_dir_given;  /* index_dir= was given: not the default directory */
 	int background_index; /* index gzip files after mount (noindex: 0) */
 	int salvage;	      /* show the good start of damaged archives (salvage: 1) */
 	unsigned max_read;    /* FUSE's max_read=N, noted (0: not given): init must repeat it */

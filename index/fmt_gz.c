@@ -208,6 +208,28 @@ static int gz_probe(struct zsrc *src, uint64_t size, size_t index_max, struct ze
 	return gzdec_header_check(src, size, why);
 }
 
+/*
+ * "corrupt gzip in the member at M, found at compressed offset C: why" when
+ * the build names the member (GZDEC_MEMBER_AT, gzdec.h): a CRC32 fails at
+ * the member's end whatever byte in it was damaged, so its start is where
+ * to look.  Otherwise "corrupt gzip at compressed offset C: why".
+ */
+static void gz_corrupt(char *out, size_t len, uint64_t coff, const char *msg)
+{
+	const size_t at = strlen(GZDEC_MEMBER_AT);
+	unsigned long long member;
+	int used = 0;
+
+	if (strncmp(msg, GZDEC_MEMBER_AT, at) == 0 &&
+	    sscanf(msg + at, "%llu: %n", &member, &used) == 1 && used > 0)
+		snprintf(out, len,
+			 "corrupt gzip in the member at %llu, found at compressed offset %" PRIu64
+			 ": %s",
+			 member, coff, msg + at + (size_t)used);
+	else
+		snprintf(out, len, "corrupt gzip at compressed offset %" PRIu64 ": %s", coff, msg);
+}
+
 static int gz_open(struct reader *r, struct zerr *why)
 {
 	struct warm w = { .r = r,
@@ -218,6 +240,7 @@ static int gz_open(struct reader *r, struct zerr *why)
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;
+	char text[sizeof(err.msg) + 128];
 	bool persist =
 		r->opts.index_dir && idxfile_keyed(r->name) && idxfile_identify(r->src, &id) == 0;
 	int ret;
@@ -239,10 +262,10 @@ static int gz_open(struct reader *r, struct zerr *why)
 		warm_free(&w);
 		if (ret < 0 || g->salvaged)
 			bcache_drop(r->cache, r->id);
-		if (ret < 0)
-			return zerr_set(why, ret, err.coff,
-					"corrupt gzip at compressed offset %" PRIu64 ": %s",
-					err.coff, err.msg);
+		if (ret < 0) {
+			gz_corrupt(text, sizeof(text), err.coff, err.msg);
+			return zerr_set(why, ret, err.coff, "%s", text);
+		}
 		atomic_fetch_add(&r->ctx->stats.built, 1);
 		r->pass = true;
 		/* A salvaged index is only for this mount: saved, it would pass for a whole file.
@@ -251,12 +274,13 @@ static int gz_open(struct reader *r, struct zerr *why)
 			save_gz(r, &id, g);
 	}
 	r->idx = g;
-	if (g->salvaged)
+	if (g->salvaged) {
+		gz_corrupt(text, sizeof(text), g->damage_coff, err.msg);
 		reader_log(r, ZLOG_WARN, NULL,
-			   "corrupt gzip at compressed offset %" PRIu64
-			   ": %s; salvage: showing its first "
-			   "%" PRIu64 " bytes (%" PRIu64 " of them verified by a CRC32)",
-			   g->damage_coff, err.msg, g->usize, g->verified);
+			   "%s; salvage: showing its first %" PRIu64 " bytes (%" PRIu64
+			   " of them verified by a CRC32)",
+			   text, g->usize, g->verified);
+	}
 	if (g->trailing == GZDEC_TRAIL_GARBAGE)
 		reader_log(r, ZLOG_WARN, NULL,
 			   "trailing garbage after the last member at offset %" PRIu64 " ignored",

@@ -70,14 +70,14 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS fuse3)
 find_program(ZMOUNT_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(ZMOUNT_DPKG_SHLIBDEPS)
-  # Adds libc6, libfuse3-3, libgcc-s1, liblzma5, libzstd1 and zlib1g, with the versions
-  # the build used.
+  # Adds libc6, libcurl4, libfuse3-3, libgcc-s1, liblzma5, libzstd1 and zlib1g, with
+  # the versions the build used.
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
   message(STATUS "dpkg-shlibdeps not found (package dpkg-dev): listing shared library packages by hand")
   # What dpkg-shlibdeps computes on Debian 12.
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "fuse3, libc6 (>= 2.34), libfuse3-3 (>= 3.12.0), libgcc-s1 (>= 3.0), liblzma5 (>= 5.4.0), libzstd1 (>= 1.5.2), zlib1g (>= 1:1.2.3.4)")
+      "fuse3, libc6 (>= 2.34), libcurl4 (>= 7.16.2), libfuse3-3 (>= 3.12.0), libgcc-s1 (>= 3.0), liblzma5 (>= 5.4.0), libzstd1 (>= 1.5.2), zlib1g (>= 1:1.2.3.4)")
 endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "attr, xz-utils, gzip, zstd")
 

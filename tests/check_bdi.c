@@ -165,6 +165,10 @@ START_TEST(is_mounted_looks_through_the_stack)
 	ck_assert_int_eq(mounted(mi, "/mnt", "/srv/logs"), 0);
 	ck_assert_int_eq(mounted(ROOTFS, "/", "/dev/vda1"), 0); /* not a zmount */
 	ck_assert_int_eq(mounted("garbage\n\n1 2\n", "/mnt/v", "/srv/logs"), 0);
+	/* NULL: a zmount of any source */
+	ck_assert_int_eq(mounted(mi, "/mnt/v", NULL), 1);
+	ck_assert_int_eq(mounted(mi, "/mnt", NULL), 0);
+	ck_assert_int_eq(mounted(ROOTFS, "/", NULL), 0);
 }
 END_TEST
 

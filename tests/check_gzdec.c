@@ -378,6 +378,36 @@ START_TEST(corrupt_trailer)
 }
 END_TEST
 
+/*
+ * Damage inside a member is found at its end (the CRC32) or wherever
+ * deflate trips, but it may be anywhere in the member: the message names
+ * the member's start too.
+ */
+START_TEST(damage_names_its_member)
+{
+	long m1 = file_size("m1.gz"), m2 = file_size("m2.gz");
+	struct gzdec_index *idx = NULL;
+	struct zerr err;
+	char want[64];
+	int fd;
+
+	/* a flipped byte in the middle of the second member */
+	make_variant("multi.gz", "bad-m2.gz", -1, m1 + m2 / 2, 0x01);
+	ck_assert_int_eq(build("bad-m2.gz", SPAN_1M, &fd, &idx, &err), -EINVAL);
+	snprintf(want, sizeof(want), "in the member at %ld: ", m1);
+	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "message '%s', want '%s...'",
+		      err.msg, want);
+	ck_assert_uint_ge(err.coff, (uint64_t)(m1 + m2 / 2)); /* where it was found */
+	close(fd);
+	/* the first member's CRC32: found at its trailer, in the member at 0 */
+	make_variant("multi.gz", "bad-crc1b.gz", -1, m1 - 8, 0x80);
+	ck_assert_int_eq(build("bad-crc1b.gz", SPAN_1M, &fd, &idx, &err), -EINVAL);
+	ck_assert_msg(strncmp(err.msg, "in the member at 0: ", 20) == 0, "message '%s'", err.msg);
+	ck_assert_uint_ge(err.coff, (uint64_t)(m1 - 8));
+	close(fd);
+}
+END_TEST
+
 START_TEST(truncated)
 {
 	long s = file_size("g6.gz");
@@ -1643,6 +1673,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, threads_share_index);
 	tcase_add_test(tc, corrupt_deflate);
 	tcase_add_test(tc, corrupt_trailer);
+	tcase_add_test(tc, damage_names_its_member);
 	tcase_add_test(tc, truncated);
 	tcase_add_test(tc, trailing_zeros);
 	tcase_add_test(tc, trailing_garbage);

@@ -414,8 +414,11 @@ START_TEST(index_dir_values)
 	struct opts o;
 	char msg[256];
 
+	opts_default(&o);
+	ck_assert_int_eq(o.index_dir_given, 0); /* the default: main.c may create it */
 	ck_assert_int_eq(apply(&o, "index_dir=/var/cache/zm", msg, sizeof(msg)), 1);
 	ck_assert_str_eq(o.index_dir, "/var/cache/zm");
+	ck_assert_int_eq(o.index_dir_given, 1); /* given: main.c checks its parent */
 	ck_assert_int_eq(apply(&o, "index_dir=none", msg, sizeof(msg)), 1);
 	ck_assert_str_eq(o.index_dir, "");
 	ck_assert_int_eq(apply(&o, "index_dir=s3://bucket/fleet/idx", msg, sizeof(msg)), 1);

@@ -44,11 +44,17 @@ prints a loud SKIP line and exits 77.  Standard library only.
      error for a corrupt .gz) reach syslog -- a datagram socket the test puts
      at /dev/log inside its mount namespace, so no syslog daemon is needed --
      and after `umount` it exits 0 and is gone.
-  f. `cmake --install` into a temporary PREFIX, then the README's uninstall
-     commands (its "## Uninstall" sh block, with /usr/local read as PREFIX):
-     nothing of zmount may be left, neither a file nor the directories
-     share/doc/zmount and share/man/man1 that the install created.  The
-     build's install_manifest.txt is put back as it was.
+  f. The README's "## Install" sh block (it must configure with
+     -DBUILD_TESTING=OFF) run in a build directory of its own, installing
+     into a temporary PREFIX that already holds two files of someone else's
+     (bin/zmount-local, share/doc/decoy.txt); no test may be registered or
+     built there.  Then `cpack -G DEB` in that same build directory (which
+     rewrites its install_manifest.txt with /usr paths), then the README's
+     "## Uninstall" sh block (build/ read as that directory, /usr/local as
+     PREFIX): nothing of zmount may be left, neither a file nor the
+     directories share/doc/zmount, share/man/man1 and share/man that the
+     install created, while the two files and the directories bin and
+     share/doc that held them before stay.
 
 The daemons started by mount(8) detach; the test makes itself their child
 subreaper (prctl PR_SET_CHILD_SUBREAPER) so it can wait for them and read
@@ -849,46 +855,91 @@ class Outer:
 
     # -- (c) the Debian package ---------------------------------------------
     def phase_f(self):
-        """The README's uninstall recipe leaves nothing behind."""
+        """The README's install and uninstall recipes, in a build directory of
+        their own, with `cpack -G DEB` run there in between."""
         a, res = self.a, self.res
-        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'README.md')
-        m = re.search(r'^## Uninstall\n.*?^```sh\n(.*?)^```', open(readme).read(), re.S | re.M)
-        if not res.check('(f) the README has an "## Uninstall" section with a sh block',
-                         m is not None):
+        top = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
+        top = os.path.realpath(top)
+        readme = open(os.path.join(top, 'README.md')).read()
+        inst = re.search(r'^## Install\n.*?^```sh\n(.*?)^```', readme, re.S | re.M)
+        uninst = re.search(r'^## Uninstall\n.*?^```sh\n(.*?)^```', readme, re.S | re.M)
+        if not res.check('(f) the README has "## Install" and "## Uninstall" sh blocks',
+                         inst is not None and uninst is not None):
             return
-        cmake = shutil.which('cmake')
-        if not res.check('(f) cmake is installed', cmake is not None):
+        tools = {t: shutil.which(t) for t in ('cmake', 'cpack', 'ctest')}
+        if not res.check('(f) cmake, cpack and ctest are installed', all(tools.values()),
+                         f'{tools}'):
             return
+        bdir = os.path.join(a.work, 'f-build')
         prefix = os.path.join(a.work, 'f', 'usr', 'local')
-        os.makedirs(prefix)
-        manifest = os.path.join(a.build_dir, 'install_manifest.txt')
-        saved = read_file(manifest) if os.path.exists(manifest) else None
-        try:
-            rc, out = run([cmake, '--install', a.build_dir, '--prefix', prefix], timeout=300)
-            installed = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs]
-            if not res.check('(f) cmake --install into a temporary prefix', rc == 0 and
-                             os.path.isfile(os.path.join(prefix, 'bin', 'zmount')) and
-                             os.path.isdir(os.path.join(prefix, 'share', 'doc', 'zmount')),
-                             short(out)):
-                return
-            script = m.group(1).replace('build/install_manifest.txt', manifest)
-            script = script.replace('/usr/local', prefix)
-            rc, out = run(['bash', '-euc', script], cwd=a.work)
-            left = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs]
-            res.check(f'(f) the README\'s uninstall commands succeed and remove all '
-                      f'{len(installed)} installed files', rc == 0 and not left,
-                      f'rc={rc} {short(out, 300)}; left: {left}')
-            for d in ('share/doc/zmount', 'share/man/man1'):
-                res.check(f'(f) uninstalling removes the emptied PREFIX/{d}',
-                          not os.path.exists(os.path.join(prefix, d)),
-                          f'still there after: {m.group(1).strip()}')
-        finally:
-            if saved is None:
-                if os.path.exists(manifest):
-                    os.unlink(manifest)
-            else:
-                with open(manifest, 'wb') as f:
-                    f.write(saved)
+
+        def readme_sh(block):
+            """A README block as run here: its build/ is bdir, /usr/local is
+            prefix, no sudo, no deps.sh (the machine has them)."""
+            lines = [ln for ln in block.splitlines() if 'tools/deps.sh' not in ln]
+            text = '\n'.join(re.sub(r'\s+#.*$', '', ln) for ln in lines)
+            text = re.sub(r'(?<![\w/.-])build(?=[\s/)]|$)', bdir, text, flags=re.M)
+            text = re.sub(r'\bsudo\s+', '', text).replace('/usr/local', prefix)
+            return re.sub(r'(cmake --install \S+)', rf'\1 --prefix {prefix}', text)
+
+        # Issue "Everyday use" 6: those who only install do not build the tests.
+        res.check('(f) the README\'s install block configures with -DBUILD_TESTING=OFF',
+                  '-DBUILD_TESTING=OFF' in inst.group(1), inst.group(1))
+        # Pre-existing files and directories that are not zmount's: they must
+        # survive the uninstall, and so must the directories holding them.
+        decoys = [os.path.join(prefix, 'bin', 'zmount-local'),
+                  os.path.join(prefix, 'share', 'doc', 'decoy.txt')]
+        for d in decoys:
+            os.makedirs(os.path.dirname(d), exist_ok=True)
+            with open(d, 'w') as f:
+                f.write('not zmount\n')
+        env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL='2', CMAKE_BUILD_TYPE='Debug')
+        if shutil.which('ccache'):
+            # Paths relative to the build directory, which is always as deep
+            # (/tmp/zmount-install-*/f-build), so that a second run hits the cache.
+            env.update(CMAKE_C_COMPILER_LAUNCHER='ccache', CCACHE_BASEDIR='/',
+                       CCACHE_NOHASHDIR='1')
+        t0 = time.monotonic()
+        script = readme_sh(inst.group(1))
+        rc, out = run(['bash', '-euc', script], timeout=900, env=env, cwd=top)
+        if not res.check('(f) the README\'s install block builds and installs into a '
+                         'temporary prefix', rc == 0 and
+                         os.path.isfile(os.path.join(prefix, 'bin', 'zmount')) and
+                         os.path.isdir(os.path.join(prefix, 'share', 'doc', 'zmount')),
+                         f'rc={rc}: {script}\n{short(out)}',
+                         info=f'{time.monotonic() - t0:.0f} s'):
+            return
+        rc, out = run([tools['ctest'], '-N'], cwd=bdir)
+        built = [os.path.join(d, f) for d, _, fs in os.walk(bdir) for f in fs
+                 if f.startswith('check_') and os.access(os.path.join(d, f), os.X_OK)]
+        res.check('(f) -DBUILD_TESTING=OFF: no test registered and no check_* binary built',
+                  rc == 0 and re.search(r'Total Tests: 0\b', out) and not built,
+                  f'ctest -N: {short(out, 300)}; built: {built[:5]}')
+        installed = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs
+                     if os.path.join(d, f) not in decoys]
+        # cpack in the same build directory rewrites its install_manifest.txt
+        # with the staging install's /usr paths.
+        rc, out = run([tools['cpack'], '-G', 'DEB'], timeout=900, cwd=bdir)
+        debs = glob.glob(os.path.join(bdir, 'zmount_*.deb'))
+        if not res.check('(f) `cpack -G DEB` in that build directory makes a .deb',
+                         rc == 0 and len(debs) == 1, f'rc={rc}: {short(out)}'):
+            return
+        script = readme_sh(uninst.group(1))
+        rc, out = run(['bash', '-euc', script], timeout=300, env=env, cwd=top)
+        left = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs
+                if os.path.join(d, f) not in decoys]
+        res.check(f'(f) after cpack, the README\'s uninstall commands succeed and remove all '
+                  f'{len(installed)} installed files', rc == 0 and installed and not left,
+                  f'rc={rc} {script}: {short(out, 600)}; left: {left}')
+        res.check('(f) uninstalling leaves the files that were there before it',
+                  all(os.path.isfile(d) for d in decoys),
+                  f'gone: {[d for d in decoys if not os.path.isfile(d)]}')
+        for d in ('share/doc/zmount', 'share/man/man1', 'share/man'):
+            res.check(f'(f) uninstalling removes PREFIX/{d}, which the install created',
+                      not os.path.exists(os.path.join(prefix, d)), f'still there after: {script}')
+        for d in ('bin', 'share/doc'):
+            res.check(f'(f) uninstalling keeps PREFIX/{d}, which was there before',
+                      os.path.isdir(os.path.join(prefix, d)))
 
     def phase_c(self):
         a, res = self.a, self.res
@@ -930,6 +981,12 @@ class Outer:
         want = {'fuse3', 'libfuse3-3', 'liblzma5', 'zlib1g'}
         res.check('(c) .deb Depends: fuse3, libfuse3-3, liblzma5, zlib1g',
                   want <= dep_names, f'Depends: {depends}')
+        readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
+                                   'README.md')).read()
+        m = re.search(r'\(depends on (.*?)\):', readme, re.S)
+        said = set(re.findall(r'`([\w.+-]+)`', m.group(1))) if m else set()
+        res.check('(c) the README\'s "(depends on ...)" names exactly the .deb\'s Depends',
+                  said == dep_names, f'Depends: {depends}; README: {sorted(said)}')
         rc, out = run(['dpkg-deb', '-c', deb])
         files = {ln.split()[-1].lstrip('.') for ln in out.splitlines() if ln.split()}
         bins = ['zmount', 'zmount-cat', 'zmount-info']

@@ -373,7 +373,7 @@ def case_windows(args, res, work):
         res.check('windows: size', os.stat(path).st_size == size)
         info = dict(ln.split('=', 1) for ln in
                     os.getxattr(path, 'user.zmount.info').decode().splitlines() if '=' in ln)
-        points = int(info.get('blocks', 0))
+        points = int(info.get('checkpoints', 0))  # gzip: its index's
         rss = zmtest.proc_status(m.proc.pid)['VmRSS']
         used = zmtest.stats(mnt).get('cache_used', 0)
         per = (rss - base - used) / max(points, 1)

@@ -27,8 +27,23 @@ What it checks:
      served_bytes/cache_peak); -w 0.2 -n 3 prints three reports; a
      directory that is not a zmount mount exits 2 with a "zmount-stat:"
      message; -h and -V exit 0.
+  7. Another SRC on a MNT that a zmount already serves: exit 1, one line
+     ("already mounted"), nothing stacked; the first mount still serves.
+  8. index_dir=PATH whose parent does not exist: exit 1, one line naming
+     index_dir and the missing parent, nothing mounted or created.  One
+     whose parent exists is created (mode 0700) and used: a .gz read
+     through the mount leaves its index there.
+  9. One vocabulary: for the same .gz and .xz, every key=value field that
+     zmount-info prints is in user.zmount.info with the same value
+     (members, checkpoints, max_span for gzip; streams, blocks, max_block
+     for xz).
+ 10. A byte flipped in the middle of a .gz's second member: zmount-info's
+     error (the same text the daemon logs) names the member's start and
+     where the damage was found ("in the member at X, found at compressed
+     offset Y").
 """
 import argparse
+import gzip
 import os
 import re
 import shutil
@@ -234,6 +249,139 @@ def test_cache_size_memory(res, a, src, top):
     res.check('cache_size=99999T: nothing mounted', not zmtest.is_mounted(mnt))
 
 
+def zmount_mounts_at(mnt):
+    """How many fuse.zmount mounts mountinfo lists at MNT (never asks a daemon)."""
+    want, n = os.path.realpath(mnt), 0
+    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
+        for line in f:
+            pre, _, post = line.rstrip('\n').partition(' - ')
+            fields = pre.split(' ')
+            if (len(fields) > 4 and zmtest._unescape_mountinfo(fields[4]) == want
+                    and post.split(' ')[0] == 'fuse.zmount'):
+                n += 1
+    return n
+
+
+def refused(res, a, name, argv, words, mnt):
+    """zmount ARGV -f must exit 1 with one stderr line holding WORDS, mounting nothing at MNT."""
+    before = zmount_mounts_at(mnt)
+    try:
+        p = subprocess.run([a.zmount] + argv + ['-f'], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20, text=True)
+        rc, lines = p.returncode, (p.stdout + p.stderr).splitlines()
+    except subprocess.TimeoutExpired:
+        rc, lines = None, ['(still running after 20 s: it mounted, and was killed)']
+    after = zmount_mounts_at(mnt)
+    for _ in range(after - before):
+        zmtest.fusermount(mnt, lazy=True)  # it stacked a mount: take it away
+    return res.check(f'{name}: refused with one line and exit 1',
+                     rc == 1 and len(lines) == 1 and all(w in lines[0] for w in words)
+                     and after == before,
+                     f'rc={rc}, lines {lines[:5]}; zmount mounts at MNT: {before} before, '
+                     f'{after} after')
+
+
+def test_other_src_on_mnt(res, a, src, top):
+    """Issue "Everyday use" 2: any zmount on MNT refuses a second, whatever its SRC."""
+    mnt = os.path.join(top, 'mnt7')
+    other = os.path.join(top, 'src7')
+    os.makedirs(other)
+    with open(os.path.join(other, 'o.gz'), 'wb') as f:
+        f.write(gzip.compress(b'other\n', mtime=0))
+    with Mount(a.zmount, src, mnt, opts='noindex', results=res, label='first of two SRCs',
+               watchdog=60, log_path=os.path.join(top, 'stderr7.log')):
+        refused(res, a, 'another SRC on a MNT that zmount already serves', [other, mnt],
+                ['already mounted', mnt], mnt)
+        refused(res, a, 'the same SRC again', [src, mnt], ['already mounted'], mnt)
+        res.check('another SRC: the first mount still serves ok.xz',
+                  os.path.exists(os.path.join(mnt, 'ok')) and
+                  not os.path.exists(os.path.join(mnt, 'o')), str(os.listdir(mnt)))
+
+
+def test_index_dir_parent(res, a, src, top):
+    """Issue "Everyday use" 3: a given index_dir is never made with its parents."""
+    mnt = os.path.join(top, 'mnt8')
+    os.makedirs(mnt)
+    missing = os.path.join(top, 'nodir')
+    bad = os.path.join(missing, 'idx')
+    if refused(res, a, 'index_dir whose parent does not exist', [src, mnt, '-o',
+               f'index_dir={bad}'], [f'index_dir={bad}', missing], mnt):
+        res.check('index_dir whose parent does not exist: nothing created',
+                  not os.path.exists(missing))
+    new = os.path.join(top, 'idx8')
+    with open(os.path.join(src, 'g.gz'), 'wb') as f:
+        f.write(gzip.compress(b'g\n' * 1000, mtime=0))
+    try:
+        with Mount(a.zmount, src, mnt, opts=f'noindex,index_dir={new}', results=res,
+                   label='index_dir whose parent exists', watchdog=60,
+                   log_path=os.path.join(top, 'stderr8.log')):
+            with open(os.path.join(mnt, 'g'), 'rb') as f:
+                got = f.read()
+            res.check('index_dir whose parent exists: the mount serves g.gz',
+                      got == b'g\n' * 1000, f'{len(got)} bytes')
+        st = os.stat(new) if os.path.isdir(new) else None
+        res.check('index_dir whose parent exists: created, mode 0700, holding the index',
+                  st is not None and st.st_mode & 0o777 == 0o700 and os.listdir(new),
+                  f'stat {st}, listing {os.listdir(new) if st else None}')
+    finally:
+        os.unlink(os.path.join(src, 'g.gz'))
+
+
+def test_info_vocabulary(res, a, src, top):
+    """Issue "Everyday use" 7: zmount-info and user.zmount.info name things alike."""
+    mnt = os.path.join(top, 'mnt9')
+    vsrc = os.path.join(top, 'src9')
+    os.makedirs(vsrc)
+    data = b''.join(b'%d %x\n' % (i, i * 2654435761 % 2 ** 32) for i in range(200000))
+    with open(os.path.join(vsrc, 'v.gz'), 'wb') as f:
+        f.write(gzip.compress(data, mtime=0))
+    xz = subprocess.run(['xz', '-T1', '--block-size=1000000', '-c'], input=data,
+                        stdout=subprocess.PIPE, check=True).stdout
+    with open(os.path.join(vsrc, 'v2.xz'), 'wb') as f:
+        f.write(xz)
+    with Mount(a.zmount, vsrc, mnt, opts='noindex,index_dir=none', results=res,
+               label='info vocabulary', watchdog=60, log_path=os.path.join(top, 'stderr9.log')):
+        for name, view, want in (('v.gz', 'v', ('members', 'checkpoints', 'max_span')),
+                                 ('v2.xz', 'v2', ('streams', 'blocks', 'max_block'))):
+            p = subprocess.run([os.path.join(a.tools, 'zmount-info'),
+                                os.path.join(vsrc, name)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60, text=True)
+            tool = dict(f.split('=', 1) for f in p.stdout.rstrip('\n').split('\t') if '=' in f)
+            try:
+                raw = os.getxattr(os.path.join(mnt, view), 'user.zmount.info').decode()
+            except OSError as e:
+                raw = str(e)
+            xattr = dict(ln.split('=', 1) for ln in raw.splitlines() if '=' in ln)
+            differ = {k: (v, xattr.get(k)) for k, v in tool.items() if xattr.get(k) != v}
+            res.check(f'info vocabulary {name}: every zmount-info field is in user.zmount.info '
+                      f'with the same value ({", ".join(want)} among them)',
+                      p.returncode == 0 and all(k in tool for k in want) and not differ,
+                      f'zmount-info {p.stdout.strip()!r} {p.stderr.strip()!r}; differ '
+                      f'(zmount-info, xattr): {differ}; xattr {raw!r}')
+
+
+def test_gzip_damage_member(res, a, src, top):
+    """Issue "Everyday use" 8: a flipped byte names its member, not just the CRC's place."""
+    first = gzip.compress(b'first\n' * 1000, mtime=0)
+    data = b''.join(b'%d %x\n' % (i, i * 2654435761 % 2 ** 32) for i in range(50000))
+    second = bytearray(gzip.compress(data, mtime=0))
+    flip = len(second) // 2
+    second[flip] ^= 0x01
+    path = os.path.join(top, 'flip.gz')
+    with open(path, 'wb') as f:
+        f.write(first + bytes(second))
+    p = subprocess.run([os.path.join(a.tools, 'zmount-info'), path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60, text=True)
+    m = re.search(r'corrupt gzip in the member at (\d+), found at compressed offset (\d+): ',
+                  p.stdout)
+    res.check('flipped gzip byte: "in the member at X, found at compressed offset Y", X the '
+              'second member\'s start, Y at or after the flipped byte',
+              p.returncode == 2 and m is not None and int(m.group(1)) == len(first)
+              and int(m.group(2)) >= len(first) + flip,
+              f'rc {p.returncode}, {p.stdout.strip()!r}; member at {len(first)}, flipped byte '
+              f'at {len(first) + flip}')
+
+
 def stat_tool(a, *args):
     return subprocess.run([os.path.join(a.tools, 'zmount-stat')] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, text=True)
@@ -312,6 +460,10 @@ def main():
                   lambda: test_daemon_log_file(res, a, src, top),
                   lambda: test_no_dev_log(res, a, src, top),
                   lambda: test_cache_size_memory(res, a, src, top),
+                  lambda: test_other_src_on_mnt(res, a, src, top),
+                  lambda: test_index_dir_parent(res, a, src, top),
+                  lambda: test_info_vocabulary(res, a, src, top),
+                  lambda: test_gzip_damage_member(res, a, src, top),
                   lambda: test_stat(res, a, src, data, top)):
             try:
                 t()

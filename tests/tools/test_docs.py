@@ -31,7 +31,9 @@ Checks:
             resolve in the source tree and in the installed share/doc/zmount;
             the tests its Memory table names exist.
   facts     statements found wrong before, which must not come back: a wide
-            deflate block failing with EIO; cache_size "at most 8.0 EiB".
+            deflate block failing with EIO; cache_size "at most 8.0 EiB";
+            noindex stopping gzip indexing only (it stops the checkpoint
+            passes too: --help, the README and zmount.1 must say both).
 
 usage: test_docs.py --source DIR --build-dir DIR --cmake CMAKE
 Exit 0 all passed, 1 a check failed.  When FUSE is missing the mount
@@ -72,20 +74,23 @@ def run(argv):
 
 
 def install_to(cmake, build, prefix):
-    """cmake --install into prefix; the build's install_manifest.txt, which
-    lists what a real install wrote (the README's uninstall reads it), is put
-    back as it was."""
-    manifest = os.path.join(build, 'install_manifest.txt')
-    saved = open(manifest, 'rb').read() if os.path.exists(manifest) else None
+    """cmake --install into prefix; the build's install_manifest.txt and
+    zmount-install-record.txt, which list what a real install wrote (the
+    README's uninstall reads the record), are put back as they were."""
+    kept = {}
+    for name in ('install_manifest.txt', 'zmount-install-record.txt'):
+        path = os.path.join(build, name)
+        kept[path] = open(path, 'rb').read() if os.path.exists(path) else None
     try:
         return run([cmake, '--install', build, '--prefix', prefix])
     finally:
-        if saved is None:
-            if os.path.exists(manifest):
-                os.unlink(manifest)
-        else:
-            with open(manifest, 'wb') as f:
-                f.write(saved)
+        for path, saved in kept.items():
+            if saved is None:
+                if os.path.exists(path):
+                    os.unlink(path)
+            else:
+                with open(path, 'wb') as f:
+                    f.write(saved)
 
 
 def cpack_description(build):
@@ -331,8 +336,12 @@ def main():
                           len(named) == len(FORMATS))
 
         # -- packages ------------------------------------------------------------------
-        groups = (('runtime libraries', ('libfuse3-3', 'liblzma5', 'libzstd1', 'zlib1g')),
-                  ('-dev packages', ('libfuse3-dev', 'liblzma-dev', 'libzstd-dev', 'zlib1g-dev')))
+        # The .deb's Depends (dpkg-shlibdeps) less libc6 and libgcc-s1; the
+        # build needs the -dev package of each (source/ links libcurl).
+        groups = (('runtime libraries', ('libcurl4', 'libfuse3-3', 'liblzma5', 'libzstd1',
+                                         'zlib1g')),
+                  ('-dev packages', ('libcurl4-openssl-dev', 'libfuse3-dev', 'liblzma-dev',
+                                     'libzstd-dev', 'zlib1g-dev')))
         docs = [('README.md', readme), ('doc/recipes.md', recipes),
                 ('packaging/CPack.cmake', open(os.path.join(src, 'packaging', 'CPack.cmake')).read())]
         for where, text in docs:
@@ -385,6 +394,23 @@ def main():
                 if 'deflate block' in p:
                     res.check(f'{where}: a wide deflate block is not said to fail with EIO',
                               'EIO' not in p, p[:160])
+        # noindex stops both background passes, the gzip indexing and the
+        # checkpoint pass over xz Blocks and zstd frames (fs/main.c starts the
+        # indexer, which runs both, only without it): each text must say both.
+        help_lines = helps.get('zmount', '').splitlines()
+        at = [i for i, ln in enumerate(help_lines) if re.match(r'\s+-o noindex\b', ln)]
+        noindex_help = ''
+        for ln in help_lines[at[0]:] if at else []:
+            if noindex_help and not re.match(r'\s{8,}\S', ln):
+                break
+            noindex_help += ' ' + ln.strip()
+        noindex_readme = next((ln for ln in readme.splitlines()
+                               if ln.startswith('| `noindex`')), '')
+        noindex_man = next((p for p in zman.get('OPTIONS', []) if p.startswith('noindex ')), '')
+        for where, text in (('zmount --help', noindex_help), ('README.md', noindex_readme),
+                            ('zmount.1', noindex_man)):
+            res.check(f'{where}: noindex is said to stop gzip indexing and checkpoint passes',
+                      'gzip' in text and 'checkpoint' in text, repr(text[:300]))
         res.check('cache_size error does not promise up to 8.0 EiB',
                   'EiB' not in run([zmount, '/', '/nonexistent', '-o', 'cache_size=99999999T'])[2])
 
