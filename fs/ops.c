@@ -514,6 +514,13 @@ size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 			(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
 			(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
 			(unsigned long long)rc.checkpoints);
+	/* where the log goes (zlog_where): "stderr", "syslog" or a file's path, escaped */
+	if (n < len) {
+		char where[4 * PATH_MAX];
+
+		zlog_escape(where, sizeof(where), zlog_where());
+		n += (size_t)snprintf(out + n, len - n, "log=%s\n", where);
+	}
 	return n < len ? n : len - 1;
 }
 

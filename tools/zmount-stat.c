@@ -13,7 +13,8 @@
  * cache_evictions, decoded_bytes, served_bytes, readahead_bytes,
  * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes), indexes_built,
  * indexes_loaded, read_errors, index_errors, nodes, listings, listing_bytes, listing_budget,
- * listing_rebuilds, plain_reads, and up to 10 "top=DECODED SERVED READS WHY PATH"
+ * listing_rebuilds, plain_reads, log (where the log goes: stderr, syslog or a
+ * file's path), and up to 10 "top=DECODED SERVED READS WHY PATH"
  * lines (PATH the source file's path, escaped by the daemon with zlog_escape;
  * WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index or -).  A key
  * it does not know (a newer daemon's) is left out of the view.
@@ -89,6 +90,7 @@ struct stats {
 	uint64_t fmt[FMTTAB_MAX]; /* each format's own counter (fmttab_counter: xz_indexes) */
 	unsigned ntop;
 	struct top top[MAX_TOP];
+	const char *log; /* log=: "stderr", "syslog" or the file's path; into the text, or NULL */
 };
 
 static void usage(FILE *out)
@@ -201,6 +203,10 @@ static void parse(char *text, struct stats *st)
 		if (!eq)
 			continue;
 		*eq = '\0';
+		if (strcmp(line, "log") == 0) {
+			st->log = eq + 1;
+			continue;
+		}
 		if (strcmp(line, "top") == 0) {
 			if (st->ntop < MAX_TOP && parse_top(eq + 1, &st->top[st->ntop]) == 0)
 				st->ntop++;
@@ -392,6 +398,15 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 		printf("corrupt    %" PRIu64
 		       " archives failed to index (index errors; see the log)\n",
 		       st->v[K_INDEX_ERRORS]);
+	if (st->log && strcmp(st->log, "syslog") == 0) {
+		printf("log        syslog (journalctl -t zmount)\n");
+	} else if (st->log && strcmp(st->log, "stderr") == 0) {
+		printf("log        the daemon's stderr (-f)\n");
+	} else if (st->log) {
+		printf("log        ");
+		put_path(st->log);
+		printf("\n");
+	}
 	if (st->has[K_NODES])
 		printf("tree       %" PRIu64 " nodes, %" PRIu64 " listings in %s of %s, %" PRIu64
 		       " rebuilt; %" PRIu64 " reads of plain files\n",
