@@ -480,7 +480,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
-#define STATS_TOP 10
+#define STATS_TOP   10
+#define OPS_DAMAGED 5 /* damaged archives named in the stats, the last ones */
 
 size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 {
@@ -514,6 +515,20 @@ size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 			(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
 			(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
 			(unsigned long long)rc.checkpoints);
+	/* the last damaged archives (zmctx_damaged): "damaged=PATH<TAB>REASON", both escaped */
+	if (n < len) {
+		struct zmctx_damage *d = malloc(OPS_DAMAGED * sizeof(*d));
+		size_t k = d ? zmctx_damaged(zm, d, OPS_DAMAGED) : 0;
+
+		for (size_t i = 0; i < k && n < len; i++) {
+			char name[4 * sizeof(d->name)], why[4 * sizeof(d->why)];
+
+			zlog_escape(name, sizeof(name), d[i].name);
+			zlog_escape(why, sizeof(why), d[i].why);
+			n += (size_t)snprintf(out + n, len - n, "damaged=%s\t%s\n", name, why);
+		}
+		free(d);
+	}
 	/* where the log goes (zlog_where): "stderr", "syslog" or a file's path, escaped */
 	if (n < len) {
 		char where[4 * PATH_MAX];

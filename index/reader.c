@@ -281,7 +281,7 @@ fail:
 	if (ret == -ENOMEM && !e.msg[0])
 		zerr_set(&e, ret, 0, "out of memory");
 	if (ret == -EINVAL)
-		atomic_fetch_add(&ctx->stats.ixerr, 1); /* a corrupt archive: no read yet */
+		zmctx_note_damaged(ctx, name, e.msg); /* a corrupt archive: no read yet */
 	if (ret != -ENOTSUP) /* not an archive (or one shown raw): said by probe, if at all */
 		zmctx_log(ctx, ZLOG_ERROR, name, &e, "%s", e.msg);
 	if (why)

@@ -241,7 +241,8 @@ struct reader_counters {
 	uint64_t indexes_loaded;     /* gzip indexes and zstd frame sizes loaded from index_dir */
 	uint64_t read_errors;	     /* chunks that failed to decode (each logged once), and
 				      * opens of corrupt archives (reader_note_error) */
-	uint64_t index_errors;	     /* archives that failed to open as corrupt (-EINVAL, logged) */
+	uint64_t index_errors;	     /* archives that failed to open as corrupt (-EINVAL, logged),
+				      * each name once (zmctx_note_damaged) */
 	uint64_t served_bytes;	     /* bytes returned by reader_view and reader_pread */
 	uint64_t checkpoints;	     /* checkpoints built inside xz Blocks and zstd frames */
 };

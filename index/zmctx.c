@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bcache.h"
 #include "fmt.h"
@@ -20,6 +21,7 @@ int zmctx_new(size_t cache_size, struct zmctx **out)
 	if (!c)
 		return -ENOMEM;
 	atomic_init(&c->next_id, 1);
+	pthread_mutex_init(&c->damage_lock, NULL);
 	atomic_flag_clear(&c->save_failed_logged);
 	atomic_flag_clear(&c->untrusted_logged);
 	c->log_max = ZLOG_DEBUG;
@@ -51,6 +53,12 @@ void zmctx_free(struct zmctx *c)
 	for (int id = 1; id <= fmttab_count(); id++)
 		if (fmt_get(id)->ctx_free)
 			fmt_get(id)->ctx_free(c->fstate[id]);
+	for (size_t i = 0; i < c->nnoted; i++) {
+		free(c->noted[i].name);
+		free(c->noted[i].why);
+	}
+	free(c->noted);
+	pthread_mutex_destroy(&c->damage_lock);
 	free(c);
 }
 
@@ -91,4 +99,60 @@ void zmctx_log(struct zmctx *c, enum zlog_level level, const char *name, const s
 	va_start(ap, fmt);
 	zmctx_vlog(c, level, name, why, fmt, ap);
 	va_end(ap);
+}
+
+void zmctx_note_damaged(struct zmctx *c, const char *name, const char *why)
+{
+	struct zmctx_noted e;
+	size_t i;
+
+	pthread_mutex_lock(&c->damage_lock);
+	for (i = 0; i < c->nnoted && strcmp(c->noted[i].name, name) != 0; i++)
+		;
+	if (i < c->nnoted) {
+		/* noted before: not counted again; it moves to the end with its new reason */
+		char *w = strdup(why);
+
+		e = c->noted[i];
+		if (w) {
+			free(e.why);
+			e.why = w;
+		}
+		memmove(&c->noted[i], &c->noted[i + 1], (c->nnoted - i - 1) * sizeof(e));
+		c->noted[c->nnoted - 1] = e;
+		pthread_mutex_unlock(&c->damage_lock);
+		return;
+	}
+	atomic_fetch_add(&c->stats.ixerr, 1);
+	if (c->nnoted == c->noted_cap && c->noted_cap < ZMCTX_DAMAGE_MAX) {
+		size_t cap = c->noted_cap ? 2 * c->noted_cap : 8;
+		struct zmctx_noted *grown = realloc(c->noted, cap * sizeof(*grown));
+
+		if (grown) {
+			c->noted = grown;
+			c->noted_cap = cap;
+		}
+	}
+	e.name = strdup(name);
+	e.why = strdup(why);
+	if (c->nnoted < c->noted_cap && e.name && e.why) {
+		c->noted[c->nnoted++] = e;
+	} else {
+		free(e.name);
+		free(e.why);
+	}
+	pthread_mutex_unlock(&c->damage_lock);
+}
+
+size_t zmctx_damaged(struct zmctx *c, struct zmctx_damage *out, size_t n)
+{
+	size_t k = 0;
+
+	pthread_mutex_lock(&c->damage_lock);
+	for (size_t i = c->nnoted; i > 0 && k < n; i--, k++) {
+		snprintf(out[k].name, sizeof(out[k].name), "%s", c->noted[i - 1].name);
+		snprintf(out[k].why, sizeof(out[k].why), "%s", c->noted[i - 1].why);
+	}
+	pthread_mutex_unlock(&c->damage_lock);
+	return k;
 }

@@ -83,4 +83,28 @@ void zmctx_set_log(struct zmctx *c, zmctx_log_fn fn, void *user, enum zlog_level
 void zmctx_log(struct zmctx *c, enum zlog_level level, const char *name, const struct zerr *why,
 	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* One archive that failed to open as corrupt (zmctx_damaged). */
+struct zmctx_damage {
+	char name[512]; /* the reader's name, cut to fit */
+	char why[256];	/* the reason, as its log line gave it, cut to fit */
+};
+
+/*
+ * Notes that the archive name failed to open as corrupt, for the reason
+ * why (both borrowed).  It counts in index_errors (reader_get_counters)
+ * unless name was noted before: one damaged file counts once however often
+ * it is opened, and a second note of it only renews its reason.  Names are
+ * remembered up to ZMCTX_DAMAGE_MAX; beyond that a new name counts without
+ * being remembered.  Any thread.
+ */
+void zmctx_note_damaged(struct zmctx *c, const char *name, const char *why);
+
+#define ZMCTX_DAMAGE_MAX 4096
+
+/*
+ * Copies up to n of the noted damaged archives into out, the most recently
+ * noted first.  Returns how many it copied.  Any thread.
+ */
+size_t zmctx_damaged(struct zmctx *c, struct zmctx_damage *out, size_t n);
+
 #endif

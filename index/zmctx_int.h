@@ -18,6 +18,11 @@
 
 struct reader;
 
+/* A damaged archive's entry (zmctx_note_damaged): both strings owned. */
+struct zmctx_noted {
+	char *name, *why;
+};
+
 /* Counters of all readers on one context (reader_get_counters); backends add to their own. */
 struct reader_stats {
 	atomic_uint_fast64_t decoded, ahead, prefault, built, loaded, errors, ixerr, served, ckpts;
@@ -33,6 +38,11 @@ struct zmctx {
 	struct park parked;	      /* the readers' parked decoders, charged to cache (park.h) */
 	/* Once-only warnings (fmt_gz.c): said once per context. */
 	atomic_flag save_failed_logged, untrusted_logged;
+	/* Damaged archives by name (zmctx_note_damaged), oldest note first. */
+	pthread_mutex_t damage_lock;
+	/* Protected by damage_lock. */
+	struct zmctx_noted *noted; /* owned */
+	size_t nnoted, noted_cap;
 	/* The sink; set before readers are shared, read-only after. */
 	zmctx_log_fn log;
 	void *log_user;

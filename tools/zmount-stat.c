@@ -11,13 +11,15 @@
  * fs/ops.c): cache_budget, cache_used, cache_peak, cache_charged,
  * cache_entries, cache_hits, cache_misses, cache_waits, cache_room_waits,
  * cache_evictions, decoded_bytes, served_bytes, readahead_bytes,
- * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes), indexes_built,
- * indexes_loaded, read_errors, index_errors, nodes, listings, listing_bytes, listing_budget,
- * listing_rebuilds, plain_reads, log (where the log goes: stderr, syslog or a
- * file's path), and up to 10 "top=DECODED SERVED READS WHY PATH"
- * lines (PATH the source file's path, escaped by the daemon with zlog_escape;
- * WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index or -).  A key
- * it does not know (a newer daemon's) is left out of the view.
+ * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes),
+ * indexes_built, indexes_loaded, read_errors, index_errors, nodes,
+ * listings, listing_bytes, listing_budget, listing_rebuilds, plain_reads,
+ * up to 5 "damaged=PATH<TAB>REASON" lines (the last archives that failed
+ * to index, newest first, escaped), log (where the log goes: stderr,
+ * syslog or a file's path), and up to 10 "top=DECODED SERVED READS WHY
+ * PATH" lines (PATH the source file's path, escaped by the daemon with
+ * zlog_escape; WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index or
+ * -).  A key it does not know (a newer daemon's) is left out of the view.
  * Exit status: 0, 1 bad usage, 2 MNT unreadable or not a zmount mount.
  */
 #include <errno.h>
@@ -35,6 +37,7 @@
 
 #define XATTR_STATS "user.zmount.stats"
 #define MAX_TOP	    10
+#define MAX_DAMAGED 5
 #define MAX_TEXT    (1u << 20)
 
 enum key {
@@ -91,6 +94,9 @@ struct stats {
 	unsigned ntop;
 	struct top top[MAX_TOP];
 	const char *log; /* log=: "stderr", "syslog" or the file's path; into the text, or NULL */
+	unsigned ndamaged;
+	const char
+		*damaged[MAX_DAMAGED][2]; /* damaged=PATH<TAB>REASON: path, reason; into the text */
 };
 
 static void usage(FILE *out)
@@ -203,6 +209,16 @@ static void parse(char *text, struct stats *st)
 		if (!eq)
 			continue;
 		*eq = '\0';
+		if (strcmp(line, "damaged") == 0) {
+			char *tab = strchr(eq + 1, '\t');
+
+			if (tab && st->ndamaged < MAX_DAMAGED) {
+				*tab = '\0';
+				st->damaged[st->ndamaged][0] = eq + 1;
+				st->damaged[st->ndamaged++][1] = tab + 1;
+			}
+			continue;
+		}
 		if (strcmp(line, "log") == 0) {
 			st->log = eq + 1;
 			continue;
@@ -394,10 +410,24 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 		printf("errors     %" PRIu64 " failed reads\n", st->v[K_ERRORS]);
 	else
 		printf("errors     n/a\n");
-	if (st->has[K_INDEX_ERRORS])
+	if (st->has[K_INDEX_ERRORS] && st->ndamaged) {
+		/* the last few, named with their reasons; the log has them all */
+		printf("corrupt    %" PRIu64 " archives failed to index (index errors; %s):\n",
+		       st->v[K_INDEX_ERRORS],
+		       st->v[K_INDEX_ERRORS] > st->ndamaged ? "the last ones, all in the log"
+							    : "each in the log");
+		for (unsigned i = 0; i < st->ndamaged; i++) {
+			printf("  ");
+			put_path(st->damaged[i][0]);
+			printf(": ");
+			put_path(st->damaged[i][1]);
+			printf("\n");
+		}
+	} else if (st->has[K_INDEX_ERRORS]) {
 		printf("corrupt    %" PRIu64
 		       " archives failed to index (index errors; see the log)\n",
 		       st->v[K_INDEX_ERRORS]);
+	}
 	if (st->log && strcmp(st->log, "syslog") == 0) {
 		printf("log        syslog (journalctl -t zmount)\n");
 	} else if (st->log && strcmp(st->log, "stderr") == 0) {
