@@ -556,10 +556,13 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 	/*
 	 * The archives that cost the most decoding: "top=DECODED SERVED READS
 	 * WHY NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
-	 * (BYTES the widest unit, over cache_size/2), no_index, or "-".
+	 * (BYTES the widest unit, over cache_size/2), no_index, index_saved,
+	 * no_index_dir, salvaged (arctab_why), or "-".
 	 */
 	for (size_t i = 0; i < STATS_TOP && top[i].decoded && n < len; i++) {
-		static const char *const whys[] = { "-", "wide_unit", "one_unit", "no_index" };
+		static const char *const whys[] = { "-",	"wide_unit",   "one_unit",
+						    "no_index", "index_saved", "no_index_dir",
+						    "salvaged" };
 		char name[4 * sizeof(top[i].name)], why[48];
 
 		zlog_escape(name, sizeof(name), top[i].name);

@@ -390,6 +390,7 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	info->served = atomic_load(&r->served);
 	info->decoded = atomic_load(&r->decoded);
 	info->pass = r->pass;
+	info->saved = r->saved;
 	info->reads = atomic_load(&r->reads);
 	pthread_mutex_lock((pthread_mutex_t *)&r->lock);
 	info->failed = r->failed;

@@ -130,6 +130,7 @@ struct reader_info {
 	int salvaged;	    /* opened with opts.salvage and damaged: only its start is shown */
 	int pass;	    /* gzip/zstd: opening ran a full index or measuring pass, as no
 			     * saved index was found (zmount-index build saves one) */
+	int saved;	    /* pass: and its index was saved in opts.index_dir */
 	uint64_t ckpts; /* checkpoints inside xz Blocks or zstd frames, entry starts not counted */
 	uint64_t ckpt_bytes;  /* memory they hold */
 	uint64_t ckpt_wanted; /* entries that may get checkpoints but have none yet */

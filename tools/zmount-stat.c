@@ -18,9 +18,9 @@
  * to index, newest first, escaped), log (where the log goes: stderr,
  * syslog or a file's path), and up to 10 "top=DECODED SERVED READS WHY
  * PATH" lines (PATH the source file's path, escaped by the daemon with
- * zlog_escape; WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index or
- * -).  A key it does not know (a newer daemon's) is left out of the view.
- * Exit status: 0, 1 bad usage, 2 MNT unreadable or not a zmount mount.
+ * zlog_escape; WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index,
+ * index_saved, no_index_dir, salvaged or -).  A key it does not know (a newer daemon's) is left out
+ * of the view. Exit status: 0, 1 bad usage, 2 MNT unreadable or not a zmount mount.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -304,6 +304,26 @@ static void show_cause(const struct top *t, const struct stats *st)
 		       fix);
 		printf("    fix:   zmount-index build FILE (or its directory) saves it; later mounts "
 		       "load it (see index_dir)\n");
+	} else if (strcmp(t->why, "index_saved") == 0) {
+		fmttab_advice(fmt, FMTTAB_NO_INDEX, bs, fix, sizeof(fix));
+		printf("    cause: %s: opening it decoded the whole file once, in this mount, and "
+		       "that index is now saved in index_dir\n",
+		       fix);
+		printf("    fix:   none needed: later mounts load the saved index\n");
+	} else if (strcmp(t->why, "no_index_dir") == 0) {
+		fmttab_advice(fmt, FMTTAB_NO_INDEX, bs, fix, sizeof(fix));
+		printf("    cause: %s: opening it decoded the whole file once, in this mount, which "
+		       "has index_dir=none: no index is saved or loaded, so every mount does it "
+		       "again\n",
+		       fix);
+		printf("    fix:   mount without index_dir=none (or with index_dir=DIR); then "
+		       "zmount-index build FILE saves it ahead, or the first mount does\n");
+	} else if (strcmp(t->why, "salvaged") == 0) {
+		printf("    cause: the file is damaged; -o salvage shows its verified part before the "
+		       "damage, found by a pass over the file at open (a damaged file's index is "
+		       "never saved)\n");
+		printf("    fix:   replace the file with an intact copy (zmount-index verify FILE "
+		       "says where the damage is)\n");
 	}
 }
 

@@ -12,7 +12,12 @@ What it checks:
      wide_unit:6291456, one_unit:... and no_index for the right files, and
      zmount-stat prints, under each file's path, decoded against served and
      the cause and fix in words (cache_size=13M for wide.xz, xz -T0 for
-     one.xz, zmount-index build for g.gz), and no raw key=value lines.
+     one.xz; for g.gz, as this mount has index_dir=none, to mount without
+     it), and no raw key=value lines.
+  1b. Causes from the file's state.  With salvage,index_dir=DIR and the
+     background indexer: a good g.gz whose index the indexer saved is
+     "index_saved" (fix: none needed, no zmount-index build), and a cut
+     cut.gz is "salvaged" (damaged: no zmount-index build either).
   2. Index errors apart, and named.  A tree with a .gz whose CRC32 is wrong
      and one cut short, mounted with background indexing on and nothing
      read: once the indexer's summary is logged, the stats say
@@ -106,10 +111,10 @@ def test_causes(res, a, top):
     tops = re.findall(r'^top=(\d+) (\d+) (\d+) (\S+) (.*)$', raw, re.M)
     why = {os.path.basename(t[4]): t[3] for t in tops}
     res.check('stats: top lines "DECODED SERVED READS WHY PATH": wide.xz wide_unit:6291456, one.xz '
-              'one_unit:..., g.gz no_index',
+              'one_unit:..., g.gz no_index_dir (index_dir=none)',
               why.get('wide.xz') == 'wide_unit:6291456' and
               re.fullmatch(r'one_unit:\d+', why.get('one.xz', '')) is not None and
-              why.get('g.gz') == 'no_index', raw)
+              why.get('g.gz') == 'no_index_dir', raw)
     res.check('stats: index_errors=0 read_errors=0',
               'index_errors=0\n' in raw and 'read_errors=0\n' in raw, raw)
     wants = {
@@ -120,7 +125,8 @@ def test_causes(res, a, top):
         'one.xz': ['cause: the whole file is one Block of 3 MiB, more than cache_size/2 (2 MiB)',
                    'fix:   recompress with xz -T0'],
         'g.gz': ['cause: gzip not yet indexed, so its index was built: opening it decoded the '
-                 'whole file once', 'fix:   zmount-index build'],
+                 'whole file once', 'index_dir=none',
+                 'fix:   mount without index_dir=none'],
     }
     for name, want in wants.items():
         block = file_block(out, os.path.join(src, name))
@@ -129,6 +135,46 @@ def test_causes(res, a, top):
                   f'missing {missing} in:\n{out}')
     res.check('zmount-stat: no raw key=value lines (every key known, shown in units)',
               not re.search(r'^(other|\S+=\d)', out, re.M), out)
+
+
+def test_causes_state(res, a, top):
+    """The advice follows each file's real state: saved by the indexer, salvaged."""
+    src, ixd = os.path.join(top, 'src3'), os.path.join(top, 'ix3')
+    os.makedirs(src)
+    os.makedirs(ixd)
+    g = lines_data(MiB)
+    with open(os.path.join(src, 'g.gz'), 'wb') as f:
+        f.write(gzip.compress(g, 6))
+    cut = gzip.compress(lines_data(MiB), 6)
+    with open(os.path.join(src, 'cut.gz'), 'wb') as f:
+        f.write(cut[:len(cut) // 2])
+    mnt = os.path.join(top, 'mnt3')
+    with Mount(a.zmount, src, mnt, opts=f'salvage,index_dir={ixd}', results=res,
+               label='state', watchdog=120) as m:
+        deadline = time.monotonic() + 20
+        while 'background indexing done' not in m.log_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        res.check('state: the background indexer finished', 'background indexing done' in
+                  m.log_text(), m.log_text())
+        with open(os.path.join(mnt, 'g'), 'rb') as f:
+            f.seek(500000)
+            res.check('state: g: bytes at 500000 right', f.read(4096) == g[500000:504096])
+        with open(os.path.join(mnt, 'cut'), 'rb') as f:
+            f.read(4096)
+        raw = os.getxattr(mnt, 'user.zmount.stats').decode()
+        p = stat_tool(a, mnt)
+    tops = re.findall(r'^top=(\d+) (\d+) (\d+) (\S+) (.*)$', raw, re.M)
+    why = {os.path.basename(t[4]): t[3] for t in tops}
+    res.check('state: stats: g.gz index_saved (the indexer saved it), cut.gz salvaged',
+              why.get('g.gz') == 'index_saved' and why.get('cut.gz') == 'salvaged', raw)
+    gb = file_block(p.stdout, os.path.join(src, 'g.gz'))
+    res.check('state: zmount-stat: g.gz: its index is saved, nothing to do, no zmount-index build',
+              'saved in index_dir' in gb and 'fix:   none needed' in gb and
+              'zmount-index build' not in gb, p.stdout)
+    cb = file_block(p.stdout, os.path.join(src, 'cut.gz'))
+    res.check('state: zmount-stat: cut.gz: damaged and salvaged, no zmount-index build',
+              'damaged' in cb and 'salvage' in cb and 'zmount-index build' not in cb and
+              'fix:   ' in cb, p.stdout)
 
 
 def test_index_errors(res, a, top):
@@ -197,7 +243,7 @@ def main():
         return res.finish()
     top = tempfile.mkdtemp(prefix='zm-statc.')
     try:
-        for t in (test_causes, test_index_errors):
+        for t in (test_causes, test_causes_state, test_index_errors):
             try:
                 t(res, a, top)
             except (zmtest.MountError, OSError, subprocess.SubprocessError) as e:
