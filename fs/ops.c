@@ -529,6 +529,22 @@ size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 		}
 		free(d);
 	}
+	/* passes running now: "pass=WHAT DONE TOTAL MILLISECONDS PATH", PATH escaped */
+	if (n < len) {
+		struct zmctx_pass *p = malloc(ZMCTX_PASSES * sizeof(*p));
+		size_t k = p ? zmctx_passes(zm, NULL, p, ZMCTX_PASSES) : 0;
+
+		for (size_t i = 0; i < k && n < len; i++) {
+			char name[4 * sizeof(p->name)];
+
+			zlog_escape(name, sizeof(name), p[i].name);
+			n += (size_t)snprintf(out + n, len - n, "pass=%s %llu %llu %llu %s\n",
+					      p[i].what, (unsigned long long)p[i].done,
+					      (unsigned long long)p[i].total,
+					      (unsigned long long)(p[i].secs * 1000), name);
+		}
+		free(p);
+	}
 	/* where the log goes (zlog_where): "stderr", "syslog" or a file's path, escaped */
 	if (n < len) {
 		char where[4 * PATH_MAX];
@@ -612,6 +628,17 @@ int ops_info_text(struct reader *r, const char *source, const char *corrupt, cha
 			 (unsigned long long)in.decoded, (unsigned long long)in.served,
 			 (unsigned long long)in.ckpts, (unsigned long long)in.ckpt_bytes,
 			 (unsigned long long)in.ckpt_wanted, (unsigned long long)in.resumes);
+	/* A pass over it running now: what it builds, bytes done and total (zmctx_passes). */
+	if (n_out >= 0 && (size_t)n_out < len) {
+		struct zmctx_pass p;
+
+		if (reader_passes(r, &p, 1) == 1)
+			n_out += snprintf(
+				out + n_out, len - (size_t)n_out,
+				"pass=%s\npass_done=%llu\npass_total=%llu\npass_ms=%llu\n", p.what,
+				(unsigned long long)p.done, (unsigned long long)p.total,
+				(unsigned long long)(p.secs * 1000));
+	}
 	/* A damaged or changed archive: why its reads fail, as the log said it. */
 	if (n_out >= 0 && (size_t)n_out < len && reader_last_error(r, &err) < 0) {
 		zlog_escape(why, sizeof(why), err.msg);

@@ -69,6 +69,11 @@ void reader_get_counters(struct zmctx *c, struct reader_counters *out)
 	out->checkpoints = atomic_load(&c->stats.ckpts);
 }
 
+size_t reader_passes(const struct reader *r, struct zmctx_pass *out, size_t n)
+{
+	return zmctx_passes(r->ctx, r->name, out, n);
+}
+
 void reader_note_error(struct zmctx *c)
 {
 	atomic_fetch_add(&c->stats.errors, 1);

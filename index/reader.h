@@ -209,6 +209,13 @@ const char *reader_name(const struct reader *r);
 void reader_get_info(const struct reader *r, struct reader_info *info);
 
 /*
+ * The passes over r's data running now (a checkpoint pass; zmctx_passes),
+ * up to n into out.  Returns how many.  Any thread.
+ */
+struct zmctx_pass;
+size_t reader_passes(const struct reader *r, struct zmctx_pass *out, size_t n);
+
+/*
  * Why reads of r fail, as data: returns 0 if none has (why->msg ""), -EIO
  * if a unit failed (why: the first such failure's line, "read error at
  * offset U (Block K, compressed offset C): reason", and why->coff = C), or

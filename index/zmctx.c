@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bcache.h"
 #include "fmt.h"
@@ -22,6 +23,7 @@ int zmctx_new(size_t cache_size, struct zmctx **out)
 		return -ENOMEM;
 	atomic_init(&c->next_id, 1);
 	pthread_mutex_init(&c->damage_lock, NULL);
+	pthread_mutex_init(&c->pass_lock, NULL);
 	atomic_flag_clear(&c->save_failed_logged);
 	atomic_flag_clear(&c->untrusted_logged);
 	c->log_max = ZLOG_DEBUG;
@@ -59,6 +61,7 @@ void zmctx_free(struct zmctx *c)
 	}
 	free(c->noted);
 	pthread_mutex_destroy(&c->damage_lock);
+	pthread_mutex_destroy(&c->pass_lock);
 	free(c);
 }
 
@@ -154,5 +157,71 @@ size_t zmctx_damaged(struct zmctx *c, struct zmctx_damage *out, size_t n)
 		snprintf(out[k].why, sizeof(out[k].why), "%s", c->noted[i - 1].why);
 	}
 	pthread_mutex_unlock(&c->damage_lock);
+	return k;
+}
+
+struct zmctx_slot *zmctx_pass_begin(struct zmctx *c, const char *name, const char *what,
+				    uint64_t total)
+{
+	struct zmctx_slot *s = NULL;
+
+	pthread_mutex_lock(&c->pass_lock);
+	for (size_t i = 0; i < ZMCTX_PASSES && !s; i++)
+		if (!c->passes[i].used)
+			s = &c->passes[i];
+	if (s) {
+		s->used = true;
+		snprintf(s->name, sizeof(s->name), "%s", name);
+		snprintf(s->what, sizeof(s->what), "%s", what);
+		s->total = total;
+		clock_gettime(CLOCK_MONOTONIC, &s->t0);
+		atomic_store(&s->done, 0);
+	}
+	pthread_mutex_unlock(&c->pass_lock);
+	return s;
+}
+
+void zmctx_pass_add(struct zmctx_slot *s, uint64_t n)
+{
+	if (s)
+		atomic_fetch_add_explicit(&s->done, n, memory_order_relaxed);
+}
+
+void zmctx_pass_set(struct zmctx_slot *s, uint64_t done)
+{
+	if (s)
+		atomic_store_explicit(&s->done, done, memory_order_relaxed);
+}
+
+void zmctx_pass_end(struct zmctx *c, struct zmctx_slot *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&c->pass_lock);
+	s->used = false;
+	pthread_mutex_unlock(&c->pass_lock);
+}
+
+size_t zmctx_passes(struct zmctx *c, const char *name, struct zmctx_pass *out, size_t n)
+{
+	struct timespec now;
+	size_t k = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&c->pass_lock);
+	for (size_t i = 0; i < ZMCTX_PASSES && k < n; i++) {
+		const struct zmctx_slot *s = &c->passes[i];
+
+		if (!s->used || (name && strcmp(s->name, name) != 0))
+			continue;
+		snprintf(out[k].name, sizeof(out[k].name), "%s", s->name);
+		snprintf(out[k].what, sizeof(out[k].what), "%s", s->what);
+		out[k].total = s->total;
+		out[k].done = atomic_load_explicit(&s->done, memory_order_relaxed);
+		out[k].secs = (double)(now.tv_sec - s->t0.tv_sec) +
+			      (double)(now.tv_nsec - s->t0.tv_nsec) / 1e9;
+		k++;
+	}
+	pthread_mutex_unlock(&c->pass_lock);
 	return k;
 }

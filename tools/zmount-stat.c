@@ -14,11 +14,11 @@
  * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes),
  * indexes_built, indexes_loaded, read_errors, index_errors, nodes,
  * listings, listing_bytes, listing_budget, listing_rebuilds, plain_reads,
- * up to 5 "damaged=PATH<TAB>REASON" lines (the last archives that failed
- * to index, newest first, escaped), log (where the log goes: stderr,
- * syslog or a file's path), and up to 10 "top=DECODED SERVED READS WHY
- * PATH" lines (PATH the source file's path, escaped by the daemon with
- * zlog_escape; WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index,
+ * "pass=WHAT DONE TOTAL MS PATH" lines (passes running now: bytes done of
+ * the total, for MS milliseconds), up to 5 "damaged=PATH<TAB>REASON" lines (the last archives that
+ * failed to index, newest first, escaped), log (where the log goes: stderr, syslog or a file's
+ * path), and up to 10 "top=DECODED SERVED READS WHY PATH" lines (PATH the source file's path,
+ * escaped by the daemon with zlog_escape; WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index,
  * index_saved, no_index_dir, salvaged or -).  A key it does not know (a newer daemon's) is left out
  * of the view. Exit status: 0, 1 bad usage, 2 MNT unreadable or not a zmount mount.
  */
@@ -38,6 +38,7 @@
 #define XATTR_STATS "user.zmount.stats"
 #define MAX_TOP	    10
 #define MAX_DAMAGED 5
+#define MAX_PASSES  16
 #define MAX_TEXT    (1u << 20)
 
 enum key {
@@ -93,6 +94,11 @@ struct stats {
 	uint64_t fmt[FMTTAB_MAX]; /* each format's own counter (fmttab_counter: xz_indexes) */
 	unsigned ntop;
 	struct top top[MAX_TOP];
+	unsigned npass;
+	struct pass {
+		uint64_t done, total, ms;
+		const char *what, *path; /* into the text */
+	} pass[MAX_PASSES];		 /* pass=WHAT DONE TOTAL MS PATH: passes running now */
 	const char *log; /* log=: "stderr", "syslog" or the file's path; into the text, or NULL */
 	unsigned ndamaged;
 	const char
@@ -216,6 +222,19 @@ static void parse(char *text, struct stats *st)
 				*tab = '\0';
 				st->damaged[st->ndamaged][0] = eq + 1;
 				st->damaged[st->ndamaged++][1] = tab + 1;
+			}
+			continue;
+		}
+		if (strcmp(line, "pass") == 0) {
+			char *f = eq + 1, *what = field(&f), *d = field(&f), *t = field(&f),
+			     *ms = field(&f);
+			struct pass *ps = &st->pass[st->npass];
+
+			if (st->npass < MAX_PASSES && ms && *f && parse_u64(d, &ps->done) == 0 &&
+			    parse_u64(t, &ps->total) == 0 && parse_u64(ms, &ps->ms) == 0) {
+				ps->what = what;
+				ps->path = f;
+				st->npass++;
 			}
 			continue;
 		}
@@ -343,6 +362,28 @@ static void show_top(const struct top *t, const struct stats *st)
 	show_cause(t, st);
 }
 
+/*
+ * A pass running now: what it builds, bytes done of its total, its rate
+ * since it began and the time left at that rate, as pv shows them.
+ */
+static void show_pass(const struct pass *p)
+{
+	char a[32], b[32], c[32];
+	double secs = (double)p->ms / 1000, rate = secs > 0 ? (double)p->done / secs : 0;
+
+	printf("  ");
+	put_path(p->path);
+	printf("\n    %s: %s of %s (%.0f%%)", p->what, zlog_size(a, sizeof(a), p->done),
+	       zlog_size(b, sizeof(b), p->total), pct(p->done, p->total));
+	if (rate >= 1) {
+		double left = p->total > p->done ? (double)(p->total - p->done) / rate : 0;
+
+		printf(", %s/s, about %.0f s left", zlog_size(c, sizeof(c), (uint64_t)rate),
+		       left < 1 && p->total > p->done ? 1 : left);
+	}
+	printf("\n");
+}
+
 /* "  (12.3 MiB/s)" from the change since the previous refresh, or "". */
 static const char *rate(char *buf, size_t len, const struct stats *st, const struct stats *prev,
 			double secs, enum key k)
@@ -463,6 +504,10 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 		       st->v[K_NODES], st->v[K_LISTINGS], size(a, sizeof(a), st, K_LIST_BYTES),
 		       size(b, sizeof(b), st, K_LIST_BUDGET), st->v[K_REBUILDS],
 		       st->v[K_PLAIN_READS]);
+	if (st->npass)
+		printf("passes\n");
+	for (unsigned i = 0; i < st->npass; i++)
+		show_pass(&st->pass[i]);
 	if (st->ntop) {
 		printf("top files by bytes decoded\n");
 		for (unsigned i = 0; i < st->ntop; i++)

@@ -25,6 +25,12 @@ What it checks:
      failed reads", the index errors on their own line, and each damaged
      file's path with its reason.  Opening bad.gz again (after the kernel
      forgot it, and after its mtime changed) still counts it once.
+  3. Pass progress.  A 16 MiB .xz in one Block, span=1M (checkpoints for
+     Blocks over 2 MiB), cache_size=16M, noindex:
+     a far read starts a checkpoint pass; while it runs, user.zmount.info
+     has pass=checkpoints, pass_done and pass_total (the Block's size), and
+     zmount-stat -w lists the file under "passes" with bytes done, rate
+     and time left.
 """
 import argparse
 import gzip
@@ -35,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -177,6 +184,57 @@ def test_causes_state(res, a, top):
               'fix:   ' in cb, p.stdout)
 
 
+def test_pass_progress(res, a, top):
+    """A checkpoint pass over a large Block shows in user.zmount.info and zmount-stat -w."""
+    src = os.path.join(top, 'src4')
+    os.makedirs(src)
+    size = 16 * MiB
+    data = lines_data(MiB) * 16  # xz -0's dictionary (256 KiB) cannot see the repeats
+    with open(os.path.join(src, 'big.xz'), 'wb') as f:
+        f.write(xz(data, '--block-size=64MiB'))  # one Block of 16 MiB, wide for span=1M
+    mnt = os.path.join(top, 'mnt4')
+    seen, info_lines = [], ''
+    with Mount(a.zmount, src, mnt, opts='noindex,index_dir=none,cache_size=16M,span=1M',
+               results=res, label='pass', watchdog=120):
+        watch = subprocess.Popen([os.path.join(a.tools, 'zmount-stat'), '-w', '0.05', '-n',
+                                  '200', mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        off = size - 3 * MiB
+
+        def far_read():
+            with open(os.path.join(mnt, 'big'), 'rb') as f:
+                f.seek(off)
+                seen.append(f.read(4096) == data[off:off + 4096])
+        t = threading.Thread(target=far_read)
+        t.start()
+        path = os.path.join(mnt, 'big')
+        deadline = time.monotonic() + 60
+        idle = 0
+        while time.monotonic() < deadline and idle < 200:
+            info = os.getxattr(path, 'user.zmount.info').decode()
+            if 'pass=' in info:
+                info_lines = info
+                break
+            idle += not t.is_alive()  # the read is done: a pass it started may still run
+            time.sleep(0.002)
+        t.join()
+        while 'pass=' in os.getxattr(path, 'user.zmount.info').decode() and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        watch.kill()
+        wout, _ = watch.communicate()
+    res.check('pass: the far read returned the right bytes', seen == [True], f'{seen}')
+    kv = dict(ln.split('=', 1) for ln in info_lines.splitlines() if '=' in ln)
+    res.check('pass: user.zmount.info shows the running pass: pass=checkpoints, '
+              '0 <= pass_done <= pass_total = the Block\'s size',
+              kv.get('pass') == 'checkpoints' and kv.get('pass_total') == str(size) and
+              0 <= int(kv.get('pass_done', '-1')) <= size, info_lines or '<never seen>')
+    res.check('pass: zmount-stat -w showed the file being passed over, with rate and time left',
+              re.search(r'^passes\n  ' + re.escape(os.path.join(src, 'big.xz')) +
+                        r'\n    checkpoints: .* of 16 MiB \(\d+%\)', wout, re.M) is not None
+              and ' left' in wout, wout[-3000:])
+
+
 def test_index_errors(res, a, top):
     src = os.path.join(top, 'src2')
     os.makedirs(src)
@@ -243,7 +301,7 @@ def main():
         return res.finish()
     top = tempfile.mkdtemp(prefix='zm-statc.')
     try:
-        for t in (test_causes, test_causes_state, test_index_errors):
+        for t in (test_causes, test_causes_state, test_index_errors, test_pass_progress):
             try:
                 t(res, a, top)
             except (zmtest.MountError, OSError, subprocess.SubprocessError) as e:
