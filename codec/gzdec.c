@@ -463,6 +463,8 @@ int gzdec_index_build_opts(struct zsrc *src, uint64_t size, uint64_t span,
 				salvage = cut = ret == -EINVAL;
 				goto fail;
 			}
+			if (sink && sink->read)
+				sink->read(sink->ctx, bld_coff(&b));
 		}
 		if (b.zs.avail_out == 0) {
 			b.zs.next_out = b.ring;

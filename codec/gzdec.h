@@ -140,6 +140,8 @@ struct gzdec_sink {
 	void (*output)(void *ctx, const void *buf, size_t len);
 	void (*point)(void *ctx, uint64_t uoff);
 	void *ctx;
+	/* May be NULL: after each read of compressed data, the compressed offset reached. */
+	void (*read)(void *ctx, uint64_t coff);
 };
 
 /* gzdec_index_build with an observer (sink may be NULL). */

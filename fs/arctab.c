@@ -457,11 +457,18 @@ static void top_fill(struct arctab_top *top, const struct reader_opts *opts,
 	top->served = in->served;
 	top->reads = in->reads;
 	top->unit = 0;
-	if (in->max_block > opts->whole_max) {
+	/* the file's state decides the advice: a damaged file is not to be indexed */
+	if (in->salvaged) {
+		top->why = ARCTAB_WHY_SALVAGED;
+	} else if (in->max_block > opts->whole_max) {
 		top->why = in->chunks <= 1 ? ARCTAB_WHY_ONE : ARCTAB_WHY_WIDE;
 		top->unit = in->max_block;
+	} else if (!in->pass) {
+		top->why = ARCTAB_WHY_NONE;
 	} else {
-		top->why = in->pass ? ARCTAB_WHY_NO_INDEX : ARCTAB_WHY_NONE;
+		top->why = in->saved	      ? ARCTAB_WHY_SAVED
+			   : !opts->index_dir ? ARCTAB_WHY_NO_DIR
+					      : ARCTAB_WHY_NO_INDEX;
 	}
 }
 

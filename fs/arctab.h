@@ -101,6 +101,9 @@ enum arctab_why {
 	ARCTAB_WHY_WIDE, /* a unit wider than cache_size/2: random reads decode from its start */
 	ARCTAB_WHY_ONE,	 /* the same, and the file is that one unit */
 	ARCTAB_WHY_NO_INDEX, /* gzip/zstd: opening ran a full pass, as no index was saved */
+	ARCTAB_WHY_SAVED,    /* the same, and the pass saved its index: later mounts load it */
+	ARCTAB_WHY_NO_DIR,   /* the same, on a mount with index_dir=none: nothing is saved */
+	ARCTAB_WHY_SALVAGED, /* damaged, shown salvaged (-o salvage): its pass ran at open */
 };
 
 /* One of the archives that decoded the most, for the stats. */

@@ -516,7 +516,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
-#define STATS_TOP 10
+#define STATS_TOP   10
+#define OPS_DAMAGED 5 /* damaged archives named in the stats, the last ones */
 
 size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 {
@@ -550,6 +551,43 @@ size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 			(unsigned long long)rc.indexes_built, (unsigned long long)rc.indexes_loaded,
 			(unsigned long long)rc.read_errors, (unsigned long long)rc.index_errors,
 			(unsigned long long)rc.checkpoints);
+	/* the last damaged archives (zmctx_damaged): "damaged=PATH<TAB>REASON", both escaped */
+	if (n < len) {
+		struct zmctx_damage *d = malloc(OPS_DAMAGED * sizeof(*d));
+		size_t k = d ? zmctx_damaged(zm, d, OPS_DAMAGED) : 0;
+
+		for (size_t i = 0; i < k && n < len; i++) {
+			char name[4 * sizeof(d->name)], why[4 * sizeof(d->why)];
+
+			zlog_escape(name, sizeof(name), d[i].name);
+			zlog_escape(why, sizeof(why), d[i].why);
+			n += (size_t)snprintf(out + n, len - n, "damaged=%s\t%s\n", name, why);
+		}
+		free(d);
+	}
+	/* passes running now: "pass=WHAT DONE TOTAL MILLISECONDS PATH", PATH escaped */
+	if (n < len) {
+		struct zmctx_pass *p = malloc(ZMCTX_PASSES * sizeof(*p));
+		size_t k = p ? zmctx_passes(zm, NULL, p, ZMCTX_PASSES) : 0;
+
+		for (size_t i = 0; i < k && n < len; i++) {
+			char name[4 * sizeof(p->name)];
+
+			zlog_escape(name, sizeof(name), p[i].name);
+			n += (size_t)snprintf(out + n, len - n, "pass=%s %llu %llu %llu %s\n",
+					      p[i].what, (unsigned long long)p[i].done,
+					      (unsigned long long)p[i].total,
+					      (unsigned long long)(p[i].secs * 1000), name);
+		}
+		free(p);
+	}
+	/* where the log goes (zlog_where): "stderr", "syslog" or a file's path, escaped */
+	if (n < len) {
+		char where[4 * PATH_MAX];
+
+		zlog_escape(where, sizeof(where), zlog_where());
+		n += (size_t)snprintf(out + n, len - n, "log=%s\n", where);
+	}
 	return n < len ? n : len - 1;
 }
 
@@ -570,10 +608,13 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 	/*
 	 * The archives that cost the most decoding: "top=DECODED SERVED READS
 	 * WHY NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
-	 * (BYTES the widest unit, over cache_size/2), no_index, or "-".
+	 * (BYTES the widest unit, over cache_size/2), no_index, index_saved,
+	 * no_index_dir, salvaged (arctab_why), or "-".
 	 */
 	for (size_t i = 0; i < STATS_TOP && top[i].decoded && n < len; i++) {
-		static const char *const whys[] = { "-", "wide_unit", "one_unit", "no_index" };
+		static const char *const whys[] = { "-",	"wide_unit",   "one_unit",
+						    "no_index", "index_saved", "no_index_dir",
+						    "salvaged" };
 		char name[4 * sizeof(top[i].name)], why[48];
 
 		zlog_escape(name, sizeof(name), top[i].name);
@@ -660,6 +701,18 @@ int ops_info_text(struct reader *r, const char *source, const char *corrupt, cha
 	n = info_add(out, len, n, "checkpoint_bytes", in.ckpt_bytes);
 	n = info_add(out, len, n, "checkpoints_pending", in.ckpt_wanted);
 	n = info_add(out, len, n, "resumes", in.resumes);
+	/* A pass over it running now: what it builds, bytes done and total (zmctx_passes). */
+	if (n < len) {
+		struct zmctx_pass p;
+
+		if (reader_passes(r, &p, 1) == 1) {
+			k = snprintf(out + n, len - n,
+				     "pass=%s\npass_done=%llu\npass_total=%llu\npass_ms=%llu\n", p.what,
+				     (unsigned long long)p.done, (unsigned long long)p.total,
+				     (unsigned long long)(p.secs * 1000));
+			n = k < 0 ? n : n + (size_t)k;
+		}
+	}
 	/* A damaged or changed archive: why its reads fail, as the log said it. */
 	if (n < len && reader_last_error(r, &err) < 0) {
 		zlog_escape(why, sizeof(why), err.msg);

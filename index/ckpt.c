@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "zcrc.h"
+#include "zmctx.h"
 
 size_t ckpt_set_bytes(const struct ckpt_set *s)
 {
@@ -108,11 +109,17 @@ struct ckpt_build {
 	uint64_t total; /* bytes seen */
 	uint32_t crc;	/* of [the last multiple of CKPT_PIECE, total) */
 	const atomic_bool *stop;
+	struct zmctx_slot *prog; /* borrowed, or NULL */
 };
 
 void ckpt_build_stop_on(struct ckpt_build *b, const atomic_bool *stop)
 {
 	b->stop = stop;
+}
+
+void ckpt_build_progress(struct ckpt_build *b, struct zmctx_slot *s)
+{
+	b->prog = s;
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -168,6 +175,7 @@ int ckpt_build_out(void *vb, const void *buf, size_t len)
 		return -EIO; /* more than the entry holds */
 	if (b->stop && atomic_load_explicit(b->stop, memory_order_relaxed))
 		return -ECANCELED;
+	zmctx_pass_add(b->prog, len);
 	while (len > 0) {
 		uint64_t room = CKPT_PIECE - b->total % CKPT_PIECE;
 		size_t n = len < room ? len : (size_t)room;

@@ -93,6 +93,9 @@ int ckpt_build_point(void *b, uint64_t uoff, const void *blob, size_t len);
 int ckpt_build_end(struct ckpt_build *b, struct ckpt_set **out);
 /* From now on, ckpt_build_out fails with -ECANCELED once *stop is true (borrowed). */
 void ckpt_build_stop_on(struct ckpt_build *b, const atomic_bool *stop);
+/* From now on, ckpt_build_out adds each call's length to progress s (zmctx_pass_add; borrowed). */
+struct zmctx_slot;
+void ckpt_build_progress(struct ckpt_build *b, struct zmctx_slot *s);
 /* Frees a builder whose pass failed.  Accepts NULL. */
 void ckpt_build_free(struct ckpt_build *b);
 

@@ -65,6 +65,7 @@ static void save_gz(struct reader *r, const struct idxfile_id *id, const struct 
 {
 	int ret = idxfile_save(r->opts.index_dir, r->name, id, g, NULL);
 
+	r->saved = ret == 0;
 	if (ret < 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
 		zmctx_log(r->ctx, ZLOG_WARN, NULL, NULL,
 			  "cannot save indexes in %s (%s); keeping them in memory",
@@ -92,6 +93,7 @@ struct warm {
 	size_t psize;
 	uint64_t budget; /* bytes it may still put in the cache */
 	bool stop;
+	struct zmctx_slot *prog; /* the pass's progress, in compressed bytes (zmctx_pass_begin) */
 };
 
 /* Frees the pieces from k on and gives back their reservations. */
@@ -196,6 +198,11 @@ static void warm_point(void *ctx, uint64_t uoff)
 		warm_end(w);
 }
 
+static void warm_read(void *ctx, uint64_t coff)
+{
+	zmctx_pass_set(((struct warm *)ctx)->prog, coff);
+}
+
 static void warm_free(struct warm *w)
 {
 	warm_trim(w, 0);
@@ -236,7 +243,7 @@ static int gz_open(struct reader *r, struct zerr *why)
 			  .budget = r->opts.warm_bytes,
 			  .psize = r->opts.slice,
 			  .stop = !r->opts.warm_bytes || !r->opts.slice };
-	struct gzdec_sink sink = { warm_output, warm_point, &w };
+	struct gzdec_sink sink = { warm_output, warm_point, &w, warm_read };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;
@@ -251,9 +258,11 @@ static int gz_open(struct reader *r, struct zerr *why)
 	if (persist)
 		g = load_gz(r, &id);
 	if (!g) {
-		ret = gzdec_index_build_opts(r->src, (uint64_t)r->st.st_size, r->opts.span,
-					     w.stop ? NULL : &sink,
+		/* the sink also reports progress: a stopped warm keeps nothing */
+		w.prog = zmctx_pass_begin(r->ctx, r->name, "index", (uint64_t)r->st.st_size);
+		ret = gzdec_index_build_opts(r->src, (uint64_t)r->st.st_size, r->opts.span, &sink,
 					     r->opts.salvage ? GZDEC_SALVAGE : 0, &g, &err);
+		zmctx_pass_end(r->ctx, w.prog);
 		/* The last entry ends at the end of the data.  A failed build
 		 * leaves no reader to use its units, and a salvaged build's sink
 		 * saw bytes past usize, in units that must not be kept. */

@@ -172,6 +172,7 @@ static void save_sizes(struct reader *r, const struct idxfile_id *id, const stru
 {
 	int ret = idxfile_save_zstd(r->opts.index_dir, r->name, id, z, NULL);
 
+	r->saved = ret == 0;
 	if (ret < 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
 		zmctx_log(r->ctx, ZLOG_WARN, NULL, NULL,
 			  "cannot save indexes in %s (%s); keeping them in memory",

@@ -69,6 +69,11 @@ void reader_get_counters(struct zmctx *c, struct reader_counters *out)
 	out->checkpoints = atomic_load(&c->stats.ckpts);
 }
 
+size_t reader_passes(const struct reader *r, struct zmctx_pass *out, size_t n)
+{
+	return zmctx_passes(r->ctx, r->name, out, n);
+}
+
 void reader_note_error(struct zmctx *c)
 {
 	atomic_fetch_add(&c->stats.errors, 1);
@@ -282,7 +287,7 @@ fail:
 	if (ret == -ENOMEM && !e.msg[0])
 		zerr_set(&e, ret, 0, "out of memory");
 	if (ret == -EINVAL)
-		atomic_fetch_add(&ctx->stats.ixerr, 1); /* a corrupt archive: no read yet */
+		zmctx_note_damaged(ctx, name, e.msg); /* a corrupt archive: no read yet */
 	if (ret != -ENOTSUP) /* not an archive (or one shown raw): said by probe, if at all */
 		zmctx_log(ctx, ZLOG_ERROR, name, &e, "%s", e.msg);
 	if (why)
@@ -400,6 +405,7 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 	info->served = atomic_load(&r->served);
 	info->decoded = atomic_load(&r->decoded);
 	info->pass = r->pass;
+	info->saved = r->saved;
 	info->reads = atomic_load(&r->reads);
 	pthread_mutex_lock((pthread_mutex_t *)&r->lock);
 	info->failed = r->failed;

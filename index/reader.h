@@ -130,6 +130,7 @@ struct reader_info {
 	int salvaged;	    /* opened with opts.salvage and damaged: only its start is shown */
 	int pass;	    /* gzip/zstd: opening ran a full index or measuring pass, as no
 			     * saved index was found (zmount-index build saves one) */
+	int saved;	    /* pass: and its index was saved in opts.index_dir */
 	uint64_t ckpts; /* checkpoints inside xz Blocks or zstd frames, entry starts not counted */
 	uint64_t ckpt_bytes;  /* memory they hold */
 	uint64_t ckpt_wanted; /* entries that may get checkpoints but have none yet */
@@ -208,6 +209,13 @@ const char *reader_name(const struct reader *r);
 void reader_get_info(const struct reader *r, struct reader_info *info);
 
 /*
+ * The passes over r's data running now (a checkpoint pass; zmctx_passes),
+ * up to n into out.  Returns how many.  Any thread.
+ */
+struct zmctx_pass;
+size_t reader_passes(const struct reader *r, struct zmctx_pass *out, size_t n);
+
+/*
  * Why reads of r fail, as data: returns 0 if none has (why->msg ""), -EIO
  * if a unit failed (why: the first such failure's line, "read error at
  * offset U (Block K, compressed offset C): reason", and why->coff = C), or
@@ -241,7 +249,8 @@ struct reader_counters {
 	uint64_t indexes_loaded;     /* gzip indexes and zstd frame sizes loaded from index_dir */
 	uint64_t read_errors;	     /* chunks that failed to decode (each logged once), and
 				      * opens of corrupt archives (reader_note_error) */
-	uint64_t index_errors;	     /* archives that failed to open as corrupt (-EINVAL, logged) */
+	uint64_t index_errors;	     /* archives that failed to open as corrupt (-EINVAL, logged),
+				      * each name once (zmctx_note_damaged) */
 	uint64_t served_bytes;	     /* bytes returned by reader_view and reader_pread */
 	uint64_t checkpoints;	     /* checkpoints built inside xz Blocks and zstd frames */
 };

@@ -136,7 +136,8 @@ static int publish(struct reader *r, struct zsrc *src, size_t k, struct ckpt_set
 }
 
 /* One entry's pass.  0, or a negative errno with why set. */
-static int build_one(struct reader *r, struct zsrc *src, size_t k, struct zerr *why)
+static int build_one(struct reader *r, struct zsrc *src, size_t k, struct zmctx_slot *prog,
+		     struct zerr *why)
 {
 	struct ckpt_build *b;
 	struct ckpt_set *s;
@@ -145,6 +146,7 @@ static int build_one(struct reader *r, struct zsrc *src, size_t k, struct zerr *
 	if (ret < 0)
 		return zerr_set(why, ret, 0, "out of memory");
 	ckpt_build_stop_on(b, &r->ck_stop);
+	ckpt_build_progress(b, prog);
 	ret = r->f->ck->build(r, src, k, r->opts.ck_span, b, why);
 	if (ret < 0) {
 		ckpt_build_free(b);
@@ -310,6 +312,8 @@ int reader_ck_init(struct reader *r)
 int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *why)
 {
 	struct zerr e = { 0 };
+	struct zmctx_slot *prog = NULL;
+	uint64_t total = 0;
 	int first = 0;
 	size_t built = 0;
 
@@ -318,6 +322,12 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 	if (!reader_same_version(r, src))
 		return zerr_set(why, -ESTALE, 0, "the file changed since it was opened");
 	load_saved(r, src);
+	/* progress for people (zmctx_pass_begin): the bytes of the units still without a set */
+	for (size_t k = 0; k < r->map.n; k++)
+		if (r->ckable[k] == CKABLE_WIDE && atomic_load(&r->ck_state[k]) == CK_NONE)
+			total += cmap_len(&r->map, k);
+	if (total)
+		prog = zmctx_pass_begin(r->ctx, r->name, "checkpoints", total);
 	for (size_t k = 0; k < r->map.n; k++) {
 		unsigned char none = CK_NONE;
 		int ret;
@@ -326,7 +336,7 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 		    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY))
 			continue;
 		e = (struct zerr){ 0 };
-		ret = build_one(r, src, k, &e);
+		ret = build_one(r, src, k, prog, &e);
 		built += ret == 0;
 		/* Memory or a change may pass, a stop was no verdict: the next pass tries again. */
 		atomic_store(&r->ck_state[k], ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED
@@ -345,6 +355,7 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 			}
 		}
 	}
+	zmctx_pass_end(r->ctx, prog);
 	if (built)
 		save_all(r, src);
 	return first;

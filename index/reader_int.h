@@ -88,7 +88,8 @@ struct reader {
 	struct zerr first_err; /* why the first of them failed (reader_last_error) */
 	/* Counters of this reader, for per-file stats. */
 	atomic_uint_fast64_t served, decoded, reads;
-	bool pass; /* opening ran an index or measuring pass (none was saved) */
+	bool pass;  /* opening ran an index or measuring pass (none was saved) */
+	bool saved; /* and that pass's index was saved in opts.index_dir (later mounts load it) */
 	/*
 	 * Map look-ups (reader_unit_of): the CPU work of serving reads, which tests
 	 * hold to a constant per unit read (check_reader, issue 18).

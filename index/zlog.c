@@ -3,9 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -15,17 +19,27 @@ static enum zlog_level max_level = ZLOG_INFO;
 static const char *prog = "zmount";
 static bool use_syslog;
 static int log_fd = -1;
+/* The log file's absolute path (for zlog_where and rotation); set before threads. */
+static char log_path[PATH_MAX];
+/* The fallback file is kept to ZLOG_ROTATE_BYTES; a log_file of the user's is not (logrotate). */
+static bool log_rotates;
+static pthread_mutex_t rotate_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void zlog_set_name(const char *name)
 {
 	prog = name;
 }
 
+static int open_log(const char *path)
+{
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		    0640);
+}
+
 int zlog_to_file(const char *path)
 {
 	struct stat st;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
-		      0640);
+	int fd = open_log(path);
 
 	if (fd < 0)
 		return -errno;
@@ -37,24 +51,125 @@ int zlog_to_file(const char *path)
 	if (log_fd >= 0)
 		close(log_fd);
 	log_fd = fd;
+	log_rotates = false;
+	/* Absolute, for people: the daemon's working directory becomes / when it detaches. */
+	if (!realpath(path, log_path))
+		snprintf(log_path, sizeof(log_path), "%s", path);
 	return 0;
+}
+
+int zlog_fallback_path(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/zmount/zmount.log", xdg);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/log/zmount.log");
+	else if (home && home[0] == '/')
+		n = snprintf(buf, len, "%s/.local/state/zmount/zmount.log", home);
+	else
+		return -ENOENT;
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/* Makes the directories above the file path (mode 0700 for those it makes); 0 or -errno. */
+static int make_parents(const char *path)
+{
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+/* Opens the fallback file; 0 or -errno (nothing changes then). */
+static int to_fallback(char *path, size_t len)
+{
+	int ret = zlog_fallback_path(path, len);
+
+	if (ret == 0)
+		ret = make_parents(path);
+	if (ret == 0)
+		ret = zlog_to_file(path);
+	if (ret == 0)
+		log_rotates = true;
+	return ret;
 }
 
 int zlog_to_syslog(void)
 {
+	char path[PATH_MAX];
 	struct stat st;
+	int ret;
 
 	if (log_fd >= 0)
 		return 0;
+	if (stat("/dev/log", &st) == 0 && S_ISSOCK(st.st_mode)) {
+		openlog(prog, LOG_PID, LOG_DAEMON);
+		use_syslog = true;
+		return 0;
+	}
+	ret = to_fallback(path, sizeof(path));
+	if (ret == 0) {
+		fprintf(stderr,
+			"%s: warning: /dev/log is missing (no syslog daemon), so this mount's "
+			"messages go to %s (kept under %u MiB, then %s.1); -o log_file=PATH "
+			"chooses another file\n",
+			prog, log_path, ZLOG_ROTATE_BYTES >> 20, log_path);
+		return 0;
+	}
 	openlog(prog, LOG_PID, LOG_DAEMON);
 	use_syslog = true;
-	if (stat("/dev/log", &st) == 0 && S_ISSOCK(st.st_mode))
-		return 0;
 	fprintf(stderr,
 		"%s: warning: /dev/log is missing, so no syslog daemon will record this "
-		"mount's messages; use -o log_file=PATH, or -f to keep them on stderr\n",
-		prog);
+		"mount's messages, and the fallback file %s cannot be opened (%s); use "
+		"-o log_file=PATH, or -f to keep them on stderr\n",
+		prog, ret == -ENOENT ? "(no XDG_STATE_HOME or HOME)" : path, strerror(-ret));
 	return -ENOENT;
+}
+
+const char *zlog_where(void)
+{
+	return log_fd >= 0 ? log_path : use_syslog ? "syslog" : "stderr";
+}
+
+/*
+ * The fallback file reached its bound: it becomes PATH.1 and a new PATH
+ * takes its place, under the same descriptor number (dup3), so a thread
+ * writing meanwhile writes to one file or the other, whole lines.  Another
+ * daemon sharing the file may have rotated it first: then this one only
+ * reopens PATH.
+ */
+static void rotate(void)
+{
+	char old[PATH_MAX + 2];
+	struct stat mine, named;
+	int fd;
+
+	pthread_mutex_lock(&rotate_lock);
+	if (fstat(log_fd, &mine) == 0 && mine.st_size >= (off_t)ZLOG_ROTATE_BYTES) {
+		if (stat(log_path, &named) == 0 && named.st_ino == mine.st_ino &&
+		    named.st_dev == mine.st_dev) {
+			snprintf(old, sizeof(old), "%s.1", log_path);
+			if (rename(log_path, old) < 0) {
+				pthread_mutex_unlock(&rotate_lock);
+				return; /* keep appending: better too long than lost */
+			}
+		}
+		fd = open_log(log_path);
+		if (fd >= 0) {
+			dup3(fd, log_fd, O_CLOEXEC);
+			close(fd);
+		}
+	}
+	pthread_mutex_unlock(&rotate_lock);
 }
 
 void zlog_set_level(enum zlog_level level)
@@ -155,8 +270,12 @@ void zlog(enum zlog_level level, const char *fmt, ...)
 		 */
 		if (n > 0) {
 			ssize_t w = write(log_fd, out, (size_t)n);
+			struct stat st;
 
 			(void)w;
+			if (log_rotates && fstat(log_fd, &st) == 0 &&
+			    st.st_size >= (off_t)ZLOG_ROTATE_BYTES)
+				rotate();
 		}
 		return;
 	}

@@ -9,8 +9,9 @@
  * One place that writes log lines, so every layer reports the same way.
  * Lines go to stderr as "NAME: LEVEL: message" (NAME is "zmount" unless
  * zlog_set_name changed it), to a file once zlog_to_file has been called,
- * or to syslog (facility daemon) once zlog_to_syslog has been called and no
- * file was given.  Any thread may call zlog.
+ * or, once zlog_to_syslog has been called and no file was given, to syslog
+ * (facility daemon) or, without a syslog socket, to a fallback file: a
+ * line is never dropped silently.  Any thread may call zlog.
  *
  * Every line is escaped: control bytes (0x00-0x1f, 0x7f) and the backslash
  * become \xHH, so one zlog call is always exactly one line whatever file
@@ -40,11 +41,33 @@ int zlog_to_file(const char *path);
 /*
  * For a daemon whose stderr is about to go: call it BEFORE daemonizing.
  * With a log file, lines keep going there and this returns 0.  Otherwise
- * lines go to syslog from now on; if /dev/log is not a socket, nothing
- * would record them, so one warning saying so goes to stderr (still the
- * terminal) and this returns -ENOENT.  Call before threads start.
+ * lines go to syslog from now on, if /dev/log is a socket.  If it is not
+ * (a container, a minimal host), nothing would record them, so they go to
+ * the fallback file instead (zlog_fallback_path: $XDG_STATE_HOME/zmount/
+ * zmount.log, else /var/log/zmount.log for root, else
+ * ~/.local/state/zmount/zmount.log; its directories are made, mode 0700),
+ * kept to ZLOG_ROTATE_BYTES by renaming it to PATH.1 once full; one line
+ * on stderr (still the terminal) names it, and this returns 0.  If that
+ * file cannot be opened either, the stderr line says so and this returns
+ * -ENOENT (lines go to syslog, which drops them).  Call before threads start.
  */
 int zlog_to_syslog(void);
+
+/* The fallback file's size bound: at this size it becomes PATH.1 (one old file kept). */
+#define ZLOG_ROTATE_BYTES (4u << 20)
+
+/*
+ * The file zlog_to_syslog falls back to, from the environment (see there),
+ * into buf (len bytes).  Returns 0, or -ENOENT if no absolute place is
+ * known (no XDG_STATE_HOME, not root, no absolute HOME).
+ */
+int zlog_fallback_path(char *buf, size_t len);
+
+/*
+ * Where lines go now, for people and the stats: "stderr", "syslog", or the
+ * log file's absolute path.  Valid until the next zlog_to_* call.
+ */
+const char *zlog_where(void);
 
 /* True if a line at level would be written (not dropped by zlog_set_level). Any thread. */
 int zlog_wants(enum zlog_level level);

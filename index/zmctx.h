@@ -83,4 +83,62 @@ void zmctx_set_log(struct zmctx *c, zmctx_log_fn fn, void *user, enum zlog_level
 void zmctx_log(struct zmctx *c, enum zlog_level level, const char *name, const struct zerr *why,
 	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* One archive that failed to open as corrupt (zmctx_damaged). */
+struct zmctx_damage {
+	char name[512]; /* the reader's name, cut to fit */
+	char why[256];	/* the reason, as its log line gave it, cut to fit */
+};
+
+/*
+ * Notes that the archive name failed to open as corrupt, for the reason
+ * why (both borrowed).  It counts in index_errors (reader_get_counters)
+ * unless name was noted before: one damaged file counts once however often
+ * it is opened, and a second note of it only renews its reason.  Names are
+ * remembered up to ZMCTX_DAMAGE_MAX; beyond that a new name counts without
+ * being remembered.  Any thread.
+ */
+void zmctx_note_damaged(struct zmctx *c, const char *name, const char *why);
+
+#define ZMCTX_DAMAGE_MAX 4096
+
+/*
+ * Passes in progress (a gzip index pass, a checkpoint pass over wide
+ * units), for people: user.zmount.info, zmount-stat -w, zmount-index's
+ * progress line.  A pass takes a slot with zmctx_pass_begin, adds what it
+ * has done with zmctx_pass_add (an atomic add: cheap enough per output
+ * buffer), and gives the slot back with zmctx_pass_end.  done and total
+ * count one unit per pass, the pass's own: compressed bytes for a gzip
+ * pass (total the file size), uncompressed bytes of the units for a
+ * checkpoint pass.  At most ZMCTX_PASSES at once are shown; begin returns
+ * NULL beyond that, and add and end accept NULL.  Any thread.
+ */
+#define ZMCTX_PASSES 16
+struct zmctx_slot;
+struct zmctx_slot *zmctx_pass_begin(struct zmctx *c, const char *name, const char *what,
+				    uint64_t total);
+void zmctx_pass_add(struct zmctx_slot *s, uint64_t n);
+/* Sets done (a pass that knows its position, such as a compressed offset). */
+void zmctx_pass_set(struct zmctx_slot *s, uint64_t done);
+void zmctx_pass_end(struct zmctx *c, struct zmctx_slot *s);
+
+/* One pass in progress, as zmctx_passes copies it. */
+struct zmctx_pass {
+	char name[512]; /* the reader's name, cut to fit */
+	char what[32];	/* "index" or "checkpoints" */
+	uint64_t done, total;
+	double secs; /* since it began */
+};
+
+/*
+ * Copies up to n passes in progress into out (name NULL), or only those of
+ * the reader named name.  Returns how many.  Any thread.
+ */
+size_t zmctx_passes(struct zmctx *c, const char *name, struct zmctx_pass *out, size_t n);
+
+/*
+ * Copies up to n of the noted damaged archives into out, the most recently
+ * noted first.  Returns how many it copied.  Any thread.
+ */
+size_t zmctx_damaged(struct zmctx *c, struct zmctx_damage *out, size_t n);
+
 #endif

@@ -10,13 +10,30 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "fmttab.h"
 #include "park.h"
 #include "zmctx.h"
 
 struct reader;
+
+/* A pass in progress (zmctx_pass_begin); name, what, total and t0 are protected by pass_lock. */
+struct zmctx_slot {
+	bool used;
+	char name[512];
+	char what[32];
+	uint64_t total;
+	struct timespec t0;
+	atomic_uint_fast64_t done;
+};
+
+/* A damaged archive's entry (zmctx_note_damaged): both strings owned. */
+struct zmctx_noted {
+	char *name, *why;
+};
 
 /* Counters of all readers on one context (reader_get_counters); backends add to their own. */
 struct reader_stats {
@@ -33,6 +50,13 @@ struct zmctx {
 	struct park parked;	      /* the readers' parked decoders, charged to cache (park.h) */
 	/* Once-only warnings (fmt_gz.c): said once per context. */
 	atomic_flag save_failed_logged, untrusted_logged;
+	pthread_mutex_t pass_lock;
+	struct zmctx_slot passes[ZMCTX_PASSES]; /* in progress: see zmctx_slot */
+	/* Damaged archives by name (zmctx_note_damaged), oldest note first. */
+	pthread_mutex_t damage_lock;
+	/* Protected by damage_lock. */
+	struct zmctx_noted *noted; /* owned */
+	size_t nnoted, noted_cap;
 	/* The sink; set before readers are shared, read-only after. */
 	zmctx_log_fn log;
 	void *log_user;

@@ -1332,7 +1332,7 @@ static void collect_point(void *ctx, uint64_t uoff)
 static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_t verified, int cut)
 {
 	struct collect c = { 0 };
-	struct gzdec_sink sink = { collect_output, collect_point, &c };
+	struct gzdec_sink sink = { collect_output, collect_point, &c, NULL };
 	struct gzdec_index *idx = (void *)1;
 	struct zerr err = { 0 }, rerr = { 0 };
 	char path[PATH_MAX];

@@ -973,6 +973,34 @@ START_TEST(corrupt_gzip_crc_fails_open)
 }
 END_TEST
 
+/* A damaged archive opened again counts once, and is named with its reason (zmctx_damaged). */
+START_TEST(damaged_archive_counts_once)
+{
+	char path[PATH_MAX];
+	struct reader_counters c;
+	struct zmctx_damage d[2];
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct reader *r = NULL;
+	struct stat st;
+
+	ck_assert(gen_ok);
+	path_of(path, sizeof(path), "orig.gz");
+	ck_assert_int_eq(stat(path, &st), 0);
+	corrupt_copy("orig.gz", "badcrc2.gz", (uint64_t)st.st_size - 6);
+	reader_opts_default(&ro, MiB);
+	ck_assert_int_eq(open_file("badcrc2.gz", MiB, &ro, &zm, &r), -EINVAL);
+	path_of(path, sizeof(path), "badcrc2.gz");
+	ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), -EINVAL);
+	reader_get_counters(zm, &c);
+	ck_assert_uint_eq(c.index_errors, 1);
+	ck_assert_uint_eq(zmctx_damaged(zm, d, 2), 1);
+	ck_assert_str_eq(d[0].name, path);
+	ck_assert_msg(strstr(d[0].why, "compressed offset") != NULL, "reason: %s", d[0].why);
+	zmctx_free(zm);
+}
+END_TEST
+
 /* Truncates a copy of src after open: uncached reads must fail, never return other bytes. */
 static void truncated_source(const char *src, const char *copy, uint64_t span)
 {
@@ -3140,6 +3168,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(te, corrupt_check_fails_streamed_block_read_in_order);
 	tcase_add_test(te, corrupt_gzip_fails_open);
 	tcase_add_test(te, corrupt_gzip_crc_fails_open);
+	tcase_add_test(te, damaged_archive_counts_once);
 	tcase_add_test(te, truncated_xz_source_gives_eio);
 	tcase_add_test(te, truncated_gzip_source_gives_eio);
 	tcase_add_test(te, rewritten_source_gives_eio);

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fmttab.h"
@@ -127,8 +129,11 @@ static void *xalloc(void *p)
  * file) is passed on to stderr, the progress bar cleared first, so no log
  * line lands in the middle of the bar.
  */
+struct prog;
+
 struct reasons {
 	bool clear;	     /* a progress bar is showing: clear it before passing lines on */
+	struct prog *pg;     /* that bar (build), or NULL */
 	bool held;	     /* a line is held back: the file's first line with a why */
 	struct zerr why;     /* that line's why */
 	char name[PATH_MAX]; /* the file it names ("" if none) */
@@ -136,14 +141,18 @@ struct reasons {
 };
 
 /* Writes a line as zlog would, escaped: "zmount-index: LEVEL: NAME: text". */
+static void prog_lock(struct prog *pg, bool lock);
+
 static void pass_on(struct reasons *rs, enum zlog_level level, const char *name, const char *text)
 {
+	prog_lock(rs->pg, true); /* the bar's thread draws nothing meanwhile */
 	if (rs->clear)
 		fputs("\r\033[K", stderr);
 	if (name && name[0])
 		zlog(level, "%s: %s", name, text);
 	else
 		zlog(level, "%s", text);
+	prog_lock(rs->pg, false);
 }
 
 static void collect(void *user, enum zlog_level level, const char *name, const char *text,
@@ -399,23 +408,178 @@ static double mib(uint64_t n)
 	return (double)n / (1u << 20);
 }
 
-/* One line redrawn in place: files and compressed bytes done, and the current file. */
-static void progress(const struct list *l, size_t i, uint64_t done, const char *path)
+/*
+ * build's progress line on a terminal, as pv and gztool draw theirs: one
+ * line redrawn with \r, at most PROG_HZ times a second, by a thread of its
+ * own, so a long pass over one large file shows its bytes moving.  It
+ * gives files done, compressed bytes done of all (the file being passed
+ * over counted by its pass's share done, zmctx_passes), the rate since the
+ * start, the time left at that rate, and the file.  The main thread says
+ * which file starts (prog_file) and prints its own lines under lock, so a
+ * line never lands inside the bar.
+ */
+#define PROG_HZ 4
+
+struct prog {
+	bool on; /* stderr is a terminal and not -q */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct zmctx *zm;
+	struct timespec t0;
+	/* Protected by lock. */
+	bool stop;
+	size_t i, n;		/* files done, of all */
+	uint64_t before, total; /* compressed bytes of the files done, of all */
+	uint64_t size;		/* of the file being passed over */
+	char path[PATH_MAX];
+};
+
+static double since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* "1:02:03", "4:05" or "6s" */
+static void hms(char *buf, size_t len, double secs)
+{
+	unsigned long s = secs > 0 && secs < 1e9 ? (unsigned long)(secs + 0.5) : 0;
+
+	if (s >= 3600)
+		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+	else if (s >= 60)
+		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
+	else
+		snprintf(buf, len, "%lus", s);
+}
+
+/* Draws the line; the caller holds pg->lock. */
+static void prog_draw(struct prog *pg)
 {
 	struct winsize ws;
 	size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 40 ? ws.ws_col : 80;
-	size_t plen = strlen(path), room;
-	char line[256];
-	int n = snprintf(line, sizeof(line), "[%-20.*s] %zu/%zu files  %.1f/%.1f MiB  ",
-			 l->bytes ? (int)(done * 20 / l->bytes) : 0, "####################", i,
-			 l->n, mib(done), mib(l->bytes));
+	size_t plen = strlen(pg->path), room;
+	struct zmctx_pass p;
+	uint64_t done = pg->before;
+	double secs = since(&pg->t0), rate;
+	char line[256], a[32], b[32], r[48], left[48];
+	int n;
 
+	/* the current file's share: its pass's fraction done, in its compressed bytes */
+	if (zmctx_passes(pg->zm, NULL, &p, 1) == 1 && p.total)
+		done += (uint64_t)((double)pg->size *
+				   (double)(p.done < p.total ? p.done : p.total) / (double)p.total);
+	rate = secs > 0.5 ? (double)done / secs : 0;
+	if (rate >= 1) {
+		zlog_size(a, sizeof(a), (uint64_t)rate);
+		snprintf(r, sizeof(r), "%s/s", a);
+		hms(a, sizeof(a), (double)(pg->total > done ? pg->total - done : 0) / rate);
+		snprintf(left, sizeof(left), "%s left", a);
+	} else {
+		snprintf(r, sizeof(r), "-- B/s");
+		snprintf(left, sizeof(left), "-- left");
+	}
+	n = snprintf(line, sizeof(line), "[%-20.*s] %zu/%zu files  %s/%s  %s  %s  ",
+		     pg->total ? (int)(done * 20 / pg->total) : 0, "####################", pg->i,
+		     pg->n, zlog_size(a, sizeof(a), done), zlog_size(b, sizeof(b), pg->total), r,
+		     left);
 	room = cols - 1 > (size_t)n + 3 ? cols - 1 - (size_t)n : 3;
 	if (plen <= room)
-		fprintf(stderr, "\r%s%s\033[K", line, path);
+		fprintf(stderr, "\r%s%s\033[K", line, pg->path);
 	else
-		fprintf(stderr, "\r%s...%s\033[K", line, path + plen - (room - 3));
+		fprintf(stderr, "\r%s...%s\033[K", line, pg->path + plen - (room - 3));
 	fflush(stderr);
+}
+
+static void *prog_run(void *arg)
+{
+	struct prog *pg = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&pg->lock);
+	while (!pg->stop) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 1000000000L / PROG_HZ;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&pg->wake, &pg->lock, &until);
+		if (!pg->stop && pg->path[0])
+			prog_draw(pg);
+	}
+	pthread_mutex_unlock(&pg->lock);
+	return NULL;
+}
+
+static void prog_start(struct prog *pg, struct zmctx *zm, size_t n, uint64_t total)
+{
+	pg->zm = zm;
+	pg->n = n;
+	pg->total = total;
+	clock_gettime(CLOCK_MONOTONIC, &pg->t0);
+	pthread_mutex_init(&pg->lock, NULL);
+	pthread_cond_init(&pg->wake, NULL);
+	if (pg->on && pthread_create(&pg->thread, NULL, prog_run, pg) != 0)
+		pg->on = false;
+}
+
+/* File path of size compressed bytes begins (the one before it is done): redraws at once. */
+static void prog_file(struct prog *pg, const char *path, uint64_t size)
+{
+	if (!pg->on)
+		return;
+	pthread_mutex_lock(&pg->lock);
+	if (pg->path[0]) { /* the one before is done */
+		pg->before += pg->size;
+		pg->i++;
+	}
+	pg->size = size;
+	snprintf(pg->path, sizeof(pg->path), "%s", path);
+	prog_draw(pg);
+	pthread_mutex_unlock(&pg->lock);
+}
+
+/* Takes (lock) or drops the bar's lock, if a bar is drawn (pg may be NULL). */
+static void prog_lock(struct prog *pg, bool lock)
+{
+	if (pg && pg->on && lock)
+		pthread_mutex_lock(&pg->lock);
+	else if (pg && pg->on)
+		pthread_mutex_unlock(&pg->lock);
+}
+
+/* Prints one line of the main thread's on stderr, the bar cleared first. */
+static __attribute__((format(printf, 2, 3))) void prog_say(struct prog *pg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (pg->on)
+		pthread_mutex_lock(&pg->lock);
+	if (pg->on)
+		fputs("\r\033[K", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (pg->on)
+		pthread_mutex_unlock(&pg->lock);
+}
+
+static void prog_stop(struct prog *pg)
+{
+	if (pg->on) {
+		pthread_mutex_lock(&pg->lock);
+		pg->stop = true;
+		pthread_cond_signal(&pg->wake);
+		pthread_mutex_unlock(&pg->lock);
+		pthread_join(pg->thread, NULL);
+		fputs("\r\033[K", stderr);
+	}
+	pthread_mutex_destroy(&pg->lock);
+	pthread_cond_destroy(&pg->wake);
 }
 
 /* True if dir holds a fresh saved index for r's source, the version r opened. */
@@ -454,12 +618,41 @@ struct ckcount {
 	unsigned built, fresh, failed;
 };
 
+/* What build did to each format's files, for the summary's line per format. */
+struct fmtsum {
+	unsigned files;
+	uint64_t bytes;						   /* compressed */
+	unsigned built, fresh, unneeded, failed;		   /* saved indexes */
+	unsigned ck_built, ck_fresh, ck_none, ck_unsup, ck_failed; /* checkpoints */
+	uint64_t saved; /* bytes of the index and checkpoint files this build wrote */
+};
+
+static int index_size(const char *ipath, uint64_t *size);
+
+/* The size of the index file (ckpt: the checkpoint file) dir holds for path's source; 0 if none. */
+static uint64_t saved_size(const char *dir, const char *path, bool ckpt)
+{
+	char msg[256], ipath[PATH_MAX];
+	struct idxfile_id id;
+	struct zsrc *src = open_any(path, msg, sizeof(msg));
+	uint64_t size = 0;
+
+	if (src && idxfile_identify(src, &id) == 0 &&
+	    (ckpt ? idxfile_path_ckpt(dir, &id, ipath, sizeof(ipath))
+		  : idxfile_path(dir, &id, ipath, sizeof(ipath))) == 0 &&
+	    index_size(ipath, &size) < 0)
+		size = 0;
+	zsrc_put(src);
+	return size;
+}
+
 /*
  * The checkpoints inside r's wide xz Blocks or zstd frames, as a mount
  * would build them: loaded if saved and fresh, else built and saved.
+ * Counted in c and in fs, the file's format's line.
  */
-static void build_ckpts(struct zmctx *zm, struct reader *r, const char *path, bool bar,
-			struct ckcount *c)
+static void build_ckpts(struct zmctx *zm, struct reader *r, const char *path, const char *dir,
+			struct prog *pg, struct ckcount *c, struct fmtsum *fs)
 {
 	struct reader_counters before, after;
 	struct reader_info in;
@@ -469,36 +662,51 @@ static void build_ckpts(struct zmctx *zm, struct reader *r, const char *path, bo
 	int ret;
 
 	reader_get_info(r, &in);
-	if (in.ckpt_wanted == 0)
+	if (in.ckpt_wanted == 0) {
+		fs->ck_none += fmttab_has_ckpts(in.fmt); /* gzip has none to need */
 		return;
+	}
 	src = open_any(path, msg, sizeof(msg));
 	reader_get_counters(zm, &before);
 	ret = !src ? zerr_set(&why, -errno, 0, "%s", msg[0] ? msg : strerror(errno))
 		   : reader_build_checkpoints(r, src, &why);
 	reader_get_counters(zm, &after);
 	zsrc_put(src);
-	if (ret == -ENOTSUP)
-		return;
-	if (ret < 0) {
-		fprintf(stderr, "%szmount-index: %s: no checkpoints: %s\n", bar ? "\r\033[K" : "",
-			path, why.msg);
+	if (ret == -ENOTSUP) {
+		fs->ck_unsup++;
+	} else if (ret < 0) {
+		prog_say(pg, "zmount-index: %s: no checkpoints: %s\n", path, why.msg);
 		c->failed++;
+		fs->ck_failed++;
 	} else if (after.checkpoints > before.checkpoints) {
 		c->built++;
+		fs->ck_built++;
+		fs->saved += saved_size(dir, path, true);
 	} else {
 		c->fresh++;
+		fs->ck_fresh++;
 	}
 }
 
 /* build's second half: files that need no saved index (xz), for their checkpoints. */
-static void build_rest(struct zmctx *zm, const struct reader_opts *ro, struct list *l, bool bar,
-		       struct ckcount *c)
+static void build_rest(struct zmctx *zm, const struct reader_opts *ro, struct list *l,
+		       const char *dir, struct prog *pg, struct ckcount *c, struct fmtsum *sum)
 {
 	for (size_t i = 0; i < l->nck; i++) {
 		struct reader *r;
+		struct stat st;
 
+		prog_file(pg, l->ckv[i],
+			  !toolsrc_is_url(l->ckv[i]) && stat(l->ckv[i], &st) == 0
+				  ? (uint64_t)st.st_size
+				  : 0);
 		if (toolsrc_reader(l->ckv[i], zm, ro, &r, NULL) == 0) {
-			build_ckpts(zm, r, l->ckv[i], bar, c);
+			struct reader_info in;
+
+			reader_get_info(r, &in);
+			sum[in.fmt].files++;
+			sum[in.fmt].bytes += in.csize;
+			build_ckpts(zm, r, l->ckv[i], dir, pg, c, &sum[in.fmt]);
 			reader_close(r);
 		}
 		free(l->ckv[i]);
@@ -534,16 +742,58 @@ static void build_summary(const struct list *l, unsigned built, unsigned fresh,
 	       ck->fresh, ck->failed, dir);
 }
 
+/* One part of a format's line: ", what N" (the first without the comma). */
+static void part(bool *first, unsigned n, const char *what)
+{
+	if (!n)
+		return;
+	printf("%s%s %u", *first ? " " : ", ", what, n);
+	*first = false;
+}
+
+/*
+ * What was built, format by format, for people: "xz: 1 file, 207 MiB:
+ * checkpoints built for 1 (8.8 MiB saved)".  Before the summary line.
+ */
+static void build_formats(const struct fmtsum *sum)
+{
+	for (int id = 1; id <= fmttab_count(); id++) {
+		const struct fmtsum *f = &sum[id];
+		bool first = true;
+		char a[32];
+
+		if (!f->files)
+			continue;
+		printf("%s: %u file%s, %s:", fmttab_name(id), f->files, f->files == 1 ? "" : "s",
+		       zlog_size(a, sizeof(a), f->bytes));
+		part(&first, f->built, "index built for");
+		part(&first, f->fresh, "index already saved for");
+		part(&first, f->unneeded, "no index needed (sizes stated) for");
+		part(&first, f->failed, "index failed for");
+		part(&first, f->ck_built, "checkpoints built for");
+		part(&first, f->ck_fresh, "checkpoints already saved for");
+		part(&first, f->ck_none, "no checkpoints needed (small units) for");
+		part(&first, f->ck_unsup, "no checkpoints possible for");
+		part(&first, f->ck_failed, "checkpoints failed for");
+		if (first)
+			printf(" nothing to do");
+		if (f->saved)
+			printf(" (%s saved)", zlog_size(a, sizeof(a), f->saved));
+		printf("\n");
+	}
+}
+
 static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 {
-	bool bar = !quiet && isatty(STDERR_FILENO);
-	struct reasons rs = { .clear = bar };
+	struct prog pg = { .on = !quiet && isatty(STDERR_FILENO) };
+	struct reasons rs = { .clear = pg.on, .pg = &pg };
 	struct list l = { 0 };
 	unsigned built = 0, fresh = 0, unneeded[FMTTAB_MAX] = { 0 };
+	struct fmtsum sum[FMTTAB_MAX] = { 0 };
 	struct ckcount ck = { 0 };
 	struct reader_opts ro;
 	struct zmctx *zm;
-	uint64_t done = 0;
+	uint64_t total = 0;
 
 	for (int i = 0; i < argc; i++)
 		walk(&l, argv[i], true);
@@ -553,44 +803,64 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 	 * cache's. */
 	ro.index_max = BUILD_INDEX_MAX;
 	zm = new_ctx(BUILD_CACHE, &rs, ZLOG_WARN); /* not the "rebuilding a stale index" notes */
+	/* the bar's total: every file's compressed size (the checkpoint-only ones stat'ed) */
+	total = l.bytes;
+	for (size_t i = 0; pg.on && i < l.nck; i++) {
+		struct stat st;
+
+		if (!toolsrc_is_url(l.ckv[i]) && stat(l.ckv[i], &st) == 0)
+			total += (uint64_t)st.st_size;
+	}
+	prog_start(&pg, zm, l.n + l.nck, total);
 	for (size_t i = 0; i < l.n; i++) {
 		const char *path = l.v[i].path;
 		struct reader_counters before, after;
 		struct zerr why = { 0 };
 		struct reader *r;
+		struct fmtsum *fs = NULL;
 		int ret;
 
-		if (bar)
-			progress(&l, i, done, path);
+		prog_file(&pg, path, l.v[i].size);
 		reader_get_counters(zm, &before);
 		reasons_begin(&rs);
 		ret = toolsrc_reader(path, zm, &ro, &r, &why);
 		reasons_end(&rs, &why);
 		reader_get_counters(zm, &after);
+		if (ret == 0) {
+			fs = &sum[format_of(r)];
+			fs->files++;
+			fs->bytes += l.v[i].size;
+		}
 		if (ret == 0 && after.indexes_loaded > before.indexes_loaded) {
 			fresh++;
+			fs->fresh++;
 		} else if (ret == 0 && after.indexes_built == before.indexes_built &&
 			   fmttab_index_optional(format_of(r))) {
 			unneeded[format_of(
 				r)]++; /* zstd whose frames state their sizes: nothing to save */
+			fs->unneeded++;
 		} else if (ret == 0 && saved_for(dir, path, r)) {
 			built++;
+			fs->built++;
+			fs->saved += saved_size(dir, path, false);
 		} else {
-			fprintf(stderr, "%szmount-index: %s: %s\n", bar ? "\r\033[K" : "", path,
-				ret == 0 ? "index built but not saved" : why.msg);
+			prog_say(&pg, "zmount-index: %s: %s\n", path,
+				 ret == 0 ? "index built but not saved" : why.msg);
 			l.failed++;
+			if (fs)
+				fs->failed++;
 		}
 		if (ret == 0)
-			build_ckpts(zm, r, path, bar, &ck);
+			build_ckpts(zm, r, path, dir, &pg, &ck, fs);
 		reader_close(r);
-		done += l.v[i].size;
 		free(l.v[i].path);
 	}
-	build_rest(zm, &ro, &l, bar, &ck);
-	if (bar)
-		fputs("\r\033[K", stderr);
-	if (!quiet)
+	build_rest(zm, &ro, &l, dir, &pg, &ck, sum);
+	prog_stop(&pg);
+	if (!quiet) {
+		build_formats(sum);
 		build_summary(&l, built, fresh, unneeded, &ck, dir);
+	}
 	toolsrc_end();
 	zmctx_free(zm);
 	free(l.v);

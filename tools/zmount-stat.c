@@ -11,13 +11,16 @@
  * fs/ops.c): cache_budget, cache_used, cache_peak, cache_charged,
  * cache_entries, cache_hits, cache_misses, cache_waits, cache_room_waits,
  * cache_evictions, decoded_bytes, served_bytes, readahead_bytes,
- * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes), indexes_built,
- * indexes_loaded, read_errors, index_errors, nodes, listings, listing_bytes, listing_budget,
- * listing_rebuilds, plain_reads, and up to 10 "top=DECODED SERVED READS WHY PATH"
- * lines (PATH the source file's path, escaped by the daemon with zlog_escape;
- * WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index or -).  A key
- * it does not know (a newer daemon's) is left out of the view.
- * Exit status: 0, 1 bad usage, 2 MNT unreadable or not a zmount mount.
+ * prefault_bytes, each format's own counter (fmttab_counter: xz_indexes),
+ * indexes_built, indexes_loaded, read_errors, index_errors, nodes,
+ * listings, listing_bytes, listing_budget, listing_rebuilds, plain_reads,
+ * "pass=WHAT DONE TOTAL MS PATH" lines (passes running now: bytes done of
+ * the total, for MS milliseconds), up to 5 "damaged=PATH<TAB>REASON" lines (the last archives that
+ * failed to index, newest first, escaped), log (where the log goes: stderr, syslog or a file's
+ * path), and up to 10 "top=DECODED SERVED READS WHY PATH" lines (PATH the source file's path,
+ * escaped by the daemon with zlog_escape; WHY wide_unit:UNIT_BYTES, one_unit:UNIT_BYTES, no_index,
+ * index_saved, no_index_dir, salvaged or -).  A key it does not know (a newer daemon's) is left out
+ * of the view. Exit status: 0, 1 bad usage, 2 MNT unreadable or not a zmount mount.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,6 +37,8 @@
 
 #define XATTR_STATS "user.zmount.stats"
 #define MAX_TOP	    10
+#define MAX_DAMAGED 5
+#define MAX_PASSES  16
 #define MAX_TEXT    (1u << 20)
 
 enum key {
@@ -89,6 +94,15 @@ struct stats {
 	uint64_t fmt[FMTTAB_MAX]; /* each format's own counter (fmttab_counter: xz_indexes) */
 	unsigned ntop;
 	struct top top[MAX_TOP];
+	unsigned npass;
+	struct pass {
+		uint64_t done, total, ms;
+		const char *what, *path; /* into the text */
+	} pass[MAX_PASSES];		 /* pass=WHAT DONE TOTAL MS PATH: passes running now */
+	const char *log; /* log=: "stderr", "syslog" or the file's path; into the text, or NULL */
+	unsigned ndamaged;
+	const char
+		*damaged[MAX_DAMAGED][2]; /* damaged=PATH<TAB>REASON: path, reason; into the text */
 };
 
 static void usage(FILE *out)
@@ -201,6 +215,33 @@ static void parse(char *text, struct stats *st)
 		if (!eq)
 			continue;
 		*eq = '\0';
+		if (strcmp(line, "damaged") == 0) {
+			char *tab = strchr(eq + 1, '\t');
+
+			if (tab && st->ndamaged < MAX_DAMAGED) {
+				*tab = '\0';
+				st->damaged[st->ndamaged][0] = eq + 1;
+				st->damaged[st->ndamaged++][1] = tab + 1;
+			}
+			continue;
+		}
+		if (strcmp(line, "pass") == 0) {
+			char *f = eq + 1, *what = field(&f), *d = field(&f), *t = field(&f),
+			     *ms = field(&f);
+			struct pass *ps = &st->pass[st->npass];
+
+			if (st->npass < MAX_PASSES && ms && *f && parse_u64(d, &ps->done) == 0 &&
+			    parse_u64(t, &ps->total) == 0 && parse_u64(ms, &ps->ms) == 0) {
+				ps->what = what;
+				ps->path = f;
+				st->npass++;
+			}
+			continue;
+		}
+		if (strcmp(line, "log") == 0) {
+			st->log = eq + 1;
+			continue;
+		}
 		if (strcmp(line, "top") == 0) {
 			if (st->ntop < MAX_TOP && parse_top(eq + 1, &st->top[st->ntop]) == 0)
 				st->ntop++;
@@ -282,6 +323,26 @@ static void show_cause(const struct top *t, const struct stats *st)
 		       fix);
 		printf("    fix:   zmount-index build FILE (or its directory) saves it; later mounts "
 		       "load it (see index_dir)\n");
+	} else if (strcmp(t->why, "index_saved") == 0) {
+		fmttab_advice(fmt, FMTTAB_NO_INDEX, bs, fix, sizeof(fix));
+		printf("    cause: %s: opening it decoded the whole file once, in this mount, and "
+		       "that index is now saved in index_dir\n",
+		       fix);
+		printf("    fix:   none needed: later mounts load the saved index\n");
+	} else if (strcmp(t->why, "no_index_dir") == 0) {
+		fmttab_advice(fmt, FMTTAB_NO_INDEX, bs, fix, sizeof(fix));
+		printf("    cause: %s: opening it decoded the whole file once, in this mount, which "
+		       "has index_dir=none: no index is saved or loaded, so every mount does it "
+		       "again\n",
+		       fix);
+		printf("    fix:   mount without index_dir=none (or with index_dir=DIR); then "
+		       "zmount-index build FILE saves it ahead, or the first mount does\n");
+	} else if (strcmp(t->why, "salvaged") == 0) {
+		printf("    cause: the file is damaged; -o salvage shows its verified part before the "
+		       "damage, found by a pass over the file at open (a damaged file's index is "
+		       "never saved)\n");
+		printf("    fix:   replace the file with an intact copy (zmount-index verify FILE "
+		       "says where the damage is)\n");
 	}
 }
 
@@ -299,6 +360,28 @@ static void show_top(const struct top *t, const struct stats *st)
 		printf(" (%.2fx)", (double)t->decoded / (double)t->served);
 	printf("\n");
 	show_cause(t, st);
+}
+
+/*
+ * A pass running now: what it builds, bytes done of its total, its rate
+ * since it began and the time left at that rate, as pv shows them.
+ */
+static void show_pass(const struct pass *p)
+{
+	char a[32], b[32], c[32];
+	double secs = (double)p->ms / 1000, rate = secs > 0 ? (double)p->done / secs : 0;
+
+	printf("  ");
+	put_path(p->path);
+	printf("\n    %s: %s of %s (%.0f%%)", p->what, zlog_size(a, sizeof(a), p->done),
+	       zlog_size(b, sizeof(b), p->total), pct(p->done, p->total));
+	if (rate >= 1) {
+		double left = p->total > p->done ? (double)(p->total - p->done) / rate : 0;
+
+		printf(", %s/s, about %.0f s left", zlog_size(c, sizeof(c), (uint64_t)rate),
+		       left < 1 && p->total > p->done ? 1 : left);
+	}
+	printf("\n");
 }
 
 /* "  (12.3 MiB/s)" from the change since the previous refresh, or "". */
@@ -388,16 +471,43 @@ static void show(const char *mnt, const struct stats *st, const struct stats *pr
 		printf("errors     %" PRIu64 " failed reads\n", st->v[K_ERRORS]);
 	else
 		printf("errors     n/a\n");
-	if (st->has[K_INDEX_ERRORS])
+	if (st->has[K_INDEX_ERRORS] && st->ndamaged) {
+		/* the last few, named with their reasons; the log has them all */
+		printf("corrupt    %" PRIu64 " archives failed to index (index errors; %s):\n",
+		       st->v[K_INDEX_ERRORS],
+		       st->v[K_INDEX_ERRORS] > st->ndamaged ? "the last ones, all in the log"
+							    : "each in the log");
+		for (unsigned i = 0; i < st->ndamaged; i++) {
+			printf("  ");
+			put_path(st->damaged[i][0]);
+			printf(": ");
+			put_path(st->damaged[i][1]);
+			printf("\n");
+		}
+	} else if (st->has[K_INDEX_ERRORS]) {
 		printf("corrupt    %" PRIu64
 		       " archives failed to index (index errors; see the log)\n",
 		       st->v[K_INDEX_ERRORS]);
+	}
+	if (st->log && strcmp(st->log, "syslog") == 0) {
+		printf("log        syslog (journalctl -t zmount)\n");
+	} else if (st->log && strcmp(st->log, "stderr") == 0) {
+		printf("log        the daemon's stderr (-f)\n");
+	} else if (st->log) {
+		printf("log        ");
+		put_path(st->log);
+		printf("\n");
+	}
 	if (st->has[K_NODES])
 		printf("tree       %" PRIu64 " nodes, %" PRIu64 " listings in %s of %s, %" PRIu64
 		       " rebuilt; %" PRIu64 " reads of plain files\n",
 		       st->v[K_NODES], st->v[K_LISTINGS], size(a, sizeof(a), st, K_LIST_BYTES),
 		       size(b, sizeof(b), st, K_LIST_BUDGET), st->v[K_REBUILDS],
 		       st->v[K_PLAIN_READS]);
+	if (st->npass)
+		printf("passes\n");
+	for (unsigned i = 0; i < st->npass; i++)
+		show_pass(&st->pass[i]);
 	if (st->ntop) {
 		printf("top files by bytes decoded\n");
 		for (unsigned i = 0; i < st->ntop; i++)

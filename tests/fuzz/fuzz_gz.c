@@ -216,7 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gzdec_index *idx = (struct gzdec_index *)&idx; /* must be overwritten */
 	struct seen s = { .order_ok = 1 };
-	struct gzdec_sink sink = { seen_output, seen_point, &s };
+	struct gzdec_sink sink = { seen_output, seen_point, &s, NULL };
 	struct zerr err = { 0 };
 	uint64_t state = fuzz_seed(data, size);
 	unsigned char *buf;

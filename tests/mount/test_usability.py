@@ -217,8 +217,9 @@ def test_no_dev_log(res, a, src, top):
             return
         Results.note('this machine has /dev/log: hiding it in a private mount namespace')
         cmd = ['unshare', '-m', '--propagation', 'private'] + cmd
+    # the log's fallback file goes under top, not to /var/log (root) or ~
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
-                       text=True)
+                       text=True, env=dict(os.environ, XDG_STATE_HOME=os.path.join(top, 'st')))
     try:
         with open(errf) as f:
             err = f.read().splitlines()

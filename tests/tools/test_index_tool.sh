@@ -54,6 +54,10 @@ check "build made 2 index files (got $(zmi))" [ "$(zmi)" = 2 ]
 check "build summary: built=2 fresh=0 failed=0, xz=1 skipped: $(cat "$tmp/out")" \
 	grep -q 'built=2 fresh=0 failed=0; skipped: xz=1 other=1' "$tmp/out"
 check "build is quiet off a terminal (stderr empty)" [ ! -s "$tmp/err" ]
+check "build names what it built per format: gzip: $(cat "$tmp/out")" \
+	grep -Eq '^gzip: 2 files, [0-9.]+ [KM]iB: index built for 2 \([0-9.]+ [KM]?i?B(ytes)? saved\)$' "$tmp/out"
+check "build names what it built per format: xz, small Blocks: $(cat "$tmp/out")" \
+	grep -Eq '^xz: 1 file, [0-9.]+ [KM]iB: no checkpoints needed \(small units\) for 1$' "$tmp/out"
 "$z" info -d "$idx" "$tmp/outside/elsewhere.gz" > "$tmp/info"
 check "symlinked directory not followed: elsewhere.gz has no index" [ "$(key index_state "$tmp/info")" = missing ]
 
@@ -68,7 +72,7 @@ if command -v script > /dev/null; then
 	script -qec "'$z' build -d '$tmp/idx-tty' '$tmp/tree'" /dev/null > "$tmp/out" 2>&1 < /dev/null
 	shown=$(tr '\r\033' '|~' < "$tmp/out")
 	case "$shown" in
-	*"|[####"*"] 1/2 files"*"built=2 fresh=0"*) ok "build on a terminal draws a progress line: $shown" ;;
+	*"|[#"*"] 1/3 files  "*"B/"*"iB  "*" left  "*"built=2 fresh=0"*) ok "build on a terminal draws a progress line: $shown" ;;
 	*) bad "build on a terminal: no progress line in: $shown" ;;
 	esac
 fi
@@ -337,6 +341,19 @@ cidx=$tmp/cidx
 check "checkpoints: build exit 0 (got $rc, $(head -c 300 "$tmp/err")), built=2: $(cat "$tmp/out")" eval \
 	'[ "$rc" = 0 ] && grep -q "checkpoints: built=2 fresh=0 failed=0" "$tmp/out"'
 check "checkpoints: two .zmc files" eval '[ "$(find "$cidx" -name "*.zmc" | wc -l)" = 2 ]'
+check "checkpoints: the xz line names them and their size: $(cat "$tmp/out")" \
+	grep -Eq '^xz: 2 files, [0-9.]+ MiB: checkpoints built for 1, no checkpoints possible for 1 \([0-9.]+ [KM]iB saved\)$' "$tmp/out"
+check "checkpoints: the zstd line names them and their size: $(cat "$tmp/out")" \
+	grep -Eq '^zstd: 1 file, [0-9.]+ MiB: .*checkpoints built for 1 \([0-9.]+ [KM]iB saved\)$' "$tmp/out"
+# On a terminal, a long pass shows its bytes moving: a rate and the time left (pv's way).
+if command -v script > /dev/null; then
+	script -qec "'$z' build -d '$tmp/cidx-tty' '$tmp/ck/one.xz'" /dev/null > "$tmp/out" 2>&1 < /dev/null
+	shown=$(tr '\r\033' '|~' < "$tmp/out")
+	case "$shown" in
+	*"|["*"] 0/1 files  "*"iB/"*"iB  "*"iB/s  "*" left  "*"ne.xz"*"xz: 1 file"*) ok "build on a terminal: rate and time left during one file's pass" ;;
+	*) bad "build on a terminal: no rate or time left in: $(printf '%s' "$shown" | tail -c 600)" ;;
+	esac
+fi
 "$z" build -d "$cidx" "$tmp/ck" > "$tmp/out" 2> "$tmp/err"
 check "checkpoints: second build finds them fresh: $(cat "$tmp/out")" grep -q "checkpoints: built=0 fresh=2 failed=0" "$tmp/out"
 "$z" info -d "$cidx" "$tmp/ck/one.xz" > "$tmp/out" 2> "$tmp/err"
