@@ -707,8 +707,9 @@ int ops_info_text(struct reader *r, const char *source, const char *corrupt, cha
 
 		if (reader_passes(r, &p, 1) == 1) {
 			k = snprintf(out + n, len - n,
-				     "pass=%s\npass_done=%llu\npass_total=%llu\npass_ms=%llu\n", p.what,
-				     (unsigned long long)p.done, (unsigned long long)p.total,
+				     "pass=%s\npass_done=%llu\npass_total=%llu\npass_ms=%llu\n",
+				     p.what, (unsigned long long)p.done,
+				     (unsigned long long)p.total,
 				     (unsigned long long)(p.secs * 1000));
 			n = k < 0 ? n : n + (size_t)k;
 		}
