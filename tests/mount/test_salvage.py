@@ -11,8 +11,10 @@ middle, and intact copies of both formats.
       and one log line names each and points to -o salvage.
   with -o salvage: the cut .gz shows exactly what `gzip -dc` prints before
       its error (size and bytes); the .gz with a flipped byte in its only
-      member shows nothing (that member failed); the cut .xz shows a prefix of the log that
-      ends on a Block boundary and covers every whole Block before the cut;
+      member shows nothing (that member failed); the cut .xz (64 KiB Blocks)
+      and a cut .xz of one Block (xz's default) each show exactly what
+      `xz -dc` prints before its error (size and bytes), the start of the
+      Block the file ends in included (unverified: its Check is gone);
       user.zmount.info says state=salvaged and the log has one line per file
       saying salvage is in effect; intact files read exactly as without it.
   two-member .gz files, each damaged in member 2 (its deflate data, its
@@ -49,7 +51,9 @@ def make_tree(src):
     xz = subprocess.run(['xz', '-T1', f'--block-size={BLOCK}', '-c'], input=text,
                         stdout=subprocess.PIPE, check=True).stdout
     os.mkdir(os.path.join(src, 'x'))
+    one = subprocess.run(['xz', '-c'], input=text, stdout=subprocess.PIPE, check=True).stdout
     for name, data in (('cut.log.gz', gz[:len(gz) * 6 // 10]), ('x/cut.log.xz', xz[:len(xz) * 6 // 10]),
+                       ('x/one.log.xz', one[:len(one) // 2]),
                        ('ok.log.gz', gz), ('x/ok.log.xz', xz)):
         with open(os.path.join(src, name), 'wb') as f:
             f.write(data)
@@ -90,6 +94,11 @@ def make_members(src):
 
 def zcat_prefix(path):
     return subprocess.run(['gzip', '-dc', path], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL).stdout
+
+
+def xzcat_prefix(path):
+    return subprocess.run(['xz', '-dc', path], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL).stdout
 
 
@@ -171,13 +180,15 @@ def main():
             names = os.listdir(os.path.join(mnt, 'x'))
             res.check('salvage: the cut .xz shows decompressed', 'cut.log' in names
                       and 'cut.log.xz' not in names, f'{names}')
-            p = os.path.join(mnt, 'x', 'cut.log')
-            got = read(p) if 'cut.log' in names else b''
-            whole_blocks = (len(text) * 6 // 10) // BLOCK  # a lower bound: the cut is in the data
-            res.check('salvage: the cut .xz shows whole verified Blocks of the log',
-                      len(got) > 0 and len(got) % BLOCK == 0 and text.startswith(got)
-                      and os.stat(p).st_size == len(got) and len(got) >= (whole_blocks - 4) * BLOCK,
-                      f'{len(got)} bytes', info=f'{len(got) // BLOCK} Blocks')
+            for name in ('cut.log', 'one.log'):
+                p = os.path.join(mnt, 'x', name)
+                want = xzcat_prefix(os.path.join(src, 'x', name + '.xz'))
+                got = read(p) if name in names else b''
+                res.check(f'salvage: the cut x/{name}.xz shows what xz -dc prints before its error',
+                          got == want and os.stat(p).st_size == len(want) and len(want) > 0
+                          and text.startswith(want),
+                          f'{len(got)} bytes (size {os.stat(p).st_size}), xz -dc gave {len(want)}',
+                          info=f'{len(got)} of {len(text)} bytes')
             res.check('salvage: intact xz reads exactly', read(os.path.join(mnt, 'x', 'ok.log')) == text)
             info = os.getxattr(os.path.join(mnt, 'cut.log'), 'user.zmount.info').decode()
             res.check('salvage: user.zmount.info says state=salvaged', 'state=salvaged' in info, info)
