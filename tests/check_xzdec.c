@@ -1193,10 +1193,12 @@ static void same_block(const struct xzdec_block *a, const struct xzdec_block *b,
  * Scans path (a file made from an original whose Index is `whole`, or NULL)
  * and holds the result to the format and to `xz -dc`:
  *  - salvaged as `damaged` says, with a reason when damaged;
- *  - exactly `keep` Blocks (if keep >= 0), each the same as whole's;
+ *  - exactly `keep` whole Blocks (if keep >= 0), each the same as whole's,
+ *    and, for a file cut short inside a Block, that Block's start after
+ *    them (cut = 1, the last);
  *  - every Block decodes through xzdec_dec to usize bytes in all, which are
- *    a prefix of what xz -dc prints (all of it when undamaged).
- * Returns the number of Blocks kept.
+ *    a prefix of what xz -dc prints: all of it when undamaged or cut short.
+ * Returns the number of whole Blocks kept.
  */
 static size_t expect_scan(const char *path, const struct xzdec_index *whole, int damaged, long keep)
 {
@@ -1204,8 +1206,8 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	struct xzdec_index *idx;
 	struct zerr e, de = { 0 };
 	uint8_t *got, *want;
-	size_t wlen, n;
 	uint64_t glen;
+	size_t wlen, nwhole;
 	int fd, ret;
 
 	ret = open_scan(path, &fd, &idx, &e);
@@ -1217,12 +1219,21 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 		ck_assert_msg(e.msg[0], "%s: salvaged without a reason", path);
 		ck_assert_uint_eq(idx->damage_coff, e.coff);
 	}
+	nwhole = idx->nblocks;
+	if (nwhole && idx->blocks[nwhole - 1].cut) {
+		ck_assert_msg(e.cut, "%s: a cut Block, but the reason '%s' is not a cut", path,
+			      e.msg);
+		nwhole--;
+	}
+	for (size_t i = 0; i < nwhole; i++)
+		ck_assert_msg(!idx->blocks[i].cut, "%s: Block %zu is cut but not the last", path,
+			      i);
 	if (keep >= 0)
-		ck_assert_msg(idx->nblocks == (size_t)keep, "%s: %zu Blocks, want %ld (%s @%llu)",
-			      path, idx->nblocks, keep, e.msg, (unsigned long long)e.coff);
+		ck_assert_msg(nwhole == (size_t)keep, "%s: %zu whole Blocks, want %ld (%s @%llu)",
+			      path, nwhole, keep, e.msg, (unsigned long long)e.coff);
 	if (whole) {
 		ck_assert_uint_le(idx->nblocks, whole->nblocks);
-		for (size_t i = 0; i < idx->nblocks; i++)
+		for (size_t i = 0; i < nwhole; i++)
 			same_block(&idx->blocks[i], &whole->blocks[i], i, path);
 	}
 	ck_assert_msg(decode_all(fd, idx, 4093, &got, &glen, &de) == 0, "%s: decode: %s @%llu",
@@ -1234,17 +1245,16 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	want = checkutil_slurp(out, &wlen);
 	ck_assert_msg(glen <= wlen, "%s: %llu bytes, xz -dc gave only %zu", path,
 		      (unsigned long long)glen, wlen);
-	if (!damaged)
+	if (!damaged || e.cut)
 		ck_assert_msg(glen == wlen, "%s: %llu bytes, xz -dc gave %zu", path,
 			      (unsigned long long)glen, wlen);
 	ck_assert_msg(memcmp(got, want, glen) == 0, "%s: not a prefix of xz -dc's output", path);
 	free(got);
 	free(want);
 	unlink(out);
-	n = idx->nblocks;
 	xzdec_index_free(idx);
 	close(fd);
-	return n;
+	return nwhole;
 }
 
 /* Blocks of idx that end at or before cut. */
@@ -1285,7 +1295,7 @@ START_TEST(test_scan_whole)
 }
 END_TEST
 
-/* Cut at every 10% (no Index, no Footer): every whole Block before the cut. */
+/* Cut at every 10% (no Index, no Footer): every whole Block before the cut, and the cut one. */
 START_TEST(test_scan_truncated)
 {
 	static const char *const files[] = { "blocks.xz", "sized.xz", "six.xz" };
