@@ -9,6 +9,10 @@
  * plain array of struct xzdec_block and freed, so callers never see
  * liblzma types and the index can be shared between threads.
  *
+ * Cut short or corrupt: a file whose Index cannot be read is called cut
+ * short (zerr_cut) when it starts like .xz but does not end like it: no
+ * Stream Footer, no Stream Padding at its end, as while xz still writes it.
+ *
  * Blocks: each Block is decoded on its own with lzma_block_decoder.  The
  * Block Header is read and reconciled with the Index entry first, and the
  * decoder is given the Index's Compressed and Uncompressed Sizes, so
@@ -765,6 +769,14 @@ size_t xzdec_dec_memusage(const struct xzdec_dec *d)
  * liblzma's Block decoder.  Each Stream's Index is checked against the
  * Blocks seen with lzma_index_hash, which needs a fixed amount of memory
  * whatever the Index says.  The first thing that fails ends the scan.
+ *
+ * A file that ends inside a Block (xz still writing it, or a truncation)
+ * keeps that Block's start as a last, cut Block: its usize is what the
+ * decoder gave from the bytes there, so decoding it again from its header
+ * (xzdec_dec_read stops at usize, skipping the end checks) gives the same
+ * bytes, which are what xz -dc prints before it says "Unexpected end of
+ * input".  liblzma's output for a given input does not depend on how the
+ * input is split into calls, so the two decodes agree.
  */
 
 /* What a scan step returns besides 0 and -errno. */

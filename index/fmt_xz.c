@@ -135,12 +135,17 @@ static int xz_open(struct reader *r, struct zerr *why)
 			const struct xzdec_block *last =
 				&x->blocks[x->nblocks ? x->nblocks - 1 : 0];
 			uint64_t loose = x->nblocks && last->cut ? last->usize : 0;
+			char tail[96] = "";
 
+			if (loose)
+				snprintf(tail, sizeof(tail),
+					 ", and %" PRIu64 " unverified bytes of the Block it ends "
+					 "inside",
+					 loose);
 			reader_log(r, ZLOG_WARN, NULL,
 				   "%s; salvage: showing the %" PRIu64
-				   " bytes xz -dc prints: %zu whole, verified Blocks and %" PRIu64
-				   " unverified bytes of the Block it ends inside",
-				   err.msg, x->usize, x->nblocks - (loose ? 1 : 0), loose);
+				   " bytes xz -dc prints: %zu whole, verified Blocks%s",
+				   err.msg, x->usize, x->nblocks - (loose ? 1 : 0), tail);
 		} else if (ret == 0 && x->salvaged) {
 			reader_log(r, ZLOG_WARN, NULL,
 				   "not readable as xz (%s at compressed offset %" PRIu64
