@@ -11,7 +11,7 @@
  */
 struct zerr {
 	uint64_t coff; /* compressed offset where the problem was seen */
-	char msg[200]; /* NUL-terminated reason, "" when none */
+	char msg[256]; /* NUL-terminated reason, "" when none */
 	/*
 	 * 1: the data ends early (a file cut short, or still being written)
 	 * and nothing before that end was found damaged; set by zerr_cut,

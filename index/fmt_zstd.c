@@ -459,8 +459,7 @@ static bool cut_short(const struct zerr *e, uint64_t size, struct zerr *why)
 
 	if (!strstr(w.msg, "truncated") && !strstr(w.msg, "unexpected end of file"))
 		return false;
-	zerr_cut(why, -EINVAL, size, "inside a zstd frame [%s at compressed offset %" PRIu64 "]",
-		 w.msg, w.coff);
+	zerr_cut(why, -EINVAL, size, "inside a zstd frame [%s]", w.msg);
 	return true;
 }
 
