@@ -1373,16 +1373,15 @@ static void expect_xz_dc(const char *name, long long cut)
 
 START_TEST(test_scan_cut_is_xz_dc)
 {
-	static const char *const files[] = { "one.xz", "blocks.xz", "sized.xz", "six.xz",
-					     "twob.xz" };
+	/* blocks.xz and six.xz: test_scan_truncated holds their cuts to xz -dc too */
+	static const char *const files[] = { "one.xz", "sized.xz", "twob.xz" };
 
 	need_generated();
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
 		struct xzdec_index *whole = read_index(files[f]);
 		uint64_t s = whole->csize;
-		const long long cuts[] = { (long long)s / 10,	  (long long)s / 2,
-					   (long long)s * 9 / 10, (long long)s - 5,
-					   (long long)s - 20,	  40 };
+		const long long cuts[] = { (long long)s / 10, (long long)s / 2, (long long)s - 5,
+					   40 };
 
 		for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++)
 			expect_xz_dc(files[f], cuts[c]);
