@@ -9,6 +9,10 @@
  * plain array of struct xzdec_block and freed, so callers never see
  * liblzma types and the index can be shared between threads.
  *
+ * Cut short or corrupt: a file whose Index cannot be read is called cut
+ * short (zerr_cut) when it starts like .xz but does not end like it: no
+ * Stream Footer, no Stream Padding at its end, as while xz still writes it.
+ *
  * Blocks: each Block is decoded on its own with lzma_block_decoder.  The
  * Block Header is read and reconciled with the Index entry first, and the
  * decoder is given the Index's Compressed and Uncompressed Sizes, so
@@ -339,6 +343,30 @@ static lzma_index *index_quick(struct zsrc *src, uint64_t size, uint64_t memlimi
 	return li;
 }
 
+/*
+ * Whether a file whose Indexes could not be read is cut short rather than
+ * corrupt: it starts with a Stream Header but ends neither with a Stream
+ * Footer (whose last bytes are the magic "YZ") nor with Stream Padding.
+ * That is a file xz is still writing, or one truncated; a file that ends
+ * right, whose Index or Footer fails, is corrupt.  Two small preads, on a
+ * failure only: no decoding (a salvage scan says where it ends exactly).
+ */
+static bool index_cut(struct zsrc *src, uint64_t size)
+{
+	uint8_t head[LZMA_STREAM_HEADER_SIZE], tail[2];
+	lzma_stream_flags flags;
+
+	if (size < LZMA_STREAM_HEADER_SIZE ||
+	    zsrc_pread(src, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	    lzma_stream_header_decode(&flags, head) != LZMA_OK)
+		return false;
+	if (size < 2 * LZMA_STREAM_HEADER_SIZE)
+		return true;
+	if (zsrc_pread(src, tail, sizeof(tail), size - sizeof(tail)) != (ssize_t)sizeof(tail))
+		return false;
+	return !(tail[0] == 'Y' && tail[1] == 'Z') && !(tail[0] == 0 && tail[1] == 0);
+}
+
 int xzdec_index_read(struct zsrc *src, uint64_t size, struct xzdec_index **out, struct zerr *err)
 {
 	return xzdec_index_read_max(src, size, 0, out, err);
@@ -426,6 +454,8 @@ int xzdec_index_read_max(struct zsrc *src, uint64_t size, size_t max_blocks,
 		idx = NULL;
 	}
 out:
+	if (ret == -EINVAL && !idx && index_cut(src, size))
+		ret = zerr_cut(err, -EINVAL, size, "before its Stream Footer");
 	xzdec_index_free(idx);
 	lzma_index_end(li, NULL);
 	lzma_end(&strm);
@@ -475,6 +505,9 @@ static int xzdec_header_read(struct xzdec_dec *d, struct zsrc *src, struct zerr 
 		return zerr_set(err, -EIO, b->coff, "Block Header is corrupt");
 	/* from here on d->filters holds options that xzdec_dec_close frees */
 
+	/* A cut Block's end is not in the file: only its header's own sizes bind it. */
+	if (b->cut)
+		return 0;
 	if (lzma_block_compressed_size(&d->block, b->unpadded) != LZMA_OK)
 		return zerr_set(err, -EIO, b->coff, "Block Header disagrees with Index");
 	if (d->block.uncompressed_size != LZMA_VLI_UNKNOWN &&
@@ -656,8 +689,11 @@ ssize_t xzdec_dec_read(struct xzdec_dec *d, struct zsrc *src, void *buf, size_t 
 			goto fail;
 		}
 	}
-	/* the last byte is returned only after Padding and Check pass */
-	while (want == left && !d->done) {
+	/*
+	 * The last byte is returned only after Padding and Check pass; a cut
+	 * Block has neither in the file, and ends at the bytes decoded.
+	 */
+	while (want == left && !d->done && !d->b.cut) {
 		d->strm.next_out = &scratch;
 		d->strm.avail_out = 1;
 		ret = xzdec_step(d, src, err);
@@ -733,6 +769,14 @@ size_t xzdec_dec_memusage(const struct xzdec_dec *d)
  * liblzma's Block decoder.  Each Stream's Index is checked against the
  * Blocks seen with lzma_index_hash, which needs a fixed amount of memory
  * whatever the Index says.  The first thing that fails ends the scan.
+ *
+ * A file that ends inside a Block (xz still writing it, or a truncation)
+ * keeps that Block's start as a last, cut Block: its usize is what the
+ * decoder gave from the bytes there, so decoding it again from its header
+ * (xzdec_dec_read stops at usize, skipping the end checks) gives the same
+ * bytes, which are what xz -dc prints before it says "Unexpected end of
+ * input".  liblzma's output for a given input does not depend on how the
+ * input is split into calls, so the two decodes agree.
  */
 
 /* What a scan step returns besides 0 and -errno. */
@@ -758,7 +802,7 @@ static int scan_read(struct xz_scan *s, void *buf, size_t len, uint64_t off, con
 	size_t got = 0;
 
 	if (off > s->size || len > s->size - off)
-		return zerr_set(s->err, SCAN_DAMAGE, s->size, "file ends inside %s", what);
+		return zerr_cut(s->err, SCAN_DAMAGE, s->size, "inside %s", what);
 	while (got < len) {
 		ssize_t n = zsrc_pread(s->src, (uint8_t *)buf + got, len - got, off + got);
 
@@ -766,8 +810,7 @@ static int scan_read(struct xz_scan *s, void *buf, size_t len, uint64_t off, con
 			return zerr_set(s->err, -EIO, off + got, "reading %s: %s", what,
 					strerror((int)-n));
 		if (n == 0) /* shorter than the size we were given: it shrank */
-			return zerr_set(s->err, SCAN_DAMAGE, off + got, "file ends inside %s",
-					what);
+			return zerr_cut(s->err, SCAN_DAMAGE, off + got, "inside %s", what);
 		got += (size_t)n;
 	}
 	return 0;
@@ -898,10 +941,25 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 			ret = zerr_set(s->err, -ENOMEM, in_off - strm.avail_in, "out of memory");
 			goto out;
 		}
-		if (lret != LZMA_OK || (eof && strm.avail_in == 0 && made == 0)) {
+		if ((lret == LZMA_OK || lret == LZMA_BUF_ERROR) && eof && strm.avail_in == 0 &&
+		    made == 0) {
+			/*
+			 * The file ends inside the Block and the decoder has
+			 * given all it can from the bytes there: what xz -dc
+			 * prints of it.  Kept as the last, cut Block.
+			 */
+			b->usize = usize;
+			b->csize = s->size - b->coff;
+			b->unpadded = 0;
+			b->cut = 1;
+			ret = zerr_cut(s->err, SCAN_DAMAGE, s->size, "inside Block %zu",
+				       s->idx->nblocks);
+			goto out;
+		}
+		if (lret != LZMA_OK) {
 			const char *why = xzdec_ret_name(lret);
 
-			if (lret == LZMA_OK || lret == LZMA_BUF_ERROR)
+			if (lret == LZMA_BUF_ERROR)
 				why = "file ends inside it";
 			else if (lret == LZMA_DATA_ERROR)
 				why = "corrupt data, Padding or Check";
@@ -937,7 +995,7 @@ static int scan_index(struct xz_scan *s, lzma_index_hash *hash, uint64_t off, ui
 		lzma_ret lret;
 
 		if (pos >= s->size)
-			return zerr_set(s->err, SCAN_DAMAGE, pos, "file ends inside an Index");
+			return zerr_cut(s->err, SCAN_DAMAGE, pos, "inside an Index");
 		if (want > s->size - pos)
 			want = (size_t)(s->size - pos);
 		n = zsrc_pread(s->src, s->in, want, pos);
@@ -945,7 +1003,7 @@ static int scan_index(struct xz_scan *s, lzma_index_hash *hash, uint64_t off, ui
 			return zerr_set(s->err, -EIO, pos, "reading the Index: %s",
 					strerror((int)-n));
 		if (n == 0)
-			return zerr_set(s->err, SCAN_DAMAGE, pos, "file ends inside an Index");
+			return zerr_cut(s->err, SCAN_DAMAGE, pos, "inside an Index");
 		lret = lzma_index_hash_decode(hash, s->in, &in_pos, (size_t)n);
 		pos += in_pos;
 		if (lret == LZMA_STREAM_END)
@@ -1043,6 +1101,16 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 		if (first == 0) /* the Index Indicator */
 			break;
 		ret = scan_block(s, &b);
+		/* a cut Block with bytes: xz -dc prints them, so they are kept */
+		if (ret == SCAN_DAMAGE && b.cut && b.usize > 0) {
+			struct zerr cut = *s->err;
+
+			ret = scan_add(s, &b);
+			if (ret)
+				return ret;
+			*s->err = cut;
+			return SCAN_DAMAGE;
+		}
 		if (ret)
 			return ret;
 		if (lzma_index_hash_append(*hash, b.unpadded, b.usize) != LZMA_OK)

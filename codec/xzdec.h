@@ -65,7 +65,14 @@ struct xzdec_block {
 	uint64_t uoff;	   /* offset in the whole file's uncompressed output */
 	uint64_t usize;	   /* Uncompressed Size, as the Index says */
 	uint32_t stream;   /* 0-based number of the Stream holding it */
-	uint32_t check;	   /* Check ID of that Stream */
+	uint16_t check;	   /* Check ID of that Stream */
+	/*
+	 * 1 (only from xzdec_index_scan): the file ends inside this Block,
+	 * the last one.  usize is then what its data decodes to before that
+	 * end, csize runs to the end of the file, unpadded is 0, and its
+	 * Check was never read: these bytes are not verified.
+	 */
+	uint16_t cut;
 };
 
 struct xzdec_index {
@@ -93,7 +100,10 @@ struct xzdec_index {
  *   -EINVAL  not .xz, or its Stream/Index structure is corrupt, or its
  *            uncompressed sizes add up to more than XZDEC_MAX_USIZE (a
  *            "bad" file), or reserved Stream Flags (a future format
- *            version);
+ *            version), or the file is cut short: it starts with a Stream
+ *            Header but does not end with a Stream Footer (nor with
+ *            Stream Padding), as a file still being written does; then
+ *            err->cut is 1 and err says so in zerr_cut's words;
  *   -ENOMEM  out of memory, or the Index needs more than 64 MiB to decode,
  *            which for a corrupt Index claiming huge record counts means a
  *            bad file rather than a busy machine;
@@ -140,6 +150,11 @@ int xzdec_index_read_max(struct zsrc *src, uint64_t size, size_t max_blocks,
  *    exact, so xzdec_dec_open/xzdec_dec_read read them as usual; usize is
  *    their sum (possibly 0, with nblocks 0); damage_coff and err (message
  *    and coff, set although the call returned 0) say what failed where.
+ *    If the failure is the file ending inside a Block's data, Padding or
+ *    Check (a file cut short, or still being written), that Block is kept
+ *    too, as the last, with cut = 1 and usize the bytes its data decoded
+ *    to before the end (if any), and err->cut is 1: the whole index then
+ *    reads as exactly what `xz -dc` prints before its error.
  *    What counts as failure: the file ending anywhere before the end of a
  *    Stream (inside a Block, before or inside an Index, inside a Footer),
  *    corrupt Block data, Padding or Check, a corrupt Block Header, a
@@ -148,10 +163,13 @@ int xzdec_index_read_max(struct zsrc *src, uint64_t size, size_t max_blocks,
  *    damaged but cannot be decoded here: an unsupported filter, a
  *    dictionary over XZDEC_DICT_MAX, output past XZDEC_MAX_USIZE, or a
  *    Block after the first XZDEC_SCAN_MAX_BLOCKS.
- * A Block is kept only whole: the bytes a failing Block decodes before
- * its failure are dropped, though `xz -dc` prints them before its error,
- * because nothing verified them.  So the salvaged bytes are a prefix of
- * what `xz -dc` prints, ending at the last good Block's end.
+ * A Block that fails for damage (corrupt data, Padding or Check) is
+ * dropped whole: the bytes it decodes before its failure are not kept,
+ * though `xz -dc` prints them before its error, because they are wrong or
+ * unverifiable.  A Block the file ends inside is kept (cut = 1) without
+ * its Check, as `xz -dc` prints it: a cut changes no byte before the cut,
+ * and this is how a log still being written shows its newest lines.  Only
+ * the start of that one Block is unverified.
  * A Block's Check is verified when liblzma supports its type; a Stream
  * with Check None (or an unsupported type, see idx->checks) gives Blocks
  * that decoded without error but are not verified.  Blocks of a Stream
@@ -207,7 +225,9 @@ void *xzdec_spares_get(struct xzdec_spares *sp, size_t n);
 void xzdec_spares_put(struct xzdec_spares *sp, void *p);
 
 /*
- * Prepares to decode Block b of src from its start.  b is copied.  sp (may
+ * Prepares to decode Block b of src from its start.  b is copied; a Block
+ * with cut = 1 (from xzdec_index_scan) is decoded to its usize bytes and
+ * no further, unverified (its Check is not in the file).  sp (may
  * be NULL: plain malloc) is borrowed for the decoder's life.  src is
  * only used during this call, to read the Block Header and check it
  * against b (sizes, Unpadded Size); the decoder does not keep it.

@@ -29,14 +29,18 @@ int names_strip(const char *name, char *out, size_t outlen)
 struct claim {
 	char *visible;
 	size_t ent;
+	int verdict; /* NAMES_SOUND or NAMES_DAMAGED */
 };
 
+/* The winner of a name sorts first: sound before damaged, then by source name. */
 static int by_visible_then_source(const void *a, const void *b, void *ents)
 {
 	const struct claim *x = a, *y = b;
 	const struct names_ent *e = ents;
 	int c = strcmp(x->visible, y->visible);
 
+	if (!c)
+		c = (x->verdict > y->verdict) - (x->verdict < y->verdict);
 	return c ? c : strcmp(e[x->ent].name, e[y->ent].name);
 }
 
@@ -67,6 +71,7 @@ int names_resolve(struct names_ent *ents, size_t n, int (*is_archive)(void *ctx,
 		size_t len = strlen(ents[i].name) + 2;
 		char *vis;
 		const char *key;
+		int verdict;
 
 		if (!ents[i].candidate)
 			continue;
@@ -76,12 +81,16 @@ int names_resolve(struct names_ent *ents, size_t n, int (*is_archive)(void *ctx,
 			goto out;
 		}
 		key = vis;
-		if (!names_strip(ents[i].name, vis, len) ||
-		    bsearch(&key, sorted, n, sizeof(*sorted), by_name) || !is_archive(ctx, i)) {
+		verdict = NAMES_NOT;
+		if (names_strip(ents[i].name, vis, len) &&
+		    !bsearch(&key, sorted, n, sizeof(*sorted), by_name))
+			verdict = is_archive(ctx, i);
+		if (verdict != NAMES_SOUND && verdict != NAMES_DAMAGED) {
 			free(vis);
 			continue;
 		}
 		claims[nclaims].visible = vis;
+		claims[nclaims].verdict = verdict;
 		claims[nclaims++].ent = i;
 	}
 	qsort_r(claims, nclaims, sizeof(*claims), by_visible_then_source, ents);

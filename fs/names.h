@@ -10,9 +10,11 @@
  *    magic bytes and structure, whether it really is an archive.
  *  - If the stripped name exists in the source directory (any type), that
  *    entry wins and the archive stays visible under its own name.
- *  - If several archives strip to the same name (x.gz and x.xz), the one
- *    whose source name sorts first bytewise wins; the others stay visible
- *    under their own names.
+ *  - If several archives strip to the same name (x.gz and x.xz), a sound
+ *    one wins over a damaged one (cut short or corrupt, as far as the
+ *    caller found at listing time), so a broken x.xz never hides a good
+ *    x.zst; among equals the one whose source name sorts first bytewise
+ *    wins.  The others stay visible under their own names.
  */
 
 #include <stddef.h>
@@ -30,12 +32,19 @@ struct names_ent {
 	char *visible;	  /* out: malloc'd visible name, or NULL = same as name */
 };
 
+/* What is_archive says of a candidate. */
+enum names_verdict {
+	NAMES_NOT = 0,	   /* not an archive (its magic, or unreadable): keeps its name */
+	NAMES_SOUND = 1,   /* an archive */
+	NAMES_DAMAGED = 2, /* an archive found damaged: takes its name only if no sound one does */
+};
+
 /*
  * Decides the visible name of every entry of one directory.  is_archive is
  * called at most once per candidate whose stripped name is free, and
- * returns 1 if the file really is a readable archive.  Entries may be in
- * any order.  Returns 0, or -ENOMEM (visible names set so far are kept;
- * free them with names_free).
+ * returns an enum names_verdict.  Entries may be in any order.  Returns 0,
+ * or -ENOMEM (visible names set so far are kept; free them with
+ * names_free).
  */
 int names_resolve(struct names_ent *ents, size_t n, int (*is_archive)(void *ctx, size_t i),
 		  void *ctx);

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -35,6 +36,7 @@
 #include "fmttab.h"
 #include "reader.h"
 #include "srcid.h"
+#include "zlog.h"
 
 #define NBUCKETS     1024 /* at first: it grows */
 #define MIN_TTL	     0.1
@@ -51,7 +53,8 @@ struct dent {
 struct probed {
 	const char *src; /* the dent's src string */
 	struct stat st;
-	bool archive;
+	unsigned char verdict; /* enum names_verdict */
+	bool fresh;	       /* probed for this listing, not reused from the one before */
 };
 
 struct dmap {
@@ -343,20 +346,22 @@ static bool said_unreadable(struct tree *t, const struct stat *st, bool mark)
 	return said;
 }
 
-/* Probes the magic bytes (and, for xz, the Index) of regular file name in c's directory. */
-static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *lst,
-		      struct stat *st)
+/*
+ * Probes the magic bytes (and, for xz, the Index) of regular file name in
+ * c's directory: an enum names_verdict.
+ */
+static int probe_now(struct probe_ctx *c, const char *name, const struct stat *lst, struct stat *st)
 {
 	int fmt = 0;
 	struct zsrc *src;
 	struct arc *a;
 	char *rel;
-	bool ret;
+	int ret;
 	int fd;
 
 	rel = join(c->rel, name);
 	if (!rel)
-		return false;
+		return NAMES_NOT;
 	fd = open_file_at(c->dirfd, name, lst, st);
 	if (fd >= 0 && zsrc_local(fd, &src) == 0) {
 		fmt = reader_probe(src, said_unreadable(c->t, st, false) ? NULL : rel,
@@ -368,8 +373,8 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 	if (!fmttab_list_opens(fmt)) {
 		free(rel);
 		/* the probe said enough (gzip: header; zstd: frames): indexed when its size is
-		 * needed */
-		return fmt != 0;
+		 * needed, so its damage, if any, is not known yet */
+		return fmt != 0 ? NAMES_SOUND : NAMES_NOT;
 	}
 	/*
 	 * A format whose map is cheap to read (xz: its Index) is opened now,
@@ -378,14 +383,24 @@ static bool probe_now(struct probe_ctx *c, const char *name, const struct stat *
 	 * It is still shown under the stripped name, giving EIO, as a cut
 	 * gzip is (its damage shows only in the index pass): one rule for
 	 * both, and no raw copy of a damaged file passes for the real thing.
+	 * But a damaged one (failed, or salvaged) never hides a sound archive
+	 * of the same name (names.h): x.xz still being written loses x to a
+	 * good x.zst beside it, and shows raw under its own name.
 	 */
-	ret = arctab_get(c->t->arcs, c->t->root, rel, st, &a) == 0;
+	ret = NAMES_NOT;
+	if (arctab_get(c->t->arcs, c->t->root, rel, st, &a) == 0) {
+		struct reader_info in = { 0 };
+
+		if (arc_reader(a))
+			reader_get_info(arc_reader(a), &in);
+		ret = !arc_reader(a) || in.salvaged ? NAMES_DAMAGED : NAMES_SOUND;
+	}
 	arctab_put(c->t->arcs, a);
 	free(rel);
 	return ret;
 }
 
-/* names_resolve callback: is candidate i a real, readable archive? */
+/* names_resolve callback: is candidate i a real archive, and is it sound? */
 static int probe_candidate(void *vctx, size_t i)
 {
 	struct probe_ctx *c = vctx;
@@ -403,18 +418,46 @@ static int probe_candidate(void *vctx, size_t i)
 	}
 	if (old && srcid_same(&old->st, &lst)) {
 		p->st = lst;
-		p->archive = old->archive;
+		p->verdict = old->verdict;
+		p->fresh = false;
 	} else {
 		p->st = lst;
-		p->archive = probe_now(c, name, &lst, &p->st);
+		p->verdict = (unsigned char)probe_now(c, name, &lst, &p->st);
+		p->fresh = true;
 	}
 	c->slots[i].probed = (ssize_t)c->np++;
-	return p->archive;
+	return p->verdict;
 }
 
 static int by_vis(const void *a, const void *b)
 {
 	return strcmp(((const struct dent *)a)->vis, ((const struct dent *)b)->vis);
+}
+
+/*
+ * Says, once per probe, which damaged archives lost their stripped name to
+ * a sound one (names.h) and so show raw under their own names: the line
+ * that gave the damage said they would show empty under the stripped name.
+ */
+static void say_losers(const struct probe_ctx *c, const struct names_ent *ents, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct probed *p =
+			c->slots[i].probed >= 0 ? &c->probed[c->slots[i].probed] : NULL;
+		char vis[NAME_MAX + 1];
+
+		if (!p || !p->fresh || p->verdict != NAMES_DAMAGED || ents[i].visible ||
+		    !names_strip(ents[i].name, vis, sizeof(vis)))
+			continue;
+		for (size_t j = 0; j < n; j++)
+			if (ents[j].visible && strcmp(ents[j].visible, vis) == 0)
+				zlog(ZLOG_INFO,
+				     "%s%s%s: damaged, so shown raw under its own name; %s, a sound "
+				     "archive, shows as %s",
+				     strcmp(c->rel, ".") ? c->rel : "",
+				     strcmp(c->rel, ".") ? "/" : "", ents[i].name, ents[j].name,
+				     vis);
+	}
 }
 
 /* Bytes charged for a listing (see tree.h). */
@@ -573,6 +616,8 @@ static int dmap_build(struct tree *t, const char *rel, const struct stat *st,
 		ctx.slots = sc.slots;
 		ctx.probed = malloc((sc.ncand + 1) * sizeof(*ctx.probed));
 		ret = ctx.probed ? names_resolve(sc.ents, sc.n, probe_candidate, &ctx) : -ENOMEM;
+		if (ret == 0)
+			say_losers(&ctx, sc.ents, sc.n);
 	}
 	if (ret >= 0)
 		ret = dmap_assemble(rel, st, &sc, &ctx, out);

@@ -237,6 +237,19 @@ static void gz_corrupt(char *out, size_t len, uint64_t coff, const char *msg)
 		snprintf(out, len, "corrupt gzip at compressed offset %" PRIu64 ": %s", coff, msg);
 }
 
+/*
+ * Whether gzdec's error e is the data ending early (its words for that are
+ * "unexpected end of file"): then why gets zerr_cut's words, the same as
+ * every format's, for a file of size bytes, and it returns true.
+ */
+static bool cut_short(const struct zerr *e, uint64_t size, struct zerr *why)
+{
+	if (!strstr(e->msg, "unexpected end of file"))
+		return false;
+	zerr_cut(why, -EINVAL, size, "inside its gzip data");
+	return true;
+}
+
 static int gz_open(struct reader *r, struct zerr *why)
 {
 	struct warm w = { .r = r,
@@ -271,6 +284,8 @@ static int gz_open(struct reader *r, struct zerr *why)
 		warm_free(&w);
 		if (ret < 0 || g->salvaged)
 			bcache_drop(r->cache, r->id);
+		if (ret < 0 && cut_short(&err, (uint64_t)r->st.st_size, why))
+			return ret;
 		if (ret < 0) {
 			gz_corrupt(text, sizeof(text), err.coff, err.msg);
 			return zerr_set(why, ret, err.coff, "%s", text);
@@ -283,7 +298,12 @@ static int gz_open(struct reader *r, struct zerr *why)
 			save_gz(r, &id, g);
 	}
 	r->idx = g;
-	if (g->salvaged) {
+	if (g->salvaged && cut_short(&err, (uint64_t)r->st.st_size, &err)) {
+		reader_log(r, ZLOG_WARN, NULL,
+			   "%s; salvage: showing the %" PRIu64 " bytes gzip -dc prints (%" PRIu64
+			   " of them verified by a CRC32)",
+			   err.msg, g->usize, g->verified);
+	} else if (g->salvaged) {
 		gz_corrupt(text, sizeof(text), g->damage_coff, err.msg);
 		reader_log(r, ZLOG_WARN, NULL,
 			   "%s; salvage: showing its first %" PRIu64 " bytes (%" PRIu64

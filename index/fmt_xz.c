@@ -119,23 +119,43 @@ static int xz_open(struct reader *r, struct zerr *why)
 				"cache_size or recompress with larger Blocks",
 				err.msg, r->opts.index_max >> 10);
 	/*
-	 * Salvage: a file whose Index cannot be read (cut short by a crash,
-	 * most often) is decoded forward instead, and shows the whole verified
-	 * Blocks before the damage.  A file whose Index reads keeps every Block
-	 * it can: a corrupt one fails alone, with EIO, as without salvage.
+	 * Salvage: a file whose Index cannot be read (cut short by a crash, or
+	 * still being written, most often) is decoded forward instead, and
+	 * shows the whole verified Blocks before the damage; a file cut short
+	 * shows what xz -dc prints, the start of the Block it ends inside
+	 * included, unverified (its Check is not in the file yet).  A file
+	 * whose Index reads keeps every Block it can: a corrupt one fails
+	 * alone, with EIO, as without salvage.
 	 */
 	if (ret < 0 && ret != -EIO && r->opts.salvage) {
 		struct zerr first = err;
 
 		ret = xzdec_index_scan(r->src, (uint64_t)r->st.st_size, &x, &err);
-		if (ret == 0 && x->salvaged)
+		if (ret == 0 && x->salvaged && err.cut) {
+			const struct xzdec_block *last =
+				&x->blocks[x->nblocks ? x->nblocks - 1 : 0];
+			uint64_t loose = x->nblocks && last->cut ? last->usize : 0;
+			char tail[96] = "";
+
+			if (loose)
+				snprintf(tail, sizeof(tail),
+					 ", and %" PRIu64 " unverified bytes of the Block it ends "
+					 "inside",
+					 loose);
+			reader_log(r, ZLOG_WARN, NULL,
+				   "%s; salvage: showing the %" PRIu64
+				   " bytes xz -dc prints: %zu whole, verified Blocks%s",
+				   err.msg, x->usize, x->nblocks - (loose ? 1 : 0), tail);
+		} else if (ret == 0 && x->salvaged) {
 			reader_log(r, ZLOG_WARN, NULL,
 				   "not readable as xz (%s at compressed offset %" PRIu64
 				   "); salvage: "
 				   "showing the %" PRIu64
 				   " bytes of the %zu whole, verified Blocks before "
-				   "compressed offset %" PRIu64,
-				   first.msg, first.coff, x->usize, x->nblocks, x->damage_coff);
+				   "compressed offset %" PRIu64 " (%s)",
+				   first.msg, first.coff, x->usize, x->nblocks, x->damage_coff,
+				   err.msg);
+		}
 		if (ret == 0 && max_blocks && x->nblocks > max_blocks) {
 			ret = zerr_set(&err, -EINVAL, 0,
 				       "its %zu Blocks need more than cache_size/4", x->nblocks);
@@ -144,6 +164,12 @@ static int xz_open(struct reader *r, struct zerr *why)
 		}
 		if (ret < 0)
 			err = first;
+	}
+	/* A file cut short says so in its own words (zerr_cut's), whatever the format. */
+	if (ret < 0 && err.cut) {
+		if (why)
+			*why = err;
+		return ret;
 	}
 	if (ret < 0)
 		/* The Index's memlimit only trips on an Index that lies about its size. */
@@ -261,6 +287,10 @@ static int xz_ck_build(struct reader *r, struct zsrc *src, size_t k, uint64_t sp
 {
 	struct xzckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
 
+	/* Checkpoints record the Block's Check; a cut Block has none to record. */
+	if (block(r, k)->cut)
+		return zerr_set(err, -ENOTSUP, block(r, k)->coff,
+				"the file ends inside it (salvaged, cut short)");
 	return xzckpt_build(src, block(r, k), span, &sink, NULL, err);
 }
 

@@ -450,6 +450,21 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass,
 }
 
 /*
+ * Whether codec error e is the data ending early (zstddec says "truncated"
+ * when the file ends inside a frame): then why gets zerr_cut's words, the
+ * same as every format's, for a file of size bytes, and it returns true.
+ */
+static bool cut_short(const struct zerr *e, uint64_t size, struct zerr *why)
+{
+	struct zerr w = *e; /* e may be why */
+
+	if (!strstr(w.msg, "truncated") && !strstr(w.msg, "unexpected end of file"))
+		return false;
+	zerr_cut(why, -EINVAL, size, "inside a zstd frame [%s]", w.msg);
+	return true;
+}
+
+/*
  * One decode pass over every frame of z that pass_needed (checksums
  * verified on the way), spread over the context's pool, then all sizes
  * settled at once: settling one frame at a time re-sums every offset,
@@ -480,7 +495,9 @@ static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad,
 	ret = m->ret;
 	*bad = m->bad;
 	pthread_mutex_unlock(&m->lock);
-	if (ret < 0)
+	if (ret < 0 && ret != -ENOMEM && cut_short(&m->err, (uint64_t)r->st.st_size, why))
+		ret = -EINVAL;
+	else if (ret < 0)
 		ret = zerr_set(why, ret == -ENOMEM ? ret : -EINVAL, m->err.coff,
 			       "corrupt zstd at compressed offset %" PRIu64 ": %s", m->err.coff,
 			       m->err.msg);
@@ -519,13 +536,15 @@ static void zst_free(struct zst *s)
 }
 
 /* What zstd_open returns for walk's error ret (why set): -EINVAL for any refusal of the data. */
-static int walk_failed(int ret, struct zerr *why)
+static int walk_failed(int ret, uint64_t size, struct zerr *why)
 {
 	struct zerr w = *why; /* zerr_set must not read what it writes */
 
 	if (ret == -E2BIG)
 		return -EINVAL;
 	if (ret != -EINVAL)
+		return ret;
+	if (cut_short(&w, size, why))
 		return ret;
 	return zerr_set(why, ret, w.coff,
 			"not readable as zstd (at compressed offset %" PRIu64 "): %s", w.coff,
@@ -575,7 +594,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	ret = walk(r->src, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
 	if (ret < 0) {
 		free(s);
-		return walk_failed(ret, why);
+		return walk_failed(ret, (uint64_t)r->st.st_size, why);
 	}
 	s->z = z;
 	r->idx = s; /* the core frees it with zstd_free whatever happens next */
@@ -598,7 +617,8 @@ static int zstd_open(struct reader *r, struct zerr *why)
 		ret = walk(r->src, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
 		if (ret < 0)
 			return ret == -ENOTSUP ? -EINVAL
-					       : walk_failed(ret, why); /* it walked a moment ago */
+					       : walk_failed(ret, (uint64_t)r->st.st_size,
+							     why); /* it walked a moment ago */
 		s->z = z;
 		persist = built = true;
 		ret = measure_all(r, z, &bad, &sets, why);

@@ -241,6 +241,31 @@ START_TEST(resolve_single_archive)
 }
 END_TEST
 
+/* A broken candidate never hides a good one; alone, it still takes the name. */
+START_TEST(resolve_damaged_never_hides_a_sound_one)
+{
+	struct dir d = { .n = 0 };
+
+	add(&d, "x.xz", 1, NAMES_DAMAGED);
+	add(&d, "x.zst", 1, NAMES_SOUND);
+	add(&d, "y.gz", 1, NAMES_DAMAGED);
+	add(&d, "y.xz", 1, NAMES_SOUND);
+	add(&d, "z.xz", 1, NAMES_DAMAGED);
+	add(&d, "w.gz", 1, NAMES_DAMAGED);
+	add(&d, "w.xz", 1, NAMES_DAMAGED);
+	resolve(&d);
+	assert_shows(&d, "x.zst", "x");
+	assert_shows(&d, "x.xz", NULL);
+	assert_shows(&d, "y.xz", "y");
+	assert_shows(&d, "y.gz", NULL);
+	assert_shows(&d, "z.xz", "z");
+	/* two damaged ones: the first by name, as for two sound ones */
+	assert_shows(&d, "w.gz", "w");
+	assert_shows(&d, "w.xz", NULL);
+	names_free(d.ents, d.n);
+}
+END_TEST
+
 START_TEST(resolve_existing_plain_name_wins)
 {
 	struct dir d = { .n = 0 };
@@ -603,6 +628,7 @@ static Suite *names_suite(void)
 
 	tcase_add_test(tr, resolve_single_archive);
 	tcase_add_test(tr, resolve_existing_plain_name_wins);
+	tcase_add_test(tr, resolve_damaged_never_hides_a_sound_one);
 	tcase_add_test(tr, resolve_existing_name_of_any_type_wins);
 	tcase_add_test(tr, resolve_gz_beats_xz);
 	tcase_add_test(tr, resolve_not_an_archive_stays_raw);

@@ -1193,10 +1193,12 @@ static void same_block(const struct xzdec_block *a, const struct xzdec_block *b,
  * Scans path (a file made from an original whose Index is `whole`, or NULL)
  * and holds the result to the format and to `xz -dc`:
  *  - salvaged as `damaged` says, with a reason when damaged;
- *  - exactly `keep` Blocks (if keep >= 0), each the same as whole's;
+ *  - exactly `keep` whole Blocks (if keep >= 0), each the same as whole's,
+ *    and, for a file cut short inside a Block, that Block's start after
+ *    them (cut = 1, the last);
  *  - every Block decodes through xzdec_dec to usize bytes in all, which are
- *    a prefix of what xz -dc prints (all of it when undamaged).
- * Returns the number of Blocks kept.
+ *    a prefix of what xz -dc prints: all of it when undamaged or cut short.
+ * Returns the number of whole Blocks kept.
  */
 static size_t expect_scan(const char *path, const struct xzdec_index *whole, int damaged, long keep)
 {
@@ -1204,8 +1206,8 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	struct xzdec_index *idx;
 	struct zerr e, de = { 0 };
 	uint8_t *got, *want;
-	size_t wlen, n;
 	uint64_t glen;
+	size_t wlen, nwhole;
 	int fd, ret;
 
 	ret = open_scan(path, &fd, &idx, &e);
@@ -1217,12 +1219,21 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 		ck_assert_msg(e.msg[0], "%s: salvaged without a reason", path);
 		ck_assert_uint_eq(idx->damage_coff, e.coff);
 	}
+	nwhole = idx->nblocks;
+	if (nwhole && idx->blocks[nwhole - 1].cut) {
+		ck_assert_msg(e.cut, "%s: a cut Block, but the reason '%s' is not a cut", path,
+			      e.msg);
+		nwhole--;
+	}
+	for (size_t i = 0; i < nwhole; i++)
+		ck_assert_msg(!idx->blocks[i].cut, "%s: Block %zu is cut but not the last", path,
+			      i);
 	if (keep >= 0)
-		ck_assert_msg(idx->nblocks == (size_t)keep, "%s: %zu Blocks, want %ld (%s @%llu)",
-			      path, idx->nblocks, keep, e.msg, (unsigned long long)e.coff);
+		ck_assert_msg(nwhole == (size_t)keep, "%s: %zu whole Blocks, want %ld (%s @%llu)",
+			      path, nwhole, keep, e.msg, (unsigned long long)e.coff);
 	if (whole) {
 		ck_assert_uint_le(idx->nblocks, whole->nblocks);
-		for (size_t i = 0; i < idx->nblocks; i++)
+		for (size_t i = 0; i < nwhole; i++)
 			same_block(&idx->blocks[i], &whole->blocks[i], i, path);
 	}
 	ck_assert_msg(decode_all(fd, idx, 4093, &got, &glen, &de) == 0, "%s: decode: %s @%llu",
@@ -1234,17 +1245,16 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	want = checkutil_slurp(out, &wlen);
 	ck_assert_msg(glen <= wlen, "%s: %llu bytes, xz -dc gave only %zu", path,
 		      (unsigned long long)glen, wlen);
-	if (!damaged)
+	if (!damaged || e.cut)
 		ck_assert_msg(glen == wlen, "%s: %llu bytes, xz -dc gave %zu", path,
 			      (unsigned long long)glen, wlen);
 	ck_assert_msg(memcmp(got, want, glen) == 0, "%s: not a prefix of xz -dc's output", path);
 	free(got);
 	free(want);
 	unlink(out);
-	n = idx->nblocks;
 	xzdec_index_free(idx);
 	close(fd);
-	return n;
+	return nwhole;
 }
 
 /* Blocks of idx that end at or before cut. */
@@ -1285,7 +1295,7 @@ START_TEST(test_scan_whole)
 }
 END_TEST
 
-/* Cut at every 10% (no Index, no Footer): every whole Block before the cut. */
+/* Cut at every 10% (no Index, no Footer): every whole Block before the cut, and the cut one. */
 START_TEST(test_scan_truncated)
 {
 	static const char *const files[] = { "blocks.xz", "sized.xz", "six.xz" };
@@ -1318,6 +1328,93 @@ START_TEST(test_scan_truncated)
 		expect_scan(path, whole, 1, 0);
 		xzdec_index_free(whole);
 	}
+}
+END_TEST
+
+/*
+ * A file cut short (still being written, or truncated) salvages to exactly
+ * what `xz -dc` prints before its error: the whole Blocks before the cut and
+ * the start of the Block the file ends in, whose Check was never read.
+ */
+static void expect_xz_dc(const char *name, long long cut)
+{
+	char path[PATH_MAX], out[PATH_MAX + 8], cmd[3 * PATH_MAX], vname[64];
+	struct xzdec_index *idx;
+	struct zerr e, de = { 0 };
+	uint8_t *got, *want;
+	uint64_t glen;
+	size_t wlen;
+	int fd;
+
+	snprintf(vname, sizeof(vname), "dc-%s-%lld", name, cut);
+	variant(name, vname, cut, -1, 0);
+	tpath(path, sizeof(path), vname);
+	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+	ck_assert_msg(idx->salvaged, "%s: not salvaged", vname);
+	ck_assert_msg(decode_all(fd, idx, 4093, &got, &glen, &de) == 0, "%s: decode: %s @%llu",
+		      vname, de.msg, (unsigned long long)de.coff);
+	snprintf(out, sizeof(out), "%s.xzcat", path);
+	snprintf(cmd, sizeof(cmd), "xz -dc < '%s' > '%s' 2>/dev/null; true", path, out);
+	ck_assert_int_eq(system(cmd), 0);
+	want = checkutil_slurp(out, &wlen);
+	ck_assert_msg(glen == wlen && idx->usize == wlen && memcmp(got, want, wlen) == 0,
+		      "%s: salvaged %llu bytes (usize %llu), xz -dc prints %zu", vname,
+		      (unsigned long long)glen, (unsigned long long)idx->usize, wlen);
+	ck_assert_msg(strstr(e.msg, "cut short at compressed offset") &&
+			      strstr(e.msg, "still being written, or truncated"),
+		      "%s: reason '%s' does not say the file is cut short", vname, e.msg);
+	free(got);
+	free(want);
+	unlink(out);
+	xzdec_index_free(idx);
+	close(fd);
+	unlink(path);
+}
+
+START_TEST(test_scan_cut_is_xz_dc)
+{
+	/* blocks.xz and six.xz: test_scan_truncated holds their cuts to xz -dc too */
+	static const char *const files[] = { "one.xz", "sized.xz", "twob.xz" };
+
+	need_generated();
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct xzdec_index *whole = read_index(files[f]);
+		uint64_t s = whole->csize;
+		const long long cuts[] = { (long long)s / 10, (long long)s / 2, (long long)s - 5,
+					   40 };
+
+		for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++)
+			expect_xz_dc(files[f], cuts[c]);
+		xzdec_index_free(whole);
+	}
+}
+END_TEST
+
+/* Cut short and corrupt are told apart: the Index reader says which. */
+START_TEST(test_cut_or_corrupt)
+{
+	struct xzdec_index *whole = read_index("blocks.xz"), *idx;
+	const struct xzdec_block *last = &whole->blocks[whole->nblocks - 1];
+	char path[PATH_MAX];
+	struct zerr e;
+	int fd;
+
+	variant("one.xz", "cc-cut.xz", (long long)whole->csize / 3, -1, 0);
+	tpath(path, sizeof(path), "cc-cut.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), -EINVAL);
+	close(fd);
+	ck_assert_msg(strstr(e.msg, "cut short at compressed offset") &&
+			      strstr(e.msg, "still being written, or truncated") &&
+			      !strstr(e.msg, "corrupt"),
+		      "cut file: reason '%s'", e.msg);
+	/* a flipped byte in the Index: corrupt, not cut */
+	variant("blocks.xz", "cc-flip.xz", -1, (long long)(last->coff + last->csize + 3), 0x01);
+	tpath(path, sizeof(path), "cc-flip.xz");
+	ck_assert_int_eq(open_index(path, &fd, &idx, &e), -EINVAL);
+	close(fd);
+	ck_assert_msg(strstr(e.msg, "corrupt") && !strstr(e.msg, "cut short"),
+		      "flipped Index: reason '%s'", e.msg);
+	xzdec_index_free(whole);
 }
 END_TEST
 
@@ -1600,6 +1697,8 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{ "corpus_bad", test_corpus_bad, 1 },
 		{ "scan_whole", test_scan_whole, 0 },
 		{ "scan_truncated", test_scan_truncated, 0 },
+		{ "scan_cut_is_xz_dc", test_scan_cut_is_xz_dc, 0 },
+		{ "cut_or_corrupt", test_cut_or_corrupt, 0 },
 		{ "scan_corrupt_block", test_scan_corrupt_block, 0 },
 		{ "scan_two_streams", test_scan_two_streams, 0 },
 		{ "scan_refused", test_scan_refused, 0 },

@@ -12,6 +12,16 @@ one byte flipped in the middle, so that its Index reads but a Block fails.
       error line, offset and compressed offset; the daemon's log has the same
       line (the context's default sink goes to the log);
   zmount-info on the cut .gz prints the same reason in its error column.
+Cut short versus corrupt, in every format's words (a mount with timeout=0):
+  a .xz (one Block, as xz writes by default), a .gz and a .zst each cut at
+      half: their error= says "cut short at compressed offset N" and "(still
+      being written, or truncated)", never "corrupt"; a .gz with a flipped
+      byte and a .xz with a flipped byte in its Index still say corrupt;
+  a .xz still being written (half of it, then the rest appended in place):
+      first its reason says cut short, then, the file's size and mtime having
+      changed, the next lookup probes it again and it reads as the whole log;
+  a cut x.xz beside a good x.zst: x shows the .zst's bytes, and x.xz stays
+      visible under its own name with its raw bytes; the same beside a .gz.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
@@ -20,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -56,6 +67,100 @@ def read_all(path):
         return 0
     except OSError as e:
         return e.errno
+
+
+def pack(tool, data):
+    return subprocess.run([tool, '-c'], input=data, stdout=subprocess.PIPE, check=True).stdout
+
+
+def read_file(path):
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def error_of(path):
+    """error= of user.zmount.info, after a read (a gzip's damage shows at its pass)."""
+    read_all(path)
+    try:
+        kv, text = info_of(path)
+    except OSError as e:
+        return f'(no user.zmount.info: {e})'
+    return kv.get('error', text)
+
+
+def cut_or_corrupt(res, zmount, work):
+    """Cut short and corrupt told apart; a file still being written; collisions."""
+    src, mnt = os.path.join(work, 'src2'), os.path.join(work, 'mnt2')
+    os.mkdir(src)
+    os.mkdir(mnt)
+    text = b''.join(b'2026-12-02T03:%02d:%02d host db[9]: query %d rows %d\n'
+                    % (i // 60 % 60, i % 60, i, i * 17 % 911) for i in range(40000))
+    xz, gz, zst = pack('xz', text), pack('gzip', text), pack('zstd', text)
+    bad_gz = bytearray(gz)
+    bad_gz[len(gz) // 2] ^= 0x55
+    bad_xz = bytearray(xz)
+    bad_xz[-16] ^= 0x01  # in the Index (the Footer is the last 12 bytes)
+    files = {'cut.xz.log.xz': xz[:len(xz) // 2], 'cut.gz.log.gz': gz[:len(gz) // 2],
+             'cut.zst.log.zst': zst[:len(zst) // 2], 'flip.gz.log.gz': bytes(bad_gz),
+             'flip.xz.log.xz': bytes(bad_xz), 'live.log.xz': xz[:len(xz) // 2],
+             'pair.log.xz': xz[:len(xz) // 3], 'pair.log.zst': pack('zstd', text[:100000]),
+             'pair2.log.xz': xz[:len(xz) // 3], 'pair2.log.gz': pack('gzip', text[:200000])}
+    for name, data in files.items():
+        with open(os.path.join(src, name), 'wb') as f:
+            f.write(data)
+    with zmtest.Mount(zmount, src, mnt, opts='index_dir=none,noindex,timeout=0', results=res,
+                      log_path=os.path.join(work, 'cut.log')) as m:
+        for fmt in ('xz', 'gz', 'zst'):
+            why = error_of(os.path.join(mnt, f'cut.{fmt}.log'))
+            res.check(f'cut .{fmt}: error= says cut short, not corrupt',
+                      'cut short at compressed offset' in why
+                      and '(still being written, or truncated)' in why and 'corrupt' not in why,
+                      why, info=why)
+        for fmt in ('xz', 'gz'):
+            why = error_of(os.path.join(mnt, f'flip.{fmt}.log'))
+            res.check(f'flipped .{fmt}: error= still says corrupt',
+                      'corrupt' in why and 'cut short' not in why, why, info=why)
+
+        p = os.path.join(mnt, 'live.log')
+        why = error_of(p)
+        res.check('half-written .xz: error= says it may still be being written',
+                  'still being written' in why, why)
+        with open(os.path.join(src, 'live.log.xz'), 'ab') as f:
+            f.write(xz[len(xz) // 2:])
+        got = b''
+        for _ in range(100):  # the listing is kept at least 0.1 s: wait for the change to show
+            try:
+                got = read_file(p)
+            except OSError:
+                got = b''
+            if got == text:
+                break
+            time.sleep(0.1)
+        res.check('half-written .xz, once finished, reads as the whole log',
+                  got == text, f'{len(got)} bytes, want {len(text)}')
+
+        names = sorted(os.listdir(mnt))
+        for pair, good, tool in (('pair.log', 'pair.log.zst', 'zstd'),
+                                 ('pair2.log', 'pair2.log.gz', 'gzip')):
+            want = subprocess.run([tool, '-dc', os.path.join(src, good)],
+                                  stdout=subprocess.PIPE, check=True).stdout
+            try:
+                got = read_file(os.path.join(mnt, pair))
+            except OSError as e:
+                got = f'{e}'.encode()
+            res.check(f'a cut {pair}.xz does not hide a good {good}: {pair} shows its bytes',
+                      got == want, f'{len(got)} bytes, want the {len(want)} of {good}; '
+                      f'listing {names}')
+            raw = os.path.join(mnt, pair + '.xz')
+            try:
+                got = read_file(raw)
+            except OSError as e:
+                got = f'{e}'.encode()
+            res.check(f'{pair}.xz stays visible under its own name, raw',
+                      got == files[pair + '.xz'], f'{len(got)} bytes; listing {names}')
+        lines = [ln for ln in m.log_lines() if 'pair.log.xz' in ln]
+        res.check('the cut pair.log.xz has a log line with its reason',
+                  any('cut short' in ln for ln in lines), '\n'.join(lines) or 'no line')
 
 
 def main():
@@ -113,6 +218,7 @@ def main():
         res.check('zmount-info: the cut .gz gets its reason, with the compressed offset',
                   out.returncode == 2 and len(cols) == 3 and cols[1] == 'error'
                   and 'compressed offset' in cols[2], f'rc {out.returncode}: {line!r}', info=line)
+        cut_or_corrupt(res, args.zmount, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return res.finish()

@@ -11,8 +11,12 @@ middle, and intact copies of both formats.
       and one log line names each and points to -o salvage.
   with -o salvage: the cut .gz shows exactly what `gzip -dc` prints before
       its error (size and bytes); the .gz with a flipped byte in its only
-      member shows nothing (that member failed); the cut .xz shows a prefix of the log that
-      ends on a Block boundary and covers every whole Block before the cut;
+      member shows nothing (that member failed); the cut .xz (64 KiB Blocks)
+      and a cut .xz of one Block (xz's default) each show exactly what
+      `xz -dc` prints before its error (size and bytes), the start of the
+      Block the file ends in included (unverified: its Check is gone);
+      a one-Block .xz still being written shows what xz -dc prints of it,
+      and once the rest is appended it reads whole, state=indexed;
       user.zmount.info says state=salvaged and the log has one line per file
       saying salvage is in effect; intact files read exactly as without it.
   two-member .gz files, each damaged in member 2 (its deflate data, its
@@ -31,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 
 sys.dont_write_bytecode = True
@@ -49,7 +54,9 @@ def make_tree(src):
     xz = subprocess.run(['xz', '-T1', f'--block-size={BLOCK}', '-c'], input=text,
                         stdout=subprocess.PIPE, check=True).stdout
     os.mkdir(os.path.join(src, 'x'))
+    one = subprocess.run(['xz', '-c'], input=text, stdout=subprocess.PIPE, check=True).stdout
     for name, data in (('cut.log.gz', gz[:len(gz) * 6 // 10]), ('x/cut.log.xz', xz[:len(xz) * 6 // 10]),
+                       ('x/one.log.xz', one[:len(one) // 2]), ('x/grow.log.xz', one[:len(one) // 3]),
                        ('ok.log.gz', gz), ('x/ok.log.xz', xz)):
         with open(os.path.join(src, name), 'wb') as f:
             f.write(data)
@@ -58,7 +65,7 @@ def make_tree(src):
     with open(os.path.join(src, 'flip.log.gz'), 'wb') as f:
         f.write(bad)
     os.unlink(os.path.join(src, 'whole.log'))
-    return text
+    return text, one
 
 
 def make_members(src):
@@ -90,6 +97,11 @@ def make_members(src):
 
 def zcat_prefix(path):
     return subprocess.run(['gzip', '-dc', path], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL).stdout
+
+
+def xzcat_prefix(path):
+    return subprocess.run(['xz', '-dc', path], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL).stdout
 
 
@@ -134,7 +146,7 @@ def main():
     os.mkdir(src)
     os.mkdir(mnt)
     try:
-        text = make_tree(src)
+        text, one = make_tree(src)
         t1, members = make_members(src)
         with zmtest.Mount(args.zmount, src, mnt, opts='index_dir=none', results=res,
                           log_path=os.path.join(work, 'plain.log')) as m:
@@ -142,7 +154,7 @@ def main():
                 one_rule(res, m, os.path.join(mnt, rel), os.path.join(mnt, src_name))
         idx = os.path.join(work, 'idx')
         os.mkdir(idx, 0o700)
-        with zmtest.Mount(args.zmount, src, mnt, opts=f'index_dir={idx},salvage', results=res,
+        with zmtest.Mount(args.zmount, src, mnt, opts=f'index_dir={idx},salvage,timeout=0', results=res,
                           log_path=os.path.join(work, 'salvage.log')) as m:
             want = zcat_prefix(os.path.join(src, 'cut.log.gz'))
             p = os.path.join(mnt, 'cut.log')
@@ -171,14 +183,32 @@ def main():
             names = os.listdir(os.path.join(mnt, 'x'))
             res.check('salvage: the cut .xz shows decompressed', 'cut.log' in names
                       and 'cut.log.xz' not in names, f'{names}')
-            p = os.path.join(mnt, 'x', 'cut.log')
-            got = read(p) if 'cut.log' in names else b''
-            whole_blocks = (len(text) * 6 // 10) // BLOCK  # a lower bound: the cut is in the data
-            res.check('salvage: the cut .xz shows whole verified Blocks of the log',
-                      len(got) > 0 and len(got) % BLOCK == 0 and text.startswith(got)
-                      and os.stat(p).st_size == len(got) and len(got) >= (whole_blocks - 4) * BLOCK,
-                      f'{len(got)} bytes', info=f'{len(got) // BLOCK} Blocks')
+            for name in ('cut.log', 'one.log'):
+                p = os.path.join(mnt, 'x', name)
+                want = xzcat_prefix(os.path.join(src, 'x', name + '.xz'))
+                got = read(p) if name in names else b''
+                res.check(f'salvage: the cut x/{name}.xz shows what xz -dc prints before its error',
+                          got == want and os.stat(p).st_size == len(want) and len(want) > 0
+                          and text.startswith(want),
+                          f'{len(got)} bytes (size {os.stat(p).st_size}), xz -dc gave {len(want)}',
+                          info=f'{len(got)} of {len(text)} bytes')
             res.check('salvage: intact xz reads exactly', read(os.path.join(mnt, 'x', 'ok.log')) == text)
+            p = os.path.join(mnt, 'x', 'grow.log')
+            want = xzcat_prefix(os.path.join(src, 'x', 'grow.log.xz'))
+            got = read(p)
+            res.check('salvage: a .xz still being written shows what xz -dc prints of it',
+                      got == want and len(want) > 0, f'{len(got)} bytes, xz -dc gave {len(want)}')
+            with open(os.path.join(src, 'x', 'grow.log.xz'), 'ab') as f:
+                f.write(one[len(one) // 3:])
+            for _ in range(100):  # until the lookup sees the new size (timeout=0)
+                got = read(p)
+                if got == text:
+                    break
+                time.sleep(0.1)
+            info = os.getxattr(p, 'user.zmount.info').decode()
+            res.check('salvage: once finished, it reads whole and is no longer salvaged',
+                      got == text and 'state=indexed' in info,
+                      f'{len(got)} of {len(text)} bytes; {info}')
             info = os.getxattr(os.path.join(mnt, 'cut.log'), 'user.zmount.info').decode()
             res.check('salvage: user.zmount.info says state=salvaged', 'state=salvaged' in info, info)
             res.check('salvage: intact files read exactly', read(os.path.join(mnt, 'ok.log')) == text)
