@@ -335,7 +335,7 @@ static int fse_make(struct fse *t, int k, const struct fse_desc *d)
 
 /*
  * The repeat offsets are not followed block by block, which would cost
- * about as much as decoding (measured: doc/zstd-checkpoints.md).  At a
+ * about as much as decoding (measured: doc/results/zstd-checkpoints.md).  At a
  * boundary they are what the last blocks with sequences left, and the
  * last one alone nearly always sets all three.  So the last SEQ_HIST such
  * blocks are remembered (where their sequences are, and the tables they
