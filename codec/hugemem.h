@@ -12,7 +12,7 @@
  * HUGEMEM_PAGE boundary and advised for transparent huge pages, or NULL
  * when out of memory.  For large buffers that are written soon and whole:
  * on a VM a fault per 4 KiB page costs more than filling the page, and one
- * fault per 2 MiB costs far less (doc/benchmarks.md).  Where THP is off,
+ * fault per 2 MiB costs far less (doc/results/benchmarks.md).  Where THP is off,
  * the advice fails and this is the plain mapping malloc would have made.
  * Freed with hugemem_free(p, len), the same len.  Any thread.
  */

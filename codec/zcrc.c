@@ -4,7 +4,7 @@
  *
  * Why: every byte a checkpoint pass or a resumed read hands out is
  * CRC'd (index/ckpt.c), and at zlib's 5 GB/s that was 17% of a zstd
- * checkpoint pass here (doc/benchmarks.md).
+ * checkpoint pass here (doc/results/benchmarks.md).
  *
  * How (x86-64 with PCLMULQDQ): bits are taken in the reflected order of
  * gzip's CRC, byte 0's bit 0 being the highest power, so a 16-byte block X

@@ -4,7 +4,7 @@
 
 /*
  * Checkpoints inside one zstd frame (issue 19, items 2 and 3; see
- * doc/zstd-checkpoints.md): resume decoding at a block boundary instead of
+ * doc/results/zstd-checkpoints.md): resume decoding at a block boundary instead of
  * the frame's start.  zstdckpt_build hands out checkpoints with their dense
  * window; zstdckpt_build_blobs hands out self-contained blobs with sparse,
  * compressed windows (below), which zstdckpt_blob_open resumes from.

@@ -47,7 +47,7 @@ struct zstdseq_fse {
 
 /*
  * The repeat offsets are not followed block by block, which would cost
- * about as much as decoding (measured: doc/zstd-checkpoints.md).  At a
+ * about as much as decoding (measured: doc/results/zstd-checkpoints.md).  At a
  * boundary they are what the last blocks with sequences left, and the
  * last one alone nearly always sets all three.  So the last
  * ZSTDSEQ_HIST such blocks are remembered (where their sequences are, and

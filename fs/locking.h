@@ -3,12 +3,19 @@
 #define ZMOUNT_LOCKING_H
 
 /*
- * The daemon's locks (every mutex in fs/, index/ and codec/) and the
- * order they nest in.  Documentation only: no
- * code includes this for anything but the reader's benefit.  Checked
- * against the code at the commit that last changed this file; a change
- * that takes one lock inside another, or waits while holding one, updates
- * this list in the same commit.
+ * The daemon's locks (every mutex in fs/, index/, codec/, source/ and
+ * tools/) and condition variables, and the order they nest in.
+ * Documentation only: no code includes this for anything but the reader's
+ * benefit.  A change that takes one lock inside another, or waits while
+ * holding one, updates this list in the same commit.
+ *
+ * Each lock is named OWNER.FIELD: the struct it is a field of, or, for a
+ * file-scope variable, the file's stem (idxstore.lock).  The test `locking`
+ * (tests/tools/check_locking.py) finds every pthread_mutex_t,
+ * pthread_rwlock_t, pthread_spinlock_t and pthread_cond_t declared in
+ * those directories and fails for each one not named here, and for each
+ * entry of the order list below that no longer exists.  The file column
+ * is a hint; the check matches by struct and field, not by file.
  *
  * Two rules:
  *
@@ -18,7 +25,8 @@
  *  2. Never wait for work while holding a lock that the work may need.
  *     Above all: no thread waits for jobs on the decode pool (reader_detach,
  *     reader_close: their drain of the reader's read-ahead) while it holds
- *     any lock, and a pool worker never waits for a pool job at all (with
+ *     any lock but snode.att (see there: no job and nothing a job waits for
+ *     takes it), and a pool worker never waits for a pool job at all (with
  *     threads=1 the job it waits for is queued behind itself).
  *     Waiting on a condition variable releases only its own mutex; any
  *     other lock still held counts as held.
@@ -28,6 +36,32 @@
  *  indexer.lock      fs/indexer.c   the walk's progress and job count.
  *                                   Inside it: pool.lock (pool_submit,
  *                                   which never waits), zlog.
+ *                                   indexer.changed (a job ended, or
+ *                                   indexer_stop): only the walk's own
+ *                                   thread waits on it, holding no other
+ *                                   lock, for its own pool jobs (rule 2);
+ *                                   it is never a pool worker.
+ *  snode.att         fs/s3fs.c      an s3:// archive node's open count
+ *                                   and whether its reader has a source
+ *                                   (arc_hold, arc_unhold).  Held across
+ *                                   s3src_open, reader_attach and
+ *                                   reader_detach (its drain of read-ahead,
+ *                                   checkpoint save, unpark and source
+ *                                   free), so any lock below may be taken
+ *                                   inside it: reader.lock, park.lock,
+ *                                   bcache.lock, the spares locks,
+ *                                   idxstore.lock, s3src.mu (the source's
+ *                                   free joins its fetch-ahead thread,
+ *                                   which ends after its current GET),
+ *                                   s3.mu; and reader_detach waits on
+ *                                   reader.idle for the reader's read-ahead
+ *                                   jobs under it: the one exception to
+ *                                   rule 2.  Safe because att is taken only
+ *                                   by FUSE threads (open, release) and by
+ *                                   the main thread after the loop
+ *                                   (s3fs_stop), never by a pool worker,
+ *                                   and no job takes it or waits for a
+ *                                   thread that holds it.
  *  reader.stream     index/fill.c   serialises the decode of one large
  *                                   streamed unit (xz Block, zstd frame,
  *                                   gzip span).  Inside it: park.lock
@@ -52,8 +86,9 @@
  *                                   uncharged after it is dropped.
  *  arctab.lock       fs/arctab.c    the archive table.  Leaf.  Its
  *                                   condition variables wait for a
- *                                   reader_open (opened) or an attach or
- *                                   detach (moved) that runs with the lock
+ *                                   reader_open (arctab.opened) or an attach
+ *                                   or detach (arctab.moved) that runs with
+ *                                   the lock
  *                                   dropped.  Those waits are made by FUSE
  *                                   threads (arctab_open) or by any thread
  *                                   (arctab_get, arctab_index); the work
@@ -66,15 +101,46 @@
  *                                   dropped.
  *  tree.lock         fs/tree.c      the listing cache.  Leaf: listings are
  *                                   built and freed with it dropped.
- *  open_lock         fs/ops.c       the mount's list of open handles
- *                                   (struct ops_ctx).  Leaf.
+ *  ops_ctx.open_lock fs/ops.c       the mount's list of open handles
+ *                                   (a local mount).  Leaf.
+ *  s3fs.snap_lock    fs/s3fs.c      an s3:// mount's current listing
+ *                                   (snap, listed_at, listing).  Inside
+ *                                   it: zlog only.  The prefix is listed
+ *                                   with it dropped (`listing` keeps a
+ *                                   second lister out); the old snapshot
+ *                                   is put after it is dropped.
+ *  s3fs.lock         fs/s3fs.c      an s3:// mount's node tables (ids,
+ *                                   paths, next_id; each snode's refs,
+ *                                   nlookup and, until ARC_DONE, its
+ *                                   reader).  Leaf: nodes are freed
+ *                                   (reader_close) after it is dropped.
+ *                                   s3fs.opened (an archive's open ended)
+ *                                   is waited on by FUSE threads in
+ *                                   arc_ready for an open that runs with
+ *                                   the lock dropped and waits for no pool
+ *                                   job (its reader is fresh: nobody has
+ *                                   read from it).
+ *  s3fs.open_lock    fs/s3fs.c      an s3:// mount's list of open handles.
+ *                                   Leaf: open_close unlinks with it,
+ *                                   then releases (arc_unhold) without.
+ *  s3fs.line_lock    fs/s3fs.c      the S3 client's last error line
+ *                                   before the mount is live (for
+ *                                   s3fs_new's message).  Leaf; taken in
+ *                                   the client's log callback, on whatever
+ *                                   thread makes the request.
+ *  idxstore.lock     index/idxstore.c  the table of registered index
+ *                                   stores (index_dir=s3://...).  Leaf:
+ *                                   a store's operations are called after
+ *                                   idxstore_find dropped it.
  *  notify.lock       fs/notify.c    the invalidation thread's queue
  *                                   (struct notify, in ops_ctx and in
  *                                   struct s3fs).  Leaf: notify_queue,
  *                                   called with no reader lock held, only
  *                                   queues; the thread drops it before it
  *                                   invalidates (which takes nodes.lock or
- *                                   the s3fs lock and waits on the kernel).
+ *                                   s3fs.lock and waits on the kernel).
+ *                                   notify.wake: only the thread waits on
+ *                                   it, for work or notify_stop.
  *  measure.lock      index/fmt_zstd.c  the frames of one zstd measuring
  *                                   pass handed out to the opener and pool
  *                                   workers.  Leaf: frames are measured,
@@ -101,8 +167,9 @@
  *                                   lock: every reference is released
  *                                   without waiting, so room comes.
  *  pool.lock         index/pool.c   the job queue.  Leaf: jobs run with it
- *                                   dropped.
- *  spares.lock       codec/xzdec.c  a context's stock of spare xz decoder
+ *                                   dropped.  pool.wake: only idle workers
+ *                                   wait on it, for a job or pool_free.
+ *  xzdec_spares.lock codec/xzdec.c  a context's stock of spare xz decoder
  *                                   buffers (struct xzdec_spares).  Leaf;
  *                                   taken inside reader.stream when a
  *                                   decoder allocates or frees; buffers
@@ -112,6 +179,21 @@
  *                                   zstdckpt_spares).  Leaf; taken when a
  *                                   resumed decoder opens or closes; the
  *                                   decoders are made and freed outside it.
+ *  s3src.mu          source/s3src.c an S3 object source's windows, hints,
+ *                                   stale mark and fetch-ahead thread.
+ *                                   Leaf: every GET runs with it dropped
+ *                                   (a W_FILLING window belongs to its
+ *                                   fetcher); a source read may take it
+ *                                   inside reader.stream or snode.att.
+ *                                   s3src.filled is waited on for a window
+ *                                   another thread is fetching now (a GET
+ *                                   bounded by the client's timeouts),
+ *                                   never for a queued job.  The
+ *                                   fetch-ahead thread is joined under it
+ *                                   only once it has finished (ahead 2).
+ *  s3.mu             source/s3.c    an S3 client's idle libcurl handles.
+ *                                   Leaf: handles are made, used and
+ *                                   cleaned up with it dropped.
  *
  * Who waits for pool jobs, and why it is safe:
  *  - arctab_close (the last close of a file) detaches its reader with no

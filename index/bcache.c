@@ -115,7 +115,7 @@ int bcache_new(size_t budget, struct bcache **out)
 /*
  * A buffer of BCACHE_HUGE bytes or more is hugemem's: a cold read fills
  * fresh buffers, and 8 MiB of fresh 4 KiB pages took 37 ms to fill here,
- * 20 ms as huge pages, 0.5 ms when warm (doc/benchmarks.md).  Returns
+ * 20 ms as huge pages, 0.5 ms when warm (doc/results/benchmarks.md).  Returns
  * NULL when out of memory.
  */
 static void *buf_alloc(size_t n)

@@ -87,7 +87,7 @@ static size_t udec_cost(const struct udec *d)
  * piece by piece all the same.  A wide entry's point 0 opens the
  * checkpoint decoder, whose windows come warm from the spares: libzstd's
  * streaming decoder maps and faults in a fresh one each time, and took 3
- * times the CPU there in a pmrep dashboard's profile (doc/benchmarks.md).
+ * times the CPU there in a pmrep dashboard's profile (doc/results/benchmarks.md).
  */
 static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, size_t i,
 		       struct udec **out, struct zerr *err)

@@ -16,9 +16,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright ${PROJECT_SOURCE_DIR}/RE
 # The pages the README links to, at the same relative paths, so that its
 # links work in the installed copy too.
 install(FILES ${PROJECT_SOURCE_DIR}/doc/recipes.md ${PROJECT_SOURCE_DIR}/doc/design.md
-              ${PROJECT_SOURCE_DIR}/doc/memory.md ${PROJECT_SOURCE_DIR}/doc/benchmarks.md
-              ${PROJECT_SOURCE_DIR}/doc/index-format.md ${PROJECT_SOURCE_DIR}/doc/s3-bench.md
+              ${PROJECT_SOURCE_DIR}/doc/memory.md ${PROJECT_SOURCE_DIR}/doc/performance.md
+              ${PROJECT_SOURCE_DIR}/doc/index-format.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/doc)
+install(FILES ${PROJECT_SOURCE_DIR}/doc/results/benchmarks.md
+              ${PROJECT_SOURCE_DIR}/doc/results/s3-bench.md
+              ${PROJECT_SOURCE_DIR}/doc/results/zstd-checkpoints.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/doc/results)
 
 # Who answers for the package: `cmake -DZMOUNT_DEB_MAINTAINER="Name <mail>"`.
 # The default comes from DEBFULLNAME and DEBEMAIL, as with Debian's own

@@ -25,7 +25,7 @@ set(ZMOUNT_INSTALL_RECORD ${CMAKE_BINARY_DIR}/zmount-install-record.txt)
 # prefix, with its parents.  A directory missing here is never recorded, so
 # never removed: a new DESTINATION belongs in this list.
 set(zmount_dest_dirs ${CMAKE_INSTALL_BINDIR} ${CMAKE_INSTALL_MANDIR}/man1
-    ${CMAKE_INSTALL_DOCDIR}/doc)
+    ${CMAKE_INSTALL_DOCDIR}/doc/results)
 set(ZMOUNT_INSTALL_DIRS)
 foreach(d ${zmount_dest_dirs})
   while(d AND NOT IS_ABSOLUTE "${d}" AND NOT d STREQUAL ".")
