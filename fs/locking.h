@@ -194,6 +194,27 @@
  *  s3.mu             source/s3.c    an S3 client's idle libcurl handles.
  *                                   Leaf: handles are made, used and
  *                                   cleaned up with it dropped.
+ *  prog.lock         tools/zmount-index.c  the progress line of
+ *                                   zmount-index build (what it shows, and
+ *                                   whether it is drawn).  Taken inside
+ *                                   reader.stream through the log sink
+ *                                   (pass_on); inside it only
+ *                                   zmctx.pass_lock (prog_draw reads the
+ *                                   passes) and zlog.  prog.wake: only the
+ *                                   bar's thread waits on it, with a
+ *                                   timeout.
+ *  zmctx.pass_lock   index/zmctx.c  a context's passes in progress (what,
+ *                                   bytes done and total, for
+ *                                   user.zmount.info and zmount-stat).
+ *                                   Leaf.
+ *  zmctx.damage_lock index/zmctx.c  a context's list of damaged files,
+ *                                   each counted once.  Leaf: it only
+ *                                   allocates and copies names.
+ *  zlog.rotate_lock  index/zlog.c   the fallback log file (its descriptor
+ *                                   and its size, renamed at 4 MiB).
+ *                                   Leaf, and last: taken inside any lock
+ *                                   that logs; rename, open and dup3 run
+ *                                   under it, nothing that waits.
  *
  * Who waits for pool jobs, and why it is safe:
  *  - arctab_close (the last close of a file) detaches its reader with no
