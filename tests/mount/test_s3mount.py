@@ -455,20 +455,27 @@ def check_overwrite(res, m, mnt, gw, top, pre, want):
         res.check(f'{rel}: overwritten during a read: its uncached read fails with EIO',
                   first == old[:4096] and outcome == 'EIO', f'got {outcome}')
         # A fresh open after the listing's timeout reads the new version.
-        deadline, got = time.monotonic() + 20, None
-        while time.monotonic() < deadline:
-            try:
-                with open(mnt + rel, 'rb') as f:
-                    got = f.read()
-            except OSError:
-                got = None
-            if got == new:
-                break
-            time.sleep(0.2)
+        got = read_until(mnt + rel, new)
         res.check(f'{rel}: a fresh open after timeout reads the new version whole',
                   got == new, f'{len(got) if got is not None else "error"} bytes')
     stale = [ln for ln in m.log_lines() if 'changed since' in ln and f'{pre}over/raw.bin' in ln]
     res.check('the changed plain object is logged once', len(stale) == 1, str(stale))
+
+
+def read_until(path, want, seconds=20):
+    """Opens and reads path whole until it gives want (the listing's timeout
+    passed) or seconds ran out; returns the last bytes read, None on an error."""
+    deadline, got = time.monotonic() + seconds, None
+    while time.monotonic() < deadline:
+        try:
+            with open(path, 'rb') as f:
+                got = f.read()
+        except OSError:
+            got = None
+        if got == want:
+            break
+        time.sleep(0.2)
+    return got
 
 
 def check_put_back(res, m, mnt, gw, top, pre, old):
@@ -494,16 +501,7 @@ def check_put_back(res, m, mnt, gw, top, pre, old):
     res.check(f'{rel}: reads while another version is stored fail',
               first == old[:4096] and failed > 0, f'{failed} failed')
     gw.put(key, orig)
-    deadline, got = time.monotonic() + 20, None
-    while time.monotonic() < deadline:
-        try:
-            with open(mnt + rel, 'rb') as f:
-                got = f.read()
-        except OSError:
-            got = None
-        if got == old:
-            break
-        time.sleep(0.2)
+    got = read_until(mnt + rel, old)
     res.check(f'{rel}: put back, a fresh open reads it whole again',
               got == old, f'{len(got) if got is not None else "error"} bytes')
     back = [ln for ln in m.log_lines() if 'is back' in ln and f'{pre}back/' in ln]
