@@ -43,8 +43,7 @@
  * the next load does not hash.  Hashing compressed bytes runs at memory
  * speed, far below the decode pass the index saves.
  *
- * The CRC table is built on the stack per call (2 KiB, microseconds), which
- * keeps the file free of global state.
+ * The hashes (CRC-64, XXH64, FNV-1a) are idxhash.c's.
  */
 #include "idxfile.h"
 
@@ -61,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "idxhash.h"
 #include "idxstore.h"
 #include "srcid.h"
 
@@ -80,13 +80,6 @@
 #define IF_MIN_SPAN (64u << 10) /* gzdec_index_build never uses less (gzdec.h) */
 #define IF_MAX_UP   1024	/* parents checked above an index directory, at most */
 #define IF_OPEN	    (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-#define CRC64_POLY  0xC96C5795D7870F42ull /* ECMA-182, reflected (CRC-64/XZ) */
-/* XXH64's primes: the whole-file hash of a source (src_hash) */
-#define XP1 0x9E3779B185EBCA87ull
-#define XP2 0xC2B2AE3D27D4EB4Full
-#define XP3 0x165667B19E3779F9ull
-#define XP4 0x85EBCA77C2B2AE63ull
-#define XP5 0x27D4EB2F165667C5ull
 /* magic, a 1-byte header and a block header: no zstd frame is shorter */
 #define IF_ZMIN_FRAME 9u
 /* a 4-byte RLE block makes 128 KiB: no zstd frame makes more per compressed byte */
@@ -183,34 +176,6 @@ static uint64_t get64(const unsigned char *p)
 	return v;
 }
 
-static void crc64_table(uint64_t t[256])
-{
-	for (unsigned i = 0; i < 256; i++) {
-		uint64_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ CRC64_POLY : c >> 1;
-		t[i] = c;
-	}
-}
-
-/* Continues CRC-64 state c (~0 to start; the CRC is ~c at the end) over p. */
-static uint64_t crc64_more(const uint64_t t[256], uint64_t c, const unsigned char *p, size_t n)
-{
-	while (n--)
-		c = t[(c ^ *p++) & 0xFF] ^ (c >> 8);
-	return c;
-}
-
-/* CRC-64/XZ: reflected, init and final xor all ones; "123456789" -> 995DC9BBDF1939FA. */
-static uint64_t crc64(const unsigned char *p, size_t n)
-{
-	uint64_t t[256];
-
-	crc64_table(t);
-	return ~crc64_more(t, ~0ull, p, n);
-}
-
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	return __builtin_add_overflow(a, b, &a) ? UINT64_MAX : a;
@@ -219,24 +184,6 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
 	return __builtin_mul_overflow(a, b, &a) ? UINT64_MAX : a;
-}
-
-/* FNV-1a, 64 bits, continued from h (start with 0xCBF29CE484222325). */
-static uint64_t fnv64(uint64_t h, const void *buf, size_t n)
-{
-	const unsigned char *p = buf;
-
-	while (n--)
-		h = (h ^ *p++) * 0x100000001B3ull;
-	return h;
-}
-
-/* splitmix64's finalizer: FNV's high bits mix poorly on their own. */
-static uint64_t mix64(uint64_t h)
-{
-	h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-	h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-	return h ^ (h >> 31);
 }
 
 static int pread_full(int fd, void *buf, size_t len, uint64_t off)
@@ -255,93 +202,6 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 		off += (uint64_t)n;
 	}
 	return 0;
-}
-
-static uint64_t rotl64(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-static uint64_t xround(uint64_t acc, uint64_t in)
-{
-	return rotl64(acc + in * XP2, 31) * XP1;
-}
-
-/*
- * XXH64 with seed 0, over a stream that arrives in pieces: every piece but
- * the last a multiple of 32 bytes, so only the last one leaves a tail.
- * xxh_feed takes the 32-byte stripes of a piece; xxh_end the tail (< 32
- * bytes) and the total length.
- */
-struct xxh {
-	uint64_t v[4];
-};
-
-static void xxh_init(struct xxh *x)
-{
-	x->v[0] = XP1 + XP2;
-	x->v[1] = XP2;
-	x->v[2] = 0;
-	x->v[3] = -XP1;
-}
-
-/* A little-endian 64-bit word, in one load where the host allows (the hot loop's). */
-static uint64_t load64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
-/* Feeds the whole stripes of p; returns how many bytes that took. */
-static size_t xxh_feed(struct xxh *x, const unsigned char *p, size_t n)
-{
-	uint64_t a = x->v[0], b = x->v[1], c = x->v[2], d = x->v[3];
-	size_t done = n - n % 32;
-
-	/* lanes in locals: through x they would be reloaded after every store */
-	for (size_t i = 0; i < done; i += 32) {
-		a = xround(a, load64(p + i));
-		b = xround(b, load64(p + i + 8));
-		c = xround(c, load64(p + i + 16));
-		d = xround(d, load64(p + i + 24));
-	}
-	x->v[0] = a;
-	x->v[1] = b;
-	x->v[2] = c;
-	x->v[3] = d;
-	return done;
-}
-
-static uint64_t xxh_end(const struct xxh *x, uint64_t total, const unsigned char *p, size_t n)
-{
-	uint64_t h;
-
-	if (total >= 32) {
-		h = rotl64(x->v[0], 1) + rotl64(x->v[1], 7) + rotl64(x->v[2], 12) +
-		    rotl64(x->v[3], 18);
-		for (int k = 0; k < 4; k++)
-			h = (h ^ xround(0, x->v[k])) * XP1 + XP4;
-	} else {
-		h = XP5;
-	}
-	h += total;
-	for (; n >= 8; p += 8, n -= 8)
-		h = rotl64(h ^ xround(0, get64(p)), 27) * XP1 + XP4;
-	if (n >= 4) {
-		h = rotl64(h ^ (uint64_t)get32(p) * XP1, 23) * XP2 + XP3;
-		p += 4;
-		n -= 4;
-	}
-	for (; n; p++, n--)
-		h = rotl64(h ^ *p * XP5, 11) * XP1;
-	h = (h ^ (h >> 33)) * XP2;
-	h = (h ^ (h >> 29)) * XP3;
-	return h ^ (h >> 32);
 }
 
 static void id_stat(const struct idxfile_id *id, struct stat *st);
@@ -367,7 +227,7 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	unsigned char *p = NULL;
 	struct stat want, st;
 	uint64_t off = 0;
-	struct xxh x;
+	struct idxhash_xxh x;
 	size_t n = 0, done = 0;
 	int ret = 0;
 
@@ -378,16 +238,16 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	p = malloc(IF_PIECE);
 	if (!p)
 		return -ENOMEM;
-	xxh_init(&x);
+	idxhash_xxh_init(&x);
 	while (ret == 0 && off < id->size) {
 		n = id->size - off < IF_PIECE ? (size_t)(id->size - off) : IF_PIECE;
 		ret = src_read_full(id->src, p, n, off);
 		off += n;
 		if (ret == 0)
-			done = xxh_feed(&x, p, n); /* n % 32 != 0 only for the last piece */
+			done = idxhash_xxh_feed(&x, p, n); /* n % 32 != 0 only for the last piece */
 	}
 	if (ret == 0)
-		*out = xxh_end(&x, id->size, p + done, n - done);
+		*out = idxhash_xxh_end(&x, id->size, p + done, n - done);
 	free(p);
 	if (ret == 0 && (zsrc_stat(id->src, &st) < 0 || !srcid_same(&st, &want)))
 		ret = -ESTALE;		    /* written while hashed */
@@ -446,7 +306,7 @@ int idxfile_identify(struct zsrc *src, struct idxfile_id *id)
 {
 	unsigned char buf[IF_PROBE];
 	struct stat st;
-	uint64_t h = 0xCBF29CE484222325ull;
+	uint64_t h = IDXHASH_FNV64_INIT;
 	size_t n;
 	int ret;
 
@@ -465,13 +325,13 @@ int idxfile_identify(struct zsrc *src, struct idxfile_id *id)
 	n = id->size < IF_PROBE ? (size_t)id->size : IF_PROBE;
 	ret = src_read_full(src, buf, n, 0);
 	if (ret == 0) {
-		h = fnv64(h, buf, n);
+		h = idxhash_fnv64(h, buf, n);
 		ret = src_read_full(src, buf, n, id->size - n);
 	}
 	if (ret < 0)
 		return ret;
-	h = fnv64(h, buf, n);
-	id->fingerprint = mix64(h ^ id->size);
+	h = idxhash_fnv64(h, buf, n);
+	id->fingerprint = idxhash_mix64(h ^ id->size);
 	zsrc_tag(src, id->tag);
 	id->src = src;
 	return 0;
@@ -593,7 +453,7 @@ static int name_path(const char *dir, const struct idxfile_id *id, const char *e
 	put32(k + 16, id->mtime_nsec);
 	put64(k + 20, id->fingerprint);
 	n = snprintf(out, len, "%s/%016" PRIx64 "%s", dir,
-		     mix64(fnv64(0xCBF29CE484222325ull, k, sizeof(k))), ext);
+		     idxhash_mix64(idxhash_fnv64(IDXHASH_FNV64_INIT, k, sizeof(k))), ext);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -957,7 +817,7 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	if (in->file_size != len)
 		return BAD(len, "file is %zu bytes, header says %" PRIu64 " (truncated or padded)",
 			   len, in->file_size);
-	if (crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
+	if (idxhash_crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
 		return BAD(len - IF_CRC, "checksum mismatch");
 	ret = parse_ident(b, len, in, err);
 	if (ret < 0)
@@ -1076,7 +936,7 @@ static int serialize_zstd(const char *src, const struct idxfile_id *id,
 		put64(b + off + Z_USIZE, f->usize);
 		b[off + Z_SRC] = f->usize_src;
 	}
-	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
+	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
 	if (check(b, n, &in, NULL) < 0) {
 		free(b);
 		return -EINVAL;
@@ -1130,7 +990,7 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 			memcpy(b + woff, pt->wz, pt->wzsize);
 		woff += pt->wzsize;
 	}
-	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
+	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
 	if (check(b, n, &in, NULL) < 0) {
 		free(b);
 		return -EINVAL;
@@ -1317,13 +1177,13 @@ static int crc_ok(int fd, uint64_t flen, struct zerr *err)
 
 	if (!p)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	crc64_table(t);
+	idxhash_crc64_table(t);
 	while (ret == 0 && off < end) {
 		size_t n = end - off < IF_PIECE ? (size_t)(end - off) : IF_PIECE;
 
 		ret = pread_full(fd, p, n, off);
 		if (ret == 0) {
-			c = crc64_more(t, c, p, n);
+			c = idxhash_crc64_more(t, c, p, n);
 			off += n;
 		}
 	}
@@ -1562,7 +1422,7 @@ static void rebind(const char *dir, const char *src, const struct idxfile_id *id
 	put_id(b, id);
 	put32(b + H_PATHLEN, (uint32_t)plen);
 	put64(b + H_FSIZE, n);
-	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
+	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
 	if (check(b, n, ni, NULL) < 0)
 		goto out;
 	save_image(dir, id, in->kind, b, n, NULL);
@@ -1769,8 +1629,8 @@ static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
 		/* getrandom, or failing that the clock: O_EXCL makes any name safe */
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
 			clock_gettime(CLOCK_REALTIME, &ts);
-			r = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^
-				  (uint64_t)tries);
+			r = idxhash_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^
+					  (uint64_t)tries);
 		}
 		for (unsigned i = 0; i < IF_TMPLEN; i++, r /= sizeof(set) - 1)
 			tmp[n + i] = set[r % (sizeof(set) - 1)];
@@ -1877,7 +1737,7 @@ static int seal_save(const char *dir, const struct idxfile_id *id, uint32_t kind
 
 	if (ret == 0) {
 		put64(b + H_HASH, h);
-		put64(b + len - IF_CRC, crc64(b, len - IF_CRC));
+		put64(b + len - IF_CRC, idxhash_crc64(b, len - IF_CRC));
 		ret = save_image(dir, id, kind, b, len, bytes_written);
 	}
 	free(b);
@@ -1993,7 +1853,7 @@ static int serialize_ckpt(const char *src, const struct idxfile_id *id, uint64_t
 	off = r + n * IF_CSET;
 	for (size_t i = 0; i < n; i++, r += IF_CSET)
 		off = put_set(b, r, off, sets[i].entry_start, sets[i].set);
-	put64(b + size - IF_CRC, crc64(b, (size_t)size - IF_CRC));
+	put64(b + size - IF_CRC, idxhash_crc64(b, (size_t)size - IF_CRC));
 	ret = check(b, (size_t)size, &in, NULL);
 	if (ret == 0 && fits_header(b, size, IDXFILE_KIND_CKPT, id->size, span, NULL) < 0)
 		ret = -EFBIG;
