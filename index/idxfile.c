@@ -17,7 +17,8 @@
  * Loading first checks who may have written the file: the index directory
  * (opened once, then used only through its descriptor, so a rename after
  * the check changes nothing), the directories above it up to the first one
- * root owns, walked through "..", and the file itself (O_NOFOLLOW, fstat).
+ * root owns, walked through "..", and the file itself (O_NOFOLLOW, fstat;
+ * idxtrust.c holds those rules).
  * Then it reads only the 128-byte header and checks magic, version, the
  * recorded length against the real one, and that length against
  * idxfile_max_size of the source and against what the header's own record
@@ -62,6 +63,7 @@
 
 #include "idxhash.h"
 #include "idxstore.h"
+#include "idxtrust.h"
 #include "srcid.h"
 
 #define IF_HDR	    136u	 /* fixed header */
@@ -78,8 +80,6 @@
 #define IF_TMPLEN   6u		/* random characters ending a temporary name */
 #define IF_RATIO    1032u	/* deflate's most output per input byte: 258 bytes from 2 bits */
 #define IF_MIN_SPAN (64u << 10) /* gzdec_index_build never uses less (gzdec.h) */
-#define IF_MAX_UP   1024	/* parents checked above an index directory, at most */
-#define IF_OPEN	    (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 /* magic, a 1-byte header and a block header: no zstd frame is shorter */
 #define IF_ZMIN_FRAME 9u
 /* a 4-byte RLE block makes 128 KiB: no zstd frame makes more per compressed byte */
@@ -1000,98 +1000,6 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 	return 0;
 }
 
-/* 0 if st may have been written only by us or root; else -EPERM and why in err. */
-static int trusted(const struct stat *st, bool sticky_ok, const char *what, struct zerr *err)
-{
-	uid_t me = geteuid();
-
-	if (st->st_uid != me && st->st_uid != 0)
-		return zerr_set(err, -EPERM, 0,
-				"%s is owned by uid %u (neither ours, uid %u, "
-				"nor root)",
-				what, (unsigned)st->st_uid, (unsigned)me);
-	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(sticky_ok && (st->st_mode & S_ISVTX)))
-		return zerr_set(err, -EPERM, 0, "%s is writable by others (mode %04o)", what,
-				(unsigned)(st->st_mode & 07777));
-	return 0;
-}
-
-/*
- * Checks the index directory dfd, its parent, and the directories above
- * that up to and including the first one root owns (or "/").  A sticky
- * parent is accepted: nobody else can rename or remove what we own in it,
- * and past this check the directory is only used through dfd.  Returns 0,
- * or -EPERM with err.
- */
-static int trust_dir(int dfd, struct zerr *err)
-{
-	struct stat st, up;
-	int fd = dfd, next, ret;
-
-	if (fstat(dfd, &st) < 0)
-		return zerr_set(err, -EPERM, 0, "cannot stat the index directory: %s",
-				strerror(errno));
-	ret = trusted(&st, false, "the index directory", err);
-	/* the parent always (a root daemon's directory is root's), then up to root's */
-	for (int n = 0; ret == 0 && (n == 0 || st.st_uid != 0); n++) {
-		if (n == IF_MAX_UP) {
-			ret = zerr_set(err, -EPERM, 0,
-				       "over %d directories above the index "
-				       "directory",
-				       IF_MAX_UP);
-			break;
-		}
-		/* O_PATH: only search permission is needed to look at a parent */
-		next = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (next < 0 || fstat(next, &up) < 0) {
-			ret = zerr_set(err, -EPERM, 0,
-				       "cannot check the directories above the "
-				       "index directory: %s",
-				       strerror(errno));
-			if (next >= 0)
-				close(next);
-			break;
-		}
-		if (fd != dfd)
-			close(fd);
-		fd = next;
-		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
-			break; /* "/" is its own parent */
-		st = up;
-		ret = trusted(&st, true, "a directory above the index directory", err);
-	}
-	if (fd != dfd)
-		close(fd);
-	return ret;
-}
-
-/*
- * Opens the index file name in dfd, never through a symlink and never
- * blocking, and checks that it is a regular file and, if trust, that it is
- * ours.  Returns the fd (st filled), or -EBADMSG, -EPERM, -ENOENT, ... with err.
- */
-static int open_index(int dfd, const char *name, bool trust, struct stat *st, struct zerr *err)
-{
-	int fd = openat(dfd, name, IF_OPEN), ret;
-
-	if (fd < 0) {
-		if (errno == ELOOP)
-			return BAD(0, "the index file is a symlink");
-		return zerr_set(err, -errno, 0, "cannot open the index file");
-	}
-	if (fstat(fd, st) < 0)
-		ret = zerr_set(err, -errno, 0, "fstat failed");
-	else if (!S_ISREG(st->st_mode))
-		ret = BAD(0, "not a regular file");
-	else
-		ret = trust ? trusted(st, false, "the index file", err) : 0;
-	if (ret < 0) {
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
 /*
  * fits_header for checkpoint sets: m sets of n points in all, covering u
  * bytes of output, as the header says.  A source of src_size bytes has at
@@ -1283,21 +1191,6 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	else
 		*buf = b;
 	return ret;
-}
-
-/* Opens dir (following symlinks: it is the user's setting) and checks it. */
-static int open_dir(const char *dir, struct zerr *err)
-{
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
-
-	if (dfd < 0)
-		return zerr_set(err, -errno, 0, "cannot open the index directory");
-	ret = trust_dir(dfd, err);
-	if (ret < 0) {
-		close(dfd);
-		return ret;
-	}
-	return dfd;
 }
 
 static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err);
@@ -1582,7 +1475,7 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
 	unsigned char *b = NULL;
 	struct stat st;
 	size_t len = 0;
-	int fd = open_index(AT_FDCWD, path, false, &st, err), ret;
+	int fd = idxtrust_open_file(AT_FDCWD, path, false, &st, err), ret;
 
 	if (fd < 0)
 		return fd;
@@ -1653,7 +1546,7 @@ static int local_put(void *ctx, const char *name, const void *buf, size_t len)
 	int dfd = -1, fd, ret = mkdir_p(dir);
 
 	if (ret == 0)
-		ret = dfd = open_dir(dir, NULL);
+		ret = dfd = idxtrust_open_dir(dir, NULL);
 	if (ret < 0)
 		return ret;
 	/* ".<name>.XXXXXX": hidden, and named after its index for prune */
@@ -1681,11 +1574,11 @@ static int local_put(void *ctx, const char *name, const void *buf, size_t len)
 static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
 {
 	struct stat st;
-	int dfd = open_dir(ctx, err), fd;
+	int dfd = idxtrust_open_dir(ctx, err), fd;
 
 	if (dfd < 0)
 		return dfd;
-	fd = open_index(dfd, name, true, &st, err);
+	fd = idxtrust_open_file(dfd, name, true, &st, err);
 	close(dfd);
 	if (fd >= 0 && (uint64_t)st.st_size > cap) {
 		close(fd);
@@ -1696,7 +1589,7 @@ static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err
 
 static int local_del(void *ctx, const char *name)
 {
-	int dfd = open_dir(ctx, NULL), ret = 0;
+	int dfd = idxtrust_open_dir(ctx, NULL), ret = 0;
 
 	if (dfd < 0)
 		return dfd;
@@ -1979,7 +1872,7 @@ static bool renamed_nearby(const struct idxfile_info *in)
 		    snprintf(path, sizeof(path), "%s/%s", n ? dir : "", de->d_name) >=
 			    (int)sizeof(path))
 			continue;
-		fd = openat(dirfd(d), de->d_name, IF_OPEN);
+		fd = openat(dirfd(d), de->d_name, IDXTRUST_OPEN);
 		if (fd < 0 || zsrc_local(fd, &src) < 0)
 			continue;
 		found = idxfile_identify(src, &now) == 0 && now.dev == in->id.dev &&
@@ -2005,7 +1898,7 @@ static int prune_index(int dfd, const char *dir, const char *name)
 	if (!in)
 		return 0;
 	/* not ours (-EPERM): kept, as is anything we cannot read */
-	ret = fd = open_index(dfd, name, true, &st, NULL);
+	ret = fd = idxtrust_open_file(dfd, name, true, &st, NULL);
 	if (fd >= 0) {
 		ret = read_checked(fd, &st, NULL, &b, &len, in, NULL);
 		close(fd);
@@ -2019,7 +1912,7 @@ static int prune_index(int dfd, const char *dir, const char *name)
 		    strcmp(strrchr(want, '/') + 1, name)) {
 			stale = 1;
 		} else if (in->src[0] == '/') { /* a URL's object is not checked: kept */
-			fd = open(in->src, IF_OPEN);
+			fd = open(in->src, IDXTRUST_OPEN);
 			if (fd < 0) {
 				stale = errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
 			} else if (zsrc_local(fd, &src) == 0) {
@@ -2048,7 +1941,7 @@ int idxfile_prune(const char *dir, unsigned *removed)
 
 	if (removed)
 		*removed = 0;
-	dfd = open_dir(dir, NULL);
+	dfd = idxtrust_open_dir(dir, NULL);
 	if (dfd < 0)
 		return dfd;
 	d = fdopendir(dfd);
