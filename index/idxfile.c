@@ -12,7 +12,8 @@
  * then runs the loader's validator over that buffer (so we never write what
  * we would refuse to read), checks the index directory as loading does,
  * writes the buffer to a new O_EXCL temporary file made in it through its
- * descriptor, fsyncs it and renames it over the final name.
+ * descriptor, fsyncs it and renames it over the final name (idxlocal.c, or
+ * a registered store's put).
  *
  * Loading first checks who may have written the file: the index directory
  * (opened once, then used only through its descriptor, so a rename after
@@ -56,12 +57,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "idxhash.h"
+#include "idxlocal.h"
 #include "idxstore.h"
 #include "idxtrust.h"
 #include "srcid.h"
@@ -75,9 +75,7 @@
 #define IF_PROBE    4096u		/* bytes hashed at each end of a source */
 /* The longest key field: a path (or URL), then a NUL and a version tag (src.h) */
 #define IF_KEYMAX   (PATH_MAX - 1 + ZSRC_TAG_MAX)
-#define IF_TMP_AGE  3600	/* seconds before prune removes a temporary file */
 #define IF_HEXLEN   16u		/* hex digits in a file name */
-#define IF_TMPLEN   6u		/* random characters ending a temporary name */
 #define IF_RATIO    1032u	/* deflate's most output per input byte: 258 bytes from 2 bits */
 #define IF_MIN_SPAN (64u << 10) /* gzdec_index_build never uses less (gzdec.h) */
 /* magic, a 1-byte header and a block header: no zstd frame is shorter */
@@ -252,21 +250,6 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	if (ret == 0 && (zsrc_stat(id->src, &st) < 0 || !srcid_same(&st, &want)))
 		ret = -ESTALE;		    /* written while hashed */
 	return ret == -EIO ? -ESTALE : ret; /* shrank while hashed */
-}
-
-static int write_full(int fd, const unsigned char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 int idxfile_default_dir(char *out, size_t len)
@@ -1193,23 +1176,12 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	return ret;
 }
 
-static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err);
-static int local_put(void *ctx, const char *name, const void *buf, size_t len);
-static int local_del(void *ctx, const char *name);
-
-/* The index directory as a store (idxstore.h): ctx is its path. */
-static const struct idxstore_ops local_ops = {
-	.get = local_get,
-	.put = local_put,
-	.del = local_del,
-};
-
 /* The store dir names: a registered URL's, else the local directory.  0 or -ENOENT. */
 static int store_of(const char *dir, const struct idxstore_ops **ops, void **ctx)
 {
 	if (strstr(dir, "://"))
 		return idxstore_find(dir, ops, ctx);
-	*ops = &local_ops;
+	*ops = &idxlocal_ops;
 	*ctx = (void *)dir;
 	return 0;
 }
@@ -1237,7 +1209,8 @@ static int fetch_checked(const char *dir, const char *name, uint32_t kind,
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "no index store for %s", dir);
 	fd = ops->get(ctx, name,
-		      ops == &local_ops ? UINT64_MAX : max_size_kind(kind, id->size, IF_MIN_SPAN),
+		      ops == &idxlocal_ops ? UINT64_MAX
+					   : max_size_kind(kind, id->size, IF_MIN_SPAN),
 		      err);
 	if (fd == -EFBIG)
 		return BAD(0, "larger than an index of a %" PRIu64 "-byte source can be", id->size);
@@ -1485,120 +1458,6 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
 	return ret;
 }
 
-/* mkdir -p with mode 0700 for every directory it creates. */
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t n = strlen(dir);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		buf[i] = dir[i];
-	}
-	return 0;
-}
-
-/*
- * Creates ".<name>.XXXXXX" in dfd (O_EXCL, mode 0600, never through a
- * symlink) and puts its name in tmp.  Returns the fd or -errno.
- */
-static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
-{
-	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-	int n = snprintf(tmp, len, ".%s.", name), fd = -EEXIST;
-	struct timespec ts;
-	uint64_t r;
-
-	if (n < 0 || (size_t)n + IF_TMPLEN >= len)
-		return -ENAMETOOLONG;
-	for (int tries = 0; tries < 100 && fd == -EEXIST; tries++) {
-		/* getrandom, or failing that the clock: O_EXCL makes any name safe */
-		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			r = idxhash_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^
-					  (uint64_t)tries);
-		}
-		for (unsigned i = 0; i < IF_TMPLEN; i++, r /= sizeof(set) - 1)
-			tmp[n + i] = set[r % (sizeof(set) - 1)];
-		tmp[n + IF_TMPLEN] = '\0';
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0)
-			fd = -errno;
-	}
-	return fd;
-}
-
-/*
- * The local store's put: name in directory ctx, created (mkdir -p, 0700)
- * if need be, through a temporary file fsync'd and renamed over it.
- */
-static int local_put(void *ctx, const char *name, const void *buf, size_t len)
-{
-	const char *dir = ctx;
-	char tmp[PATH_MAX];
-	int dfd = -1, fd, ret = mkdir_p(dir);
-
-	if (ret == 0)
-		ret = dfd = idxtrust_open_dir(dir, NULL);
-	if (ret < 0)
-		return ret;
-	/* ".<name>.XXXXXX": hidden, and named after its index for prune */
-	fd = make_tmp(dfd, name, tmp, sizeof(tmp));
-	if (fd < 0) {
-		close(dfd);
-		return fd;
-	}
-	ret = write_full(fd, buf, len);
-	if (ret == 0 && fsync(fd) < 0)
-		ret = -errno;
-	if (close(fd) < 0 && ret == 0)
-		ret = -errno;
-	if (ret == 0 && renameat(dfd, tmp, dfd, name) < 0)
-		ret = -errno;
-	if (ret < 0)
-		unlinkat(dfd, tmp, 0);
-	else
-		fsync(dfd); /* make the rename durable too; the file is complete either way */
-	close(dfd);
-	return ret;
-}
-
-/* The local store's get: name in directory ctx, both trusted (see idxfile.h). */
-static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
-{
-	struct stat st;
-	int dfd = idxtrust_open_dir(ctx, err), fd;
-
-	if (dfd < 0)
-		return dfd;
-	fd = idxtrust_open_file(dfd, name, true, &st, err);
-	close(dfd);
-	if (fd >= 0 && (uint64_t)st.st_size > cap) {
-		close(fd);
-		return -EFBIG;
-	}
-	return fd;
-}
-
-static int local_del(void *ctx, const char *name)
-{
-	int dfd = idxtrust_open_dir(ctx, NULL), ret = 0;
-
-	if (dfd < 0)
-		return dfd;
-	if (unlinkat(dfd, name, 0) < 0)
-		ret = -errno;
-	close(dfd);
-	return ret;
-}
-
 /* Writes image b (len bytes, validated, of kind; borrowed) as the index of id's source in dir. */
 static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kind,
 		      const unsigned char *b, size_t len, uint64_t *bytes_written)
@@ -1841,6 +1700,12 @@ static int is_ext(const char *s)
 	return !strncmp(s, IF_EXT, 4) || !strncmp(s, IF_CEXT, 4);
 }
 
+/* Whether s (n bytes) is an index file's name: "<16 hex>.zmi" or "<16 hex>.zmc". */
+static bool is_index_name(const char *s, size_t n)
+{
+	return n == IF_HEXLEN + 4 && is_hex(s, IF_HEXLEN) && is_ext(s + IF_HEXLEN);
+}
+
 /*
  * Whether in's source, gone from its recorded path, sits in the same
  * directory under another name (a logrotate rename, not loaded since): an
@@ -1930,45 +1795,15 @@ static int prune_index(int dfd, const char *dir, const char *name)
 	return stale;
 }
 
+/* idxlocal_prune's judge: the directory's path is arg. */
+static int judge_index(void *arg, int dfd, const char *name)
+{
+	return prune_index(dfd, arg, name);
+}
+
 int idxfile_prune(const char *dir, unsigned *removed)
 {
-	unsigned count = 0;
-	struct dirent *de;
-	struct stat st;
-	time_t now = time(NULL);
-	DIR *d;
-	int dfd;
-
-	if (removed)
-		*removed = 0;
-	dfd = idxtrust_open_dir(dir, NULL);
-	if (dfd < 0)
-		return dfd;
-	d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return -ENOMEM;
-	}
-	while ((de = readdir(d))) {
-		const char *s = de->d_name;
-		size_t n = strlen(s);
-		int go = 0;
-
-		/* only regular files: a symlink or anything else is not ours */
-		if (fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (n == IF_HEXLEN + 4 && is_hex(s, IF_HEXLEN) && is_ext(s + IF_HEXLEN))
-			go = prune_index(dfd, dir, s);
-		else if (n == IF_HEXLEN + 12 && s[0] == '.' && is_hex(s + 1, IF_HEXLEN) &&
-			 is_ext(s + 1 + IF_HEXLEN) && s[5 + IF_HEXLEN] == '.')
-			go = st.st_mtime < now - IF_TMP_AGE;
-		if (go && unlinkat(dfd, s, 0) == 0)
-			count++;
-	}
-	closedir(d);
-	if (removed)
-		*removed = count;
-	return 0;
+	return idxlocal_prune(dir, is_index_name, judge_index, (void *)dir, removed);
 }
 
 /* An index blob a store listed (idxfile_prune_store). */
@@ -1989,7 +1824,7 @@ static int add_blob(void *arg, const char *name, uint64_t size, const char *tag)
 	size_t n = strlen(name);
 	struct blob *v;
 
-	if (n != IF_HEXLEN + 4 || !is_hex(name, IF_HEXLEN) || !is_ext(name + IF_HEXLEN))
+	if (!is_index_name(name, n))
 		return 0; /* not an index's name: not ours */
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 64;
