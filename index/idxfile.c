@@ -3,8 +3,9 @@
  * Saved indexes, gzip checkpoints, zstd frame sizes or checkpoint sets
  * (layout: doc/index-format.md).  All kinds share the header, the source
  * path, the checksum, and all of the trust, identity and writing below;
- * only the records after the path differ, and check() validates each
- * kind's.  Checkpoint sets live in "<h>.zmc" beside the "<h>.zmi" of the
+ * only the records after the path differ: each kind's live in its own
+ * idxrec_*.c (idxrec.h), which check(), load and save call.  Checkpoint
+ * sets live in "<h>.zmc" beside the "<h>.zmi" of the
  * other two kinds, so a zstd file keeps both its sizes and its sets.
  *
  * How it works.  Saving serializes the whole index into one buffer,
@@ -45,7 +46,8 @@
  * the next load does not hash.  Hashing compressed bytes runs at memory
  * speed, far below the decode pass the index saves.
  *
- * The hashes (CRC-64, XXH64, FNV-1a) are idxhash.c's.
+ * The hashes (CRC-64, XXH64, FNV-1a) are idxhash.c's; the local directory
+ * (temp + rename, the prune walk) is idxlocal.c.
  */
 #include "idxfile.h"
 
@@ -62,127 +64,19 @@
 
 #include "idxhash.h"
 #include "idxlocal.h"
+#include "idxrec.h"
 #include "idxstore.h"
 #include "idxtrust.h"
 #include "srcid.h"
 
-#define IF_HDR	    136u	 /* fixed header */
-#define IF_REC	    32u		 /* one checkpoint record */
-#define IF_CRC	    8u		 /* trailing CRC-64 */
-#define IF_PIECE    (256u << 10) /* what the CRC pass reads at a time */
 #define IF_MIN_FILE (IF_HDR + 1u + IF_REC + IF_CRC)
-#define IF_MAX_WZ   (2u * GZDEC_WINDOW) /* no deflate encoder expands 32 KiB this much */
-#define IF_PROBE    4096u		/* bytes hashed at each end of a source */
-/* The longest key field: a path (or URL), then a NUL and a version tag (src.h) */
-#define IF_KEYMAX   (PATH_MAX - 1 + ZSRC_TAG_MAX)
-#define IF_HEXLEN   16u		/* hex digits in a file name */
-#define IF_RATIO    1032u	/* deflate's most output per input byte: 258 bytes from 2 bits */
-#define IF_MIN_SPAN (64u << 10) /* gzdec_index_build never uses less (gzdec.h) */
-/* magic, a 1-byte header and a block header: no zstd frame is shorter */
-#define IF_ZMIN_FRAME 9u
-/* a 4-byte RLE block makes 128 KiB: no zstd frame makes more per compressed byte */
-#define IF_ZRATIO 32768u
-/*
- * Checkpoint sets (kind 3).  Output per compressed byte: zstd's IF_ZRATIO
- * also bounds an xz Block, since LZMA's range coder spends at least 0.022
- * bits per decision (a probability stops at 2017/2048) and a 273-byte
- * match takes at least 14 decisions: under 7100 bytes per byte.
- */
-#define IF_CRATIO IF_ZRATIO
-#define IF_CSET	  32u	      /* a set record */
-#define IF_CPT	  16u	      /* a point record */
-#define IF_CCRC	  4u	      /* a piece's CRC32 */
-#define IF_CSTATE (64u << 10) /* codec state per point: an LZMA2 model at lc+lp=4 is 28 KiB */
-#define IF_CWIN	  4u	      /* window bytes per source byte, all points together */
-#define IF_EXT	  ".zmi"      /* the gzip or zstd index of a source */
-#define IF_CEXT	  ".zmc"      /* its checkpoint sets */
+#define IF_PIECE    (256u << 10) /* what the CRC pass reads at a time */
+#define IF_PROBE    4096u	 /* bytes hashed at each end of a source */
+#define IF_HEXLEN   16u		 /* hex digits in a file name */
+#define IF_EXT	    ".zmi"	 /* the gzip or zstd index of a source */
+#define IF_CEXT	    ".zmc"	 /* its checkpoint sets */
 
 static const unsigned char if_magic[8] = { 'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A };
-
-/* Header field offsets; see doc/index-format.md. */
-enum {
-	H_MAGIC = 0,
-	H_VERSION = 8,
-	H_FLAGS = 12,
-	H_FSIZE = 16,
-	H_DEV = 24,
-	H_INO = 32,
-	H_SIZE = 40,
-	H_MTIME = 48,
-	H_NSEC = 56,
-	H_PATHLEN = 60,
-	H_FPRINT = 64,
-	H_USIZE = 72,
-	H_MEMBERS = 80,
-	H_SPAN = 88,
-	H_TRAILOFF = 96,
-	H_TRAILING = 104, /* 2 bytes */
-	H_KIND = 106,	  /* 2 bytes, version 3 */
-	H_CNSEC = 108,
-	H_NPOINTS = 112,
-	H_CTIME = 120,
-	H_HASH = 128, /* version 5 */
-};
-/* Checkpoint record field offsets. */
-enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25, P_CRC = 28 };
-/* zstd frame record field offsets (kind 2). */
-enum { Z_COFF = 0, Z_CSIZE = 8, Z_USIZE = 16, Z_SRC = 24, Z_RSV = 25 };
-/* Checkpoint set record and point record field offsets (kind 3). */
-enum { S_START = 0, S_USIZE = 8, S_BLOBLEN = 16, S_NPOINTS = 24, S_NCRC = 28 };
-enum { C_UOFF = 0, C_BLOBLEN = 8, C_PIECE0 = 12 };
-static const unsigned char if_zero[IF_REC - P_RSV]; /* a record's reserved tail */
-_Static_assert((int)P_RSV == (int)Z_RSV, "both records end in the same reserved bytes");
-
-static void put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return __builtin_add_overflow(a, b, &a) ? UINT64_MAX : a;
-}
-
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-	return __builtin_mul_overflow(a, b, &a) ? UINT64_MAX : a;
-}
 
 static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -353,57 +247,17 @@ bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b)
 
 uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
 {
-	uint64_t points, len;
-
-	if (span < IF_MIN_SPAN)
-		span = IF_MIN_SPAN;
-	if (span > GZDEC_MAX_SPAN)
-		span = GZDEC_MAX_SPAN;
-	if (__builtin_mul_overflow(src_size, (uint64_t)IF_RATIO, &points))
-		return UINT64_MAX;
-	points = points / span + 1;
-	if (__builtin_mul_overflow(points, (uint64_t)(IF_REC + IF_MAX_WZ), &len) ||
-	    __builtin_add_overflow(len, (uint64_t)(IF_HDR + IF_KEYMAX + IF_CRC), &len))
-		return UINT64_MAX;
-	return len;
+	return idxrec_gz_max(src_size, span);
 }
 
 uint64_t idxfile_max_size_zstd(uint64_t src_size)
 {
-	uint64_t frames = src_size / IF_ZMIN_FRAME;
-
-	if (frames > ZSTDDEC_MAX_FRAMES)
-		frames = ZSTDDEC_MAX_FRAMES;
-	return IF_HDR + IF_KEYMAX + IF_CRC + frames * IF_REC;
-}
-
-static uint64_t clamp_span(uint64_t span)
-{
-	return span < IF_MIN_SPAN ? IF_MIN_SPAN : span > GZDEC_MAX_SPAN ? GZDEC_MAX_SPAN : span;
-}
-
-/*
- * The most bytes m sets with k points past their first ones, covering u
- * bytes of output, can take after the path (idxfile_max_size_ckpt's
- * terms): records, CRC32s (one per whole piece of output, and one partial
- * piece per span), codec state per point but a set's first (which has no
- * blob), and windows up to IF_CWIN bytes per source byte.
- */
-static uint64_t ckpt_most(uint64_t m, uint64_t k, uint64_t u, uint64_t src_size)
-{
-	uint64_t len = sat_mul(m, IF_CSET + IF_CPT + IF_CCRC);
-
-	len = sat_add(len, sat_mul(k, IF_CPT + IF_CCRC + IF_CSTATE));
-	len = sat_add(len, sat_mul(u / CKPT_PIECE, IF_CCRC));
-	return sat_add(len, sat_mul(src_size, IF_CWIN));
+	return idxrec_zstd_max(src_size);
 }
 
 uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span)
 {
-	uint64_t u = sat_mul(src_size, IF_CRATIO);
-
-	return sat_add(IF_HDR + IF_KEYMAX + IF_CRC,
-		       ckpt_most(src_size / IF_ZMIN_FRAME, u / clamp_span(span), u, src_size));
+	return idxrec_ckpt_max(src_size, span);
 }
 
 /* The size cap of a kind; 0 for a kind this zmount does not know. */
@@ -462,233 +316,6 @@ static const char *kind_name(uint32_t kind)
 	return kind == IDXFILE_KIND_GZIP   ? "gzip"
 	       : kind == IDXFILE_KIND_ZSTD ? "zstd"
 					   : "checkpoint";
-}
-
-#define BAD(off, ...) zerr_set(err, -EBADMSG, (off), __VA_ARGS__)
-
-/* The gzip records and windows from off on (check() did the rest).  0 or -EBADMSG. */
-static int check_gz(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
-		    struct zerr *err)
-{
-	uint64_t usize = in->usize, csize = in->id.size, avail, wtotal = 0, prev_uoff = 0,
-		 prev_coff = 0;
-
-	if (in->span < IF_MIN_SPAN || in->span > GZDEC_MAX_SPAN)
-		return BAD(H_SPAN, "span %" PRIu64 " out of range", in->span);
-	/* deflate's ratio bounds usize by the source, which also keeps st_size positive */
-	if (usize > INT64_MAX || (csize <= UINT64_MAX / IF_RATIO && usize > csize * IF_RATIO))
-		return BAD(H_USIZE,
-			   "uncompressed size %" PRIu64 " impossible for %" PRIu64
-			   " compressed bytes",
-			   usize, csize);
-	if (get16(b + H_TRAILING) > GZDEC_TRAIL_GARBAGE || get64(b + H_TRAILOFF) > csize)
-		return BAD(H_TRAILOFF, "bad trailing-data fields");
-
-	avail = len - IF_CRC - off;
-	if (in->npoints == 0 || in->npoints > avail / IF_REC)
-		return BAD(H_NPOINTS, "%" PRIu64 " checkpoints cannot fit in the file",
-			   in->npoints);
-	/* checkpoints are span apart: what idxfile_max_size counts on */
-	if (csize <= UINT64_MAX / IF_RATIO && in->npoints - 1 > csize * IF_RATIO / in->span)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " checkpoints, more than a %" PRIu64 "-byte source can have",
-			   in->npoints, csize);
-
-	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
-		const unsigned char *r = b + off;
-		uint64_t uoff = get64(r + P_UOFF), coff = get64(r + P_COFF);
-		uint32_t wsize = get32(r + P_WSIZE), wzsize = get32(r + P_WZSIZE);
-
-		/* strictly ascending from 0; a checkpoint may sit at usize itself (a final
-		 * empty block or member follows it), which gzdec_index_build does produce */
-		if ((i == 0 && uoff != 0) || (i > 0 && uoff <= prev_uoff) || uoff > usize)
-			return BAD(off, "checkpoint %" PRIu64 ": uoff %" PRIu64 " out of order", i,
-				   uoff);
-		if (coff > csize || coff < prev_coff || (r[P_BITS] && coff == 0) || r[P_BITS] > 7)
-			return BAD(off, "checkpoint %" PRIu64 ": bad input position", i);
-		if (wsize > GZDEC_WINDOW || wsize > uoff || !wsize != !wzsize || wzsize > IF_MAX_WZ)
-			return BAD(off, "checkpoint %" PRIu64 ": bad window sizes", i);
-		if (memcmp(r + P_RSV, if_zero, P_CRC - P_RSV))
-			return BAD(off, "checkpoint %" PRIu64 ": reserved bytes not zero", i);
-		if (__builtin_add_overflow(wtotal, wzsize, &wtotal))
-			return BAD(off, "window sizes overflow");
-		prev_uoff = uoff;
-		prev_coff = coff;
-	}
-	in->wbytes = wtotal;
-	if (wtotal != len - IF_CRC - off)
-		return BAD(off, "windows take %" PRIu64 " bytes, the file has %zu", wtotal,
-			   len - IF_CRC - off);
-	return 0;
-}
-
-/*
- * The zstd frame records from off on.  Only what the file alone can show:
- * frames in order, inside the source, apart, each at least 9 bytes, sizes
- * within 32768:1 and summing to usize.  Whether they are this source's
- * frames is idxfile_load_zstd's check against the walk.  0 or -EBADMSG.
- */
-static int check_zstd(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
-		      struct zerr *err)
-{
-	uint64_t csize = in->id.size, next = 0, sum = 0, end;
-
-	if (in->span != 0 || get16(b + H_TRAILING) != 0 || get64(b + H_TRAILOFF) != 0)
-		return BAD(H_SPAN, "span or trailing-data fields set in a zstd index");
-	if (in->npoints == 0 || in->npoints != in->members ||
-	    in->npoints != (len - IF_CRC - off) / IF_REC || (len - IF_CRC - off) % IF_REC)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " frame records (%" PRIu64 " frames) do not "
-			   "fill the file",
-			   in->npoints, in->members);
-	if (in->npoints > csize / IF_ZMIN_FRAME || in->npoints > ZSTDDEC_MAX_FRAMES)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " frames, more than a %" PRIu64 "-byte source can have",
-			   in->npoints, csize);
-	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
-		const unsigned char *r = b + off;
-		uint64_t coff = get64(r + Z_COFF), fsize = get64(r + Z_CSIZE),
-			 usize = get64(r + Z_USIZE);
-
-		if (coff < next || fsize < IF_ZMIN_FRAME ||
-		    __builtin_add_overflow(coff, fsize, &end) || end > csize)
-			return BAD(off, "frame %" PRIu64 ": bad extent %" PRIu64 "+%" PRIu64, i,
-				   coff, fsize);
-		if (fsize <= UINT64_MAX / IF_ZRATIO && usize > fsize * IF_ZRATIO)
-			return BAD(off,
-				   "frame %" PRIu64 ": %" PRIu64 " bytes impossible from %" PRIu64
-				   " compressed",
-				   i, usize, fsize);
-		if (r[Z_SRC] < ZSTDDEC_SRC_FCS || r[Z_SRC] > ZSTDDEC_SRC_MEASURED)
-			return BAD(off, "frame %" PRIu64 ": unknown size source %u", i, r[Z_SRC]);
-		if (memcmp(r + Z_RSV, if_zero, sizeof(if_zero)))
-			return BAD(off, "frame %" PRIu64 ": reserved bytes not zero", i);
-		if (__builtin_add_overflow(sum, usize, &sum))
-			return BAD(off, "frame sizes overflow");
-		next = end;
-	}
-	if (sum != in->usize || sum > INT64_MAX)
-		return BAD(H_USIZE, "frames sum to %" PRIu64 " bytes, the header says %" PRIu64,
-			   sum, in->usize);
-	in->wbytes = 0;
-	return 0;
-}
-
-/*
- * The set whose record is at b + r and whose points, CRC32s and blobs
- * start at b + off (check_ckpt sized them), in *out (free with
- * ckpt_set_free; with copy false, its blob points into b: set it to NULL
- * first).  Blobs must be packed end to end, and the set must pass
- * ckpt_set_check.  0, -ENOMEM or -EBADMSG.
- */
-static int parse_set(const unsigned char *b, size_t r, size_t off, bool copy, struct ckpt_set **out,
-		     struct zerr *err)
-{
-	struct ckpt_set *s = calloc(1, sizeof(*s));
-	const unsigned char *crc, *blob;
-	uint64_t boff = 0;
-	int ret = 0;
-
-	*out = s;
-	if (!s)
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	s->usize = get64(b + r + S_USIZE);
-	s->n = get32(b + r + S_NPOINTS); /* >= 1: check_ckpt */
-	s->ncrc = get32(b + r + S_NCRC); /* >= n */
-	s->blob_len = get64(b + r + S_BLOBLEN);
-	crc = b + off + s->n * IF_CPT;
-	blob = crc + s->ncrc * IF_CCRC;
-	s->pt = malloc(s->n * sizeof(*s->pt));
-	s->crc = malloc(s->ncrc * sizeof(*s->crc));
-	s->blob = copy && s->blob_len ? malloc(s->blob_len) : copy ? NULL : (uint8_t *)blob;
-	if (!s->pt || !s->crc || (copy && s->blob_len && !s->blob))
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	for (size_t i = 0; i < s->n; i++, off += IF_CPT) {
-		s->pt[i].uoff = get64(b + off + C_UOFF);
-		s->pt[i].blob_len = get32(b + off + C_BLOBLEN);
-		s->pt[i].piece0 = get32(b + off + C_PIECE0);
-		s->pt[i].blob_off = boff;
-		boff += s->pt[i].blob_len; /* n < 2^32 lengths < 2^32 */
-	}
-	for (size_t i = 0; i < s->ncrc; i++)
-		s->crc[i] = get32(crc + i * IF_CCRC);
-	if (copy && s->blob_len)
-		memcpy(s->blob, blob, s->blob_len);
-	if (boff != s->blob_len)
-		ret = BAD(r, "blobs take %" PRIu64 " bytes, the set has %" PRIu64, boff,
-			  s->blob_len);
-	else if (ckpt_set_check(s) < 0)
-		ret = BAD(r, "not a usable checkpoint set (points, blobs or pieces)");
-	return ret;
-}
-
-/*
- * The checkpoint sets from off on: the set records, then each set's points,
- * CRC32s and blobs.  First the sizes, all without allocating (entries in
- * order, apart and inside usize; no more points than one per span; every
- * section inside the file and together filling it exactly), then each set
- * through parse_set.  0, -EBADMSG or -ENOMEM.
- */
-static int check_ckpt(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
-		      struct zerr *err)
-{
-	uint64_t csize = in->id.size, end = 0, pts = 0, blobs = 0, left = len - IF_CRC - off;
-	size_t sec, r = off;
-	int ret = 0;
-
-	if (in->span < IF_MIN_SPAN || in->span > GZDEC_MAX_SPAN || get16(b + H_TRAILING) ||
-	    get64(b + H_TRAILOFF))
-		return BAD(H_SPAN, "span out of range or trailing-data fields set");
-	if (in->usize > INT64_MAX || in->usize > sat_mul(csize, IF_CRATIO))
-		return BAD(H_USIZE,
-			   "uncompressed size %" PRIu64 " impossible for %" PRIu64
-			   " compressed bytes",
-			   in->usize, csize);
-	if (in->members == 0 || in->members > csize / IF_ZMIN_FRAME || in->members > left / IF_CSET)
-		return BAD(H_MEMBERS, "%" PRIu64 " sets cannot fit", in->members);
-	sec = off + in->members * IF_CSET;
-	for (uint64_t i = 0; i < in->members; i++, r += IF_CSET) {
-		uint64_t start = get64(b + r + S_START), us = get64(b + r + S_USIZE), e, need;
-		uint32_t np = get32(b + r + S_NPOINTS), nc = get32(b + r + S_NCRC);
-
-		if (us == 0 || start < end || __builtin_add_overflow(start, us, &e) ||
-		    e > in->usize)
-			return BAD(r,
-				   "set %" PRIu64 ": entry %" PRIu64 "+%" PRIu64 " out of order "
-				   "or past %" PRIu64,
-				   i, start, us, in->usize);
-		if (np == 0 || np - 1 > (us - 1) / in->span || nc < np || nc > np + us / CKPT_PIECE)
-			return BAD(r,
-				   "set %" PRIu64 ": %" PRIu32 " points and %" PRIu32 " pieces "
-				   "impossible for %" PRIu64 " bytes",
-				   i, np, nc, us);
-		need = sat_add((uint64_t)np * IF_CPT + (uint64_t)nc * IF_CCRC,
-			       get64(b + r + S_BLOBLEN));
-		if (need > len - IF_CRC - sec)
-			return BAD(r, "set %" PRIu64 ": runs past the end of the file", i);
-		sec += need;
-		pts += np;
-		blobs += get64(b + r + S_BLOBLEN);
-		end = e;
-	}
-	if (pts != in->npoints || end != in->usize || sec != len - IF_CRC)
-		return BAD(H_NPOINTS,
-			   "sets hold %" PRIu64 " points and end at %" PRIu64 " and %zu: "
-			   "the header says %" PRIu64 ", %" PRIu64 " and %zu",
-			   pts, end, sec, in->npoints, in->usize, len - IF_CRC);
-	in->wbytes = blobs;
-	sec = off + in->members * IF_CSET;
-	for (r = off; ret == 0 && r < off + in->members * IF_CSET; r += IF_CSET) {
-		struct ckpt_set *s;
-
-		ret = parse_set(b, r, sec, false, &s, err);
-		sec += (uint64_t)get32(b + r + S_NPOINTS) * IF_CPT +
-		       (uint64_t)get32(b + r + S_NCRC) * IF_CCRC + get64(b + r + S_BLOBLEN);
-		if (s)
-			s->blob = NULL; /* b's */
-		ckpt_set_free(s);
-	}
-	return ret;
 }
 
 /* The key field's length for src and id: the path, and a NUL and the tag if id has one. */
@@ -807,54 +434,10 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 		return ret;
 	plen = get32(b + H_PATHLEN);
 	if (in->kind == IDXFILE_KIND_ZSTD)
-		return check_zstd(b, len, IF_HDR + plen, in, err);
+		return idxrec_zstd_check(b, len, IF_HDR + plen, in, err);
 	if (in->kind == IDXFILE_KIND_CKPT)
-		return check_ckpt(b, len, IF_HDR + plen, in, err);
-	return check_gz(b, len, IF_HDR + plen, in, err);
-}
-
-/* Builds the gzdec_index of an image check() has accepted. */
-static int build(const unsigned char *b, const struct idxfile_info *in, struct gzdec_index **out)
-{
-	struct gzdec_index *idx = calloc(1, sizeof(*idx));
-	size_t off = body_of(in), woff;
-
-	if (!idx)
-		return -ENOMEM;
-	idx->usize = in->usize;
-	idx->csize = in->id.size;
-	idx->members = in->members;
-	idx->span = in->span;
-	idx->trailing = (enum gzdec_trail)get16(b + H_TRAILING);
-	idx->trail_off = get64(b + H_TRAILOFF);
-	idx->npoints = (size_t)in->npoints; /* <= file size / IF_REC */
-	idx->points = calloc(idx->npoints, sizeof(*idx->points));
-	if (!idx->points) {
-		free(idx);
-		return -ENOMEM;
-	}
-	woff = off + idx->npoints * IF_REC;
-	for (size_t i = 0; i < idx->npoints; i++, off += IF_REC) {
-		struct gzdec_point *pt = &idx->points[i];
-
-		pt->uoff = get64(b + off + P_UOFF);
-		pt->coff = get64(b + off + P_COFF);
-		pt->wsize = get32(b + off + P_WSIZE);
-		pt->wzsize = get32(b + off + P_WZSIZE);
-		pt->bits = b[off + P_BITS];
-		pt->crc = get32(b + off + P_CRC);
-		if (!pt->wzsize)
-			continue;
-		pt->wz = malloc(pt->wzsize);
-		if (!pt->wz) {
-			gzdec_index_free(idx); /* later windows are still NULL */
-			return -ENOMEM;
-		}
-		memcpy(pt->wz, b + woff, pt->wzsize);
-		woff += pt->wzsize;
-	}
-	*out = idx;
-	return 0;
+		return idxrec_ckpt_check(b, len, IF_HDR + plen, in, err);
+	return idxrec_gz_check(b, len, IF_HDR + plen, in, err);
 }
 
 /* The identity fields of the header at b (all but the path). */
@@ -888,170 +471,19 @@ static unsigned char *new_image(size_t n, const char *src, size_t plen, const st
 	return b;
 }
 
-/* Serializes z's frames into a new buffer (caller frees) and checks the result. */
-static int serialize_zstd(const char *src, const struct idxfile_id *id,
-			  const struct zstddec_index *z, unsigned char **buf, size_t *len)
-{
-	size_t plen = strlen(src), n, off;
-	struct idxfile_info in;
-	unsigned char *b;
-
-	if (plen >= PATH_MAX)
-		return -ENAMETOOLONG;
-	plen = key_len(src, id);
-	if (id->size != z->csize || z->nframes == 0 || z->nunknown || z->usize == ZSTDDEC_UNKNOWN ||
-	    z->nframes > ZSTDDEC_MAX_FRAMES)
-		return -EINVAL;
-	n = IF_HDR + plen + z->nframes * IF_REC + IF_CRC;
-	b = new_image(n, src, plen, id);
-	if (!b)
-		return -ENOMEM;
-	put16(b + H_KIND, IDXFILE_KIND_ZSTD);
-	put64(b + H_USIZE, z->usize);
-	put64(b + H_MEMBERS, z->nframes);
-	put64(b + H_NPOINTS, z->nframes);
-	off = IF_HDR + plen;
-	for (size_t i = 0; i < z->nframes; i++, off += IF_REC) {
-		const struct zstddec_frame *f = &z->frames[i];
-
-		put64(b + off + Z_COFF, f->coff);
-		put64(b + off + Z_CSIZE, f->csize);
-		put64(b + off + Z_USIZE, f->usize);
-		b[off + Z_SRC] = f->usize_src;
-	}
-	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
-	if (check(b, n, &in, NULL) < 0) {
-		free(b);
-		return -EINVAL;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
-}
-
-/* Serializes idx into a new buffer (caller frees) and checks the result. */
-static int serialize(const char *src, const struct idxfile_id *id, const struct gzdec_index *idx,
-		     unsigned char **buf, size_t *len)
-{
-	size_t plen = strlen(src), n, off, woff;
-	struct idxfile_info in;
-	unsigned char *b;
-
-	if (plen >= PATH_MAX)
-		return -ENAMETOOLONG;
-	plen = key_len(src, id);
-	if (id->size != idx->csize || !idx->points ||
-	    __builtin_mul_overflow(idx->npoints, (size_t)IF_REC, &n) ||
-	    __builtin_add_overflow(n, IF_HDR + IF_CRC + plen, &n))
-		return -EINVAL;
-	for (size_t i = 0; i < idx->npoints; i++)
-		if ((idx->points[i].wzsize && !idx->points[i].wz) ||
-		    __builtin_add_overflow(n, idx->points[i].wzsize, &n))
-			return -EINVAL;
-	b = new_image(n, src, plen, id);
-	if (!b)
-		return -ENOMEM;
-	put64(b + H_USIZE, idx->usize);
-	put64(b + H_MEMBERS, idx->members);
-	put64(b + H_SPAN, idx->span);
-	put64(b + H_TRAILOFF, idx->trail_off);
-	put16(b + H_TRAILING, (uint16_t)idx->trailing);
-	put16(b + H_KIND, IDXFILE_KIND_GZIP);
-	put64(b + H_NPOINTS, idx->npoints);
-	off = IF_HDR + plen;
-	woff = off + idx->npoints * IF_REC;
-	for (size_t i = 0; i < idx->npoints; i++, off += IF_REC) {
-		const struct gzdec_point *pt = &idx->points[i];
-
-		put64(b + off + P_UOFF, pt->uoff);
-		put64(b + off + P_COFF, pt->coff);
-		put32(b + off + P_WSIZE, pt->wsize);
-		put32(b + off + P_WZSIZE, pt->wzsize);
-		b[off + P_BITS] = pt->bits;
-		put32(b + off + P_CRC, pt->crc);
-		if (pt->wzsize)
-			memcpy(b + woff, pt->wz, pt->wzsize);
-		woff += pt->wzsize;
-	}
-	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
-	if (check(b, n, &in, NULL) < 0) {
-		free(b);
-		return -EINVAL;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
-}
-
 /*
- * fits_header for checkpoint sets: m sets of n points in all, covering u
- * bytes of output, as the header says.  A source of src_size bytes has at
- * most src_size / 9 entries and src_size * IF_CRATIO bytes of output, and a
- * set at most one point per span past its first (check_ckpt's rules); the
- * file then takes at least a record, a CRC32 and (past each set's first
- * point) a blob byte per point, and at most ckpt_most.  0 or -EBADMSG.
- */
-static int fits_ckpt(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
-		     struct zerr *err)
-{
-	uint64_t n = get64(h + H_NPOINTS), m = get64(h + H_MEMBERS), u = get64(h + H_USIZE),
-		 plen = get32(h + H_PATHLEN), fixed = IF_HDR + plen + IF_CRC, least, most;
-
-	if (m == 0 || m > src_size / IF_ZMIN_FRAME || n < m || u > sat_mul(src_size, IF_CRATIO) ||
-	    n - m > u / span || plen == 0 || plen > IF_KEYMAX)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " sets of %" PRIu64 " points in all over %" PRIu64
-			   " bytes, or a %" PRIu64 "-byte path: impossible for a %" PRIu64
-			   "-byte source",
-			   m, n, u, plen, src_size);
-	least = sat_add(fixed,
-			sat_add(sat_mul(m, IF_CSET), sat_add(sat_mul(n, IF_CPT + IF_CCRC), n - m)));
-	most = sat_add(fixed, ckpt_most(m, n - m, u, src_size));
-	if (flen < least || flen > most)
-		return BAD(flen,
-			   "file is %" PRIu64 " bytes; its %" PRIu64 " points take %" PRIu64
-			   " to %" PRIu64,
-			   flen, n, least, most);
-	return 0;
-}
-
-/*
- * Whether the length flen fits what header h says the file holds: its path
- * and npoints records, each with a window of at most IF_MAX_WZ (gzip) or
- * none (zstd), where npoints is at most what a src_size-byte source can
- * have at span (the bound check_gz and check_zstd apply).  0 or -EBADMSG.
+ * Whether the length flen fits what header h says the file holds (the
+ * kind's fits, idxrec.h): its key field and records, where the counts are
+ * at most what a src_size-byte source can have at span.  0 or -EBADMSG.
  */
 static int fits_header(const unsigned char *h, uint64_t flen, uint32_t kind, uint64_t src_size,
 		       uint64_t span, struct zerr *err)
 {
-	uint64_t n = get64(h + H_NPOINTS), plen = get32(h + H_PATHLEN), can, least, most;
-	uint64_t fixed = IF_HDR + plen + IF_CRC, per = IF_REC;
-
 	if (kind == IDXFILE_KIND_CKPT)
-		return fits_ckpt(h, flen, src_size, span, err);
-	if (kind == IDXFILE_KIND_GZIP) {
-		can = src_size <= UINT64_MAX / IF_RATIO ? src_size * IF_RATIO / span + 1 : n;
-		per += IF_MAX_WZ;
-	} else {
-		can = src_size / IF_ZMIN_FRAME < ZSTDDEC_MAX_FRAMES ? src_size / IF_ZMIN_FRAME
-								    : ZSTDDEC_MAX_FRAMES;
-	}
-	if (n == 0 || n > can || plen == 0 || plen > IF_KEYMAX)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " records or a %" PRIu64 "-byte path: impossible "
-			   "for a %" PRIu64 "-byte source",
-			   n, plen, src_size);
-	if (__builtin_mul_overflow(n, (uint64_t)IF_REC, &least) ||
-	    __builtin_add_overflow(least, fixed, &least))
-		least = UINT64_MAX;
-	if (__builtin_mul_overflow(n, per, &most) || __builtin_add_overflow(most, fixed, &most))
-		most = UINT64_MAX;
-	if (flen < least || flen > most)
-		return BAD(flen,
-			   "file is %" PRIu64 " bytes; its %" PRIu64 " records take %" PRIu64
-			   " to %" PRIu64,
-			   flen, n, least, most);
-	return 0;
+		return idxrec_ckpt_fits(h, flen, src_size, span, err);
+	if (kind == IDXFILE_KIND_GZIP)
+		return idxrec_gz_fits(h, flen, src_size, span, err);
+	return idxrec_zstd_fits(h, flen, src_size, err);
 }
 
 /*
@@ -1352,7 +784,7 @@ int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_
 	if (span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
 			       in->span, span_wanted);
-	else if (build(b, in, out) < 0)
+	else if (idxrec_gz_build(b, body_of(in), in, out) < 0)
 		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
 out:
 	free(b);
@@ -1365,44 +797,12 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
 {
 	struct idxfile_info *in = malloc(sizeof(*in));
 	unsigned char *b = NULL;
-	uint64_t *usize = NULL;
-	size_t off;
 	int ret;
 
 	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_ZSTD, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
-	if (ret < 0)
-		goto out;
-	/* the same source (identity) walked now: the frames must be the ones recorded */
-	if (in->npoints != z->nframes || z->csize != in->id.size) {
-		ret = BAD(H_NPOINTS, "%" PRIu64 " frames recorded, the file has %zu", in->npoints,
-			  z->nframes);
-		goto out;
-	}
-	usize = malloc(z->nframes * sizeof(*usize)); /* nframes >= 1: check_zstd */
-	if (!usize) {
-		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
-		goto out;
-	}
-	off = body_of(in);
-	for (size_t i = 0; i < z->nframes; i++, off += IF_REC) {
-		const struct zstddec_frame *f = &z->frames[i];
-
-		usize[i] = get64(b + off + Z_USIZE);
-		if (get64(b + off + Z_COFF) != f->coff || get64(b + off + Z_CSIZE) != f->csize) {
-			ret = BAD(off,
-				  "frame %zu: recorded at %" PRIu64 "+%" PRIu64 ", the file "
-				  "has it at %" PRIu64 "+%" PRIu64,
-				  i, get64(b + off + Z_COFF), get64(b + off + Z_CSIZE), f->coff,
-				  f->csize);
-			goto out;
-		}
-	}
-	if (zstddec_index_settle_all(z, usize) < 0)
-		ret = BAD(body_of(in), "the recorded sizes disagree with the frames' "
-				       "headers or blocks");
-out:
-	free(usize);
+	if (ret == 0)
+		ret = idxrec_zstd_apply(b, body_of(in), in, z, err);
 	free(b);
 	free(in);
 	return ret;
@@ -1496,82 +896,28 @@ static int seal_save(const char *dir, const struct idxfile_id *id, uint32_t kind
 	return ret;
 }
 
-int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		 const struct gzdec_index *idx, uint64_t *bytes_written)
-{
-	unsigned char *b = NULL;
-	size_t len = 0;
-	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
-
-	if (ret == 0)
-		ret = serialize(src_abspath, id, idx, &b, &len);
-	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_GZIP, b, len, bytes_written);
-}
-
-int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct zstddec_index *z, uint64_t *bytes_written)
-{
-	unsigned char *b = NULL;
-	size_t len = 0;
-	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
-
-	if (ret == 0)
-		ret = serialize_zstd(src_abspath, id, z, &b, &len);
-	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_ZSTD, b, len, bytes_written);
-}
-
-/* Bytes set s takes in a file: its points, CRC32s and used blob bytes; 0 if s is unusable. */
-static uint64_t set_bytes(const struct ckpt_set *s)
-{
-	uint64_t len = 0;
-
-	if (!s || !s->pt || !s->crc || ckpt_set_check(s) < 0 || s->n > UINT32_MAX ||
-	    s->ncrc > UINT32_MAX)
-		return 0;
-	for (size_t i = 0; i < s->n; i++)
-		len += s->pt[i].blob_len; /* each inside blob_len: ckpt_set_check */
-	return sat_add(len, s->n * IF_CPT + s->ncrc * IF_CCRC);
-}
-
-/* Writes set s's record at b + r and its sections at b + off; returns the end of those. */
-static size_t put_set(unsigned char *b, size_t r, size_t off, uint64_t start,
-		      const struct ckpt_set *s)
-{
-	uint64_t blen = 0;
-	size_t boff = off + s->n * IF_CPT + s->ncrc * IF_CCRC;
-
-	for (size_t i = 0; i < s->n; i++, off += IF_CPT) {
-		const struct ckpt_point *p = &s->pt[i];
-
-		put64(b + off + C_UOFF, p->uoff);
-		put32(b + off + C_BLOBLEN, p->blob_len);
-		put32(b + off + C_PIECE0, p->piece0);
-		if (p->blob_len)
-			memcpy(b + boff, s->blob + p->blob_off, p->blob_len);
-		boff += p->blob_len;
-		blen += p->blob_len;
-	}
-	for (size_t i = 0; i < s->ncrc; i++, off += IF_CCRC)
-		put32(b + off, s->crc[i]);
-	put64(b + r + S_START, start);
-	put64(b + r + S_USIZE, s->usize);
-	put64(b + r + S_BLOBLEN, blen);
-	put32(b + r + S_NPOINTS, (uint32_t)s->n);
-	put32(b + r + S_NCRC, (uint32_t)s->ncrc);
-	return boff;
-}
+/* What a save of each kind was given. */
+struct recs {
+	uint32_t kind;
+	const struct gzdec_index *gz;
+	const struct zstddec_index *z;
+	const struct idxfile_ckpt *sets;
+	size_t nsets;
+	uint64_t span;
+};
 
 /*
- * Serializes n sets into a new buffer (caller frees), checks it as load
- * would (check(), the size cap and fits_header), and returns 0, -EINVAL,
- * -EFBIG (over the cap), -ENAMETOOLONG or -ENOMEM.
+ * Serializes r for the source at src with identity id into a new buffer
+ * (caller frees): the header, the key field, the kind's records and the
+ * CRC-64; then checks it as load would (check(), and for checkpoint sets
+ * fits_header, the bound of the header's own counts).  Returns 0,
+ * -ENAMETOOLONG, -EINVAL (what the kind's size or check() refuses), -EFBIG
+ * (checkpoint sets a load would refuse as too large) or -ENOMEM.
  */
-static int serialize_ckpt(const char *src, const struct idxfile_id *id, uint64_t span,
-			  const struct idxfile_ckpt *sets, size_t n, unsigned char **buf,
-			  size_t *len)
+static int serialize(const char *src, const struct idxfile_id *id, const struct recs *r,
+		     unsigned char **buf, size_t *len)
 {
-	size_t plen = strlen(src), off, r;
-	uint64_t size, end = 0, pts = 0;
+	size_t plen = strlen(src), n = 0;
 	struct idxfile_info in;
 	unsigned char *b;
 	int ret;
@@ -1579,108 +925,90 @@ static int serialize_ckpt(const char *src, const struct idxfile_id *id, uint64_t
 	if (plen >= PATH_MAX)
 		return -ENAMETOOLONG;
 	plen = key_len(src, id);
-	if (!sets || n == 0 || span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN)
-		return -EINVAL;
-	size = sat_add(IF_HDR + plen + IF_CRC, sat_mul(n, IF_CSET));
-	for (size_t i = 0; i < n; i++) {
-		uint64_t bytes = set_bytes(sets[i].set);
-
-		if (bytes == 0 || sets[i].entry_start < end ||
-		    __builtin_add_overflow(sets[i].entry_start, sets[i].set->usize, &end))
-			return -EINVAL;
-		size = sat_add(size, bytes);
-		pts += sets[i].set->n;
-	}
-	if (size > idxfile_max_size_ckpt(id->size, span))
-		return -EFBIG;
-	b = new_image((size_t)size, src, plen, id);
+	ret = r->kind == IDXFILE_KIND_GZIP ? idxrec_gz_size(id, r->gz, plen, &n)
+	      : r->kind == IDXFILE_KIND_ZSTD
+		      ? idxrec_zstd_size(id, r->z, plen, &n)
+		      : idxrec_ckpt_size(id, r->span, r->sets, r->nsets, plen, &n);
+	if (ret < 0)
+		return ret;
+	b = new_image(n, src, plen, id);
 	if (!b)
 		return -ENOMEM;
-	put16(b + H_KIND, IDXFILE_KIND_CKPT);
-	put64(b + H_USIZE, end);
-	put64(b + H_MEMBERS, n);
-	put64(b + H_SPAN, span);
-	put64(b + H_NPOINTS, pts);
-	r = IF_HDR + plen;
-	off = r + n * IF_CSET;
-	for (size_t i = 0; i < n; i++, r += IF_CSET)
-		off = put_set(b, r, off, sets[i].entry_start, sets[i].set);
-	put64(b + size - IF_CRC, idxhash_crc64(b, (size_t)size - IF_CRC));
-	ret = check(b, (size_t)size, &in, NULL);
-	if (ret == 0 && fits_header(b, size, IDXFILE_KIND_CKPT, id->size, span, NULL) < 0)
+	put16(b + H_KIND, (uint16_t)r->kind);
+	if (r->kind == IDXFILE_KIND_GZIP)
+		idxrec_gz_put(b, IF_HDR + plen, r->gz);
+	else if (r->kind == IDXFILE_KIND_ZSTD)
+		idxrec_zstd_put(b, IF_HDR + plen, r->z);
+	else
+		idxrec_ckpt_put(b, IF_HDR + plen, r->span, r->sets, r->nsets);
+	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
+	ret = check(b, n, &in, NULL);
+	if (ret == 0 && r->kind == IDXFILE_KIND_CKPT &&
+	    fits_header(b, n, r->kind, id->size, r->span, NULL) < 0)
 		ret = -EFBIG;
 	if (ret < 0) {
 		free(b);
 		return ret == -EBADMSG ? -EINVAL : ret;
 	}
 	*buf = b;
-	*len = (size_t)size;
+	*len = n;
 	return 0;
 }
 
-int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
-		      uint64_t *bytes_written)
+/* Serializes r and saves it (seal_save) as the index of src_abspath. */
+static int save_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		     const struct recs *r, uint64_t *bytes_written)
 {
 	unsigned char *b = NULL;
 	size_t len = 0;
 	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
 
 	if (ret == 0)
-		ret = serialize_ckpt(src_abspath, id, span, sets, n, &b, &len);
-	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_CKPT, b, len, bytes_written);
+		ret = serialize(src_abspath, id, r, &b, &len);
+	return ret < 0 ? ret : seal_save(dir, id, r->kind, b, len, bytes_written);
 }
 
-static void free_sets(struct idxfile_ckpt *v, size_t n)
+int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		 const struct gzdec_index *idx, uint64_t *bytes_written)
 {
-	for (size_t i = 0; v && i < n; i++)
-		ckpt_set_free((struct ckpt_set *)v[i].set);
-	free(v);
+	struct recs r = { .kind = IDXFILE_KIND_GZIP, .gz = idx };
+
+	return save_recs(dir, src_abspath, id, &r, bytes_written);
+}
+
+int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct zstddec_index *z, uint64_t *bytes_written)
+{
+	struct recs r = { .kind = IDXFILE_KIND_ZSTD, .z = z };
+
+	return save_recs(dir, src_abspath, id, &r, bytes_written);
+}
+
+int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
+		      uint64_t *bytes_written)
+{
+	struct recs r = { .kind = IDXFILE_KIND_CKPT, .sets = sets, .nsets = n, .span = span };
+
+	return save_recs(dir, src_abspath, id, &r, bytes_written);
 }
 
 int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
 		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n, struct zerr *err)
 {
 	struct idxfile_info *in = malloc(sizeof(*in));
-	struct idxfile_ckpt *v = NULL;
 	unsigned char *b = NULL;
-	size_t r, off, i = 0;
 	int ret;
 
 	*out = NULL;
 	*n = 0;
 	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_CKPT, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
-	if (ret < 0)
-		goto out;
-	if (span_wanted && span_wanted != in->span) {
+	if (ret == 0 && span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
 			       in->span, span_wanted);
-		goto out;
-	}
-	v = calloc(in->members, sizeof(*v)); /* members >= 1, bounded by the file: check_ckpt */
-	if (!v) {
-		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
-		goto out;
-	}
-	r = body_of(in);
-	off = r + in->members * IF_CSET;
-	for (; ret == 0 && i < in->members; i++, r += IF_CSET) {
-		struct ckpt_set *s;
-
-		ret = parse_set(b, r, off, true, &s, err); /* check() accepted it: only -ENOMEM */
-		v[i].entry_start = get64(b + r + S_START);
-		v[i].set = s;
-		off += (uint64_t)get32(b + r + S_NPOINTS) * IF_CPT +
-		       (uint64_t)get32(b + r + S_NCRC) * IF_CCRC + get64(b + r + S_BLOBLEN);
-	}
-	if (ret == 0) {
-		*out = v;
-		*n = i;
-		v = NULL;
-	}
-out:
-	free_sets(v, i);
+	if (ret == 0)
+		ret = idxrec_ckpt_parse(b, body_of(in), in, out, n, err);
 	free(b);
 	free(in);
 	return ret;
