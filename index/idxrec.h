@@ -31,8 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gzdec.h"
 #include "idxfile.h"
 #include "zerr.h"
+#include "zstddec.h"
 
 #define IF_HDR 136u /* fixed header */
 #define IF_REC 32u  /* one gzip checkpoint or zstd frame record */
