@@ -3,8 +3,9 @@
  * Saved indexes, gzip checkpoints, zstd frame sizes or checkpoint sets
  * (layout: doc/index-format.md).  All kinds share the header, the source
  * path, the checksum, and all of the trust, identity and writing below;
- * only the records after the path differ, and check() validates each
- * kind's.  Checkpoint sets live in "<h>.zmc" beside the "<h>.zmi" of the
+ * only the records after the path differ: each kind's live in its own
+ * idxrec_*.c (idxrec.h), which check(), load and save call.  Checkpoint
+ * sets live in "<h>.zmc" beside the "<h>.zmi" of the
  * other two kinds, so a zstd file keeps both its sizes and its sets.
  *
  * How it works.  Saving serializes the whole index into one buffer,
@@ -12,12 +13,14 @@
  * then runs the loader's validator over that buffer (so we never write what
  * we would refuse to read), checks the index directory as loading does,
  * writes the buffer to a new O_EXCL temporary file made in it through its
- * descriptor, fsyncs it and renames it over the final name.
+ * descriptor, fsyncs it and renames it over the final name (idxlocal.c, or
+ * a registered store's put).
  *
  * Loading first checks who may have written the file: the index directory
  * (opened once, then used only through its descriptor, so a rename after
  * the check changes nothing), the directories above it up to the first one
- * root owns, walked through "..", and the file itself (O_NOFOLLOW, fstat).
+ * root owns, walked through "..", and the file itself (O_NOFOLLOW, fstat;
+ * idxtrust.c holds those rules).
  * Then it reads only the 128-byte header and checks magic, version, the
  * recorded length against the real one, and that length against
  * idxfile_max_size of the source and against what the header's own record
@@ -43,8 +46,8 @@
  * the next load does not hash.  Hashing compressed bytes runs at memory
  * speed, far below the decode pass the index saves.
  *
- * The CRC table is built on the stack per call (2 KiB, microseconds), which
- * keeps the file free of global state.
+ * The hashes (CRC-64, XXH64, FNV-1a) are idxhash.c's; the local directory
+ * (temp + rename, the prune walk) is idxlocal.c.
  */
 #include "idxfile.h"
 
@@ -56,188 +59,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "idxhash.h"
+#include "idxlocal.h"
+#include "idxrec.h"
 #include "idxstore.h"
+#include "idxtrust.h"
 #include "srcid.h"
 
-#define IF_HDR	    136u	 /* fixed header */
-#define IF_REC	    32u		 /* one checkpoint record */
-#define IF_CRC	    8u		 /* trailing CRC-64 */
-#define IF_PIECE    (256u << 10) /* what the CRC pass reads at a time */
 #define IF_MIN_FILE (IF_HDR + 1u + IF_REC + IF_CRC)
-#define IF_MAX_WZ   (2u * GZDEC_WINDOW) /* no deflate encoder expands 32 KiB this much */
-#define IF_PROBE    4096u		/* bytes hashed at each end of a source */
-/* The longest key field: a path (or URL), then a NUL and a version tag (src.h) */
-#define IF_KEYMAX   (PATH_MAX - 1 + ZSRC_TAG_MAX)
-#define IF_TMP_AGE  3600	/* seconds before prune removes a temporary file */
-#define IF_HEXLEN   16u		/* hex digits in a file name */
-#define IF_TMPLEN   6u		/* random characters ending a temporary name */
-#define IF_RATIO    1032u	/* deflate's most output per input byte: 258 bytes from 2 bits */
-#define IF_MIN_SPAN (64u << 10) /* gzdec_index_build never uses less (gzdec.h) */
-#define IF_MAX_UP   1024	/* parents checked above an index directory, at most */
-#define IF_OPEN	    (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-#define CRC64_POLY  0xC96C5795D7870F42ull /* ECMA-182, reflected (CRC-64/XZ) */
-/* XXH64's primes: the whole-file hash of a source (src_hash) */
-#define XP1 0x9E3779B185EBCA87ull
-#define XP2 0xC2B2AE3D27D4EB4Full
-#define XP3 0x165667B19E3779F9ull
-#define XP4 0x85EBCA77C2B2AE63ull
-#define XP5 0x27D4EB2F165667C5ull
-/* magic, a 1-byte header and a block header: no zstd frame is shorter */
-#define IF_ZMIN_FRAME 9u
-/* a 4-byte RLE block makes 128 KiB: no zstd frame makes more per compressed byte */
-#define IF_ZRATIO 32768u
-/*
- * Checkpoint sets (kind 3).  Output per compressed byte: zstd's IF_ZRATIO
- * also bounds an xz Block, since LZMA's range coder spends at least 0.022
- * bits per decision (a probability stops at 2017/2048) and a 273-byte
- * match takes at least 14 decisions: under 7100 bytes per byte.
- */
-#define IF_CRATIO IF_ZRATIO
-#define IF_CSET	  32u	      /* a set record */
-#define IF_CPT	  16u	      /* a point record */
-#define IF_CCRC	  4u	      /* a piece's CRC32 */
-#define IF_CSTATE (64u << 10) /* codec state per point: an LZMA2 model at lc+lp=4 is 28 KiB */
-#define IF_CWIN	  4u	      /* window bytes per source byte, all points together */
-#define IF_EXT	  ".zmi"      /* the gzip or zstd index of a source */
-#define IF_CEXT	  ".zmc"      /* its checkpoint sets */
+#define IF_PIECE    (256u << 10) /* what the CRC pass reads at a time */
+#define IF_PROBE    4096u	 /* bytes hashed at each end of a source */
+#define IF_HEXLEN   16u		 /* hex digits in a file name */
+#define IF_EXT	    ".zmi"	 /* the gzip or zstd index of a source */
+#define IF_CEXT	    ".zmc"	 /* its checkpoint sets */
 
 static const unsigned char if_magic[8] = { 'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A };
-
-/* Header field offsets; see doc/index-format.md. */
-enum {
-	H_MAGIC = 0,
-	H_VERSION = 8,
-	H_FLAGS = 12,
-	H_FSIZE = 16,
-	H_DEV = 24,
-	H_INO = 32,
-	H_SIZE = 40,
-	H_MTIME = 48,
-	H_NSEC = 56,
-	H_PATHLEN = 60,
-	H_FPRINT = 64,
-	H_USIZE = 72,
-	H_MEMBERS = 80,
-	H_SPAN = 88,
-	H_TRAILOFF = 96,
-	H_TRAILING = 104, /* 2 bytes */
-	H_KIND = 106,	  /* 2 bytes, version 3 */
-	H_CNSEC = 108,
-	H_NPOINTS = 112,
-	H_CTIME = 120,
-	H_HASH = 128, /* version 5 */
-};
-/* Checkpoint record field offsets. */
-enum { P_UOFF = 0, P_COFF = 8, P_WSIZE = 16, P_WZSIZE = 20, P_BITS = 24, P_RSV = 25, P_CRC = 28 };
-/* zstd frame record field offsets (kind 2). */
-enum { Z_COFF = 0, Z_CSIZE = 8, Z_USIZE = 16, Z_SRC = 24, Z_RSV = 25 };
-/* Checkpoint set record and point record field offsets (kind 3). */
-enum { S_START = 0, S_USIZE = 8, S_BLOBLEN = 16, S_NPOINTS = 24, S_NCRC = 28 };
-enum { C_UOFF = 0, C_BLOBLEN = 8, C_PIECE0 = 12 };
-static const unsigned char if_zero[IF_REC - P_RSV]; /* a record's reserved tail */
-_Static_assert((int)P_RSV == (int)Z_RSV, "both records end in the same reserved bytes");
-
-static void put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static void crc64_table(uint64_t t[256])
-{
-	for (unsigned i = 0; i < 256; i++) {
-		uint64_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ CRC64_POLY : c >> 1;
-		t[i] = c;
-	}
-}
-
-/* Continues CRC-64 state c (~0 to start; the CRC is ~c at the end) over p. */
-static uint64_t crc64_more(const uint64_t t[256], uint64_t c, const unsigned char *p, size_t n)
-{
-	while (n--)
-		c = t[(c ^ *p++) & 0xFF] ^ (c >> 8);
-	return c;
-}
-
-/* CRC-64/XZ: reflected, init and final xor all ones; "123456789" -> 995DC9BBDF1939FA. */
-static uint64_t crc64(const unsigned char *p, size_t n)
-{
-	uint64_t t[256];
-
-	crc64_table(t);
-	return ~crc64_more(t, ~0ull, p, n);
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return __builtin_add_overflow(a, b, &a) ? UINT64_MAX : a;
-}
-
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-	return __builtin_mul_overflow(a, b, &a) ? UINT64_MAX : a;
-}
-
-/* FNV-1a, 64 bits, continued from h (start with 0xCBF29CE484222325). */
-static uint64_t fnv64(uint64_t h, const void *buf, size_t n)
-{
-	const unsigned char *p = buf;
-
-	while (n--)
-		h = (h ^ *p++) * 0x100000001B3ull;
-	return h;
-}
-
-/* splitmix64's finalizer: FNV's high bits mix poorly on their own. */
-static uint64_t mix64(uint64_t h)
-{
-	h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-	h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-	return h ^ (h >> 31);
-}
 
 static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -255,93 +94,6 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 		off += (uint64_t)n;
 	}
 	return 0;
-}
-
-static uint64_t rotl64(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-static uint64_t xround(uint64_t acc, uint64_t in)
-{
-	return rotl64(acc + in * XP2, 31) * XP1;
-}
-
-/*
- * XXH64 with seed 0, over a stream that arrives in pieces: every piece but
- * the last a multiple of 32 bytes, so only the last one leaves a tail.
- * xxh_feed takes the 32-byte stripes of a piece; xxh_end the tail (< 32
- * bytes) and the total length.
- */
-struct xxh {
-	uint64_t v[4];
-};
-
-static void xxh_init(struct xxh *x)
-{
-	x->v[0] = XP1 + XP2;
-	x->v[1] = XP2;
-	x->v[2] = 0;
-	x->v[3] = -XP1;
-}
-
-/* A little-endian 64-bit word, in one load where the host allows (the hot loop's). */
-static uint64_t load64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
-/* Feeds the whole stripes of p; returns how many bytes that took. */
-static size_t xxh_feed(struct xxh *x, const unsigned char *p, size_t n)
-{
-	uint64_t a = x->v[0], b = x->v[1], c = x->v[2], d = x->v[3];
-	size_t done = n - n % 32;
-
-	/* lanes in locals: through x they would be reloaded after every store */
-	for (size_t i = 0; i < done; i += 32) {
-		a = xround(a, load64(p + i));
-		b = xround(b, load64(p + i + 8));
-		c = xround(c, load64(p + i + 16));
-		d = xround(d, load64(p + i + 24));
-	}
-	x->v[0] = a;
-	x->v[1] = b;
-	x->v[2] = c;
-	x->v[3] = d;
-	return done;
-}
-
-static uint64_t xxh_end(const struct xxh *x, uint64_t total, const unsigned char *p, size_t n)
-{
-	uint64_t h;
-
-	if (total >= 32) {
-		h = rotl64(x->v[0], 1) + rotl64(x->v[1], 7) + rotl64(x->v[2], 12) +
-		    rotl64(x->v[3], 18);
-		for (int k = 0; k < 4; k++)
-			h = (h ^ xround(0, x->v[k])) * XP1 + XP4;
-	} else {
-		h = XP5;
-	}
-	h += total;
-	for (; n >= 8; p += 8, n -= 8)
-		h = rotl64(h ^ xround(0, get64(p)), 27) * XP1 + XP4;
-	if (n >= 4) {
-		h = rotl64(h ^ (uint64_t)get32(p) * XP1, 23) * XP2 + XP3;
-		p += 4;
-		n -= 4;
-	}
-	for (; n; p++, n--)
-		h = rotl64(h ^ *p * XP5, 11) * XP1;
-	h = (h ^ (h >> 33)) * XP2;
-	h = (h ^ (h >> 29)) * XP3;
-	return h ^ (h >> 32);
 }
 
 static void id_stat(const struct idxfile_id *id, struct stat *st);
@@ -367,7 +119,7 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	unsigned char *p = NULL;
 	struct stat want, st;
 	uint64_t off = 0;
-	struct xxh x;
+	struct idxhash_xxh x;
 	size_t n = 0, done = 0;
 	int ret = 0;
 
@@ -378,35 +130,20 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	p = malloc(IF_PIECE);
 	if (!p)
 		return -ENOMEM;
-	xxh_init(&x);
+	idxhash_xxh_init(&x);
 	while (ret == 0 && off < id->size) {
 		n = id->size - off < IF_PIECE ? (size_t)(id->size - off) : IF_PIECE;
 		ret = src_read_full(id->src, p, n, off);
 		off += n;
 		if (ret == 0)
-			done = xxh_feed(&x, p, n); /* n % 32 != 0 only for the last piece */
+			done = idxhash_xxh_feed(&x, p, n); /* n % 32 != 0 only for the last piece */
 	}
 	if (ret == 0)
-		*out = xxh_end(&x, id->size, p + done, n - done);
+		*out = idxhash_xxh_end(&x, id->size, p + done, n - done);
 	free(p);
 	if (ret == 0 && (zsrc_stat(id->src, &st) < 0 || !srcid_same(&st, &want)))
 		ret = -ESTALE;		    /* written while hashed */
 	return ret == -EIO ? -ESTALE : ret; /* shrank while hashed */
-}
-
-static int write_full(int fd, const unsigned char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 int idxfile_default_dir(char *out, size_t len)
@@ -446,7 +183,7 @@ int idxfile_identify(struct zsrc *src, struct idxfile_id *id)
 {
 	unsigned char buf[IF_PROBE];
 	struct stat st;
-	uint64_t h = 0xCBF29CE484222325ull;
+	uint64_t h = IDXHASH_FNV64_INIT;
 	size_t n;
 	int ret;
 
@@ -465,13 +202,13 @@ int idxfile_identify(struct zsrc *src, struct idxfile_id *id)
 	n = id->size < IF_PROBE ? (size_t)id->size : IF_PROBE;
 	ret = src_read_full(src, buf, n, 0);
 	if (ret == 0) {
-		h = fnv64(h, buf, n);
+		h = idxhash_fnv64(h, buf, n);
 		ret = src_read_full(src, buf, n, id->size - n);
 	}
 	if (ret < 0)
 		return ret;
-	h = fnv64(h, buf, n);
-	id->fingerprint = mix64(h ^ id->size);
+	h = idxhash_fnv64(h, buf, n);
+	id->fingerprint = idxhash_mix64(h ^ id->size);
 	zsrc_tag(src, id->tag);
 	id->src = src;
 	return 0;
@@ -510,57 +247,17 @@ bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b)
 
 uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
 {
-	uint64_t points, len;
-
-	if (span < IF_MIN_SPAN)
-		span = IF_MIN_SPAN;
-	if (span > GZDEC_MAX_SPAN)
-		span = GZDEC_MAX_SPAN;
-	if (__builtin_mul_overflow(src_size, (uint64_t)IF_RATIO, &points))
-		return UINT64_MAX;
-	points = points / span + 1;
-	if (__builtin_mul_overflow(points, (uint64_t)(IF_REC + IF_MAX_WZ), &len) ||
-	    __builtin_add_overflow(len, (uint64_t)(IF_HDR + IF_KEYMAX + IF_CRC), &len))
-		return UINT64_MAX;
-	return len;
+	return idxrec_gz_max(src_size, span);
 }
 
 uint64_t idxfile_max_size_zstd(uint64_t src_size)
 {
-	uint64_t frames = src_size / IF_ZMIN_FRAME;
-
-	if (frames > ZSTDDEC_MAX_FRAMES)
-		frames = ZSTDDEC_MAX_FRAMES;
-	return IF_HDR + IF_KEYMAX + IF_CRC + frames * IF_REC;
-}
-
-static uint64_t clamp_span(uint64_t span)
-{
-	return span < IF_MIN_SPAN ? IF_MIN_SPAN : span > GZDEC_MAX_SPAN ? GZDEC_MAX_SPAN : span;
-}
-
-/*
- * The most bytes m sets with k points past their first ones, covering u
- * bytes of output, can take after the path (idxfile_max_size_ckpt's
- * terms): records, CRC32s (one per whole piece of output, and one partial
- * piece per span), codec state per point but a set's first (which has no
- * blob), and windows up to IF_CWIN bytes per source byte.
- */
-static uint64_t ckpt_most(uint64_t m, uint64_t k, uint64_t u, uint64_t src_size)
-{
-	uint64_t len = sat_mul(m, IF_CSET + IF_CPT + IF_CCRC);
-
-	len = sat_add(len, sat_mul(k, IF_CPT + IF_CCRC + IF_CSTATE));
-	len = sat_add(len, sat_mul(u / CKPT_PIECE, IF_CCRC));
-	return sat_add(len, sat_mul(src_size, IF_CWIN));
+	return idxrec_zstd_max(src_size);
 }
 
 uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span)
 {
-	uint64_t u = sat_mul(src_size, IF_CRATIO);
-
-	return sat_add(IF_HDR + IF_KEYMAX + IF_CRC,
-		       ckpt_most(src_size / IF_ZMIN_FRAME, u / clamp_span(span), u, src_size));
+	return idxrec_ckpt_max(src_size, span);
 }
 
 /* The size cap of a kind; 0 for a kind this zmount does not know. */
@@ -593,7 +290,7 @@ static int name_path(const char *dir, const struct idxfile_id *id, const char *e
 	put32(k + 16, id->mtime_nsec);
 	put64(k + 20, id->fingerprint);
 	n = snprintf(out, len, "%s/%016" PRIx64 "%s", dir,
-		     mix64(fnv64(0xCBF29CE484222325ull, k, sizeof(k))), ext);
+		     idxhash_mix64(idxhash_fnv64(IDXHASH_FNV64_INIT, k, sizeof(k))), ext);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -619,233 +316,6 @@ static const char *kind_name(uint32_t kind)
 	return kind == IDXFILE_KIND_GZIP   ? "gzip"
 	       : kind == IDXFILE_KIND_ZSTD ? "zstd"
 					   : "checkpoint";
-}
-
-#define BAD(off, ...) zerr_set(err, -EBADMSG, (off), __VA_ARGS__)
-
-/* The gzip records and windows from off on (check() did the rest).  0 or -EBADMSG. */
-static int check_gz(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
-		    struct zerr *err)
-{
-	uint64_t usize = in->usize, csize = in->id.size, avail, wtotal = 0, prev_uoff = 0,
-		 prev_coff = 0;
-
-	if (in->span < IF_MIN_SPAN || in->span > GZDEC_MAX_SPAN)
-		return BAD(H_SPAN, "span %" PRIu64 " out of range", in->span);
-	/* deflate's ratio bounds usize by the source, which also keeps st_size positive */
-	if (usize > INT64_MAX || (csize <= UINT64_MAX / IF_RATIO && usize > csize * IF_RATIO))
-		return BAD(H_USIZE,
-			   "uncompressed size %" PRIu64 " impossible for %" PRIu64
-			   " compressed bytes",
-			   usize, csize);
-	if (get16(b + H_TRAILING) > GZDEC_TRAIL_GARBAGE || get64(b + H_TRAILOFF) > csize)
-		return BAD(H_TRAILOFF, "bad trailing-data fields");
-
-	avail = len - IF_CRC - off;
-	if (in->npoints == 0 || in->npoints > avail / IF_REC)
-		return BAD(H_NPOINTS, "%" PRIu64 " checkpoints cannot fit in the file",
-			   in->npoints);
-	/* checkpoints are span apart: what idxfile_max_size counts on */
-	if (csize <= UINT64_MAX / IF_RATIO && in->npoints - 1 > csize * IF_RATIO / in->span)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " checkpoints, more than a %" PRIu64 "-byte source can have",
-			   in->npoints, csize);
-
-	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
-		const unsigned char *r = b + off;
-		uint64_t uoff = get64(r + P_UOFF), coff = get64(r + P_COFF);
-		uint32_t wsize = get32(r + P_WSIZE), wzsize = get32(r + P_WZSIZE);
-
-		/* strictly ascending from 0; a checkpoint may sit at usize itself (a final
-		 * empty block or member follows it), which gzdec_index_build does produce */
-		if ((i == 0 && uoff != 0) || (i > 0 && uoff <= prev_uoff) || uoff > usize)
-			return BAD(off, "checkpoint %" PRIu64 ": uoff %" PRIu64 " out of order", i,
-				   uoff);
-		if (coff > csize || coff < prev_coff || (r[P_BITS] && coff == 0) || r[P_BITS] > 7)
-			return BAD(off, "checkpoint %" PRIu64 ": bad input position", i);
-		if (wsize > GZDEC_WINDOW || wsize > uoff || !wsize != !wzsize || wzsize > IF_MAX_WZ)
-			return BAD(off, "checkpoint %" PRIu64 ": bad window sizes", i);
-		if (memcmp(r + P_RSV, if_zero, P_CRC - P_RSV))
-			return BAD(off, "checkpoint %" PRIu64 ": reserved bytes not zero", i);
-		if (__builtin_add_overflow(wtotal, wzsize, &wtotal))
-			return BAD(off, "window sizes overflow");
-		prev_uoff = uoff;
-		prev_coff = coff;
-	}
-	in->wbytes = wtotal;
-	if (wtotal != len - IF_CRC - off)
-		return BAD(off, "windows take %" PRIu64 " bytes, the file has %zu", wtotal,
-			   len - IF_CRC - off);
-	return 0;
-}
-
-/*
- * The zstd frame records from off on.  Only what the file alone can show:
- * frames in order, inside the source, apart, each at least 9 bytes, sizes
- * within 32768:1 and summing to usize.  Whether they are this source's
- * frames is idxfile_load_zstd's check against the walk.  0 or -EBADMSG.
- */
-static int check_zstd(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
-		      struct zerr *err)
-{
-	uint64_t csize = in->id.size, next = 0, sum = 0, end;
-
-	if (in->span != 0 || get16(b + H_TRAILING) != 0 || get64(b + H_TRAILOFF) != 0)
-		return BAD(H_SPAN, "span or trailing-data fields set in a zstd index");
-	if (in->npoints == 0 || in->npoints != in->members ||
-	    in->npoints != (len - IF_CRC - off) / IF_REC || (len - IF_CRC - off) % IF_REC)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " frame records (%" PRIu64 " frames) do not "
-			   "fill the file",
-			   in->npoints, in->members);
-	if (in->npoints > csize / IF_ZMIN_FRAME || in->npoints > ZSTDDEC_MAX_FRAMES)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " frames, more than a %" PRIu64 "-byte source can have",
-			   in->npoints, csize);
-	for (uint64_t i = 0; i < in->npoints; i++, off += IF_REC) {
-		const unsigned char *r = b + off;
-		uint64_t coff = get64(r + Z_COFF), fsize = get64(r + Z_CSIZE),
-			 usize = get64(r + Z_USIZE);
-
-		if (coff < next || fsize < IF_ZMIN_FRAME ||
-		    __builtin_add_overflow(coff, fsize, &end) || end > csize)
-			return BAD(off, "frame %" PRIu64 ": bad extent %" PRIu64 "+%" PRIu64, i,
-				   coff, fsize);
-		if (fsize <= UINT64_MAX / IF_ZRATIO && usize > fsize * IF_ZRATIO)
-			return BAD(off,
-				   "frame %" PRIu64 ": %" PRIu64 " bytes impossible from %" PRIu64
-				   " compressed",
-				   i, usize, fsize);
-		if (r[Z_SRC] < ZSTDDEC_SRC_FCS || r[Z_SRC] > ZSTDDEC_SRC_MEASURED)
-			return BAD(off, "frame %" PRIu64 ": unknown size source %u", i, r[Z_SRC]);
-		if (memcmp(r + Z_RSV, if_zero, sizeof(if_zero)))
-			return BAD(off, "frame %" PRIu64 ": reserved bytes not zero", i);
-		if (__builtin_add_overflow(sum, usize, &sum))
-			return BAD(off, "frame sizes overflow");
-		next = end;
-	}
-	if (sum != in->usize || sum > INT64_MAX)
-		return BAD(H_USIZE, "frames sum to %" PRIu64 " bytes, the header says %" PRIu64,
-			   sum, in->usize);
-	in->wbytes = 0;
-	return 0;
-}
-
-/*
- * The set whose record is at b + r and whose points, CRC32s and blobs
- * start at b + off (check_ckpt sized them), in *out (free with
- * ckpt_set_free; with copy false, its blob points into b: set it to NULL
- * first).  Blobs must be packed end to end, and the set must pass
- * ckpt_set_check.  0, -ENOMEM or -EBADMSG.
- */
-static int parse_set(const unsigned char *b, size_t r, size_t off, bool copy, struct ckpt_set **out,
-		     struct zerr *err)
-{
-	struct ckpt_set *s = calloc(1, sizeof(*s));
-	const unsigned char *crc, *blob;
-	uint64_t boff = 0;
-	int ret = 0;
-
-	*out = s;
-	if (!s)
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	s->usize = get64(b + r + S_USIZE);
-	s->n = get32(b + r + S_NPOINTS); /* >= 1: check_ckpt */
-	s->ncrc = get32(b + r + S_NCRC); /* >= n */
-	s->blob_len = get64(b + r + S_BLOBLEN);
-	crc = b + off + s->n * IF_CPT;
-	blob = crc + s->ncrc * IF_CCRC;
-	s->pt = malloc(s->n * sizeof(*s->pt));
-	s->crc = malloc(s->ncrc * sizeof(*s->crc));
-	s->blob = copy && s->blob_len ? malloc(s->blob_len) : copy ? NULL : (uint8_t *)blob;
-	if (!s->pt || !s->crc || (copy && s->blob_len && !s->blob))
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	for (size_t i = 0; i < s->n; i++, off += IF_CPT) {
-		s->pt[i].uoff = get64(b + off + C_UOFF);
-		s->pt[i].blob_len = get32(b + off + C_BLOBLEN);
-		s->pt[i].piece0 = get32(b + off + C_PIECE0);
-		s->pt[i].blob_off = boff;
-		boff += s->pt[i].blob_len; /* n < 2^32 lengths < 2^32 */
-	}
-	for (size_t i = 0; i < s->ncrc; i++)
-		s->crc[i] = get32(crc + i * IF_CCRC);
-	if (copy && s->blob_len)
-		memcpy(s->blob, blob, s->blob_len);
-	if (boff != s->blob_len)
-		ret = BAD(r, "blobs take %" PRIu64 " bytes, the set has %" PRIu64, boff,
-			  s->blob_len);
-	else if (ckpt_set_check(s) < 0)
-		ret = BAD(r, "not a usable checkpoint set (points, blobs or pieces)");
-	return ret;
-}
-
-/*
- * The checkpoint sets from off on: the set records, then each set's points,
- * CRC32s and blobs.  First the sizes, all without allocating (entries in
- * order, apart and inside usize; no more points than one per span; every
- * section inside the file and together filling it exactly), then each set
- * through parse_set.  0, -EBADMSG or -ENOMEM.
- */
-static int check_ckpt(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
-		      struct zerr *err)
-{
-	uint64_t csize = in->id.size, end = 0, pts = 0, blobs = 0, left = len - IF_CRC - off;
-	size_t sec, r = off;
-	int ret = 0;
-
-	if (in->span < IF_MIN_SPAN || in->span > GZDEC_MAX_SPAN || get16(b + H_TRAILING) ||
-	    get64(b + H_TRAILOFF))
-		return BAD(H_SPAN, "span out of range or trailing-data fields set");
-	if (in->usize > INT64_MAX || in->usize > sat_mul(csize, IF_CRATIO))
-		return BAD(H_USIZE,
-			   "uncompressed size %" PRIu64 " impossible for %" PRIu64
-			   " compressed bytes",
-			   in->usize, csize);
-	if (in->members == 0 || in->members > csize / IF_ZMIN_FRAME || in->members > left / IF_CSET)
-		return BAD(H_MEMBERS, "%" PRIu64 " sets cannot fit", in->members);
-	sec = off + in->members * IF_CSET;
-	for (uint64_t i = 0; i < in->members; i++, r += IF_CSET) {
-		uint64_t start = get64(b + r + S_START), us = get64(b + r + S_USIZE), e, need;
-		uint32_t np = get32(b + r + S_NPOINTS), nc = get32(b + r + S_NCRC);
-
-		if (us == 0 || start < end || __builtin_add_overflow(start, us, &e) ||
-		    e > in->usize)
-			return BAD(r,
-				   "set %" PRIu64 ": entry %" PRIu64 "+%" PRIu64 " out of order "
-				   "or past %" PRIu64,
-				   i, start, us, in->usize);
-		if (np == 0 || np - 1 > (us - 1) / in->span || nc < np || nc > np + us / CKPT_PIECE)
-			return BAD(r,
-				   "set %" PRIu64 ": %" PRIu32 " points and %" PRIu32 " pieces "
-				   "impossible for %" PRIu64 " bytes",
-				   i, np, nc, us);
-		need = sat_add((uint64_t)np * IF_CPT + (uint64_t)nc * IF_CCRC,
-			       get64(b + r + S_BLOBLEN));
-		if (need > len - IF_CRC - sec)
-			return BAD(r, "set %" PRIu64 ": runs past the end of the file", i);
-		sec += need;
-		pts += np;
-		blobs += get64(b + r + S_BLOBLEN);
-		end = e;
-	}
-	if (pts != in->npoints || end != in->usize || sec != len - IF_CRC)
-		return BAD(H_NPOINTS,
-			   "sets hold %" PRIu64 " points and end at %" PRIu64 " and %zu: "
-			   "the header says %" PRIu64 ", %" PRIu64 " and %zu",
-			   pts, end, sec, in->npoints, in->usize, len - IF_CRC);
-	in->wbytes = blobs;
-	sec = off + in->members * IF_CSET;
-	for (r = off; ret == 0 && r < off + in->members * IF_CSET; r += IF_CSET) {
-		struct ckpt_set *s;
-
-		ret = parse_set(b, r, sec, false, &s, err);
-		sec += (uint64_t)get32(b + r + S_NPOINTS) * IF_CPT +
-		       (uint64_t)get32(b + r + S_NCRC) * IF_CCRC + get64(b + r + S_BLOBLEN);
-		if (s)
-			s->blob = NULL; /* b's */
-		ckpt_set_free(s);
-	}
-	return ret;
 }
 
 /* The key field's length for src and id: the path, and a NUL and the tag if id has one. */
@@ -957,61 +427,17 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	if (in->file_size != len)
 		return BAD(len, "file is %zu bytes, header says %" PRIu64 " (truncated or padded)",
 			   len, in->file_size);
-	if (crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
+	if (idxhash_crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
 		return BAD(len - IF_CRC, "checksum mismatch");
 	ret = parse_ident(b, len, in, err);
 	if (ret < 0)
 		return ret;
 	plen = get32(b + H_PATHLEN);
 	if (in->kind == IDXFILE_KIND_ZSTD)
-		return check_zstd(b, len, IF_HDR + plen, in, err);
+		return idxrec_zstd_check(b, len, IF_HDR + plen, in, err);
 	if (in->kind == IDXFILE_KIND_CKPT)
-		return check_ckpt(b, len, IF_HDR + plen, in, err);
-	return check_gz(b, len, IF_HDR + plen, in, err);
-}
-
-/* Builds the gzdec_index of an image check() has accepted. */
-static int build(const unsigned char *b, const struct idxfile_info *in, struct gzdec_index **out)
-{
-	struct gzdec_index *idx = calloc(1, sizeof(*idx));
-	size_t off = body_of(in), woff;
-
-	if (!idx)
-		return -ENOMEM;
-	idx->usize = in->usize;
-	idx->csize = in->id.size;
-	idx->members = in->members;
-	idx->span = in->span;
-	idx->trailing = (enum gzdec_trail)get16(b + H_TRAILING);
-	idx->trail_off = get64(b + H_TRAILOFF);
-	idx->npoints = (size_t)in->npoints; /* <= file size / IF_REC */
-	idx->points = calloc(idx->npoints, sizeof(*idx->points));
-	if (!idx->points) {
-		free(idx);
-		return -ENOMEM;
-	}
-	woff = off + idx->npoints * IF_REC;
-	for (size_t i = 0; i < idx->npoints; i++, off += IF_REC) {
-		struct gzdec_point *pt = &idx->points[i];
-
-		pt->uoff = get64(b + off + P_UOFF);
-		pt->coff = get64(b + off + P_COFF);
-		pt->wsize = get32(b + off + P_WSIZE);
-		pt->wzsize = get32(b + off + P_WZSIZE);
-		pt->bits = b[off + P_BITS];
-		pt->crc = get32(b + off + P_CRC);
-		if (!pt->wzsize)
-			continue;
-		pt->wz = malloc(pt->wzsize);
-		if (!pt->wz) {
-			gzdec_index_free(idx); /* later windows are still NULL */
-			return -ENOMEM;
-		}
-		memcpy(pt->wz, b + woff, pt->wzsize);
-		woff += pt->wzsize;
-	}
-	*out = idx;
-	return 0;
+		return idxrec_ckpt_check(b, len, IF_HDR + plen, in, err);
+	return idxrec_gz_check(b, len, IF_HDR + plen, in, err);
 }
 
 /* The identity fields of the header at b (all but the path). */
@@ -1045,262 +471,19 @@ static unsigned char *new_image(size_t n, const char *src, size_t plen, const st
 	return b;
 }
 
-/* Serializes z's frames into a new buffer (caller frees) and checks the result. */
-static int serialize_zstd(const char *src, const struct idxfile_id *id,
-			  const struct zstddec_index *z, unsigned char **buf, size_t *len)
-{
-	size_t plen = strlen(src), n, off;
-	struct idxfile_info in;
-	unsigned char *b;
-
-	if (plen >= PATH_MAX)
-		return -ENAMETOOLONG;
-	plen = key_len(src, id);
-	if (id->size != z->csize || z->nframes == 0 || z->nunknown || z->usize == ZSTDDEC_UNKNOWN ||
-	    z->nframes > ZSTDDEC_MAX_FRAMES)
-		return -EINVAL;
-	n = IF_HDR + plen + z->nframes * IF_REC + IF_CRC;
-	b = new_image(n, src, plen, id);
-	if (!b)
-		return -ENOMEM;
-	put16(b + H_KIND, IDXFILE_KIND_ZSTD);
-	put64(b + H_USIZE, z->usize);
-	put64(b + H_MEMBERS, z->nframes);
-	put64(b + H_NPOINTS, z->nframes);
-	off = IF_HDR + plen;
-	for (size_t i = 0; i < z->nframes; i++, off += IF_REC) {
-		const struct zstddec_frame *f = &z->frames[i];
-
-		put64(b + off + Z_COFF, f->coff);
-		put64(b + off + Z_CSIZE, f->csize);
-		put64(b + off + Z_USIZE, f->usize);
-		b[off + Z_SRC] = f->usize_src;
-	}
-	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
-	if (check(b, n, &in, NULL) < 0) {
-		free(b);
-		return -EINVAL;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
-}
-
-/* Serializes idx into a new buffer (caller frees) and checks the result. */
-static int serialize(const char *src, const struct idxfile_id *id, const struct gzdec_index *idx,
-		     unsigned char **buf, size_t *len)
-{
-	size_t plen = strlen(src), n, off, woff;
-	struct idxfile_info in;
-	unsigned char *b;
-
-	if (plen >= PATH_MAX)
-		return -ENAMETOOLONG;
-	plen = key_len(src, id);
-	if (id->size != idx->csize || !idx->points ||
-	    __builtin_mul_overflow(idx->npoints, (size_t)IF_REC, &n) ||
-	    __builtin_add_overflow(n, IF_HDR + IF_CRC + plen, &n))
-		return -EINVAL;
-	for (size_t i = 0; i < idx->npoints; i++)
-		if ((idx->points[i].wzsize && !idx->points[i].wz) ||
-		    __builtin_add_overflow(n, idx->points[i].wzsize, &n))
-			return -EINVAL;
-	b = new_image(n, src, plen, id);
-	if (!b)
-		return -ENOMEM;
-	put64(b + H_USIZE, idx->usize);
-	put64(b + H_MEMBERS, idx->members);
-	put64(b + H_SPAN, idx->span);
-	put64(b + H_TRAILOFF, idx->trail_off);
-	put16(b + H_TRAILING, (uint16_t)idx->trailing);
-	put16(b + H_KIND, IDXFILE_KIND_GZIP);
-	put64(b + H_NPOINTS, idx->npoints);
-	off = IF_HDR + plen;
-	woff = off + idx->npoints * IF_REC;
-	for (size_t i = 0; i < idx->npoints; i++, off += IF_REC) {
-		const struct gzdec_point *pt = &idx->points[i];
-
-		put64(b + off + P_UOFF, pt->uoff);
-		put64(b + off + P_COFF, pt->coff);
-		put32(b + off + P_WSIZE, pt->wsize);
-		put32(b + off + P_WZSIZE, pt->wzsize);
-		b[off + P_BITS] = pt->bits;
-		put32(b + off + P_CRC, pt->crc);
-		if (pt->wzsize)
-			memcpy(b + woff, pt->wz, pt->wzsize);
-		woff += pt->wzsize;
-	}
-	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
-	if (check(b, n, &in, NULL) < 0) {
-		free(b);
-		return -EINVAL;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
-}
-
-/* 0 if st may have been written only by us or root; else -EPERM and why in err. */
-static int trusted(const struct stat *st, bool sticky_ok, const char *what, struct zerr *err)
-{
-	uid_t me = geteuid();
-
-	if (st->st_uid != me && st->st_uid != 0)
-		return zerr_set(err, -EPERM, 0,
-				"%s is owned by uid %u (neither ours, uid %u, "
-				"nor root)",
-				what, (unsigned)st->st_uid, (unsigned)me);
-	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(sticky_ok && (st->st_mode & S_ISVTX)))
-		return zerr_set(err, -EPERM, 0, "%s is writable by others (mode %04o)", what,
-				(unsigned)(st->st_mode & 07777));
-	return 0;
-}
-
 /*
- * Checks the index directory dfd, its parent, and the directories above
- * that up to and including the first one root owns (or "/").  A sticky
- * parent is accepted: nobody else can rename or remove what we own in it,
- * and past this check the directory is only used through dfd.  Returns 0,
- * or -EPERM with err.
- */
-static int trust_dir(int dfd, struct zerr *err)
-{
-	struct stat st, up;
-	int fd = dfd, next, ret;
-
-	if (fstat(dfd, &st) < 0)
-		return zerr_set(err, -EPERM, 0, "cannot stat the index directory: %s",
-				strerror(errno));
-	ret = trusted(&st, false, "the index directory", err);
-	/* the parent always (a root daemon's directory is root's), then up to root's */
-	for (int n = 0; ret == 0 && (n == 0 || st.st_uid != 0); n++) {
-		if (n == IF_MAX_UP) {
-			ret = zerr_set(err, -EPERM, 0,
-				       "over %d directories above the index "
-				       "directory",
-				       IF_MAX_UP);
-			break;
-		}
-		/* O_PATH: only search permission is needed to look at a parent */
-		next = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (next < 0 || fstat(next, &up) < 0) {
-			ret = zerr_set(err, -EPERM, 0,
-				       "cannot check the directories above the "
-				       "index directory: %s",
-				       strerror(errno));
-			if (next >= 0)
-				close(next);
-			break;
-		}
-		if (fd != dfd)
-			close(fd);
-		fd = next;
-		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
-			break; /* "/" is its own parent */
-		st = up;
-		ret = trusted(&st, true, "a directory above the index directory", err);
-	}
-	if (fd != dfd)
-		close(fd);
-	return ret;
-}
-
-/*
- * Opens the index file name in dfd, never through a symlink and never
- * blocking, and checks that it is a regular file and, if trust, that it is
- * ours.  Returns the fd (st filled), or -EBADMSG, -EPERM, -ENOENT, ... with err.
- */
-static int open_index(int dfd, const char *name, bool trust, struct stat *st, struct zerr *err)
-{
-	int fd = openat(dfd, name, IF_OPEN), ret;
-
-	if (fd < 0) {
-		if (errno == ELOOP)
-			return BAD(0, "the index file is a symlink");
-		return zerr_set(err, -errno, 0, "cannot open the index file");
-	}
-	if (fstat(fd, st) < 0)
-		ret = zerr_set(err, -errno, 0, "fstat failed");
-	else if (!S_ISREG(st->st_mode))
-		ret = BAD(0, "not a regular file");
-	else
-		ret = trust ? trusted(st, false, "the index file", err) : 0;
-	if (ret < 0) {
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
-/*
- * fits_header for checkpoint sets: m sets of n points in all, covering u
- * bytes of output, as the header says.  A source of src_size bytes has at
- * most src_size / 9 entries and src_size * IF_CRATIO bytes of output, and a
- * set at most one point per span past its first (check_ckpt's rules); the
- * file then takes at least a record, a CRC32 and (past each set's first
- * point) a blob byte per point, and at most ckpt_most.  0 or -EBADMSG.
- */
-static int fits_ckpt(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
-		     struct zerr *err)
-{
-	uint64_t n = get64(h + H_NPOINTS), m = get64(h + H_MEMBERS), u = get64(h + H_USIZE),
-		 plen = get32(h + H_PATHLEN), fixed = IF_HDR + plen + IF_CRC, least, most;
-
-	if (m == 0 || m > src_size / IF_ZMIN_FRAME || n < m || u > sat_mul(src_size, IF_CRATIO) ||
-	    n - m > u / span || plen == 0 || plen > IF_KEYMAX)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " sets of %" PRIu64 " points in all over %" PRIu64
-			   " bytes, or a %" PRIu64 "-byte path: impossible for a %" PRIu64
-			   "-byte source",
-			   m, n, u, plen, src_size);
-	least = sat_add(fixed,
-			sat_add(sat_mul(m, IF_CSET), sat_add(sat_mul(n, IF_CPT + IF_CCRC), n - m)));
-	most = sat_add(fixed, ckpt_most(m, n - m, u, src_size));
-	if (flen < least || flen > most)
-		return BAD(flen,
-			   "file is %" PRIu64 " bytes; its %" PRIu64 " points take %" PRIu64
-			   " to %" PRIu64,
-			   flen, n, least, most);
-	return 0;
-}
-
-/*
- * Whether the length flen fits what header h says the file holds: its path
- * and npoints records, each with a window of at most IF_MAX_WZ (gzip) or
- * none (zstd), where npoints is at most what a src_size-byte source can
- * have at span (the bound check_gz and check_zstd apply).  0 or -EBADMSG.
+ * Whether the length flen fits what header h says the file holds (the
+ * kind's fits, idxrec.h): its key field and records, where the counts are
+ * at most what a src_size-byte source can have at span.  0 or -EBADMSG.
  */
 static int fits_header(const unsigned char *h, uint64_t flen, uint32_t kind, uint64_t src_size,
 		       uint64_t span, struct zerr *err)
 {
-	uint64_t n = get64(h + H_NPOINTS), plen = get32(h + H_PATHLEN), can, least, most;
-	uint64_t fixed = IF_HDR + plen + IF_CRC, per = IF_REC;
-
 	if (kind == IDXFILE_KIND_CKPT)
-		return fits_ckpt(h, flen, src_size, span, err);
-	if (kind == IDXFILE_KIND_GZIP) {
-		can = src_size <= UINT64_MAX / IF_RATIO ? src_size * IF_RATIO / span + 1 : n;
-		per += IF_MAX_WZ;
-	} else {
-		can = src_size / IF_ZMIN_FRAME < ZSTDDEC_MAX_FRAMES ? src_size / IF_ZMIN_FRAME
-								    : ZSTDDEC_MAX_FRAMES;
-	}
-	if (n == 0 || n > can || plen == 0 || plen > IF_KEYMAX)
-		return BAD(H_NPOINTS,
-			   "%" PRIu64 " records or a %" PRIu64 "-byte path: impossible "
-			   "for a %" PRIu64 "-byte source",
-			   n, plen, src_size);
-	if (__builtin_mul_overflow(n, (uint64_t)IF_REC, &least) ||
-	    __builtin_add_overflow(least, fixed, &least))
-		least = UINT64_MAX;
-	if (__builtin_mul_overflow(n, per, &most) || __builtin_add_overflow(most, fixed, &most))
-		most = UINT64_MAX;
-	if (flen < least || flen > most)
-		return BAD(flen,
-			   "file is %" PRIu64 " bytes; its %" PRIu64 " records take %" PRIu64
-			   " to %" PRIu64,
-			   flen, n, least, most);
-	return 0;
+		return idxrec_ckpt_fits(h, flen, src_size, span, err);
+	if (kind == IDXFILE_KIND_GZIP)
+		return idxrec_gz_fits(h, flen, src_size, span, err);
+	return idxrec_zstd_fits(h, flen, src_size, err);
 }
 
 /*
@@ -1317,13 +500,13 @@ static int crc_ok(int fd, uint64_t flen, struct zerr *err)
 
 	if (!p)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	crc64_table(t);
+	idxhash_crc64_table(t);
 	while (ret == 0 && off < end) {
 		size_t n = end - off < IF_PIECE ? (size_t)(end - off) : IF_PIECE;
 
 		ret = pread_full(fd, p, n, off);
 		if (ret == 0) {
-			c = crc64_more(t, c, p, n);
+			c = idxhash_crc64_more(t, c, p, n);
 			off += n;
 		}
 	}
@@ -1425,38 +608,12 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	return ret;
 }
 
-/* Opens dir (following symlinks: it is the user's setting) and checks it. */
-static int open_dir(const char *dir, struct zerr *err)
-{
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
-
-	if (dfd < 0)
-		return zerr_set(err, -errno, 0, "cannot open the index directory");
-	ret = trust_dir(dfd, err);
-	if (ret < 0) {
-		close(dfd);
-		return ret;
-	}
-	return dfd;
-}
-
-static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err);
-static int local_put(void *ctx, const char *name, const void *buf, size_t len);
-static int local_del(void *ctx, const char *name);
-
-/* The index directory as a store (idxstore.h): ctx is its path. */
-static const struct idxstore_ops local_ops = {
-	.get = local_get,
-	.put = local_put,
-	.del = local_del,
-};
-
 /* The store dir names: a registered URL's, else the local directory.  0 or -ENOENT. */
 static int store_of(const char *dir, const struct idxstore_ops **ops, void **ctx)
 {
 	if (strstr(dir, "://"))
 		return idxstore_find(dir, ops, ctx);
-	*ops = &local_ops;
+	*ops = &idxlocal_ops;
 	*ctx = (void *)dir;
 	return 0;
 }
@@ -1484,7 +641,8 @@ static int fetch_checked(const char *dir, const char *name, uint32_t kind,
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "no index store for %s", dir);
 	fd = ops->get(ctx, name,
-		      ops == &local_ops ? UINT64_MAX : max_size_kind(kind, id->size, IF_MIN_SPAN),
+		      ops == &idxlocal_ops ? UINT64_MAX
+					   : max_size_kind(kind, id->size, IF_MIN_SPAN),
 		      err);
 	if (fd == -EFBIG)
 		return BAD(0, "larger than an index of a %" PRIu64 "-byte source can be", id->size);
@@ -1562,7 +720,7 @@ static void rebind(const char *dir, const char *src, const struct idxfile_id *id
 	put_id(b, id);
 	put32(b + H_PATHLEN, (uint32_t)plen);
 	put64(b + H_FSIZE, n);
-	put64(b + n - IF_CRC, crc64(b, n - IF_CRC));
+	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
 	if (check(b, n, ni, NULL) < 0)
 		goto out;
 	save_image(dir, id, in->kind, b, n, NULL);
@@ -1626,7 +784,7 @@ int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_
 	if (span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
 			       in->span, span_wanted);
-	else if (build(b, in, out) < 0)
+	else if (idxrec_gz_build(b, body_of(in), in, out) < 0)
 		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
 out:
 	free(b);
@@ -1639,44 +797,12 @@ int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idx
 {
 	struct idxfile_info *in = malloc(sizeof(*in));
 	unsigned char *b = NULL;
-	uint64_t *usize = NULL;
-	size_t off;
 	int ret;
 
 	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_ZSTD, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
-	if (ret < 0)
-		goto out;
-	/* the same source (identity) walked now: the frames must be the ones recorded */
-	if (in->npoints != z->nframes || z->csize != in->id.size) {
-		ret = BAD(H_NPOINTS, "%" PRIu64 " frames recorded, the file has %zu", in->npoints,
-			  z->nframes);
-		goto out;
-	}
-	usize = malloc(z->nframes * sizeof(*usize)); /* nframes >= 1: check_zstd */
-	if (!usize) {
-		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
-		goto out;
-	}
-	off = body_of(in);
-	for (size_t i = 0; i < z->nframes; i++, off += IF_REC) {
-		const struct zstddec_frame *f = &z->frames[i];
-
-		usize[i] = get64(b + off + Z_USIZE);
-		if (get64(b + off + Z_COFF) != f->coff || get64(b + off + Z_CSIZE) != f->csize) {
-			ret = BAD(off,
-				  "frame %zu: recorded at %" PRIu64 "+%" PRIu64 ", the file "
-				  "has it at %" PRIu64 "+%" PRIu64,
-				  i, get64(b + off + Z_COFF), get64(b + off + Z_CSIZE), f->coff,
-				  f->csize);
-			goto out;
-		}
-	}
-	if (zstddec_index_settle_all(z, usize) < 0)
-		ret = BAD(body_of(in), "the recorded sizes disagree with the frames' "
-				       "headers or blocks");
-out:
-	free(usize);
+	if (ret == 0)
+		ret = idxrec_zstd_apply(b, body_of(in), in, z, err);
 	free(b);
 	free(in);
 	return ret;
@@ -1722,127 +848,13 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
 	unsigned char *b = NULL;
 	struct stat st;
 	size_t len = 0;
-	int fd = open_index(AT_FDCWD, path, false, &st, err), ret;
+	int fd = idxtrust_open_file(AT_FDCWD, path, false, &st, err), ret;
 
 	if (fd < 0)
 		return fd;
 	ret = read_checked(fd, &st, NULL, &b, &len, info, err);
 	free(b);
 	close(fd);
-	return ret;
-}
-
-/* mkdir -p with mode 0700 for every directory it creates. */
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t n = strlen(dir);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		buf[i] = dir[i];
-	}
-	return 0;
-}
-
-/*
- * Creates ".<name>.XXXXXX" in dfd (O_EXCL, mode 0600, never through a
- * symlink) and puts its name in tmp.  Returns the fd or -errno.
- */
-static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
-{
-	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-	int n = snprintf(tmp, len, ".%s.", name), fd = -EEXIST;
-	struct timespec ts;
-	uint64_t r;
-
-	if (n < 0 || (size_t)n + IF_TMPLEN >= len)
-		return -ENAMETOOLONG;
-	for (int tries = 0; tries < 100 && fd == -EEXIST; tries++) {
-		/* getrandom, or failing that the clock: O_EXCL makes any name safe */
-		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			r = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^
-				  (uint64_t)tries);
-		}
-		for (unsigned i = 0; i < IF_TMPLEN; i++, r /= sizeof(set) - 1)
-			tmp[n + i] = set[r % (sizeof(set) - 1)];
-		tmp[n + IF_TMPLEN] = '\0';
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0)
-			fd = -errno;
-	}
-	return fd;
-}
-
-/*
- * The local store's put: name in directory ctx, created (mkdir -p, 0700)
- * if need be, through a temporary file fsync'd and renamed over it.
- */
-static int local_put(void *ctx, const char *name, const void *buf, size_t len)
-{
-	const char *dir = ctx;
-	char tmp[PATH_MAX];
-	int dfd = -1, fd, ret = mkdir_p(dir);
-
-	if (ret == 0)
-		ret = dfd = open_dir(dir, NULL);
-	if (ret < 0)
-		return ret;
-	/* ".<name>.XXXXXX": hidden, and named after its index for prune */
-	fd = make_tmp(dfd, name, tmp, sizeof(tmp));
-	if (fd < 0) {
-		close(dfd);
-		return fd;
-	}
-	ret = write_full(fd, buf, len);
-	if (ret == 0 && fsync(fd) < 0)
-		ret = -errno;
-	if (close(fd) < 0 && ret == 0)
-		ret = -errno;
-	if (ret == 0 && renameat(dfd, tmp, dfd, name) < 0)
-		ret = -errno;
-	if (ret < 0)
-		unlinkat(dfd, tmp, 0);
-	else
-		fsync(dfd); /* make the rename durable too; the file is complete either way */
-	close(dfd);
-	return ret;
-}
-
-/* The local store's get: name in directory ctx, both trusted (see idxfile.h). */
-static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
-{
-	struct stat st;
-	int dfd = open_dir(ctx, err), fd;
-
-	if (dfd < 0)
-		return dfd;
-	fd = open_index(dfd, name, true, &st, err);
-	close(dfd);
-	if (fd >= 0 && (uint64_t)st.st_size > cap) {
-		close(fd);
-		return -EFBIG;
-	}
-	return fd;
-}
-
-static int local_del(void *ctx, const char *name)
-{
-	int dfd = open_dir(ctx, NULL), ret = 0;
-
-	if (dfd < 0)
-		return dfd;
-	if (unlinkat(dfd, name, 0) < 0)
-		ret = -errno;
-	close(dfd);
 	return ret;
 }
 
@@ -1877,89 +889,35 @@ static int seal_save(const char *dir, const struct idxfile_id *id, uint32_t kind
 
 	if (ret == 0) {
 		put64(b + H_HASH, h);
-		put64(b + len - IF_CRC, crc64(b, len - IF_CRC));
+		put64(b + len - IF_CRC, idxhash_crc64(b, len - IF_CRC));
 		ret = save_image(dir, id, kind, b, len, bytes_written);
 	}
 	free(b);
 	return ret;
 }
 
-int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		 const struct gzdec_index *idx, uint64_t *bytes_written)
-{
-	unsigned char *b = NULL;
-	size_t len = 0;
-	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
-
-	if (ret == 0)
-		ret = serialize(src_abspath, id, idx, &b, &len);
-	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_GZIP, b, len, bytes_written);
-}
-
-int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct zstddec_index *z, uint64_t *bytes_written)
-{
-	unsigned char *b = NULL;
-	size_t len = 0;
-	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
-
-	if (ret == 0)
-		ret = serialize_zstd(src_abspath, id, z, &b, &len);
-	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_ZSTD, b, len, bytes_written);
-}
-
-/* Bytes set s takes in a file: its points, CRC32s and used blob bytes; 0 if s is unusable. */
-static uint64_t set_bytes(const struct ckpt_set *s)
-{
-	uint64_t len = 0;
-
-	if (!s || !s->pt || !s->crc || ckpt_set_check(s) < 0 || s->n > UINT32_MAX ||
-	    s->ncrc > UINT32_MAX)
-		return 0;
-	for (size_t i = 0; i < s->n; i++)
-		len += s->pt[i].blob_len; /* each inside blob_len: ckpt_set_check */
-	return sat_add(len, s->n * IF_CPT + s->ncrc * IF_CCRC);
-}
-
-/* Writes set s's record at b + r and its sections at b + off; returns the end of those. */
-static size_t put_set(unsigned char *b, size_t r, size_t off, uint64_t start,
-		      const struct ckpt_set *s)
-{
-	uint64_t blen = 0;
-	size_t boff = off + s->n * IF_CPT + s->ncrc * IF_CCRC;
-
-	for (size_t i = 0; i < s->n; i++, off += IF_CPT) {
-		const struct ckpt_point *p = &s->pt[i];
-
-		put64(b + off + C_UOFF, p->uoff);
-		put32(b + off + C_BLOBLEN, p->blob_len);
-		put32(b + off + C_PIECE0, p->piece0);
-		if (p->blob_len)
-			memcpy(b + boff, s->blob + p->blob_off, p->blob_len);
-		boff += p->blob_len;
-		blen += p->blob_len;
-	}
-	for (size_t i = 0; i < s->ncrc; i++, off += IF_CCRC)
-		put32(b + off, s->crc[i]);
-	put64(b + r + S_START, start);
-	put64(b + r + S_USIZE, s->usize);
-	put64(b + r + S_BLOBLEN, blen);
-	put32(b + r + S_NPOINTS, (uint32_t)s->n);
-	put32(b + r + S_NCRC, (uint32_t)s->ncrc);
-	return boff;
-}
+/* What a save of each kind was given. */
+struct recs {
+	uint32_t kind;
+	const struct gzdec_index *gz;
+	const struct zstddec_index *z;
+	const struct idxfile_ckpt *sets;
+	size_t nsets;
+	uint64_t span;
+};
 
 /*
- * Serializes n sets into a new buffer (caller frees), checks it as load
- * would (check(), the size cap and fits_header), and returns 0, -EINVAL,
- * -EFBIG (over the cap), -ENAMETOOLONG or -ENOMEM.
+ * Serializes r for the source at src with identity id into a new buffer
+ * (caller frees): the header, the key field, the kind's records and the
+ * CRC-64; then checks it as load would (check(), and for checkpoint sets
+ * fits_header, the bound of the header's own counts).  Returns 0,
+ * -ENAMETOOLONG, -EINVAL (what the kind's size or check() refuses), -EFBIG
+ * (checkpoint sets a load would refuse as too large) or -ENOMEM.
  */
-static int serialize_ckpt(const char *src, const struct idxfile_id *id, uint64_t span,
-			  const struct idxfile_ckpt *sets, size_t n, unsigned char **buf,
-			  size_t *len)
+static int serialize(const char *src, const struct idxfile_id *id, const struct recs *r,
+		     unsigned char **buf, size_t *len)
 {
-	size_t plen = strlen(src), off, r;
-	uint64_t size, end = 0, pts = 0;
+	size_t plen = strlen(src), n = 0;
 	struct idxfile_info in;
 	unsigned char *b;
 	int ret;
@@ -1967,108 +925,90 @@ static int serialize_ckpt(const char *src, const struct idxfile_id *id, uint64_t
 	if (plen >= PATH_MAX)
 		return -ENAMETOOLONG;
 	plen = key_len(src, id);
-	if (!sets || n == 0 || span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN)
-		return -EINVAL;
-	size = sat_add(IF_HDR + plen + IF_CRC, sat_mul(n, IF_CSET));
-	for (size_t i = 0; i < n; i++) {
-		uint64_t bytes = set_bytes(sets[i].set);
-
-		if (bytes == 0 || sets[i].entry_start < end ||
-		    __builtin_add_overflow(sets[i].entry_start, sets[i].set->usize, &end))
-			return -EINVAL;
-		size = sat_add(size, bytes);
-		pts += sets[i].set->n;
-	}
-	if (size > idxfile_max_size_ckpt(id->size, span))
-		return -EFBIG;
-	b = new_image((size_t)size, src, plen, id);
+	ret = r->kind == IDXFILE_KIND_GZIP ? idxrec_gz_size(id, r->gz, plen, &n)
+	      : r->kind == IDXFILE_KIND_ZSTD
+		      ? idxrec_zstd_size(id, r->z, plen, &n)
+		      : idxrec_ckpt_size(id, r->span, r->sets, r->nsets, plen, &n);
+	if (ret < 0)
+		return ret;
+	b = new_image(n, src, plen, id);
 	if (!b)
 		return -ENOMEM;
-	put16(b + H_KIND, IDXFILE_KIND_CKPT);
-	put64(b + H_USIZE, end);
-	put64(b + H_MEMBERS, n);
-	put64(b + H_SPAN, span);
-	put64(b + H_NPOINTS, pts);
-	r = IF_HDR + plen;
-	off = r + n * IF_CSET;
-	for (size_t i = 0; i < n; i++, r += IF_CSET)
-		off = put_set(b, r, off, sets[i].entry_start, sets[i].set);
-	put64(b + size - IF_CRC, crc64(b, (size_t)size - IF_CRC));
-	ret = check(b, (size_t)size, &in, NULL);
-	if (ret == 0 && fits_header(b, size, IDXFILE_KIND_CKPT, id->size, span, NULL) < 0)
+	put16(b + H_KIND, (uint16_t)r->kind);
+	if (r->kind == IDXFILE_KIND_GZIP)
+		idxrec_gz_put(b, IF_HDR + plen, r->gz);
+	else if (r->kind == IDXFILE_KIND_ZSTD)
+		idxrec_zstd_put(b, IF_HDR + plen, r->z);
+	else
+		idxrec_ckpt_put(b, IF_HDR + plen, r->span, r->sets, r->nsets);
+	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
+	ret = check(b, n, &in, NULL);
+	if (ret == 0 && r->kind == IDXFILE_KIND_CKPT &&
+	    fits_header(b, n, r->kind, id->size, r->span, NULL) < 0)
 		ret = -EFBIG;
 	if (ret < 0) {
 		free(b);
 		return ret == -EBADMSG ? -EINVAL : ret;
 	}
 	*buf = b;
-	*len = (size_t)size;
+	*len = n;
 	return 0;
 }
 
-int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
-		      uint64_t *bytes_written)
+/* Serializes r and saves it (seal_save) as the index of src_abspath. */
+static int save_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		     const struct recs *r, uint64_t *bytes_written)
 {
 	unsigned char *b = NULL;
 	size_t len = 0;
 	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
 
 	if (ret == 0)
-		ret = serialize_ckpt(src_abspath, id, span, sets, n, &b, &len);
-	return ret < 0 ? ret : seal_save(dir, id, IDXFILE_KIND_CKPT, b, len, bytes_written);
+		ret = serialize(src_abspath, id, r, &b, &len);
+	return ret < 0 ? ret : seal_save(dir, id, r->kind, b, len, bytes_written);
 }
 
-static void free_sets(struct idxfile_ckpt *v, size_t n)
+int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		 const struct gzdec_index *idx, uint64_t *bytes_written)
 {
-	for (size_t i = 0; v && i < n; i++)
-		ckpt_set_free((struct ckpt_set *)v[i].set);
-	free(v);
+	struct recs r = { .kind = IDXFILE_KIND_GZIP, .gz = idx };
+
+	return save_recs(dir, src_abspath, id, &r, bytes_written);
+}
+
+int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct zstddec_index *z, uint64_t *bytes_written)
+{
+	struct recs r = { .kind = IDXFILE_KIND_ZSTD, .z = z };
+
+	return save_recs(dir, src_abspath, id, &r, bytes_written);
+}
+
+int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
+		      uint64_t *bytes_written)
+{
+	struct recs r = { .kind = IDXFILE_KIND_CKPT, .sets = sets, .nsets = n, .span = span };
+
+	return save_recs(dir, src_abspath, id, &r, bytes_written);
 }
 
 int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
 		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n, struct zerr *err)
 {
 	struct idxfile_info *in = malloc(sizeof(*in));
-	struct idxfile_ckpt *v = NULL;
 	unsigned char *b = NULL;
-	size_t r, off, i = 0;
 	int ret;
 
 	*out = NULL;
 	*n = 0;
 	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_CKPT, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
-	if (ret < 0)
-		goto out;
-	if (span_wanted && span_wanted != in->span) {
+	if (ret == 0 && span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
 			       in->span, span_wanted);
-		goto out;
-	}
-	v = calloc(in->members, sizeof(*v)); /* members >= 1, bounded by the file: check_ckpt */
-	if (!v) {
-		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
-		goto out;
-	}
-	r = body_of(in);
-	off = r + in->members * IF_CSET;
-	for (; ret == 0 && i < in->members; i++, r += IF_CSET) {
-		struct ckpt_set *s;
-
-		ret = parse_set(b, r, off, true, &s, err); /* check() accepted it: only -ENOMEM */
-		v[i].entry_start = get64(b + r + S_START);
-		v[i].set = s;
-		off += (uint64_t)get32(b + r + S_NPOINTS) * IF_CPT +
-		       (uint64_t)get32(b + r + S_NCRC) * IF_CCRC + get64(b + r + S_BLOBLEN);
-	}
-	if (ret == 0) {
-		*out = v;
-		*n = i;
-		v = NULL;
-	}
-out:
-	free_sets(v, i);
+	if (ret == 0)
+		ret = idxrec_ckpt_parse(b, body_of(in), in, out, n, err);
 	free(b);
 	free(in);
 	return ret;
@@ -2086,6 +1026,12 @@ static int is_hex(const char *s, size_t n)
 static int is_ext(const char *s)
 {
 	return !strncmp(s, IF_EXT, 4) || !strncmp(s, IF_CEXT, 4);
+}
+
+/* Whether s (n bytes) is an index file's name: "<16 hex>.zmi" or "<16 hex>.zmc". */
+static bool is_index_name(const char *s, size_t n)
+{
+	return n == IF_HEXLEN + 4 && is_hex(s, IF_HEXLEN) && is_ext(s + IF_HEXLEN);
 }
 
 /*
@@ -2119,7 +1065,7 @@ static bool renamed_nearby(const struct idxfile_info *in)
 		    snprintf(path, sizeof(path), "%s/%s", n ? dir : "", de->d_name) >=
 			    (int)sizeof(path))
 			continue;
-		fd = openat(dirfd(d), de->d_name, IF_OPEN);
+		fd = openat(dirfd(d), de->d_name, IDXTRUST_OPEN);
 		if (fd < 0 || zsrc_local(fd, &src) < 0)
 			continue;
 		found = idxfile_identify(src, &now) == 0 && now.dev == in->id.dev &&
@@ -2145,7 +1091,7 @@ static int prune_index(int dfd, const char *dir, const char *name)
 	if (!in)
 		return 0;
 	/* not ours (-EPERM): kept, as is anything we cannot read */
-	ret = fd = open_index(dfd, name, true, &st, NULL);
+	ret = fd = idxtrust_open_file(dfd, name, true, &st, NULL);
 	if (fd >= 0) {
 		ret = read_checked(fd, &st, NULL, &b, &len, in, NULL);
 		close(fd);
@@ -2159,7 +1105,7 @@ static int prune_index(int dfd, const char *dir, const char *name)
 		    strcmp(strrchr(want, '/') + 1, name)) {
 			stale = 1;
 		} else if (in->src[0] == '/') { /* a URL's object is not checked: kept */
-			fd = open(in->src, IF_OPEN);
+			fd = open(in->src, IDXTRUST_OPEN);
 			if (fd < 0) {
 				stale = errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
 			} else if (zsrc_local(fd, &src) == 0) {
@@ -2177,45 +1123,15 @@ static int prune_index(int dfd, const char *dir, const char *name)
 	return stale;
 }
 
+/* idxlocal_prune's judge: the directory's path is arg. */
+static int judge_index(void *arg, int dfd, const char *name)
+{
+	return prune_index(dfd, arg, name);
+}
+
 int idxfile_prune(const char *dir, unsigned *removed)
 {
-	unsigned count = 0;
-	struct dirent *de;
-	struct stat st;
-	time_t now = time(NULL);
-	DIR *d;
-	int dfd;
-
-	if (removed)
-		*removed = 0;
-	dfd = open_dir(dir, NULL);
-	if (dfd < 0)
-		return dfd;
-	d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return -ENOMEM;
-	}
-	while ((de = readdir(d))) {
-		const char *s = de->d_name;
-		size_t n = strlen(s);
-		int go = 0;
-
-		/* only regular files: a symlink or anything else is not ours */
-		if (fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (n == IF_HEXLEN + 4 && is_hex(s, IF_HEXLEN) && is_ext(s + IF_HEXLEN))
-			go = prune_index(dfd, dir, s);
-		else if (n == IF_HEXLEN + 12 && s[0] == '.' && is_hex(s + 1, IF_HEXLEN) &&
-			 is_ext(s + 1 + IF_HEXLEN) && s[5 + IF_HEXLEN] == '.')
-			go = st.st_mtime < now - IF_TMP_AGE;
-		if (go && unlinkat(dfd, s, 0) == 0)
-			count++;
-	}
-	closedir(d);
-	if (removed)
-		*removed = count;
-	return 0;
+	return idxlocal_prune(dir, is_index_name, judge_index, (void *)dir, removed);
 }
 
 /* An index blob a store listed (idxfile_prune_store). */
@@ -2236,7 +1152,7 @@ static int add_blob(void *arg, const char *name, uint64_t size, const char *tag)
 	size_t n = strlen(name);
 	struct blob *v;
 
-	if (n != IF_HEXLEN + 4 || !is_hex(name, IF_HEXLEN) || !is_ext(name + IF_HEXLEN))
+	if (!is_index_name(name, n))
 		return 0; /* not an index's name: not ours */
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 64;

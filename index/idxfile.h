@@ -71,10 +71,13 @@
 #include <sys/stat.h>
 
 #include "ckpt.h"
-#include "gzdec.h"
 #include "src.h"
 #include "zerr.h"
-#include "zstddec.h"
+
+/* The codecs' index types (gzdec.h, zstddec.h), borrowed or returned by pointer only: a
+ * caller that builds or reads them includes its codec's header. */
+struct gzdec_index;
+struct zstddec_index;
 
 /* 2: the source's ctime joined the identity; 3: kind; 4: each gzip span's CRC32;
  * 5: files named by content, not path, and the source's whole-file hash;

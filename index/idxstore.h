@@ -10,7 +10,7 @@
  * CRC-64, identity) on what a store returns; a store only moves bytes.
  *
  * Two implementations:
- *  - a local directory (the index_dir path; built into idxfile.c with the
+ *  - a local directory (the index_dir path; idxlocal.c, with the
  *    ownership, O_NOFOLLOW and temp+rename rules of idxfile.h);
  *  - an S3 prefix ("s3://BUCKET/PREFIX"; fs/s3idx.c), registered here by
  *    whoever owns the S3 client, so that index/ never sees libcurl.

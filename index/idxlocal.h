@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZMOUNT_IDXLOCAL_H
+#define ZMOUNT_IDXLOCAL_H
+
+/*
+ * The local index directory as a store (idxstore.h; internal to index/):
+ * the store that idxfile.c uses for a dir argument without "://".  Its
+ * ctx is the directory's path (a const char *, borrowed).  Every call
+ * opens the directory and checks it (idxtrust_open_dir) and then uses it
+ * only through that descriptor, so the ownership rules of idxfile.h hold
+ * for each get, put, delete and prune.
+ *
+ * Threads: no state; any thread, at once.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "idxstore.h"
+
+/*
+ * get: the file name in directory ctx, opened with idxtrust_open_file
+ * (trusted, regular, never through a symlink); -EFBIG if it is larger
+ * than cap (closed, nothing read), else what idxstore_ops.get says.
+ * put: creates directory ctx and its parents as needed (mode 0700), writes
+ * ".<name>.XXXXXX" (O_EXCL, mode 0600, random characters) in it, fsyncs and
+ * renames it over name, then fsyncs the directory; on error the temporary
+ * file is unlinked and any previous file of that name is intact.  Returns
+ * 0, -EPERM (directory not trusted; nothing written) or the -errno of
+ * mkdir, open, write, fsync, close or rename.
+ * del: unlinks name in directory ctx once it is trusted.
+ * No list or peek: a local directory is pruned by idxlocal_prune.
+ */
+extern const struct idxstore_ops idxlocal_ops;
+
+/*
+ * Removes from directory dir (trusted as above), without following
+ * symlinks, the regular files that must go: name for which is_index(name,
+ * its length) holds and judge(arg, dfd, name) returns 1 (dfd: dir's
+ * descriptor, valid during the call), and temporary files of put
+ * (".<index name>.XXXXXX") last modified over an hour ago (a live save
+ * takes seconds).  Everything else is left alone.  Returns 0 and, if
+ * removed is not NULL, how many files went; or -EPERM (dir not trusted:
+ * nothing is removed), -ENOMEM or the -errno of opening dir.
+ */
+int idxlocal_prune(const char *dir, bool (*is_index)(const char *name, size_t n),
+		   int (*judge)(void *arg, int dfd, const char *name), void *arg,
+		   unsigned *removed);
+
+#endif
