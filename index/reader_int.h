@@ -112,8 +112,14 @@ struct reader {
 	 * over, so that pass is also the checkpoint pass.  Freed by then.
 	 */
 	struct ckpt_set **ck_open;
-	atomic_uint_fast64_t resumes;  /* decoders started at a checkpoint */
-	atomic_bool ck_stop;	       /* reader_close: passes on the pool give up */
+	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
+	atomic_bool ck_stop;	      /* reader_close: passes on the pool give up */
+	/*
+	 * A reader decodes a wide entry from its start while a pass runs: the
+	 * pass gives up that entry (reader_ck_yield), so no byte is decoded
+	 * twice at once; the reader's end queues it again (reader_ck_note).
+	 */
+	atomic_bool ck_yield;
 	atomic_bool ck_loaded;	       /* index_dir was looked at for saved sets */
 	atomic_bool ck_unsaved;	       /* a fill made a medium entry's set: save at detach */
 	atomic_size_t ck_medium_bytes; /* what medium entries' sets hold: within opts.index_max */
@@ -190,6 +196,12 @@ void reader_ck_kick(struct reader *r, size_t k);
  * read-ahead (a cold sequential read of 1 GiB of xz ran 9% slower).
  */
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos);
+/*
+ * A reader is about to decode wide entry k from its start: a pass running
+ * on k stops, and leaves k to the reader (one decode per byte).  With
+ * r->stream held; never blocks.
+ */
+void reader_ck_yield(struct reader *r, size_t k);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */
 void reader_ck_stop(struct reader *r);
 /* Whether entry k is medium (CKABLE_MEDIUM). */
