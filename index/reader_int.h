@@ -115,9 +115,9 @@ struct reader {
 	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
 	atomic_bool ck_stop;	      /* reader_close: passes on the pool give up */
 	/*
-	 * A reader decodes a wide entry from its start while a pass runs: the
-	 * pass gives up that entry (reader_ck_yield), so no byte is decoded
-	 * twice at once; the reader's end queues it again (reader_ck_note).
+	 * A reader streams a wide entry while a pass runs on it: the pass
+	 * gives up that entry (reader_ck_yield), so no byte is decoded twice
+	 * at once; the reader's end queues it again (reader_ck_note).
 	 */
 	atomic_bool ck_yield;
 	atomic_bool ck_loaded;	       /* index_dir was looked at for saved sets */
@@ -197,9 +197,9 @@ void reader_ck_kick(struct reader *r, size_t k);
  */
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos);
 /*
- * A reader is about to decode wide entry k from its start: a pass running
- * on k stops, and leaves k to the reader (one decode per byte).  With
- * r->stream held; never blocks.
+ * A sequential stream continued inside entry k (readahead_note): if k is
+ * wide and a pass runs on it, the pass stops and leaves k to the reader
+ * (one decode per byte).  Any thread; never blocks.
  */
 void reader_ck_yield(struct reader *r, size_t k);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */

@@ -189,9 +189,6 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 			   r->f->unit, r->entry[k], want);
 		if (r->ckable && r->ckable[k] == CKABLE_WIDE)
 			reader_ck_kick(r, k);
-	} else {
-		/* Most likely a sequential read: a pass over k would decode beside it. */
-		reader_ck_yield(r, k);
 	}
 	return udec_open(r, k, out, err);
 }
