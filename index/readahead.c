@@ -349,7 +349,9 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	if (i == NSTREAMS) {
 		i = r->next_stream++ % NSTREAMS;
 		stream_start(r, i, off, end, &from, &to);
+		r->last_stream = i;
 	} else {
+		r->last_stream = i;
 		continued = true;
 		if (end > r->streams[i].end)
 			r->streams[i].end = end;

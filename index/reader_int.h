@@ -64,6 +64,7 @@ struct reader {
 		unsigned hits;	/* reads that continued it (see readahead_note) */
 	} streams[NSTREAMS];
 	unsigned next_stream; /* slot to reuse for a new stream */
+	unsigned last_stream; /* the stream the last read started or continued */
 	/*
 	 * Reads in progress (reader_view, reader_pread): a read that wants a
 	 * slice a little ahead of the parked decoder waits for the one that

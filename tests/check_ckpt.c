@@ -656,6 +656,37 @@ static void pass_leaves_streamed_entry(const char *name)
 	close_one(&o);
 }
 
+/*
+ * A stream left inside an entry (a head of the file) is no reader once a
+ * far read starts another: the pass over the entry runs then, so the far
+ * reads after it resume at checkpoints.
+ */
+START_TEST(a_pass_runs_once_a_partial_read_is_left)
+{
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in;
+	static unsigned char buf[SLICE];
+
+	open_one("one.zst", &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	for (uint64_t off = 0; off < 4 * SLICE; off += sizeof(buf))
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+	ck_assert_int_eq(reader_pread(o.r, buf, 4096, SIZE / 2), 4096);
+	ck_assert(memcmp(buf, text + SIZE / 2, 4096) == 0);
+	readahead_wait(o.r);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	reader_get_info(o.r, &in);
+	ck_assert_msg(in.ckpt_wanted == 0, "the pass left the entry to a stream nobody reads");
+	ck_assert_uint_gt(in.ckpts, 0);
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+}
+END_TEST
+
 START_TEST(xz_pass_leaves_an_entry_a_reader_streams)
 {
 	pass_leaves_streamed_entry("one.xz");
@@ -1041,6 +1072,8 @@ int main(void)
 		{ "a_sequential_read_queues_a_pass", a_sequential_read_queues_a_pass, 0 },
 		{ "xz_pass_leaves_an_entry_a_reader_streams",
 		  xz_pass_leaves_an_entry_a_reader_streams, 0 },
+		{ "a_pass_runs_once_a_partial_read_is_left",
+		  a_pass_runs_once_a_partial_read_is_left, 0 },
 		{ "zstd_pass_leaves_an_entry_a_reader_streams",
 		  zstd_pass_leaves_an_entry_a_reader_streams, 0 },
 		{ "sets_over_the_map_limit_are_dropped", sets_over_the_map_limit_are_dropped, 0 },
