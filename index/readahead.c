@@ -334,7 +334,7 @@ static void queue_units(struct reader *r, uint64_t from, uint64_t to)
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
 	uint64_t end = off + len, from, to, done_from = 0, done_to = 0;
-	bool confirmed;
+	bool confirmed, continued = false;
 	unsigned i;
 
 	if (!r->ctx->pool || r->opts.readahead == 0)
@@ -349,7 +349,10 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	if (i == NSTREAMS) {
 		i = r->next_stream++ % NSTREAMS;
 		stream_start(r, i, off, end, &from, &to);
+		r->last_stream = i;
 	} else {
+		r->last_stream = i;
+		continued = true;
 		if (end > r->streams[i].end)
 			r->streams[i].end = end;
 		from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
@@ -372,6 +375,13 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		r->streams[i].done = done_to;
 	}
 	pthread_mutex_unlock(&r->lock);
+	/*
+	 * A stream that continues inside a wide entry is a reader decoding it
+	 * in order: a checkpoint pass over it stops (one decode per byte).  A
+	 * lone read (a header's) leaves the pass running.
+	 */
+	if (continued && off < reader_size(r))
+		reader_ck_yield(r, cmap_find(&r->map, off));
 
 	/* Units the stream has read through go first when room is needed (bcache_demote). */
 	while (done_from < done_to) {

@@ -65,6 +65,7 @@ struct reader {
 		unsigned hits;	/* reads that continued it (see readahead_note) */
 	} streams[NSTREAMS];
 	unsigned next_stream; /* slot to reuse for a new stream */
+	unsigned last_stream; /* the stream the last read started or continued */
 	/*
 	 * Reads in progress (reader_view, reader_pread): a read that wants a
 	 * slice a little ahead of the parked decoder waits for the one that
@@ -115,8 +116,14 @@ struct reader {
 	 * over, so that pass is also the checkpoint pass.  Freed by then.
 	 */
 	struct ckpt_set **ck_open;
-	atomic_uint_fast64_t resumes;  /* decoders started at a checkpoint */
-	atomic_bool ck_stop;	       /* reader_close: passes on the pool give up */
+	atomic_uint_fast64_t resumes; /* decoders started at a checkpoint */
+	atomic_bool ck_stop;	      /* reader_close: passes on the pool give up */
+	/*
+	 * A reader streams a wide entry while a pass runs on it: the pass
+	 * gives up that entry (reader_ck_yield), so no byte is decoded twice
+	 * at once; the reader's end queues it again (reader_ck_note).
+	 */
+	atomic_bool ck_yield;
 	atomic_bool ck_loaded;	       /* index_dir was looked at for saved sets */
 	atomic_bool ck_unsaved;	       /* a fill made a medium entry's set: save at detach */
 	atomic_size_t ck_medium_bytes; /* what medium entries' sets hold: within opts.index_max */
@@ -202,6 +209,12 @@ void reader_ck_kick(struct reader *r, size_t k);
  * read-ahead (a cold sequential read of 1 GiB of xz ran 9% slower).
  */
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos);
+/*
+ * A sequential stream continued inside entry k (readahead_note): if k is
+ * wide and a pass runs on it, the pass stops and leaves k to the reader
+ * (one decode per byte).  Any thread; never blocks.
+ */
+void reader_ck_yield(struct reader *r, size_t k);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */
 void reader_ck_stop(struct reader *r);
 /* Whether entry k is medium (CKABLE_MEDIUM). */

@@ -21,6 +21,7 @@
 #include "tsrc.h"
 #include "ckpt.h"
 #include "pool.h"
+#include "readahead.h"
 #include "reader.h"
 #include "reader_int.h"
 #include "testutil.h"
@@ -599,6 +600,105 @@ START_TEST(a_sequential_read_queues_a_pass)
 }
 END_TEST
 
+static uint64_t ctx_decoded(struct opened *o)
+{
+	struct reader_counters c;
+
+	reader_get_counters(o->zm, &c);
+	return c.decoded_bytes;
+}
+
+/*
+ * One decode per byte: a pass (the background indexer's, or one queued
+ * earlier) that finds a reader streaming a wide entry from its start
+ * leaves that entry to it, rather than decode the same bytes on a second
+ * core beside it.  The reader's end queues the pass (reader_ck_note).
+ */
+static void pass_leaves_streamed_entry(const char *name)
+{
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in;
+	static unsigned char buf[SLICE];
+	uint64_t before;
+
+	open_one(name, &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	for (uint64_t off = 0; off < 4 * SLICE; off += sizeof(buf)) {
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+		ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
+	}
+	readahead_wait(o.r);
+	before = ctx_decoded(&o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_msg(ctx_decoded(&o) == before,
+		      "a pass beside a reader streaming the entry decoded %llu more bytes",
+		      (unsigned long long)(ctx_decoded(&o) - before));
+	reader_get_info(o.r, &in);
+	ck_assert_uint_eq(in.ckpt_wanted, 1);
+	/* The reader goes on to the end, and its end queues the pass. */
+	for (uint64_t off = 4 * SLICE; off < SIZE; off += sizeof(buf)) {
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+		ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
+	}
+	wait_for_checkpoints(&o);
+	readahead_wait(o.r);
+	/* The pass counts its bytes after it publishes: wait for them (with a deadline). */
+	for (int i = 0; i < 1000 && ctx_decoded(&o) < 2 * (uint64_t)SIZE; i++)
+		usleep(10000);
+	/* Every byte decoded once by the reader, once by the pass after it. */
+	ck_assert_uint_eq(ctx_decoded(&o), 2 * (uint64_t)SIZE);
+	random_reads(&o, 0); /* all cached: the file fits */
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+}
+
+/*
+ * A stream left inside an entry (a head of the file) is no reader once a
+ * far read starts another: the pass over the entry runs then, so the far
+ * reads after it resume at checkpoints.
+ */
+START_TEST(a_pass_runs_once_a_partial_read_is_left)
+{
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in;
+	static unsigned char buf[SLICE];
+
+	open_one("one.zst", &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	for (uint64_t off = 0; off < 4 * SLICE; off += sizeof(buf))
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+	ck_assert_int_eq(reader_pread(o.r, buf, 4096, SIZE / 2), 4096);
+	ck_assert(memcmp(buf, text + SIZE / 2, 4096) == 0);
+	readahead_wait(o.r);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	reader_get_info(o.r, &in);
+	ck_assert_msg(in.ckpt_wanted == 0, "the pass left the entry to a stream nobody reads");
+	ck_assert_uint_gt(in.ckpts, 0);
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+}
+END_TEST
+
+START_TEST(xz_pass_leaves_an_entry_a_reader_streams)
+{
+	pass_leaves_streamed_entry("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_pass_leaves_an_entry_a_reader_streams)
+{
+	pass_leaves_streamed_entry("one.zst");
+}
+END_TEST
+
 /* Sets count against the per-archive map limit, cache_size/4: over it, none (and a log line). */
 START_TEST(sets_over_the_map_limit_are_dropped)
 {
@@ -970,6 +1070,12 @@ int main(void)
 		{ "zstd_unsized_saved_sets_are_loaded", zstd_unsized_saved_sets_are_loaded, 0 },
 		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
 		{ "a_sequential_read_queues_a_pass", a_sequential_read_queues_a_pass, 0 },
+		{ "xz_pass_leaves_an_entry_a_reader_streams",
+		  xz_pass_leaves_an_entry_a_reader_streams, 0 },
+		{ "a_pass_runs_once_a_partial_read_is_left",
+		  a_pass_runs_once_a_partial_read_is_left, 0 },
+		{ "zstd_pass_leaves_an_entry_a_reader_streams",
+		  zstd_pass_leaves_an_entry_a_reader_streams, 0 },
 		{ "sets_over_the_map_limit_are_dropped", sets_over_the_map_limit_are_dropped, 0 },
 		{ "a_pass_over_another_version_builds_nothing",
 		  a_pass_over_another_version_builds_nothing, 0 },
