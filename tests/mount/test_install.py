@@ -510,7 +510,8 @@ class Inner:
                 m = re.fullmatch(r'([a-z_]+)=(\d+)', line)
                 if m:
                     out[m.group(1)] = int(m.group(2))
-                elif not re.fullmatch(r'top=\d+ \S.*', line):  # top files: DECODED NAME
+                # top files (DECODED NAME), where the log goes, damaged files, passes
+                elif not re.fullmatch(r'(top=\d+ |log=|damaged=|pass=)\S.*', line):
                     junk.append(line)
             if junk or not text.endswith('\n'):
                 raise ValueError(f'unparsable stats {text!r}')
