@@ -15,6 +15,7 @@
  * See locking.h.
  */
 #include "arctab.h"
+#include "beneath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -209,19 +210,19 @@ static bool unhook(struct arctab *t, struct arc *a)
 
 /*
  * Opens rel only if it is still the regular file st describes: nothing else
- * (a FIFO, a device node swapped in) is ever opened (tree_open_file).
+ * (a FIFO, a device node swapped in) is ever opened (beneath_open_file).
  */
 static int open_same(int dirfd, const char *rel, const struct stat *st)
 {
-	int fd = tree_open_file(dirfd, rel, st, NULL);
+	int fd = beneath_open_file(dirfd, rel, st, NULL);
 
 	return fd == -ESTALE ? -EAGAIN : fd; /* replaced since it was looked up */
 }
 
-/* tree_open_file as a local source (codec/src.h): 0 and *src, or -errno. */
+/* beneath_open_file as a local source (codec/src.h): 0 and *src, or -errno. */
 static int open_src(int dirfd, const char *rel, const struct stat *st, struct zsrc **src)
 {
-	int fd = tree_open_file(dirfd, rel, st, NULL);
+	int fd = beneath_open_file(dirfd, rel, st, NULL);
 
 	*src = NULL;
 	return fd < 0 ? fd : zsrc_local(fd, src);

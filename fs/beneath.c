@@ -7,6 +7,8 @@
 #include <linux/openat2.h>
 #include <stdbool.h>
 #include <string.h>
+#include <stdlib.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -114,4 +116,81 @@ ssize_t beneath_readlink(int root, const char *rel, char *buf, size_t len)
 		buf[n] = '\0';
 	close(fd);
 	return n;
+}
+
+/*
+ * Reopens the object behind pfd (an O_PATH fd) for reading if it is the
+ * regular file want names.  Going through /proc/self/fd opens that very
+ * inode, so nothing swapped in by name in between can be opened; without
+ * /proc, dirfd/name is opened with O_NONBLOCK (a FIFO cannot block us) and
+ * checked after.
+ */
+static int reopen_checked(int pfd, int dirfd, const char *name, const struct stat *want,
+			  struct stat *now)
+{
+	char proc[64];
+	struct stat st;
+	int fd, flags;
+
+	if (fstat(pfd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_dev != want->st_dev || st.st_ino != want->st_ino)
+		return -ESTALE;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) /* no /proc */
+		fd = dirfd == -1
+			     ? -ENOENT
+			     : openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != want->st_dev ||
+	    st.st_ino != want->st_ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	/* A regular file: reads must block as usual (some file systems honour O_NONBLOCK). */
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	if (now)
+		*now = st;
+	return fd;
+}
+
+int beneath_open_file_at(int dirfd, const char *name, const struct stat *want, struct stat *now)
+{
+	int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd;
+
+	if (pfd < 0)
+		return -errno;
+	fd = reopen_checked(pfd, dirfd, name, want, now);
+	close(pfd);
+	return fd;
+}
+
+int beneath_open_file(int root, const char *rel, const struct stat *want, struct stat *now)
+{
+	const char *slash = strrchr(rel, '/');
+	int dfd, fd;
+
+	if (!S_ISREG(want->st_mode))
+		return -EACCES;
+	if (!slash)
+		return beneath_open_file_at(root, rel, want, now);
+	/* The parent beneath the root, then the last component, never followed. */
+	{
+		size_t plen = (size_t)(slash - rel);
+		char *parent = strndup(rel, plen);
+
+		if (!parent)
+			return -ENOMEM;
+		dfd = beneath_open(root, parent, O_PATH | O_DIRECTORY);
+		free(parent);
+	}
+	if (dfd < 0)
+		return dfd;
+	fd = beneath_open_file_at(dfd, slash + 1, want, now);
+	close(dfd);
+	return fd;
 }

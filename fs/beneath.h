@@ -27,4 +27,20 @@ int beneath_lstat(int root, const char *rel, struct stat *st);
 /* readlink of rel into buf (NUL-terminated).  Returns the length or -errno. */
 ssize_t beneath_readlink(int root, const char *rel, char *buf, size_t len);
 
+/*
+ * Opens the regular file rel (relative to the root, never through a
+ * symlink) for reading, without ever opening anything else: the path is
+ * first opened O_PATH (which opens no device and blocks on no FIFO), its
+ * type and object are checked against want (S_ISREG, device, inode), and
+ * only then is that very object reopened O_RDONLY through /proc/self/fd
+ * (or, without /proc, by name with O_NONBLOCK, and checked again by fstat).
+ * If now is not NULL it gets the opened file's fstat.  The fd has
+ * O_CLOEXEC and blocks normally on reads.  Returns the fd, -ESTALE if rel
+ * is no longer that regular file, or -errno.
+ */
+int beneath_open_file(int root, const char *rel, const struct stat *want, struct stat *now);
+
+/* beneath_open_file of name, one component in dirfd. */
+int beneath_open_file_at(int dirfd, const char *name, const struct stat *want, struct stat *now);
+
 #endif

@@ -290,7 +290,7 @@ static int open_node(struct ops_ctx *c, struct node *n, struct handle *h, bool *
 		return arctab_open(c->arcs, n->arc, tree_root_fd(c->tree), n->tn.rel);
 	}
 	/* Never opens what is not that regular file: no FIFO can block us, no device is opened. */
-	h->fd = tree_open_file(tree_root_fd(c->tree), n->tn.rel, &n->tn.st, &now);
+	h->fd = beneath_open_file(tree_root_fd(c->tree), n->tn.rel, &n->tn.st, &now);
 	if (h->fd < 0)
 		return h->fd;
 	*same = srcid_same(&now, &n->tn.st);

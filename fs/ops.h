@@ -13,7 +13,7 @@
  * at open (its node is an older version whose name the kernel still caches)
  * is opened without keep_cache, so that open reads it afresh.
  *
- * Source files are only ever opened through tree_open_file: a FIFO or a
+ * Source files are only ever opened through beneath_open_file: a FIFO or a
  * device swapped in for a file is never opened, so no worker blocks on one.
  *
  * Stats are extended attributes, so they never show up in find or du:

@@ -197,84 +197,6 @@ void tree_get_stats(struct tree *t, struct tree_stats *out)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/*
- * Reopens the object behind pfd (an O_PATH fd) for reading if it is the
- * regular file want names.  Going through /proc/self/fd opens that very
- * inode, so nothing swapped in by name in between can be opened; without
- * /proc, dirfd/name is opened with O_NONBLOCK (a FIFO cannot block us) and
- * checked after.
- */
-static int reopen_checked(int pfd, int dirfd, const char *name, const struct stat *want,
-			  struct stat *now)
-{
-	char proc[64];
-	struct stat st;
-	int fd, flags;
-
-	if (fstat(pfd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_dev != want->st_dev || st.st_ino != want->st_ino)
-		return -ESTALE;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-	fd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) /* no /proc */
-		fd = dirfd == -1
-			     ? -ENOENT
-			     : openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != want->st_dev ||
-	    st.st_ino != want->st_ino) {
-		close(fd);
-		return -ESTALE;
-	}
-	/* A regular file: reads must block as usual (some file systems honour O_NONBLOCK). */
-	flags = fcntl(fd, F_GETFL);
-	if (flags >= 0)
-		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-	if (now)
-		*now = st;
-	return fd;
-}
-
-/* Opens dirfd/name (one component) like tree_open_file. */
-static int open_file_at(int dirfd, const char *name, const struct stat *want, struct stat *now)
-{
-	int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd;
-
-	if (pfd < 0)
-		return -errno;
-	fd = reopen_checked(pfd, dirfd, name, want, now);
-	close(pfd);
-	return fd;
-}
-
-int tree_open_file(int root, const char *rel, const struct stat *want, struct stat *now)
-{
-	const char *slash = strrchr(rel, '/');
-	int dfd, fd;
-
-	if (!S_ISREG(want->st_mode))
-		return -EACCES;
-	if (!slash)
-		return open_file_at(root, rel, want, now);
-	/* The parent beneath the root, then the last component, never followed. */
-	{
-		size_t plen = (size_t)(slash - rel);
-		char *parent = strndup(rel, plen);
-
-		if (!parent)
-			return -ENOMEM;
-		dfd = beneath_open(root, parent, O_PATH | O_DIRECTORY);
-		free(parent);
-	}
-	if (dfd < 0)
-		return dfd;
-	fd = open_file_at(dfd, slash + 1, want, now);
-	close(dfd);
-	return fd;
-}
-
 static bool same_dir(const struct stat *a, const struct stat *b)
 {
 	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
@@ -362,7 +284,7 @@ static int probe_now(struct probe_ctx *c, const char *name, const struct stat *l
 	rel = join(c->rel, name);
 	if (!rel)
 		return NAMES_NOT;
-	fd = open_file_at(c->dirfd, name, lst, st);
+	fd = beneath_open_file_at(c->dirfd, name, lst, st);
 	if (fd >= 0 && zsrc_local(fd, &src) == 0) {
 		fmt = reader_probe(src, said_unreadable(c->t, st, false) ? NULL : rel,
 				   arctab_opts(c->t->arcs));

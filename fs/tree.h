@@ -87,19 +87,6 @@ int tree_resolve(struct tree *t, const char *path, struct tree_node *node);
 void tree_node_clear(struct tree_node *node);
 
 /*
- * Opens the regular file rel (relative to the root, never through a
- * symlink) for reading, without ever opening anything else: the path is
- * first opened O_PATH (which opens no device and blocks on no FIFO), its
- * type and object are checked against want (S_ISREG, device, inode), and
- * only then is that very object reopened O_RDONLY through /proc/self/fd
- * (or, without /proc, by name with O_NONBLOCK, and checked again by fstat).
- * If now is not NULL it gets the opened file's fstat.  The fd has
- * O_CLOEXEC and blocks normally on reads.  Returns the fd, -ESTALE if rel
- * is no longer that regular file, or -errno.
- */
-int tree_open_file(int root, const char *rel, const struct stat *want, struct stat *now);
-
-/*
  * The stat shown for node: read-only modes, times and owners of the source,
  * and for an archive its exact uncompressed size (indexing it if needed;
  * a corrupt archive shows size 0 and fails to open).  Returns 0 or -errno.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for fs/tree.c: tree_open_file opens only the regular file it was
+ * Tests for fs/tree.c and fs/beneath.c: beneath_open_file opens only the regular file it was
  * told about (never a FIFO, device, symlink or another inode swapped in),
  * listings re-check their probed candidates, listings stay in their byte
  * budget, and resolved paths are heap strings.  Fixtures are made in a
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "beneath.h"
 #include "tree.h"
 
 static char dir[PATH_MAX];
@@ -57,7 +58,7 @@ START_TEST(open_file_opens_the_regular_file_it_was_told_about)
 	ck_assert_int_eq(testutil_sh(dir, "mkdir -p a && echo hello > a/f"), 0);
 	lstat_rel("a/f", &want);
 	root = root_fd();
-	fd = tree_open_file(root, "a/f", &want, &now);
+	fd = beneath_open_file(root, "a/f", &want, &now);
 	ck_assert_int_ge(fd, 0);
 	ck_assert(now.st_ino == want.st_ino && S_ISREG(now.st_mode));
 	fl = fcntl(fd, F_GETFL);
@@ -78,7 +79,7 @@ START_TEST(open_file_refuses_a_fifo_swapped_in_without_blocking)
 	ck_assert_int_eq(testutil_sh(dir, "rm f && mkfifo f"), 0);
 	root = root_fd();
 	/* Would block forever (no writer) if it were opened for reading. */
-	ck_assert_int_eq(tree_open_file(root, "f", &want, NULL), -ESTALE);
+	ck_assert_int_eq(beneath_open_file(root, "f", &want, NULL), -ESTALE);
 	close(root);
 }
 END_TEST
@@ -92,9 +93,9 @@ START_TEST(open_file_refuses_a_device_symlink_or_other_inode)
 	lstat_rel("f", &want);
 	root = root_fd();
 	ck_assert_int_eq(testutil_sh(dir, "echo x > g && mv g f"), 0); /* another inode */
-	ck_assert_int_eq(tree_open_file(root, "f", &want, NULL), -ESTALE);
+	ck_assert_int_eq(beneath_open_file(root, "f", &want, NULL), -ESTALE);
 	ck_assert_int_eq(testutil_sh(dir, "rm f && ln -s target f"), 0);
-	ret = tree_open_file(root, "f", &want, NULL);
+	ret = beneath_open_file(root, "f", &want, NULL);
 	ck_assert_msg(ret == -ESTALE || ret == -ELOOP, "symlink: got %d", ret);
 	if (geteuid() == 0) {
 		char p[PATH_MAX];
@@ -102,11 +103,11 @@ START_TEST(open_file_refuses_a_device_symlink_or_other_inode)
 		testutil_join(p, sizeof(p), dir, "f");
 		ck_assert_int_eq(unlink(p), 0);
 		ck_assert_int_eq(mknod(p, S_IFCHR | 0644, makedev(1, 3)), 0);
-		ck_assert_int_eq(tree_open_file(root, "f", &want, NULL), -ESTALE);
+		ck_assert_int_eq(beneath_open_file(root, "f", &want, NULL), -ESTALE);
 	}
 	/* A node that is not a regular file is never opened at all. */
 	lstat_rel(".", &want);
-	ck_assert_int_eq(tree_open_file(root, "target", &want, NULL), -EACCES);
+	ck_assert_int_eq(beneath_open_file(root, "target", &want, NULL), -EACCES);
 	close(root);
 }
 END_TEST
