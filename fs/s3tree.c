@@ -277,11 +277,13 @@ static int finish_dir(struct s3tree_build *b, uint32_t dir, struct tent *v, size
 	struct s3tree *t = b->t;
 	ssize_t k;
 
-	qsort_r(v, n, sizeof(*v), by_name, t->s);
+	if (n) /* an empty directory may have no array: qsort_r wants one */
+		qsort_r(v, n, sizeof(*v), by_name, t->s);
 	k = resolve_names(b, v, n);
 	if (k < 0)
 		return (int)k;
-	qsort_r(v, (size_t)k, sizeof(*v), by_name, t->s);
+	if (k)
+		qsort_r(v, (size_t)k, sizeof(*v), by_name, t->s);
 	if (grow((void **)&t->ents, &t->entcap, t->nent + (size_t)k, sizeof(*t->ents)) < 0)
 		return -ENOMEM;
 	t->dirs[dir].first = (uint32_t)t->nent;
@@ -366,7 +368,8 @@ int s3tree_build_finish(struct s3tree_build *b, struct s3tree **out)
 
 	*out = NULL;
 	if (ret == 0) {
-		qsort_r(t->objs, t->nobj, sizeof(*t->objs), by_key, t->s);
+		if (t->nobj) /* an empty listing has no array: qsort_r wants one */
+			qsort_r(t->objs, t->nobj, sizeof(*t->objs), by_key, t->s);
 		ret = build_dir(b, root, 0, t->nobj, 0);
 	}
 	if (ret < 0) {

@@ -350,7 +350,7 @@ if command -v script > /dev/null; then
 	script -qec "'$z' build -d '$tmp/cidx-tty' '$tmp/ck/one.xz'" /dev/null > "$tmp/out" 2>&1 < /dev/null
 	shown=$(tr '\r\033' '|~' < "$tmp/out")
 	case "$shown" in
-	*"|["*"] 0/1 files  "*"iB/"*"iB  "*"iB/s  "*" left  "*"ne.xz"*"xz: 1 file"*) ok "build on a terminal: rate and time left during one file's pass" ;;
+	*"|["*"] 0/1 files  "*"iB/"*"iB  "*"iB/s  "*" left  "*"e.xz"*"xz: 1 file"*) ok "build on a terminal: rate and time left during one file's pass" ;;
 	*) bad "build on a terminal: no rate or time left in: $(printf '%s' "$shown" | tail -c 600)" ;;
 	esac
 fi
