@@ -250,10 +250,22 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 
 	FUZZ_CHECK(info, "out of memory");
 	/* the path that load will compare, as recorded (any bytes; load must cope) */
+	id.tag[0] = '\0';
 	if (plen > 0 && plen < sizeof(src) && plen <= size - HDR - CRC) {
+		const char *nul;
+
 		memcpy(src, img + HDR, plen);
 		src[plen] = '\0';
-		if (src[0] != '/')
+		/* version 6: the key, then after a NUL the version tag (any bytes; load must cope) */
+		nul = memchr(img + HDR, 0, plen);
+		if (nul && (size_t)(img + HDR + plen - (const uint8_t *)nul - 1) < sizeof(id.tag)) {
+			size_t tlen = (size_t)(img + HDR + plen - (const uint8_t *)nul - 1);
+
+			memcpy(id.tag, nul + 1, tlen);
+			id.tag[tlen] = '\0';
+		}
+		/* a key load could take as it is stays; anything else becomes a path */
+		if (!idxfile_keyed(src))
 			src[0] = '/';
 	}
 	id.dev = get64(img + H_DEV);
