@@ -472,7 +472,8 @@ static void prog_draw(struct prog *pg)
 	if (zmctx_passes(pg->zm, NULL, &p, 1) == 1 && p.total)
 		done += (uint64_t)((double)pg->size *
 				   (double)(p.done < p.total ? p.done : p.total) / (double)p.total);
-	rate = secs > 0.5 ? (double)done / secs : 0;
+	/* from the second redraw on (PROG_HZ): a pass of under a second still shows one */
+	rate = secs >= 0.2 ? (double)done / secs : 0;
 	if (rate >= 1) {
 		zlog_size(a, sizeof(a), (uint64_t)rate);
 		snprintf(r, sizeof(r), "%s/s", a);

@@ -256,7 +256,8 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 
 		memcpy(src, img + HDR, plen);
 		src[plen] = '\0';
-		/* version 6: the key, then after a NUL the version tag (any bytes; load must cope) */
+		/* version 6: the key, then after a NUL the version tag (any bytes; load must cope)
+		 */
 		nul = memchr(img + HDR, 0, plen);
 		if (nul && (size_t)(img + HDR + plen - (const uint8_t *)nul - 1) < sizeof(id.tag)) {
 			size_t tlen = (size_t)(img + HDR + plen - (const uint8_t *)nul - 1);
