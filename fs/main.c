@@ -393,8 +393,17 @@ static int session_loop(struct fuse_session *se, int single)
 		ret = fuse_session_loop_mt(se, lc);
 		fuse_loop_cfg_destroy(lc);
 	}
-	/* The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are a clean stop. */
-	return ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP ? 0 : 1;
+	/*
+	 * The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are
+	 * a clean stop.  -ECONNABORTED means the connection was aborted from
+	 * outside (/sys/fs/fuse/connections/N/abort): the kernel has already
+	 * failed every request, so that is a stop too, not a fault of ours.
+	 */
+	if (ret == -ECONNABORTED)
+		zlog(ZLOG_INFO, "the FUSE connection was aborted from outside; exiting");
+	return ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP || ret == -ECONNABORTED
+		       ? 0
+		       : 1;
 }
 
 /*

@@ -20,6 +20,8 @@ are the `#` lines above it):
                   close it succeeds and the daemon exits 0.
   unmount-lazy    fusermount3 -uz with reads in flight: they finish or fail
                   cleanly, and the daemon exits 0 once they close.
+  conn-abort      the connection aborted through /sys/fs/fuse/connections
+                  during reads: readers return, the daemon exits 0.
   tiny-cache      cache_size=1M with 4 MiB xz Blocks, a 10 MiB single Block
                   and span=4M gzip: everything still reads back exactly.
   fd-limit        RLIMIT_NOFILE=64 over 1,000 archives, 200 files held open
@@ -735,6 +737,53 @@ def item_sigterm(ctx, it):
                 f'exit {rc} in {t_exit:.2f} s')
     finally:
         m._emergency()  # lazy unmount + kill, only if still there; never raises
+
+
+def conn_minor(mnt):
+    """The FUSE connection number (the mount's minor device) of the mount at mnt, or None."""
+    want = os.path.realpath(mnt)
+    with open('/proc/self/mountinfo') as f:
+        for ln in f:
+            fl = ln.split(' ')
+            if len(fl) > 4 and zmtest._unescape_mountinfo(fl[4]) == want:
+                return fl[2].split(':')[1]
+    return None
+
+
+def item_conn_abort(ctx, it):
+    b = ctx.base()
+    m = ctx.mount(it, b['src'], 'conn-abort', f'cache_size=16M,index_dir={ctx.path("idx-ca")}',
+                  watchdog=90)
+    m.__enter__()
+    try:
+        stop = threading.Event()
+        threads, out = spin_readers(m.mnt, b['refs'], ['multi', 'plain'], 4, ctx.seed + 50, stop)
+        time.sleep(0.8)
+        minor = conn_minor(m.mnt)
+        if not os.path.ismount('/sys/fs/fuse/connections'):
+            # fusectl is not always mounted (containers, minimal hosts); as root we can
+            subprocess.run(['mount', '-t', 'fusectl', 'none', '/sys/fs/fuse/connections'],
+                           stderr=subprocess.DEVNULL)
+        it.check('the mount has a connection in /sys/fs/fuse/connections',
+                 minor is not None and os.path.exists(f'/sys/fs/fuse/connections/{minor}/abort'),
+                 f'minor {minor}')
+        if minor is not None:
+            with open(f'/sys/fs/fuse/connections/{minor}/abort', 'w') as a:
+                a.write('1')
+        try:
+            rc = m.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            rc = None
+        stop.set()
+        hung = join_all(threads, 20)
+        reads, wrong, errs = merge(out)
+        it.check('daemon exits 0 after the connection is aborted', rc == 0,
+                 f'exit status {rc}; log tail: {log_tail_lines(m)}')
+        it.check('readers return (no hang)', not hung, f'{len(hung)} readers still blocked')
+        it.check('no wrong bytes before the abort', not wrong, ' | '.join(wrong[:3]))
+        it.info(f'{reads} reads; reader errors {errs}; exit {rc}')
+    finally:
+        m._emergency()
 
 
 # --------------------------------------------------------------------------
@@ -1485,6 +1534,7 @@ ITEMS = [
     ('sigterm', item_sigterm),
     ('unmount-busy', item_unmount_busy),
     ('unmount-lazy', item_unmount_lazy),
+    ('conn-abort', item_conn_abort),
     ('tiny-cache', item_tiny_cache),
     ('fd-limit', item_fd_limit),
     ('index-overflow', item_index_overflow),
