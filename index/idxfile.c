@@ -78,24 +78,6 @@
 
 static const unsigned char if_magic[8] = { 'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A };
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	unsigned char *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 static void id_stat(const struct idxfile_id *id, struct stat *st);
 
 /* Reads len bytes at off from src: 0, -EIO if it ends first, or -errno. */
@@ -504,14 +486,14 @@ static int crc_ok(int fd, uint64_t flen, struct zerr *err)
 	while (ret == 0 && off < end) {
 		size_t n = end - off < IF_PIECE ? (size_t)(end - off) : IF_PIECE;
 
-		ret = pread_full(fd, p, n, off);
+		ret = idxlocal_rw(fd, p, n, off, false);
 		if (ret == 0) {
 			c = idxhash_crc64_more(t, c, p, n);
 			off += n;
 		}
 	}
 	if (ret == 0)
-		ret = pread_full(fd, p, IF_CRC, end);
+		ret = idxlocal_rw(fd, p, IF_CRC, end, false);
 	if (ret == 0 && ~c != get64(p))
 		ret = BAD(end, "checksum mismatch");
 	free(p);
@@ -582,7 +564,7 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	int ret;
 
 	*buf = NULL;
-	ret = pread_full(fd, h, n, 0);
+	ret = idxlocal_rw(fd, h, n, 0, false);
 	if (ret < 0)
 		return ret == -EIO ? BAD(0, "file shrank while read, or read error")
 				   : zerr_set(err, ret, 0, "read failed");
@@ -595,7 +577,7 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	b = malloc(*len);
 	if (!b)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	ret = pread_full(fd, b, *len, 0);
+	ret = idxlocal_rw(fd, b, *len, 0, false);
 	if (ret < 0)
 		ret = ret == -EIO ? BAD(0, "file shrank while read, or read error")
 				  : zerr_set(err, ret, 0, "read failed");

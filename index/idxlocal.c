@@ -75,10 +75,12 @@ static int make_tmp(int dfd, const char *name, char *tmp, size_t len)
 	return fd;
 }
 
-static int write_full(int fd, const unsigned char *p, size_t len)
+int idxlocal_rw(int fd, void *buf, size_t len, uint64_t off, bool wr)
 {
+	unsigned char *p = buf;
+
 	while (len) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = wr ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -86,6 +88,7 @@ static int write_full(int fd, const unsigned char *p, size_t len)
 			return n < 0 ? -errno : -EIO;
 		p += n;
 		len -= (size_t)n;
+		off += (uint64_t)n;
 	}
 	return 0;
 }
@@ -106,7 +109,7 @@ static int local_put(void *ctx, const char *name, const void *buf, size_t len)
 		close(dfd);
 		return fd;
 	}
-	ret = write_full(fd, buf, len);
+	ret = idxlocal_rw(fd, (void *)buf, len, 0, true); /* a new file: from 0 */
 	if (ret == 0 && fsync(fd) < 0)
 		ret = -errno;
 	if (close(fd) < 0 && ret == 0)

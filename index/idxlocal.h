@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "idxstore.h"
@@ -33,6 +34,14 @@
  * No list or peek: a local directory is pruned by idxlocal_prune.
  */
 extern const struct idxstore_ops idxlocal_ops;
+
+/*
+ * Reads (wr false) or writes (wr true) all len bytes at buf from or to
+ * offset off of fd, again after EINTR and short transfers: 0, -EIO if
+ * the file ends first (or a write makes no progress), or -errno.  One
+ * loop for the saves here and the loads in idxfile.c.
+ */
+int idxlocal_rw(int fd, void *buf, size_t len, uint64_t off, bool wr);
 
 /*
  * Removes from directory dir (trusted as above), without following
