@@ -111,6 +111,12 @@ struct gz_build {
 	uint64_t mark_out; /* mout at the mark */
 	uint32_t vcrc;	   /* the span's CRC32 when the newest member's trailer passed */
 	size_t vlast;	   /* npoints then: vcrc is the CRC of points[vlast - 1]'s span */
+	const struct gzdec_sink *sink; /* may be NULL */
+	uint64_t last;		       /* uoff of the newest checkpoint */
+	uint64_t verified; /* usize at the end of the newest member whose trailer passed */
+	bool in_data;	   /* past the first member's header: damage from here is salvaged */
+	bool salvage;	   /* whether the failure bld_run returned may be salvaged */
+	bool cut;	   /* whether it was the file ending inside a member */
 };
 
 /* CRC32 of the output since the newest checkpoint, up to inflate's position. */
@@ -426,18 +432,156 @@ static void bld_salvage(struct gz_build *b, uint64_t verified, bool cut)
 	idx->trail_off = 0;
 }
 
+/*
+ * After inflate's Z_STREAM_END: the member's CRC32 and ISIZE passed, so
+ * the output so far is verified.  Returns 1 (another member follows), 0
+ * (the file ends here) or -errno (b->salvage set) from bld_member_end.
+ */
+static int bld_end_of_member(struct gz_build *b)
+{
+	int ret;
+
+	b->verified = b->idx->usize;
+	bld_mark(b, bld_span_crc(b)); /* the member's part of the span */
+	b->vcrc = b->scrc;
+	b->vlast = b->idx->npoints;
+	b->in_data = true;
+	ret = bld_member_end(b);
+	if (ret < 0)
+		b->salvage = ret == -EINVAL;
+	return ret;
+}
+
+/*
+ * Feeds inflate from the file as it runs dry, and hands the output it made
+ * since before (avail_out then) to the index's size and the sink.
+ * Returns 0, or -errno with err set (b->salvage and b->cut as the
+ * damage allows).
+ */
+static int bld_count(struct gz_build *b, unsigned before)
+{
+	const struct gzdec_sink *sink = b->sink;
+	unsigned made = before - b->zs.avail_out;
+
+	if (__builtin_add_overflow(b->idx->usize, made, &b->idx->usize) ||
+	    b->idx->usize > (uint64_t)INT64_MAX)
+		return zerr_set(b->err, -EINVAL, bld_coff(b),
+				"uncompressed size is larger than a file can be");
+	b->mout += made;
+	if (sink && sink->output && made)
+		sink->output(sink->ctx, b->zs.next_out - made, made);
+	return 0;
+}
+
+/* Refills inflate's input when it is used up.  0 or -errno (b->salvage, b->cut set). */
+static int bld_feed(struct gz_build *b)
+{
+	int ret;
+
+	if (b->zs.avail_in)
+		return 0;
+	ret = bld_fill(b);
+	if (ret < 0) {
+		b->salvage = b->cut = ret == -EINVAL;
+		return ret;
+	}
+	if (b->sink && b->sink->read)
+		b->sink->read(b->sink->ctx, bld_coff(b));
+	return 0;
+}
+
+/*
+ * At a block boundary past the span since the last checkpoint (or before
+ * the first), a checkpoint there (dt: inflate's data_type).  0 or -errno.
+ */
+static int bld_maybe_point(struct gz_build *b, int dt)
+{
+	struct gzdec_index *idx = b->idx;
+	int ret;
+
+	/* bit 128: at a block boundary (or just after the header); 64: in the last block */
+	if ((dt & 128) || idx->usize)
+		b->in_data = true;
+	if (!(dt & 128) || (dt & 64) || (idx->npoints && idx->usize - b->last < b->span))
+		return 0;
+	ret = bld_point(b, (unsigned)dt & 7);
+	if (ret < 0)
+		return ret;
+	b->last = idx->usize;
+	if (b->sink && b->sink->point)
+		b->sink->point(b->sink->ctx, b->last);
+	return 0;
+}
+
+/*
+ * The build's one pass: inflate over the whole file, a block at a time,
+ * to the end of its last member.  Returns 0, or -errno with err set and
+ * b->salvage, b->cut saying what bld_salvage may keep.
+ */
+static int bld_run(struct gz_build *b)
+{
+	int ret, zret;
+
+	for (;;) {
+		unsigned before;
+
+		ret = bld_feed(b);
+		if (ret < 0)
+			return ret;
+		if (b->zs.avail_out == 0) {
+			b->zs.next_out = b->ring;
+			b->zs.avail_out = GZDEC_WINDOW;
+		}
+		before = b->zs.avail_out;
+		zret = inflate(&b->zs, Z_BLOCK);
+		ret = bld_count(b, before);
+		if (ret < 0)
+			return ret;
+		if (zret == Z_STREAM_END) {
+			ret = bld_end_of_member(b);
+			if (ret <= 0)
+				return ret;
+			continue;
+		}
+		if (zret != Z_OK) {
+			char what[64];
+
+			/* A CRC32 fails at the trailer, for damage anywhere in the member. */
+			snprintf(what, sizeof(what), GZDEC_MEMBER_AT "%" PRIu64 ": inflate",
+				 b->mstart);
+			ret = gz_zerr(b->err, &b->zs, zret, -EINVAL, bld_coff(b), what);
+			b->salvage = ret == -EINVAL;
+			return ret;
+		}
+		ret = bld_maybe_point(b, b->zs.data_type);
+		if (ret < 0)
+			return ret;
+	}
+}
+
+/* A whole build's index: its points array trimmed, the last span's CRC32 set. */
+static void bld_finish(struct gz_build *b)
+{
+	struct gzdec_index *idx = b->idx;
+
+	if (idx->npoints < b->cap) {
+		void *p = realloc(idx->points, idx->npoints * sizeof(*idx->points));
+
+		if (p)
+			idx->points = p;
+	}
+	if (idx->npoints)
+		idx->points[idx->npoints - 1].crc =
+			bld_span_crc(b); /* the last span ends at usize */
+	idx->verified = idx->usize;
+}
+
 int gzdec_index_build_opts(struct zsrc *src, uint64_t size, uint64_t span,
 			   const struct gzdec_sink *sink, unsigned flags, struct gzdec_index **out,
 			   struct zerr *err)
 {
 	struct zerr own = { 0 };
-	struct gz_build b = { .src = src, .size = size, .err = err ? err : &own };
-	struct gzdec_index *idx = NULL;
-	uint64_t last = 0;     /* uoff of the newest checkpoint */
-	uint64_t verified = 0; /* usize at the end of the newest member whose trailer passed */
-	bool in_data = false;  /* past the first member's header: damage from here is salvaged */
-	bool salvage = false;  /* whether the failure at `fail` may be salvaged */
-	bool cut = false;      /* whether it was the file ending inside a member */
+	struct gz_build b = { .src = src, .size = size, .err = err ? err : &own, .sink = sink };
 	int ret;
 
 	*out = NULL;
@@ -450,101 +594,21 @@ int gzdec_index_build_opts(struct zsrc *src, uint64_t size, uint64_t span,
 	if (b.span > GZDEC_MAX_SPAN)
 		b.span = GZDEC_MAX_SPAN;
 	ret = bld_setup(&b);
-	if (ret < 0)
-		goto fail;
-	idx = b.idx;
-	for (;;) {
-		unsigned before;
-		int zret, dt;
-
-		if (b.zs.avail_in == 0) {
-			ret = bld_fill(&b);
-			if (ret < 0) {
-				salvage = cut = ret == -EINVAL;
-				goto fail;
-			}
-			if (sink && sink->read)
-				sink->read(sink->ctx, bld_coff(&b));
-		}
-		if (b.zs.avail_out == 0) {
-			b.zs.next_out = b.ring;
-			b.zs.avail_out = GZDEC_WINDOW;
-		}
-		before = b.zs.avail_out;
-		zret = inflate(&b.zs, Z_BLOCK);
-		if (__builtin_add_overflow(idx->usize, before - b.zs.avail_out, &idx->usize) ||
-		    idx->usize > (uint64_t)INT64_MAX) {
-			ret = zerr_set(err, -EINVAL, bld_coff(&b),
-				       "uncompressed size is larger than a file can be");
-			goto fail;
-		}
-		b.mout += before - b.zs.avail_out;
-		if (sink && sink->output && before > b.zs.avail_out)
-			sink->output(sink->ctx, b.zs.next_out - (before - b.zs.avail_out),
-				     before - b.zs.avail_out);
-		if (zret == Z_STREAM_END) {
-			/* inflate has checked this member's CRC32 and ISIZE */
-			verified = idx->usize;
-			bld_mark(&b, bld_span_crc(&b)); /* the member's part of the span */
-			b.vcrc = b.scrc;
-			b.vlast = idx->npoints;
-			in_data = true;
-			ret = bld_member_end(&b);
-			if (ret < 0) {
-				salvage = ret == -EINVAL;
-				goto fail;
-			}
-			if (ret == 0)
-				break;
-			continue;
-		}
-		if (zret != Z_OK) {
-			char what[64];
-
-			/* A CRC32 fails at the trailer, for damage anywhere in the member. */
-			snprintf(what, sizeof(what), GZDEC_MEMBER_AT "%" PRIu64 ": inflate",
-				 b.mstart);
-			ret = gz_zerr(err, &b.zs, zret, -EINVAL, bld_coff(&b), what);
-			salvage = ret == -EINVAL;
-			goto fail;
-		}
-		/* bit 128: at a block boundary (or just after the header); 64: in the last block */
-		dt = b.zs.data_type;
-		if ((dt & 128) || idx->usize)
-			in_data = true;
-		if ((dt & 128) && !(dt & 64) &&
-		    (idx->npoints == 0 || idx->usize - last >= b.span)) {
-			ret = bld_point(&b, (unsigned)dt & 7);
-			if (ret < 0)
-				goto fail;
-			last = idx->usize;
-			if (sink && sink->point)
-				sink->point(sink->ctx, last);
-		}
+	if (ret == 0)
+		ret = bld_run(&b);
+	if (ret == 0)
+		bld_finish(&b);
+	else if (b.salvage && b.in_data && (flags & GZDEC_SALVAGE)) {
+		bld_salvage(&b, b.verified, b.cut);
+		ret = 0;
 	}
-	if (idx->npoints < b.cap) {
-		void *p = realloc(idx->points, idx->npoints * sizeof(*idx->points));
-
-		if (p)
-			idx->points = p;
-	}
-	if (idx->npoints)
-		idx->points[idx->npoints - 1].crc =
-			bld_span_crc(&b); /* the last span ends at usize */
-	idx->verified = idx->usize;
 	bld_free(&b);
-	*out = idx;
+	if (ret < 0) {
+		gzdec_index_free(b.idx);
+		return ret;
+	}
+	*out = b.idx;
 	return 0;
-fail:
-	if (salvage && in_data && (flags & GZDEC_SALVAGE)) {
-		bld_salvage(&b, verified, cut);
-		bld_free(&b);
-		*out = b.idx;
-		return 0;
-	}
-	bld_free(&b);
-	gzdec_index_free(b.idx);
-	return ret;
 }
 
 void gzdec_index_free(struct gzdec_index *idx)

@@ -367,6 +367,54 @@ static bool index_cut(struct zsrc *src, uint64_t size)
 	return !(tail[0] == 'Y' && tail[1] == 'Z') && !(tail[0] == 0 && tail[1] == 0);
 }
 
+/*
+ * Runs strm, a file info decoder of memlimit bytes, over src (size bytes)
+ * to LZMA_STREAM_END, reading XZDEC_CHUNK bytes at a time into buf and
+ * going where it asks to seek.  Returns 0, -E2BIG (the memlimit that
+ * max_blocks set was hit), -ENOMEM, -EINVAL (corrupt) or -EIO, err set
+ * with where the decoder stopped.
+ */
+static int index_decode(struct zsrc *src, uint64_t size, lzma_stream *strm, uint8_t *buf,
+			uint64_t memlimit, size_t max_blocks, struct zerr *err)
+{
+	uint64_t off = 0; /* file offset of the next pread */
+	lzma_ret lret;
+	int ret;
+
+	for (;;) {
+		if (strm->avail_in == 0 && off < size) {
+			size_t want = size - off < XZDEC_CHUNK ? size - off : XZDEC_CHUNK;
+			ssize_t n = zsrc_pread(src, buf, want, off);
+
+			if (n <= 0)
+				return zerr_set(err, -EIO, off, "%s",
+						n ? strerror((int)-n)
+						  : "file is shorter than expected");
+			strm->next_in = buf;
+			strm->avail_in = (size_t)n;
+			off += (uint64_t)n;
+		}
+		lret = lzma_code(strm, LZMA_RUN);
+		if (lret == LZMA_STREAM_END)
+			return 0;
+		if (lret == LZMA_SEEK_NEEDED) {
+			off = strm->seek_pos;
+			strm->avail_in = 0;
+			continue;
+		}
+		if (lret == LZMA_OK)
+			continue;
+		if (lret == LZMA_MEMLIMIT_ERROR && memlimit < XZDEC_MEMLIMIT)
+			return zerr_set(err, -E2BIG, off - strm->avail_in,
+					"its Index holds more than %zu Blocks", max_blocks);
+		ret = lret == LZMA_MEM_ERROR || lret == LZMA_MEMLIMIT_ERROR ? -ENOMEM : -EINVAL;
+		/* where the decoder stopped, for the log line */
+		return zerr_set(err, ret, off - strm->avail_in, "%s",
+				lret == LZMA_DATA_ERROR ? "Stream or Index is corrupt"
+							: xzdec_ret_name(lret));
+	}
+}
+
 int xzdec_index_read(struct zsrc *src, uint64_t size, struct xzdec_index **out, struct zerr *err)
 {
 	return xzdec_index_read_max(src, size, 0, out, err);
@@ -380,7 +428,6 @@ int xzdec_index_read_max(struct zsrc *src, uint64_t size, size_t max_blocks,
 	lzma_index *li = NULL;
 	struct xzdec_index *idx = NULL;
 	uint8_t *buf = NULL;
-	uint64_t off = 0; /* file offset of the next pread */
 	lzma_ret lret;
 	int ret;
 
@@ -398,44 +445,10 @@ int xzdec_index_read_max(struct zsrc *src, uint64_t size, size_t max_blocks,
 			       xzdec_ret_name(lret));
 		goto out;
 	}
-	while (lret != LZMA_STREAM_END) {
-		if (strm.avail_in == 0 && off < size) {
-			size_t want = size - off < XZDEC_CHUNK ? size - off : XZDEC_CHUNK;
-			ssize_t n = zsrc_pread(src, buf, want, off);
-
-			if (n <= 0) {
-				ret = zerr_set(err, -EIO, off, "%s",
-					       n ? strerror((int)-n)
-						 : "file is shorter than expected");
-				goto out;
-			}
-			strm.next_in = buf;
-			strm.avail_in = (size_t)n;
-			off += (uint64_t)n;
-		}
-		lret = lzma_code(&strm, LZMA_RUN);
-		if (lret == LZMA_STREAM_END)
-			break;
-		if (lret == LZMA_SEEK_NEEDED) {
-			off = strm.seek_pos;
-			strm.avail_in = 0;
-			continue;
-		}
-		if (lret != LZMA_OK) {
-			ret = -EINVAL;
-			if (lret == LZMA_MEM_ERROR || lret == LZMA_MEMLIMIT_ERROR)
-				ret = -ENOMEM;
-			if (lret == LZMA_MEMLIMIT_ERROR && memlimit < XZDEC_MEMLIMIT) {
-				ret = zerr_set(err, -E2BIG, off - strm.avail_in,
-					       "its Index holds more than %zu Blocks", max_blocks);
-				goto out;
-			}
-			/* where the decoder stopped, for the log line */
-			ret = zerr_set(err, ret, off - strm.avail_in, "%s",
-				       lret == LZMA_DATA_ERROR ? "Stream or Index is corrupt"
-							       : xzdec_ret_name(lret));
+	if (lret != LZMA_STREAM_END) {
+		ret = index_decode(src, size, &strm, buf, memlimit, max_blocks, err);
+		if (ret)
 			goto out;
-		}
 	}
 
 	if (max_blocks && lzma_index_block_count(li) > max_blocks) {
@@ -843,21 +856,18 @@ static int scan_add(struct xz_scan *s, const struct xzdec_block *b)
 }
 
 /*
- * Decodes the Block whose header starts at b->coff to its end, verifying
- * its Check, and fills in the rest of *b.  Returns 0, SCAN_DAMAGE (err
- * set), -ENOMEM or -EIO.
+ * Reads and decodes the Block Header at b->coff into *block (filters:
+ * LZMA_FILTERS_MAX + 1 slots for its filter chain) and starts strm on
+ * the Block, with a dictionary no larger than the Block's output can
+ * use.  Returns 0, SCAN_DAMAGE (err set), -ENOMEM or -EIO; the filters'
+ * options are freed here either way.
  */
-static int scan_block(struct xz_scan *s, struct xzdec_block *b)
+static int scan_block_start(struct xz_scan *s, struct xzdec_block *b, lzma_block *block,
+			    lzma_filter *filters, lzma_stream *strm)
 {
 	uint8_t hdr[LZMA_BLOCK_HEADER_SIZE_MAX];
-	lzma_filter filters[LZMA_FILTERS_MAX + 1];
-	lzma_block block = { 0 };
-	lzma_stream strm = LZMA_STREAM_INIT;
-	uint64_t in_off, bound, usize = 0;
+	uint64_t in_off, bound;
 	uint32_t dict;
-	/* room left for this Block's output in the whole file's */
-	uint64_t room = XZDEC_MAX_USIZE - s->idx->usize;
-	bool eof = false;
 	lzma_ret lret;
 	int ret;
 
@@ -865,14 +875,14 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 	ret = scan_read(s, hdr, 1, b->coff, "a Block Header");
 	if (ret)
 		return ret;
-	block.version = 1;
-	block.check = (lzma_check)b->check;
-	block.header_size = lzma_block_header_size_decode(hdr[0]);
-	block.filters = filters;
-	ret = scan_read(s, hdr, block.header_size, b->coff, "a Block Header");
+	block->version = 1;
+	block->check = (lzma_check)b->check;
+	block->header_size = lzma_block_header_size_decode(hdr[0]);
+	block->filters = filters;
+	ret = scan_read(s, hdr, block->header_size, b->coff, "a Block Header");
 	if (ret)
 		return ret;
-	lret = lzma_block_header_decode(&block, NULL, hdr);
+	lret = lzma_block_header_decode(block, NULL, hdr);
 	if (lret == LZMA_MEM_ERROR)
 		return zerr_set(s->err, -ENOMEM, b->coff, "out of memory");
 	if (lret == LZMA_OPTIONS_ERROR)
@@ -886,88 +896,127 @@ static int scan_block(struct xz_scan *s, struct xzdec_block *b)
 	 * at most XZDEC_MAX_RATIO times its compressed bytes (which the rest
 	 * of the file bounds when the header does not say).
 	 */
-	in_off = b->coff + block.header_size;
-	bound = block.compressed_size != LZMA_VLI_UNKNOWN ? block.compressed_size
-							  : s->size - in_off;
+	in_off = b->coff + block->header_size;
+	bound = block->compressed_size != LZMA_VLI_UNKNOWN ? block->compressed_size
+							   : s->size - in_off;
 	bound = bound > UINT64_MAX / XZDEC_MAX_RATIO ? UINT64_MAX : bound * XZDEC_MAX_RATIO;
-	if (block.uncompressed_size != LZMA_VLI_UNKNOWN && block.uncompressed_size < bound)
-		bound = block.uncompressed_size;
+	if (block->uncompressed_size != LZMA_VLI_UNKNOWN && block->uncompressed_size < bound)
+		bound = block->uncompressed_size;
 	dict = xzdec_dict_cap(filters, bound);
 	if (lzma_raw_decoder_memusage(filters) == UINT64_MAX)
 		ret = zerr_set(s->err, SCAN_DAMAGE, b->coff, "unsupported filter chain");
 	else if (dict > XZDEC_DICT_MAX)
 		ret = dict_refused(s->err, SCAN_DAMAGE, b->coff, dict);
-	else if ((lret = lzma_block_decoder(&strm, &block)) != LZMA_OK)
+	else if ((lret = lzma_block_decoder(strm, block)) != LZMA_OK)
 		ret = zerr_set(s->err, lret == LZMA_MEM_ERROR ? -ENOMEM : SCAN_DAMAGE, b->coff,
 			       "starting Block decoder: %s", xzdec_ret_name(lret));
 	lzma_filters_free(filters, NULL);
-	if (ret)
-		goto out;
+	return ret;
+}
+
+/*
+ * Refills strm's input from *in_off when it is used up and the file has
+ * not ended (*eof): a read of 0 bytes sets *eof, since at the end the
+ * decoder may still have output to give.  Returns 0 or -EIO (err set).
+ */
+static int scan_feed(struct xz_scan *s, lzma_stream *strm, uint64_t *in_off, bool *eof)
+{
+	uint64_t left = s->size - *in_off;
+	ssize_t n;
+
+	if (strm->avail_in || *eof)
+		return 0;
+	n = left ? zsrc_pread(s->src, s->in, left < XZDEC_CHUNK ? left : XZDEC_CHUNK, *in_off) : 0;
+	if (n < 0)
+		return zerr_set(s->err, -EIO, *in_off, "reading Block data: %s", strerror((int)-n));
+	*eof = n == 0;
+	strm->next_in = s->in;
+	strm->avail_in = (size_t)n;
+	*in_off += (uint64_t)n;
+	return 0;
+}
+
+/*
+ * What lret, neither LZMA_OK nor LZMA_STREAM_END, says of the Block being
+ * decoded, whose input ends at in_pos: SCAN_DAMAGE or -ENOMEM, err set.
+ */
+static int scan_block_error(struct xz_scan *s, lzma_ret lret, uint64_t in_pos)
+{
+	const char *why = xzdec_ret_name(lret);
+
+	if (lret == LZMA_MEM_ERROR)
+		return zerr_set(s->err, -ENOMEM, in_pos, "out of memory");
+	if (lret == LZMA_BUF_ERROR)
+		why = "file ends inside it";
+	else if (lret == LZMA_DATA_ERROR)
+		why = "corrupt data, Padding or Check";
+	return zerr_set(s->err, SCAN_DAMAGE, in_pos, "Block %zu: %s", s->idx->nblocks, why);
+}
+
+/*
+ * Runs strm, started on Block b, to the Block's end, reading from *in_off
+ * on (moved past what was read) and counting its output in *usize.  A
+ * file that ends inside the Block after all the output its bytes give
+ * makes b the last, cut Block: what xz -dc prints of it.  Returns 0 (the
+ * decoder reached LZMA_STREAM_END), SCAN_DAMAGE (err set), -ENOMEM or -EIO.
+ */
+static int scan_block_run(struct xz_scan *s, struct xzdec_block *b, lzma_stream *strm,
+			  uint64_t *in_off, uint64_t *usize)
+{
+	/* room left for this Block's output in the whole file's */
+	uint64_t room = XZDEC_MAX_USIZE - s->idx->usize;
+	bool eof = false;
+	lzma_ret lret;
+	int ret;
 
 	for (;;) {
 		size_t made;
 
-		if (strm.avail_in == 0 && !eof) {
-			uint64_t left = s->size - in_off;
-			ssize_t n =
-				left ? zsrc_pread(s->src, s->in,
-						  left < XZDEC_CHUNK ? left : XZDEC_CHUNK, in_off)
-				     : 0;
-
-			if (n < 0) {
-				ret = zerr_set(s->err, -EIO, in_off, "reading Block data: %s",
-					       strerror((int)-n));
-				goto out;
-			}
-			/* at the end, the decoder may still have output to give */
-			eof = n == 0;
-			strm.next_in = s->in;
-			strm.avail_in = (size_t)n;
-			in_off += (uint64_t)n;
-		}
-		strm.next_out = s->out;
-		strm.avail_out = XZDEC_CHUNK;
-		lret = lzma_code(&strm, LZMA_RUN);
-		made = XZDEC_CHUNK - strm.avail_out;
-		usize += made;
-		if (usize > room) {
-			ret = zerr_set(s->err, SCAN_DAMAGE, in_off - strm.avail_in,
-				       "uncompressed size is larger than a file can be");
-			goto out;
-		}
+		ret = scan_feed(s, strm, in_off, &eof);
+		if (ret)
+			return ret;
+		strm->next_out = s->out;
+		strm->avail_out = XZDEC_CHUNK;
+		lret = lzma_code(strm, LZMA_RUN);
+		made = XZDEC_CHUNK - strm->avail_out;
+		*usize += made;
+		if (*usize > room)
+			return zerr_set(s->err, SCAN_DAMAGE, *in_off - strm->avail_in,
+					"uncompressed size is larger than a file can be");
 		if (lret == LZMA_STREAM_END)
-			break;
-		if (lret == LZMA_MEM_ERROR) {
-			ret = zerr_set(s->err, -ENOMEM, in_off - strm.avail_in, "out of memory");
-			goto out;
-		}
-		if ((lret == LZMA_OK || lret == LZMA_BUF_ERROR) && eof && strm.avail_in == 0 &&
+			return 0;
+		if ((lret == LZMA_OK || lret == LZMA_BUF_ERROR) && eof && strm->avail_in == 0 &&
 		    made == 0) {
-			/*
-			 * The file ends inside the Block and the decoder has
-			 * given all it can from the bytes there: what xz -dc
-			 * prints of it.  Kept as the last, cut Block.
-			 */
-			b->usize = usize;
+			b->usize = *usize;
 			b->csize = s->size - b->coff;
 			b->unpadded = 0;
 			b->cut = 1;
-			ret = zerr_cut(s->err, SCAN_DAMAGE, s->size, "inside Block %zu",
-				       s->idx->nblocks);
-			goto out;
+			return zerr_cut(s->err, SCAN_DAMAGE, s->size, "inside Block %zu",
+					s->idx->nblocks);
 		}
-		if (lret != LZMA_OK) {
-			const char *why = xzdec_ret_name(lret);
-
-			if (lret == LZMA_BUF_ERROR)
-				why = "file ends inside it";
-			else if (lret == LZMA_DATA_ERROR)
-				why = "corrupt data, Padding or Check";
-			ret = zerr_set(s->err, SCAN_DAMAGE, in_off - strm.avail_in, "Block %zu: %s",
-				       s->idx->nblocks, why);
-			goto out;
-		}
+		if (lret != LZMA_OK)
+			return scan_block_error(s, lret, *in_off - strm->avail_in);
 	}
+}
+
+/*
+ * Decodes the Block whose header starts at b->coff to its end, verifying
+ * its Check, and fills in the rest of *b.  Returns 0, SCAN_DAMAGE (err
+ * set), -ENOMEM or -EIO.
+ */
+static int scan_block(struct xz_scan *s, struct xzdec_block *b)
+{
+	lzma_filter filters[LZMA_FILTERS_MAX + 1];
+	lzma_block block = { 0 };
+	lzma_stream strm = LZMA_STREAM_INIT;
+	uint64_t in_off, usize = 0;
+	int ret = scan_block_start(s, b, &block, filters, &strm);
+
+	in_off = b->coff + block.header_size;
+	if (ret == 0)
+		ret = scan_block_run(s, b, &strm, &in_off, &usize);
+	if (ret)
+		goto out;
 	b->unpadded = lzma_block_unpadded_size(&block);
 	b->csize = lzma_block_total_size(&block);
 	b->usize = usize;
@@ -1055,6 +1104,52 @@ static int scan_padding(struct xz_scan *s, uint64_t off, uint64_t *pad, bool *en
 }
 
 /*
+ * Scans the Blocks of Stream number idx->nstreams - 1 (check: its Check
+ * type) from *off, each appended to hash and added to the index, and
+ * moves *off to its Index Indicator.  Returns 0, SCAN_DAMAGE (err set),
+ * -ENOMEM or -EIO.
+ */
+static int scan_blocks(struct xz_scan *s, lzma_index_hash *hash, lzma_check check, uint64_t *off)
+{
+	struct xzdec_index *idx = s->idx;
+	uint32_t stream = idx->nstreams - 1;
+	int ret;
+
+	for (;;) {
+		struct xzdec_block b = {
+			.coff = *off, .uoff = idx->usize, .stream = stream, .check = check
+		};
+		uint8_t first;
+
+		ret = scan_read(s, &first, 1, *off, "a Stream, before its Index");
+		if (ret)
+			return ret;
+		if (first == 0) /* the Index Indicator */
+			return 0;
+		ret = scan_block(s, &b);
+		/* a cut Block with bytes: xz -dc prints them, so they are kept */
+		if (ret == SCAN_DAMAGE && b.cut && b.usize > 0) {
+			struct zerr cut = *s->err;
+
+			ret = scan_add(s, &b);
+			if (ret)
+				return ret;
+			*s->err = cut;
+			return SCAN_DAMAGE;
+		}
+		if (ret)
+			return ret;
+		if (lzma_index_hash_append(hash, b.unpadded, b.usize) != LZMA_OK)
+			return zerr_set(s->err, SCAN_DAMAGE, b.coff,
+					"too many Blocks in one Stream");
+		ret = scan_add(s, &b);
+		if (ret)
+			return ret;
+		*off += b.csize;
+	}
+}
+
+/*
  * Scans the Stream whose header is at *off and moves *off past it and its
  * Stream Padding.  Returns 0 (another Stream follows), SCAN_END (the file
  * ends there), SCAN_DAMAGE (err set), -ENOMEM or -EIO.
@@ -1089,38 +1184,9 @@ static int scan_stream(struct xz_scan *s, lzma_index_hash **hash, uint64_t *off)
 	*hash = lzma_index_hash_init(*hash, NULL);
 	if (!*hash)
 		return zerr_set(s->err, -ENOMEM, *off, "out of memory");
-	for (;;) {
-		struct xzdec_block b = {
-			.coff = *off, .uoff = idx->usize, .stream = stream, .check = hflags.check
-		};
-		uint8_t first;
-
-		ret = scan_read(s, &first, 1, *off, "a Stream, before its Index");
-		if (ret)
-			return ret;
-		if (first == 0) /* the Index Indicator */
-			break;
-		ret = scan_block(s, &b);
-		/* a cut Block with bytes: xz -dc prints them, so they are kept */
-		if (ret == SCAN_DAMAGE && b.cut && b.usize > 0) {
-			struct zerr cut = *s->err;
-
-			ret = scan_add(s, &b);
-			if (ret)
-				return ret;
-			*s->err = cut;
-			return SCAN_DAMAGE;
-		}
-		if (ret)
-			return ret;
-		if (lzma_index_hash_append(*hash, b.unpadded, b.usize) != LZMA_OK)
-			return zerr_set(s->err, SCAN_DAMAGE, b.coff,
-					"too many Blocks in one Stream");
-		ret = scan_add(s, &b);
-		if (ret)
-			return ret;
-		*off += b.csize;
-	}
+	ret = scan_blocks(s, *hash, hflags.check, off);
+	if (ret)
+		return ret;
 	ret = scan_index(s, *hash, *off, &ilen);
 	if (ret)
 		return ret;
