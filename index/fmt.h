@@ -52,7 +52,8 @@
  *  - ctx_new/ctx_free (may be NULL) make and free the format's state in a
  *    context (zmctx_new, zmctx_free): fmt_state(r) while a reader runs.
  *    ctx_new returns 0 or -ENOMEM; ctx_free accepts NULL.
- *  - saved (NULL: the format saves no index) is fmttab_saved's contract.
+ *  - saved (NULL: the format saves no index) says how its index is saved
+ *    in index_dir: struct fmt_saved below.
  *  - bg, list_open, salvage, open_verifies, index_optional, counter,
  *    info_line, info_counts and advice are what fmttab.h's functions of
  *    the same names return, and say there what they mean.
@@ -88,9 +89,59 @@
 #include "ckpt.h"
 #include "fmttab.h"
 
+struct idxfile_id;
+struct idxfile_info;
 struct reader;
 struct reader_info;
 struct zerr;
+
+/*
+ * A saved index of one kind: what idxfile.c (the envelope: header, key
+ * field, CRC-64, identity, trust, stores; doc/index-format.md) asks of the
+ * records that follow the key field.  A format that saves its index points
+ * fmt.saved at one; the checkpoint sets of every format with checkpoints
+ * are the one kind no format owns (idxrec_ckpt_saved, idxrec.h).  idxfile.c
+ * finds a file's kind through fmt_saved_kind, so a new format's kind is
+ * read, checked, pruned and named by the envelope with no edit there.
+ * Records are written little-endian with idxrec.h's helpers; a hook gets
+ * off, where the records start, and b/h, the whole image or its header.
+ *  - kind is the header's kind field: unique, never 0;
+ *    IDXFILE_KIND_GZIP/ZSTD/CKPT are taken.  name is for messages ("a gzip
+ *    index, not a zstd one"); ext the file's suffix, IDXFILE_EXT (".zmi":
+ *    one per source, shared by all formats, since a file has one format)
+ *    or IDXFILE_EXT_CKPT.
+ *  - spanned: the header's span is the spacing it was built with, checked
+ *    to be in [64 KiB, GZDEC_MAX_SPAN] before anything else of it.
+ *  - max: the largest file of the kind for a source of src_size bytes at
+ *    span; load refuses a larger one unread.  fits: 0 if a file of flen
+ *    bytes fits what header h says it holds, else -EBADMSG (err set).
+ *  - check: validates the records of a whole image b of len bytes (CRC-64
+ *    and header checked) and fills in->wbytes: 0, -EBADMSG or -ENOMEM.
+ *  - size/put: the bytes of a whole file holding recs (what the format's
+ *    save gives idxfile_save_recs) with a key field of plen bytes, or
+ *    -EINVAL/-EFBIG/-ENOMEM for recs that cannot be saved; put then
+ *    writes the kind's header fields (span, counts) and its records.
+ *  - get: turns a checked image into out (what the format's load gives
+ *    idxfile_load_recs): 0, -EBADMSG or -ENOMEM, err set.
+ *  - fresh (NULL for a kind no format owns) is fmttab_saved's contract.
+ * No state; any thread.
+ */
+struct fmt_saved {
+	uint16_t kind;
+	const char *name;
+	const char *ext;
+	bool spanned;
+	uint64_t (*max)(uint64_t src_size, uint64_t span);
+	int (*fits)(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
+		    struct zerr *err);
+	int (*check)(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
+		     struct zerr *err);
+	int (*size)(const struct idxfile_id *id, const void *recs, size_t plen, size_t *n);
+	void (*put)(unsigned char *b, size_t off, const void *recs);
+	int (*get)(const unsigned char *b, size_t off, const struct idxfile_info *in, void *out,
+		   struct zerr *err);
+	int (*fresh)(const char *dir, const char *real, struct zsrc *src, struct zerr *err);
+};
 
 struct fmt_ck {
 	int (*build)(struct reader *r, struct zsrc *src, size_t k, uint64_t span,
@@ -126,7 +177,7 @@ struct fmt {
 	bool index_optional;  /* fmttab_index_optional */
 	const char *wide_fix; /* added to the wide-unit warning: ", or recompress ..."; or NULL */
 	const char *counter;  /* fmttab_counter */
-	int (*saved)(const char *dir, const char *real, struct zsrc *src, struct zerr *err);
+	const struct fmt_saved *saved; /* NULL: saves no index */
 	int (*ctx_new)(void **state);
 	void (*ctx_free)(void *state);
 	int (*info_line)(const struct reader_info *in, char *out, size_t len);
@@ -145,6 +196,12 @@ struct fmt_suffix {
  * or -errno from pread (*f NULL).
  */
 int fmt_sniff(struct zsrc *src, const struct fmt **f);
+
+/*
+ * The saved-index kind whose header kind field is kind: a table entry's
+ * saved, or the checkpoint sets' (idxrec_ckpt_saved); NULL if none.
+ */
+const struct fmt_saved *fmt_saved_kind(uint32_t kind);
 
 /* Table entry id (1-based), or NULL. */
 const struct fmt *fmt_get(int id);

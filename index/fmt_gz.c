@@ -25,6 +25,7 @@
 #include "bcache.h"
 #include "gzdec.h"
 #include "idxfile.h"
+#include "idxrec.h"
 #include "probe.h"
 #include "reader_int.h"
 #include "zlog.h"
@@ -387,7 +388,7 @@ static int gz_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 }
 
 /* fmttab_saved: idxfile_load with any span, since mounts take any (load_gz). */
-static int gz_saved(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
+static int gz_fresh(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
 {
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;
@@ -433,6 +434,21 @@ static const struct fmt_suffix gz_suffixes[] = {
 	{ NULL, NULL },
 };
 
+/* Its saved index: the checkpoints and windows (idxrec_gz.c). */
+static const struct fmt_saved gz_saved = {
+	.kind = IDXFILE_KIND_GZIP,
+	.name = "gzip",
+	.ext = IDXFILE_EXT,
+	.spanned = true,
+	.max = idxrec_gz_max,
+	.fits = idxrec_gz_fits,
+	.check = idxrec_gz_check,
+	.size = idxrec_gz_size,
+	.put = idxrec_gz_put,
+	.get = idxrec_gz_get,
+	.fresh = gz_fresh,
+};
+
 const struct fmt fmt_gzip = {
 	.name = "gzip",
 	.unit = "checkpoint",
@@ -441,7 +457,7 @@ const struct fmt fmt_gzip = {
 	.bg = FMTTAB_BG_INDEX,
 	.salvage = true,
 	.open_verifies = true,
-	.saved = gz_saved,
+	.saved = &gz_saved,
 	.info_line = gz_info_line,
 	.info_counts = gz_info_counts,
 	.advice = gz_advice,

@@ -39,6 +39,7 @@
 #include "bcache.h"
 #include "ckpt.h"
 #include "idxfile.h"
+#include "idxrec.h"
 #include "pool.h"
 #include "probe.h"
 #include "reader_int.h"
@@ -136,6 +137,8 @@ struct zst {
 	struct idxfile_id id;
 	atomic_flag dropped;
 };
+
+static const struct fmt_saved zstd_saved; /* its saved index, at the end */
 
 /* A decoder, and which frame it decodes, to clear its mark at its end. */
 struct zdec {
@@ -673,7 +676,7 @@ static void drop_saved(struct zst *s, struct zerr *err)
 	struct zerr e = *err; /* zerr_set must not read what it writes */
 
 	if (!atomic_flag_test_and_set(&s->dropped))
-		idxfile_remove(s->dir, s->name, &s->id);
+		idxfile_remove_recs(s->dir, s->name, &s->id, &zstd_saved);
 	zerr_set(err, -EIO, e.coff, "%s (its size came from the saved index, now removed)", e.msg);
 }
 
@@ -879,7 +882,7 @@ static int zstd_sniff(struct zsrc *src, const unsigned char *head, size_t n)
  * fmttab_saved: the frame walk, then idxfile_load_zstd (the mount's load,
  * and agreement with the frames); 1 if every frame states its size.
  */
-static int zstd_saved(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
+static int zstd_fresh(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
 {
 	struct zstddec_index *z = NULL;
 	struct idxfile_id id;
@@ -929,6 +932,20 @@ static const struct fmt_suffix zstd_suffixes[] = {
 	{ NULL, NULL },
 };
 
+/* Its saved index: the measured frame sizes (idxrec_zstd.c). */
+static const struct fmt_saved zstd_saved = {
+	.kind = IDXFILE_KIND_ZSTD,
+	.name = "zstd",
+	.ext = IDXFILE_EXT,
+	.max = idxrec_zstd_max,
+	.fits = idxrec_zstd_fits,
+	.check = idxrec_zstd_check,
+	.size = idxrec_zstd_size,
+	.put = idxrec_zstd_put,
+	.get = idxrec_zstd_get,
+	.fresh = zstd_fresh,
+};
+
 const struct fmt fmt_zstd = {
 	.name = "zstd",
 	.unit = "frame",
@@ -938,7 +955,7 @@ const struct fmt fmt_zstd = {
 	.index_optional = true,
 	.ctx_new = zstd_ctx_new,
 	.ctx_free = zstd_ctx_free,
-	.saved = zstd_saved,
+	.saved = &zstd_saved,
 	.info_line = zstd_info_line,
 	.info_counts = zstd_info_counts,
 	.advice = zstd_advice,

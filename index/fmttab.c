@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "idxrec.h"
 #include "src.h"
 #include "reader_int.h"
 #include "zmctx_int.h"
@@ -168,7 +169,15 @@ bool fmttab_index_optional(int id)
 
 int fmttab_saved(int id, const char *dir, const char *real, struct zsrc *src, struct zerr *err)
 {
-	return fmttab_saves(id) ? fmt_get(id)->saved(dir, real, src, err) : -ENOTSUP;
+	return fmttab_saves(id) ? fmt_get(id)->saved->fresh(dir, real, src, err) : -ENOTSUP;
+}
+
+const struct fmt_saved *fmt_saved_kind(uint32_t kind)
+{
+	for (int i = 0; i < NFMT; i++)
+		if (table[i]->saved && table[i]->saved->kind == kind)
+			return table[i]->saved;
+	return kind == idxrec_ckpt_saved.kind ? &idxrec_ckpt_saved : NULL;
 }
 
 const char *fmttab_counter(int id)

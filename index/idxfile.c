@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Saved indexes, gzip checkpoints, zstd frame sizes or checkpoint sets
- * (layout: doc/index-format.md).  All kinds share the header, the source
- * path, the checksum, and all of the trust, identity and writing below;
- * only the records after the path differ: each kind's live in its own
- * idxrec_*.c (idxrec.h), which check(), load and save call.  Checkpoint
- * sets live in "<h>.zmc" beside the "<h>.zmi" of the
- * other two kinds, so a zstd file keeps both its sizes and its sets.
+ * Saved indexes, the envelope (layout: doc/index-format.md).  All kinds
+ * share the header, the source path, the checksum, and all of the trust,
+ * identity and writing below; only the records after the path differ, and
+ * those are the kind's: its struct fmt_saved (fmt.h), found by the
+ * header's kind field through fmt_saved_kind, which check(), load, save
+ * and prune call.  Nothing here names a kind: gzip's and zstd's records
+ * are their formats' (fmt_gz.c, fmt_zstd.c over idxrec_gz.c,
+ * idxrec_zstd.c), the checkpoint sets' idxrec_ckpt.c's.  A format's index
+ * lives in "<h>.zmi", checkpoint sets in "<h>.zmc" beside it, so a zstd
+ * file keeps both its sizes and its sets.
  *
  * How it works.  Saving serializes the whole index into one buffer,
  * little-endian byte by byte, ending with a CRC-64 of everything before it,
@@ -23,8 +26,8 @@
  * idxtrust.c holds those rules).
  * Then it reads only the 128-byte header and checks magic, version, the
  * recorded length against the real one, and that length against
- * idxfile_max_size of the source and against what the header's own record
- * count can take (fits_header).  Then the CRC-64, reading 256 KiB at a
+ * the kind's max for the source and against what the header's own record
+ * count can take (the kind's fits).  Then the CRC-64, reading 256 KiB at a
  * time: a junk or forged file costs at most its reading, never its own
  * size in memory.  Only then does it read the whole file (an index is
  * about the size of the in-memory index it becomes) and validate it before
@@ -50,6 +53,7 @@
  * (temp + rename, the prune walk) is idxlocal.c.
  */
 #include "idxfile.h"
+#include "fmt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -73,8 +77,6 @@
 #define IF_PIECE    (256u << 10) /* what the CRC pass reads at a time */
 #define IF_PROBE    4096u	 /* bytes hashed at each end of a source */
 #define IF_HEXLEN   16u		 /* hex digits in a file name */
-#define IF_EXT	    ".zmi"	 /* the gzip or zstd index of a source */
-#define IF_CEXT	    ".zmc"	 /* its checkpoint sets */
 
 static const unsigned char if_magic[8] = { 'Z', 'M', 'I', 'D', 'X', '\r', '\n', 0x1A };
 
@@ -227,33 +229,6 @@ bool idxfile_id_same(const struct idxfile_id *a, const struct idxfile_id *b)
 	       strcmp(a->tag, b->tag) == 0;
 }
 
-uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
-{
-	return idxrec_gz_max(src_size, span);
-}
-
-uint64_t idxfile_max_size_zstd(uint64_t src_size)
-{
-	return idxrec_zstd_max(src_size);
-}
-
-uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span)
-{
-	return idxrec_ckpt_max(src_size, span);
-}
-
-/* The size cap of a kind; 0 for a kind this zmount does not know. */
-static uint64_t max_size_kind(uint32_t kind, uint64_t src_size, uint64_t span)
-{
-	if (kind == IDXFILE_KIND_GZIP)
-		return idxfile_max_size(src_size, span);
-	if (kind == IDXFILE_KIND_ZSTD)
-		return idxfile_max_size_zstd(src_size);
-	if (kind == IDXFILE_KIND_CKPT)
-		return idxfile_max_size_ckpt(src_size, span);
-	return 0;
-}
-
 /*
  * "DIR/<content key of id>" + ext.  The key hashes what a rename or a copy
  * (cp -p) keeps: size, mtime and the fingerprint of the first and last
@@ -278,26 +253,19 @@ static int name_path(const char *dir, const struct idxfile_id *id, const char *e
 
 int idxfile_path(const char *dir, const struct idxfile_id *id, char *out, size_t len)
 {
-	return name_path(dir, id, IF_EXT, out, len);
+	return name_path(dir, id, IDXFILE_EXT, out, len);
 }
 
 int idxfile_path_ckpt(const char *dir, const struct idxfile_id *id, char *out, size_t len)
 {
-	return name_path(dir, id, IF_CEXT, out, len);
+	return name_path(dir, id, IDXFILE_EXT_CKPT, out, len);
 }
 
-/* The file a kind lives in: checkpoint sets in their own, the others in "<h>.zmi". */
-static int kind_path(uint32_t kind, const char *dir, const struct idxfile_id *id, char *out,
-		     size_t len)
+/* The file an index of kind k lives in: "<h>" and the kind's suffix. */
+static int kind_path(const struct fmt_saved *k, const char *dir, const struct idxfile_id *id,
+		     char *out, size_t len)
 {
-	return name_path(dir, id, kind == IDXFILE_KIND_CKPT ? IF_CEXT : IF_EXT, out, len);
-}
-
-static const char *kind_name(uint32_t kind)
-{
-	return kind == IDXFILE_KIND_GZIP   ? "gzip"
-	       : kind == IDXFILE_KIND_ZSTD ? "zstd"
-					   : "checkpoint";
+	return name_path(dir, id, k->ext, out, len);
 }
 
 /* The key field's length for src and id: the path, and a NUL and the tag if id has one. */
@@ -363,7 +331,7 @@ static int parse_ident(const unsigned char *b, size_t len, struct idxfile_info *
 	if (in->flags & ~IDXFILE_F_VERIFIED)
 		return BAD(H_FLAGS, "unknown flags %#" PRIx32, in->flags);
 	in->kind = get16(b + H_KIND);
-	if (in->kind < IDXFILE_KIND_GZIP || in->kind > IDXFILE_KIND_CKPT)
+	if (!fmt_saved_kind(in->kind))
 		return BAD(H_KIND, "unknown kind %" PRIu32, in->kind);
 	in->id.dev = get64(b + H_DEV);
 	in->id.ino = get64(b + H_INO);
@@ -415,11 +383,7 @@ static int check(const unsigned char *b, size_t len, struct idxfile_info *in, st
 	if (ret < 0)
 		return ret;
 	plen = get32(b + H_PATHLEN);
-	if (in->kind == IDXFILE_KIND_ZSTD)
-		return idxrec_zstd_check(b, len, IF_HDR + plen, in, err);
-	if (in->kind == IDXFILE_KIND_CKPT)
-		return idxrec_ckpt_check(b, len, IF_HDR + plen, in, err);
-	return idxrec_gz_check(b, len, IF_HDR + plen, in, err);
+	return fmt_saved_kind(in->kind)->check(b, len, IF_HDR + plen, in, err);
 }
 
 /* The identity fields of the header at b (all but the path). */
@@ -435,7 +399,7 @@ static void put_id(unsigned char *b, const struct idxfile_id *id)
 	put64(b + H_FPRINT, id->fingerprint);
 }
 
-/* A zeroed image of n bytes with the fields common to both kinds, and the key field (plen bytes);
+/* A zeroed image of n bytes with the fields common to all kinds, and the key field (plen bytes);
  * NULL: no memory. */
 static unsigned char *new_image(size_t n, const char *src, size_t plen, const struct idxfile_id *id)
 {
@@ -451,21 +415,6 @@ static unsigned char *new_image(size_t n, const char *src, size_t plen, const st
 	put32(b + H_PATHLEN, (uint32_t)plen);
 	put_key(b + IF_HDR, src, id);
 	return b;
-}
-
-/*
- * Whether the length flen fits what header h says the file holds (the
- * kind's fits, idxrec.h): its key field and records, where the counts are
- * at most what a src_size-byte source can have at span.  0 or -EBADMSG.
- */
-static int fits_header(const unsigned char *h, uint64_t flen, uint32_t kind, uint64_t src_size,
-		       uint64_t span, struct zerr *err)
-{
-	if (kind == IDXFILE_KIND_CKPT)
-		return idxrec_ckpt_fits(h, flen, src_size, span, err);
-	if (kind == IDXFILE_KIND_GZIP)
-		return idxrec_gz_fits(h, flen, src_size, span, err);
-	return idxrec_zstd_fits(h, flen, src_size, err);
 }
 
 /*
@@ -506,12 +455,13 @@ static int crc_ok(int fd, uint64_t flen, struct zerr *err)
  * The checks of a header alone (h: the first n bytes of a file of flen
  * bytes, n = min(flen, IF_HDR)): the magic, a supported version, the real
  * length, if want_size is not NULL the source size *want_size; the length
- * within idxfile_max_size of the recorded source size and fitting the
- * header's own counts (fits_header).  0, -EBADMSG or -ESTALE.
+ * within the kind's max for the recorded source size and fitting the
+ * header's own counts (the kind's fits).  0, -EBADMSG or -ESTALE.
  */
 static int check_head(const unsigned char *h, size_t n, uint64_t flen, const uint64_t *want_size,
 		      struct zerr *err)
 {
+	const struct fmt_saved *k;
 	uint64_t src_size, span, cap;
 	uint32_t version, kind;
 
@@ -531,22 +481,23 @@ static int check_head(const unsigned char *h, size_t n, uint64_t flen, const uin
 	src_size = get64(h + H_SIZE);
 	span = get64(h + H_SPAN);
 	kind = get16(h + H_KIND);
-	if (kind < IDXFILE_KIND_GZIP || kind > IDXFILE_KIND_CKPT)
+	k = fmt_saved_kind(kind);
+	if (!k)
 		return BAD(H_KIND, "unknown kind %" PRIu32, kind);
-	if (kind != IDXFILE_KIND_ZSTD && (span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN))
+	if (k->spanned && (span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN))
 		return BAD(H_SPAN, "span %" PRIu64 " out of range", span);
 	if (want_size && src_size != *want_size)
 		return zerr_set(err, -ESTALE, H_SIZE,
 				"the source changed since it was indexed "
 				"(%" PRIu64 " bytes, now %" PRIu64 ")",
 				src_size, *want_size);
-	cap = max_size_kind(kind, src_size, span);
+	cap = k->max(src_size, span);
 	if (flen > cap || flen != (size_t)flen)
 		return BAD(flen,
 			   "file is %" PRIu64 " bytes, more than an index of a %" PRIu64
 			   "-byte source can be (%" PRIu64 ")",
 			   flen, src_size, cap);
-	return fits_header(h, flen, kind, src_size, span, err);
+	return k->fits(h, flen, src_size, span, err);
 }
 
 /*
@@ -610,7 +561,7 @@ static int store_of(const char *dir, const struct idxstore_ops **ops, void **ctx
  * there, by the header's own counts.)  0 with *buf (caller frees),
  * *len and *in, or -errno with err.
  */
-static int fetch_checked(const char *dir, const char *name, uint32_t kind,
+static int fetch_checked(const char *dir, const char *name, const struct fmt_saved *k,
 			 const struct idxfile_id *id, unsigned char **buf, size_t *len,
 			 struct idxfile_info *in, struct zerr *err)
 {
@@ -622,9 +573,7 @@ static int fetch_checked(const char *dir, const char *name, uint32_t kind,
 	*buf = NULL;
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "no index store for %s", dir);
-	fd = ops->get(ctx, name,
-		      ops == &idxlocal_ops ? UINT64_MAX
-					   : max_size_kind(kind, id->size, IF_MIN_SPAN),
+	fd = ops->get(ctx, name, ops == &idxlocal_ops ? UINT64_MAX : k->max(id->size, IF_MIN_SPAN),
 		      err);
 	if (fd == -EFBIG)
 		return BAD(0, "larger than an index of a %" PRIu64 "-byte source can be", id->size);
@@ -675,7 +624,7 @@ static int bound_to(const struct idxfile_info *in, const char *src, const struct
 	return 1;
 }
 
-static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kind,
+static int save_image(const char *dir, const struct idxfile_id *id, const struct fmt_saved *k,
 		      const unsigned char *b, size_t len, uint64_t *bytes_written);
 
 /*
@@ -705,7 +654,7 @@ static void rebind(const char *dir, const char *src, const struct idxfile_id *id
 	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
 	if (check(b, n, ni, NULL) < 0)
 		goto out;
-	save_image(dir, id, in->kind, b, n, NULL);
+	save_image(dir, id, fmt_saved_kind(in->kind), b, n, NULL);
 	free(*buf);
 	*buf = b;
 	*in = *ni;
@@ -724,7 +673,8 @@ out:
  * (*buf NULL).
  */
 static int load_image(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint32_t kind, unsigned char **buf, struct idxfile_info *in, struct zerr *err)
+		      const struct fmt_saved *k, unsigned char **buf, struct idxfile_info *in,
+		      struct zerr *err)
 {
 	char path[PATH_MAX];
 	unsigned char *b = NULL;
@@ -732,12 +682,13 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 	int ret;
 
 	*buf = NULL;
-	ret = idxfile_keyed(src_abspath) ? kind_path(kind, dir, id, path, sizeof(path)) : -EINVAL;
+	ret = idxfile_keyed(src_abspath) ? kind_path(k, dir, id, path, sizeof(path)) : -EINVAL;
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "bad source path");
-	ret = fetch_checked(dir, strrchr(path, '/') + 1, kind, id, &b, &len, in, err);
-	if (ret == 0 && in->kind != kind)
-		ret = BAD(H_KIND, "a %s index, not a %s one", kind_name(in->kind), kind_name(kind));
+	ret = fetch_checked(dir, strrchr(path, '/') + 1, k, id, &b, &len, in, err);
+	if (ret == 0 && in->kind != k->kind)
+		ret = BAD(H_KIND, "a %s index, not a %s one", fmt_saved_kind(in->kind)->name,
+			  k->name);
 	if (ret == 0)
 		ret = bound_to(in, src_abspath, id, err);
 	if (ret == 1) {
@@ -751,48 +702,27 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 	return ret;
 }
 
-int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err)
+int idxfile_load_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct fmt_saved *k, uint64_t span_wanted, void *out, struct zerr *err)
 {
 	struct idxfile_info *in = malloc(sizeof(*in));
 	unsigned char *b = NULL;
 	int ret;
 
-	*out = NULL;
-	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_GZIP, &b, in, err)
+	ret = in ? load_image(dir, src_abspath, id, k, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
-	if (ret < 0)
-		goto out;
-	if (span_wanted && span_wanted != in->span)
+	if (ret == 0 && span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
 			       in->span, span_wanted);
-	else if (idxrec_gz_build(b, body_of(in), in, out) < 0)
-		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
-out:
-	free(b);
-	free(in);
-	return ret;
-}
-
-int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      struct zstddec_index *z, struct zerr *err)
-{
-	struct idxfile_info *in = malloc(sizeof(*in));
-	unsigned char *b = NULL;
-	int ret;
-
-	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_ZSTD, &b, in, err)
-		 : zerr_set(err, -ENOMEM, 0, "out of memory");
 	if (ret == 0)
-		ret = idxrec_zstd_apply(b, body_of(in), in, z, err);
+		ret = k->get(b, body_of(in), in, out, err);
 	free(b);
 	free(in);
 	return ret;
 }
 
-/* idxfile_remove of the file kind lives in. */
-static int remove_kind(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		       uint32_t kind)
+int idxfile_remove_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+			const struct fmt_saved *k)
 {
 	char path[PATH_MAX];
 	struct idxfile_info *in = malloc(sizeof(*in));
@@ -800,12 +730,12 @@ static int remove_kind(const char *dir, const char *src_abspath, const struct id
 	unsigned char *b = NULL;
 	size_t len = 0;
 	void *ctx;
-	int ret = in ? kind_path(kind, dir, id, path, sizeof(path)) : -ENOMEM;
+	int ret = in ? kind_path(k, dir, id, path, sizeof(path)) : -ENOMEM;
 
 	if (ret == 0)
 		ret = store_of(dir, &ops, &ctx);
 	if (ret == 0)
-		ret = fetch_checked(dir, strrchr(path, '/') + 1, kind, id, &b, &len, in, NULL);
+		ret = fetch_checked(dir, strrchr(path, '/') + 1, k, id, &b, &len, in, NULL);
 	if (ret == 0 && (ret = bound_to(in, src_abspath, id, NULL)) == 1)
 		ret = 0;
 	if (ret == 0)
@@ -813,16 +743,6 @@ static int remove_kind(const char *dir, const char *src_abspath, const struct id
 	free(b);
 	free(in);
 	return ret;
-}
-
-int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id)
-{
-	return remove_kind(dir, src_abspath, id, IDXFILE_KIND_GZIP);
-}
-
-int idxfile_remove_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id)
-{
-	return remove_kind(dir, src_abspath, id, IDXFILE_KIND_CKPT);
 }
 
 int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr *err)
@@ -840,14 +760,14 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
 	return ret;
 }
 
-/* Writes image b (len bytes, validated, of kind; borrowed) as the index of id's source in dir. */
-static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kind,
+/* Writes image b (len bytes, validated, of kind k; borrowed) as the index of id's source in dir. */
+static int save_image(const char *dir, const struct idxfile_id *id, const struct fmt_saved *k,
 		      const unsigned char *b, size_t len, uint64_t *bytes_written)
 {
 	char final[PATH_MAX];
 	const struct idxstore_ops *ops;
 	void *ctx;
-	int ret = kind_path(kind, dir, id, final, sizeof(final));
+	int ret = kind_path(k, dir, id, final, sizeof(final));
 
 	if (ret == 0)
 		ret = store_of(dir, &ops, &ctx);
@@ -860,11 +780,11 @@ static int save_image(const char *dir, const struct idxfile_id *id, uint32_t kin
 
 /*
  * Puts the whole-file hash of id's source (src_hash: -ESTALE if id->fd is
- * not that version any more) into image b (len bytes, validated, of kind;
+ * not that version any more) into image b (len bytes, validated, of kind k;
  * freed here), seals it with its CRC-64, and writes it (save_image).
  */
-static int seal_save(const char *dir, const struct idxfile_id *id, uint32_t kind, unsigned char *b,
-		     size_t len, uint64_t *bytes_written)
+static int seal_save(const char *dir, const struct idxfile_id *id, const struct fmt_saved *k,
+		     unsigned char *b, size_t len, uint64_t *bytes_written)
 {
 	uint64_t h;
 	int ret = src_hash(id, &h);
@@ -872,32 +792,23 @@ static int seal_save(const char *dir, const struct idxfile_id *id, uint32_t kind
 	if (ret == 0) {
 		put64(b + H_HASH, h);
 		put64(b + len - IF_CRC, idxhash_crc64(b, len - IF_CRC));
-		ret = save_image(dir, id, kind, b, len, bytes_written);
+		ret = save_image(dir, id, k, b, len, bytes_written);
 	}
 	free(b);
 	return ret;
 }
 
-/* What a save of each kind was given. */
-struct recs {
-	uint32_t kind;
-	const struct gzdec_index *gz;
-	const struct zstddec_index *z;
-	const struct idxfile_ckpt *sets;
-	size_t nsets;
-	uint64_t span;
-};
-
 /*
- * Serializes r for the source at src with identity id into a new buffer
- * (caller frees): the header, the key field, the kind's records and the
- * CRC-64; then checks it as load would (check(), and for checkpoint sets
- * fits_header, the bound of the header's own counts).  Returns 0,
- * -ENAMETOOLONG, -EINVAL (what the kind's size or check() refuses), -EFBIG
- * (checkpoint sets a load would refuse as too large) or -ENOMEM.
+ * Serializes recs, the records of kind k, for the source at src with
+ * identity id into a new buffer (caller frees): the header, the key
+ * field, the kind's records and the CRC-64; then checks it as load would
+ * (check(), and check_head: the cap and the bound of the header's own
+ * counts), so that nothing is written that a load would refuse.  Returns
+ * 0, -ENAMETOOLONG, -EINVAL (what the kind's size or check() refuses),
+ * -EFBIG (larger than a load takes) or -ENOMEM.
  */
-static int serialize(const char *src, const struct idxfile_id *id, const struct recs *r,
-		     unsigned char **buf, size_t *len)
+static int serialize(const char *src, const struct idxfile_id *id, const struct fmt_saved *k,
+		     const void *recs, unsigned char **buf, size_t *len)
 {
 	size_t plen = strlen(src), n = 0;
 	struct idxfile_info in;
@@ -907,26 +818,17 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 	if (plen >= PATH_MAX)
 		return -ENAMETOOLONG;
 	plen = key_len(src, id);
-	ret = r->kind == IDXFILE_KIND_GZIP ? idxrec_gz_size(id, r->gz, plen, &n)
-	      : r->kind == IDXFILE_KIND_ZSTD
-		      ? idxrec_zstd_size(id, r->z, plen, &n)
-		      : idxrec_ckpt_size(id, r->span, r->sets, r->nsets, plen, &n);
+	ret = k->size(id, recs, plen, &n);
 	if (ret < 0)
 		return ret;
 	b = new_image(n, src, plen, id);
 	if (!b)
 		return -ENOMEM;
-	put16(b + H_KIND, (uint16_t)r->kind);
-	if (r->kind == IDXFILE_KIND_GZIP)
-		idxrec_gz_put(b, IF_HDR + plen, r->gz);
-	else if (r->kind == IDXFILE_KIND_ZSTD)
-		idxrec_zstd_put(b, IF_HDR + plen, r->z);
-	else
-		idxrec_ckpt_put(b, IF_HDR + plen, r->span, r->sets, r->nsets);
+	put16(b + H_KIND, k->kind);
+	k->put(b, IF_HDR + plen, recs);
 	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
 	ret = check(b, n, &in, NULL);
-	if (ret == 0 && r->kind == IDXFILE_KIND_CKPT &&
-	    fits_header(b, n, r->kind, id->size, r->span, NULL) < 0)
+	if (ret == 0 && check_head(b, IF_HDR, n, NULL, NULL) < 0)
 		ret = -EFBIG;
 	if (ret < 0) {
 		free(b);
@@ -937,63 +839,16 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 	return 0;
 }
 
-/* Serializes r and saves it (seal_save) as the index of src_abspath. */
-static int save_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		     const struct recs *r, uint64_t *bytes_written)
+int idxfile_save_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct fmt_saved *k, const void *recs, uint64_t *bytes_written)
 {
 	unsigned char *b = NULL;
 	size_t len = 0;
 	int ret = idxfile_keyed(src_abspath) ? 0 : -EINVAL;
 
 	if (ret == 0)
-		ret = serialize(src_abspath, id, r, &b, &len);
-	return ret < 0 ? ret : seal_save(dir, id, r->kind, b, len, bytes_written);
-}
-
-int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		 const struct gzdec_index *idx, uint64_t *bytes_written)
-{
-	struct recs r = { .kind = IDXFILE_KIND_GZIP, .gz = idx };
-
-	return save_recs(dir, src_abspath, id, &r, bytes_written);
-}
-
-int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct zstddec_index *z, uint64_t *bytes_written)
-{
-	struct recs r = { .kind = IDXFILE_KIND_ZSTD, .z = z };
-
-	return save_recs(dir, src_abspath, id, &r, bytes_written);
-}
-
-int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
-		      uint64_t *bytes_written)
-{
-	struct recs r = { .kind = IDXFILE_KIND_CKPT, .sets = sets, .nsets = n, .span = span };
-
-	return save_recs(dir, src_abspath, id, &r, bytes_written);
-}
-
-int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n, struct zerr *err)
-{
-	struct idxfile_info *in = malloc(sizeof(*in));
-	unsigned char *b = NULL;
-	int ret;
-
-	*out = NULL;
-	*n = 0;
-	ret = in ? load_image(dir, src_abspath, id, IDXFILE_KIND_CKPT, &b, in, err)
-		 : zerr_set(err, -ENOMEM, 0, "out of memory");
-	if (ret == 0 && span_wanted && span_wanted != in->span)
-		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
-			       in->span, span_wanted);
-	if (ret == 0)
-		ret = idxrec_ckpt_parse(b, body_of(in), in, out, n, err);
-	free(b);
-	free(in);
-	return ret;
+		ret = serialize(src_abspath, id, k, recs, &b, &len);
+	return ret < 0 ? ret : seal_save(dir, id, k, b, len, bytes_written);
 }
 
 static int is_hex(const char *s, size_t n)
@@ -1007,7 +862,7 @@ static int is_hex(const char *s, size_t n)
 /* Whether s starts with one of the two suffixes (4 bytes each). */
 static int is_ext(const char *s)
 {
-	return !strncmp(s, IF_EXT, 4) || !strncmp(s, IF_CEXT, 4);
+	return !strncmp(s, IDXFILE_EXT, 4) || !strncmp(s, IDXFILE_EXT_CKPT, 4);
 }
 
 /* Whether s (n bytes) is an index file's name: "<16 hex>.zmi" or "<16 hex>.zmc". */
@@ -1083,7 +938,7 @@ static int prune_index(int dfd, const char *dir, const char *name)
 		stale = 1;
 	} else if (ret == 0) {
 		/* misfiled: load would never find it under this name (or kind) */
-		if (kind_path(in->kind, dir, &in->id, want, sizeof(want)) < 0 ||
+		if (kind_path(fmt_saved_kind(in->kind), dir, &in->id, want, sizeof(want)) < 0 ||
 		    strcmp(strrchr(want, '/') + 1, name)) {
 			stale = 1;
 		} else if (in->src[0] == '/') { /* a URL's object is not checked: kept */
@@ -1177,7 +1032,8 @@ static int body_bad(const struct idxstore_ops *ops, void *ctx, const struct blob
 	int fd, ret;
 
 	/* the cap of a load: a blob over it is refused unread, as a load refuses it */
-	fd = full ? ops->get(ctx, b->name, max_size_kind(in->kind, in->id.size, IF_MIN_SPAN), NULL)
+	fd = full ? ops->get(ctx, b->name, fmt_saved_kind(in->kind)->max(in->id.size, IF_MIN_SPAN),
+			     NULL)
 		  : -ENOMEM;
 	ret = fd;
 	if (fd >= 0) {
@@ -1218,7 +1074,7 @@ static int prune_blob(const char *url, const struct idxstore_ops *ops, void *ctx
 		ret = parse_ident(h, (size_t)b->size, in, NULL);
 	if (ret < 0)
 		go = 1;
-	else if (kind_path(in->kind, url, &in->id, want, sizeof(want)) < 0 ||
+	else if (kind_path(fmt_saved_kind(in->kind), url, &in->id, want, sizeof(want)) < 0 ||
 		 strcmp(strrchr(want, '/') + 1, b->name))
 		go = 1; /* misfiled: a load never finds it under this name */
 	else

@@ -87,12 +87,25 @@ struct zstddec_index;
  * checkpoints: made by the pass that verified each entry's check (ckpt.h) */
 #define IDXFILE_F_VERIFIED 1u
 
-/* What an index file holds (its kind field). */
+/*
+ * What an index file holds (its kind field).  The records of each kind are
+ * its struct fmt_saved's (fmt.h): these are the kinds of this tree's
+ * formats, for the tests and the layout's doc; a new format that saves its
+ * index takes an unused number in its own fmt_saved, and nothing here
+ * changes.
+ */
 enum idxfile_kind {
 	IDXFILE_KIND_GZIP = 1, /* gzip checkpoints and windows */
 	IDXFILE_KIND_ZSTD = 2, /* one record per zstd frame: extent and uncompressed size */
 	IDXFILE_KIND_CKPT = 3, /* checkpoint sets inside xz Blocks or zstd frames (ckpt.h) */
 };
+
+/* A format's index file ("<h>.zmi": one per source, whatever its format), and its
+ * checkpoint sets' ("<h>.zmc"). */
+#define IDXFILE_EXT	 ".zmi"
+#define IDXFILE_EXT_CKPT ".zmc"
+
+struct fmt_saved;
 
 /*
  * What a saved index is bound to: the fields of srcid.h's "same version"
@@ -215,6 +228,25 @@ int idxfile_path(const char *dir, const struct idxfile_id *id, char *out, size_t
 
 /* The same for the checkpoint-kind file: "DIR/<16 hex digits>.zmc", the same hex. */
 int idxfile_path_ckpt(const char *dir, const struct idxfile_id *id, char *out, size_t len);
+
+/*
+ * The envelope over any kind k (fmt.h's struct fmt_saved; borrowed): every
+ * rule above and below (trust, naming by k->ext, identity, atomic write,
+ * checks before trust) is the same for every kind; only the records are
+ * k's.  idxfile_save_recs saves recs (what k->size and k->put take) and
+ * returns what idxfile_save returns (-EFBIG also for records larger than
+ * a load of k would take).  idxfile_load_recs loads into out (what k->get
+ * fills) with idxfile_load's returns and checks, -EBADMSG for a file of
+ * another kind, -ERANGE if span_wanted is not 0 and the file's span
+ * differs.  idxfile_remove_recs is idxfile_remove for k's file.  The
+ * per-kind calls below are these with their kind.
+ */
+int idxfile_save_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct fmt_saved *k, const void *recs, uint64_t *bytes_written);
+int idxfile_load_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct fmt_saved *k, uint64_t span_wanted, void *out, struct zerr *err);
+int idxfile_remove_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+			const struct fmt_saved *k);
 
 /*
  * Saves idx (borrowed, not modified) as the index of the source at

@@ -3,25 +3,16 @@
 #define ZMOUNT_IDXREC_H
 
 /*
- * The records of each kind of saved index (internal to idxfile.c and
- * idxrec_*.c): what follows the header and the key field of an index file
- * (doc/index-format.md).  idxfile.c keeps the envelope (header, key,
- * CRC-64, identity, load, save, prune) and calls, per kind:
- *  - max: the largest file of that kind for a source of src_size bytes
- *    (idxfile.h's idxfile_max_size* say the formulas);
- *  - fits: whether a file of flen bytes fits what its header h (IF_HDR
- *    bytes, magic, version, length and kind already checked) says it
- *    holds, for a source of src_size bytes and span; 0 or -EBADMSG;
- *  - check: validates the records of a whole image b (len bytes, CRC-64
- *    and header checked) from off (the end of the key field) on, and fills
- *    in's wbytes; 0, -EBADMSG or -ENOMEM (checkpoints);
- *  - size: checks what a save was given and sets *n to the bytes of the
- *    whole file with a key field of plen bytes; 0, -EINVAL, -EFBIG or
- *    -ENOMEM;
- *  - put: writes the kind's header fields and records into an image of
- *    that size from off on (the envelope writes the rest and checks the
- *    result with check before saving it);
- *  - build / apply / parse: turn a checked image into what load returns.
+ * The records of each kind of saved index (internal to index/): what
+ * follows the header and the key field of an index file
+ * (doc/index-format.md), and the helpers a kind's records are written
+ * with.  idxfile.c keeps the envelope (header, key, CRC-64, identity,
+ * load, save, prune) and calls each kind through its struct fmt_saved
+ * (fmt.h, which says what each hook does): gzip's and zstd's are their
+ * formats' (fmt_gz.c, fmt_zstd.c) over the functions below; the
+ * checkpoint sets' (idxrec_ckpt_saved) belong to no format.  The
+ * functions here are those hooks; idxfile.h's per-kind calls
+ * (idxfile_save, idxfile_load_zstd, ...) are thin wrappers beside them.
  * Errors go into err (may be NULL) with the offset in the index file;
  * nothing logs.  No state; any thread.
  */
@@ -31,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fmt.h"
 #include "gzdec.h"
 #include "idxfile.h"
 #include "zerr.h"
@@ -143,46 +135,46 @@ static inline bool idxrec_zero(const unsigned char *p, size_t n)
 int idxrec_fits_records(const unsigned char *h, uint64_t flen, uint64_t can, uint64_t per,
 			uint64_t src_size, struct zerr *err);
 
-/* gzip checkpoints and windows (idxrec_gz.c). */
+/* gzip checkpoints and windows (idxrec_gz.c); recs and out: a gzdec_index, out by **. */
 uint64_t idxrec_gz_max(uint64_t src_size, uint64_t span);
 int idxrec_gz_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
 		   struct zerr *err);
 int idxrec_gz_check(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
 		    struct zerr *err);
-int idxrec_gz_size(const struct idxfile_id *id, const struct gzdec_index *idx, size_t plen,
-		   size_t *n);
-void idxrec_gz_put(unsigned char *b, size_t off, const struct gzdec_index *idx);
-/* The gzdec_index of a checked image (records at off), allocated as gzdec.c does, so that
- * gzdec_index_free frees it.  0 or -ENOMEM. */
-int idxrec_gz_build(const unsigned char *b, size_t off, const struct idxfile_info *in,
-		    struct gzdec_index **out);
+int idxrec_gz_size(const struct idxfile_id *id, const void *recs, size_t plen, size_t *n);
+void idxrec_gz_put(unsigned char *b, size_t off, const void *recs);
+/* The gzdec_index of a checked image, allocated as gzdec.c does, so that gzdec_index_free
+ * frees it. */
+int idxrec_gz_get(const unsigned char *b, size_t off, const struct idxfile_info *in, void *out,
+		  struct zerr *err);
 
-/* zstd frame records (idxrec_zstd.c). */
-uint64_t idxrec_zstd_max(uint64_t src_size);
-int idxrec_zstd_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, struct zerr *err);
+/* zstd frame records (idxrec_zstd.c); recs and out: a struct zstddec_index. */
+uint64_t idxrec_zstd_max(uint64_t src_size, uint64_t span);
+int idxrec_zstd_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
+		     struct zerr *err);
 int idxrec_zstd_check(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
 		      struct zerr *err);
-int idxrec_zstd_size(const struct idxfile_id *id, const struct zstddec_index *z, size_t plen,
-		     size_t *n);
-void idxrec_zstd_put(unsigned char *b, size_t off, const struct zstddec_index *z);
-/* idxfile_load_zstd's agreement of a checked image (records at off) with z, and then its sizes
- * in z.  0, -EBADMSG (z unchanged) or -ENOMEM. */
-int idxrec_zstd_apply(const unsigned char *b, size_t off, const struct idxfile_info *in,
-		      struct zstddec_index *z, struct zerr *err);
+int idxrec_zstd_size(const struct idxfile_id *id, const void *recs, size_t plen, size_t *n);
+void idxrec_zstd_put(unsigned char *b, size_t off, const void *recs);
+/* idxfile_load_zstd's agreement of a checked image with the walked index out, and then its
+ * sizes in out; -EBADMSG leaves out unchanged. */
+int idxrec_zstd_get(const unsigned char *b, size_t off, const struct idxfile_info *in, void *out,
+		    struct zerr *err);
 
-/* Checkpoint sets (idxrec_ckpt.c). */
-uint64_t idxrec_ckpt_max(uint64_t src_size, uint64_t span);
-int idxrec_ckpt_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
-		     struct zerr *err);
-int idxrec_ckpt_check(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
-		      struct zerr *err);
-int idxrec_ckpt_size(const struct idxfile_id *id, uint64_t span, const struct idxfile_ckpt *sets,
-		     size_t n, size_t plen, size_t *len);
-void idxrec_ckpt_put(unsigned char *b, size_t off, uint64_t span, const struct idxfile_ckpt *sets,
-		     size_t n);
-/* The sets of a checked image (records at off), as idxfile_load_ckpt returns them.
- * 0 or -ENOMEM (*out NULL, *n 0). */
-int idxrec_ckpt_parse(const unsigned char *b, size_t off, const struct idxfile_info *in,
-		      struct idxfile_ckpt **out, size_t *n, struct zerr *err);
+/* Checkpoint sets (idxrec_ckpt.c): what a save of them is given (recs). */
+struct idxrec_ckpt_recs {
+	uint64_t span;
+	const struct idxfile_ckpt *sets;
+	size_t n;
+};
+
+/* What a load of them gives (out): as idxfile_load_ckpt returns them. */
+struct idxrec_ckpt_got {
+	struct idxfile_ckpt *v;
+	size_t n;
+};
+
+/* The checkpoint sets' kind: no format's, every format with checkpoints saves them. */
+extern const struct fmt_saved idxrec_ckpt_saved;
 
 #endif

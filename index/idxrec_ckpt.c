@@ -52,7 +52,7 @@ static uint64_t ckpt_most(uint64_t m, uint64_t k, uint64_t u, uint64_t src_size)
 	return sat_add(len, sat_mul(src_size, IF_CWIN));
 }
 
-uint64_t idxrec_ckpt_max(uint64_t src_size, uint64_t span)
+static uint64_t idxrec_ckpt_max(uint64_t src_size, uint64_t span)
 {
 	uint64_t u = sat_mul(src_size, IF_CRATIO);
 
@@ -68,8 +68,8 @@ uint64_t idxrec_ckpt_max(uint64_t src_size, uint64_t span)
  * file then takes at least a record, a CRC32 and (past each set's first
  * point) a blob byte per point, and at most ckpt_most.  0 or -EBADMSG.
  */
-int idxrec_ckpt_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
-		     struct zerr *err)
+static int idxrec_ckpt_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
+			    struct zerr *err)
 {
 	uint64_t n = get64(h + H_NPOINTS), m = get64(h + H_MEMBERS), u = get64(h + H_USIZE),
 		 plen = get32(h + H_PATHLEN), fixed = IF_HDR + plen + IF_CRC, least, most;
@@ -147,8 +147,8 @@ static int parse_set(const unsigned char *b, size_t r, size_t off, bool copy, st
  * section inside the file and together filling it exactly), then each set
  * through parse_set.  0, -EBADMSG or -ENOMEM.
  */
-int idxrec_ckpt_check(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
-		      struct zerr *err)
+static int idxrec_ckpt_check(const unsigned char *b, size_t len, size_t off,
+			     struct idxfile_info *in, struct zerr *err)
 {
 	uint64_t csize = in->id.size, end = 0, pts = 0, blobs = 0, left = len - IF_CRC - off;
 	size_t sec, r = off;
@@ -250,10 +250,12 @@ static size_t put_set(unsigned char *b, size_t r, size_t off, uint64_t start,
 	return boff;
 }
 
-int idxrec_ckpt_size(const struct idxfile_id *id, uint64_t span, const struct idxfile_ckpt *sets,
-		     size_t n, size_t plen, size_t *len)
+static int ckpt_size(const struct idxfile_id *id, const void *recs, size_t plen, size_t *len)
 {
-	uint64_t size, end = 0;
+	const struct idxrec_ckpt_recs *c = recs;
+	const struct idxfile_ckpt *sets = c->sets;
+	uint64_t size, end = 0, span = c->span;
+	size_t n = c->n;
 
 	if (!sets || n == 0 || span < IF_MIN_SPAN || span > GZDEC_MAX_SPAN)
 		return -EINVAL;
@@ -272,9 +274,11 @@ int idxrec_ckpt_size(const struct idxfile_id *id, uint64_t span, const struct id
 	return 0;
 }
 
-void idxrec_ckpt_put(unsigned char *b, size_t off, uint64_t span, const struct idxfile_ckpt *sets,
-		     size_t n)
+static void ckpt_put(unsigned char *b, size_t off, const void *recs)
 {
+	const struct idxrec_ckpt_recs *c = recs;
+	const struct idxfile_ckpt *sets = c->sets;
+	size_t n = c->n;
 	uint64_t pts = 0;
 	size_t r = off;
 
@@ -285,7 +289,7 @@ void idxrec_ckpt_put(unsigned char *b, size_t off, uint64_t span, const struct i
 	}
 	put64(b + H_USIZE, n ? sets[n - 1].entry_start + sets[n - 1].set->usize : 0);
 	put64(b + H_MEMBERS, n);
-	put64(b + H_SPAN, span);
+	put64(b + H_SPAN, c->span);
 	put64(b + H_NPOINTS, pts);
 }
 
@@ -296,15 +300,16 @@ static void free_sets(struct idxfile_ckpt *v, size_t n)
 	free(v);
 }
 
-int idxrec_ckpt_parse(const unsigned char *b, size_t off, const struct idxfile_info *in,
-		      struct idxfile_ckpt **out, size_t *n, struct zerr *err)
+static int ckpt_get(const unsigned char *b, size_t off, const struct idxfile_info *in, void *out,
+		    struct zerr *err)
 {
+	struct idxrec_ckpt_got *got = out;
 	struct idxfile_ckpt *v;
 	size_t r = off, i = 0;
 	int ret = 0;
 
-	*out = NULL;
-	*n = 0;
+	got->v = NULL;
+	got->n = 0;
 	v = calloc(in->members,
 		   sizeof(*v)); /* members >= 1, bounded by the file: idxrec_ckpt_check */
 	if (!v)
@@ -323,7 +328,51 @@ int idxrec_ckpt_parse(const unsigned char *b, size_t off, const struct idxfile_i
 		free_sets(v, i);
 		return ret;
 	}
-	*out = v;
-	*n = i;
+	got->v = v;
+	got->n = i;
 	return 0;
+}
+
+const struct fmt_saved idxrec_ckpt_saved = {
+	.kind = IDXFILE_KIND_CKPT,
+	.name = "checkpoint",
+	.ext = IDXFILE_EXT_CKPT,
+	.spanned = true,
+	.max = idxrec_ckpt_max,
+	.fits = idxrec_ckpt_fits,
+	.check = idxrec_ckpt_check,
+	.size = ckpt_size,
+	.put = ckpt_put,
+	.get = ckpt_get,
+};
+
+uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span)
+{
+	return idxrec_ckpt_max(src_size, span);
+}
+
+int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
+		      uint64_t *bytes_written)
+{
+	struct idxrec_ckpt_recs c = { .span = span, .sets = sets, .n = n };
+
+	return idxfile_save_recs(dir, src_abspath, id, &idxrec_ckpt_saved, &c, bytes_written);
+}
+
+int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n, struct zerr *err)
+{
+	struct idxrec_ckpt_got got = { 0 };
+	int ret =
+		idxfile_load_recs(dir, src_abspath, id, &idxrec_ckpt_saved, span_wanted, &got, err);
+
+	*out = ret == 0 ? got.v : NULL;
+	*n = ret == 0 ? got.n : 0;
+	return ret;
+}
+
+int idxfile_remove_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+{
+	return idxfile_remove_recs(dir, src_abspath, id, &idxrec_ckpt_saved);
 }

@@ -102,9 +102,10 @@ int idxrec_gz_check(const unsigned char *b, size_t len, size_t off, struct idxfi
 	return 0;
 }
 
-int idxrec_gz_size(const struct idxfile_id *id, const struct gzdec_index *idx, size_t plen,
-		   size_t *n)
+int idxrec_gz_size(const struct idxfile_id *id, const void *recs, size_t plen, size_t *n)
 {
+	const struct gzdec_index *idx = recs;
+
 	if (id->size != idx->csize || !idx->points ||
 	    __builtin_mul_overflow(idx->npoints, (size_t)IF_REC, n) ||
 	    __builtin_add_overflow(*n, IF_HDR + IF_CRC + plen, n))
@@ -116,8 +117,9 @@ int idxrec_gz_size(const struct idxfile_id *id, const struct gzdec_index *idx, s
 	return 0;
 }
 
-void idxrec_gz_put(unsigned char *b, size_t off, const struct gzdec_index *idx)
+void idxrec_gz_put(unsigned char *b, size_t off, const void *recs)
 {
+	const struct gzdec_index *idx = recs;
 	size_t woff = off + idx->npoints * IF_REC;
 
 	put64(b + H_USIZE, idx->usize);
@@ -141,8 +143,8 @@ void idxrec_gz_put(unsigned char *b, size_t off, const struct gzdec_index *idx)
 	}
 }
 
-int idxrec_gz_build(const unsigned char *b, size_t off, const struct idxfile_info *in,
-		    struct gzdec_index **out)
+static int build(const unsigned char *b, size_t off, const struct idxfile_info *in,
+		 struct gzdec_index **out)
 {
 	struct gzdec_index *idx = calloc(1, sizeof(*idx));
 	size_t woff;
@@ -183,4 +185,36 @@ int idxrec_gz_build(const unsigned char *b, size_t off, const struct idxfile_inf
 	}
 	*out = idx;
 	return 0;
+}
+
+int idxrec_gz_get(const unsigned char *b, size_t off, const struct idxfile_info *in, void *out,
+		  struct zerr *err)
+{
+	return build(b, off, in, out) < 0 ? zerr_set(err, -ENOMEM, 0, "out of memory") : 0;
+}
+
+/* idxfile.h's gzip calls: the envelope's, with the gzip kind (fmt_gz.c's saved). */
+extern const struct fmt fmt_gzip;
+
+uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
+{
+	return idxrec_gz_max(src_size, span);
+}
+
+int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		 const struct gzdec_index *idx, uint64_t *bytes_written)
+{
+	return idxfile_save_recs(dir, src_abspath, id, fmt_gzip.saved, idx, bytes_written);
+}
+
+int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err)
+{
+	*out = NULL;
+	return idxfile_load_recs(dir, src_abspath, id, fmt_gzip.saved, span_wanted, out, err);
+}
+
+int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+{
+	return idxfile_remove_recs(dir, src_abspath, id, fmt_gzip.saved);
 }

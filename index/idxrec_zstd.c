@@ -4,7 +4,7 @@
  * record per frame (compressed offset and size, uncompressed size and where
  * that size came from).  The file alone shows only that the frames are in
  * order, inside the source and plausible; whether they are the source's
- * frames is idxrec_zstd_apply's check against a fresh walk.
+ * frames is idxrec_zstd_get's check against a fresh walk.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,8 +16,9 @@
 /* zstd frame record field offsets. */
 enum { Z_COFF = 0, Z_CSIZE = 8, Z_USIZE = 16, Z_SRC = 24, Z_RSV = 25 };
 
-uint64_t idxrec_zstd_max(uint64_t src_size)
+uint64_t idxrec_zstd_max(uint64_t src_size, uint64_t span)
 {
+	(void)span; /* frames are where the compressor put them */
 	uint64_t frames = src_size / IF_ZMIN_FRAME;
 
 	if (frames > ZSTDDEC_MAX_FRAMES)
@@ -25,11 +26,13 @@ uint64_t idxrec_zstd_max(uint64_t src_size)
 	return IF_HDR + IF_KEYMAX + IF_CRC + frames * IF_REC;
 }
 
-int idxrec_zstd_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, struct zerr *err)
+int idxrec_zstd_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
+		     struct zerr *err)
 {
 	uint64_t can = src_size / IF_ZMIN_FRAME < ZSTDDEC_MAX_FRAMES ? src_size / IF_ZMIN_FRAME
 								     : ZSTDDEC_MAX_FRAMES;
 
+	(void)span;
 	return idxrec_fits_records(h, flen, can, IF_REC, src_size, err);
 }
 
@@ -85,9 +88,10 @@ int idxrec_zstd_check(const unsigned char *b, size_t len, size_t off, struct idx
 	return 0;
 }
 
-int idxrec_zstd_size(const struct idxfile_id *id, const struct zstddec_index *z, size_t plen,
-		     size_t *n)
+int idxrec_zstd_size(const struct idxfile_id *id, const void *recs, size_t plen, size_t *n)
 {
+	const struct zstddec_index *z = recs;
+
 	if (id->size != z->csize || z->nframes == 0 || z->nunknown || z->usize == ZSTDDEC_UNKNOWN ||
 	    z->nframes > ZSTDDEC_MAX_FRAMES)
 		return -EINVAL;
@@ -95,8 +99,10 @@ int idxrec_zstd_size(const struct idxfile_id *id, const struct zstddec_index *z,
 	return 0;
 }
 
-void idxrec_zstd_put(unsigned char *b, size_t off, const struct zstddec_index *z)
+void idxrec_zstd_put(unsigned char *b, size_t off, const void *recs)
 {
+	const struct zstddec_index *z = recs;
+
 	put64(b + H_USIZE, z->usize);
 	put64(b + H_MEMBERS, z->nframes);
 	put64(b + H_NPOINTS, z->nframes);
@@ -110,9 +116,10 @@ void idxrec_zstd_put(unsigned char *b, size_t off, const struct zstddec_index *z
 	}
 }
 
-int idxrec_zstd_apply(const unsigned char *b, size_t off, const struct idxfile_info *in,
-		      struct zstddec_index *z, struct zerr *err)
+int idxrec_zstd_get(const unsigned char *b, size_t off, const struct idxfile_info *in, void *out,
+		    struct zerr *err)
 {
+	struct zstddec_index *z = out;
 	size_t body = off;
 	uint64_t *usize;
 	int ret = 0;
@@ -140,4 +147,24 @@ int idxrec_zstd_apply(const unsigned char *b, size_t off, const struct idxfile_i
 				"headers or blocks");
 	free(usize);
 	return ret;
+}
+
+/* idxfile.h's zstd calls: the envelope's, with the zstd kind (fmt_zstd.c's saved). */
+extern const struct fmt fmt_zstd;
+
+uint64_t idxfile_max_size_zstd(uint64_t src_size)
+{
+	return idxrec_zstd_max(src_size, 0);
+}
+
+int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      const struct zstddec_index *z, uint64_t *bytes_written)
+{
+	return idxfile_save_recs(dir, src_abspath, id, fmt_zstd.saved, z, bytes_written);
+}
+
+int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+		      struct zstddec_index *z, struct zerr *err)
+{
+	return idxfile_load_recs(dir, src_abspath, id, fmt_zstd.saved, 0, z, err);
 }

@@ -10,6 +10,12 @@
  * changes.  It fills every hook fmt.h lists, keeps its own per-context
  * state (opens counted in fmt_state) and its own counter (zid_indexes),
  * and asks the background indexer for the index pass.
+ *
+ * It saves its index too, through the saved hook alone (zid_saved): kind
+ * ZID_KIND, one 32-byte record (the content size and the chunk size), in
+ * the same "<h>.zmi" files, envelope, trust and identity as gzip's.  An
+ * open with an index_dir loads it (counted as a loaded index) or saves one
+ * (a built one), so the tools' build and info see a format that saves.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,11 +24,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idxfile.h"
+#include "idxrec.h"
 #include "src.h"
 #include "reader_int.h"
 
 #define ZID_HDR	  16
 #define ZID_CHUNK (1u << 20)
+
+#define ZID_KIND 77 /* its index files' kind: any number no other kind takes */
+
+/* Its one record's fields. */
+enum { ZR_USIZE = 0, ZR_CHUNK = 8, ZR_RSV = 16 };
 
 static const unsigned char zid_magic[8] = { 'Z', 'M', 'I', 'D', 'E', 'N', 'T', '1' };
 
@@ -69,6 +82,111 @@ static int zid_probe(struct zsrc *src, uint64_t size, size_t index_max, struct z
 	return zid_size(src, size, &usize, why);
 }
 
+static uint64_t zid_rec_max(uint64_t src_size, uint64_t span)
+{
+	(void)src_size;
+	(void)span;
+	return IF_HDR + IF_KEYMAX + IF_REC + IF_CRC;
+}
+
+static int zid_rec_fits(const unsigned char *h, uint64_t flen, uint64_t src_size, uint64_t span,
+			struct zerr *err)
+{
+	(void)span;
+	return idxrec_fits_records(h, flen, 1, IF_REC, src_size, err);
+}
+
+/* The one record: the content the source's size leaves after the header, in our chunks. */
+static int zid_rec_check(const unsigned char *b, size_t len, size_t off, struct idxfile_info *in,
+			 struct zerr *err)
+{
+	uint64_t usize = get64(b + off + ZR_USIZE);
+
+	if (len != off + IF_REC + IF_CRC || in->npoints != 1 || in->members != 1)
+		return BAD(off, "a zid index holds one record");
+	if (in->id.size < ZID_HDR || usize != in->id.size - ZID_HDR || in->usize != usize ||
+	    get64(b + off + ZR_CHUNK) != ZID_CHUNK || !idxrec_zero(b + off + ZR_RSV, 16))
+		return BAD(off, "zid record disagrees with a %" PRIu64 "-byte source", in->id.size);
+	in->wbytes = 0;
+	return 0;
+}
+
+/* recs: the content size (a uint64_t). */
+static int zid_rec_size(const struct idxfile_id *id, const void *recs, size_t plen, size_t *n)
+{
+	if (*(const uint64_t *)recs + ZID_HDR != id->size)
+		return -EINVAL;
+	*n = IF_HDR + plen + IF_REC + IF_CRC;
+	return 0;
+}
+
+static void zid_rec_put(unsigned char *b, size_t off, const void *recs)
+{
+	uint64_t usize = *(const uint64_t *)recs;
+
+	put64(b + H_USIZE, usize);
+	put64(b + H_MEMBERS, 1);
+	put64(b + H_NPOINTS, 1);
+	put64(b + off + ZR_USIZE, usize);
+	put64(b + off + ZR_CHUNK, ZID_CHUNK);
+}
+
+/* out: the content size (a uint64_t). */
+static int zid_rec_get(const unsigned char *b, size_t off, const struct idxfile_info *in, void *out,
+		       struct zerr *err)
+{
+	(void)in;
+	(void)err;
+	*(uint64_t *)out = get64(b + off + ZR_USIZE);
+	return 0;
+}
+
+static const struct fmt_saved zid_saved;
+
+/* fmttab_saved: the mount's load. */
+static int zid_fresh(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
+{
+	struct idxfile_id id;
+	uint64_t usize;
+	int ret = idxfile_identify(src, &id);
+
+	return ret < 0 ? ret : idxfile_load_recs(dir, real, &id, &zid_saved, 0, &usize, err);
+}
+
+static const struct fmt_saved zid_saved = {
+	.kind = ZID_KIND,
+	.name = "zid",
+	.ext = IDXFILE_EXT,
+	.max = zid_rec_max,
+	.fits = zid_rec_fits,
+	.check = zid_rec_check,
+	.size = zid_rec_size,
+	.put = zid_rec_put,
+	.get = zid_rec_get,
+	.fresh = zid_fresh,
+};
+
+/*
+ * With an index_dir: the saved index of this version, if it says what the
+ * header says (loaded), else a new one saved (built).
+ */
+static void zid_persist(struct reader *r, uint64_t usize)
+{
+	struct idxfile_id id;
+	uint64_t got = 0;
+
+	if (!r->opts.index_dir || !idxfile_keyed(r->name) || idxfile_identify(r->src, &id) < 0)
+		return;
+	if (idxfile_load_recs(r->opts.index_dir, r->name, &id, &zid_saved, 0, &got, NULL) == 0 &&
+	    got == usize) {
+		atomic_fetch_add(&r->ctx->stats.loaded, 1);
+		return;
+	}
+	atomic_fetch_add(&r->ctx->stats.built, 1);
+	r->saved =
+		idxfile_save_recs(r->opts.index_dir, r->name, &id, &zid_saved, &usize, NULL) == 0;
+}
+
 static int zid_open(struct reader *r, struct zerr *why)
 {
 	struct zid_state *s = fmt_state(r);
@@ -86,6 +204,7 @@ static int zid_open(struct reader *r, struct zerr *why)
 	r->idx = idx;
 	atomic_fetch_add(&s->opens, 1);
 	atomic_fetch_add(&r->ctx->stats.opened[r->fmt], 1);
+	zid_persist(r, usize);
 	n = (size_t)((usize + ZID_CHUNK - 1) / ZID_CHUNK);
 	if (reader_map_init(r, n) < 0)
 		return -ENOMEM;
@@ -197,6 +316,7 @@ const struct fmt fmt_zid = {
 	.suffixes = zid_suffixes,
 	.bg = FMTTAB_BG_INDEX,
 	.counter = "zid_indexes",
+	.saved = &zid_saved,
 	.ctx_new = zid_ctx_new,
 	.ctx_free = free,
 	.info_line = zid_info_line,

@@ -18,7 +18,8 @@ per MiB).  Nothing else in fs/ or tools/ knows it (issue 20, item 9).
 5. indexed: the background indexer's summary counts the zid files with the
    gzip one, in the index pass the dummy's policy asks for;
 6. tools: zmount-info, zmount-cat, zmount-index info/verify/build name,
-   read and count it;
+   read and count it; build saves its index (its saved hook) and a second
+   build finds it fresh;
 7. the mount ends with fusermount3 -u and daemon exit 0.
 On a tree without the table (0aeb292) the dummy build does not exist, and
 the plain build shows x.zid raw: every check of 2-6 fails.
@@ -126,8 +127,18 @@ def check_tools(res, bindir, src, data):
     rc, out, err = run([os.path.join(bindir, 'zmount-index'), 'build', '-d',
                         os.path.join(src, '..', 'idx'), src])
     text = out.decode(errors='replace')
-    res.check('tools: zmount-index build counts the zid files by their format',
-              rc == 0 and ' zid=3 ' in text and 'skipped: xz=0 zid=3 other=0' in text,
+    # the dummy saves its index through its saved hook alone (fmt.h): built and saved
+    # bad.zid, whose header disagrees with its size, fails as a damaged gzip file would (rc 2)
+    res.check('tools: zmount-index build saves the zid files\' indexes by their saved hook',
+              rc == 2 and ' and zid files' in text and 'skipped: xz=0 other=0' in text and
+              'zid: 2 files' in text and 'index built for 2' in text and 'failed=1' in text and
+              'bad.zid: zid header says' in err,
+              f'rc {rc} {text!r} {err}')
+    rc, out, err = run([os.path.join(bindir, 'zmount-index'), 'build', '-d',
+                        os.path.join(src, '..', 'idx'), src])
+    text = out.decode(errors='replace')
+    res.check('tools: a second build finds the zid indexes saved and fresh',
+              rc == 2 and 'zid: 2 files' in text and 'index already saved for 2' in text,
               f'rc {rc} {text!r} {err}')
 
 
