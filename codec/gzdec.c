@@ -882,3 +882,10 @@ ssize_t gzdec_extract(struct zsrc *src, const struct gzdec_index *idx, size_t po
 	gzdec_dec_close(d);
 	return n;
 }
+
+bool gzdec_magic(const void *head, size_t n)
+{
+	const unsigned char *p = head;
+
+	return n >= 2 && p[0] == 0x1F && p[1] == 0x8B;
+}

@@ -36,6 +36,7 @@
  * takes the src as an argument and uses it only during that call.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -267,5 +268,9 @@ uint64_t gzdec_dec_tell(const struct gzdec_dec *d);
 
 /* Frees a decoder.  Accepts NULL. */
 void gzdec_dec_close(struct gzdec_dec *d);
+
+/* Whether the n bytes at head (a file's start) begin with gzip's magic, 1F 8B (fmt_gz.c's sniff).
+ */
+bool gzdec_magic(const void *head, size_t n);
 
 #endif

@@ -1265,3 +1265,10 @@ out:
 	free(s.out);
 	return ret;
 }
+
+bool xzdec_magic(const void *head, size_t n)
+{
+	static const unsigned char magic[6] = { 0xFD, '7', 'z', 'X', 'Z', 0x00 };
+
+	return n >= sizeof(magic) && memcmp(head, magic, sizeof(magic)) == 0;
+}

@@ -31,6 +31,7 @@
  * decoder; the decoder cannot check that.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -285,5 +286,12 @@ size_t xzdec_dec_memusage(const struct xzdec_dec *d);
 
 /* "None", "CRC32", "CRC64", "SHA-256", "Unknown-N" (N < 16) or "Unknown"; static storage. */
 const char *xzdec_check_name(uint32_t check);
+
+/*
+ * Whether the n bytes at head (the start of a file; n may be short) begin
+ * with an xz Stream Header's magic, FD 37 7A 58 5A 00.  The magic decides,
+ * never the name (fmt_xz.c's sniff).
+ */
+bool xzdec_magic(const void *head, size_t n);
 
 #endif

@@ -879,3 +879,37 @@ uint64_t zstddec_dec_cost_of(const struct zstddec_dec *d)
 {
 	return zstddec_dec_cost(&d->f);
 }
+
+/* Whether the n bytes at p start a zstd frame. */
+static bool zstd_magic(const unsigned char *p, size_t n)
+{
+	return n >= 4 && p[0] == 0x28 && p[1] == 0xB5 && p[2] == 0x2F && p[3] == 0xFD;
+}
+
+/* Whether the n bytes at p start a skippable frame, 0x184D2A50 to 0x184D2A5F little-endian. */
+static bool skippable_magic(const unsigned char *p, size_t n)
+{
+	return n >= 8 && (p[0] & 0xF0) == 0x50 && p[1] == 0x2A && p[2] == 0x4D && p[3] == 0x18;
+}
+
+bool zstddec_sniff(struct zsrc *src)
+{
+	unsigned char buf[8];
+	uint64_t off = 0;
+	ssize_t n = zsrc_pread(src, buf, sizeof(buf), 0);
+
+	/*
+	 * pzstd and other zstd writers may start a file with skippable frames
+	 * (pzstd puts one before every frame): step over a few to find the
+	 * first zstd frame.  Skippable frames up to the end of the file are
+	 * zstd too: a valid file with nothing in it (zstd -t accepts it).
+	 */
+	for (int i = 0; n >= 0 && i < ZSTDDEC_SNIFF_SKIP && skippable_magic(buf, (size_t)n); i++) {
+		off += 8 + ((uint64_t)buf[4] | (uint64_t)buf[5] << 8 | (uint64_t)buf[6] << 16 |
+			    (uint64_t)buf[7] << 24);
+		n = zsrc_pread(src, buf, sizeof(buf), off);
+		if (n == 0)
+			return true;
+	}
+	return n > 0 && zstd_magic(buf, (size_t)n);
+}

@@ -92,6 +92,7 @@
  * I/O is pread.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -281,5 +282,18 @@ uint64_t zstddec_dec_cost_of(const struct zstddec_dec *d);
 
 /* "FCS", "seek table", "measured" or "unknown"; static storage. */
 const char *zstddec_src_name(unsigned src);
+
+/* Skippable frames (magic 50..5F 2A 4D 18) zstddec_sniff steps over. */
+#define ZSTDDEC_SNIFF_SKIP 4
+
+/*
+ * Whether src (borrowed) is a zstd file by its magic (fmt_zstd.c's sniff):
+ * it starts with a zstd frame (28 B5 2F FD), or with skippable frames (as
+ * pzstd writes) followed within ZSTDDEC_SNIFF_SKIP of them by a zstd frame
+ * or the end of the file (a file of only skippable frames, whose content
+ * is empty; one that claims more bytes than the file has ends there too,
+ * and the walk refuses it).  Reads with zsrc_pread; false on a read error.
+ */
+bool zstddec_sniff(struct zsrc *src);
 
 #endif

@@ -46,7 +46,12 @@
  *  - sniff says from the first bytes of the file (head, n of
  *    them, n may be short) whether it has this format's magic; it may
  *    pread src for more (zstd steps over skippable frames).  The first
- *    format in the table whose sniff says yes is the file's.
+ *    format in the table whose sniff says yes is the file's.  The table
+ *    is the only list of formats: there is no enum of them.  codec/ must
+ *    not depend on index/ (the codecs are the ground floor), so each codec
+ *    only says whether bytes have its own magic (xzdec_magic, gzdec_magic,
+ *    zstddec_sniff) and the format's sniff asks it; adding a format adds
+ *    its magic in its own codec and its sniff, nothing in a shared list.
  *  - suffixes (the list may be empty) end with a NULL ext; add is what
  *    the visible name gets instead (".tar" for .txz), or "".
  *  - ctx_new/ctx_free (may be NULL) make and free the format's state in a

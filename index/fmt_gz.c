@@ -26,7 +26,6 @@
 #include "gzdec.h"
 #include "idxfile.h"
 #include "idxrec.h"
-#include "probe.h"
 #include "reader_int.h"
 #include "zlog.h"
 
@@ -384,7 +383,7 @@ static void gz_info(const struct reader *r, struct reader_info *in)
 static int gz_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 {
 	(void)src;
-	return probe_buf(head, n) == PROBE_GZIP;
+	return gzdec_magic(head, n);
 }
 
 /* fmttab_saved: idxfile_load with any span, since mounts take any (load_gz). */

@@ -26,7 +26,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "probe.h"
 #include "reader_int.h"
 #include "xzckpt.h"
 #include "xzdec.h"
@@ -332,7 +331,7 @@ static const struct fmt_ck xz_ck = {
 static int xz_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 {
 	(void)src;
-	return probe_buf(head, n) == PROBE_XZ;
+	return xzdec_magic(head, n);
 }
 
 static int xz_ctx_new(void **state)

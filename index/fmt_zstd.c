@@ -41,7 +41,6 @@
 #include "idxfile.h"
 #include "idxrec.h"
 #include "pool.h"
-#include "probe.h"
 #include "reader_int.h"
 #include "zlog.h"
 #include "zstdckpt.h"
@@ -868,14 +867,12 @@ static void zstd_ctx_free(void *state)
 	zstdckpt_spares_free(state);
 }
 
-/* probe_src: a zstd frame, after up to PROBE_SKIP_MAX skippable ones (pzstd). */
+/* A zstd frame, after up to ZSTDDEC_SNIFF_SKIP skippable ones (pzstd): zstddec_sniff. */
 static int zstd_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 {
-	enum probe_fmt p;
-
 	(void)head;
 	(void)n;
-	return probe_src(src, &p) == 0 && p == PROBE_ZSTD;
+	return zstddec_sniff(src);
 }
 
 /*

@@ -22,7 +22,7 @@ extern const struct fmt fmt_xz, fmt_gzip, fmt_zstd;
 extern const struct fmt ZMOUNT_FMT_EXTRA;
 #endif
 
-/* Ids are positions + 1; the first three match codec/probe.h's PROBE_* (fmttab.h). */
+/* Ids are positions + 1 (fmttab.h).  The order is also the sniffs' order: xz before all. */
 static const struct fmt *const table[] = {
 	&fmt_xz,
 	&fmt_gzip,

@@ -11,8 +11,7 @@
  * a given format.
  *
  * Ids: 0 is "not an archive" (plain); 1..fmttab_count() are the table's
- * entries in order (xz 1, gzip 2, zstd 3: the values of codec/probe.h's
- * PROBE_*, which the unit tests still use).  Every function here accepts
+ * entries in order (xz 1, gzip 2, zstd 3, which the unit tests use).  Every function here accepts
  * any id: an id out of range is plain.  All are pure lookups on constant
  * data, safe on any thread.
  */

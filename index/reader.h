@@ -59,7 +59,6 @@
 #include <sys/types.h>
 
 #include "fmttab.h"
-#include "probe.h"
 #include "src.h"
 #include "zerr.h"
 

@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "probe.h"
 #include "tsrc.h"
 #include "checkutil.h"
 #include "testutil.h"
@@ -838,48 +837,42 @@ END_TEST
 /*
  * The magic decides: a zstd frame, or the end of the file (issue 18, item
  * 13: only skippable frames is a valid, empty zstd file), after at most
- * PROBE_SKIP_MAX skippable frames.
+ * ZSTDDEC_SNIFF_SKIP skippable frames (zstddec_sniff, fmt_zstd.c's sniff).
  */
 START_TEST(test_probe)
 {
 	static const struct {
 		const char *file;
-		enum probe_fmt want;
+		bool want;
 	} t[] = {
-		{ "l1.zst", PROBE_ZSTD },    { "pzstd.zst", PROBE_ZSTD },
-		{ "skip.zst", PROBE_ZSTD },  { "seek.zst", PROBE_ZSTD },
-		{ "dict.zst", PROBE_ZSTD },  { "onlyskip.zst", PROBE_ZSTD },
-		{ "skip5.zst", PROBE_NONE }, { "skip4.zst", PROBE_ZSTD },
-		{ "orig.txt", PROBE_NONE },  { "skipxz.zst", PROBE_NONE },
+		{ "l1.zst", true },	 { "pzstd.zst", true }, { "skip.zst", true },
+		{ "seek.zst", true },	 { "dict.zst", true },	{ "onlyskip.zst", true },
+		{ "skip5.zst", false },	 { "skip4.zst", true }, { "orig.txt", false },
+		{ "skipxz.zst", false }, { "cut3.zst", false }, { "empty.zst", false },
 	};
-	uint8_t head[8] = { 0x50, 0x2A, 0x4D, 0x18, 0, 0, 0, 0 };
 
 	need_generated();
 	make_seekable("seek.zst", (const uint32_t[]){ 1000000, 1500000, 1694304 }, 3, 0, false);
 	ck_assert_int_eq(
-		testutil_sh(tmpdir, "for n in 4 5; do "
-				    "  for i in $(seq $n); do cat onlyskip.zst; done > skip$n.zst; "
-				    "  cat small.zst >> skip$n.zst; done; "
-				    "{ cat onlyskip.zst; printf '\\375\\067zXZ\\000\\000'; } "
-				    "> skipxz.zst"),
+		testutil_sh(tmpdir,
+			    "for n in 4 5; do "
+			    "  for i in $(seq $n); do cat onlyskip.zst; done > skip$n.zst; "
+			    "  cat small.zst >> skip$n.zst; done; "
+			    "{ cat onlyskip.zst; printf '\\375\\067zXZ\\000\\000'; } "
+			    "> skipxz.zst; printf '\\050\\265\\057' > cut3.zst; : > empty.zst"),
 		0);
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		char path[PATH_MAX];
-		enum probe_fmt got = (enum probe_fmt) - 1;
+		bool got;
 		int fd;
 
 		tpath(path, sizeof(path), t[i].file);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(probe_src(tsrc(fd), &got), 0);
-		ck_assert_msg(got == t[i].want, "%s: probe says %s", t[i].file, probe_name(got));
+		got = zstddec_sniff(tsrc(fd));
+		ck_assert_msg(got == t[i].want, "%s: sniff says %d", t[i].file, got);
 		close(fd);
 	}
-	/* the first bytes alone cannot follow a skippable frame */
-	ck_assert_int_eq(probe_buf(head, sizeof(head)), PROBE_NONE);
-	ck_assert_int_eq(probe_buf("\x28\xB5\x2F\xFD", 4), PROBE_ZSTD);
-	ck_assert_int_eq(probe_buf("\x28\xB5\x2F", 3), PROBE_NONE);
-	ck_assert_str_eq(probe_name(PROBE_ZSTD), "zstd");
 }
 END_TEST
 

@@ -14,7 +14,7 @@
  * measured (zstddec_measure) and settled when their blocks cannot produce
  * more than the output budget.
  *
- * probe_src must call a file that starts with a zstd frame zstd.
+ * zstddec_sniff must call a file that starts with a zstd frame zstd.
  *
  * Then the first frames are decoded again under entries that lie the way a
  * seek table or a stale index can: a different usize or csize.  A frame
@@ -39,7 +39,6 @@
 
 #include "fuzz_common.h"
 #include "../tsrc.h"
-#include "probe.h"
 #include "zstddec.h"
 
 #define MAX_FRAMES 64
@@ -207,13 +206,8 @@ static void run(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(ret == 0 && idx, "index_read returned %d", ret);
 	check_index(idx, size);
-	{
-		enum probe_fmt fmt;
-
-		FUZZ_CHECK(probe_src(tsrc(fd), &fmt) == 0, "probe_src failed on a memfd");
-		FUZZ_CHECK(idx->nframes == 0 || idx->frames[0].coff != 0 || fmt == PROBE_ZSTD,
-			   "a file starting with a zstd frame probes as %s", probe_name(fmt));
-	}
+	FUZZ_CHECK(idx->nframes == 0 || idx->frames[0].coff != 0 || zstddec_sniff(tsrc(fd)),
+		   "a file starting with a zstd frame does not sniff as zstd");
 
 	/* frames without a size: measured when their blocks fit the budget */
 	for (size_t i = 0; i < idx->nframes && i < MAX_FRAMES; i++) {
