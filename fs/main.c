@@ -21,9 +21,11 @@
 
 #include "arctab.h"
 #include "bdi.h"
-#include "nodes.h"
-#include "ops.h"
 #include "indexer.h"
+#include "nodes.h"
+#include "ns.h"
+#include "ns_local.h"
+#include "ops.h"
 #include "opts.h"
 #include "pool.h"
 #include "reader.h"
@@ -54,44 +56,58 @@ static const struct fuse_opt cli_spec[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: zmount SRC MNT [-f] [-d] [-s] [-o OPT[,OPT...]]\n"
-		"Mounts directory SRC, or the objects under s3://BUCKET[/PREFIX], read-only at\n"
-		"MNT; every x.xz, x.gz and x.zst shows as x, x.txz, x.tgz and x.tzst as x.tar,\n"
-		"decompressed on demand.\n\n"
-		"zmount options:\n"
-		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G/T)\n"
-		"  -o span=SIZE        checkpoint spacing (default gzip 1M, xz/zstd 16M; 64K..64M)\n"
-		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
-		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
-		"  -o noindex          no background work after mount: no gzip indexing, no\n"
-		"                      checkpoint pass over xz Blocks and zstd frames\n"
-		"  -o salvage          show the verified start of damaged .gz/.xz files\n"
-		"  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes persist\n"
-		"                      (default $XDG_CACHE_HOME/zmount or ~/.cache/zmount;\n"
-		"                      none: memory only; s3://BUCKET/PREFIX: shared, see\n"
-		"                      endpoint=); a missing PATH is created if its parent exists\n"
-		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
-		"  -o log_file=PATH    append log lines, time-stamped, to PATH (default:\n"
-		"                      syslog once daemonized, stderr with -f)\n"
-		"s3:// options (keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
-		"AWS_SESSION_TOKEN, else ~/.aws/credentials; never from the command line):\n"
-		"  -o endpoint=URL     the S3 endpoint (default $AWS_ENDPOINT_URL, else\n"
-		"                      https://s3.REGION.amazonaws.com)\n"
-		"  -o region=R         the signing region (default $AWS_REGION, else us-east-1)\n"
-		"  -o credentials=FILE a credentials file in the ~/.aws/credentials format\n"
-		"  -o profile=P        its section (default $AWS_PROFILE, else default)\n"
-		"  -o retries=N        retries of a failed request, 0..20 (default 4)\n"
-		"  -o request_timeout=SECS  the limit of one request, 1..600 (default 30)\n"
-		"                      (timeout= is also how long a listing is kept, at least 1 s)\n"
-		"FUSE options:\n"
-		"  -f                  stay in the foreground, log to stderr\n"
-		"  -d                  debug: foreground, and trace every request\n"
-		"  -s                  single-threaded\n"
-		"  -o allow_other      let other users read the mount\n"
-		"  -o max_read=SIZE    largest read request the kernel sends (4096..2G)\n"
-		"  -h, --help          this text\n"
-		"  -V, --version       the version\n");
+	fprintf(out, "usage: zmount SRC MNT [-f] [-d] [-s] [-o OPT[,OPT...]]\n"
+		     "Mounts directory SRC, or the objects under s3://BUCKET[/PREFIX], "
+		     "read-only at\n"
+		     "MNT; every x.xz, x.gz and x.zst shows as x, x.txz, x.tgz and x.tzst as "
+		     "x.tar,\n"
+		     "decompressed on demand.\n\n"
+		     "zmount options:\n"
+		     "  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; "
+		     "K/M/G/T)\n"
+		     "  -o span=SIZE        checkpoint spacing (default gzip 1M, xz/zstd 16M; "
+		     "64K..64M)\n"
+		     "  -o timeout=SECS     entry and attribute cache time (default 1)\n"
+		     "  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
+		     "  -o noindex          no background work after mount: no gzip indexing, "
+		     "no\n"
+		     "                      checkpoint pass over xz Blocks and zstd frames\n"
+		     "  -o salvage          show the verified start of damaged .gz/.xz files\n"
+		     "  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes "
+		     "persist\n"
+		     "                      (default $XDG_CACHE_HOME/zmount or "
+		     "~/.cache/zmount;\n"
+		     "                      none: memory only; s3://BUCKET/PREFIX: shared, "
+		     "see\n"
+		     "                      endpoint=); a missing PATH is created if its "
+		     "parent exists\n"
+		     "  -o log_level=LEVEL  error, warning, info (default) or debug\n"
+		     "  -o log_file=PATH    append log lines, time-stamped, to PATH "
+		     "(default:\n"
+		     "                      syslog once daemonized, stderr with -f)\n"
+		     "s3:// options (keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
+		     "AWS_SESSION_TOKEN, else ~/.aws/credentials; never from the command "
+		     "line):\n"
+		     "  -o endpoint=URL     the S3 endpoint (default $AWS_ENDPOINT_URL, else\n"
+		     "                      https://s3.REGION.amazonaws.com)\n"
+		     "  -o region=R         the signing region (default $AWS_REGION, else "
+		     "us-east-1)\n"
+		     "  -o credentials=FILE a credentials file in the ~/.aws/credentials "
+		     "format\n"
+		     "  -o profile=P        its section (default $AWS_PROFILE, else default)\n"
+		     "  -o retries=N        retries of a failed request, 0..20 (default 4)\n"
+		     "  -o request_timeout=SECS  the limit of one request, 1..600 (default "
+		     "30)\n"
+		     "                      (timeout= is also how long a listing is kept, at "
+		     "least 1 s)\n"
+		     "FUSE options:\n"
+		     "  -f                  stay in the foreground, log to stderr\n"
+		     "  -d                  debug: foreground, and trace every request\n"
+		     "  -s                  single-threaded\n"
+		     "  -o allow_other      let other users read the mount\n"
+		     "  -o max_read=SIZE    largest read request the kernel sends (4096..2G)\n"
+		     "  -h, --help          this text\n"
+		     "  -V, --version       the version\n");
 }
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -117,7 +133,8 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 			return 1; /* the mount point, for fuse_parse_cmdline */
 		if (!c->bad)
 			fprintf(stderr,
-				"zmount: unexpected argument '%s' (usage: zmount SRC MNT [-o OPTS])\n",
+				"zmount: unexpected argument '%s' (usage: zmount SRC MNT [-o "
+				"OPTS])\n",
 				arg);
 		c->bad = 1;
 		return 0;
@@ -152,7 +169,8 @@ static void keep_std_fds(void)
 			exit(1);
 }
 
-/* Read-only for the kernel too, so writes fail with EROFS before reaching us. */
+/* Read-only for the kernel too, so writes fail with EROFS before reaching us.
+ */
 static int add_mount_opts(struct fuse_args *args, const char *src)
 {
 	char *o = NULL, *fsname = NULL;
@@ -259,7 +277,8 @@ static int check_mountpoint(const char *mnt, const char *src, const struct stat 
 	}
 	if (mounted_already(mnt)) {
 		fprintf(stderr,
-			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
+			"zmount: %s: a zmount is already mounted there; not mounting %s on "
+			"it\n",
 			mnt, src);
 		return -1;
 	}
@@ -335,7 +354,8 @@ static int check_index_dir(const struct opts *o)
 	return 0;
 }
 
-/* The readers' options for this mount, with the hooks that call back into octx. */
+/* The readers' options for this mount, with the hooks that call back into octx.
+ */
 static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, struct ops_ctx *octx)
 {
 	reader_opts_default(ro, (size_t)cli->opts.cache_size);
@@ -353,28 +373,28 @@ static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, str
 	ro->warm_bytes = (size_t)cli->opts.cache_size / 2;
 	ro->warn_wide = true;
 	ro->salvage = cli->opts.salvage != 0;
-	/* A streamed unit that fails late: drop the pages it already gave the kernel. */
+	/* A streamed unit that fails late: drop the pages it already gave the kernel.
+	 */
 	ro->tainted = ops_tainted;
 	ro->tainted_ctx = octx;
-	/* A handle outlives a rename of its archive, not a write (reader.c, same_bytes). */
+	/* A handle outlives a rename of its archive, not a write (reader.c,
+	 * same_bytes). */
 	ro->still_named = ops_still_named;
 	ro->still_named_ctx = octx;
 }
 
-/* The tree and the node table of SRC into octx; 0, or -errno (said on stderr). */
-static int mount_tree(struct ops_ctx *octx, const struct cli *cli, struct arctab *arcs)
+/* The node table of octx->ns, bound to arcs, into octx; 0, or -errno (said on
+ * stderr). */
+static int mount_nodes(struct ops_ctx *octx, const struct cli *cli, struct arctab *arcs)
 {
-	struct tree_node root;
-	int ret = tree_new(cli->src, arcs, &octx->tree);
+	struct ns_entry root = { 0 };
+	int ret;
 
-	root.rel = NULL;
-	if (ret == 0) {
-		tree_set_limits(octx->tree, 0, cli->opts.timeout);
-		ret = tree_resolve(octx->tree, "/", &root);
-	}
+	ns_bind(octx->ns, arcs);
+	ret = ns_resolve(octx->ns, "/", &root);
 	if (ret == 0)
-		ret = nodes_new(arcs, &root, &octx->nodes);
-	tree_node_clear(&root);
+		ret = nodes_new(arcs, octx->ns, &root, &octx->nodes);
+	ns_entry_clear(&root);
 	if (ret < 0)
 		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(-ret));
 	return ret;
@@ -425,11 +445,12 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 	if (notify_start(&octx->notify, se) < 0)
 		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
 	/* Half the workers index; the rest stay free for read-ahead. */
-	if (cli->opts.background_index &&
-	    indexer_start(octx->arcs, octx->zm, tree_root_fd(octx->tree), *pool,
-			  (cli->opts.threads + 1) / 2, &ix) < 0)
-		zlog(ZLOG_WARN,
-		     "cannot start the background indexer; gzip files are indexed on first use");
+	ret = cli->opts.background_index ? ns_index_start(octx->ns, octx->arcs, octx->zm, *pool,
+							  (cli->opts.threads + 1) / 2, &ix)
+					 : 0;
+	if (ret < 0 && ret != -ENOTSUP) /* ENOTSUP: a namespace indexed at first lookup */
+		zlog(ZLOG_WARN, "cannot start the background indexer; gzip files are "
+				"indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
 	ret = session_loop(se, single);
@@ -453,13 +474,19 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	mount_reader_opts(&ropts, cli, &octx);
 	octx.timeout = cli->opts.timeout;
 	octx.max_read = cli->opts.max_read;
+	ret = ns_local_new(cli->src, cli->opts.timeout, &octx.ns);
+	if (ret < 0) {
+		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(-ret));
+		return 1;
+	}
+	ret = 1;
 	/* One context per mount: its cache, pool, counters and parked decoders. */
 	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0 ||
-	    arctab_new(zm, &ropts, cli->src, &arcs) < 0) {
+	    arctab_new(zm, &ropts, octx.ns, &arcs) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");
 		goto out_cache;
 	}
-	if (mount_tree(&octx, cli, arcs) < 0)
+	if (mount_nodes(&octx, cli, arcs) < 0)
 		goto out_tree;
 	octx.arcs = arcs;
 	octx.zm = zm;
@@ -485,11 +512,11 @@ out_session:
 	fuse_session_destroy(se);
 out_tree:
 	nodes_free(octx.nodes);
-	tree_free(octx.tree);
 out_cache:
 	arctab_free(arcs); /* waits for the readers' queued jobs */
 	pool_free(pool);
 	zmctx_free(zm);
+	ns_free(octx.ns); /* after the readers: still_named asks it */
 	return ret;
 }
 
@@ -557,7 +584,8 @@ static int run_s3(struct fuse_args *args, struct cli *cli, const char *mnt, int 
 	int ret = 1;
 
 	mount_reader_opts(&ropts, cli, NULL);
-	/* An object's version never changes under a reader: no rename to tell from a write. */
+	/* An object's version never changes under a reader: no rename to tell from a
+	 * write. */
 	ropts.still_named = NULL;
 	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");
@@ -605,7 +633,8 @@ out:
 	return ret;
 }
 
-/* The mount point of an s3:// mount: a directory without this mount on it already. */
+/* The mount point of an s3:// mount: a directory without this mount on it
+ * already. */
 static int check_s3_mountpoint(const char *mnt, const char *src)
 {
 	struct stat st;
@@ -620,7 +649,8 @@ static int check_s3_mountpoint(const char *mnt, const char *src)
 	}
 	if (mounted_already(mnt)) {
 		fprintf(stderr,
-			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
+			"zmount: %s: a zmount is already mounted there; not mounting %s on "
+			"it\n",
 			mnt, src);
 		return -1;
 	}
