@@ -21,15 +21,15 @@
 
 #include "arctab.h"
 #include "bdi.h"
-#include "indexer.h"
 #include "nodes.h"
 #include "ns.h"
-#include "ns_local.h"
+#include "ns_open.h"
+#include "ns_s3.h"
 #include "ops.h"
+#include "indexer.h"
 #include "opts.h"
 #include "pool.h"
 #include "reader.h"
-#include "s3fs.h"
 #include "s3idx.h"
 #include "tree.h"
 #include "zlog.h"
@@ -56,58 +56,44 @@ static const struct fuse_opt cli_spec[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: zmount SRC MNT [-f] [-d] [-s] [-o OPT[,OPT...]]\n"
-		     "Mounts directory SRC, or the objects under s3://BUCKET[/PREFIX], "
-		     "read-only at\n"
-		     "MNT; every x.xz, x.gz and x.zst shows as x, x.txz, x.tgz and x.tzst as "
-		     "x.tar,\n"
-		     "decompressed on demand.\n\n"
-		     "zmount options:\n"
-		     "  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; "
-		     "K/M/G/T)\n"
-		     "  -o span=SIZE        checkpoint spacing (default gzip 1M, xz/zstd 16M; "
-		     "64K..64M)\n"
-		     "  -o timeout=SECS     entry and attribute cache time (default 1)\n"
-		     "  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
-		     "  -o noindex          no background work after mount: no gzip indexing, "
-		     "no\n"
-		     "                      checkpoint pass over xz Blocks and zstd frames\n"
-		     "  -o salvage          show the verified start of damaged .gz/.xz files\n"
-		     "  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes "
-		     "persist\n"
-		     "                      (default $XDG_CACHE_HOME/zmount or "
-		     "~/.cache/zmount;\n"
-		     "                      none: memory only; s3://BUCKET/PREFIX: shared, "
-		     "see\n"
-		     "                      endpoint=); a missing PATH is created if its "
-		     "parent exists\n"
-		     "  -o log_level=LEVEL  error, warning, info (default) or debug\n"
-		     "  -o log_file=PATH    append log lines, time-stamped, to PATH "
-		     "(default:\n"
-		     "                      syslog once daemonized, stderr with -f)\n"
-		     "s3:// options (keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
-		     "AWS_SESSION_TOKEN, else ~/.aws/credentials; never from the command "
-		     "line):\n"
-		     "  -o endpoint=URL     the S3 endpoint (default $AWS_ENDPOINT_URL, else\n"
-		     "                      https://s3.REGION.amazonaws.com)\n"
-		     "  -o region=R         the signing region (default $AWS_REGION, else "
-		     "us-east-1)\n"
-		     "  -o credentials=FILE a credentials file in the ~/.aws/credentials "
-		     "format\n"
-		     "  -o profile=P        its section (default $AWS_PROFILE, else default)\n"
-		     "  -o retries=N        retries of a failed request, 0..20 (default 4)\n"
-		     "  -o request_timeout=SECS  the limit of one request, 1..600 (default "
-		     "30)\n"
-		     "                      (timeout= is also how long a listing is kept, at "
-		     "least 1 s)\n"
-		     "FUSE options:\n"
-		     "  -f                  stay in the foreground, log to stderr\n"
-		     "  -d                  debug: foreground, and trace every request\n"
-		     "  -s                  single-threaded\n"
-		     "  -o allow_other      let other users read the mount\n"
-		     "  -o max_read=SIZE    largest read request the kernel sends (4096..2G)\n"
-		     "  -h, --help          this text\n"
-		     "  -V, --version       the version\n");
+	fprintf(out,
+		"usage: zmount SRC MNT [-f] [-d] [-s] [-o OPT[,OPT...]]\n"
+		"Mounts directory SRC, or the objects under s3://BUCKET[/PREFIX], read-only at\n"
+		"MNT; every x.xz, x.gz and x.zst shows as x, x.txz, x.tgz and x.tzst as x.tar,\n"
+		"decompressed on demand.\n\n"
+		"zmount options:\n"
+		"  -o cache_size=SIZE  decoded bytes kept in memory (default 256M; K/M/G/T)\n"
+		"  -o span=SIZE        checkpoint spacing (default gzip 1M, xz/zstd 16M; 64K..64M)\n"
+		"  -o timeout=SECS     entry and attribute cache time (default 1)\n"
+		"  -o threads=N        decode workers for read-ahead (default: CPUs)\n"
+		"  -o noindex          no background work after mount: no gzip indexing, no\n"
+		"                      checkpoint pass over xz Blocks and zstd frames\n"
+		"  -o salvage          show the verified start of damaged .gz/.xz files\n"
+		"  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes persist\n"
+		"                      (default $XDG_CACHE_HOME/zmount or ~/.cache/zmount;\n"
+		"                      none: memory only; s3://BUCKET/PREFIX: shared, see\n"
+		"                      endpoint=); a missing PATH is created if its parent exists\n"
+		"  -o log_level=LEVEL  error, warning, info (default) or debug\n"
+		"  -o log_file=PATH    append log lines, time-stamped, to PATH (default:\n"
+		"                      syslog once daemonized, stderr with -f)\n"
+		"s3:// options (keys come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
+		"AWS_SESSION_TOKEN, else ~/.aws/credentials; never from the command line):\n"
+		"  -o endpoint=URL     the S3 endpoint (default $AWS_ENDPOINT_URL, else\n"
+		"                      https://s3.REGION.amazonaws.com)\n"
+		"  -o region=R         the signing region (default $AWS_REGION, else us-east-1)\n"
+		"  -o credentials=FILE a credentials file in the ~/.aws/credentials format\n"
+		"  -o profile=P        its section (default $AWS_PROFILE, else default)\n"
+		"  -o retries=N        retries of a failed request, 0..20 (default 4)\n"
+		"  -o request_timeout=SECS  the limit of one request, 1..600 (default 30)\n"
+		"                      (timeout= is also how long a listing is kept, at least 1 s)\n"
+		"FUSE options:\n"
+		"  -f                  stay in the foreground, log to stderr\n"
+		"  -d                  debug: foreground, and trace every request\n"
+		"  -s                  single-threaded\n"
+		"  -o allow_other      let other users read the mount\n"
+		"  -o max_read=SIZE    largest read request the kernel sends (4096..2G)\n"
+		"  -h, --help          this text\n"
+		"  -V, --version       the version\n");
 }
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -133,8 +119,7 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 			return 1; /* the mount point, for fuse_parse_cmdline */
 		if (!c->bad)
 			fprintf(stderr,
-				"zmount: unexpected argument '%s' (usage: zmount SRC MNT [-o "
-				"OPTS])\n",
+				"zmount: unexpected argument '%s' (usage: zmount SRC MNT [-o OPTS])\n",
 				arg);
 		c->bad = 1;
 		return 0;
@@ -169,8 +154,7 @@ static void keep_std_fds(void)
 			exit(1);
 }
 
-/* Read-only for the kernel too, so writes fail with EROFS before reaching us.
- */
+/* Read-only for the kernel too, so writes fail with EROFS before reaching us. */
 static int add_mount_opts(struct fuse_args *args, const char *src)
 {
 	char *o = NULL, *fsname = NULL;
@@ -277,8 +261,7 @@ static int check_mountpoint(const char *mnt, const char *src, const struct stat 
 	}
 	if (mounted_already(mnt)) {
 		fprintf(stderr,
-			"zmount: %s: a zmount is already mounted there; not mounting %s on "
-			"it\n",
+			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
 			mnt, src);
 		return -1;
 	}
@@ -354,8 +337,7 @@ static int check_index_dir(const struct opts *o)
 	return 0;
 }
 
-/* The readers' options for this mount, with the hooks that call back into octx.
- */
+/* The readers' options for this mount, with the hooks that call back into octx. */
 static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, struct ops_ctx *octx)
 {
 	reader_opts_default(ro, (size_t)cli->opts.cache_size);
@@ -373,18 +355,15 @@ static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, str
 	ro->warm_bytes = (size_t)cli->opts.cache_size / 2;
 	ro->warn_wide = true;
 	ro->salvage = cli->opts.salvage != 0;
-	/* A streamed unit that fails late: drop the pages it already gave the kernel.
-	 */
+	/* A streamed unit that fails late: drop the pages it already gave the kernel. */
 	ro->tainted = ops_tainted;
 	ro->tainted_ctx = octx;
-	/* A handle outlives a rename of its archive, not a write (reader.c,
-	 * same_bytes). */
+	/* A handle outlives a rename of its archive, not a write (reader.c, same_bytes). */
 	ro->still_named = ops_still_named;
 	ro->still_named_ctx = octx;
 }
 
-/* The node table of octx->ns, bound to arcs, into octx; 0, or -errno (said on
- * stderr). */
+/* The node table of octx->ns, bound to arcs, into octx; 0, or -errno (said on stderr). */
 static int mount_nodes(struct ops_ctx *octx, const struct cli *cli, struct arctab *arcs)
 {
 	struct ns_entry root = { 0 };
@@ -442,6 +421,7 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 	if (pool_new(cli->opts.threads, 4096, pool) < 0)
 		return 1;
 	zmctx_set_pool(octx->zm, *pool);
+	ns_live(octx->ns); /* from now on the source's errors go to the log */
 	if (notify_start(&octx->notify, se) < 0)
 		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
 	/* Half the workers index; the rest stay free for read-ahead. */
@@ -449,8 +429,8 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 							  (cli->opts.threads + 1) / 2, &ix)
 					 : 0;
 	if (ret < 0 && ret != -ENOTSUP) /* ENOTSUP: a namespace indexed at first lookup */
-		zlog(ZLOG_WARN, "cannot start the background indexer; gzip files are "
-				"indexed on first use");
+		zlog(ZLOG_WARN,
+		     "cannot start the background indexer; gzip files are indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
 	ret = session_loop(se, single);
@@ -462,6 +442,7 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 
 static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground, int single)
 {
+	char msg[1024];
 	struct reader_opts ropts;
 	struct pool *pool = NULL;
 	struct zmctx *zm = NULL;
@@ -474,12 +455,11 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	mount_reader_opts(&ropts, cli, &octx);
 	octx.timeout = cli->opts.timeout;
 	octx.max_read = cli->opts.max_read;
-	ret = ns_local_new(cli->src, cli->opts.timeout, &octx.ns);
-	if (ret < 0) {
-		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(-ret));
+	/* Before mounting: a missing bucket or an unreachable endpoint is one line and exit 1. */
+	if (ns_open_src(cli->src, &cli->opts, &octx.ns, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "zmount: %s\n", msg);
 		return 1;
 	}
-	ret = 1;
 	/* One context per mount: its cache, pool, counters and parked decoders. */
 	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0 ||
 	    arctab_new(zm, &ropts, octx.ns, &arcs) < 0) {
@@ -520,24 +500,6 @@ out_cache:
 	return ret;
 }
 
-/* The S3 client's settings from the options, without a secret. */
-static void src_conf(struct s3src_conf *sc, const struct opts *o)
-{
-	sc->endpoint = o->endpoint[0] ? o->endpoint : NULL;
-	sc->region = o->region[0] ? o->region : NULL;
-	sc->credentials = o->credentials[0] ? o->credentials : NULL;
-	sc->profile = o->profile[0] ? o->profile : NULL;
-	sc->retries = o->retries;
-	sc->timeout_ms = o->request_timeout * 1000;
-}
-
-/* An s3:// mount: the options as the client's settings, without a secret. */
-static void s3_conf(struct s3fs_conf *conf, const struct cli *cli)
-{
-	src_conf(&conf->src, &cli->opts);
-	conf->timeout = cli->opts.timeout;
-}
-
 /*
  * index_dir=s3://BUCKET/PREFIX: opens and registers the shared store with
  * the mount's endpoint and credentials options, before mounting, so that a
@@ -558,7 +520,7 @@ static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out
 			cli->opts.index_dir);
 		return -1;
 	}
-	src_conf(&sc, &cli->opts);
+	ns_s3_conf(&sc, &cli->opts);
 	if (s3idx_open(cli->opts.index_dir, &sc, out, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "zmount: %s\n", msg);
 		return -1;
@@ -566,75 +528,7 @@ static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out
 	return 0;
 }
 
-/*
- * Mounts the objects under s3://bucket/prefix: connects and lists before
- * mounting, so a missing bucket or an unreachable endpoint is one line and
- * exit 1.  No background indexer: objects are indexed at first lookup.
- */
-static int run_s3(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground,
-		  int single, const char *bucket, const char *prefix)
-{
-	struct s3fs_conf conf = { .bucket = bucket, .prefix = prefix };
-	struct reader_opts ropts;
-	struct pool *pool = NULL;
-	struct zmctx *zm = NULL;
-	struct s3fs *fs = NULL;
-	struct fuse_session *se;
-	char msg[1024];
-	int ret = 1;
-
-	mount_reader_opts(&ropts, cli, NULL);
-	/* An object's version never changes under a reader: no rename to tell from a
-	 * write. */
-	ropts.still_named = NULL;
-	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0) {
-		fprintf(stderr, "zmount: out of memory\n");
-		goto out;
-	}
-	s3_conf(&conf, cli);
-	conf.zm = zm;
-	conf.ropts = &ropts;
-	if (s3fs_new(&conf, &fs, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "zmount: %s\n", msg);
-		goto out;
-	}
-	ropts.tainted = s3fs_tainted;
-	ropts.tainted_ctx = fs;
-	se = fuse_session_new(args, &s3fs_ops, sizeof(s3fs_ops), fs);
-	if (!se)
-		goto out;
-	if (fuse_set_signal_handlers(se) != 0)
-		goto out_session;
-	if (fuse_session_mount(se, mnt) != 0)
-		goto out_signals;
-	if (bdi_set_read_ahead(mnt, cli->src, OPS_READ_AHEAD) < 0)
-		zlog(ZLOG_DEBUG, "kernel read-ahead left at its default");
-	if (!foreground)
-		zlog_to_syslog();
-	if (fuse_daemonize(foreground) == 0 && pool_new(cli->opts.threads, 4096, &pool) < 0) {
-		zlog(ZLOG_ERROR, "cannot start %u decode workers", cli->opts.threads);
-	} else if (pool) {
-		s3fs_live(fs, se);
-		zmctx_set_pool(zm, pool);
-		zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
-		     (unsigned long long)cli->opts.cache_size);
-		ret = session_loop(se, single);
-		s3fs_stop(fs);
-	}
-	fuse_session_unmount(se);
-out_signals:
-	fuse_remove_signal_handlers(se);
-out_session:
-	fuse_session_destroy(se);
-out:
-	s3fs_free(fs); /* closes the readers, waiting for their queued jobs */
-	pool_free(pool);
-	zmctx_free(zm);
-	return ret;
-}
-
-/* The mount point of an s3:// mount: a directory without this mount on it
- * already. */
+/* The mount point of an s3:// mount: a directory without this mount on it already. */
 static int check_s3_mountpoint(const char *mnt, const char *src)
 {
 	struct stat st;
@@ -649,8 +543,7 @@ static int check_s3_mountpoint(const char *mnt, const char *src)
 	}
 	if (mounted_already(mnt)) {
 		fprintf(stderr,
-			"zmount: %s: a zmount is already mounted there; not mounting %s on "
-			"it\n",
+			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
 			mnt, src);
 		return -1;
 	}
@@ -731,9 +624,7 @@ int main(int argc, char *argv[])
 	if (add_mount_opts(&args, cli.src) != 0 || open_index_store(&cli, is_s3, &store) < 0)
 		goto out;
 	raise_fd_limit();
-	ret = is_s3 ? run_s3(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread,
-			     bucket, prefix)
-		    : run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
+	ret = run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
 out:
 	s3idx_close(store); /* after run: its readers are closed */
 	free(copts.mountpoint);

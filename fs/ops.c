@@ -30,6 +30,8 @@
 #define XATTR_MAX   (64 << 10) /* room for the stats with ten escaped names */
 
 static ssize_t tainted_ids(void *vctx, const struct reader *r, uint64_t **ids);
+static int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out,
+			 size_t len);
 
 /* Every open file and directory is on its mount's list (struct ops_open). */
 void ops_ctx_init(struct ops_ctx *c)
@@ -346,7 +348,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* Archive bytes go to the kernel straight from the cache, not through a buffer of ours. */
-void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off)
+static void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off)
 {
 	struct reader_view v;
 	ssize_t n = reader_view(r, size, off, &v);
@@ -551,7 +553,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 #define STATS_TOP   10
 #define OPS_DAMAGED 5 /* damaged archives named in the stats, the last ones */
 
-size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
+static size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 {
 	struct bcache_stats st;
 	struct reader_counters rc;
@@ -685,7 +687,8 @@ static size_t info_add(char *out, size_t len, size_t n, const char *key, unsigne
 	return k < 0 ? n : n + (size_t)k;
 }
 
-int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out, size_t len)
+static int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out,
+			 size_t len)
 {
 	struct reader_info in;
 	struct zerr err;

@@ -81,19 +81,6 @@ void ops_ctx_init(struct ops_ctx *c);
 
 extern const struct fuse_lowlevel_ops ops_table;
 
-/*
- * Shared with the S3 mount (s3fs.c):
- *  - ops_read_archive replies to a read of size bytes at off of r, from
- *    the cache (reader_view), or copied when a view cannot hold it;
- *  - ops_cache_stats writes the cache and reader counters of zm as
- *    "key=value" lines into out (len bytes) and returns the length;
- *  - ops_info_text writes user.zmount.info of r (NULL: a corrupt archive,
- *    corrupt saying why), its source named source; returns the length.
- */
-void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off);
-size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len);
-int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out, size_t len);
-
 /* Frees the files and directories still open when the loop ends. */
 void ops_cleanup(struct ops_ctx *c);
 
