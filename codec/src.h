@@ -142,4 +142,11 @@ static inline void zsrc_put(struct zsrc *s)
  */
 int zsrc_local(int fd, struct zsrc **out);
 
+/*
+ * The descriptor of a zsrc_local source (still owned by it: valid while a
+ * reference is held), for a caller that hands a local file's bytes to the
+ * kernel by splice; -1 for any other kind of source, and for NULL.
+ */
+int zsrc_local_fd(const struct zsrc *s);
+
 #endif

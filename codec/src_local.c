@@ -69,3 +69,8 @@ int zsrc_local(int fd, struct zsrc **out)
 	*out = &f->s;
 	return 0;
 }
+
+int zsrc_local_fd(const struct zsrc *s)
+{
+	return s && s->ops == &local_ops ? ((const struct zsrc_file *)s)->fd : -1;
+}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * How it works: a hash table on (device, inode).  An entry being opened
+ * How it works: a hash table on the source object (device, ns_entry.obj).  An entry being opened
  * is in the table with `opening` set, so a second caller waits for it
  * rather than indexing the same file again; the slow part, reader_open,
  * runs with the table lock dropped.  A stale entry is unhooked from the
@@ -15,7 +15,6 @@
  * See locking.h.
  */
 #include "arctab.h"
-#include "beneath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,19 +28,16 @@
 
 #include "fmttab.h"
 #include "htab.h"
+#include "ns.h"
 #include "reader.h"
-#include "srcid.h"
-#include "tree.h"
 #include "zlog.h"
 #include "zmctx.h"
 
 #define NBUCKETS 4096 /* at first: it grows */
 
 struct arc {
-	dev_t dev;
-	ino_t ino;
-	struct stat st;	  /* identity it was opened for */
-	struct reader *r; /* NULL on error */
+	struct ns_entry e; /* the version it was opened for (its own strings) */
+	struct reader *r;  /* NULL on error */
 	int err;
 	char *why; /* why it is corrupt (NULL if not, or out of memory) */
 	/* Protected by arctab.lock. */
@@ -54,7 +50,7 @@ struct arc {
 };
 
 struct arctab {
-	char *root;
+	struct ns *ns;
 	struct zmctx *zm;
 	const struct reader_opts *opts; /* the caller's */
 	pthread_mutex_t lock;
@@ -127,25 +123,24 @@ static enum zlog_level zlog_max(void)
 	return l;
 }
 
-static size_t arc_hash(dev_t dev, ino_t ino)
+static size_t arc_hash(dev_t dev, uint64_t obj)
 {
-	return (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev);
+	return (size_t)((obj * 0x9E3779B97F4A7C15ull) ^ dev);
 }
 
 static size_t link_hash(const struct htab_link *l)
 {
 	const struct arc *a = htab_entry(l, struct arc, link);
 
-	return arc_hash(a->dev, a->ino);
+	return arc_hash(a->e.st.st_dev, a->e.obj);
 }
 
-int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *root,
-	       struct arctab **out)
+int arctab_new(struct zmctx *zm, const struct reader_opts *opts, struct ns *ns, struct arctab **out)
 {
 	struct arctab *t = calloc(1, sizeof(*t));
 
 	*out = NULL;
-	if (!t || htab_init(&t->arcs, NBUCKETS, link_hash) < 0 || !(t->root = strdup(root))) {
+	if (!t || htab_init(&t->arcs, NBUCKETS, link_hash) < 0) {
 		if (t)
 			htab_fini(&t->arcs);
 		free(t);
@@ -153,6 +148,7 @@ int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *roo
 	}
 	t->zm = zm;
 	t->opts = opts;
+	t->ns = ns;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->opened, NULL);
 	pthread_cond_init(&t->moved, NULL);
@@ -166,6 +162,7 @@ static void arc_free(struct arc *a)
 	if (!a)
 		return;
 	reader_close(a->r);
+	ns_entry_clear(&a->e);
 	free(a->why);
 	free(a);
 }
@@ -184,17 +181,18 @@ void arctab_free(struct arctab *t)
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->opened);
 	pthread_cond_destroy(&t->moved);
-	free(t->root);
 	free(t);
 }
 
-/* The entry hooked for (dev, ino), or NULL. */
-static struct arc *find(struct arctab *t, dev_t dev, ino_t ino)
+/* The entry hooked for e's object, or NULL. */
+static struct arc *find(struct arctab *t, const struct ns_entry *e)
 {
-	for (struct htab_link *l = htab_bucket(&t->arcs, arc_hash(dev, ino)); l; l = l->next) {
+	dev_t dev = e->st.st_dev;
+
+	for (struct htab_link *l = htab_bucket(&t->arcs, arc_hash(dev, e->obj)); l; l = l->next) {
 		struct arc *a = htab_entry(l, struct arc, link);
 
-		if (a->dev == dev && a->ino == ino)
+		if (a->e.st.st_dev == dev && a->e.obj == e->obj)
 			return a;
 	}
 	return NULL;
@@ -208,24 +206,13 @@ static bool unhook(struct arctab *t, struct arc *a)
 	return --a->refs == 0;
 }
 
-/*
- * Opens rel only if it is still the regular file st describes: nothing else
- * (a FIFO, a device node swapped in) is ever opened (beneath_open_file).
- */
-static int open_same(int dirfd, const char *rel, const struct stat *st)
+/* a's bytes through the namespace: never anything but that file or object (ns_open). */
+static int open_src(struct arctab *t, const struct arc *a, struct zsrc **src)
 {
-	int fd = beneath_open_file(dirfd, rel, st, NULL);
-
-	return fd == -ESTALE ? -EAGAIN : fd; /* replaced since it was looked up */
-}
-
-/* beneath_open_file as a local source (codec/src.h): 0 and *src, or -errno. */
-static int open_src(int dirfd, const char *rel, const struct stat *st, struct zsrc **src)
-{
-	int fd = beneath_open_file(dirfd, rel, st, NULL);
+	bool same;
 
 	*src = NULL;
-	return fd < 0 ? fd : zsrc_local(fd, src);
+	return ns_open(t->ns, &a->e, src, &same);
 }
 
 /*
@@ -235,18 +222,18 @@ static int open_src(int dirfd, const char *rel, const struct stat *st, struct zs
  * `opening`, for the caller to open (NULL if out of memory), and *stale
  * the replaced one if that dropped its last reference.
  */
-static int find_locked(struct arctab *t, const struct stat *st, struct arc **out,
+static int find_locked(struct arctab *t, const struct ns_entry *e, struct arc **out,
 		       struct arc **fresh, struct arc **stale)
 {
 	struct arc *a;
 
 	for (;;) {
-		a = find(t, st->st_dev, st->st_ino);
+		a = find(t, e);
 		if (!a || !a->opening)
 			break;
 		pthread_cond_wait(&t->opened, &t->lock);
 	}
-	if (a && srcid_same(&a->st, st)) {
+	if (a && ns_same(t->ns, &a->e, e)) {
 		if (a->err == -ENOTSUP)
 			return -ENOTSUP;
 		a->refs++;
@@ -255,10 +242,11 @@ static int find_locked(struct arctab *t, const struct stat *st, struct arc **out
 	}
 	*stale = a && unhook(t, a) ? a : NULL;
 	a = calloc(1, sizeof(*a));
+	if (a && ns_entry_copy(&a->e, e) < 0) {
+		free(a);
+		a = NULL;
+	}
 	if (a) {
-		a->dev = st->st_dev;
-		a->ino = st->st_ino;
-		a->st = *st;
 		a->refs = 1;
 		a->opening = true;
 		a->hooked = true;
@@ -268,49 +256,64 @@ static int find_locked(struct arctab *t, const struct stat *st, struct arc **out
 	return 1;
 }
 
+/*
+ * A candidate named by its suffix alone (ns_probed false) whose magic bytes
+ * are no format's: a verdict on its contents, shown empty, said once.
+ */
+static int not_an_archive(struct arc *a, const char *name)
+{
+	zlog(ZLOG_WARN,
+	     "%s: not an xz, gzip or zstd archive by its magic bytes, or one zmount cannot "
+	     "read; shown empty, opens fail with EIO",
+	     name);
+	a->why = strdup("not an archive by its magic bytes");
+	return -EIO;
+}
+
 /* Opens the reader of new entry a (no lock held); a->err, a->r and a->why say how it went. */
-static void open_reader(struct arctab *t, struct arc *a, int dirfd, const char *rel,
-			const struct reader_opts *opts)
+static void open_reader(struct arctab *t, struct arc *a, const struct reader_opts *opts)
 {
 	struct zerr why = { 0 };
 	struct zsrc *src;
-	int ret = open_same(dirfd, rel, &a->st);
+	int ret = open_src(t, a, &src);
 
-	if (ret >= 0)
-		ret = zsrc_local(ret, &src);
+	if (ret == -ESTALE)
+		ret = -EAGAIN; /* replaced since it was looked up: no verdict */
 	if (ret >= 0) {
 		int fmt = fmttab_by_magic(src);
 		char name[PATH_MAX * 2];
 
-		snprintf(name, sizeof(name), "%s/%s", t->root, rel);
+		ns_name(t->ns, &a->e, name, sizeof(name));
 		opening.t = t;
 		ret = reader_open_src(src, name, t->zm, opts, &a->r, &why);
 		opening.t = NULL;
 		log_open_failure(name, ret, fmt, opts->salvage);
 		if (ret == -EINVAL || ret == -EIO)
 			a->why = strdup(why.msg);
+		if (ret == -ENOTSUP && !ns_probed(t->ns))
+			ret = not_an_archive(a, name);
 	}
 	a->err = ret;
 	if (a->r)
 		reader_detach(a->r); /* no handle yet: hold no descriptor */
 }
 
-static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
-	       const struct reader_opts *opts, struct arc **out)
+static int get(struct arctab *t, const struct ns_entry *e, const struct reader_opts *opts,
+	       struct arc **out)
 {
 	struct arc *a = NULL, *stale = NULL;
 	int ret;
 
 	*out = NULL;
 	pthread_mutex_lock(&t->lock);
-	ret = find_locked(t, st, out, &a, &stale);
+	ret = find_locked(t, e, out, &a, &stale);
 	pthread_mutex_unlock(&t->lock);
 	if (ret <= 0)
 		return ret;
 	arc_free(stale); /* accepts NULL */
 	if (!a)
 		return -ENOMEM;
-	open_reader(t, a, dirfd, rel, opts);
+	open_reader(t, a, opts);
 
 	pthread_mutex_lock(&t->lock);
 	a->opening = false;
@@ -334,10 +337,9 @@ static int get(struct arctab *t, int dirfd, const char *rel, const struct stat *
 	return ret;
 }
 
-int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
-	       struct arc **out)
+int arctab_get(struct arctab *t, const struct ns_entry *e, struct arc **out)
 {
-	return get(t, dirfd, rel, st, t->opts, out);
+	return get(t, e, t->opts, out);
 }
 
 /*
@@ -345,7 +347,7 @@ int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *
  * xz Blocks and zstd frames, read through a source of its own, so the
  * reader stays detached.  One that cannot have them is no failure.
  */
-static int checkpoint(struct arc *a, int dirfd, const char *rel)
+static int checkpoint(struct arctab *t, struct arc *a)
 {
 	struct reader_info in;
 	struct zsrc *src;
@@ -354,7 +356,7 @@ static int checkpoint(struct arc *a, int dirfd, const char *rel)
 	reader_get_info(a->r, &in);
 	if (in.ckpt_wanted == 0)
 		return 0;
-	ret = open_src(dirfd, rel, &a->st, &src);
+	ret = open_src(t, a, &src);
 	if (ret < 0)
 		return ret;
 	ret = reader_build_checkpoints(a->r, src, NULL);
@@ -362,7 +364,7 @@ static int checkpoint(struct arc *a, int dirfd, const char *rel)
 	return ret == -ENOTSUP ? 0 : ret;
 }
 
-int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st)
+int arctab_index(struct arctab *t, const struct ns_entry *e)
 {
 	struct reader_opts bg = *t->opts;
 	struct arc *a;
@@ -370,16 +372,16 @@ int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat
 
 	/* No reader follows an index pass nobody waits on: leave the cache to those that do. */
 	bg.warm_bytes = 0;
-	ret = get(t, dirfd, rel, st, &bg, &a);
+	ret = get(t, e, &bg, &a);
 
 	if (ret == 0) {
-		ret = a->r ? checkpoint(a, dirfd, rel) : a->err;
+		ret = a->r ? checkpoint(t, a) : a->err;
 		arctab_put(t, a);
 	}
 	return ret;
 }
 
-int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
+int arctab_open(struct arctab *t, struct arc *a)
 {
 	struct zsrc *src;
 	int ret;
@@ -395,7 +397,7 @@ int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel)
 	a->moving = true;
 	pthread_mutex_unlock(&t->lock);
 
-	ret = open_src(dirfd, rel, &a->st, &src);
+	ret = open_src(t, a, &src);
 	if (ret == 0)
 		ret = reader_attach(a->r, src);
 
@@ -518,11 +520,4 @@ const char *arc_why(const struct arc *a)
 int arc_error(const struct arc *a)
 {
 	return a->err;
-}
-
-const char *arctab_rel(const struct arctab *t, const char *name)
-{
-	size_t n = strlen(t->root);
-
-	return strncmp(name, t->root, n) == 0 && name[n] == '/' ? name + n + 1 : NULL;
 }

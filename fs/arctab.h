@@ -3,15 +3,18 @@
 #define ZMOUNT_ARCTAB_H
 
 /*
- * The daemon's table of open archives, one per source file (device and
- * inode), each holding a reader.  An archive is opened, and indexed, once:
- * at its first lookup, listing or open.  A later call whose fresh stat no
- * longer matches gets a new reader, while handles already open keep the old
+ * The daemon's table of open archives, one per source object (device and
+ * ns_entry.obj, ns.h), each holding a reader.  It reaches names and bytes
+ * only through the namespace (ns.h), local files and objects alike.  An
+ * archive is opened, and indexed, once: at its first lookup, listing or
+ * open.  A later call whose fresh entry is no longer the same version
+ * (ns_same) gets a new reader, while handles already open keep the old
  * one, so a reader never mixes two versions of a file.
  *
- * An archive holds a file descriptor only while it has open handles
- * (arctab_open .. arctab_close), so the number of descriptors is bounded by
- * the files users hold open, not by the files they have listed or stat'ed.
+ * An archive holds a source (ns_open: a file descriptor, or an object's
+ * fetch windows) only while it has open handles (arctab_open ..
+ * arctab_close), so descriptors and window memory are bounded by the files
+ * users hold open, not by the files they have listed or stat'ed.
  *
  * Threads: any thread may call anything but arctab_free.  Two threads that
  * want the same unindexed archive index it once; the other one waits.
@@ -21,6 +24,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+struct ns;
+struct ns_entry;
 struct reader;
 struct zmctx;
 struct reader_opts;
@@ -28,10 +33,10 @@ struct arctab;
 struct arc;
 
 /*
- * Returns 0 and *out, or -ENOMEM.  zm (the readers' context) and opts are
- * borrowed for the table's life; opts is read at each reader open.  root,
- * the source root's absolute path, is copied: readers are named by
- * absolute path, in log lines and as keys of saved indexes.
+ * Returns 0 and *out, or -ENOMEM.  zm (the readers' context), opts and ns
+ * are borrowed for the table's life; opts is read at each reader open.
+ * Readers are named by ns_name (an absolute path, s3://BUCKET/KEY), in log
+ * lines and as keys of saved indexes.
  *
  * It routes zm's log lines through the table (zmctx_set_log, at the level
  * zlog_set_level set, so call that first): each still goes to zlog, but the
@@ -39,46 +44,49 @@ struct arc;
  * shown empty and its opens fail with EIO, and, for a damaged gzip or xz
  * file on a mount without opts->salvage, to mount with -o salvage.
  */
-int arctab_new(struct zmctx *zm, const struct reader_opts *opts, const char *root,
+int arctab_new(struct zmctx *zm, const struct reader_opts *opts, struct ns *ns,
 	       struct arctab **out);
 
 /* Closes every archive.  No reference may still be held.  Accepts NULL. */
 void arctab_free(struct arctab *t);
 
 /*
- * Returns a referenced archive for the file at rel, relative to dirfd and
- * never followed if a symlink, whose fresh stat is st (rel also names it in
- * log lines).  Returns:
+ * Returns a referenced archive for e, a fresh entry of the namespace (an
+ * archive candidate; copied).  Returns:
  *   0        *out set; arc_reader(*out) is NULL if the archive is corrupt,
- *            and arc_error(*out) then says why (-EINVAL, -EIO, ...);
- *   -ENOTSUP the file is not an archive by its magic bytes (*out NULL);
- *   -ENOMEM  (*out NULL).
+ *            and arc_error(*out) then says why (-EINVAL, -EIO, ...); on a
+ *            namespace that names candidates by suffix alone (ns_probed
+ *            false) a file that is no archive by its magic bytes is such a
+ *            corrupt one (-EIO), said once in the log;
+ *   -ENOTSUP the file is not an archive by its magic bytes (*out NULL),
+ *            on a namespace that probed it before naming it;
+ *   -ENOMEM, or ns_open's errors for a source that cannot be opened now
+ *            (a failed request, EMFILE: no verdict kept) (*out NULL).
  */
-int arctab_get(struct arctab *t, int dirfd, const char *rel, const struct stat *st,
-	       struct arc **out);
+int arctab_get(struct arctab *t, const struct ns_entry *e, struct arc **out);
 
 /*
- * Indexes the archive at rel, as arctab_get would, for a background job:
+ * Indexes the archive of e, as arctab_get would, for a background job:
  * nobody is about to read it, so it leaves nothing in the cache; then
  * builds the checkpoints inside its wide xz Blocks and zstd frames
  * (reader_build_checkpoints).  Returns 0, the archive's error if it is
  * corrupt (-EINVAL at open, -EIO in a checkpoint pass), -ESTALE (changed),
  * or arctab_get's errors.  Any thread, pool workers included.
  */
-int arctab_index(struct arctab *t, int dirfd, const char *rel, const struct stat *st);
+int arctab_index(struct arctab *t, const struct ns_entry *e);
 
 /*
  * Prepares a (non-corrupt) archive for reading: the first open handle
- * reopens rel (relative to dirfd, never followed) and checks it is still the
- * version indexed.  Returns 0, -ESTALE if the file changed since (look it
- * up again), or -errno from openat (EMFILE, ...).  It may wait for a last
+ * opens its source (ns_open) and checks it is still the version indexed
+ * (reader_attach).  Returns 0, -ESTALE if the file changed since (look it
+ * up again), or -errno from the open (EMFILE, ...).  It may wait for a last
  * arctab_close of a still detaching (see below), so, like arctab_close, it
  * is for FUSE threads, never for a pool worker.
  */
-int arctab_open(struct arctab *t, struct arc *a, int dirfd, const char *rel);
+int arctab_open(struct arctab *t, struct arc *a);
 
 /*
- * Ends what arctab_open began; the last one closes the descriptor, after
+ * Ends what arctab_open began; the last one drops the source, after
  * waiting for the file's read-ahead jobs on the pool, with no lock held
  * (locking.h).  Never call it from a pool worker: it could wait for a job
  * queued behind itself.
@@ -123,11 +131,5 @@ void arctab_top(struct arctab *t, struct arctab_top *top, size_t n);
 
 /* Why a corrupt archive is corrupt, as reader_open said (or strerror); valid with the reference. */
 const char *arc_why(const struct arc *a);
-
-/*
- * The path of name (a reader's name, as arctab made it) relative to the
- * source root, pointing into name; NULL if name is not under the root.
- */
-const char *arctab_rel(const struct arctab *t, const char *name);
 
 #endif

@@ -21,6 +21,7 @@
 #include "fmttab.h"
 #include "pool.h"
 #include "reader.h"
+#include "tree.h"
 #include "zlog.h"
 
 #define PROGRESS_SECS 5
@@ -280,7 +281,8 @@ static void run_job(void *arg)
 {
 	struct job *j = arg;
 	struct indexer *ix = j->ix;
-	int ret = arctab_index(ix->arcs, ix->root, j->it.rel, &j->it.st);
+	struct ns_entry e = tree_arc_entry(j->it.rel, &j->it.st);
+	int ret = arctab_index(ix->arcs, &e);
 
 	pthread_mutex_lock(&ix->lock);
 	ix->running--;

@@ -25,8 +25,7 @@
  *  2. Never wait for work while holding a lock that the work may need.
  *     Above all: no thread waits for jobs on the decode pool (reader_detach,
  *     reader_close: their drain of the reader's read-ahead) while it holds
- *     any lock but snode.att (see there: no job and nothing a job waits for
- *     takes it), and a pool worker never waits for a pool job at all (with
+ *     any lock, and a pool worker never waits for a pool job at all (with
  *     threads=1 the job it waits for is queued behind itself).
  *     Waiting on a condition variable releases only its own mutex; any
  *     other lock still held counts as held.
@@ -41,27 +40,6 @@
  *                                   thread waits on it, holding no other
  *                                   lock, for its own pool jobs (rule 2);
  *                                   it is never a pool worker.
- *  snode.att         fs/s3fs.c      an s3:// archive node's open count
- *                                   and whether its reader has a source
- *                                   (arc_hold, arc_unhold).  Held across
- *                                   s3src_open, reader_attach and
- *                                   reader_detach (its drain of read-ahead,
- *                                   checkpoint save, unpark and source
- *                                   free), so any lock below may be taken
- *                                   inside it: reader.lock, park.lock,
- *                                   bcache.lock, the spares locks,
- *                                   idxstore.lock, s3src.mu (the source's
- *                                   free joins its fetch-ahead thread,
- *                                   which ends after its current GET),
- *                                   s3.mu; and reader_detach waits on
- *                                   reader.idle for the reader's read-ahead
- *                                   jobs under it: the one exception to
- *                                   rule 2.  Safe because att is taken only
- *                                   by FUSE threads (open, release) and by
- *                                   the main thread after the loop
- *                                   (s3fs_stop), never by a pool worker,
- *                                   and no job takes it or waits for a
- *                                   thread that holds it.
  *  reader.stream     index/fill.c   serialises the decode of one large
  *                                   streamed unit (xz Block, zstd frame,
  *                                   gzip span).  Inside it: park.lock
@@ -101,31 +79,17 @@
  *                                   dropped.
  *  tree.lock         fs/tree.c      the listing cache.  Leaf: listings are
  *                                   built and freed with it dropped.
- *  ops_ctx.open_lock fs/ops.c       the mount's list of open handles
- *                                   (a local mount).  Leaf.
- *  s3fs.snap_lock    fs/s3fs.c      an s3:// mount's current listing
+ *  ops_ctx.open_lock fs/ops.c       the mount's list of open handles.
+ *                                   Leaf.
+ *  ns_s3.snap_lock   fs/ns_s3.c     an s3:// namespace's current listing
  *                                   (snap, listed_at, listing).  Inside
  *                                   it: zlog only.  The prefix is listed
  *                                   with it dropped (`listing` keeps a
  *                                   second lister out); the old snapshot
  *                                   is put after it is dropped.
- *  s3fs.lock         fs/s3fs.c      an s3:// mount's node tables (ids,
- *                                   paths, next_id; each snode's refs,
- *                                   nlookup and, until ARC_DONE, its
- *                                   reader).  Leaf: nodes are freed
- *                                   (reader_close) after it is dropped.
- *                                   s3fs.opened (an archive's open ended)
- *                                   is waited on by FUSE threads in
- *                                   arc_ready for an open that runs with
- *                                   the lock dropped and waits for no pool
- *                                   job (its reader is fresh: nobody has
- *                                   read from it).
- *  s3fs.open_lock    fs/s3fs.c      an s3:// mount's list of open handles.
- *                                   Leaf: open_close unlinks with it,
- *                                   then releases (arc_unhold) without.
- *  s3fs.line_lock    fs/s3fs.c      the S3 client's last error line
+ *  ns_s3.line_lock   fs/ns_s3.c     the S3 client's last error line
  *                                   before the mount is live (for
- *                                   s3fs_new's message).  Leaf; taken in
+ *                                   ns_s3_new's message).  Leaf; taken in
  *                                   the client's log callback, on whatever
  *                                   thread makes the request.
  *  idxstore.lock     index/idxstore.c  the table of registered index
@@ -133,12 +97,12 @@
  *                                   a store's operations are called after
  *                                   idxstore_find dropped it.
  *  notify.lock       fs/notify.c    the invalidation thread's queue
- *                                   (struct notify, in ops_ctx and in
- *                                   struct s3fs).  Leaf: notify_queue,
+ *                                   (struct notify, in ops_ctx).  Leaf:
+ *                                   notify_queue,
  *                                   called with no reader lock held, only
  *                                   queues; the thread drops it before it
- *                                   invalidates (which takes nodes.lock or
- *                                   s3fs.lock and waits on the kernel).
+ *                                   invalidates (which takes nodes.lock
+ *                                   and waits on the kernel).
  *                                   notify.wake: only the thread waits on
  *                                   it, for work or notify_stop.
  *  measure.lock      index/fmt_zstd.c  the frames of one zstd measuring
@@ -184,7 +148,7 @@
  *                                   Leaf: every GET runs with it dropped
  *                                   (a W_FILLING window belongs to its
  *                                   fetcher); a source read may take it
- *                                   inside reader.stream or snode.att.
+ *                                   inside reader.stream.
  *                                   s3src.filled is waited on for a window
  *                                   another thread is fetching now (a GET
  *                                   bounded by the client's timeouts),

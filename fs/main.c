@@ -22,12 +22,14 @@
 #include "arctab.h"
 #include "bdi.h"
 #include "nodes.h"
+#include "ns.h"
+#include "ns_open.h"
+#include "ns_s3.h"
 #include "ops.h"
 #include "indexer.h"
 #include "opts.h"
 #include "pool.h"
 #include "reader.h"
-#include "s3fs.h"
 #include "s3idx.h"
 #include "tree.h"
 #include "zlog.h"
@@ -361,20 +363,17 @@ static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, str
 	ro->still_named_ctx = octx;
 }
 
-/* The tree and the node table of SRC into octx; 0, or -errno (said on stderr). */
-static int mount_tree(struct ops_ctx *octx, const struct cli *cli, struct arctab *arcs)
+/* The node table of octx->ns, bound to arcs, into octx; 0, or -errno (said on stderr). */
+static int mount_nodes(struct ops_ctx *octx, const struct cli *cli, struct arctab *arcs)
 {
-	struct tree_node root;
-	int ret = tree_new(cli->src, arcs, &octx->tree);
+	struct ns_entry root = { 0 };
+	int ret;
 
-	root.rel = NULL;
-	if (ret == 0) {
-		tree_set_limits(octx->tree, 0, cli->opts.timeout);
-		ret = tree_resolve(octx->tree, "/", &root);
-	}
+	ns_bind(octx->ns, arcs);
+	ret = ns_resolve(octx->ns, "/", &root);
 	if (ret == 0)
-		ret = nodes_new(arcs, &root, &octx->nodes);
-	tree_node_clear(&root);
+		ret = nodes_new(arcs, octx->ns, &root, &octx->nodes);
+	ns_entry_clear(&root);
 	if (ret < 0)
 		fprintf(stderr, "zmount: %s: %s\n", cli->src, strerror(-ret));
 	return ret;
@@ -422,12 +421,14 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 	if (pool_new(cli->opts.threads, 4096, pool) < 0)
 		return 1;
 	zmctx_set_pool(octx->zm, *pool);
+	ns_live(octx->ns); /* from now on the source's errors go to the log */
 	if (notify_start(&octx->notify, se) < 0)
 		zlog(ZLOG_WARN, "cannot start the page-cache invalidation thread");
 	/* Half the workers index; the rest stay free for read-ahead. */
-	if (cli->opts.background_index &&
-	    indexer_start(octx->arcs, octx->zm, tree_root_fd(octx->tree), *pool,
-			  (cli->opts.threads + 1) / 2, &ix) < 0)
+	ret = cli->opts.background_index ? ns_index_start(octx->ns, octx->arcs, octx->zm, *pool,
+							  (cli->opts.threads + 1) / 2, &ix)
+					 : 0;
+	if (ret < 0 && ret != -ENOTSUP) /* ENOTSUP: a namespace indexed at first lookup */
 		zlog(ZLOG_WARN,
 		     "cannot start the background indexer; gzip files are indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
@@ -441,6 +442,7 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 
 static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground, int single)
 {
+	char msg[1024];
 	struct reader_opts ropts;
 	struct pool *pool = NULL;
 	struct zmctx *zm = NULL;
@@ -453,13 +455,18 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	mount_reader_opts(&ropts, cli, &octx);
 	octx.timeout = cli->opts.timeout;
 	octx.max_read = cli->opts.max_read;
+	/* Before mounting: a missing bucket or an unreachable endpoint is one line and exit 1. */
+	if (ns_open_src(cli->src, &cli->opts, &octx.ns, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "zmount: %s\n", msg);
+		return 1;
+	}
 	/* One context per mount: its cache, pool, counters and parked decoders. */
 	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0 ||
-	    arctab_new(zm, &ropts, cli->src, &arcs) < 0) {
+	    arctab_new(zm, &ropts, octx.ns, &arcs) < 0) {
 		fprintf(stderr, "zmount: out of memory\n");
 		goto out_cache;
 	}
-	if (mount_tree(&octx, cli, arcs) < 0)
+	if (mount_nodes(&octx, cli, arcs) < 0)
 		goto out_tree;
 	octx.arcs = arcs;
 	octx.zm = zm;
@@ -485,30 +492,12 @@ out_session:
 	fuse_session_destroy(se);
 out_tree:
 	nodes_free(octx.nodes);
-	tree_free(octx.tree);
 out_cache:
 	arctab_free(arcs); /* waits for the readers' queued jobs */
 	pool_free(pool);
 	zmctx_free(zm);
+	ns_free(octx.ns); /* after the readers: still_named asks it */
 	return ret;
-}
-
-/* The S3 client's settings from the options, without a secret. */
-static void src_conf(struct s3src_conf *sc, const struct opts *o)
-{
-	sc->endpoint = o->endpoint[0] ? o->endpoint : NULL;
-	sc->region = o->region[0] ? o->region : NULL;
-	sc->credentials = o->credentials[0] ? o->credentials : NULL;
-	sc->profile = o->profile[0] ? o->profile : NULL;
-	sc->retries = o->retries;
-	sc->timeout_ms = o->request_timeout * 1000;
-}
-
-/* An s3:// mount: the options as the client's settings, without a secret. */
-static void s3_conf(struct s3fs_conf *conf, const struct cli *cli)
-{
-	src_conf(&conf->src, &cli->opts);
-	conf->timeout = cli->opts.timeout;
 }
 
 /*
@@ -531,78 +520,12 @@ static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out
 			cli->opts.index_dir);
 		return -1;
 	}
-	src_conf(&sc, &cli->opts);
+	ns_s3_conf(&sc, &cli->opts);
 	if (s3idx_open(cli->opts.index_dir, &sc, out, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "zmount: %s\n", msg);
 		return -1;
 	}
 	return 0;
-}
-
-/*
- * Mounts the objects under s3://bucket/prefix: connects and lists before
- * mounting, so a missing bucket or an unreachable endpoint is one line and
- * exit 1.  No background indexer: objects are indexed at first lookup.
- */
-static int run_s3(struct fuse_args *args, struct cli *cli, const char *mnt, int foreground,
-		  int single, const char *bucket, const char *prefix)
-{
-	struct s3fs_conf conf = { .bucket = bucket, .prefix = prefix };
-	struct reader_opts ropts;
-	struct pool *pool = NULL;
-	struct zmctx *zm = NULL;
-	struct s3fs *fs = NULL;
-	struct fuse_session *se;
-	char msg[1024];
-	int ret = 1;
-
-	mount_reader_opts(&ropts, cli, NULL);
-	/* An object's version never changes under a reader: no rename to tell from a write. */
-	ropts.still_named = NULL;
-	if (zmctx_new((size_t)cli->opts.cache_size, &zm) < 0) {
-		fprintf(stderr, "zmount: out of memory\n");
-		goto out;
-	}
-	s3_conf(&conf, cli);
-	conf.zm = zm;
-	conf.ropts = &ropts;
-	if (s3fs_new(&conf, &fs, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "zmount: %s\n", msg);
-		goto out;
-	}
-	ropts.tainted = s3fs_tainted;
-	ropts.tainted_ctx = fs;
-	se = fuse_session_new(args, &s3fs_ops, sizeof(s3fs_ops), fs);
-	if (!se)
-		goto out;
-	if (fuse_set_signal_handlers(se) != 0)
-		goto out_session;
-	if (fuse_session_mount(se, mnt) != 0)
-		goto out_signals;
-	if (bdi_set_read_ahead(mnt, cli->src, OPS_READ_AHEAD) < 0)
-		zlog(ZLOG_DEBUG, "kernel read-ahead left at its default");
-	if (!foreground)
-		zlog_to_syslog();
-	if (fuse_daemonize(foreground) == 0 && pool_new(cli->opts.threads, 4096, &pool) < 0) {
-		zlog(ZLOG_ERROR, "cannot start %u decode workers", cli->opts.threads);
-	} else if (pool) {
-		s3fs_live(fs, se);
-		zmctx_set_pool(zm, pool);
-		zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
-		     (unsigned long long)cli->opts.cache_size);
-		ret = session_loop(se, single);
-		s3fs_stop(fs);
-	}
-	fuse_session_unmount(se);
-out_signals:
-	fuse_remove_signal_handlers(se);
-out_session:
-	fuse_session_destroy(se);
-out:
-	s3fs_free(fs); /* closes the readers, waiting for their queued jobs */
-	pool_free(pool);
-	zmctx_free(zm);
-	return ret;
 }
 
 /* The mount point of an s3:// mount: a directory without this mount on it already. */
@@ -701,9 +624,7 @@ int main(int argc, char *argv[])
 	if (add_mount_opts(&args, cli.src) != 0 || open_index_store(&cli, is_s3, &store) < 0)
 		goto out;
 	raise_fd_limit();
-	ret = is_s3 ? run_s3(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread,
-			     bucket, prefix)
-		    : run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
+	ret = run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
 out:
 	s3idx_close(store); /* after run: its readers are closed */
 	free(copts.mountpoint);

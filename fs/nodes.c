@@ -10,13 +10,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arctab.h"
 #include "htab.h"
-#include "srcid.h"
 
 #define FUSE_ROOT 1
 #define NBUCKETS  8192 /* at first: they grow */
@@ -28,8 +28,9 @@ struct entry {
 	/* Protected by nodes.lock. */
 	uint64_t nlookup;
 	int refs;
+	atomic_flag said; /* nodes_say_once; not under the lock */
 	struct htab_link by_id, by_name;
-	char strings[]; /* n.path, then n.tn.rel */
+	char strings[]; /* n.path, then n.e.id and n.e.tag */
 };
 
 _Static_assert(sizeof(struct entry) + 2 + 8 + 15 <= NODES_BYTES_PER_NODE,
@@ -37,6 +38,7 @@ _Static_assert(sizeof(struct entry) + 2 + 8 + 15 <= NODES_BYTES_PER_NODE,
 
 struct nodes {
 	struct arctab *arcs;
+	struct ns *ns;
 	dev_t root_dev;
 	pthread_mutex_t lock;
 	/* Protected by lock. */
@@ -81,27 +83,19 @@ static struct entry *find_id(struct nodes *t, uint64_t id)
 }
 
 /*
- * The same version: the same object, and for a regular file (archive or
- * plain) the same contents, so that a file's pages, cached under its node,
- * are never shown for another version of it.
+ * The node of name under parent at version v, or NULL: the same version by
+ * ns_same, so that a file's pages, cached under its node, are never shown
+ * for another version of it.
  */
-static bool same_version(const struct tree_node *a, const struct tree_node *b)
-{
-	if (a->kind != b->kind || !srcid_same_object(&a->st, &b->st))
-		return false;
-	return !S_ISREG(a->st.st_mode) || srcid_same(&a->st, &b->st);
-}
-
-/* The node of name under parent at version tn, or NULL. */
 static struct entry *find_name(struct nodes *t, uint64_t parent, const char *name,
-			       const struct tree_node *tn)
+			       const struct ns_entry *v)
 {
 	for (struct htab_link *l = htab_bucket(&t->names, name_hash(parent, name)); l;
 	     l = l->next) {
 		struct entry *e = htab_entry(l, struct entry, by_name);
 
 		if (e->n.parent == parent && strcmp(e->name, name) == 0 &&
-		    same_version(&e->n.tn, tn))
+		    ns_same(t->ns, &e->n.e, v))
 			return e;
 	}
 	return NULL;
@@ -114,23 +108,27 @@ static void entry_free(struct nodes *t, struct entry *e)
 }
 
 static struct entry *entry_new(uint64_t parent, const char *name, const char *path,
-			       const struct tree_node *tn)
+			       const struct ns_entry *v)
 {
-	size_t plen = strlen(path), rlen = strlen(tn->rel), nlen = strlen(name);
+	size_t plen = strlen(path), nlen = strlen(name);
+	size_t ilen = v->id ? strlen(v->id) + 1 : 0, tlen = v->tag ? strlen(v->tag) + 1 : 0;
 	struct entry *e;
 
 	if (nlen > plen || strcmp(path + plen - nlen, name) != 0)
 		return NULL; /* name must end path */
-	e = malloc(sizeof(*e) + plen + 1 + rlen + 1);
+	e = malloc(sizeof(*e) + plen + 1 + ilen + tlen);
 	if (!e)
 		return NULL;
 	memset(e, 0, sizeof(*e));
+	atomic_flag_clear(&e->said);
 	e->n.parent = parent;
-	e->n.tn = *tn;
+	e->n.e = *v;
 	e->n.path = e->strings;
 	memcpy(e->n.path, path, plen + 1);
-	e->n.tn.rel = e->strings + plen + 1;
-	memcpy(e->n.tn.rel, tn->rel, rlen + 1);
+	if (v->id)
+		e->n.e.id = memcpy(e->strings + plen + 1, v->id, ilen);
+	if (v->tag)
+		e->n.e.tag = memcpy(e->strings + plen + 1 + ilen, v->tag, tlen);
 	e->name = e->n.path + plen - nlen;
 	return e;
 }
@@ -141,7 +139,7 @@ static void link_entry(struct nodes *t, struct entry *e)
 	htab_add(&t->names, &e->by_name);
 }
 
-int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **out)
+int nodes_new(struct arctab *arcs, struct ns *ns, const struct ns_entry *root, struct nodes **out)
 {
 	struct nodes *t = calloc(1, sizeof(*t));
 	struct entry *e = entry_new(FUSE_ROOT, "", "/", root);
@@ -158,6 +156,7 @@ int nodes_new(struct arctab *arcs, const struct tree_node *root, struct nodes **
 		return -ENOMEM;
 	}
 	t->arcs = arcs;
+	t->ns = ns;
 	t->root_dev = root->st.st_dev;
 	pthread_mutex_init(&t->lock, NULL);
 	e->n.id = FUSE_ROOT;
@@ -186,19 +185,19 @@ void nodes_free(struct nodes *t)
 }
 
 int nodes_lookup(struct nodes *t, uint64_t parent, const char *name, const char *path,
-		 const struct tree_node *tn, struct arc **arc, struct node **out)
+		 const struct ns_entry *v, struct arc **arc, struct node **out)
 {
 	struct entry *e, *fresh = NULL;
 
 	*out = NULL;
 	for (;;) {
 		pthread_mutex_lock(&t->lock);
-		e = find_name(t, parent, name, tn);
+		e = find_name(t, parent, name, v);
 		if (e || fresh)
 			break;
 		/* Allocate outside the lock, then look again. */
 		pthread_mutex_unlock(&t->lock);
-		fresh = entry_new(parent, name, path, tn);
+		fresh = entry_new(parent, name, path, v);
 		if (!fresh)
 			return -ENOMEM;
 	}
@@ -343,4 +342,9 @@ ssize_t nodes_with_reader(struct nodes *t, const struct reader *r, uint64_t **id
 	pthread_mutex_unlock(&t->lock);
 	*ids = out;
 	return (ssize_t)n;
+}
+
+bool nodes_say_once(struct node *n)
+{
+	return !atomic_flag_test_and_set(&((struct entry *)n)->said); /* n is the first member */
 }

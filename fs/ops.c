@@ -16,11 +16,11 @@
 
 #include "arctab.h"
 #include "bcache.h"
-#include "beneath.h"
 #include "fmttab.h"
 #include "nodes.h"
+#include "ns.h"
 #include "reader.h"
-#include "srcid.h"
+#include "src.h"
 #include "tree.h"
 #include "zlog.h"
 #include "zmctx.h"
@@ -30,6 +30,8 @@
 #define XATTR_MAX   (64 << 10) /* room for the stats with ten escaped names */
 
 static ssize_t tainted_ids(void *vctx, const struct reader *r, uint64_t **ids);
+static int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out,
+			 size_t len);
 
 /* Every open file and directory is on its mount's list (struct ops_open). */
 void ops_ctx_init(struct ops_ctx *c)
@@ -61,21 +63,26 @@ static void open_remove(struct ops_ctx *c, struct ops_open *l)
 	pthread_mutex_unlock(&c->open_lock);
 }
 
-/* An open file: a node (whose arc reads an archive), or a plain source file's fd. */
+/*
+ * An open file: a node (whose arc reads an archive), or a plain file's
+ * source, with its descriptor if it is a local file (read by splice).
+ */
 struct handle {
 	struct ops_open link; /* first: freed through it by ops_cleanup */
 	struct node *node;
-	int fd;
+	struct zsrc *src;
+	int fd; /* src's descriptor, or -1 (an object) */
 };
 
 /*
- * An open directory: the tree's listing at opendir, so offsets stay stable.
- * It is shared, not copied (tree_opendir): any reader can open a directory
- * many times, and a copy per handle multiplied the listing's memory.
+ * An open directory: the namespace's listing at opendir, so offsets stay
+ * stable.  It is shared, not copied (tree_opendir, an S3 snapshot): any
+ * reader can open a directory many times, and a copy per handle multiplied
+ * the listing's memory.
  */
 struct listing {
 	struct ops_open link;
-	struct tree_dir *dir;
+	struct ns_dir *dir;
 };
 
 /* Running out of descriptors fails requests with EMFILE; say so once per mount, not per request. */
@@ -128,17 +135,16 @@ static int plain_stat(struct ops_ctx *c, const struct node *n, const struct hand
 {
 	int ret = -ENOENT;
 
-	if (h && h->fd >= 0)
-		return fstat(h->fd, st) == 0 ? 0 : -errno;
-	if (beneath_lstat(tree_root_fd(c->tree), n->tn.rel, st) == 0 &&
-	    srcid_same_object(st, &n->tn.st))
+	if (h && h->src)
+		return ns_state(c->ns, &n->e, h->src, st);
+	if (ns_state(c->ns, &n->e, NULL, st) == 0)
 		return 0;
 	pthread_mutex_lock(&c->open_lock);
 	for (const struct ops_open *l = c->open_list.next; l != &c->open_list; l = l->next) {
 		const struct handle *o = (const struct handle *)l;
 
-		if (!l->is_dir && o->node == n && o->fd >= 0) {
-			ret = fstat(o->fd, st) == 0 ? 0 : -errno;
+		if (!l->is_dir && o->node == n && o->src) {
+			ret = ns_state(c->ns, &n->e, o->src, st);
 			break;
 		}
 	}
@@ -163,7 +169,7 @@ static void node_attr(struct ops_ctx *c, const struct node *n, const struct hand
 {
 	struct stat now;
 
-	*st = n->tn.st;
+	*st = n->e.st;
 	if (n->arc) {
 		struct reader *r = arc_reader(n->arc);
 
@@ -181,7 +187,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct ops_ctx *c = ctx(req);
 	struct fuse_entry_param e = { .attr_timeout = c->timeout, .entry_timeout = c->timeout };
 	struct node *p = nodes_get(c->nodes, parent), *n = NULL;
-	struct tree_node tn;
+	struct ns_entry v = { 0 };
 	struct arc *arc = NULL;
 	char path[PATH_MAX];
 	int ret;
@@ -191,18 +197,20 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	ret = snprintf(path, sizeof(path), "%s/%s", strcmp(p->path, "/") ? p->path : "", name);
-	tn.rel = NULL;
-	ret = ret < 0 || (size_t)ret >= sizeof(path) ? -ENAMETOOLONG
-						     : tree_resolve(c->tree, path, &tn);
-	if (ret == 0 && tn.kind == TREE_ARCHIVE) {
+	ret = ret < 0 || (size_t)ret >= sizeof(path) ? -ENAMETOOLONG : ns_resolve(c->ns, path, &v);
+	if (ret == 0 && v.kind == NS_ARCHIVE) {
 		/* Index it now: its size is part of the version the kernel caches. */
-		ret = arctab_get(c->arcs, tree_root_fd(c->tree), tn.rel, &tn.st, &arc);
+		ret = arctab_get(c->arcs, &v, &arc);
 		ret = ret == -ENOTSUP ? -EIO : ret;
 	}
 	if (ret == 0)
-		ret = nodes_lookup(c->nodes, parent, name, path, &tn, &arc, &n);
-	tree_node_clear(&tn);
+		ret = nodes_lookup(c->nodes, parent, name, path, &v, &arc, &n);
+	ns_entry_clear(&v);
 	note_limits(c, ret);
+	/* A request that failed (logged) is EIO; the kernel retries at the next lookup. */
+	if (ns_remote(c->ns) && ret < 0 && ret != -ENOENT && ret != -ENAMETOOLONG &&
+	    ret != -ENOMEM && ret != -ESTALE)
+		ret = -EIO;
 	arctab_put(c->arcs, arc);
 	nodes_put(c->nodes, p);
 	if (ret == -ENOENT) {
@@ -253,8 +261,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct ops_ctx *c = ctx(req);
 	struct node *n = nodes_get(c->nodes, ino);
 	char buf[PATH_MAX];
-	ssize_t len =
-		n ? beneath_readlink(tree_root_fd(c->tree), n->tn.rel, buf, sizeof(buf)) : -ESTALE;
+	ssize_t len = n ? ns_readlink(c->ns, &n->e, buf, sizeof(buf)) : -ESTALE;
 
 	nodes_put(c->nodes, n);
 	if (len < 0)
@@ -268,8 +275,7 @@ static void handle_close(struct ops_ctx *c, struct handle *h)
 	open_remove(c, &h->link);
 	if (h->node->arc)
 		arctab_close(c->arcs, h->node->arc);
-	if (h->fd >= 0)
-		close(h->fd);
+	zsrc_put(h->src);
 	nodes_put(c->nodes, h->node);
 	free(h);
 }
@@ -281,20 +287,19 @@ static void handle_close(struct ops_ctx *c, struct handle *h)
  */
 static int open_node(struct ops_ctx *c, struct node *n, struct handle *h, bool *same)
 {
-	struct stat now;
+	int ret;
 
 	*same = true;
 	if (n->arc) {
 		if (!arc_reader(n->arc))
 			return -EIO; /* logged once, when it was indexed */
-		return arctab_open(c->arcs, n->arc, tree_root_fd(c->tree), n->tn.rel);
+		return arctab_open(c->arcs, n->arc);
 	}
 	/* Never opens what is not that regular file: no FIFO can block us, no device is opened. */
-	h->fd = beneath_open_file(tree_root_fd(c->tree), n->tn.rel, &n->tn.st, &now);
-	if (h->fd < 0)
-		return h->fd;
-	*same = srcid_same(&now, &n->tn.st);
-	return 0;
+	ret = ns_open(c->ns, &n->e, &h->src, same);
+	if (ret == 0)
+		h->fd = zsrc_local_fd(h->src);
+	return ret;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -343,7 +348,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* Archive bytes go to the kernel straight from the cache, not through a buffer of ours. */
-void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off)
+static void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off)
 {
 	struct reader_view v;
 	ssize_t n = reader_view(r, size, off, &v);
@@ -386,6 +391,31 @@ void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t of
 	free(buf);
 }
 
+/*
+ * A plain file with no descriptor (an object): read through its source,
+ * whose GETs carry If-Match, so an overwritten object fails with EIO (said
+ * once per node), never giving the new version's bytes.
+ */
+static void read_plain(fuse_req_t req, struct ops_ctx *c, struct handle *h, size_t size,
+		       uint64_t off)
+{
+	char *buf = malloc(size ? size : 1), name[PATH_MAX + 64];
+	ssize_t n = buf ? zsrc_pread(h->src, buf, size, off) : -ENOMEM;
+
+	if (n == -ESTALE && nodes_say_once(h->node)) {
+		ns_name(c->ns, &h->node->e, name, sizeof(name));
+		zlog(ZLOG_WARN,
+		     "%s: changed since it was listed (its ETag differs); reads of the old "
+		     "version fail with EIO until its name is looked up again",
+		     name);
+	}
+	if (n < 0)
+		fuse_reply_err(req, n == -ENOMEM ? ENOMEM : EIO);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -398,6 +428,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 	} else if (h->node->arc) {
 		ops_read_archive(req, arc_reader(h->node->arc), size, (uint64_t)off);
+	} else if (h->fd < 0) {
+		atomic_fetch_add_explicit(&c->plain_reads, 1, memory_order_relaxed);
+		read_plain(req, c, h, size, (uint64_t)off);
 	} else {
 		atomic_fetch_add_explicit(&c->plain_reads, 1, memory_order_relaxed);
 		/* libfuse reads the file straight into its reply. */
@@ -418,10 +451,11 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs sv;
+	int ret = ns_statfs(ctx(req)->ns, &sv);
 
 	(void)ino;
-	if (fstatvfs(tree_root_fd(ctx(req)->tree), &sv) < 0)
-		fuse_reply_err(req, errno);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
 	else
 		fuse_reply_statfs(req, &sv);
 }
@@ -432,7 +466,7 @@ static void listing_free(struct ops_ctx *c, struct listing *l)
 		return;
 	if (l->link.next)
 		open_remove(c, &l->link);
-	tree_closedir(c->tree, l->dir);
+	ns_closedir(c->ns, l->dir);
 	free(l);
 }
 
@@ -441,7 +475,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct ops_ctx *c = ctx(req);
 	struct node *n = nodes_get(c->nodes, ino);
 	struct listing *l = calloc(1, sizeof(*l));
-	int ret = !n ? -ESTALE : !l ? -ENOMEM : tree_opendir(c->tree, n->path, &l->dir);
+	int ret = !n ? -ESTALE : !l ? -ENOMEM : ns_opendir(c->ns, n->path, &l->dir);
 
 	nodes_put(c->nodes, n);
 	if (ret < 0) {
@@ -469,7 +503,7 @@ static ino_t dir_ino(struct ops_ctx *c, fuse_ino_t id, bool parent)
 		n = nodes_get(c->nodes, up);
 	}
 	if (n)
-		shown = nodes_ino(c->nodes, n->tn.st.st_dev, n->tn.st.st_ino);
+		shown = nodes_ino(c->nodes, n->e.st.st_dev, n->e.st.st_ino);
 	nodes_put(c->nodes, n);
 	return shown;
 }
@@ -487,7 +521,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	/* Offsets: 1 is ".", 2 is "..", 2 + i + 1 follows entry i. */
-	for (off_t i = off; i < (off_t)tree_dir_count(l->dir) + 2; i++) {
+	for (off_t i = off; i < (off_t)ns_dir_count(c->ns, l->dir) + 2; i++) {
 		struct stat st = { 0 };
 		const char *name;
 		size_t len;
@@ -497,7 +531,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			st.st_mode = S_IFDIR;
 			st.st_ino = dir_ino(c, ino, i == 1);
 		} else {
-			name = tree_dir_entry(l->dir, (size_t)(i - 2), &st);
+			name = ns_dir_entry(c->ns, l->dir, (size_t)(i - 2), &st);
 			st.st_ino = nodes_ino(c->nodes, st.st_dev, st.st_ino);
 		}
 		len = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
@@ -519,7 +553,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 #define STATS_TOP   10
 #define OPS_DAMAGED 5 /* damaged archives named in the stats, the last ones */
 
-size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
+static size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 {
 	struct bcache_stats st;
 	struct reader_counters rc;
@@ -593,18 +627,16 @@ size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len)
 
 static int stats_text(struct ops_ctx *c, char *out, size_t len)
 {
-	struct tree_stats ts;
 	struct arctab_top top[STATS_TOP];
 	size_t n = ops_cache_stats(c->zm, out, len);
 
-	tree_get_stats(c->tree, &ts);
 	arctab_top(c->arcs, top, STATS_TOP);
-	n += (size_t)snprintf(out + n, len - n,
-			      "nodes=%zu\nlistings=%zu\nlisting_bytes=%zu\nlisting_budget=%zu\n"
-			      "listing_rebuilds=%llu\nplain_reads=%llu\n",
-			      nodes_count(c->nodes), ts.listings, ts.list_bytes, ts.list_budget,
-			      (unsigned long long)ts.rebuilds,
-			      (unsigned long long)atomic_load(&c->plain_reads));
+	if (n < len)
+		n += (size_t)snprintf(out + n, len - n, "nodes=%zu\nplain_reads=%llu\n",
+				      nodes_count(c->nodes),
+				      (unsigned long long)atomic_load(&c->plain_reads));
+	if (n < len)
+		n += ns_stats(c->ns, out + n, len - n); /* the namespace's own: listings, ... */
 	/*
 	 * The archives that cost the most decoding: "top=DECODED SERVED READS
 	 * WHY NAME", NAME escaped, WHY one of wide_unit:BYTES, one_unit:BYTES
@@ -631,9 +663,12 @@ static int stats_text(struct ops_ctx *c, char *out, size_t len)
 	return n < len ? (int)n : (int)len - 1;
 }
 
-static int info_text(const struct node *n, char *out, size_t len)
+static int info_text(struct ops_ctx *c, const struct node *n, char *out, size_t len)
 {
-	return ops_info_text(arc_reader(n->arc), n->tn.rel, arc_why(n->arc), out, len);
+	char source[PATH_MAX + 64];
+
+	ns_source(c->ns, &n->e, source, sizeof(source));
+	return ops_info_text(arc_reader(n->arc), source, arc_why(n->arc), out, len);
 }
 
 /*
@@ -652,7 +687,8 @@ static size_t info_add(char *out, size_t len, size_t n, const char *key, unsigne
 	return k < 0 ? n : n + (size_t)k;
 }
 
-int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out, size_t len)
+static int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out,
+			 size_t len)
 {
 	struct reader_info in;
 	struct zerr err;
@@ -748,7 +784,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	else if (strcmp(name, XATTR_STATS) == 0 && ino == FUSE_ROOT_ID)
 		len = stats_text(c, text, XATTR_MAX);
 	else if (strcmp(name, XATTR_INFO) == 0 && n->arc)
-		len = info_text(n, text, XATTR_MAX);
+		len = info_text(c, n, text, XATTR_MAX);
 	nodes_put(c->nodes, n);
 	if (len < 0)
 		fuse_reply_err(req, -len);
@@ -782,15 +818,7 @@ void ops_cleanup(struct ops_ctx *c)
 
 bool ops_still_named(void *vctx, const struct reader *r)
 {
-	struct ops_ctx *c = vctx;
-	const char *rel = arctab_rel(c->arcs, reader_name(r));
-	const struct stat *was = reader_stat(r);
-	struct stat now;
-
-	if (!rel)
-		return true; /* not ours to judge: as if still named */
-	return beneath_lstat(tree_root_fd(c->tree), rel, &now) == 0 && now.st_dev == was->st_dev &&
-	       now.st_ino == was->st_ino;
+	return ns_still_named(((struct ops_ctx *)vctx)->ns, r);
 }
 
 void ops_tainted(void *vctx, const struct reader *r)

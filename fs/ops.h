@@ -3,9 +3,10 @@
 #define ZMOUNT_OPS_H
 
 /*
- * The FUSE operations (low-level API): thin glue from kernel requests to
- * the node table, the tree, the archive table and the readers.  Each
- * operation replies exactly once.
+ * The FUSE operations (low-level API), the one stack for every source:
+ * thin glue from kernel requests to the node table, the namespace (ns.h:
+ * a local tree or a bucket prefix), the archive table and the readers.
+ * Each operation replies exactly once.
  *
  * Node ids name versions (see nodes.h), so files are opened with
  * keep_cache: their pages stay valid for as long as the kernel keeps the
@@ -13,8 +14,10 @@
  * at open (its node is an older version whose name the kernel still caches)
  * is opened without keep_cache, so that open reads it afresh.
  *
- * Source files are only ever opened through beneath_open_file: a FIFO or a
- * device swapped in for a file is never opened, so no worker blocks on one.
+ * Source files are only ever opened through ns_open: a FIFO or a device
+ * swapped in for a file is never opened, so no worker blocks on one.
+ * Objects' reads carry If-Match, so a handle on an overwritten object
+ * fails with EIO, never returning the new version's bytes.
  *
  * Stats are extended attributes, so they never show up in find or du:
  *   user.zmount.stats on the mount root: cache and decoder counters;
@@ -38,8 +41,8 @@
 
 struct arctab;
 struct nodes;
+struct ns;
 struct reader;
-struct tree;
 struct zmctx;
 
 /*
@@ -57,7 +60,7 @@ struct ops_open {
  * user data.  Initialize with ops_ctx_init; the caller fills the pointers.
  */
 struct ops_ctx {
-	struct tree *tree;
+	struct ns *ns;
 	struct arctab *arcs;
 	struct zmctx *zm; /* the readers' context: cache, pool, counters, log */
 	struct nodes *nodes;
@@ -78,19 +81,6 @@ void ops_ctx_init(struct ops_ctx *c);
 
 extern const struct fuse_lowlevel_ops ops_table;
 
-/*
- * Shared with the S3 mount (s3fs.c):
- *  - ops_read_archive replies to a read of size bytes at off of r, from
- *    the cache (reader_view), or copied when a view cannot hold it;
- *  - ops_cache_stats writes the cache and reader counters of zm as
- *    "key=value" lines into out (len bytes) and returns the length;
- *  - ops_info_text writes user.zmount.info of r (NULL: a corrupt archive,
- *    corrupt saying why), its source named source; returns the length.
- */
-void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint64_t off);
-size_t ops_cache_stats(struct zmctx *zm, char *out, size_t len);
-int ops_info_text(struct reader *r, const char *source, const char *corrupt, char *out, size_t len);
-
 /* Frees the files and directories still open when the loop ends. */
 void ops_cleanup(struct ops_ctx *c);
 
@@ -101,9 +91,9 @@ void ops_cleanup(struct ops_ctx *c);
 void ops_tainted(void *ctx, const struct reader *r);
 
 /*
- * The reader_opts.still_named hook; ctx is the struct ops_ctx.  Looks the
- * reader's name up beneath SRC's root descriptor, never through the mount
- * (MNT may be SRC itself).  Any thread.
+ * The reader_opts.still_named hook; ctx is the struct ops_ctx: asks the
+ * namespace (ns_still_named), never through the mount (MNT may be SRC
+ * itself).  Any thread.
  */
 bool ops_still_named(void *ctx, const struct reader *r);
 

@@ -24,7 +24,7 @@
  *    the first bytewise wins, the other keeps its own name.
  * A stripped name is decided by its suffix alone, without reading the
  * object: the listing makes no request per object.  The mount checks the
- * magic bytes when the name is first looked up (s3fs.c).
+ * magic bytes when the name is first looked up (arctab.c, through ns_s3.c).
  *
  * Inode numbers (s3tree_ent.ino): a hash of the key and its ETag for an
  * object, so a new version of an object has a new number, and of the path
@@ -53,7 +53,7 @@ struct s3tree_build;
 
 enum s3tree_kind {
 	S3TREE_DIR,
-	S3TREE_ARCHIVE, /* an object shown under its stripped name (a candidate: s3fs checks it) */
+	S3TREE_ARCHIVE, /* an object under its stripped name (a candidate, checked at lookup) */
 	S3TREE_RAW,	/* an object shown as it is */
 };
 

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "arctab.h"
+#include "ns.h"
 #include "beneath.h"
 #include "htab.h"
 #include "names.h"
@@ -134,6 +135,18 @@ int tree_new(const char *src, struct arctab *arcs, struct tree **out)
 	pthread_mutex_init(&t->lock, NULL);
 	*out = t;
 	return 0;
+}
+
+void tree_set_arcs(struct tree *t, struct arctab *arcs)
+{
+	t->arcs = arcs;
+}
+
+struct ns_entry tree_arc_entry(const char *rel, const struct stat *st)
+{
+	return (struct ns_entry){
+		.kind = NS_ARCHIVE, .id = (char *)rel, .obj = st->st_ino, .st = *st
+	};
 }
 
 void tree_set_limits(struct tree *t, size_t list_budget, double ttl)
@@ -276,6 +289,7 @@ static int probe_now(struct probe_ctx *c, const char *name, const struct stat *l
 {
 	int fmt = 0;
 	struct zsrc *src;
+	struct ns_entry e;
 	struct arc *a;
 	char *rel;
 	int ret;
@@ -310,7 +324,8 @@ static int probe_now(struct probe_ctx *c, const char *name, const struct stat *l
 	 * good x.zst beside it, and shows raw under its own name.
 	 */
 	ret = NAMES_NOT;
-	if (arctab_get(c->t->arcs, c->t->root, rel, st, &a) == 0) {
+	e = tree_arc_entry(rel, st);
+	if (arctab_get(c->t->arcs, &e, &a) == 0) {
 		struct reader_info in = { 0 };
 
 		if (arc_reader(a))
@@ -798,6 +813,7 @@ int tree_resolve(struct tree *t, const char *path, struct tree_node *node)
 
 int tree_stat(struct tree *t, const struct tree_node *node, struct stat *st)
 {
+	struct ns_entry e;
 	struct arc *a;
 	int ret;
 
@@ -805,7 +821,8 @@ int tree_stat(struct tree *t, const struct tree_node *node, struct stat *st)
 	tree_readonly(st);
 	if (node->kind != TREE_ARCHIVE)
 		return 0;
-	ret = arctab_get(t->arcs, t->root, node->rel, &node->st, &a);
+	e = tree_arc_entry(node->rel, &node->st);
+	ret = arctab_get(t->arcs, &e, &a);
 	if (ret < 0)
 		return ret == -ENOTSUP ? -EIO : ret;
 	st->st_size = arc_reader(a) ? (off_t)reader_size(arc_reader(a)) : 0;

@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "ns.h"
+
 struct arctab;
 struct tree;
 
@@ -69,6 +71,16 @@ int tree_new(const char *src, struct arctab *arcs, struct tree **out);
  * at least).  Call before the tree is used.
  */
 void tree_set_limits(struct tree *t, size_t list_budget, double ttl);
+
+/* Sets the archive table (borrowed) the tree probes candidates through; before it is used. */
+void tree_set_arcs(struct tree *t, struct arctab *arcs);
+
+/*
+ * The namespace entry (ns.h) of the local archive rel whose lstat is st,
+ * as the archive table takes it (arctab_get, arctab_index): it borrows
+ * rel, so never ns_entry_clear it.
+ */
+struct ns_entry tree_arc_entry(const char *rel, const struct stat *st);
 
 /* Frees the tree.  Accepts NULL. */
 void tree_free(struct tree *t);
