@@ -2,9 +2,10 @@
 /*
  * Read-ahead policy: which reads are sequential, and what to decode ahead
  * of them on the context's pool.  How it works: up to NSTREAMS streams per
- * reader, each where its last read ended (a read within SEQ_SLACK of one
- * continues it).  A read that continues a stream queues the units after
- * it up to ahead_end, one pool job each (prefetch_run fills a unit through
+ * reader, each where its last read ended (a read that passes that end
+ * continues it, and so does a large one near it: stream_continues).  A
+ * read that continues a stream queues the units after it up to
+ * ahead_end, one pool job each (prefetch_run fills a unit through
  * fill_entry, as a miss would), and demotes the units the stream read
  * through (consumed_to).  The amount is bounded by the cache: what it
  * holds beside the reader's own unit and the parked decoders' share
@@ -29,6 +30,15 @@
 
 /* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
 #define SEQ_SLACK (1u << 20)
+/*
+ * But only a read this large (the kernel's read-ahead requests are 16 KiB
+ * and up, growing to max_readahead) may continue a stream without touching
+ * its end (stream_continues).  A random 4 KiB pread reaches the daemon as
+ * one 4 KiB request at its own offset, and the kernel sends nothing after
+ * it (issue 32): such reads land within SEQ_SLACK of an earlier one
+ * every few reads, and each was taken for a stream.
+ */
+#define SEQ_LARGE (64u << 10)
 /* Reads that continue a stream of a remote source before it queues read-ahead (readahead_note). */
 #define SEQ_CONFIRM 2
 /*
@@ -330,6 +340,20 @@ static void queue_units(struct reader *r, uint64_t from, uint64_t to)
 	}
 }
 
+/*
+ * Whether a read of [off, off + len) continues a stream that has read up
+ * to e (0: none): one that passes e from at or before it (a reader in
+ * order, whatever its request size: tail | head, dd through direct I/O),
+ * or a large one near e (SEQ_LARGE: the kernel's parallel read-ahead
+ * requests, which may arrive out of order).
+ */
+static bool stream_continues(uint64_t e, uint64_t off, size_t len)
+{
+	if (!e || off + SEQ_SLACK < e || off > e + SEQ_SLACK)
+		return false;
+	return (off <= e && off + len > e) || len >= SEQ_LARGE;
+}
+
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
@@ -340,12 +364,9 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	if (!r->ctx->pool || r->opts.readahead == 0)
 		return;
 	pthread_mutex_lock(&r->lock);
-	for (i = 0; i < NSTREAMS; i++) {
-		uint64_t e = r->streams[i].end;
-
-		if (e && off + SEQ_SLACK >= e && off <= e + SEQ_SLACK)
+	for (i = 0; i < NSTREAMS; i++)
+		if (stream_continues(r->streams[i].end, off, len))
 			break;
-	}
 	if (i == NSTREAMS) {
 		i = r->next_stream++ % NSTREAMS;
 		stream_start(r, i, off, end, &from, &to);

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Read-ahead's stream detection (index/readahead.c, issue 32): random
+ * reads are not a stream, and real streams still are.  The reader runs
+ * over an in-memory source that counts the bytes it serves, local or
+ * remote (an object's), with read-ahead on a real pool, and is fed the
+ * requests a FUSE mount gets from the kernel.  Those were captured by
+ * stracing the daemon's reads of /dev/fuse (Linux 6.18, read_ahead_kb
+ * raised to 1 MiB, a 32 MiB .xz of 1 MiB Blocks):
+ *   - random 4 KiB preads, with or without FADV_RANDOM, and one
+ *     `dd bs=4k count=1 skip=N` per read: one 4 KiB request per read at
+ *     its own offset, nothing else (the kernel reads ahead only after an
+ *     access next to the last one);
+ *   - `tail -c +N | head`: contiguous requests from N of 12, 32, 124,
+ *     240, 480, 960 KiB, then 1 MiB each;
+ *   - `dd bs=4k` and `cat` from 0: contiguous requests of 16 or 256 KiB
+ *     growing to 1 MiB.
+ * A request through the mount that bypasses the page cache (direct_io, or
+ * an application reading its own 4 KiB pages with O_DIRECT) would be a
+ * stream of contiguous 4 KiB reads: that must still count as one.
+ * The assertions count bytes decoded and fetched, never time.
+ */
+#include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkutil.h"
+#include "pool.h"
+#include "reader.h"
+#include "reader_int.h" /* reader_unit_of and the backend's extent: what a read needs */
+#include "testutil.h"
+#include "zlog.h"
+#include "zmctx.h"
+
+#define KiB	  1024u
+#define MiB	  (1024u * KiB)
+#define TEXT_SIZE (8 * MiB)  /* 128 Blocks of 64 KiB */
+#define NREADS	  48u	     /* touch about 40 of them */
+#define CACHE	  (64 * MiB) /* holds the whole file: no unit is decoded twice */
+
+static char dir[PATH_MAX];
+static int gen_ok;
+static uint8_t *arch; /* the .xz in memory */
+static size_t arch_len;
+
+/* A source over arch that counts the bytes it serves; remote or local by its ops. */
+struct csrc {
+	struct zsrc z;
+	struct stat st;
+	atomic_uint_fast64_t bytes;
+};
+
+static ssize_t csrc_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
+{
+	struct csrc *s = (struct csrc *)z;
+
+	if (off >= arch_len)
+		return 0;
+	if (len > arch_len - off)
+		len = arch_len - off;
+	memcpy(buf, arch + off, len);
+	atomic_fetch_add(&s->bytes, len);
+	return (ssize_t)len;
+}
+
+static int csrc_stat(struct zsrc *z, struct stat *st)
+{
+	*st = ((struct csrc *)z)->st;
+	return 0;
+}
+
+static void csrc_free(struct zsrc *z)
+{
+	(void)z; /* the test's own */
+}
+
+static const struct zsrc_ops local_ops = { .pread = csrc_pread,
+					   .stat = csrc_stat,
+					   .free = csrc_free };
+static const struct zsrc_ops remote_ops = {
+	.pread = csrc_pread, .stat = csrc_stat, .free = csrc_free, .pinned = true, .remote = true
+};
+
+struct rig {
+	struct csrc src;
+	struct pool *pool;
+	struct zmctx *zm;
+	struct reader *r;
+	uint64_t opened; /* bytes the open fetched (Header, Index, Footer) */
+};
+
+static void rig_open(struct rig *g, bool remote)
+{
+	struct reader_opts ro;
+	struct zerr why = { 0 };
+
+	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
+	if (!arch) {
+		char path[PATH_MAX];
+
+		testutil_join(path, sizeof(path), dir, "text.xz");
+		arch = checkutil_slurp(path, &arch_len);
+	}
+	memset(g, 0, sizeof(*g));
+	zsrc_init(&g->src.z, remote ? &remote_ops : &local_ops);
+	g->src.st.st_mode = S_IFREG | 0444;
+	g->src.st.st_size = (off_t)arch_len;
+	g->src.st.st_mtime = 1700000000;
+	reader_opts_default(&ro, CACHE);
+	ck_assert_int_eq(pool_new(2, 64, &g->pool), 0);
+	ck_assert_int_eq(zmctx_new(CACHE, &g->zm), 0);
+	zmctx_set_pool(g->zm, g->pool);
+	ck_assert_msg(reader_open_src(zsrc_get(&g->src.z), "t.xz", g->zm, &ro, &g->r, &why) == 0,
+		      "open: %s", why.msg);
+	ck_assert_uint_eq(reader_size(g->r), TEXT_SIZE);
+	g->opened = atomic_load(&g->src.bytes);
+}
+
+static void rig_read(struct rig *g, uint64_t off, size_t len)
+{
+	static unsigned char buf[MiB];
+	ssize_t n;
+
+	ck_assert_uint_le(len, sizeof(buf));
+	n = reader_pread(g->r, buf, len, off);
+	ck_assert_int_eq(n, (ssize_t)(len < TEXT_SIZE - off ? len : TEXT_SIZE - off));
+}
+
+/* Waits for the read-ahead jobs, then gives the context's counters. */
+static void rig_counters(struct rig *g, struct reader_counters *c)
+{
+	reader_detach(g->r);
+	reader_get_counters(g->zm, c);
+}
+
+static void rig_close(struct rig *g)
+{
+	reader_close(g->r);
+	pool_free(g->pool);
+	zmctx_free(g->zm);
+}
+
+/*
+ * NREADS random page-aligned 4 KiB reads, each one request as the kernel
+ * sends it: decoded and fetched bytes stay within 1.1x of what the Blocks
+ * they touch hold, compressed and not.
+ */
+static void random_reads(bool remote)
+{
+	static uint8_t touched[TEXT_SIZE / (64 * KiB) + 1];
+	uint64_t need = 0, cneed = 0, x = 12345;
+	struct reader_counters c;
+	struct rig g;
+
+	memset(touched, 0, sizeof(touched));
+	rig_open(&g, remote);
+	for (unsigned i = 0; i < NREADS; i++) {
+		uint64_t off, us, cs, ce;
+		size_t ul, k;
+
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		off = ((x >> 33) % (TEXT_SIZE / 4096)) * 4096;
+		rig_read(&g, off, 4096);
+		k = reader_unit_of(g.r, off, &us, &ul);
+		ck_assert_uint_lt(k, sizeof(touched));
+		if (!touched[k]) {
+			touched[k] = 1;
+			need += ul;
+			g.r->f->extent(g.r, k, k, &cs, &ce);
+			cneed += ce - cs;
+		}
+	}
+	rig_counters(&g, &c);
+	uint64_t fetched = atomic_load(&g.src.bytes) - g.opened;
+	ck_assert_msg(c.decoded_bytes * 10 <= need * 11,
+		      "%s: %d random reads decoded %llu bytes (%llu of them ahead) for %llu "
+		      "needed (%.2fx)",
+		      remote ? "remote" : "local", NREADS, (unsigned long long)c.decoded_bytes,
+		      (unsigned long long)c.readahead_bytes, (unsigned long long)need,
+		      (double)c.decoded_bytes / (double)need);
+	ck_assert_msg(fetched * 10 <= cneed * 11,
+		      "%s: %d random reads fetched %llu bytes for %llu needed (%.2fx)",
+		      remote ? "remote" : "local", NREADS, (unsigned long long)fetched,
+		      (unsigned long long)cneed, (double)fetched / (double)cneed);
+	rig_close(&g);
+}
+
+START_TEST(random_reads_local_decode_what_they_touch)
+{
+	random_reads(false);
+}
+END_TEST
+
+START_TEST(random_reads_remote_fetch_what_they_touch)
+{
+	random_reads(true);
+}
+END_TEST
+
+/* Reads [from, from + total) in contiguous requests of sizes[0], sizes[1], ... (the last repeated).
+ */
+static void stream(struct rig *g, uint64_t from, uint64_t total, const size_t *sizes, size_t n)
+{
+	uint64_t off = from;
+
+	for (size_t i = 0; off < from + total; i++) {
+		size_t len = sizes[i < n ? i : n - 1];
+
+		rig_read(g, off, len);
+		off += len;
+	}
+}
+
+/* A stream of requests gets read-ahead: units decoded on the pool ahead of it. */
+static void expect_ahead(bool remote, uint64_t from, const size_t *sizes, size_t n)
+{
+	struct reader_counters c;
+	struct rig g;
+
+	rig_open(&g, remote);
+	stream(&g, from, 2 * MiB, sizes, n);
+	rig_counters(&g, &c);
+	ck_assert_msg(c.readahead_bytes > 0, "%s: a stream from %llu got no read-ahead",
+		      remote ? "remote" : "local", (unsigned long long)from);
+	rig_close(&g);
+}
+
+static const size_t tail_sizes[] = { 12 * KiB,	32 * KiB,  124 * KiB, 240 * KiB,
+				     480 * KiB, 960 * KiB, MiB };
+static const size_t cat_sizes[] = { 256 * KiB, 512 * KiB, MiB };
+static const size_t page_sizes[] = { 4 * KiB };
+
+START_TEST(tail_head_stream_reads_ahead)
+{
+	expect_ahead(false, 3 * MiB + 4096, tail_sizes, 7);
+	expect_ahead(true, 3 * MiB + 4096, tail_sizes, 7);
+}
+END_TEST
+
+START_TEST(cat_stream_reads_ahead)
+{
+	expect_ahead(false, 0, cat_sizes, 3);
+	expect_ahead(true, 0, cat_sizes, 3);
+}
+END_TEST
+
+START_TEST(page_by_page_stream_reads_ahead)
+{
+	expect_ahead(false, 5 * MiB, page_sizes, 1);
+	expect_ahead(true, 5 * MiB, page_sizes, 1);
+}
+END_TEST
+
+static int make_fixtures(void)
+{
+	char tmpl[] = "/tmp/check_readahead.XXXXXX", path[PATH_MAX];
+
+	if (!mkdtemp(tmpl))
+		return -1;
+	snprintf(dir, sizeof(dir), "%s", tmpl);
+	testutil_join(path, sizeof(path), dir, "text");
+	if (testutil_text(path, TEXT_SIZE, 11) < 0)
+		return -1;
+	if (testutil_sh(dir, "xz -k -1 -T1 --block-size=65536 text") != 0)
+		return -1;
+	return 0;
+}
+
+int main(void)
+{
+	const struct checkutil_case cases[] = {
+		{ "random_reads_local_decode_what_they_touch",
+		  random_reads_local_decode_what_they_touch, 0 },
+		{ "random_reads_remote_fetch_what_they_touch",
+		  random_reads_remote_fetch_what_they_touch, 0 },
+		{ "tail_head_stream_reads_ahead", tail_head_stream_reads_ahead, 0 },
+		{ "cat_stream_reads_ahead", cat_stream_reads_ahead, 0 },
+		{ "page_by_page_stream_reads_ahead", page_by_page_stream_reads_ahead, 0 },
+	};
+	SRunner *sr;
+	int failed;
+
+	zlog_set_level(ZLOG_ERROR);
+	gen_ok = make_fixtures() == 0;
+	sr = srunner_create(checkutil_suite("check_readahead", "readahead", cases,
+					    sizeof(cases) / sizeof(cases[0]), 120, 1, NULL));
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	free(arch);
+	if (dir[0])
+		testutil_sh(dir, "rm -rf '%s'", dir);
+	return failed || !gen_ok ? EXIT_FAILURE : EXIT_SUCCESS;
+}
