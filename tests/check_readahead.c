@@ -44,13 +44,21 @@
 
 static char dir[PATH_MAX];
 static int gen_ok;
-static uint8_t *arch; /* the .xz in memory */
-static size_t arch_len;
 
-/* A source over arch that counts the bytes it serves; remote or local by its ops. */
+/* An archive made by make_fixtures, read into memory at first use. */
+struct blob {
+	const char *name;
+	uint8_t *p;
+	size_t n;
+};
+static struct blob blocks64k = { "text.xz", NULL, 0 }; /* 64 KiB Blocks */
+
+/* A source over an archive in memory that counts the bytes it serves; remote or local by its ops.
+ */
 struct csrc {
 	struct zsrc z;
 	struct stat st;
+	const struct blob *a;
 	atomic_uint_fast64_t bytes;
 };
 
@@ -58,11 +66,11 @@ static ssize_t csrc_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
 {
 	struct csrc *s = (struct csrc *)z;
 
-	if (off >= arch_len)
+	if (off >= s->a->n)
 		return 0;
-	if (len > arch_len - off)
-		len = arch_len - off;
-	memcpy(buf, arch + off, len);
+	if (len > s->a->n - off)
+		len = s->a->n - off;
+	memcpy(buf, s->a->p + off, len);
 	atomic_fetch_add(&s->bytes, len);
 	return (ssize_t)len;
 }
@@ -93,31 +101,41 @@ struct rig {
 	uint64_t opened; /* bytes the open fetched (Header, Index, Footer) */
 };
 
-static void rig_open(struct rig *g, bool remote)
+/* Opens archive a over a counting source; ro as reader_opts_default's for CACHE if NULL. */
+static void rig_open_with(struct rig *g, bool remote, struct blob *a, const struct reader_opts *o)
 {
 	struct reader_opts ro;
 	struct zerr why = { 0 };
 
 	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
-	if (!arch) {
+	if (!a->p) {
 		char path[PATH_MAX];
 
-		testutil_join(path, sizeof(path), dir, "text.xz");
-		arch = checkutil_slurp(path, &arch_len);
+		testutil_join(path, sizeof(path), dir, a->name);
+		a->p = checkutil_slurp(path, &a->n);
 	}
 	memset(g, 0, sizeof(*g));
 	zsrc_init(&g->src.z, remote ? &remote_ops : &local_ops);
+	g->src.a = a;
 	g->src.st.st_mode = S_IFREG | 0444;
-	g->src.st.st_size = (off_t)arch_len;
+	g->src.st.st_size = (off_t)a->n;
 	g->src.st.st_mtime = 1700000000;
-	reader_opts_default(&ro, CACHE);
+	if (o)
+		ro = *o;
+	else
+		reader_opts_default(&ro, CACHE);
 	ck_assert_int_eq(pool_new(2, 64, &g->pool), 0);
 	ck_assert_int_eq(zmctx_new(CACHE, &g->zm), 0);
 	zmctx_set_pool(g->zm, g->pool);
-	ck_assert_msg(reader_open_src(zsrc_get(&g->src.z), "t.xz", g->zm, &ro, &g->r, &why) == 0,
-		      "open: %s", why.msg);
+	ck_assert_msg(reader_open_src(zsrc_get(&g->src.z), a->name, g->zm, &ro, &g->r, &why) == 0,
+		      "open %s: %s", a->name, why.msg);
 	ck_assert_uint_eq(reader_size(g->r), TEXT_SIZE);
 	g->opened = atomic_load(&g->src.bytes);
+}
+
+static void rig_open(struct rig *g, bool remote)
+{
+	rig_open_with(g, remote, &blocks64k, NULL);
 }
 
 static void rig_read(struct rig *g, uint64_t off, size_t len)
@@ -291,7 +309,7 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	free(arch);
+	free(blocks64k.p);
 	if (dir[0])
 		testutil_sh(dir, "rm -rf '%s'", dir);
 	return failed || !gen_ok ? EXIT_FAILURE : EXIT_SUCCESS;
