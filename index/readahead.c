@@ -354,6 +354,24 @@ static bool stream_continues(uint64_t e, uint64_t off, size_t len)
 	return (off <= e && off + len > e) || len >= SEQ_LARGE;
 }
 
+/*
+ * A read of [off, end) that reaches the end of its entry: the reader has
+ * read a wide entry through, and its checkpoint pass is queued if none ran
+ * (reader_ck_note).  The decoder's own note at the entry's end is not
+ * enough: when read-ahead decodes the last slice while the reader is still
+ * behind it, the pass that note queues gives way to the reader (streaming,
+ * in reader_ck.c) and, once that reader had its last slice from the cache,
+ * nobody queued it again: a full read left no checkpoints.
+ */
+static void ck_at_entry_end(struct reader *r, uint64_t off, uint64_t end)
+{
+	size_t k = cmap_find(&r->map, off);
+	uint64_t elen = cmap_len(&r->map, k);
+
+	if (end >= r->map.start[k] + elen)
+		reader_ck_note(r, k, elen);
+}
+
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
@@ -403,6 +421,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	 */
 	if (continued && off < reader_size(r))
 		reader_ck_yield(r, cmap_find(&r->map, off));
+	if (off < reader_size(r))
+		ck_at_entry_end(r, off, end);
 
 	/* Units the stream has read through go first when room is needed (bcache_demote). */
 	while (done_from < done_to) {
