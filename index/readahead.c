@@ -2,7 +2,7 @@
 /*
  * Read-ahead policy: which reads are sequential, and what to decode ahead
  * of them on the context's pool.  How it works: up to NSTREAMS streams per
- * reader, each where its last read ended (a read that passes that end
+ * reader, each where its last read ended (a read that starts there
  * continues it, and so does a large one near it: stream_continues).  A
  * read that continues a stream queues the units after it up to
  * ahead_end, one pool job each (prefetch_run fills a unit through
@@ -39,7 +39,10 @@
  * every few reads, and each was taken for a stream.
  */
 #define SEQ_LARGE (64u << 10)
-/* Reads that continue a stream of a remote source before it queues read-ahead (readahead_note). */
+/*
+ * Reads that continue a stream in order (where it ended) before it queues
+ * read-ahead (readahead_note): from a remote source; locally, one.
+ */
 #define SEQ_CONFIRM 2
 /*
  * Read-ahead looks at most this many units past a read (ahead_end), so a
@@ -342,16 +345,17 @@ static void queue_units(struct reader *r, uint64_t from, uint64_t to)
 
 /*
  * Whether a read of [off, off + len) continues a stream that has read up
- * to e (0: none): one that passes e from at or before it (a reader in
- * order, whatever its request size: tail | head, dd through direct I/O),
- * or a large one near e (SEQ_LARGE: the kernel's parallel read-ahead
- * requests, which may arrive out of order).
+ * to e (0: none): one that starts at e (a reader in order, whatever its
+ * request size: tail | head, dd through direct I/O; the kernel never asks
+ * twice for a page it holds), or a large one near e (SEQ_LARGE: the
+ * kernel's parallel read-ahead requests, which may arrive out of order).
+ * Only the first kind confirms a stream (readahead_note's hits).
  */
 static bool stream_continues(uint64_t e, uint64_t off, size_t len)
 {
 	if (!e || off + SEQ_SLACK < e || off > e + SEQ_SLACK)
 		return false;
-	return (off <= e && off + len > e) || len >= SEQ_LARGE;
+	return off == e || len >= SEQ_LARGE;
 }
 
 /*
@@ -392,6 +396,9 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	} else {
 		r->last_stream = i;
 		continued = true;
+		/* Only these count: large random reads land near each other too, never in order. */
+		if (off == r->streams[i].end)
+			r->streams[i].hits++;
 		if (end > r->streams[i].end)
 			r->streams[i].end = end;
 		from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
@@ -405,7 +412,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		 * wrong guess costs only CPU there, and a late start would
 		 * put the read-ahead out of step with a parked decoder).
 		 */
-		confirmed = ++r->streams[i].hits >= SEQ_CONFIRM || !r->src || !r->src->ops->remote;
+		confirmed = r->streams[i].hits >= SEQ_CONFIRM ||
+			    (r->streams[i].hits > 0 && (!r->src || !r->src->ops->remote));
 		to = confirmed ? ahead_end(r, end) : 0;
 		if (from < to)
 			r->streams[i].ahead = to;

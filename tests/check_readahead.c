@@ -166,11 +166,11 @@ static void rig_close(struct rig *g)
 }
 
 /*
- * NREADS random page-aligned 4 KiB reads, each one request as the kernel
- * sends it: decoded and fetched bytes stay within 1.1x of what the Blocks
- * they touch hold, compressed and not.
+ * NREADS random page-aligned reads of len bytes, each one request as the
+ * kernel sends it: decoded and fetched bytes stay within 1.1x of what the
+ * Blocks they touch hold, compressed and not.
  */
-static void random_reads(bool remote)
+static void random_reads(bool remote, size_t len)
 {
 	static uint8_t touched[TEXT_SIZE / (64 * KiB) + 1];
 	uint64_t need = 0, cneed = 0, x = 12345;
@@ -185,22 +185,26 @@ static void random_reads(bool remote)
 
 		x = x * 6364136223846793005u + 1442695040888963407u;
 		off = ((x >> 33) % (TEXT_SIZE / 4096)) * 4096;
-		rig_read(&g, off, 4096);
-		k = reader_unit_of(g.r, off, &us, &ul);
-		ck_assert_uint_lt(k, sizeof(touched));
-		if (!touched[k]) {
-			touched[k] = 1;
-			need += ul;
-			g.r->f->extent(g.r, k, k, &cs, &ce);
-			cneed += ce - cs;
+		if (off > TEXT_SIZE - len)
+			off = TEXT_SIZE - len;
+		rig_read(&g, off, len);
+		for (uint64_t at = off; at < off + len; at = us + ul) {
+			k = reader_unit_of(g.r, at, &us, &ul);
+			ck_assert_uint_lt(k, sizeof(touched));
+			if (!touched[k]) {
+				touched[k] = 1;
+				need += ul;
+				g.r->f->extent(g.r, k, k, &cs, &ce);
+				cneed += ce - cs;
+			}
 		}
 	}
 	rig_counters(&g, &c);
 	uint64_t fetched = atomic_load(&g.src.bytes) - g.opened;
 	ck_assert_msg(c.decoded_bytes * 10 <= need * 11,
-		      "%s: %d random reads decoded %llu bytes (%llu of them ahead) for %llu "
+		      "%s: %d random reads of %zu decoded %llu bytes (%llu of them ahead) for %llu "
 		      "needed (%.2fx)",
-		      remote ? "remote" : "local", NREADS, (unsigned long long)c.decoded_bytes,
+		      remote ? "remote" : "local", NREADS, len, (unsigned long long)c.decoded_bytes,
 		      (unsigned long long)c.readahead_bytes, (unsigned long long)need,
 		      (double)c.decoded_bytes / (double)need);
 	ck_assert_msg(fetched * 10 <= cneed * 11,
@@ -212,13 +216,25 @@ static void random_reads(bool remote)
 
 START_TEST(random_reads_local_decode_what_they_touch)
 {
-	random_reads(false);
+	random_reads(false, 4096);
 }
 END_TEST
 
 START_TEST(random_reads_remote_fetch_what_they_touch)
 {
-	random_reads(true);
+	random_reads(true, 4096);
+}
+END_TEST
+
+/*
+ * Random reads of 128 KiB (a database's pages, an application that
+ * advised FADV_RANDOM and reads large): as large as the kernel's own
+ * read-ahead requests, but none starts where another ended.
+ */
+START_TEST(large_random_reads_decode_what_they_touch)
+{
+	random_reads(false, 128 * KiB);
+	random_reads(true, 128 * KiB);
 }
 END_TEST
 
@@ -363,6 +379,8 @@ int main(void)
 		  random_reads_local_decode_what_they_touch, 0 },
 		{ "random_reads_remote_fetch_what_they_touch",
 		  random_reads_remote_fetch_what_they_touch, 0 },
+		{ "large_random_reads_decode_what_they_touch",
+		  large_random_reads_decode_what_they_touch, 0 },
 		{ "tail_head_stream_reads_ahead", tail_head_stream_reads_ahead, 0 },
 		{ "cat_stream_reads_ahead", cat_stream_reads_ahead, 0 },
 		{ "page_by_page_stream_reads_ahead", page_by_page_stream_reads_ahead, 0 },
