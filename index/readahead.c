@@ -2,9 +2,10 @@
 /*
  * Read-ahead policy: which reads are sequential, and what to decode ahead
  * of them on the context's pool.  How it works: up to NSTREAMS streams per
- * reader, each where its last read ended (a read within SEQ_SLACK of one
- * continues it).  A read that continues a stream queues the units after
- * it up to ahead_end, one pool job each (prefetch_run fills a unit through
+ * reader, each where its last read ended (a read that starts there
+ * continues it, and so does a large one near it: stream_continues).  A
+ * read that continues a stream queues the units after it up to
+ * ahead_end, one pool job each (prefetch_run fills a unit through
  * fill_entry, as a miss would), and demotes the units the stream read
  * through (consumed_to).  The amount is bounded by the cache: what it
  * holds beside the reader's own unit and the parked decoders' share
@@ -29,7 +30,19 @@
 
 /* Reads arrive out of order from the kernel's parallel read-ahead: this close counts as "next". */
 #define SEQ_SLACK (1u << 20)
-/* Reads that continue a stream of a remote source before it queues read-ahead (readahead_note). */
+/*
+ * But only a read this large (the kernel's read-ahead requests are 16 KiB
+ * and up, growing to max_readahead) may continue a stream without touching
+ * its end (stream_continues).  A random 4 KiB pread reaches the daemon as
+ * one 4 KiB request at its own offset, and the kernel sends nothing after
+ * it (issue 32): such reads land within SEQ_SLACK of an earlier one
+ * every few reads, and each was taken for a stream.
+ */
+#define SEQ_LARGE (64u << 10)
+/*
+ * Reads that continue a stream in order (where it ended) before it queues
+ * read-ahead (readahead_note): from a remote source; locally, one.
+ */
 #define SEQ_CONFIRM 2
 /*
  * Read-ahead looks at most this many units past a read (ahead_end), so a
@@ -330,6 +343,39 @@ static void queue_units(struct reader *r, uint64_t from, uint64_t to)
 	}
 }
 
+/*
+ * Whether a read of [off, off + len) continues a stream that has read up
+ * to e (0: none): one that starts at e (a reader in order, whatever its
+ * request size: tail | head, dd through direct I/O; the kernel never asks
+ * twice for a page it holds), or a large one near e (SEQ_LARGE: the
+ * kernel's parallel read-ahead requests, which may arrive out of order).
+ * Only the first kind confirms a stream (readahead_note's hits).
+ */
+static bool stream_continues(uint64_t e, uint64_t off, size_t len)
+{
+	if (!e || off + SEQ_SLACK < e || off > e + SEQ_SLACK)
+		return false;
+	return off == e || len >= SEQ_LARGE;
+}
+
+/*
+ * A read of [off, end) that reaches the end of its entry: the reader has
+ * read a wide entry through, and its checkpoint pass is queued if none ran
+ * (reader_ck_note).  The decoder's own note at the entry's end is not
+ * enough: when read-ahead decodes the last slice while the reader is still
+ * behind it, the pass that note queues gives way to the reader (streaming,
+ * in reader_ck.c) and, once that reader had its last slice from the cache,
+ * nobody queued it again: a full read left no checkpoints.
+ */
+static void ck_at_entry_end(struct reader *r, uint64_t off, uint64_t end)
+{
+	size_t k = cmap_find(&r->map, off);
+	uint64_t elen = cmap_len(&r->map, k);
+
+	if (end >= r->map.start[k] + elen)
+		reader_ck_note(r, k, elen);
+}
+
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
@@ -340,12 +386,9 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	if (!r->ctx->pool || r->opts.readahead == 0)
 		return;
 	pthread_mutex_lock(&r->lock);
-	for (i = 0; i < NSTREAMS; i++) {
-		uint64_t e = r->streams[i].end;
-
-		if (e && off + SEQ_SLACK >= e && off <= e + SEQ_SLACK)
+	for (i = 0; i < NSTREAMS; i++)
+		if (stream_continues(r->streams[i].end, off, len))
 			break;
-	}
 	if (i == NSTREAMS) {
 		i = r->next_stream++ % NSTREAMS;
 		stream_start(r, i, off, end, &from, &to);
@@ -353,6 +396,9 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	} else {
 		r->last_stream = i;
 		continued = true;
+		/* Only these count: large random reads land near each other too, never in order. */
+		if (off == r->streams[i].end)
+			r->streams[i].hits++;
 		if (end > r->streams[i].end)
 			r->streams[i].end = end;
 		from = r->streams[i].ahead > end ? r->streams[i].ahead : end;
@@ -366,7 +412,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		 * wrong guess costs only CPU there, and a late start would
 		 * put the read-ahead out of step with a parked decoder).
 		 */
-		confirmed = ++r->streams[i].hits >= SEQ_CONFIRM || !r->src || !r->src->ops->remote;
+		confirmed = r->streams[i].hits >= SEQ_CONFIRM ||
+			    (r->streams[i].hits > 0 && (!r->src || !r->src->ops->remote));
 		to = confirmed ? ahead_end(r, end) : 0;
 		if (from < to)
 			r->streams[i].ahead = to;
@@ -382,6 +429,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	 */
 	if (continued && off < reader_size(r))
 		reader_ck_yield(r, cmap_find(&r->map, off));
+	if (off < reader_size(r))
+		ck_at_entry_end(r, off, end);
 
 	/* Units the stream has read through go first when room is needed (bcache_demote). */
 	while (done_from < done_to) {

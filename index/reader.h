@@ -28,9 +28,11 @@
  * when decoding reaches its end, and a failure there fails later reads of
  * that entry (and calls opts.tainted).
  *
- * Read-ahead: a read that starts within 1 MiB of where an earlier one ended
- * (the kernel delivers its parallel read-ahead slightly out of order; up to
- * four interleaved streams are tracked) queues the next opts.readahead
+ * Read-ahead: a read that continues an earlier one (starts where it
+ * ended; or, 64 KiB or larger, starts within 1 MiB of that end: the kernel
+ * delivers its parallel read-ahead slightly out of order; up to four
+ * interleaved streams are tracked), once a read has started where the
+ * stream ended (from a remote source, two), queues the next opts.readahead
  * bytes' units on the context's pool (or, when units are wider than that, the next
  * one per worker), never more than the cache holds beside the reader's own
  * unit and the parked decoders' share, and asks the kernel for

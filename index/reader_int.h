@@ -207,6 +207,8 @@ void reader_ck_kick(struct reader *r, size_t k);
  * then, as for a far read, so a full sequential read leaves checkpoints
  * behind.  Not earlier: a pass beside the reader took a core from its
  * read-ahead (a cold sequential read of 1 GiB of xz ran 9% slower).
+ * readahead_note calls it too, for a read that reaches k's end (a decoder
+ * ahead of the reader got there first).  Any thread; never blocks.
  */
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos);
 /*

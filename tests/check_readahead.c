@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Read-ahead's stream detection (index/readahead.c, issue 32): random
+ * reads are not a stream, and real streams still are.  The reader runs
+ * over an in-memory source that counts the bytes it serves, local or
+ * remote (an object's), with read-ahead on a real pool, and is fed the
+ * requests a FUSE mount gets from the kernel.  Those were captured by
+ * stracing the daemon's reads of /dev/fuse (Linux 6.18, read_ahead_kb
+ * raised to 1 MiB, a 32 MiB .xz of 1 MiB Blocks):
+ *   - random 4 KiB preads, with or without FADV_RANDOM, and one
+ *     `dd bs=4k count=1 skip=N` per read: one 4 KiB request per read at
+ *     its own offset, nothing else (the kernel reads ahead only after an
+ *     access next to the last one);
+ *   - `tail -c +N | head`: contiguous requests from N of 12, 32, 124,
+ *     240, 480, 960 KiB, then 1 MiB each;
+ *   - `dd bs=4k` and `cat` from 0: contiguous requests of 16 or 256 KiB
+ *     growing to 1 MiB.
+ * A request through the mount that bypasses the page cache (direct_io, or
+ * an application reading its own 4 KiB pages with O_DIRECT) would be a
+ * stream of contiguous 4 KiB reads: that must still count as one.
+ * The assertions count bytes decoded and fetched, never time.
+ */
+#include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkutil.h"
+#include "pool.h"
+#include "reader.h"
+#include "reader_int.h" /* reader_unit_of and the backend's extent: what a read needs */
+#include "testutil.h"
+#include "zlog.h"
+#include "zmctx.h"
+
+#define KiB	  1024u
+#define MiB	  (1024u * KiB)
+#define TEXT_SIZE (8 * MiB)  /* 128 Blocks of 64 KiB */
+#define NREADS	  48u	     /* touch about 40 of them */
+#define CACHE	  (64 * MiB) /* holds the whole file: no unit is decoded twice */
+
+static char dir[PATH_MAX];
+static int gen_ok;
+
+/* An archive made by make_fixtures, read into memory at first use. */
+struct blob {
+	const char *name;
+	uint8_t *p;
+	size_t n;
+};
+static struct blob blocks64k = { "text.xz", NULL, 0 }; /* 64 KiB Blocks */
+static struct blob one_block = { "one.xz", NULL, 0 };  /* one Block */
+static struct blob one_frame = { "one.zst", NULL, 0 }; /* one frame */
+
+/* A source over an archive in memory that counts the bytes it serves; remote or local by its ops.
+ */
+struct csrc {
+	struct zsrc z;
+	struct stat st;
+	const struct blob *a;
+	atomic_uint_fast64_t bytes;
+};
+
+static ssize_t csrc_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
+{
+	struct csrc *s = (struct csrc *)z;
+
+	if (off >= s->a->n)
+		return 0;
+	if (len > s->a->n - off)
+		len = s->a->n - off;
+	memcpy(buf, s->a->p + off, len);
+	atomic_fetch_add(&s->bytes, len);
+	return (ssize_t)len;
+}
+
+static int csrc_stat(struct zsrc *z, struct stat *st)
+{
+	*st = ((struct csrc *)z)->st;
+	return 0;
+}
+
+static void csrc_free(struct zsrc *z)
+{
+	(void)z; /* the test's own */
+}
+
+static const struct zsrc_ops local_ops = { .pread = csrc_pread,
+					   .stat = csrc_stat,
+					   .free = csrc_free };
+static const struct zsrc_ops remote_ops = {
+	.pread = csrc_pread, .stat = csrc_stat, .free = csrc_free, .pinned = true, .remote = true
+};
+
+struct rig {
+	struct csrc src;
+	struct pool *pool;
+	struct zmctx *zm;
+	struct reader *r;
+	uint64_t opened; /* bytes the open fetched (Header, Index, Footer) */
+};
+
+/* Opens archive a over a counting source; ro as reader_opts_default's for CACHE if NULL. */
+static void rig_open_with(struct rig *g, bool remote, struct blob *a, const struct reader_opts *o)
+{
+	struct reader_opts ro;
+	struct zerr why = { 0 };
+
+	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
+	if (!a->p) {
+		char path[PATH_MAX];
+
+		testutil_join(path, sizeof(path), dir, a->name);
+		a->p = checkutil_slurp(path, &a->n);
+	}
+	memset(g, 0, sizeof(*g));
+	zsrc_init(&g->src.z, remote ? &remote_ops : &local_ops);
+	g->src.a = a;
+	g->src.st.st_mode = S_IFREG | 0444;
+	g->src.st.st_size = (off_t)a->n;
+	g->src.st.st_mtime = 1700000000;
+	if (o)
+		ro = *o;
+	else
+		reader_opts_default(&ro, CACHE);
+	ck_assert_int_eq(pool_new(2, 64, &g->pool), 0);
+	ck_assert_int_eq(zmctx_new(CACHE, &g->zm), 0);
+	zmctx_set_pool(g->zm, g->pool);
+	ck_assert_msg(reader_open_src(zsrc_get(&g->src.z), a->name, g->zm, &ro, &g->r, &why) == 0,
+		      "open %s: %s", a->name, why.msg);
+	ck_assert_uint_eq(reader_size(g->r), TEXT_SIZE);
+	g->opened = atomic_load(&g->src.bytes);
+}
+
+static void rig_open(struct rig *g, bool remote)
+{
+	rig_open_with(g, remote, &blocks64k, NULL);
+}
+
+static void rig_read(struct rig *g, uint64_t off, size_t len)
+{
+	static unsigned char buf[MiB];
+	ssize_t n;
+
+	ck_assert_uint_le(len, sizeof(buf));
+	n = reader_pread(g->r, buf, len, off);
+	ck_assert_int_eq(n, (ssize_t)(len < TEXT_SIZE - off ? len : TEXT_SIZE - off));
+}
+
+/* Waits for the read-ahead jobs, then gives the context's counters. */
+static void rig_counters(struct rig *g, struct reader_counters *c)
+{
+	reader_detach(g->r);
+	reader_get_counters(g->zm, c);
+}
+
+static void rig_close(struct rig *g)
+{
+	reader_close(g->r);
+	pool_free(g->pool);
+	zmctx_free(g->zm);
+}
+
+/*
+ * NREADS random page-aligned reads of len bytes, each one request as the
+ * kernel sends it: decoded and fetched bytes stay within 1.1x of what the
+ * Blocks they touch hold, compressed and not.
+ */
+static void random_reads(bool remote, size_t len)
+{
+	static uint8_t touched[TEXT_SIZE / (64 * KiB) + 1];
+	uint64_t need = 0, cneed = 0, x = 12345;
+	struct reader_counters c;
+	struct rig g;
+
+	memset(touched, 0, sizeof(touched));
+	rig_open(&g, remote);
+	for (unsigned i = 0; i < NREADS; i++) {
+		uint64_t off, us, cs, ce;
+		size_t ul, k;
+
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		off = ((x >> 33) % (TEXT_SIZE / 4096)) * 4096;
+		if (off > TEXT_SIZE - len)
+			off = TEXT_SIZE - len;
+		rig_read(&g, off, len);
+		for (uint64_t at = off; at < off + len; at = us + ul) {
+			k = reader_unit_of(g.r, at, &us, &ul);
+			ck_assert_uint_lt(k, sizeof(touched));
+			if (!touched[k]) {
+				touched[k] = 1;
+				need += ul;
+				g.r->f->extent(g.r, k, k, &cs, &ce);
+				cneed += ce - cs;
+			}
+		}
+	}
+	rig_counters(&g, &c);
+	uint64_t fetched = atomic_load(&g.src.bytes) - g.opened;
+	ck_assert_msg(c.decoded_bytes * 10 <= need * 11,
+		      "%s: %d random reads of %zu decoded %llu bytes (%llu of them ahead) for %llu "
+		      "needed (%.2fx)",
+		      remote ? "remote" : "local", NREADS, len, (unsigned long long)c.decoded_bytes,
+		      (unsigned long long)c.readahead_bytes, (unsigned long long)need,
+		      (double)c.decoded_bytes / (double)need);
+	ck_assert_msg(fetched * 10 <= cneed * 11,
+		      "%s: %d random reads fetched %llu bytes for %llu needed (%.2fx)",
+		      remote ? "remote" : "local", NREADS, (unsigned long long)fetched,
+		      (unsigned long long)cneed, (double)fetched / (double)cneed);
+	rig_close(&g);
+}
+
+START_TEST(random_reads_local_decode_what_they_touch)
+{
+	random_reads(false, 4096);
+}
+END_TEST
+
+START_TEST(random_reads_remote_fetch_what_they_touch)
+{
+	random_reads(true, 4096);
+}
+END_TEST
+
+/*
+ * Random reads of 128 KiB (a database's pages, an application that
+ * advised FADV_RANDOM and reads large): as large as the kernel's own
+ * read-ahead requests, but none starts where another ended.
+ */
+START_TEST(large_random_reads_decode_what_they_touch)
+{
+	random_reads(false, 128 * KiB);
+	random_reads(true, 128 * KiB);
+}
+END_TEST
+
+/* Reads [from, from + total) in contiguous requests of sizes[0], sizes[1], ... (the last repeated).
+ */
+static void stream(struct rig *g, uint64_t from, uint64_t total, const size_t *sizes, size_t n)
+{
+	uint64_t off = from;
+
+	for (size_t i = 0; off < from + total; i++) {
+		size_t len = sizes[i < n ? i : n - 1];
+
+		rig_read(g, off, len);
+		off += len;
+	}
+}
+
+/* A stream of requests gets read-ahead: units decoded on the pool ahead of it. */
+static void expect_ahead(bool remote, uint64_t from, const size_t *sizes, size_t n)
+{
+	struct reader_counters c;
+	struct rig g;
+
+	rig_open(&g, remote);
+	stream(&g, from, 2 * MiB, sizes, n);
+	rig_counters(&g, &c);
+	ck_assert_msg(c.readahead_bytes > 0, "%s: a stream from %llu got no read-ahead",
+		      remote ? "remote" : "local", (unsigned long long)from);
+	rig_close(&g);
+}
+
+static const size_t tail_sizes[] = { 12 * KiB,	32 * KiB,  124 * KiB, 240 * KiB,
+				     480 * KiB, 960 * KiB, MiB };
+static const size_t cat_sizes[] = { 256 * KiB, 512 * KiB, MiB };
+static const size_t page_sizes[] = { 4 * KiB };
+
+START_TEST(tail_head_stream_reads_ahead)
+{
+	expect_ahead(false, 3 * MiB + 4096, tail_sizes, 7);
+	expect_ahead(true, 3 * MiB + 4096, tail_sizes, 7);
+}
+END_TEST
+
+START_TEST(cat_stream_reads_ahead)
+{
+	expect_ahead(false, 0, cat_sizes, 3);
+	expect_ahead(true, 0, cat_sizes, 3);
+}
+END_TEST
+
+START_TEST(page_by_page_stream_reads_ahead)
+{
+	expect_ahead(false, 5 * MiB, page_sizes, 1);
+	expect_ahead(true, 5 * MiB, page_sizes, 1);
+}
+END_TEST
+
+/*
+ * Waits until r's checkpoint passes and read-ahead jobs are done (the
+ * daemon going idle), for at most 30 s: whether a pass is queued is only
+ * known by r->ck_jobs.
+ */
+static void wait_idle(struct reader *r)
+{
+	for (int i = 0; i < 3000; i++) {
+		unsigned jobs;
+
+		pthread_mutex_lock(&r->lock);
+		jobs = r->ck_jobs + r->jobs;
+		pthread_mutex_unlock(&r->lock);
+		if (jobs == 0)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("the reader's jobs did not end in 30 s");
+}
+
+/*
+ * A full sequential read of a wide one-unit file leaves checkpoints behind
+ * (reader_ck_note) also when read-ahead decodes the last slice while the
+ * reader is a request behind: the pass queued then gives way to the reader
+ * streaming the unit, and must be queued again when the reader gets to the
+ * end, though its last request is a cache hit.  The order is forced: all
+ * but the last MiB, idle, then the last MiB.
+ */
+static void full_read_leaves_checkpoints(struct blob *a)
+{
+	struct reader_opts ro;
+	struct reader_counters c;
+	struct rig g;
+
+	reader_opts_default(&ro, CACHE);
+	ro.ck_span = MiB; /* 8 spans: a wide entry */
+	rig_open_with(&g, false, a, &ro);
+	ck_assert_uint_eq(g.r->map.n, 1);
+	ck_assert_uint_eq(g.r->ckable[0], CKABLE_WIDE);
+	stream(&g, 0, TEXT_SIZE - MiB, cat_sizes, 3);
+	wait_idle(g.r);
+	reader_get_counters(g.zm, &c);
+	/* the premise: read-ahead had decoded the unit to its end */
+	ck_assert_uint_ge(c.decoded_bytes, TEXT_SIZE);
+	rig_read(&g, TEXT_SIZE - MiB, MiB);
+	wait_idle(g.r);
+	ck_assert_msg(reader_ck_set(g.r, 0) != NULL, "%s: no checkpoints after a full read",
+		      a->name);
+	rig_close(&g);
+}
+
+START_TEST(full_read_of_one_block_leaves_checkpoints)
+{
+	full_read_leaves_checkpoints(&one_block);
+}
+END_TEST
+
+START_TEST(full_read_of_one_frame_leaves_checkpoints)
+{
+	full_read_leaves_checkpoints(&one_frame);
+}
+END_TEST
+
+static int make_fixtures(void)
+{
+	char tmpl[] = "/tmp/check_readahead.XXXXXX", path[PATH_MAX];
+
+	if (!mkdtemp(tmpl))
+		return -1;
+	snprintf(dir, sizeof(dir), "%s", tmpl);
+	testutil_join(path, sizeof(path), dir, "text");
+	if (testutil_text(path, TEXT_SIZE, 11) < 0)
+		return -1;
+	if (testutil_sh(dir,
+			"xz -k -1 -T1 --block-size=65536 text && xz -1 -T1 -c text > one.xz && "
+			"zstd -q -3 text -o one.zst") != 0)
+		return -1;
+	return 0;
+}
+
+int main(void)
+{
+	const struct checkutil_case cases[] = {
+		{ "random_reads_local_decode_what_they_touch",
+		  random_reads_local_decode_what_they_touch, 0 },
+		{ "random_reads_remote_fetch_what_they_touch",
+		  random_reads_remote_fetch_what_they_touch, 0 },
+		{ "large_random_reads_decode_what_they_touch",
+		  large_random_reads_decode_what_they_touch, 0 },
+		{ "tail_head_stream_reads_ahead", tail_head_stream_reads_ahead, 0 },
+		{ "cat_stream_reads_ahead", cat_stream_reads_ahead, 0 },
+		{ "page_by_page_stream_reads_ahead", page_by_page_stream_reads_ahead, 0 },
+		{ "full_read_of_one_block_leaves_checkpoints",
+		  full_read_of_one_block_leaves_checkpoints, 0 },
+		{ "full_read_of_one_frame_leaves_checkpoints",
+		  full_read_of_one_frame_leaves_checkpoints, 0 },
+	};
+	SRunner *sr;
+	int failed;
+
+	zlog_set_level(getenv("DBG") ? ZLOG_DEBUG : ZLOG_ERROR);
+	gen_ok = make_fixtures() == 0;
+	sr = srunner_create(checkutil_suite("check_readahead", "readahead", cases,
+					    sizeof(cases) / sizeof(cases[0]), 120, 1, NULL));
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	free(blocks64k.p);
+	free(one_block.p);
+	free(one_frame.p);
+	if (dir[0])
+		testutil_sh(dir, "rm -rf '%s'", dir);
+	return failed || !gen_ok ? EXIT_FAILURE : EXIT_SUCCESS;
+}
