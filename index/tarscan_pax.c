@@ -309,19 +309,7 @@ int tarscan_map_text(struct tarscan *s)
 
 const char *tarscan_map_check(const struct tarscan *s, uint64_t realsize, uint64_t stored)
 {
-	uint64_t end = 0, sum = 0;
-
 	if (s->map_bad)
 		return s->map_why ? s->map_why : "a malformed sparse map";
-	for (size_t i = 0; i < s->map_n; i++) {
-		const struct tar_extent *e = &s->map[i];
-
-		if (e->off < end || e->len > realsize || e->off > realsize - e->len)
-			return "a sparse map with extents out of order or past the file's size";
-		end = e->off + e->len;
-		sum += e->len;
-	}
-	if (sum != stored)
-		return "a sparse map whose extents do not add up to the stored data";
-	return NULL;
+	return tartab_extents_check(s->map, s->map_n, realsize, stored);
 }

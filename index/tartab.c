@@ -199,3 +199,17 @@ const struct tar_member *tartab_link_target(const struct tartab *t, size_t i)
 	}
 	return NULL;
 }
+
+const char *tartab_extents_check(const struct tar_extent *e, size_t n, uint64_t size,
+				 uint64_t stored)
+{
+	uint64_t end = 0, sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].off < end || e[i].len > size || e[i].off > size - e[i].len)
+			return "a sparse map with extents out of order or past the file's size";
+		end = e[i].off + e[i].len;
+		sum += e[i].len;
+	}
+	return sum == stored ? NULL : "a sparse map whose extents do not add up to the stored data";
+}

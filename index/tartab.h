@@ -124,6 +124,13 @@ int tartab_locate(const struct tartab *t, const struct tar_member *m, uint64_t o
 		  uint64_t *run);
 
 /*
+ * Whether n extents fit a sparse member of expanded size size with stored bytes in the
+ * archive: in order, not overlapping, inside size, adding up to stored.  NULL, or why not.
+ */
+const char *tartab_extents_check(const struct tar_extent *e, size_t n, uint64_t size,
+				 uint64_t stored);
+
+/*
  * The member whose data a hard link m (at index i) shows: the last
  * regular file before it with its link name, or NULL.  Linear in i.
  */

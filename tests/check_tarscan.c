@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idxhash.h"
+#include "le.h"
 #include "tarscan.h"
 #include "tartab.h"
 
@@ -628,24 +630,35 @@ static void same_table(const struct res *x, const struct res *y, const char *how
 	ck_assert_msg(memcmp(x->t.sp, y->t.sp, x->t.sp_n * sizeof(*x->t.sp)) == 0, "%s", how);
 }
 
-START_TEST(same_table_in_any_chunks)
+/* The archive of same_table_in_any_chunks: every kind of member. */
+static void every_kind(struct arc *a)
 {
-	struct arc a = { 0 };
-	struct res whole, r;
 	char x[512] = "", name[300];
 
 	memset(name, 'n', 299);
 	name[299] = 0;
-	ext(&a, 'L', name, 300);
-	entry(&a, "x", '0', "long", NULL);
+	ext(a, 'L', name, 300);
+	entry(a, "x", '0', "long", NULL);
 	rec(x, "path", "pax/path");
 	rec(x, "mtime", "5.5");
-	ext(&a, 'x', x, strlen(x));
-	entry(&a, "y", '0', "data of y", NULL);
-	entry(&a, "/abs", '0', "dropped", NULL);
-	sparse_archive(&a);
+	rec(x, "uname", "someone");
+	ext(a, 'x', x, strlen(x));
+	entry(a, "y", '0', "data of y", NULL);
+	entry(a, "/abs", '0', "dropped", NULL);
+	entry(a, "d/", '5', NULL, NULL);
+	entry(a, "d/s", '2', NULL, "../x");
+	entry(a, "d/h", '1', NULL, "x");
+	sparse_archive(a);
+}
+
+START_TEST(same_table_in_any_chunks)
+{
+	struct arc a = { 0 };
+	struct res whole, r;
+
+	every_kind(&a);
 	scan(&a, SIZE_MAX, 0, a.len, 0, &whole);
-	ck_assert_msg(whole.ret == 0 && whole.t.n == 7, "%s %zu", whole.why.msg, whole.t.n);
+	ck_assert_msg(whole.ret == 0 && whole.t.n == 10, "%s %zu", whole.why.msg, whole.t.n);
 	scan(&a, 1, 0, a.len, 0, &r);
 	same_table(&whole, &r, "one byte at a time");
 	done(&r, NULL);
@@ -658,6 +671,101 @@ START_TEST(same_table_in_any_chunks)
 		done(&r, NULL);
 	}
 	done(&whole, &a);
+}
+END_TEST
+
+static void reseal(uint8_t *b, size_t len)
+{
+	put_le(b + len - 8, idxhash_crc64(b, len - 8), 8);
+}
+
+START_TEST(saved_form_round_trips)
+{
+	struct arc a = { 0 };
+	struct res r, back;
+	uint8_t *b;
+	size_t len;
+	struct zerr why;
+
+	every_kind(&a);
+	scan(&a, SIZE_MAX, 0, a.len, 0, &r);
+	ck_assert_msg(r.ret == 0 && r.t.n == 10, "%s %zu", r.why.msg, r.t.n);
+	ck_assert_int_eq(tartab_encode(&r.t, a.len, &b, &len), 0);
+	memset(&back, 0, sizeof(back));
+	tartab_init(&back.t, 0);
+	ck_assert_msg(tartab_decode(&back.t, b, len, a.len, &why) == 0, "%s", why.msg);
+	back.drops = r.drops = 0;
+	same_table(&r, &back, "decoded");
+	ck_assert_uint_eq(back.t.dropped, 1);
+	tartab_free(&back.t);
+	/* another archive size, every cut, every flipped byte: refused, never a crash */
+	ck_assert_int_eq(tartab_decode(&back.t, b, len, a.len - 1, &why), -EINVAL);
+	for (size_t cut = 0; cut < len; cut++) {
+		reseal(b, len);
+		ck_assert_int_eq(tartab_decode(&back.t, b, cut, a.len, &why), -EINVAL);
+	}
+	for (size_t i = 0; i < len - 8; i++) {
+		for (int bit = 0; bit < 8; bit++) {
+			b[i] ^= (uint8_t)(1 << bit);
+			ck_assert_int_eq(tartab_decode(&back.t, b, len, a.len, &why), -EINVAL);
+			reseal(b, len);
+			if (tartab_decode(&back.t, b, len, a.len, &why) == 0)
+				tartab_free(&back.t);
+			b[i] ^= (uint8_t)(1 << bit);
+			reseal(b, len);
+		}
+	}
+	free(b);
+	done(&r, &a);
+}
+END_TEST
+
+/* Encodes t and decodes it; returns the decode's result and its message in why. */
+static int round_trip(struct tartab *t, uint64_t asize, struct zerr *why)
+{
+	struct tartab back;
+	uint8_t *b;
+	size_t len;
+	int ret;
+
+	ck_assert_int_eq(tartab_encode(t, asize, &b, &len), 0);
+	tartab_init(&back, 0);
+	ret = tartab_decode(&back, b, len, asize, why);
+	tartab_free(&back);
+	free(b);
+	return ret;
+}
+
+START_TEST(decode_rejects_what_a_scan_cannot_make)
+{
+	struct tartab t;
+	struct tar_member m = { .hdr_off = 0, .data_off = 512, .stored = 100, .size = 100 };
+	struct tar_extent e[2] = { { 10, 60 }, { 50, 40 } };
+	struct zerr why;
+
+	tartab_init(&t, 0);
+	ck_assert_int_eq(tartab_add(&t, &m, "a/../b", NULL, 0, "", "", NULL, 0), 0);
+	ck_assert_int_eq(round_trip(&t, 1024, &why), -EINVAL);
+	ck_assert_msg(strstr(why.msg, "member 0: an unsafe"), "%s", why.msg);
+	tartab_free(&t);
+	/* overlapping members */
+	ck_assert_int_eq(tartab_add(&t, &m, "a", NULL, 0, "", "", NULL, 0), 0);
+	m.hdr_off = 512;
+	m.data_off = 1024;
+	ck_assert_int_eq(tartab_add(&t, &m, "b", NULL, 0, "", "", NULL, 0), 0);
+	ck_assert_int_eq(round_trip(&t, 4096, &why), -EINVAL);
+	ck_assert_msg(strstr(why.msg, "member 1: a member overlapping"), "%s", why.msg);
+	/* past the archive */
+	ck_assert_int_eq(round_trip(&t, 1100, &why), -EINVAL);
+	tartab_free(&t);
+	/* a sparse map whose extents overlap */
+	m.hdr_off = 0;
+	m.data_off = 512;
+	m.flags = TAR_SPARSE;
+	ck_assert_int_eq(tartab_add(&t, &m, "s", NULL, 0, "", "", e, 2), 0);
+	ck_assert_int_eq(round_trip(&t, 4096, &why), -EINVAL);
+	ck_assert_msg(strstr(why.msg, "out of order"), "%s", why.msg);
+	tartab_free(&t);
 }
 END_TEST
 
@@ -679,6 +787,8 @@ static Suite *tarscan_suite(void)
 	tcase_add_test(tc, bad_sparse_map_drops_the_member);
 	tcase_add_test(tc, the_cap_stops_the_scan);
 	tcase_add_test(tc, same_table_in_any_chunks);
+	tcase_add_test(tc, saved_form_round_trips);
+	tcase_add_test(tc, decode_rejects_what_a_scan_cannot_make);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
