@@ -37,7 +37,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=${JOBS:-$(nproc)}
 fuzz_seconds=${FUZZ_SECONDS:-60}
-fuzz_targets=(xz gz idxfile opts zstd lzma2 xzckpt zstdckpt_blob)
+fuzz_targets=(xz gz idxfile opts zstd lzma2 xzckpt zstdckpt_blob tarscan)
 # Under TSan: the tests that share the cache, the reader and the read-ahead
 # pool between threads (of check_reader, its threaded case only: see
 # tests/CMakeLists.txt), and two mount tests that drive the daemon's

@@ -14,7 +14,7 @@
 #       "fuzz TARGET: N execs in S s (E/s), corpus C, crashes K"
 #       Exit 0 when no crash was found, 1 otherwise.
 #
-# TARGET is xz, gz, idxfile, opts, zstd, lzma2, xzckpt or zstdckpt_blob.  Per target:
+# TARGET is xz, gz, idxfile, opts, zstd, lzma2, xzckpt, zstdckpt_blob or tarscan.  Per target:
 #   max_len   the largest input fuzzing makes (replay runs files whole);
 #   malloc    the largest single allocation allowed (-malloc_limit_mb): each
 #             is what the code under test may legitimately need, with room:
@@ -25,6 +25,7 @@
 #             lzma2: three 256 KiB output buffers and two 1 MiB dictionaries.
 #             xzckpt: a 64 KiB dictionary and a payload of at most 2 * 64 KiB.
 #             zstdckpt_blob: a 128 KiB window; a blob's payload at most 9x that.
+#             tarscan: the harness caps each table at 16 MiB of counted bytes.
 # Every target: -rss_limit_mb=1024, -timeout=20 s per input (a hang is a crash).
 set -euo pipefail
 
@@ -38,6 +39,7 @@ limits() { # limits TARGET -> "max_len malloc_mb"
 	lzma2) echo "65536 64" ;;
 	xzckpt) echo "65536 64" ;;
 	zstdckpt_blob) echo "4096 64" ;;
+	tarscan) echo "65536 64" ;;
 	*) echo "fuzz.sh: unknown target '$1'" >&2; return 2 ;;
 	esac
 }

@@ -207,8 +207,23 @@ l tiny "$work/tiny" preset=6,dict=4KiB
 cat "$work/rnd" "$work/words40k" "$work/rnd" "$work/words40k" >"$work/mix"
 l mix "$work/mix" preset=6,dict=64KiB
 
+echo "== tarscan seeds (GNU tar's formats, small)"
+mkdir -p "$out/tarscan" "$work/tree/d"
+printf 'hello\n' >"$work/tree/d/f"
+ln -s f "$work/tree/d/s"
+ln "$work/tree/d/f" "$work/tree/d/h"
+ln=$(printf 'n%.0s' $(seq 150))
+printf x >"$work/tree/$ln"
+head -c 1024 "$work/rnd" >"$work/tree/sp"
+truncate -s 40000 "$work/tree/sp"
+for f in v7 ustar; do tar --format=$f -C "$work/tree" -cf "$out/tarscan/$f.tar" d; done
+for f in gnu oldgnu pax; do tar --format=$f -S -C "$work/tree" -cf "$out/tarscan/$f.tar" .; done
+for v in 0.0 0.1 1.0; do
+	tar --format=pax --sparse-version=$v -C "$work/tree" -cf "$out/tarscan/pax-sparse$v.tar" sp
+done
+
 # one record of what was made, for the log of whoever runs this
-for d in xz gz idxfile opts zstd lzma2; do
+for d in xz gz idxfile opts zstd lzma2 tarscan; do
 	printf '%-8s %4d files, %7d KiB\n' "$d" "$(ls "$out/$d" | wc -l)" "$(du -sk "$out/$d" | cut -f1)"
 done
 touch "$out/.complete"
