@@ -5,7 +5,7 @@
  * a mount.  A development tool until the mount shows tars as directories
  * (issue 34): not installed.
  *   zmount-tar list [-o] [-T] [-t TABLE] FILE  members, as tar tvf lists them
- *   zmount-tar cat [-t TABLE] FILE MEMBER      a member's bytes
+ *   zmount-tar cat [-v] [-t TABLE] FILE MEMBER a member's bytes
  *   zmount-tar save FILE TABLE                 the table, in its saved form
  * Exit status: 0 done, 1 bad usage or not an archive, 2 a read failed or
  * the tar is damaged (the members before the damage are still listed).
@@ -35,6 +35,7 @@
 
 #define LIST_OFFSETS 1 /* -o */
 #define LIST_FULL    2 /* -T */
+#define STATS	     4 /* -v */
 
 struct tool {
 	const char *file; /* as given */
@@ -303,7 +304,8 @@ static int usage(int ret)
 		"The members of a tar inside an .xz, .gz or .zst file or object, or a plain tar.\n"
 		"  list [-o] [-T] [-t TABLE] FILE  list them as tar tvf does (-o: header and\n"
 		"                                data offsets first; -T: as --full-time)\n"
-		"  cat [-t TABLE] FILE MEMBER    write one member's bytes to stdout\n"
+		"  cat [-v] [-t TABLE] FILE MEMBER  write one member's bytes to stdout (-v: the\n"
+		"                                bytes decoded for it, on stderr)\n"
 		"  save FILE TABLE               write the member table to TABLE\n"
 		"  -t TABLE reads the table save wrote instead of scanning the archive.\n" TOOLSRC_HELP
 		"Exit status: 0 done, 1 usage or not an archive, 2 a read failed or the tar\n"
@@ -331,7 +333,18 @@ static int run(struct tool *tl, const char *cmd, const char *table, int flags, c
 			m ? "not a regular file" : "no such member");
 		return ret ? ret : 1;
 	}
-	return cat_member(tl, m);
+	ret = cat_member(tl, m);
+	if ((flags & STATS) && tl->r) {
+		struct reader_info in;
+
+		/* what random access cost: decoded bytes against the member's */
+		reader_get_info(tl->r, &in);
+		fprintf(stderr,
+			"zmount-tar: %s: member of %" PRIu64 " bytes at %" PRIu64 ": %" PRIu64
+			" bytes decoded of %" PRIu64 "\n",
+			tl->name, m->size, m->data_off, in.decoded, in.usize);
+	}
+	return ret;
 }
 
 int main(int argc, char *argv[])
@@ -352,11 +365,13 @@ int main(int argc, char *argv[])
 		return usage(1);
 	cmd = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "+oTt:")) != -1) {
+	while ((opt = getopt(argc, argv, "+oTvt:")) != -1) {
 		if (opt == 'o')
 			flags |= LIST_OFFSETS;
 		else if (opt == 'T')
 			flags |= LIST_FULL;
+		else if (opt == 'v')
+			flags |= STATS;
 		else if (opt == 't')
 			table = optarg;
 		else
