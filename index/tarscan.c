@@ -513,6 +513,8 @@ static int on_header(struct tarscan *s)
 	if (c == 'V' || c == 'M') {
 		/* A volume label is no member; a continued one from another volume has no start. */
 		s->cur.hdr_off = s->first_hdr;
+		if (c == 'M' && member_names(s, h) < 0)
+			return tarscan_fail(s, -ENOMEM, off, "out of memory");
 		if (c == 'M')
 			drop(s, "a member continued from another volume");
 		set_skip(s, c == 'M' ? size : 0, c == 'M' ? pad_of(size) : 0);
