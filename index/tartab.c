@@ -160,7 +160,7 @@ static size_t extent_at(const struct tar_extent *e, size_t n, uint64_t off)
 int tartab_locate(const struct tartab *t, const struct tar_member *m, uint64_t off, uint64_t *aoff,
 		  uint64_t *run)
 {
-	const struct tar_extent *e = t->sp + m->sp;
+	const struct tar_extent *e;
 	uint64_t before = 0;
 	size_t k;
 
@@ -171,6 +171,8 @@ int tartab_locate(const struct tartab *t, const struct tar_member *m, uint64_t o
 		*run = m->size - off;
 		return 1;
 	}
+	/* only here: a table without sparse members has no extent array at all */
+	e = t->sp + m->sp;
 	k = extent_at(e, m->sp_n, off);
 	if (k == m->sp_n || off < e[k].off) {
 		*run = (k == m->sp_n ? m->size : e[k].off) - off;

@@ -185,6 +185,7 @@ START_TEST(ustar_members_and_their_offsets)
 	const struct tar_member *m;
 	unsigned char h[512];
 	char longdir[160];
+	uint64_t aoff, run;
 
 	entry(&a, "d/", '5', NULL, NULL);
 	entry(&a, "./d/f.txt", '0', "hello", NULL);
@@ -209,6 +210,12 @@ START_TEST(ustar_members_and_their_offsets)
 	ck_assert_uint_eq(m->hdr_off, 512);
 	ck_assert_uint_eq(m->data_off, 1024);
 	ck_assert_uint_eq(m->size, 5);
+	/* a table with no sparse member has no extent array: locate must not touch it */
+	ck_assert_ptr_null(r.t.sp);
+	ck_assert_int_eq(tartab_locate(&r.t, m, 2, &aoff, &run), 1);
+	ck_assert_uint_eq(aoff, 1026);
+	ck_assert_uint_eq(run, 3);
+	ck_assert_int_eq(tartab_locate(&r.t, m, 5, &aoff, &run), -1);
 	ck_assert_uint_eq(m->mode, 0644);
 	ck_assert_uint_eq(m->uid, 1000);
 	ck_assert_uint_eq(m->gid, 100);
