@@ -171,7 +171,11 @@ int tartab_locate(const struct tartab *t, const struct tar_member *m, uint64_t o
 		*run = m->size - off;
 		return 1;
 	}
-	/* only here: a table without sparse members has no extent array at all */
+	/* a member all hole may have no extents, and a table none at all: no arithmetic on NULL */
+	if (m->sp_n == 0) {
+		*run = m->size - off;
+		return 0;
+	}
 	e = t->sp + m->sp;
 	k = extent_at(e, m->sp_n, off);
 	if (k == m->sp_n || off < e[k].off) {

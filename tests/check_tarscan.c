@@ -581,6 +581,30 @@ START_TEST(gnu_sparse_in_every_form)
 }
 END_TEST
 
+START_TEST(sparse_member_all_hole)
+{
+	struct arc a = { 0 };
+	struct res r;
+	unsigned char h[512];
+	uint64_t aoff, run;
+
+	/* an old GNU 'S' header with no extents: 100 bytes, all hole, in a table with no
+	 * extent array at all */
+	mkhdr(h, "hole", 'S', 0, NULL);
+	memcpy(h + 257, "ustar  \0", 8);
+	octal(h + 483, 12, 100);
+	seal(h);
+	put(&a, h, 512);
+	end(&a);
+	scan(&a, SIZE_MAX, 0, a.len, 0, &r);
+	ck_assert_msg(r.ret == 0 && r.t.n == 1, "%s", r.why.msg);
+	ck_assert_ptr_null(r.t.sp);
+	ck_assert_int_eq(tartab_locate(&r.t, &r.t.m[0], 10, &aoff, &run), 0);
+	ck_assert_uint_eq(run, 90);
+	done(&r, &a);
+}
+END_TEST
+
 START_TEST(bad_sparse_map_drops_the_member)
 {
 	struct arc a = { 0 };
@@ -792,6 +816,7 @@ static Suite *tarscan_suite(void)
 	tcase_add_test(tc, past_the_end_and_absurd_sizes);
 	tcase_add_test(tc, the_end_is_a_zero_block_or_eof);
 	tcase_add_test(tc, gnu_sparse_in_every_form);
+	tcase_add_test(tc, sparse_member_all_hole);
 	tcase_add_test(tc, bad_sparse_map_drops_the_member);
 	tcase_add_test(tc, the_cap_stops_the_scan);
 	tcase_add_test(tc, same_table_in_any_chunks);

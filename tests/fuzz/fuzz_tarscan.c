@@ -55,6 +55,26 @@ static void same(const struct tartab *a, const struct tartab *b, const char *how
 	FUZZ_CHECK(!a->sp_n || memcmp(a->sp, b->sp, a->sp_n * sizeof(*a->sp)) == 0, "%s", how);
 }
 
+/* tartab_locate over a member's first runs: stored bytes inside its data, runs that add up. */
+static void walk(const struct tartab *t, const struct tar_member *m)
+{
+	uint64_t off = 0, aoff, run, stored = 0;
+	int k;
+
+	for (int i = 0; i < 1000 && (k = tartab_locate(t, m, off, &aoff, &run)) >= 0; i++) {
+		FUZZ_CHECK(run > 0 && run <= m->size - off, "run %llu at %llu",
+			   (unsigned long long)run, (unsigned long long)off);
+		if (k == 1) {
+			FUZZ_CHECK(aoff >= m->data_off && aoff - m->data_off + run <= m->stored,
+				   "run outside the member's data");
+			stored += run;
+		}
+		off += run;
+	}
+	FUZZ_CHECK(off < m->size || (m->flags & TAR_SPARSE ? stored == m->stored : 1),
+		   "extents do not add up");
+}
+
 static void promises(const struct tartab *t, uint64_t size)
 {
 	static char norm[PATH_MAX + 1];
@@ -75,6 +95,7 @@ static void promises(const struct tartab *t, uint64_t size)
 			   "member %zu name '%s'", i, name);
 		FUZZ_CHECK(m->type < TAR_TYPES && m->mode <= 07777, "member %zu type/mode", i);
 		end = m->data_off + m->stored;
+		walk(t, m);
 	}
 }
 
