@@ -5,7 +5,7 @@
 /*
  * A namespace: what the one FUSE stack (ops.c, nodes.c, arctab.c) knows of
  * a source tree.  Names go through here; bytes go through the zsrc an
- * entry opens as (codec/src.h).  Two implementations: a local directory
+ * entry opens as (source/src.h).  Two implementations: a local directory
  * (ns_local.c, over tree.c and beneath.c) and a bucket prefix (ns_s3.c,
  * over s3tree.c snapshots and s3src).  Directory descriptors, dirfd+rel
  * pairs, S3 clients and snapshots stay private to them.

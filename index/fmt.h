@@ -20,7 +20,7 @@
  * context keep per-format state in arrays indexed by the format's id
  * (r->fmt, its position in the table, 1-based).
  *
- * Every hook that reads takes a struct zsrc (codec/src.h), borrowed: no
+ * Every hook that reads takes a struct zsrc (source/src.h), borrowed: no
  * backend knows whether its bytes come from a file or an object.
  * Contracts:
  *  - open reads or builds the index from r->src (size r->st.st_size), sets

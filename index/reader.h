@@ -139,7 +139,7 @@ struct reader_info {
 };
 
 /*
- * Opens the archive read from src (codec/src.h), which it takes over (its
+ * Opens the archive read from src (source/src.h), which it takes over (its
  * reference is dropped on failure too); name is used in log lines and
  * copied; ctx is borrowed and must outlive the reader; opts is copied.  If
  * name can key a saved index (an absolute path or a URL such as

@@ -3,7 +3,7 @@
 #define ZMOUNT_S3SRC_H
 
 /*
- * Objects in a bucket as sources (codec/src.h), and the one way the daemon
+ * Objects in a bucket as sources (source/src.h), and the one way the daemon
  * and the tools turn an s3:// URL and options into a client.
  *
  * An object's source reads with ranged GETs that carry If-Match: the ETag
