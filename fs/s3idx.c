@@ -13,14 +13,15 @@
 
 #include "idxstore.h"
 #include "s3.h"
+#include "srcloc.h"
 #include "zlog.h"
 
 #define S3IDX_PIECE (4u << 20) /* bytes one GET brings into the memfd */
 
 struct s3idx {
 	struct s3 *s3;
-	char url[4096];	   /* as registered */
-	char prefix[1024]; /* "" or "PREFIX/" */
+	char url[1200];	   /* as registered: s3://, a bucket (< 64), a '/', a key (<= 1024) */
+	char prefix[1026]; /* "" or "PREFIX/" */
 };
 
 /* The object key of blob name; 0 or -ENAMETOOLONG. */
@@ -169,7 +170,8 @@ int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **ou
 {
 	struct s3src_conf sc = *conf;
 	struct s3idx *x = calloc(1, sizeof(*x));
-	char bucket[256], prefix[1024];
+	struct srcloc loc;
+	char why[256];
 	size_t n;
 	int ret;
 
@@ -178,20 +180,20 @@ int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **ou
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
-	if (s3src_url(url, bucket, sizeof(bucket), prefix, sizeof(prefix) - 1) != 1 ||
-	    strlen(url) >= sizeof(x->url)) {
-		snprintf(msg, msglen, "index_dir %s: not an s3://BUCKET[/PREFIX] URL", url);
+	/* a local path gets "not an s3:// URL", whatever stat says of it */
+	ret = srcloc_parse(url, SRCLOC_TREE, &loc, why, sizeof(why));
+	if (ret < 0 || !loc.s3) {
+		snprintf(msg, msglen, "index_dir %s: %s", url, loc.s3 ? why : "not an s3:// URL");
 		free(x);
 		return -EINVAL;
 	}
-	strcpy(x->url, url);
-	n = strlen(prefix);
-	if (n && prefix[n - 1] != '/')
-		strcpy(prefix + n, "/");
-	strcpy(x->prefix, prefix);
+	snprintf(x->url, sizeof(x->url), "%s", url); /* fits: bucket and key are bounded */
+	n = strlen(loc.key);
+	snprintf(x->prefix, sizeof(x->prefix), "%s%s", loc.key,
+		 n && loc.key[n - 1] != '/' ? "/" : "");
 	sc.log = client_log;
 	sc.log_arg = x;
-	ret = s3src_connect(bucket, &sc, &x->s3, msg, msglen);
+	ret = s3src_connect(loc.bucket, &sc, &x->s3, msg, msglen);
 	if (ret == 0) {
 		ret = s3_list(x->s3, x->prefix, stop_at_first, NULL);
 		ret = ret == 1 ? 0 : ret;
