@@ -31,6 +31,7 @@
 #include "pool.h"
 #include "reader.h"
 #include "s3idx.h"
+#include "srcloc.h"
 #include "tree.h"
 #include "zlog.h"
 #include "zmctx.h"
@@ -555,7 +556,8 @@ int main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts copts = { 0 };
 	struct cli cli = { 0 };
-	char src[PATH_MAX], bucket[64], prefix[1024];
+	char src[PATH_MAX], why[256];
+	struct srcloc loc;
 	struct stat st;
 	struct s3idx *store = NULL;
 	int ret = 1, is_s3;
@@ -584,18 +586,15 @@ int main(int argc, char *argv[])
 			cli.src ? "MNT" : "SRC and MNT");
 		goto out;
 	}
-	is_s3 = s3src_url(cli.src, bucket, sizeof(bucket), prefix, sizeof(prefix));
-	if (is_s3 < 0) {
-		fprintf(stderr, "zmount: %s: not an s3://BUCKET[/PREFIX] URL S3 accepts\n",
-			cli.src);
+	/* The same words as the tools' for the same bad SRC (srcloc.h). */
+	if (srcloc_parse(cli.src, SRCLOC_TREE, &loc, why, sizeof(why)) < 0) {
+		fprintf(stderr, "zmount: %s: %s\n", cli.src, why);
 		goto out;
 	}
+	is_s3 = loc.s3;
 	if (!is_s3 && (stat(cli.src, &st) < 0 || !realpath(cli.src, src))) {
-		fprintf(stderr, "zmount: %s: %s\n", cli.src, strerror(errno));
-		goto out;
-	}
-	if (!is_s3 && !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "zmount: %s: not a directory\n", cli.src);
+		srcloc_why(-errno, why, sizeof(why));
+		fprintf(stderr, "zmount: %s: %s\n", cli.src, why);
 		goto out;
 	}
 	if (!is_s3)

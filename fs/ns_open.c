@@ -9,24 +9,23 @@
 #include "ns_local.h"
 #include "ns_s3.h"
 #include "opts.h"
+#include "srcloc.h"
 
 int ns_open_src(const char *src, const struct opts *o, struct ns **out, char *msg, size_t msglen)
 {
-	char bucket[64], prefix[1024];
+	struct srcloc loc;
 	struct s3src_conf sc;
-	int ret = s3src_url(src, bucket, sizeof(bucket), prefix, sizeof(prefix));
+	char why[256];
+	int ret = srcloc_parse(src, SRCLOC_TREE, &loc, why, sizeof(why));
 
 	*out = NULL;
-	if (ret < 0) {
-		snprintf(msg, msglen, "%s: not an s3://BUCKET[/PREFIX] URL S3 accepts", src);
-		return ret;
-	}
-	if (ret == 1) {
+	if (ret == 0 && loc.s3) {
 		ns_s3_conf(&sc, o);
-		return ns_s3_new(bucket, prefix, &sc, o->timeout, out, msg, msglen);
+		return ns_s3_new(loc.bucket, loc.key, &sc, o->timeout, out, msg, msglen);
 	}
-	ret = ns_local_new(src, o->timeout, out);
+	if (ret == 0 && (ret = ns_local_new(src, o->timeout, out)) < 0)
+		srcloc_why(ret, why, sizeof(why));
 	if (ret < 0)
-		snprintf(msg, msglen, "%s: %s", src, strerror(-ret));
+		snprintf(msg, msglen, "%s: %s", src, why);
 	return ret;
 }

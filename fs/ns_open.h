@@ -14,10 +14,10 @@ struct opts;
 
 /*
  * Opens src, a directory (an absolute, canonical path) or an
- * s3://BUCKET[/PREFIX] URL, with the mount's options (opts.h): the one
- * place that tells them apart.  An S3 namespace connects and lists once
- * now (ns_s3.h).  Returns 0 and *out, or -errno with one line in msg
- * (msglen bytes) saying why.
+ * s3://BUCKET[/PREFIX] URL, with the mount's options (opts.h), told
+ * apart by srcloc_parse (source/srcloc.h), as the tools tell theirs.  An S3 namespace connects and
+ * lists once now (ns_s3.h).  Returns 0 and *out, or -errno with one line in msg (msglen bytes),
+ * "SRC: " then srcloc.h's words for a bad path or URL.
  */
 int ns_open_src(const char *src, const struct opts *o, struct ns **out, char *msg, size_t msglen);
 

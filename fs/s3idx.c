@@ -5,22 +5,23 @@
 #include "s3idx.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "idxstore.h"
 #include "s3.h"
+#include "srcloc.h"
 #include "zlog.h"
 
-#define S3IDX_PIECE (4u << 20) /* bytes one GET brings into the memfd */
+#define S3IDX_PIECE (4u << 20) /* bytes one GET brings: a bound on one response */
 
 struct s3idx {
 	struct s3 *s3;
-	char url[4096];	   /* as registered */
-	char prefix[1024]; /* "" or "PREFIX/" */
+	char url[1200];	   /* as registered: s3://, a bucket (< 64), a '/', a key (<= 1024) */
+	char prefix[1026]; /* "" or "PREFIX/" */
 };
 
 /* The object key of blob name; 0 or -ENAMETOOLONG. */
@@ -31,51 +32,50 @@ static int key_of(const struct s3idx *x, const char *name, char *key, size_t len
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* Copies the version etag names of key (size bytes) into memfd fd, a piece at a time. */
-static int fetch(struct s3idx *x, const char *key, const char *etag, uint64_t size, int fd)
+/* Reads the version etag names of key (size bytes) into p, a piece per GET. */
+static int fetch(struct s3idx *x, const char *key, const char *etag, uint64_t size,
+		 unsigned char *p)
 {
-	size_t n = size < S3IDX_PIECE ? (size_t)size : S3IDX_PIECE;
-	unsigned char *p = malloc(n ? n : 1);
 	uint64_t off = 0;
-	int ret = p ? 0 : -ENOMEM;
 
-	while (ret == 0 && off < size) {
-		size_t want = size - off < n ? (size_t)(size - off) : n;
-		ssize_t got = s3_get_range(x->s3, key, etag, off, want, p);
+	while (off < size) {
+		size_t want = size - off < S3IDX_PIECE ? (size_t)(size - off) : S3IDX_PIECE;
+		ssize_t got = s3_get_range(x->s3, key, etag, off, want, p + off);
 
 		if (got != (ssize_t)want)
-			ret = got < 0 ? (int)got : -EIO; /* shorter than its HEAD said */
-		else if (pwrite(fd, p, want, (off_t)off) != (ssize_t)want)
-			ret = errno ? -errno : -EIO;
+			return got < 0 ? (int)got : -EIO; /* shorter than its HEAD said */
 		off += want;
 	}
-	free(p);
-	return ret;
+	return 0;
 }
 
-static int s3idx_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
+static int s3idx_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
+		     struct zerr *err)
 {
 	struct s3idx *x = ctx;
 	struct s3_stat st;
 	char key[2048];
-	int fd, ret = key_of(x, name, key, sizeof(key));
+	int ret = key_of(x, name, key, sizeof(key));
 
+	*buf = NULL;
 	if (ret == 0)
 		ret = s3_head(x->s3, key, &st);
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "%s/%s: %s", x->url, name, strerror(-ret));
-	if (st.size > cap)
+	if (st.size > cap || st.size > SIZE_MAX)
 		return -EFBIG;
-	fd = memfd_create("zmount-index", MFD_CLOEXEC);
-	if (fd < 0)
-		return zerr_set(err, -errno, 0, "memfd_create: %s", strerror(errno));
+	*buf = malloc(st.size ? (size_t)st.size : 1);
+	if (!*buf)
+		return zerr_set(err, -ENOMEM, 0, "out of memory");
 	/* If-Match: a PUT between the HEAD and a GET gives -ESTALE, never a mix */
-	ret = fetch(x, key, st.etag[0] ? st.etag : NULL, st.size, fd);
+	ret = fetch(x, key, st.etag[0] ? st.etag : NULL, st.size, *buf);
 	if (ret < 0) {
-		close(fd);
+		free(*buf);
+		*buf = NULL;
 		return zerr_set(err, ret, 0, "%s/%s: %s", x->url, name, strerror(-ret));
 	}
-	return fd;
+	*len = (size_t)st.size;
+	return 0;
 }
 
 static int s3idx_put(void *ctx, const char *name, const void *buf, size_t len)
@@ -169,7 +169,8 @@ int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **ou
 {
 	struct s3src_conf sc = *conf;
 	struct s3idx *x = calloc(1, sizeof(*x));
-	char bucket[256], prefix[1024];
+	struct srcloc loc;
+	char why[256];
 	size_t n;
 	int ret;
 
@@ -178,20 +179,20 @@ int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **ou
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
-	if (s3src_url(url, bucket, sizeof(bucket), prefix, sizeof(prefix) - 1) != 1 ||
-	    strlen(url) >= sizeof(x->url)) {
-		snprintf(msg, msglen, "index_dir %s: not an s3://BUCKET[/PREFIX] URL", url);
+	/* a local path gets "not an s3:// URL", whatever stat says of it */
+	ret = srcloc_parse(url, SRCLOC_TREE, &loc, why, sizeof(why));
+	if (ret < 0 || !loc.s3) {
+		snprintf(msg, msglen, "index_dir %s: %s", url, loc.s3 ? why : "not an s3:// URL");
 		free(x);
 		return -EINVAL;
 	}
-	strcpy(x->url, url);
-	n = strlen(prefix);
-	if (n && prefix[n - 1] != '/')
-		strcpy(prefix + n, "/");
-	strcpy(x->prefix, prefix);
+	snprintf(x->url, sizeof(x->url), "%s", url); /* fits: bucket and key are bounded */
+	n = strlen(loc.key);
+	snprintf(x->prefix, sizeof(x->prefix), "%s%s", loc.key,
+		 n && loc.key[n - 1] != '/' ? "/" : "");
 	sc.log = client_log;
 	sc.log_arg = x;
-	ret = s3src_connect(bucket, &sc, &x->s3, msg, msglen);
+	ret = s3src_connect(loc.bucket, &sc, &x->s3, msg, msglen);
 	if (ret == 0) {
 		ret = s3_list(x->s3, x->prefix, stop_at_first, NULL);
 		ret = ret == 1 ? 0 : ret;

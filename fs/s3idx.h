@@ -7,8 +7,9 @@
  * idxstore.h operations over the S3 client, registered under that URL so
  * that idxfile.c finds it.  Blob "<h>.zmi" is the object PREFIX/<h>.zmi.
  *  - get: a HEAD, then, if the object is within the cap, GETs of it with
- *    "If-Match: <the HEAD's ETag>" into a memfd (one version, never a mix
- *    of two), which idxfile.c then checks as it checks a local file;
+ *    "If-Match: <the HEAD's ETag>" into one buffer of the blob's size (one
+ *    version, never a mix of two; the memory rule is idxstore.h's), which
+ *    idxfile.c then checks as it checks a local file;
  *  - put: one PUT (S3 replaces an object atomically);
  *  - del: one DELETE;
  *  - list: ListObjectsV2 of the prefix (s3_list, paginated), names without

@@ -552,14 +552,28 @@ static int store_of(const char *dir, const struct idxstore_ops **ops, void **ctx
 }
 
 /*
- * Gets the index file name of kind from dir's store and reads it as
- * read_checked does (the same header, cap, CRC-64 and
- * check(), whatever store it came from).  A remote store fetches the
- * whole blob first, so it gets the cap of an index of kind for a source of
- * id->size bytes at any span: a larger blob is refused before its body is
- * read.  (A local file is read from its header on: read_checked caps it
- * there, by the header's own counts.)  0 with *buf (caller frees),
- * *len and *in, or -errno with err.
+ * read_checked's checks on an image already in memory (b, len bytes, as a
+ * remote store's get returns it): the header, the CRC-64, then check().
+ */
+static int mem_checked(const unsigned char *b, size_t len, const uint64_t *want_size,
+		       struct idxfile_info *in, struct zerr *err)
+{
+	int ret = check_head(b, len < IF_HDR ? len : IF_HDR, len, want_size, err);
+
+	if (ret == 0 && idxhash_crc64(b, len - IF_CRC) != get64(b + len - IF_CRC))
+		ret = BAD(len - IF_CRC, "checksum mismatch");
+	return ret < 0 ? ret : check(b, len, in, err);
+}
+
+/*
+ * Gets the index file name of kind from dir's store and checks it as
+ * read_checked does (the same header, cap, CRC-64 and check(), whatever
+ * store it came from).  A local file is read through its fd, from its
+ * header on: read_checked caps it there, by the header's own counts.  A
+ * remote store returns the whole blob, so it gets the cap of an index of
+ * kind for a source of id->size bytes at any span: a larger blob is
+ * refused before its body is read.  0 with *buf (caller frees), *len and
+ * *in, or -errno with err.
  */
 static int fetch_checked(const char *dir, const char *name, const struct fmt_saved *k,
 			 const struct idxfile_id *id, unsigned char **buf, size_t *len,
@@ -573,15 +587,21 @@ static int fetch_checked(const char *dir, const char *name, const struct fmt_sav
 	*buf = NULL;
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "no index store for %s", dir);
-	fd = ops->get(ctx, name, ops == &idxlocal_ops ? UINT64_MAX : k->max(id->size, IF_MIN_SPAN),
-		      err);
-	if (fd == -EFBIG)
+	if (ops == &idxlocal_ops) {
+		fd = idxlocal_open(dir, name, &st, err);
+		if (fd < 0)
+			return fd;
+		ret = read_checked(fd, &st, &id->size, buf, len, in, err);
+		close(fd);
+		return ret;
+	}
+	ret = ops->get(ctx, name, k->max(id->size, IF_MIN_SPAN), buf, len, err);
+	if (ret == -EFBIG)
 		return BAD(0, "larger than an index of a %" PRIu64 "-byte source can be", id->size);
-	if (fd < 0)
-		return fd;
-	ret = fstat(fd, &st) < 0 ? zerr_set(err, -errno, 0, "fstat failed")
-				 : read_checked(fd, &st, &id->size, buf, len, in, err);
-	close(fd);
+	if (ret == 0 && (ret = mem_checked(*buf, *len, &id->size, in, err)) < 0) {
+		free(*buf);
+		*buf = NULL;
+	}
 	return ret;
 }
 
@@ -1027,20 +1047,16 @@ static int body_bad(const struct idxstore_ops *ops, void *ctx, const struct blob
 {
 	struct idxfile_info *full = malloc(sizeof(*full));
 	unsigned char *img = NULL;
-	struct stat st;
 	size_t len = 0;
-	int fd, ret;
+	int ret = full ? 0 : -ENOMEM;
 
 	/* the cap of a load: a blob over it is refused unread, as a load refuses it */
-	fd = full ? ops->get(ctx, b->name, fmt_saved_kind(in->kind)->max(in->id.size, IF_MIN_SPAN),
-			     NULL)
-		  : -ENOMEM;
-	ret = fd;
-	if (fd >= 0) {
-		ret = fstat(fd, &st) < 0 ? -errno
-					 : read_checked(fd, &st, NULL, &img, &len, full, NULL);
-		close(fd);
-	}
+	if (ret == 0)
+		ret = ops->get(ctx, b->name,
+			       fmt_saved_kind(in->kind)->max(in->id.size, IF_MIN_SPAN), &img, &len,
+			       NULL);
+	if (ret == 0)
+		ret = mem_checked(img, len, NULL, full, NULL);
 	free(img);
 	free(full);
 	return ret == -EBADMSG || ret == -EFBIG;

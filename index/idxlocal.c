@@ -14,7 +14,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -124,20 +126,37 @@ static int local_put(void *ctx, const char *name, const void *buf, size_t len)
 	return ret;
 }
 
-static int local_get(void *ctx, const char *name, uint64_t cap, struct zerr *err)
+int idxlocal_open(const char *dir, const char *name, struct stat *st, struct zerr *err)
 {
-	struct stat st;
-	int dfd = idxtrust_open_dir(ctx, err), fd;
+	int dfd = idxtrust_open_dir(dir, err), fd;
 
 	if (dfd < 0)
 		return dfd;
-	fd = idxtrust_open_file(dfd, name, true, &st, err);
+	fd = idxtrust_open_file(dfd, name, true, st, err);
 	close(dfd);
-	if (fd >= 0 && (uint64_t)st.st_size > cap) {
-		close(fd);
-		return -EFBIG;
-	}
 	return fd;
+}
+
+static int local_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
+		     struct zerr *err)
+{
+	struct stat st;
+	int fd = idxlocal_open(ctx, name, &st, err), ret;
+
+	*buf = NULL;
+	if (fd < 0)
+		return fd;
+	ret = (uint64_t)st.st_size > cap || (uint64_t)st.st_size > SIZE_MAX ? -EFBIG : 0;
+	if (ret == 0 && !(*buf = malloc(st.st_size ? (size_t)st.st_size : 1)))
+		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
+	if (ret == 0 && (ret = idxlocal_rw(fd, *buf, (size_t)st.st_size, 0, false)) < 0) {
+		zerr_set(err, ret, 0, "%s: read failed", name);
+		free(*buf);
+		*buf = NULL;
+	}
+	*len = (size_t)st.st_size;
+	close(fd);
+	return ret;
 }
 
 static int local_del(void *ctx, const char *name)

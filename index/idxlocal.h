@@ -21,9 +21,10 @@
 #include "idxstore.h"
 
 /*
- * get: the file name in directory ctx, opened with idxtrust_open_file
- * (trusted, regular, never through a symlink); -EFBIG if it is larger
- * than cap (closed, nothing read), else what idxstore_ops.get says.
+ * get: the file name in directory ctx, opened as idxlocal_open does and
+ * read whole; -EFBIG if it is larger than cap (nothing read), else what
+ * idxstore_ops.get says.  (idxfile.c reads local files through
+ * idxlocal_open instead: header and CRC-64 before the body.)
  * put: creates directory ctx and its parents as needed (mode 0700), writes
  * ".<name>.XXXXXX" (O_EXCL, mode 0600, random characters) in it, fsyncs and
  * renames it over name, then fsyncs the directory; on error the temporary
@@ -34,6 +35,13 @@
  * No list or peek: a local directory is pruned by idxlocal_prune.
  */
 extern const struct idxstore_ops idxlocal_ops;
+
+/*
+ * Opens file name in directory dir with idxtrust_open_file (dir trusted;
+ * name regular, never through a symlink): returns the fd (O_CLOEXEC; the
+ * caller closes it) with its fstat in *st, or -errno with err (may be NULL).
+ */
+int idxlocal_open(const char *dir, const char *name, struct stat *st, struct zerr *err);
 
 /*
  * Reads (wr false) or writes (wr true) all len bytes at buf from or to

@@ -33,15 +33,23 @@
 
 struct idxstore_ops {
 	/*
-	 * Opens blob name for reading if it is at most cap bytes: returns an
-	 * fd (O_CLOEXEC; the caller closes it) whose fstat gives the blob's
-	 * size and which pread reads, or -ENOENT (none), -EFBIG (larger than
-	 * cap; nothing of it was read), -EPERM (the store is not trusted), or
-	 * another -errno (-EIO, -EACCES, -ETIMEDOUT, -ENOMEM, ...), with the
-	 * reason in err (may be NULL).  -EBADMSG: a blob that can never be an
-	 * index (a symlink, not a regular file).
+	 * Reads blob name, if it is at most cap bytes, into a new buffer:
+	 * returns 0 with *buf (malloc'd; the caller frees it) and *len, or
+	 * -ENOENT (none), -EFBIG (larger than cap; nothing of it was read),
+	 * -EPERM (the store is not trusted), -ESTALE (it changed while read:
+	 * never a mix of two versions), or another -errno (-EIO, -EACCES,
+	 * -ETIMEDOUT, -ENOMEM, ...), with the reason in err (may be NULL).
+	 * -EBADMSG: a blob that can never be an index (a symlink, not a
+	 * regular file).  On error *buf is NULL.
+	 *
+	 * Memory: the buffer is the whole blob, held by the calling thread
+	 * for one load or one prune check and freed before idxfile returns.
+	 * It counts against no cache (not cache_size): it is bounded by cap,
+	 * which idxfile passes as the largest index the source's size allows
+	 * (fmt.h's saved max), and a mount loads one per archive it opens.
 	 */
-	int (*get)(void *ctx, const char *name, uint64_t cap, struct zerr *err);
+	int (*get)(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
+		   struct zerr *err);
 	/* Stores len bytes of buf (borrowed) as name, replacing any blob of that name
 	 * atomically.  0 or -errno. */
 	int (*put)(void *ctx, const char *name, const void *buf, size_t len);

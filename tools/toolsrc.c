@@ -9,6 +9,7 @@
 #include "s3.h"
 #include "s3hint.h"
 #include "s3src.h"
+#include "srcloc.h"
 #include "zmctx.h"
 
 #define MAX_CLIENTS 8
@@ -116,34 +117,41 @@ static int client_for(const char *bucket, struct client **out, char *msg, size_t
 	return 0;
 }
 
+/* url as s3://BUCKET/KEY (srcloc.h): 0 and *loc, or -EINVAL with msg (a local path is not one). */
+static int object_url(const char *url, struct srcloc *loc, char *msg, size_t n)
+{
+	int rc = srcloc_parse(url, SRCLOC_OBJECT, loc, msg, n);
+
+	if (rc == 0 && !loc->s3) {
+		snprintf(msg, n, "not an s3:// URL");
+		rc = -EINVAL;
+	}
+	return rc;
+}
+
 int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n)
 {
-	char bucket[64], key[1025];
+	struct srcloc loc;
 	struct s3_stat st;
 	struct client *c;
-	int rc = s3src_url(url, bucket, sizeof(bucket), key, sizeof(key));
+	int rc = object_url(url, &loc, msg, n);
 
 	*out = NULL;
-	if (rc <= 0 || !key[0]) {
-		snprintf(msg, n, "%s",
-			 rc <= 0 ? "not a valid s3://BUCKET/KEY URL"
-				 : "names a bucket, not an object (s3://BUCKET/KEY)");
-		return -EINVAL;
-	}
-	rc = client_for(bucket, &c, msg, n);
+	if (rc == 0)
+		rc = client_for(loc.bucket, &c, msg, n);
 	if (rc)
 		return rc;
 	msg[0] = '\0';
 	captured = msg;
 	captured_n = n;
-	rc = s3_head(c->s3, key, &st);
+	rc = s3_head(c->s3, loc.key, &st);
 	captured = NULL;
 	if (rc) {
 		if (!msg[0])
 			snprintf(msg, n, "%s", strerror(-rc));
 		return rc;
 	}
-	rc = s3src_open(c->s3, c->dev, key, &st, out);
+	rc = s3src_open(c->s3, c->dev, loc.key, &st, out);
 	if (rc)
 		snprintf(msg, n, "%s", rc == -EINVAL ? "the server gave no ETag" : strerror(-rc));
 	return rc;
@@ -152,19 +160,16 @@ int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n)
 int toolsrc_open_listed(const char *url, const struct s3_stat *st, struct zsrc **out, char *msg,
 			size_t n)
 {
-	char bucket[64], key[1025];
+	struct srcloc loc;
 	struct client *c;
-	int rc = s3src_url(url, bucket, sizeof(bucket), key, sizeof(key));
+	int rc = object_url(url, &loc, msg, n);
 
 	*out = NULL;
-	if (rc <= 0 || !key[0]) {
-		snprintf(msg, n, "not a valid s3://BUCKET/KEY URL");
-		return -EINVAL;
-	}
-	rc = client_for(bucket, &c, msg, n);
+	if (rc == 0)
+		rc = client_for(loc.bucket, &c, msg, n);
 	if (rc)
 		return rc;
-	rc = s3src_open(c->s3, c->dev, key, st, out);
+	rc = s3src_open(c->s3, c->dev, loc.key, st, out);
 	if (rc)
 		snprintf(msg, n, "%s", rc == -EINVAL ? "the server gave no ETag" : strerror(-rc));
 	return rc;
@@ -196,24 +201,28 @@ static int each_object(void *arg, const struct s3_obj *o)
 int toolsrc_list(const char *url, int (*cb)(void *arg, const char *url, const struct s3_stat *st),
 		 void *arg, char *msg, size_t n)
 {
-	char bucket[64], prefix[1026], full[1100];
-	struct each e = { .bucket = bucket, .cb = cb, .arg = arg, .url = full };
+	struct srcloc loc;
+	char prefix[sizeof(loc.key) + 1], full[1100];
+	struct each e = { .bucket = loc.bucket, .cb = cb, .arg = arg, .url = full };
 	struct client *c;
 	size_t plen;
-	int rc = s3src_url(url, bucket, sizeof(bucket), prefix, sizeof(prefix) - 1);
+	int rc = srcloc_parse(url, SRCLOC_TREE, &loc, msg, n);
 
-	msg[0] = '\0';
-	if (rc <= 0) {
-		snprintf(msg, n, "not a valid s3://BUCKET[/PREFIX] URL");
-		return -EINVAL;
+	if (rc == 0 && !loc.s3) {
+		snprintf(msg, n, "not an s3:// URL");
+		rc = -EINVAL;
 	}
+	if (rc)
+		return rc;
+	msg[0] = '\0';
+	strcpy(prefix, loc.key);
 	plen = strlen(prefix);
 	if (plen && prefix[plen - 1] != '/')
 		memcpy(prefix + plen, "/", 2); /* a prefix is a directory, as a mount sees it */
-	rc = client_for(bucket, &c, msg, n);
+	rc = client_for(loc.bucket, &c, msg, n);
 	if (rc)
 		return rc;
-	e.ulen = (size_t)snprintf(full, sizeof(full), "s3://%s/", bucket);
+	e.ulen = (size_t)snprintf(full, sizeof(full), "s3://%s/", loc.bucket);
 	captured = msg;
 	captured_n = n;
 	rc = s3_list(c->s3, prefix, each_object, &e);
@@ -224,7 +233,7 @@ int toolsrc_list(const char *url, int (*cb)(void *arg, const char *url, const st
 		return rc;
 	}
 	if (rc == 0 && e.objects == 0) {
-		s3hint_empty(c->s3, bucket, prefix, msg, n);
+		s3hint_empty(c->s3, loc.bucket, prefix, msg, n);
 		return -ENOENT;
 	}
 	return rc;
@@ -236,12 +245,16 @@ int toolsrc_reader(const char *path, struct zmctx *ctx, const struct reader_opts
 	struct zerr mine;
 	struct zsrc *src;
 	char msg[sizeof(mine.msg)];
+	struct srcloc loc;
 	int rc;
 
-	if (!toolsrc_is_url(path))
-		return reader_open(path, ctx, opts, out, why);
 	*out = NULL;
-	rc = toolsrc_open(path, &src, msg, sizeof(msg));
+	/* A bad path or URL in srcloc.h's words, the daemon's for the same SRC. */
+	rc = srcloc_parse(path, SRCLOC_OBJECT, &loc, msg, sizeof(msg));
+	if (rc == 0 && !loc.s3)
+		return reader_open(path, ctx, opts, out, why);
+	if (rc == 0)
+		rc = toolsrc_open(path, &src, msg, sizeof(msg));
 	if (rc == 0)
 		return reader_open_src(src, path, ctx, opts, out, why);
 	zerr_set(why ? why : &mine, rc, 0, "%s", msg);

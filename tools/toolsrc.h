@@ -4,7 +4,9 @@
 
 /*
  * What the tools share to read s3://BUCKET/KEY as they read local files:
- * the S3 flags, the one client per bucket, and the reader on an object.  Single-threaded: a tool's
+ * the S3 flags, the one client per bucket, and the reader on an object.  A
+ * path or URL is parsed by srcloc_parse (source/srcloc.h), the daemon's
+ * parser, so a bad one gets the daemon's words.  Single-threaded: a tool's
  * main thread calls these (the sources may fetch ahead on threads of their
  * own).
  */
