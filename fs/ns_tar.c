@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "arctab.h"
+#include "idxfile.h"
 #include "ns.h"
 #include "reader.h"
 #include "src.h"
+#include "tarsave.h"
 #include "tarscan.h"
 #include "tartab.h"
 #include "tarview.h"
@@ -170,28 +172,81 @@ static int scan_bytes(struct tbytes *b, struct tarscan *s, const char *name, cha
 	return 0;
 }
 
-/* Builds tv's table and view by one pass over the archive's decoded bytes. */
-static int scan(struct ns_tar *nt, struct tarv *tv)
+/*
+ * The saved table of an archive (not a plain tar: it has no index_dir
+ * entry of its own), checked against the archive's identity: 1 loaded, 0
+ * none (scan; *id is set if *have_id), never an error: a table that
+ * cannot be loaded is scanned again.
+ */
+static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name, const char *dir,
+		      struct idxfile_id *id, struct zsrc **src)
 {
-	char name[PATH_MAX + 64], *buf = malloc(SCAN_BUF);
-	struct tarscan *s = NULL;
-	struct tbytes b;
+	bool same;
+	struct zerr why = { 0 };
 	int ret;
 
-	ns_name(nt->base, &tv->base, name, sizeof(name));
-	ret = buf ? tb_open(nt, &tv->base, &b) : -ENOMEM;
+	*src = NULL;
+	if (!dir || tv->base.kind != NS_ARCHIVE || !idxfile_keyed(name) ||
+	    ns_open(nt->base, &tv->base, src, &same) < 0)
+		return 0;
+	if (idxfile_identify(*src, id) < 0) {
+		zsrc_put(*src);
+		*src = NULL;
+		return 0;
+	}
+	ret = tarsave_load(dir, name, id, &tv->t, &why);
+	if (ret == 0)
+		return 1;
+	if (ret != -ENOENT)
+		zlog(ZLOG_INFO, "%s: saved member table not used (%s): scanning", name, why.msg);
+	tartab_free(&tv->t);
+	tartab_init(&tv->t, TABLE_CAP);
+	return 0;
+}
+
+/* Builds tv's table by one pass over the archive's decoded bytes.  *whole: no damage seen. */
+static int scan_table(struct ns_tar *nt, struct tarv *tv, const char *name, uint64_t *asize)
+{
+	char *buf = malloc(SCAN_BUF);
+	struct tarscan *s = NULL;
+	struct tbytes b;
+	int ret = buf ? tb_open(nt, &tv->base, &b) : -ENOMEM;
+
 	if (ret < 0) {
 		free(buf);
 		return ret;
 	}
-	ret = tarscan_new(&tv->t, b.r ? reader_size(b.r) : (uint64_t)tv->base.st.st_size, on_drop,
-			  name, &s);
+	*asize = b.r ? reader_size(b.r) : (uint64_t)tv->base.st.st_size;
+	ret = tarscan_new(&tv->t, *asize, on_drop, (void *)name, &s);
 	if (ret == 0)
 		ret = scan_bytes(&b, s, name, buf);
+	if (ret == 0 && tarscan_error(s, NULL) < 0)
+		ret = 1; /* damaged: shown as far as it goes, never saved */
 	tarscan_free(s);
 	tb_close(nt, &b);
 	free(buf);
-	if (ret == 0)
+	return ret;
+}
+
+/* Builds tv's table, from index_dir or by a scan (then saved there), and its view. */
+static int scan(struct ns_tar *nt, struct tarv *tv)
+{
+	const struct reader_opts *o = arctab_opts(nt->arcs);
+	const char *dir = o && o->index_dir && o->index_dir[0] ? o->index_dir : NULL;
+	char name[PATH_MAX + 64];
+	struct idxfile_id id;
+	struct zsrc *src;
+	uint64_t asize = 0;
+	int ret = 0;
+
+	ns_name(nt->base, &tv->base, name, sizeof(name));
+	if (!load_saved(nt, tv, name, dir, &id, &src)) {
+		ret = scan_table(nt, tv, name, &asize);
+		if (ret == 0 && src && tarsave_save(dir, name, &id, &tv->t, asize, NULL) == 0)
+			zlog(ZLOG_DEBUG, "%s: member table saved", name);
+	}
+	zsrc_put(src);
+	if (ret >= 0)
 		ret = tarview_build(&tv->t, &tv->v);
 	zlog(ZLOG_DEBUG, "%s: tar table of %zu members (%zu bytes): %s", name, tv->t.n,
 	     tartab_bytes(&tv->t), ret < 0 ? strerror(-ret) : "ok");
