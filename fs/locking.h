@@ -81,6 +81,14 @@
  *                                   built and freed with it dropped.
  *  ops_ctx.open_lock fs/ops.c       the mount's list of open handles.
  *                                   Leaf.
+ *  ns_tar.lock       fs/ns_tar.c    -o tar: the list of member tables,
+ *                                   their references and states.  Leaf
+ *                                   (ns_same of the base namespace inside
+ *                                   it compares entries only).  A scan
+ *                                   runs with it dropped; ns_tar.built (a
+ *                                   scan ended) is waited on by FUSE
+ *                                   threads only, holding no other lock,
+ *                                   for a scan another FUSE thread runs.
  *  ns_s3.snap_lock   fs/ns_s3.c     an s3:// namespace's current listing
  *                                   (snap, listed_at, listing).  Inside
  *                                   it: zlog only.  The prefix is listed

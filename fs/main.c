@@ -23,6 +23,7 @@
 #include "bdi.h"
 #include "nodes.h"
 #include "ns.h"
+#include "ns_tar.h"
 #include "ns_open.h"
 #include "ns_s3.h"
 #include "ops.h"
@@ -70,6 +71,8 @@ static void usage(FILE *out)
 		"  -o noindex          no background work after mount: no gzip indexing, no\n"
 		"                      checkpoint pass over xz Blocks and zstd frames\n"
 		"  -o salvage          show the verified start of damaged .gz/.xz files\n"
+		"  -o tar              show x.tar.gz, x.tgz, x.tar.xz, x.txz, x.tar.zst, x.tzst\n"
+		"                      and x.tar as directories x.tar/ of their members\n"
 		"  -o index_dir=PATH   where gzip indexes and measured zstd frame sizes persist\n"
 		"                      (default $XDG_CACHE_HOME/zmount or ~/.cache/zmount;\n"
 		"                      none: memory only; s3://BUCKET/PREFIX: shared, see\n"
@@ -459,6 +462,10 @@ static int run(struct fuse_args *args, struct cli *cli, const char *mnt, int for
 	/* Before mounting: a missing bucket or an unreachable endpoint is one line and exit 1. */
 	if (ns_open_src(cli->src, &cli->opts, &octx.ns, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "zmount: %s\n", msg);
+		return 1;
+	}
+	if (cli->opts.tar && ns_tar_wrap(octx.ns, &octx.ns) < 0) {
+		fprintf(stderr, "zmount: out of memory\n");
 		return 1;
 	}
 	/* One context per mount: its cache, pool, counters and parked decoders. */

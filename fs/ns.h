@@ -73,7 +73,7 @@ struct ns_ops {
 	/* The entry at visible path ("/" or "/a/b"); -ENOENT if nothing is shown there. */
 	int (*resolve)(void *ns, const char *path, struct ns_entry *out);
 	/* Same version (see above). */
-	bool (*same)(const struct ns_entry *a, const struct ns_entry *b);
+	bool (*same)(void *ns, const struct ns_entry *a, const struct ns_entry *b);
 	/*
 	 * The current state of e's object (plain files and directories):
 	 * through src if not NULL (an open handle's source), else by name,
@@ -138,7 +138,7 @@ static inline int ns_resolve(struct ns *ns, const char *path, struct ns_entry *o
 
 static inline bool ns_same(const struct ns *ns, const struct ns_entry *a, const struct ns_entry *b)
 {
-	return ns->ops->same(a, b);
+	return ns->ops->same((void *)ns, a, b);
 }
 
 static inline int ns_state(struct ns *ns, const struct ns_entry *e, struct zsrc *src,

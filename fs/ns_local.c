@@ -53,8 +53,9 @@ static int l_resolve(void *ns, const char *path, struct ns_entry *out)
 }
 
 /* The same object, and for a regular file (archive or plain) the same contents. */
-static bool l_same(const struct ns_entry *a, const struct ns_entry *b)
+static bool l_same(void *ns, const struct ns_entry *a, const struct ns_entry *b)
 {
+	(void)ns;
 	if (a->kind != b->kind || !srcid_same_object(&a->st, &b->st))
 		return false;
 	return !S_ISREG(a->st.st_mode) || srcid_same(&a->st, &b->st);

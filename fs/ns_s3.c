@@ -219,8 +219,9 @@ static int s_resolve(void *ns, const char *path, struct ns_entry *out)
 }
 
 /* A directory by its kind; an object by its key and ETag, compared exactly. */
-static bool s_same(const struct ns_entry *a, const struct ns_entry *b)
+static bool s_same(void *ns, const struct ns_entry *a, const struct ns_entry *b)
 {
+	(void)ns;
 	if (a->kind != b->kind)
 		return false;
 	if (a->kind == NS_DIR)

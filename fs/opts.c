@@ -323,6 +323,10 @@ int opts_apply(struct opts *o, const char *opt, char *msg, size_t msglen)
 		o->salvage = 1;
 		return 1;
 	}
+	if (KEY("tar") && !eq) {
+		o->tar = 1;
+		return 1;
+	}
 	if (KEY("index_dir"))
 		return index_dir(o, val, msg, msglen);
 	if (KEY("log_file")) {

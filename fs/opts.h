@@ -30,6 +30,7 @@ struct opts {
 	int index_dir_given;  /* index_dir= was given: not the default directory */
 	int background_index; /* index gzip files after mount (noindex: 0) */
 	int salvage;	      /* show the good start of damaged archives (salvage: 1) */
+	int tar;	      /* tar archives shown as directories of their members (tar: 1) */
 	unsigned max_read;    /* FUSE's max_read=N, noted (0: not given): init must repeat it */
 	char log_file[4096];  /* log_file=PATH: lines appended there; "" = syslog or stderr */
 	/* s3:// sources (s3src.h's struct s3src_conf); "" and -1/0: its defaults. */
@@ -69,7 +70,7 @@ void opts_default(struct opts *o);
  * o->max_read and passed on (0), or refused (-EINVAL) unless 4096..2^31.
  * Keys: cache_size (>= 1M, and no more than opts_phys_mem() when that is
  * known), span (64K..64M), timeout (0..3600 seconds), threads (1..256),
- * index_dir (a path, or "none" for memory only), noindex, salvage, log_level (error,
+ * index_dir (a path, or "none" for memory only), noindex, salvage, tar, log_level (error,
  * warning, info, debug), log_file (a path; relative paths are taken from
  * the current directory when zmount starts), and for s3:// sources
  * endpoint (http:// or https://), region, credentials (a file; made

@@ -13,6 +13,7 @@
 
 #include "fmt.h"
 #include "idxrec.h"
+#include "tarsave.h"
 #include "src.h"
 #include "reader_int.h"
 #include "zmctx_int.h"
@@ -177,6 +178,8 @@ const struct fmt_saved *fmt_saved_kind(uint32_t kind)
 	for (int i = 0; i < NFMT; i++)
 		if (table[i]->saved && table[i]->saved->kind == kind)
 			return table[i]->saved;
+	if (kind == idxrec_tar_saved.kind)
+		return &idxrec_tar_saved;
 	return kind == idxrec_ckpt_saved.kind ? &idxrec_ckpt_saved : NULL;
 }
 

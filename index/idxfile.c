@@ -879,13 +879,14 @@ static int is_hex(const char *s, size_t n)
 	return 1;
 }
 
-/* Whether s starts with one of the two suffixes (4 bytes each). */
+/* Whether s starts with one of the suffixes (4 bytes each). */
 static int is_ext(const char *s)
 {
-	return !strncmp(s, IDXFILE_EXT, 4) || !strncmp(s, IDXFILE_EXT_CKPT, 4);
+	return !strncmp(s, IDXFILE_EXT, 4) || !strncmp(s, IDXFILE_EXT_CKPT, 4) ||
+	       !strncmp(s, IDXFILE_EXT_TAR, 4);
 }
 
-/* Whether s (n bytes) is an index file's name: "<16 hex>.zmi" or "<16 hex>.zmc". */
+/* Whether s (n bytes) is an index file's name: "<16 hex>" and .zmi, .zmc or .zmt. */
 static bool is_index_name(const char *s, size_t n)
 {
 	return n == IF_HEXLEN + 4 && is_hex(s, IF_HEXLEN) && is_ext(s + IF_HEXLEN);

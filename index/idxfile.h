@@ -98,12 +98,14 @@ enum idxfile_kind {
 	IDXFILE_KIND_GZIP = 1, /* gzip checkpoints and windows */
 	IDXFILE_KIND_ZSTD = 2, /* one record per zstd frame: extent and uncompressed size */
 	IDXFILE_KIND_CKPT = 3, /* checkpoint sets inside xz Blocks or zstd frames (ckpt.h) */
+	IDXFILE_KIND_TAR = 4,  /* a tar's member table (tarsave.h) */
 };
 
 /* A format's index file ("<h>.zmi": one per source, whatever its format), and its
  * checkpoint sets' ("<h>.zmc"). */
 #define IDXFILE_EXT	 ".zmi"
 #define IDXFILE_EXT_CKPT ".zmc"
+#define IDXFILE_EXT_TAR	 ".zmt"
 
 struct fmt_saved;
 

@@ -1,0 +1,907 @@
+/* SPDX-License-Identifier: MIT */
+#include "ns_tar.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arctab.h"
+#include "idxfile.h"
+#include "ns.h"
+#include "reader.h"
+#include "src.h"
+#include "tarsave.h"
+#include "tarscan.h"
+#include "tartab.h"
+#include "tarview.h"
+#include "zlog.h"
+
+/*
+ * Entries of this layer carry a tag no source gives (an ETag is printable):
+ * "\1t" a member, "\1r" + 'a' or 'f' + the base tag: an archive (or plain
+ * file) shown as its directory, whose base entry is the rest.
+ */
+#define MARK	   '\001'
+#define TAG_MEMBER "\001t"
+/* Each table's members are numbered on a device of their own (nodes_ino). */
+#define TAR_DEV	  ((dev_t)0x7a74 << 48)
+#define SCAN_BUF  (1u << 20)
+#define TABLE_CAP ((size_t)1 << 32) /* counted bytes of one table (tartab.h) */
+
+enum { READY = 0, SCANNING = 1 };
+
+/* One version of one archive's table and the tree it shows. */
+struct tarv {
+	struct tarv *next;
+	struct ns_entry base; /* the archive's entry in the base namespace */
+	uint64_t gen;	      /* its members' ns_entry.obj: a new one per version */
+	unsigned refs;	      /* under ns_tar.lock */
+	int state;	      /* SCANNING, READY, or the -errno its scan ended with */
+	struct tartab t;
+	struct tarview v;
+};
+
+struct ns_tar {
+	struct ns ns; /* first */
+	struct ns_ops ops;
+	struct ns *base;
+	struct arctab *arcs;
+	pthread_mutex_t lock; /* list, gen, each tarv's refs and state */
+	pthread_cond_t built; /* a scan ended */
+	struct tarv *list;
+	uint64_t gen;
+};
+
+/* An archive's decoded bytes: through its reader, or a plain tar's own source. */
+struct tbytes {
+	struct arc *arc;
+	struct reader *r;
+	struct zsrc *src;
+};
+
+static struct ns_tar *tns(void *ns)
+{
+	return ns;
+}
+
+static char mark(const struct ns_entry *e)
+{
+	return e->tag && e->tag[0] == MARK ? e->tag[1] : 0;
+}
+
+static bool tar_name(const char *p, size_t len)
+{
+	return len >= 4 && memcmp(p + len - 4, ".tar", 4) == 0;
+}
+
+/* The base entry of a directory-shown archive (shallow: shares e's strings). */
+static void unroot(const struct ns_entry *e, struct ns_entry *out)
+{
+	*out = *e;
+	out->kind = e->tag[2] == 'a' ? NS_ARCHIVE : NS_FILE;
+	out->tag = e->tag + 3;
+}
+
+static int tb_open(struct ns_tar *nt, const struct ns_entry *base, struct tbytes *b)
+{
+	bool same;
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	if (base->kind != NS_ARCHIVE)
+		return ns_open(nt->base, base, &b->src, &same);
+	ret = arctab_get(nt->arcs, base, &b->arc);
+	if (ret < 0)
+		return ret == -ENOTSUP ? -EIO : ret;
+	/* a corrupt archive: arctab said why, once */
+	ret = arc_reader(b->arc) ? arctab_open(nt->arcs, b->arc) : -EIO;
+	if (ret < 0) {
+		arctab_put(nt->arcs, b->arc);
+		b->arc = NULL;
+		return ret;
+	}
+	b->r = arc_reader(b->arc);
+	return 0;
+}
+
+static ssize_t tb_pread(struct tbytes *b, void *buf, size_t n, uint64_t off)
+{
+	return b->r ? reader_pread(b->r, buf, n, off) : zsrc_pread(b->src, buf, n, off);
+}
+
+static void tb_close(struct ns_tar *nt, struct tbytes *b)
+{
+	if (b->arc) {
+		arctab_close(nt->arcs, b->arc);
+		arctab_put(nt->arcs, b->arc);
+	}
+	zsrc_put(b->src);
+	memset(b, 0, sizeof(*b));
+}
+
+static void on_drop(void *arg, uint64_t off, const char *reason, const char *name)
+{
+	char esc[4 * 256];
+
+	zlog_escape(esc, sizeof(esc), name);
+	zlog(ZLOG_WARN, "%s: tar member at offset %" PRIu64 " not shown (%s): %s",
+	     (const char *)arg, off, reason, esc);
+}
+
+/*
+ * A failed read: the reader logs its own failure once (the archive's one
+ * line); a plain tar's source does not.
+ */
+static void say_read_error(const struct tbytes *b, const char *name, uint64_t off, ssize_t n)
+{
+	zlog(b->r ? ZLOG_DEBUG : ZLOG_ERROR, "%s: tar listing failed at offset %" PRIu64 ": %s",
+	     name, off, strerror((int)-n));
+}
+
+/* Feeds the whole archive to a scanner.  A damaged header keeps the members before it. */
+static int scan_bytes(struct tbytes *b, struct tarscan *s, const char *name, char *buf)
+{
+	uint64_t off = 0;
+	struct zerr why;
+
+	while (!tarscan_done(s)) {
+		ssize_t n = tb_pread(b, buf, SCAN_BUF, off);
+		int ret;
+
+		if (n < 0) {
+			say_read_error(b, name, off, n);
+			return (int)n;
+		}
+		ret = n == 0 ? tarscan_finish(s) : tarscan_feed(s, buf, (size_t)n);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret < 0) {
+			tarscan_error(s, &why);
+			zlog(ZLOG_ERROR, "%s: %s; only the members before it are shown", name,
+			     why.msg);
+			return 0;
+		}
+		if (n == 0)
+			break;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The saved table of an archive (not a plain tar: it has no index_dir
+ * entry of its own), checked against the archive's identity: 1 loaded, 0
+ * none (scan; *id is set if *have_id), never an error: a table that
+ * cannot be loaded is scanned again.
+ */
+static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name, const char *dir,
+		      struct idxfile_id *id, struct zsrc **src)
+{
+	bool same;
+	struct zerr why = { 0 };
+	int ret;
+
+	*src = NULL;
+	if (!dir || tv->base.kind != NS_ARCHIVE || !idxfile_keyed(name) ||
+	    ns_open(nt->base, &tv->base, src, &same) < 0)
+		return 0;
+	if (idxfile_identify(*src, id) < 0) {
+		zsrc_put(*src);
+		*src = NULL;
+		return 0;
+	}
+	ret = tarsave_load(dir, name, id, &tv->t, &why);
+	if (ret == 0)
+		return 1;
+	if (ret != -ENOENT)
+		zlog(ZLOG_INFO, "%s: saved member table not used (%s): scanning", name, why.msg);
+	tartab_free(&tv->t);
+	tartab_init(&tv->t, TABLE_CAP);
+	return 0;
+}
+
+/* Builds tv's table by one pass over the archive's decoded bytes.  *whole: no damage seen. */
+static int scan_table(struct ns_tar *nt, struct tarv *tv, const char *name, uint64_t *asize)
+{
+	char *buf = malloc(SCAN_BUF);
+	struct tarscan *s = NULL;
+	struct tbytes b;
+	int ret = buf ? tb_open(nt, &tv->base, &b) : -ENOMEM;
+
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	*asize = b.r ? reader_size(b.r) : (uint64_t)tv->base.st.st_size;
+	ret = tarscan_new(&tv->t, *asize, on_drop, (void *)name, &s);
+	if (ret == 0)
+		ret = scan_bytes(&b, s, name, buf);
+	if (ret == 0 && tarscan_error(s, NULL) < 0)
+		ret = 1; /* damaged: shown as far as it goes, never saved */
+	tarscan_free(s);
+	tb_close(nt, &b);
+	free(buf);
+	return ret;
+}
+
+/* Builds tv's table, from index_dir or by a scan (then saved there), and its view. */
+static int scan(struct ns_tar *nt, struct tarv *tv)
+{
+	const struct reader_opts *o = arctab_opts(nt->arcs);
+	const char *dir = o && o->index_dir && o->index_dir[0] ? o->index_dir : NULL;
+	char name[PATH_MAX + 64];
+	struct idxfile_id id;
+	struct zsrc *src;
+	uint64_t asize = 0;
+	int ret = 0;
+
+	ns_name(nt->base, &tv->base, name, sizeof(name));
+	if (!load_saved(nt, tv, name, dir, &id, &src)) {
+		ret = scan_table(nt, tv, name, &asize);
+		if (ret == 0 && src && tarsave_save(dir, name, &id, &tv->t, asize, NULL) == 0)
+			zlog(ZLOG_DEBUG, "%s: member table saved", name);
+	}
+	zsrc_put(src);
+	if (ret >= 0)
+		ret = tarview_build(&tv->t, &tv->v);
+	zlog(ZLOG_DEBUG, "%s: tar table of %zu members (%zu bytes): %s", name, tv->t.n,
+	     tartab_bytes(&tv->t), ret < 0 ? strerror(-ret) : "ok");
+	return ret;
+}
+
+static void tarv_free(struct tarv *tv)
+{
+	ns_entry_clear(&tv->base);
+	tartab_free(&tv->t);
+	tarview_free(&tv->v);
+	free(tv);
+}
+
+/* Unlinks and frees, under the lock, unused tables of older versions of e's archive. */
+static void prune_old(struct ns_tar *nt, const struct ns_entry *e)
+{
+	for (struct tarv **p = &nt->list; *p;) {
+		struct tarv *tv = *p;
+
+		if (tv->base.obj == e->obj && tv->base.st.st_dev == e->st.st_dev && !tv->refs &&
+		    tv->state != SCANNING) {
+			*p = tv->next;
+			tarv_free(tv);
+		} else {
+			p = &tv->next;
+		}
+	}
+}
+
+/* A new table for e, scanning, with one reference; under the lock.  NULL: no memory. */
+static struct tarv *tarv_new(struct ns_tar *nt, const struct ns_entry *e)
+{
+	struct tarv *tv = calloc(1, sizeof(*tv));
+
+	if (!tv || ns_entry_copy(&tv->base, e) < 0) {
+		free(tv);
+		return NULL;
+	}
+	prune_old(nt, e);
+	tartab_init(&tv->t, TABLE_CAP);
+	tv->gen = ++nt->gen;
+	tv->refs = 1;
+	tv->state = SCANNING;
+	tv->next = nt->list;
+	nt->list = tv;
+	return tv;
+}
+
+static void tarv_unlink(struct ns_tar *nt, struct tarv *tv)
+{
+	for (struct tarv **p = &nt->list; *p; p = &(*p)->next)
+		if (*p == tv) {
+			*p = tv->next;
+			return;
+		}
+}
+
+static void tarv_put(struct ns_tar *nt, struct tarv *tv)
+{
+	pthread_mutex_lock(&nt->lock);
+	tv->refs--;
+	pthread_mutex_unlock(&nt->lock);
+}
+
+static struct tarv *find_same(struct ns_tar *nt, const struct ns_entry *e)
+{
+	for (struct tarv *tv = nt->list; tv; tv = tv->next)
+		if (tv->base.obj == e->obj && tv->base.st.st_dev == e->st.st_dev &&
+		    ns_same(nt->base, &tv->base, e))
+			return tv;
+	return NULL;
+}
+
+/*
+ * The table of base archive e with a reference (tarv_put), scanning it if
+ * nobody has.  A failed scan is kept (said once) unless it may pass later.
+ */
+static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, struct tarv **out)
+{
+	struct tarv *tv;
+	int ret;
+
+	pthread_mutex_lock(&nt->lock);
+	while ((tv = find_same(nt, e)) && tv->state == SCANNING)
+		pthread_cond_wait(&nt->built, &nt->lock);
+	if (tv) {
+		ret = tv->state;
+		tv->refs += ret == READY;
+		pthread_mutex_unlock(&nt->lock);
+		*out = ret == READY ? tv : NULL;
+		return ret;
+	}
+	tv = tarv_new(nt, e);
+	pthread_mutex_unlock(&nt->lock);
+	if (!tv)
+		return -ENOMEM;
+	ret = scan(nt, tv);
+	pthread_mutex_lock(&nt->lock);
+	tv->state = ret < 0 ? -EIO : READY;
+	if (ret < 0 && --tv->refs == 0 &&
+	    (ret == -ENOMEM || ret == -EMFILE || ret == -ENFILE || ret == -ESTALE)) {
+		tarv_unlink(nt, tv); /* nothing learnt about the archive: try again later */
+		tarv_free(tv);
+	}
+	pthread_cond_broadcast(&nt->built);
+	pthread_mutex_unlock(&nt->lock);
+	*out = ret < 0 ? NULL : tv;
+	return ret < 0 ? (ret == -ESTALE || ret == -ENOMEM ? ret : -EIO) : 0;
+}
+
+/* The table whose members carry obj gen, with a reference, or NULL (superseded). */
+static struct tarv *tarv_by_gen(struct ns_tar *nt, uint64_t gen)
+{
+	struct tarv *tv;
+
+	pthread_mutex_lock(&nt->lock);
+	for (tv = nt->list; tv && !(tv->gen == gen && tv->state == READY); tv = tv->next)
+		;
+	if (tv)
+		tv->refs++;
+	pthread_mutex_unlock(&nt->lock);
+	return tv;
+}
+
+static mode_t type_bits(const struct tar_member *m)
+{
+	static const mode_t bits[TAR_TYPES] = { S_IFREG, S_IFDIR, S_IFLNK, S_IFREG,
+						S_IFCHR, S_IFBLK, S_IFIFO };
+
+	return bits[m->type];
+}
+
+/* What node k shows: its kind and stat. */
+static enum ns_kind member_stat(const struct tarv *tv, size_t k, struct stat *st)
+{
+	const struct tar_member *m = NULL, *d = tarview_data(&tv->t, &tv->v, k);
+	int32_t i = tv->v.v[k].mem;
+
+	memset(st, 0, sizeof(*st));
+	st->st_dev = TAR_DEV | (dev_t)tv->gen;
+	st->st_ino = (ino_t)k + 1;
+	st->st_nlink = 1;
+	st->st_blksize = 4096;
+	if (i < 0) {
+		/* a directory only its members' names imply: the archive's owner and time */
+		st->st_mode = S_IFDIR | 0755;
+		st->st_uid = tv->base.st.st_uid;
+		st->st_gid = tv->base.st.st_gid;
+		st->st_mtim = tv->base.st.st_mtim;
+	} else {
+		m = &tv->t.m[i];
+		st->st_mode = type_bits(m) | (m->mode & 07777);
+		st->st_uid = m->uid;
+		st->st_gid = m->gid;
+		st->st_mtim.tv_sec = m->mtime;
+		st->st_mtim.tv_nsec = m->mtime_ns;
+		if (m->type == TAR_SYMLINK)
+			st->st_size = m->link_len;
+		else if (S_ISREG(st->st_mode))
+			st->st_size = d ? (off_t)d->size : 0;
+	}
+	st->st_atim = st->st_ctim = st->st_mtim;
+	st->st_blocks = (st->st_size + 511) / 512;
+	if (S_ISDIR(st->st_mode))
+		return st->st_nlink = 2, NS_DIR;
+	if (S_ISREG(st->st_mode))
+		return NS_FILE;
+	return S_ISLNK(st->st_mode) ? NS_SYMLINK : NS_OTHER;
+}
+
+/* The entry for inner path inner of archive base (taken over) at visible path. */
+static int member_entry(struct ns_tar *nt, struct ns_entry *base, const char *inner,
+			const char *path, struct ns_entry *out)
+{
+	struct tarv *tv;
+	long k;
+	int ret = tarv_get(nt, base, &tv);
+
+	ns_entry_clear(base);
+	if (ret < 0)
+		return ret;
+	k = tarview_find(&tv->v, inner, strlen(inner));
+	memset(out, 0, sizeof(*out));
+	if (k <= 0) {
+		ret = -ENOENT;
+	} else {
+		out->kind = member_stat(tv, (size_t)k, &out->st);
+		out->obj = tv->gen;
+		out->id = strdup(path);
+		out->tag = strdup(TAG_MEMBER);
+		if (!out->id || !out->tag)
+			ret = -ENOMEM, ns_entry_clear(out);
+	}
+	tarv_put(nt, tv);
+	return ret;
+}
+
+/* Base entry e (kept) shown as the directory of its members. */
+static int root_entry(struct ns_entry *e)
+{
+	size_t len = e->tag ? strlen(e->tag) : 0;
+	char *tag = malloc(len + 4);
+
+	if (!tag) {
+		ns_entry_clear(e);
+		return -ENOMEM;
+	}
+	tag[0] = MARK;
+	tag[1] = 'r';
+	tag[2] = e->kind == NS_ARCHIVE ? 'a' : 'f';
+	memcpy(tag + 3, e->tag ? e->tag : "", len + 1);
+	free(e->tag);
+	e->tag = tag;
+	e->kind = NS_DIR;
+	return 0;
+}
+
+static int t_resolve(void *ns, const char *path, struct ns_entry *out)
+{
+	struct ns_tar *nt = tns(ns);
+	size_t len = strlen(path);
+	char pre[PATH_MAX];
+
+	/* the first component named *.tar that is an archive or plain file is the tar */
+	for (size_t i = 1; i <= len && i < sizeof(pre); i++) {
+		int ret;
+
+		if ((i < len && path[i] != '/') || !tar_name(path, i))
+			continue;
+		memcpy(pre, path, i);
+		pre[i] = '\0';
+		ret = ns_resolve(nt->base, pre, out);
+		if (ret < 0)
+			return ret;
+		if (out->kind != NS_ARCHIVE && out->kind != NS_FILE) {
+			ns_entry_clear(out);
+			continue;
+		}
+		if (i == len)
+			return root_entry(out);
+		return member_entry(nt, out, path + i + 1, path, out);
+	}
+	return ns_resolve(nt->base, path, out);
+}
+
+static bool t_same(void *ns, const struct ns_entry *a, const struct ns_entry *b)
+{
+	struct ns_entry x, y;
+	char ka = mark(a);
+
+	if (ka != mark(b))
+		return false;
+	if (ka == 't')
+		return a->kind == b->kind && a->obj == b->obj && a->st.st_ino == b->st.st_ino;
+	if (ka != 'r')
+		return ns_same(tns(ns)->base, a, b);
+	unroot(a, &x);
+	unroot(b, &y);
+	return ns_same(tns(ns)->base, &x, &y);
+}
+
+/* A directory-shown archive's stat: its own, as a directory anyone who may read it may enter. */
+static void root_stat(const struct ns_entry *e, struct stat *st)
+{
+	*st = e->st;
+	st->st_mode = S_IFDIR | (e->st.st_mode & 07777) | ((e->st.st_mode & 0444) >> 2);
+	st->st_nlink = 2;
+	st->st_size = 0;
+	st->st_blocks = 0;
+}
+
+static int t_state(void *ns, const struct ns_entry *e, struct zsrc *src, struct stat *st)
+{
+	switch (mark(e)) {
+	case 't':
+		*st = e->st;
+		return 0;
+	case 'r':
+		root_stat(e, st);
+		return 0;
+	default:
+		return ns_state(tns(ns)->base, e, src, st);
+	}
+}
+
+/* A member's bytes: the archive's decoded bytes at its data offset (sparse: holes are zeros). */
+struct msrc {
+	struct zsrc z; /* first */
+	struct ns_tar *nt;
+	struct tarv *tv;	    /* referenced */
+	const struct tar_member *m; /* NULL: a dangling hard link, empty */
+	struct tbytes b;
+	struct stat st;
+};
+
+static ssize_t m_pread(struct zsrc *s, void *buf, size_t len, uint64_t off)
+{
+	struct msrc *ms = (struct msrc *)s;
+	uint64_t aoff, run;
+	int k = ms->m ? tartab_locate(&ms->tv->t, ms->m, off, &aoff, &run) : -1;
+
+	if (k < 0)
+		return 0;
+	if (run < len)
+		len = (size_t)run;
+	if (k == 0) {
+		memset(buf, 0, len);
+		return (ssize_t)len;
+	}
+	return tb_pread(&ms->b, buf, len, aoff);
+}
+
+static int m_stat(struct zsrc *s, struct stat *st)
+{
+	*st = ((struct msrc *)s)->st;
+	return 0;
+}
+
+static void m_free(struct zsrc *s)
+{
+	struct msrc *ms = (struct msrc *)s;
+
+	tb_close(ms->nt, &ms->b);
+	tarv_put(ms->nt, ms->tv);
+	free(ms);
+}
+
+static const struct zsrc_ops msrc_ops = {
+	.pread = m_pread,
+	.stat = m_stat,
+	.free = m_free,
+	.pinned = true,
+};
+
+static int member_open(struct ns_tar *nt, const struct ns_entry *e, struct zsrc **out)
+{
+	struct tarv *tv = e->kind == NS_FILE ? tarv_by_gen(nt, e->obj) : NULL;
+	struct msrc *ms;
+	int ret;
+
+	if (!tv)
+		return e->kind == NS_FILE ? -ESTALE : -EINVAL;
+	ms = calloc(1, sizeof(*ms));
+	ret = ms ? tb_open(nt, &tv->base, &ms->b) : -ENOMEM;
+	if (ret < 0) {
+		free(ms);
+		tarv_put(nt, tv);
+		return ret;
+	}
+	zsrc_init(&ms->z, &msrc_ops);
+	ms->nt = nt;
+	ms->tv = tv;
+	ms->m = tarview_data(&tv->t, &tv->v, (size_t)e->st.st_ino - 1);
+	ms->st = e->st;
+	*out = &ms->z;
+	return 0;
+}
+
+static int t_open(void *ns, const struct ns_entry *e, struct zsrc **out, bool *same)
+{
+	*same = true;
+	switch (mark(e)) {
+	case 't':
+		return member_open(tns(ns), e, out);
+	case 'r':
+		return -EISDIR;
+	default:
+		return ns_open(tns(ns)->base, e, out, same);
+	}
+}
+
+static ssize_t t_readlink(void *ns, const struct ns_entry *e, char *buf, size_t len)
+{
+	struct tarv *tv;
+	const struct tar_member *m;
+	int32_t i;
+
+	if (mark(e) != 't')
+		return mark(e) ? -EINVAL : ns_readlink(tns(ns)->base, e, buf, len);
+	if (e->kind != NS_SYMLINK || !(tv = tarv_by_gen(tns(ns), e->obj)))
+		return e->kind != NS_SYMLINK ? -EINVAL : -ESTALE;
+	i = tv->v.v[e->st.st_ino - 1].mem;
+	m = &tv->t.m[i];
+	snprintf(buf, len, "%s", tartab_str(&tv->t, m->link));
+	tarv_put(tns(ns), tv);
+	return m->link_len < len ? (ssize_t)m->link_len : -ENAMETOOLONG;
+}
+
+/* A listing: the base's (with *.tar files shown as directories), or a tar directory's. */
+struct ns_dir {
+	struct ns *base;
+	struct ns_dir *bd; /* the base's listing, or NULL */
+	size_t n;
+	char *pool; /* the names, NUL-terminated */
+	struct tdent {
+		size_t name;
+		mode_t mode;
+		ino_t ino;
+	} * d;
+	dev_t dev;
+};
+
+/* The listing of directory node k of tv. */
+static int tar_listing(const struct tarv *tv, size_t k, struct ns_dir *d)
+{
+	size_t first = tv->v.kid0[k], n = tv->v.kid0[k + 1] - first, bytes = 1, at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct tarview_node *c = &tv->v.v[tv->v.kids[first + i]];
+
+		bytes += c->len - c->name + 1;
+	}
+	d->d = calloc(n ? n : 1, sizeof(*d->d));
+	d->pool = malloc(bytes);
+	if (!d->d || !d->pool)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t kid = tv->v.kids[first + i];
+		const struct tarview_node *c = &tv->v.v[kid];
+		struct stat st;
+
+		member_stat(tv, kid, &st);
+		d->d[i] = (struct tdent){ .name = at, .mode = st.st_mode, .ino = st.st_ino };
+		memcpy(d->pool + at, c->p + c->name, c->len - c->name);
+		at += c->len - c->name;
+		d->pool[at++] = '\0';
+	}
+	d->n = n;
+	d->dev = TAR_DEV | (dev_t)tv->gen;
+	return 0;
+}
+
+static bool has_tar_component(const char *path)
+{
+	for (const char *s = strstr(path, ".tar"); s; s = strstr(s + 1, ".tar"))
+		if (s[4] == '/' || s[4] == '\0')
+			return true;
+	return false;
+}
+
+/* Directory path inside a tar (or a tar's own): its listing into d; 1: path is no tar's. */
+static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
+{
+	struct ns_entry e, base;
+	struct tarv *tv;
+	int ret = t_resolve(nt, path, &e);
+	size_t k = 0;
+
+	if (ret < 0)
+		return ret;
+	if (!mark(&e)) {
+		ns_entry_clear(&e);
+		return 1;
+	}
+	if (mark(&e) == 'r') {
+		unroot(&e, &base);
+		ret = tarv_get(nt, &base, &tv);
+	} else {
+		tv = e.kind == NS_DIR ? tarv_by_gen(nt, e.obj) : NULL;
+		ret = tv ? 0 : e.kind == NS_DIR ? -ESTALE : -ENOTDIR;
+		k = (size_t)e.st.st_ino - 1;
+	}
+	ns_entry_clear(&e);
+	if (ret < 0)
+		return ret;
+	ret = tar_listing(tv, k, d);
+	tarv_put(nt, tv);
+	return ret;
+}
+
+static void t_closedir(void *ns, struct ns_dir *d)
+{
+	(void)ns;
+	if (!d)
+		return;
+	if (d->bd)
+		ns_closedir(d->base, d->bd);
+	free(d->d);
+	free(d->pool);
+	free(d);
+}
+
+static int t_opendir(void *ns, const char *path, struct ns_dir **out)
+{
+	struct ns_tar *nt = tns(ns);
+	struct ns_dir *d = calloc(1, sizeof(*d));
+	int ret;
+
+	if (!d)
+		return -ENOMEM;
+	d->base = nt->base;
+	ret = has_tar_component(path) ? tar_opendir(nt, path, d) : 1;
+	if (ret == 1)
+		ret = ns_opendir(nt->base, path, &d->bd);
+	if (ret < 0) {
+		t_closedir(ns, d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+static size_t t_dir_count(const struct ns_dir *d)
+{
+	return d->bd ? ns_dir_count(d->base, d->bd) : d->n;
+}
+
+static const char *t_dir_entry(const struct ns_dir *d, size_t i, struct stat *st)
+{
+	const char *name;
+
+	if (!d->bd) {
+		st->st_mode = d->d[i].mode;
+		st->st_ino = d->d[i].ino;
+		st->st_dev = d->dev;
+		return d->pool + d->d[i].name;
+	}
+	name = ns_dir_entry(d->base, d->bd, i, st);
+	/* as t_resolve shows it: an archive or plain file named *.tar is a directory */
+	if ((S_ISREG(st->st_mode) || !(st->st_mode & S_IFMT)) && tar_name(name, strlen(name)))
+		st->st_mode = S_IFDIR | (st->st_mode & 07777);
+	return name;
+}
+
+static int t_statfs(void *ns, struct statvfs *sv)
+{
+	return ns_statfs(tns(ns)->base, sv);
+}
+
+static void t_name(void *ns, const struct ns_entry *e, char *buf, size_t len)
+{
+	struct ns_entry b;
+
+	if (mark(e) == 't') {
+		snprintf(buf, len, "%s", e->id);
+		return;
+	}
+	if (mark(e) == 'r') {
+		unroot(e, &b);
+		e = &b;
+	}
+	ns_name(tns(ns)->base, e, buf, len);
+}
+
+static void t_source(void *ns, const struct ns_entry *e, char *buf, size_t len)
+{
+	struct ns_entry b;
+
+	if (mark(e) == 't') {
+		snprintf(buf, len, "%s", e->id + (e->id[0] == '/'));
+		return;
+	}
+	if (mark(e) == 'r') {
+		unroot(e, &b);
+		e = &b;
+	}
+	ns_source(tns(ns)->base, e, buf, len);
+}
+
+static bool t_still_named(void *ns, const struct reader *r)
+{
+	return ns_still_named(tns(ns)->base, r);
+}
+
+static size_t t_stats(void *ns, char *out, size_t len)
+{
+	struct ns_tar *nt = tns(ns);
+	size_t n = ns_stats(nt->base, out, len), tables = 0, members = 0, bytes = 0;
+	int k;
+
+	pthread_mutex_lock(&nt->lock);
+	for (const struct tarv *tv = nt->list; tv; tv = tv->next) {
+		tables++;
+		members += tv->t.n;
+		bytes += tartab_bytes(&tv->t) + tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t));
+	}
+	pthread_mutex_unlock(&nt->lock);
+	if (n >= len)
+		return n;
+	k = snprintf(out + n, len - n, "tar_tables=%zu\ntar_members=%zu\ntar_table_bytes=%zu\n",
+		     tables, members, bytes);
+	return k < 0 ? n : n + (size_t)k < len ? n + (size_t)k : len - 1;
+}
+
+static int t_index_start(void *ns, struct arctab *arcs, struct zmctx *zm, struct pool *pool,
+			 unsigned jobs, struct indexer **out)
+{
+	return ns_index_start(tns(ns)->base, arcs, zm, pool, jobs, out);
+}
+
+static void t_bind(void *ns, struct arctab *arcs)
+{
+	tns(ns)->arcs = arcs;
+	ns_bind(tns(ns)->base, arcs);
+}
+
+static void t_live(void *ns)
+{
+	ns_live(tns(ns)->base);
+}
+
+static void t_free(void *ns)
+{
+	struct ns_tar *nt = tns(ns);
+
+	while (nt->list) {
+		struct tarv *tv = nt->list;
+
+		nt->list = tv->next;
+		tarv_free(tv);
+	}
+	ns_free(nt->base);
+	pthread_mutex_destroy(&nt->lock);
+	pthread_cond_destroy(&nt->built);
+	free(nt);
+}
+
+static const struct ns_ops tar_ops = {
+	.resolve = t_resolve,
+	.same = t_same,
+	.state = t_state,
+	.open = t_open,
+	.opendir = t_opendir,
+	.dir_count = t_dir_count,
+	.dir_entry = t_dir_entry,
+	.closedir = t_closedir,
+	.readlink = t_readlink,
+	.statfs = t_statfs,
+	.name = t_name,
+	.source = t_source,
+	.still_named = t_still_named,
+	.stats = t_stats,
+	.index_start = t_index_start,
+	.bind = t_bind,
+	.live = t_live,
+	.free = t_free,
+};
+
+int ns_tar_wrap(struct ns *base, struct ns **out)
+{
+	struct ns_tar *nt = calloc(1, sizeof(*nt));
+
+	*out = NULL;
+	if (!nt) {
+		ns_free(base);
+		return -ENOMEM;
+	}
+	nt->ops = tar_ops;
+	nt->ops.remote = ns_remote(base);
+	nt->ops.probed = ns_probed(base);
+	nt->ns.ops = &nt->ops;
+	nt->base = base;
+	pthread_mutex_init(&nt->lock, NULL);
+	pthread_cond_init(&nt->built, NULL);
+	*out = &nt->ns;
+	return 0;
+}
