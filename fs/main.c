@@ -248,7 +248,8 @@ static bool mounted_already(const char *mnt)
  *  - MNT inside SRC: the daemon's own walks of SRC would enter the mount
  *    and wait on themselves, hanging every worker;
  *  - MNT containing SRC: SRC would be shown inside its own view.
- * MNT == SRC is allowed: the daemon opens SRC before mounting over it, and
+ * src_st is NULL for a source that is no local directory (s3://): only the
+ * first two rules apply.  MNT == SRC is allowed: the daemon opens SRC before mounting over it, and
  * reads it through that descriptor, under the mount.
  */
 static int check_mountpoint(const char *mnt, const char *src, const struct stat *src_st)
@@ -269,8 +270,8 @@ static int check_mountpoint(const char *mnt, const char *src, const struct stat 
 			mnt, src);
 		return -1;
 	}
-	if (same_file(&st, src_st))
-		return 0; /* over SRC itself */
+	if (!src_st || same_file(&st, src_st))
+		return 0; /* not local, or over SRC itself */
 	if (path_below(mnt, src) || is_below(mnt, src_st)) {
 		fprintf(stderr, "zmount: %s: mount point is inside SRC %s; choose one outside it\n",
 			mnt, src);
@@ -536,28 +537,6 @@ static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out
 	return 0;
 }
 
-/* The mount point of an s3:// mount: a directory without this mount on it already. */
-static int check_s3_mountpoint(const char *mnt, const char *src)
-{
-	struct stat st;
-
-	if (stat(mnt, &st) < 0) {
-		fprintf(stderr, "zmount: %s: %s\n", mnt, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "zmount: %s: mount point is not a directory\n", mnt);
-		return -1;
-	}
-	if (mounted_already(mnt)) {
-		fprintf(stderr,
-			"zmount: %s: a zmount is already mounted there; not mounting %s on it\n",
-			mnt, src);
-		return -1;
-	}
-	return 0;
-}
-
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -612,8 +591,7 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "zmount: missing MNT (usage: zmount SRC MNT [-o OPTS])\n");
 		goto out;
 	}
-	if (is_s3 ? check_s3_mountpoint(copts.mountpoint, cli.src) < 0
-		  : check_mountpoint(copts.mountpoint, src, &st) < 0)
+	if (check_mountpoint(copts.mountpoint, is_s3 ? cli.src : src, is_s3 ? NULL : &st) < 0)
 		goto out;
 	zlog_set_level(cli.opts.log_level);
 	if (cli.opts.log_file[0] && (ret = zlog_to_file(cli.opts.log_file)) < 0) {
