@@ -129,10 +129,15 @@ static int object_url(const char *url, struct srcloc *loc, char *msg, size_t n)
 	return rc;
 }
 
-int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n)
+/*
+ * Opens url's object at version st (NULL: one HEAD asks the server for it).
+ * 0 and *out, or -errno with msg.
+ */
+static int open_object(const char *url, const struct s3_stat *st, struct zsrc **out, char *msg,
+		       size_t n)
 {
 	struct srcloc loc;
-	struct s3_stat st;
+	struct s3_stat head;
 	struct client *c;
 	int rc = object_url(url, &loc, msg, n);
 
@@ -141,38 +146,34 @@ int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n)
 		rc = client_for(loc.bucket, &c, msg, n);
 	if (rc)
 		return rc;
-	msg[0] = '\0';
-	captured = msg;
-	captured_n = n;
-	rc = s3_head(c->s3, loc.key, &st);
-	captured = NULL;
-	if (rc) {
-		if (!msg[0])
-			snprintf(msg, n, "%s", strerror(-rc));
-		return rc;
+	if (!st) {
+		msg[0] = '\0';
+		captured = msg;
+		captured_n = n;
+		rc = s3_head(c->s3, loc.key, &head);
+		captured = NULL;
+		if (rc) {
+			if (!msg[0])
+				snprintf(msg, n, "%s", strerror(-rc));
+			return rc;
+		}
+		st = &head;
 	}
-	rc = s3src_open(c->s3, c->dev, loc.key, &st, out);
+	rc = s3src_open(c->s3, c->dev, loc.key, st, out);
 	if (rc)
 		snprintf(msg, n, "%s", rc == -EINVAL ? "the server gave no ETag" : strerror(-rc));
 	return rc;
 }
 
+int toolsrc_open(const char *url, struct zsrc **out, char *msg, size_t n)
+{
+	return open_object(url, NULL, out, msg, n);
+}
+
 int toolsrc_open_listed(const char *url, const struct s3_stat *st, struct zsrc **out, char *msg,
 			size_t n)
 {
-	struct srcloc loc;
-	struct client *c;
-	int rc = object_url(url, &loc, msg, n);
-
-	*out = NULL;
-	if (rc == 0)
-		rc = client_for(loc.bucket, &c, msg, n);
-	if (rc)
-		return rc;
-	rc = s3src_open(c->s3, c->dev, loc.key, st, out);
-	if (rc)
-		snprintf(msg, n, "%s", rc == -EINVAL ? "the server gave no ETag" : strerror(-rc));
-	return rc;
+	return open_object(url, st, out, msg, n);
 }
 
 struct each {
