@@ -26,7 +26,7 @@
 
 #include "gzdec.h"
 #include "tsrc.h"
-#include "testutil.h"
+#include "zmtest.h"
 
 #define ORIG_SIZE (5u * 1048576u + 4321u)
 #define SPAN_MIN  (64u << 10)
@@ -40,8 +40,8 @@ static const char *g_corpus;
 static unsigned char *g_data; /* the original text, ORIG_SIZE bytes */
 
 /* Shell commands run in g_dir. */
-#define sh(...) testutil_sh(g_dir, __VA_ARGS__)
-#define join	testutil_join
+#define sh(...) zmtest_sh(g_dir, __VA_ARGS__)
+#define join	zmtest_join
 
 static void path_of(char *buf, size_t size, const char *name)
 {
@@ -1265,22 +1265,13 @@ END_TEST
 
 /* ------------------------------------------------------------- salvage */
 
-/* Reads g_dir/name whole into a malloc'd buffer (caller frees). */
+/* g_dir/name, read whole (zmtest_slurp). */
 static unsigned char *slurp(const char *name, size_t *len)
 {
 	char path[PATH_MAX];
-	unsigned char *buf;
-	uint64_t size;
-	int fd;
 
 	path_of(path, sizeof(path), name);
-	fd = open_file(path, &size);
-	buf = malloc(size ? size : 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(pread(fd, buf, size, 0), (ssize_t)size);
-	close(fd);
-	*len = size;
-	return buf;
+	return zmtest_slurp(path, len);
 }
 
 /* What `gzip -dc` writes of g_dir/name before it gives up: the oracle. */

@@ -32,8 +32,8 @@
 #include "idxstore.h"
 #include "tsrc.h"
 #include "gzdec.h"
-#include "testutil.h"
 #include "idxfile.h"
+#include "zmtest.h"
 #include "zstddec.h"
 
 #define BIG_SIZE   (3u * 1048576u + 777u)
@@ -46,8 +46,8 @@ static char g_dir[PATH_MAX];
 static unsigned char *g_big; /* the text in big.gz */
 
 /* Shell commands run in g_dir. */
-#define sh(...) testutil_sh(g_dir, __VA_ARGS__)
-#define join	testutil_join
+#define sh(...) zmtest_sh(g_dir, __VA_ARGS__)
+#define join	zmtest_join
 
 static void path_of(char *buf, size_t size, const char *name)
 {
@@ -225,7 +225,7 @@ static void put_le(unsigned char *p, int bytes, uint64_t v)
 
 static void reseal(unsigned char *b, size_t len)
 {
-	put_le(b + len - 8, 8, testutil_crc64(b, len - 8));
+	put_le(b + len - 8, 8, zmtest_crc64(b, len - 8));
 }
 
 START_TEST(crc_and_layout)
@@ -237,7 +237,7 @@ START_TEST(crc_and_layout)
 	size_t len, plen;
 	uint64_t bytes;
 
-	ck_assert_uint_eq(testutil_crc64((const unsigned char *)"123456789", 9),
+	ck_assert_uint_eq(zmtest_crc64((const unsigned char *)"123456789", 9),
 			  0x995DC9BBDF1939FAull);
 	new_dir(dir, sizeof(dir), "layout");
 	src_open(&s, "small.gz", SPAN_MIN);
@@ -272,7 +272,7 @@ START_TEST(crc_and_layout)
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 25, 3), 0);
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 28, 4), s.idx->points[1].crc);
 	ck_assert_uint_ne(s.idx->points[1].crc, 0);
-	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
+	ck_assert_uint_eq(le(b + len - 8, 8), zmtest_crc64(b, len - 8));
 	free(b);
 	src_close(&s);
 }
@@ -2118,7 +2118,7 @@ START_TEST(zstd_roundtrip_and_layout)
 		ck_assert_uint_eq(b[r0 + i * REC + 24],
 				  i == 1 ? ZSTDDEC_SRC_FCS : ZSTDDEC_SRC_MEASURED);
 	}
-	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
+	ck_assert_uint_eq(le(b + len - 8, 8), zmtest_crc64(b, len - 8));
 
 	ck_assert_int_eq(zload(dir, &s, &z), 0);
 	ck_assert_uint_eq(z->usize, zplain());

@@ -33,9 +33,9 @@
 #include "pool.h"
 #include "reader.h"
 #include "reader_int.h" /* r->stream: to line reads up in a chosen order */
-#include "testutil.h"
 #include "zlog.h"
 #include "zmctx.h"
+#include "zmtest.h"
 
 /* The table's ids of the formats read here (fmttab.h; check_fmttab checks their names). */
 enum { FMT_NONE = 0, FMT_XZ = 1, FMT_GZIP = 2, FMT_ZSTD = 3 };
@@ -2346,7 +2346,7 @@ static void zforge(const char *d, int64_t d0, int64_t d1, int64_t dt)
 	zput(b + rec + 16, (uint64_t)(SPLIT + d0));
 	zput(b + rec + 32 + 16, (uint64_t)(ORIG_SIZE - SPLIT + d1));
 	zput(b + 72, (uint64_t)(ORIG_SIZE + dt));
-	zput(b + len - 8, testutil_crc64(b, len - 8));
+	zput(b + len - 8, zmtest_crc64(b, len - 8));
 	rewind(f);
 	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
 	ck_assert_int_eq(fclose(f), 0);
@@ -2981,7 +2981,7 @@ static int open_forged(const char *name, const size_t *size, const uint64_t *cla
 
 	ck_assert(gen_ok);
 	ck_assert_int_eq(xz_forge(name, orig, size, claim, n), 0);
-	ck_assert_msg((testutil_sh(dir, "xz -t %s 2>/dev/null", name) == 0) == xz_ok,
+	ck_assert_msg((zmtest_sh(dir, "xz -t %s 2>/dev/null", name) == 0) == xz_ok,
 		      "xz -t %s: want %s", name, xz_ok ? "ok" : "corrupt");
 	reader_opts_default(&ro, 16 * MiB);
 	ck_assert_int_eq(zmctx_new(16 * MiB, zm), 0);

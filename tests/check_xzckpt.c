@@ -19,10 +19,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "checkutil.h"
 #include "tsrc.h"
 #include "xzckpt.h"
 #include "xzdec.h"
+#include "zmtest.h"
 
 /* Blob layout facts the crafted-blob test needs (see xzckpt.h). */
 #define HEAD	   96
@@ -693,7 +693,7 @@ END_TEST
 
 static Suite *xzckpt_suite(void)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "preset0", test_preset0, 0 },
 		{ "preset6", test_preset6, 0 },
 		{ "preset9e", test_preset9e, 0 },
@@ -705,7 +705,7 @@ static Suite *xzckpt_suite(void)
 		{ "window_stock", test_window_stock, 0 },
 	};
 
-	return checkutil_suite("check_xzckpt", "xzckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);
+	return zmtest_suite("check_xzckpt", "xzckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);
 }
 
 int main(void)

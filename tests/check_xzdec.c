@@ -18,10 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkutil.h"
 #include "tsrc.h"
-#include "testutil.h"
 #include "xzdec.h"
+#include "zmtest.h"
 
 #define ORIG_SIZE  (3u << 20)
 #define SMALL_SIZE 300000u
@@ -232,7 +231,7 @@ static void check_generated(const char *xzname, const char *origname, size_t chu
 
 	need_generated();
 	tpath(path, sizeof(path), origname);
-	orig = checkutil_slurp(path, &olen);
+	orig = zmtest_slurp(path, &olen);
 	tpath(path, sizeof(path), xzname);
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->usize, olen);
@@ -297,7 +296,7 @@ START_TEST(test_blocks_independent)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = checkutil_slurp(path, &olen);
+	orig = zmtest_slurp(path, &olen);
 	tpath(path, sizeof(path), "blocks.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	buf = malloc(65536 + 1);
@@ -412,7 +411,7 @@ START_TEST(test_small_reads)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = checkutil_slurp(path, &olen);
+	orig = zmtest_slurp(path, &olen);
 	tpath(path, sizeof(path), "one.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
@@ -851,7 +850,7 @@ START_TEST(test_truncated)
 	need_generated();
 	tpath(src, sizeof(src), "blocks.xz");
 	snprintf(path, sizeof(path), "%s/trunc.%d.xz", tmpdir, (int)getpid());
-	ck_assert_int_eq(testutil_sh(".", "cp '%s' '%s'", src, path), 0);
+	ck_assert_int_eq(zmtest_sh(".", "cp '%s' '%s'", src, path), 0);
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
 	ck_assert_int_eq(fstat(fd, &st), 0);
 	last = &idx->blocks[idx->nblocks - 1];
@@ -994,7 +993,7 @@ START_TEST(test_fd_per_call)
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = checkutil_slurp(path, &olen);
+	orig = zmtest_slurp(path, &olen);
 	tpath(path, sizeof(path), "one.xz");
 	tpath(other, sizeof(other), "none.xz");
 	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
@@ -1148,7 +1147,7 @@ static void variant(const char *src, const char *dst, long long cut, long long x
 	uint8_t c;
 	int fd;
 
-	ck_assert_int_eq(testutil_sh(tmpdir, "cp %s %s", src, dst), 0);
+	ck_assert_int_eq(zmtest_sh(tmpdir, "cp %s %s", src, dst), 0);
 	tpath(path, sizeof(path), dst);
 	if (cut >= 0)
 		ck_assert_int_eq(truncate(path, (off_t)cut), 0);
@@ -1242,7 +1241,7 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	snprintf(out, sizeof(out), "%s.xzcat", path);
 	snprintf(cmd, sizeof(cmd), "xz -dc < '%s' > '%s' 2>/dev/null; true", path, out);
 	ck_assert_int_eq(system(cmd), 0);
-	want = checkutil_slurp(out, &wlen);
+	want = zmtest_slurp(out, &wlen);
 	ck_assert_msg(glen <= wlen, "%s: %llu bytes, xz -dc gave only %zu", path,
 		      (unsigned long long)glen, wlen);
 	if (!damaged || e.cut)
@@ -1356,7 +1355,7 @@ static void expect_xz_dc(const char *name, long long cut)
 	snprintf(out, sizeof(out), "%s.xzcat", path);
 	snprintf(cmd, sizeof(cmd), "xz -dc < '%s' > '%s' 2>/dev/null; true", path, out);
 	ck_assert_int_eq(system(cmd), 0);
-	want = checkutil_slurp(out, &wlen);
+	want = zmtest_slurp(out, &wlen);
 	ck_assert_msg(glen == wlen && idx->usize == wlen && memcmp(got, want, wlen) == 0,
 		      "%s: salvaged %llu bytes (usize %llu), xz -dc prints %zu", vname,
 		      (unsigned long long)glen, (unsigned long long)idx->usize, wlen);
@@ -1643,9 +1642,9 @@ static int gen_fixtures(void)
 	char orig[PATH_MAX];
 
 	tpath(orig, sizeof(orig), "orig.txt");
-	if (testutil_text(orig, ORIG_SIZE, 2463534242u))
+	if (zmtest_text(orig, ORIG_SIZE, 2463534242u))
 		return -1;
-	if (testutil_sh(
+	if (zmtest_sh(
 		    tmpdir,
 		    "xz -T1 -c --block-size=65536 orig.txt > blocks.xz"
 		    " && xz -T1 -c orig.txt > one.xz"
@@ -1667,7 +1666,7 @@ static int gen_fixtures(void)
 
 static Suite *xzdec_suite(int have_corpus, int *skipped)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "index_many_blocks", test_index_many_blocks, 0 },
 		{ "blocks_independent", test_blocks_independent, 0 },
 		{ "small_reads", test_small_reads, 0 },
@@ -1707,8 +1706,8 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{ "scan_corpus", test_scan_corpus, 1 },
 	};
 
-	return checkutil_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120,
-			       have_corpus, skipped);
+	return zmtest_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120, have_corpus,
+			    skipped);
 }
 
 /*
@@ -1759,7 +1758,7 @@ int main(int argc, char **argv)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh("/", "rm -rf '%s'", tmpdir);
+	zmtest_sh("/", "rm -rf '%s'", tmpdir);
 	if (failed)
 		return 1;
 	if (skipped) {

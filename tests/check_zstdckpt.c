@@ -26,9 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkutil.h"
 #include "tsrc.h"
-#include "testutil.h"
+#include "zmtest.h"
 #include <zlib.h> /* crc32: resealing forged blobs */
 
 #include "zstd.h" /* ZSTD_decompressDCtx: the oracle for hand-made frames; ZSTD_compress */
@@ -62,7 +61,7 @@ static const struct {
 
 static void tpath(char *buf, size_t len, const char *name)
 {
-	testutil_join(buf, len, tmpdir, name);
+	zmtest_join(buf, len, tmpdir, name);
 }
 
 /* Text, then runs of pseudo-random bytes, zeros and text again: raw, RLE and compressed blocks. */
@@ -110,25 +109,25 @@ static int gen_fixtures(void)
 	char path[PATH_MAX];
 
 	tpath(path, sizeof(path), "text");
-	if (testutil_text(path, TEXT_SIZE, 7))
+	if (zmtest_text(path, TEXT_SIZE, 7))
 		return -1;
 	tpath(path, sizeof(path), "mixed");
 	if (gen_mixed(path))
 		return -1;
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
-		if (testutil_sh(tmpdir, "zstd -q -f %s %s -o %s && zstd -q -dc %s > %s.out",
-				fixtures[i].opts, fixtures[i].src, fixtures[i].name,
-				fixtures[i].name, fixtures[i].name) != 0)
+		if (zmtest_sh(tmpdir, "zstd -q -f %s %s -o %s && zstd -q -dc %s > %s.out",
+			      fixtures[i].opts, fixtures[i].src, fixtures[i].name, fixtures[i].name,
+			      fixtures[i].name) != 0)
 			return -1;
 	/* a window over 16 MiB: marked by granules, resumed in a ring on huge pages */
 	tpath(path, sizeof(path), "bigtext");
-	if (testutil_text(path, BIG_SIZE, 11) ||
-	    testutil_sh(tmpdir, "zstd -q -f -3 --long=25 bigtext -o big.zst && "
-				"zstd -q -dc --long=25 big.zst > big.zst.out") != 0)
+	if (zmtest_text(path, BIG_SIZE, 11) ||
+	    zmtest_sh(tmpdir, "zstd -q -f -3 --long=25 bigtext -o big.zst && "
+			      "zstd -q -dc --long=25 big.zst > big.zst.out") != 0)
 		return -1;
 	/* through a pipe: no Frame_Content_Size */
-	if (testutil_sh(tmpdir, "cat text | zstd -q -3 > pipe.zst && zstd -q -dc pipe.zst > "
-				"pipe.zst.out") != 0)
+	if (zmtest_sh(tmpdir, "cat text | zstd -q -3 > pipe.zst && zstd -q -dc pipe.zst > "
+			      "pipe.zst.out") != 0)
 		return -1;
 	return 0;
 }
@@ -152,7 +151,7 @@ static void fx_open(struct fx *x, const char *name)
 	ck_assert_msg(gen_ok, "fixtures are missing (is zstd installed?)");
 	tpath(path, sizeof(path), name);
 	snprintf(opath, sizeof(opath), "%s.out", path);
-	x->want = checkutil_slurp(opath, &x->wlen);
+	x->want = zmtest_slurp(opath, &x->wlen);
 	x->fd = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(x->fd, 0);
 	ck_assert_int_eq(fstat(x->fd, &st), 0);
@@ -441,7 +440,7 @@ static void fx_damaged(struct fx *x, const char *name, uint64_t flip_at, uint64_
 	int fd;
 
 	fx_open(x, name);
-	ck_assert_int_eq(testutil_sh(tmpdir, "cp %s bad.zst", name), 0);
+	ck_assert_int_eq(zmtest_sh(tmpdir, "cp %s bad.zst", name), 0);
 	tpath(path, sizeof(path), "bad.zst");
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
@@ -642,7 +641,7 @@ START_TEST(test_crafted_modes)
 		ck_assert_int_eq(ret, 0);
 		if (st.skip_rep)
 			continue;
-		ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc craft.zst > craft.zst.out"), 0);
+		ck_assert_int_eq(zmtest_sh(tmpdir, "zstd -q -dc craft.zst > craft.zst.out"), 0);
 		fx_open(&fx, "craft.zst");
 		ck_assert_uint_eq(fx.wlen, n);
 		ck_assert(memcmp(fx.want, ref, n) == 0);
@@ -1362,7 +1361,7 @@ static int bench(const char *path, uint64_t span)
 
 static Suite *zstdckpt_suite(void)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "resume_every_boundary", test_resume_every_boundary, 0 },
 		{ "span", test_span, 0 },
 		{ "reads", test_reads, 0 },
@@ -1382,8 +1381,8 @@ static Suite *zstdckpt_suite(void)
 		{ "spares_other_file", test_spares_other_file, 0 },
 	};
 
-	return checkutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1,
-			       NULL);
+	return zmtest_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1,
+			    NULL);
 }
 
 int main(int argc, char **argv)
@@ -1407,6 +1406,6 @@ int main(int argc, char **argv)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh("/", "rm -rf '%s'", tmpdir);
+	zmtest_sh("/", "rm -rf '%s'", tmpdir);
 	return failed != 0;
 }

@@ -19,8 +19,7 @@
 #include <unistd.h>
 
 #include "tsrc.h"
-#include "checkutil.h"
-#include "testutil.h"
+#include "zmtest.h"
 #include "zstddec.h"
 
 #define ORIG_SIZE  (4u << 20)
@@ -32,7 +31,7 @@ static int gen_ok; /* all generated fixtures were made */
 
 static void tpath(char *buf, size_t len, const char *name)
 {
-	testutil_join(buf, len, tmpdir, name);
+	zmtest_join(buf, len, tmpdir, name);
 }
 
 static void need_generated(void)
@@ -40,13 +39,13 @@ static void need_generated(void)
 	ck_assert_msg(gen_ok, "generated fixtures are missing (are zstd and pzstd installed?)");
 }
 
-/* name in the fixture directory, read whole (checkutil_slurp). */
+/* name in the fixture directory, read whole (zmtest_slurp). */
 static uint8_t *slurp(const char *name, size_t *len)
 {
 	char path[PATH_MAX];
 
 	tpath(path, sizeof(path), name);
-	return checkutil_slurp(path, len);
+	return zmtest_slurp(path, len);
 }
 
 static void spew(const char *name, const void *buf, size_t len)
@@ -457,7 +456,7 @@ static void damage(const char *src, const char *dst, uint64_t off, uint8_t mask)
 /* zstd -t must refuse name too, or the test is not about a bad file. */
 static void oracle_refuses(const char *name)
 {
-	ck_assert_msg(testutil_sh(tmpdir, "zstd -q -t %s 2>/dev/null", name) != 0,
+	ck_assert_msg(zmtest_sh(tmpdir, "zstd -q -t %s 2>/dev/null", name) != 0,
 		      "zstd -t accepts %s", name);
 }
 
@@ -506,7 +505,7 @@ START_TEST(test_corrupt_payload)
 
 	/* same damage without a checksum: libzstd must still see corrupt entropy data */
 	damage("nocheck.zst", "bad.zst", at, 0xFF);
-	if (testutil_sh(tmpdir, "zstd -q -t bad.zst 2>/dev/null") != 0)
+	if (zmtest_sh(tmpdir, "zstd -q -t bad.zst 2>/dev/null") != 0)
 		ck_assert_int_eq(decode_all("bad.zst", &e, NULL), -EIO);
 }
 END_TEST
@@ -762,7 +761,7 @@ START_TEST(test_seekable)
 	need_generated();
 	ck_assert_uint_eq(parts[0] + parts[1] + parts[2], ORIG_SIZE);
 	make_seekable("seek.zst", parts, 3, 0, false);
-	ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc seek.zst > seek.zst.out"), 0);
+	ck_assert_int_eq(zmtest_sh(tmpdir, "zstd -q -dc seek.zst > seek.zst.out"), 0);
 	check_file("seek.zst", 1u << 20, &idx);
 	ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_USED);
 	ck_assert_str_eq(idx->seek_reason, "");
@@ -808,7 +807,7 @@ START_TEST(test_seekable)
 	 * measured, and the file is what zstd -dc prints.
 	 */
 	make_seekable("seekbad.zst", parts, 3, 2, false);
-	ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc seekbad.zst > seekbad.zst.out"), 0);
+	ck_assert_int_eq(zmtest_sh(tmpdir, "zstd -q -dc seekbad.zst > seekbad.zst.out"), 0);
 	check_file("seekbad.zst", 65536, &idx);
 	ck_assert_uint_eq(idx->frames[1].usize, parts[1]);
 	ck_assert_uint_eq(idx->usize, ORIG_SIZE);
@@ -817,13 +816,13 @@ START_TEST(test_seekable)
 	{
 		uint32_t lie[3] = { parts[0], parts[1] + 1, parts[2] };
 
-		ck_assert_int_eq(testutil_sh(tmpdir, "cp frames.zst frames.keep && "
-						     "cat l1.zst l1.zst l1.zst > frames.zst"),
+		ck_assert_int_eq(zmtest_sh(tmpdir, "cp frames.zst frames.keep && "
+						   "cat l1.zst l1.zst l1.zst > frames.zst"),
 				 0);
 		lie[0] = lie[1] = lie[2] = ORIG_SIZE;
 		lie[1] += 1;
 		make_seekable("seekfcs.zst", lie, 3, 0, false);
-		ck_assert_int_eq(testutil_sh(tmpdir, "mv frames.keep frames.zst"), 0);
+		ck_assert_int_eq(zmtest_sh(tmpdir, "mv frames.keep frames.zst"), 0);
 		ck_assert_int_eq(open_index("seekfcs.zst", WMAX, &fd, &idx, &e), 0);
 		ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_IGNORED);
 		ck_assert_msg(strstr(idx->seek_reason, "entry 1"), "%s", idx->seek_reason);
@@ -854,12 +853,12 @@ START_TEST(test_probe)
 	need_generated();
 	make_seekable("seek.zst", (const uint32_t[]){ 1000000, 1500000, 1694304 }, 3, 0, false);
 	ck_assert_int_eq(
-		testutil_sh(tmpdir,
-			    "for n in 4 5; do "
-			    "  for i in $(seq $n); do cat onlyskip.zst; done > skip$n.zst; "
-			    "  cat small.zst >> skip$n.zst; done; "
-			    "{ cat onlyskip.zst; printf '\\375\\067zXZ\\000\\000'; } "
-			    "> skipxz.zst; printf '\\050\\265\\057' > cut3.zst; : > empty.zst"),
+		zmtest_sh(tmpdir,
+			  "for n in 4 5; do "
+			  "  for i in $(seq $n); do cat onlyskip.zst; done > skip$n.zst; "
+			  "  cat small.zst >> skip$n.zst; done; "
+			  "{ cat onlyskip.zst; printf '\\375\\067zXZ\\000\\000'; } "
+			  "> skipxz.zst; printf '\\050\\265\\057' > cut3.zst; : > empty.zst"),
 		0);
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		char path[PATH_MAX];
@@ -925,11 +924,10 @@ START_TEST(test_conformance)
 	FILE *tsv;
 	int rows = 0;
 
-	testutil_join(dir, sizeof(dir), tmpdir, "cases");
-	ck_assert_msg(testutil_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) ==
-			      0,
+	zmtest_join(dir, sizeof(dir), tmpdir, "cases");
+	ck_assert_msg(zmtest_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) == 0,
 		      "make-zstd-cases.sh failed (see %s/cases.log)", tmpdir);
-	testutil_join(path, sizeof(path), dir, "EXPECTED.tsv");
+	zmtest_join(path, sizeof(path), dir, "EXPECTED.tsv");
 	tsv = fopen(path, "r");
 	ck_assert_ptr_nonnull(tsv);
 	while (fgets(line, sizeof(line), tsv)) {
@@ -948,7 +946,7 @@ START_TEST(test_conformance)
 			p = NULL;
 		ck_assert_int_eq(k, 9);
 		rows++;
-		testutil_join(path, sizeof(path), dir, col[0]);
+		zmtest_join(path, sizeof(path), dir, col[0]);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_eq(fstat(fd, &st), 0);
@@ -1003,16 +1001,16 @@ START_TEST(test_conformance)
 				ck_assert_int_eq(zstddec_index_settle(idx, i, u), 0);
 			}
 			ck_assert_uint_eq(idx->usize, strtoull(col[3], NULL, 10));
-			testutil_join(path, sizeof(path), tmpdir, "conf.out");
+			zmtest_join(path, sizeof(path), tmpdir, "conf.out");
 			out = fopen(path, "w");
 			ck_assert_ptr_nonnull(out);
 			failed = conf_decode(fd, idx, out, 0, &e);
 			ck_assert_int_eq(fclose(out), 0);
 			ck_assert_msg(failed == 0, "%s: frame %zu: %s", col[0], failed, e.msg);
 			ck_assert_int_eq(
-				testutil_sh(tmpdir, "sha256sum < conf.out | cut -c1-64 > conf.sha"),
+				zmtest_sh(tmpdir, "sha256sum < conf.out | cut -c1-64 > conf.sha"),
 				0);
-			testutil_join(path, sizeof(path), tmpdir, "conf.sha");
+			zmtest_join(path, sizeof(path), tmpdir, "conf.sha");
 			out = fopen(path, "r");
 			ck_assert_ptr_nonnull(out);
 			ck_assert_ptr_nonnull(fgets(sha, sizeof(sha), out));
@@ -1038,10 +1036,9 @@ static int gen_fixtures(void)
 
 	tpath(orig, sizeof(orig), "orig.txt");
 	tpath(small, sizeof(small), "small.txt");
-	if (testutil_text(orig, ORIG_SIZE, 2463534242u) ||
-	    testutil_text(small, SMALL_SIZE, 88172645u))
+	if (zmtest_text(orig, ORIG_SIZE, 2463534242u) || zmtest_text(small, SMALL_SIZE, 88172645u))
 		return -1;
-	return testutil_sh(
+	return zmtest_sh(
 		tmpdir,
 		"set -e; Z='zstd -q -f'; "
 		"$Z -1 orig.txt -o l1.zst; $Z -3 orig.txt -o l3.zst; $Z -19 orig.txt -o l19.zst; "
@@ -1119,7 +1116,7 @@ static int gen_bigfcs(void)
 
 static Suite *zstddec_suite(void)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "levels", test_levels, 0 },
 		{ "small_reads", test_small_reads, 0 },
 		{ "multi_frame", test_multi_frame, 0 },
@@ -1142,8 +1139,7 @@ static Suite *zstddec_suite(void)
 		{ "conformance", test_conformance, 0 },
 	};
 
-	return checkutil_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1,
-			       NULL);
+	return zmtest_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1, NULL);
 }
 
 int main(void)
@@ -1169,6 +1165,6 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh("/", "rm -rf '%s'", tmpdir);
+	zmtest_sh("/", "rm -rf '%s'", tmpdir);
 	return failed != 0;
 }

@@ -11,7 +11,7 @@
  * and kept for the process's life (never freed: its references are the
  * callers' to borrow, not to drop).  Not thread-safe at the first call for
  * a number.  tsrc(-1) is a source whose reads fail with -EBADF.  Tests
- * of ownership use zsrc_local or tests/memsrc.h instead.
+ * of ownership use zsrc_local or memsrc (zmtest.h) instead.
  */
 
 #include <errno.h>

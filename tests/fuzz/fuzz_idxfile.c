@@ -49,7 +49,7 @@
 #include "../tsrc.h"
 #include "gzdec.h"
 #include "idxfile.h"
-#include "testutil.h"
+#include "zmtest.h"
 #include "zstddec.h"
 
 /* Layout, from doc/index-format.md. */
@@ -337,7 +337,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(img, "out of memory");
 	memcpy(img, data, size);
 	put64(img + H_FSIZE, size);
-	put64(img + size - CRC, testutil_crc64(img, size - CRC));
+	put64(img + size - CRC, zmtest_crc64(img, size - CRC));
 	resealed(data, size, img);
 	free(img);
 	return 0;

@@ -1,10 +1,128 @@
 /* SPDX-License-Identifier: MIT */
-#include "memsrc.h"
+#include "zmtest.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+
+int zmtest_sh(const char *dir, const char *fmt, ...)
+{
+	char cmd[4096];
+	int n, st;
+	va_list ap;
+
+	n = snprintf(cmd, sizeof(cmd), "cd '%s' && ", dir);
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return -1;
+	va_start(ap, fmt);
+	n += vsnprintf(cmd + n, sizeof(cmd) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if ((size_t)n >= sizeof(cmd))
+		return -1;
+	st = system(cmd);
+	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
+}
+
+void zmtest_join(char *buf, size_t size, const char *dir, const char *name)
+{
+	int n = snprintf(buf, size, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= size) {
+		fprintf(stderr, "path too long: %s/%s\n", dir, name);
+		abort();
+	}
+}
+
+int zmtest_text(const char *path, size_t size, unsigned seed)
+{
+	static const char *words[] = { "block",	 "stream", "index", "padding", "check",
+				       "the",	 "of",	   "a",	    "lzma",    "dictionary",
+				       "zmount", "fuse",   "\n",    "offset",  "42" };
+	uint32_t x = seed;
+	size_t n = 0;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	while (n < size) {
+		const char *w;
+		size_t len;
+
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		w = words[x % (sizeof(words) / sizeof(words[0]))];
+		len = strlen(w);
+		if (len > size - n)
+			len = size - n;
+		fwrite(w, 1, len, f);
+		n += len;
+		if (n < size && w[0] != '\n') {
+			fputc(' ', f);
+			n++;
+		}
+	}
+	return fclose(f);
+}
+
+uint64_t zmtest_crc64(const unsigned char *p, size_t n)
+{
+	uint64_t c = ~0ull;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
+	}
+	return ~c;
+}
+
+uint8_t *zmtest_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	ck_assert_msg(f, "cannot open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_ge(n, 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
+
+Suite *zmtest_suite(const char *prog, const char *name, const struct zmtest_case *t, size_t n,
+		    int timeout, int have_corpus, int *skipped)
+{
+	Suite *s = suite_create(name);
+
+	if (skipped)
+		*skipped = 0;
+	for (size_t i = 0; i < n; i++) {
+		TCase *tc;
+
+		if (t[i].corpus && !have_corpus) {
+			fprintf(stderr, "%s: SKIP: %s (needs the corpus)\n", prog, t[i].name);
+			if (skipped)
+				(*skipped)++;
+			continue;
+		}
+		tc = tcase_create(t[i].name);
+		tcase_set_timeout(tc, timeout);
+		tcase_add_test(tc, t[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
 
 static ssize_t mem_pread(struct zsrc *s, void *buf, size_t len, uint64_t off)
 {
