@@ -17,7 +17,6 @@
 
 #include <sys/stat.h>
 
-#include "tsrc.h"
 #include "ckpt.h"
 #include "pool.h"
 #include "readahead.h"
@@ -267,7 +266,7 @@ static void sink(void *user, enum zlog_level level, const char *name, const char
 struct opened {
 	struct zmctx *zm;
 	struct reader *r;
-	int fd;
+	struct zsrc *src; /* the file again, for the passes */
 	struct sunk log;
 };
 
@@ -286,8 +285,7 @@ static void open_with(const char *name, const char *index_dir, bool ck_at_open, 
 	ro.index_dir = index_dir;
 	ro.ck_at_open = ck_at_open;
 	ck_assert_int_eq(reader_open(path, o->zm, &ro, &o->r, NULL), 0);
-	o->fd = open(path, O_RDONLY);
-	ck_assert_int_ge(o->fd, 0);
+	o->src = zmtest_src_open(path);
 }
 
 static void open_in(const char *name, const char *index_dir, struct opened *o)
@@ -304,7 +302,7 @@ static void close_one(struct opened *o)
 {
 	reader_close(o->r);
 	zmctx_free(o->zm);
-	close(o->fd);
+	zsrc_put(o->src);
 }
 
 static uint64_t decoded(struct opened *o)
@@ -352,7 +350,7 @@ static void resumes_exact(const char *name)
 	open_one(name, &o);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpt_wanted, 1);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2); /* xz: LZMA2 chunks hold up to 2 MiB */
 	ck_assert_uint_eq(in.ckpt_wanted, 0);
@@ -397,7 +395,7 @@ START_TEST(zstd_unsized_frame_is_decoded_once)
 	ck_assert_uint_eq(in.usize, SIZE);
 	ck_assert_uint_eq(in.ckpt_wanted, 0);
 	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	reader_get_counters(o.zm, &rc);
 	ck_assert_uint_eq(rc.decoded_bytes, SIZE);
 	random_reads(&o, 1);
@@ -443,7 +441,7 @@ static void span_mismatch(const char *name, int damage_blob)
 	uint64_t off;
 
 	open_one(name, &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	s = atomic_load(&o.r->ck[0]);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_uint_ge(s->n, 4);
@@ -496,7 +494,7 @@ static void saved_and_loaded(const char *name)
 	zmtest_join(idx, sizeof(idx), dir, "index");
 	mkdir(idx, 0700);
 	open_in(name, idx, &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	close_one(&o);
 	open_in(name, idx, &o);
 	reader_get_info(o.r, &in);
@@ -630,7 +628,7 @@ static void pass_leaves_streamed_entry(const char *name)
 	}
 	readahead_wait(o.r);
 	before = ctx_decoded(&o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	ck_assert_msg(ctx_decoded(&o) == before,
 		      "a pass beside a reader streaming the entry decoded %llu more bytes",
 		      (unsigned long long)(ctx_decoded(&o) - before));
@@ -675,7 +673,7 @@ START_TEST(a_pass_runs_once_a_partial_read_is_left)
 	ck_assert_int_eq(reader_pread(o.r, buf, 4096, SIZE / 2), 4096);
 	ck_assert(memcmp(buf, text + SIZE / 2, 4096) == 0);
 	readahead_wait(o.r);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	reader_get_info(o.r, &in);
 	ck_assert_msg(in.ckpt_wanted == 0, "the pass left the entry to a stream nobody reads");
 	ck_assert_uint_gt(in.ckpts, 0);
@@ -707,7 +705,7 @@ START_TEST(sets_over_the_map_limit_are_dropped)
 
 	open_one("one.zst", &o);
 	o.r->opts.index_max = 4096; /* as cache_size=16K would make it */
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), &why), -ENOTSUP);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, &why), -ENOTSUP);
 	ck_assert_msg(strstr(why.msg, "cache_size/4"), "%s", why.msg);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
@@ -726,14 +724,13 @@ START_TEST(a_pass_over_another_version_builds_nothing)
 	struct opened o;
 	struct reader_info in;
 	char path[PATH_MAX];
-	int other;
+	struct zsrc *other;
 
 	open_one("one.zst", &o);
 	zmtest_join(path, sizeof(path), dir, "one.xz");
-	other = open(path, O_RDONLY);
-	ck_assert_int_ge(other, 0);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(other), NULL), -ESTALE);
-	close(other);
+	other = zmtest_src_open(path);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, other, NULL), -ESTALE);
+	zsrc_put(other);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
 	ck_assert_uint_eq(in.ckpt_wanted, 1);
@@ -1005,7 +1002,7 @@ START_TEST(xz_bcj_block_has_none)
 	struct reader_info in;
 
 	open_one("bcj.xz", &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), -ENOTSUP);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), -ENOTSUP);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
 	ck_assert_uint_eq(in.ckpt_wanted, 0);

@@ -2,6 +2,7 @@
 #include "zmtest.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,23 @@ uint8_t *zmtest_slurp(const char *path, size_t *len)
 	buf[n] = '\0';
 	*len = (size_t)n;
 	return buf;
+}
+
+struct zsrc *zmtest_src_fd(int fd)
+{
+	struct zsrc *src;
+
+	ck_assert_msg(fd >= 0, "no descriptor to make a source of");
+	ck_assert_int_eq(zsrc_local(fd, &src), 0);
+	return src;
+}
+
+struct zsrc *zmtest_src_open(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "cannot open %s: %s", path, strerror(errno));
+	return zmtest_src_fd(fd);
 }
 
 Suite *zmtest_suite(const char *prog, const char *name, const struct zmtest_case *t, size_t n,

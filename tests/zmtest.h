@@ -43,6 +43,20 @@ uint64_t zmtest_crc64(const unsigned char *p, size_t n);
  */
 uint8_t *zmtest_slurp(const char *path, size_t *len);
 
+/* --------------------------------------------------------------- sources */
+
+/*
+ * fd as a local file source (zsrc_local, what the daemon and the tools
+ * use): takes over fd, closed by the last zsrc_put; the caller holds the
+ * one reference.  zsrc_local_fd gives the descriptor back for fstat,
+ * futimens, pwrite.  Fails the running test if the source cannot be made.
+ */
+struct zsrc *zmtest_src_fd(int fd);
+
+/* The file at path opened read-only as zmtest_src_fd's source; fails the running test if it cannot
+ * be opened. */
+struct zsrc *zmtest_src_open(const char *path);
+
 /* ---------------------------------------------------------------- suites */
 
 /* One test of a table: corpus says it needs the conformance corpus. */
