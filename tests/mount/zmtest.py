@@ -20,8 +20,13 @@ Standard library only (python3 >= 3.11).  What is here:
                       killing the daemon aborts the connection and every blocked
                       syscall returns ENOTCONN.
   log helpers         Mount.log_text(), Mount.log_lines(), lines_naming().
-  is_mounted()        from /proc/self/mountinfo, so it never blocks on the daemon.
-  proc_status()       the daemon's memory figures from /proc/PID/status.
+  is_mounted()        from /proc/self/mountinfo, so it never blocks on the daemon;
+                      mountinfo() gives every mount's fields, mount_alive() says
+                      whether a mount still answers (not ENOTCONN).
+  reading helpers     sha(), sha_path() (past the page cache), drop_cache(),
+                      open_direct(), errname() (an exception as a check names it).
+  run_check_mount()   runs the corpus's check-mount.py, one check per row it prints.
+  proc_status()       the daemon's memory figures from /proc/PID/status; vm_hwm_kib().
   xz_vli()            an xz variable-length integer, for files written by hand.
 
 The daemon is only ever signalled by its own pid (subprocess.Popen.kill/terminate).
@@ -468,3 +473,32 @@ def vm_hwm_kib(pid):
         return proc_status(pid)['VmHWM'] // 1024
     except (OSError, KeyError):
         return None
+
+
+def run_check_mount(res, argv, timeout, label=''):
+    """Runs the corpus's check-mount.py (ARGV) and records one check per PASS/FAIL row
+    it prints, its exit status, and a failure if it printed no row.  LABEL prefixes
+    every check's name."""
+    print(f'# running: {" ".join(argv)}', flush=True)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        res.fail(f'{label}check-mount.py finishes', f'timed out after {timeout} s')
+        return
+    rows = 0
+    for line in p.stdout.decode(errors='replace').splitlines():
+        c = line.split('\t')
+        if len(c) >= 3 and c[0] in ('PASS', 'FAIL'):
+            rows += 1
+            res.check(f'{label}check-mount.py {c[1]} ({c[2]})', c[0] == 'PASS',
+                      c[3] if len(c) > 3 else '')
+        elif line.strip():
+            print(f'#   check-mount.py: {line}')
+    summary = p.stderr.decode(errors='replace').strip()
+    res.check(f'{label}check-mount.py exits 0', p.returncode == 0,
+              f'rc={p.returncode}; {summary[-400:]}',
+              info=f'{summary} in {time.monotonic() - t0:.1f} s')
+    if rows == 0:
+        res.fail(f'{label}check-mount.py printed result rows', 'none')
