@@ -28,12 +28,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkutil.h"
 #include "ckpt.h"
 #include "reader.h"
 #include "reader_int.h"
-#include "testutil.h"
 #include "zmctx.h"
+#include "zmtest.h"
 
 #ifndef ZMOUNT_ZSTD_CASES
 #define ZMOUNT_ZSTD_CASES "tests/zstd/make-zstd-cases.sh"
@@ -146,14 +145,14 @@ static void conform_file(const char *path, const char *tool, struct tally *t)
 	int ret;
 
 	t->files++;
-	testutil_join(ref, sizeof(ref), tmpdir, "ref.out");
-	testutil_join(idx, sizeof(idx), tmpdir, "idx");
-	testutil_sh(tmpdir, "rm -rf idx && mkdir -m 700 idx");
-	if (testutil_sh(tmpdir, "%s -dc '%s' > ref.out 2>/dev/null", tool, path) != 0) {
+	zmtest_join(ref, sizeof(ref), tmpdir, "ref.out");
+	zmtest_join(idx, sizeof(idx), tmpdir, "idx");
+	zmtest_sh(tmpdir, "rm -rf idx && mkdir -m 700 idx");
+	if (zmtest_sh(tmpdir, "%s -dc '%s' > ref.out 2>/dev/null", tool, path) != 0) {
 		t->rejected++;
 		return;
 	}
-	want = checkutil_slurp(ref, &wlen);
+	want = zmtest_slurp(ref, &wlen);
 	ck_assert_int_eq(zmctx_new(16u << 20, &zm), 0);
 	r = open_reader(zm, path, idx);
 	if (!r) {
@@ -202,7 +201,7 @@ START_TEST(corpus_xz_resumed_at_every_checkpoint)
 
 		if (l < 4 || strcmp(e->d_name + l - 3, ".xz") != 0)
 			continue;
-		testutil_join(path, sizeof(path), corpus, e->d_name);
+		zmtest_join(path, sizeof(path), corpus, e->d_name);
 		conform_file(path, "xz", &t);
 	}
 	closedir(d);
@@ -217,26 +216,25 @@ START_TEST(zstd_cases_resumed_at_every_checkpoint)
 	struct tally t = { 0 };
 	FILE *tsv;
 
-	ck_assert_msg(testutil_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) ==
-			      0,
+	ck_assert_msg(zmtest_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) == 0,
 		      "make-zstd-cases.sh failed (see %s/cases.log)", tmpdir);
-	testutil_join(dir, sizeof(dir), tmpdir, "cases/EXPECTED.tsv");
+	zmtest_join(dir, sizeof(dir), tmpdir, "cases/EXPECTED.tsv");
 	tsv = fopen(dir, "r");
 	ck_assert_ptr_nonnull(tsv);
-	testutil_join(dir, sizeof(dir), tmpdir, "cases");
+	zmtest_join(dir, sizeof(dir), tmpdir, "cases");
 	while (fgets(line, sizeof(line), tsv)) {
 		char path[PATH_MAX], *tab = strchr(line, '\t');
 
 		if (line[0] == '#' || !tab)
 			continue;
 		*tab = '\0';
-		testutil_join(path, sizeof(path), dir, line);
+		zmtest_join(path, sizeof(path), dir, line);
 		conform_file(path, "zstd", &t);
 	}
 	fclose(tsv);
 	tally_say("zstd cases", &t);
 	ck_assert_uint_gt(t.files, 0);
-	testutil_sh(tmpdir, "rm -rf cases cases.log");
+	zmtest_sh(tmpdir, "rm -rf cases cases.log");
 }
 END_TEST
 
@@ -258,13 +256,13 @@ START_TEST(levels_resumed_at_every_checkpoint)
 	struct tally t = { 0 };
 	char path[PATH_MAX];
 
-	testutil_join(path, sizeof(path), tmpdir, "text");
-	ck_assert_int_eq(testutil_text(path, LEVEL_SIZE, 19), 0);
+	zmtest_join(path, sizeof(path), tmpdir, "text");
+	ck_assert_int_eq(zmtest_text(path, LEVEL_SIZE, 19), 0);
 	for (size_t i = 0; i < sizeof(lv) / sizeof(lv[0]); i++) {
 		unsigned sets = t.sets;
 
-		ck_assert_int_eq(testutil_sh(tmpdir, "%s", lv[i].cmd), 0);
-		testutil_join(path, sizeof(path), tmpdir, lv[i].name);
+		ck_assert_int_eq(zmtest_sh(tmpdir, "%s", lv[i].cmd), 0);
+		zmtest_join(path, sizeof(path), tmpdir, lv[i].name);
 		conform_file(path, lv[i].tool, &t);
 		ck_assert_msg(t.sets == sets + 1, "%s: no checkpoints", lv[i].name);
 	}
@@ -275,7 +273,7 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-	const struct checkutil_case cases[] = {
+	const struct zmtest_case cases[] = {
 		{ "corpus_xz_resumed_at_every_checkpoint", corpus_xz_resumed_at_every_checkpoint,
 		  1 },
 		{ "zstd_cases_resumed_at_every_checkpoint", zstd_cases_resumed_at_every_checkpoint,
@@ -293,7 +291,7 @@ int main(int argc, char **argv)
 		dir = ZMOUNT_CORPUS_DEFAULT;
 #endif
 	snprintf(corpus, sizeof(corpus), "%s/xz-utils", dir ? dir : "");
-	testutil_join(probe, sizeof(probe), corpus, "EXPECTED.tsv");
+	zmtest_join(probe, sizeof(probe), corpus, "EXPECTED.tsv");
 	have_corpus = access(probe, R_OK) == 0;
 	if (!have_corpus)
 		fprintf(stderr, "check_ckconf: SKIP: corpus not found (%s: %s)\n", probe,
@@ -305,13 +303,13 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
-	sr = srunner_create(checkutil_suite("check_ckconf", "ckconf", cases,
-					    sizeof(cases) / sizeof(cases[0]), 300, have_corpus,
-					    &skipped));
+	sr = srunner_create(zmtest_suite("check_ckconf", "ckconf", cases,
+					 sizeof(cases) / sizeof(cases[0]), 300, have_corpus,
+					 &skipped));
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh("/", "rm -rf '%s'", tmpdir);
+	zmtest_sh("/", "rm -rf '%s'", tmpdir);
 	if (failed)
 		return 1;
 	if (skipped) {

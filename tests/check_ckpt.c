@@ -17,17 +17,15 @@
 
 #include <sys/stat.h>
 
-#include "checkutil.h"
-#include "tsrc.h"
 #include "ckpt.h"
 #include "pool.h"
 #include "readahead.h"
 #include "reader.h"
 #include "reader_int.h"
-#include "testutil.h"
 #include "udec.h"
 #include "zcrc.h"
 #include "zmctx.h"
+#include "zmtest.h"
 
 #define SIZE  (8u << 20)
 #define SPAN  (1u << 20)
@@ -268,7 +266,7 @@ static void sink(void *user, enum zlog_level level, const char *name, const char
 struct opened {
 	struct zmctx *zm;
 	struct reader *r;
-	int fd;
+	struct zsrc *src; /* the file again, for the passes */
 	struct sunk log;
 };
 
@@ -277,7 +275,7 @@ static void open_with(const char *name, const char *index_dir, bool ck_at_open, 
 	struct reader_opts ro;
 	char path[PATH_MAX];
 
-	testutil_join(path, sizeof(path), dir, name);
+	zmtest_join(path, sizeof(path), dir, name);
 	memset(o, 0, sizeof(*o));
 	ck_assert_int_eq(zmctx_new(64u << 20, &o->zm), 0);
 	zmctx_set_log(o->zm, sink, &o->log, ZLOG_DEBUG);
@@ -287,8 +285,7 @@ static void open_with(const char *name, const char *index_dir, bool ck_at_open, 
 	ro.index_dir = index_dir;
 	ro.ck_at_open = ck_at_open;
 	ck_assert_int_eq(reader_open(path, o->zm, &ro, &o->r, NULL), 0);
-	o->fd = open(path, O_RDONLY);
-	ck_assert_int_ge(o->fd, 0);
+	o->src = zmtest_src_open(path);
 }
 
 static void open_in(const char *name, const char *index_dir, struct opened *o)
@@ -305,7 +302,7 @@ static void close_one(struct opened *o)
 {
 	reader_close(o->r);
 	zmctx_free(o->zm);
-	close(o->fd);
+	zsrc_put(o->src);
 }
 
 static uint64_t decoded(struct opened *o)
@@ -353,7 +350,7 @@ static void resumes_exact(const char *name)
 	open_one(name, &o);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpt_wanted, 1);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2); /* xz: LZMA2 chunks hold up to 2 MiB */
 	ck_assert_uint_eq(in.ckpt_wanted, 0);
@@ -398,7 +395,7 @@ START_TEST(zstd_unsized_frame_is_decoded_once)
 	ck_assert_uint_eq(in.usize, SIZE);
 	ck_assert_uint_eq(in.ckpt_wanted, 0);
 	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	reader_get_counters(o.zm, &rc);
 	ck_assert_uint_eq(rc.decoded_bytes, SIZE);
 	random_reads(&o, 1);
@@ -444,7 +441,7 @@ static void span_mismatch(const char *name, int damage_blob)
 	uint64_t off;
 
 	open_one(name, &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	s = atomic_load(&o.r->ck[0]);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_uint_ge(s->n, 4);
@@ -494,10 +491,10 @@ static void saved_and_loaded(const char *name)
 	struct opened o;
 	struct reader_info in;
 
-	testutil_join(idx, sizeof(idx), dir, "index");
+	zmtest_join(idx, sizeof(idx), dir, "index");
 	mkdir(idx, 0700);
 	open_in(name, idx, &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	close_one(&o);
 	open_in(name, idx, &o);
 	reader_get_info(o.r, &in);
@@ -506,7 +503,7 @@ static void saved_and_loaded(const char *name)
 	reader_get_info(o.r, &in);
 	ck_assert_uint_ge(in.ckpts, SIZE / SPAN / 2); /* xz: LZMA2 chunks hold up to 2 MiB */
 	close_one(&o);
-	testutil_sh(idx, "rm -f *.zmc *.zmi");
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
 	rmdir(idx);
 }
 
@@ -577,7 +574,7 @@ START_TEST(a_sequential_read_queues_a_pass)
 	struct pool *pool;
 	static unsigned char buf[SLICE];
 
-	testutil_join(idx, sizeof(idx), dir, "index-seq");
+	zmtest_join(idx, sizeof(idx), dir, "index-seq");
 	mkdir(idx, 0700);
 	open_in("one.xz", idx, &o);
 	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
@@ -595,7 +592,7 @@ START_TEST(a_sequential_read_queues_a_pass)
 	open_in("one.xz", idx, &o);
 	random_reads(&o, 1);
 	close_one(&o);
-	testutil_sh(idx, "rm -f *.zmc *.zmi");
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
 	rmdir(idx);
 }
 END_TEST
@@ -631,7 +628,7 @@ static void pass_leaves_streamed_entry(const char *name)
 	}
 	readahead_wait(o.r);
 	before = ctx_decoded(&o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	ck_assert_msg(ctx_decoded(&o) == before,
 		      "a pass beside a reader streaming the entry decoded %llu more bytes",
 		      (unsigned long long)(ctx_decoded(&o) - before));
@@ -676,7 +673,7 @@ START_TEST(a_pass_runs_once_a_partial_read_is_left)
 	ck_assert_int_eq(reader_pread(o.r, buf, 4096, SIZE / 2), 4096);
 	ck_assert(memcmp(buf, text + SIZE / 2, 4096) == 0);
 	readahead_wait(o.r);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), 0);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	reader_get_info(o.r, &in);
 	ck_assert_msg(in.ckpt_wanted == 0, "the pass left the entry to a stream nobody reads");
 	ck_assert_uint_gt(in.ckpts, 0);
@@ -708,7 +705,7 @@ START_TEST(sets_over_the_map_limit_are_dropped)
 
 	open_one("one.zst", &o);
 	o.r->opts.index_max = 4096; /* as cache_size=16K would make it */
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), &why), -ENOTSUP);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, &why), -ENOTSUP);
 	ck_assert_msg(strstr(why.msg, "cache_size/4"), "%s", why.msg);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
@@ -727,14 +724,13 @@ START_TEST(a_pass_over_another_version_builds_nothing)
 	struct opened o;
 	struct reader_info in;
 	char path[PATH_MAX];
-	int other;
+	struct zsrc *other;
 
 	open_one("one.zst", &o);
-	testutil_join(path, sizeof(path), dir, "one.xz");
-	other = open(path, O_RDONLY);
-	ck_assert_int_ge(other, 0);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(other), NULL), -ESTALE);
-	close(other);
+	zmtest_join(path, sizeof(path), dir, "one.xz");
+	other = zmtest_src_open(path);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, other, NULL), -ESTALE);
+	zsrc_put(other);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
 	ck_assert_uint_eq(in.ckpt_wanted, 1);
@@ -757,7 +753,7 @@ static void open_medium(const char *name, char *idx, size_t len, struct opened *
 	static unsigned char all[SIZE];
 	struct reader_info in;
 
-	testutil_join(idx, len, dir, "index-med");
+	zmtest_join(idx, len, dir, "index-med");
 	mkdir(idx, 0700);
 	open_in(name, idx, o);
 	reader_get_info(o->r, &in);
@@ -774,7 +770,7 @@ static void open_medium(const char *name, char *idx, size_t len, struct opened *
 static void close_medium(struct opened *o, const char *idx)
 {
 	close_one(o);
-	testutil_sh(idx, "rm -f *.zmc *.zmi");
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
 	rmdir(idx);
 }
 
@@ -881,7 +877,7 @@ static uint64_t medium_set_bytes(const char *name, size_t cap)
 	struct reader *r;
 	char path[PATH_MAX];
 
-	testutil_join(path, sizeof(path), dir, name);
+	zmtest_join(path, sizeof(path), dir, name);
 	ck_assert_int_eq(zmctx_new(64u << 20, &zm), 0);
 	reader_opts_default(&ro, 64u << 20);
 	ro.ck_span = SPAN;
@@ -976,9 +972,9 @@ START_TEST(medium_sets_of_another_version_are_not_saved)
 	struct opened o;
 	uint64_t d0;
 
-	ck_assert_int_eq(testutil_sh(dir, "cp med.xz rw.xz"), 0);
-	testutil_join(path, sizeof(path), dir, "rw.xz");
-	testutil_join(idx, sizeof(idx), dir, "index-rw");
+	ck_assert_int_eq(zmtest_sh(dir, "cp med.xz rw.xz"), 0);
+	zmtest_join(path, sizeof(path), dir, "rw.xz");
+	zmtest_join(idx, sizeof(idx), dir, "index-rw");
 	mkdir(idx, 0700);
 	open_in("rw.xz", idx, &o);
 	ck_assert_int_eq(reader_pread(o.r, all, SIZE, 0), SIZE); /* makes the sets */
@@ -993,8 +989,8 @@ START_TEST(medium_sets_of_another_version_are_not_saved)
 	ck_assert(memcmp(buf, text + 3 * MED + 1000, sizeof(buf)) == 0);
 	ck_assert_uint_eq(decoded(&o) - d0, MED);
 	close_one(&o);
-	testutil_sh(dir, "rm -f rw.xz");
-	testutil_sh(idx, "rm -f *.zmc *.zmi");
+	zmtest_sh(dir, "rm -f rw.xz");
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
 	rmdir(idx);
 }
 END_TEST
@@ -1006,7 +1002,7 @@ START_TEST(xz_bcj_block_has_none)
 	struct reader_info in;
 
 	open_one("bcj.xz", &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, tsrc(o.fd), NULL), -ENOTSUP);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), -ENOTSUP);
 	reader_get_info(o.r, &in);
 	ck_assert_uint_eq(in.ckpts, 0);
 	ck_assert_uint_eq(in.ckpt_wanted, 0);
@@ -1024,8 +1020,8 @@ static int setup(void)
 	snprintf(dir, sizeof(dir), "%s/check_ckpt.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
 		return -1;
-	testutil_join(path, sizeof(path), dir, "text");
-	if (testutil_text(path, SIZE, 7) < 0)
+	zmtest_join(path, sizeof(path), dir, "text");
+	if (zmtest_text(path, SIZE, 7) < 0)
 		return -1;
 	{
 		FILE *f = fopen(path, "rb");
@@ -1037,18 +1033,18 @@ static int setup(void)
 		if (n != SIZE)
 			return -1;
 	}
-	return testutil_sh(dir, "xz -T1 -6 -c text > one.xz && zstd -q -3 -c text > one.zst && "
-				"xz -T1 --x86 --lzma2=preset=6 -c text > bcj.xz && "
-				"zstd -q -3 -c < text > nofcs.zst && "
-				"xz -T1 -6 --block-size=1MiB -c text > med.xz && "
-				"for i in 0 1 2 3 4 5 6 7; do "
-				"dd if=text bs=1M skip=$i count=1 status=none | zstd -q -3; "
-				"done > med.zst");
+	return zmtest_sh(dir, "xz -T1 -6 -c text > one.xz && zstd -q -3 -c text > one.zst && "
+			      "xz -T1 --x86 --lzma2=preset=6 -c text > bcj.xz && "
+			      "zstd -q -3 -c < text > nofcs.zst && "
+			      "xz -T1 -6 --block-size=1MiB -c text > med.xz && "
+			      "for i in 0 1 2 3 4 5 6 7; do "
+			      "dd if=text bs=1M skip=$i count=1 status=none | zstd -q -3; "
+			      "done > med.zst");
 }
 
 int main(void)
 {
-	const struct checkutil_case cases[] = {
+	const struct zmtest_case cases[] = {
 		{ "set_resumes_exact_at_every_point", set_resumes_exact_at_every_point, 0 },
 		{ "set_catches_a_wrong_byte", set_catches_a_wrong_byte, 0 },
 		{ "set_check_refuses_forged_tables", set_check_refuses_forged_tables, 0 },
@@ -1099,12 +1095,12 @@ int main(void)
 		fprintf(stderr, "check_ckpt: cannot make the fixtures in %s\n", dir);
 		return 1;
 	}
-	sr = srunner_create(checkutil_suite("check_ckpt", "ckpt", cases,
-					    sizeof(cases) / sizeof(cases[0]), 300, 1, NULL));
+	sr = srunner_create(zmtest_suite("check_ckpt", "ckpt", cases,
+					 sizeof(cases) / sizeof(cases[0]), 300, 1, NULL));
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh(dir, "rm -f text one.xz one.zst bcj.xz nofcs.zst med.xz med.zst");
+	zmtest_sh(dir, "rm -f text one.xz one.zst bcj.xz nofcs.zst med.xz med.zst");
 	rmdir(dir);
 	free(text);
 	return failed ? 1 : 0;

@@ -25,8 +25,7 @@
 #include <unistd.h>
 
 #include "gzdec.h"
-#include "tsrc.h"
-#include "testutil.h"
+#include "zmtest.h"
 
 #define ORIG_SIZE (5u * 1048576u + 4321u)
 #define SPAN_MIN  (64u << 10)
@@ -40,27 +39,26 @@ static const char *g_corpus;
 static unsigned char *g_data; /* the original text, ORIG_SIZE bytes */
 
 /* Shell commands run in g_dir. */
-#define sh(...) testutil_sh(g_dir, __VA_ARGS__)
-#define join	testutil_join
+#define sh(...) zmtest_sh(g_dir, __VA_ARGS__)
+#define join	zmtest_join
 
 static void path_of(char *buf, size_t size, const char *name)
 {
 	join(buf, size, g_dir, name);
 }
 
-static int open_file(const char *path, uint64_t *size)
+static struct zsrc *open_file(const char *path, uint64_t *size)
 {
+	struct zsrc *src = zmtest_src_open(path);
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(zsrc_stat(src, &st), 0);
 	*size = (uint64_t)st.st_size;
-	return fd;
+	return src;
 }
 
-/* Indexes g_dir/name; returns gzdec_index_build's result, *fd open either way. */
-static int build(const char *name, uint64_t span, int *fd, struct gzdec_index **idx,
+/* Indexes g_dir/name; returns gzdec_index_build's result, *src open either way. */
+static int build(const char *name, uint64_t span, struct zsrc **src, struct gzdec_index **idx,
 		 struct zerr *err)
 {
 	char path[PATH_MAX];
@@ -68,9 +66,9 @@ static int build(const char *name, uint64_t span, int *fd, struct gzdec_index **
 	int ret;
 
 	path_of(path, sizeof(path), name);
-	*fd = open_file(path, &size);
+	*src = open_file(path, &size);
 	memset(err, 0, sizeof(*err));
-	ret = gzdec_index_build(tsrc(*fd), size, span, idx, err);
+	ret = gzdec_index_build(*src, size, span, idx, err);
 	if (ret == 0) {
 		ck_assert_ptr_nonnull(*idx);
 		ck_assert_uint_eq((*idx)->csize, size);
@@ -81,11 +79,11 @@ static int build(const char *name, uint64_t span, int *fd, struct gzdec_index **
 	return ret;
 }
 
-static struct gzdec_index *build_ok(const char *name, uint64_t span, int *fd)
+static struct gzdec_index *build_ok(const char *name, uint64_t span, struct zsrc **src)
 {
 	struct gzdec_index *idx;
 	struct zerr err;
-	int ret = build(name, span, fd, &idx, &err);
+	int ret = build(name, span, src, &idx, &err);
 
 	ck_assert_msg(ret == 0, "%s: %d %s at %llu", name, ret, err.msg,
 		      (unsigned long long)err.coff);
@@ -98,7 +96,7 @@ static uint64_t chunk_end(const struct gzdec_index *idx, size_t i)
 }
 
 /* Extracts len bytes from point i and compares them with want + that point's uoff. */
-static void expect_extract(int fd, const struct gzdec_index *idx, size_t i, size_t len,
+static void expect_extract(struct zsrc *src, const struct gzdec_index *idx, size_t i, size_t len,
 			   const unsigned char *want, const char *name)
 {
 	unsigned char *buf = malloc(len ? len : 1);
@@ -106,7 +104,7 @@ static void expect_extract(int fd, const struct gzdec_index *idx, size_t i, size
 	ssize_t n;
 
 	ck_assert_ptr_nonnull(buf);
-	n = gzdec_extract(tsrc(fd), idx, i, buf, len, &err);
+	n = gzdec_extract(src, idx, i, buf, len, &err);
 	ck_assert_msg(n == (ssize_t)len, "%s: point %zu len %zu: %zd %s at %llu", name, i, len, n,
 		      err.msg, (unsigned long long)err.coff);
 	ck_assert_msg(memcmp(buf, want + idx->points[i].uoff, len) == 0,
@@ -123,15 +121,15 @@ static void make_variant(const char *src, const char *dst, long cut, long xoff, 
 	if (xoff >= 0) {
 		char path[PATH_MAX];
 		unsigned char c;
-		int fd;
+		int wfd;
 
 		path_of(path, sizeof(path), dst);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(pread(fd, &c, 1, xoff), 1);
+		wfd = open(path, O_RDWR | O_CLOEXEC);
+		ck_assert_int_ge(wfd, 0);
+		ck_assert_int_eq(pread(wfd, &c, 1, xoff), 1);
 		c ^= (unsigned char)mask;
-		ck_assert_int_eq(pwrite(fd, &c, 1, xoff), 1);
-		close(fd);
+		ck_assert_int_eq(pwrite(wfd, &c, 1, xoff), 1);
+		close(wfd);
 	}
 }
 
@@ -151,14 +149,14 @@ static const char *const good_files[] = { "g6.gz", "g1.gz", "multi.gz", "pigzi.g
 START_TEST(usize_matches)
 {
 	for (size_t f = 0; f < NGOOD; f++) {
-		int fd;
-		struct gzdec_index *idx = build_ok(good_files[f], SPAN_1M, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok(good_files[f], SPAN_1M, &src);
 
 		ck_assert_msg(idx->usize == ORIG_SIZE, "%s: usize %llu", good_files[f],
 			      (unsigned long long)idx->usize);
 		ck_assert_int_eq(idx->trailing, GZDEC_TRAIL_NONE);
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -166,8 +164,8 @@ END_TEST
 START_TEST(points_ordered)
 {
 	for (size_t f = 0; f < NGOOD; f++) {
-		int fd;
-		struct gzdec_index *idx = build_ok(good_files[f], SPAN_MIN, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok(good_files[f], SPAN_MIN, &src);
 
 		ck_assert_uint_eq(idx->span, SPAN_MIN);
 		ck_assert_uint_ge(idx->npoints, 1);
@@ -187,7 +185,7 @@ START_TEST(points_ordered)
 			ck_assert(p->wsize == 0 || (p->wz && p->wzsize));
 		}
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -195,8 +193,8 @@ END_TEST
 /* A window holds only its own member's bytes: at a member start it is empty. */
 START_TEST(window_per_member)
 {
-	int fd;
-	struct gzdec_index *idx = build_ok("multi.gz", SPAN_MIN, &fd);
+	struct zsrc *src;
+	struct gzdec_index *idx = build_ok("multi.gz", SPAN_MIN, &src);
 
 	ck_assert_uint_eq(idx->members, 4);
 	for (size_t i = 0; i < idx->npoints; i++) {
@@ -208,21 +206,21 @@ START_TEST(window_per_member)
 			      (unsigned long long)p->uoff, p->wsize, (unsigned long long)want);
 	}
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
 START_TEST(every_chunk)
 {
 	for (size_t f = 0; f < NGOOD; f++) {
-		int fd;
-		struct gzdec_index *idx = build_ok(good_files[f], SPAN_MIN, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok(good_files[f], SPAN_MIN, &src);
 
 		for (size_t i = 0; i < idx->npoints; i++)
-			expect_extract(fd, idx, i, chunk_end(idx, i) - idx->points[i].uoff, g_data,
+			expect_extract(src, idx, i, chunk_end(idx, i) - idx->points[i].uoff, g_data,
 				       good_files[f]);
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -230,8 +228,8 @@ END_TEST
 START_TEST(into_next_chunk)
 {
 	for (size_t f = 0; f < NGOOD; f++) {
-		int fd;
-		struct gzdec_index *idx = build_ok(good_files[f], SPAN_MIN, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok(good_files[f], SPAN_MIN, &src);
 
 		for (size_t i = 0; i + 1 < idx->npoints; i++) {
 			uint64_t end = chunk_end(idx, i + 1);
@@ -239,12 +237,12 @@ START_TEST(into_next_chunk)
 
 			if (idx->points[i].uoff + len > end)
 				len = end - idx->points[i].uoff;
-			expect_extract(fd, idx, i, len, g_data, good_files[f]);
+			expect_extract(src, idx, i, len, g_data, good_files[f]);
 			/* and a short read that stops inside the first chunk */
-			expect_extract(fd, idx, i, 1, g_data, good_files[f]);
+			expect_extract(src, idx, i, 1, g_data, good_files[f]);
 		}
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -255,29 +253,29 @@ START_TEST(across_members)
 	static const char *const files[] = { "multi.gz", "bgz.gz" };
 
 	for (size_t f = 0; f < 2; f++) {
-		int fd;
-		struct gzdec_index *idx = build_ok(files[f], SPAN_1M, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok(files[f], SPAN_1M, &src);
 
 		ck_assert_uint_gt(idx->members, 3);
 		for (size_t i = 0; i < idx->npoints; i++)
-			expect_extract(fd, idx, i, idx->usize - idx->points[i].uoff, g_data,
+			expect_extract(src, idx, i, idx->usize - idx->points[i].uoff, g_data,
 				       files[f]);
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
 
 START_TEST(bgzf_members)
 {
-	int fd;
-	struct gzdec_index *idx = build_ok("bgz.gz", SPAN_1M, &fd);
+	struct zsrc *src;
+	struct gzdec_index *idx = build_ok("bgz.gz", SPAN_1M, &src);
 
 	/* 0xff00-byte blocks plus the empty EOF marker member; no point per member */
 	ck_assert_uint_eq(idx->members, (ORIG_SIZE + 0xff00 - 1) / 0xff00 + 1);
 	ck_assert_uint_le(idx->npoints, ORIG_SIZE / SPAN_1M + 1);
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -293,23 +291,23 @@ static void *thread_main(void *arg)
 	const struct gzdec_index *idx = w->idx;
 	unsigned char *buf = malloc(idx->usize);
 	char path[PATH_MAX];
+	struct zsrc *src = NULL;
 	int fd;
 
 	path_of(path, sizeof(path), "g6.gz");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || !buf)
+	if (fd < 0 || zsrc_local(fd, &src) || !buf)
 		w->bad++;
 	for (size_t k = 0; !w->bad && k < idx->npoints; k++) {
 		size_t i = (k * w->stride + w->stride) % idx->npoints;
 		size_t len = (size_t)(chunk_end(idx, i) - idx->points[i].uoff);
 		struct zerr err;
 
-		if (gzdec_extract(tsrc(fd), idx, i, buf, len, &err) != (ssize_t)len ||
+		if (gzdec_extract(src, idx, i, buf, len, &err) != (ssize_t)len ||
 		    memcmp(buf, g_data + idx->points[i].uoff, len))
 			w->bad++;
 	}
-	if (fd >= 0)
-		close(fd);
+	zsrc_put(src);
 	free(buf);
 	return NULL;
 }
@@ -319,8 +317,8 @@ START_TEST(threads_share_index)
 	static const size_t strides[4] = { 1, 3, 5, 7 };
 	struct walker w[4];
 	pthread_t t[4];
-	int fd;
-	struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &fd);
+	struct zsrc *src;
+	struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &src);
 
 	for (int i = 0; i < 4; i++) {
 		w[i] = (struct walker){ .idx = idx, .stride = strides[i] };
@@ -331,7 +329,7 @@ START_TEST(threads_share_index)
 		ck_assert_uint_eq(w[i].bad, 0);
 	}
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -340,7 +338,8 @@ static void expect_fail(const char *name, const char *msg_part, uint64_t coff_mi
 {
 	struct gzdec_index *idx = (void *)1;
 	struct zerr err;
-	int fd, ret = build(name, SPAN_1M, &fd, &idx, &err);
+	struct zsrc *src;
+	int ret = build(name, SPAN_1M, &src, &idx, &err);
 
 	ck_assert_msg(ret == -EINVAL, "%s: %d (%s)", name, ret, err.msg);
 	if (msg_part)
@@ -349,7 +348,7 @@ static void expect_fail(const char *name, const char *msg_part, uint64_t coff_mi
 	ck_assert_msg(err.coff >= coff_min && err.coff <= coff_max,
 		      "%s: coff %llu not in [%llu, %llu]", name, (unsigned long long)err.coff,
 		      (unsigned long long)coff_min, (unsigned long long)coff_max);
-	close(fd);
+	zsrc_put(src);
 }
 
 START_TEST(corrupt_deflate)
@@ -389,22 +388,22 @@ START_TEST(damage_names_its_member)
 	struct gzdec_index *idx = NULL;
 	struct zerr err;
 	char want[64];
-	int fd;
+	struct zsrc *src;
 
 	/* a flipped byte in the middle of the second member */
 	make_variant("multi.gz", "bad-m2.gz", -1, m1 + m2 / 2, 0x01);
-	ck_assert_int_eq(build("bad-m2.gz", SPAN_1M, &fd, &idx, &err), -EINVAL);
+	ck_assert_int_eq(build("bad-m2.gz", SPAN_1M, &src, &idx, &err), -EINVAL);
 	snprintf(want, sizeof(want), "in the member at %ld: ", m1);
 	ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "message '%s', want '%s...'",
 		      err.msg, want);
 	ck_assert_uint_ge(err.coff, (uint64_t)(m1 + m2 / 2)); /* where it was found */
-	close(fd);
+	zsrc_put(src);
 	/* the first member's CRC32: found at its trailer, in the member at 0 */
 	make_variant("multi.gz", "bad-crc1b.gz", -1, m1 - 8, 0x80);
-	ck_assert_int_eq(build("bad-crc1b.gz", SPAN_1M, &fd, &idx, &err), -EINVAL);
+	ck_assert_int_eq(build("bad-crc1b.gz", SPAN_1M, &src, &idx, &err), -EINVAL);
 	ck_assert_msg(strncmp(err.msg, "in the member at 0: ", 20) == 0, "message '%s'", err.msg);
 	ck_assert_uint_ge(err.coff, (uint64_t)(m1 - 8));
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -433,17 +432,17 @@ END_TEST
 
 START_TEST(trailing_zeros)
 {
-	int fd;
-	struct gzdec_index *idx = build_ok("zeros.gz", SPAN_MIN, &fd);
+	struct zsrc *src;
+	struct gzdec_index *idx = build_ok("zeros.gz", SPAN_MIN, &src);
 
 	ck_assert_int_eq(idx->trailing, GZDEC_TRAIL_ZEROS);
 	ck_assert_uint_eq(idx->trail_off, (uint64_t)file_size("g6.gz"));
 	ck_assert_uint_eq(idx->usize, ORIG_SIZE);
 	ck_assert_uint_eq(idx->members, 1);
-	expect_extract(fd, idx, idx->npoints - 1, idx->usize - idx->points[idx->npoints - 1].uoff,
+	expect_extract(src, idx, idx->npoints - 1, idx->usize - idx->points[idx->npoints - 1].uoff,
 		       g_data, "zeros.gz");
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -452,16 +451,16 @@ START_TEST(trailing_garbage)
 	static const char *const files[] = { "garbage.gz", "zero-garbage.gz", "magic-junk.gz" };
 
 	for (size_t f = 0; f < 3; f++) {
-		int fd;
-		struct gzdec_index *idx = build_ok(files[f], SPAN_MIN, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok(files[f], SPAN_MIN, &src);
 
 		ck_assert_int_eq(idx->trailing, GZDEC_TRAIL_GARBAGE);
 		ck_assert_uint_eq(idx->trail_off, (uint64_t)file_size("g6.gz"));
 		ck_assert_uint_eq(idx->usize, ORIG_SIZE);
-		expect_extract(fd, idx, idx->npoints - 1,
+		expect_extract(src, idx, idx->npoints - 1,
 			       idx->usize - idx->points[idx->npoints - 1].uoff, g_data, files[f]);
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -477,16 +476,16 @@ START_TEST(empty_input)
 {
 	unsigned char c;
 	struct zerr err;
-	int fd;
-	struct gzdec_index *idx = build_ok("empty.gz", SPAN_MIN, &fd);
+	struct zsrc *src;
+	struct gzdec_index *idx = build_ok("empty.gz", SPAN_MIN, &src);
 
 	ck_assert_uint_eq(idx->usize, 0);
 	ck_assert_uint_ge(idx->npoints, 1);
 	ck_assert_uint_eq(idx->members, 1);
-	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, 0, &c, 0, &err), 0);
-	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, 0, &c, 1, &err), -EINVAL);
+	ck_assert_int_eq(gzdec_extract(src, idx, 0, &c, 0, &err), 0);
+	ck_assert_int_eq(gzdec_extract(src, idx, 0, &c, 1, &err), -EINVAL);
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -494,17 +493,16 @@ START_TEST(extract_bad_args)
 {
 	unsigned char c[16];
 	struct zerr err;
-	int fd;
-	struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &fd);
+	struct zsrc *src;
+	struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &src);
 	size_t last = idx->npoints - 1;
 	uint64_t rest = idx->usize - idx->points[last].uoff;
 
-	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, idx->npoints, c, 1, &err), -EINVAL);
-	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, last, c, (size_t)rest + 1, &err), -EINVAL);
-	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, last, c, sizeof(c), NULL),
-			 (ssize_t)sizeof(c));
+	ck_assert_int_eq(gzdec_extract(src, idx, idx->npoints, c, 1, &err), -EINVAL);
+	ck_assert_int_eq(gzdec_extract(src, idx, last, c, (size_t)rest + 1, &err), -EINVAL);
+	ck_assert_int_eq(gzdec_extract(src, idx, last, c, sizeof(c), NULL), (ssize_t)sizeof(c));
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -514,16 +512,16 @@ START_TEST(file_changed)
 	unsigned char *buf = malloc(ORIG_SIZE);
 	char path[PATH_MAX];
 	struct zerr err;
-	int fd;
+	struct zsrc *src;
 	struct gzdec_index *idx;
 	size_t last;
 
 	ck_assert_int_eq(sh("cp g6.gz changing.gz"), 0);
-	idx = build_ok("changing.gz", SPAN_MIN, &fd);
+	idx = build_ok("changing.gz", SPAN_MIN, &src);
 	last = idx->npoints - 1;
 	path_of(path, sizeof(path), "changing.gz");
 	ck_assert_int_eq(truncate(path, (off_t)idx->points[last].coff + 100), 0);
-	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, last, buf,
+	ck_assert_int_eq(gzdec_extract(src, idx, last, buf,
 				       (size_t)(idx->usize - idx->points[last].uoff), &err),
 			 -EIO);
 	ck_assert_msg(strstr(err.msg, "unexpected end of file"), "message '%s'", err.msg);
@@ -531,31 +529,31 @@ START_TEST(file_changed)
 	ck_assert_int_eq(sh("tail -c +7 g1.gz > changing.gz"), 0);
 	for (size_t i = 0; i < idx->npoints; i++) {
 		size_t len = (size_t)(chunk_end(idx, i) - idx->points[i].uoff);
-		ssize_t n = gzdec_extract(tsrc(fd), idx, i, buf, len, &err);
+		ssize_t n = gzdec_extract(src, idx, i, buf, len, &err);
 
 		ck_assert(n == -EIO ||
 			  (n == (ssize_t)len && memcmp(buf, g_data + idx->points[i].uoff, len)));
 	}
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	free(buf);
 }
 END_TEST
 
 START_TEST(span_clamped)
 {
-	int fd;
-	struct gzdec_index *idx = build_ok("g6.gz", 0, &fd);
+	struct zsrc *src;
+	struct gzdec_index *idx = build_ok("g6.gz", 0, &src);
 
 	ck_assert_uint_eq(idx->span, SPAN_MIN);
 	gzdec_index_free(idx);
-	close(fd);
-	idx = build_ok("g6.gz", UINT64_MAX, &fd);
+	zsrc_put(src);
+	idx = build_ok("g6.gz", UINT64_MAX, &src);
 	ck_assert_uint_eq(idx->span, GZDEC_MAX_SPAN);
 	ck_assert_uint_eq(idx->npoints, 1);
-	expect_extract(fd, idx, 0, ORIG_SIZE, g_data, "g6.gz");
+	expect_extract(src, idx, 0, ORIG_SIZE, g_data, "g6.gz");
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	gzdec_index_free(NULL);
 }
 END_TEST
@@ -569,8 +567,8 @@ static const size_t odd_sizes[] = { 1, 7, 4093, 65537, 3, 100003, 32768, 2 };
  * Streams len bytes from point i in odd-sized reads into a buffer, checking
  * tell and the return of every read; returns the buffer (caller frees).
  */
-static unsigned char *stream_read(int fd, const struct gzdec_index *idx, size_t i, size_t len,
-				  size_t first, const char *name)
+static unsigned char *stream_read(struct zsrc *src, const struct gzdec_index *idx, size_t i,
+				  size_t len, size_t first, const char *name)
 {
 	unsigned char *buf = malloc(len ? len : 1);
 	struct gzdec_dec *d = (void *)1;
@@ -586,7 +584,7 @@ static unsigned char *stream_read(int fd, const struct gzdec_index *idx, size_t 
 
 		if (want > len - got)
 			want = len - got;
-		n = gzdec_dec_read(d, tsrc(fd), buf + got, want, &err);
+		n = gzdec_dec_read(d, src, buf + got, want, &err);
 		ck_assert_msg(n == (ssize_t)want, "%s: point %zu at +%zu: read %zu gave %zd: %s",
 			      name, i, got, want, n, err.msg);
 		got += want;
@@ -600,8 +598,8 @@ static unsigned char *stream_read(int fd, const struct gzdec_index *idx, size_t 
 START_TEST(stream_equals_extract)
 {
 	for (size_t f = 0; f < NGOOD; f++) {
-		int fd;
-		struct gzdec_index *idx = build_ok(good_files[f], SPAN_MIN, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok(good_files[f], SPAN_MIN, &src);
 
 		for (size_t i = 0; i < idx->npoints; i++) {
 			/* into the next chunk, so the reads cross a checkpoint */
@@ -611,9 +609,8 @@ START_TEST(stream_equals_extract)
 			struct zerr err = { 0 };
 
 			ck_assert_ptr_nonnull(ext);
-			ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, i, ext, len, &err),
-					 (ssize_t)len);
-			str = stream_read(fd, idx, i, len, i, good_files[f]);
+			ck_assert_int_eq(gzdec_extract(src, idx, i, ext, len, &err), (ssize_t)len);
+			str = stream_read(src, idx, i, len, i, good_files[f]);
 			ck_assert_msg(memcmp(ext, str, len) == 0,
 				      "%s: point %zu: stream != extract", good_files[f], i);
 			ck_assert_msg(memcmp(str, g_data + idx->points[i].uoff, len) == 0,
@@ -622,7 +619,7 @@ START_TEST(stream_equals_extract)
 			free(str);
 		}
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -633,12 +630,12 @@ START_TEST(stream_to_end)
 	static const char *const files[] = { "multi.gz", "bgz.gz", "zeros.gz", "garbage.gz" };
 
 	for (size_t f = 0; f < 4; f++) {
-		int fd;
-		struct gzdec_index *idx = build_ok(files[f], SPAN_1M, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok(files[f], SPAN_1M, &src);
 
 		for (size_t i = 0; i < idx->npoints; i += 2) {
 			size_t len = (size_t)(idx->usize - idx->points[i].uoff);
-			unsigned char *str = stream_read(fd, idx, i, len, 3, files[f]), c;
+			unsigned char *str = stream_read(src, idx, i, len, 3, files[f]), c;
 			struct gzdec_dec *d;
 			struct zerr err = { 0 };
 
@@ -649,15 +646,14 @@ START_TEST(stream_to_end)
 			ck_assert_int_eq(gzdec_dec_open(idx, i, &d, &err), 0);
 			str = malloc(len + 10);
 			ck_assert_ptr_nonnull(str);
-			ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), str, len + 10, &err),
-					 (ssize_t)len);
-			ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), &c, 1, &err), 0);
+			ck_assert_int_eq(gzdec_dec_read(d, src, str, len + 10, &err), (ssize_t)len);
+			ck_assert_int_eq(gzdec_dec_read(d, src, &c, 1, &err), 0);
 			ck_assert_uint_eq(gzdec_dec_tell(d), len);
 			gzdec_dec_close(d);
 			free(str);
 		}
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -666,8 +662,8 @@ START_TEST(stream_bad_args)
 {
 	struct gzdec_dec *d = (void *)1;
 	struct zerr err = { 0 };
-	int fd;
-	struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &fd);
+	struct zsrc *src;
+	struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &src);
 
 	ck_assert_int_eq(gzdec_dec_open(idx, idx->npoints, &d, &err), -EINVAL);
 	ck_assert_ptr_null(d);
@@ -677,7 +673,7 @@ START_TEST(stream_bad_args)
 	ck_assert_ptr_null(d);
 	gzdec_dec_close(NULL);
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -688,22 +684,22 @@ START_TEST(stream_file_changed)
 	char path[PATH_MAX];
 	struct gzdec_dec *d;
 	struct zerr err = { 0 };
-	int fd;
+	struct zsrc *src;
 	struct gzdec_index *idx;
 
 	ck_assert_ptr_nonnull(buf);
 	ck_assert_int_eq(sh("cp g6.gz changing2.gz"), 0);
-	idx = build_ok("changing2.gz", SPAN_1M, &fd);
+	idx = build_ok("changing2.gz", SPAN_1M, &src);
 	ck_assert_int_eq(gzdec_dec_open(idx, 0, &d, &err), 0);
-	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, 100000, &err), 100000);
+	ck_assert_int_eq(gzdec_dec_read(d, src, buf, 100000, &err), 100000);
 	path_of(path, sizeof(path), "changing2.gz");
 	ck_assert_int_eq(truncate(path, 200000), 0);
-	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, ORIG_SIZE, &err), -EIO);
+	ck_assert_int_eq(gzdec_dec_read(d, src, buf, ORIG_SIZE, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, "unexpected end of file"), "message '%s'", err.msg);
-	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, 1, &err), -EIO);
+	ck_assert_int_eq(gzdec_dec_read(d, src, buf, 1, &err), -EIO);
 	gzdec_dec_close(d);
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	free(buf);
 }
 END_TEST
@@ -871,12 +867,12 @@ START_TEST(stream_one_huge_block)
 	struct gzdec_dec *d;
 	struct zerr err = { 0 };
 	size_t got = 0, k = 0, base, peak = 0;
-	int fd;
+	struct zsrc *src;
 	struct gzdec_index *idx;
 
 	ck_assert_uint_eq((uint64_t)file_size("oneblock.gz"), csize);
 	ck_assert_uint_lt(csize, usize / 8);
-	idx = build_ok("oneblock.gz", SPAN_MIN, &fd);
+	idx = build_ok("oneblock.gz", SPAN_MIN, &src);
 	ck_assert_uint_eq(idx->usize, usize);
 	/* no block boundary inside: 48 MiB at a 64 KiB span, one checkpoint */
 	ck_assert_uint_eq(idx->npoints, 1);
@@ -891,7 +887,7 @@ START_TEST(stream_one_huge_block)
 
 		if (want_n > bufsize)
 			want_n = bufsize;
-		n = gzdec_dec_read(d, tsrc(fd), buf, want_n, &err);
+		n = gzdec_dec_read(d, src, buf, want_n, &err);
 		ck_assert_msg(n > 0, "at %zu: %zd %s", got, n, err.msg);
 		ck_assert_msg(memcmp(buf, want + got, (size_t)n) == 0, "wrong bytes at %zu", got);
 		got += (size_t)n;
@@ -900,19 +896,19 @@ START_TEST(stream_one_huge_block)
 			peak = used;
 	}
 	ck_assert_uint_eq(got, usize);
-	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, 1, &err), 0);
+	ck_assert_int_eq(gzdec_dec_read(d, src, buf, 1, &err), 0);
 	gzdec_dec_close(d);
 	fprintf(stderr, "check_gzdec: one decoder streamed %zu MiB with %zu bytes of heap\n",
 		usize >> 20, peak);
 	/* the documented ~72 KiB, with room for malloc's rounding */
 	ck_assert_msg(peak <= 96u << 10, "a decoder holds %zu bytes of heap", peak);
 	/* extract of a small piece deep in the block agrees */
-	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, 0, buf, bufsize, &err), (ssize_t)bufsize);
+	ck_assert_int_eq(gzdec_extract(src, idx, 0, buf, bufsize, &err), (ssize_t)bufsize);
 	ck_assert(memcmp(buf, want, bufsize) == 0);
 	free(buf);
 	free(want);
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -972,11 +968,12 @@ START_TEST(span_crc_mismatch)
 	uint64_t u, s2, e2;
 	unsigned char c;
 	ssize_t n = 0;
-	int fd, wfd;
+	struct zsrc *src;
+	int wfd;
 
 	ck_assert_ptr_nonnull(buf);
 	write_stored("stored.gz", 1u << 20);
-	idx = build_ok("stored.gz", SPAN_MIN, &fd);
+	idx = build_ok("stored.gz", SPAN_MIN, &src);
 	ck_assert_uint_ge(idx->npoints, 5);
 	s2 = idx->points[2].uoff;
 	e2 = chunk_end(idx, 2);
@@ -992,19 +989,19 @@ START_TEST(span_crc_mismatch)
 		 (unsigned long long)s2);
 
 	/* whole: none of its bytes come back */
-	n = gzdec_extract(tsrc(fd), idx, 2, buf, (size_t)(e2 - s2), &err);
+	n = gzdec_extract(src, idx, 2, buf, (size_t)(e2 - s2), &err);
 	ck_assert_msg(n == -EIO, "span 2 whole: %zd (%s), want -EIO", n, err.msg);
 	ck_assert_msg(strstr(err.msg, want), "message '%s'", err.msg);
 	ck_assert_uint_eq(err.coff, idx->points[2].coff);
 	/* the neighbours are fine */
-	expect_extract(fd, idx, 1, (size_t)(s2 - idx->points[1].uoff), g_data, "stored.gz");
-	expect_extract(fd, idx, 3, (size_t)(chunk_end(idx, 3) - idx->points[3].uoff), g_data,
+	expect_extract(src, idx, 1, (size_t)(s2 - idx->points[1].uoff), g_data, "stored.gz");
+	expect_extract(src, idx, 3, (size_t)(chunk_end(idx, 3) - idx->points[3].uoff), g_data,
 		       "stored.gz");
 	/* from checkpoint 1, across span 1 and into span 2: the check comes at span 2's end */
 	memset(&err, 0, sizeof(err));
 	ck_assert_int_eq(gzdec_dec_open(idx, 1, &d, &err), 0);
 	for (uint64_t at = idx->points[1].uoff; at < e2; at += (uint64_t)n) {
-		n = gzdec_dec_read(d, tsrc(fd), buf, 4096, &err);
+		n = gzdec_dec_read(d, src, buf, 4096, &err);
 		if (n < 0)
 			break;
 		ck_assert_int_eq(n, 4096);
@@ -1014,10 +1011,10 @@ START_TEST(span_crc_mismatch)
 	}
 	ck_assert_int_eq(n, -EIO);
 	ck_assert_msg(strstr(err.msg, want), "message '%s'", err.msg);
-	ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), buf, 1, &err), -EIO);
+	ck_assert_int_eq(gzdec_dec_read(d, src, buf, 1, &err), -EIO);
 	gzdec_dec_close(d);
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	free(buf);
 }
 END_TEST
@@ -1059,11 +1056,11 @@ static uint64_t rchar(void)
 	char buf[512];
 	const char *p;
 	ssize_t n;
-	int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
+	int iofd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
 
-	ck_assert_int_ge(fd, 0);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ck_assert_int_ge(iofd, 0);
+	n = read(iofd, buf, sizeof(buf) - 1);
+	close(iofd);
 	ck_assert_int_gt(n, 0);
 	buf[n] = 0;
 	p = strstr(buf, "rchar:");
@@ -1075,13 +1072,14 @@ static int header_check_file(const char *name, struct zerr *err)
 {
 	uint64_t size;
 	char path[PATH_MAX];
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	path_of(path, sizeof(path), name);
-	fd = open_file(path, &size);
+	src = open_file(path, &size);
 	memset(err, 0, sizeof(*err));
-	ret = gzdec_header_check(tsrc(fd), size, err);
-	close(fd);
+	ret = gzdec_header_check(src, size, err);
+	zsrc_put(src);
 	return ret;
 }
 
@@ -1146,11 +1144,12 @@ static void corpus_good(const char *dir, const char *name, const char *sha, cons
 	uint64_t size;
 	const char *m;
 	FILE *f;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	join(path, sizeof(path), dir, name);
-	fd = open_file(path, &size);
-	ret = gzdec_index_build(tsrc(fd), size, SPAN_MIN, &idx, &err);
+	src = open_file(path, &size);
+	ret = gzdec_index_build(src, size, SPAN_MIN, &idx, &err);
 	ck_assert_msg(ret == 0, "%s: %d %s at %llu", name, ret, err.msg,
 		      (unsigned long long)err.coff);
 	ck_assert_msg(idx->usize == strtoull(usize, NULL, 10), "%s: usize %llu, want %s", name,
@@ -1161,13 +1160,12 @@ static void corpus_good(const char *dir, const char *name, const char *sha, cons
 	for (size_t i = 0; i < idx->npoints; i++) {
 		size_t len = (size_t)(chunk_end(idx, i) - idx->points[i].uoff);
 
-		ck_assert_msg(gzdec_extract(tsrc(fd), idx, i, all + idx->points[i].uoff, len,
-					    &err) == (ssize_t)len,
+		ck_assert_msg(gzdec_extract(src, idx, i, all + idx->points[i].uoff, len, &err) ==
+				      (ssize_t)len,
 			      "%s: point %zu: %s", name, i, err.msg);
 	}
 	/* one call across every member */
-	ck_assert_msg(gzdec_extract(tsrc(fd), idx, 0, whole, idx->usize, &err) ==
-			      (ssize_t)idx->usize,
+	ck_assert_msg(gzdec_extract(src, idx, 0, whole, idx->usize, &err) == (ssize_t)idx->usize,
 		      "%s: whole: %s", name, err.msg);
 	ck_assert_msg(memcmp(all, whole, idx->usize) == 0, "%s: whole differs from chunks", name);
 
@@ -1199,7 +1197,7 @@ static void corpus_good(const char *dir, const char *name, const char *sha, cons
 	free(all);
 	free(whole);
 	gzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 
 static void corpus_bad(const char *dir, const char *name)
@@ -1208,17 +1206,18 @@ static void corpus_bad(const char *dir, const char *name)
 	struct gzdec_index *idx = (void *)1;
 	struct zerr err = { 0 };
 	uint64_t size;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	join(path, sizeof(path), dir, name);
-	fd = open_file(path, &size);
-	ret = gzdec_index_build(tsrc(fd), size, SPAN_MIN, &idx, &err);
+	src = open_file(path, &size);
+	ret = gzdec_index_build(src, size, SPAN_MIN, &idx, &err);
 	ck_assert_msg(ret == -EINVAL, "%s: build returned %d (%s), want -EINVAL", name, ret,
 		      err.msg);
 	ck_assert_ptr_null(idx);
 	ck_assert_msg(err.msg[0], "%s: no message", name);
 	ck_assert_uint_le(err.coff, size);
-	close(fd);
+	zsrc_put(src);
 }
 
 START_TEST(corpus_table)
@@ -1265,22 +1264,13 @@ END_TEST
 
 /* ------------------------------------------------------------- salvage */
 
-/* Reads g_dir/name whole into a malloc'd buffer (caller frees). */
+/* g_dir/name, read whole (zmtest_slurp). */
 static unsigned char *slurp(const char *name, size_t *len)
 {
 	char path[PATH_MAX];
-	unsigned char *buf;
-	uint64_t size;
-	int fd;
 
 	path_of(path, sizeof(path), name);
-	fd = open_file(path, &size);
-	buf = malloc(size ? size : 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(pread(fd, buf, size, 0), (ssize_t)size);
-	close(fd);
-	*len = size;
-	return buf;
+	return zmtest_slurp(path, len);
 }
 
 /* What `gzip -dc` writes of g_dir/name before it gives up: the oracle. */
@@ -1340,15 +1330,16 @@ static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_
 	struct gzdec_dec *d;
 	size_t wlen, zlen;
 	uint64_t size;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	want = zcat_of(name, &zlen);
 	wlen = damaged && !cut ? (size_t)verified : zlen;
 	ck_assert_msg(wlen <= zlen, "%s: %llu verified, zcat gave %zu", name,
 		      (unsigned long long)verified, zlen);
 	path_of(path, sizeof(path), name);
-	fd = open_file(path, &size);
-	ret = gzdec_index_build_opts(tsrc(fd), size, span, &sink, GZDEC_SALVAGE, &idx, &err);
+	src = open_file(path, &size);
+	ret = gzdec_index_build_opts(src, size, span, &sink, GZDEC_SALVAGE, &idx, &err);
 	ck_assert_msg(ret == 0, "%s: salvage build %d: %s at %llu", name, ret, err.msg,
 		      (unsigned long long)err.coff);
 	ck_assert_msg(idx->usize == wlen, "%s: usize %llu, zcat gave %zu (%s at %llu)", name,
@@ -1377,9 +1368,9 @@ static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_
 			      (unsigned long long)idx->usize);
 	/* every checkpoint extracts to the end */
 	for (size_t i = 0; i < idx->npoints; i++)
-		expect_extract(fd, idx, i, (size_t)(idx->usize - idx->points[i].uoff), want, name);
+		expect_extract(src, idx, i, (size_t)(idx->usize - idx->points[i].uoff), want, name);
 	/* one decoder from 0 to the end, in odd pieces; then it only says 0 */
-	got = stream_read(fd, idx, 0, wlen, 3, name);
+	got = stream_read(src, idx, 0, wlen, 3, name);
 	ck_assert_msg(memcmp(got, want, wlen) == 0, "%s: streamed bytes differ", name);
 	free(got);
 	ck_assert_int_eq(gzdec_dec_open(idx, idx->npoints - 1, &d, &rerr), 0);
@@ -1389,23 +1380,22 @@ static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_
 		size_t from = (size_t)idx->points[idx->npoints - 1].uoff, n = 0;
 		ssize_t r;
 
-		while ((r = gzdec_dec_read(d, tsrc(fd), got + n, wlen + 1 - n, &rerr)) > 0)
+		while ((r = gzdec_dec_read(d, src, got + n, wlen + 1 - n, &rerr)) > 0)
 			n += (size_t)r;
 		ck_assert_msg(r == 0, "%s: last point read: %zd %s", name, r, rerr.msg);
 		ck_assert_uint_eq(n, wlen - from);
-		ck_assert_int_eq(gzdec_dec_read(d, tsrc(fd), tail, sizeof(tail), &rerr), 0);
+		ck_assert_int_eq(gzdec_dec_read(d, src, tail, sizeof(tail), &rerr), 0);
 	}
 	free(got);
 	gzdec_dec_close(d);
 	/* one byte past usize is refused (before anything is written to tail) */
-	ck_assert_int_eq(gzdec_extract(tsrc(fd), idx, 0, tail, (size_t)idx->usize + 1, &rerr),
-			 -EINVAL);
+	ck_assert_int_eq(gzdec_extract(src, idx, 0, tail, (size_t)idx->usize + 1, &rerr), -EINVAL);
 	/* without the flag the same file fails (if damaged) or gives the same size */
 	{
 		struct gzdec_index *plain = (void *)1;
 		struct zerr perr = { 0 };
 
-		ret = gzdec_index_build(tsrc(fd), size, span, &plain, &perr);
+		ret = gzdec_index_build(src, size, span, &plain, &perr);
 		if (damaged) {
 			ck_assert_int_eq(ret, -EINVAL);
 			ck_assert_ptr_null(plain);
@@ -1421,7 +1411,7 @@ static void expect_salvage(const char *name, uint64_t span, int damaged, uint64_
 	}
 	gzdec_index_free(idx);
 	free(want);
-	close(fd);
+	zsrc_put(src);
 }
 
 /* Uncompressed bytes of multi.gz's members wholly inside its first cut bytes. */
@@ -1462,8 +1452,8 @@ START_TEST(salvage_truncated)
 	expect_salvage("s-hdr2.gz", SPAN_MIN, 1, M1, 1);
 	/* exactly where a checkpoint is: that checkpoint must not survive */
 	{
-		int fd;
-		struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &fd);
+		struct zsrc *src;
+		struct gzdec_index *idx = build_ok("g6.gz", SPAN_MIN, &src);
 		size_t i = idx->npoints / 2;
 
 		ck_assert_uint_gt(idx->npoints, 4);
@@ -1471,7 +1461,7 @@ START_TEST(salvage_truncated)
 		expect_salvage("s-point.gz", SPAN_MIN, 1, 0, 1);
 		ck_assert_uint_eq(file_size("s-point.gz.zcat"), idx->points[i].uoff);
 		gzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 	/* exactly at a member boundary the file is whole: nothing is salvaged */
 	make_variant("multi.gz", "s-whole.gz", e1, -1, 0);
@@ -1545,29 +1535,29 @@ START_TEST(salvage_refused)
 	struct zerr err;
 	char path[PATH_MAX];
 	uint64_t size;
-	int fd;
+	struct zsrc *src;
 
 	make_variant("g6.gz", "s-cut5.gz", 5, -1, 0);
 	make_variant("g6.gz", "s-badflg.gz", -1, 3, 0x80);
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
 		path_of(path, sizeof(path), files[f]);
-		fd = open_file(path, &size);
+		src = open_file(path, &size);
 		idx = (void *)1;
 		memset(&err, 0, sizeof(err));
-		ck_assert_msg(gzdec_index_build_opts(tsrc(fd), size, SPAN_MIN, NULL, GZDEC_SALVAGE,
-						     &idx, &err) == -EINVAL,
+		ck_assert_msg(gzdec_index_build_opts(src, size, SPAN_MIN, NULL, GZDEC_SALVAGE, &idx,
+						     &err) == -EINVAL,
 			      "%s", files[f]);
 		ck_assert_ptr_null(idx);
 		ck_assert(err.msg[0]);
-		close(fd);
+		zsrc_put(src);
 	}
 	path_of(path, sizeof(path), "g6.gz");
-	fd = open_file(path, &size);
+	src = open_file(path, &size);
 	idx = (void *)1;
-	ck_assert_int_eq(gzdec_index_build_opts(tsrc(fd), size, SPAN_MIN, NULL, 0x2, &idx, &err),
+	ck_assert_int_eq(gzdec_index_build_opts(src, size, SPAN_MIN, NULL, 0x2, &idx, &err),
 			 -EINVAL);
 	ck_assert_ptr_null(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 

@@ -31,10 +31,9 @@
 #include "ckpt.h"
 #include "checkutil.h"
 #include "idxstore.h"
-#include "tsrc.h"
 #include "gzdec.h"
-#include "testutil.h"
 #include "idxfile.h"
+#include "zmtest.h"
 #include "zstddec.h"
 
 #define BIG_SIZE   (3u * 1048576u + 777u)
@@ -47,8 +46,8 @@ static char g_dir[PATH_MAX];
 static unsigned char *g_big; /* the text in big.gz */
 
 /* Shell commands run in g_dir. */
-#define sh(...) testutil_sh(g_dir, __VA_ARGS__)
-#define join	testutil_join
+#define sh(...) zmtest_sh(g_dir, __VA_ARGS__)
+#define join	zmtest_join
 
 static void path_of(char *buf, size_t size, const char *name)
 {
@@ -106,9 +105,9 @@ static void write_all(const char *path, const unsigned char *b, size_t len)
 	close(fd);
 }
 
-/* An indexed source: its fd, index, identity and absolute path. */
+/* An indexed source: the file as a source, its index, identity and absolute path. */
 struct src {
-	int fd;
+	struct zsrc *zs;
 	struct gzdec_index *idx;
 	struct idxfile_id id;
 	char path[PATH_MAX];
@@ -120,13 +119,11 @@ static void src_open(struct src *s, const char *name, uint64_t span)
 	struct stat st;
 
 	path_of(s->path, sizeof(s->path), name);
-	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(s->fd, 0);
-	ck_assert_int_eq(fstat(s->fd, &st), 0);
-	ck_assert_msg(gzdec_index_build(tsrc(s->fd), (uint64_t)st.st_size, span, &s->idx, &err) ==
-			      0,
+	s->zs = zmtest_src_open(s->path);
+	ck_assert_int_eq(zsrc_stat(s->zs, &st), 0);
+	ck_assert_msg(gzdec_index_build(s->zs, (uint64_t)st.st_size, span, &s->idx, &err) == 0,
 		      "%s: %s", name, err.msg);
-	ck_assert_int_eq(idxfile_identify(tsrc(s->fd), &s->id), 0);
+	ck_assert_int_eq(idxfile_identify(s->zs, &s->id), 0);
 }
 
 /* A private copy of g_dir/from named to, opened and indexed. */
@@ -139,12 +136,12 @@ static void src_copy(struct src *s, const char *from, const char *to)
 static void src_close(struct src *s)
 {
 	gzdec_index_free(s->idx);
-	close(s->fd);
+	zsrc_put(s->zs);
 }
 
 static void re_identify(struct src *s)
 {
-	ck_assert_int_eq(idxfile_identify(tsrc(s->fd), &s->id), 0);
+	ck_assert_int_eq(idxfile_identify(s->zs, &s->id), 0);
 }
 
 static void save_ok(const char *dir, const struct src *s, uint64_t *bytes)
@@ -226,7 +223,7 @@ static void put_le(unsigned char *p, int bytes, uint64_t v)
 
 static void reseal(unsigned char *b, size_t len)
 {
-	put_le(b + len - 8, 8, testutil_crc64(b, len - 8));
+	put_le(b + len - 8, 8, zmtest_crc64(b, len - 8));
 }
 
 START_TEST(crc_and_layout)
@@ -238,7 +235,7 @@ START_TEST(crc_and_layout)
 	size_t len, plen;
 	uint64_t bytes;
 
-	ck_assert_uint_eq(testutil_crc64((const unsigned char *)"123456789", 9),
+	ck_assert_uint_eq(zmtest_crc64((const unsigned char *)"123456789", 9),
 			  0x995DC9BBDF1939FAull);
 	new_dir(dir, sizeof(dir), "layout");
 	src_open(&s, "small.gz", SPAN_MIN);
@@ -273,7 +270,7 @@ START_TEST(crc_and_layout)
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 25, 3), 0);
 	ck_assert_uint_eq(le(b + HDR + plen + REC + 28, 4), s.idx->points[1].crc);
 	ck_assert_uint_ne(s.idx->points[1].crc, 0);
-	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
+	ck_assert_uint_eq(le(b + len - 8, 8), zmtest_crc64(b, len - 8));
 	free(b);
 	src_close(&s);
 }
@@ -636,7 +633,7 @@ START_TEST(roundtrip_extract)
 		struct zerr err = { 0 };
 
 		ck_assert_ptr_nonnull(buf);
-		ck_assert_msg(gzdec_extract(tsrc(s.fd), got, i, buf, len, &err) == (ssize_t)len,
+		ck_assert_msg(gzdec_extract(s.zs, got, i, buf, len, &err) == (ssize_t)len,
 			      "point %zu: %s", i, err.msg);
 		ck_assert_msg(memcmp(buf, g_big + got->points[i].uoff, len) == 0,
 			      "point %zu: wrong bytes", i);
@@ -696,7 +693,7 @@ START_TEST(stale_mtime)
 	/* one nanosecond later: the same second must not be enough */
 	ts[1].tv_sec = (time_t)s.id.mtime_sec;
 	ts[1].tv_nsec = (long)(s.id.mtime_nsec + 1) % 1000000000;
-	ck_assert_int_eq(futimens(s.fd, ts), 0);
+	ck_assert_int_eq(futimens(zsrc_local_fd(s.zs), ts), 0);
 	re_identify(&s);
 	/* mtime is part of the file name's key: no index under the new one */
 	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT);
@@ -736,7 +733,7 @@ START_TEST(stale_content)
 	src_copy(&s, "small.gz", "content.gz");
 	save_ok(dir, &s, NULL);
 	old = s.id;
-	ck_assert_int_eq(fstat(s.fd, &st), 0);
+	ck_assert_int_eq(zsrc_stat(s.zs, &st), 0);
 	ts[0] = st.st_atim;
 	ts[1] = st.st_mtim;
 	fd = open(s.path, O_RDWR | O_CLOEXEC);
@@ -1331,35 +1328,33 @@ START_TEST(identify_files)
 {
 	char p1[PATH_MAX], p2[PATH_MAX];
 	struct idxfile_id a, b;
-	int f1, f2, d;
+	struct zsrc *f1, *f2, *d;
 
 	path_of(p1, sizeof(p1), "id1");
 	path_of(p2, sizeof(p2), "id2");
 	write_all(p1, g_big, 20000);
 	write_all(p2, g_big + 1, 20000);
-	f1 = open(p1, O_RDONLY | O_CLOEXEC);
-	f2 = open(p2, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(f1, 0);
-	ck_assert_int_ge(f2, 0);
-	ck_assert_int_eq(idxfile_identify(tsrc(f1), &a), 0);
-	ck_assert_int_eq(idxfile_identify(tsrc(f1), &b), 0);
+	f1 = zmtest_src_open(p1);
+	f2 = zmtest_src_open(p2);
+	ck_assert_int_eq(idxfile_identify(f1, &a), 0);
+	ck_assert_int_eq(idxfile_identify(f1, &b), 0);
 	expect_same_id(&a, &b);
 	ck_assert_uint_eq(a.size, 20000);
-	ck_assert_int_eq(idxfile_identify(tsrc(f2), &b), 0);
+	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
 	ck_assert_uint_ne(a.fingerprint, b.fingerprint);
 	ck_assert_uint_ne(a.ino, b.ino);
 	/* smaller than 4 KiB, and empty */
 	ck_assert_int_eq(truncate(p2, 100), 0);
-	ck_assert_int_eq(idxfile_identify(tsrc(f2), &b), 0);
+	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
 	ck_assert_uint_eq(b.size, 100);
 	ck_assert_int_eq(truncate(p2, 0), 0);
-	ck_assert_int_eq(idxfile_identify(tsrc(f2), &b), 0);
+	ck_assert_int_eq(idxfile_identify(f2, &b), 0);
 	ck_assert_uint_eq(b.size, 0);
-	d = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_eq(idxfile_identify(tsrc(d), &b), -EINVAL);
-	close(d);
-	close(f1);
-	close(f2);
+	d = zmtest_src_fd(open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	ck_assert_int_eq(idxfile_identify(d, &b), -EINVAL);
+	zsrc_put(d);
+	zsrc_put(f1);
+	zsrc_put(f2);
 }
 END_TEST
 
@@ -1432,7 +1427,7 @@ START_TEST(stale_ctime)
 	src_copy(&s, "small.gz", "ctime.gz");
 	save_ok(dir, &s, NULL);
 	old = s.id;
-	ck_assert_int_eq(fstat(s.fd, &st), 0);
+	ck_assert_int_eq(zsrc_stat(s.zs, &st), 0);
 	ts[0] = st.st_atim;
 	ts[1] = st.st_mtim;
 	fd = open(s.path, O_RDWR | O_CLOEXEC);
@@ -1586,10 +1581,10 @@ START_TEST(saved_span_crc_checked)
 	n1 = (size_t)(end - got->points[1].uoff);
 	buf = malloc(n1);
 	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(gzdec_extract(tsrc(s.fd), got, 1, buf, n1, &err), -EIO);
+	ck_assert_int_eq(gzdec_extract(s.zs, got, 1, buf, n1, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, "does not match the checksum the index pass recorded"), "%s",
 		      err.msg);
-	ck_assert_int_eq(gzdec_extract(tsrc(s.fd), got, 0, buf, (size_t)got->points[1].uoff, &err),
+	ck_assert_int_eq(gzdec_extract(s.zs, got, 0, buf, (size_t)got->points[1].uoff, &err),
 			 (ssize_t)got->points[1].uoff);
 	free(buf);
 	gzdec_index_free(got);
@@ -1888,7 +1883,7 @@ START_TEST(forged_window_in_shared_dir)
 	len = (size_t)(got->points[k + 1].uoff - got->points[k].uoff);
 	buf = malloc(len);
 	ck_assert_ptr_nonnull(buf);
-	n = gzdec_extract(tsrc(s.fd), got, k, buf, len, &err);
+	n = gzdec_extract(s.zs, got, k, buf, len, &err);
 	ck_assert_msg(n < 0 || memcmp(buf, g_big + got->points[k].uoff, (size_t)n) != 0,
 		      "the forged window did not change the output");
 	gzdec_index_free(got);
@@ -2000,23 +1995,24 @@ static int make_fixtures(void)
 /* ------------------------------------------------------------------ */
 /* zstd-kind index files                                               */
 
-/* A zstd source: fd, its walked index (sizes measured if settle), identity, path. */
+/* A zstd source: the file as a source, its walked index (sizes measured if settle), identity, path.
+ */
 struct zfix {
-	int fd;
+	struct zsrc *zs;
 	struct zstddec_index *z;
 	struct idxfile_id id;
 	char path[PATH_MAX];
 };
 
-/* The frame walk of fd, nothing decoded: unknown sizes stay unknown. */
-static struct zstddec_index *zwalk(int fd)
+/* The frame walk of src, nothing decoded: unknown sizes stay unknown. */
+static struct zstddec_index *zwalk(struct zsrc *src)
 {
 	struct zerr err = { 0 };
 	struct zstddec_index *z = NULL;
 	struct stat st;
 
-	ck_assert_int_eq(fstat(fd, &st), 0);
-	ck_assert_msg(zstddec_index_read(tsrc(fd), (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &z,
+	ck_assert_int_eq(zsrc_stat(src, &st), 0);
+	ck_assert_msg(zstddec_index_read(src, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &z,
 					 &err) == 0,
 		      "walk: %s", err.msg);
 	return z;
@@ -2025,33 +2021,32 @@ static struct zstddec_index *zwalk(int fd)
 static void zfix_open(struct zfix *s, const char *name)
 {
 	path_of(s->path, sizeof(s->path), name);
-	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(s->fd, 0);
-	s->z = zwalk(s->fd);
+	s->zs = zmtest_src_open(s->path);
+	s->z = zwalk(s->zs);
 	for (size_t i = 0; i < s->z->nframes; i++) {
 		struct zerr err = { 0 };
 		uint64_t u;
 
 		if (s->z->frames[i].usize != ZSTDDEC_UNKNOWN)
 			continue;
-		ck_assert_msg(zstddec_measure(tsrc(s->fd), &s->z->frames[i], &u, &err) == 0, "%s",
+		ck_assert_msg(zstddec_measure(s->zs, &s->z->frames[i], &u, &err) == 0, "%s",
 			      err.msg);
 		ck_assert_int_eq(zstddec_index_settle(s->z, i, u), 0);
 	}
-	ck_assert_int_eq(idxfile_identify(tsrc(s->fd), &s->id), 0);
+	ck_assert_int_eq(idxfile_identify(s->zs, &s->id), 0);
 }
 
 static void zfix_close(struct zfix *s)
 {
 	zstddec_index_free(s->z);
-	close(s->fd);
+	zsrc_put(s->zs);
 }
 
 /* Loads s's zstd index into a fresh walk; returns the result, the walk in *out. */
 static int zload(const char *dir, const struct zfix *s, struct zstddec_index **out)
 {
 	struct zerr err = { 0 };
-	struct zstddec_index *z = zwalk(s->fd);
+	struct zstddec_index *z = zwalk(s->zs);
 	int ret = idxfile_load_zstd(dir, s->path, &s->id, z, &err);
 
 	if (ret < 0) /* refused: the walk is as it was */
@@ -2121,7 +2116,7 @@ START_TEST(zstd_roundtrip_and_layout)
 		ck_assert_uint_eq(b[r0 + i * REC + 24],
 				  i == 1 ? ZSTDDEC_SRC_FCS : ZSTDDEC_SRC_MEASURED);
 	}
-	ck_assert_uint_eq(le(b + len - 8, 8), testutil_crc64(b, len - 8));
+	ck_assert_uint_eq(le(b + len - 8, 8), zmtest_crc64(b, len - 8));
 
 	ck_assert_int_eq(zload(dir, &s, &z), 0);
 	ck_assert_uint_eq(z->usize, zplain());
@@ -2281,8 +2276,8 @@ START_TEST(zstd_stale_and_foreign)
 	zstddec_index_free(z);
 	/* a new mtime: another key, so nothing found */
 	s0 = s.id;
-	ck_assert_int_eq(futimens(s.fd, ts), 0);
-	ck_assert_int_eq(idxfile_identify(tsrc(s.fd), &s.id), 0);
+	ck_assert_int_eq(futimens(zsrc_local_fd(s.zs), ts), 0);
+	ck_assert_int_eq(idxfile_identify(s.zs, &s.id), 0);
 	ck_assert_int_eq(zload(dir, &s, &z), -ENOENT);
 	zstddec_index_free(z);
 	/* the same bytes under another name: the index is not its */
@@ -2301,7 +2296,7 @@ START_TEST(zstd_stale_and_foreign)
 
 		src_open(&g, "small.gz", SPAN_MIN);
 		save_ok(dir, &g, NULL);
-		z = zwalk(t.fd);
+		z = zwalk(t.zs);
 		ck_assert_int_eq(idxfile_load_zstd(dir, g.path, &g.id, z, &err), -EBADMSG);
 		ck_assert_msg(strstr(err.msg, "gzip"), "%s", err.msg);
 		ck_assert_uint_eq(z->nunknown, 2);
@@ -2349,7 +2344,7 @@ START_TEST(zstd_save_rejects_bad_input)
 
 	new_dir(dir, sizeof(dir), "zbad");
 	zfix_open(&s, "three.zst");
-	z = zwalk(s.fd); /* sizes not measured */
+	z = zwalk(s.zs); /* sizes not measured */
 	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, z, NULL), -EINVAL);
 	zstddec_index_free(z);
 	id = s.id;
@@ -2375,14 +2370,10 @@ struct csrc {
 
 static void csrc_open(struct csrc *s, const char *name)
 {
-	int fd;
-
-	path_of(s->path, sizeof(s->path), name);
-	fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(idxfile_identify(tsrc(fd), &s->id), 0);
-	/* fd stays open: a save hashes the source through s->id.fd (closed with the test's process)
+	/* the source stays open: a save hashes it through s->id.src (freed with the test's process)
 	 */
+	path_of(s->path, sizeof(s->path), name);
+	ck_assert_int_eq(idxfile_identify(zmtest_src_open(s->path), &s->id), 0);
 }
 
 /*
@@ -2867,7 +2858,7 @@ START_TEST(ckpt_beside_zstd_sizes)
 	ck_assert_int_eq(access(zmc, F_OK), 0);
 	/* the sets under the sizes' name are not sizes, nor the other way round */
 	write_all(zmi, cb, clen);
-	z = zwalk(s.fd);
+	z = zwalk(s.zs);
 	ck_assert_int_eq(idxfile_load_zstd(dir, s.path, &s.id, z, &err), -EBADMSG);
 	ck_assert_msg(strstr(err.msg, "checkpoint"), "%s", err.msg);
 	zstddec_index_free(z);
@@ -2970,8 +2961,8 @@ START_TEST(rename_proven_by_content)
 	ts[1] = st.st_mtim;
 	ck_assert_int_eq(futimens(fd, ts), 0);
 	close(fd);
-	f.fd = open(f.path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_eq(idxfile_identify(tsrc(f.fd), &f.id), 0);
+	f.zs = zmtest_src_open(f.path);
+	ck_assert_int_eq(idxfile_identify(f.zs, &f.id), 0);
 	ck_assert_uint_eq(f.id.fingerprint, c.id.fingerprint);
 	ck_assert_int_eq(f.id.mtime_nsec, c.id.mtime_nsec);
 	f.idx = NULL;

@@ -22,8 +22,7 @@
 #include <unistd.h>
 
 #include "lzma2dec.h"
-#include "checkutil.h"
-#include "testutil.h"
+#include "zmtest.h"
 
 static char corpus[PATH_MAX]; /* .../corpus/xz-utils */
 
@@ -864,22 +863,6 @@ static int lzma2_block(const struct buf *f, size_t *data, uint32_t *dict)
 	return ok;
 }
 
-static struct buf slurp(const char *path)
-{
-	struct buf b = { 0 };
-	FILE *f = fopen(path, "rb");
-	long n;
-
-	ck_assert_msg(f, "%s: %s", path, strerror(errno));
-	ck_assert(fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0);
-	rewind(f);
-	b.n = (size_t)n;
-	b.p = malloc(b.n ? b.n : 1);
-	ck_assert(b.p && fread(b.p, 1, b.n, f) == b.n);
-	fclose(f);
-	return b;
-}
-
 /*
  * One corpus file, if its first Block is LZMA2 alone: the Block's data
  * against liblzma's raw decoder (check_corrupt), and, for a good file,
@@ -895,7 +878,7 @@ static int check_corpus_file(const char *name)
 	uint32_t dict;
 
 	snprintf(path, sizeof(path), "%s/%s", corpus, name);
-	f = slurp(path);
+	f.p = zmtest_slurp(path, &f.n);
 	if (!lzma2_block(&f, &off, &dict)) {
 		free(f.p);
 		return 0;
@@ -954,7 +937,7 @@ END_TEST
 
 static Suite *lzma2dec_suite(int have_corpus, int *skipped)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "presets", test_presets, 0 },
 		{ "dict_sizes", test_dict_sizes, 0 },
 		{ "lc_lp_pb", test_lc_lp_pb, 0 },
@@ -970,8 +953,8 @@ static Suite *lzma2dec_suite(int have_corpus, int *skipped)
 		{ "corpus", test_corpus, 1 },
 	};
 
-	return checkutil_suite("check_lzma2dec", "lzma2dec", t, sizeof(t) / sizeof(t[0]), 600,
-			       have_corpus, skipped);
+	return zmtest_suite("check_lzma2dec", "lzma2dec", t, sizeof(t) / sizeof(t[0]), 600,
+			    have_corpus, skipped);
 }
 
 int main(int argc, char **argv)

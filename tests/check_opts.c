@@ -12,6 +12,7 @@
 
 #include "opts.h"
 #include "zlog.h"
+#include "zmtest.h"
 
 static void assert_size(const char *s, uint64_t want)
 {
@@ -551,23 +552,11 @@ START_TEST(zlog_sizes_for_people)
 }
 END_TEST
 
-/* Reads the whole file at path into buf (len bytes); returns the length. */
-static size_t slurp(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	ck_assert_ptr_nonnull(f);
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return n;
-}
-
 START_TEST(zlog_file_one_line_per_call)
 {
-	char dir[] = "/tmp/check_zlog.XXXXXX", path[128], link[128], text[4096];
+	char dir[] = "/tmp/check_zlog.XXXXXX", path[128], link[128], *text;
 	unsigned lines = 0;
+	size_t len;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/log", dir);
@@ -581,7 +570,7 @@ START_TEST(zlog_file_one_line_per_call)
 	zlog(ZLOG_ERROR, "%s: corrupt", "a\nzmount: info: FORGED LINE\nb.xz");
 	zlog(ZLOG_DEBUG, "dropped: above the level");
 	zlog(ZLOG_INFO, "second");
-	slurp(path, text, sizeof(text));
+	text = (char *)zmtest_slurp(path, &len);
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
 	ck_assert_msg(lines == 2, "want 2 lines, got %u: %s", lines, text);
@@ -596,8 +585,10 @@ START_TEST(zlog_file_one_line_per_call)
 	/* Appends: a second open keeps what is there. */
 	ck_assert_int_eq(zlog_to_file(path), 0);
 	zlog(ZLOG_WARN, "third");
-	slurp(path, text, sizeof(text));
+	free(text);
+	text = (char *)zmtest_slurp(path, &len);
 	ck_assert_msg(strstr(text, "second\n") && strstr(text, "]: warning: third\n"), "%s", text);
+	free(text);
 	unlink(link);
 	unlink(path);
 	rmdir(dir);

@@ -29,13 +29,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkutil.h"
 #include "pool.h"
 #include "reader.h"
 #include "reader_int.h" /* reader_unit_of and the backend's extent: what a read needs */
-#include "testutil.h"
 #include "zlog.h"
 #include "zmctx.h"
+#include "zmtest.h"
 
 #define KiB	  1024u
 #define MiB	  (1024u * KiB)
@@ -114,8 +113,8 @@ static void rig_open_with(struct rig *g, bool remote, struct blob *a, const stru
 	if (!a->p) {
 		char path[PATH_MAX];
 
-		testutil_join(path, sizeof(path), dir, a->name);
-		a->p = checkutil_slurp(path, &a->n);
+		zmtest_join(path, sizeof(path), dir, a->name);
+		a->p = zmtest_slurp(path, &a->n);
 	}
 	memset(g, 0, sizeof(*g));
 	zsrc_init(&g->src.z, remote ? &remote_ops : &local_ops);
@@ -362,19 +361,18 @@ static int make_fixtures(void)
 	if (!mkdtemp(tmpl))
 		return -1;
 	snprintf(dir, sizeof(dir), "%s", tmpl);
-	testutil_join(path, sizeof(path), dir, "text");
-	if (testutil_text(path, TEXT_SIZE, 11) < 0)
+	zmtest_join(path, sizeof(path), dir, "text");
+	if (zmtest_text(path, TEXT_SIZE, 11) < 0)
 		return -1;
-	if (testutil_sh(dir,
-			"xz -k -1 -T1 --block-size=65536 text && xz -1 -T1 -c text > one.xz && "
-			"zstd -q -3 text -o one.zst") != 0)
+	if (zmtest_sh(dir, "xz -k -1 -T1 --block-size=65536 text && xz -1 -T1 -c text > one.xz && "
+			   "zstd -q -3 text -o one.zst") != 0)
 		return -1;
 	return 0;
 }
 
 int main(void)
 {
-	const struct checkutil_case cases[] = {
+	const struct zmtest_case cases[] = {
 		{ "random_reads_local_decode_what_they_touch",
 		  random_reads_local_decode_what_they_touch, 0 },
 		{ "random_reads_remote_fetch_what_they_touch",
@@ -394,8 +392,8 @@ int main(void)
 
 	zlog_set_level(getenv("DBG") ? ZLOG_DEBUG : ZLOG_ERROR);
 	gen_ok = make_fixtures() == 0;
-	sr = srunner_create(checkutil_suite("check_readahead", "readahead", cases,
-					    sizeof(cases) / sizeof(cases[0]), 120, 1, NULL));
+	sr = srunner_create(zmtest_suite("check_readahead", "readahead", cases,
+					 sizeof(cases) / sizeof(cases[0]), 120, 1, NULL));
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
@@ -403,6 +401,6 @@ int main(void)
 	free(one_block.p);
 	free(one_frame.p);
 	if (dir[0])
-		testutil_sh(dir, "rm -rf '%s'", dir);
+		zmtest_sh(dir, "rm -rf '%s'", dir);
 	return failed || !gen_ok ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -28,14 +28,13 @@
 #include <unistd.h>
 
 #include "bcache.h"
-#include "tsrc.h"
 #include "gzdec.h"
 #include "pool.h"
 #include "reader.h"
 #include "reader_int.h" /* r->stream: to line reads up in a chosen order */
-#include "testutil.h"
 #include "zlog.h"
 #include "zmctx.h"
+#include "zmtest.h"
 
 /* The table's ids of the formats read here (fmttab.h; check_fmttab checks their names). */
 enum { FMT_NONE = 0, FMT_XZ = 1, FMT_GZIP = 2, FMT_ZSTD = 3 };
@@ -410,14 +409,13 @@ static size_t unit_starts(const struct rcase *c, const struct reader_opts *ro, u
 	} else {
 		struct gzdec_index *g;
 		struct zerr zerr = { 0 };
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct zsrc *src = zmtest_src_open(path);
 		struct stat st;
 
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(fstat(fd, &st), 0);
-		ck_assert_int_eq(
-			gzdec_index_build(tsrc(fd), (uint64_t)st.st_size, ro->span, &g, &zerr), 0);
-		close(fd);
+		ck_assert_int_eq(zsrc_stat(src, &st), 0);
+		ck_assert_int_eq(gzdec_index_build(src, (uint64_t)st.st_size, ro->span, &g, &zerr),
+				 0);
+		zsrc_put(src);
 		for (size_t i = 0; i < g->npoints; i++) {
 			if (n + 1 > cap) {
 				cap *= 2;
@@ -1597,14 +1595,6 @@ static int open_ro(const char *name)
 }
 
 /* fd as a local source, for the functions that take one over. */
-static struct zsrc *local_src(int fd)
-{
-	struct zsrc *src;
-
-	ck_assert_int_eq(zsrc_local(fd, &src), 0);
-	return src;
-}
-
 START_TEST(detach_then_attach_reads_again)
 {
 	struct reader_opts ro;
@@ -1619,7 +1609,7 @@ START_TEST(detach_then_attach_reads_again)
 	expect_read(&o, 1000, 100000);
 	reader_detach(r);
 	ck_assert_uint_eq(reader_size(r), ORIG_SIZE); /* the map stays */
-	ck_assert_int_eq(reader_attach(r, local_src(open_ro("b64k.xz"))), 0);
+	ck_assert_int_eq(reader_attach(r, zmtest_src_fd(open_ro("b64k.xz"))), 0);
 	expect_read(&o, 2500000, 300000); /* uncached: decoded from the new fd */
 	expect_read(&o, 1000, 100000);
 	/* a detached reader can be closed */
@@ -1633,7 +1623,7 @@ START_TEST(detach_then_attach_reads_again)
 	o = (struct opened){ zm, ro, r, orig, ORIG_SIZE, "orig.gz" };
 	reader_detach(r);
 	fd = open_ro("orig.gz");
-	ck_assert_int_eq(reader_attach(r, local_src(fd)), 0);
+	ck_assert_int_eq(reader_attach(r, zmtest_src_fd(fd)), 0);
 	expect_read(&o, 3000000, 100000);
 	reader_close(r);
 	zmctx_free(zm);
@@ -1705,7 +1695,7 @@ START_TEST(parked_decoder_never_reads_another_file)
 	ck_assert_uint_eq(st.charged, 0);
 	ofd = open_ro("other.xz"); /* most likely takes the closed fd's number */
 	ck_assert_int_ge(ofd, 0);
-	ck_assert_int_eq(reader_attach(r, local_src(open_ro("single.xz"))), 0);
+	ck_assert_int_eq(reader_attach(r, zmtest_src_fd(open_ro("single.xz"))), 0);
 	expect_read(&o, 200000, 400000);
 	close(ofd);
 	reader_close(r);
@@ -2346,7 +2336,7 @@ static void zforge(const char *d, int64_t d0, int64_t d1, int64_t dt)
 	zput(b + rec + 16, (uint64_t)(SPLIT + d0));
 	zput(b + rec + 32 + 16, (uint64_t)(ORIG_SIZE - SPLIT + d1));
 	zput(b + 72, (uint64_t)(ORIG_SIZE + dt));
-	zput(b + len - 8, testutil_crc64(b, len - 8));
+	zput(b + len - 8, zmtest_crc64(b, len - 8));
 	rewind(f);
 	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
 	ck_assert_int_eq(fclose(f), 0);
@@ -2593,12 +2583,12 @@ START_TEST(attach_other_file_is_estale)
 	reader_detach(r);
 	/* another file, even with the same bytes */
 	fd = open_ro("b64k.xz");
-	ck_assert_int_eq(reader_attach(r, local_src(fd)), -ESTALE);
+	ck_assert_int_eq(reader_attach(r, zmtest_src_fd(fd)), -ESTALE);
 	ck_assert_int_eq(fcntl(fd, F_GETFD), -1); /* taken over and closed */
 	fd = open_ro("other.xz");
-	ck_assert_int_eq(reader_attach(r, local_src(fd)), -ESTALE);
+	ck_assert_int_eq(reader_attach(r, zmtest_src_fd(fd)), -ESTALE);
 	/* the right file is still accepted after a refusal */
-	ck_assert_int_eq(reader_attach(r, local_src(open_ro("attach.xz"))), 0);
+	ck_assert_int_eq(reader_attach(r, zmtest_src_fd(open_ro("attach.xz"))), 0);
 	expect_read(&o, 2000000, 70000);
 	/* the same file, touched since it was indexed */
 	reader_detach(r);
@@ -2609,7 +2599,7 @@ START_TEST(attach_other_file_is_estale)
 	ts[1].tv_sec += 3;
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
 	fd = open_ro("attach.xz");
-	ck_assert_int_eq(reader_attach(r, local_src(fd)), -ESTALE);
+	ck_assert_int_eq(reader_attach(r, zmtest_src_fd(fd)), -ESTALE);
 	ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
 	reader_close(r);
 	zmctx_free(zm);
@@ -2630,7 +2620,7 @@ START_TEST(detach_waits_for_read_ahead)
 	expect_read(&o, 65536, 65536); /* queues the rest of the file */
 	reader_detach(r);
 	/* a job still running now would decode from a closed fd and fail a Block */
-	ck_assert_int_eq(reader_attach(r, local_src(open_ro("b64k.xz"))), 0);
+	ck_assert_int_eq(reader_attach(r, zmtest_src_fd(open_ro("b64k.xz"))), 0);
 	for (uint64_t off = 131072; off < ORIG_SIZE; off += 65536)
 		expect_read(&o, off, 65536);
 	reader_close(r);
@@ -2654,12 +2644,12 @@ START_TEST(probe_by_magic_and_gzip_header)
 
 	ck_assert(gen_ok);
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		int fd = open_ro(t[i].file);
-		int got = reader_probe(tsrc(fd), t[i].file, NULL);
+		struct zsrc *src = zmtest_src_fd(open_ro(t[i].file));
+		int got = reader_probe(src, t[i].file, NULL);
 
-		ck_assert_msg(got == t[i].want, "reader_probe(tsrc(%s)) = %d, want %d", t[i].file,
-			      got, t[i].want);
-		close(fd);
+		ck_assert_msg(got == t[i].want, "reader_probe(%s) = %d, want %d", t[i].file, got,
+			      t[i].want);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -2981,7 +2971,7 @@ static int open_forged(const char *name, const size_t *size, const uint64_t *cla
 
 	ck_assert(gen_ok);
 	ck_assert_int_eq(xz_forge(name, orig, size, claim, n), 0);
-	ck_assert_msg((testutil_sh(dir, "xz -t %s 2>/dev/null", name) == 0) == xz_ok,
+	ck_assert_msg((zmtest_sh(dir, "xz -t %s 2>/dev/null", name) == 0) == xz_ok,
 		      "xz -t %s: want %s", name, xz_ok ? "ok" : "corrupt");
 	reader_opts_default(&ro, 16 * MiB);
 	ck_assert_int_eq(zmctx_new(16 * MiB, zm), 0);

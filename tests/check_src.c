@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The reader over a source that is not a file (issue 21 part 1): an
- * in-memory source (memsrc.h) that gives short counts, fails a range with
+ * in-memory source (memsrc, zmtest.h) that gives short counts, fails a range with
  * a chosen errno, or turns into another version, and counts its frees.
  * The archives are made once by the xz, gzip and zstd tools from
- * testutil_text and random bytes, then read into memory.
+ * zmtest_text and random bytes, then read into memory.
  */
 #include <check.h>
 #include <errno.h>
@@ -13,17 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkutil.h"
 #include "gzdec.h"
 #include "idxfile.h"
-#include "memsrc.h"
 #include "reader.h"
 #include "s3.h"
 #include "s3src.h"
-#include "testutil.h"
 #include "xzdec.h"
 #include "zlog.h"
 #include "zmctx.h"
+#include "zmtest.h"
 
 #define KiB	  1024u
 #define MiB	  (1024u * KiB)
@@ -43,8 +41,8 @@ static struct blob slurp(const char *name)
 	struct blob b;
 
 	ck_assert_msg(gen_ok, "fixtures were not made (see stderr)");
-	testutil_join(path, sizeof(path), dir, name);
-	b.p = checkutil_slurp(path, &b.n);
+	zmtest_join(path, sizeof(path), dir, name);
+	b.p = zmtest_slurp(path, &b.n);
 	return b;
 }
 
@@ -304,8 +302,8 @@ START_TEST(colliding_etags_keep_their_indexes_apart)
 	s3src_version(dev, "k/text.gz", &o2, &mb->st);
 	memsrc_set_tag(mb, e2);
 
-	testutil_join(idir, sizeof(idir), dir, "idx");
-	ck_assert_int_eq(testutil_sh(dir, "mkdir -m 700 -p idx"), 0);
+	zmtest_join(idir, sizeof(idir), dir, "idx");
+	ck_assert_int_eq(zmtest_sh(dir, "mkdir -m 700 -p idx"), 0);
 	ck_assert_int_eq(idxfile_identify(memsrc_src(ma), &ida), 0);
 	ck_assert_int_eq(gzdec_index_build(memsrc_src(ma), a.n, 64 << 10, &g, &err), 0);
 	ck_assert_int_eq(idxfile_save(idir, url, &ida, g, NULL), 0);
@@ -379,11 +377,11 @@ static int make_fixtures(void)
 	if (!mkdtemp(tmpl))
 		return -1;
 	snprintf(dir, sizeof(dir), "%s", tmpl);
-	testutil_join(path, sizeof(path), dir, "text");
-	if (testutil_text(path, TEXT_SIZE, 7) < 0)
+	zmtest_join(path, sizeof(path), dir, "text");
+	if (zmtest_text(path, TEXT_SIZE, 7) < 0)
 		return -1;
 	/* 64 KiB Blocks; random bytes compress to stored chunks: the same layout for any seed */
-	return testutil_sh(
+	return zmtest_sh(
 		       dir,
 		       "xz -k --block-size=65536 text && gzip -k text && "
 		       "zstd -q -k text -o text.zst && "
@@ -395,7 +393,7 @@ static int make_fixtures(void)
 
 int main(void)
 {
-	const struct checkutil_case cases[] = {
+	const struct zmtest_case cases[] = {
 		{ "short_reads_serve_exact_bytes", short_reads_serve_exact_bytes, 0 },
 		{ "error_fails_one_unit_only", error_fails_one_unit_only, 0 },
 		{ "whole_unit_is_hinted", whole_unit_is_hinted, 0 },
@@ -412,12 +410,12 @@ int main(void)
 
 	zlog_set_level(ZLOG_ERROR); /* the faults log on purpose: errors only */
 	gen_ok = make_fixtures() == 0;
-	sr = srunner_create(checkutil_suite("check_src", "src", cases,
-					    sizeof(cases) / sizeof(cases[0]), 120, 1, NULL));
+	sr = srunner_create(zmtest_suite("check_src", "src", cases,
+					 sizeof(cases) / sizeof(cases[0]), 120, 1, NULL));
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	if (dir[0])
-		testutil_sh(dir, "rm -rf '%s'", dir);
+		zmtest_sh(dir, "rm -rf '%s'", dir);
 	return failed || !gen_ok ? EXIT_FAILURE : EXIT_SUCCESS;
 }

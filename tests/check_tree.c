@@ -17,9 +17,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "testutil.h"
 #include "beneath.h"
 #include "tree.h"
+#include "zmtest.h"
 
 static char dir[PATH_MAX];
 
@@ -31,14 +31,14 @@ static void setup(void)
 
 static void teardown(void)
 {
-	testutil_sh(dir, "rm -rf '%s'", dir);
+	zmtest_sh(dir, "rm -rf '%s'", dir);
 }
 
 static void lstat_rel(const char *rel, struct stat *st)
 {
 	char p[PATH_MAX];
 
-	testutil_join(p, sizeof(p), dir, rel);
+	zmtest_join(p, sizeof(p), dir, rel);
 	ck_assert_int_eq(lstat(p, st), 0);
 }
 
@@ -55,7 +55,7 @@ START_TEST(open_file_opens_the_regular_file_it_was_told_about)
 	struct stat want, now;
 	int root, fd, fl;
 
-	ck_assert_int_eq(testutil_sh(dir, "mkdir -p a && echo hello > a/f"), 0);
+	ck_assert_int_eq(zmtest_sh(dir, "mkdir -p a && echo hello > a/f"), 0);
 	lstat_rel("a/f", &want);
 	root = root_fd();
 	fd = beneath_open_file(root, "a/f", &want, &now);
@@ -74,9 +74,9 @@ START_TEST(open_file_refuses_a_fifo_swapped_in_without_blocking)
 	struct stat want;
 	int root;
 
-	ck_assert_int_eq(testutil_sh(dir, "echo x > f"), 0);
+	ck_assert_int_eq(zmtest_sh(dir, "echo x > f"), 0);
 	lstat_rel("f", &want);
-	ck_assert_int_eq(testutil_sh(dir, "rm f && mkfifo f"), 0);
+	ck_assert_int_eq(zmtest_sh(dir, "rm f && mkfifo f"), 0);
 	root = root_fd();
 	/* Would block forever (no writer) if it were opened for reading. */
 	ck_assert_int_eq(beneath_open_file(root, "f", &want, NULL), -ESTALE);
@@ -89,18 +89,18 @@ START_TEST(open_file_refuses_a_device_symlink_or_other_inode)
 	struct stat want;
 	int root, ret;
 
-	ck_assert_int_eq(testutil_sh(dir, "echo x > f && echo y > target"), 0);
+	ck_assert_int_eq(zmtest_sh(dir, "echo x > f && echo y > target"), 0);
 	lstat_rel("f", &want);
 	root = root_fd();
-	ck_assert_int_eq(testutil_sh(dir, "echo x > g && mv g f"), 0); /* another inode */
+	ck_assert_int_eq(zmtest_sh(dir, "echo x > g && mv g f"), 0); /* another inode */
 	ck_assert_int_eq(beneath_open_file(root, "f", &want, NULL), -ESTALE);
-	ck_assert_int_eq(testutil_sh(dir, "rm f && ln -s target f"), 0);
+	ck_assert_int_eq(zmtest_sh(dir, "rm f && ln -s target f"), 0);
 	ret = beneath_open_file(root, "f", &want, NULL);
 	ck_assert_msg(ret == -ESTALE || ret == -ELOOP, "symlink: got %d", ret);
 	if (geteuid() == 0) {
 		char p[PATH_MAX];
 
-		testutil_join(p, sizeof(p), dir, "f");
+		zmtest_join(p, sizeof(p), dir, "f");
 		ck_assert_int_eq(unlink(p), 0);
 		ck_assert_int_eq(mknod(p, S_IFCHR | 0644, makedev(1, 3)), 0);
 		ck_assert_int_eq(beneath_open_file(root, "f", &want, NULL), -ESTALE);
@@ -117,7 +117,7 @@ START_TEST(resolve_gives_heap_paths)
 	struct tree_node n;
 	struct tree *t;
 
-	ck_assert_int_eq(testutil_sh(dir, "mkdir -p a/b/c && echo z > a/b/c/plain.txt"), 0);
+	ck_assert_int_eq(zmtest_sh(dir, "mkdir -p a/b/c && echo z > a/b/c/plain.txt"), 0);
 	ck_assert_int_eq(tree_new(dir, NULL, &t), 0);
 	ck_assert_int_eq(tree_resolve(t, "/a/b/c/plain.txt", &n), 0);
 	ck_assert_str_eq(n.rel, "a/b/c/plain.txt");
@@ -139,8 +139,8 @@ START_TEST(listing_rechecks_a_candidate_changed_in_place)
 	struct tree_node n;
 	struct tree *t;
 
-	ck_assert_int_eq(testutil_sh(dir, "touch x.gz && echo hello world | gzip -c > ../%s.src",
-				     strrchr(dir, '/') + 1),
+	ck_assert_int_eq(zmtest_sh(dir, "touch x.gz && echo hello world | gzip -c > ../%s.src",
+				   strrchr(dir, '/') + 1),
 			 0);
 	ck_assert_int_eq(tree_new(dir, NULL, &t), 0);
 	tree_set_limits(t, 0, 0.1);
@@ -149,8 +149,8 @@ START_TEST(listing_rechecks_a_candidate_changed_in_place)
 	tree_node_clear(&n);
 	lstat_rel(".", &before);
 	/* In place: the directory does not change. */
-	ck_assert_int_eq(testutil_sh(dir, "cat ../%s.src 1<> x.gz && rm ../%s.src",
-				     strrchr(dir, '/') + 1, strrchr(dir, '/') + 1),
+	ck_assert_int_eq(zmtest_sh(dir, "cat ../%s.src 1<> x.gz && rm ../%s.src",
+				   strrchr(dir, '/') + 1, strrchr(dir, '/') + 1),
 			 0);
 	lstat_rel(".", &after);
 	ck_assert(before.st_mtim.tv_nsec == after.st_mtim.tv_nsec &&
@@ -185,9 +185,8 @@ START_TEST(listings_stay_in_their_budget)
 	struct tree *t;
 	int n = 0;
 
-	ck_assert_int_eq(testutil_sh(dir,
-				     "for d in 1 2 3 4; do mkdir d$d; for f in 1 2 3 4 5 6 7 8; "
-				     "do touch d$d/file$f; done; done"),
+	ck_assert_int_eq(zmtest_sh(dir, "for d in 1 2 3 4; do mkdir d$d; for f in 1 2 3 4 5 6 7 8; "
+					"do touch d$d/file$f; done; done"),
 			 0);
 	ck_assert_int_eq(tree_new(dir, NULL, &t), 0);
 	tree_set_limits(t, 2000, 1); /* room for the root's listing and about one more */
@@ -230,7 +229,7 @@ START_TEST(open_directories_share_one_listing)
 	struct tree *t;
 	int n = 0;
 
-	ck_assert_int_eq(testutil_sh(dir, "mkdir d e && touch d/f1 d/f2 e/g"), 0);
+	ck_assert_int_eq(zmtest_sh(dir, "mkdir d e && touch d/f1 d/f2 e/g"), 0);
 	ck_assert_int_eq(tree_new(dir, NULL, &t), 0);
 	tree_set_limits(t, 1, 1); /* every listing is over budget: only the newest is kept */
 	ck_assert_int_eq(tree_opendir(t, "/d", &a), 0);
@@ -246,7 +245,7 @@ START_TEST(open_directories_share_one_listing)
 	ck_assert_ptr_eq(c, a);
 	tree_closedir(t, c);
 	/* d changes: a new open sees it, the open ones keep their names. */
-	ck_assert_int_eq(testutil_sh(dir, "rm d/f1 && touch d/f3 d/f4"), 0);
+	ck_assert_int_eq(zmtest_sh(dir, "rm d/f1 && touch d/f3 d/f4"), 0);
 	ck_assert_int_eq(tree_opendir(t, "/d", &c), 0);
 	ck_assert_ptr_ne(c, a);
 	ck_assert_uint_eq(tree_dir_count(c), 3);

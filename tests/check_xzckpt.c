@@ -19,10 +19,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "checkutil.h"
-#include "tsrc.h"
 #include "xzckpt.h"
 #include "xzdec.h"
+#include "zmtest.h"
 
 /* Blob layout facts the crafted-blob test needs (see xzckpt.h). */
 #define HEAD	   96
@@ -51,9 +50,10 @@ struct got {
 	int fail_at; /* point() returns -ECANCELED at this point number (0: never) */
 };
 
-/* A file under test: its fd (memfd), its index, the reference output of its Block. */
+/* A file under test: its bytes as a source (memsrc), its index, the reference output of its Block.
+ */
 struct xzf {
-	int fd;
+	struct memsrc *m;
 	struct buf file;
 	struct xzdec_index *idx;
 	struct buf ref;
@@ -138,7 +138,7 @@ static struct buf encode(const struct buf *in, const lzma_filter *f, lzma_check 
 	return out;
 }
 
-/* Puts file into a memfd and reads its index and the reference output of Block 0. */
+/* Puts file into a memsrc and reads its index and the reference output of Block 0. */
 static void xzf_open(struct xzf *x, struct buf file)
 {
 	struct zerr err = { 0 };
@@ -146,17 +146,15 @@ static void xzf_open(struct xzf *x, struct buf file)
 	ssize_t n;
 
 	x->file = file;
-	x->fd = memfd_create("check_xzckpt", MFD_CLOEXEC);
-	ck_assert_int_ge(x->fd, 0);
-	ck_assert_int_eq(pwrite(x->fd, file.p, file.n, 0), (ssize_t)file.n);
-	ck_assert_int_eq(xzdec_index_read(tsrc(x->fd), file.n, &x->idx, &err), 0);
+	x->m = memsrc_new(file.p, file.n);
+	ck_assert_int_eq(xzdec_index_read(memsrc_src(x->m), file.n, &x->idx, &err), 0);
 	ck_assert_uint_eq(x->idx->nblocks, 1);
 	x->ref.n = x->idx->blocks[0].usize;
 	x->ref.p = malloc(x->ref.n + 1);
 	ck_assert(x->ref.p);
-	ck_assert_int_eq(xzdec_dec_open(tsrc(x->fd), &x->idx->blocks[0], NULL, &d, &err), 0);
+	ck_assert_int_eq(xzdec_dec_open(memsrc_src(x->m), &x->idx->blocks[0], NULL, &d, &err), 0);
 	for (size_t at = 0; at < x->ref.n; at += (size_t)n) {
-		n = xzdec_dec_read(d, tsrc(x->fd), x->ref.p + at, x->ref.n - at, &err);
+		n = xzdec_dec_read(d, memsrc_src(x->m), x->ref.p + at, x->ref.n - at, &err);
 		ck_assert_msg(n > 0, "xzdec: %zd %s", n, err.msg);
 	}
 	xzdec_dec_close(d);
@@ -165,7 +163,7 @@ static void xzf_open(struct xzf *x, struct buf file)
 static void xzf_close(struct xzf *x)
 {
 	xzdec_index_free(x->idx);
-	close(x->fd);
+	memsrc_destroy(x->m);
 	free(x->file.p);
 	free(x->ref.p);
 }
@@ -207,7 +205,7 @@ static int build(struct xzf *x, const struct xzdec_block *b, uint64_t span, stru
 {
 	struct xzckpt_sink s = { got_out, got_point, g };
 
-	return xzckpt_build(tsrc(x->fd), b, span, &s, st, err);
+	return xzckpt_build(memsrc_src(x->m), b, span, &s, st, err);
 }
 
 /*
@@ -224,12 +222,12 @@ static void resume_check(struct xzf *x, const struct point *pt, struct xzdec_spa
 	size_t piece = 1;
 	ssize_t n;
 
-	ck_assert_int_eq(xzckpt_dec_open(tsrc(x->fd), b, sp, pt ? pt->blob.p : NULL,
+	ck_assert_int_eq(xzckpt_dec_open(memsrc_src(x->m), b, sp, pt ? pt->blob.p : NULL,
 					 pt ? pt->blob.n : 0, &d, &err),
 			 0);
 	ck_assert_uint_eq(xzckpt_dec_tell(d), at);
 	ck_assert_uint_gt(xzckpt_dec_cost(d), 0);
-	while ((n = xzckpt_dec_read(d, tsrc(x->fd), buf, piece, &err)) > 0) {
+	while ((n = xzckpt_dec_read(d, memsrc_src(x->m), buf, piece, &err)) > 0) {
 		ck_assert_uint_le(at + (uint64_t)n, x->ref.n);
 		ck_assert_msg(memcmp(buf, x->ref.p + at, (size_t)n) == 0,
 			      "resumed at %llu: bytes differ in [%llu, %llu)",
@@ -361,8 +359,9 @@ START_TEST(test_filters_unsupported)
 	ck_assert_int_eq(build(&x, &x.idx->blocks[0], 1 << 16, &g, NULL, &err), -ENOTSUP);
 	ck_assert_msg(strstr(err.msg, "BCJ"), "%s", err.msg);
 	ck_assert_uint_eq(g.npts, 0);
-	ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), &x.idx->blocks[0], NULL, NULL, 0, &d, &err),
-			 -ENOTSUP);
+	ck_assert_int_eq(
+		xzckpt_dec_open(memsrc_src(x.m), &x.idx->blocks[0], NULL, NULL, 0, &d, &err),
+		-ENOTSUP);
 	ck_assert_ptr_null(d);
 	got_free(&g);
 	xzf_close(&x);
@@ -382,10 +381,8 @@ static void raw_open(struct xzf *x, struct buf file)
 
 	memset(x, 0, sizeof(*x));
 	x->file = file;
-	x->fd = memfd_create("check_xzckpt", MFD_CLOEXEC);
-	ck_assert_int_ge(x->fd, 0);
-	ck_assert_int_eq(pwrite(x->fd, file.p, file.n, 0), (ssize_t)file.n);
-	ck_assert_int_eq(xzdec_index_read(tsrc(x->fd), file.n, &x->idx, &err), 0);
+	x->m = memsrc_new(file.p, file.n);
+	ck_assert_int_eq(xzdec_index_read(memsrc_src(x->m), file.n, &x->idx, &err), 0);
 }
 
 /* Build on a copy of x's file with byte at flipped; must fail with -EIO. */
@@ -403,7 +400,7 @@ static void build_flipped(const struct xzf *x, uint64_t at, const char *what)
 		      what, (unsigned long long)at, err.msg);
 	got_free(&g);
 	xzdec_index_free(y.idx);
-	close(y.fd);
+	memsrc_destroy(y.m);
 	free(y.file.p);
 }
 
@@ -431,7 +428,7 @@ START_TEST(test_damage)
 		ck_assert_msg(strstr(err.msg, "CRC64 mismatch"), "%s", err.msg);
 		got_free(&g);
 		xzdec_index_free(y.idx);
-		close(y.fd);
+		memsrc_destroy(y.m);
 		free(y.file.p);
 	}
 	for (uint64_t at = b->coff + b->unpadded - 8; at < b->coff + b->csize - 8; at++)
@@ -440,7 +437,7 @@ START_TEST(test_damage)
 	/* sizes that disagree with the Index */
 	lie = *b;
 	lie.usize--;
-	ck_assert_int_eq(xzckpt_build(tsrc(x.fd), &lie, 1 << 16,
+	ck_assert_int_eq(xzckpt_build(memsrc_src(x.m), &lie, 1 << 16,
 				      &(struct xzckpt_sink){ got_out, got_point, &g }, NULL, &err),
 			 -EIO);
 	got_free(&g);
@@ -463,7 +460,7 @@ static int open_blob(struct xzf *x, const struct xzdec_block *b, const struct bu
 {
 	struct xzckpt_dec *d = (void *)1;
 	struct zerr err = { 0 };
-	int ret = xzckpt_dec_open(tsrc(x->fd), b, NULL, blob->p, blob->n, &d, &err);
+	int ret = xzckpt_dec_open(memsrc_src(x->m), b, NULL, blob->p, blob->n, &d, &err);
 
 	if (ret < 0)
 		ck_assert_ptr_null(d);
@@ -526,12 +523,12 @@ START_TEST(test_bad_blob)
 	/* another Block's: its offset or its size differ */
 	other = *b;
 	other.usize++;
-	ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), &other, NULL, blob.p, blob.n,
+	ck_assert_int_eq(xzckpt_dec_open(memsrc_src(x.m), &other, NULL, blob.p, blob.n,
 					 &(struct xzckpt_dec *){ 0 }, &err),
 			 -EINVAL);
 	other = *b;
 	other.coff += 4; /* no Block Header there: -EIO before the blob is looked at */
-	ck_assert_int_lt(xzckpt_dec_open(tsrc(x.fd), &other, NULL, blob.p, blob.n,
+	ck_assert_int_lt(xzckpt_dec_open(memsrc_src(x.m), &other, NULL, blob.p, blob.n,
 					 &(struct xzckpt_dec *){ 0 }, &err),
 			 0);
 
@@ -561,8 +558,8 @@ START_TEST(test_bad_blob)
 		ssize_t n;
 		int differs = 0;
 
-		ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), b, NULL, z.p, z.n, &d, &err), 0);
-		while ((n = xzckpt_dec_read(d, tsrc(x.fd), buf, sizeof(buf), &err)) > 0 &&
+		ck_assert_int_eq(xzckpt_dec_open(memsrc_src(x.m), b, NULL, z.p, z.n, &d, &err), 0);
+		while ((n = xzckpt_dec_read(d, memsrc_src(x.m), buf, sizeof(buf), &err)) > 0 &&
 		       !differs) {
 			differs = memcmp(buf, x.ref.p + at, (size_t)n) != 0;
 			at += (uint64_t)n;
@@ -661,12 +658,12 @@ START_TEST(test_window_stock)
 		resume_check(&x, &g.pts[i], sp);
 		ck_assert_uint_eq(xzdec_spares_bytes(sp), wsize);
 	}
-	ck_assert_int_eq(
-		xzckpt_dec_open(tsrc(x.fd), b, sp, g.pts[0].blob.p, g.pts[0].blob.n, &d[0], &err),
-		0);
+	ck_assert_int_eq(xzckpt_dec_open(memsrc_src(x.m), b, sp, g.pts[0].blob.p, g.pts[0].blob.n,
+					 &d[0], &err),
+			 0);
 	ck_assert_uint_eq(xzdec_spares_bytes(sp), 0); /* taken, not allocated */
 	for (size_t i = 1; i < 10; i++)
-		ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), b, sp, g.pts[0].blob.p,
+		ck_assert_int_eq(xzckpt_dec_open(memsrc_src(x.m), b, sp, g.pts[0].blob.p,
 						 g.pts[0].blob.n, &d[i], &err),
 				 0);
 	for (size_t i = 0; i < 10; i++) {
@@ -676,12 +673,12 @@ START_TEST(test_window_stock)
 	ck_assert_uint_eq(xzdec_spares_bytes(sp), 8u << 20);
 
 	z = one_run_blob(&g.pts[1].blob, wsize - 8); /* the run ends at the window's end */
-	ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), b, sp, z.p, z.n, &d[0], &err), 0);
+	ck_assert_int_eq(xzckpt_dec_open(memsrc_src(x.m), b, sp, z.p, z.n, &d[0], &err), 0);
 	xzckpt_dec_close(d[0]);
 	free(z.p);
 	z = one_run_blob(&g.pts[1].blob, wsize - 4); /* 4 bytes past it */
 	d[0] = (void *)1;
-	ck_assert_int_eq(xzckpt_dec_open(tsrc(x.fd), b, sp, z.p, z.n, &d[0], &err), -EINVAL);
+	ck_assert_int_eq(xzckpt_dec_open(memsrc_src(x.m), b, sp, z.p, z.n, &d[0], &err), -EINVAL);
 	ck_assert_ptr_null(d[0]);
 	ck_assert_uint_eq(xzdec_spares_bytes(sp), 8u << 20); /* its window went back */
 	free(z.p);
@@ -693,7 +690,7 @@ END_TEST
 
 static Suite *xzckpt_suite(void)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "preset0", test_preset0, 0 },
 		{ "preset6", test_preset6, 0 },
 		{ "preset9e", test_preset9e, 0 },
@@ -705,7 +702,7 @@ static Suite *xzckpt_suite(void)
 		{ "window_stock", test_window_stock, 0 },
 	};
 
-	return checkutil_suite("check_xzckpt", "xzckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);
+	return zmtest_suite("check_xzckpt", "xzckpt", t, sizeof(t) / sizeof(t[0]), 600, 1, NULL);
 }
 
 int main(void)

@@ -18,10 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkutil.h"
-#include "tsrc.h"
-#include "testutil.h"
 #include "xzdec.h"
+#include "zmtest.h"
 
 #define ORIG_SIZE  (3u << 20)
 #define SMALL_SIZE 300000u
@@ -47,15 +45,23 @@ static void cpath(char *buf, size_t len, const char *name)
 }
 
 /* Opens path and reads its Index; returns xzdec_index_read's result. */
-static int open_index(const char *path, int *fd, struct xzdec_index **idx, struct zerr *e)
+/* A source whose every read fails as one through a closed descriptor would. */
+static struct memsrc *failing_src(void)
+{
+	struct memsrc *m = memsrc_new("", 0);
+
+	memsrc_fail(m, 0, UINT64_MAX, -EBADF);
+	return m;
+}
+
+static int open_index(const char *path, struct zsrc **src, struct xzdec_index **idx, struct zerr *e)
 {
 	struct stat st;
 
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_msg(*fd >= 0, "cannot open %s: %s", path, strerror(errno));
-	ck_assert_int_eq(fstat(*fd, &st), 0);
+	*src = zmtest_src_open(path);
+	ck_assert_int_eq(zsrc_stat(*src, &st), 0);
 	memset(e, 0, sizeof(*e));
-	return xzdec_index_read(tsrc(*fd), (uint64_t)st.st_size, idx, e);
+	return xzdec_index_read(*src, (uint64_t)st.st_size, idx, e);
 }
 
 /*
@@ -63,7 +69,7 @@ static int open_index(const char *path, int *fd, struct xzdec_index **idx, struc
  * NULL the whole output is returned there (idx->usize must be sane).
  * Returns 0 or the first error, with *got the bytes decoded before it.
  */
-static int decode_all(int fd, const struct xzdec_index *idx, size_t chunk, uint8_t **out,
+static int decode_all(struct zsrc *src, const struct xzdec_index *idx, size_t chunk, uint8_t **out,
 		      uint64_t *got, struct zerr *e)
 {
 	uint8_t *dst = NULL, *tmp = malloc(chunk);
@@ -79,12 +85,12 @@ static int decode_all(int fd, const struct xzdec_index *idx, size_t chunk, uint8
 		struct xzdec_dec *d;
 		ssize_t n;
 
-		ret = xzdec_dec_open(tsrc(fd), &idx->blocks[i], NULL, &d, e);
+		ret = xzdec_dec_open(src, &idx->blocks[i], NULL, &d, e);
 		if (ret) {
 			ck_assert_ptr_null(d);
 			break;
 		}
-		while ((n = xzdec_dec_read(d, tsrc(fd), tmp, chunk, e)) > 0) {
+		while ((n = xzdec_dec_read(d, src, tmp, chunk, e)) > 0) {
 			ck_assert_uint_le(*got + (uint64_t)n, idx->usize);
 			if (dst)
 				memcpy(dst + *got, tmp, (size_t)n);
@@ -228,21 +234,21 @@ static void check_generated(const char *xzname, const char *origname, size_t chu
 	uint8_t *orig, *out;
 	size_t olen;
 	uint64_t got;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	tpath(path, sizeof(path), origname);
-	orig = checkutil_slurp(path, &olen);
+	orig = zmtest_slurp(path, &olen);
 	tpath(path, sizeof(path), xzname);
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->usize, olen);
-	ck_assert_msg(decode_all(fd, idx, chunk, &out, &got, &e) == 0, "%s: %s @%llu", xzname,
+	ck_assert_msg(decode_all(src, idx, chunk, &out, &got, &e) == 0, "%s: %s @%llu", xzname,
 		      e.msg, (unsigned long long)e.coff);
 	ck_assert_uint_eq(got, olen);
 	ck_assert(memcmp(out, orig, olen) == 0);
 	free(out);
 	free(orig);
-	close(fd);
+	zsrc_put(src);
 	if (keep)
 		*keep = idx;
 	else
@@ -256,12 +262,12 @@ START_TEST(test_index_many_blocks)
 	struct zerr e;
 	uint64_t sum = 0;
 	struct stat st;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	tpath(path, sizeof(path), "blocks.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
-	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
+	ck_assert_int_eq(zsrc_stat(src, &st), 0);
 	ck_assert_uint_eq(idx->nblocks, ORIG_SIZE / 65536);
 	ck_assert_uint_eq(idx->nstreams, 1);
 	ck_assert_uint_eq(idx->padding, 0);
@@ -282,7 +288,7 @@ START_TEST(test_index_many_blocks)
 	ck_assert_uint_eq(sum, ORIG_SIZE);
 	ck_assert_uint_eq(idx->usize, ORIG_SIZE);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -293,31 +299,30 @@ START_TEST(test_blocks_independent)
 	struct zerr e;
 	uint8_t *orig, *buf;
 	size_t olen;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = checkutil_slurp(path, &olen);
+	orig = zmtest_slurp(path, &olen);
 	tpath(path, sizeof(path), "blocks.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	buf = malloc(65536 + 1);
 	/* backwards, so no Block can lean on state left by the one before */
 	for (size_t i = idx->nblocks; i-- > 0;) {
 		const struct xzdec_block *b = &idx->blocks[i];
 		struct xzdec_dec *d;
 
-		ck_assert_int_eq(xzdec_dec_open(tsrc(fd), b, NULL, &d, &e), 0);
-		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 65536 + 1, &e),
-				 (ssize_t)b->usize);
+		ck_assert_int_eq(xzdec_dec_open(src, b, NULL, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, src, buf, 65536 + 1, &e), (ssize_t)b->usize);
 		ck_assert(memcmp(buf, orig + b->uoff, b->usize) == 0);
 		ck_assert_uint_eq(xzdec_dec_tell(d), b->usize);
-		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 65536, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, src, buf, 65536, &e), 0);
 		xzdec_dec_close(d);
 	}
 	free(buf);
 	free(orig);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -335,33 +340,33 @@ START_TEST(test_spares_are_the_callers)
 	struct zerr e;
 	uint8_t buf[4096];
 	size_t held;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	tpath(path, sizeof(path), "one.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	ck_assert_int_eq(xzdec_spares_new(&a), 0);
 	ck_assert_int_eq(xzdec_spares_new(&b), 0);
 	ck_assert_uint_eq(xzdec_spares_bytes(a), 0);
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], a, &d, &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
+	ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], a, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, src, buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
 	xzdec_dec_close(d);
 	held = xzdec_spares_bytes(a);
 	ck_assert_uint_gt(held, 0); /* at least the decoder's struct, over 64 KiB */
 	ck_assert_uint_eq(xzdec_spares_bytes(b), 0);
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], a, &d, &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
+	ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], a, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, src, buf, sizeof(buf), &e), (ssize_t)sizeof(buf));
 	ck_assert_uint_lt(xzdec_spares_bytes(a), held); /* reused, not allocated again */
 	xzdec_dec_close(d);
 	/* without a stock nothing is kept */
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), 0);
 	xzdec_dec_close(d);
 	ck_assert_uint_eq(xzdec_spares_bytes(b), 0);
 	xzdec_spares_free(a);
 	xzdec_spares_free(b);
 	xzdec_spares_free(NULL);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -408,17 +413,17 @@ START_TEST(test_small_reads)
 	uint8_t *orig, *buf;
 	size_t olen, pos = 0, k = 0;
 	ssize_t n;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = checkutil_slurp(path, &olen);
+	orig = zmtest_slurp(path, &olen);
 	tpath(path, sizeof(path), "one.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), 0);
 	buf = malloc(olen);
-	while ((n = xzdec_dec_read(d, tsrc(fd), buf + pos, sizes[k++ % 6], &e)) > 0) {
+	while ((n = xzdec_dec_read(d, src, buf + pos, sizes[k++ % 6], &e)) > 0) {
 		pos += (size_t)n;
 		ck_assert_uint_eq(xzdec_dec_tell(d), pos);
 		ck_assert_uint_le(pos, olen);
@@ -426,15 +431,15 @@ START_TEST(test_small_reads)
 			break; /* finish below with a read that is too big */
 	}
 	ck_assert_int_ge(n, 0);
-	n = xzdec_dec_read(d, tsrc(fd), buf + pos, olen - pos, &e);
+	n = xzdec_dec_read(d, src, buf + pos, olen - pos, &e);
 	ck_assert_int_eq(n, (ssize_t)(olen - pos));
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, src, buf, 1, &e), 0);
 	ck_assert(memcmp(buf, orig, olen) == 0);
 	xzdec_dec_close(d);
 	free(buf);
 	free(orig);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -503,28 +508,28 @@ START_TEST(test_check_mismatch_at_end)
 	struct xzdec_dec *d;
 	struct zerr e;
 	uint8_t buf[64];
-	int fd;
+	struct zsrc *src;
 
 	for (size_t i = 0; i < 3; i++) {
 		cpath(path, sizeof(path), files[i]);
-		ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+		ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 		ck_assert_uint_eq(idx->nblocks, 1);
 		ck_assert_uint_eq(idx->blocks[0].usize, 13);
 
-		ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
-		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), -EIO);
+		ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, src, buf, sizeof(buf), &e), -EIO);
 		ck_assert_msg(strstr(e.msg, "Check mismatch"), "%s: %s", files[i], e.msg);
 		ck_assert_uint_eq(e.coff, idx->blocks[0].coff + idx->blocks[0].csize);
-		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), -EIO);
+		ck_assert_int_eq(xzdec_dec_read(d, src, buf, sizeof(buf), &e), -EIO);
 		xzdec_dec_close(d);
 
 		/* bytes short of the end come unverified; the last one does not */
-		ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
-		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 12, &e), 12);
-		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), -EIO);
+		ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, src, buf, 12, &e), 12);
+		ck_assert_int_eq(xzdec_dec_read(d, src, buf, 1, &e), -EIO);
 		xzdec_dec_close(d);
 		xzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -540,7 +545,7 @@ START_TEST(test_check_before_last_byte)
 	struct xzdec_index *idx;
 	struct xzdec_dec *d;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	snprintf(path, sizeof(path), "%s/hand.%d.xz", tmpdir, (int)getpid());
 	for (size_t end = 4096; end <= 131072; end *= 2) {
@@ -548,32 +553,30 @@ START_TEST(test_check_before_last_byte)
 			size_t len = write_handmade(path, end, bad);
 			uint8_t *buf = malloc(len);
 
-			ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+			ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 			ck_assert_uint_eq(idx->nblocks, 1);
 			ck_assert_uint_eq(idx->usize, len);
 
 			/* in one read */
-			ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e),
-					 0);
-			ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, len, &e),
+			ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), 0);
+			ck_assert_int_eq(xzdec_dec_read(d, src, buf, len, &e),
 					 bad ? -EIO : (ssize_t)len);
 			xzdec_dec_close(d);
 
 			/* and with the last byte on its own */
-			ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e),
-					 0);
-			ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, len - 1, &e),
+			ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), 0);
+			ck_assert_int_eq(xzdec_dec_read(d, src, buf, len - 1, &e),
 					 (ssize_t)len - 1);
 			if (bad) {
-				ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), -EIO);
+				ck_assert_int_eq(xzdec_dec_read(d, src, buf, 1, &e), -EIO);
 				ck_assert_str_eq(e.msg, "Check mismatch (CRC32)");
 			} else {
-				ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), 1);
-				ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, 1, &e), 0);
+				ck_assert_int_eq(xzdec_dec_read(d, src, buf, 1, &e), 1);
+				ck_assert_int_eq(xzdec_dec_read(d, src, buf, 1, &e), 0);
 			}
 			xzdec_dec_close(d);
 			xzdec_index_free(idx);
-			close(fd);
+			zsrc_put(src);
 			free(buf);
 		}
 	}
@@ -587,13 +590,14 @@ START_TEST(test_lying_index)
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct zerr e;
-	int fd, ret, failed = 0;
+	struct zsrc *src;
+	int ret, failed = 0;
 
 	cpath(path, sizeof(path), "bad-2-index-2.xz");
-	ret = open_index(path, &fd, &idx, &e);
+	ret = open_index(path, &src, &idx, &e);
 	if (ret) {
 		ck_assert_int_eq(ret, -EINVAL);
-		close(fd);
+		zsrc_put(src);
 		return;
 	}
 	for (size_t i = 0; i < idx->nblocks; i++) {
@@ -602,10 +606,10 @@ START_TEST(test_lying_index)
 		uint8_t *buf = malloc(idx->blocks[i].usize + 1);
 		ssize_t n;
 
-		ret = xzdec_dec_open(tsrc(fd), &idx->blocks[i], NULL, &d, &e);
+		ret = xzdec_dec_open(src, &idx->blocks[i], NULL, &d, &e);
 		if (ret == 0) {
 			do
-				n = xzdec_dec_read(d, tsrc(fd), buf, idx->blocks[i].usize, &e);
+				n = xzdec_dec_read(d, src, buf, idx->blocks[i].usize, &e);
 			while (n > 0);
 			if (n < 0) {
 				ck_assert_int_eq(n, -EIO);
@@ -619,7 +623,7 @@ START_TEST(test_lying_index)
 	}
 	ck_assert_msg(failed, "a lying Index decoded without error");
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -630,16 +634,16 @@ START_TEST(test_huge_uncomp)
 	struct xzdec_index *idx;
 	struct xzdec_dec *d;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	cpath(path, sizeof(path), "bad-1-index-huge-uncomp.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	ck_assert_uint_gt(idx->usize, 1ull << 60);
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), -EIO);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "Index claims") != NULL, "reason: %s", e.msg);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -657,14 +661,14 @@ START_TEST(test_bad_structure_einval)
 	char path[PATH_MAX];
 	struct xzdec_index *idx = (void *)1;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		cpath(path, sizeof(path), files[i]);
-		ck_assert_msg(open_index(path, &fd, &idx, &e) == -EINVAL, "%s", files[i]);
+		ck_assert_msg(open_index(path, &src, &idx, &e) == -EINVAL, "%s", files[i]);
 		ck_assert_ptr_null(idx);
 		ck_assert_str_ne(e.msg, "");
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -674,13 +678,13 @@ START_TEST(test_index_memlimit)
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	/* its Index claims more records than 64 MiB may hold */
 	cpath(path, sizeof(path), "bad-0-index-1.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), -ENOMEM);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), -ENOMEM);
 	ck_assert_ptr_null(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -694,16 +698,16 @@ START_TEST(test_unsupported_filter)
 	struct xzdec_index *idx;
 	struct xzdec_dec *d = (void *)1;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		cpath(path, sizeof(path), files[i]);
-		ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
-		ck_assert_msg(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e) == -ENOTSUP,
-			      "%s", files[i]);
+		ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
+		ck_assert_msg(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e) == -ENOTSUP, "%s",
+			      files[i]);
 		ck_assert_ptr_null(d);
 		xzdec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -715,18 +719,18 @@ START_TEST(test_unsupported_check)
 	struct zerr e;
 	uint8_t *out;
 	uint64_t got;
-	int fd;
+	struct zsrc *src;
 
 	cpath(path, sizeof(path), "unsupported-check.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->checks, 1u << 2);
 	ck_assert_str_eq(xzdec_check_name(idx->blocks[0].check), "Unknown-2");
-	ck_assert_int_eq(decode_all(fd, idx, 64, &out, &got, &e), 0);
+	ck_assert_int_eq(decode_all(src, idx, 64, &out, &got, &e), 0);
 	ck_assert_uint_eq(got, 13);
 	ck_assert(memcmp(out, "Hello\nWorld!\n", 13) == 0);
 	free(out);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -739,35 +743,35 @@ START_TEST(test_header_disagrees)
 	struct xzdec_dec *d;
 	struct zerr e;
 	uint8_t buf[64];
-	int fd;
+	struct zsrc *src;
 
 	/* both sizes in the header */
 	cpath(path, sizeof(path), "good-1-block_header-1.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	b = idx->blocks[0];
 	b.unpadded += 4;
 	b.csize += 4;
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(src, &b, NULL, &d, &e), -EIO);
 	ck_assert_str_eq(e.msg, "Block Header disagrees with Index");
 	b = idx->blocks[0];
 	b.usize = 12;
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), -EIO);
+	ck_assert_int_eq(xzdec_dec_open(src, &b, NULL, &d, &e), -EIO);
 	ck_assert_str_eq(e.msg, "Block Header disagrees with Index");
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 
 	/* no sizes in the header: the data must match the Index's usize */
 	cpath(path, sizeof(path), "good-1-check-crc32.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	for (int delta = -1; delta <= 1; delta += 2) {
 		b = idx->blocks[0];
 		b.usize += (uint64_t)(int64_t)delta;
-		ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), 0);
-		ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), -EIO);
+		ck_assert_int_eq(xzdec_dec_open(src, &b, NULL, &d, &e), 0);
+		ck_assert_int_eq(xzdec_dec_read(d, src, buf, sizeof(buf), &e), -EIO);
 		xzdec_dec_close(d);
 	}
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -778,27 +782,27 @@ START_TEST(test_empty_block)
 	struct xzdec_dec *d;
 	struct zerr e;
 	uint8_t buf[16];
-	int fd;
+	struct zsrc *src;
 
 	cpath(path, sizeof(path), "good-1-empty-bcj-lzma2.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
 	ck_assert_uint_eq(idx->blocks[0].usize, 0);
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, src, buf, sizeof(buf), &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, src, buf, sizeof(buf), &e), 0);
 	xzdec_dec_close(d);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 
 	cpath(path, sizeof(path), "good-0catpad-empty.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 0);
 	ck_assert_uint_eq(idx->nstreams, 2);
 	ck_assert_uint_eq(idx->padding, 4);
 	ck_assert_uint_eq(idx->usize, 0);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -813,32 +817,32 @@ START_TEST(test_block_verify)
 	struct xzdec_index *idx;
 	struct xzdec_block b;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	cpath(path, sizeof(path), "good-1-empty-bcj-lzma2.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
-	ck_assert_int_eq(xzdec_block_verify(tsrc(fd), &idx->blocks[0], NULL, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
+	ck_assert_int_eq(xzdec_block_verify(src, &idx->blocks[0], NULL, &e), 0);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 
 	cpath(path, sizeof(path), "good-1-check-crc64.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	b = idx->blocks[0];
 	ck_assert_uint_gt(b.usize, 0);
-	ck_assert_int_eq(xzdec_block_verify(tsrc(fd), &b, NULL, &e), 0);
+	ck_assert_int_eq(xzdec_block_verify(src, &b, NULL, &e), 0);
 	b.usize = 0;
-	ck_assert_int_eq(xzdec_block_verify(tsrc(fd), &b, NULL, &e), -EIO);
+	ck_assert_int_eq(xzdec_block_verify(src, &b, NULL, &e), -EIO);
 	ck_assert_uint_ge(e.coff, b.coff);
 	ck_assert_uint_le(e.coff, b.coff + b.csize);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
 /* A file that shrinks under us gives -EIO, not a bogus success. */
 START_TEST(test_truncated)
 {
-	char src[PATH_MAX], path[PATH_MAX];
+	char from[PATH_MAX], path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct xzdec_dec *d;
 	struct zerr e;
@@ -846,32 +850,35 @@ START_TEST(test_truncated)
 	uint8_t buf[4096];
 	const struct xzdec_block *last;
 	ssize_t n;
-	int fd;
+	struct zsrc *src;
+	struct memsrc *bad;
 
 	need_generated();
-	tpath(src, sizeof(src), "blocks.xz");
+	tpath(from, sizeof(from), "blocks.xz");
 	snprintf(path, sizeof(path), "%s/trunc.%d.xz", tmpdir, (int)getpid());
-	ck_assert_int_eq(testutil_sh(".", "cp '%s' '%s'", src, path), 0);
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
-	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(zmtest_sh(".", "cp '%s' '%s'", from, path), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
+	ck_assert_int_eq(zsrc_stat(src, &st), 0);
 	last = &idx->blocks[idx->nblocks - 1];
 	ck_assert_int_eq(truncate(path, (off_t)(last->coff + last->csize / 2)), 0);
 
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), last, NULL, &d, &e), 0);
-	while ((n = xzdec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e)) > 0)
+	ck_assert_int_eq(xzdec_dec_open(src, last, NULL, &d, &e), 0);
+	while ((n = xzdec_dec_read(d, src, buf, sizeof(buf), &e)) > 0)
 		;
 	ck_assert_int_eq(n, -EIO);
 	xzdec_dec_close(d);
 	xzdec_index_free(idx);
 
 	/* the footer is gone: the old size reads short, the new one is corrupt */
-	ck_assert_int_eq(xzdec_index_read(tsrc(fd), (uint64_t)st.st_size, &idx, &e), -EIO);
-	ck_assert_int_eq(fstat(fd, &st), 0);
-	ck_assert_int_eq(xzdec_index_read(tsrc(fd), (uint64_t)st.st_size, &idx, &e), -EINVAL);
-	ck_assert_int_eq(xzdec_index_read(tsrc(fd), 0, &idx, &e), -EINVAL);
-	ck_assert_int_eq(xzdec_index_read(tsrc(-1), 100, &idx, &e), -EIO);
+	ck_assert_int_eq(xzdec_index_read(src, (uint64_t)st.st_size, &idx, &e), -EIO);
+	ck_assert_int_eq(zsrc_stat(src, &st), 0);
+	ck_assert_int_eq(xzdec_index_read(src, (uint64_t)st.st_size, &idx, &e), -EINVAL);
+	ck_assert_int_eq(xzdec_index_read(src, 0, &idx, &e), -EINVAL);
+	bad = failing_src();
+	ck_assert_int_eq(xzdec_index_read(memsrc_src(bad), 100, &idx, &e), -EIO);
+	memsrc_destroy(bad);
 	ck_assert_ptr_null(idx);
-	close(fd);
+	zsrc_put(src);
 	unlink(path);
 }
 END_TEST
@@ -953,10 +960,11 @@ START_TEST(test_usize_bound)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct xzdec_index *idx;
 		struct zerr e;
-		int fd, ret;
+		struct zsrc *src;
+		int ret;
 
 		write_index_only(path, cases[i].nstreams, cases[i].nblocks, cases[i].usize);
-		ret = open_index(path, &fd, &idx, &e);
+		ret = open_index(path, &src, &idx, &e);
 		if (cases[i].ok) {
 			ck_assert_msg(ret == 0, "case %zu: %d %s", i, ret, e.msg);
 			ck_assert_uint_eq(idx->usize,
@@ -971,18 +979,18 @@ START_TEST(test_usize_bound)
 			ck_assert_ptr_null(idx);
 			ck_assert_msg(e.msg[0], "case %zu: no message", i);
 		}
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
 
 /*
- * A decoder holds no descriptor: it reads from the fd of each call.  Here
- * the fd it was opened with is closed and its number reused for another
- * .xz file; the decoder then goes on from a new fd of the same file and
- * must produce that file's bytes, never the other's.
+ * A decoder holds no source: it reads from the source of each call.  Here
+ * the source it was opened with is dropped (closing its file) and another
+ * .xz file opened; the decoder then goes on from a new source of the same
+ * file and must produce that file's bytes, never the other's.
  */
-START_TEST(test_fd_per_call)
+START_TEST(test_src_per_call)
 {
 	char path[PATH_MAX], other[PATH_MAX];
 	struct xzdec_index *idx;
@@ -990,38 +998,36 @@ START_TEST(test_fd_per_call)
 	struct zerr e;
 	uint8_t *orig, *buf;
 	size_t olen, half;
-	int fd, fd2, ofd;
+	struct zsrc *src, *src2, *osrc;
 
 	need_generated();
 	tpath(path, sizeof(path), "orig.txt");
-	orig = checkutil_slurp(path, &olen);
+	orig = zmtest_slurp(path, &olen);
 	tpath(path, sizeof(path), "one.xz");
 	tpath(other, sizeof(other), "none.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nblocks, 1);
 	ck_assert_uint_eq(idx->blocks[0].usize, olen);
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(src, &idx->blocks[0], NULL, &d, &e), 0);
 	buf = malloc(olen);
 	ck_assert_ptr_nonnull(buf);
 	half = olen / 3;
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd), buf, half, &e), (ssize_t)half);
-	close(fd);
-	ofd = open(other, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_eq(ofd, fd); /* the old number now names another file */
-	fd2 = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd2, 0);
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd2), buf + half, olen - half, &e),
+	ck_assert_int_eq(xzdec_dec_read(d, src, buf, half, &e), (ssize_t)half);
+	zsrc_put(src);
+	osrc = zmtest_src_open(other);
+	src2 = zmtest_src_open(path);
+	ck_assert_int_eq(xzdec_dec_read(d, src2, buf + half, olen - half, &e),
 			 (ssize_t)(olen - half));
 	ck_assert_msg(memcmp(buf, orig, olen) == 0, "the decoder read another file's bytes");
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd2), buf, 1, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, src2, buf, 1, &e), 0);
 	xzdec_dec_close(d);
-	/* and a read through the other file's fd fails or is caught, never served whole */
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd2), &idx->blocks[0], NULL, &d, &e), 0);
-	ck_assert_int_eq(xzdec_dec_read(d, tsrc(fd2), buf, half, &e), (ssize_t)half);
-	ck_assert_int_lt(xzdec_dec_read(d, tsrc(ofd), buf + half, olen - half, &e), 0);
+	/* and a read through the other file's source fails or is caught, never served whole */
+	ck_assert_int_eq(xzdec_dec_open(src2, &idx->blocks[0], NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_read(d, src2, buf, half, &e), (ssize_t)half);
+	ck_assert_int_lt(xzdec_dec_read(d, osrc, buf + half, olen - half, &e), 0);
 	xzdec_dec_close(d);
-	close(ofd);
-	close(fd2);
+	zsrc_put(osrc);
+	zsrc_put(src2);
 	free(buf);
 	free(orig);
 	xzdec_index_free(idx);
@@ -1072,17 +1078,17 @@ static void good_row(const struct row *r)
 	struct zerr e;
 	uint8_t *out;
 	uint64_t got;
-	int fd;
+	struct zsrc *src;
 
 	cpath(path, sizeof(path), r->file);
-	ck_assert_msg(open_index(path, &fd, &idx, &e) == 0, "%s: %s", r->file, e.msg);
-	ck_assert_msg(decode_all(fd, idx, 1000, &out, &got, &e) == 0, "%s: %s", r->file, e.msg);
+	ck_assert_msg(open_index(path, &src, &idx, &e) == 0, "%s: %s", r->file, e.msg);
+	ck_assert_msg(decode_all(src, idx, 1000, &out, &got, &e) == 0, "%s: %s", r->file, e.msg);
 	ck_assert_msg(got == strtoull(r->usize, NULL, 10), "%s: size", r->file);
 	sha256_hex(out, got, hex);
 	ck_assert_msg(strcmp(hex, r->sha256) == 0, "%s: sha256", r->file);
 	free(out);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 
 START_TEST(test_corpus_good)
@@ -1098,22 +1104,23 @@ static void bad_row(const struct row *r)
 	struct xzdec_index *idx;
 	struct zerr e;
 	uint64_t got;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	cpath(path, sizeof(path), r->file);
-	ret = open_index(path, &fd, &idx, &e);
+	ret = open_index(path, &src, &idx, &e);
 	if (strncmp(r->index, "fail:", 5) == 0) {
 		ck_assert_msg(ret < 0, "%s: Index accepted", r->file);
 		ck_assert_ptr_null(idx);
 		ck_assert_msg(e.msg[0], "%s: no message", r->file);
 	} else {
 		ck_assert_msg(ret == 0, "%s: %s", r->file, e.msg);
-		ret = decode_all(fd, idx, 4096, NULL, &got, &e);
+		ret = decode_all(src, idx, 4096, NULL, &got, &e);
 		ck_assert_msg(ret == -EIO || ret == -ENOTSUP, "%s: decoded (%d)", r->file, ret);
 		ck_assert_msg(e.msg[0], "%s: no message", r->file);
 		xzdec_index_free(idx);
 	}
-	close(fd);
+	zsrc_put(src);
 }
 
 START_TEST(test_corpus_bad)
@@ -1124,18 +1131,17 @@ END_TEST
 
 /* ------------------------------------------------------------- salvage */
 
-/* Scans path; returns xzdec_index_scan's result, *fd open either way. */
-static int open_scan(const char *path, int *fd, struct xzdec_index **idx, struct zerr *e)
+/* Scans path; returns xzdec_index_scan's result, *src open either way (zsrc_put it). */
+static int open_scan(const char *path, struct zsrc **src, struct xzdec_index **idx, struct zerr *e)
 {
 	struct stat st;
 	int ret;
 
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_msg(*fd >= 0, "cannot open %s: %s", path, strerror(errno));
-	ck_assert_int_eq(fstat(*fd, &st), 0);
+	*src = zmtest_src_open(path);
+	ck_assert_int_eq(zsrc_stat(*src, &st), 0);
 	memset(e, 0, sizeof(*e));
 	*idx = (void *)1;
-	ret = xzdec_index_scan(tsrc(*fd), (uint64_t)st.st_size, idx, e);
+	ret = xzdec_index_scan(*src, (uint64_t)st.st_size, idx, e);
 	if (ret)
 		ck_assert_ptr_null(*idx);
 	return ret;
@@ -1146,19 +1152,19 @@ static void variant(const char *src, const char *dst, long long cut, long long x
 {
 	char path[PATH_MAX];
 	uint8_t c;
-	int fd;
+	int wfd;
 
-	ck_assert_int_eq(testutil_sh(tmpdir, "cp %s %s", src, dst), 0);
+	ck_assert_int_eq(zmtest_sh(tmpdir, "cp %s %s", src, dst), 0);
 	tpath(path, sizeof(path), dst);
 	if (cut >= 0)
 		ck_assert_int_eq(truncate(path, (off_t)cut), 0);
 	if (xoff >= 0) {
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(pread(fd, &c, 1, (off_t)xoff), 1);
+		wfd = open(path, O_RDWR | O_CLOEXEC);
+		ck_assert_int_ge(wfd, 0);
+		ck_assert_int_eq(pread(wfd, &c, 1, (off_t)xoff), 1);
 		c ^= (uint8_t)mask;
-		ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)xoff), 1);
-		close(fd);
+		ck_assert_int_eq(pwrite(wfd, &c, 1, (off_t)xoff), 1);
+		close(wfd);
 	}
 }
 
@@ -1168,12 +1174,12 @@ static struct xzdec_index *read_index(const char *name)
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	tpath(path, sizeof(path), name);
-	ck_assert_msg(open_index(path, &fd, &idx, &e) == 0, "%s: %s", name, e.msg);
-	close(fd);
+	ck_assert_msg(open_index(path, &src, &idx, &e) == 0, "%s: %s", name, e.msg);
+	zsrc_put(src);
 	return idx;
 }
 
@@ -1208,9 +1214,10 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	uint8_t *got, *want;
 	uint64_t glen;
 	size_t wlen, nwhole;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
-	ret = open_scan(path, &fd, &idx, &e);
+	ret = open_scan(path, &src, &idx, &e);
 	ck_assert_msg(ret == 0, "%s: scan %d: %s @%llu", path, ret, e.msg,
 		      (unsigned long long)e.coff);
 	ck_assert_msg(idx->salvaged == damaged, "%s: salvaged %d (%s @%llu)", path, idx->salvaged,
@@ -1236,13 +1243,13 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 		for (size_t i = 0; i < nwhole; i++)
 			same_block(&idx->blocks[i], &whole->blocks[i], i, path);
 	}
-	ck_assert_msg(decode_all(fd, idx, 4093, &got, &glen, &de) == 0, "%s: decode: %s @%llu",
+	ck_assert_msg(decode_all(src, idx, 4093, &got, &glen, &de) == 0, "%s: decode: %s @%llu",
 		      path, de.msg, (unsigned long long)de.coff);
 	ck_assert_uint_eq(glen, idx->usize);
 	snprintf(out, sizeof(out), "%s.xzcat", path);
 	snprintf(cmd, sizeof(cmd), "xz -dc < '%s' > '%s' 2>/dev/null; true", path, out);
 	ck_assert_int_eq(system(cmd), 0);
-	want = checkutil_slurp(out, &wlen);
+	want = zmtest_slurp(out, &wlen);
 	ck_assert_msg(glen <= wlen, "%s: %llu bytes, xz -dc gave only %zu", path,
 		      (unsigned long long)glen, wlen);
 	if (!damaged || e.cut)
@@ -1253,7 +1260,7 @@ static size_t expect_scan(const char *path, const struct xzdec_index *whole, int
 	free(want);
 	unlink(out);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	return nwhole;
 }
 
@@ -1277,11 +1284,11 @@ START_TEST(test_scan_whole)
 		struct xzdec_index *whole = read_index(files[f]), *idx;
 		char path[PATH_MAX];
 		struct zerr e;
-		int fd;
+		struct zsrc *src;
 
 		tpath(path, sizeof(path), files[f]);
 		expect_scan(path, whole, 0, (long)whole->nblocks);
-		ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+		ck_assert_int_eq(open_scan(path, &src, &idx, &e), 0);
 		ck_assert_uint_eq(idx->usize, whole->usize);
 		ck_assert_uint_eq(idx->csize, whole->csize);
 		ck_assert_uint_eq(idx->nstreams, whole->nstreams);
@@ -1290,7 +1297,7 @@ START_TEST(test_scan_whole)
 		ck_assert_uint_eq(idx->damage_coff, 0);
 		xzdec_index_free(idx);
 		xzdec_index_free(whole);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -1344,19 +1351,19 @@ static void expect_xz_dc(const char *name, long long cut)
 	uint8_t *got, *want;
 	uint64_t glen;
 	size_t wlen;
-	int fd;
+	struct zsrc *src;
 
 	snprintf(vname, sizeof(vname), "dc-%s-%lld", name, cut);
 	variant(name, vname, cut, -1, 0);
 	tpath(path, sizeof(path), vname);
-	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_scan(path, &src, &idx, &e), 0);
 	ck_assert_msg(idx->salvaged, "%s: not salvaged", vname);
-	ck_assert_msg(decode_all(fd, idx, 4093, &got, &glen, &de) == 0, "%s: decode: %s @%llu",
+	ck_assert_msg(decode_all(src, idx, 4093, &got, &glen, &de) == 0, "%s: decode: %s @%llu",
 		      vname, de.msg, (unsigned long long)de.coff);
 	snprintf(out, sizeof(out), "%s.xzcat", path);
 	snprintf(cmd, sizeof(cmd), "xz -dc < '%s' > '%s' 2>/dev/null; true", path, out);
 	ck_assert_int_eq(system(cmd), 0);
-	want = checkutil_slurp(out, &wlen);
+	want = zmtest_slurp(out, &wlen);
 	ck_assert_msg(glen == wlen && idx->usize == wlen && memcmp(got, want, wlen) == 0,
 		      "%s: salvaged %llu bytes (usize %llu), xz -dc prints %zu", vname,
 		      (unsigned long long)glen, (unsigned long long)idx->usize, wlen);
@@ -1367,7 +1374,7 @@ static void expect_xz_dc(const char *name, long long cut)
 	free(want);
 	unlink(out);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	unlink(path);
 }
 
@@ -1397,12 +1404,12 @@ START_TEST(test_cut_or_corrupt)
 	const struct xzdec_block *last = &whole->blocks[whole->nblocks - 1];
 	char path[PATH_MAX];
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	variant("one.xz", "cc-cut.xz", (long long)whole->csize / 3, -1, 0);
 	tpath(path, sizeof(path), "cc-cut.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), -EINVAL);
-	close(fd);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), -EINVAL);
+	zsrc_put(src);
 	ck_assert_msg(strstr(e.msg, "cut short at compressed offset") &&
 			      strstr(e.msg, "still being written, or truncated") &&
 			      !strstr(e.msg, "corrupt"),
@@ -1410,8 +1417,8 @@ START_TEST(test_cut_or_corrupt)
 	/* a flipped byte in the Index: corrupt, not cut */
 	variant("blocks.xz", "cc-flip.xz", -1, (long long)(last->coff + last->csize + 3), 0x01);
 	tpath(path, sizeof(path), "cc-flip.xz");
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), -EINVAL);
-	close(fd);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), -EINVAL);
+	zsrc_put(src);
 	ck_assert_msg(strstr(e.msg, "corrupt") && !strstr(e.msg, "cut short"),
 		      "flipped Index: reason '%s'", e.msg);
 	xzdec_index_free(whole);
@@ -1508,26 +1515,26 @@ START_TEST(test_scan_memlimit)
 	struct xzdec_index *idx;
 	struct zerr e;
 	size_t len;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	tpath(path, sizeof(path), "dict-small.xz");
 	len = write_handmade(path, 4000, 0);
 	expect_scan(path, NULL, 0, 1);
-	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_scan(path, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->usize, len);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 
 	tpath(path, sizeof(path), "dict-big.xz");
 	write_handmade(path, 1u << 20, 0);
-	ck_assert_int_eq(open_scan(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_scan(path, &src, &idx, &e), 0);
 	ck_assert_int_eq(idx->salvaged, 1);
 	ck_assert_uint_eq(idx->nblocks, 0);
 	ck_assert_msg(strstr(e.msg, "MiB dictionary"), "message: %s", e.msg);
 	ck_assert_uint_eq(e.coff, 12);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -1546,24 +1553,24 @@ START_TEST(test_dec_dict_limit)
 	struct xzdec_block b;
 	struct xzdec_dec *d;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	tpath(path, sizeof(path), "dict-claim.xz");
 	write_handmade(path, 1u << 16, 0);
-	ck_assert_int_eq(open_index(path, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index(path, &src, &idx, &e), 0);
 	b = idx->blocks[0];
 	b.usize = b.csize * XZDEC_MAX_RATIO;
 	ck_assert_uint_gt(b.usize, XZDEC_DICT_MAX);
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), -ENOTSUP);
+	ck_assert_int_eq(xzdec_dec_open(src, &b, NULL, &d, &e), -ENOTSUP);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "MiB dictionary, more than the 128 MiB"), "message: %s", e.msg);
 	ck_assert_uint_eq(e.coff, b.coff);
 	b.usize = XZDEC_DICT_MAX;
-	ck_assert_int_eq(xzdec_dec_open(tsrc(fd), &b, NULL, &d, &e), 0);
+	ck_assert_int_eq(xzdec_dec_open(src, &b, NULL, &d, &e), 0);
 	xzdec_dec_close(d);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -1575,7 +1582,8 @@ START_TEST(test_scan_refused)
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
+	struct memsrc *bad;
 
 	need_generated();
 	variant("six.xz", "sc-empty.xz", 0, -1, 0);
@@ -1583,11 +1591,13 @@ START_TEST(test_scan_refused)
 	variant("six.xz", "sc-hdr.xz", -1, 7, 0x01);
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
 		tpath(path, sizeof(path), files[f]);
-		ck_assert_msg(open_scan(path, &fd, &idx, &e) == -EINVAL, "%s", files[f]);
+		ck_assert_msg(open_scan(path, &src, &idx, &e) == -EINVAL, "%s", files[f]);
 		ck_assert_msg(e.msg[0], "%s: no message", files[f]);
-		close(fd);
+		zsrc_put(src);
 	}
-	ck_assert_int_eq(xzdec_index_scan(tsrc(-1), 100, &idx, &e), -EIO);
+	bad = failing_src();
+	ck_assert_int_eq(xzdec_index_scan(memsrc_src(bad), 100, &idx, &e), -EIO);
+	memsrc_destroy(bad);
 	ck_assert_ptr_null(idx);
 }
 END_TEST
@@ -1598,11 +1608,12 @@ static void scan_row(const struct row *r)
 	char path[PATH_MAX];
 	struct xzdec_index *idx;
 	struct zerr e;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	cpath(path, sizeof(path), r->file);
-	ret = open_scan(path, &fd, &idx, &e);
-	close(fd);
+	ret = open_scan(path, &src, &idx, &e);
+	zsrc_put(src);
 	if (strcmp(r->expect, "error") != 0) {
 		ck_assert_msg(ret == 0, "%s: %d %s", r->file, ret, e.msg);
 		ck_assert_msg(!idx->salvaged, "%s: salvaged: %s @%llu", r->file, e.msg,
@@ -1643,9 +1654,9 @@ static int gen_fixtures(void)
 	char orig[PATH_MAX];
 
 	tpath(orig, sizeof(orig), "orig.txt");
-	if (testutil_text(orig, ORIG_SIZE, 2463534242u))
+	if (zmtest_text(orig, ORIG_SIZE, 2463534242u))
 		return -1;
-	if (testutil_sh(
+	if (zmtest_sh(
 		    tmpdir,
 		    "xz -T1 -c --block-size=65536 orig.txt > blocks.xz"
 		    " && xz -T1 -c orig.txt > one.xz"
@@ -1667,7 +1678,7 @@ static int gen_fixtures(void)
 
 static Suite *xzdec_suite(int have_corpus, int *skipped)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "index_many_blocks", test_index_many_blocks, 0 },
 		{ "blocks_independent", test_blocks_independent, 0 },
 		{ "small_reads", test_small_reads, 0 },
@@ -1692,7 +1703,7 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{ "truncated", test_truncated, 0 },
 		{ "check_name", test_check_name, 0 },
 		{ "usize_bound", test_usize_bound, 0 },
-		{ "fd_per_call", test_fd_per_call, 0 },
+		{ "src_per_call", test_src_per_call, 0 },
 		{ "corpus_good", test_corpus_good, 1 },
 		{ "corpus_bad", test_corpus_bad, 1 },
 		{ "scan_whole", test_scan_whole, 0 },
@@ -1707,8 +1718,8 @@ static Suite *xzdec_suite(int have_corpus, int *skipped)
 		{ "scan_corpus", test_scan_corpus, 1 },
 	};
 
-	return checkutil_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120,
-			       have_corpus, skipped);
+	return zmtest_suite("check_xzdec", "xzdec", t, sizeof(t) / sizeof(t[0]), 120, have_corpus,
+			    skipped);
 }
 
 /*
@@ -1759,7 +1770,7 @@ int main(int argc, char **argv)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh("/", "rm -rf '%s'", tmpdir);
+	zmtest_sh("/", "rm -rf '%s'", tmpdir);
 	if (failed)
 		return 1;
 	if (skipped) {

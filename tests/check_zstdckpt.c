@@ -26,9 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkutil.h"
-#include "tsrc.h"
-#include "testutil.h"
+#include "zmtest.h"
 #include <zlib.h> /* crc32: resealing forged blobs */
 
 #include "zstd.h" /* ZSTD_decompressDCtx: the oracle for hand-made frames; ZSTD_compress */
@@ -62,7 +60,7 @@ static const struct {
 
 static void tpath(char *buf, size_t len, const char *name)
 {
-	testutil_join(buf, len, tmpdir, name);
+	zmtest_join(buf, len, tmpdir, name);
 }
 
 /* Text, then runs of pseudo-random bytes, zeros and text again: raw, RLE and compressed blocks. */
@@ -110,32 +108,32 @@ static int gen_fixtures(void)
 	char path[PATH_MAX];
 
 	tpath(path, sizeof(path), "text");
-	if (testutil_text(path, TEXT_SIZE, 7))
+	if (zmtest_text(path, TEXT_SIZE, 7))
 		return -1;
 	tpath(path, sizeof(path), "mixed");
 	if (gen_mixed(path))
 		return -1;
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
-		if (testutil_sh(tmpdir, "zstd -q -f %s %s -o %s && zstd -q -dc %s > %s.out",
-				fixtures[i].opts, fixtures[i].src, fixtures[i].name,
-				fixtures[i].name, fixtures[i].name) != 0)
+		if (zmtest_sh(tmpdir, "zstd -q -f %s %s -o %s && zstd -q -dc %s > %s.out",
+			      fixtures[i].opts, fixtures[i].src, fixtures[i].name, fixtures[i].name,
+			      fixtures[i].name) != 0)
 			return -1;
 	/* a window over 16 MiB: marked by granules, resumed in a ring on huge pages */
 	tpath(path, sizeof(path), "bigtext");
-	if (testutil_text(path, BIG_SIZE, 11) ||
-	    testutil_sh(tmpdir, "zstd -q -f -3 --long=25 bigtext -o big.zst && "
-				"zstd -q -dc --long=25 big.zst > big.zst.out") != 0)
+	if (zmtest_text(path, BIG_SIZE, 11) ||
+	    zmtest_sh(tmpdir, "zstd -q -f -3 --long=25 bigtext -o big.zst && "
+			      "zstd -q -dc --long=25 big.zst > big.zst.out") != 0)
 		return -1;
 	/* through a pipe: no Frame_Content_Size */
-	if (testutil_sh(tmpdir, "cat text | zstd -q -3 > pipe.zst && zstd -q -dc pipe.zst > "
-				"pipe.zst.out") != 0)
+	if (zmtest_sh(tmpdir, "cat text | zstd -q -3 > pipe.zst && zstd -q -dc pipe.zst > "
+			      "pipe.zst.out") != 0)
 		return -1;
 	return 0;
 }
 
 /* A fixture, open, walked, with its oracle output. */
 struct fx {
-	int fd;
+	struct zsrc *src;
 	struct zstddec_index *idx;
 	const struct zstddec_frame *f;
 	uint8_t *want;
@@ -152,12 +150,10 @@ static void fx_open(struct fx *x, const char *name)
 	ck_assert_msg(gen_ok, "fixtures are missing (is zstd installed?)");
 	tpath(path, sizeof(path), name);
 	snprintf(opath, sizeof(opath), "%s.out", path);
-	x->want = checkutil_slurp(opath, &x->wlen);
-	x->fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(x->fd, 0);
-	ck_assert_int_eq(fstat(x->fd, &st), 0);
-	ret = zstddec_index_read(tsrc(x->fd), (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &x->idx,
-				 &e);
+	x->want = zmtest_slurp(opath, &x->wlen);
+	x->src = zmtest_src_open(path);
+	ck_assert_int_eq(zsrc_stat(x->src, &st), 0);
+	ret = zstddec_index_read(x->src, (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &x->idx, &e);
 	ck_assert_msg(ret == 0, "%s: %s", name, e.msg);
 	ck_assert_uint_eq(x->idx->nframes, 1);
 	x->f = &x->idx->frames[0];
@@ -165,14 +161,14 @@ static void fx_open(struct fx *x, const char *name)
 
 static void fx_close(struct fx *x)
 {
-	close(x->fd);
+	zsrc_put(x->src);
 	zstddec_index_free(x->idx);
 	free(x->want);
 }
 
 /* Decodes d to its end in reads of `chunk` bytes; checks them against want[from..]. */
-static void drain(struct zstdckpt_dec *d, int fd, const struct fx *x, uint64_t from, size_t chunk,
-		  const char *what)
+static void drain(struct zstdckpt_dec *d, struct zsrc *src, const struct fx *x, uint64_t from,
+		  size_t chunk, const char *what)
 {
 	static uint8_t buf[1u << 20];
 	uint64_t pos = from;
@@ -180,7 +176,7 @@ static void drain(struct zstdckpt_dec *d, int fd, const struct fx *x, uint64_t f
 	ssize_t n;
 
 	ck_assert_uint_le(chunk, sizeof(buf));
-	while ((n = zstdckpt_dec_read(d, tsrc(fd), buf, chunk, &e)) > 0) {
+	while ((n = zstdckpt_dec_read(d, src, buf, chunk, &e)) > 0) {
 		ck_assert_uint_le(pos + (uint64_t)n, x->wlen);
 		ck_assert_msg(memcmp(buf, x->want + pos, (size_t)n) == 0,
 			      "%s: bytes differ in [%llu, %llu)", what, (unsigned long long)pos,
@@ -229,7 +225,7 @@ static int on_ckpt(void *arg, const struct zstdckpt *ck, const uint8_t *w1, size
 		ret = zstdckpt_dec_open(x->f, ck, win, &d, &e);
 		ck_assert_msg(ret == 0, "%s: %s", what, e.msg);
 		ck_assert_uint_eq(zstdckpt_dec_tell(d), ck->uoff);
-		drain(d, x->fd, x, ck->uoff, s->chunk, what);
+		drain(d, x->src, x, ck->uoff, s->chunk, what);
 		zstdckpt_dec_close(d);
 	}
 	if (s->n == s->keep_at) {
@@ -256,7 +252,7 @@ static struct zstdckpt_stats build(const struct fx *x, uint64_t span, bool resum
 	s->resume = resume;
 	s->chunk = 65521;
 	s->keep_at = 1;
-	ret = zstdckpt_build(tsrc(x->fd), x->f, span, on_ckpt, s, &st, &e);
+	ret = zstdckpt_build(x->src, x->f, span, on_ckpt, s, &st, &e);
 	ck_assert_msg(ret == 0, "build: %d: %s at %llu", ret, e.msg, (unsigned long long)e.coff);
 	ck_assert_uint_eq(st.usize, x->wlen);
 	ck_assert_uint_eq(st.nckpt, s->n);
@@ -315,13 +311,13 @@ START_TEST(test_reads)
 	ck_assert_ptr_nonnull(s.keep_win);
 	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
 		ck_assert_int_eq(zstdckpt_dec_open(x.f, &s.keep, s.keep_win, &d, &e), 0);
-		drain(d, x.fd, &x, s.keep.uoff, chunks[i], "odd reads");
+		drain(d, x.src, &x, s.keep.uoff, chunks[i], "odd reads");
 		/* at the end: 0, and again 0 */
-		ck_assert_int_eq(zstdckpt_dec_read(d, tsrc(x.fd), s.keep_win, 1, &e), 0);
+		ck_assert_int_eq(zstdckpt_dec_read(d, x.src, s.keep_win, 1, &e), 0);
 		zstdckpt_dec_close(d);
 	}
 	ck_assert_int_eq(zstdckpt_dec_open(x.f, NULL, NULL, &d, &e), 0);
-	drain(d, x.fd, &x, 0, 65536, "from the start");
+	drain(d, x.src, &x, 0, 65536, "from the start");
 	zstdckpt_dec_close(d);
 	free(s.keep_win);
 	fx_close(&x);
@@ -367,11 +363,11 @@ START_TEST(test_bad_args)
 	struct zstdckpt_dec *d = (struct zstdckpt_dec *)&e;
 
 	fx_open(&x, "t1.zst");
-	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), x.f, 0, stop_cb, NULL, NULL, &e), -EINVAL);
-	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), x.f, 1, stop_cb, NULL, NULL, &e), -ECANCELED);
+	ck_assert_int_eq(zstdckpt_build(x.src, x.f, 0, stop_cb, NULL, NULL, &e), -EINVAL);
+	ck_assert_int_eq(zstdckpt_build(x.src, x.f, 1, stop_cb, NULL, NULL, &e), -ECANCELED);
 	f = *x.f;
 	f.flags |= ZSTDDEC_F_DICT;
-	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), &f, 1, stop_cb, NULL, NULL, &e), -ENOTSUP);
+	ck_assert_int_eq(zstdckpt_build(x.src, &f, 1, stop_cb, NULL, NULL, &e), -ENOTSUP);
 	ck_assert_int_eq(zstdckpt_dec_open(&f, NULL, NULL, &d, &e), -ENOTSUP);
 	ck_assert_ptr_null(d);
 	fx_close(&x);
@@ -419,14 +415,14 @@ START_TEST(test_bad_checkpoint)
 	ck_assert_int_eq(ret, 0);
 	for (;;) {
 		static uint8_t buf[1u << 16];
-		ssize_t n = zstdckpt_dec_read(d, tsrc(x.fd), buf, sizeof(buf), &e);
+		ssize_t n = zstdckpt_dec_read(d, x.src, buf, sizeof(buf), &e);
 
 		if (n <= 0) {
 			ck_assert_int_eq(n, -EIO);
 			break;
 		}
 	}
-	ck_assert_int_eq(zstdckpt_dec_read(d, tsrc(x.fd), s.keep_win, 1, &e), -EIO);
+	ck_assert_int_eq(zstdckpt_dec_read(d, x.src, s.keep_win, 1, &e), -EIO);
 	zstdckpt_dec_close(d);
 	free(s.keep_win);
 	fx_close(&x);
@@ -441,7 +437,7 @@ static void fx_damaged(struct fx *x, const char *name, uint64_t flip_at, uint64_
 	int fd;
 
 	fx_open(x, name);
-	ck_assert_int_eq(testutil_sh(tmpdir, "cp %s bad.zst", name), 0);
+	ck_assert_int_eq(zmtest_sh(tmpdir, "cp %s bad.zst", name), 0);
 	tpath(path, sizeof(path), "bad.zst");
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
@@ -454,8 +450,8 @@ static void fx_damaged(struct fx *x, const char *name, uint64_t flip_at, uint64_
 	}
 	if (truncate_to != UINT64_MAX)
 		ck_assert_int_eq(ftruncate(fd, (off_t)truncate_to), 0);
-	close(x->fd);
-	x->fd = fd;
+	zsrc_put(x->src);
+	x->src = zmtest_src_fd(fd);
 }
 
 /* Damaged input: the build fails with -EIO and a reason; so does a resume past the damage. */
@@ -473,7 +469,7 @@ START_TEST(test_damaged)
 		memset(&s, 0, sizeof(s));
 		s.x = &x;
 		s.span = UINT64_MAX / 2;
-		ret = zstdckpt_build(tsrc(x.fd), x.f, s.span, on_ckpt, &s, NULL, &e);
+		ret = zstdckpt_build(x.src, x.f, s.span, on_ckpt, &s, NULL, &e);
 		ck_assert_msg(ret == -EIO, "flip at %llu: %d", (unsigned long long)at, ret);
 		ck_assert_str_ne(e.msg, "");
 		nfail++;
@@ -485,14 +481,14 @@ START_TEST(test_damaged)
 	build(&x, 1u << 20, false, &s);
 	fx_close(&x);
 	fx_damaged(&x, "t9.zst", UINT64_MAX, s.keep.coff + 1000);
-	ret = zstdckpt_build(tsrc(x.fd), x.f, 1, stop_cb, NULL, NULL, &e);
+	ret = zstdckpt_build(x.src, x.f, 1, stop_cb, NULL, NULL, &e);
 	ck_assert_int_eq(ret, -ECANCELED); /* the first checkpoint comes before the cut */
-	ret = zstdckpt_build(tsrc(x.fd), x.f, 1u << 30, stop_cb, NULL, NULL, &e);
+	ret = zstdckpt_build(x.src, x.f, 1u << 30, stop_cb, NULL, NULL, &e);
 	ck_assert_int_eq(ret, -EIO);
 	ck_assert_int_eq(zstdckpt_dec_open(x.f, &s.keep, s.keep_win, &d, &e), 0);
 	for (;;) {
 		static uint8_t buf[1u << 16];
-		ssize_t n = zstdckpt_dec_read(d, tsrc(x.fd), buf, sizeof(buf), &e);
+		ssize_t n = zstdckpt_dec_read(d, x.src, buf, sizeof(buf), &e);
 
 		if (n <= 0) {
 			ck_assert_int_eq(n, -EIO);
@@ -522,11 +518,10 @@ START_TEST(test_lying_size)
 	build(&x, 1u << 20, false, &s);
 	f = *x.f;
 	f.usize -= 1;
-	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), &f, 1u << 20, stop_cb, NULL, NULL, &e),
-			 -ECANCELED);
-	ck_assert_int_eq(zstdckpt_build(tsrc(x.fd), &f, 1u << 30, stop_cb, NULL, NULL, &e), -EIO);
+	ck_assert_int_eq(zstdckpt_build(x.src, &f, 1u << 20, stop_cb, NULL, NULL, &e), -ECANCELED);
+	ck_assert_int_eq(zstdckpt_build(x.src, &f, 1u << 30, stop_cb, NULL, NULL, &e), -EIO);
 	ck_assert_int_eq(zstdckpt_dec_open(&f, &s.keep, s.keep_win, &d, &e), 0);
-	while ((n = zstdckpt_dec_read(d, tsrc(x.fd), buf, sizeof(buf), &e)) > 0)
+	while ((n = zstdckpt_dec_read(d, x.src, buf, sizeof(buf), &e)) > 0)
 		;
 	ck_assert_int_eq(n, -EIO);
 	ck_assert_msg(strstr(e.msg, "larger"), "%s", e.msg);
@@ -628,13 +623,11 @@ START_TEST(test_crafted_modes)
 		 * them and the boundary gets no checkpoint.  Only the others are
 		 * worth the oracle.
 		 */
-		fx.fd = open(path, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(fx.fd, 0);
+		fx.src = zmtest_src_open(path);
 		ck_assert_int_eq(
-			zstddec_index_read(tsrc(fx.fd), len, ZSTDDEC_WINDOW_LIBMAX, &fx.idx, &e),
-			0);
-		ret = zstdckpt_build(tsrc(fx.fd), &fx.idx->frames[0], 1, count_cb, NULL, &st, &e);
-		close(fx.fd);
+			zstddec_index_read(fx.src, len, ZSTDDEC_WINDOW_LIBMAX, &fx.idx, &e), 0);
+		ret = zstdckpt_build(fx.src, &fx.idx->frames[0], 1, count_cb, NULL, &st, &e);
+		zsrc_put(fx.src);
 		zstddec_index_free(fx.idx);
 		/* the streaming decoder refuses a few that the one-shot one takes */
 		if (ret == -EIO)
@@ -642,7 +635,7 @@ START_TEST(test_crafted_modes)
 		ck_assert_int_eq(ret, 0);
 		if (st.skip_rep)
 			continue;
-		ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc craft.zst > craft.zst.out"), 0);
+		ck_assert_int_eq(zmtest_sh(tmpdir, "zstd -q -dc craft.zst > craft.zst.out"), 0);
 		fx_open(&fx, "craft.zst");
 		ck_assert_uint_eq(fx.wlen, n);
 		ck_assert(memcmp(fx.want, ref, n) == 0);
@@ -707,7 +700,7 @@ static int bs_point(void *arg, uint64_t uoff, const void *blob, size_t len)
 		ck_assert_msg(ret == 0, "%s: %d: %s", what, ret, e.msg);
 		ck_assert_uint_eq(zstdckpt_dec_tell(d), uoff);
 		ck_assert_uint_gt(zstdckpt_dec_cost(d), 0);
-		drain(d, s->x->fd, s->x, uoff, 65521, what);
+		drain(d, s->x->src, s->x, uoff, 65521, what);
 		zstdckpt_dec_close(d);
 	}
 	if (s->n == s->keep_at) {
@@ -734,7 +727,7 @@ static struct zstdckpt_blob_stats build_blobs(const struct fx *x, uint64_t span,
 	s->x = x;
 	s->resume = resume;
 	s->keep_at = 1;
-	ret = zstdckpt_build_blobs(tsrc(x->fd), x->f, span, &sink, &st, &e);
+	ret = zstdckpt_build_blobs(x->src, x->f, span, &sink, &st, &e);
 	ck_assert_msg(ret == 0, "build_blobs: %d: %s at %llu", ret, e.msg,
 		      (unsigned long long)e.coff);
 	ck_assert_uint_eq(s->out_pos, x->wlen);
@@ -796,7 +789,7 @@ START_TEST(test_blobs_span)
 	ck_assert_uint_lt(st.blob_bytes, st.window_bytes_dense / 8);
 	ck_assert_int_eq(zstdckpt_blob_open(x.f, NULL, 0, &d, &e), 0);
 	ck_assert_uint_ge(zstdckpt_dec_cost(d), x.f->window < x.wlen ? x.f->window : x.wlen);
-	drain(d, x.fd, &x, 0, 65536, "from the start");
+	drain(d, x.src, &x, 0, 65536, "from the start");
 	zstdckpt_dec_close(d);
 	free(s.keep);
 	fx_close(&x);
@@ -863,7 +856,7 @@ static void all_blobs(const struct fx *x, uint64_t span, struct allblobs *a)
 	struct zerr e = { 0 };
 
 	memset(a, 0, sizeof(*a));
-	ck_assert_int_eq(zstdckpt_build_blobs(tsrc(x->fd), x->f, span, &sink, NULL, &e), 0);
+	ck_assert_int_eq(zstdckpt_build_blobs(x->src, x->f, span, &sink, NULL, &e), 0);
 	ck_assert_uint_ge(a->n, 2);
 }
 
@@ -899,7 +892,7 @@ START_TEST(test_spares_bound)
 	all_blobs(&x, 1u << 20, &a);
 	for (size_t i = 0; i < nd; i++) {
 		ck_assert_int_eq(zstdckpt_blob_open_in(sp, x.f, a.blob[1], a.len[1], &d[i], &e), 0);
-		drain(d[i], x.fd, &x, a.uoff[1], 65536, "stocked");
+		drain(d[i], x.src, &x, a.uoff[1], 65536, "stocked");
 	}
 	cost = zstdckpt_dec_cost(d[0]);
 	for (size_t i = 0; i < nd; i++)
@@ -912,7 +905,7 @@ START_TEST(test_spares_bound)
 	/* an open takes one (the same bytes) back out */
 	ck_assert_int_eq(zstdckpt_blob_open_in(sp, x.f, a.blob[0], a.len[0], &d[0], &e), 0);
 	ck_assert_uint_eq(zstdckpt_spares_bytes(sp), (fit - 1) * cost);
-	drain(d[0], x.fd, &x, a.uoff[0], 65536, "from the stock");
+	drain(d[0], x.src, &x, a.uoff[0], 65536, "from the stock");
 	zstdckpt_dec_close(d[0]);
 	all_blobs_free(&a);
 	fx_close(&x);
@@ -969,7 +962,7 @@ START_TEST(test_spares_other_file)
 				ck_assert_int_eq(zstdckpt_blob_open_in(sp, xa->f, aa->blob[i],
 								       aa->len[i], &d, &e),
 						 0);
-				n = zstdckpt_dec_read(d, tsrc(xa->fd), buf, sizeof(buf), &e);
+				n = zstdckpt_dec_read(d, xa->src, buf, sizeof(buf), &e);
 				ck_assert_int_eq(n, sizeof(buf));
 				ck_assert_mem_eq(buf, xa->want + aa->uoff[i], sizeof(buf));
 				zstdckpt_dec_close(d);
@@ -979,7 +972,7 @@ START_TEST(test_spares_other_file)
 								       ab->len[j], &d, &e),
 						 0);
 				ck_assert_uint_eq(zstdckpt_spares_bytes(sp), 0);
-				drain(d, xb->fd, xb, ab->uoff[j], 65521, "after another file");
+				drain(d, xb->src, xb, ab->uoff[j], 65521, "after another file");
 				zstdckpt_dec_close(d);
 				pairs++;
 			}
@@ -990,14 +983,14 @@ START_TEST(test_spares_other_file)
 	for (size_t i = a[1].n; i-- > 0;) {
 		ck_assert_int_eq(
 			zstdckpt_blob_open_in(sp, x[1].f, a[1].blob[i], a[1].len[i], &d, &e), 0);
-		drain(d, x[1].fd, &x[1], a[1].uoff[i], 65536, "after a later point");
+		drain(d, x[1].src, &x[1], a[1].uoff[i], 65536, "after a later point");
 		zstdckpt_dec_close(d);
 	}
 	/* and its start */
 	ck_assert_int_eq(zstdckpt_blob_open_in(sp, x[1].f, NULL, 0, &d, &e), 0);
 	ck_assert_uint_eq(zstdckpt_spares_bytes(sp), 0);
 	ck_assert_uint_eq(zstdckpt_dec_tell(d), 0);
-	drain(d, x[1].fd, &x[1], 0, 65536, "the frame's start, after a point");
+	drain(d, x[1].src, &x[1], 0, 65536, "the frame's start, after a point");
 	zstdckpt_dec_close(d);
 	for (int u = 0; u < 2; u++) {
 		all_blobs_free(&a[u]);
@@ -1017,7 +1010,7 @@ START_TEST(test_blobs_damaged_frame)
 
 	for (uint64_t at = 20; at < 400000; at += 19997) {
 		fx_damaged(&x, "t3.zst", at, UINT64_MAX);
-		ret = zstdckpt_build_blobs(tsrc(x.fd), x.f, 1, &sink, NULL, &e);
+		ret = zstdckpt_build_blobs(x.src, x.f, 1, &sink, NULL, &e);
 		ck_assert_msg(ret == -EIO, "flip at %llu: %d", (unsigned long long)at, ret);
 		ck_assert_str_ne(e.msg, "");
 		n++;
@@ -1047,9 +1040,9 @@ START_TEST(test_blobs_sink_stops)
 	struct fx x;
 
 	fx_open(&x, "t1.zst");
-	ck_assert_int_eq(zstdckpt_build_blobs(tsrc(x.fd), x.f, 1, &s1, NULL, &e), -ECANCELED);
-	ck_assert_int_eq(zstdckpt_build_blobs(tsrc(x.fd), x.f, 1, &s2, NULL, &e), -EINTR);
-	ck_assert_int_eq(zstdckpt_build_blobs(tsrc(x.fd), x.f, 0, &s2, NULL, &e), -EINVAL);
+	ck_assert_int_eq(zstdckpt_build_blobs(x.src, x.f, 1, &s1, NULL, &e), -ECANCELED);
+	ck_assert_int_eq(zstdckpt_build_blobs(x.src, x.f, 1, &s2, NULL, &e), -EINTR);
+	ck_assert_int_eq(zstdckpt_build_blobs(x.src, x.f, 0, &s2, NULL, &e), -EINVAL);
 	fx_close(&x);
 }
 END_TEST
@@ -1282,11 +1275,13 @@ static int bench(const char *path, uint64_t span)
 	struct zerr e = { 0 };
 	struct stat st;
 	struct bsum bs = { 0 };
+	struct zsrc *src = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0 || fstat(fd, &st) ||
-	    zstddec_index_read(tsrc(fd), (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &idx, &e)) {
+	if (fd < 0 || zsrc_local(fd, &src) || zsrc_stat(src, &st) ||
+	    zstddec_index_read(src, (uint64_t)st.st_size, ZSTDDEC_WINDOW_LIBMAX, &idx, &e)) {
 		fprintf(stderr, "%s: cannot walk: %s\n", path, e.msg);
+		zsrc_put(src);
 		return 1;
 	}
 	for (int r = 0; r < 5; r++) {
@@ -1300,8 +1295,7 @@ static int bench(const char *path, uint64_t span)
 
 				if (zstddec_dec_open(f, &d, &e))
 					return 1;
-				while ((n = zstddec_dec_read(d, tsrc(fd), buf, sizeof(buf), &e)) >
-				       0)
+				while ((n = zstddec_dec_read(d, src, buf, sizeof(buf), &e)) > 0)
 					;
 				zstddec_dec_close(d);
 			} else if (m == 1) {
@@ -1309,14 +1303,13 @@ static int bench(const char *path, uint64_t span)
 
 				if (zstdckpt_dec_open(f, NULL, NULL, &d, &e))
 					return 1;
-				while ((n = zstdckpt_dec_read(d, tsrc(fd), buf, sizeof(buf), &e)) >
-				       0)
+				while ((n = zstdckpt_dec_read(d, src, buf, sizeof(buf), &e)) > 0)
 					;
 				zstdckpt_dec_close(d);
 			} else {
 				free(bs.win);
 				memset(&bs, 0, sizeof(bs));
-				n = zstdckpt_build(tsrc(fd), f, span, bench_cb, &bs, NULL, &e);
+				n = zstdckpt_build(src, f, span, bench_cb, &bs, NULL, &e);
 			}
 			if (n < 0) {
 				fprintf(stderr, "%s: %s\n", path, e.msg);
@@ -1331,7 +1324,7 @@ static int bench(const char *path, uint64_t span)
 		double t0 = now();
 
 		if (zstdckpt_dec_open(&idx->frames[0], &bs.first, bs.win, &d, &e) ||
-		    zstdckpt_dec_read(d, tsrc(fd), buf, 4096, &e) != 4096)
+		    zstdckpt_dec_read(d, src, buf, 4096, &e) != 4096)
 			return 1;
 		zstdckpt_dec_close(d);
 		t[3][r] = now() - t0;
@@ -1354,7 +1347,7 @@ static int bench(const char *path, uint64_t span)
 		printf("  resume: open + first 4 KiB      %7.2f ms\n", t[3][2] * 1e3);
 	free(bs.win);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	return 0;
 }
 
@@ -1362,7 +1355,7 @@ static int bench(const char *path, uint64_t span)
 
 static Suite *zstdckpt_suite(void)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "resume_every_boundary", test_resume_every_boundary, 0 },
 		{ "span", test_span, 0 },
 		{ "reads", test_reads, 0 },
@@ -1382,8 +1375,8 @@ static Suite *zstdckpt_suite(void)
 		{ "spares_other_file", test_spares_other_file, 0 },
 	};
 
-	return checkutil_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1,
-			       NULL);
+	return zmtest_suite("check_zstdckpt", "zstdckpt", t, sizeof(t) / sizeof(t[0]), 600, 1,
+			    NULL);
 }
 
 int main(int argc, char **argv)
@@ -1407,6 +1400,6 @@ int main(int argc, char **argv)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh("/", "rm -rf '%s'", tmpdir);
+	zmtest_sh("/", "rm -rf '%s'", tmpdir);
 	return failed != 0;
 }

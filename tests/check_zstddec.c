@@ -18,9 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tsrc.h"
-#include "checkutil.h"
-#include "testutil.h"
+#include "zmtest.h"
 #include "zstddec.h"
 
 #define ORIG_SIZE  (4u << 20)
@@ -32,7 +30,7 @@ static int gen_ok; /* all generated fixtures were made */
 
 static void tpath(char *buf, size_t len, const char *name)
 {
-	testutil_join(buf, len, tmpdir, name);
+	zmtest_join(buf, len, tmpdir, name);
 }
 
 static void need_generated(void)
@@ -40,13 +38,13 @@ static void need_generated(void)
 	ck_assert_msg(gen_ok, "generated fixtures are missing (are zstd and pzstd installed?)");
 }
 
-/* name in the fixture directory, read whole (checkutil_slurp). */
+/* name in the fixture directory, read whole (zmtest_slurp). */
 static uint8_t *slurp(const char *name, size_t *len)
 {
 	char path[PATH_MAX];
 
 	tpath(path, sizeof(path), name);
-	return checkutil_slurp(path, len);
+	return zmtest_slurp(path, len);
 }
 
 static void spew(const char *name, const void *buf, size_t len)
@@ -62,27 +60,26 @@ static void spew(const char *name, const void *buf, size_t len)
 }
 
 /* Opens name in tmpdir and walks it; returns zstddec_index_read's result. */
-static int open_index(const char *name, uint64_t wmax, int *fd, struct zstddec_index **idx,
-		      struct zerr *e)
+static int open_index(const char *name, uint64_t wmax, struct zsrc **src,
+		      struct zstddec_index **idx, struct zerr *e)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
 	tpath(path, sizeof(path), name);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_msg(*fd >= 0, "cannot open %s: %s", path, strerror(errno));
-	ck_assert_int_eq(fstat(*fd, &st), 0);
+	*src = zmtest_src_open(path);
+	ck_assert_int_eq(zsrc_stat(*src, &st), 0);
 	memset(e, 0, sizeof(*e));
 	*idx = (struct zstddec_index *)idx; /* must be overwritten */
-	return zstddec_index_read(tsrc(*fd), (uint64_t)st.st_size, wmax, idx, e);
+	return zstddec_index_read(*src, (uint64_t)st.st_size, wmax, idx, e);
 }
 
 /*
  * Decodes frame f whole into buf (cap bytes) in reads of `chunk` bytes.
  * Returns the byte count, or the first error with *e set.
  */
-static ssize_t decode_frame(int fd, const struct zstddec_frame *f, uint8_t *buf, size_t cap,
-			    size_t chunk, struct zerr *e)
+static ssize_t decode_frame(struct zsrc *src, const struct zstddec_frame *f, uint8_t *buf,
+			    size_t cap, size_t chunk, struct zerr *e)
 {
 	struct zstddec_dec *d;
 	size_t got = 0;
@@ -95,7 +92,7 @@ static ssize_t decode_frame(int fd, const struct zstddec_frame *f, uint8_t *buf,
 	for (;;) {
 		size_t want = chunk < cap - got ? chunk : cap - got;
 
-		n = zstddec_dec_read(d, tsrc(fd), buf + got, want, e);
+		n = zstddec_dec_read(d, src, buf + got, want, e);
 		if (n < 0)
 			break;
 		if (n == 0)
@@ -124,19 +121,20 @@ static void check_file(const char *name, size_t chunk, struct zstddec_index **ke
 	char oname[PATH_MAX];
 	uint8_t *want, *got;
 	size_t wlen, pos = 0;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
 	need_generated();
 	snprintf(oname, sizeof(oname), "%s.out", name);
 	want = slurp(oname, &wlen);
-	ret = open_index(name, WMAX, &fd, &idx, &e);
+	ret = open_index(name, WMAX, &src, &idx, &e);
 	ck_assert_msg(ret == 0, "%s: %d: %s at %llu", name, ret, e.msg, (unsigned long long)e.coff);
 	for (size_t i = 0; i < idx->nframes; i++) {
 		uint64_t u = 0;
 
 		if (idx->frames[i].usize != ZSTDDEC_UNKNOWN)
 			continue;
-		ret = zstddec_measure(tsrc(fd), &idx->frames[i], &u, &e);
+		ret = zstddec_measure(src, &idx->frames[i], &u, &e);
 		ck_assert_msg(ret == 0, "%s: measure %zu: %s", name, i, e.msg);
 		ck_assert_int_eq(zstddec_index_settle(idx, i, u), 0);
 		ck_assert_uint_eq(idx->frames[i].usize_src, ZSTDDEC_SRC_MEASURED);
@@ -148,7 +146,7 @@ static void check_file(const char *name, size_t chunk, struct zstddec_index **ke
 	/* each frame on its own, in reverse order: frames are independent */
 	for (size_t k = idx->nframes; k-- > 0;) {
 		const struct zstddec_frame *f = &idx->frames[k];
-		ssize_t n = decode_frame(fd, f, got + f->uoff, wlen + 1 - f->uoff, chunk, &e);
+		ssize_t n = decode_frame(src, f, got + f->uoff, wlen + 1 - f->uoff, chunk, &e);
 
 		ck_assert_msg(n >= 0, "%s: frame %zu: %s at %llu", name, k, e.msg,
 			      (unsigned long long)e.coff);
@@ -159,7 +157,7 @@ static void check_file(const char *name, size_t chunk, struct zstddec_index **ke
 	ck_assert_msg(memcmp(got, want, wlen) == 0, "%s: output differs from zstd -dc", name);
 	free(got);
 	free(want);
-	close(fd);
+	zsrc_put(src);
 	if (keep)
 		*keep = idx;
 	else
@@ -268,10 +266,10 @@ START_TEST(test_no_fcs)
 	uint8_t *buf;
 	ssize_t n;
 	uint64_t total = 0, u = 0;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
-	ck_assert_int_eq(open_index("pipe.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("pipe.zst", WMAX, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nframes, 1);
 	ck_assert_uint_eq(idx->frames[0].usize, ZSTDDEC_UNKNOWN);
 	ck_assert_uint_eq(idx->frames[0].usize_src, ZSTDDEC_SRC_NONE);
@@ -283,14 +281,14 @@ START_TEST(test_no_fcs)
 	buf = malloc(ORIG_SIZE + 1);
 	ck_assert_ptr_nonnull(buf);
 	ck_assert_int_eq(zstddec_dec_open(&idx->frames[0], &d, &e), 0);
-	while ((n = zstddec_dec_read(d, tsrc(fd), buf, 100000, &e)) > 0)
+	while ((n = zstddec_dec_read(d, src, buf, 100000, &e)) > 0)
 		total += (uint64_t)n;
 	ck_assert_int_eq(n, 0);
 	ck_assert_uint_eq(total, ORIG_SIZE);
-	ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, 1, &e), 0);
+	ck_assert_int_eq(zstddec_dec_read(d, src, buf, 1, &e), 0);
 	zstddec_dec_close(d);
 
-	ck_assert_int_eq(zstddec_measure(tsrc(fd), &idx->frames[0], &u, &e), 0);
+	ck_assert_int_eq(zstddec_measure(src, &idx->frames[0], &u, &e), 0);
 	ck_assert_uint_eq(u, ORIG_SIZE);
 	/* a size that does not match, or is more than its blocks can hold, is refused */
 	ck_assert_int_eq(zstddec_index_settle(idx, 0, UINT64_MAX / 2), -EINVAL);
@@ -302,7 +300,7 @@ START_TEST(test_no_fcs)
 	ck_assert_uint_eq(idx->nunknown, 0);
 	free(buf);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -328,10 +326,10 @@ START_TEST(test_dictionary_flagged)
 	struct zstddec_dec *d = (struct zstddec_dec *)&d;
 	struct zerr e;
 	uint64_t u;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
-	ck_assert_int_eq(open_index("dict.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("dict.zst", WMAX, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nframes, 1);
 	ck_assert_uint_ne(idx->frames[0].dict_id, 0);
 	ck_assert_uint_eq(idx->frames[0].flags & ZSTDDEC_F_DICT, ZSTDDEC_F_DICT);
@@ -339,19 +337,19 @@ START_TEST(test_dictionary_flagged)
 	ck_assert_int_eq(zstddec_dec_open(&idx->frames[0], &d, &e), -ENOTSUP);
 	ck_assert_ptr_null(d);
 	ck_assert_msg(strstr(e.msg, "dictionary"), "reason: %s", e.msg);
-	ck_assert_int_eq(zstddec_measure(tsrc(fd), &idx->frames[0], &u, &e), -ENOTSUP);
+	ck_assert_int_eq(zstddec_measure(src, &idx->frames[0], &u, &e), -ENOTSUP);
 	/* the scan (a listing's probe) sees the same, keeping nothing */
 	{
 		struct zstddec_scan sc;
 
-		ck_assert_int_eq(zstddec_scan(tsrc(fd), idx->csize, WMAX, SIZE_MAX, &sc, &e), 0);
+		ck_assert_int_eq(zstddec_scan(src, idx->csize, WMAX, SIZE_MAX, &sc, &e), 0);
 		ck_assert_uint_eq(sc.nframes, 1);
 		ck_assert_uint_eq(sc.ndict, 1);
 		ck_assert_uint_eq(sc.flagged_i, 0);
 		ck_assert_uint_eq(sc.flagged.dict_id, idx->frames[0].dict_id);
 	}
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -364,10 +362,10 @@ START_TEST(test_window_limit)
 	uint8_t *want, *got;
 	size_t wlen;
 	ssize_t n;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
-	ck_assert_int_eq(open_index("longpipe.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("longpipe.zst", WMAX, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->frames[0].window, 1ull << 27);
 	ck_assert_uint_eq(idx->max_window, 1ull << 27);
 	ck_assert_uint_eq(idx->frames[0].flags, ZSTDDEC_F_BIGWIN);
@@ -377,25 +375,25 @@ START_TEST(test_window_limit)
 	ck_assert_uint_ge(zstddec_dec_cost(&idx->frames[0]), 1ull << 27);
 	ck_assert_uint_le(zstddec_dec_cost(&idx->frames[0]), (1ull << 27) + (2u << 20));
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 
 	/* at the limit: allowed, and a window above 2 GiB is clamped to libzstd's */
-	ck_assert_int_eq(open_index("longpipe.zst", 1ull << 27, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("longpipe.zst", 1ull << 27, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->frames[0].flags, 0);
 	zstddec_index_free(idx);
-	close(fd);
-	ck_assert_int_eq(open_index("longpipe.zst", UINT64_MAX, &fd, &idx, &e), 0);
+	zsrc_put(src);
+	ck_assert_int_eq(open_index("longpipe.zst", UINT64_MAX, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->window_max, ZSTDDEC_WINDOW_LIBMAX);
 	want = slurp("longpipe.zst.out", &wlen);
 	got = malloc(wlen + 1);
 	ck_assert_ptr_nonnull(got);
-	n = decode_frame(fd, &idx->frames[0], got, wlen + 1, 1u << 20, &e);
+	n = decode_frame(src, &idx->frames[0], got, wlen + 1, 1u << 20, &e);
 	ck_assert_msg(n == (ssize_t)wlen, "%zd: %s", n, e.msg);
 	ck_assert(memcmp(got, want, wlen) == 0);
 	free(got);
 	free(want);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -421,22 +419,23 @@ static int decode_all(const char *name, struct zerr *e, uint64_t *reached)
 	struct zstddec_index *idx;
 	uint8_t *buf;
 	ssize_t n = 0;
-	int fd, ret;
+	struct zsrc *src;
+	int ret;
 
-	ret = open_index(name, WMAX, &fd, &idx, e);
+	ret = open_index(name, WMAX, &src, &idx, e);
 	if (ret) {
 		ck_assert_ptr_null(idx);
 		ck_assert_msg(e->msg[0], "no reason given");
-		close(fd);
+		zsrc_put(src);
 		return ret;
 	}
 	buf = malloc(ORIG_SIZE * 3 + 1);
 	ck_assert_ptr_nonnull(buf);
 	for (size_t i = 0; i < idx->nframes && n >= 0; i++)
-		n = decode_frame(fd, &idx->frames[i], buf, ORIG_SIZE * 3 + 1, 65536, e);
+		n = decode_frame(src, &idx->frames[i], buf, ORIG_SIZE * 3 + 1, 65536, e);
 	free(buf);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	if (reached)
 		*reached = e->coff;
 	return n < 0 ? (int)n : 0;
@@ -457,7 +456,7 @@ static void damage(const char *src, const char *dst, uint64_t off, uint8_t mask)
 /* zstd -t must refuse name too, or the test is not about a bad file. */
 static void oracle_refuses(const char *name)
 {
-	ck_assert_msg(testutil_sh(tmpdir, "zstd -q -t %s 2>/dev/null", name) != 0,
+	ck_assert_msg(zmtest_sh(tmpdir, "zstd -q -t %s 2>/dev/null", name) != 0,
 		      "zstd -t accepts %s", name);
 }
 
@@ -491,14 +490,14 @@ START_TEST(test_corrupt_payload)
 	struct zstddec_index *idx;
 	struct zerr e;
 	uint64_t at, reached;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
-	ck_assert_int_eq(open_index("l3.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("l3.zst", WMAX, &src, &idx, &e), 0);
 	/* inside the first block's content: the walk cannot see it, the decoder must */
 	at = idx->frames[0].coff + idx->frames[0].hsize + 3 + 20;
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	damage("l3.zst", "bad.zst", at, 0x55);
 	oracle_refuses("bad.zst");
 	ck_assert_int_eq(decode_all("bad.zst", &e, &reached), -EIO);
@@ -506,7 +505,7 @@ START_TEST(test_corrupt_payload)
 
 	/* same damage without a checksum: libzstd must still see corrupt entropy data */
 	damage("nocheck.zst", "bad.zst", at, 0xFF);
-	if (testutil_sh(tmpdir, "zstd -q -t bad.zst 2>/dev/null") != 0)
+	if (zmtest_sh(tmpdir, "zstd -q -t bad.zst 2>/dev/null") != 0)
 		ck_assert_int_eq(decode_all("bad.zst", &e, NULL), -EIO);
 }
 END_TEST
@@ -520,29 +519,29 @@ START_TEST(test_corrupt_checksum)
 	uint8_t *buf;
 	uint64_t usize;
 	size_t len;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	buf = slurp("small.zst", &len);
 	free(buf);
 	damage("small.zst", "badck.zst", len - 1, 0x01);
 	oracle_refuses("badck.zst");
-	ck_assert_int_eq(open_index("badck.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("badck.zst", WMAX, &src, &idx, &e), 0);
 	usize = idx->frames[0].usize;
 	ck_assert_uint_eq(usize, SMALL_SIZE);
 	buf = malloc(usize);
 	ck_assert_ptr_nonnull(buf);
 	ck_assert_int_eq(zstddec_dec_open(&idx->frames[0], &d, &e), 0);
-	ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, usize - 1, &e), (ssize_t)usize - 1);
-	ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, 1, &e), -EIO);
+	ck_assert_int_eq(zstddec_dec_read(d, src, buf, usize - 1, &e), (ssize_t)usize - 1);
+	ck_assert_int_eq(zstddec_dec_read(d, src, buf, 1, &e), -EIO);
 	ck_assert_msg(strstr(e.msg, "checksum"), "reason: %s", e.msg);
 	ck_assert_uint_ge(e.coff, len - 4); /* at the checksum field */
 	ck_assert_uint_le(e.coff, len);
-	ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, 1, &e), -EIO); /* stays failed */
+	ck_assert_int_eq(zstddec_dec_read(d, src, buf, 1, &e), -EIO); /* stays failed */
 	zstddec_dec_close(d);
 	free(buf);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 END_TEST
 
@@ -571,7 +570,7 @@ START_TEST(test_reserved_bits)
 	struct zstddec_index *idx;
 	struct zerr e;
 	uint64_t blk;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	damage("l1.zst", "rsv.zst", 4, 0x08); /* Frame_Header_Descriptor bit 3 */
@@ -580,10 +579,10 @@ START_TEST(test_reserved_bits)
 	ck_assert_uint_eq(e.coff, 4);
 	ck_assert_msg(strstr(e.msg, "reserved"), "reason: %s", e.msg);
 
-	ck_assert_int_eq(open_index("l1.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("l1.zst", WMAX, &src, &idx, &e), 0);
 	blk = idx->frames[0].hsize; /* first block header */
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	{
 		size_t len;
 		uint8_t *b = slurp("l1.zst", &len);
@@ -606,15 +605,15 @@ START_TEST(test_lying_size)
 	struct zstddec_frame f;
 	struct zerr e;
 	uint8_t *buf;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
-	ck_assert_int_eq(open_index("small.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("small.zst", WMAX, &src, &idx, &e), 0);
 	buf = malloc(SMALL_SIZE + 4096);
 	ck_assert_ptr_nonnull(buf);
 	f = idx->frames[0];
 	f.usize = SMALL_SIZE + 1;
-	ck_assert_int_eq(decode_frame(fd, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
+	ck_assert_int_eq(decode_frame(src, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
 	ck_assert_msg(strstr(e.msg, "smaller"), "reason: %s", e.msg);
 	/*
 	 * The same lie read with a buffer that ends exactly where the frame
@@ -625,27 +624,27 @@ START_TEST(test_lying_size)
 		ssize_t n;
 
 		ck_assert_int_eq(zstddec_dec_open(&f, &d, &e), 0);
-		n = zstddec_dec_read(d, tsrc(fd), buf, SMALL_SIZE, &e);
+		n = zstddec_dec_read(d, src, buf, SMALL_SIZE, &e);
 		ck_assert(n == SMALL_SIZE || n == -EIO);
 		if (n == SMALL_SIZE)
-			ck_assert_int_eq(zstddec_dec_read(d, tsrc(fd), buf, 4096, &e), -EIO);
+			ck_assert_int_eq(zstddec_dec_read(d, src, buf, 4096, &e), -EIO);
 		ck_assert_msg(strstr(e.msg, "smaller"), "reason: %s", e.msg);
 		zstddec_dec_close(d);
 	}
 	f.usize = SMALL_SIZE - 1;
-	ck_assert_int_eq(decode_frame(fd, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
+	ck_assert_int_eq(decode_frame(src, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
 	ck_assert_msg(strstr(e.msg, "larger"), "reason: %s", e.msg);
 	f.usize = 0;
-	ck_assert_int_eq(decode_frame(fd, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
+	ck_assert_int_eq(decode_frame(src, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
 	/* a frame whose extent is wrong: libzstd ends it elsewhere */
 	f = idx->frames[0];
 	f.csize += 1;
-	ck_assert_int_eq(decode_frame(fd, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
+	ck_assert_int_eq(decode_frame(src, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
 	f.csize -= 2;
-	ck_assert_int_eq(decode_frame(fd, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
+	ck_assert_int_eq(decode_frame(src, &f, buf, SMALL_SIZE + 4096, 65536, &e), -EIO);
 	free(buf);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 
 	/* an FCS larger than the blocks can hold is refused by the walk */
 	ck_assert_int_eq(decode_all("bigfcs.zst", &e, NULL), -EINVAL);
@@ -672,9 +671,9 @@ static void make_seekable(const char *name, const uint32_t *dsize, size_t n, int
 	struct zerr e;
 	size_t len, esize = checksums ? 12 : 8, tlen;
 	uint8_t *b, *out, *t;
-	int fd;
+	struct zsrc *src;
 
-	ck_assert_int_eq(open_index("frames.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("frames.zst", WMAX, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nframes, n);
 	b = slurp("frames.zst", &len);
 	tlen = 8 + n * esize + 9;
@@ -699,7 +698,7 @@ static void make_seekable(const char *name, const uint32_t *dsize, size_t n, int
 	free(out);
 	free(b);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 
 /* More frames than ZSTDDEC_MAX_FRAMES: refused before the index grows past its bound. */
@@ -710,7 +709,7 @@ START_TEST(test_too_many_frames)
 	struct zerr e;
 	size_t n = ZSTDDEC_MAX_FRAMES + 1, len = n * 8;
 	uint8_t *b = malloc(len);
-	int fd;
+	struct zsrc *src;
 
 	ck_assert_ptr_nonnull(b);
 	for (size_t i = 0; i < n; i++) {
@@ -718,33 +717,33 @@ START_TEST(test_too_many_frames)
 		put32(b + 8 * i + 4, 0);
 	}
 	spew("many.zst", b, len);
-	ck_assert_int_eq(open_index("many.zst", WMAX, &fd, &idx, &e), -E2BIG);
+	ck_assert_int_eq(open_index("many.zst", WMAX, &src, &idx, &e), -E2BIG);
 	ck_assert_ptr_null(idx);
 	ck_assert_uint_eq(e.coff, len - 8);
 	/*
 	 * Issue 18, item 7: the scan too, and a caller's smaller limit stops
 	 * the walk at its first frame over, before allocating for it.
 	 */
-	ck_assert_int_eq(zstddec_scan(tsrc(fd), len, WMAX, SIZE_MAX, &sc, &e), -E2BIG);
+	ck_assert_int_eq(zstddec_scan(src, len, WMAX, SIZE_MAX, &sc, &e), -E2BIG);
 	ck_assert_uint_eq(sc.nskippable, ZSTDDEC_MAX_FRAMES);
-	ck_assert_int_eq(zstddec_index_read_max(tsrc(fd), len, WMAX, 1000, &idx, &e), -E2BIG);
+	ck_assert_int_eq(zstddec_index_read_max(src, len, WMAX, 1000, &idx, &e), -E2BIG);
 	ck_assert_ptr_null(idx);
 	ck_assert_uint_eq(e.coff, 1000 * 8);
-	ck_assert_int_eq(zstddec_scan(tsrc(fd), len, WMAX, 1000, &sc, &e), -E2BIG);
+	ck_assert_int_eq(zstddec_scan(src, len, WMAX, 1000, &sc, &e), -E2BIG);
 	ck_assert_uint_eq(e.coff, 1000 * 8);
-	ck_assert_int_eq(zstddec_index_read_max(tsrc(fd), 1000 * 8, WMAX, 1000, &idx, &e), 0);
+	ck_assert_int_eq(zstddec_index_read_max(src, 1000 * 8, WMAX, 1000, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nskippable, 1000);
 	zstddec_index_free(idx);
-	ck_assert_int_eq(zstddec_scan(tsrc(fd), 1000 * 8, WMAX, 1000, &sc, &e), 0);
+	ck_assert_int_eq(zstddec_scan(src, 1000 * 8, WMAX, 1000, &sc, &e), 0);
 	ck_assert_uint_eq(sc.nskippable, 1000);
 	ck_assert_uint_eq(sc.nframes, 0);
-	close(fd);
+	zsrc_put(src);
 	spew("many.zst", b, len - 8); /* exactly the limit: fine */
-	ck_assert_int_eq(open_index("many.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("many.zst", WMAX, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->nskippable, ZSTDDEC_MAX_FRAMES);
 	ck_assert_uint_eq(idx->nframes, 0);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 	free(b);
 	/* the header's memory figure */
 	ck_assert_uint_eq(sizeof(struct zstddec_frame), 56);
@@ -757,12 +756,12 @@ START_TEST(test_seekable)
 	static const uint32_t parts[3] = { 1000000, 1500000, 1694304 };
 	struct zstddec_index *idx;
 	struct zerr e;
-	int fd;
+	struct zsrc *src;
 
 	need_generated();
 	ck_assert_uint_eq(parts[0] + parts[1] + parts[2], ORIG_SIZE);
 	make_seekable("seek.zst", parts, 3, 0, false);
-	ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc seek.zst > seek.zst.out"), 0);
+	ck_assert_int_eq(zmtest_sh(tmpdir, "zstd -q -dc seek.zst > seek.zst.out"), 0);
 	check_file("seek.zst", 1u << 20, &idx);
 	ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_USED);
 	ck_assert_str_eq(idx->seek_reason, "");
@@ -772,7 +771,7 @@ START_TEST(test_seekable)
 	zstddec_index_free(idx);
 
 	/* the table's sizes are not the frames' word: not used, the frames are measured */
-	ck_assert_int_eq(open_index("seek.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("seek.zst", WMAX, &src, &idx, &e), 0);
 	for (size_t i = 0; i < 3; i++) {
 		ck_assert_uint_eq(idx->frames[i].usize, ZSTDDEC_UNKNOWN);
 		ck_assert_uint_eq(idx->frames[i].usize_src, ZSTDDEC_SRC_NONE);
@@ -780,27 +779,27 @@ START_TEST(test_seekable)
 	ck_assert_uint_eq(idx->nunknown, 3);
 	ck_assert_uint_eq(idx->usize, ZSTDDEC_UNKNOWN);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 
 	make_seekable("seekck.zst", parts, 3, 0, true);
-	ck_assert_int_eq(open_index("seekck.zst", WMAX, &fd, &idx, &e), 0);
+	ck_assert_int_eq(open_index("seekck.zst", WMAX, &src, &idx, &e), 0);
 	ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_USED);
 	ck_assert_uint_eq(idx->nunknown, 3);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 
 	/* tables that disagree with the frames are ignored, with a reason */
 	for (int m = 1; m <= 4; m++) {
 		if (m == 2)
 			continue; /* below */
 		make_seekable("seekbad.zst", parts, 3, m, false);
-		ck_assert_int_eq(open_index("seekbad.zst", WMAX, &fd, &idx, &e), 0);
+		ck_assert_int_eq(open_index("seekbad.zst", WMAX, &src, &idx, &e), 0);
 		ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_IGNORED);
 		ck_assert_msg(idx->seek_reason[0], "mutation %d: no reason", m);
 		ck_assert_uint_eq(idx->nunknown, 3);
 		ck_assert_uint_eq(idx->usize, ZSTDDEC_UNKNOWN);
 		zstddec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 	/*
 	 * Issue 18, item 1: a Decompressed_Size that lies about a frame without
@@ -808,7 +807,7 @@ START_TEST(test_seekable)
 	 * measured, and the file is what zstd -dc prints.
 	 */
 	make_seekable("seekbad.zst", parts, 3, 2, false);
-	ck_assert_int_eq(testutil_sh(tmpdir, "zstd -q -dc seekbad.zst > seekbad.zst.out"), 0);
+	ck_assert_int_eq(zmtest_sh(tmpdir, "zstd -q -dc seekbad.zst > seekbad.zst.out"), 0);
 	check_file("seekbad.zst", 65536, &idx);
 	ck_assert_uint_eq(idx->frames[1].usize, parts[1]);
 	ck_assert_uint_eq(idx->usize, ORIG_SIZE);
@@ -817,19 +816,19 @@ START_TEST(test_seekable)
 	{
 		uint32_t lie[3] = { parts[0], parts[1] + 1, parts[2] };
 
-		ck_assert_int_eq(testutil_sh(tmpdir, "cp frames.zst frames.keep && "
-						     "cat l1.zst l1.zst l1.zst > frames.zst"),
+		ck_assert_int_eq(zmtest_sh(tmpdir, "cp frames.zst frames.keep && "
+						   "cat l1.zst l1.zst l1.zst > frames.zst"),
 				 0);
 		lie[0] = lie[1] = lie[2] = ORIG_SIZE;
 		lie[1] += 1;
 		make_seekable("seekfcs.zst", lie, 3, 0, false);
-		ck_assert_int_eq(testutil_sh(tmpdir, "mv frames.keep frames.zst"), 0);
-		ck_assert_int_eq(open_index("seekfcs.zst", WMAX, &fd, &idx, &e), 0);
+		ck_assert_int_eq(zmtest_sh(tmpdir, "mv frames.keep frames.zst"), 0);
+		ck_assert_int_eq(open_index("seekfcs.zst", WMAX, &src, &idx, &e), 0);
 		ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_IGNORED);
 		ck_assert_msg(strstr(idx->seek_reason, "entry 1"), "%s", idx->seek_reason);
 		ck_assert_uint_eq(idx->usize, 3ull * ORIG_SIZE);
 		zstddec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -854,24 +853,23 @@ START_TEST(test_probe)
 	need_generated();
 	make_seekable("seek.zst", (const uint32_t[]){ 1000000, 1500000, 1694304 }, 3, 0, false);
 	ck_assert_int_eq(
-		testutil_sh(tmpdir,
-			    "for n in 4 5; do "
-			    "  for i in $(seq $n); do cat onlyskip.zst; done > skip$n.zst; "
-			    "  cat small.zst >> skip$n.zst; done; "
-			    "{ cat onlyskip.zst; printf '\\375\\067zXZ\\000\\000'; } "
-			    "> skipxz.zst; printf '\\050\\265\\057' > cut3.zst; : > empty.zst"),
+		zmtest_sh(tmpdir,
+			  "for n in 4 5; do "
+			  "  for i in $(seq $n); do cat onlyskip.zst; done > skip$n.zst; "
+			  "  cat small.zst >> skip$n.zst; done; "
+			  "{ cat onlyskip.zst; printf '\\375\\067zXZ\\000\\000'; } "
+			  "> skipxz.zst; printf '\\050\\265\\057' > cut3.zst; : > empty.zst"),
 		0);
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		char path[PATH_MAX];
 		bool got;
-		int fd;
+		struct zsrc *src;
 
 		tpath(path, sizeof(path), t[i].file);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		got = zstddec_sniff(tsrc(fd));
+		src = zmtest_src_open(path);
+		got = zstddec_sniff(src);
 		ck_assert_msg(got == t[i].want, "%s: sniff says %d", t[i].file, got);
-		close(fd);
+		zsrc_put(src);
 	}
 }
 END_TEST
@@ -888,9 +886,10 @@ END_TEST
 #define ZMOUNT_ZSTD_CASES "tests/zstd/make-zstd-cases.sh"
 #endif
 
-/* Decodes every frame of fd in order into out (may be NULL); returns the 1-based failing frame or
+/* Decodes every frame of src in order into out (may be NULL); returns the 1-based failing frame or
  * 0. */
-static size_t conf_decode(int fd, struct zstddec_index *idx, FILE *out, size_t skip, struct zerr *e)
+static size_t conf_decode(struct zsrc *src, struct zstddec_index *idx, FILE *out, size_t skip,
+			  struct zerr *e)
 {
 	uint8_t *buf = malloc(1u << 20);
 
@@ -905,7 +904,7 @@ static size_t conf_decode(int fd, struct zstddec_index *idx, FILE *out, size_t s
 			free(buf);
 			return i + 1;
 		}
-		while ((n = zstddec_dec_read(d, tsrc(fd), buf, 1u << 20, e)) > 0)
+		while ((n = zstddec_dec_read(d, src, buf, 1u << 20, e)) > 0)
 			if (out)
 				ck_assert_uint_eq(fwrite(buf, 1, (size_t)n, out), (size_t)n);
 		zstddec_dec_close(d);
@@ -925,11 +924,10 @@ START_TEST(test_conformance)
 	FILE *tsv;
 	int rows = 0;
 
-	testutil_join(dir, sizeof(dir), tmpdir, "cases");
-	ck_assert_msg(testutil_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) ==
-			      0,
+	zmtest_join(dir, sizeof(dir), tmpdir, "cases");
+	ck_assert_msg(zmtest_sh(tmpdir, "bash '%s' cases >cases.log 2>&1", ZMOUNT_ZSTD_CASES) == 0,
 		      "make-zstd-cases.sh failed (see %s/cases.log)", tmpdir);
-	testutil_join(path, sizeof(path), dir, "EXPECTED.tsv");
+	zmtest_join(path, sizeof(path), dir, "EXPECTED.tsv");
 	tsv = fopen(path, "r");
 	ck_assert_ptr_nonnull(tsv);
 	while (fgets(line, sizeof(line), tsv)) {
@@ -937,7 +935,8 @@ START_TEST(test_conformance)
 		struct zstddec_index *idx;
 		struct zerr e;
 		size_t bad = 0, failed;
-		int fd, ret, k = 0;
+		struct zsrc *src;
+		int ret, k = 0;
 		FILE *out;
 		struct stat st;
 
@@ -948,13 +947,12 @@ START_TEST(test_conformance)
 			p = NULL;
 		ck_assert_int_eq(k, 9);
 		rows++;
-		testutil_join(path, sizeof(path), dir, col[0]);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(fstat(fd, &st), 0);
+		zmtest_join(path, sizeof(path), dir, col[0]);
+		src = zmtest_src_open(path);
+		ck_assert_int_eq(zsrc_stat(src, &st), 0);
 		memset(&e, 0, sizeof(e));
-		ret = zstddec_index_read(tsrc(fd), (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT,
-					 &idx, &e);
+		ret = zstddec_index_read(src, (uint64_t)st.st_size, ZSTDDEC_WINDOW_DEFAULT, &idx,
+					 &e);
 		if (strcmp(col[8], "eio") == 0) {
 			const char *bf = strstr(col[6], "bad-frame=");
 
@@ -962,12 +960,12 @@ START_TEST(test_conformance)
 			if (ret < 0) {
 				ck_assert_msg(ret == -EINVAL, "%s: walk returned %d", col[0], ret);
 				ck_assert_msg(e.msg[0], "%s: no reason", col[0]);
-				close(fd);
+				zsrc_put(src);
 				continue;
 			}
 			if (bf) {
 				bad = strtoul(bf + 10, NULL, 10);
-				ck_assert_msg(conf_decode(fd, idx, NULL, bad, &e) == 0,
+				ck_assert_msg(conf_decode(src, idx, NULL, bad, &e) == 0,
 					      "%s: a frame other than %zu fails: %s", col[0], bad,
 					      e.msg);
 			}
@@ -975,10 +973,10 @@ START_TEST(test_conformance)
 				uint64_t u;
 
 				if (idx->frames[i].usize == ZSTDDEC_UNKNOWN &&
-				    zstddec_measure(tsrc(fd), &idx->frames[i], &u, &e) == 0)
+				    zstddec_measure(src, &idx->frames[i], &u, &e) == 0)
 					zstddec_index_settle(idx, i, u);
 			}
-			failed = conf_decode(fd, idx, NULL, 0, &e);
+			failed = conf_decode(src, idx, NULL, 0, &e);
 			ck_assert_msg(failed > 0, "%s: decodes, zstd -t says: %s", col[0], col[5]);
 			ck_assert_msg(!bad || failed == bad, "%s: frame %zu failed, not %zu",
 				      col[0], failed, bad);
@@ -986,7 +984,7 @@ START_TEST(test_conformance)
 		} else if (strcmp(col[8], "raw") == 0) {
 			ck_assert_msg(ret == 0, "%s: %s", col[0], e.msg);
 			ck_assert_msg(idx->ndict + idx->nbigwin > 0, "%s: not flagged", col[0]);
-			ck_assert_uint_eq(conf_decode(fd, idx, NULL, 0, &e), 1);
+			ck_assert_uint_eq(conf_decode(src, idx, NULL, 0, &e), 1);
 		} else {
 			ck_assert_str_eq(col[8], "decoded");
 			ck_assert_msg(ret == 0, "%s: %d: %s at %llu", col[0], ret, e.msg,
@@ -997,22 +995,21 @@ START_TEST(test_conformance)
 
 				if (idx->frames[i].usize != ZSTDDEC_UNKNOWN)
 					continue;
-				ck_assert_msg(zstddec_measure(tsrc(fd), &idx->frames[i], &u, &e) ==
-						      0,
+				ck_assert_msg(zstddec_measure(src, &idx->frames[i], &u, &e) == 0,
 					      "%s: %s", col[0], e.msg);
 				ck_assert_int_eq(zstddec_index_settle(idx, i, u), 0);
 			}
 			ck_assert_uint_eq(idx->usize, strtoull(col[3], NULL, 10));
-			testutil_join(path, sizeof(path), tmpdir, "conf.out");
+			zmtest_join(path, sizeof(path), tmpdir, "conf.out");
 			out = fopen(path, "w");
 			ck_assert_ptr_nonnull(out);
-			failed = conf_decode(fd, idx, out, 0, &e);
+			failed = conf_decode(src, idx, out, 0, &e);
 			ck_assert_int_eq(fclose(out), 0);
 			ck_assert_msg(failed == 0, "%s: frame %zu: %s", col[0], failed, e.msg);
 			ck_assert_int_eq(
-				testutil_sh(tmpdir, "sha256sum < conf.out | cut -c1-64 > conf.sha"),
+				zmtest_sh(tmpdir, "sha256sum < conf.out | cut -c1-64 > conf.sha"),
 				0);
-			testutil_join(path, sizeof(path), tmpdir, "conf.sha");
+			zmtest_join(path, sizeof(path), tmpdir, "conf.sha");
 			out = fopen(path, "r");
 			ck_assert_ptr_nonnull(out);
 			ck_assert_ptr_nonnull(fgets(sha, sizeof(sha), out));
@@ -1024,7 +1021,7 @@ START_TEST(test_conformance)
 				ck_assert_uint_eq(idx->seek, ZSTDDEC_SEEK_USED);
 		}
 		zstddec_index_free(idx);
-		close(fd);
+		zsrc_put(src);
 	}
 	fclose(tsv);
 	ck_assert_int_ge(rows, 25);
@@ -1038,10 +1035,9 @@ static int gen_fixtures(void)
 
 	tpath(orig, sizeof(orig), "orig.txt");
 	tpath(small, sizeof(small), "small.txt");
-	if (testutil_text(orig, ORIG_SIZE, 2463534242u) ||
-	    testutil_text(small, SMALL_SIZE, 88172645u))
+	if (zmtest_text(orig, ORIG_SIZE, 2463534242u) || zmtest_text(small, SMALL_SIZE, 88172645u))
 		return -1;
-	return testutil_sh(
+	return zmtest_sh(
 		tmpdir,
 		"set -e; Z='zstd -q -f'; "
 		"$Z -1 orig.txt -o l1.zst; $Z -3 orig.txt -o l3.zst; $Z -19 orig.txt -o l19.zst; "
@@ -1119,7 +1115,7 @@ static int gen_bigfcs(void)
 
 static Suite *zstddec_suite(void)
 {
-	const struct checkutil_case t[] = {
+	const struct zmtest_case t[] = {
 		{ "levels", test_levels, 0 },
 		{ "small_reads", test_small_reads, 0 },
 		{ "multi_frame", test_multi_frame, 0 },
@@ -1142,8 +1138,7 @@ static Suite *zstddec_suite(void)
 		{ "conformance", test_conformance, 0 },
 	};
 
-	return checkutil_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1,
-			       NULL);
+	return zmtest_suite("check_zstddec", "zstddec", t, sizeof(t) / sizeof(t[0]), 300, 1, NULL);
 }
 
 int main(void)
@@ -1169,6 +1164,6 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	testutil_sh("/", "rm -rf '%s'", tmpdir);
+	zmtest_sh("/", "rm -rf '%s'", tmpdir);
 	return failed != 0;
 }

@@ -21,6 +21,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "src.h"
+
 /* Aborts with the file, line and reason: the harness's own assertion. */
 #define FUZZ_CHECK(cond, ...)                                                                      \
 	do {                                                                                       \
@@ -47,6 +49,18 @@ static inline int fuzz_memfd(const void *data, size_t size)
 		size -= (size_t)n;
 	}
 	return fd;
+}
+
+/*
+ * data[0..size) as a local file source (zsrc_local over fuzz_memfd, the
+ * daemon's own kind of source); the caller drops it with zsrc_put.
+ */
+static inline struct zsrc *fuzz_src(const void *data, size_t size)
+{
+	struct zsrc *src;
+
+	FUZZ_CHECK(zsrc_local(fuzz_memfd(data, size), &src) == 0, "zsrc_local: out of memory");
+	return src;
 }
 
 /* splitmix64: derives offsets and lengths from the input, deterministically. */

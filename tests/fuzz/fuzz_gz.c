@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "../tsrc.h"
 #include "gzdec.h"
 
 #define SPAN		(64u << 10)
@@ -110,13 +109,13 @@ static void check_index(const struct gzdec_index *idx, const struct seen *s, uin
 }
 
 /* Extracts len bytes at checkpoint i and compares them with the build pass's output. */
-static void extract_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t len,
+static void extract_cmp(struct zsrc *src, const struct gzdec_index *idx, size_t i, size_t len,
 			unsigned char *buf, const struct seen *s)
 {
 	struct zerr err = { 0 };
 	unsigned char *dst = buf + EXTRACT_MAX - len;
 	uint64_t uoff = idx->points[i].uoff;
-	ssize_t n = gzdec_extract(tsrc(fd), idx, i, dst, len, &err);
+	ssize_t n = gzdec_extract(src, idx, i, dst, len, &err);
 
 	/* the file has not changed since the build, so nothing may fail */
 	FUZZ_CHECK(n == (ssize_t)len, "extract(point %zu at %llu, %zu bytes) returned %zd: %s", i,
@@ -139,7 +138,7 @@ static void extract_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t 
  * of buf, from extract_cmp just before).  At the end of the data a read
  * returns 0.
  */
-static void stream_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t len,
+static void stream_cmp(struct zsrc *src, const struct gzdec_index *idx, size_t i, size_t len,
 		       const unsigned char *buf, uint64_t *state)
 {
 	static const size_t pieces[] = { 1, 3, 4093, 7, 65537, 2, 32768 };
@@ -158,7 +157,7 @@ static void stream_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t l
 
 		if (want_n > len - got)
 			want_n = len - got;
-		n = gzdec_dec_read(d, tsrc(fd), tmp, want_n, &err);
+		n = gzdec_dec_read(d, src, tmp, want_n, &err);
 		FUZZ_CHECK(n == (ssize_t)want_n, "dec_read(point %zu, +%zu, %zu) returned %zd: %s",
 			   i, got, want_n, n, err.msg);
 		FUZZ_CHECK(memcmp(tmp, want + got, want_n) == 0,
@@ -168,7 +167,7 @@ static void stream_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t l
 			   (unsigned long long)gzdec_dec_tell(d), got);
 	}
 	if (left == len) {
-		n = gzdec_dec_read(d, tsrc(fd), tmp, 1, &err);
+		n = gzdec_dec_read(d, src, tmp, 1, &err);
 		FUZZ_CHECK(n == 0, "dec_read at the end returned %zd", n);
 	}
 	gzdec_dec_close(d);
@@ -181,7 +180,7 @@ static void stream_cmp(int fd, const struct gzdec_index *idx, size_t i, size_t l
  * compare the source's identity) or fail with -EIO or -EINVAL, but must
  * never write past len or read past the window it was given.
  */
-static void forged(int fd, struct gzdec_index *idx, unsigned char *buf, uint64_t *state)
+static void forged(struct zsrc *src, struct gzdec_index *idx, unsigned char *buf, uint64_t *state)
 {
 	for (int k = 0; k < 2; k++) {
 		size_t i = (size_t)(fuzz_mix(state) % idx->npoints);
@@ -205,7 +204,7 @@ static void forged(int fd, struct gzdec_index *idx, unsigned char *buf, uint64_t
 			p->wsize = (uint32_t)((r >> 8) % (GZDEC_WINDOW + 1));
 			break;
 		}
-		n = gzdec_extract(tsrc(fd), idx, i, buf + EXTRACT_MAX - len, len, &err);
+		n = gzdec_extract(src, idx, i, buf + EXTRACT_MAX - len, len, &err);
 		FUZZ_CHECK(n == (ssize_t)len || n == -EIO || n == -EINVAL || n == -ENOMEM,
 			   "extract from a forged checkpoint returned %zd: %s", n, err.msg);
 		*p = saved;
@@ -221,9 +220,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t state = fuzz_seed(data, size);
 	unsigned char *buf;
 	ssize_t n;
-	int fd = fuzz_memfd(data, size), hret, ret;
+	struct zsrc *src = fuzz_src(data, size);
+	int hret, ret;
 
-	hret = gzdec_header_check(tsrc(fd), size, &err);
+	hret = gzdec_header_check(src, size, &err);
 	FUZZ_CHECK(hret == 0 || hret == -EINVAL || hret == -ENOMEM || hret == -EIO,
 		   "header_check returned %d", hret);
 	FUZZ_CHECK(hret == 0 || err.msg[0], "header_check failed (%d) without a reason", hret);
@@ -235,7 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(s.buf && buf, "out of memory");
 	err.msg[0] = '\0';
 	/* half the minimum: the header promises it is clamped up to 64 KiB */
-	ret = gzdec_index_build_sink(tsrc(fd), size, SPAN / 2, &sink, &idx, &err);
+	ret = gzdec_index_build_sink(src, size, SPAN / 2, &sink, &idx, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(idx == NULL, "index_build failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EINVAL || ret == -ENOMEM || ret == -EIO,
@@ -252,8 +252,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t left = idx->usize - idx->points[i].uoff;
 		size_t len = left < 4099 ? (size_t)left : 4099;
 
-		extract_cmp(fd, idx, i, len, buf, &s);
-		stream_cmp(fd, idx, i, len, buf, &state);
+		extract_cmp(src, idx, i, len, buf, &s);
+		stream_cmp(src, idx, i, len, buf, &state);
 	}
 	/* a few (point, length) pairs from the input, including runs across checkpoints */
 	for (int k = 0; k < RANDOM_EXTRACTS; k++) {
@@ -261,7 +261,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t left = idx->usize - idx->points[i].uoff;
 		size_t len = (size_t)(fuzz_mix(&state) % EXTRACT_MAX) + 1;
 
-		extract_cmp(fd, idx, i, len < left ? len : (size_t)left, buf, &s);
+		extract_cmp(src, idx, i, len < left ? len : (size_t)left, buf, &s);
 	}
 	/* the last checkpoint, up to the very end */
 	{
@@ -269,22 +269,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t left = idx->usize - idx->points[i].uoff;
 
 		if (left <= EXTRACT_MAX) {
-			extract_cmp(fd, idx, i, (size_t)left, buf, &s);
-			stream_cmp(fd, idx, i, (size_t)left, buf, &state);
+			extract_cmp(src, idx, i, (size_t)left, buf, &s);
+			stream_cmp(src, idx, i, (size_t)left, buf, &state);
 		}
 	}
 	/* requests out of range are refused, not served */
-	n = gzdec_extract(tsrc(fd), idx, idx->npoints, buf, 1, &err);
+	n = gzdec_extract(src, idx, idx->npoints, buf, 1, &err);
 	FUZZ_CHECK(n == -EINVAL, "extract at checkpoint npoints returned %zd", n);
 	if (idx->usize - idx->points[0].uoff < EXTRACT_MAX) {
-		n = gzdec_extract(tsrc(fd), idx, 0, buf, (size_t)idx->usize + 1, &err);
+		n = gzdec_extract(src, idx, 0, buf, (size_t)idx->usize + 1, &err);
 		FUZZ_CHECK(n == -EINVAL, "extract past the end returned %zd", n);
 	}
-	forged(fd, idx, buf, &state);
+	forged(src, idx, buf, &state);
 	gzdec_index_free(idx);
 out:
 	free(buf);
 	free(s.buf);
-	close(fd);
+	zsrc_put(src);
 	return 0;
 }

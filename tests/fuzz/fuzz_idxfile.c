@@ -46,10 +46,9 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "../tsrc.h"
 #include "gzdec.h"
 #include "idxfile.h"
-#include "testutil.h"
+#include "zmtest.h"
 #include "zstddec.h"
 
 /* Layout, from doc/index-format.md. */
@@ -137,21 +136,21 @@ static int header_code_ok(int ret)
 static void extract_all(const struct gzdec_index *idx, const uint8_t *data, size_t size)
 {
 	unsigned char *buf = malloc(EXTRACT_LEN);
-	int fd = fuzz_memfd(data, size);
+	struct zsrc *src = fuzz_src(data, size);
 
 	FUZZ_CHECK(buf, "out of memory");
 	for (size_t i = 0; i < idx->npoints && i < MAX_POINTS; i++) {
 		struct zerr err = { 0 };
 		uint64_t left = idx->usize - idx->points[i].uoff;
 		size_t len = left < EXTRACT_LEN ? (size_t)left : EXTRACT_LEN;
-		ssize_t n = gzdec_extract(tsrc(fd), idx, i, buf + EXTRACT_LEN - len, len, &err);
+		ssize_t n = gzdec_extract(src, idx, i, buf + EXTRACT_LEN - len, len, &err);
 
 		FUZZ_CHECK(n == (ssize_t)len || n == -EIO || n == -ENOMEM,
 			   "extract from loaded checkpoint %zu (%zu bytes) returned %zd: %s", i,
 			   len, n, err.msg);
 	}
 	free(buf);
-	close(fd);
+	zsrc_put(src);
 }
 
 /*
@@ -337,7 +336,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(img, "out of memory");
 	memcpy(img, data, size);
 	put64(img + H_FSIZE, size);
-	put64(img + size - CRC, testutil_crc64(img, size - CRC));
+	put64(img + size - CRC, zmtest_crc64(img, size - CRC));
 	resealed(data, size, img);
 	free(img);
 	return 0;

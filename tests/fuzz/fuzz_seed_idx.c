@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "gzdec.h"
-#include "../tsrc.h"
 #include "idxfile.h"
 
 static int save_one(const char *dir, uint64_t span, const char *file)
@@ -24,6 +23,7 @@ static int save_one(const char *dir, uint64_t span, const char *file)
 	struct idxfile_id id;
 	struct gzdec_index *idx;
 	struct zerr err = { 0 };
+	struct zsrc *src;
 	int fd, ret;
 
 	if (!realpath(file, abs)) {
@@ -35,16 +35,21 @@ static int save_one(const char *dir, uint64_t span, const char *file)
 		fprintf(stderr, "%s: %s\n", abs, strerror(errno));
 		return -errno;
 	}
-	ret = idxfile_identify(tsrc(fd), &id);
-	if (ret == 0)
-		ret = gzdec_index_build(tsrc(fd), id.size, span, &idx, &err);
+	ret = zsrc_local(fd, &src);
 	if (ret < 0) {
-		close(fd);
+		fprintf(stderr, "%s: %s\n", abs, strerror(-ret));
+		return ret;
+	}
+	ret = idxfile_identify(src, &id);
+	if (ret == 0)
+		ret = gzdec_index_build(src, id.size, span, &idx, &err);
+	if (ret < 0) {
+		zsrc_put(src);
 		fprintf(stderr, "skipped %s: %s\n", file, err.msg[0] ? err.msg : strerror(-ret));
 		return ret;
 	}
-	ret = idxfile_save(dir, abs, &id, idx, NULL); /* hashes the source through id.fd */
-	close(fd);
+	ret = idxfile_save(dir, abs, &id, idx, NULL); /* hashes the source through id.src */
+	zsrc_put(src);
 	gzdec_index_free(idx);
 	if (ret < 0)
 		fprintf(stderr, "%s: cannot save its index in %s: %s\n", file, dir, strerror(-ret));

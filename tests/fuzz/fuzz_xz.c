@@ -39,7 +39,6 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "../tsrc.h"
 #include "xzdec.h"
 
 #define MAX_BLOCKS 64
@@ -82,8 +81,8 @@ static void check_index(const struct xzdec_index *idx, uint64_t size)
  * the end of the budget.  Returns 0 if it decoded whole, 1 if the budget ran
  * out, or the negative errno it failed with.
  */
-static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf, uint64_t *state,
-			uint64_t *budget, unsigned *calls)
+static int decode_block(struct zsrc *src, const struct xzdec_block *b, unsigned char *buf,
+			uint64_t *state, uint64_t *budget, unsigned *calls)
 {
 	struct xzdec_dec *d = (struct xzdec_dec *)&d; /* must be overwritten */
 	struct zerr err = { 0 };
@@ -92,7 +91,7 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 	ssize_t n;
 	int ret;
 
-	ret = xzdec_dec_open(tsrc(fd), b, NULL, &d, &err);
+	ret = xzdec_dec_open(src, b, NULL, &d, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(d == NULL, "dec_open failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EIO || ret == -ENOTSUP || ret == -ENOMEM,
@@ -114,12 +113,12 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 		if (want > *budget)
 			want = (size_t)*budget;
 		err.msg[0] = '\0';
-		n = xzdec_dec_read(d, tsrc(fd), buf + BUF_CAP - want, want, &err);
+		n = xzdec_dec_read(d, src, buf + BUF_CAP - want, want, &err);
 		if (n < 0) {
 			FUZZ_CHECK(n == -EIO || n == -ENOMEM, "dec_read returned %zd", n);
 			FUZZ_CHECK(err.msg[0], "dec_read failed (%zd) without a reason", n);
 			/* a failed decoder may only be closed: later reads fail too */
-			n = xzdec_dec_read(d, tsrc(fd), buf, 1, &err);
+			n = xzdec_dec_read(d, src, buf, 1, &err);
 			FUZZ_CHECK(n < 0, "a failed decoder returned %zd", n);
 			ret = -EIO;
 			break;
@@ -127,7 +126,7 @@ static int decode_block(int fd, const struct xzdec_block *b, unsigned char *buf,
 		if (n == 0) {
 			FUZZ_CHECK(got == b->usize, "dec_read returned 0 after %llu of %llu bytes",
 				   (unsigned long long)got, (unsigned long long)b->usize);
-			n = xzdec_dec_read(d, tsrc(fd), buf, 1, &err);
+			n = xzdec_dec_read(d, src, buf, 1, &err);
 			FUZZ_CHECK(n == 0, "dec_read after the end returned %zd", n);
 			ret = 0;
 			break;
@@ -268,15 +267,16 @@ static void run(const uint8_t *data, size_t size)
 	unsigned calls = 0;
 	int whole[FORGED] = { 0 }; /* Block i decoded whole under its Index entry */
 	unsigned char *buf;
-	int fd = fuzz_memfd(data, size), ret;
+	struct zsrc *src = fuzz_src(data, size);
+	int ret;
 
-	ret = xzdec_index_read(tsrc(fd), size, &idx, &err);
+	ret = xzdec_index_read(src, size, &idx, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(idx == NULL, "index_read failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EINVAL || ret == -ENOMEM || ret == -EIO,
 			   "index_read returned %d, not listed in xzdec.h", ret);
 		FUZZ_CHECK(err.msg[0], "index_read failed (%d) without a reason", ret);
-		close(fd);
+		zsrc_put(src);
 		return;
 	}
 	FUZZ_CHECK(ret == 0 && idx, "index_read returned %d", ret);
@@ -287,7 +287,7 @@ static void run(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < idx->nblocks && i < MAX_BLOCKS; i++) {
 		if (reader_refuses(&idx->blocks[i]))
 			continue;
-		ret = decode_block(fd, &idx->blocks[i], buf, &state, &budget, &calls);
+		ret = decode_block(src, &idx->blocks[i], buf, &state, &budget, &calls);
 		if (i < FORGED)
 			whole[i] = ret == 0;
 	}
@@ -328,7 +328,7 @@ static void run(const uint8_t *data, size_t size)
 		if (reader_refuses(&b))
 			continue;
 		budget = MAX_OUT;
-		ret = decode_block(fd, &b, buf, &state, &budget, &calls);
+		ret = decode_block(src, &b, buf, &state, &budget, &calls);
 		FUZZ_CHECK(
 			ret != 0 || !whole[i] ||
 				(b.usize == idx->blocks[i].usize &&
@@ -341,7 +341,7 @@ static void run(const uint8_t *data, size_t size)
 	}
 	free(buf);
 	xzdec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "../tsrc.h"
 #include "xzckpt.h"
 
 #define USIZE	  (512u << 10)
@@ -37,7 +36,7 @@
 
 static const size_t reads[] = { 1, 7, 127, 4093, 65521 };
 
-static int fd = -1;
+static struct zsrc *src;
 static struct xzdec_index *idx;
 static const char *seed_dir;
 static int nseeds;
@@ -90,12 +89,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	FUZZ_CHECK(lzma_stream_buffer_encode(f, LZMA_CHECK_CRC32, NULL, in, USIZE, out, &outn,
 					     sizeof(out)) == LZMA_OK,
 		   "encode");
-	fd = fuzz_memfd(out, outn);
-	FUZZ_CHECK(xzdec_index_read(tsrc(fd), outn, &idx, &err) == 0 && idx->nblocks == 1,
-		   "index: %s", err.msg);
-	seed_dir = getenv("FUZZ_XZCKPT_SEEDS");
-	FUZZ_CHECK(xzckpt_build(tsrc(fd), idx->blocks, SPAN, &s, NULL, &err) == 0, "build: %s",
+	src = fuzz_src(out, outn);
+	FUZZ_CHECK(xzdec_index_read(src, outn, &idx, &err) == 0 && idx->nblocks == 1, "index: %s",
 		   err.msg);
+	seed_dir = getenv("FUZZ_XZCKPT_SEEDS");
+	FUZZ_CHECK(xzckpt_build(src, idx->blocks, SPAN, &s, NULL, &err) == 0, "build: %s", err.msg);
 	FUZZ_CHECK(!seed_dir || nseeds > 0, "no checkpoints");
 	return 0;
 }
@@ -108,7 +106,7 @@ static void try_blob(const uint8_t *blob, size_t len, uint64_t *mix)
 	static uint8_t buf[65521];
 	uint64_t at, stop;
 	ssize_t n;
-	int ret = xzckpt_dec_open(tsrc(fd), b, NULL, blob, len, &d, &err);
+	int ret = xzckpt_dec_open(src, b, NULL, blob, len, &d, &err);
 
 	FUZZ_CHECK(ret == 0 || ret == -EINVAL || ret == -ENOMEM, "open returned %d", ret);
 	if (ret < 0) {
@@ -121,7 +119,7 @@ static void try_blob(const uint8_t *blob, size_t len, uint64_t *mix)
 	while (at < stop) {
 		size_t want = reads[fuzz_mix(mix) % (sizeof(reads) / sizeof(reads[0]))];
 
-		n = xzckpt_dec_read(d, tsrc(fd), buf, want, &err);
+		n = xzckpt_dec_read(d, src, buf, want, &err);
 		FUZZ_CHECK(n == -EIO || (n >= 0 && (size_t)n <= want), "read returned %zd", n);
 		if (n <= 0)
 			break;

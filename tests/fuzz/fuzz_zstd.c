@@ -38,7 +38,6 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "../tsrc.h"
 #include "zstddec.h"
 
 #define MAX_FRAMES 64
@@ -105,8 +104,8 @@ static void check_index(const struct zstddec_index *idx, uint64_t size)
  * the end of the budget.  Returns 0 if it decoded whole, 1 if the budget ran
  * out or the frame is flagged, or the negative errno it failed with.
  */
-static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *buf, uint64_t *state,
-			uint64_t *budget, unsigned *calls)
+static int decode_frame(struct zsrc *src, const struct zstddec_frame *f, unsigned char *buf,
+			uint64_t *state, uint64_t *budget, unsigned *calls)
 {
 	struct zstddec_dec *d = (struct zstddec_dec *)&d; /* must be overwritten */
 	struct zerr err = { 0 };
@@ -138,11 +137,11 @@ static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *bu
 		if (want > *budget)
 			want = (size_t)*budget;
 		err.msg[0] = '\0';
-		n = zstddec_dec_read(d, tsrc(fd), buf + BUF_CAP - want, want, &err);
+		n = zstddec_dec_read(d, src, buf + BUF_CAP - want, want, &err);
 		if (n < 0) {
 			FUZZ_CHECK(n == -EIO || n == -ENOMEM, "dec_read returned %zd", n);
 			FUZZ_CHECK(err.msg[0], "dec_read failed (%zd) without a reason", n);
-			n = zstddec_dec_read(d, tsrc(fd), buf, 1, &err);
+			n = zstddec_dec_read(d, src, buf, 1, &err);
 			FUZZ_CHECK(n < 0, "a failed decoder returned %zd", n);
 			ret = -EIO;
 			break;
@@ -151,7 +150,7 @@ static int decode_frame(int fd, const struct zstddec_frame *f, unsigned char *bu
 			FUZZ_CHECK(!known || got == f->usize,
 				   "dec_read returned 0 after %llu of %llu bytes",
 				   (unsigned long long)got, (unsigned long long)f->usize);
-			n = zstddec_dec_read(d, tsrc(fd), buf, 1, &err);
+			n = zstddec_dec_read(d, src, buf, 1, &err);
 			FUZZ_CHECK(n == 0, "dec_read after the end returned %zd", n);
 			ret = 0;
 			break;
@@ -179,14 +178,15 @@ static void run(const uint8_t *data, size_t size)
 	unsigned calls = 0;
 	int whole[FORGED] = { 0 };
 	unsigned char *buf;
-	int fd = fuzz_memfd(data, size), ret;
+	struct zsrc *src = fuzz_src(data, size);
+	int ret;
 
-	ret = zstddec_index_read(tsrc(fd), size, WINDOW_MAX, &idx, &err);
+	ret = zstddec_index_read(src, size, WINDOW_MAX, &idx, &err);
 	{
 		/* the scan (a listing's probe) keeps nothing but gives the same verdict */
 		struct zstddec_scan sc;
 		struct zerr serr = { 0 };
-		int sret = zstddec_scan(tsrc(fd), size, WINDOW_MAX, ZSTDDEC_MAX_FRAMES, &sc, &serr);
+		int sret = zstddec_scan(src, size, WINDOW_MAX, ZSTDDEC_MAX_FRAMES, &sc, &serr);
 
 		FUZZ_CHECK(sret == ret || ret == -ENOMEM, "scan says %d, index_read %d", sret, ret);
 		FUZZ_CHECK(ret < 0 ||
@@ -201,12 +201,12 @@ static void run(const uint8_t *data, size_t size)
 		FUZZ_CHECK(err.msg[0], "index_read failed (%d) without a reason", ret);
 		FUZZ_CHECK(err.coff <= size, "error offset %llu past the end",
 			   (unsigned long long)err.coff);
-		close(fd);
+		zsrc_put(src);
 		return;
 	}
 	FUZZ_CHECK(ret == 0 && idx, "index_read returned %d", ret);
 	check_index(idx, size);
-	FUZZ_CHECK(idx->nframes == 0 || idx->frames[0].coff != 0 || zstddec_sniff(tsrc(fd)),
+	FUZZ_CHECK(idx->nframes == 0 || idx->frames[0].coff != 0 || zstddec_sniff(src),
 		   "a file starting with a zstd frame does not sniff as zstd");
 
 	/* frames without a size: measured when their blocks fit the budget */
@@ -218,7 +218,7 @@ static void run(const uint8_t *data, size_t size)
 		    (uint64_t)f->nblocks * ZSTDDEC_BLOCK_MAX > MAX_OUT)
 			continue;
 		err.msg[0] = '\0';
-		ret = zstddec_measure(tsrc(fd), f, &u, &err);
+		ret = zstddec_measure(src, f, &u, &err);
 		if (ret < 0) {
 			FUZZ_CHECK(ret == -EIO || ret == -ENOMEM, "measure returned %d", ret);
 			FUZZ_CHECK(u == ZSTDDEC_UNKNOWN, "measure failed but set usize");
@@ -233,7 +233,7 @@ static void run(const uint8_t *data, size_t size)
 	buf = malloc(BUF_CAP);
 	FUZZ_CHECK(buf, "out of memory");
 	for (size_t i = 0; i < idx->nframes && i < MAX_FRAMES; i++) {
-		ret = decode_frame(fd, &idx->frames[i], buf, &state, &budget, &calls);
+		ret = decode_frame(src, &idx->frames[i], buf, &state, &budget, &calls);
 		if (i < FORGED)
 			whole[i] = ret == 0 && idx->frames[i].usize != ZSTDDEC_UNKNOWN;
 	}
@@ -263,7 +263,7 @@ static void run(const uint8_t *data, size_t size)
 			break;
 		}
 		budget = MAX_OUT;
-		ret = decode_frame(fd, &f, buf, &state, &budget, &calls);
+		ret = decode_frame(src, &f, buf, &state, &budget, &calls);
 		FUZZ_CHECK(ret != 0 || !whole[i],
 			   "frame %zu decoded whole under a forged entry (usize %llu, csize %llu;"
 			   " the walk says %llu, %llu)",
@@ -273,7 +273,7 @@ static void run(const uint8_t *data, size_t size)
 	}
 	free(buf);
 	zstddec_index_free(idx);
-	close(fd);
+	zsrc_put(src);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -36,7 +36,6 @@
 #include <zstd.h>
 
 #include "fuzz_common.h"
-#include "../tsrc.h"
 #include "zstdckpt.h"
 #include "zstddec.h"
 
@@ -45,7 +44,7 @@
 #define BUF_CAP	  4093u
 
 static uint8_t *text;
-static int fd = -1;
+static struct zsrc *src;
 static struct zstddec_index *idx;
 static struct {
 	uint8_t *p;
@@ -95,13 +94,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 	z = ZSTD_compress2(cc, zbuf, cap, text, TEXT_LEN);
 	FUZZ_CHECK(!ZSTD_isError(z), "compress");
-	fd = fuzz_memfd(zbuf, z);
-	FUZZ_CHECK(fd >= 0 &&
-			   zstddec_index_read(tsrc(fd), z, ZSTDDEC_WINDOW_LIBMAX, &idx, &e) == 0 &&
+	src = fuzz_src(zbuf, z);
+	FUZZ_CHECK(zstddec_index_read(src, z, ZSTDDEC_WINDOW_LIBMAX, &idx, &e) == 0 &&
 			   idx->nframes == 1,
 		   "walk: %s", e.msg);
-	FUZZ_CHECK(zstdckpt_build_blobs(tsrc(fd), &idx->frames[0], 64u << 10, &sink, NULL, &e) ==
-				   0 &&
+	FUZZ_CHECK(zstdckpt_build_blobs(src, &idx->frames[0], 64u << 10, &sink, NULL, &e) == 0 &&
 			   nblobs > 2,
 		   "build: %s", e.msg);
 	FUZZ_CHECK(zstdckpt_spares_new(&spares) == 0, "out of memory");
@@ -134,7 +131,7 @@ static void drain(struct zstdckpt_dec *d, bool exact)
 	for (size_t i = 0;; i++) {
 		size_t want = 1 + (i * 997) % BUF_CAP;
 
-		n = zstdckpt_dec_read(d, tsrc(fd), buf, want, &e);
+		n = zstdckpt_dec_read(d, src, buf, want, &e);
 		if (n <= 0)
 			break;
 		FUZZ_CHECK((size_t)n <= want && pos + (uint64_t)n <= f->usize, "read %zd", n);

@@ -86,6 +86,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zmtest  # noqa: E402
+from zmtest import errname, mount_alive, open_direct  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -176,10 +177,6 @@ def write_file(path, blob):
 # --------------------------------------------------------------------------
 # reading and judging
 # --------------------------------------------------------------------------
-def errname(e):
-    return zmtest.errno_name(e.errno) if isinstance(e, OSError) else type(e).__name__
-
-
 def read_fd(fd, chunk=128 * KiB):
     """Everything from offset 0 to EOF: (bytes, None), or (the bytes before the
     error, the OSError)."""
@@ -204,14 +201,6 @@ def read_path(path):
         return read_fd(fd)
     finally:
         os.close(fd)
-
-
-def open_direct(path):
-    """An O_DIRECT fd (reads reach the daemon, past the page cache), or None."""
-    try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECT)
-    except OSError:
-        return None
 
 
 def first_diff(a, b):
@@ -312,14 +301,6 @@ def stat_errno(path):
         return 0
     except OSError as e:
         return e.errno
-
-
-def mount_alive(mnt):
-    try:
-        os.stat(mnt)
-        return True
-    except OSError as e:
-        return e.errno != errno.ENOTCONN
 
 
 def with_mount(res, label, zm, src, mnt, opts, log, body, watchdog=WATCHDOG_S):

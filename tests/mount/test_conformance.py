@@ -140,29 +140,7 @@ def run_checker(res, kind, corpus, out, mnt, reads, seed):
     checker = os.path.join(corpus, 'check-mount.py')
     argv = [sys.executable, checker, out, mnt, '--partial', 'either', '--warn', 'either',
             '--reads', str(reads), '--seed', str(seed)]
-    print(f'# running: {" ".join(argv)}', flush=True)
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=1800)
-    except subprocess.TimeoutExpired:
-        res.fail(f'{kind}: check-mount.py finishes', 'timed out after 1800 s')
-        return
-    rows = 0
-    for line in p.stdout.decode(errors='replace').splitlines():
-        c = line.split('\t')
-        if len(c) >= 3 and c[0] in ('PASS', 'FAIL'):
-            rows += 1
-            res.check(f'{kind}: check-mount.py {c[1]} ({c[2]})', c[0] == 'PASS',
-                      c[3] if len(c) > 3 else '')
-        elif line.strip():
-            print(f'#   check-mount.py: {line}')
-    summary = p.stderr.decode(errors='replace').strip()
-    res.check(f'{kind}: check-mount.py exits 0', p.returncode == 0,
-              f'rc={p.returncode}; {summary[-400:]}',
-              info=f'{summary} in {time.monotonic() - t0:.1f} s')
-    if rows == 0:
-        res.fail(f'{kind}: check-mount.py printed result rows', 'none')
+    zmtest.run_check_mount(res, argv, 1800, f'{kind}: ')
 
 
 MAGIC = {'.gz': b'\x1f\x8b', '.xz': b'\xfd7zXZ\x00'}

@@ -76,6 +76,7 @@ import zlib
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zmtest  # noqa: E402
+from zmtest import drop_cache, errname, mount_alive, open_direct, sha, sha_path, vm_hwm_kib  # noqa: E402
 
 KiB = 1024
 
@@ -149,50 +150,6 @@ def read_result(got, off, n, versions):
 # --------------------------------------------------------------------------
 # small helpers
 # --------------------------------------------------------------------------
-def errname(e):
-    return zmtest.errno_name(e.errno) if isinstance(e, OSError) and e.errno else type(e).__name__
-
-
-def drop_cache(fd):
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    except OSError:
-        pass
-
-
-def open_direct(path):
-    try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECT)
-    except OSError:
-        return None
-
-
-def sha_path(path, chunk=MiB):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        drop_cache(fd)
-        h, off = hashlib.sha256(), 0
-        while True:
-            b = os.pread(fd, chunk, off)
-            if not b:
-                return h.hexdigest(), off
-            h.update(b)
-            off += len(b)
-    finally:
-        os.close(fd)
-
-
-def sha(b):
-    return hashlib.sha256(b).hexdigest()
-
-
-def vm_hwm_kib(pid):
-    try:
-        return zmtest.proc_status(pid)['VmHWM'] // 1024
-    except (OSError, KeyError):
-        return None
-
-
 def nfds(pid):
     try:
         return len(os.listdir(f'/proc/{pid}/fd'))
@@ -206,14 +163,6 @@ def zstats(mnt):
         return zmtest.stats(mnt)
     except OSError:
         return {}
-
-
-def mount_alive(mnt):
-    try:
-        os.stat(mnt)
-        return True
-    except OSError as e:
-        return e.errno != errno.ENOTCONN
 
 
 def run(argv, **kw):
@@ -742,11 +691,9 @@ def item_sigterm(ctx, it):
 def conn_minor(mnt):
     """The FUSE connection number (the mount's minor device) of the mount at mnt, or None."""
     want = os.path.realpath(mnt)
-    with open('/proc/self/mountinfo') as f:
-        for ln in f:
-            fl = ln.split(' ')
-            if len(fl) > 4 and zmtest._unescape_mountinfo(fl[4]) == want:
-                return fl[2].split(':')[1]
+    for e in zmtest.mountinfo():
+        if e.mnt == want:
+            return e.dev.split(':')[1]
     return None
 
 

@@ -128,15 +128,7 @@ def zmount_run(zm, argv, timeout=20):
 def mounts_at(path):
     """Mountinfo lines (fstype, source) of every mount at PATH."""
     want = os.path.realpath(path)
-    out = []
-    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
-        for line in f:
-            pre, _, post = line.rstrip('\n').partition(' - ')
-            fields = pre.split(' ')
-            rest = post.split(' ')
-            if len(fields) > 4 and zmtest._unescape_mountinfo(fields[4]) == want:
-                out.append((rest[0], zmtest._unescape_mountinfo(rest[1]) if len(rest) > 1 else ''))
-    return out
+    return [(e.fstype, e.source) for e in zmtest.mountinfo() if e.mnt == want]
 
 
 def zmount_mounts_at(path):
@@ -145,15 +137,8 @@ def zmount_mounts_at(path):
 
 def zmount_mounts_under(top):
     """Mount points of fuse.zmount mounts at or below directory TOP, deepest first."""
-    out = []
-    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
-        for line in f:
-            pre, _, post = line.rstrip('\n').partition(' - ')
-            fields = pre.split(' ')
-            if len(fields) > 4 and post.split(' ')[0] == 'fuse.zmount':
-                mp = zmtest._unescape_mountinfo(fields[4])
-                if mp == top or mp.startswith(top + '/'):
-                    out.append(mp)
+    out = [e.mnt for e in zmtest.mountinfo()
+           if e.fstype == 'fuse.zmount' and (e.mnt == top or e.mnt.startswith(top + '/'))]
     return sorted(out, key=len, reverse=True)
 
 

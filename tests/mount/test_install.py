@@ -127,13 +127,9 @@ def short(text, n=1500):
 def mountinfo_entry(mnt):
     """(fstype, source, super options, mount options) of MNT, or None."""
     want = os.path.realpath(mnt)
-    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
-        for line in f:
-            pre, _, post = line.rstrip('\n').partition(' - ')
-            fields = pre.split(' ')
-            if len(fields) > 5 and zmtest._unescape_mountinfo(fields[4]) == want:
-                fstype, source, sopts = (post.split(' ') + ['', '', ''])[:3]
-                return fstype, zmtest._unescape_mountinfo(source), sopts, fields[5]
+    for e in zmtest.mountinfo():
+        if e.mnt == want:
+            return e.fstype, e.source, e.sopts, e.opts
     return None
 
 

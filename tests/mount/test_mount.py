@@ -45,7 +45,6 @@ The last line of output is always `N passed, M failed`.
 import argparse
 import errno
 import gzip
-import hashlib
 import io
 import math
 import mmap
@@ -65,6 +64,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zmtest  # noqa: E402
+from zmtest import drop_cache, errname, mount_alive, open_direct, sha, sha_path  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -527,56 +527,6 @@ def write_refs(tree, refdir):
 
 
 # --------------------------------------------------------------------------
-# helpers for reading through the mount
-# --------------------------------------------------------------------------
-def drop_cache(fd):
-    """Drop the kernel's page cache for this file so reads reach the daemon."""
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    except OSError:
-        pass
-
-
-def sha_path(path, chunk=MiB):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        drop_cache(fd)
-        h, off = hashlib.sha256(), 0
-        while True:
-            b = os.pread(fd, chunk, off)
-            if not b:
-                return h.hexdigest(), off
-            h.update(b)
-            off += len(b)
-    finally:
-        os.close(fd)
-
-
-def sha(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-def errname(e):
-    return zmtest.errno_name(e.errno) if isinstance(e, OSError) else type(e).__name__
-
-
-def open_direct(path):
-    """An O_DIRECT fd (reads go to the daemon at the caller's offsets), or None."""
-    try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECT)
-    except OSError:
-        return None
-
-
-def mount_alive(mnt):
-    try:
-        os.stat(mnt)
-        return True
-    except OSError as e:
-        return e.errno != errno.ENOTCONN
-
-
-# --------------------------------------------------------------------------
 # checks
 # --------------------------------------------------------------------------
 def check_bad_invocations(res, zmount, tmp):
@@ -820,13 +770,8 @@ def check_fd_budget(res, zmount, tree, tmp, limit=256):
 
 def mount_dev(mnt):
     """The "major:minor" of the newest mount on MNT, from /proc/self/mountinfo."""
-    dev = None
-    with open('/proc/self/mountinfo') as f:
-        for ln in f:
-            fields = ln.split()
-            if zmtest._unescape_mountinfo(fields[4]) == mnt:
-                dev = fields[2]
-    return dev
+    devs = [e.dev for e in zmtest.mountinfo() if e.mnt == mnt]
+    return devs[-1] if devs else None
 
 
 def check_read_ahead(res, zmount, tmp):

@@ -252,15 +252,8 @@ def test_cache_size_memory(res, a, src, top):
 
 def zmount_mounts_at(mnt):
     """How many fuse.zmount mounts mountinfo lists at MNT (never asks a daemon)."""
-    want, n = os.path.realpath(mnt), 0
-    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
-        for line in f:
-            pre, _, post = line.rstrip('\n').partition(' - ')
-            fields = pre.split(' ')
-            if (len(fields) > 4 and zmtest._unescape_mountinfo(fields[4]) == want
-                    and post.split(' ')[0] == 'fuse.zmount'):
-                n += 1
-    return n
+    want = os.path.realpath(mnt)
+    return sum(1 for e in zmtest.mountinfo() if e.mnt == want and e.fstype == 'fuse.zmount')
 
 
 def refused(res, a, name, argv, words, mnt):

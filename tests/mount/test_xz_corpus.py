@@ -28,7 +28,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -109,29 +108,7 @@ def check_listing(res, src, mnt):
 
 def run_checker(res, checker, src, mnt, reads, seed, extra):
     argv = [sys.executable, checker, src, mnt, '--reads', str(reads), '--seed', str(seed)] + extra
-    print(f'# running: {" ".join(argv)}', flush=True)
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=480)
-    except subprocess.TimeoutExpired:
-        res.fail('check-mount.py finishes', 'timed out after 480 s')
-        return
-    rows = 0
-    for line in p.stdout.decode(errors='replace').splitlines():
-        c = line.split('\t')
-        if len(c) >= 3 and c[0] in ('PASS', 'FAIL'):
-            rows += 1
-            res.check(f'check-mount.py {c[1]} ({c[2]})', c[0] == 'PASS',
-                      c[3] if len(c) > 3 else '')
-        elif line.strip():
-            print(f'#   check-mount.py: {line}')
-    summary = p.stderr.decode(errors='replace').strip()
-    res.check('check-mount.py exits 0', p.returncode == 0,
-              f'rc={p.returncode}; {summary[-400:]}',
-              info=f'{summary} in {time.monotonic() - t0:.1f} s')
-    if rows == 0:
-        res.fail('check-mount.py printed result rows', 'none')
+    zmtest.run_check_mount(res, argv, 480)
 
 
 def check_error_logs(res, m, mnt, rows):

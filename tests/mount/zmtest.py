@@ -20,13 +20,20 @@ Standard library only (python3 >= 3.11).  What is here:
                       killing the daemon aborts the connection and every blocked
                       syscall returns ENOTCONN.
   log helpers         Mount.log_text(), Mount.log_lines(), lines_naming().
-  is_mounted()        from /proc/self/mountinfo, so it never blocks on the daemon.
-  proc_status()       the daemon's memory figures from /proc/PID/status.
+  is_mounted()        from /proc/self/mountinfo, so it never blocks on the daemon;
+                      mountinfo() gives every mount's fields, mount_alive() says
+                      whether a mount still answers (not ENOTCONN).
+  reading helpers     sha(), sha_path() (past the page cache), drop_cache(),
+                      open_direct(), errname() (an exception as a check names it).
+  run_check_mount()   runs the corpus's check-mount.py, one check per row it prints.
+  proc_status()       the daemon's memory figures from /proc/PID/status; vm_hwm_kib().
   xz_vli()            an xz variable-length integer, for files written by hand.
 
 The daemon is only ever signalled by its own pid (subprocess.Popen.kill/terminate).
 """
+import collections
 import errno
+import hashlib
 import os
 import re
 import resource
@@ -144,21 +151,44 @@ def _unescape_mountinfo(s):
     return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), s)
 
 
-def is_mounted(mnt):
-    """True if MNT is a mount point, read from /proc/self/mountinfo.
+MountEntry = collections.namedtuple('MountEntry', 'mnt dev opts fstype source sopts')
 
-    Unlike os.path.ismount() this never sends a request to the daemon, so it
-    cannot hang on a stuck filesystem."""
+
+def mountinfo():
+    """Every mount as a MountEntry, in /proc/self/mountinfo's order (oldest
+    first): mount point, "major:minor", mount options, fstype, source, super
+    options, unescaped.
+
+    Unlike os.path.ismount() this never sends a request to a daemon, so it
+    cannot hang on a stuck filesystem.  Raises OSError if the file cannot be read."""
+    out = []
+    with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
+        for line in f:
+            pre, _, post = line.rstrip('\n').partition(' - ')
+            fields = pre.split(' ')
+            fstype, source, sopts = (post.split(' ') + ['', '', ''])[:3]
+            if len(fields) > 5:
+                out.append(MountEntry(_unescape_mountinfo(fields[4]), fields[2], fields[5], fstype,
+                                      _unescape_mountinfo(source), sopts))
+    return out
+
+
+def is_mounted(mnt):
+    """True if MNT is a mount point (mountinfo(), so it never blocks on the daemon)."""
     want = os.path.realpath(mnt)
     try:
-        with open('/proc/self/mountinfo', encoding='utf-8', errors='surrogateescape') as f:
-            for line in f:
-                fields = line.split(' ')
-                if len(fields) > 4 and _unescape_mountinfo(fields[4]) == want:
-                    return True
+        return any(e.mnt == want for e in mountinfo())
     except OSError:
         return os.path.ismount(mnt)
-    return False
+
+
+def mount_alive(mnt):
+    """False once the mount at MNT answers ENOTCONN (its daemon is gone)."""
+    try:
+        os.stat(mnt)
+        return True
+    except OSError as e:
+        return e.errno != errno.ENOTCONN
 
 
 def fusermount(mnt, lazy=False, timeout=20):
@@ -394,3 +424,81 @@ class Mount:
 
 def errno_name(n):
     return errno.errorcode.get(n, str(n))
+
+
+def errname(e):
+    """An exception as a test line names it: the errno's name for an OSError."""
+    return errno_name(e.errno) if isinstance(e, OSError) and e.errno else type(e).__name__
+
+
+def drop_cache(fd):
+    """Asks the kernel to drop fd's cached pages, so that reads reach the daemon."""
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError:
+        pass
+
+
+def open_direct(path):
+    """An O_DIRECT fd (reads reach the daemon at the caller's offsets), or None."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError:
+        return None
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha_path(path, chunk=1 << 20):
+    """(SHA-256 hex digest, size) of the file at PATH, read past the page cache."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        drop_cache(fd)
+        h, off = hashlib.sha256(), 0
+        while True:
+            b = os.pread(fd, chunk, off)
+            if not b:
+                return h.hexdigest(), off
+            h.update(b)
+            off += len(b)
+    finally:
+        os.close(fd)
+
+
+def vm_hwm_kib(pid):
+    """The peak resident size of process PID in KiB, or None once it is gone."""
+    try:
+        return proc_status(pid)['VmHWM'] // 1024
+    except (OSError, KeyError):
+        return None
+
+
+def run_check_mount(res, argv, timeout, label=''):
+    """Runs the corpus's check-mount.py (ARGV) and records one check per PASS/FAIL row
+    it prints, its exit status, and a failure if it printed no row.  LABEL prefixes
+    every check's name."""
+    print(f'# running: {" ".join(argv)}', flush=True)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        res.fail(f'{label}check-mount.py finishes', f'timed out after {timeout} s')
+        return
+    rows = 0
+    for line in p.stdout.decode(errors='replace').splitlines():
+        c = line.split('\t')
+        if len(c) >= 3 and c[0] in ('PASS', 'FAIL'):
+            rows += 1
+            res.check(f'{label}check-mount.py {c[1]} ({c[2]})', c[0] == 'PASS',
+                      c[3] if len(c) > 3 else '')
+        elif line.strip():
+            print(f'#   check-mount.py: {line}')
+    summary = p.stderr.decode(errors='replace').strip()
+    res.check(f'{label}check-mount.py exits 0', p.returncode == 0,
+              f'rc={p.returncode}; {summary[-400:]}',
+              info=f'{summary} in {time.monotonic() - t0:.1f} s')
+    if rows == 0:
+        res.fail(f'{label}check-mount.py printed result rows', 'none')

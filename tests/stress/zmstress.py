@@ -69,6 +69,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'mount'))
 import zmtest  # noqa: E402
+from zmtest import vm_hwm_kib  # noqa: E402
 
 sys.path.insert(0, os.path.join(HERE, '..', 's3'))
 import s3util  # noqa: E402
@@ -852,17 +853,6 @@ def worker_main(wid, plan, work, mnt, t_stop, hb, logpath):
 # --------------------------------------------------------------------------
 # the daemon: hangs, memory
 # --------------------------------------------------------------------------
-def vm_hwm_kib(pid):
-    try:
-        with open(f'/proc/{pid}/status') as f:
-            for ln in f:
-                if ln.startswith('VmHWM:'):
-                    return int(ln.split()[1])
-    except OSError:
-        pass
-    return None
-
-
 def dump_threads(pid):
     out = []
     try:
@@ -924,14 +914,11 @@ def fuse_conn_abort(mnt):
     """Abort our own mount's FUSE connection (by its device number)."""
     want = os.path.realpath(mnt)
     try:
-        with open('/proc/self/mountinfo') as f:
-            for ln in f:
-                fl = ln.split(' ')
-                if len(fl) > 4 and zmtest._unescape_mountinfo(fl[4]) == want:
-                    minor = fl[2].split(':')[1]
-                    with open(f'/sys/fs/fuse/connections/{minor}/abort', 'w') as a:
-                        a.write('1')
-                    return True
+        for e in zmtest.mountinfo():
+            if e.mnt == want:
+                with open(f'/sys/fs/fuse/connections/{e.dev.split(":")[1]}/abort', 'w') as a:
+                    a.write('1')
+                return True
     except OSError:
         pass
     return False
