@@ -29,7 +29,6 @@
 #include <unistd.h>
 
 #include "ckpt.h"
-#include "checkutil.h"
 #include "idxstore.h"
 #include "gzdec.h"
 #include "idxfile.h"
@@ -414,7 +413,7 @@ static int ds_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf
 	join(path, sizeof(path), d->dir, name);
 	if (access(path, F_OK) < 0)
 		return -errno; /* none: the usual answer of a store */
-	*buf = checkutil_slurp(path, len);
+	*buf = zmtest_slurp(path, len);
 	if ((uint64_t)*len > cap) {
 		free(*buf);
 		*buf = NULL;
