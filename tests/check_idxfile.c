@@ -2367,12 +2367,29 @@ struct csrc {
 	char path[PATH_MAX];
 };
 
+/* The sources csrc_open opened, put at the test process's exit (csrc_put_all). */
+static struct zsrc *csrc_srcs[64];
+static size_t csrc_nsrcs;
+
+static void csrc_put_all(void)
+{
+	while (csrc_nsrcs)
+		zsrc_put(csrc_srcs[--csrc_nsrcs]);
+}
+
 static void csrc_open(struct csrc *s, const char *name)
 {
-	/* the source stays open: a save hashes it through s->id.src (freed with the test's process)
-	 */
+	/* The source stays open for the test: a save hashes it through s->id.src. */
+	struct zsrc *src;
+
 	path_of(s->path, sizeof(s->path), name);
-	ck_assert_int_eq(idxfile_identify(zmtest_src_open(s->path), &s->id), 0);
+	src = zmtest_src_open(s->path);
+	ck_assert_ptr_nonnull(src);
+	ck_assert_uint_lt(csrc_nsrcs, sizeof(csrc_srcs) / sizeof(csrc_srcs[0]));
+	if (csrc_nsrcs == 0)
+		atexit(csrc_put_all); /* before LeakSanitizer's own check, which runs last */
+	csrc_srcs[csrc_nsrcs++] = src;
+	ck_assert_int_eq(idxfile_identify(src, &s->id), 0);
 }
 
 /*
