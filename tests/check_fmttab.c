@@ -120,7 +120,8 @@ START_TEST(dummy_saves_through_its_hook)
 	struct idxfile_id id;
 	struct gzdec_index *g = NULL;
 	struct zsrc *src;
-	uint64_t usize = 5000, got = 0;
+	/* fmt_zid.c's records: content size, entry size, header size (version 1) */
+	uint64_t usize = 5000, rec[3] = { usize, 1 << 20, 16 }, got[3] = { 0 };
 	unsigned removed = 9;
 	int fd, ret;
 
@@ -135,21 +136,21 @@ START_TEST(dummy_saves_through_its_hook)
 	ck_assert_ptr_nonnull(f->saved);
 	ck_assert_int_eq(fmttab_saved(fmttab_count(), dir, path, src, NULL), -ENOENT);
 
-	ck_assert_int_eq(idxfile_save_recs(dir, path, &id, f->saved, &usize, NULL), 0);
+	ck_assert_int_eq(idxfile_save_recs(dir, path, &id, f->saved, rec, NULL), 0);
 	ck_assert_int_eq(idxfile_path(dir, &id, ipath, sizeof(ipath)), 0);
 	ret = idxfile_read_header(ipath, &info, &err);
 	ck_assert_msg(ret == 0, "read_header: %d %s", ret, err.msg);
 	ck_assert_uint_eq(info.kind, f->saved->kind);
 	ck_assert_uint_eq(info.usize, usize);
-	ck_assert_int_eq(idxfile_load_recs(dir, path, &id, f->saved, 0, &got, &err), 0);
-	ck_assert_uint_eq(got, usize);
+	ck_assert_int_eq(idxfile_load_recs(dir, path, &id, f->saved, 0, got, &err), 0);
+	ck_assert_mem_eq(got, rec, sizeof(rec));
 	ck_assert_int_eq(fmttab_saved(fmttab_count(), dir, path, src, &err), 0);
 	/* the kind is the file's: gzip's load refuses it, naming both kinds */
 	ck_assert_int_eq(idxfile_load(dir, path, &id, 0, &g, &err), -EBADMSG);
 	ck_assert_msg(strstr(err.msg, "a zid index, not a gzip one"), "%s", err.msg);
 	/* records the hook refuses are not written */
-	usize++;
-	ck_assert_int_eq(idxfile_save_recs(dir, path, &id, f->saved, &usize, NULL), -EINVAL);
+	rec[0]++;
+	ck_assert_int_eq(idxfile_save_recs(dir, path, &id, f->saved, rec, NULL), -EINVAL);
 
 	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
 	ck_assert_uint_eq(removed, 0); /* its source is there, the same */
