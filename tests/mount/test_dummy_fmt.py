@@ -21,8 +21,17 @@ per MiB).  Nothing else in fs/ or tools/ knows it (issue 20, item 9).
    read and count it; build saves its index (its saved hook) and a second
    build finds it fresh;
 7. the mount ends with fusermount3 -u and daemon exit 0.
+8. checkpoints (issue 31, item 4): CKSRC holds w.zid, one 6 MiB entry
+   (header version 2: "ZMIDENT2", size, entry size).  Mounted with
+   index_dir=IDX,span=64K, the background pass builds its checkpoints
+   through the format's ck hook (95, one every 64 KiB) and saves them in
+   IDX as one .zmc file of kind 3.  A fresh mount with noindex (no pass)
+   reads 4 KiB 100000 bytes before the end: exact, user.zmount.info says
+   95 checkpoints (loaded), at least 1 resume, and the read decoded at most
+   a slice and a span (2 MiB + 64 KiB), not the 6 MiB from the entry's start.
 On a tree without the table (0aeb292) the dummy build does not exist, and
-the plain build shows x.zid raw: every check of 2-6 fails.
+the plain build shows x.zid raw: every check of 2-6 fails.  Without zid's
+ck hook, every check of 8 but the exact bytes fails.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
@@ -45,6 +54,11 @@ MiB = 1 << 20
 
 def zid(content):
     return b'ZMIDENT1' + struct.pack('<Q', len(content)) + content
+
+
+def zid2(content, chunk):
+    """A version-2 zid file: its entries chunk bytes each."""
+    return b'ZMIDENT2' + struct.pack('<QQ', len(content), chunk) + content
 
 
 def write(path, blob):
@@ -142,6 +156,71 @@ def check_tools(res, bindir, src, data):
               f'rc {rc} {text!r} {err}')
 
 
+def info(path):
+    """user.zmount.info of path as {name: value}."""
+    out = {}
+    for ln in os.getxattr(path, 'user.zmount.info').decode(errors='replace').splitlines():
+        k, _, v = ln.partition('=')
+        out[k] = int(v) if v.isdigit() else v
+    return out
+
+
+def check_ckpt(res, bindir, tmp, rnd):
+    """Checkpoints inside one zid entry: built by the background pass, saved, loaded, resumed."""
+    src, idx, mnt = (os.path.join(tmp, d) for d in ('cksrc', 'ckidx', 'ckmnt'))
+    os.makedirs(src)
+    os.makedirs(idx, mode=0o700)
+    data = rnd.randbytes(6 * MiB)
+    write(os.path.join(src, 'w.zid'), zid2(data, 1 << 30))
+    want = len(data) // (64 << 10) - 1  # a point every span, the entry's start not counted
+    zmount = os.path.join(bindir, 'zmount')
+    with zmtest.Mount(zmount, src, mnt, opts=f'index_dir={idx},span=64K',
+                      log_path=os.path.join(tmp, 'ck-1.log'), results=res, watchdog=120,
+                      label='dummy checkpoints, first mount') as m:
+        # zid's pass is the index pass (FMTTAB_BG_INDEX): its checkpoints are saved by its end
+        deadline = time.monotonic() + 60
+        done = False
+        while time.monotonic() < deadline and not done:
+            done = 'background indexing done' in m.log_text()
+            time.sleep(0.1)
+        zmc = [f for f in os.listdir(idx) if f.endswith('.zmc')]
+        st = zmtest.stats(mnt)
+        res.check(f'checkpoints: the background pass built {want} in w.zid\'s one entry',
+                  st.get('checkpoints') == want, f'{st}\n{m.log_tail()}')
+    kinds = []
+    for f in zmc:
+        with open(os.path.join(idx, f), 'rb') as fh:
+            kinds.append(struct.unpack_from('<H', fh.read(128), 106)[0])
+    res.check('checkpoints: saved in IDX as one .zmc file of kind 3', kinds == [3],
+              f'{zmc} kinds {kinds}')
+    with zmtest.Mount(zmount, src, mnt, opts=f'index_dir={idx},span=64K,noindex',
+                      log_path=os.path.join(tmp, 'ck-2.log'), results=res, watchdog=120,
+                      label='dummy checkpoints, fresh mount') as m:
+        off = len(data) - 100000
+        w = os.path.join(mnt, 'w')
+        # the lookup decodes the first slice (is it a tar?): counted before the read
+        i0 = info(w)
+        fd = os.open(w, os.O_RDONLY)
+        try:
+            got = os.pread(fd, 4096, off)
+        finally:
+            os.close(fd)
+        res.check('checkpoints: a far read on a fresh mount is exact', got == data[off:off + 4096],
+                  f'{len(got)} bytes')
+        i = info(w)
+        dec = i.get('decoded', 0) - i0.get('decoded', 0)
+        print(f'#   fresh mount, 4 KiB at {off} of {len(data)}: decoded {dec} '
+              f'({i0.get("decoded")} before it), resumes={i.get("resumes")} '
+              f'checkpoints={i.get("checkpoints")}', flush=True)
+        res.check(f'checkpoints: the fresh mount loaded the {want} saved ones',
+                  i.get('checkpoints') == want, f'{i}\n{m.log_tail()}')
+        res.check('checkpoints: the far read resumed at one (resumes >= 1)',
+                  i.get('resumes', 0) >= 1, f'{i}')
+        # a slice is 2 MiB at the default cache_size (reader_opts_default)
+        res.check('checkpoints: the far read decoded at most a slice and a span (2 MiB + 64 KiB), '
+                  'not the 6 MiB before it', 0 < dec <= 2 * MiB + (64 << 10), f'{dec}: {i0} {i}')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -165,6 +244,7 @@ def main():
         write(os.path.join(src, 'g.gz'), gzip.compress(b'gzip beside it\n' * 1000, mtime=0))
         check_mount(res, args.bin, src, os.path.join(tmp, 'mnt'), tmp, data, small)
         check_tools(res, args.bin, src, data)
+        check_ckpt(res, args.bin, tmp, rnd)
     finally:
         zmtest.cleanup_top(tmp, args.keep)
     return res.finish()
