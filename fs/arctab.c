@@ -263,9 +263,9 @@ static int find_locked(struct arctab *t, const struct ns_entry *e, struct arc **
 static int not_an_archive(struct arc *a, const char *name)
 {
 	zlog(ZLOG_WARN,
-	     "%s: not an xz, gzip or zstd archive by its magic bytes, or one zmount cannot "
+	     "%s: not an %s archive by its magic bytes, or one zmount cannot "
 	     "read; shown empty, opens fail with EIO",
-	     name);
+	     name, fmttab_names());
 	a->why = strdup("not an archive by its magic bytes");
 	return -EIO;
 }

@@ -435,7 +435,7 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 					 : 0;
 	if (ret < 0 && ret != -ENOTSUP) /* ENOTSUP: a namespace indexed at first lookup */
 		zlog(ZLOG_WARN,
-		     "cannot start the background indexer; gzip files are indexed on first use");
+		     "cannot start the background indexer; archives are indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
 	ret = session_loop(se, single);

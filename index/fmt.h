@@ -16,9 +16,10 @@
  * rest), and one line in fmttab.c's table.  Its codec (codec/NAMEdec.*) is
  * the only place that includes the library's header.  Nothing else in the
  * tree names a format: fs/ and tools/ ask fmttab.h (suffixes, probe name,
- * background indexing, info fields, saved indexes), the core and the
- * context keep per-format state in arrays indexed by the format's id
- * (r->fmt, its position in the table, 1-based).
+ * background indexing, info fields, saved indexes; the fmtnames test,
+ * tests/tools/check_fmtnames.py, holds fs/, source/ and tools/ to it),
+ * the core and the context keep per-format state in arrays indexed by
+ * the format's id (r->fmt, its position in the table, 1-based).
  *
  * Every hook that reads takes a struct zsrc (source/src.h), borrowed: no
  * backend knows whether its bytes come from a file or an object.
@@ -66,7 +67,8 @@
  * on any thread at once (each decoder on one thread at a time).
  *
  * Checkpoints inside one entry (ckpt.h), for formats that have them (ck
- * not NULL):
+ * not NULL; tests/fmt/fmt_zid.c's zid_ck is the smallest, check_zidck and
+ * mount_dummy_fmt drive it through the core's pass, save and load):
  *  - ck->build decodes map entry k whole from src (not r->src: the reader
  *    may be detached), verifying it as
  *    dec_read would, and feeds b through ckpt_build_out and
