@@ -126,8 +126,10 @@ static int cat_member(const char *file, struct zmctx *zm, const struct reader_op
 		if (ret)
 			fprintf(stderr, "zmount-cat: %s: %s\n", tt.name, why.msg);
 		else if (bad) {
-			zlog_escape(tt.buf, 1u << 20, member);
-			fprintf(stderr, "zmount-cat: %s: %s: %s\n", tt.name, tt.buf,
+			char esc[4 * PATH_MAX];
+
+			zlog_escape(esc, sizeof(esc), member);
+			fprintf(stderr, "zmount-cat: %s: %s: %s\n", tt.name, esc,
 				m ? "not a regular file" : "no such member");
 			ret = 1;
 		}

@@ -108,8 +108,10 @@ int main(int argc, char *argv[])
 		printf("zmount-info %s\n", ZMOUNT_VERSION);
 		return 0;
 	}
-	if (argc > first && strcmp(argv[first], "--members") == 0)
-		list = first++;
+	if (argc > first && strcmp(argv[first], "--members") == 0) {
+		list = 1;
+		first++;
+	}
 	if (argc > first && strcmp(argv[first], "--") == 0)
 		first++;
 	else if (argc > first && argv[first][0] == '-' && argv[first][1]) {
