@@ -2,7 +2,9 @@
 /*
  * zmount-cat FILE [OFFSET [LENGTH]]: writes uncompressed bytes of an .xz,
  * .gz or .zst file or s3://BUCKET/KEY object to stdout through the same reader the daemon uses.
- * Exit status: 0 done, 1 bad usage or not an archive, 2 a read failed (logged on stderr).
+ * zmount-cat FILE MEMBER (not a number): one member of the tar it holds (tooltar.h).
+ * Exit status: 0 done, 1 bad usage, not an archive or no such member, 2 a read failed or the
+ * tar is damaged (logged on stderr).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 
 #include "fmttab.h"
 #include "reader.h"
+#include "tooltar.h"
 #include "toolsrc.h"
 #include "zlog.h"
 #include "zmctx.h"
@@ -45,65 +48,37 @@ static int write_all(const char *p, size_t n)
 	return 0;
 }
 
-int main(int argc, char *argv[])
+static int help(void)
 {
-	uint64_t off = 0, len = UINT64_MAX;
-	struct reader_opts ro;
-	struct zmctx *zm = NULL;
+	printf("usage: zmount-cat [S3 FLAGS] [--] FILE|s3://BUCKET/KEY [OFFSET [LENGTH]]\n"
+	       "       zmount-cat [S3 FLAGS] [--] FILE|s3://BUCKET/KEY MEMBER\n"
+	       "Writes the uncompressed bytes of an .xz, .gz or .zst file or object to\n"
+	       "stdout, from OFFSET (default 0) for LENGTH bytes (default: to the end);\n"
+	       "or the bytes of the member MEMBER of the tar it holds (or of a plain tar),\n"
+	       "as tar -xOf would write the last member of that name.  A second argument\n"
+	       "that is not a number is a MEMBER; write a member named like a number ./NAME.\n"
+	       "  -h, --help     this text\n"
+	       "  -V, --version  the version\n" TOOLSRC_HELP
+	       "Exit status: 0 done, 1 usage, not an archive or no such member, 2 a read\n"
+	       "failed or the tar is damaged.\n");
+	return 0;
+}
+
+/* Writes [off, off + len) of file.  Returns the exit status. */
+static int cat_range(const char *file, struct zmctx *zm, const struct reader_opts *ro, uint64_t off,
+		     uint64_t len, char *buf)
+{
 	struct reader *r = NULL;
-	char *buf = malloc(BUF), name[4 * PATH_MAX];
+	char name[4 * PATH_MAX];
 	int ret;
 
-	zlog_set_name("zmount-cat");
-	if (toolsrc_flags("zmount-cat", &argc, argv)) {
-		free(buf);
-		return 1;
-	}
-	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		printf("usage: zmount-cat [S3 FLAGS] [--] FILE|s3://BUCKET/KEY [OFFSET [LENGTH]]\n"
-		       "Writes the uncompressed bytes of an .xz, .gz or .zst file or object to\n"
-		       "stdout, from OFFSET (default 0) for LENGTH bytes (default: to the end).\n"
-		       "  -h, --help     this text\n"
-		       "  -V, --version  the version\n" TOOLSRC_HELP
-		       "Exit status: 0 done, 1 usage or not an archive, 2 a read failed.\n");
-		free(buf);
-		return 0;
-	}
-	if (argc > 1 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) {
-		printf("zmount-cat %s\n", ZMOUNT_VERSION);
-		free(buf);
-		return 0;
-	}
-	if (argc > 1 && strcmp(argv[1], "--") == 0) {
-		argc--;
-		argv++;
-	} else if (argc > 1 && argv[1][0] == '-' && argv[1][1]) {
-		fprintf(stderr, "zmount-cat: unknown option '%s' (see zmount-cat --help)\n",
-			argv[1]);
-		free(buf);
-		return 1;
-	}
-	if (argc < 2 || argc > 4 || (argc > 2 && parse_u64(argv[2], &off)) ||
-	    (argc > 3 && parse_u64(argv[3], &len))) {
-		fprintf(stderr,
-			"zmount-cat: usage: zmount-cat FILE [OFFSET [LENGTH]] (see --help)\n");
-		free(buf);
-		return 1;
-	}
-	reader_opts_default(&ro, CACHE_SIZE);
-	if (!buf || zmctx_new(CACHE_SIZE, &zm) < 0) {
-		fprintf(stderr, "zmount-cat: out of memory\n");
-		return 1;
-	}
 	/* Messages are one line each, whatever the file is called. */
-	zlog_escape(name, sizeof(name), argv[1]);
-	ret = toolsrc_reader(argv[1], zm, &ro, &r, NULL);
+	zlog_escape(name, sizeof(name), file);
+	ret = toolsrc_reader(file, zm, ro, &r, NULL);
 	if (ret == -ENOTSUP)
 		fprintf(stderr, "zmount-cat: %s: not an %s file\n", name, fmttab_names());
-	if (ret < 0) {
-		ret = ret == -ENOTSUP ? 1 : 2;
-		goto out;
-	}
+	if (ret < 0)
+		return ret == -ENOTSUP ? 1 : 2;
 	while (len > 0) {
 		ssize_t n = reader_pread(r, buf, len < BUF ? (size_t)len : BUF, off);
 
@@ -116,21 +91,99 @@ int main(int argc, char *argv[])
 				reader_last_error(r, &why) < 0 && why.msg[0] ? why.msg
 									     : strerror((int)-n));
 			ret = 2;
-			goto out;
+			break;
 		}
 		if (n == 0)
 			break;
 		if (write_all(buf, (size_t)n) < 0) {
 			fprintf(stderr, "zmount-cat: write: %s\n", strerror(errno));
 			ret = 2;
-			goto out;
+			break;
 		}
 		off += (uint64_t)n;
 		len -= (uint64_t)n;
 	}
-	ret = 0;
-out:
 	reader_close(r);
+	return ret;
+}
+
+/*
+ * Writes the member member of the tar in file.  A damaged tar still gives a member found
+ * before the damage, as tar -x does, with status 2.  Returns the exit status.
+ */
+static int cat_member(const char *file, struct zmctx *zm, const struct reader_opts *ro,
+		      const char *member)
+{
+	const struct tar_member *m = NULL;
+	struct tooltar tt;
+	struct zerr why;
+	int ret = tooltar_open(&tt, "zmount-cat", file, zm, ro, &why), bad;
+
+	if (ret == 0) {
+		ret = tooltar_scan(&tt, &why);
+		m = tooltar_find(&tt, member);
+		bad = !m || m->type != TAR_FILE;
+		if (ret)
+			fprintf(stderr, "zmount-cat: %s: %s\n", tt.name, why.msg);
+		else if (bad) {
+			char esc[4 * PATH_MAX];
+
+			zlog_escape(esc, sizeof(esc), member);
+			fprintf(stderr, "zmount-cat: %s: %s: %s\n", tt.name, esc,
+				m ? "not a regular file" : "no such member");
+			ret = 1;
+		}
+		if (!bad) {
+			int k = tooltar_cat(&tt, m, STDOUT_FILENO);
+
+			ret = k ? k : ret;
+		}
+	}
+	tooltar_close(&tt);
+	return ret;
+}
+
+int main(int argc, char *argv[])
+{
+	uint64_t off = 0, len = UINT64_MAX;
+	struct reader_opts ro;
+	struct zmctx *zm = NULL;
+	char *buf;
+	int ret, member;
+
+	zlog_set_name("zmount-cat");
+	if (toolsrc_flags("zmount-cat", &argc, argv))
+		return 1;
+	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+		return help();
+	if (argc > 1 && (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0)) {
+		printf("zmount-cat %s\n", ZMOUNT_VERSION);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "--") == 0) {
+		argc--;
+		argv++;
+	} else if (argc > 1 && argv[1][0] == '-' && argv[1][1]) {
+		fprintf(stderr, "zmount-cat: unknown option '%s' (see zmount-cat --help)\n",
+			argv[1]);
+		return 1;
+	}
+	member = argc == 3 && parse_u64(argv[2], &off) < 0;
+	if (argc < 2 || argc > 4 || (argc > 2 && !member && parse_u64(argv[2], &off)) ||
+	    (argc > 3 && parse_u64(argv[3], &len))) {
+		fprintf(stderr, "zmount-cat: usage: zmount-cat FILE [OFFSET [LENGTH]] or FILE "
+				"MEMBER (see --help)\n");
+		return 1;
+	}
+	reader_opts_default(&ro, CACHE_SIZE);
+	buf = malloc(BUF);
+	if (!buf || zmctx_new(CACHE_SIZE, &zm) < 0) {
+		fprintf(stderr, "zmount-cat: out of memory\n");
+		free(buf);
+		return 1;
+	}
+	ret = member ? cat_member(argv[1], zm, &ro, argv[2])
+		     : cat_range(argv[1], zm, &ro, off, len, buf);
 	toolsrc_end();
 	zmctx_free(zm);
 	free(buf);

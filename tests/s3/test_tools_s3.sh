@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tools on s3:// URLs against the real RGW of the fixture s3_rgw:
 # zmount-cat of an uploaded .xz, .gz and .zst against the originals (whole
-# and ranges), zmount-info and zmount-index info/verify on them, the flags
+# and ranges), a member of an uploaded .tar.gz (zmount-info --members, zmount-cat
+# URL MEMBER against tar -xzOf), zmount-info and zmount-index info/verify on them, the flags
 # and the environment that name the endpoint and the keys, build, info and
 # prune with -d s3://BUCKET/PREFIX (shared indexes) and of s3:// objects and
 # prefixes, and
@@ -48,6 +49,18 @@ for f in t.xz t.gz t.zst; do
 		else bad "$f range $1 $2: $(head -c 300 "$tmp/err")"; fi
 	done
 done
+
+# A tar in an object (issue 34): zmount-info --members and zmount-cat URL MEMBER.
+mkdir -p "$tmp/tree/logs" && cp "$tmp/orig" "$tmp/tree/logs/a.log" && echo small > "$tmp/tree/b"
+tar -C "$tmp/tree" -czf "$tmp/t.tar.gz" logs b && put "$tmp/t.tar.gz" tools/t.tar.gz ||
+	{ echo "FAIL: upload of t.tar.gz"; exit 1; }
+url=s3://$bucket/tools/t.tar.gz
+"$bin/zmount-info" --endpoint "$ep" --credentials "$cred" --members "$url" > "$tmp/members" 2>"$tmp/err"
+if [ "$(cut -f7 "$tmp/members" | tr '\n' ' ')" = "logs logs/a.log b " ]; then ok "zmount-info --members $url"
+else bad "zmount-info --members $url: $(head -c 300 "$tmp/members" "$tmp/err")"; fi
+if "$bin/zmount-cat" --endpoint "$ep" --credentials "$cred" "$url" logs/a.log 2>"$tmp/err" |
+	cmp -s - <(tar -xzOf "$tmp/t.tar.gz" logs/a.log); then ok "zmount-cat $url logs/a.log is tar -xzOf's"
+else bad "zmount-cat $url logs/a.log: $(head -c 300 "$tmp/err")"; fi
 
 # The endpoint and keys from the environment instead of flags.
 if AWS_ENDPOINT_URL=$ep AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk \

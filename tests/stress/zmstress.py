@@ -11,7 +11,9 @@ One run = one seed:
      cache_size/2, tiny Blocks; gzip: one member, many members, one deflate
      block of a few MiB; a one-Block xz and a one-frame zstd file of 2 MiB,
      each changed once, that get checkpoints under span=64K; plain files; a deep directory chain; names with
-     spaces and newlines), and a model: for every visible path, the bytes of
+     spaces and newlines; a .tar.gz and a one-Block .tar.xz, mounted with -o tar, whose
+     members are files of the tree read through their x.tar/ directories and never
+     changed), and a model: for every visible path, the bytes of
      every version it will have (work/model/FID/VER);
   2. a seeded plan: per worker process a list of open / pread / close / ls
      ops (random offsets and lengths, O_DIRECT or not, more open handles than
@@ -49,6 +51,7 @@ The last line of output is always `N passed, M failed`.
 """
 import argparse
 import errno
+import io
 import json
 import lzma
 import multiprocessing as mp
@@ -59,6 +62,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import traceback
@@ -268,6 +272,9 @@ def encode(spec, data):
 
 
 def src_name(spec):
+    """The file in SRC (a tar member's: its tar's)."""
+    if spec['fmt'] == 'tarm':
+        return spec['tar']
     return spec['path'] + {'xz': '.xz', 'gz': '.gz', 'zst': '.zst', 'plain': ''}[spec['fmt']]
 
 
@@ -318,6 +325,17 @@ def make_files(rnd, scale, depth=None):
         dict(path='swapdir/inner', fmt='xz', kind='text', size=sz(1 * MiB), block=128 * KiB),
         dict(path='swapdir/plain', fmt='plain', kind='text', size=sz(200 * KiB)),
         dict(path=deep + '/bottom', fmt='xz', kind='text', size=sz(256 * KiB), block=32 * KiB),
+        # members of compressed tars (-o tar, issue 34): shown under x.tar/, read through
+        # the tar's reader; the tars are never changed (make_mutations leaves them out)
+        dict(path='bundle.tar/logs/a.log', fmt='tarm', tar='bundle.tar.gz', kind='text',
+             size=sz(1536 * KiB)),
+        dict(path='bundle.tar/logs/b.bin', fmt='tarm', tar='bundle.tar.gz', kind='rand',
+             size=sz(300 * KiB)),
+        dict(path='bundle.tar/c.log', fmt='tarm', tar='bundle.tar.gz', kind='text',
+             size=sz(700 * KiB)),
+        dict(path='one.tar/big.log', fmt='tarm', tar='one.tar.xz', kind='text', size=sz(2 * MiB)),
+        dict(path='one.tar/small.log', fmt='tarm', tar='one.tar.xz', kind='text',
+             size=sz(64 * KiB)),
     ]
     for i, f in enumerate(files):
         f['fid'] = i
@@ -376,7 +394,7 @@ def make_mutations(rnd, files, duration, n, kinds_on=ALL_MUTATIONS):
             continue
         cands = sorted(fid for fid in alive
                        if not files[fid]['path'].startswith('swapdir/')
-                       and files[fid]['path'] != 'plain_fifo')
+                       and files[fid]['path'] != 'plain_fifo' and files[fid]['fmt'] != 'tarm')
         if k == 'delete':
             # deleting is final for that file; keep most files alive
             cands = [c for c in cands if not files[c]['path'].startswith(('xz_one', 'xz_many'))]
@@ -530,6 +548,8 @@ def build_tree(plan, work):
     def one(f):
         data = content(seed, f['fid'], 0, f['size'], f['kind'])
         write_model(work, f['fid'], 0, data)
+        if f['fmt'] == 'tarm':
+            return
         p = os.path.join(src, src_name(f))
         os.makedirs(os.path.dirname(p), exist_ok=True)
         with open(p, 'wb') as fh:
@@ -538,6 +558,7 @@ def build_tree(plan, work):
     with ThreadPoolExecutor(2) as ex:
         for _ in ex.map(one, sorted(plan['files'], key=lambda f: -f['size'])):
             pass
+    build_tars(plan, work, src)
     # what the swapped-in symlink points at: files of the same names outside
     # SRC, with content no version has (the "EVIL" file ids 9000+)
     out = os.path.join(work, 'outside', 'swapdir')
@@ -548,6 +569,27 @@ def build_tree(plan, work):
             with open(os.path.join(work, 'outside', src_name(f)), 'wb') as fh:
                 fh.write(encode(f, data))
     return src
+
+
+def build_tars(plan, work, src):
+    """The tars of the 'tarm' files, from their version 0: GNU format, in plan order."""
+    tars = {}
+    for f in plan['files']:
+        if f['fmt'] == 'tarm':
+            tars.setdefault(f['tar'], []).append(f)
+    for name, members in sorted(tars.items()):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT) as t:
+            for f in members:
+                with open(model_path(work, f['fid'], 0), 'rb') as fh:
+                    data = fh.read()
+                ti = tarfile.TarInfo(f['path'].split('/', 1)[1])
+                ti.size = len(data)
+                ti.mtime = 1700000000
+                t.addfile(ti, io.BytesIO(data))
+        raw = buf.getvalue()
+        with open(os.path.join(src, name), 'wb') as fh:
+            fh.write(gz_bytes(raw) if name.endswith('.gz') else xz_bytes(raw))
 
 
 # --------------------------------------------------------------------------
@@ -972,7 +1014,7 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
     """Returns a list of (class, text) failures."""
     fails = []
     files = plan['files']
-    nreads = nok = neio = nopen = 0
+    nreads = nok = neio = nopen = ntar = 0
     first_t = 1e18 if cutoff >= 1e18 else cutoff   # when the first failure was seen
     allrecs = {}
     for w in range(len(plan['workers'])):
@@ -1097,14 +1139,15 @@ def check_logs(plan, work, tl, res, label, cutoff=1e18):
                         else:
                             h['seen'] = both
                 nok += 1
+                ntar += files[fid]['fmt'] == 'tarm'
             elif r['op'] == 'close':
                 handles.pop(r['h'], None)
             elif r['op'] == 'ls' and r.get('err') == 'ENOTCONN':
                 fails.append(('daemon gone', f'w{w} op {r["i"]} ls: ENOTCONN'))
         if len(fails) > nfails:
             first_t = min(first_t, prev_t1)
-    res.note(f'{label}: {nopen} opens, {nreads} reads: {nok} right bytes, '
-             f'{neio} allowed errors after a change')
+    res.note(f'{label}: {nopen} opens, {nreads} reads: {nok} right bytes ({ntar} of them '
+             f'in tar members), {neio} allowed errors after a change')
     if (fails or cutoff < 1e18) and first_t < 1e18:
         # for --shrink: each worker's ops that started before the first failure
         cut = {w: max([r['i'] for r in recs if r['t0'] <= first_t] + [-1]) + 2
@@ -1143,6 +1186,8 @@ def run_plan(plan, args, res, label, quiet=False):
     if not plan.get('s3'):  # (over S3 the index is keyed by the ETag: the mount measures)
         save_sizes(plan, args, src, idx)
     opts = plan['opts'] + f',index_dir={idx}'
+    if not re.search(r'(^|,)tar(,|$)', opts):
+        opts += ',tar'      # the 'tarm' files: no other name in the tree is a tar
     cache = cache_size_of(plan['opts'])
     hwm_bound = (args.hwm_mib * MiB) if args.hwm_mib else cache + 64 * MiB
     s3 = None
