@@ -45,7 +45,6 @@ ALLOWED = (
     ('tools/zmount-cat.c', 'usage: zmount-cat '),
     ('tools/zmount-index.c', 'usage: zmount-index build'),
     ('tools/zmount-info.c', 'usage: zmount-info '),
-    ('tools/zmount-tar.c', 'usage: zmount-tar '),
 )
 
 LITERAL = r'"(?:\\.|[^"\\\n])*"'
