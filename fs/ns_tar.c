@@ -30,7 +30,7 @@
 /* Each table's members are numbered on a device of their own (nodes_ino). */
 #define TAR_DEV	  ((dev_t)0x7a74 << 48)
 #define SCAN_BUF  (1u << 20)
-#define TABLE_CAP ((size_t)1 << 32) /* counted bytes of one table (tartab.h) */
+#define TABLE_CAP ((size_t)1 << 32) /* without arctab options: counted bytes of one table */
 
 enum { READY = 0, SCANNING = 1 };
 
@@ -157,8 +157,8 @@ static int scan_bytes(struct tbytes *b, struct tarscan *s, const char *name, cha
 			return (int)n;
 		}
 		ret = n == 0 ? tarscan_finish(s) : tarscan_feed(s, buf, (size_t)n);
-		if (ret == -ENOMEM)
-			return ret;
+		if (ret == -ENOMEM || tarscan_capped(s))
+			return ret; /* the cap: scan() says so */
 		if (ret < 0) {
 			tarscan_error(s, &why);
 			zlog(ZLOG_ERROR, "%s: %s; only the members before it are shown", name,
@@ -199,8 +199,7 @@ static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name, cons
 		return 1;
 	if (ret != -ENOENT)
 		zlog(ZLOG_INFO, "%s: saved member table not used (%s): scanning", name, why.msg);
-	tartab_free(&tv->t);
-	tartab_init(&tv->t, TABLE_CAP);
+	tartab_free(&tv->t); /* keeps the cap */
 	return 0;
 }
 
@@ -228,6 +227,31 @@ static int scan_table(struct ns_tar *nt, struct tarv *tv, const char *name, uint
 	return ret;
 }
 
+/*
+ * The counted bytes one table and its view may take (README "Memory"):
+ * index_max, cache_size/4, the bound of an archive's block map too.
+ */
+static size_t table_cap(const struct ns_tar *nt)
+{
+	const struct reader_opts *o = nt->arcs ? arctab_opts(nt->arcs) : NULL;
+
+	return o && o->index_max ? o->index_max : TABLE_CAP;
+}
+
+/* -E2BIG, said once (the table is kept in its failed state), if t or its view pass the cap. */
+static int over_cap(const struct tartab *t, const char *name, int ret)
+{
+	size_t cost = ret == -E2BIG ? 0 : tartab_bytes(t) + tarview_cost(t);
+
+	if (ret != -E2BIG && (ret < 0 || cost <= t->max_bytes))
+		return ret;
+	zlog(ZLOG_ERROR,
+	     "%s: tar member table over its limit of %zu KiB (cache_size/4) at %zu members: "
+	     "the directory is not shown",
+	     name, t->max_bytes >> 10, t->n);
+	return -E2BIG;
+}
+
 /* Builds tv's table, from index_dir or by a scan (then saved there), and its view. */
 static int scan(struct ns_tar *nt, struct tarv *tv)
 {
@@ -240,8 +264,10 @@ static int scan(struct ns_tar *nt, struct tarv *tv)
 	int ret = 0;
 
 	ns_name(nt->base, &tv->base, name, sizeof(name));
-	if (!load_saved(nt, tv, name, dir, &id, &src)) {
-		ret = scan_table(nt, tv, name, &asize);
+	if (load_saved(nt, tv, name, dir, &id, &src)) {
+		ret = over_cap(&tv->t, name, 0);
+	} else {
+		ret = over_cap(&tv->t, name, scan_table(nt, tv, name, &asize));
 		if (ret == 0 && src && tarsave_save(dir, name, &id, &tv->t, asize, NULL) == 0)
 			zlog(ZLOG_DEBUG, "%s: member table saved", name);
 	}
@@ -287,7 +313,7 @@ static struct tarv *tarv_new(struct ns_tar *nt, const struct ns_entry *e)
 		return NULL;
 	}
 	prune_old(nt, e);
-	tartab_init(&tv->t, TABLE_CAP);
+	tartab_init(&tv->t, table_cap(nt));
 	tv->gen = ++nt->gen;
 	tv->refs = 1;
 	tv->state = SCANNING;
