@@ -31,6 +31,10 @@
 #define TAR_DEV	  ((dev_t)0x7a74 << 48)
 #define SCAN_BUF  (1u << 20)
 #define TABLE_CAP ((size_t)1 << 32) /* without arctab options: counted bytes of one table */
+/* Scans in threads of their own at once; more run in the thread that asked. */
+#define MAX_SCANNERS 4
+/* A partial listing's st_ino: apart from the view's node numbers (< 2^32). */
+#define PARTIAL_INO ((ino_t)1 << 40)
 
 enum { READY = 0, SCANNING = 1 };
 
@@ -41,6 +45,8 @@ struct tarv {
 	uint64_t gen;	      /* its members' ns_entry.obj: a new one per version */
 	unsigned refs;	      /* under ns_tar.lock */
 	int state;	      /* SCANNING, READY, or the -errno its scan ended with */
+	bool fed;	      /* the scan fed t once: a partial listing may read it, locked */
+	uint64_t scanned;     /* decoded bytes fed to the scanner (stats) */
 	struct tartab t;
 	struct tarview v;
 };
@@ -50,10 +56,13 @@ struct ns_tar {
 	struct ns_ops ops;
 	struct ns *base;
 	struct arctab *arcs;
-	pthread_mutex_t lock; /* list, gen, each tarv's refs and state */
-	pthread_cond_t built; /* a scan ended */
+	pthread_mutex_t lock; /* list, gen, scanners, stop; each tarv's refs, state, fed, and
+				 its table while it is SCANNING and fed */
+	pthread_cond_t built; /* a scan fed more bytes, or ended; a scan thread ended */
 	struct tarv *list;
 	uint64_t gen;
+	unsigned scanners; /* scan threads running */
+	bool stop;	   /* ns_tar_stop: scans end at their next chunk */
 };
 
 /* An archive's decoded bytes: through its reader, or a plain tar's own source. */
@@ -142,8 +151,28 @@ static void say_read_error(const struct tbytes *b, const char *name, uint64_t of
 	     name, off, strerror((int)-n));
 }
 
+/*
+ * Feeds n bytes (0: the end) to tv's scanner under the lock, since partial
+ * listings read the table as it grows; -ECANCELED once ns_tar_stop ran.
+ */
+static int feed(struct ns_tar *nt, struct tarv *tv, struct tarscan *s, const char *buf, size_t n)
+{
+	int ret = -ECANCELED;
+
+	pthread_mutex_lock(&nt->lock);
+	if (!nt->stop) {
+		ret = n == 0 ? tarscan_finish(s) : tarscan_feed(s, buf, n);
+		tv->scanned += n;
+		tv->fed = true;
+		pthread_cond_broadcast(&nt->built);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	return ret;
+}
+
 /* Feeds the whole archive to a scanner.  A damaged header keeps the members before it. */
-static int scan_bytes(struct tbytes *b, struct tarscan *s, const char *name, char *buf)
+static int scan_bytes(struct ns_tar *nt, struct tarv *tv, struct tbytes *b, struct tarscan *s,
+		      const char *name, char *buf)
 {
 	uint64_t off = 0;
 	struct zerr why;
@@ -156,7 +185,9 @@ static int scan_bytes(struct tbytes *b, struct tarscan *s, const char *name, cha
 			say_read_error(b, name, off, n);
 			return (int)n;
 		}
-		ret = n == 0 ? tarscan_finish(s) : tarscan_feed(s, buf, (size_t)n);
+		ret = feed(nt, tv, s, buf, (size_t)n);
+		if (ret == -ECANCELED)
+			return ret;
 		if (ret == -ENOMEM || tarscan_capped(s))
 			return ret; /* the cap: scan() says so */
 		if (ret < 0) {
@@ -218,7 +249,7 @@ static int scan_table(struct ns_tar *nt, struct tarv *tv, const char *name, uint
 	*asize = b.r ? reader_size(b.r) : (uint64_t)tv->base.st.st_size;
 	ret = tarscan_new(&tv->t, *asize, on_drop, (void *)name, &s);
 	if (ret == 0)
-		ret = scan_bytes(&b, s, name, buf);
+		ret = scan_bytes(nt, tv, &b, s, name, buf);
 	if (ret == 0 && tarscan_error(s, NULL) < 0)
 		ret = 1; /* damaged: shown as far as it goes, never saved */
 	tarscan_free(s);
@@ -331,10 +362,13 @@ static void tarv_unlink(struct ns_tar *nt, struct tarv *tv)
 		}
 }
 
+static void tarv_drop_failed(struct ns_tar *nt, struct tarv *tv);
+
 static void tarv_put(struct ns_tar *nt, struct tarv *tv)
 {
 	pthread_mutex_lock(&nt->lock);
 	tv->refs--;
+	tarv_drop_failed(nt, tv);
 	pthread_mutex_unlock(&nt->lock);
 }
 
@@ -347,41 +381,126 @@ static struct tarv *find_same(struct ns_tar *nt, const struct ns_entry *e)
 	return NULL;
 }
 
+/* A failure that says nothing about the archive: the table is dropped, to scan again later. */
+static bool transient(int ret)
+{
+	return ret == -ENOMEM || ret == -EMFILE || ret == -ENFILE || ret == -ESTALE ||
+	       ret == -ECANCELED;
+}
+
+/* Under the lock: the last reference to a table that failed for a transient reason frees it. */
+static void tarv_drop_failed(struct ns_tar *nt, struct tarv *tv)
+{
+	if (tv->refs == 0 && tv->state < 0 && transient(tv->state)) {
+		tarv_unlink(nt, tv);
+		tarv_free(tv);
+	}
+}
+
+/* Scans tv and drops the scan's reference; a failed scan is kept (said once) unless transient. */
+static void scan_run(struct ns_tar *nt, struct tarv *tv)
+{
+	int ret = scan(nt, tv);
+
+	pthread_mutex_lock(&nt->lock);
+	tv->state = ret >= 0 ? READY : transient(ret) ? ret : -EIO;
+	tv->refs--;
+	tarv_drop_failed(nt, tv);
+	pthread_cond_broadcast(&nt->built);
+	pthread_mutex_unlock(&nt->lock);
+}
+
+struct scan_job {
+	struct ns_tar *nt;
+	struct tarv *tv;
+};
+
+static void *scan_thread(void *arg)
+{
+	struct scan_job job = *(struct scan_job *)arg;
+
+	free(arg);
+	scan_run(job.nt, job.tv);
+	pthread_mutex_lock(&job.nt->lock);
+	job.nt->scanners--;
+	pthread_cond_broadcast(&job.nt->built);
+	pthread_mutex_unlock(&job.nt->lock);
+	return NULL;
+}
+
+/* Under the lock: starts tv's scan in a thread of its own.  false: none (scan in the caller). */
+static bool launch(struct ns_tar *nt, struct tarv *tv)
+{
+	struct scan_job *job;
+	pthread_attr_t attr;
+	pthread_t th;
+	bool ok;
+
+	if (nt->stop || nt->scanners >= MAX_SCANNERS || !(job = malloc(sizeof(*job))))
+		return false;
+	job->nt = nt;
+	job->tv = tv;
+	if (pthread_attr_init(&attr) != 0) {
+		free(job);
+		return false;
+	}
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ok = pthread_create(&th, &attr, scan_thread, job) == 0;
+	pthread_attr_destroy(&attr);
+	if (!ok)
+		free(job);
+	nt->scanners += ok;
+	return ok;
+}
+
 /*
- * The table of base archive e with a reference (tarv_put), scanning it if
- * nobody has.  A failed scan is kept (said once) unless it may pass later.
+ * The table of base archive e with a reference (tarv_put), its scan started
+ * if nobody has.  Waits until the table is READY (0), or with partial until
+ * the scan has fed it once: then SCANNING (1), a table that grows, read only
+ * under the lock.  A failed scan gives -EIO (or a transient -errno).
  */
-static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, struct tarv **out)
+static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, bool partial, struct tarv **out)
 {
 	struct tarv *tv;
 	int ret;
 
 	pthread_mutex_lock(&nt->lock);
-	while ((tv = find_same(nt, e)) && tv->state == SCANNING)
-		pthread_cond_wait(&nt->built, &nt->lock);
-	if (tv) {
-		ret = tv->state;
-		tv->refs += ret == READY;
+	tv = find_same(nt, e);
+	if (!tv && (tv = tarv_new(nt, e))) { /* with the scan's reference */
+		tv->refs++;
+		if (!launch(nt, tv)) {
+			pthread_mutex_unlock(&nt->lock);
+			scan_run(nt, tv);
+			pthread_mutex_lock(&nt->lock);
+		}
+	} else if (tv) {
+		tv->refs++;
+	}
+	if (!tv) {
 		pthread_mutex_unlock(&nt->lock);
-		*out = ret == READY ? tv : NULL;
-		return ret;
-	}
-	tv = tarv_new(nt, e);
-	pthread_mutex_unlock(&nt->lock);
-	if (!tv)
 		return -ENOMEM;
-	ret = scan(nt, tv);
-	pthread_mutex_lock(&nt->lock);
-	tv->state = ret < 0 ? -EIO : READY;
-	if (ret < 0 && --tv->refs == 0 &&
-	    (ret == -ENOMEM || ret == -EMFILE || ret == -ENFILE || ret == -ESTALE)) {
-		tarv_unlink(nt, tv); /* nothing learnt about the archive: try again later */
-		tarv_free(tv);
 	}
-	pthread_cond_broadcast(&nt->built);
+	while (tv->state == SCANNING && !(partial && tv->fed))
+		pthread_cond_wait(&nt->built, &nt->lock);
+	ret = tv->state;
+	if (ret < 0) {
+		tv->refs--;
+		tarv_drop_failed(nt, tv);
+	}
 	pthread_mutex_unlock(&nt->lock);
 	*out = ret < 0 ? NULL : tv;
-	return ret < 0 ? (ret == -ESTALE || ret == -ENOMEM ? ret : -EIO) : 0;
+	return ret < 0 ? (ret == -ESTALE || ret == -ENOMEM ? ret : -EIO) : ret;
+}
+
+void ns_tar_stop(struct ns *ns)
+{
+	struct ns_tar *nt = tns(ns);
+
+	pthread_mutex_lock(&nt->lock);
+	nt->stop = true;
+	while (nt->scanners)
+		pthread_cond_wait(&nt->built, &nt->lock);
+	pthread_mutex_unlock(&nt->lock);
 }
 
 /* The table whose members carry obj gen, with a reference, or NULL (superseded). */
@@ -450,7 +569,7 @@ static int member_entry(struct ns_tar *nt, struct ns_entry *base, const char *in
 {
 	struct tarv *tv;
 	long k;
-	int ret = tarv_get(nt, base, &tv);
+	int ret = tarv_get(nt, base, false, &tv);
 
 	ns_entry_clear(base);
 	if (ret < 0)
@@ -706,6 +825,93 @@ static int tar_listing(const struct tarv *tv, size_t k, struct ns_dir *d)
 	return 0;
 }
 
+/* A name in the root of a partial listing: the first component of member mem's name. */
+struct pent {
+	const char *p;
+	size_t len;
+	int32_t mem;
+	bool dir; /* implied by a longer name */
+};
+
+static int pent_cmp(const void *x, const void *y)
+{
+	const struct pent *a = x, *b = y;
+	int c = memcmp(a->p, b->p, a->len < b->len ? a->len : b->len);
+
+	if (c == 0)
+		c = (a->len > b->len) - (a->len < b->len);
+	return c ? c : (a->mem > b->mem) - (a->mem < b->mem);
+}
+
+/* The dirent of root name e (a copy into d's pool at *at). */
+static void pent_put(const struct tarv *tv, const struct pent *e, struct ns_dir *d, size_t i,
+		     size_t *at)
+{
+	const struct tar_member *m = &tv->t.m[e->mem];
+
+	d->d[i] =
+		(struct tdent){ .name = *at,
+				.mode = e->dir ? S_IFDIR | 0755 : type_bits(m) | (m->mode & 07777),
+				.ino = PARTIAL_INO + (ino_t)e->mem + 1 };
+	memcpy(d->pool + *at, e->p, e->len);
+	*at += e->len;
+	d->pool[(*at)++] = '\0';
+}
+
+/*
+ * Under the lock: the root listing of a table still being scanned, from the
+ * members fed so far (doc/tar.md "Listing before the table is whole").  The
+ * names are copied: the pool may move once the lock is dropped.
+ */
+static int partial_listing(const struct tarv *tv, struct ns_dir *d)
+{
+	const struct tartab *t = &tv->t;
+	struct pent *e = malloc((t->n ? t->n : 1) * sizeof(*e));
+	size_t n = 0, bytes = 1, at = 0;
+
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		const char *p = tartab_name(t, &t->m[i]), *slash = strchr(p, '/');
+
+		e[i] = (struct pent){ p, slash ? (size_t)(slash - p) : t->m[i].name_len, (int32_t)i,
+				      slash != NULL };
+	}
+	qsort(e, t->n, sizeof(*e), pent_cmp);
+	for (size_t i = 0; i < t->n; i++) { /* the last of equal names, as tar -x leaves */
+		if (n && e[n - 1].len == e[i].len && memcmp(e[n - 1].p, e[i].p, e[i].len) == 0)
+			n--;
+		e[n++] = e[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		bytes += e[i].len + 1;
+	d->d = calloc(n ? n : 1, sizeof(*d->d));
+	d->pool = malloc(bytes);
+	for (size_t i = 0; d->d && d->pool && i < n; i++)
+		pent_put(tv, &e[i], d, i, &at);
+	free(e);
+	if (!d->d || !d->pool)
+		return -ENOMEM;
+	d->n = n;
+	d->dev = TAR_DEV | (dev_t)tv->gen;
+	return 0;
+}
+
+/* d: the listing of node k of tv, partial while its scan runs; or -EIO (a failed scan). */
+static int any_listing(struct ns_tar *nt, struct tarv *tv, size_t k, struct ns_dir *d)
+{
+	int state, ret = 0;
+
+	pthread_mutex_lock(&nt->lock);
+	state = tv->state;
+	if (state == SCANNING)
+		ret = partial_listing(tv, d);
+	pthread_mutex_unlock(&nt->lock);
+	if (state == READY)
+		ret = tar_listing(tv, k, d);
+	return state < 0 ? -EIO : ret;
+}
+
 static bool has_tar_component(const char *path)
 {
 	for (const char *s = strstr(path, ".tar"); s; s = strstr(s + 1, ".tar"))
@@ -730,7 +936,7 @@ static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
 	}
 	if (mark(&e) == 'r') {
 		unroot(&e, &base);
-		ret = tarv_get(nt, &base, &tv);
+		ret = tarv_get(nt, &base, true, &tv);
 	} else {
 		tv = e.kind == NS_DIR ? tarv_by_gen(nt, e.obj) : NULL;
 		ret = tv ? 0 : e.kind == NS_DIR ? -ESTALE : -ENOTDIR;
@@ -739,7 +945,7 @@ static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
 	ns_entry_clear(&e);
 	if (ret < 0)
 		return ret;
-	ret = tar_listing(tv, k, d);
+	ret = any_listing(nt, tv, k, d);
 	tarv_put(nt, tv);
 	return ret;
 }
@@ -841,20 +1047,25 @@ static bool t_still_named(void *ns, const struct reader *r)
 static size_t t_stats(void *ns, char *out, size_t len)
 {
 	struct ns_tar *nt = tns(ns);
-	size_t n = ns_stats(nt->base, out, len), tables = 0, members = 0, bytes = 0;
+	size_t n = ns_stats(nt->base, out, len), tables = 0, members = 0, bytes = 0, scanning = 0;
+	uint64_t scanned = 0;
 	int k;
 
 	pthread_mutex_lock(&nt->lock);
 	for (const struct tarv *tv = nt->list; tv; tv = tv->next) {
 		tables++;
+		scanning += tv->state == SCANNING;
+		scanned += tv->scanned;
 		members += tv->t.n;
 		bytes += tartab_bytes(&tv->t) + tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t));
 	}
 	pthread_mutex_unlock(&nt->lock);
 	if (n >= len)
 		return n;
-	k = snprintf(out + n, len - n, "tar_tables=%zu\ntar_members=%zu\ntar_table_bytes=%zu\n",
-		     tables, members, bytes);
+	k = snprintf(out + n, len - n,
+		     "tar_tables=%zu\ntar_members=%zu\ntar_table_bytes=%zu\ntar_scanning=%zu\n"
+		     "tar_scanned_bytes=%" PRIu64 "\n",
+		     tables, members, bytes, scanning, scanned);
 	return k < 0 ? n : n + (size_t)k < len ? n + (size_t)k : len - 1;
 }
 
@@ -879,6 +1090,7 @@ static void t_free(void *ns)
 {
 	struct ns_tar *nt = tns(ns);
 
+	ns_tar_stop(ns);
 	while (nt->list) {
 		struct tarv *tv = nt->list;
 
