@@ -1056,8 +1056,13 @@ static size_t t_stats(void *ns, char *out, size_t len)
 		tables++;
 		scanning += tv->state == SCANNING;
 		scanned += tv->scanned;
+		/* a scan thread loads a table and builds its view with the lock dropped */
+		if (tv->state == SCANNING && !tv->fed)
+			continue;
 		members += tv->t.n;
-		bytes += tartab_bytes(&tv->t) + tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t));
+		bytes += tartab_bytes(&tv->t);
+		if (tv->state == READY)
+			bytes += tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t));
 	}
 	pthread_mutex_unlock(&nt->lock);
 	if (n >= len)
