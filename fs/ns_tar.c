@@ -33,8 +33,13 @@
 #define TABLE_CAP ((size_t)1 << 32) /* without arctab options: counted bytes of one table */
 /* Scans in threads of their own at once; more run in the thread that asked. */
 #define MAX_SCANNERS 4
-/* A partial listing's st_ino: apart from the view's node numbers (< 2^32). */
-#define PARTIAL_INO ((ino_t)1 << 40)
+/*
+ * The st_ino of a name in a tar's root: ROOT_INO + 1 + the index of the
+ * first member reached whose name starts with it, known as soon as that
+ * member is, so a listing during the scan gives the numbers stat gives
+ * later.  Deeper nodes are their view index + 1 (< 2^32).
+ */
+#define ROOT_INO ((ino_t)1 << 40)
 
 enum { READY = 0, SCANNING = 1 };
 
@@ -45,10 +50,12 @@ struct tarv {
 	uint64_t gen;	      /* its members' ns_entry.obj: a new one per version */
 	unsigned refs;	      /* under ns_tar.lock */
 	int state;	      /* SCANNING, READY, or the -errno its scan ended with */
-	bool fed;	      /* the scan fed t once: a partial listing may read it, locked */
+	bool fed;	      /* the scan fed t once: a growing listing may read it, locked */
+	bool damaged;	      /* the scan stopped at a damaged header (set before READY) */
 	uint64_t scanned;     /* decoded bytes fed to the scanner (stats) */
 	struct tartab t;
 	struct tarview v;
+	uint32_t *first; /* READY: per child of the view's root, in order, its ROOT_INO offset */
 };
 
 struct ns_tar {
@@ -250,8 +257,10 @@ static int scan_table(struct ns_tar *nt, struct tarv *tv, const char *name, uint
 	ret = tarscan_new(&tv->t, *asize, on_drop, (void *)name, &s);
 	if (ret == 0)
 		ret = scan_bytes(nt, tv, &b, s, name, buf);
-	if (ret == 0 && tarscan_error(s, NULL) < 0)
+	if (ret == 0 && tarscan_error(s, NULL) < 0) {
 		ret = 1; /* damaged: shown as far as it goes, never saved */
+		tv->damaged = true;
+	}
 	tarscan_free(s);
 	tb_close(nt, &b);
 	free(buf);
@@ -269,10 +278,82 @@ static size_t table_cap(const struct ns_tar *nt)
 	return o && o->index_max ? o->index_max : TABLE_CAP;
 }
 
+/* The most bytes root_firsts allocates: 4 per name in the root, at most one per member. */
+static size_t first_cost(const struct tartab *t)
+{
+	return t->n * sizeof(uint32_t);
+}
+
+/* The length of the first component of member i's name. */
+static size_t first_len(const struct tartab *t, size_t i)
+{
+	const char *p = tartab_name(t, &t->m[i]), *slash = strchr(p, '/');
+
+	return slash ? (size_t)(slash - p) : t->m[i].name_len;
+}
+
+/* The position of node k among the root's children (path order), or -1. */
+static long root_pos(const struct tarview *v, size_t k)
+{
+	size_t lo = v->kid0[0], hi = v->kid0[1];
+
+	while (lo < hi) { /* children in path order are in node order */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v->kids[mid] == k)
+			return (long)(mid - v->kid0[0]);
+		if (v->kids[mid] < k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* tv->first: for each root child, the first member reached under or at its name. */
+static int root_firsts(struct tarv *tv)
+{
+	size_t n = tv->v.kid0[1] - tv->v.kid0[0];
+
+	tv->first = malloc((n ? n : 1) * sizeof(*tv->first));
+	if (!tv->first)
+		return -ENOMEM;
+	memset(tv->first, 0xff, (n ? n : 1) * sizeof(*tv->first));
+	for (size_t i = 0; i < tv->t.n; i++) {
+		long k = tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]),
+				      first_len(&tv->t, i));
+		long pos = k > 0 ? root_pos(&tv->v, (size_t)k) : -1;
+
+		if (pos >= 0 && tv->first[pos] == UINT32_MAX)
+			tv->first[pos] = (uint32_t)i;
+	}
+	return 0;
+}
+
+/* The st_ino of view node k > 0 (ROOT_INO). */
+static ino_t node_ino(const struct tarv *tv, size_t k)
+{
+	long pos = tv->v.v[k].parent == 0 ? root_pos(&tv->v, k) : -1;
+
+	return pos >= 0 ? ROOT_INO + 1 + tv->first[pos] : (ino_t)k + 1;
+}
+
+/* The view node a member entry's st_ino names, or -1. */
+static long node_of(const struct tarv *tv, ino_t ino)
+{
+	size_t i = (size_t)(ino - ROOT_INO - 1);
+
+	if (ino < ROOT_INO)
+		return ino >= 1 && ino <= tv->v.n ? (long)ino - 1 : -1;
+	if (i >= tv->t.n)
+		return -1;
+	return tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]), first_len(&tv->t, i));
+}
+
 /* -E2BIG, said once (the table is kept in its failed state), if t or its view pass the cap. */
 static int over_cap(const struct tartab *t, const char *name, int ret)
 {
-	size_t cost = ret == -E2BIG ? 0 : tartab_bytes(t) + tarview_cost(t);
+	size_t cost = ret == -E2BIG ? 0 : tartab_bytes(t) + tarview_cost(t) + first_cost(t);
 
 	if (ret != -E2BIG && (ret < 0 || cost <= t->max_bytes))
 		return ret;
@@ -305,6 +386,8 @@ static int scan(struct ns_tar *nt, struct tarv *tv)
 	zsrc_put(src);
 	if (ret >= 0)
 		ret = tarview_build(&tv->t, &tv->v);
+	if (ret >= 0)
+		ret = root_firsts(tv);
 	zlog(ZLOG_DEBUG, "%s: tar table of %zu members (%zu bytes): %s", name, tv->t.n,
 	     tartab_bytes(&tv->t), ret < 0 ? strerror(-ret) : "ok");
 	return ret;
@@ -315,6 +398,7 @@ static void tarv_free(struct tarv *tv)
 	ns_entry_clear(&tv->base);
 	tartab_free(&tv->t);
 	tarview_free(&tv->v);
+	free(tv->first);
 	free(tv);
 }
 
@@ -533,7 +617,7 @@ static enum ns_kind member_stat(const struct tarv *tv, size_t k, struct stat *st
 
 	memset(st, 0, sizeof(*st));
 	st->st_dev = TAR_DEV | (dev_t)tv->gen;
-	st->st_ino = (ino_t)k + 1;
+	st->st_ino = node_ino(tv, k);
 	st->st_nlink = 1;
 	st->st_blksize = 4096;
 	if (i < 0) {
@@ -730,6 +814,7 @@ static const struct zsrc_ops msrc_ops = {
 static int member_open(struct ns_tar *nt, const struct ns_entry *e, struct zsrc **out)
 {
 	struct tarv *tv = e->kind == NS_FILE ? tarv_by_gen(nt, e->obj) : NULL;
+	long k = tv ? node_of(tv, e->st.st_ino) : -1;
 	struct msrc *ms;
 	int ret;
 
@@ -745,7 +830,7 @@ static int member_open(struct ns_tar *nt, const struct ns_entry *e, struct zsrc 
 	zsrc_init(&ms->z, &msrc_ops);
 	ms->nt = nt;
 	ms->tv = tv;
-	ms->m = tarview_data(&tv->t, &tv->v, (size_t)e->st.st_ino - 1);
+	ms->m = k >= 0 ? tarview_data(&tv->t, &tv->v, (size_t)k) : NULL;
 	ms->st = e->st;
 	*out = &ms->z;
 	return 0;
@@ -768,31 +853,47 @@ static ssize_t t_readlink(void *ns, const struct ns_entry *e, char *buf, size_t 
 {
 	struct tarv *tv;
 	const struct tar_member *m;
+	long k;
 	int32_t i;
 
 	if (mark(e) != 't')
 		return mark(e) ? -EINVAL : ns_readlink(tns(ns)->base, e, buf, len);
 	if (e->kind != NS_SYMLINK || !(tv = tarv_by_gen(tns(ns), e->obj)))
 		return e->kind != NS_SYMLINK ? -EINVAL : -ESTALE;
-	i = tv->v.v[e->st.st_ino - 1].mem;
+	k = node_of(tv, e->st.st_ino);
+	i = k >= 0 ? tv->v.v[k].mem : -1;
+	if (i < 0) {
+		tarv_put(tns(ns), tv);
+		return -ESTALE;
+	}
 	m = &tv->t.m[i];
 	snprintf(buf, len, "%s", tartab_str(&tv->t, m->link));
 	tarv_put(tns(ns), tv);
 	return m->link_len < len ? (ssize_t)m->link_len : -ENAMETOOLONG;
 }
 
-/* A listing: the base's (with *.tar files shown as directories), or a tar directory's. */
+/*
+ * A listing: the base's (with *.tar files shown as directories), or a tar
+ * directory's.  A tar's root opened while its table is scanned grows as
+ * the scan goes (t_dir_more): each name once, in the order first reached.
+ */
 struct ns_dir {
 	struct ns *base;
 	struct ns_dir *bd; /* the base's listing, or NULL */
-	size_t n;
+	size_t n, cap;
 	char *pool; /* the names, NUL-terminated */
+	size_t pool_len, pool_cap;
 	struct tdent {
 		size_t name;
 		mode_t mode;
 		ino_t ino;
 	} * d;
 	dev_t dev;
+	struct ns_tar *nt;
+	struct tarv *tv; /* growing: the table, referenced until the listing is whole */
+	size_t seen;	 /* members of tv->t taken */
+	uint32_t *set;	 /* entry index + 1 by name hash (open addressing), 0: free */
+	size_t set_cap;	 /* a power of 2, at least twice n */
 };
 
 /* The listing of directory node k of tv. */
@@ -825,90 +926,158 @@ static int tar_listing(const struct tarv *tv, size_t k, struct ns_dir *d)
 	return 0;
 }
 
-/* A name in the root of a partial listing: the first component of member mem's name. */
-struct pent {
-	const char *p;
-	size_t len;
-	int32_t mem;
-	bool dir; /* implied by a longer name */
-};
-
-static int pent_cmp(const void *x, const void *y)
+static size_t name_hash(const char *p, size_t len)
 {
-	const struct pent *a = x, *b = y;
-	int c = memcmp(a->p, b->p, a->len < b->len ? a->len : b->len);
+	uint64_t h = 0xcbf29ce484222325ull;
 
-	if (c == 0)
-		c = (a->len > b->len) - (a->len < b->len);
-	return c ? c : (a->mem > b->mem) - (a->mem < b->mem);
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+	return (size_t)h;
 }
 
-/* The dirent of root name e (a copy into d's pool at *at). */
-static void pent_put(const struct tarv *tv, const struct pent *e, struct ns_dir *d, size_t i,
-		     size_t *at)
+/* The slot of name p (len bytes) in d->set: its entry's, or the free one it would take. */
+static size_t set_slot(const struct ns_dir *d, const char *p, size_t len)
 {
-	const struct tar_member *m = &tv->t.m[e->mem];
+	size_t mask = d->set_cap - 1;
 
-	d->d[i] =
-		(struct tdent){ .name = *at,
-				.mode = e->dir ? S_IFDIR | 0755 : type_bits(m) | (m->mode & 07777),
-				.ino = PARTIAL_INO + (ino_t)e->mem + 1 };
-	memcpy(d->pool + *at, e->p, e->len);
-	*at += e->len;
-	d->pool[(*at)++] = '\0';
+	for (size_t h = name_hash(p, len) & mask;; h = (h + 1) & mask) {
+		const char *q = d->set[h] ? d->pool + d->d[d->set[h] - 1].name : NULL;
+
+		if (!q || (strncmp(q, p, len) == 0 && q[len] == '\0'))
+			return h;
+	}
 }
 
-/*
- * Under the lock: the root listing of a table still being scanned, from the
- * members fed so far (doc/tar.md "Listing before the table is whole").  The
- * names are copied: the pool may move once the lock is dropped.
- */
-static int partial_listing(const struct tarv *tv, struct ns_dir *d)
+static int set_grow(struct ns_dir *d)
 {
-	const struct tartab *t = &tv->t;
-	struct pent *e = malloc((t->n ? t->n : 1) * sizeof(*e));
-	size_t n = 0, bytes = 1, at = 0;
+	size_t cap = d->set_cap ? 2 * d->set_cap : 64, old_cap = d->set_cap;
+	uint32_t *old = d->set, *set = calloc(cap, sizeof(*set));
 
-	if (!e)
+	if (!set)
 		return -ENOMEM;
-	for (size_t i = 0; i < t->n; i++) {
-		const char *p = tartab_name(t, &t->m[i]), *slash = strchr(p, '/');
+	d->set = set;
+	d->set_cap = cap;
+	for (size_t i = 0; i < old_cap; i++) {
+		const char *q = old[i] ? d->pool + d->d[old[i] - 1].name : NULL;
 
-		e[i] = (struct pent){ p, slash ? (size_t)(slash - p) : t->m[i].name_len, (int32_t)i,
-				      slash != NULL };
+		if (q)
+			d->set[set_slot(d, q, strlen(q))] = old[i];
 	}
-	qsort(e, t->n, sizeof(*e), pent_cmp);
-	for (size_t i = 0; i < t->n; i++) { /* the last of equal names, as tar -x leaves */
-		if (n && e[n - 1].len == e[i].len && memcmp(e[n - 1].p, e[i].p, e[i].len) == 0)
-			n--;
-		e[n++] = e[i];
-	}
-	for (size_t i = 0; i < n; i++)
-		bytes += e[i].len + 1;
-	d->d = calloc(n ? n : 1, sizeof(*d->d));
-	d->pool = malloc(bytes);
-	for (size_t i = 0; d->d && d->pool && i < n; i++)
-		pent_put(tv, &e[i], d, i, &at);
-	free(e);
-	if (!d->d || !d->pool)
-		return -ENOMEM;
-	d->n = n;
-	d->dev = TAR_DEV | (dev_t)tv->gen;
+	free(old);
 	return 0;
 }
 
-/* d: the listing of node k of tv, partial while its scan runs; or -EIO (a failed scan). */
-static int any_listing(struct ns_tar *nt, struct tarv *tv, size_t k, struct ns_dir *d)
+/* Appends a name (len bytes, copied) to a growing listing. */
+static int dent_add(struct ns_dir *d, const char *p, size_t len, mode_t mode, ino_t ino)
+{
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 64;
+		struct tdent *v = realloc(d->d, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->d = v;
+		d->cap = cap;
+	}
+	if (d->pool_len + len + 1 > d->pool_cap) {
+		size_t cap = 2 * d->pool_cap > d->pool_len + len + 1 ? 2 * d->pool_cap
+								     : d->pool_len + len + 4096;
+		char *pool = realloc(d->pool, cap);
+
+		if (!pool)
+			return -ENOMEM;
+		d->pool = pool;
+		d->pool_cap = cap;
+	}
+	d->d[d->n++] = (struct tdent){ .name = d->pool_len, .mode = mode, .ino = ino };
+	memcpy(d->pool + d->pool_len, p, len);
+	d->pool_len += len;
+	d->pool[d->pool_len++] = '\0';
+	return 0;
+}
+
+/*
+ * Under the lock: the root names of the members fed since the last call,
+ * each name once (copied: the table's pool moves as it grows).  Its type
+ * and number are those of the first member reached under that name.
+ */
+static int take_members(struct ns_dir *d)
+{
+	const struct tartab *t = &d->tv->t;
+
+	for (; d->seen < t->n; d->seen++) {
+		const struct tar_member *m = &t->m[d->seen];
+		size_t len = first_len(t, d->seen), h;
+		mode_t mode;
+
+		if ((d->n + 1) * 2 > d->set_cap && set_grow(d) < 0)
+			return -ENOMEM;
+		h = set_slot(d, tartab_name(t, m), len);
+		if (d->set[h])
+			continue;
+		mode = len < m->name_len ? S_IFDIR | 0755 : type_bits(m) | (m->mode & 07777);
+		if (dent_add(d, tartab_name(t, m), len, mode, ROOT_INO + 1 + d->seen) < 0)
+			return -ENOMEM;
+		d->set[h] = (uint32_t)d->n;
+	}
+	return 0;
+}
+
+/*
+ * ns_dir_more: waits for names not listed yet, or the scan's end.  A scan
+ * that fails, or stops at a damaged header, fails the listing with EIO: the
+ * names it handed out may not be all (the scan said why in the log).
+ */
+static int t_dir_more(void *ns, struct ns_dir *d)
+{
+	struct ns_tar *nt = tns(ns);
+	size_t had = d->n;
+	int ret;
+
+	if (!d->tv)
+		return 0;
+	pthread_mutex_lock(&nt->lock);
+	for (;;) {
+		int state = d->tv->state;
+
+		ret = state < 0 ? -EIO : take_members(d);
+		if (ret < 0 || d->n > had)
+			break;
+		if (state != SCANNING) {
+			ret = d->tv->damaged ? -EIO : 0;
+			break;
+		}
+		pthread_cond_wait(&nt->built, &nt->lock);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	if (ret == 0 && d->n == had) { /* whole: the table is no longer needed */
+		tarv_put(nt, d->tv);
+		d->tv = NULL;
+	}
+	return ret < 0 ? ret : d->n > had;
+}
+
+/*
+ * d: the listing of node k of tv (whose reference it takes), growing while
+ * the scan runs; or -EIO (a failed scan).
+ */
+static int any_listing(struct ns_tar *nt, struct tarv *tv, long k, struct ns_dir *d)
 {
 	int state, ret = 0;
 
+	d->dev = TAR_DEV | (dev_t)tv->gen;
 	pthread_mutex_lock(&nt->lock);
 	state = tv->state;
-	if (state == SCANNING)
-		ret = partial_listing(tv, d);
+	if (state == SCANNING) {
+		d->nt = nt;
+		d->tv = tv;
+		ret = take_members(d);
+	}
 	pthread_mutex_unlock(&nt->lock);
 	if (state == READY)
-		ret = tar_listing(tv, k, d);
+		ret = k >= 0 ? tar_listing(tv, (size_t)k, d) : -ESTALE;
+	if (!d->tv)
+		tarv_put(nt, tv);
 	return state < 0 ? -EIO : ret;
 }
 
@@ -926,7 +1095,7 @@ static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
 	struct ns_entry e, base;
 	struct tarv *tv;
 	int ret = t_resolve(nt, path, &e);
-	size_t k = 0;
+	long k = 0;
 
 	if (ret < 0)
 		return ret;
@@ -940,14 +1109,12 @@ static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
 	} else {
 		tv = e.kind == NS_DIR ? tarv_by_gen(nt, e.obj) : NULL;
 		ret = tv ? 0 : e.kind == NS_DIR ? -ESTALE : -ENOTDIR;
-		k = (size_t)e.st.st_ino - 1;
+		k = tv ? node_of(tv, e.st.st_ino) : 0;
 	}
 	ns_entry_clear(&e);
 	if (ret < 0)
 		return ret;
-	ret = any_listing(nt, tv, k, d);
-	tarv_put(nt, tv);
-	return ret;
+	return any_listing(nt, tv, k, d);
 }
 
 static void t_closedir(void *ns, struct ns_dir *d)
@@ -957,6 +1124,9 @@ static void t_closedir(void *ns, struct ns_dir *d)
 		return;
 	if (d->bd)
 		ns_closedir(d->base, d->bd);
+	if (d->tv)
+		tarv_put(d->nt, d->tv);
+	free(d->set);
 	free(d->d);
 	free(d->pool);
 	free(d);
@@ -1062,7 +1232,8 @@ static size_t t_stats(void *ns, char *out, size_t len)
 		members += tv->t.n;
 		bytes += tartab_bytes(&tv->t);
 		if (tv->state == READY)
-			bytes += tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t));
+			bytes += tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t)) +
+				 (tv->v.kid0[1] - tv->v.kid0[0]) * sizeof(*tv->first);
 	}
 	pthread_mutex_unlock(&nt->lock);
 	if (n >= len)
@@ -1117,6 +1288,7 @@ static const struct ns_ops tar_ops = {
 	.dir_count = t_dir_count,
 	.dir_entry = t_dir_entry,
 	.closedir = t_closedir,
+	.dir_more = t_dir_more,
 	.readlink = t_readlink,
 	.statfs = t_statfs,
 	.name = t_name,
