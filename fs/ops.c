@@ -510,7 +510,9 @@ static ino_t dir_ino(struct ops_ctx *c, fuse_ino_t id, bool parent)
 
 /*
  * Whether offset i has an entry.  With none in the reply yet (used 0), a
- * listing that may grow is waited for; *more < 0: it failed.
+ * listing that may grow is waited for; *more < 0: it failed.  The kernel
+ * sends one readdir at a time per open directory (its per-file readdir
+ * lock), so one thread at a time reads or grows a listing, as ns.h asks.
  */
 static bool have_offset(struct ops_ctx *c, struct listing *l, off_t i, size_t used, int *more)
 {
