@@ -85,10 +85,12 @@
  *                                   their references and states.  Leaf
  *                                   (ns_same of the base namespace inside
  *                                   it compares entries only).  A scan
- *                                   runs with it dropped; ns_tar.built (a
- *                                   scan ended) is waited on by FUSE
- *                                   threads only, holding no other lock,
- *                                   for a scan another FUSE thread runs.
+ *                                   reads with it dropped, and feeds the
+ *                                   scanner 1 MiB at a time under it;
+ *                                   ns_tar.built (a scan fed or ended, a
+ *                                   scan thread ended) is waited on by
+ *                                   FUSE threads and ns_tar_stop, holding
+ *                                   no other lock.
  *  ns_s3.snap_lock   fs/ns_s3.c     an s3:// namespace's current listing
  *                                   (snap, listed_at, listing).  Inside
  *                                   it: zlog only.  The prefix is listed

@@ -502,7 +502,9 @@ out_session:
 out_tree:
 	nodes_free(octx.nodes);
 out_cache:
-	arctab_free(arcs); /* waits for the readers' queued jobs */
+	if (cli->opts.tar)
+		ns_tar_stop(octx.ns); /* its scan threads read through arcs */
+	arctab_free(arcs);	      /* waits for the readers' queued jobs */
 	pool_free(pool);
 	zmctx_free(zm);
 	ns_free(octx.ns); /* after the readers: still_named asks it */

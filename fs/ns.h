@@ -66,7 +66,10 @@ struct ns_entry {
 	struct stat st;
 };
 
-/* An open directory listing: a snapshot that never changes while open. */
+/*
+ * An open directory listing: a snapshot taken at open.  It may grow while
+ * open (ns_dir_more), never otherwise: entry i stays entry i.
+ */
 struct ns_dir;
 
 struct ns_ops {
@@ -94,6 +97,8 @@ struct ns_ops {
 	size_t (*dir_count)(const struct ns_dir *d);
 	const char *(*dir_entry)(const struct ns_dir *d, size_t i, struct stat *st);
 	void (*closedir)(void *ns, struct ns_dir *d);
+	/* May be NULL (listings that never grow): see ns_dir_more. */
+	int (*dir_more)(void *ns, struct ns_dir *d);
 	ssize_t (*readlink)(void *ns, const struct ns_entry *e, char *buf, size_t len);
 	int (*statfs)(void *ns, struct statvfs *sv);
 	/* The reader name of e: absolute path or "s3://BUCKET/KEY" (logs, saved-index key). */
@@ -172,6 +177,20 @@ static inline const char *ns_dir_entry(struct ns *ns, const struct ns_dir *d, si
 				       struct stat *st)
 {
 	return ns->ops->dir_entry(d, i, st);
+}
+
+/*
+ * Called when a reader has taken every entry of d: waits until d has more
+ * (1: ns_dir_count grew), or is whole (0: the listing ends here), or
+ * cannot be whole (-EIO: the end is not known; the namespace said why in
+ * the log).  A listing still being built (a tar's root while its table is
+ * scanned, doc/tar.md) streams this way and never ends short.  d is the
+ * caller's alone: one thread at a time calls this, ns_dir_count and
+ * ns_dir_entry on it.  May block for as long as the build takes.
+ */
+static inline int ns_dir_more(struct ns *ns, struct ns_dir *d)
+{
+	return ns->ops->dir_more ? ns->ops->dir_more(ns, d) : 0;
 }
 
 /* Ends ns_opendir.  Accepts NULL. */

@@ -30,7 +30,16 @@
 /* Each table's members are numbered on a device of their own (nodes_ino). */
 #define TAR_DEV	  ((dev_t)0x7a74 << 48)
 #define SCAN_BUF  (1u << 20)
-#define TABLE_CAP ((size_t)1 << 32) /* counted bytes of one table (tartab.h) */
+#define TABLE_CAP ((size_t)1 << 32) /* without arctab options: counted bytes of one table */
+/* Scans in threads of their own at once; more run in the thread that asked. */
+#define MAX_SCANNERS 4
+/*
+ * The st_ino of a name in a tar's root: ROOT_INO + 1 + the index of the
+ * first member reached whose name starts with it, known as soon as that
+ * member is, so a listing during the scan gives the numbers stat gives
+ * later.  Deeper nodes are their view index + 1 (< 2^32).
+ */
+#define ROOT_INO ((ino_t)1 << 40)
 
 enum { READY = 0, SCANNING = 1 };
 
@@ -41,8 +50,12 @@ struct tarv {
 	uint64_t gen;	      /* its members' ns_entry.obj: a new one per version */
 	unsigned refs;	      /* under ns_tar.lock */
 	int state;	      /* SCANNING, READY, or the -errno its scan ended with */
+	bool fed;	      /* the scan fed t once: a growing listing may read it, locked */
+	bool damaged;	      /* the scan stopped at a damaged header (set before READY) */
+	uint64_t scanned;     /* decoded bytes fed to the scanner (stats) */
 	struct tartab t;
 	struct tarview v;
+	uint32_t *first; /* READY: per child of the view's root, in order, its ROOT_INO offset */
 };
 
 struct ns_tar {
@@ -50,10 +63,13 @@ struct ns_tar {
 	struct ns_ops ops;
 	struct ns *base;
 	struct arctab *arcs;
-	pthread_mutex_t lock; /* list, gen, each tarv's refs and state */
-	pthread_cond_t built; /* a scan ended */
+	pthread_mutex_t lock; /* list, gen, scanners, stop; each tarv's refs, state, fed, and
+				 its table while it is SCANNING and fed */
+	pthread_cond_t built; /* a scan fed more bytes, or ended; a scan thread ended */
 	struct tarv *list;
 	uint64_t gen;
+	unsigned scanners; /* scan threads running */
+	bool stop;	   /* ns_tar_stop: scans end at their next chunk */
 };
 
 /* An archive's decoded bytes: through its reader, or a plain tar's own source. */
@@ -142,8 +158,28 @@ static void say_read_error(const struct tbytes *b, const char *name, uint64_t of
 	     name, off, strerror((int)-n));
 }
 
+/*
+ * Feeds n bytes (0: the end) to tv's scanner under the lock, since partial
+ * listings read the table as it grows; -ECANCELED once ns_tar_stop ran.
+ */
+static int feed(struct ns_tar *nt, struct tarv *tv, struct tarscan *s, const char *buf, size_t n)
+{
+	int ret = -ECANCELED;
+
+	pthread_mutex_lock(&nt->lock);
+	if (!nt->stop) {
+		ret = n == 0 ? tarscan_finish(s) : tarscan_feed(s, buf, n);
+		tv->scanned += n;
+		tv->fed = true;
+		pthread_cond_broadcast(&nt->built);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	return ret;
+}
+
 /* Feeds the whole archive to a scanner.  A damaged header keeps the members before it. */
-static int scan_bytes(struct tbytes *b, struct tarscan *s, const char *name, char *buf)
+static int scan_bytes(struct ns_tar *nt, struct tarv *tv, struct tbytes *b, struct tarscan *s,
+		      const char *name, char *buf)
 {
 	uint64_t off = 0;
 	struct zerr why;
@@ -156,9 +192,11 @@ static int scan_bytes(struct tbytes *b, struct tarscan *s, const char *name, cha
 			say_read_error(b, name, off, n);
 			return (int)n;
 		}
-		ret = n == 0 ? tarscan_finish(s) : tarscan_feed(s, buf, (size_t)n);
-		if (ret == -ENOMEM)
+		ret = feed(nt, tv, s, buf, (size_t)n);
+		if (ret == -ECANCELED)
 			return ret;
+		if (ret == -ENOMEM || tarscan_capped(s))
+			return ret; /* the cap: scan() says so */
 		if (ret < 0) {
 			tarscan_error(s, &why);
 			zlog(ZLOG_ERROR, "%s: %s; only the members before it are shown", name,
@@ -199,8 +237,7 @@ static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name, cons
 		return 1;
 	if (ret != -ENOENT)
 		zlog(ZLOG_INFO, "%s: saved member table not used (%s): scanning", name, why.msg);
-	tartab_free(&tv->t);
-	tartab_init(&tv->t, TABLE_CAP);
+	tartab_free(&tv->t); /* keeps the cap */
 	return 0;
 }
 
@@ -219,13 +256,112 @@ static int scan_table(struct ns_tar *nt, struct tarv *tv, const char *name, uint
 	*asize = b.r ? reader_size(b.r) : (uint64_t)tv->base.st.st_size;
 	ret = tarscan_new(&tv->t, *asize, on_drop, (void *)name, &s);
 	if (ret == 0)
-		ret = scan_bytes(&b, s, name, buf);
-	if (ret == 0 && tarscan_error(s, NULL) < 0)
+		ret = scan_bytes(nt, tv, &b, s, name, buf);
+	if (ret == 0 && tarscan_error(s, NULL) < 0) {
 		ret = 1; /* damaged: shown as far as it goes, never saved */
+		tv->damaged = true;
+	}
 	tarscan_free(s);
 	tb_close(nt, &b);
 	free(buf);
 	return ret;
+}
+
+/*
+ * The counted bytes one table and its view may take (README "Memory"):
+ * index_max, cache_size/4, the bound of an archive's block map too.
+ */
+static size_t table_cap(const struct ns_tar *nt)
+{
+	const struct reader_opts *o = nt->arcs ? arctab_opts(nt->arcs) : NULL;
+
+	return o && o->index_max ? o->index_max : TABLE_CAP;
+}
+
+/* The most bytes root_firsts allocates: 4 per name in the root, at most one per member. */
+static size_t first_cost(const struct tartab *t)
+{
+	return t->n * sizeof(uint32_t);
+}
+
+/* The length of the first component of member i's name. */
+static size_t first_len(const struct tartab *t, size_t i)
+{
+	const char *p = tartab_name(t, &t->m[i]), *slash = strchr(p, '/');
+
+	return slash ? (size_t)(slash - p) : t->m[i].name_len;
+}
+
+/* The position of node k among the root's children (path order), or -1. */
+static long root_pos(const struct tarview *v, size_t k)
+{
+	size_t lo = v->kid0[0], hi = v->kid0[1];
+
+	while (lo < hi) { /* children in path order are in node order */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v->kids[mid] == k)
+			return (long)(mid - v->kid0[0]);
+		if (v->kids[mid] < k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* tv->first: for each root child, the first member reached under or at its name. */
+static int root_firsts(struct tarv *tv)
+{
+	size_t n = tv->v.kid0[1] - tv->v.kid0[0];
+
+	tv->first = malloc((n ? n : 1) * sizeof(*tv->first));
+	if (!tv->first)
+		return -ENOMEM;
+	memset(tv->first, 0xff, (n ? n : 1) * sizeof(*tv->first));
+	for (size_t i = 0; i < tv->t.n; i++) {
+		long k = tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]),
+				      first_len(&tv->t, i));
+		long pos = k > 0 ? root_pos(&tv->v, (size_t)k) : -1;
+
+		if (pos >= 0 && tv->first[pos] == UINT32_MAX)
+			tv->first[pos] = (uint32_t)i;
+	}
+	return 0;
+}
+
+/* The st_ino of view node k > 0 (ROOT_INO). */
+static ino_t node_ino(const struct tarv *tv, size_t k)
+{
+	long pos = tv->v.v[k].parent == 0 ? root_pos(&tv->v, k) : -1;
+
+	return pos >= 0 ? ROOT_INO + 1 + tv->first[pos] : (ino_t)k + 1;
+}
+
+/* The view node a member entry's st_ino names, or -1. */
+static long node_of(const struct tarv *tv, ino_t ino)
+{
+	size_t i = (size_t)(ino - ROOT_INO - 1);
+
+	if (ino < ROOT_INO)
+		return ino >= 1 && ino <= tv->v.n ? (long)ino - 1 : -1;
+	if (i >= tv->t.n)
+		return -1;
+	return tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]), first_len(&tv->t, i));
+}
+
+/* -E2BIG, said once (the table is kept in its failed state), if t or its view pass the cap. */
+static int over_cap(const struct tartab *t, const char *name, int ret)
+{
+	size_t cost = ret == -E2BIG ? 0 : tartab_bytes(t) + tarview_cost(t) + first_cost(t);
+
+	if (ret != -E2BIG && (ret < 0 || cost <= t->max_bytes))
+		return ret;
+	zlog(ZLOG_ERROR,
+	     "%s: tar member table over its limit of %zu KiB (cache_size/4) at %zu members: "
+	     "the directory is not shown",
+	     name, t->max_bytes >> 10, t->n);
+	return -E2BIG;
 }
 
 /* Builds tv's table, from index_dir or by a scan (then saved there), and its view. */
@@ -240,14 +376,18 @@ static int scan(struct ns_tar *nt, struct tarv *tv)
 	int ret = 0;
 
 	ns_name(nt->base, &tv->base, name, sizeof(name));
-	if (!load_saved(nt, tv, name, dir, &id, &src)) {
-		ret = scan_table(nt, tv, name, &asize);
+	if (load_saved(nt, tv, name, dir, &id, &src)) {
+		ret = over_cap(&tv->t, name, 0);
+	} else {
+		ret = over_cap(&tv->t, name, scan_table(nt, tv, name, &asize));
 		if (ret == 0 && src && tarsave_save(dir, name, &id, &tv->t, asize, NULL) == 0)
 			zlog(ZLOG_DEBUG, "%s: member table saved", name);
 	}
 	zsrc_put(src);
 	if (ret >= 0)
 		ret = tarview_build(&tv->t, &tv->v);
+	if (ret >= 0)
+		ret = root_firsts(tv);
 	zlog(ZLOG_DEBUG, "%s: tar table of %zu members (%zu bytes): %s", name, tv->t.n,
 	     tartab_bytes(&tv->t), ret < 0 ? strerror(-ret) : "ok");
 	return ret;
@@ -258,6 +398,7 @@ static void tarv_free(struct tarv *tv)
 	ns_entry_clear(&tv->base);
 	tartab_free(&tv->t);
 	tarview_free(&tv->v);
+	free(tv->first);
 	free(tv);
 }
 
@@ -287,7 +428,7 @@ static struct tarv *tarv_new(struct ns_tar *nt, const struct ns_entry *e)
 		return NULL;
 	}
 	prune_old(nt, e);
-	tartab_init(&tv->t, TABLE_CAP);
+	tartab_init(&tv->t, table_cap(nt));
 	tv->gen = ++nt->gen;
 	tv->refs = 1;
 	tv->state = SCANNING;
@@ -305,10 +446,13 @@ static void tarv_unlink(struct ns_tar *nt, struct tarv *tv)
 		}
 }
 
+static void tarv_drop_failed(struct ns_tar *nt, struct tarv *tv);
+
 static void tarv_put(struct ns_tar *nt, struct tarv *tv)
 {
 	pthread_mutex_lock(&nt->lock);
 	tv->refs--;
+	tarv_drop_failed(nt, tv);
 	pthread_mutex_unlock(&nt->lock);
 }
 
@@ -321,41 +465,126 @@ static struct tarv *find_same(struct ns_tar *nt, const struct ns_entry *e)
 	return NULL;
 }
 
+/* A failure that says nothing about the archive: the table is dropped, to scan again later. */
+static bool transient(int ret)
+{
+	return ret == -ENOMEM || ret == -EMFILE || ret == -ENFILE || ret == -ESTALE ||
+	       ret == -ECANCELED;
+}
+
+/* Under the lock: the last reference to a table that failed for a transient reason frees it. */
+static void tarv_drop_failed(struct ns_tar *nt, struct tarv *tv)
+{
+	if (tv->refs == 0 && tv->state < 0 && transient(tv->state)) {
+		tarv_unlink(nt, tv);
+		tarv_free(tv);
+	}
+}
+
+/* Scans tv and drops the scan's reference; a failed scan is kept (said once) unless transient. */
+static void scan_run(struct ns_tar *nt, struct tarv *tv)
+{
+	int ret = scan(nt, tv);
+
+	pthread_mutex_lock(&nt->lock);
+	tv->state = ret >= 0 ? READY : transient(ret) ? ret : -EIO;
+	tv->refs--;
+	tarv_drop_failed(nt, tv);
+	pthread_cond_broadcast(&nt->built);
+	pthread_mutex_unlock(&nt->lock);
+}
+
+struct scan_job {
+	struct ns_tar *nt;
+	struct tarv *tv;
+};
+
+static void *scan_thread(void *arg)
+{
+	struct scan_job job = *(struct scan_job *)arg;
+
+	free(arg);
+	scan_run(job.nt, job.tv);
+	pthread_mutex_lock(&job.nt->lock);
+	job.nt->scanners--;
+	pthread_cond_broadcast(&job.nt->built);
+	pthread_mutex_unlock(&job.nt->lock);
+	return NULL;
+}
+
+/* Under the lock: starts tv's scan in a thread of its own.  false: none (scan in the caller). */
+static bool launch(struct ns_tar *nt, struct tarv *tv)
+{
+	struct scan_job *job;
+	pthread_attr_t attr;
+	pthread_t th;
+	bool ok;
+
+	if (nt->stop || nt->scanners >= MAX_SCANNERS || !(job = malloc(sizeof(*job))))
+		return false;
+	job->nt = nt;
+	job->tv = tv;
+	if (pthread_attr_init(&attr) != 0) {
+		free(job);
+		return false;
+	}
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ok = pthread_create(&th, &attr, scan_thread, job) == 0;
+	pthread_attr_destroy(&attr);
+	if (!ok)
+		free(job);
+	nt->scanners += ok;
+	return ok;
+}
+
 /*
- * The table of base archive e with a reference (tarv_put), scanning it if
- * nobody has.  A failed scan is kept (said once) unless it may pass later.
+ * The table of base archive e with a reference (tarv_put), its scan started
+ * if nobody has.  Waits until the table is READY (0), or with partial until
+ * the scan has fed it once: then SCANNING (1), a table that grows, read only
+ * under the lock.  A failed scan gives -EIO (or a transient -errno).
  */
-static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, struct tarv **out)
+static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, bool partial, struct tarv **out)
 {
 	struct tarv *tv;
 	int ret;
 
 	pthread_mutex_lock(&nt->lock);
-	while ((tv = find_same(nt, e)) && tv->state == SCANNING)
-		pthread_cond_wait(&nt->built, &nt->lock);
-	if (tv) {
-		ret = tv->state;
-		tv->refs += ret == READY;
+	tv = find_same(nt, e);
+	if (!tv && (tv = tarv_new(nt, e))) { /* with the scan's reference */
+		tv->refs++;
+		if (!launch(nt, tv)) {
+			pthread_mutex_unlock(&nt->lock);
+			scan_run(nt, tv);
+			pthread_mutex_lock(&nt->lock);
+		}
+	} else if (tv) {
+		tv->refs++;
+	}
+	if (!tv) {
 		pthread_mutex_unlock(&nt->lock);
-		*out = ret == READY ? tv : NULL;
-		return ret;
-	}
-	tv = tarv_new(nt, e);
-	pthread_mutex_unlock(&nt->lock);
-	if (!tv)
 		return -ENOMEM;
-	ret = scan(nt, tv);
-	pthread_mutex_lock(&nt->lock);
-	tv->state = ret < 0 ? -EIO : READY;
-	if (ret < 0 && --tv->refs == 0 &&
-	    (ret == -ENOMEM || ret == -EMFILE || ret == -ENFILE || ret == -ESTALE)) {
-		tarv_unlink(nt, tv); /* nothing learnt about the archive: try again later */
-		tarv_free(tv);
 	}
-	pthread_cond_broadcast(&nt->built);
+	while (tv->state == SCANNING && !(partial && tv->fed))
+		pthread_cond_wait(&nt->built, &nt->lock);
+	ret = tv->state;
+	if (ret < 0) {
+		tv->refs--;
+		tarv_drop_failed(nt, tv);
+	}
 	pthread_mutex_unlock(&nt->lock);
 	*out = ret < 0 ? NULL : tv;
-	return ret < 0 ? (ret == -ESTALE || ret == -ENOMEM ? ret : -EIO) : 0;
+	return ret < 0 ? (ret == -ESTALE || ret == -ENOMEM ? ret : -EIO) : ret;
+}
+
+void ns_tar_stop(struct ns *ns)
+{
+	struct ns_tar *nt = tns(ns);
+
+	pthread_mutex_lock(&nt->lock);
+	nt->stop = true;
+	while (nt->scanners)
+		pthread_cond_wait(&nt->built, &nt->lock);
+	pthread_mutex_unlock(&nt->lock);
 }
 
 /* The table whose members carry obj gen, with a reference, or NULL (superseded). */
@@ -388,7 +617,7 @@ static enum ns_kind member_stat(const struct tarv *tv, size_t k, struct stat *st
 
 	memset(st, 0, sizeof(*st));
 	st->st_dev = TAR_DEV | (dev_t)tv->gen;
-	st->st_ino = (ino_t)k + 1;
+	st->st_ino = node_ino(tv, k);
 	st->st_nlink = 1;
 	st->st_blksize = 4096;
 	if (i < 0) {
@@ -424,7 +653,7 @@ static int member_entry(struct ns_tar *nt, struct ns_entry *base, const char *in
 {
 	struct tarv *tv;
 	long k;
-	int ret = tarv_get(nt, base, &tv);
+	int ret = tarv_get(nt, base, false, &tv);
 
 	ns_entry_clear(base);
 	if (ret < 0)
@@ -585,6 +814,7 @@ static const struct zsrc_ops msrc_ops = {
 static int member_open(struct ns_tar *nt, const struct ns_entry *e, struct zsrc **out)
 {
 	struct tarv *tv = e->kind == NS_FILE ? tarv_by_gen(nt, e->obj) : NULL;
+	long k = tv ? node_of(tv, e->st.st_ino) : -1;
 	struct msrc *ms;
 	int ret;
 
@@ -600,7 +830,7 @@ static int member_open(struct ns_tar *nt, const struct ns_entry *e, struct zsrc 
 	zsrc_init(&ms->z, &msrc_ops);
 	ms->nt = nt;
 	ms->tv = tv;
-	ms->m = tarview_data(&tv->t, &tv->v, (size_t)e->st.st_ino - 1);
+	ms->m = k >= 0 ? tarview_data(&tv->t, &tv->v, (size_t)k) : NULL;
 	ms->st = e->st;
 	*out = &ms->z;
 	return 0;
@@ -623,31 +853,47 @@ static ssize_t t_readlink(void *ns, const struct ns_entry *e, char *buf, size_t 
 {
 	struct tarv *tv;
 	const struct tar_member *m;
+	long k;
 	int32_t i;
 
 	if (mark(e) != 't')
 		return mark(e) ? -EINVAL : ns_readlink(tns(ns)->base, e, buf, len);
 	if (e->kind != NS_SYMLINK || !(tv = tarv_by_gen(tns(ns), e->obj)))
 		return e->kind != NS_SYMLINK ? -EINVAL : -ESTALE;
-	i = tv->v.v[e->st.st_ino - 1].mem;
+	k = node_of(tv, e->st.st_ino);
+	i = k >= 0 ? tv->v.v[k].mem : -1;
+	if (i < 0) {
+		tarv_put(tns(ns), tv);
+		return -ESTALE;
+	}
 	m = &tv->t.m[i];
 	snprintf(buf, len, "%s", tartab_str(&tv->t, m->link));
 	tarv_put(tns(ns), tv);
 	return m->link_len < len ? (ssize_t)m->link_len : -ENAMETOOLONG;
 }
 
-/* A listing: the base's (with *.tar files shown as directories), or a tar directory's. */
+/*
+ * A listing: the base's (with *.tar files shown as directories), or a tar
+ * directory's.  A tar's root opened while its table is scanned grows as
+ * the scan goes (t_dir_more): each name once, in the order first reached.
+ */
 struct ns_dir {
 	struct ns *base;
 	struct ns_dir *bd; /* the base's listing, or NULL */
-	size_t n;
+	size_t n, cap;
 	char *pool; /* the names, NUL-terminated */
+	size_t pool_len, pool_cap;
 	struct tdent {
 		size_t name;
 		mode_t mode;
 		ino_t ino;
 	} * d;
 	dev_t dev;
+	struct ns_tar *nt;
+	struct tarv *tv; /* growing: the table, referenced until the listing is whole */
+	size_t seen;	 /* members of tv->t taken */
+	uint32_t *set;	 /* entry index + 1 by name hash (open addressing), 0: free */
+	size_t set_cap;	 /* a power of 2, at least twice n */
 };
 
 /* The listing of directory node k of tv. */
@@ -680,6 +926,161 @@ static int tar_listing(const struct tarv *tv, size_t k, struct ns_dir *d)
 	return 0;
 }
 
+static size_t name_hash(const char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+	return (size_t)h;
+}
+
+/* The slot of name p (len bytes) in d->set: its entry's, or the free one it would take. */
+static size_t set_slot(const struct ns_dir *d, const char *p, size_t len)
+{
+	size_t mask = d->set_cap - 1;
+
+	for (size_t h = name_hash(p, len) & mask;; h = (h + 1) & mask) {
+		const char *q = d->set[h] ? d->pool + d->d[d->set[h] - 1].name : NULL;
+
+		if (!q || (strncmp(q, p, len) == 0 && q[len] == '\0'))
+			return h;
+	}
+}
+
+static int set_grow(struct ns_dir *d)
+{
+	size_t cap = d->set_cap ? 2 * d->set_cap : 64, old_cap = d->set_cap;
+	uint32_t *old = d->set, *set = calloc(cap, sizeof(*set));
+
+	if (!set)
+		return -ENOMEM;
+	d->set = set;
+	d->set_cap = cap;
+	for (size_t i = 0; i < old_cap; i++) {
+		const char *q = old[i] ? d->pool + d->d[old[i] - 1].name : NULL;
+
+		if (q)
+			d->set[set_slot(d, q, strlen(q))] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* Appends a name (len bytes, copied) to a growing listing. */
+static int dent_add(struct ns_dir *d, const char *p, size_t len, mode_t mode, ino_t ino)
+{
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 64;
+		struct tdent *v = realloc(d->d, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->d = v;
+		d->cap = cap;
+	}
+	if (d->pool_len + len + 1 > d->pool_cap) {
+		size_t cap = 2 * d->pool_cap > d->pool_len + len + 1 ? 2 * d->pool_cap
+								     : d->pool_len + len + 4096;
+		char *pool = realloc(d->pool, cap);
+
+		if (!pool)
+			return -ENOMEM;
+		d->pool = pool;
+		d->pool_cap = cap;
+	}
+	d->d[d->n++] = (struct tdent){ .name = d->pool_len, .mode = mode, .ino = ino };
+	memcpy(d->pool + d->pool_len, p, len);
+	d->pool_len += len;
+	d->pool[d->pool_len++] = '\0';
+	return 0;
+}
+
+/*
+ * Under the lock: the root names of the members fed since the last call,
+ * each name once (copied: the table's pool moves as it grows).  Its type
+ * and number are those of the first member reached under that name.
+ */
+static int take_members(struct ns_dir *d)
+{
+	const struct tartab *t = &d->tv->t;
+
+	for (; d->seen < t->n; d->seen++) {
+		const struct tar_member *m = &t->m[d->seen];
+		size_t len = first_len(t, d->seen), h;
+		mode_t mode;
+
+		if ((d->n + 1) * 2 > d->set_cap && set_grow(d) < 0)
+			return -ENOMEM;
+		h = set_slot(d, tartab_name(t, m), len);
+		if (d->set[h])
+			continue;
+		mode = len < m->name_len ? S_IFDIR | 0755 : type_bits(m) | (m->mode & 07777);
+		if (dent_add(d, tartab_name(t, m), len, mode, ROOT_INO + 1 + d->seen) < 0)
+			return -ENOMEM;
+		d->set[h] = (uint32_t)d->n;
+	}
+	return 0;
+}
+
+/*
+ * ns_dir_more: waits for names not listed yet, or the scan's end.  A scan
+ * that fails, or stops at a damaged header, fails the listing with EIO: the
+ * names it handed out may not be all (the scan said why in the log).
+ */
+static int t_dir_more(void *ns, struct ns_dir *d)
+{
+	struct ns_tar *nt = tns(ns);
+	size_t had = d->n;
+	int ret;
+
+	if (!d->tv)
+		return 0;
+	pthread_mutex_lock(&nt->lock);
+	for (;;) {
+		int state = d->tv->state;
+
+		ret = state < 0 ? -EIO : take_members(d);
+		if (ret < 0 || d->n > had)
+			break;
+		if (state != SCANNING) {
+			ret = d->tv->damaged ? -EIO : 0;
+			break;
+		}
+		pthread_cond_wait(&nt->built, &nt->lock);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	if (ret == 0 && d->n == had) { /* whole: the table is no longer needed */
+		tarv_put(nt, d->tv);
+		d->tv = NULL;
+	}
+	return ret < 0 ? ret : d->n > had;
+}
+
+/*
+ * d: the listing of node k of tv (whose reference it takes), growing while
+ * the scan runs; or -EIO (a failed scan).
+ */
+static int any_listing(struct ns_tar *nt, struct tarv *tv, long k, struct ns_dir *d)
+{
+	int state, ret = 0;
+
+	d->dev = TAR_DEV | (dev_t)tv->gen;
+	pthread_mutex_lock(&nt->lock);
+	state = tv->state;
+	if (state == SCANNING) {
+		d->nt = nt;
+		d->tv = tv;
+		ret = take_members(d);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	if (state == READY)
+		ret = k >= 0 ? tar_listing(tv, (size_t)k, d) : -ESTALE;
+	if (!d->tv)
+		tarv_put(nt, tv);
+	return state < 0 ? -EIO : ret;
+}
+
 static bool has_tar_component(const char *path)
 {
 	for (const char *s = strstr(path, ".tar"); s; s = strstr(s + 1, ".tar"))
@@ -694,7 +1095,7 @@ static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
 	struct ns_entry e, base;
 	struct tarv *tv;
 	int ret = t_resolve(nt, path, &e);
-	size_t k = 0;
+	long k = 0;
 
 	if (ret < 0)
 		return ret;
@@ -704,18 +1105,16 @@ static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
 	}
 	if (mark(&e) == 'r') {
 		unroot(&e, &base);
-		ret = tarv_get(nt, &base, &tv);
+		ret = tarv_get(nt, &base, true, &tv);
 	} else {
 		tv = e.kind == NS_DIR ? tarv_by_gen(nt, e.obj) : NULL;
 		ret = tv ? 0 : e.kind == NS_DIR ? -ESTALE : -ENOTDIR;
-		k = (size_t)e.st.st_ino - 1;
+		k = tv ? node_of(tv, e.st.st_ino) : 0;
 	}
 	ns_entry_clear(&e);
 	if (ret < 0)
 		return ret;
-	ret = tar_listing(tv, k, d);
-	tarv_put(nt, tv);
-	return ret;
+	return any_listing(nt, tv, k, d);
 }
 
 static void t_closedir(void *ns, struct ns_dir *d)
@@ -725,6 +1124,9 @@ static void t_closedir(void *ns, struct ns_dir *d)
 		return;
 	if (d->bd)
 		ns_closedir(d->base, d->bd);
+	if (d->tv)
+		tarv_put(d->nt, d->tv);
+	free(d->set);
 	free(d->d);
 	free(d->pool);
 	free(d);
@@ -815,20 +1217,31 @@ static bool t_still_named(void *ns, const struct reader *r)
 static size_t t_stats(void *ns, char *out, size_t len)
 {
 	struct ns_tar *nt = tns(ns);
-	size_t n = ns_stats(nt->base, out, len), tables = 0, members = 0, bytes = 0;
+	size_t n = ns_stats(nt->base, out, len), tables = 0, members = 0, bytes = 0, scanning = 0;
+	uint64_t scanned = 0;
 	int k;
 
 	pthread_mutex_lock(&nt->lock);
 	for (const struct tarv *tv = nt->list; tv; tv = tv->next) {
 		tables++;
+		scanning += tv->state == SCANNING;
+		scanned += tv->scanned;
+		/* a scan thread loads a table and builds its view with the lock dropped */
+		if (tv->state == SCANNING && !tv->fed)
+			continue;
 		members += tv->t.n;
-		bytes += tartab_bytes(&tv->t) + tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t));
+		bytes += tartab_bytes(&tv->t);
+		if (tv->state == READY)
+			bytes += tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t)) +
+				 (tv->v.kid0[1] - tv->v.kid0[0]) * sizeof(*tv->first);
 	}
 	pthread_mutex_unlock(&nt->lock);
 	if (n >= len)
 		return n;
-	k = snprintf(out + n, len - n, "tar_tables=%zu\ntar_members=%zu\ntar_table_bytes=%zu\n",
-		     tables, members, bytes);
+	k = snprintf(out + n, len - n,
+		     "tar_tables=%zu\ntar_members=%zu\ntar_table_bytes=%zu\ntar_scanning=%zu\n"
+		     "tar_scanned_bytes=%" PRIu64 "\n",
+		     tables, members, bytes, scanning, scanned);
 	return k < 0 ? n : n + (size_t)k < len ? n + (size_t)k : len - 1;
 }
 
@@ -853,6 +1266,7 @@ static void t_free(void *ns)
 {
 	struct ns_tar *nt = tns(ns);
 
+	ns_tar_stop(ns);
 	while (nt->list) {
 		struct tarv *tv = nt->list;
 
@@ -874,6 +1288,7 @@ static const struct ns_ops tar_ops = {
 	.dir_count = t_dir_count,
 	.dir_entry = t_dir_entry,
 	.closedir = t_closedir,
+	.dir_more = t_dir_more,
 	.readlink = t_readlink,
 	.statfs = t_statfs,
 	.name = t_name,

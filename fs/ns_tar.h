@@ -10,19 +10,24 @@
  *
  * An archive's member table (tartab.h) is built at the first lookup or
  * listing inside it, by one scan of its decoded bytes through the
- * archive's reader (arctab.h: the same cache and checkpoints), and kept
- * for the life of the mount, one per archive version.  A member's bytes
+ * archive's reader (arctab.h: the same cache and checkpoints), in a
+ * thread of its own (at most 4; past that, in the asking thread), and kept
+ * for the life of the mount, one per archive version.  While the scan
+ * runs, the root's listing shows the members reached so far; lookups
+ * wait for the whole table (doc/tar.md "Listing before the table is
+ * whole").  A member's bytes
  * are the archive's decoded bytes at its data offset, through the same
  * reader: a member opens as a zsrc (src.h) that ops.c reads like any plain
  * file.  Members with unsafe names are left out (one log line each); an
  * archive that cannot be read shows its directory, whose listing and
  * lookups fail with EIO (one log line).
  *
- * Memory: per archive looked into, its table (tartab.h) plus 32 bytes per
- * shown name (tarview.h).
+ * Memory: per archive looked into, its table (tartab.h) plus its view
+ * (tarview_cost), together at most the reader options' index_max
+ * (cache_size/4): over it, the directory fails with EIO (one log line).
  *
  * Threads: as ns.h.  Two threads that look into the same unscanned archive
- * scan it once; the other one waits.
+ * share one scan.
  */
 
 struct ns;
@@ -32,5 +37,13 @@ struct ns;
  * or -ENOMEM (base is freed).
  */
 int ns_tar_wrap(struct ns *base, struct ns **out);
+
+/*
+ * Ends the scans that run in threads of their own (at their next 1 MiB)
+ * and waits for them; later scans run in the thread that asks.  Call it
+ * before freeing the arctab the namespace was bound to: the scans read
+ * through it.  ns_free calls it too.  Any thread but a scan's.
+ */
+void ns_tar_stop(struct ns *ns);
 
 #endif

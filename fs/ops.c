@@ -75,10 +75,10 @@ struct handle {
 };
 
 /*
- * An open directory: the namespace's listing at opendir, so offsets stay
- * stable.  It is shared, not copied (tree_opendir, an S3 snapshot): any
- * reader can open a directory many times, and a copy per handle multiplied
- * the listing's memory.
+ * An open directory: the namespace's listing at opendir, which may only
+ * grow (ns_dir_more), so offsets stay stable.  It is shared, not copied
+ * (tree_opendir, an S3 snapshot): any reader can open a directory many
+ * times, and a copy per handle multiplied the listing's memory.
  */
 struct listing {
 	struct ops_open link;
@@ -508,6 +508,25 @@ static ino_t dir_ino(struct ops_ctx *c, fuse_ino_t id, bool parent)
 	return shown;
 }
 
+/*
+ * Whether offset i has an entry.  With none in the reply yet (used 0), a
+ * listing that may grow is waited for; *more < 0: it failed.  The kernel
+ * sends one readdir at a time per open directory (its per-file readdir
+ * lock), so one thread at a time reads or grows a listing, as ns.h asks.
+ */
+static bool have_offset(struct ops_ctx *c, struct listing *l, off_t i, size_t used, int *more)
+{
+	while (i >= (off_t)ns_dir_count(c->ns, l->dir) + 2)
+		if (used || (*more = ns_dir_more(c->ns, l->dir)) <= 0)
+			return false;
+	return true;
+}
+
+/*
+ * Offsets: 1 is ".", 2 is "..", 2 + i + 1 follows entry i.  A reply with
+ * no entry ends the listing for the kernel, so a listing that may grow
+ * (ns_dir_more) is asked for more before an empty reply is sent.
+ */
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
@@ -515,17 +534,19 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct ops_ctx *c = ctx(req);
 	char *buf = malloc(size ? size : 1);
 	size_t used = 0;
+	int more = 0;
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* Offsets: 1 is ".", 2 is "..", 2 + i + 1 follows entry i. */
-	for (off_t i = off; i < (off_t)ns_dir_count(c->ns, l->dir) + 2; i++) {
+	for (off_t i = off;; i++) {
 		struct stat st = { 0 };
 		const char *name;
 		size_t len;
 
+		if (!have_offset(c, l, i, used, &more))
+			break;
 		if (i < 2) {
 			name = i == 0 ? "." : "..";
 			st.st_mode = S_IFDIR;
@@ -539,7 +560,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			break;
 		used += len;
 	}
-	fuse_reply_buf(req, buf, used);
+	if (more < 0)
+		fuse_reply_err(req, -more);
+	else
+		fuse_reply_buf(req, buf, used);
 	free(buf);
 }
 

@@ -21,11 +21,10 @@ static int node_cmp(const void *x, const void *y)
 	return c ? c : (a->mem > b->mem) - (a->mem < b->mem);
 }
 
-/* Every member's path and each of its parents' paths, plus the root: at most *n. */
-static struct tarview_node *gather(const struct tartab *t, size_t *n)
+/* The root, every member's path and each of its parents' paths, before merging. */
+static size_t gathered(const struct tartab *t)
 {
-	size_t cap = 1, k = 0;
-	struct tarview_node *v;
+	size_t cap = 1;
 
 	for (size_t i = 0; i < t->n; i++) {
 		const char *p = tartab_name(t, &t->m[i]);
@@ -34,6 +33,21 @@ static struct tarview_node *gather(const struct tartab *t, size_t *n)
 		for (const char *s = strchr(p, '/'); s; s = strchr(s + 1, '/'))
 			cap++;
 	}
+	return cap;
+}
+
+size_t tarview_cost(const struct tartab *t)
+{
+	/* the nodes, then kid0, kids and link_kids' fill: 4 bytes each per node */
+	return gathered(t) * (sizeof(struct tarview_node) + 3 * sizeof(uint32_t)) + 8;
+}
+
+/* Every member's path and each of its parents' paths, plus the root: at most *n. */
+static struct tarview_node *gather(const struct tartab *t, size_t *n)
+{
+	size_t cap = gathered(t), k = 0;
+	struct tarview_node *v;
+
 	v = calloc(cap, sizeof(*v));
 	if (!v)
 		return NULL;

@@ -11,7 +11,9 @@
  * paths are not NUL-terminated: use len).
  *
  * Memory: 24 bytes per node plus 8 per node for the child lists, besides
- * the table; building briefly needs 24 bytes per name component.
+ * the table; building needs 24 bytes per name component (the nodes before
+ * merging, kept) and 4 more per node briefly: tarview_cost, at most 36
+ * bytes per member plus 36 per '/' in the names.
  *
  * Threads: built by one thread; a finished view is read from any thread.
  */
@@ -39,6 +41,9 @@ struct tarview {
 /* Builds *out from t (borrowed: it must outlive the view).  Returns 0 or -ENOMEM. */
 int tarview_build(const struct tartab *t, struct tarview *out);
 void tarview_free(struct tarview *v);
+
+/* The most bytes tarview_build allocates for t, counted before it is called (the cap). */
+size_t tarview_cost(const struct tartab *t);
 
 /* The node whose path is path (len bytes, "" for the root), or -1. */
 long tarview_find(const struct tarview *v, const char *path, size_t len);

@@ -63,6 +63,11 @@ int tarscan_error(const struct tarscan *s, struct zerr *why)
 	return s->err;
 }
 
+bool tarscan_capped(const struct tarscan *s)
+{
+	return s->err == -E2BIG && s->capped;
+}
+
 uint64_t tarscan_offset(const struct tarscan *s)
 {
 	return s->off;
@@ -307,6 +312,7 @@ static int member_done(struct tarscan *s)
 			m->type == TAR_SYMLINK || m->type == TAR_HARDLINK ? s->link_len : 0,
 			owner(&s->local, &s->global, PAX_UNAME, s->uname),
 			owner(&s->local, &s->global, PAX_GNAME, s->gname), s->map, s->map_n);
+	s->capped = ret == -E2BIG;
 	if (ret == -E2BIG)
 		return tarscan_fail(
 			s, ret, m->hdr_off,

@@ -28,6 +28,7 @@
  * Threads: one scanner is used by one thread at a time.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tartab.h"
@@ -80,6 +81,10 @@ int tarscan_done(const struct tarscan *s);
 /* The error that stopped the scan: 0, or as tarscan_feed returned, with why->msg a
  * sentence and why->coff the decoded offset of the bad header. */
 int tarscan_error(const struct tarscan *s, struct zerr *why);
+
+/* Whether the scan stopped at the table's cap (tartab_init's max_bytes), not at a pax
+ * or long-name payload over TARSCAN_EXT_MAX: both are -E2BIG. */
+bool tarscan_capped(const struct tarscan *s);
 
 /* Decoded bytes consumed so far. */
 uint64_t tarscan_offset(const struct tarscan *s);

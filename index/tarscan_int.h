@@ -58,6 +58,7 @@ struct tarscan {
 	void *drop_arg;
 	enum tarscan_state state;
 	int err;
+	bool capped; /* err is the table's cap (tarscan_capped) */
 	struct zerr why;
 	uint64_t off;	  /* bytes consumed */
 	uint64_t blk_off; /* offset of the block being collected */

@@ -20,9 +20,20 @@ Saved tables (stage 2), on the gnu archives with an index_dir of the test:
       lists every one with no byte decoded (decoded_bytes stays 0) and the
       same names; with every .zmt flipped in one byte, a third mount scans
       again (one line each saying why) and still shows the same tree.
+Listing before the table is whole (lazy), on a tar of LAZY_N members of 32 KiB
+(128 MiB) as .tar.gz, .tar.zst and a plain .tar, each listed at once after mount:
+  the first getdents of x.tar/ returns while the scan runs (tar_scanned_bytes
+      under the tar's size; the plain tar's numbers are only printed: a scan
+      from the page cache may end first); the listing then goes on to the end
+      and holds every member `tar -t` names, each d_ino what lstat gives;
+  find x.tar/ at once (.tar.gz, .tar.zst) finds every member `tar -t` names;
+  a .tar.gz whose member LAZY_BAD has a broken header: a listing begun at once
+      fails with EIO (not a short list), with one log line;
+  an unmount while the .tar.gz is being scanned exits 0 within 20 s.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
+import errno
 import io
 import os
 import random
@@ -216,6 +227,103 @@ def check_saved(res, zmount, src, mnt, idx):
               f'{len(why)} lines for {len(saved)} tables')
 
 
+LAZY_N = 4000
+LAZY_SIZE = 32 << 10
+LAZY_BAD = 2000  # the member whose header lazy_bad.tar.gz breaks
+
+
+def lazy_tars(src):
+    """LAZY_N text members at the top, as .tar.gz, .tar.zst and .tar, and a .tar.gz whose
+    member LAZY_BAD has a broken header (in a directory of its own); the tar's size."""
+    buf = io.BytesIO()
+    line = b'%05d a log line of a member read before its table is whole\n'
+    with tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT) as t:
+        for i in range(LAZY_N):
+            data = ((line % i) * (LAZY_SIZE // 32))[:LAZY_SIZE]
+            ti = tarfile.TarInfo(f'f{i:05d}.log')
+            ti.size = len(data)
+            ti.mtime = 1700000000
+            t.addfile(ti, io.BytesIO(data))
+    raw = buf.getvalue()
+    os.makedirs(os.path.join(src, 'bad'))
+    bad = bytearray(raw)
+    bad[LAZY_BAD * (512 + LAZY_SIZE)] ^= 0x20  # a name byte: the checksum no longer holds
+    for suffix, cmd, data in (('.tar.gz', ['gzip', '-1', '-c'], raw),
+                              ('.tar.zst', ['zstd', '-q', '-c'], raw), ('.tar', None, raw),
+                              ('bad.tar.gz', ['gzip', '-1', '-c'], bytes(bad))):
+        if cmd:
+            data = subprocess.run(cmd, input=data, stdout=subprocess.PIPE, check=True).stdout
+        name = 'bad/lazy_bad.tar.gz' if suffix.startswith('bad') else \
+            'lazy_' + suffix.replace('.', '') + suffix
+        with open(os.path.join(src, name), 'wb') as f:
+            f.write(data)
+    return len(raw)
+
+
+def tar_t(path):
+    out = subprocess.run(['tar', '-tf', path], stdout=subprocess.PIPE, check=True).stdout
+    return sorted(out.decode().split())
+
+
+def check_first_batch(res, mnt, n, d, size, want):
+    """The first getdents of x.tar/ returns while the scan runs; the listing goes on to
+    the end, whole, with the numbers stat gives."""
+    before = zmtest.stats(mnt).get('tar_scanned_bytes', 0)
+    with os.scandir(d) as it:
+        got = [next(it)]
+        # the tables' sum: this archive's bytes are what the first batch added
+        scanned = zmtest.stats(mnt).get('tar_scanned_bytes', size) - before
+        got += list(it)
+    # a plain tar is read from the page cache: its scan may win the race, so noted only
+    check = res.check if not n.startswith('lazy_tar.') else lambda *a, **k: \
+        res.note(f'lazy {n}: first batch with {scanned} bytes scanned')
+    check(f'lazy {n}: the first batch returns before the scan ends', scanned < size,
+          f'{scanned} of {size} bytes scanned', info=f'{scanned >> 20} of {size >> 20} MiB')
+    names = sorted(e.name for e in got)
+    res.check(f'lazy {n}: a listing begun during the scan is whole (tar -t)', names == want,
+              f'{len(names)} of {len(want)} members')
+    bad = [e.name for e in got if e.inode() != os.lstat(e.path).st_ino]
+    res.check(f'lazy {n}: d_ino during the scan is what stat gives', not bad,
+              f'{len(bad)} differ, e.g. {bad[:3]}')
+
+
+def check_lazy(res, zmount, top):
+    src, mnt = os.path.join(top, 'lazy'), os.path.join(top, 'mnt')
+    size = lazy_tars(src)
+    tars = sorted(n for n in os.listdir(src) if n.startswith('lazy_'))
+    want = {n: tar_t(os.path.join(src, n)) for n in tars}
+    with zmtest.Mount(zmount, src, mnt, opts='tar,index_dir=none', results=res):
+        for n in tars:
+            check_first_batch(res, mnt, n, os.path.join(mnt, n.split('.')[0] + '.tar'), size,
+                              want[n])
+    # find (every member, no lookup first) and a listing of a tar damaged half-way
+    with zmtest.Mount(zmount, src, mnt, opts='tar,index_dir=none', results=res) as m:
+        for n in ('lazy_targz.tar.gz', 'lazy_tarzst.tar.zst'):
+            d = os.path.join(mnt, n.split('.')[0] + '.tar')
+            out = subprocess.run(['find', d, '-mindepth', '1', '-printf', '%P\\n'],
+                                 stdout=subprocess.PIPE, check=True).stdout
+            got = sorted(out.decode().split())
+            res.check(f'lazy {n}: find at once finds every member (tar -t)', got == want[n],
+                      f'{len(got)} of {len(want[n])} members')
+        try:
+            got = os.listdir(os.path.join(mnt, 'bad', 'lazy_bad.tar'))
+            res.fail('lazy bad: a listing begun during the scan fails with EIO',
+                     f'it listed {len(got)} members')
+        except OSError as e:
+            res.check('lazy bad: a listing begun during the scan fails with EIO',
+                      e.errno == errno.EIO, f'errno {e.errno}')
+        said = [ln for ln in m.log_lines() if 'lazy_bad' in ln]
+        res.check('lazy bad: one log line names it', len(said) == 1,
+                  f'{len(said)} lines:\n' + m.log_tail(10))
+    # unmounted while a scan runs: the scan thread ends at its next chunk, the daemon exits 0
+    with zmtest.Mount(zmount, src, mnt, opts='tar,index_dir=none', results=res,
+                      label='unmount while scanning'):
+        with os.scandir(os.path.join(mnt, 'lazy_targz.tar')) as it:
+            next(it)
+        scanning = zmtest.stats(mnt).get('tar_scanning')
+    res.note(f'unmounted after a first batch, tar_scanning={scanning}')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--zmount', required=True)
@@ -261,6 +369,7 @@ def main():
         idx = os.path.join(top, 'idx')
         os.makedirs(idx, mode=0o700)
         check_saved(res, args.zmount, os.path.join(src, 'gnu'), mnt, idx)
+        check_lazy(res, args.zmount, top)
     finally:
         if not args.keep:
             shutil.rmtree(top, ignore_errors=True)
