@@ -128,7 +128,11 @@
  *                                   zstddec_dec_read, never a queued job),
  *                                   of an earlier frame, so no cycle; may be
  *                                   waited on under reader.stream, which
- *                                   that decode does not need.
+ *                                   that decode does not need.  Likewise
+ *                                   check_before waits on bcache.filled
+ *                                   (bcache_wait_fill, with no lock held
+ *                                   but maybe reader.stream) for a whole
+ *                                   fill of an earlier frame running now.
  *  reader.lock       index/reader.c a reader's bad-unit marks, streams,
  *                                   reads in progress and job count.  Leaf;
  *                                   reader.idle (readahead_wait) waits on it, see

@@ -440,6 +440,23 @@ void bcache_wait_room(struct bcache *c, size_t size)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void bcache_wait_fill(struct bcache *c, uint64_t id, uint64_t no)
+{
+	struct bcache_ent *e;
+
+	pthread_mutex_lock(&c->lock);
+	e = find(c, id, no);
+	if (!e || e->state != ENT_FILLING) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	e->refs++; /* keeps it alive if it leaves the table meanwhile */
+	while (e->state == ENT_FILLING)
+		pthread_cond_wait(&c->filled, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	bcache_put(c, e);
+}
+
 int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent **out)
 {
 	struct bcache_ent *e;

@@ -35,9 +35,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bcache.h"
 #include "ckpt.h"
+#include "fill.h"
 #include "idxfile.h"
 #include "idxrec.h"
 #include "pool.h"
@@ -736,6 +738,59 @@ static bool seen_or_ending(struct zst *s, size_t j)
 }
 
 /*
+ * How long check_before gives a read in progress over an unseen frame to
+ * decode it before measuring it itself: about what a loaded machine takes
+ * to get a thread going, well under a measure of a large frame.
+ */
+#define SEEN_GRACE_MS 50
+
+/* Waits at most ms for frame j to be seen (or a decoder to start on it, then for that). */
+static void seen_within(struct zst *s, size_t j, long ms)
+{
+	struct timespec dl;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_nsec += ms * 1000000L;
+	dl.tv_sec += dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&s->lock);
+	while (atomic_load(&s->unseen[j]) && atomic_load(&s->ending[j]) == 0 && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&s->seen, &s->lock, &dl);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Whether frame j is still unseen once the fill of its cache unit that
+ * another thread may be running now has ended (a read-ahead job that has
+ * claimed the unit but not yet opened its decoder is not in s->ending).
+ * Only a unit filled whole: a streamed one is filled under reader.stream.
+ */
+static bool unseen_after_fill(struct reader *r, struct zst *s, size_t j)
+{
+	const struct zstddec_frame *f = &s->z->frames[j];
+	size_t k;
+
+	if (!seen_or_ending(s, j))
+		return false;
+	if (f->usize == 0 || f->usize == ZSTDDEC_UNKNOWN)
+		return true;
+	k = cmap_find(&r->map, f->uoff);
+	if (k >= r->map.n || r->entry[k] != j || reader_streamed(r, k))
+		return true;
+	bcache_wait_fill(r->cache, r->id, r->map.start[k]);
+	if (!seen_or_ending(s, j))
+		return false;
+	/*
+	 * A reader about to fill it (read-ahead queues the next frame before
+	 * the reader claims its own): given SEEN_GRACE_MS to start.
+	 */
+	if (fill_inflight_in(r, f->uoff, f->uoff + f->usize))
+		seen_within(s, j, SEEN_GRACE_MS);
+	return seen_or_ending(s, j);
+}
+
+/*
  * Before any byte of frame i is returned: every earlier frame whose size only the saved
  * index vouches for is decoded once, to see that it has that size, so that
  * frame i's offset is right.  Frames below s->proven are skipped: each
@@ -752,7 +807,7 @@ static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *
 		uint64_t usize;
 		int ret;
 
-		if (!seen_or_ending(s, j))
+		if (!unseen_after_fill(r, s, j))
 			continue;
 		/* racing threads may both measure j: the same answer, twice the work once */
 		ret = zstddec_measure(r->src, f, &usize, &e);
@@ -768,6 +823,8 @@ static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *
 		}
 		atomic_fetch_add(&r->ctx->stats.decoded, usize);
 		atomic_store(&s->unseen[j], 0);
+		reader_log(r, ZLOG_DEBUG, NULL,
+			   "frame %zu measured (its saved size) before frame %zu", j, i);
 	}
 	proven_raise(s, i);
 	return 0;
