@@ -24,6 +24,13 @@
  * scratch output until libzstd reports the frame complete: the checksum is
  * verified, and a frame that would go on is caught, before that last byte
  * is returned.
+ *
+ * A call that asks for a whole frame of known size at once (a cache unit
+ * filled whole) decodes it with one ZSTD_decompressDCtx from the frame's
+ * compressed bytes read in one pread (dec_whole): libzstd then writes
+ * straight into the caller's buffer, with no window buffer of its own to
+ * map, fault in and copy out of per frame.  Anything that goes wrong there
+ * is decoded again by the streaming path, whose verdict and message stand.
  */
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_estimateDStreamSize: exported by libzstd.so */
 #include "zstddec.h"
@@ -51,6 +58,8 @@
 
 #define WALK_BUF  (64u << 10)
 #define DEC_CHUNK (128u << 10) /* pread size for compressed input */
+/* Frames of at most this many compressed bytes are decoded in one go when asked whole. */
+#define WHOLE_CMAX (64u << 20)
 
 /* ------------------------------------------------------------------------ */
 /* Reading. */
@@ -782,6 +791,37 @@ static int too_small(const struct zstddec_dec *d, size_t got, struct zerr *err)
 			zstddec_src_name(d->f.usize_src));
 }
 
+/*
+ * Frame d (nothing decoded yet, usize known) whole into buf, usize bytes:
+ * 1 if it decoded to exactly usize, its checksum verified and its extent
+ * exactly one frame; 0 if not (d untouched, for the streaming path to
+ * decode and judge); -ENOMEM.
+ */
+static int dec_whole(struct zstddec_dec *d, struct zsrc *src, void *buf, struct zerr *err)
+{
+	size_t clen = (size_t)d->f.csize, r = 0;
+	uint8_t *in = malloc(clen ? clen : 1);
+	ssize_t n;
+
+	if (!in)
+		return zerr_set(err, -ENOMEM, d->f.coff, "out of memory");
+	n = zsrc_pread(src, in, clen, d->f.coff);
+	if (n == (ssize_t)clen && ZSTD_findFrameCompressedSize(in, clen) == clen)
+		r = ZSTD_decompressDCtx(d->ds, buf, (size_t)d->f.usize, in, clen);
+	free(in);
+	if (n == (ssize_t)clen && ZSTD_isError(r) &&
+	    ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+		return zerr_set(err, -ENOMEM, d->f.coff, "out of memory");
+	if (n != (ssize_t)clen || ZSTD_isError(r) || r != d->f.usize) {
+		ZSTD_DCtx_reset(d->ds, ZSTD_reset_session_only);
+		return 0;
+	}
+	d->in_off = d->in_end;
+	d->pos = d->f.usize;
+	d->done = true;
+	return 1;
+}
+
 ssize_t zstddec_dec_read(struct zstddec_dec *d, struct zsrc *src, void *buf, size_t len,
 			 struct zerr *err)
 {
@@ -802,6 +842,14 @@ ssize_t zstddec_dec_read(struct zstddec_dec *d, struct zsrc *src, void *buf, siz
 	}
 	if (d->done || (want == 0 && left > 0))
 		return 0;
+	if (known && d->pos == 0 && d->in_off == d->f.coff && want == d->f.usize &&
+	    d->f.csize <= WHOLE_CMAX) {
+		ret = dec_whole(d, src, buf, err);
+		if (ret < 0)
+			goto fail;
+		if (ret == 1)
+			return (ssize_t)want;
+	}
 	out.size = want;
 	while (out.pos < want && !d->done) {
 		ret = dec_step(d, src, &out, err);

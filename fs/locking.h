@@ -122,6 +122,19 @@
  *                                   measure.idle waits only for frames a
  *                                   thread has taken, never for a queued
  *                                   job (rule 2).
+ *  zst.lock          index/fmt_zstd.c  which frames of a zstd file whose
+ *                                   sizes came from a saved index are being
+ *                                   decoded to their end.  Leaf.  zst.seen
+ *                                   waits on it (check_before) only for a
+ *                                   decode running now (inside
+ *                                   zstddec_dec_read, never a queued job),
+ *                                   of an earlier frame, so no cycle; may be
+ *                                   waited on under reader.stream, which
+ *                                   that decode does not need.  Likewise
+ *                                   check_before waits on bcache.filled
+ *                                   (bcache_wait_fill, with no lock held
+ *                                   but maybe reader.stream) for a whole
+ *                                   fill of an earlier frame running now.
  *  reader.lock       index/reader.c a reader's bad-unit marks, streams,
  *                                   reads in progress and job count.  Leaf;
  *                                   reader.idle (readahead_wait) waits on it, see

@@ -35,6 +35,7 @@ struct bcache_ent {
 	int err; /* for ENT_FAILED */
 	enum ent_state state;
 	bool in_table;
+	bool read_through;		/* demoted (bcache_demote) and not hit since */
 	struct htab_link link;		/* in bcache.ents while in_table */
 	struct bcache_ent *fnext;	/* in a chain of entries to free (evict) */
 	struct bcache_ent *prev, *next; /* LRU list, ready entries only */
@@ -280,6 +281,7 @@ static struct bcache_ent *hit(struct bcache *c, struct bcache_ent *e)
 {
 	e->refs++;
 	c->st.hits++;
+	e->read_through = false;
 	lru_unlink(c, e);
 	lru_push(c, e);
 	return e;
@@ -304,6 +306,31 @@ static void reuse(struct bcache *c, struct bcache_ent *e, struct bcache_ent *vic
 }
 
 /*
+ * Gives e, which found no victim's buffer, the buffer of the entry at the
+ * evicting end if a sequential reader has read that one through (demoted)
+ * and it fits as in reuse, with the lock held; the entry goes on *victims.
+ * Though the budget has room: a fresh mapping costs a page fault and a
+ * zeroed page per 4 KiB, or per 2 MiB huge page, and on the VMs we measure
+ * on a fresh page also costs the host's fault.  That was half of the
+ * daemon's CPU on a later cat of a one-frame .zst at cache_size=256M
+ * (doc/results/zseq-2026-12-04.md), for units whose bytes the kernel's page
+ * cache holds now.  A reader in order thus cycles through a few buffers.
+ */
+static void recycle(struct bcache *c, struct bcache_ent *e, struct bcache_ent **victims)
+{
+	struct bcache_ent *v = c->lru;
+
+	if (!v || !v->read_through || v->refs > 0 || v->cap < e->size ||
+	    v->cap - e->size > e->size / 8)
+		return;
+	unlink_ent(c, v);
+	c->st.evictions++;
+	v->fnext = *victims;
+	*victims = v;
+	reuse(c, e, v);
+}
+
+/*
  * A miss, entered with the lock held, which it drops.  Makes room by
  * evicting, or gives up (returns 0) if there is none.  Inserts an in-flight
  * entry, reusing a victim's buffer if one fits, else allocates its buffer
@@ -318,6 +345,8 @@ static int miss(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct 
 		e = insert(c, id, no, size);
 		if (e)
 			reuse(c, e, victims);
+		if (e && !e->data)
+			recycle(c, e, &victims);
 	}
 	pthread_mutex_unlock(&c->lock);
 	free_chain(victims);
@@ -411,6 +440,23 @@ void bcache_wait_room(struct bcache *c, size_t size)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void bcache_wait_fill(struct bcache *c, uint64_t id, uint64_t no)
+{
+	struct bcache_ent *e;
+
+	pthread_mutex_lock(&c->lock);
+	e = find(c, id, no);
+	if (!e || e->state != ENT_FILLING) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	e->refs++; /* keeps it alive if it leaves the table meanwhile */
+	while (e->state == ENT_FILLING)
+		pthread_cond_wait(&c->filled, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	bcache_put(c, e);
+}
+
 int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent **out)
 {
 	struct bcache_ent *e;
@@ -488,6 +534,7 @@ void bcache_demote(struct bcache *c, uint64_t id, uint64_t no)
 			c->lru = e;
 		}
 		c->demoted = e;
+		e->read_through = true;
 	}
 	pthread_mutex_unlock(&c->lock);
 }

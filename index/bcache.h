@@ -88,6 +88,16 @@ int bcache_get(struct bcache *c, uint64_t id, uint64_t no, size_t size, bool wai
 void bcache_wait_room(struct bcache *c, size_t size);
 
 /*
+ * Waits while another thread fills (id, no); returns at once if it is
+ * absent or ready.  For a caller that needs what that fill does to the
+ * data's state (a zstd frame's size proven), not its bytes: takes no
+ * reference and counts neither a hit nor a wait.  Waits as bcache_get
+ * does for a fill running now: never call it for an entry the caller, or
+ * a thread waiting for the caller, is filling.
+ */
+void bcache_wait_fill(struct bcache *c, uint64_t id, uint64_t no);
+
+/*
  * Returns 0 and a referenced ready entry if (id, no) is cached, else
  * -ENOENT (also while it is in flight) with *out NULL.  Never waits.
  */

@@ -373,6 +373,19 @@ static uint64_t decoder_at(struct reader *r, size_t k, uint64_t want)
 	return 0;
 }
 
+bool fill_inflight_in(struct reader *r, uint64_t from, uint64_t to)
+{
+	pthread_t self = pthread_self();
+	bool in = false;
+
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < NINFLIGHT && !in; i++)
+		in = r->inflight[i].used && !pthread_equal(r->inflight[i].who, self) &&
+		     r->inflight[i].pos < to && r->inflight[i].end > from;
+	pthread_mutex_unlock(&r->lock);
+	return in;
+}
+
 /*
  * With r->lock held: whether a read in progress on another thread wants a
  * byte before ustart, at most TURN_SPAN before it.  Filling ustart first

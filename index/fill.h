@@ -78,4 +78,10 @@ void fill_inflight_del(struct reader *r, int slot);
  */
 bool fill_turn_earlier(const struct reader *r, uint64_t ustart);
 
+/*
+ * Whether a read in progress on another thread (fill_inflight_add) wants
+ * a byte of [from, to).  Takes r->lock; call with it not held.
+ */
+bool fill_inflight_in(struct reader *r, uint64_t from, uint64_t to);
+
 #endif

@@ -448,8 +448,9 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	if (len > size - off)
 		len = (size_t)(size - off);
 	if (outer) {
-		readahead_note(r, off, len);
+		/* noted first: the read-ahead it queues must see it (fmt_zstd.c, check_before) */
 		slot = fill_inflight_add(r, off, off + len);
+		readahead_note(r, off, len);
 	}
 	while (done < len && v->n < READER_VIEW_MAX) {
 		uint64_t pos = off + done, ustart;
@@ -510,8 +511,8 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 
 	/* Noted once for the whole read: it is in progress between its views too. */
 	if (off < size) {
-		readahead_note(r, off, len < size - off ? len : (size_t)(size - off));
 		slot = fill_inflight_add(r, off, len < size - off ? off + len : size);
+		readahead_note(r, off, len < size - off ? len : (size_t)(size - off));
 	}
 	while (done < len) {
 		struct reader_view v;

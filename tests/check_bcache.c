@@ -642,6 +642,48 @@ START_TEST(demoted_entries_go_first_in_demotion_order)
 }
 END_TEST
 
+/*
+ * A miss with room to spare still takes the buffer of a read-through
+ * (demoted) entry at the evicting end, if its size fits as a victim's
+ * would: a fresh buffer costs page faults, and a sequential reader's
+ * kernel page cache holds that entry's bytes.  Entries merely old, or of
+ * another size, or hit since their demotion, keep theirs.
+ */
+START_TEST(read_through_entries_lend_their_buffers)
+{
+	struct bcache *c;
+	struct bcache_ent *e;
+	void *buf0;
+
+	ck_assert_int_eq(bcache_new(16 * COST(100), &c), 0);
+	put_new(c, 1, 0, 100);
+	put_new(c, 1, 1, 100);
+	ck_assert_int_eq(bcache_get(c, 1, 0, 100, true, &e), 0);
+	buf0 = bcache_buf(e);
+	bcache_put(c, e);
+	bcache_demote(c, 1, 0);
+	ck_assert_int_eq(bcache_get(c, 1, 2, 100, true, &e), 1);
+	ck_assert_msg(bcache_buf(e) == buf0, "a miss with room mapped a fresh buffer");
+	fill_pat(e, 1, 2, 0);
+	bcache_done(c, e, 0);
+	bcache_put(c, e);
+	ck_assert_uint_eq(stats(c).evictions, 1);
+	put_new(c, 1, 3, 100); /* 1 is the oldest, not read through: kept */
+	present(c, 1, 1);
+	bcache_demote(c, 1, 1);
+	put_new(c, 1, 4, 50); /* 1's 100 bytes are too many for 50 */
+	present(c, 1, 1);
+	ck_assert_int_eq(bcache_get(c, 1, 1, 100, true, &e), 0); /* a hit undoes the demotion */
+	bcache_put(c, e);
+	put_new(c, 1, 5, 100);
+	present(c, 1, 1);
+	present(c, 1, 2);
+	present(c, 1, 3);
+	ck_assert_uint_eq(stats(c).evictions, 1);
+	bcache_free(c);
+}
+END_TEST
+
 START_TEST(full_cache_reuses_victim_buffers)
 {
 	struct bcache *c;
@@ -2066,6 +2108,7 @@ static Suite *bcache_suite(void)
 	tcase_add_test(tc, failed_fill_without_waiters_leaves_no_trace);
 	tcase_add_test(tc, budget_holds_with_lru_order);
 	tcase_add_test(tc, demoted_entries_go_first_in_demotion_order);
+	tcase_add_test(tc, read_through_entries_lend_their_buffers);
 	tcase_add_test(tc, full_cache_reuses_victim_buffers);
 	tcase_add_test(tc, budget_holds_under_churn);
 	tcase_add_test(tc, referenced_entries_are_never_evicted);

@@ -652,6 +652,68 @@ START_TEST(test_lying_size)
 }
 END_TEST
 
+/* One read of the whole frame f (its usize bytes), as a cache unit filled whole asks. */
+static ssize_t read_whole(struct zsrc *src, const struct zstddec_frame *f, uint8_t *buf,
+			  struct zerr *e)
+{
+	struct zstddec_dec *d;
+	ssize_t n;
+
+	ck_assert_int_eq(zstddec_dec_open(f, &d, e), 0);
+	n = zstddec_dec_read(d, src, buf, (size_t)f->usize, e);
+	if (n == (ssize_t)f->usize) /* then at its end */
+		ck_assert_int_eq(zstddec_dec_read(d, src, buf, 1, e), 0);
+	zstddec_dec_close(d);
+	return n;
+}
+
+/*
+ * A whole frame asked for in one read decodes in one go (dec_whole), and
+ * gives the streaming path's verdicts: the bytes, a size that lies either
+ * way, an extent that is not the frame's, a bad checksum.
+ */
+START_TEST(test_whole_frame_reads)
+{
+	struct zstddec_index *idx;
+	struct zstddec_frame f;
+	struct zerr e;
+	uint8_t *buf, *want;
+	size_t len;
+	struct zsrc *src;
+
+	need_generated();
+	want = slurp("small.zst.out", &len);
+	ck_assert_uint_eq(len, SMALL_SIZE);
+	ck_assert_int_eq(open_index("small.zst", WMAX, &src, &idx, &e), 0);
+	buf = malloc(SMALL_SIZE + 1);
+	ck_assert_ptr_nonnull(buf);
+	f = idx->frames[0];
+	ck_assert_int_eq(read_whole(src, &f, buf, &e), SMALL_SIZE);
+	ck_assert_mem_eq(buf, want, SMALL_SIZE);
+	f.usize = SMALL_SIZE + 1;
+	ck_assert_int_eq(read_whole(src, &f, buf, &e), -EIO);
+	ck_assert_msg(strstr(e.msg, "smaller"), "reason: %s", e.msg);
+	f.usize = SMALL_SIZE - 1;
+	ck_assert_int_eq(read_whole(src, &f, buf, &e), -EIO);
+	ck_assert_msg(strstr(e.msg, "larger"), "reason: %s", e.msg);
+	f = idx->frames[0];
+	f.csize -= 1;
+	ck_assert_int_eq(read_whole(src, &f, buf, &e), -EIO);
+	zstddec_index_free(idx);
+	zsrc_put(src);
+
+	free(slurp("small.zst", &len));
+	damage("small.zst", "badwhole.zst", len - 1, 0x01); /* the checksum's last byte */
+	ck_assert_int_eq(open_index("badwhole.zst", WMAX, &src, &idx, &e), 0);
+	ck_assert_int_eq(read_whole(src, &idx->frames[0], buf, &e), -EIO);
+	ck_assert_msg(strstr(e.msg, "checksum"), "reason: %s", e.msg);
+	zstddec_index_free(idx);
+	zsrc_put(src);
+	free(buf);
+	free(want);
+}
+END_TEST
+
 static void put32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -1132,6 +1194,7 @@ static Suite *zstddec_suite(void)
 		{ "trailing_garbage", test_trailing_garbage, 0 },
 		{ "reserved_bits", test_reserved_bits, 0 },
 		{ "lying_size", test_lying_size, 0 },
+		{ "whole_frame_reads", test_whole_frame_reads, 0 },
 		{ "seekable", test_seekable, 0 },
 		{ "too_many_frames", test_too_many_frames, 0 },
 		{ "probe", test_probe, 0 },

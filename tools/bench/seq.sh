@@ -1,7 +1,7 @@
 #!/bin/bash
 # seq.sh: cold sequential reads through two zmount builds side by side.
 #
-#   sudo tools/bench/seq.sh --base REV [--repeat N] [--only NAME] [--workdir DIR]
+#   sudo tools/bench/seq.sh --base REV [--repeat N] [--only NAME[,NAME...]] [--workdir DIR]
 #
 # Builds REV (git archive into WORKDIR/base-REV, same CMake build type as
 # build/) and measures it beside this tree's build/fs/zmount on the same
@@ -19,8 +19,12 @@
 #   x4m   128 MiB, xz -6 --block-size=4MiB                   cache_size=256M
 #   x1b   128 MiB, xz -6 -T1, one Block                      cache_size=256M
 #   gz    128 MiB, gzip -6, read through a saved index       cache_size=32M
-# gz's index is built once per build (a read on a mount with an index_dir);
-# the xz and zstd rows mount with an empty index_dir, as a first mount.
+#   z1s   128 MiB, zstd -3, one frame, index saved           cache_size=256M
+#   zf4s  128 MiB, zstd -3 of 4 MiB pieces through a pipe (frames that
+#         state no size), index saved                        cache_size=256M
+# The saved rows' index (gz, z1s, zf4s) is made once per build, by a read
+# on a mount with an index_dir; the other xz and zstd rows mount with an
+# empty index_dir, as a first mount.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,7 +37,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--base) BASE=$2; shift 2 ;;
 	--repeat) REPEAT=$2; shift 2 ;;
-	--only) ONLY=$2; shift 2 ;;
+	--only) ONLY=$2; shift 2 ;; # one row's key, or several, comma-separated
 	--workdir) WORK=$2; shift 2 ;;
 	--zmount) NEW=$2; shift 2 ;;
 	--base-zmount) BASEBIN=$2; shift 2 ;;
@@ -79,6 +83,8 @@ make_row() { # the input of one row
 	case $1 in
 	z1.zst) make_in z1.zst zstd -q -3 -c "$IN/t40" ;;
 	z2.zst) make_in z2.zst sh -c "head -c 20971520 '$IN/t40' | zstd -q -3 -c; tail -c 20971520 '$IN/t40' | zstd -q -3 -c" ;;
+	z1s.zst) make_in z1s.zst zstd -q -3 -c "$IN/t128" ;;
+	zf4s.zst) make_in zf4s.zst sh -c "for i in \$(seq 0 31); do dd if='$IN/t128' bs=4M skip=\$i count=1 status=none | zstd -q -3; done" ;;
 	x4m.xz) make_in x4m.xz xz -6 -T1 --block-size=4MiB -c "$IN/t128" ;;
 	x1b.xz) make_in x1b.xz xz -6 -T1 -c "$IN/t128" ;;
 	gz.gz) make_in gz.gz gzip -6 -c "$IN/t128" ;;
@@ -118,6 +124,9 @@ time_zmount() {
 	t0=$(now)
 	dd if="$WORK/mnt/$name" of=/dev/null bs=1M status=none
 	t1=$(now)
+	# the daemon's decoded bytes for this read (counted, not timed)
+	echo "$CUR $(getfattr --only-values -n user.zmount.stats "$WORK/mnt" 2>/dev/null |
+		grep -o 'decoded_bytes=[0-9]*')" >>"$WORK/decoded.log"
 	umount_one
 	echo "$t1 - $t0" | bc -l
 }
@@ -131,17 +140,22 @@ time_dec() { # DECODER FILE
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-ROWS="z1:z1.zst:zstd:cache_size=32M z2:z2.zst:zstd:cache_size=32M x4m:x4m.xz:xz:cache_size=256M x1b:x1b.xz:xz:cache_size=256M gz:gz.gz:gzip:cache_size=32M"
+# key:file:decoder:options:first|saved
+ROWS="z1:z1.zst:zstd:cache_size=32M:first z2:z2.zst:zstd:cache_size=32M:first
+x4m:x4m.xz:xz:cache_size=256M:first x1b:x1b.xz:xz:cache_size=256M:first
+gz:gz.gz:gzip:cache_size=32M:saved z1s:z1s.zst:zstd:cache_size=256M:saved
+zf4s:zf4s.zst:zstd:cache_size=256M:saved"
 declare -A T
+: >"$WORK/decoded.log"
 for row in $ROWS; do
-	IFS=: read -r key file dec opts <<<"$row"
-	[ -n "$ONLY" ] && [ "$ONLY" != "$key" ] && continue
+	IFS=: read -r key file dec opts mode <<<"$row"
+	[ -n "$ONLY" ] && [[ ",$ONLY," != *",$key,"* ]] && continue
 	make_row "$file"
 	for b in new base; do
 		bin=$NEW; [ $b = base ] && bin=$BASEBIN
 		idx="$WORK/index-$key-$b"
 		rm -rf "$idx" && mkdir -p "$idx"
-		if [ "$dec" = gzip ]; then
+		if [ "$mode" = saved ]; then
 			# the saved index, built by this build
 			mount_one "$bin" "$file" "$opts,index_dir=$idx"
 			dd if="$WORK/mnt/${file%.*}" of=/dev/null bs=1M status=none
@@ -157,7 +171,8 @@ for row in $ROWS; do
 			else
 				bin=$NEW; [ $b = base ] && bin=$BASEBIN
 				idx="$WORK/index-$key-$b"
-				[ "$dec" = gzip ] || { rm -rf "$idx" && mkdir -p "$idx"; }
+				[ "$mode" = saved ] || { rm -rf "$idx" && mkdir -p "$idx"; }
+				CUR="$key.$b"
 				t=$(time_zmount "$bin" "$file" "$opts,index_dir=$idx")
 			fi
 			T[$key.$b]="${T[$key.$b]:-} $t"
@@ -172,7 +187,7 @@ printf '\nseq.sh: new = %s (%s), base = %s, repeat %s, %s, load %s\n' \
 printf '| row | decoder s | base s | new s | base/decoder | new/decoder | new vs base |\n'
 printf '|---|---|---|---|---|---|---|\n'
 for row in $ROWS; do
-	IFS=: read -r key file dec opts <<<"$row"
+	IFS=: read -r key file dec opts mode <<<"$row"
 	[ -n "${T[$key.new]:-}" ] || continue
 	d=$(tr ' ' '\n' <<<"${T[$key.dec]}" | sed '/^$/d' | median)
 	b=$(tr ' ' '\n' <<<"${T[$key.base]}" | sed '/^$/d' | median)
@@ -183,3 +198,4 @@ for row in $ROWS; do
 done
 printf '(times are medians of %s; ratios are decoder time / zmount time, and base time / new time)\n' "$REPEAT"
 for k in "${!T[@]}"; do echo "raw $k:${T[$k]}"; done | sort
+sort "$WORK/decoded.log" | awk '{print "decoded " $0}'
