@@ -223,6 +223,34 @@ void udec_park(struct reader *r, struct udec *d, size_t k)
 }
 
 /*
+ * A plain decoder d parked at most halfway into wide entry k, which
+ * nobody builds now (a pass that ran gave the entry up to this reader:
+ * reader_ck_yield): replaced by a run decoder from the entry's start, so
+ * that the reader's read through builds the set.  Decoding those bytes
+ * again costs less than the pass after the reader would (the whole
+ * entry); past halfway, a reader that stops early would have wasted
+ * more.  Returns the decoder to go on with.
+ */
+static struct udec *udec_restart(struct reader *r, size_t k, uint64_t want, struct udec *d)
+{
+	struct udec *n;
+
+	if (!d || d->run || d->ck || want > cmap_len(&r->map, k) / 2 || udec_tell(d) > want ||
+	    !(n = calloc(1, sizeof(*n))))
+		return d;
+	n->f = r->f;
+	if (!udec_open_run(r, k, n)) {
+		free(n);
+		return d;
+	}
+	reader_log(r, ZLOG_DEBUG, NULL,
+		   "%s %zu: read again from its start to build its checkpoints", r->f->unit,
+		   r->entry[k]);
+	udec_close(d);
+	return n;
+}
+
+/*
  * A decoder to reach position want of entry k: the parked one if it stopped
  * at or before want, nearer than any checkpoint; else, once the entry has
  * checkpoints, one resumed at the last at or before want (for any want but
@@ -242,7 +270,7 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 	if (medium && !s)
 		return zerr_set(err, -EIO, 0, "%s %zu has no piece checks to read it in slices",
 				r->f->unit, r->entry[k]);
-	d = udec_unpark(r, k);
+	d = udec_restart(r, k, want, udec_unpark(r, k));
 
 	if (d && udec_tell(d) <= want && (i == SIZE_MAX || udec_tell(d) >= s->pt[i].uoff)) {
 		*out = d;
