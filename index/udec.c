@@ -235,8 +235,8 @@ static struct udec *udec_restart(struct reader *r, size_t k, uint64_t want, stru
 {
 	struct udec *n;
 
-	if (!d || d->run || d->ck || want > cmap_len(&r->map, k) / 2 || udec_tell(d) > want ||
-	    !(n = calloc(1, sizeof(*n))))
+	if (!d || d->run || d->ck || !r->ckable || r->ckable[k] != CKABLE_WIDE ||
+	    want > cmap_len(&r->map, k) / 2 || udec_tell(d) > want || !(n = calloc(1, sizeof(*n))))
 		return d;
 	n->f = r->f;
 	if (!udec_open_run(r, k, n)) {
