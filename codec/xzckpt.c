@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <lzma.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -91,6 +92,8 @@ struct xzck_build {
 	size_t rawcap, blobcap;
 	uint32_t *runs; /* (offset, length) pairs */
 	size_t capruns;
+	uint32_t crc32; /* the Check, over the output so far */
+	uint64_t crc64;
 };
 
 /* ---- the Block Header ---- */
@@ -506,102 +509,211 @@ static int tail_check(struct zsrc *src, const struct xzdec_block *b, const struc
 	return 0;
 }
 
-/* Decodes the whole Block through the ring; returns 0 or an error with err set. */
-static int build_run(struct xzck_build *bd, struct lzma2dec *ld, struct zsrc *src,
-		     const struct xzck_hdr *h)
+/*
+ * Decodes the next bytes of the Block into the ring, at most max: returns
+ * how many (0 at the end marker) and sets *at to where they are, or an
+ * error with bd->err set.  The sink has them, the Check covers them, and
+ * the points they close are handed out.
+ */
+static ssize_t build_step(struct xzck_build *bd, size_t max, size_t *at)
 {
-	uint32_t crc32 = 0;
-	uint64_t crc64 = 0;
-	uint8_t check[8];
+	size_t pos = (size_t)(bd->out % bd->rsize);
+	size_t n = bd->rsize - pos < READ_MAX ? bd->rsize - pos : READ_MAX;
+	/*
+	 * Each sink->out call ends at a chunk's end, so a checkpoint's offset
+	 * is where one ended (ckpt.h): reads stop at the chunk's end, and at
+	 * a boundary one byte enters the next chunk, which says how long it is.
+	 */
+	uint64_t room = bd->chunk_end > bd->out ? bd->chunk_end - bd->out : 1;
+	ssize_t got;
 	int ret;
 
-	for (;;) {
-		size_t pos = (size_t)(bd->out % bd->rsize);
-		size_t n = bd->rsize - pos < READ_MAX ? bd->rsize - pos : READ_MAX;
-		/*
-		 * Each sink->out call ends at a chunk's end, so a checkpoint's
-		 * offset is where one ended (ckpt.h): reads stop at the chunk's
-		 * end, and at a boundary one byte enters the next chunk, which
-		 * says how long it is.
-		 */
-		uint64_t room = bd->chunk_end > bd->out ? bd->chunk_end - bd->out : 1;
-		ssize_t got;
+	if (n > room)
+		n = (size_t)room;
+	if (n > max)
+		n = max;
+	got = lzma2dec_read(bd->ld, bd->ring + pos, n, bd->err);
+	if (got <= 0)
+		return got;
+	if (bd->b->check == XZDEC_CHECK_CRC32)
+		bd->crc32 = zcrc32(bd->crc32, bd->ring + pos, (size_t)got);
+	else if (bd->b->check == XZDEC_CHECK_CRC64)
+		bd->crc64 = lzma_crc64(bd->ring + pos, (size_t)got, bd->crc64);
+	ret = bd->s->out(bd->s->arg, bd->ring + pos, (size_t)got);
+	if (ret)
+		return zerr_set(bd->err, ret, bd->b->coff, "stopped by the output sink");
+	bd->out += (uint64_t)got;
+	*at = pos;
+	ret = points_close(bd, 0);
+	return ret ? ret : got;
+}
 
-		if (n > room)
-			n = (size_t)room;
-		got = lzma2dec_read(ld, bd->ring + pos, n, bd->err);
+/* After the end marker: sizes, the last points, Padding and the Check.  0 or an error. */
+static int build_tail(struct xzck_build *bd, struct zsrc *src, const struct xzck_hdr *h)
+{
+	uint8_t check[8];
+	int ret = end_check(bd->ld, h, bd->b->usize, bd->b->coff, bd->err);
 
-		if (got < 0)
-			return (int)got;
-		if (got == 0)
-			break;
-		if (bd->b->check == XZDEC_CHECK_CRC32)
-			crc32 = zcrc32(crc32, bd->ring + pos, (size_t)got);
-		else if (bd->b->check == XZDEC_CHECK_CRC64)
-			crc64 = lzma_crc64(bd->ring + pos, (size_t)got, crc64);
-		ret = bd->s->out(bd->s->arg, bd->ring + pos, (size_t)got);
-		if (ret)
-			return zerr_set(bd->err, ret, bd->b->coff, "stopped by the output sink");
-		bd->out += (uint64_t)got;
-		ret = points_close(bd, 0);
-		if (ret)
-			return ret;
-	}
-	ret = end_check(ld, h, bd->b->usize, bd->b->coff, bd->err);
 	if (ret == 0)
 		ret = points_close(bd, 1);
 	if (ret)
 		return ret;
-	put_le(check, bd->b->check == XZDEC_CHECK_CRC32 ? crc32 : crc64, 8);
+	put_le(check, bd->b->check == XZDEC_CHECK_CRC32 ? bd->crc32 : bd->crc64, 8);
 	return tail_check(src, bd->b, h, check, bd->err);
+}
+
+/* Reads Block b's header and sets bd up to decode it (pull: the data's extent). */
+static int build_setup(struct xzck_build *bd, struct zsrc *src, struct xzck_hdr *h,
+		       struct xzck_src *pull)
+{
+	const struct xzdec_block *b = bd->b;
+	int ret;
+
+	if (bd->span == 0 || !bd->s || !bd->s->out)
+		return zerr_set(bd->err, -EINVAL, b->coff,
+				"xzckpt_build: span 0 or no output sink");
+	ret = hdr_read(src, b, h, bd->err);
+	if (ret < 0)
+		return ret;
+	pull->src = src;
+	pull->off = h->data_off;
+	pull->size = h->data_size;
+	bd->wsize = lzma2dec_window_size(h->dict);
+	bd->rsize = 2 * (size_t)bd->wsize + READ_MAX;
+	bd->ring = malloc(bd->rsize);
+	bd->cctx = ZSTD_createCCtx();
+	ret = lzma2dec_new(h->dict, b->usize, src_pull, pull, &bd->ld);
+	if (ret < 0 || !bd->ring || !bd->cctx)
+		return zerr_set(bd->err, ret < 0 ? ret : -ENOMEM, b->coff, "out of memory");
+	bd->dec_mem = lzma2dec_memusage(bd->ld);
+	if (bd->s->point) {
+		lzma2dec_set_chunk_cb(bd->ld, on_chunk, bd);
+		lzma2dec_set_mark_cb(bd->ld, on_mark, bd);
+		lzma2dec_set_mark_below(bd->ld, 0); /* nothing open yet */
+	}
+	return 0;
+}
+
+static void build_release(struct xzck_build *bd)
+{
+	for (size_t i = 0; i < bd->nopen; i++)
+		open_drop(bd, &bd->open[i]);
+	free(bd->open);
+	free(bd->runs);
+	free(bd->raw);
+	free(bd->blob);
+	ZSTD_freeCCtx(bd->cctx);
+	free(bd->ring);
+	lzma2dec_free(bd->ld);
 }
 
 int xzckpt_build(struct zsrc *src, const struct xzdec_block *b, uint64_t span,
 		 const struct xzckpt_sink *s, struct xzckpt_stats *st, struct zerr *err)
 {
 	struct xzck_build bd = { .b = b, .s = s, .st = st, .err = err, .span = span, .next = span };
-	struct xzck_src pull = { .src = src };
-	struct lzma2dec *ld = NULL;
+	struct xzck_src pull;
 	struct xzck_hdr h;
+	ssize_t got;
+	size_t at;
 	int ret;
 
 	if (st)
 		memset(st, 0, sizeof(*st));
-	if (span == 0 || !s || !s->out)
-		return zerr_set(err, -EINVAL, b->coff, "xzckpt_build: span 0 or no output sink");
-	ret = hdr_read(src, b, &h, err);
-	if (ret < 0)
-		return ret;
-	pull.off = h.data_off;
-	pull.size = h.data_size;
-	bd.wsize = lzma2dec_window_size(h.dict);
-	bd.rsize = 2 * (size_t)bd.wsize + READ_MAX;
-	bd.ring = malloc(bd.rsize);
-	bd.cctx = ZSTD_createCCtx();
-	ret = lzma2dec_new(h.dict, b->usize, src_pull, &pull, &ld);
-	if (ret < 0 || !bd.ring || !bd.cctx) {
-		ret = zerr_set(err, ret < 0 ? ret : -ENOMEM, b->coff, "out of memory");
-		goto out;
-	}
-	bd.dec_mem = lzma2dec_memusage(ld);
-	bd.ld = ld;
-	if (s->point) {
-		lzma2dec_set_chunk_cb(ld, on_chunk, &bd);
-		lzma2dec_set_mark_cb(ld, on_mark, &bd);
-		lzma2dec_set_mark_below(ld, 0); /* nothing open yet */
-	}
-	ret = build_run(&bd, ld, src, &h);
-out:
-	for (size_t i = 0; i < bd.nopen; i++)
-		open_drop(&bd, &bd.open[i]);
-	free(bd.open);
-	free(bd.runs);
-	free(bd.raw);
-	free(bd.blob);
-	ZSTD_freeCCtx(bd.cctx);
-	free(bd.ring);
-	lzma2dec_free(ld);
+	ret = build_setup(&bd, src, &h, &pull);
+	while (ret == 0 && (got = build_step(&bd, SIZE_MAX, &at)) != 0)
+		ret = got < 0 ? (int)got : 0;
+	if (ret == 0)
+		ret = build_tail(&bd, src, &h);
+	build_release(&bd);
 	return ret;
+}
+
+/* ---- build, pulled by a reader ---- */
+
+struct xzckpt_run {
+	struct xzck_build bd;
+	struct xzckpt_sink s;
+	struct xzck_src pull;
+	struct xzck_hdr h;
+	int err;
+	bool ended; /* verified to its end */
+};
+
+int xzckpt_run_open(struct zsrc *src, const struct xzdec_block *b, uint64_t span,
+		    const struct xzckpt_sink *s, struct xzckpt_run **out, struct zerr *err)
+{
+	struct xzckpt_run *x = calloc(1, sizeof(*x));
+	int ret;
+
+	*out = NULL;
+	if (!x)
+		return zerr_set(err, -ENOMEM, b->coff, "out of memory");
+	x->s = *s;
+	x->bd = (struct xzck_build){ .b = b, .s = &x->s, .err = err, .span = span, .next = span };
+	ret = build_setup(&x->bd, src, &x->h, &x->pull);
+	if (ret < 0) {
+		xzckpt_run_close(x);
+		return ret;
+	}
+	*out = x;
+	return 0;
+}
+
+ssize_t xzckpt_run_read(struct xzckpt_run *x, struct zsrc *src, void *buf, size_t len,
+			struct zerr *err)
+{
+	size_t done = 0, at;
+	ssize_t got = 1;
+
+	if (x->err)
+		return zerr_set(err, x->err, x->h.data_off, "xz checkpoint build failed before");
+	if (x->ended)
+		return 0;
+	x->bd.err = err;
+	x->pull.src = src;
+	while (done < len && (got = build_step(&x->bd, len - done, &at)) > 0) {
+		memcpy((uint8_t *)buf + done, x->bd.ring + at, (size_t)got);
+		done += (size_t)got;
+	}
+	/* The call that returns the last byte has verified the Block (fmt.h). */
+	if (got > 0 && x->bd.out == x->bd.b->usize) {
+		uint8_t end;
+
+		got = lzma2dec_read(x->bd.ld, &end, 1, err);
+		if (got > 0)
+			got = zerr_set(err, -EIO, x->bd.b->coff,
+				       "Block longer than the Index says");
+	}
+	if (got == 0) {
+		got = build_tail(&x->bd, src, &x->h);
+		x->ended = got == 0;
+	}
+	if (got < 0) {
+		x->err = (int)got;
+		return got;
+	}
+	return (ssize_t)done;
+}
+
+uint64_t xzckpt_run_tell(const struct xzckpt_run *x)
+{
+	return x->bd.out;
+}
+
+size_t xzckpt_run_cost(const struct xzckpt_run *x)
+{
+	const struct xzck_build *bd = &x->bd;
+
+	return sizeof(*x) + bd->dec_mem + bd->rsize + bd->bits_bytes + bd->rawcap + bd->blobcap +
+	       bd->capruns * sizeof(uint32_t);
+}
+
+void xzckpt_run_close(struct xzckpt_run *x)
+{
+	if (!x)
+		return;
+	build_release(&x->bd);
+	free(x);
 }
 
 /* ---- resuming ---- */

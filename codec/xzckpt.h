@@ -123,6 +123,29 @@ struct xzckpt_stats {
 int xzckpt_build(struct zsrc *src, const struct xzdec_block *b, uint64_t span,
 		 const struct xzckpt_sink *s, struct xzckpt_stats *st, struct zerr *err);
 
+/*
+ * xzckpt_build pulled by a reader, one read at a time: a decoder at the
+ * start of Block b that hands s every byte it returns and s->point the
+ * same checkpoints xzckpt_build would, so that a reader reading the Block
+ * through builds its checkpoints with the one decode.  s is copied; the
+ * xzdec_block is borrowed for the decoder's life.  Same errors as
+ * xzckpt_build's setup (-ENOTSUP, -EIO, -EINVAL, -ENOMEM), err set.
+ * xzckpt_run_read decodes the next min(len, bytes left) bytes into buf
+ * (xzdec_dec_read's contract: the call that returns the Block's last byte
+ * has verified its sizes, Padding and Check, and handed out the last
+ * points); after a failure, later calls fail too, and the points handed
+ * out must be dropped.  The memory is xzckpt_build's (xzckpt_run_cost).
+ * One thread at a time; src as for xzckpt_dec_read.
+ */
+struct xzckpt_run;
+int xzckpt_run_open(struct zsrc *src, const struct xzdec_block *b, uint64_t span,
+		    const struct xzckpt_sink *s, struct xzckpt_run **out, struct zerr *err);
+ssize_t xzckpt_run_read(struct xzckpt_run *x, struct zsrc *src, void *buf, size_t len,
+			struct zerr *err);
+uint64_t xzckpt_run_tell(const struct xzckpt_run *x);
+size_t xzckpt_run_cost(const struct xzckpt_run *x);
+void xzckpt_run_close(struct xzckpt_run *x); /* accepts NULL */
+
 struct xzckpt_dec;
 
 /*

@@ -301,4 +301,27 @@ int zstdckpt_blob_open_in(struct zstdckpt_spares *sp, const struct zstddec_frame
 			  const void *blob, size_t len, struct zstdckpt_dec **out,
 			  struct zerr *err);
 
+/*
+ * zstdckpt_build_blobs pulled by a reader, one read at a time: a decoder
+ * at the start of frame f that hands s every byte it returns and
+ * s->point the blobs zstdckpt_build_blobs would, so that a reader reading
+ * the frame through builds its checkpoints with the one decode.  s is
+ * copied, and so is f.  Opening reads the frame
+ * header; errors as zstdckpt_build_blobs's, err set.  zstdckpt_run_read
+ * decodes the next min(len, bytes left) bytes into buf (a block at a time,
+ * copied out of the build's ring); the call that returns the frame's last
+ * byte has verified its checksum and size and handed out the last blobs.
+ * After a failure later calls fail too, and the blobs handed out must be
+ * dropped.  Memory: the build's (zstdckpt_run_cost).  One thread at a
+ * time; src is borrowed for each call.
+ */
+struct zstdckpt_run;
+int zstdckpt_run_open(struct zsrc *src, const struct zstddec_frame *f, uint64_t span,
+		      const struct zstdckpt_sink *s, struct zstdckpt_run **out, struct zerr *err);
+ssize_t zstdckpt_run_read(struct zstdckpt_run *x, struct zsrc *src, void *buf, size_t len,
+			  struct zerr *err);
+uint64_t zstdckpt_run_tell(const struct zstdckpt_run *x);
+size_t zstdckpt_run_cost(const struct zstdckpt_run *x);
+void zstdckpt_run_close(struct zstdckpt_run *x); /* accepts NULL */
+
 #endif

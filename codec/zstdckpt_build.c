@@ -66,7 +66,10 @@ struct build {
 	struct zstdckpt_stats st;
 	zstdckpt_fn fn; /* zstdckpt_build's */
 	void *arg;
-	struct blobs *m; /* zstdckpt_build_blobs's */
+	struct blobs *m;     /* zstdckpt_build_blobs's */
+	uint64_t span, next; /* points: at or past next, then span apart */
+	uint64_t uoff, coff; /* output so far; the next block's header */
+	bool last;	     /* the frame's last block was fed */
 };
 
 /* Feeds p[0..n) to libzstd; the output goes into the ring (and the sink); *got its size. */
@@ -491,63 +494,74 @@ static int build_point(struct build *b, uint64_t uoff, uint64_t coff, bool *take
 	return 0;
 }
 
-static int build_blocks(struct build *b, uint64_t span, struct zerr *err)
+/* Feeds the frame header. */
+static int build_head(struct build *b, struct zerr *err)
 {
 	const struct zstddec_frame *f = b->f;
-	uint64_t coff = f->coff + f->hsize, uoff = 0, next = span, got;
+	const uint8_t *p;
+	uint64_t got;
+	int ret = zstdckpt_in_get(&b->in, b->src, f->coff, f->hsize, &p, err);
+
+	if (!ret)
+		ret = build_feed(b, p, f->hsize, f->coff, &got, err);
+	b->coff = f->coff + f->hsize;
+	return ret;
+}
+
+/* Feeds the next block (b->last once it was the frame's last), then makes a point after it. */
+static int build_block(struct build *b, struct zerr *err)
+{
+	uint32_t hdr, type, bsize;
+	uint64_t seq_before = b->s.seq_blocks, start = b->uoff, coff = b->coff, got;
+	const uint8_t *p;
+	size_t body;
+	bool taken;
+	int ret = zstdckpt_in_get(&b->in, b->src, coff, 3, &p, err);
+
+	if (ret)
+		return ret;
+	hdr = (uint32_t)get_le(p, 3);
+	type = (hdr >> 1) & 3;
+	bsize = hdr >> 3;
+	if (type == 3 || bsize > ZSTDCKPT_BLOCK_MAX)
+		return zerr_set(err, -EIO, coff, "bad block header");
+	body = type == 1 ? 1 : bsize;
+	ret = zstdckpt_in_get(&b->in, b->src, coff, 3 + body, &p, err);
+	if (ret)
+		return ret;
+	ret = build_feed(b, p, 3 + body, coff, &got, err);
+	if (ret)
+		return ret;
+	/* libzstd took it: if we cannot follow it, no more checkpoints */
+	if (type == 2 && !b->st.lost_coff && zstdseq_block_follow(&b->s, p + 3, body, coff + 3))
+		b->st.lost_coff = coff;
+	b->uoff += got;
+	b->coff = coff += 3 + body;
+	b->st.nblocks++;
+	if (b->f->usize != ZSTDDEC_UNKNOWN && b->uoff > b->f->usize)
+		return zerr_set(err, -EIO, coff, "frame is larger than its size says");
+	if (b->m) {
+		ret = blobs_block(b, start, got, b->s.seq_blocks != seq_before, err);
+		if (ret)
+			return ret;
+	}
+	b->last = hdr & 1;
+	if (b->last || b->uoff < b->next || b->st.lost_coff)
+		return 0;
+	ret = build_point(b, b->uoff, coff, &taken, err);
+	if (!ret && taken)
+		b->next = b->uoff + b->span;
+	return ret;
+}
+
+/* After the last block: the checksum, the sizes, and the points the end settles. */
+static int build_end(struct build *b, struct zerr *err)
+{
+	const struct zstddec_frame *f = b->f;
+	uint64_t coff = b->coff, got;
 	const uint8_t *p;
 	int ret;
 
-	ret = zstdckpt_in_get(&b->in, b->src, f->coff, f->hsize, &p, err);
-	if (!ret)
-		ret = build_feed(b, p, f->hsize, f->coff, &got, err);
-	if (ret)
-		return ret;
-	for (;;) {
-		uint32_t hdr, type, bsize;
-		uint64_t seq_before = b->s.seq_blocks, start = uoff;
-		size_t body;
-		bool taken;
-
-		ret = zstdckpt_in_get(&b->in, b->src, coff, 3, &p, err);
-		if (ret)
-			return ret;
-		hdr = (uint32_t)get_le(p, 3);
-		type = (hdr >> 1) & 3;
-		bsize = hdr >> 3;
-		if (type == 3 || bsize > ZSTDCKPT_BLOCK_MAX)
-			return zerr_set(err, -EIO, coff, "bad block header");
-		body = type == 1 ? 1 : bsize;
-		ret = zstdckpt_in_get(&b->in, b->src, coff, 3 + body, &p, err);
-		if (ret)
-			return ret;
-		ret = build_feed(b, p, 3 + body, coff, &got, err);
-		if (ret)
-			return ret;
-		/* libzstd took it: if we cannot follow it, no more checkpoints */
-		if (type == 2 && !b->st.lost_coff &&
-		    zstdseq_block_follow(&b->s, p + 3, body, coff + 3))
-			b->st.lost_coff = coff;
-		uoff += got;
-		coff += 3 + body;
-		b->st.nblocks++;
-		if (f->usize != ZSTDDEC_UNKNOWN && uoff > f->usize)
-			return zerr_set(err, -EIO, coff, "frame is larger than its size says");
-		if (b->m) {
-			ret = blobs_block(b, start, got, b->s.seq_blocks != seq_before, err);
-			if (ret)
-				return ret;
-		}
-		if (hdr & 1)
-			break;
-		if (uoff >= next && !b->st.lost_coff) {
-			ret = build_point(b, uoff, coff, &taken, err);
-			if (ret)
-				return ret;
-			if (taken)
-				next = uoff + span;
-		}
-	}
 	if (f->checksum) {
 		ret = zstdckpt_in_get(&b->in, b->src, coff, 4, &p, err);
 		if (!ret)
@@ -558,14 +572,23 @@ static int build_blocks(struct build *b, uint64_t span, struct zerr *err)
 	}
 	if (!b->done || coff != f->coff + f->csize)
 		return zerr_set(err, -EIO, coff, "frame does not end where its blocks do");
-	if (f->usize != ZSTDDEC_UNKNOWN && uoff != f->usize)
+	if (f->usize != ZSTDDEC_UNKNOWN && b->uoff != f->usize)
 		return zerr_set(err, -EIO, coff, "frame is smaller than its size says");
-	b->st.usize = uoff;
+	b->st.usize = b->uoff;
 	/* verified: the points whose windows the end settles */
 	while (b->m && b->m->npend)
 		if ((ret = pend_finish(b, err)))
 			return ret;
 	return 0;
+}
+
+static int build_blocks(struct build *b, struct zerr *err)
+{
+	int ret = build_head(b, err);
+
+	while (!ret && !b->last)
+		ret = build_block(b, err);
+	return ret ? ret : build_end(b, err);
 }
 
 static void build_free(struct build *b)
@@ -604,6 +627,7 @@ static int build_new(struct zsrc *src, const struct zstddec_frame *f, uint64_t s
 		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
 	b->f = f;
 	b->src = src;
+	b->span = b->next = span;
 	b->in.end = f->coff + f->csize;
 	b->rsize = zstdckpt_frame_window(f) + ZSTDCKPT_BLOCK_MAX;
 	b->in.buf = malloc(ZSTDCKPT_IN_CAP);
@@ -642,7 +666,7 @@ int zstdckpt_build(struct zsrc *src, const struct zstddec_frame *f, uint64_t spa
 		return ret;
 	b->fn = fn;
 	b->arg = arg;
-	ret = build_blocks(b, span, err);
+	ret = build_blocks(b, err);
 	if (!ret && st)
 		*st = b->st;
 	build_free(b);
@@ -659,7 +683,7 @@ int zstdckpt_build_blobs(struct zsrc *src, const struct zstddec_frame *f, uint64
 	if (ret)
 		return ret;
 	b->m->sink = s;
-	ret = build_blocks(b, span, err);
+	ret = build_blocks(b, err);
 	if (!ret && st) {
 		*st = b->m->st;
 		st->ck = b->st;
@@ -667,4 +691,109 @@ int zstdckpt_build_blobs(struct zsrc *src, const struct zstddec_frame *f, uint64
 	}
 	build_free(b);
 	return ret;
+}
+
+/* ------------------------------------------------------------------------ */
+/* zstdckpt_build_blobs pulled by a reader (zstdckpt_run_*). */
+
+struct zstdckpt_run {
+	struct zstddec_frame f; /* the build's: a copy, the caller's may be a temporary */
+	struct build *b;
+	struct zstdckpt_sink s;
+	uint64_t handed; /* output returned so far: [handed, b->uoff) waits in the ring */
+	int err;
+	bool ended; /* verified to its end */
+};
+
+int zstdckpt_run_open(struct zsrc *src, const struct zstddec_frame *f, uint64_t span,
+		      const struct zstdckpt_sink *s, struct zstdckpt_run **out, struct zerr *err)
+{
+	struct zstdckpt_run *x = calloc(1, sizeof(*x));
+	int ret;
+
+	*out = NULL;
+	if (!x)
+		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
+	x->s = *s;
+	x->f = *f;
+	ret = build_new(src, &x->f, span, true, &x->b, err);
+	if (!ret) {
+		x->b->m->sink = &x->s;
+		ret = build_head(x->b, err);
+	}
+	if (ret) {
+		zstdckpt_run_close(x);
+		return ret;
+	}
+	*out = x;
+	return 0;
+}
+
+/* Copies what waits in the ring to buf, at most len bytes; returns how many. */
+static size_t run_copy(struct zstdckpt_run *x, uint8_t *buf, size_t len)
+{
+	const struct build *b = x->b;
+	size_t done = 0;
+
+	while (done < len && x->handed < b->uoff) {
+		uint64_t at = x->handed % b->rsize, n = b->uoff - x->handed;
+
+		if (n > b->rsize - at)
+			n = b->rsize - at;
+		if (n > len - done)
+			n = len - done;
+		memcpy(buf + done, b->ring + at, (size_t)n);
+		done += (size_t)n;
+		x->handed += n;
+	}
+	return done;
+}
+
+ssize_t zstdckpt_run_read(struct zstdckpt_run *x, struct zsrc *src, void *buf, size_t len,
+			  struct zerr *err)
+{
+	size_t done = 0;
+	int ret = 0;
+
+	if (x->err)
+		return zerr_set(err, x->err, x->b->coff, "zstd checkpoint build failed before");
+	x->b->src = src;
+	while (ret == 0 && done < len) {
+		done += run_copy(x, (uint8_t *)buf + done, len - done);
+		if (done < len && !x->b->last)
+			ret = build_block(x->b, err);
+		else if (done < len)
+			break;
+	}
+	/* The call that returns the last byte has verified the frame (fmt.h). */
+	if (ret == 0 && x->b->last && x->handed == x->b->uoff && !x->ended) {
+		ret = build_end(x->b, err);
+		x->ended = ret == 0;
+	}
+	if (ret) {
+		x->err = ret;
+		return ret;
+	}
+	return (ssize_t)done;
+}
+
+uint64_t zstdckpt_run_tell(const struct zstdckpt_run *x)
+{
+	return x->handed;
+}
+
+size_t zstdckpt_run_cost(const struct zstdckpt_run *x)
+{
+	const struct build *b = x->b;
+
+	return sizeof(*x) + sizeof(*b) + (size_t)b->rsize + ZSTDCKPT_IN_CAP +
+	       ZSTD_sizeof_DStream(b->ds) + (size_t)b->m->pend_bytes;
+}
+
+void zstdckpt_run_close(struct zstdckpt_run *x)
+{
+	if (!x)
+		return;
+	build_free(x->b);
+	free(x);
 }

@@ -85,6 +85,13 @@
  *    the entry's start), driven through ck->ops; the core wraps it in a
  *    ckpt_dec, which checks each piece of output against the CRC32s the
  *    build recorded.  -EINVAL (a blob not for this entry), -EIO, -ENOMEM.
+ *  - run_open (may be NULL) gives a decoder at the start of map entry k,
+ *    driven through run_ops, that is ck->build pulled by its reader: each
+ *    read returns what dec_read would (the call that returns the last
+ *    byte has verified the entry) and feeds b as ck->build does, so that
+ *    a reader that reads the entry through has built its set with the one
+ *    decode (issue 32).  Errors as dec_open's, and -ENOTSUP where
+ *    ck->build would have it (the core then takes dec_open).
  */
 
 #include <stddef.h>
@@ -156,6 +163,9 @@ struct fmt_ck {
 	int (*open)(struct reader *r, size_t k, const void *blob, size_t len, void **dec,
 		    struct zerr *err);
 	struct ckpt_inner_ops ops;
+	int (*run_open)(struct reader *r, size_t k, uint64_t span, struct ckpt_build *b, void **dec,
+			struct zerr *err);
+	struct ckpt_inner_ops run_ops;
 };
 
 struct fmt {

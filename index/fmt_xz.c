@@ -322,10 +322,43 @@ static void xz_ck_close(void *dec)
 	xzckpt_dec_close(dec);
 }
 
+/* A decoder from the Block's start that builds its checkpoints on the way (fmt.h, run_open). */
+static int xz_run_open(struct reader *r, size_t k, uint64_t span, struct ckpt_build *b, void **dec,
+		       struct zerr *err)
+{
+	struct xzckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
+	int ret = verify_run(r, k, err);
+
+	if (ret == 0 && k + 1 == r->map.n)
+		ret = verify_run(r, k + 1, err);
+	if (ret < 0)
+		return ret;
+	if (block(r, k)->cut)
+		return zerr_set(err, -ENOTSUP, block(r, k)->coff, "the file ends inside it");
+	return xzckpt_run_open(r->src, block(r, k), span, &sink, (struct xzckpt_run **)dec, err);
+}
+
+static ssize_t xz_run_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
+{
+	return xzckpt_run_read(dec, src, buf, len, err);
+}
+
+static size_t xz_run_cost(const void *dec)
+{
+	return xzckpt_run_cost(dec);
+}
+
+static void xz_run_close(void *dec)
+{
+	xzckpt_run_close(dec);
+}
+
 static const struct fmt_ck xz_ck = {
 	.build = xz_ck_build,
 	.open = xz_ck_open,
 	.ops = { .read = xz_ck_read, .cost = xz_ck_cost, .close = xz_ck_close },
+	.run_open = xz_run_open,
+	.run_ops = { .read = xz_run_read, .cost = xz_run_cost, .close = xz_run_close },
 };
 
 static int xz_sniff(struct zsrc *src, const unsigned char *head, size_t n)

@@ -990,10 +990,47 @@ static void zstd_ck_close(void *dec)
 	zstdckpt_dec_close(dec);
 }
 
+/*
+ * A decoder from the frame's start that builds its checkpoints on the way
+ * (fmt.h, run_open): for a frame whose size a read has proven, as
+ * zstd_ck_build.
+ */
+static int zstd_run_open(struct reader *r, size_t k, uint64_t span, struct ckpt_build *b,
+			 void **dec, struct zerr *err)
+{
+	struct zst *s = r->idx;
+	struct zstdckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point, .arg = b };
+	struct zstddec_frame f = stated(frame(r, k));
+	int ret = check_before(r, s, r->entry[k], err);
+
+	if (ret < 0)
+		return ret;
+	if (s->unseen && atomic_load(&s->unseen[r->entry[k]]))
+		return zerr_set(err, -ENOTSUP, f.coff, "its size is not yet proven by a read");
+	return zstdckpt_run_open(r->src, &f, span, &sink, (struct zstdckpt_run **)dec, err);
+}
+
+static ssize_t zstd_run_read(void *dec, struct zsrc *src, void *buf, size_t len, struct zerr *err)
+{
+	return zstdckpt_run_read(dec, src, buf, len, err);
+}
+
+static size_t zstd_run_cost(const void *dec)
+{
+	return zstdckpt_run_cost(dec);
+}
+
+static void zstd_run_close(void *dec)
+{
+	zstdckpt_run_close(dec);
+}
+
 static const struct fmt_ck zstd_ck = {
 	.build = zstd_ck_build,
 	.open = zstd_ck_open,
 	.ops = { .read = zstd_ck_read, .cost = zstd_ck_cost, .close = zstd_ck_close },
+	.run_open = zstd_run_open,
+	.run_ops = { .read = zstd_run_read, .cost = zstd_run_cost, .close = zstd_run_close },
 };
 
 /* The context's stock of resumed decoders (codec/zstdckpt.h: bounded, any thread). */

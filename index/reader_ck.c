@@ -341,6 +341,22 @@ int reader_ck_init(struct reader *r)
 	return ret;
 }
 
+/*
+ * Whether the pass takes entry k (CK_BUSY): nobody builds it, or a
+ * reader's decode that claimed it (CK_RUN) no longer streams it: its
+ * decoder, parked halfway, may never go on.  That decoder's set is then
+ * dropped at its end (reader_ck_run_end).
+ */
+static bool ck_take(struct reader *r, size_t k)
+{
+	unsigned char st = CK_NONE;
+
+	if (atomic_compare_exchange_strong(&r->ck_state[k], &st, CK_BUSY))
+		return true;
+	return st == CK_RUN && !streaming(r, k) &&
+	       atomic_compare_exchange_strong(&r->ck_state[k], &st, CK_BUSY);
+}
+
 int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *why)
 {
 	struct zerr e = { 0 };
@@ -361,11 +377,9 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 	if (total)
 		prog = zmctx_pass_begin(r->ctx, r->name, "checkpoints", total);
 	for (size_t k = 0; k < r->map.n; k++) {
-		unsigned char none = CK_NONE;
 		int ret;
 
-		if (r->ckable[k] != CKABLE_WIDE ||
-		    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY))
+		if (r->ckable[k] != CKABLE_WIDE || !ck_take(r, k))
 			continue;
 		e = (struct zerr){ 0 };
 		ret = build_one(r, src, k, prog, &e);
@@ -481,6 +495,45 @@ void reader_ck_stop(struct reader *r)
 	while (r->ck_jobs > 0)
 		pthread_cond_wait(&r->idle, &r->lock);
 	pthread_mutex_unlock(&r->lock);
+}
+
+bool reader_ck_run_begin(struct reader *r, size_t k)
+{
+	unsigned char none = CK_NONE;
+
+	/* reader_ck_get: a set saved earlier is loaded, not built again. */
+	return r->ckable && r->ckable[k] == CKABLE_WIDE && r->f->ck->run_open &&
+	       !atomic_load(&r->ck_stop) && !reader_ck_get(r, k) &&
+	       atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_RUN);
+}
+
+void reader_ck_run_end(struct reader *r, size_t k, struct ckpt_build *b, bool whole)
+{
+	unsigned char run = CK_RUN;
+	struct ckpt_set *s = NULL;
+	struct zerr e = { 0 };
+	int ret;
+
+	if (!whole) { /* a read stopped halfway: a pass may build k later (reader_ck_note) */
+		ckpt_build_free(b);
+		atomic_compare_exchange_strong(&r->ck_state[k], &run, CK_NONE);
+		return;
+	}
+	/* A pass took k over (ck_take): its set, not this one. */
+	if (!atomic_compare_exchange_strong(&r->ck_state[k], &run, CK_BUSY)) {
+		ckpt_build_free(b);
+		return;
+	}
+	if (ckpt_build_end(b, &s) < 0) /* a codec's bug, not the data's */
+		ret = zerr_set(&e, -EPROTO, 0, "the %s did not decode to its size", r->f->unit);
+	else
+		ret = publish(r, r->src, k, s, &e);
+	/* Saved at detach, as the sets of medium entries: not on the reader's time. */
+	if (ret == 0)
+		atomic_store(&r->ck_unsaved, true);
+	else
+		build_failed(r, r->src, k, ret, &e);
+	atomic_store(&r->ck_state[k], ret == -ESTALE ? CK_NONE : CK_DONE);
 }
 
 void reader_ck_medium_done(struct reader *r, size_t k, const void *buf, size_t len)

@@ -130,7 +130,7 @@ struct reader {
 	unsigned ck_jobs; /* passes queued or running on the pool; under lock, idle signals 0 */
 };
 
-enum { CK_NONE, CK_BUSY, CK_DONE };
+enum { CK_NONE, CK_BUSY, CK_DONE, CK_RUN /* a reader's decode builds it: reader_ck_run_begin */ };
 /*
  * ckable[k]: wide (more than two spans: checkpoints, built by a pass), or
  * medium (more than two slices, at most two spans and whole_max: only the
@@ -217,6 +217,21 @@ void reader_ck_note(struct reader *r, size_t k, uint64_t pos);
  * (one decode per byte).  Any thread; never blocks.
  */
 void reader_ck_yield(struct reader *r, size_t k);
+/*
+ * A reader is about to decode wide entry k from its start: if k has no set
+ * (none loaded from index_dir either), none is being built, and the format
+ * can build one on the reader's own decode (fmt.h, run_open), claims k
+ * (CK_RUN: no pass starts over it) and returns true.  The claimer ends it
+ * with reader_ck_run_end.  Any thread; may load saved sets.
+ */
+bool reader_ck_run_begin(struct reader *r, size_t k);
+/*
+ * Ends a claim: b (taken over) is what the reader's decode fed; whole says
+ * that decode returned k's last byte (so verified k whole), and then its
+ * set is published and saved at detach; else b is dropped and a pass may
+ * build k later.  Any thread.
+ */
+void reader_ck_run_end(struct reader *r, size_t k, struct ckpt_build *b, bool whole);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */
 void reader_ck_stop(struct reader *r);
 /* Whether entry k is medium (CKABLE_MEDIUM). */

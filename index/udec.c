@@ -30,6 +30,16 @@ struct udec {
 	struct ckpt_dec *ck;	   /* instead of d: resumed at a checkpoint, its output verified */
 	struct ckpt_inner_ops own; /* ck's ops when it wraps the format's own decoder (point 0) */
 	struct park_node pn;	   /* on the context's parked list (park.h) */
+	/*
+	 * With d a run decoder (fmt.h, run_open): the set its reads build
+	 * (handed to reader_ck_run_end at the entry's end, or at close), the
+	 * reader and entry it was claimed for, and the bytes returned.
+	 */
+	struct ckpt_build *cb;
+	struct reader *r;
+	size_t k;
+	uint64_t pos;
+	bool run;
 };
 
 void udec_close(struct udec *d)
@@ -38,22 +48,52 @@ void udec_close(struct udec *d)
 		return;
 	if (d->ck)
 		ckpt_dec_close(d->ck);
+	else if (d->run)
+		d->f->ck->run_ops.close(d->d);
 	else
 		d->f->dec_close(d->d);
+	if (d->cb) /* read only partly: the claim ends, and a pass may build the set */
+		reader_ck_run_end(d->r, d->k, d->cb, false);
 	free(d);
 }
 
-/* A decoder at the start of map entry k.  Returns 0 and *out, or a negative errno (err set). */
-int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr *err)
+/*
+ * One decode per byte (issue 32): a reader that reads a wide entry from
+ * its start, which has no set yet, decodes it through the format's
+ * checkpoint build (run_open), so that a read through it leaves its set
+ * and no pass decodes it again.  false (and d as it was) if it does not.
+ */
+static bool udec_open_run(struct reader *r, size_t k, struct udec *d)
+{
+	struct zerr e = { 0 };
+
+	if (!reader_ck_run_begin(r, k))
+		return false;
+	if (ckpt_build_new(cmap_len(&r->map, k), &d->cb) == 0 &&
+	    r->f->ck->run_open(r, k, r->opts.ck_span, d->cb, &d->d, &e) == 0) {
+		d->run = true;
+		d->r = r;
+		d->k = k;
+		return true;
+	}
+	/* The plain decoder then: its own open says what is wrong, if anything is. */
+	reader_ck_run_end(r, k, d->cb, false);
+	d->cb = NULL;
+	return false;
+}
+
+/* A decoder at the start of map entry k, a run decoder if run and it may be. */
+static int udec_open_as(struct reader *r, size_t k, bool run, struct udec **out, struct zerr *err)
 {
 	struct udec *d = calloc(1, sizeof(*d));
-	int ret;
+	int ret = 0;
 
 	*out = NULL;
 	if (!d)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
 	d->f = r->f;
-	ret = r->f->dec_open(r, k, &d->d, err);
+	if (!run || !udec_open_run(r, k, d))
+		ret = r->f->dec_open(r, k, &d->d, err);
 	if (ret < 0) {
 		free(d);
 		return ret;
@@ -62,21 +102,48 @@ int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr *err)
 	return 0;
 }
 
+/* A decoder at the start of map entry k.  Returns 0 and *out, or a negative errno (err set). */
+int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr *err)
+{
+	return udec_open_as(r, k, true, out, err);
+}
+
+/* A run decoder's read: at the entry's end, its set is the entry's. */
+static ssize_t udec_run_read(struct reader *r, struct udec *d, void *buf, size_t len,
+			     struct zerr *err)
+{
+	ssize_t n = d->f->ck->run_ops.read(d->d, r->src, buf, len, err);
+
+	if (n > 0)
+		d->pos += (uint64_t)n;
+	if (n > 0 && d->cb && d->pos == cmap_len(&r->map, d->k)) {
+		reader_ck_run_end(r, d->k, d->cb, true);
+		d->cb = NULL;
+	}
+	return n;
+}
+
 ssize_t udec_read(struct reader *r, struct udec *d, void *buf, size_t len, struct zerr *err)
 {
 	if (d->ck)
 		return ckpt_dec_read(d->ck, r->src, buf, len, err);
+	if (d->run)
+		return udec_run_read(r, d, buf, len, err);
 	return d->f->dec_read(d->d, r->src, buf, len, err);
 }
 
 /* Bytes returned since the start of its map entry. */
 uint64_t udec_tell(const struct udec *d)
 {
+	if (d->run)
+		return d->pos;
 	return d->ck ? ckpt_dec_tell(d->ck) : d->f->dec_tell(d->d);
 }
 
 static size_t udec_cost(const struct udec *d)
 {
+	if (d->run)
+		return sizeof(*d) + d->f->ck->run_ops.cost(d->d);
 	return sizeof(*d) + (d->ck ? ckpt_dec_cost(d->ck) : d->f->dec_cost(d->d));
 }
 
@@ -156,6 +223,34 @@ void udec_park(struct reader *r, struct udec *d, size_t k)
 }
 
 /*
+ * A plain decoder d parked at most halfway into wide entry k, which
+ * nobody builds now (a pass that ran gave the entry up to this reader:
+ * reader_ck_yield): replaced by a run decoder from the entry's start, so
+ * that the reader's read through builds the set.  Decoding those bytes
+ * again costs less than the pass after the reader would (the whole
+ * entry); past halfway, a reader that stops early would have wasted
+ * more.  Returns the decoder to go on with.
+ */
+static struct udec *udec_restart(struct reader *r, size_t k, uint64_t want, struct udec *d)
+{
+	struct udec *n;
+
+	if (!d || d->run || d->ck || !r->ckable || r->ckable[k] != CKABLE_WIDE ||
+	    want > cmap_len(&r->map, k) / 2 || udec_tell(d) > want || !(n = calloc(1, sizeof(*n))))
+		return d;
+	n->f = r->f;
+	if (!udec_open_run(r, k, n)) {
+		free(n);
+		return d;
+	}
+	reader_log(r, ZLOG_DEBUG, NULL,
+		   "%s %zu: read again from its start to build its checkpoints", r->f->unit,
+		   r->entry[k]);
+	udec_close(d);
+	return n;
+}
+
+/*
  * A decoder to reach position want of entry k: the parked one if it stopped
  * at or before want, nearer than any checkpoint; else, once the entry has
  * checkpoints, one resumed at the last at or before want (for any want but
@@ -175,7 +270,7 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 	if (medium && !s)
 		return zerr_set(err, -EIO, 0, "%s %zu has no piece checks to read it in slices",
 				r->f->unit, r->entry[k]);
-	d = udec_unpark(r, k);
+	d = udec_restart(r, k, want, udec_unpark(r, k));
 
 	if (d && udec_tell(d) <= want && (i == SIZE_MAX || udec_tell(d) >= s->pt[i].uoff)) {
 		*out = d;
@@ -190,5 +285,6 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 		if (r->ckable && r->ckable[k] == CKABLE_WIDE)
 			reader_ck_kick(r, k);
 	}
-	return udec_open(r, k, out, err);
+	/* A far read leaves the set to the pass it queued: it may read no further. */
+	return udec_open_as(r, k, want == 0, out, err);
 }

@@ -23,7 +23,11 @@ struct zerr;
 
 /*
  * A decoder at the start of map entry k.  Returns 0 and *out (close with
- * udec_close), or a negative errno with *out NULL and err set.
+ * udec_close), or a negative errno with *out NULL and err set.  For a wide
+ * entry with no set that nobody builds, it is the format's run decoder
+ * (fmt.h, run_open; reader_ck_run_begin): the read that returns the
+ * entry's last byte publishes the set its reads built, so no pass decodes
+ * the entry again; closed before that, it drops it.
  */
 int udec_open(struct reader *r, size_t k, struct udec **out, struct zerr *err);
 
@@ -44,10 +48,9 @@ uint64_t udec_tell(const struct udec *d);
  * A decoder at or before byte want of entry k, the nearest at hand: r's
  * parked one, one resumed at a checkpoint, or one at the entry's start
  * (then, for want > 0 in a wide entry, a checkpoint pass is queued:
- * reader_ck_kick).  In a medium entry, only one whose output its set
- * checks (-EIO if it has none).  Returns 0 and *out (the caller's: park
- * it or close it), or a negative errno with *out NULL and err set.  With
- * r->stream held.
+ * reader_ck_kick; for want 0, udec_open's run decoder).  In a medium entry, only one whose output
+ * its set checks (-EIO if it has none).  Returns 0 and *out (the caller's: park it or close it), or
+ * a negative errno with *out NULL and err set.  With r->stream held.
  */
 int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struct zerr *err);
 

@@ -394,6 +394,45 @@ START_TEST(saved_sizes_sequential_read_decodes_once)
 }
 END_TEST
 
+/*
+ * One decode per byte (issue 32, item 3): a full sequential read of a wide
+ * one-unit file, in cat's requests, then idle: the bytes decoded stay
+ * within 1.05x the size, and the unit has its checkpoints all the same
+ * (recorded by the reader's own decode, not by a second pass).
+ */
+static void full_read_decodes_once(struct blob *a)
+{
+	struct reader_opts ro;
+	struct reader_counters c;
+	struct rig g;
+
+	reader_opts_default(&ro, CACHE);
+	ro.ck_span = MiB; /* 8 spans: a wide entry */
+	rig_open_with(&g, false, a, &ro);
+	stream(&g, 0, TEXT_SIZE, cat_sizes, 3);
+	wait_idle(g.r);
+	reader_get_counters(g.zm, &c);
+	ck_assert_msg(c.decoded_bytes * 100 <= (uint64_t)TEXT_SIZE * 105,
+		      "%s: a full read decoded %llu bytes of %u (%.2fx)", a->name,
+		      (unsigned long long)c.decoded_bytes, TEXT_SIZE,
+		      (double)c.decoded_bytes / TEXT_SIZE);
+	ck_assert_msg(reader_ck_set(g.r, 0) != NULL, "%s: no checkpoints after a full read",
+		      a->name);
+	rig_close(&g);
+}
+
+START_TEST(full_read_of_one_block_decodes_once)
+{
+	full_read_decodes_once(&one_block);
+}
+END_TEST
+
+START_TEST(full_read_of_one_frame_decodes_once)
+{
+	full_read_decodes_once(&one_frame);
+}
+END_TEST
+
 static int make_fixtures(void)
 {
 	char tmpl[] = "/tmp/check_readahead.XXXXXX", path[PATH_MAX];
@@ -430,6 +469,8 @@ int main(void)
 		  full_read_of_one_frame_leaves_checkpoints, 0 },
 		{ "saved_sizes_sequential_read_decodes_once",
 		  saved_sizes_sequential_read_decodes_once, 0 },
+		{ "full_read_of_one_block_decodes_once", full_read_of_one_block_decodes_once, 0 },
+		{ "full_read_of_one_frame_decodes_once", full_read_of_one_frame_decodes_once, 0 },
 	};
 	SRunner *sr;
 	int failed;
