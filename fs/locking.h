@@ -102,7 +102,7 @@
  *                                   ns_s3_new's message).  Leaf; taken in
  *                                   the client's log callback, on whatever
  *                                   thread makes the request.
- *  idxstore.lock     index/idxstore.c  the table of registered index
+ *  idxstore.lock     source/idxstore.c the table of registered index
  *                                   stores (index_dir=s3://...).  Leaf:
  *                                   a store's operations are called after
  *                                   idxstore_find dropped it.

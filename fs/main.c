@@ -518,6 +518,13 @@ out_cache:
  * name the endpoint: it has no bucket URL to take a default from.  Returns
  * 0 (*out NULL for a local index_dir) or -1 (said on stderr).
  */
+/* The shared store's client lines: a 404 is the usual answer to a get, so debug level only. */
+static void index_store_log(void *arg, const char *line)
+{
+	(void)arg;
+	zlog(ZLOG_DEBUG, "index store: %s", line);
+}
+
 static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out)
 {
 	struct s3src_conf sc = { 0 };
@@ -532,6 +539,7 @@ static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out
 		return -1;
 	}
 	ns_s3_conf(&sc, &cli->opts);
+	sc.log = index_store_log;
 	if (s3idx_open(cli->opts.index_dir, &sc, out, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "zmount: %s\n", msg);
 		return -1;

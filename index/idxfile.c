@@ -595,9 +595,13 @@ static int fetch_checked(const char *dir, const char *name, const struct fmt_sav
 		close(fd);
 		return ret;
 	}
-	ret = ops->get(ctx, name, k->max(id->size, IF_MIN_SPAN), buf, len, err);
+	ret = ops->get(ctx, name, k->max(id->size, IF_MIN_SPAN), buf, len);
 	if (ret == -EFBIG)
 		return BAD(0, "larger than an index of a %" PRIu64 "-byte source can be", id->size);
+	if (ret == -ENOMEM)
+		return zerr_set(err, ret, 0, "out of memory");
+	if (ret < 0)
+		return zerr_set(err, ret, 0, "%s/%s: %s", dir, name, strerror(-ret));
 	if (ret == 0 && (ret = mem_checked(*buf, *len, &id->size, in, err)) < 0) {
 		free(*buf);
 		*buf = NULL;
@@ -1054,8 +1058,7 @@ static int body_bad(const struct idxstore_ops *ops, void *ctx, const struct blob
 	/* the cap of a load: a blob over it is refused unread, as a load refuses it */
 	if (ret == 0)
 		ret = ops->get(ctx, b->name,
-			       fmt_saved_kind(in->kind)->max(in->id.size, IF_MIN_SPAN), &img, &len,
-			       NULL);
+			       fmt_saved_kind(in->kind)->max(in->id.size, IF_MIN_SPAN), &img, &len);
 	if (ret == 0)
 		ret = mem_checked(img, len, NULL, full, NULL);
 	free(img);

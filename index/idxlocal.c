@@ -137,20 +137,18 @@ int idxlocal_open(const char *dir, const char *name, struct stat *st, struct zer
 	return fd;
 }
 
-static int local_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		     struct zerr *err)
+static int local_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len)
 {
 	struct stat st;
-	int fd = idxlocal_open(ctx, name, &st, err), ret;
+	int fd = idxlocal_open(ctx, name, &st, NULL), ret;
 
 	*buf = NULL;
 	if (fd < 0)
 		return fd;
 	ret = (uint64_t)st.st_size > cap || (uint64_t)st.st_size > SIZE_MAX ? -EFBIG : 0;
 	if (ret == 0 && !(*buf = malloc(st.st_size ? (size_t)st.st_size : 1)))
-		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
+		ret = -ENOMEM;
 	if (ret == 0 && (ret = idxlocal_rw(fd, *buf, (size_t)st.st_size, 0, false)) < 0) {
-		zerr_set(err, ret, 0, "%s: read failed", name);
 		free(*buf);
 		*buf = NULL;
 	}

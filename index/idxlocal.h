@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "idxstore.h"
+#include "zerr.h"
 
 /*
  * get: the file name in directory ctx, opened as idxlocal_open does and

@@ -284,12 +284,10 @@ struct memstore {
 	unsigned gets, reads, puts, dels;
 };
 
-static int mem_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		   struct zerr *err)
+static int mem_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len)
 {
 	struct memstore *m = ctx;
 
-	(void)err;
 	*buf = NULL;
 	m->gets++;
 	m->last_cap = cap;
@@ -402,13 +400,11 @@ struct dirstore {
 	unsigned peeks, gets;
 };
 
-static int ds_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		  struct zerr *err)
+static int ds_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len)
 {
 	struct dirstore *d = ctx;
 	char path[PATH_MAX];
 
-	(void)err;
 	*buf = NULL;
 	join(path, sizeof(path), d->dir, name);
 	if (access(path, F_OK) < 0)

@@ -12,7 +12,7 @@
  *  - verify: gzip: a checkpoint pass with no saved index (every member's
  *            CRC32 and ISIZE); xz and zstd: every Block or frame decoded to
  *            its end, so every Check and content checksum is verified;
- *  - prune:  idxfile_prune; of an s3:// prefix (-d s3://, fs/s3idx.h),
+ *  - prune:  idxfile_prune; of an s3:// prefix (-d s3://, source/s3idx.h),
  *            idxfile_prune_store, with one HEAD per recorded object.
  * The reader reports each error once, through its context's log sink, and
  * gives the reason as data too (reader_open's why, reader_last_error):
@@ -1215,13 +1215,22 @@ static void open_std_fds(void)
 		close(fd);
 }
 
-/* cmd with a shared store, -d s3://BUCKET/PREFIX (fs/s3idx.h), opened with the S3 flags. */
+/* The shared store's client lines: a 404 is the usual answer to a get, so debug level only. */
+static void store_log(void *arg, const char *line)
+{
+	(void)arg;
+	zlog(ZLOG_DEBUG, "index store: %s", line);
+}
+
+/* cmd with a shared store, -d s3://BUCKET/PREFIX (source/s3idx.h), opened with the S3 flags. */
 static int run_shared(const char *cmd, int argc, char *argv[], const char *dir, bool quiet)
 {
+	struct s3src_conf sc = *toolsrc_conf();
 	char msg[1024];
 	int ret;
 
-	if (s3idx_open(dir, toolsrc_conf(), &shared, msg, sizeof(msg)) < 0) {
+	sc.log = store_log;
+	if (s3idx_open(dir, &sc, &shared, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "zmount-index: %s\n", msg);
 		/* as build's unreadable inputs; info and prune know only 2 */
 		return strcmp(cmd, "build") == 0 ? EX_UNREADABLE : EX_CORRUPT;

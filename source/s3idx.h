@@ -17,9 +17,9 @@
  *  - peek: one ranged GET of a blob's first bytes, with "If-Match:" the
  *    listing's ETag, for the same.
  * What a shared index is trusted for is idxfile.c's business (header,
- * caps, CRC-64, identity); this file only moves bytes.  Its client logs
- * request failures at debug level: a missing index (404) is the usual
- * answer, and the caller logs what matters once.
+ * caps, CRC-64, identity); this file only moves bytes.  Its client's
+ * lines go to conf's log: a missing index (404) is the usual answer, so
+ * the caller logs them at debug level and what matters once itself.
  *
  * Threads: the store may be used from any thread (s3.h).
  */
@@ -33,7 +33,8 @@ struct s3idx;
 
 /*
  * Opens a client for url's bucket with conf (borrowed; its endpoint,
- * region, credentials, profile, retries and timeout are the mount's), lists
+ * region, credentials, profile, retries and timeout are the mount's, its
+ * log gets the client's lines, see above), lists
  * PREFIX once to prove the bucket answers, and registers the store under
  * url.  Returns 0 and *out, or -errno and *out NULL with one line in msg
  * (msglen bytes): not an s3:// URL, no credentials, an unreachable

@@ -12,8 +12,12 @@
  * Two implementations:
  *  - a local directory (the index_dir path; idxlocal.c, with the
  *    ownership, O_NOFOLLOW and temp+rename rules of idxfile.h);
- *  - an S3 prefix ("s3://BUCKET/PREFIX"; fs/s3idx.c), registered here by
+ *  - an S3 prefix ("s3://BUCKET/PREFIX"; s3idx.c), registered here by
  *    whoever owns the S3 client, so that index/ never sees libcurl.
+ *
+ * This header is in source/, the ground floor, so that a store beside the
+ * sources (s3idx.c) and idxfile.c above it both see it: it names nothing
+ * above source/.
  *
  * idxfile's functions take the index directory as a string: one that
  * holds "://" is looked up in this table of registered stores; an
@@ -29,8 +33,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "zerr.h"
-
 struct idxstore_ops {
 	/*
 	 * Reads blob name, if it is at most cap bytes, into a new buffer:
@@ -38,7 +40,8 @@ struct idxstore_ops {
 	 * -ENOENT (none), -EFBIG (larger than cap; nothing of it was read),
 	 * -EPERM (the store is not trusted), -ESTALE (it changed while read:
 	 * never a mix of two versions), or another -errno (-EIO, -EACCES,
-	 * -ETIMEDOUT, -ENOMEM, ...), with the reason in err (may be NULL).
+	 * -ETIMEDOUT, -ENOMEM, ...).  The caller words the reason (the
+	 * store's name, the blob's and the errno's text): a store logs nothing.
 	 * -EBADMSG: a blob that can never be an index (a symlink, not a
 	 * regular file).  On error *buf is NULL.
 	 *
@@ -48,8 +51,7 @@ struct idxstore_ops {
 	 * which idxfile passes as the largest index the source's size allows
 	 * (fmt.h's saved max), and a mount loads one per archive it opens.
 	 */
-	int (*get)(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		   struct zerr *err);
+	int (*get)(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len);
 	/* Stores len bytes of buf (borrowed) as name, replacing any blob of that name
 	 * atomically.  0 or -errno. */
 	int (*put)(void *ctx, const char *name, const void *buf, size_t len);

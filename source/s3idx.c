@@ -14,7 +14,6 @@
 #include "idxstore.h"
 #include "s3.h"
 #include "srcloc.h"
-#include "zlog.h"
 
 #define S3IDX_PIECE (4u << 20) /* bytes one GET brings: a bound on one response */
 
@@ -49,8 +48,7 @@ static int fetch(struct s3idx *x, const char *key, const char *etag, uint64_t si
 	return 0;
 }
 
-static int s3idx_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		     struct zerr *err)
+static int s3idx_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len)
 {
 	struct s3idx *x = ctx;
 	struct s3_stat st;
@@ -61,18 +59,18 @@ static int s3idx_get(void *ctx, const char *name, uint64_t cap, unsigned char **
 	if (ret == 0)
 		ret = s3_head(x->s3, key, &st);
 	if (ret < 0)
-		return zerr_set(err, ret, 0, "%s/%s: %s", x->url, name, strerror(-ret));
+		return ret;
 	if (st.size > cap || st.size > SIZE_MAX)
 		return -EFBIG;
 	*buf = malloc(st.size ? (size_t)st.size : 1);
 	if (!*buf)
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
+		return -ENOMEM;
 	/* If-Match: a PUT between the HEAD and a GET gives -ESTALE, never a mix */
 	ret = fetch(x, key, st.etag[0] ? st.etag : NULL, st.size, *buf);
 	if (ret < 0) {
 		free(*buf);
 		*buf = NULL;
-		return zerr_set(err, ret, 0, "%s/%s: %s", x->url, name, strerror(-ret));
+		return ret;
 	}
 	*len = (size_t)st.size;
 	return 0;
@@ -150,13 +148,6 @@ int s3idx_size(struct s3idx *x, const char *name, uint64_t *size)
 	return ret;
 }
 
-/* The client's failures: a 404 is the usual answer to a get, so debug level only. */
-static void client_log(void *arg, const char *line)
-{
-	(void)arg;
-	zlog(ZLOG_DEBUG, "index store: %s", line);
-}
-
 static int stop_at_first(void *arg, const struct s3_obj *o)
 {
 	(void)arg;
@@ -167,7 +158,6 @@ static int stop_at_first(void *arg, const struct s3_obj *o)
 int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **out, char *msg,
 	       size_t msglen)
 {
-	struct s3src_conf sc = *conf;
 	struct s3idx *x = calloc(1, sizeof(*x));
 	struct srcloc loc;
 	char why[256];
@@ -190,9 +180,7 @@ int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **ou
 	n = strlen(loc.key);
 	snprintf(x->prefix, sizeof(x->prefix), "%s%s", loc.key,
 		 n && loc.key[n - 1] != '/' ? "/" : "");
-	sc.log = client_log;
-	sc.log_arg = x;
-	ret = s3src_connect(loc.bucket, &sc, &x->s3, msg, msglen);
+	ret = s3src_connect(loc.bucket, conf, &x->s3, msg, msglen);
 	if (ret == 0) {
 		ret = s3_list(x->s3, x->prefix, stop_at_first, NULL);
 		ret = ret == 1 ? 0 : ret;
