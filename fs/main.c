@@ -511,13 +511,6 @@ out_cache:
 	return ret;
 }
 
-/*
- * index_dir=s3://BUCKET/PREFIX: opens and registers the shared store with
- * the mount's endpoint and credentials options, before mounting, so that a
- * missing bucket or bad keys are one line and exit 1.  A local mount must
- * name the endpoint: it has no bucket URL to take a default from.  Returns
- * 0 (*out NULL for a local index_dir) or -1 (said on stderr).
- */
 /* The shared store's client lines: a 404 is the usual answer to a get, so debug level only. */
 static void index_store_log(void *arg, const char *line)
 {
@@ -525,6 +518,13 @@ static void index_store_log(void *arg, const char *line)
 	zlog(ZLOG_DEBUG, "index store: %s", line);
 }
 
+/*
+ * index_dir=s3://BUCKET/PREFIX: opens and registers the shared store with
+ * the mount's endpoint and credentials options, before mounting, so that a
+ * missing bucket or bad keys are one line and exit 1.  A local mount must
+ * name the endpoint: it has no bucket URL to take a default from.  Returns
+ * 0 (*out NULL for a local index_dir) or -1 (said on stderr).
+ */
 static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out)
 {
 	struct s3src_conf sc = { 0 };
