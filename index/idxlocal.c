@@ -175,6 +175,23 @@ const struct idxstore_ops idxlocal_ops = {
 	.del = local_del,
 };
 
+int idxlocal_store(const char *dir, struct idxstore **out)
+{
+	char *path;
+	int ret;
+
+	*out = NULL;
+	if (!dir || !dir[0])
+		return -EINVAL;
+	path = strdup(dir); /* the ctx: get, put and del open it each time */
+	if (!path)
+		return -ENOMEM;
+	ret = idxstore_new(path, &idxlocal_ops, path, free, out);
+	if (ret < 0)
+		free(path);
+	return ret;
+}
+
 /* Whether s (n bytes) is put's temporary name for an index name: ".<index>.XXXXXX". */
 static bool is_tmp(const char *s, size_t n, bool (*is_index)(const char *name, size_t n))
 {

@@ -1,84 +1,60 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The table of registered index stores (idxstore.h): a short list, since
- * a process has one shared index prefix at most in practice.
+ * The store handle (idxstore.h): what an implementation gave, and a name.
  */
 #include "idxstore.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define IDXSTORE_URL_MAX 4096
-
-struct entry {
-	struct entry *next;
+struct idxstore {
 	const struct idxstore_ops *ops;
 	void *ctx;
-	char url[];
+	void (*close)(void *ctx);
+	char name[];
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct entry *head; /* protected by lock */
-
-/* The link pointing at url's entry, or at the list's end; lock held. */
-static struct entry **slot(const char *url)
+int idxstore_new(const char *name, const struct idxstore_ops *ops, void *ctx,
+		 void (*close)(void *ctx), struct idxstore **out)
 {
-	struct entry **p = &head;
+	size_t n = name ? strlen(name) : 0;
+	struct idxstore *st;
 
-	while (*p && strcmp((*p)->url, url))
-		p = &(*p)->next;
-	return p;
-}
-
-int idxstore_register(const char *url, const struct idxstore_ops *ops, void *ctx)
-{
-	size_t n = strnlen(url, IDXSTORE_URL_MAX);
-	struct entry *e, **p;
-
-	if (!strstr(url, "://") || n == IDXSTORE_URL_MAX || !ops)
+	*out = NULL;
+	if (!ops || !n)
 		return -EINVAL;
-	e = malloc(sizeof(*e) + n + 1);
-	if (!e)
+	st = malloc(sizeof(*st) + n + 1);
+	if (!st)
 		return -ENOMEM;
-	memcpy(e->url, url, n + 1);
-	e->ops = ops;
-	e->ctx = ctx;
-	pthread_mutex_lock(&lock);
-	p = slot(url);
-	e->next = *p ? (*p)->next : NULL;
-	free(*p);
-	*p = e;
-	pthread_mutex_unlock(&lock);
+	st->ops = ops;
+	st->ctx = ctx;
+	st->close = close;
+	memcpy(st->name, name, n + 1);
+	*out = st;
 	return 0;
 }
 
-void idxstore_unregister(const char *url)
+void idxstore_free(struct idxstore *st)
 {
-	struct entry *e, **p;
-
-	pthread_mutex_lock(&lock);
-	p = slot(url);
-	e = *p;
-	if (e)
-		*p = e->next;
-	pthread_mutex_unlock(&lock);
-	free(e);
+	if (!st)
+		return;
+	if (st->close)
+		st->close(st->ctx);
+	free(st);
 }
 
-int idxstore_find(const char *url, const struct idxstore_ops **ops, void **ctx)
+const char *idxstore_name(const struct idxstore *st)
 {
-	struct entry *e;
-	int ret = -ENOENT;
+	return st->name;
+}
 
-	pthread_mutex_lock(&lock);
-	e = *slot(url);
-	if (e) {
-		*ops = e->ops;
-		*ctx = e->ctx;
-		ret = 0;
-	}
-	pthread_mutex_unlock(&lock);
-	return ret;
+const struct idxstore_ops *idxstore_ops_of(const struct idxstore *st)
+{
+	return st->ops;
+}
+
+void *idxstore_ctx(const struct idxstore *st)
+{
+	return st->ctx;
 }

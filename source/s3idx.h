@@ -4,8 +4,8 @@
 
 /*
  * A shared index store in an S3 prefix (index_dir=s3://BUCKET/PREFIX): the
- * idxstore.h operations over the S3 client, registered under that URL so
- * that idxfile.c finds it.  Blob "<h>.zmi" is the object PREFIX/<h>.zmi.
+ * idxstore.h operations over the S3 client, behind a store handle that
+ * idxfile.c is given.  Blob "<h>.zmi" is the object PREFIX/<h>.zmi.
  *  - get: a HEAD, then, if the object is within the cap, GETs of it with
  *    "If-Match: <the HEAD's ETag>" into one buffer of the blob's size (one
  *    version, never a mix of two; the memory rule is idxstore.h's), which
@@ -29,24 +29,24 @@
 
 #include "s3src.h"
 
-struct s3idx;
+struct idxstore;
 
 /*
  * Opens a client for url's bucket with conf (borrowed; its endpoint,
  * region, credentials, profile, retries and timeout are the mount's, its
- * log gets the client's lines, see above), lists
- * PREFIX once to prove the bucket answers, and registers the store under
- * url.  Returns 0 and *out, or -errno and *out NULL with one line in msg
- * (msglen bytes): not an s3:// URL, no credentials, an unreachable
- * endpoint, a missing bucket, refused keys.
+ * log gets the client's lines, see above), lists PREFIX once to prove the
+ * bucket answers, and makes the store's handle, named url (idxstore_free
+ * closes the client).  Returns 0 and *out, or -errno and *out NULL with
+ * one line in msg (msglen bytes): not an s3:// URL, no credentials, an
+ * unreachable endpoint, a missing bucket, refused keys.
  */
-int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **out, char *msg,
+int s3idx_open(const char *url, const struct s3src_conf *conf, struct idxstore **out, char *msg,
 	       size_t msglen);
 
-/* The size of blob name (one HEAD): 0 and *size, or -errno (-ENOENT: no such blob; s3.h). */
-int s3idx_size(struct s3idx *x, const char *name, uint64_t *size);
-
-/* Unregisters the store and closes its client.  No idxfile call may be using it.  Accepts NULL. */
-void s3idx_close(struct s3idx *x);
+/*
+ * The size of blob name of store, one of s3idx_open's (one HEAD): 0 and
+ * *size, or -errno (-ENOENT: no such blob, s3.h; -EINVAL: not an S3 store).
+ */
+int s3idx_size(const struct idxstore *store, const char *name, uint64_t *size);
 
 #endif
