@@ -10,7 +10,7 @@
  * holding one, updates this list in the same commit.
  *
  * Each lock is named OWNER.FIELD: the struct it is a field of, or, for a
- * file-scope variable, the file's stem (idxstore.lock).  The test `locking`
+ * file-scope variable, the file's stem (zlog.rotate_lock).  The test `locking`
  * (tests/tools/check_locking.py) finds every pthread_mutex_t,
  * pthread_rwlock_t, pthread_spinlock_t and pthread_cond_t declared in
  * those directories and fails for each one not named here, and for each
@@ -102,10 +102,6 @@
  *                                   ns_s3_new's message).  Leaf; taken in
  *                                   the client's log callback, on whatever
  *                                   thread makes the request.
- *  idxstore.lock     index/idxstore.c  the table of registered index
- *                                   stores (index_dir=s3://...).  Leaf:
- *                                   a store's operations are called after
- *                                   idxstore_find dropped it.
  *  notify.lock       fs/notify.c    the invalidation thread's queue
  *                                   (struct notify, in ops_ctx).  Leaf:
  *                                   notify_queue,

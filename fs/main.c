@@ -27,11 +27,11 @@
 #include "ns_open.h"
 #include "ns_s3.h"
 #include "ops.h"
+#include "idxopen.h"
 #include "indexer.h"
 #include "opts.h"
 #include "pool.h"
 #include "reader.h"
-#include "s3idx.h"
 #include "srcloc.h"
 #include "tree.h"
 #include "zlog.h"
@@ -44,6 +44,7 @@ struct cli {
 	int bad; /* a one-line error was printed */
 	int help;
 	int version;
+	struct idxstore *store; /* index_dir's, or NULL (memory only): open_index_store */
 };
 
 enum { KEY_HELP, KEY_VERSION };
@@ -298,7 +299,7 @@ static const char *usable_index_dir(const char *dir)
 	if (!dir[0])
 		return NULL;
 	if (strstr(dir, "://"))
-		return dir; /* a shared store, opened before mounting (open_index_store) */
+		return dir;
 	if (stat(dir, &st) == 0 ? S_ISDIR(st.st_mode) : errno != ENOTDIR)
 		return dir;
 	zlog(ZLOG_WARN, "index_dir %s is not a directory; indexes are kept in memory only", dir);
@@ -355,7 +356,7 @@ static void mount_reader_opts(struct reader_opts *ro, const struct cli *cli, str
 	 * the frame again, so measuring builds them at once.
 	 */
 	ro->ck_at_open = cli->opts.background_index != 0;
-	ro->index_dir = usable_index_dir(cli->opts.index_dir);
+	ro->index_dir = cli->store;
 	/* The first user of a gzip file usually reads it from the start. */
 	ro->warm_bytes = (size_t)cli->opts.cache_size / 2;
 	ro->warn_wide = true;
@@ -511,28 +512,39 @@ out_cache:
 	return ret;
 }
 
-/*
- * index_dir=s3://BUCKET/PREFIX: opens and registers the shared store with
- * the mount's endpoint and credentials options, before mounting, so that a
- * missing bucket or bad keys are one line and exit 1.  A local mount must
- * name the endpoint: it has no bucket URL to take a default from.  Returns
- * 0 (*out NULL for a local index_dir) or -1 (said on stderr).
- */
-static int open_index_store(const struct cli *cli, int is_s3, struct s3idx **out)
+/* The shared store's client lines: a 404 is the usual answer to a get, so debug level only. */
+static void index_store_log(void *arg, const char *line)
 {
+	(void)arg;
+	zlog(ZLOG_DEBUG, "index store: %s", line);
+}
+
+/*
+ * The one store handle of index_dir (idxopen.h), which every reader is
+ * given: NULL for none, or for a local path that is not a directory
+ * (usable_index_dir).  An s3://BUCKET/PREFIX store is opened with the
+ * mount's endpoint and credentials options, before mounting, so that a
+ * missing bucket or bad keys are one line and exit 1; a local mount must
+ * name the endpoint: it has no bucket URL to take a default from.
+ * Returns 0 or -1 (said on stderr).
+ */
+static int open_index_store(const struct cli *cli, int is_s3, struct idxstore **out)
+{
+	const char *dir = usable_index_dir(cli->opts.index_dir);
 	struct s3src_conf sc = { 0 };
 	char msg[1024];
 
 	*out = NULL;
-	if (!strstr(cli->opts.index_dir, "://"))
+	if (!dir)
 		return 0;
-	if (!is_s3 && !cli->opts.endpoint[0]) {
+	if (strstr(dir, "://") && !is_s3 && !cli->opts.endpoint[0]) {
 		fprintf(stderr, "zmount: index_dir=%s needs -o endpoint=URL for a local SRC\n",
 			cli->opts.index_dir);
 		return -1;
 	}
 	ns_s3_conf(&sc, &cli->opts);
-	if (s3idx_open(cli->opts.index_dir, &sc, out, msg, sizeof(msg)) < 0) {
+	sc.log = index_store_log;
+	if (idxopen(dir, &sc, out, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "zmount: %s\n", msg);
 		return -1;
 	}
@@ -547,7 +559,6 @@ int main(int argc, char *argv[])
 	char src[PATH_MAX], why[256];
 	struct srcloc loc;
 	struct stat st;
-	struct s3idx *store = NULL;
 	int ret = 1, is_s3;
 
 	keep_std_fds();
@@ -607,12 +618,12 @@ int main(int argc, char *argv[])
 	ret = 1; /* zlog_to_file set it to 0 */
 	if (check_index_dir(&cli.opts) < 0)
 		goto out;
-	if (add_mount_opts(&args, cli.src) != 0 || open_index_store(&cli, is_s3, &store) < 0)
+	if (add_mount_opts(&args, cli.src) != 0 || open_index_store(&cli, is_s3, &cli.store) < 0)
 		goto out;
 	raise_fd_limit();
 	ret = run(&args, &cli, copts.mountpoint, copts.foreground, copts.singlethread);
 out:
-	s3idx_close(store); /* after run: its readers are closed */
+	idxstore_free(cli.store); /* after run: its readers are closed */
 	free(copts.mountpoint);
 	fuse_opt_free_args(&args);
 	return ret;

@@ -118,3 +118,31 @@ void names_free(struct names_ent *ents, size_t n)
 		ents[i].visible = NULL;
 	}
 }
+
+/* By suffix alone: an object's magic is checked when it is looked up (s3tree.h). */
+static int by_suffix(void *ctx, size_t i)
+{
+	(void)ctx;
+	(void)i;
+	return NAMES_SOUND;
+}
+
+int names_resolve_suffix(const char *const *names, const bool *file, char **visible, size_t n)
+{
+	struct names_ent *ents = calloc(n + 1, sizeof(*ents));
+	int ret;
+
+	if (!ents)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		ents[i].name = names[i];
+		ents[i].candidate = file[i];
+	}
+	ret = names_resolve(ents, n, by_suffix, NULL);
+	if (ret < 0)
+		names_free(ents, n);
+	for (size_t i = 0; i < n; i++)
+		visible[i] = ret < 0 ? NULL : ents[i].visible;
+	free(ents);
+	return ret;
+}

@@ -17,6 +17,7 @@
  *    wins.  The others stay visible under their own names.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -51,5 +52,13 @@ int names_resolve(struct names_ent *ents, size_t n, int (*is_archive)(void *ctx,
 
 /* Frees the visible names set by names_resolve. */
 void names_free(struct names_ent *ents, size_t n);
+
+/*
+ * names_resolve over one listed directory whose files are all taken as
+ * archives by their suffix (an S3 prefix: s3tree.h's strip, whose contract
+ * this is): visible[i] is file i's malloc'd visible name or NULL.  Returns
+ * 0, or -ENOMEM with every visible[i] NULL.
+ */
+int names_resolve_suffix(const char *const *names, const bool *file, char **visible, size_t n);
 
 #endif

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "names.h"
 #include "ns.h"
 #include "opts.h"
 #include "reader.h"
@@ -82,6 +83,23 @@ static void client_log(void *arg, const char *line)
 
 /* -- the listing ------------------------------------------------------------ */
 
+static void tree_warn(void *arg, const char *line)
+{
+	(void)arg;
+	zlog(ZLOG_WARN, "%s", line);
+}
+
+static void tree_debug(void *arg, const char *line)
+{
+	(void)arg;
+	zlog(ZLOG_DEBUG, "%s", line);
+}
+
+/* The mount's naming rules for a listing; its lines about keys not shown are said once, at the
+ * first listing, and at debug level when the same prefix is listed again. */
+static const struct s3tree_rules first_rules = { names_resolve_suffix, tree_warn, NULL };
+static const struct s3tree_rules again_rules = { names_resolve_suffix, tree_debug, NULL };
+
 static int list_cb(void *arg, const struct s3_obj *o)
 {
 	return s3tree_build_add(arg, o->key, &o->st);
@@ -100,13 +118,12 @@ static int list_prefix(struct ns_s3 *fs, struct s3tree **out)
 {
 	struct s3tree_build *b;
 	double t0 = mono();
-	int ret = s3tree_build_new(fs->label, fs->prefix, &b);
+	int ret = s3tree_build_new(fs->label, fs->prefix,
+				   atomic_load(&fs->lists) > 0 ? &again_rules : &first_rules, &b);
 
 	*out = NULL;
 	if (ret < 0)
 		return ret;
-	if (atomic_load(&fs->lists) > 0)
-		s3tree_build_set_log_level(b, ZLOG_DEBUG); /* said at the first listing */
 	ret = s3_list(fs->s3, fs->prefix, list_cb, b);
 	if (ret < 0) {
 		s3tree_build_abort(b);

@@ -216,8 +216,8 @@ static int scan_bytes(struct ns_tar *nt, struct tarv *tv, struct tbytes *b, stru
  * none (scan; *id is set if *have_id), never an error: a table that
  * cannot be loaded is scanned again.
  */
-static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name, const char *dir,
-		      struct idxfile_id *id, struct zsrc **src)
+static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name,
+		      const struct idxstore *dir, struct idxfile_id *id, struct zsrc **src)
 {
 	bool same;
 	struct zerr why = { 0 };
@@ -368,7 +368,7 @@ static int over_cap(const struct tartab *t, const char *name, int ret)
 static int scan(struct ns_tar *nt, struct tarv *tv)
 {
 	const struct reader_opts *o = arctab_opts(nt->arcs);
-	const char *dir = o && o->index_dir && o->index_dir[0] ? o->index_dir : NULL;
+	const struct idxstore *dir = o ? o->index_dir : NULL;
 	char name[PATH_MAX + 64];
 	struct idxfile_id id;
 	struct zsrc *src;

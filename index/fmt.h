@@ -154,7 +154,8 @@ struct fmt_saved {
 	void (*put)(unsigned char *b, size_t off, const void *recs);
 	int (*get)(const unsigned char *b, size_t off, const struct idxfile_info *in, void *out,
 		   struct zerr *err);
-	int (*fresh)(const char *dir, const char *real, struct zsrc *src, struct zerr *err);
+	int (*fresh)(const struct idxstore *store, const char *real, struct zsrc *src,
+		     struct zerr *err);
 };
 
 struct fmt_ck {

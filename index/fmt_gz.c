@@ -69,7 +69,7 @@ static void save_gz(struct reader *r, const struct idxfile_id *id, const struct 
 	if (ret < 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
 		zmctx_log(r->ctx, ZLOG_WARN, NULL, NULL,
 			  "cannot save indexes in %s (%s); keeping them in memory",
-			  r->opts.index_dir, strerror(-ret));
+			  idxstore_name(r->opts.index_dir), strerror(-ret));
 }
 
 /*
@@ -387,7 +387,8 @@ static int gz_sniff(struct zsrc *src, const unsigned char *head, size_t n)
 }
 
 /* fmttab_saved: idxfile_load with any span, since mounts take any (load_gz). */
-static int gz_fresh(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
+static int gz_fresh(const struct idxstore *dir, const char *real, struct zsrc *src,
+		    struct zerr *err)
 {
 	struct gzdec_index *g = NULL;
 	struct idxfile_id id;

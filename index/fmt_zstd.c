@@ -146,7 +146,8 @@ struct zst {
 	 */
 	atomic_size_t proven;
 	/* Where the sizes came from, to remove them once one is proven wrong. */
-	const char *dir, *name; /* borrowed from the reader, which outlives this */
+	const struct idxstore *dir; /* borrowed from the reader, which outlives this */
+	const char *name;
 	struct idxfile_id id;
 	atomic_flag dropped;
 };
@@ -195,7 +196,7 @@ static void save_sizes(struct reader *r, const struct idxfile_id *id, const stru
 	if (ret < 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
 		zmctx_log(r->ctx, ZLOG_WARN, NULL, NULL,
 			  "cannot save indexes in %s (%s); keeping them in memory",
-			  r->opts.index_dir, strerror(-ret));
+			  idxstore_name(r->opts.index_dir), strerror(-ret));
 }
 
 /*
@@ -1056,7 +1057,8 @@ static int zstd_sniff(struct zsrc *src, const unsigned char *head, size_t n)
  * fmttab_saved: the frame walk, then idxfile_load_zstd (the mount's load,
  * and agreement with the frames); 1 if every frame states its size.
  */
-static int zstd_fresh(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
+static int zstd_fresh(const struct idxstore *dir, const char *real, struct zsrc *src,
+		      struct zerr *err)
 {
 	struct zstddec_index *z = NULL;
 	struct idxfile_id id;

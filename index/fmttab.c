@@ -168,9 +168,10 @@ bool fmttab_index_optional(int id)
 	return fmt_get(id) && fmt_get(id)->index_optional;
 }
 
-int fmttab_saved(int id, const char *dir, const char *real, struct zsrc *src, struct zerr *err)
+int fmttab_saved(int id, const struct idxstore *store, const char *real, struct zsrc *src,
+		 struct zerr *err)
 {
-	return fmttab_saves(id) ? fmt_get(id)->saved->fresh(dir, real, src, err) : -ENOTSUP;
+	return fmttab_saves(id) ? fmt_get(id)->saved->fresh(store, real, src, err) : -ENOTSUP;
 }
 
 const struct fmt_saved *fmt_saved_kind(uint32_t kind)

@@ -84,14 +84,16 @@ bool fmttab_saves(int id);
 bool fmttab_index_optional(int id);
 
 /*
- * Whether dir holds a saved index a mount would use for the version of
+ * Whether store holds a saved index a mount would use for the version of
  * source real that src has open (the mount's own load and checks).
  * Returns 0 (fresh), 1 (this file needs none), -ENOTSUP (the format saves
  * none), or the load's error: -ENOENT, -ESTALE, -EBADMSG, -EPERM, -EIO,
  * -ENOMEM; err (may be NULL) says why.
  */
 struct zerr;
-int fmttab_saved(int id, const char *dir, const char *real, struct zsrc *src, struct zerr *err);
+struct idxstore;
+int fmttab_saved(int id, const struct idxstore *store, const char *real, struct zsrc *src,
+		 struct zerr *err);
 
 /*
  * The per-format counter's name in the mount's stats ("xz_indexes": the

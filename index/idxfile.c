@@ -16,8 +16,8 @@
  * then runs the loader's validator over that buffer (so we never write what
  * we would refuse to read), checks the index directory as loading does,
  * writes the buffer to a new O_EXCL temporary file made in it through its
- * descriptor, fsyncs it and renames it over the final name (idxlocal.c, or
- * a registered store's put).
+ * descriptor, fsyncs it and renames it over the final name (idxlocal.c), or
+ * hands it to the store's put (the handle idxfile.h's callers pass).
  *
  * Loading first checks who may have written the file: the index directory
  * (opened once, then used only through its descriptor, so a rename after
@@ -541,14 +541,10 @@ static int read_checked(int fd, const struct stat *st, const uint64_t *want_size
 	return ret;
 }
 
-/* The store dir names: a registered URL's, else the local directory.  0 or -ENOENT. */
-static int store_of(const char *dir, const struct idxstore_ops **ops, void **ctx)
+/* The name store's files are named under (idxfile_path's dir); NULL for no store. */
+static const char *dir_of(const struct idxstore *store)
 {
-	if (strstr(dir, "://"))
-		return idxstore_find(dir, ops, ctx);
-	*ops = &idxlocal_ops;
-	*ctx = (void *)dir;
-	return 0;
+	return store ? idxstore_name(store) : NULL;
 }
 
 /*
@@ -575,29 +571,31 @@ static int mem_checked(const unsigned char *b, size_t len, const uint64_t *want_
  * refused before its body is read.  0 with *buf (caller frees), *len and
  * *in, or -errno with err.
  */
-static int fetch_checked(const char *dir, const char *name, const struct fmt_saved *k,
+static int fetch_checked(const struct idxstore *store, const char *name, const struct fmt_saved *k,
 			 const struct idxfile_id *id, unsigned char **buf, size_t *len,
 			 struct idxfile_info *in, struct zerr *err)
 {
-	const struct idxstore_ops *ops;
+	const struct idxstore_ops *ops = idxstore_ops_of(store);
 	struct stat st;
-	void *ctx;
-	int fd, ret = store_of(dir, &ops, &ctx);
+	int fd, ret;
 
 	*buf = NULL;
-	if (ret < 0)
-		return zerr_set(err, ret, 0, "no index store for %s", dir);
 	if (ops == &idxlocal_ops) {
-		fd = idxlocal_open(dir, name, &st, err);
+		fd = idxlocal_open(idxstore_ctx(store), name, &st, err);
 		if (fd < 0)
 			return fd;
 		ret = read_checked(fd, &st, &id->size, buf, len, in, err);
 		close(fd);
 		return ret;
 	}
-	ret = ops->get(ctx, name, k->max(id->size, IF_MIN_SPAN), buf, len, err);
+	ret = ops->get(idxstore_ctx(store), name, k->max(id->size, IF_MIN_SPAN), buf, len);
 	if (ret == -EFBIG)
 		return BAD(0, "larger than an index of a %" PRIu64 "-byte source can be", id->size);
+	if (ret == -ENOMEM)
+		return zerr_set(err, ret, 0, "out of memory");
+	if (ret < 0)
+		return zerr_set(err, ret, 0, "%s/%s: %s", idxstore_name(store), name,
+				strerror(-ret));
 	if (ret == 0 && (ret = mem_checked(*buf, *len, &id->size, in, err)) < 0) {
 		free(*buf);
 		*buf = NULL;
@@ -644,8 +642,9 @@ static int bound_to(const struct idxfile_info *in, const char *src, const struct
 	return 1;
 }
 
-static int save_image(const char *dir, const struct idxfile_id *id, const struct fmt_saved *k,
-		      const unsigned char *b, size_t len, uint64_t *bytes_written);
+static int save_image(const struct idxstore *store, const struct idxfile_id *id,
+		      const struct fmt_saved *k, const unsigned char *b, size_t len,
+		      uint64_t *bytes_written);
 
 /*
  * Rebinds the checked image *buf (len bytes; *in its info) to the source
@@ -656,7 +655,7 @@ static int save_image(const char *dir, const struct idxfile_id *id, const struct
  * is ignored: that load hashes again.  On -ENOMEM or a path that does not
  * fit, *buf and *in stay as they were, still usable.
  */
-static void rebind(const char *dir, const char *src, const struct idxfile_id *id,
+static void rebind(const struct idxstore *store, const char *src, const struct idxfile_id *id,
 		   unsigned char **buf, size_t len, struct idxfile_info *in)
 {
 	size_t body = body_of(in), plen = key_len(src, id), n = len - (body - IF_HDR) + plen;
@@ -674,7 +673,7 @@ static void rebind(const char *dir, const char *src, const struct idxfile_id *id
 	put64(b + n - IF_CRC, idxhash_crc64(b, n - IF_CRC));
 	if (check(b, n, ni, NULL) < 0)
 		goto out;
-	save_image(dir, id, fmt_saved_kind(in->kind), b, n, NULL);
+	save_image(store, id, fmt_saved_kind(in->kind), b, n, NULL);
 	free(*buf);
 	*buf = b;
 	*in = *ni;
@@ -692,9 +691,9 @@ out:
  * by content).  Returns 0, or -errno with err as idxfile_load documents
  * (*buf NULL).
  */
-static int load_image(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct fmt_saved *k, unsigned char **buf, struct idxfile_info *in,
-		      struct zerr *err)
+static int load_image(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, const struct fmt_saved *k, unsigned char **buf,
+		      struct idxfile_info *in, struct zerr *err)
 {
 	char path[PATH_MAX];
 	unsigned char *b = NULL;
@@ -702,17 +701,18 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 	int ret;
 
 	*buf = NULL;
-	ret = idxfile_keyed(src_abspath) ? kind_path(k, dir, id, path, sizeof(path)) : -EINVAL;
+	ret = idxfile_keyed(src_abspath) ? kind_path(k, dir_of(store), id, path, sizeof(path))
+					 : -EINVAL;
 	if (ret < 0)
 		return zerr_set(err, ret, 0, "bad source path");
-	ret = fetch_checked(dir, strrchr(path, '/') + 1, k, id, &b, &len, in, err);
+	ret = fetch_checked(store, strrchr(path, '/') + 1, k, id, &b, &len, in, err);
 	if (ret == 0 && in->kind != k->kind)
 		ret = BAD(H_KIND, "a %s index, not a %s one", fmt_saved_kind(in->kind)->name,
 			  k->name);
 	if (ret == 0)
 		ret = bound_to(in, src_abspath, id, err);
 	if (ret == 1) {
-		rebind(dir, src_abspath, id, &b, len, in);
+		rebind(store, src_abspath, id, &b, len, in);
 		ret = 0;
 	}
 	if (ret < 0)
@@ -722,14 +722,15 @@ static int load_image(const char *dir, const char *src_abspath, const struct idx
 	return ret;
 }
 
-int idxfile_load_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct fmt_saved *k, uint64_t span_wanted, void *out, struct zerr *err)
+int idxfile_load_recs(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, const struct fmt_saved *k, uint64_t span_wanted,
+		      void *out, struct zerr *err)
 {
 	struct idxfile_info *in = malloc(sizeof(*in));
 	unsigned char *b = NULL;
 	int ret;
 
-	ret = in ? load_image(dir, src_abspath, id, k, &b, in, err)
+	ret = in ? load_image(store, src_abspath, id, k, &b, in, err)
 		 : zerr_set(err, -ENOMEM, 0, "out of memory");
 	if (ret == 0 && span_wanted && span_wanted != in->span)
 		ret = zerr_set(err, -ERANGE, H_SPAN, "built with span %" PRIu64 ", not %" PRIu64,
@@ -741,25 +742,21 @@ int idxfile_load_recs(const char *dir, const char *src_abspath, const struct idx
 	return ret;
 }
 
-int idxfile_remove_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-			const struct fmt_saved *k)
+int idxfile_remove_recs(const struct idxstore *store, const char *src_abspath,
+			const struct idxfile_id *id, const struct fmt_saved *k)
 {
 	char path[PATH_MAX];
 	struct idxfile_info *in = malloc(sizeof(*in));
-	const struct idxstore_ops *ops;
 	unsigned char *b = NULL;
 	size_t len = 0;
-	void *ctx;
-	int ret = in ? kind_path(k, dir, id, path, sizeof(path)) : -ENOMEM;
+	int ret = in ? kind_path(k, dir_of(store), id, path, sizeof(path)) : -ENOMEM;
 
 	if (ret == 0)
-		ret = store_of(dir, &ops, &ctx);
-	if (ret == 0)
-		ret = fetch_checked(dir, strrchr(path, '/') + 1, k, id, &b, &len, in, NULL);
+		ret = fetch_checked(store, strrchr(path, '/') + 1, k, id, &b, &len, in, NULL);
 	if (ret == 0 && (ret = bound_to(in, src_abspath, id, NULL)) == 1)
 		ret = 0;
 	if (ret == 0)
-		ret = ops->del(ctx, strrchr(path, '/') + 1);
+		ret = idxstore_ops_of(store)->del(idxstore_ctx(store), strrchr(path, '/') + 1);
 	free(b);
 	free(in);
 	return ret;
@@ -780,19 +777,18 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
 	return ret;
 }
 
-/* Writes image b (len bytes, validated, of kind k; borrowed) as the index of id's source in dir. */
-static int save_image(const char *dir, const struct idxfile_id *id, const struct fmt_saved *k,
-		      const unsigned char *b, size_t len, uint64_t *bytes_written)
+/* Writes image b (len bytes, validated, of kind k; borrowed) as the index of id's source in
+ * store. */
+static int save_image(const struct idxstore *store, const struct idxfile_id *id,
+		      const struct fmt_saved *k, const unsigned char *b, size_t len,
+		      uint64_t *bytes_written)
 {
 	char final[PATH_MAX];
-	const struct idxstore_ops *ops;
-	void *ctx;
-	int ret = kind_path(k, dir, id, final, sizeof(final));
+	int ret = kind_path(k, dir_of(store), id, final, sizeof(final));
 
 	if (ret == 0)
-		ret = store_of(dir, &ops, &ctx);
-	if (ret == 0)
-		ret = ops->put(ctx, strrchr(final, '/') + 1, b, len);
+		ret = idxstore_ops_of(store)->put(idxstore_ctx(store), strrchr(final, '/') + 1, b,
+						  len);
 	if (ret == 0 && bytes_written)
 		*bytes_written = len;
 	return ret;
@@ -803,8 +799,9 @@ static int save_image(const char *dir, const struct idxfile_id *id, const struct
  * not that version any more) into image b (len bytes, validated, of kind k;
  * freed here), seals it with its CRC-64, and writes it (save_image).
  */
-static int seal_save(const char *dir, const struct idxfile_id *id, const struct fmt_saved *k,
-		     unsigned char *b, size_t len, uint64_t *bytes_written)
+static int seal_save(const struct idxstore *store, const struct idxfile_id *id,
+		     const struct fmt_saved *k, unsigned char *b, size_t len,
+		     uint64_t *bytes_written)
 {
 	uint64_t h;
 	int ret = src_hash(id, &h);
@@ -812,7 +809,7 @@ static int seal_save(const char *dir, const struct idxfile_id *id, const struct 
 	if (ret == 0) {
 		put64(b + H_HASH, h);
 		put64(b + len - IF_CRC, idxhash_crc64(b, len - IF_CRC));
-		ret = save_image(dir, id, k, b, len, bytes_written);
+		ret = save_image(store, id, k, b, len, bytes_written);
 	}
 	free(b);
 	return ret;
@@ -859,8 +856,9 @@ static int serialize(const char *src, const struct idxfile_id *id, const struct 
 	return 0;
 }
 
-int idxfile_save_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct fmt_saved *k, const void *recs, uint64_t *bytes_written)
+int idxfile_save_recs(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, const struct fmt_saved *k, const void *recs,
+		      uint64_t *bytes_written)
 {
 	unsigned char *b = NULL;
 	size_t len = 0;
@@ -868,7 +866,7 @@ int idxfile_save_recs(const char *dir, const char *src_abspath, const struct idx
 
 	if (ret == 0)
 		ret = serialize(src_abspath, id, k, recs, &b, &len);
-	return ret < 0 ? ret : seal_save(dir, id, k, b, len, bytes_written);
+	return ret < 0 ? ret : seal_save(store, id, k, b, len, bytes_written);
 }
 
 static int is_hex(const char *s, size_t n)
@@ -987,8 +985,15 @@ static int judge_index(void *arg, int dfd, const char *name)
 	return prune_index(dfd, arg, name);
 }
 
-int idxfile_prune(const char *dir, unsigned *removed)
+int idxfile_prune(const struct idxstore *store, unsigned *removed)
 {
+	const char *dir;
+
+	if (removed)
+		*removed = 0;
+	if (!store || idxstore_ops_of(store) != &idxlocal_ops)
+		return -ENOTSUP; /* a remote store: idxfile_prune_store */
+	dir = idxstore_ctx(store);
 	return idxlocal_prune(dir, is_index_name, judge_index, (void *)dir, removed);
 }
 
@@ -1054,8 +1059,7 @@ static int body_bad(const struct idxstore_ops *ops, void *ctx, const struct blob
 	/* the cap of a load: a blob over it is refused unread, as a load refuses it */
 	if (ret == 0)
 		ret = ops->get(ctx, b->name,
-			       fmt_saved_kind(in->kind)->max(in->id.size, IF_MIN_SPAN), &img, &len,
-			       NULL);
+			       fmt_saved_kind(in->kind)->max(in->id.size, IF_MIN_SPAN), &img, &len);
 	if (ret == 0)
 		ret = mem_checked(img, len, NULL, full, NULL);
 	free(img);
@@ -1102,26 +1106,23 @@ out:
 	return go;
 }
 
-int idxfile_prune_store(const char *url, idxfile_now_fn now, void *arg, unsigned *removed)
+int idxfile_prune_store(const struct idxstore *store, idxfile_now_fn now, void *arg,
+			unsigned *removed)
 {
-	const struct idxstore_ops *ops;
+	const struct idxstore_ops *ops = store ? idxstore_ops_of(store) : NULL;
+	void *ctx = store ? idxstore_ctx(store) : NULL;
 	struct blobs l = { 0 };
 	unsigned count = 0;
-	void *ctx;
 	int ret;
 
 	if (removed)
 		*removed = 0;
-	if (!strstr(url, "://"))
-		return -EINVAL;
-	ret = idxstore_find(url, &ops, &ctx);
-	if (ret < 0)
-		return ret;
-	if (!ops->list || !ops->peek)
+	if (!ops || !ops->list || !ops->peek)
 		return -ENOTSUP;
 	ret = ops->list(ctx, add_blob, &l);
 	for (size_t i = 0; ret == 0 && i < l.n; i++)
-		if (prune_blob(url, ops, ctx, &l.v[i], now, arg) && ops->del(ctx, l.v[i].name) == 0)
+		if (prune_blob(idxstore_name(store), ops, ctx, &l.v[i], now, arg) &&
+		    ops->del(ctx, l.v[i].name) == 0)
 			count++;
 	free(l.v);
 	if (removed)

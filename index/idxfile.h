@@ -43,15 +43,17 @@
  * because windows hold up to 32 KiB of the source's plain text per
  * checkpoint.
  *
- * The dir argument may also be a URL ("s3://BUCKET/PREFIX") registered in
- * idxstore.h: the same files are then got, put and deleted through that
- * store, and checked exactly as local files are (header, caps, CRC-64,
+ * Where the files are is a store handle (idxstore.h; borrowed, never
+ * NULL), opened once from index_dir by the caller (idxopen.h).  The rules
+ * above are those of a local directory (idxlocal.c).  In any other store
+ * ("s3://BUCKET/PREFIX") the same files are got, put and deleted through
+ * its ops, and checked exactly as local files are (header, caps, CRC-64,
  * identity), but the ownership rules above do not apply: a store is
  * trusted as far as whoever may write to it (doc/index-format.md, "Shared
  * indexes in S3").  A blob larger than an index of its kind can be for the
- * source's size at any span is refused before it is read.  An unregistered
- * URL gives -ENOENT.  prune and read_header take local paths only; a
- * store is pruned by idxfile_prune_store.
+ * source's size at any span is refused before it is read.  idxfile_prune
+ * takes a local store only; a listable store is pruned by
+ * idxfile_prune_store.  read_header takes a local file's path.
  *
  * Nothing here logs.  Functions return 0 or a negative errno; load and
  * read_header also fill a struct zerr (may be NULL) with the reason and the
@@ -71,6 +73,7 @@
 #include <sys/stat.h>
 
 #include "ckpt.h"
+#include "idxstore.h"
 #include "src.h"
 #include "zerr.h"
 
@@ -224,7 +227,9 @@ uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span);
  * rename or a copy keeps of id: size, mtime and fingerprint (not the path,
  * device, inode or ctime), so that a renamed source finds its index.  Two
  * copies of one file share that file (the last loaded is recorded).
- * Returns 0, -EINVAL (dir empty, id NULL) or -ENAMETOOLONG.
+ * Returns 0, -EINVAL (dir empty, id NULL) or -ENAMETOOLONG.  dir is a
+ * store's name (idxstore_name): the file is that store's blob of the same
+ * last component.
  */
 int idxfile_path(const char *dir, const struct idxfile_id *id, char *out, size_t len);
 
@@ -243,12 +248,14 @@ int idxfile_path_ckpt(const char *dir, const struct idxfile_id *id, char *out, s
  * differs.  idxfile_remove_recs is idxfile_remove for k's file.  The
  * per-kind calls below are these with their kind.
  */
-int idxfile_save_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct fmt_saved *k, const void *recs, uint64_t *bytes_written);
-int idxfile_load_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct fmt_saved *k, uint64_t span_wanted, void *out, struct zerr *err);
-int idxfile_remove_recs(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-			const struct fmt_saved *k);
+int idxfile_save_recs(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, const struct fmt_saved *k, const void *recs,
+		      uint64_t *bytes_written);
+int idxfile_load_recs(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, const struct fmt_saved *k, uint64_t span_wanted,
+		      void *out, struct zerr *err);
+int idxfile_remove_recs(const struct idxstore *store, const char *src_abspath,
+			const struct idxfile_id *id, const struct fmt_saved *k);
 
 /*
  * Saves idx (borrowed, not modified) as the index of the source at
@@ -265,7 +272,7 @@ int idxfile_remove_recs(const char *dir, const char *src_abspath, const struct i
  *   -EROFS, -ENOSPC, -EDQUOT, -EFBIG, -EACCES, -ENOTDIR, -EIO.
  * On error no temporary file is left and any previous index file is intact.
  */
-int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+int idxfile_save(const struct idxstore *store, const char *src_abspath, const struct idxfile_id *id,
 		 const struct gzdec_index *idx, uint64_t *bytes_written);
 
 /*
@@ -295,7 +302,7 @@ int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_
  *   or the errno of open/pread (-EACCES, -EIO, ...).
  * err (may be NULL) says why, with coff = the offset in the index file.
  */
-int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+int idxfile_load(const struct idxstore *store, const char *src_abspath, const struct idxfile_id *id,
 		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err);
 
 /*
@@ -307,8 +314,9 @@ int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_
  * path is replaced.  Returns what idxfile_save returns; -EINVAL also when z
  * has no frame or a frame of unknown size, or id->size != z->csize.
  */
-int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct zstddec_index *z, uint64_t *bytes_written);
+int idxfile_save_zstd(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, const struct zstddec_index *z,
+		      uint64_t *bytes_written);
 
 /*
  * Loads the zstd-kind index of src_abspath for identity id, with the same
@@ -325,8 +333,8 @@ int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idx
  * -ESTALE, -ENOMEM, -errno) and also -EBADMSG for a gzip-kind file or an
  * index that disagrees with z (err says which frame).
  */
-int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      struct zstddec_index *z, struct zerr *err);
+int idxfile_load_zstd(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, struct zstddec_index *z, struct zerr *err);
 
 /* One saved checkpoint set: the map entry it belongs to (its start offset in the
  * source's uncompressed output) and the set. */
@@ -351,9 +359,9 @@ struct idxfile_ckpt {
  * the header's own bound) allows, which load would refuse: the caller
  * keeps them in memory only.
  */
-int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
-		      uint64_t *bytes_written);
+int idxfile_save_ckpt(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, uint64_t span, const struct idxfile_ckpt *sets,
+		      size_t n, uint64_t *bytes_written);
 
 /*
  * Loads src_abspath's checkpoint-kind file, with the same checks and
@@ -366,8 +374,9 @@ int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idx
  * Returns 0 with *out (n sets, each set malloc'ed: free each with
  * ckpt_set_free, then free(*out)) and *n, or *out NULL, *n 0 and the error.
  */
-int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n, struct zerr *err);
+int idxfile_load_ckpt(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, uint64_t span_wanted, struct idxfile_ckpt **out,
+		      size_t *n, struct zerr *err);
 
 /*
  * Removes src_abspath's index file from dir if it is a valid index a load
@@ -380,11 +389,13 @@ int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idx
  * rebuild.  Returns 0, or what idxfile_load returns (-ENOENT, -EPERM,
  * -EBADMSG, -ESTALE, ...), or the errno of unlinkat.
  */
-int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id);
+int idxfile_remove(const struct idxstore *store, const char *src_abspath,
+		   const struct idxfile_id *id);
 
 /* The same for the checkpoint-kind file: for a caller whose resumed piece did not
  * match a loaded set's CRC32. */
-int idxfile_remove_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id);
+int idxfile_remove_ckpt(const struct idxstore *store, const char *src_abspath,
+			const struct idxfile_id *id);
 
 /*
  * Reads and fully validates the index file at path (checksum included, as
@@ -398,8 +409,10 @@ int idxfile_remove_ckpt(const char *dir, const char *src_abspath, const struct i
 int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr *err);
 
 /*
- * Removes from dir, without following symlinks (entries are opened with
- * O_NOFOLLOW relative to dir; symlinks are left alone):
+ * Removes from store, a local directory (idxlocal_store; any other store
+ * gives -ENOTSUP: idxfile_prune_store), without following symlinks
+ * (entries are opened with O_NOFOLLOW relative to dir; symlinks are left
+ * alone):
  *  - index files "<16 hex>.zmi" and "<16 hex>.zmc" that are invalid (an
  *    older version's too), whose name is not their recorded identity's key
  *    with their kind's suffix, whose source (at the recorded path) is gone
@@ -416,7 +429,7 @@ int idxfile_read_header(const char *path, struct idxfile_info *info, struct zerr
  * -ENOTDIR, -EPERM (dir not trusted: nothing is removed), -ENOMEM or the
  * errno of opening dir.
  */
-int idxfile_prune(const char *dir, unsigned *removed);
+int idxfile_prune(const struct idxstore *store, unsigned *removed);
 
 /*
  * What idxfile_prune_store learns of the source an index records (in: the
@@ -432,8 +445,8 @@ typedef int (*idxfile_now_fn)(void *arg, const struct idxfile_info *in, struct s
 			      char tag[ZSRC_TAG_MAX]);
 
 /*
- * Removes from the store registered under url (idxstore.h; one with the
- * list and peek ops, such as an S3 prefix) the blobs proven useless, read
+ * Removes from store (idxstore.h; one with the list and peek ops, such
+ * as an S3 prefix) the blobs proven useless, read
  * as little as that takes:
  *  - "<16 hex>.zmi" or ".zmc" blobs (directly in the store) that are no
  *    index: shorter than any index (by the listing; not read), or a header
@@ -450,10 +463,11 @@ typedef int (*idxfile_now_fn)(void *arg, const struct idxfile_info *in, struct s
  * since the listing), other names.  A blob saved again between its check
  * and its delete is lost (one rebuild), as with idxfile_remove.
  * Returns 0 and, if removed is not NULL, how many blobs went (failed
- * deletes not counted); or -EINVAL (url holds no "://"), -ENOENT (no
- * store registered under url), -ENOTSUP (a store without list or peek),
- * -ENOMEM, or the list op's -errno (then nothing was removed).
+ * deletes not counted); or -ENOTSUP (a store without list or peek, such
+ * as a local directory: idxfile_prune), -ENOMEM, or the list op's -errno
+ * (then nothing was removed).
  */
-int idxfile_prune_store(const char *url, idxfile_now_fn now, void *arg, unsigned *removed);
+int idxfile_prune_store(const struct idxstore *store, idxfile_now_fn now, void *arg,
+			unsigned *removed);
 
 #endif

@@ -137,20 +137,18 @@ int idxlocal_open(const char *dir, const char *name, struct stat *st, struct zer
 	return fd;
 }
 
-static int local_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		     struct zerr *err)
+static int local_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len)
 {
 	struct stat st;
-	int fd = idxlocal_open(ctx, name, &st, err), ret;
+	int fd = idxlocal_open(ctx, name, &st, NULL), ret;
 
 	*buf = NULL;
 	if (fd < 0)
 		return fd;
 	ret = (uint64_t)st.st_size > cap || (uint64_t)st.st_size > SIZE_MAX ? -EFBIG : 0;
 	if (ret == 0 && !(*buf = malloc(st.st_size ? (size_t)st.st_size : 1)))
-		ret = zerr_set(err, -ENOMEM, 0, "out of memory");
+		ret = -ENOMEM;
 	if (ret == 0 && (ret = idxlocal_rw(fd, *buf, (size_t)st.st_size, 0, false)) < 0) {
-		zerr_set(err, ret, 0, "%s: read failed", name);
 		free(*buf);
 		*buf = NULL;
 	}
@@ -176,6 +174,23 @@ const struct idxstore_ops idxlocal_ops = {
 	.put = local_put,
 	.del = local_del,
 };
+
+int idxlocal_store(const char *dir, struct idxstore **out)
+{
+	char *path;
+	int ret;
+
+	*out = NULL;
+	if (!dir || !dir[0])
+		return -EINVAL;
+	path = strdup(dir); /* the ctx: get, put and del open it each time */
+	if (!path)
+		return -ENOMEM;
+	ret = idxstore_new(path, &idxlocal_ops, path, free, out);
+	if (ret < 0)
+		free(path);
+	return ret;
+}
 
 /* Whether s (n bytes) is put's temporary name for an index name: ".<index>.XXXXXX". */
 static bool is_tmp(const char *s, size_t n, bool (*is_index)(const char *name, size_t n))

@@ -3,9 +3,9 @@
 #define ZMOUNT_IDXLOCAL_H
 
 /*
- * The local index directory as a store (idxstore.h; internal to index/):
- * the store that idxfile.c uses for a dir argument without "://".  Its
- * ctx is the directory's path (a const char *, borrowed).  Every call
+ * The local index directory as a store (idxstore.h): idxlocal_store makes
+ * its handle, whose ctx is the directory's path (a char *, owned by the
+ * handle).  Every call
  * opens the directory and checks it (idxtrust_open_dir) and then uses it
  * only through that descriptor, so the ownership rules of idxfile.h hold
  * for each get, put, delete and prune.
@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "idxstore.h"
+#include "zerr.h"
 
 /*
  * get: the file name in directory ctx, opened as idxlocal_open does and
@@ -35,6 +36,14 @@
  * No list or peek: a local directory is pruned by idxlocal_prune.
  */
 extern const struct idxstore_ops idxlocal_ops;
+
+/*
+ * A handle over the local directory dir (copied; absolute, not checked or
+ * created here: each get, put and delete checks it, and put creates it):
+ * the store idxopen makes of a path.  Its name is dir.  Returns 0 and
+ * *out (idxstore_free), -EINVAL (dir empty) or -ENOMEM.
+ */
+int idxlocal_store(const char *dir, struct idxstore **out);
 
 /*
  * Opens file name in directory dir with idxtrust_open_file (dir trusted;

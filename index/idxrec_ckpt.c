@@ -351,28 +351,30 @@ uint64_t idxfile_max_size_ckpt(uint64_t src_size, uint64_t span)
 	return idxrec_ckpt_max(src_size, span);
 }
 
-int idxfile_save_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span, const struct idxfile_ckpt *sets, size_t n,
-		      uint64_t *bytes_written)
+int idxfile_save_ckpt(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, uint64_t span, const struct idxfile_ckpt *sets,
+		      size_t n, uint64_t *bytes_written)
 {
 	struct idxrec_ckpt_recs c = { .span = span, .sets = sets, .n = n };
 
-	return idxfile_save_recs(dir, src_abspath, id, &idxrec_ckpt_saved, &c, bytes_written);
+	return idxfile_save_recs(store, src_abspath, id, &idxrec_ckpt_saved, &c, bytes_written);
 }
 
-int idxfile_load_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      uint64_t span_wanted, struct idxfile_ckpt **out, size_t *n, struct zerr *err)
+int idxfile_load_ckpt(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, uint64_t span_wanted, struct idxfile_ckpt **out,
+		      size_t *n, struct zerr *err)
 {
 	struct idxrec_ckpt_got got = { 0 };
-	int ret =
-		idxfile_load_recs(dir, src_abspath, id, &idxrec_ckpt_saved, span_wanted, &got, err);
+	int ret = idxfile_load_recs(store, src_abspath, id, &idxrec_ckpt_saved, span_wanted, &got,
+				    err);
 
 	*out = ret == 0 ? got.v : NULL;
 	*n = ret == 0 ? got.n : 0;
 	return ret;
 }
 
-int idxfile_remove_ckpt(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+int idxfile_remove_ckpt(const struct idxstore *store, const char *src_abspath,
+			const struct idxfile_id *id)
 {
-	return idxfile_remove_recs(dir, src_abspath, id, &idxrec_ckpt_saved);
+	return idxfile_remove_recs(store, src_abspath, id, &idxrec_ckpt_saved);
 }

@@ -201,20 +201,21 @@ uint64_t idxfile_max_size(uint64_t src_size, uint64_t span)
 	return idxrec_gz_max(src_size, span);
 }
 
-int idxfile_save(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+int idxfile_save(const struct idxstore *store, const char *src_abspath, const struct idxfile_id *id,
 		 const struct gzdec_index *idx, uint64_t *bytes_written)
 {
-	return idxfile_save_recs(dir, src_abspath, id, fmt_gzip.saved, idx, bytes_written);
+	return idxfile_save_recs(store, src_abspath, id, fmt_gzip.saved, idx, bytes_written);
 }
 
-int idxfile_load(const char *dir, const char *src_abspath, const struct idxfile_id *id,
+int idxfile_load(const struct idxstore *store, const char *src_abspath, const struct idxfile_id *id,
 		 uint64_t span_wanted, struct gzdec_index **out, struct zerr *err)
 {
 	*out = NULL;
-	return idxfile_load_recs(dir, src_abspath, id, fmt_gzip.saved, span_wanted, out, err);
+	return idxfile_load_recs(store, src_abspath, id, fmt_gzip.saved, span_wanted, out, err);
 }
 
-int idxfile_remove(const char *dir, const char *src_abspath, const struct idxfile_id *id)
+int idxfile_remove(const struct idxstore *store, const char *src_abspath,
+		   const struct idxfile_id *id)
 {
-	return idxfile_remove_recs(dir, src_abspath, id, fmt_gzip.saved);
+	return idxfile_remove_recs(store, src_abspath, id, fmt_gzip.saved);
 }

@@ -114,7 +114,7 @@ const struct fmt_saved idxrec_tar_saved = {
 	.get = tar_get,
 };
 
-int tarsave_save(const char *dir, const char *name, const struct idxfile_id *id,
+int tarsave_save(const struct idxstore *store, const char *name, const struct idxfile_id *id,
 		 const struct tartab *t, uint64_t asize, uint64_t *bytes_written)
 {
 	struct tarsave_recs r = { .asize = asize, .members = t->n };
@@ -124,13 +124,13 @@ int tarsave_save(const char *dir, const char *name, const struct idxfile_id *id,
 	if (ret < 0)
 		return ret;
 	r.blob = blob;
-	ret = idxfile_save_recs(dir, name, id, &idxrec_tar_saved, &r, bytes_written);
+	ret = idxfile_save_recs(store, name, id, &idxrec_tar_saved, &r, bytes_written);
 	free(blob);
 	return ret;
 }
 
-int tarsave_load(const char *dir, const char *name, const struct idxfile_id *id, struct tartab *t,
-		 struct zerr *err)
+int tarsave_load(const struct idxstore *store, const char *name, const struct idxfile_id *id,
+		 struct tartab *t, struct zerr *err)
 {
-	return idxfile_load_recs(dir, name, id, &idxrec_tar_saved, 0, t, err);
+	return idxfile_load_recs(store, name, id, &idxrec_tar_saved, 0, t, err);
 }

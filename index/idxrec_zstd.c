@@ -157,14 +157,15 @@ uint64_t idxfile_max_size_zstd(uint64_t src_size)
 	return idxrec_zstd_max(src_size, 0);
 }
 
-int idxfile_save_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      const struct zstddec_index *z, uint64_t *bytes_written)
+int idxfile_save_zstd(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, const struct zstddec_index *z,
+		      uint64_t *bytes_written)
 {
-	return idxfile_save_recs(dir, src_abspath, id, fmt_zstd.saved, z, bytes_written);
+	return idxfile_save_recs(store, src_abspath, id, fmt_zstd.saved, z, bytes_written);
 }
 
-int idxfile_load_zstd(const char *dir, const char *src_abspath, const struct idxfile_id *id,
-		      struct zstddec_index *z, struct zerr *err)
+int idxfile_load_zstd(const struct idxstore *store, const char *src_abspath,
+		      const struct idxfile_id *id, struct zstddec_index *z, struct zerr *err)
 {
-	return idxfile_load_recs(dir, src_abspath, id, fmt_zstd.saved, 0, z, err);
+	return idxfile_load_recs(store, src_abspath, id, fmt_zstd.saved, 0, z, err);
 }

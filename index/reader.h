@@ -74,12 +74,13 @@ struct reader_opts {
 	size_t whole_max; /* xz Blocks up to this size are one verified unit */
 	size_t slice;	  /* larger xz Blocks are cached in slices of this size */
 	size_t readahead; /* bytes decoded ahead of a sequential reader, on the context's pool */
-	const char
-		*index_dir; /* where gzip indexes and zstd frame sizes persist; NULL: memory only */
-	size_t warm_bytes;  /* a gzip pass leaves up to this many of the first bytes cached */
-	size_t index_max;   /* an xz file whose block map would take more is refused */
-	bool warn_wide;	    /* log a warning for units wider than whole_max (the daemon does) */
-	bool salvage;	    /* a damaged gzip or xz file shows the good part before the damage */
+	/* where gzip indexes and zstd frame sizes persist (the index_dir= store, idxopen.h;
+	 * borrowed: it outlives the reader); NULL: memory only */
+	const struct idxstore *index_dir;
+	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
+	size_t index_max;  /* an xz file whose block map would take more is refused */
+	bool warn_wide;	   /* log a warning for units wider than whole_max (the daemon does) */
+	bool salvage;	   /* a damaged gzip or xz file shows the good part before the damage */
 	/*
 	 * A zstd frame that states no size is decoded whole at open to measure
 	 * it; with ck_at_open (the default) that pass builds its checkpoints
@@ -144,7 +145,7 @@ struct reader_info {
  * copied; ctx is borrowed and must outlive the reader; opts is copied.  If
  * name can key a saved index (an absolute path or a URL such as
  * s3://bucket/key: idxfile_keyed) and opts->index_dir is set, a gzip index
- * or zstd frame sizes saved there for that name (and the source's current
+ * or zstd frame sizes saved in that store for that name (and the source's current
  * identity, zsrc_stat) are used instead of a pass
  * over the data, and newly built ones are saved (failures to save are logged once and the index
  * is kept in memory).

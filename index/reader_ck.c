@@ -300,7 +300,7 @@ static void save_all(struct reader *r, struct zsrc *src)
 		reader_log(r, ZLOG_WARN, NULL,
 			   "cannot save checkpoints in %s: %s; they are kept "
 			   "in memory",
-			   r->opts.index_dir, strerror(-ret));
+			   idxstore_name(r->opts.index_dir), strerror(-ret));
 	free(sets);
 }
 

@@ -29,9 +29,9 @@ struct tarsave_recs {
 
 extern const struct fmt_saved idxrec_tar_saved;
 
-int tarsave_save(const char *dir, const char *name, const struct idxfile_id *id,
+int tarsave_save(const struct idxstore *store, const char *name, const struct idxfile_id *id,
 		 const struct tartab *t, uint64_t asize, uint64_t *bytes_written);
-int tarsave_load(const char *dir, const char *name, const struct idxfile_id *id, struct tartab *t,
-		 struct zerr *err);
+int tarsave_load(const struct idxstore *store, const char *name, const struct idxfile_id *id,
+		 struct tartab *t, struct zerr *err);
 
 #endif

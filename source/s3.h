@@ -54,7 +54,7 @@ struct s3_opts {
  * The most ListObjectsV2 pages one listing follows: 10 million keys at the
  * 1000 a page S3 and RGW send.  It only stops a server that never ends a
  * listing; mounting that many objects would take several GiB of snapshot
- * (fs/s3tree.h) anyway.
+ * (s3tree.h) anyway.
  */
 #define S3_LIST_PAGES_MAX 10000u
 

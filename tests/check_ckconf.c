@@ -33,6 +33,7 @@
 #include "reader_int.h"
 #include "zmctx.h"
 #include "zmtest.h"
+#include "zmtest_store.h"
 
 #ifndef ZMOUNT_ZSTD_CASES
 #define ZMOUNT_ZSTD_CASES "tests/zstd/make-zstd-cases.sh"
@@ -77,7 +78,7 @@ static struct reader *open_reader(struct zmctx *zm, const char *path, const char
 	zmctx_set_log(zm, sink, NULL, ZLOG_WARN);
 	reader_opts_default(&ro, 64u << 20);
 	ro.ck_span = CK_SPAN;
-	ro.index_dir = idx;
+	ro.index_dir = idx ? zmtest_store(idx) : NULL;
 	if (reader_open(path, zm, &ro, &r, NULL) < 0)
 		return NULL;
 	return r;

@@ -26,6 +26,7 @@
 #include "zcrc.h"
 #include "zmctx.h"
 #include "zmtest.h"
+#include "zmtest_store.h"
 
 #define SIZE  (8u << 20)
 #define SPAN  (1u << 20)
@@ -282,7 +283,7 @@ static void open_with(const char *name, const char *index_dir, bool ck_at_open, 
 	reader_opts_default(&ro, 64u << 20);
 	ro.ck_span = SPAN;
 	ro.slice = SLICE;
-	ro.index_dir = index_dir;
+	ro.index_dir = index_dir ? zmtest_store(index_dir) : NULL;
 	ro.ck_at_open = ck_at_open;
 	ck_assert_int_eq(reader_open(path, o->zm, &ro, &o->r, NULL), 0);
 	o->src = zmtest_src_open(path);

@@ -22,6 +22,7 @@
 #include "idxfile.h"
 #include "reader.h"
 #include "src.h"
+#include "zmtest_store.h"
 
 START_TEST(every_entry_has_its_hooks)
 {
@@ -134,28 +135,30 @@ START_TEST(dummy_saves_through_its_hook)
 	ck_assert_int_eq(zsrc_local(fd, &src), 0);
 	ck_assert_int_eq(idxfile_identify(src, &id), 0);
 	ck_assert_ptr_nonnull(f->saved);
-	ck_assert_int_eq(fmttab_saved(fmttab_count(), dir, path, src, NULL), -ENOENT);
+	ck_assert_int_eq(fmttab_saved(fmttab_count(), zmtest_store(dir), path, src, NULL), -ENOENT);
 
-	ck_assert_int_eq(idxfile_save_recs(dir, path, &id, f->saved, rec, NULL), 0);
+	ck_assert_int_eq(idxfile_save_recs(zmtest_store(dir), path, &id, f->saved, rec, NULL), 0);
 	ck_assert_int_eq(idxfile_path(dir, &id, ipath, sizeof(ipath)), 0);
 	ret = idxfile_read_header(ipath, &info, &err);
 	ck_assert_msg(ret == 0, "read_header: %d %s", ret, err.msg);
 	ck_assert_uint_eq(info.kind, f->saved->kind);
 	ck_assert_uint_eq(info.usize, usize);
-	ck_assert_int_eq(idxfile_load_recs(dir, path, &id, f->saved, 0, got, &err), 0);
+	ck_assert_int_eq(idxfile_load_recs(zmtest_store(dir), path, &id, f->saved, 0, got, &err),
+			 0);
 	ck_assert_mem_eq(got, rec, sizeof(rec));
-	ck_assert_int_eq(fmttab_saved(fmttab_count(), dir, path, src, &err), 0);
+	ck_assert_int_eq(fmttab_saved(fmttab_count(), zmtest_store(dir), path, src, &err), 0);
 	/* the kind is the file's: gzip's load refuses it, naming both kinds */
-	ck_assert_int_eq(idxfile_load(dir, path, &id, 0, &g, &err), -EBADMSG);
+	ck_assert_int_eq(idxfile_load(zmtest_store(dir), path, &id, 0, &g, &err), -EBADMSG);
 	ck_assert_msg(strstr(err.msg, "a zid index, not a gzip one"), "%s", err.msg);
 	/* records the hook refuses are not written */
 	rec[0]++;
-	ck_assert_int_eq(idxfile_save_recs(dir, path, &id, f->saved, rec, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save_recs(zmtest_store(dir), path, &id, f->saved, rec, NULL),
+			 -EINVAL);
 
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 0); /* its source is there, the same */
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 1); /* its source is gone */
 	zsrc_put(src);
 	ck_assert_int_eq(rmdir(dir), 0);

@@ -33,6 +33,7 @@
 #include "gzdec.h"
 #include "idxfile.h"
 #include "zmtest.h"
+#include "zmtest_store.h"
 #include "zstddec.h"
 
 #define BIG_SIZE   (3u * 1048576u + 777u)
@@ -143,17 +144,18 @@ static void re_identify(struct src *s)
 	ck_assert_int_eq(idxfile_identify(s->zs, &s->id), 0);
 }
 
-static void save_ok(const char *dir, const struct src *s, uint64_t *bytes)
+static void save_ok(const struct idxstore *st, const struct src *s, uint64_t *bytes)
 {
-	int ret = idxfile_save(dir, s->path, &s->id, s->idx, bytes);
+	int ret = idxfile_save(st, s->path, &s->id, s->idx, bytes);
 
 	ck_assert_msg(ret == 0, "save: %s", strerror(-ret));
 }
 
-static int load(const char *dir, const struct src *s, uint64_t span, struct gzdec_index **out)
+static int load(const struct idxstore *st, const struct src *s, uint64_t span,
+		struct gzdec_index **out)
 {
 	struct zerr err = { 0 };
-	int ret = idxfile_load(dir, s->path, &s->id, span, out, &err);
+	int ret = idxfile_load(st, s->path, &s->id, span, out, &err);
 
 	if (ret < 0)
 		ck_assert_ptr_null(*out);
@@ -239,7 +241,7 @@ START_TEST(crc_and_layout)
 	new_dir(dir, sizeof(dir), "layout");
 	src_open(&s, "small.gz", SPAN_MIN);
 	ck_assert_uint_ge(s.idx->npoints, 2);
-	save_ok(dir, &s, &bytes);
+	save_ok(zmtest_store(dir), &s, &bytes);
 	index_path(dir, &s, file, sizeof(file));
 	b = read_all(file, &len);
 	plen = strlen(s.path);
@@ -284,12 +286,10 @@ struct memstore {
 	unsigned gets, reads, puts, dels;
 };
 
-static int mem_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		   struct zerr *err)
+static int mem_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len)
 {
 	struct memstore *m = ctx;
 
-	(void)err;
 	*buf = NULL;
 	m->gets++;
 	m->last_cap = cap;
@@ -335,16 +335,15 @@ static int mem_del(void *ctx, const char *name)
 static const struct idxstore_ops mem_ops = { .get = mem_get, .put = mem_put, .del = mem_del };
 
 /*
- * An index directory that is a registered store URL: save PUTs the sealed
- * file, load GETs it with the size cap of the source and checks it as a
- * local file (a flipped span CRC32 is refused by the CRC-64), a blob over
- * the cap is refused without being read, remove deletes, and an
- * unregistered URL has no index.
+ * An index directory that is a store handle over other ops: save PUTs the
+ * sealed file, load GETs it with the size cap of the source and checks it
+ * as a local file (a flipped span CRC32 is refused by the CRC-64), a blob
+ * over the cap is refused without being read, remove deletes.
  */
 START_TEST(store_url)
 {
-	const char *url = "mem://bucket/idx";
 	struct memstore m = { 0 };
+	struct idxstore *st = NULL;
 	struct gzdec_index *got = NULL;
 	struct zerr err = { 0 };
 	uint64_t bytes = 0, plen;
@@ -352,11 +351,11 @@ START_TEST(store_url)
 	struct src s;
 
 	src_open(&s, "big.gz", SPAN_MIN);
-	ck_assert_int_eq(idxstore_register(url, &mem_ops, &m), 0);
-	save_ok(url, &s, &bytes);
+	ck_assert_int_eq(idxstore_new("mem://bucket/idx", &mem_ops, &m, NULL, &st), 0);
+	save_ok(st, &s, &bytes);
 	ck_assert_uint_eq(m.puts, 1);
 	ck_assert_uint_eq(m.len, bytes);
-	ck_assert_int_eq(load(url, &s, 0, &got), 0);
+	ck_assert_int_eq(load(st, &s, 0, &got), 0);
 	ck_assert_uint_eq(m.last_cap, idxfile_max_size(s.id.size, SPAN_MIN));
 	expect_equal(s.idx, got);
 	gzdec_index_free(got);
@@ -364,7 +363,7 @@ START_TEST(store_url)
 	/* span_crc of the second record: any value is valid, only the CRC-64 tells */
 	plen = m.b[60] | (uint64_t)m.b[61] << 8;
 	m.b[136 + plen + 32 + 28] ^= 0x40;
-	ck_assert_int_eq(idxfile_load(url, s.path, &s.id, 0, &got, &err), -EBADMSG);
+	ck_assert_int_eq(idxfile_load(st, s.path, &s.id, 0, &got, &err), -EBADMSG);
 	ck_assert_ptr_null(got);
 	ck_assert_ptr_nonnull(strstr(err.msg, "checksum mismatch"));
 	m.b[136 + plen + 32 + 28] ^= 0x40;
@@ -375,20 +374,17 @@ START_TEST(store_url)
 	m.b = pad;
 	m.len = (size_t)m.last_cap + 1;
 	m.reads = 0;
-	ck_assert_int_eq(idxfile_load(url, s.path, &s.id, 0, &got, &err), -EBADMSG);
+	ck_assert_int_eq(idxfile_load(st, s.path, &s.id, 0, &got, &err), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(err.msg, "larger than an index"));
 	ck_assert_uint_eq(m.reads, 0);
 
-	save_ok(url, &s, &bytes);
-	ck_assert_int_eq(idxfile_remove(url, s.path, &s.id), 0);
+	save_ok(st, &s, &bytes);
+	ck_assert_int_eq(idxfile_remove(st, s.path, &s.id), 0);
 	ck_assert_uint_eq(m.dels, 1);
 	ck_assert_ptr_null(m.b);
-	ck_assert_int_eq(load(url, &s, 0, &got), -ENOENT);
-
-	idxstore_unregister(url);
-	ck_assert_int_eq(idxfile_save(url, s.path, &s.id, s.idx, NULL), -ENOENT);
-	ck_assert_int_eq(load(url, &s, 0, &got), -ENOENT);
+	ck_assert_int_eq(load(st, &s, 0, &got), -ENOENT);
 	ck_assert_uint_eq(m.puts, 2);
+	idxstore_free(st);
 	src_close(&s);
 }
 END_TEST
@@ -402,13 +398,11 @@ struct dirstore {
 	unsigned peeks, gets;
 };
 
-static int ds_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		  struct zerr *err)
+static int ds_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len)
 {
 	struct dirstore *d = ctx;
 	char path[PATH_MAX];
 
-	(void)err;
 	*buf = NULL;
 	join(path, sizeof(path), d->dir, name);
 	if (access(path, F_OK) < 0)
@@ -497,11 +491,11 @@ static int now_lstat(void *arg, const struct idxfile_info *in, struct stat *st,
 }
 
 /* A copy of small.gz named name, with mtime t (a key of its own), indexed and saved in url. */
-static void store_src(const char *url, struct src *s, const char *name, int t)
+static void store_src(const struct idxstore *st, struct src *s, const char *name, int t)
 {
 	ck_assert_int_eq(sh("cp small.gz %s && touch -d @%d %s", name, t, name), 0);
 	src_open(s, name, SPAN_MIN);
-	save_ok(url, s, NULL);
+	save_ok(st, s, NULL);
 }
 
 /*
@@ -514,8 +508,8 @@ static void store_src(const char *url, struct src *s, const char *name, int t)
  */
 START_TEST(store_prune)
 {
-	const char *url = "dirs://bucket/idx";
 	struct dirstore d = { 0 };
+	struct idxstore *st = NULL;
 	struct src a, b, c, e, f, m;
 	char p[PATH_MAX], q[PATH_MAX];
 	struct gzdec_index *got = NULL;
@@ -524,13 +518,13 @@ START_TEST(store_prune)
 	size_t len;
 
 	new_dir(d.dir, sizeof(d.dir), "store");
-	ck_assert_int_eq(idxstore_register(url, &dir_ops, &d), 0);
-	store_src(url, &a, "sp-current.gz", 1000001);
-	store_src(url, &b, "sp-gone.gz", 1000002);
-	store_src(url, &c, "sp-changed.gz", 1000003);
-	store_src(url, &e, "sp-damaged.gz", 1000004);
-	store_src(url, &f, "sp-truncated.gz", 1000005);
-	store_src(url, &m, "sp-mine.gz", 1000006);
+	ck_assert_int_eq(idxstore_new("dirs://bucket/idx", &dir_ops, &d, NULL, &st), 0);
+	store_src(st, &a, "sp-current.gz", 1000001);
+	store_src(st, &b, "sp-gone.gz", 1000002);
+	store_src(st, &c, "sp-changed.gz", 1000003);
+	store_src(st, &e, "sp-damaged.gz", 1000004);
+	store_src(st, &f, "sp-truncated.gz", 1000005);
+	store_src(st, &m, "sp-mine.gz", 1000006);
 	ck_assert_int_eq(count_entries(d.dir), 6);
 
 	ck_assert_int_eq(unlink(b.path), 0);
@@ -553,7 +547,7 @@ START_TEST(store_prune)
 	join(p, sizeof(p), d.dir, "notes.txt");
 	write_all(p, (const unsigned char *)"x", 1);
 
-	ck_assert_int_eq(idxfile_prune_store(url, now_lstat, &asked, &removed), 0);
+	ck_assert_int_eq(idxfile_prune_store(st, now_lstat, &asked, &removed), 0);
 	ck_assert_uint_eq(removed, 6);
 	ck_assert_int_eq(count_entries(d.dir), 3);
 	index_path(d.dir, &a, p, sizeof(p));
@@ -564,12 +558,14 @@ START_TEST(store_prune)
 	ck_assert_uint_eq(d.peeks, 7);
 	ck_assert_uint_eq(asked, 5);
 	ck_assert_uint_eq(d.gets, 3);
-	ck_assert_int_eq(load(url, &a, 0, &got), 0);
+	ck_assert_int_eq(load(st, &a, 0, &got), 0);
 	gzdec_index_free(got);
 
-	ck_assert_int_eq(idxfile_prune_store(d.dir, now_lstat, &asked, &removed), -EINVAL);
-	idxstore_unregister(url);
-	ck_assert_int_eq(idxfile_prune_store(url, now_lstat, &asked, &removed), -ENOENT);
+	/* a local directory is pruned by idxfile_prune, and the reverse */
+	ck_assert_int_eq(idxfile_prune_store(zmtest_store(d.dir), now_lstat, &asked, &removed),
+			 -ENOTSUP);
+	ck_assert_int_eq(idxfile_prune(st, &removed), -ENOTSUP);
+	idxstore_free(st);
 	src_close(&a);
 	src_close(&b);
 	src_close(&c);
@@ -591,11 +587,11 @@ START_TEST(roundtrip_fields)
 	new_dir(dir, sizeof(dir), "rt");
 	src_open(&s, "big.gz", SPAN_MIN);
 	ck_assert_uint_ge(s.idx->npoints, 10);
-	save_ok(dir, &s, &bytes);
+	save_ok(zmtest_store(dir), &s, &bytes);
 	index_path(dir, &s, file, sizeof(file));
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_uint_eq(bytes, (uint64_t)st.st_size);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	expect_equal(s.idx, got);
 	gzdec_index_free(got);
 
@@ -620,8 +616,8 @@ START_TEST(roundtrip_extract)
 
 	new_dir(dir, sizeof(dir), "rtx");
 	src_open(&s, "big.gz", SPAN_MIN);
-	save_ok(dir, &s, NULL);
-	ck_assert_int_eq(load(dir, &s, SPAN_MIN, &got), 0);
+	save_ok(zmtest_store(dir), &s, NULL);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, SPAN_MIN, &got), 0);
 	gzdec_index_free(s.idx); /* only the loaded index from here on */
 	s.idx = NULL;
 	ck_assert_uint_eq(got->usize, BIG_SIZE);
@@ -654,8 +650,8 @@ START_TEST(point_at_end)
 	src_open(&s, "tail.gz", SPAN_MIN);
 	ck_assert_uint_eq(s.idx->usize, 131072);
 	ck_assert_uint_eq(s.idx->points[s.idx->npoints - 1].uoff, s.idx->usize);
-	save_ok(dir, &s, NULL);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	save_ok(zmtest_store(dir), &s, NULL);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	expect_equal(s.idx, got);
 	gzdec_index_free(got);
 	src_close(&s);
@@ -670,9 +666,9 @@ START_TEST(missing_index)
 
 	new_dir(dir, sizeof(dir), "miss");
 	src_open(&s, "small.gz", SPAN_MIN);
-	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), -ENOENT);
 	join(gone, sizeof(gone), dir, "nonexistent");
-	ck_assert_int_eq(load(gone, &s, 0, &got), -ENOENT);
+	ck_assert_int_eq(load(zmtest_store(gone), &s, 0, &got), -ENOENT);
 	src_close(&s);
 }
 END_TEST
@@ -686,8 +682,8 @@ START_TEST(stale_mtime)
 
 	new_dir(dir, sizeof(dir), "mtime");
 	src_copy(&s, "small.gz", "mtime.gz");
-	save_ok(dir, &s, NULL);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	save_ok(zmtest_store(dir), &s, NULL);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	gzdec_index_free(got);
 	/* one nanosecond later: the same second must not be enough */
 	ts[1].tv_sec = (time_t)s.id.mtime_sec;
@@ -695,7 +691,7 @@ START_TEST(stale_mtime)
 	ck_assert_int_eq(futimens(zsrc_local_fd(s.zs), ts), 0);
 	re_identify(&s);
 	/* mtime is part of the file name's key: no index under the new one */
-	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), -ENOENT);
 	src_close(&s);
 }
 END_TEST
@@ -708,10 +704,10 @@ START_TEST(stale_size)
 
 	new_dir(dir, sizeof(dir), "size");
 	src_copy(&s, "small.gz", "size.gz");
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	ck_assert_int_eq(sh("printf x >> size.gz"), 0);
 	re_identify(&s);
-	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT); /* size: part of the key */
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), -ENOENT); /* size: part of the key */
 	src_close(&s);
 }
 END_TEST
@@ -730,7 +726,7 @@ START_TEST(stale_content)
 
 	new_dir(dir, sizeof(dir), "content");
 	src_copy(&s, "small.gz", "content.gz");
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	old = s.id;
 	ck_assert_int_eq(zsrc_stat(s.zs, &st), 0);
 	ts[0] = st.st_atim;
@@ -748,7 +744,8 @@ START_TEST(stale_content)
 	ck_assert_int_eq(s.id.mtime_sec, old.mtime_sec);
 	ck_assert_uint_eq(s.id.mtime_nsec, old.mtime_nsec);
 	ck_assert_uint_ne(s.id.fingerprint, old.fingerprint);
-	ck_assert_int_eq(load(dir, &s, 0, &got), -ENOENT); /* fingerprint: part of the key */
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got),
+			 -ENOENT); /* fingerprint: part of the key */
 	src_close(&s);
 }
 END_TEST
@@ -765,19 +762,19 @@ START_TEST(foreign_index)
 	new_dir(dir, sizeof(dir), "foreign");
 	src_open(&a, "small.gz", SPAN_MIN);
 	src_copy(&b, "small.gz", "other.gz");
-	save_ok(dir, &a, NULL);
+	save_ok(zmtest_store(dir), &a, NULL);
 	index_path(dir, &a, fa, sizeof(fa));
 	index_path(dir, &b, fb, sizeof(fb));
 	ck_assert_str_ne(fa, fb);
 	buf = read_all(fa, &len);
 	write_all(fb, buf, len);
 	free(buf);
-	ck_assert_int_eq(load(dir, &b, 0, &got), -ESTALE);
+	ck_assert_int_eq(load(zmtest_store(dir), &b, 0, &got), -ESTALE);
 	/* with a's identity it is a's version, whatever the path: rebound to b's path */
 	b.id = a.id;
-	ck_assert_int_eq(load(dir, &b, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &b, 0, &got), 0);
 	gzdec_index_free(got);
-	ck_assert_int_eq(load(dir, &a, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &a, 0, &got), 0);
 	gzdec_index_free(got);
 	src_close(&a);
 	src_close(&b);
@@ -792,11 +789,11 @@ START_TEST(span_mismatch)
 
 	new_dir(dir, sizeof(dir), "span");
 	src_open(&s, "small.gz", SPAN_MIN);
-	save_ok(dir, &s, NULL);
-	ck_assert_int_eq(load(dir, &s, 1u << 20, &got), -ERANGE);
-	ck_assert_int_eq(load(dir, &s, SPAN_MIN, &got), 0);
+	save_ok(zmtest_store(dir), &s, NULL);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 1u << 20, &got), -ERANGE);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, SPAN_MIN, &got), 0);
 	gzdec_index_free(got);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	gzdec_index_free(got);
 	src_close(&s);
 }
@@ -808,7 +805,7 @@ static unsigned char *small_image(struct src *s, char *dir, char *file, size_t *
 	new_dir(dir, PATH_MAX, "img");
 	src_open(s, "small.gz", SPAN_MIN);
 	ck_assert_uint_ge(s->idx->npoints, 2);
-	save_ok(dir, s, NULL);
+	save_ok(zmtest_store(dir), s, NULL);
 	index_path(dir, s, file, PATH_MAX);
 	return read_all(file, len);
 }
@@ -829,12 +826,13 @@ START_TEST(every_bit_flip)
 		int ret;
 
 		ck_assert_int_eq(pwrite(fd, &c, 1, (off_t)i), 1);
-		ret = load(dir, &s, 0, &got);
+		ret = load(zmtest_store(dir), &s, 0, &got);
 		ck_assert_msg(ret == -EBADMSG || ret == -ESTALE, "flip at %zu: %d", i, ret);
 		ck_assert_int_eq(pwrite(fd, &b[i], 1, (off_t)i), 1);
 	}
 	close(fd);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0); /* restored: the test could fail */
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got),
+			 0); /* restored: the test could fail */
 	gzdec_index_free(got);
 	free(b);
 	src_close(&s);
@@ -851,13 +849,13 @@ START_TEST(every_truncation)
 
 	for (size_t n = 0; n < len; n++) {
 		ck_assert_int_eq(truncate(file, (off_t)n), 0);
-		ck_assert_msg(load(dir, &s, 0, &got) == -EBADMSG, "cut at %zu", n);
+		ck_assert_msg(load(zmtest_store(dir), &s, 0, &got) == -EBADMSG, "cut at %zu", n);
 	}
 	b[len] = 0;
 	write_all(file, b, len + 1); /* one byte of padding */
-	ck_assert_int_eq(load(dir, &s, 0, &got), -EBADMSG);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), -EBADMSG);
 	write_all(file, b, len);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	gzdec_index_free(got);
 	free(b);
 	src_close(&s);
@@ -942,7 +940,7 @@ START_TEST(forged_fields)
 		put_le(f + forge[i].off, forge[i].bytes, forge[i].val);
 		reseal(f, len);
 		write_all(file, f, len);
-		ret = load(dir, &s, 0, &got);
+		ret = load(zmtest_store(dir), &s, 0, &got);
 		ck_assert_msg(ret == want, "%s: %d, want %d", forge[i].what, ret, want);
 		gzdec_index_free(got);
 		got = NULL;
@@ -1002,7 +1000,7 @@ START_TEST(handmade_file)
 	index_path(dir, &s, file, sizeof(file));
 	len = handmade(b, &s, 100, 100);
 	write_all(file, b, len);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	ck_assert_uint_eq(got->npoints, 100);
 	ck_assert_uint_eq(got->points[99].uoff, 99000);
 	ck_assert_ptr_null(got->points[99].wz);
@@ -1011,7 +1009,7 @@ START_TEST(handmade_file)
 	for (uint64_t more = 1; more <= 3; more++) {
 		len = handmade(b, &s, 100, 100 + more);
 		write_all(file, b, len);
-		ck_assert_int_eq(load(dir, &s, 0, &got), -EBADMSG);
+		ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), -EBADMSG);
 	}
 	free(b);
 	src_close(&s);
@@ -1030,8 +1028,8 @@ START_TEST(save_not_a_dir)
 	write_all(file, (const unsigned char *)"x", 1);
 	join(sub, sizeof(sub), file, "sub");
 	src_open(&s, "small.gz", SPAN_MIN);
-	ck_assert_int_eq(idxfile_save(file, s.path, &s.id, s.idx, NULL), -ENOTDIR);
-	ck_assert_int_eq(idxfile_save(sub, s.path, &s.id, s.idx, NULL), -ENOTDIR);
+	ck_assert_int_eq(idxfile_save(zmtest_store(file), s.path, &s.id, s.idx, NULL), -ENOTDIR);
+	ck_assert_int_eq(idxfile_save(zmtest_store(sub), s.path, &s.id, s.idx, NULL), -ENOTDIR);
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_int_eq(st.st_size, 1);
 	ck_assert_int_eq(count_entries(dir), 1);
@@ -1061,9 +1059,9 @@ START_TEST(save_unwritable)
 	if (pid == 0) {
 		if (geteuid() == 0 && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
 			_exit(99);
-		if (idxfile_save(dir, s.path, &s.id, s.idx, NULL) != -EACCES)
+		if (idxfile_save(zmtest_store(dir), s.path, &s.id, s.idx, NULL) != -EACCES)
 			_exit(1);
-		if (idxfile_save(sub, s.path, &s.id, s.idx, NULL) != -EACCES)
+		if (idxfile_save(zmtest_store(sub), s.path, &s.id, s.idx, NULL) != -EACCES)
 			_exit(2);
 		_exit(0);
 	}
@@ -1090,7 +1088,7 @@ START_TEST(save_full_cleans_up)
 
 	new_dir(dir, sizeof(dir), "full");
 	src_open(&s, "big.gz", SPAN_MIN);
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -1099,12 +1097,13 @@ START_TEST(save_full_cleans_up)
 		signal(SIGXFSZ, SIG_IGN);
 		if (setrlimit(RLIMIT_FSIZE, &rl))
 			_exit(99);
-		_exit(idxfile_save(dir, s.path, &s.id, s.idx, NULL) == -EFBIG ? 0 : 1);
+		_exit(idxfile_save(zmtest_store(dir), s.path, &s.id, s.idx, NULL) == -EFBIG ? 0
+											    : 1);
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 	ck_assert_int_eq(count_entries(dir), 1); /* no temporary file left */
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	expect_equal(s.idx, got);
 	gzdec_index_free(got);
 	src_close(&s);
@@ -1134,14 +1133,15 @@ START_TEST(concurrent_savers)
 			time_t deadline = time(NULL) + 60;
 
 			for (int r = 0; r < ROUNDS || access(stop, F_OK) != 0; r++)
-				if (idxfile_save(dir, s.path, &s.id, s.idx, NULL) != 0 ||
+				if (idxfile_save(zmtest_store(dir), s.path, &s.id, s.idx, NULL) !=
+					    0 ||
 				    time(NULL) > deadline)
 					_exit(1);
 			_exit(0);
 		}
 	}
 	while (running) {
-		int ret = load(dir, &s, 0, &got);
+		int ret = load(zmtest_store(dir), &s, 0, &got);
 
 		ck_assert_msg(ret == 0 || ret == -ENOENT, "load during saves: %d", ret);
 		gzdec_index_free(got);
@@ -1159,7 +1159,7 @@ START_TEST(concurrent_savers)
 	}
 	ck_assert_int_ge(loads, LOADS);
 	ck_assert_int_eq(unlink(stop), 0);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	expect_equal(s.idx, got);
 	gzdec_index_free(got);
 	ck_assert_int_eq(count_entries(dir), 1); /* no temporary file left */
@@ -1178,9 +1178,9 @@ START_TEST(prune_stale)
 	src_copy(&gone, "small.gz", "gone.gz");
 	src_copy(&changed, "small.gz", "changed.gz");
 	src_copy(&live, "small.gz", "live.gz");
-	save_ok(dir, &gone, NULL);
-	save_ok(dir, &changed, NULL);
-	save_ok(dir, &live, NULL);
+	save_ok(zmtest_store(dir), &gone, NULL);
+	save_ok(zmtest_store(dir), &changed, NULL);
+	save_ok(zmtest_store(dir), &live, NULL);
 	ck_assert_int_eq(unlink(gone.path), 0);
 	ck_assert_int_eq(sh("printf x >> changed.gz"), 0);
 	/* an abandoned temporary file two hours old, and a fresh one (a save in progress) */
@@ -1199,7 +1199,7 @@ START_TEST(prune_stale)
 	join(p, sizeof(p), dir, "README");
 	write_all(p, (const unsigned char *)"x", 1);
 
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 2); /* changed.gz's index, the old temporary file */
 	ck_assert_int_eq(access(outside, F_OK), 0);
 	index_path(dir, &changed, p, sizeof(p));
@@ -1211,7 +1211,7 @@ START_TEST(prune_stale)
 	/* the real file of a deleted source goes */
 	ck_assert_int_eq(unlink(file), 0);
 	ck_assert_int_eq(rename(outside, file), 0);
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 1);
 	ck_assert_int_ne(access(file, F_OK), 0);
 	ck_assert_int_eq(count_entries(dir), 3);
@@ -1230,11 +1230,11 @@ START_TEST(prune_corrupt_and_missing_dir)
 	new_dir(dir, sizeof(dir), "prunec");
 	join(p, sizeof(p), dir, "00000000deadbeef.zmi");
 	write_all(p, (const unsigned char *)"garbage", 7);
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 1);
 	ck_assert_int_eq(count_entries(dir), 0);
 	join(p, sizeof(p), dir, "none");
-	ck_assert_int_eq(idxfile_prune(p, &removed), -ENOENT);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(p), &removed), -ENOENT);
 	ck_assert_uint_eq(removed, 0);
 }
 END_TEST
@@ -1367,15 +1367,15 @@ START_TEST(save_creates_dir)
 	new_dir(dir, sizeof(dir), "mk");
 	join(deep, sizeof(deep), dir, "a/b/zmount");
 	src_open(&s, "small.gz", SPAN_MIN);
-	save_ok(deep, &s, NULL);
+	save_ok(zmtest_store(deep), &s, NULL);
 	ck_assert_int_eq(stat(deep, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0700);
 	index_path(deep, &s, file, sizeof(file));
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
-	ck_assert_int_eq(load(deep, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(deep), &s, 0, &got), 0);
 	gzdec_index_free(got);
-	save_ok(deep, &s, NULL); /* over an existing one */
+	save_ok(zmtest_store(deep), &s, NULL); /* over an existing one */
 	ck_assert_int_eq(count_entries(deep), 1);
 	src_close(&s);
 }
@@ -1390,18 +1390,18 @@ START_TEST(save_rejects_bad_input)
 
 	new_dir(dir, sizeof(dir), "badin");
 	src_open(&s, "small.gz", SPAN_MIN);
-	ck_assert_int_eq(idxfile_save(dir, "rel/a.gz", &s.id, s.idx, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save(zmtest_store(dir), "rel/a.gz", &s.id, s.idx, NULL), -EINVAL);
 	id = s.id;
 	id.size++;
-	ck_assert_int_eq(idxfile_save(dir, s.path, &id, s.idx, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save(zmtest_store(dir), s.path, &id, s.idx, NULL), -EINVAL);
 	tmp = s.idx->points[0]; /* out of order */
 	s.idx->points[0] = s.idx->points[1];
 	s.idx->points[1] = tmp;
-	ck_assert_int_eq(idxfile_save(dir, s.path, &s.id, s.idx, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save(zmtest_store(dir), s.path, &s.id, s.idx, NULL), -EINVAL);
 	s.idx->points[1] = s.idx->points[0];
 	s.idx->points[0] = tmp;
 	ck_assert_int_eq(count_entries(dir), 0);
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	src_close(&s);
 }
 END_TEST
@@ -1424,7 +1424,7 @@ START_TEST(stale_ctime)
 
 	new_dir(dir, sizeof(dir), "ctime");
 	src_copy(&s, "small.gz", "ctime.gz");
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	old = s.id;
 	ck_assert_int_eq(zsrc_stat(s.zs, &st), 0);
 	ts[0] = st.st_atim;
@@ -1450,10 +1450,10 @@ START_TEST(stale_ctime)
 	ck_assert_msg(s.id.ctime_sec != old.ctime_sec || s.id.ctime_nsec != old.ctime_nsec,
 		      "ctime never moved");
 	ck_assert(!idxfile_id_same(&s.id, &old));
-	ck_assert_int_eq(load(dir, &s, 0, &got), -ESTALE);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), -ESTALE);
 	/* and the identity it had still loads: only ctime made the difference */
 	s.id = old;
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	gzdec_index_free(got);
 	src_close(&s);
 }
@@ -1516,11 +1516,11 @@ START_TEST(old_version_rebuilt)
 	put_le(b + 120, 8, 0);
 	reseal(b, len);
 	write_all(file, b, len);
-	ck_assert_int_eq(idxfile_load(dir, s.path, &s.id, 0, &got, &err), -EBADMSG);
+	ck_assert_int_eq(idxfile_load(zmtest_store(dir), s.path, &s.id, 0, &got, &err), -EBADMSG);
 	ck_assert_ptr_null(got);
 	ck_assert_msg(strstr(err.msg, "version 1"), "%s", err.msg);
-	save_ok(dir, &s, NULL); /* what the reader does next */
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	save_ok(zmtest_store(dir), &s, NULL); /* what the reader does next */
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	gzdec_index_free(got);
 	free(b);
 	src_close(&s);
@@ -1543,11 +1543,11 @@ START_TEST(version3_rebuilt)
 		put_le(b + r0 + i * REC + 28, 4, 0);
 	reseal(b, len);
 	write_all(file, b, len);
-	ck_assert_int_eq(idxfile_load(dir, s.path, &s.id, 0, &got, &err), -EBADMSG);
+	ck_assert_int_eq(idxfile_load(zmtest_store(dir), s.path, &s.id, 0, &got, &err), -EBADMSG);
 	ck_assert_ptr_null(got);
 	ck_assert_msg(strstr(err.msg, "version 3"), "%s", err.msg);
-	save_ok(dir, &s, NULL);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	save_ok(zmtest_store(dir), &s, NULL);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	expect_equal(s.idx, got);
 	gzdec_index_free(got);
 	free(b);
@@ -1574,7 +1574,7 @@ START_TEST(saved_span_crc_checked)
 	put_le(b + r1 + 28, 4, le(b + r1 + 28, 4) ^ 1);
 	reseal(b, len);
 	write_all(file, b, len);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	ck_assert_uint_eq(got->points[1].crc, s.idx->points[1].crc ^ 1);
 	end = got->npoints > 2 ? got->points[2].uoff : got->usize;
 	n1 = (size_t)(end - got->points[1].uoff);
@@ -1654,7 +1654,7 @@ START_TEST(junk_refused_from_header)
 		rss0 = maxrss_kib();
 		t0 = now_s();
 		memset(&err, 0, sizeof(err));
-		ret = idxfile_load(dir, s.path, &s.id, 0, &got, &err);
+		ret = idxfile_load(zmtest_store(dir), s.path, &s.id, 0, &got, &err);
 		ck_assert_ptr_null(got);
 		ck_assert_msg(ret == (k == 2 ? -ESTALE : -EBADMSG), "junk %d: %d (%s)", k, ret,
 			      err.msg);
@@ -1691,7 +1691,7 @@ START_TEST(junk_within_cap_read_in_pieces)
 
 	new_dir(dir, sizeof(dir), "bigjunk");
 	src_open(&s, "big.gz", SPAN_MIN);
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	index_path(dir, &s, file, sizeof(file));
 	b = read_all(file, &len);
 	ck_assert_uint_lt(junk, idxfile_max_size(s.id.size, SPAN_MIN));
@@ -1709,7 +1709,7 @@ START_TEST(junk_within_cap_read_in_pieces)
 		close(fd);
 		rss0 = maxrss_kib();
 		memset(&err, 0, sizeof(err));
-		ret = idxfile_load(dir, s.path, &s.id, 0, &got, &err);
+		ret = idxfile_load(zmtest_store(dir), s.path, &s.id, 0, &got, &err);
 		ck_assert_ptr_null(got);
 		ck_assert_msg(ret == -EBADMSG, "junk %d: %d (%s)", k, ret, err.msg);
 		if (k == 1)
@@ -1757,7 +1757,7 @@ START_TEST(untrusted_places)
 #define LOAD_IS(want, why)                                                                         \
 	do {                                                                                       \
 		memset(&err, 0, sizeof(err));                                                      \
-		int r_ = idxfile_load(dir, s.path, &s.id, 0, &got, &err);                          \
+		int r_ = idxfile_load(zmtest_store(dir), s.path, &s.id, 0, &got, &err);            \
 		ck_assert_msg(r_ == (want), "%s: %d (%s)", why, r_, err.msg);                      \
 		ck_assert(r_ == 0 ? got != NULL : got == NULL);                                    \
 		ck_assert(r_ != -EPERM || err.msg[0]);                                             \
@@ -1769,14 +1769,14 @@ START_TEST(untrusted_places)
 	new_dir(dir, sizeof(dir), "sticky");
 	index_path(dir, &s, file, sizeof(file));
 	ck_assert_int_eq(chmod(dir, 01777), 0);
-	ck_assert_int_eq(idxfile_save(dir, s.path, &s.id, s.idx, NULL), -EPERM);
+	ck_assert_int_eq(idxfile_save(zmtest_store(dir), s.path, &s.id, s.idx, NULL), -EPERM);
 	ck_assert_int_eq(count_entries(dir), 0);
 	ck_assert_int_eq(chmod(dir, 0755), 0);
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	LOAD_IS(0, "control: 0755 directory");
 	ck_assert_int_eq(chmod(dir, 01777), 0);
 	LOAD_IS(-EPERM, "1777 directory");
-	ck_assert_int_eq(idxfile_prune(dir, &removed), -EPERM);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), -EPERM);
 	ck_assert_int_eq(chmod(dir, 0775), 0);
 	LOAD_IS(-EPERM, "group-writable directory");
 	ck_assert_int_eq(chmod(dir, 0757), 0);
@@ -1791,12 +1791,13 @@ START_TEST(untrusted_places)
 	if (root) {
 		ck_assert_int_eq(chown(file, 65534, 65534), 0);
 		LOAD_IS(-EPERM, "index file owned by uid 65534");
-		ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+		ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 		ck_assert_uint_eq(removed, 0); /* not ours: kept */
 		ck_assert_int_eq(chown(file, 0, 0), 0);
 		ck_assert_int_eq(chown(dir, 65534, 65534), 0);
 		LOAD_IS(-EPERM, "index directory owned by uid 65534");
-		ck_assert_int_eq(idxfile_save(dir, s.path, &s.id, s.idx, NULL), -EPERM);
+		ck_assert_int_eq(idxfile_save(zmtest_store(dir), s.path, &s.id, s.idx, NULL),
+				 -EPERM);
 		ck_assert_int_eq(chown(dir, 0, 0), 0);
 		LOAD_IS(0, "control: back to root");
 	}
@@ -1815,7 +1816,7 @@ START_TEST(untrusted_places)
 	/* the directories above: a non-sticky writable parent is refused, a sticky one is not */
 	new_dir(top, sizeof(top), "parent");
 	join(dir, sizeof(dir), top, "zmount");
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	LOAD_IS(0, "control: parent 0755");
 	ck_assert_int_eq(chmod(top, 0777), 0);
 	LOAD_IS(-EPERM, "parent 0777");
@@ -1843,7 +1844,8 @@ static int plant(const void *arg)
 {
 	const struct forged *f = arg;
 
-	return idxfile_save(f->dir, f->s->path, &f->s->id, f->s->idx, NULL) == 0 ? 0 : 1;
+	return idxfile_save(zmtest_store(f->dir), f->s->path, &f->s->id, f->s->idx, NULL) == 0 ? 0
+											       : 1;
 }
 
 /*
@@ -1877,8 +1879,8 @@ START_TEST(forged_window_in_shared_dir)
 
 	/* the harm, shown in a trusted directory: it loads and serves wrong bytes */
 	new_dir(dir, sizeof(dir), "forged-trusted");
-	save_ok(dir, &s, NULL);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	save_ok(zmtest_store(dir), &s, NULL);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	len = (size_t)(got->points[k + 1].uoff - got->points[k].uoff);
 	buf = malloc(len);
 	ck_assert_ptr_nonnull(buf);
@@ -1905,7 +1907,7 @@ START_TEST(forged_window_in_shared_dir)
 			size_t ilen;
 
 			new_dir(made, sizeof(made), "forged-src");
-			save_ok(made, &s, NULL);
+			save_ok(zmtest_store(made), &s, NULL);
 			index_path(made, &s, mfile, sizeof(mfile));
 			img = read_all(mfile, &ilen);
 			write_all(file, img, ilen);
@@ -1915,18 +1917,19 @@ START_TEST(forged_window_in_shared_dir)
 		ck_assert_int_eq(stat(file, &st), 0);
 		ck_assert_uint_eq(st.st_uid, 65534);
 	} else {
-		save_ok(dir, &s, NULL); /* cannot happen: a 1777 save is refused */
+		save_ok(zmtest_store(dir), &s, NULL); /* cannot happen: a 1777 save is refused */
 	}
 	ck_assert_int_eq(idxfile_read_header(file, &(struct idxfile_info){ 0 }, NULL), 0);
 	memset(&err, 0, sizeof(err));
-	ck_assert_int_eq(idxfile_load(dir, s.path, &s.id, 0, &got, &err), -EPERM);
+	ck_assert_int_eq(idxfile_load(zmtest_store(dir), s.path, &s.id, 0, &got, &err), -EPERM);
 	ck_assert_ptr_null(got);
 	ck_assert_msg(strstr(err.msg, "index directory"), "%s", err.msg);
 	/* even in a directory of ours, a file owned by someone else is not used */
 	if (geteuid() == 0) {
 		ck_assert_int_eq(chmod(dir, 0755), 0);
 		memset(&err, 0, sizeof(err));
-		ck_assert_int_eq(idxfile_load(dir, s.path, &s.id, 0, &got, &err), -EPERM);
+		ck_assert_int_eq(idxfile_load(zmtest_store(dir), s.path, &s.id, 0, &got, &err),
+				 -EPERM);
 		ck_assert_msg(strstr(err.msg, "uid 65534"), "%s", err.msg);
 	}
 	free(buf);
@@ -2046,7 +2049,7 @@ static int zload(const char *dir, const struct zfix *s, struct zstddec_index **o
 {
 	struct zerr err = { 0 };
 	struct zstddec_index *z = zwalk(s->zs);
-	int ret = idxfile_load_zstd(dir, s->path, &s->id, z, &err);
+	int ret = idxfile_load_zstd(zmtest_store(dir), s->path, &s->id, z, &err);
 
 	if (ret < 0) /* refused: the walk is as it was */
 		ck_assert_uint_eq(z->nunknown, 2);
@@ -2077,7 +2080,7 @@ static unsigned char *zimage(struct zfix *s, char *dir, char *file, size_t *len)
 	new_dir(dir, PATH_MAX, "zimg");
 	zfix_open(s, "three.zst");
 	ck_assert_uint_eq(s->z->nframes, 3);
-	ck_assert_int_eq(idxfile_save_zstd(dir, s->path, &s->id, s->z, &bytes), 0);
+	ck_assert_int_eq(idxfile_save_zstd(zmtest_store(dir), s->path, &s->id, s->z, &bytes), 0);
 	ck_assert_int_eq(idxfile_path(dir, &s->id, file, PATH_MAX), 0);
 	unsigned char *b = read_all(file, len);
 	ck_assert_uint_eq(*len, bytes);
@@ -2135,7 +2138,7 @@ START_TEST(zstd_roundtrip_and_layout)
 	ck_assert_uint_eq(info.usize, zplain());
 	expect_same_id(&info.id, &s.id);
 	/* the other kind's loader refuses it */
-	ck_assert_int_eq(idxfile_load(dir, s.path, &s.id, 0, &g, &err), -EBADMSG);
+	ck_assert_int_eq(idxfile_load(zmtest_store(dir), s.path, &s.id, 0, &g, &err), -EBADMSG);
 	ck_assert_ptr_null(g);
 	ck_assert_msg(strstr(err.msg, "zstd"), "%s", err.msg);
 	free(b);
@@ -2270,7 +2273,7 @@ START_TEST(zstd_stale_and_foreign)
 	ck_assert_int_eq(sh("cp three.zst zstale.zst"), 0);
 	new_dir(dir, sizeof(dir), "zstale");
 	zfix_open(&s, "zstale.zst");
-	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	ck_assert_int_eq(idxfile_save_zstd(zmtest_store(dir), s.path, &s.id, s.z, NULL), 0);
 	ck_assert_int_eq(zload(dir, &s, &z), 0);
 	zstddec_index_free(z);
 	/* a new mtime: another key, so nothing found */
@@ -2294,9 +2297,10 @@ START_TEST(zstd_stale_and_foreign)
 		struct src g;
 
 		src_open(&g, "small.gz", SPAN_MIN);
-		save_ok(dir, &g, NULL);
+		save_ok(zmtest_store(dir), &g, NULL);
 		z = zwalk(t.zs);
-		ck_assert_int_eq(idxfile_load_zstd(dir, g.path, &g.id, z, &err), -EBADMSG);
+		ck_assert_int_eq(idxfile_load_zstd(zmtest_store(dir), g.path, &g.id, z, &err),
+				 -EBADMSG);
 		ck_assert_msg(strstr(err.msg, "gzip"), "%s", err.msg);
 		ck_assert_uint_eq(z->nunknown, 2);
 		zstddec_index_free(z);
@@ -2317,18 +2321,18 @@ START_TEST(remove_only_its_own)
 
 	new_dir(dir, sizeof(dir), "zrm");
 	zfix_open(&s, "three.zst");
-	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), -ENOENT);
-	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	ck_assert_int_eq(idxfile_remove(zmtest_store(dir), s.path, &s.id), -ENOENT);
+	ck_assert_int_eq(idxfile_save_zstd(zmtest_store(dir), s.path, &s.id, s.z, NULL), 0);
 	ck_assert_int_eq(idxfile_path(dir, &s.id, file, sizeof(file)), 0);
 	other = s.id; /* the same key, another version: its fd is not that version */
 	other.ctime_nsec = (other.ctime_nsec + 1) % 1000000000u;
-	ck_assert_int_eq(idxfile_remove(dir, s.path, &other), -ESTALE);
+	ck_assert_int_eq(idxfile_remove(zmtest_store(dir), s.path, &other), -ESTALE);
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_int_eq(chmod(dir, 0777), 0); /* not ours alone: nothing is removed */
-	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), -EPERM);
+	ck_assert_int_eq(idxfile_remove(zmtest_store(dir), s.path, &s.id), -EPERM);
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_int_eq(chmod(dir, 0755), 0);
-	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), 0);
+	ck_assert_int_eq(idxfile_remove(zmtest_store(dir), s.path, &s.id), 0);
 	ck_assert_int_eq(count_entries(dir), 0);
 	zfix_close(&s);
 }
@@ -2344,12 +2348,13 @@ START_TEST(zstd_save_rejects_bad_input)
 	new_dir(dir, sizeof(dir), "zbad");
 	zfix_open(&s, "three.zst");
 	z = zwalk(s.zs); /* sizes not measured */
-	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, z, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save_zstd(zmtest_store(dir), s.path, &s.id, z, NULL), -EINVAL);
 	zstddec_index_free(z);
 	id = s.id;
 	id.size++;
-	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &id, s.z, NULL), -EINVAL);
-	ck_assert_int_eq(idxfile_save_zstd(dir, "rel/x.zst", &s.id, s.z, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save_zstd(zmtest_store(dir), s.path, &id, s.z, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save_zstd(zmtest_store(dir), "rel/x.zst", &s.id, s.z, NULL),
+			 -EINVAL);
 	ck_assert_int_eq(count_entries(dir), 0);
 	zfix_close(&s);
 }
@@ -2457,7 +2462,7 @@ static int cload(const char *dir, const struct csrc *s, uint64_t span, struct id
 {
 	struct idxfile_ckpt *v = (struct idxfile_ckpt *)&v;
 	size_t nv = 99;
-	int ret = idxfile_load_ckpt(dir, s->path, &s->id, span, &v, &nv, err);
+	int ret = idxfile_load_ckpt(zmtest_store(dir), s->path, &s->id, span, &v, &nv, err);
 
 	if (ret < 0) {
 		ck_assert_ptr_null(v);
@@ -2521,7 +2526,8 @@ START_TEST(ckpt_roundtrip)
 
 	/* one set */
 	one = t.v[0];
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, &one, 1, &bytes), 0);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, &one, 1, &bytes), 0);
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_uint_eq(bytes, (uint64_t)st.st_size);
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
@@ -2533,7 +2539,8 @@ START_TEST(ckpt_roundtrip)
 	free_loaded(got, n);
 
 	/* three, over it */
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, &bytes), 0);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, t.v, 3, &bytes), 0);
 	ck_assert_msg(cload(dir, &s, 0, &got, &n, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(n, 3);
 	for (int i = 0; i < 3; i++) {
@@ -2569,7 +2576,8 @@ static unsigned char *cimage(struct csrc *s, struct three_sets *t, char *dir, ch
 	new_dir(dir, PATH_MAX, "ckimg");
 	csrc_open(s, "small.gz");
 	three_make(t);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s->path, &s->id, SPAN_MIN, t->v, 3, NULL), 0);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), s->path, &s->id, SPAN_MIN, t->v, 3, NULL), 0);
 	ck_assert_int_eq(idxfile_path_ckpt(dir, &s->id, file, PATH_MAX), 0);
 	b = read_all(file, len);
 	return b;
@@ -2690,7 +2698,8 @@ START_TEST(ckpt_junk_refused_from_header)
 	csrc_open(&s, "tiny");
 	ck_assert_uint_eq(s.id.size, 100);
 	ck_assert_uint_lt(idxfile_max_size_ckpt(s.id.size, SPAN_MIN), junk / 16);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, &v, 1, NULL), 0);
+	ck_assert_int_eq(idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, &v, 1, NULL),
+			 0);
 	ck_assert_int_eq(idxfile_path_ckpt(dir, &s.id, file, sizeof(file)), 0);
 	b = read_all(file, &len);
 	for (int k = 0; k < 3; k++) {
@@ -2745,31 +2754,43 @@ START_TEST(ckpt_save_rejects_bad_input)
 	csrc_open(&s, "small.gz");
 	csrc_open(&tiny, "tiny");
 	three_make(&t);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 0, NULL), -EINVAL);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, "rel/x.xz", &s.id, SPAN_MIN, t.v, 3, NULL),
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, t.v, 0, NULL),
+		-EINVAL);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), "rel/x.xz", &s.id, SPAN_MIN, t.v, 3, NULL),
+		-EINVAL);
+	ck_assert_int_eq(idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, 4096, t.v, 3, NULL),
 			 -EINVAL);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, 4096, t.v, 3, NULL), -EINVAL);
 	/* out of order, overlapping */
 	v[0] = t.v[1];
 	v[1] = t.v[0];
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, v, 2, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, v, 2, NULL),
+			 -EINVAL);
 	v[0] = t.v[0];
 	v[1] = t.v[1];
 	v[1].entry_start--;
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, v, 2, NULL), -EINVAL);
+	ck_assert_int_eq(idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, v, 2, NULL),
+			 -EINVAL);
 	/* a set ckpt_set_check refuses */
 	piece0 = t.s[0]->pt[1].piece0++;
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, NULL), -EINVAL);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, t.v, 3, NULL),
+		-EINVAL);
 	t.s[0]->pt[1].piece0 = piece0;
 	/* points every 64 KiB saved as span 128 KiB: more than one per span */
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, 2 * SPAN_MIN, t.v, 3, NULL),
-			 -EINVAL);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, 2 * SPAN_MIN, t.v, 3, NULL),
+		-EINVAL);
 	/* 200 KiB of blob for a 100-byte source: over what load would read */
 	v[0] = (struct idxfile_ckpt){ 0, big };
-	ck_assert_int_eq(idxfile_save_ckpt(dir, tiny.path, &tiny.id, SPAN_MIN, v, 1, NULL), -EFBIG);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), tiny.path, &tiny.id, SPAN_MIN, v, 1, NULL),
+		-EFBIG);
 	ck_assert_int_eq(count_entries(dir), 0);
 	csrc_open(&s, "big.gz"); /* a source large enough for it */
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, v, 1, NULL), 0);
+	ck_assert_int_eq(idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, v, 1, NULL),
+			 0);
 	ckpt_set_free(big);
 	three_free(&t);
 }
@@ -2792,12 +2813,16 @@ START_TEST(ckpt_prune)
 	csrc_open(&changed, "ckchanged.gz");
 	csrc_open(&mis, "ckmis.gz");
 	three_make(&t);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, live.path, &live.id, SPAN_MIN, t.v, 3, NULL), 0);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, changed.path, &changed.id, SPAN_MIN, t.v, 3, NULL),
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), live.path, &live.id, SPAN_MIN, t.v, 3, NULL),
+		0);
+	ck_assert_int_eq(idxfile_save_ckpt(zmtest_store(dir), changed.path, &changed.id, SPAN_MIN,
+					   t.v, 3, NULL),
 			 0);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, mis.path, &mis.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), mis.path, &mis.id, SPAN_MIN, t.v, 3, NULL), 0);
 	src_open(&livegz, "cklive.gz", SPAN_MIN); /* the same source has a gzip index too */
-	save_ok(dir, &livegz, NULL);
+	save_ok(zmtest_store(dir), &livegz, NULL);
 	ck_assert_int_eq(sh("printf x >> ckchanged.gz"), 0);
 	/* mis's sets under its .zmi name: the right hash, the wrong kind */
 	ck_assert_int_eq(idxfile_path_ckpt(dir, &mis.id, p, sizeof(p)), 0);
@@ -2812,14 +2837,14 @@ START_TEST(ckpt_prune)
 	write_all(p, (const unsigned char *)"x", 1);
 	ck_assert_int_eq(count_entries(dir), 6);
 
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 3); /* changed's sets, mis's misfiled sets, the old temp */
 	ck_assert_int_eq(idxfile_path_ckpt(dir, &changed.id, p, sizeof(p)), 0);
 	ck_assert_int_ne(access(p, F_OK), 0);
 	ck_assert_int_ne(access(q, F_OK), 0);
 	ck_assert_int_eq(count_entries(dir), 3); /* live's .zmc and .zmi, the fresh temp */
 	ck_assert_int_eq(cload(dir, &live, SPAN_MIN, NULL, NULL, NULL), 0);
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 0);
 	src_close(&livegz);
 	three_free(&t);
@@ -2844,12 +2869,13 @@ START_TEST(ckpt_beside_zstd_sizes)
 	memcpy(c.path, s.path, sizeof(c.path));
 	c.id = s.id;
 	three_make(&t);
-	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	ck_assert_int_eq(idxfile_save_zstd(zmtest_store(dir), s.path, &s.id, s.z, NULL), 0);
 	ck_assert_int_eq(idxfile_path(dir, &s.id, zmi, sizeof(zmi)), 0);
 	ck_assert_int_eq(idxfile_path_ckpt(dir, &s.id, zmc, sizeof(zmc)), 0);
 	ck_assert_int_eq(stat(zmi, &st0), 0);
 	b0 = read_all(zmi, &len0);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, t.v, 3, NULL), 0);
 	ck_assert_int_eq(stat(zmi, &st1), 0);
 	ck_assert_uint_eq(st0.st_ino, st1.st_ino); /* not replaced */
 	b1 = read_all(zmi, &len1);
@@ -2861,21 +2887,22 @@ START_TEST(ckpt_beside_zstd_sizes)
 	ck_assert_int_eq(cload(dir, &c, SPAN_MIN, NULL, NULL, NULL), 0);
 	/* saving the sizes again leaves the sets alone */
 	cb = read_all(zmc, &clen);
-	ck_assert_int_eq(idxfile_save_zstd(dir, s.path, &s.id, s.z, NULL), 0);
+	ck_assert_int_eq(idxfile_save_zstd(zmtest_store(dir), s.path, &s.id, s.z, NULL), 0);
 	free(b1);
 	b1 = read_all(zmc, &len1);
 	ck_assert_uint_eq(clen, len1);
 	ck_assert_mem_eq(cb, b1, clen);
 	/* each remove takes only its own file */
-	ck_assert_int_eq(idxfile_remove_ckpt(dir, s.path, &s.id), 0);
+	ck_assert_int_eq(idxfile_remove_ckpt(zmtest_store(dir), s.path, &s.id), 0);
 	ck_assert_int_eq(access(zmi, F_OK), 0);
-	ck_assert_int_eq(idxfile_save_ckpt(dir, s.path, &s.id, SPAN_MIN, t.v, 3, NULL), 0);
-	ck_assert_int_eq(idxfile_remove(dir, s.path, &s.id), 0);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), s.path, &s.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(idxfile_remove(zmtest_store(dir), s.path, &s.id), 0);
 	ck_assert_int_eq(access(zmc, F_OK), 0);
 	/* the sets under the sizes' name are not sizes, nor the other way round */
 	write_all(zmi, cb, clen);
 	z = zwalk(s.zs);
-	ck_assert_int_eq(idxfile_load_zstd(dir, s.path, &s.id, z, &err), -EBADMSG);
+	ck_assert_int_eq(idxfile_load_zstd(zmtest_store(dir), s.path, &s.id, z, &err), -EBADMSG);
 	ck_assert_msg(strstr(err.msg, "checkpoint"), "%s", err.msg);
 	zstddec_index_free(z);
 	write_all(zmc, b0, len0);
@@ -2903,18 +2930,18 @@ START_TEST(prune_keeps_renamed)
 
 	new_dir(dir, sizeof(dir), "prot");
 	src_copy(&s, "big.gz", "pr.log.1.gz");
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	index_path(dir, &s, file, sizeof(file));
 	ck_assert_int_eq(sh("mv pr.log.1.gz pr.log.2.gz && cp small.gz pr.log.1.gz"), 0);
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 0);
 	ck_assert_int_eq(access(file, F_OK), 0);
 	path_of(s.path, sizeof(s.path), "pr.log.2.gz");
 	re_identify(&s);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	gzdec_index_free(got);
 	ck_assert_int_eq(sh("mv pr.log.2.gz pr.log.3.gz && rm pr.log.3.gz pr.log.1.gz"), 0);
-	ck_assert_int_eq(idxfile_prune(dir, &removed), 0);
+	ck_assert_int_eq(idxfile_prune(zmtest_store(dir), &removed), 0);
 	ck_assert_uint_eq(removed, 1);
 	ck_assert_int_ne(access(file, F_OK), 0);
 	src_close(&s);
@@ -2944,13 +2971,13 @@ START_TEST(rename_proven_by_content)
 
 	new_dir(dir, sizeof(dir), "rot");
 	src_copy(&s, "big.gz", "rot.log.gz");
-	save_ok(dir, &s, NULL);
+	save_ok(zmtest_store(dir), &s, NULL);
 	index_path(dir, &s, file, sizeof(file));
 	/* logrotate: renamed, so another path and ctime; the same file name, no rebuild */
 	ck_assert_int_eq(sh("mv rot.log.gz rot.log.1.gz"), 0);
 	path_of(s.path, sizeof(s.path), "rot.log.1.gz");
 	re_identify(&s);
-	ck_assert_int_eq(load(dir, &s, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &s, 0, &got), 0);
 	expect_equal(got, s.idx);
 	gzdec_index_free(got);
 	/* rebound: the file now records the new path and identity, so the next load is fast */
@@ -2961,7 +2988,7 @@ START_TEST(rename_proven_by_content)
 	ck_assert_int_eq(sh("cp -p rot.log.1.gz copy.gz"), 0);
 	src_open(&c, "copy.gz", SPAN_MIN);
 	ck_assert_uint_ne(c.id.ino, s.id.ino);
-	ck_assert_int_eq(load(dir, &c, 0, &got), 0);
+	ck_assert_int_eq(load(zmtest_store(dir), &c, 0, &got), 0);
 	gzdec_index_free(got);
 	/* renamed AND rewritten: a byte in the middle, mtime put back; the ends hash the same */
 	ck_assert_int_eq(sh("cp -p copy.gz forged.gz"), 0);
@@ -2982,7 +3009,7 @@ START_TEST(rename_proven_by_content)
 	ck_assert_uint_eq(f.id.fingerprint, c.id.fingerprint);
 	ck_assert_int_eq(f.id.mtime_nsec, c.id.mtime_nsec);
 	f.idx = NULL;
-	ck_assert_int_eq(idxfile_load(dir, f.path, &f.id, 0, &got, &err), -ESTALE);
+	ck_assert_int_eq(idxfile_load(zmtest_store(dir), f.path, &f.id, 0, &got, &err), -ESTALE);
 	ck_assert_msg(strstr(err.msg, "other bytes"), "%s", err.msg);
 	ck_assert_ptr_null(got);
 	/* refused, not rebound: the copy still loads as recorded */
@@ -2992,7 +3019,8 @@ START_TEST(rename_proven_by_content)
 	three_make(&t);
 	ck_assert_int_eq(sh("cp small.gz ck.xz"), 0);
 	csrc_open(&k, "ck.xz");
-	ck_assert_int_eq(idxfile_save_ckpt(dir, k.path, &k.id, SPAN_MIN, t.v, 3, NULL), 0);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), k.path, &k.id, SPAN_MIN, t.v, 3, NULL), 0);
 	ck_assert_int_eq(sh("mv ck.xz ck.1.xz"), 0);
 	path_of(k.path, sizeof(k.path), "ck.1.xz");
 	ck_assert_int_eq(idxfile_identify(k.id.src, &k.id), 0);

@@ -35,6 +35,7 @@
 #include "zlog.h"
 #include "zmctx.h"
 #include "zmtest.h"
+#include "zmtest_store.h"
 
 #define KiB	  1024u
 #define MiB	  (1024u * KiB)
@@ -373,7 +374,7 @@ START_TEST(saved_sizes_sequential_read_decodes_once)
 	zmtest_join(idx, sizeof(idx), dir, "idx");
 	ck_assert_int_eq(zmtest_sh(dir, "mkdir -p idx"), 0);
 	reader_opts_default(&ro, CACHE);
-	ro.index_dir = idx;
+	ro.index_dir = zmtest_store(idx);
 	rig_open_with(&g, false, &piped_frames, &ro); /* measures the frames, saves their sizes */
 	ck_assert_uint_eq(g.r->map.n, TEXT_SIZE / MiB);
 	rig_close(&g);

@@ -35,6 +35,7 @@
 #include "zlog.h"
 #include "zmctx.h"
 #include "zmtest.h"
+#include "zmtest_store.h"
 
 /* The table's ids of the formats read here (fmttab.h; check_fmttab checks their names). */
 enum { FMT_NONE = 0, FMT_XZ = 1, FMT_GZIP = 2, FMT_ZSTD = 3 };
@@ -2103,7 +2104,7 @@ static int zopen(const char *name, const char *d, struct zmctx **zm, struct read
 	int ret;
 
 	reader_opts_default(&ro, 64 * MiB);
-	ro.index_dir = d;
+	ro.index_dir = d ? zmtest_store(d) : NULL;
 	ret = open_file(name, 64 * MiB, &ro, zm, r); /* a fresh context: its counters start at 0 */
 	reader_get_counters(*zm, delta);
 	return ret;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for fs/s3tree.c: the visible tree of a bucket prefix built from a
- * list of keys (no network): directories, stripped names, collisions, odd
- * keys, inode numbers and the memory a snapshot holds.
+ * Tests for source/s3tree.c, with the mount's naming rules (names.h): the
+ * visible tree of a bucket prefix built from a list of keys (no network):
+ * directories, stripped names, collisions, odd keys, inode numbers and the
+ * memory a snapshot holds.
  */
 #include <check.h>
 #include <errno.h>
@@ -10,7 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "s3tree.h"
+
+/* The builder's lines about keys not shown, as the mount's log would have them. */
+static void say_line(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "%s\n", line);
+}
+
+static const struct s3tree_rules rules = { names_resolve_suffix, say_line, NULL };
 
 /* Builds a tree of prefix from keys (NULL-terminated), each with ETag "e-KEY". */
 static struct s3tree *build(const char *prefix, const char *const *keys)
@@ -18,7 +29,7 @@ static struct s3tree *build(const char *prefix, const char *const *keys)
 	struct s3tree_build *b;
 	struct s3tree *t;
 
-	ck_assert_int_eq(s3tree_build_new("s3://bkt", prefix, &b), 0);
+	ck_assert_int_eq(s3tree_build_new("s3://bkt", prefix, &rules, &b), 0);
 	for (size_t i = 0; keys[i]; i++) {
 		struct s3_stat st = { .size = 100 + i, .mtime = 1700000000 };
 
@@ -177,10 +188,10 @@ START_TEST(test_inodes)
 	struct s3_stat st = { .size = 1, .etag = "\"one\"" };
 	struct s3tree_ent e1, e2, d1, d2, r;
 
-	ck_assert_int_eq(s3tree_build_new("s3://bkt", "", &b), 0);
+	ck_assert_int_eq(s3tree_build_new("s3://bkt", "", &rules, &b), 0);
 	ck_assert_int_eq(s3tree_build_add(b, "d/f", &st), 0);
 	ck_assert_int_eq(s3tree_build_finish(b, &t1), 0);
-	ck_assert_int_eq(s3tree_build_new("s3://bkt", "", &b), 0);
+	ck_assert_int_eq(s3tree_build_new("s3://bkt", "", &rules, &b), 0);
 	strcpy(st.etag, "\"two\"");
 	ck_assert_int_eq(s3tree_build_add(b, "d/f", &st), 0);
 	ck_assert_int_eq(s3tree_build_finish(b, &t2), 0);
@@ -210,7 +221,7 @@ START_TEST(test_memory)
 	size_t bound = 1024, keys = 0;
 	char key[64], path[64];
 
-	ck_assert_int_eq(s3tree_build_new("s3://bkt", "p", &b), 0);
+	ck_assert_int_eq(s3tree_build_new("s3://bkt", "p", &rules, &b), 0);
 	for (int i = 0; i < N; i++) {
 		struct s3_stat os = { .size = (uint64_t)i };
 

@@ -22,6 +22,7 @@
 #include "zlog.h"
 #include "zmctx.h"
 #include "zmtest.h"
+#include "zmtest_store.h"
 
 #define KiB	  1024u
 #define MiB	  (1024u * KiB)
@@ -306,16 +307,16 @@ START_TEST(colliding_etags_keep_their_indexes_apart)
 	ck_assert_int_eq(zmtest_sh(dir, "mkdir -m 700 -p idx"), 0);
 	ck_assert_int_eq(idxfile_identify(memsrc_src(ma), &ida), 0);
 	ck_assert_int_eq(gzdec_index_build(memsrc_src(ma), a.n, 64 << 10, &g, &err), 0);
-	ck_assert_int_eq(idxfile_save(idir, url, &ida, g, NULL), 0);
+	ck_assert_int_eq(idxfile_save(zmtest_store(idir), url, &ida, g, NULL), 0);
 	gzdec_index_free(g);
 	g = NULL;
 	ck_assert_int_eq(idxfile_identify(memsrc_src(mb), &idb), 0);
-	ret = idxfile_load(idir, url, &idb, 0, &g, &err);
+	ret = idxfile_load(zmtest_store(idir), url, &idb, 0, &g, &err);
 	ck_assert_msg(ret == -ESTALE, "the index saved for ETag %s loaded for ETag %s: %d (%s)", e1,
 		      e2, ret, err.msg);
 	ck_assert_ptr_null(g);
 	/* the version it was made for still takes it */
-	ck_assert_int_eq(idxfile_load(idir, url, &ida, 0, &g, &err), 0);
+	ck_assert_int_eq(idxfile_load(zmtest_store(idir), url, &ida, 0, &g, &err), 0);
 	gzdec_index_free(g);
 	memsrc_destroy(ma);
 	memsrc_destroy(mb);

@@ -77,7 +77,7 @@ int toolsrc_reader(const char *path, struct zmctx *ctx, const struct reader_opts
 		   struct reader **out, struct zerr *why);
 
 /* The S3 settings the flags named (endpoint, region, credentials, profile; NULL: defaults), for a
- * client of the tool's own, such as an index store (fs/s3idx.h).  Valid until exit. */
+ * client of the tool's own, such as an index store (source/s3idx.h).  Valid until exit. */
 const struct s3src_conf *toolsrc_conf(void);
 
 /* Closes the clients; every source of toolsrc_open must be gone. */

@@ -12,7 +12,7 @@
  *  - verify: gzip: a checkpoint pass with no saved index (every member's
  *            CRC32 and ISIZE); xz and zstd: every Block or frame decoded to
  *            its end, so every Check and content checksum is verified;
- *  - prune:  idxfile_prune; of an s3:// prefix (-d s3://, fs/s3idx.h),
+ *  - prune:  idxfile_prune; of an s3:// prefix (-d s3://, source/s3idx.h),
  *            idxfile_prune_store, with one HEAD per recorded object.
  * The reader reports each error once, through its context's log sink, and
  * gives the reason as data too (reader_open's why, reader_last_error):
@@ -37,6 +37,7 @@
 
 #include "fmttab.h"
 #include "idxfile.h"
+#include "idxopen.h"
 #include "reader.h"
 #include "srcid.h"
 #include "s3idx.h"
@@ -51,8 +52,10 @@
 
 enum { EX_OK = 0, EX_USAGE = 1, EX_CORRUPT = 2, EX_UNREADABLE = 3 };
 
-/* The store of an s3:// index directory (-d), open while a command runs; else NULL. */
-static struct s3idx *shared;
+/* The index directory's store (-d DIR or s3://, idxopen.h), open while a command runs. */
+static struct idxstore *store;
+/* It is an s3:// prefix's. */
+static bool shared;
 
 static const char usage[] =
 	"usage: zmount-index build [-d DIR|s3://BUCKET/PREFIX] [-q] [S3 FLAGS]\n"
@@ -583,8 +586,8 @@ static void prog_stop(struct prog *pg)
 	pthread_cond_destroy(&pg->wake);
 }
 
-/* True if dir holds a fresh saved index for r's source, the version r opened. */
-static bool saved_for(const char *dir, const char *path, const struct reader *r)
+/* True if the store holds a fresh saved index for r's source, the version r opened. */
+static bool saved_for(const char *path, const struct reader *r)
 {
 	char real[PATH_MAX], msg[256];
 	struct reader_info in;
@@ -601,7 +604,7 @@ static bool saved_for(const char *dir, const char *path, const struct reader *r)
 	if (!src)
 		return false;
 	reader_get_info(r, &in);
-	ok = reader_same_version(r, src) && fmttab_saved(in.fmt, dir, real, src, NULL) == 0;
+	ok = reader_same_version(r, src) && fmttab_saved(in.fmt, store, real, src, NULL) == 0;
 	zsrc_put(src);
 	return ok;
 }
@@ -799,7 +802,7 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 	for (int i = 0; i < argc; i++)
 		walk(&l, argv[i], true);
 	reader_opts_default(&ro, BUILD_CACHE);
-	ro.index_dir = dir;
+	ro.index_dir = store;
 	/* A mount's default limit for maps and checkpoints (cache_size=256M), not the tool's
 	 * cache's. */
 	ro.index_max = BUILD_INDEX_MAX;
@@ -840,7 +843,7 @@ static int cmd_build(int argc, char *argv[], const char *dir, bool quiet)
 			unneeded[format_of(
 				r)]++; /* zstd whose frames state their sizes: nothing to save */
 			fs->unneeded++;
-		} else if (ret == 0 && saved_for(dir, path, r)) {
+		} else if (ret == 0 && saved_for(path, r)) {
 			built++;
 			fs->built++;
 			fs->saved += saved_size(dir, path, false);
@@ -874,7 +877,7 @@ static int index_size(const char *ipath, uint64_t *size)
 	struct stat st;
 
 	if (shared)
-		return s3idx_size(shared, strrchr(ipath, '/') + 1, size);
+		return s3idx_size(store, strrchr(ipath, '/') + 1, size);
 	if (lstat(ipath, &st) < 0)
 		return -errno;
 	*size = (uint64_t)st.st_size;
@@ -900,7 +903,7 @@ static int index_state(FILE *out, struct zsrc *src, const char *real, const char
 		fprintf(out, "index_file=%s\n", ipath);
 		if (index_size(ipath, &size) == 0)
 			fprintf(out, "index_size=%" PRIu64 "\n", size);
-		ret = fmttab_saved(fmt, dir, real, src, &err);
+		ret = fmttab_saved(fmt, store, real, src, &err);
 	}
 	fprintf(out, "index_state=%s\n",
 		ret == 1	  ? "unneeded"
@@ -940,7 +943,7 @@ static void ckpt_state(const char *real, const char *dir, uint64_t units)
 	if (ret == 0)
 		printf("checkpoints_file=%s\n", ipath);
 	if (ret == 0) /* id.src held: a renamed source is proven by its bytes */
-		ret = idxfile_load_ckpt(dir, real, &id, 0, &sets, &n, NULL);
+		ret = idxfile_load_ckpt(store, real, &id, 0, &sets, &n, NULL);
 	zsrc_put(src);
 	for (size_t i = 0; i < n; i++)
 		ckpt_set_free((struct ckpt_set *)sets[i].set);
@@ -987,7 +990,7 @@ static int info_one(const char *path, const char *dir, struct zmctx *zm)
 	idx = xalloc(open_memstream(&ilines, &ilen));
 	/* A fresh saved index is used; otherwise the index is built in memory, not saved. */
 	if (fmttab_saves(fmt) && index_state(idx, src, real, dir, fmt) == 0)
-		ro.index_dir = dir;
+		ro.index_dir = store;
 	fclose(idx);
 	reader_get_counters(zm, &before);
 	ret = reader_open_src(src, real, zm, &ro, &r, &why);
@@ -1129,7 +1132,7 @@ static int cmd_verify(int argc, char *argv[])
 static int cmd_prune(const char *dir)
 {
 	unsigned removed = 0;
-	int ret = idxfile_prune(dir, &removed);
+	int ret = idxfile_prune(store, &removed);
 
 	if (ret < 0 && ret != -ENOENT) { /* no directory: nothing to prune */
 		fprintf(stderr, "zmount-index: %s: %s\n", dir, strerror(-ret));
@@ -1186,7 +1189,7 @@ static int prune_shared(const char *dir)
 {
 	struct unjudged u = { 0 };
 	unsigned removed = 0;
-	int ret = idxfile_prune_store(dir, source_now, &u, &removed);
+	int ret = idxfile_prune_store(store, source_now, &u, &removed);
 
 	toolsrc_end();
 	if (ret < 0) {
@@ -1215,25 +1218,38 @@ static void open_std_fds(void)
 		close(fd);
 }
 
-/* cmd with a shared store, -d s3://BUCKET/PREFIX (fs/s3idx.h), opened with the S3 flags. */
-static int run_shared(const char *cmd, int argc, char *argv[], const char *dir, bool quiet)
+/* The shared store's client lines: a 404 is the usual answer to a get, so debug level only. */
+static void store_log(void *arg, const char *line)
 {
+	(void)arg;
+	zlog(ZLOG_DEBUG, "index store: %s", line);
+}
+
+/*
+ * cmd with dir's store (idxopen.h): a local directory, or a shared one,
+ * -d s3://BUCKET/PREFIX, opened with the S3 flags.
+ */
+static int run_store(const char *cmd, int argc, char *argv[], const char *dir, bool quiet)
+{
+	struct s3src_conf sc = *toolsrc_conf();
 	char msg[1024];
 	int ret;
 
-	if (s3idx_open(dir, toolsrc_conf(), &shared, msg, sizeof(msg)) < 0) {
+	sc.log = store_log;
+	if (idxopen(dir, &sc, &store, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "zmount-index: %s\n", msg);
 		/* as build's unreadable inputs; info and prune know only 2 */
 		return strcmp(cmd, "build") == 0 ? EX_UNREADABLE : EX_CORRUPT;
 	}
+	shared = strstr(dir, "://") != NULL;
 	if (strcmp(cmd, "build") == 0)
 		ret = cmd_build(argc, argv, dir, quiet);
 	else if (strcmp(cmd, "info") == 0)
 		ret = cmd_info(argc, argv, dir);
 	else
-		ret = prune_shared(dir);
-	s3idx_close(shared);
-	shared = NULL;
+		ret = shared ? prune_shared(dir) : cmd_prune(dir);
+	idxstore_free(store);
+	store = NULL;
 	return ret;
 }
 
@@ -1284,15 +1300,9 @@ int main(int argc, char *argv[])
 		return bad_usage("prune takes no file: '%s'", argv[optind]);
 	if (strcmp(cmd, "prune") != 0 && nargs == 0)
 		return bad_usage("%s: give at least one file", cmd);
-	if (!verify && get_dir(dopt, dir))
+	if (verify)
+		return cmd_verify(nargs, argv + optind);
+	if (get_dir(dopt, dir))
 		return EX_USAGE;
-	if (!verify && strstr(dir, "://"))
-		return run_shared(cmd, nargs, argv + optind, dir, quiet);
-	if (strcmp(cmd, "build") == 0)
-		return cmd_build(nargs, argv + optind, dir, quiet);
-	if (strcmp(cmd, "info") == 0)
-		return cmd_info(nargs, argv + optind, dir);
-	if (strcmp(cmd, "prune") == 0)
-		return cmd_prune(dir);
-	return cmd_verify(nargs, argv + optind);
+	return run_store(cmd, nargs, argv + optind, dir, quiet);
 }

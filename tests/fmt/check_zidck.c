@@ -31,6 +31,7 @@
 #include "reader_int.h"
 #include "zmctx.h"
 #include "zmtest.h"
+#include "zmtest_store.h"
 
 #define CK_SPAN (64u << 10)
 #define USIZE	((3u << 20) + 4321)
@@ -82,7 +83,7 @@ static struct reader *open_reader(struct zmctx *zm)
 
 	reader_opts_default(&ro, 64u << 20);
 	ro.ck_span = CK_SPAN;
-	ro.index_dir = idx;
+	ro.index_dir = zmtest_store(idx);
 	ret = reader_open(path, zm, &ro, &r, NULL);
 	ck_assert_msg(ret == 0, "reader_open: %d", ret);
 	return r;

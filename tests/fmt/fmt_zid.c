@@ -179,7 +179,8 @@ static int zid_rec_get(const unsigned char *b, size_t off, const struct idxfile_
 static const struct fmt_saved zid_saved;
 
 /* fmttab_saved: the mount's load. */
-static int zid_fresh(const char *dir, const char *real, struct zsrc *src, struct zerr *err)
+static int zid_fresh(const struct idxstore *dir, const char *real, struct zsrc *src,
+		     struct zerr *err)
 {
 	struct idxfile_id id;
 	struct zid_idx x;

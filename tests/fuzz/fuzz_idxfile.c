@@ -48,6 +48,7 @@
 #include "fuzz_common.h"
 #include "gzdec.h"
 #include "idxfile.h"
+#include "idxlocal.h"
 #include "zmtest.h"
 #include "zstddec.h"
 
@@ -70,8 +71,9 @@
 #define MAX_POINTS  16
 #define EXTRACT_LEN 4096u
 
-static char g_dir[PATH_MAX]; /* private directory for the index files */
-static char g_raw[PATH_MAX]; /* g_dir/raw.zmi */
+static char g_dir[PATH_MAX];	 /* private directory for the index files */
+static char g_raw[PATH_MAX];	 /* g_dir/raw.zmi */
+static struct idxstore *g_store; /* g_dir's, for the loads */
 
 static uint64_t get64(const uint8_t *p)
 {
@@ -110,6 +112,7 @@ static void write_file(const char *path, const uint8_t *data, size_t size)
 
 static void cleanup(void)
 {
+	idxstore_free(g_store);
 	unlink(g_raw);
 	rmdir(g_dir);
 }
@@ -123,6 +126,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(g_dir, sizeof(g_dir), "%s/zmount-fuzz-idx.XXXXXX", base ? base : "/tmp");
 	FUZZ_CHECK(mkdtemp(g_dir), "mkdtemp %s: errno %d", g_dir, errno);
 	snprintf(g_raw, sizeof(g_raw), "%s/raw.zmi", g_dir);
+	FUZZ_CHECK(idxlocal_store(g_dir, &g_store) == 0, "idxlocal_store %s", g_dir);
 	atexit(cleanup);
 	return 0;
 }
@@ -178,7 +182,7 @@ static void load_zstd(const uint8_t *img, const struct idxfile_info *info, const
 		z.frames[i].usize = z.frames[i].uoff = ZSTDDEC_UNKNOWN;
 		z.frames[i].nblocks = UINT32_MAX;
 	}
-	ret = idxfile_load_zstd(g_dir, src, id, &z, &err);
+	ret = idxfile_load_zstd(g_store, src, id, &z, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(ret == -ESTALE || ret == -EBADMSG || ret == -ENOMEM,
 			   "load_zstd returned %d", ret);
@@ -212,7 +216,7 @@ static void load_ckpt(const uint8_t *img, size_t size, const struct idxfile_info
 
 	FUZZ_CHECK(ret == 0, "idxfile_path_ckpt(%s) returned %d", src, ret);
 	write_file(path, img, size);
-	ret = idxfile_load_ckpt(g_dir, src, id, info->span, &v, &n, &err);
+	ret = idxfile_load_ckpt(g_store, src, id, info->span, &v, &n, &err);
 	if (ret < 0) {
 		/* the same bytes read_header accepted: only the path can differ */
 		FUZZ_CHECK(ret == -ESTALE || ret == -ENOMEM, "load_ckpt returned %d: %s", ret,
@@ -286,7 +290,7 @@ static void resealed(const uint8_t *data, size_t size, uint8_t *img)
 	FUZZ_CHECK(header_code_ok(hret), "read_header (resealed) returned %d", hret);
 	FUZZ_CHECK(hret == 0 || err.msg[0], "read_header failed (%d) without a reason", hret);
 
-	ret = idxfile_load(g_dir, src, &id, get64(img + H_SPAN), &idx, &err);
+	ret = idxfile_load(g_store, src, &id, get64(img + H_SPAN), &idx, &err);
 	if (ret < 0) {
 		FUZZ_CHECK(idx == NULL, "load failed (%d) but *out is set", ret);
 		FUZZ_CHECK(ret == -EBADMSG || ret == -ESTALE || ret == -ENOMEM || ret == -ERANGE,

@@ -16,12 +16,14 @@
 
 #include "gzdec.h"
 #include "idxfile.h"
+#include "idxlocal.h"
 
 static int save_one(const char *dir, uint64_t span, const char *file)
 {
 	char abs[PATH_MAX];
 	struct idxfile_id id;
 	struct gzdec_index *idx;
+	struct idxstore *store = NULL;
 	struct zerr err = { 0 };
 	struct zsrc *src;
 	int fd, ret;
@@ -48,7 +50,11 @@ static int save_one(const char *dir, uint64_t span, const char *file)
 		fprintf(stderr, "skipped %s: %s\n", file, err.msg[0] ? err.msg : strerror(-ret));
 		return ret;
 	}
-	ret = idxfile_save(dir, abs, &id, idx, NULL); /* hashes the source through id.src */
+	ret = idxlocal_store(dir, &store);
+	if (ret == 0)
+		ret = idxfile_save(store, abs, &id, idx,
+				   NULL); /* hashes the source through id.src */
+	idxstore_free(store);
 	zsrc_put(src);
 	gzdec_index_free(idx);
 	if (ret < 0)

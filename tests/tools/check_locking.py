@@ -9,8 +9,8 @@ by its owner and its name:
   OWNER.NAME   OWNER is the struct it is a field of (`struct reader` ->
                reader.stream; a typedef'd anonymous struct goes by its
                typedef name), or, for a variable outside any struct, the
-               stem of the file that holds it (index/idxstore.c's
-               `static pthread_mutex_t lock` -> idxstore.lock).
+               stem of the file that holds it (index/zlog.c's
+               `static pthread_mutex_t rotate_lock` -> zlog.rotate_lock).
 
 Every OWNER.NAME must appear in fs/locking.h as a whole word, and every
 entry of locking.h's order list (a line " *  OWNER.NAME  ...") must still

@@ -19,9 +19,11 @@
  *    file itself;
  *  - a key that is also a directory prefix ("a" and "a/b"): the directory
  *    is shown, the object is not (counted in shadowed, logged);
- *  - file names are stripped as for local files (names.h): x.gz shows as
- *    x unless an object or directory x exists there; x.gz and x.xz both:
- *    the first bytewise wins, the other keeps its own name.
+ *  - file names are stripped as for local files, by the rules the caller
+ *    passes (struct s3tree_rules: fs/names.h's, so that source/ holds no
+ *    naming policy): x.gz shows as x unless an object or directory x
+ *    exists there; x.gz and x.xz both: the first bytewise wins, the other
+ *    keeps its own name.
  * A stripped name is decided by its suffix alone, without reading the
  * object: the listing makes no request per object.  The mount checks the
  * magic bytes when the name is first looked up (arctab.c, through ns_s3.c).
@@ -39,6 +41,7 @@
  * read-only; s3tree_get/put and every reader may run on any thread at once.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,18 +80,31 @@ struct s3tree_stats {
 };
 
 /*
- * Starts a listing of prefix ("" for the whole bucket; a '/' is added
- * unless it ends in one).  label names the bucket in log lines
- * ("s3://BUCKET"), copied.  Returns 0 and *out, or -ENOMEM.
+ * What a builder takes from the layer above (fs/), which owns the naming
+ * rules and the log.  Both are called on the builder's thread.
+ *  - strip: the visible names of one directory's n entries (names,
+ *    borrowed; file[i] false for a subdirectory, which keeps its name):
+ *    sets visible[i] to a malloc'd name (the builder frees it) for a file
+ *    shown under a stripped name, else NULL.  Every file is taken as an
+ *    archive by its suffix alone.  0, or -ENOMEM with every visible[i] NULL.
+ *  - log: one line about keys not shown (log_arg its first argument).  A
+ *    mount passes a warning at its first listing and a debug line when it
+ *    lists the same prefix again.
  */
-int s3tree_build_new(const char *label, const char *prefix, struct s3tree_build **out);
+struct s3tree_rules {
+	int (*strip)(const char *const *names, const bool *file, char **visible, size_t n);
+	void (*log)(void *log_arg, const char *line);
+	void *log_arg;
+};
 
 /*
- * The level of the builder's lines about keys not shown (default
- * ZLOG_WARN): a mount says them at its first listing, and at debug level
- * when it lists the same prefix again.
+ * Starts a listing of prefix ("" for the whole bucket; a '/' is added
+ * unless it ends in one).  label names the bucket in log lines
+ * ("s3://BUCKET"), copied; rules is borrowed until the build ends.
+ * Returns 0 and *out, or -ENOMEM.
  */
-void s3tree_build_set_log_level(struct s3tree_build *b, int level);
+int s3tree_build_new(const char *label, const char *prefix, const struct s3tree_rules *rules,
+		     struct s3tree_build **out);
 
 /*
  * Adds one listed object, in any order (key and st are copied).  Keys not

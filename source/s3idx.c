@@ -14,13 +14,11 @@
 #include "idxstore.h"
 #include "s3.h"
 #include "srcloc.h"
-#include "zlog.h"
 
 #define S3IDX_PIECE (4u << 20) /* bytes one GET brings: a bound on one response */
 
 struct s3idx {
 	struct s3 *s3;
-	char url[1200];	   /* as registered: s3://, a bucket (< 64), a '/', a key (<= 1024) */
 	char prefix[1026]; /* "" or "PREFIX/" */
 };
 
@@ -49,8 +47,7 @@ static int fetch(struct s3idx *x, const char *key, const char *etag, uint64_t si
 	return 0;
 }
 
-static int s3idx_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		     struct zerr *err)
+static int s3idx_get(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len)
 {
 	struct s3idx *x = ctx;
 	struct s3_stat st;
@@ -61,18 +58,18 @@ static int s3idx_get(void *ctx, const char *name, uint64_t cap, unsigned char **
 	if (ret == 0)
 		ret = s3_head(x->s3, key, &st);
 	if (ret < 0)
-		return zerr_set(err, ret, 0, "%s/%s: %s", x->url, name, strerror(-ret));
+		return ret;
 	if (st.size > cap || st.size > SIZE_MAX)
 		return -EFBIG;
 	*buf = malloc(st.size ? (size_t)st.size : 1);
 	if (!*buf)
-		return zerr_set(err, -ENOMEM, 0, "out of memory");
+		return -ENOMEM;
 	/* If-Match: a PUT between the HEAD and a GET gives -ESTALE, never a mix */
 	ret = fetch(x, key, st.etag[0] ? st.etag : NULL, st.size, *buf);
 	if (ret < 0) {
 		free(*buf);
 		*buf = NULL;
-		return zerr_set(err, ret, 0, "%s/%s: %s", x->url, name, strerror(-ret));
+		return ret;
 	}
 	*len = (size_t)st.size;
 	return 0;
@@ -137,24 +134,19 @@ static const struct idxstore_ops s3idx_ops = {
 	.peek = s3idx_peek,
 };
 
-int s3idx_size(struct s3idx *x, const char *name, uint64_t *size)
+int s3idx_size(const struct idxstore *store, const char *name, uint64_t *size)
 {
+	struct s3idx *x = idxstore_ctx(store);
 	struct s3_stat st;
 	char key[2048];
-	int ret = key_of(x, name, key, sizeof(key));
+	int ret =
+		idxstore_ops_of(store) == &s3idx_ops ? key_of(x, name, key, sizeof(key)) : -EINVAL;
 
 	if (ret == 0)
 		ret = s3_head(x->s3, key, &st);
 	if (ret == 0)
 		*size = st.size;
 	return ret;
-}
-
-/* The client's failures: a 404 is the usual answer to a get, so debug level only. */
-static void client_log(void *arg, const char *line)
-{
-	(void)arg;
-	zlog(ZLOG_DEBUG, "index store: %s", line);
 }
 
 static int stop_at_first(void *arg, const struct s3_obj *o)
@@ -164,14 +156,44 @@ static int stop_at_first(void *arg, const struct s3_obj *o)
 	return 1;
 }
 
-int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **out, char *msg,
+static void s3idx_close(void *ctx)
+{
+	struct s3idx *x = ctx;
+
+	s3_close(x->s3);
+	free(x);
+}
+
+/* Connects x to loc's bucket and lists PREFIX once; 0 or -errno with msg. */
+static int s3idx_connect(struct s3idx *x, const char *url, const struct srcloc *loc,
+			 const struct s3src_conf *conf, char *msg, size_t msglen)
+{
+	size_t n = strlen(loc->key);
+	int ret;
+
+	snprintf(x->prefix, sizeof(x->prefix), "%s%s", loc->key,
+		 n && loc->key[n - 1] != '/' ? "/" : "");
+	ret = s3src_connect(loc->bucket, conf, &x->s3, msg, msglen);
+	if (ret < 0)
+		return ret;
+	ret = s3_list(x->s3, x->prefix, stop_at_first, NULL);
+	ret = ret == 1 ? 0 : ret;
+	if (ret < 0) {
+		snprintf(msg, msglen, "index_dir %s: %s", url,
+			 ret == -ENOENT	  ? "no such bucket"
+			 : ret == -EACCES ? "access denied"
+					  : strerror(-ret));
+		s3_close(x->s3);
+	}
+	return ret;
+}
+
+int s3idx_open(const char *url, const struct s3src_conf *conf, struct idxstore **out, char *msg,
 	       size_t msglen)
 {
-	struct s3src_conf sc = *conf;
 	struct s3idx *x = calloc(1, sizeof(*x));
 	struct srcloc loc;
 	char why[256];
-	size_t n;
 	int ret;
 
 	*out = NULL;
@@ -186,38 +208,15 @@ int s3idx_open(const char *url, const struct s3src_conf *conf, struct s3idx **ou
 		free(x);
 		return -EINVAL;
 	}
-	snprintf(x->url, sizeof(x->url), "%s", url); /* fits: bucket and key are bounded */
-	n = strlen(loc.key);
-	snprintf(x->prefix, sizeof(x->prefix), "%s%s", loc.key,
-		 n && loc.key[n - 1] != '/' ? "/" : "");
-	sc.log = client_log;
-	sc.log_arg = x;
-	ret = s3src_connect(loc.bucket, &sc, &x->s3, msg, msglen);
-	if (ret == 0) {
-		ret = s3_list(x->s3, x->prefix, stop_at_first, NULL);
-		ret = ret == 1 ? 0 : ret;
-		if (ret < 0)
-			snprintf(msg, msglen, "index_dir %s: %s", url,
-				 ret == -ENOENT	  ? "no such bucket"
-				 : ret == -EACCES ? "access denied"
-						  : strerror(-ret));
-	}
-	if (ret == 0 && (ret = idxstore_register(url, &s3idx_ops, x)) < 0)
-		snprintf(msg, msglen, "index_dir %s: %s", url, strerror(-ret));
+	ret = s3idx_connect(x, url, &loc, conf, msg, msglen);
 	if (ret < 0) {
-		s3_close(x->s3);
 		free(x);
 		return ret;
 	}
-	*out = x;
-	return 0;
-}
-
-void s3idx_close(struct s3idx *x)
-{
-	if (!x)
-		return;
-	idxstore_unregister(x->url);
-	s3_close(x->s3);
-	free(x);
+	ret = idxstore_new(url, &s3idx_ops, x, s3idx_close, out);
+	if (ret < 0) {
+		snprintf(msg, msglen, "index_dir %s: %s", url, strerror(-ret));
+		s3idx_close(x);
+	}
+	return ret;
 }

@@ -10,26 +10,31 @@
  * CRC-64, identity) on what a store returns; a store only moves bytes.
  *
  * Two implementations:
- *  - a local directory (the index_dir path; idxlocal.c, with the
+ *  - a local directory (the index_dir path; index/idxlocal.c, with the
  *    ownership, O_NOFOLLOW and temp+rename rules of idxfile.h);
- *  - an S3 prefix ("s3://BUCKET/PREFIX"; fs/s3idx.c), registered here by
- *    whoever owns the S3 client, so that index/ never sees libcurl.
+ *  - an S3 prefix ("s3://BUCKET/PREFIX"; s3idx.c).
+ * A third (another object store, plain HTTP) is one more file beside
+ * s3idx.c that fills these ops and makes a handle with idxstore_new.
  *
- * idxfile's functions take the index directory as a string: one that
- * holds "://" is looked up in this table of registered stores; an
- * unregistered URL gives -ENOENT (no saved index, none saved).
+ * A store is reached through a handle (struct idxstore): whoever reads the
+ * index_dir setting (the daemon's main.c, the tools) opens ONE handle from
+ * "a path or an s3:// URL" (idxopen.h) and passes it down, borrowed, to
+ * every idxfile call and reader; there is no table to look a store up in.
  *
- * Threads: the table is protected by a mutex; register and unregister may
- * run while other threads look up, but a store must stay valid until
- * idxstore_unregister returns and no idxfile call that found it runs (the
- * mount unregisters after its readers are closed).
+ * This header is in source/, the ground floor, so that a store beside the
+ * sources (s3idx.c) and idxfile.c above it both see it: it includes
+ * nothing above source/.
+ *
+ * Threads: a handle is immutable once made; its ops may be called from any
+ * thread at once (each implementation says so).  It must outlive every
+ * reader and idxfile call given it: free it after they are closed.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "zerr.h"
+struct idxstore;
 
 struct idxstore_ops {
 	/*
@@ -38,7 +43,8 @@ struct idxstore_ops {
 	 * -ENOENT (none), -EFBIG (larger than cap; nothing of it was read),
 	 * -EPERM (the store is not trusted), -ESTALE (it changed while read:
 	 * never a mix of two versions), or another -errno (-EIO, -EACCES,
-	 * -ETIMEDOUT, -ENOMEM, ...), with the reason in err (may be NULL).
+	 * -ETIMEDOUT, -ENOMEM, ...).  The caller words the reason (the
+	 * store's name, the blob's and the errno's text): a store logs nothing.
 	 * -EBADMSG: a blob that can never be an index (a symlink, not a
 	 * regular file).  On error *buf is NULL.
 	 *
@@ -48,8 +54,7 @@ struct idxstore_ops {
 	 * which idxfile passes as the largest index the source's size allows
 	 * (fmt.h's saved max), and a mount loads one per archive it opens.
 	 */
-	int (*get)(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len,
-		   struct zerr *err);
+	int (*get)(void *ctx, const char *name, uint64_t cap, unsigned char **buf, size_t *len);
 	/* Stores len bytes of buf (borrowed) as name, replacing any blob of that name
 	 * atomically.  0 or -errno. */
 	int (*put)(void *ctx, const char *name, const void *buf, size_t len);
@@ -73,20 +78,23 @@ struct idxstore_ops {
 };
 
 /*
- * Registers ops with ctx (both borrowed until idxstore_unregister) as the
- * store of url ("s3://BUCKET/PREFIX", no trailing '/'), replacing any
- * earlier one.  Returns 0, -EINVAL (url without "://" or too long) or
- * -ENOMEM.
+ * A handle over ops and ctx (both borrowed, ctx until idxstore_free),
+ * named name (copied; the path or URL for messages and for idxfile_path,
+ * without a trailing '/').  close, if not NULL, is called with ctx by
+ * idxstore_free.  Returns 0 and *out, or -EINVAL (ops or name NULL or
+ * empty) or -ENOMEM (*out NULL; close is not called).
  */
-int idxstore_register(const char *url, const struct idxstore_ops *ops, void *ctx);
+int idxstore_new(const char *name, const struct idxstore_ops *ops, void *ctx,
+		 void (*close)(void *ctx), struct idxstore **out);
 
-/* Forgets url's store (nothing if none). */
-void idxstore_unregister(const char *url);
+/* Closes the store (its close) and frees the handle.  Accepts NULL. */
+void idxstore_free(struct idxstore *st);
 
-/*
- * The store of url: 0 with *ops and *ctx, or -ENOENT.  Called by idxfile.c
- * for every load and save of an index whose directory is a URL.
- */
-int idxstore_find(const char *url, const struct idxstore_ops **ops, void **ctx);
+/* The store's name, as given to idxstore_new: valid while st is. */
+const char *idxstore_name(const struct idxstore *st);
+
+/* Its ops and ctx, for idxfile.c and the stores' own extras (s3idx_size). */
+const struct idxstore_ops *idxstore_ops_of(const struct idxstore *st);
+void *idxstore_ctx(const struct idxstore *st);
 
 #endif

@@ -5,21 +5,19 @@
  * key, so the keys under any directory "a/" form one run; build_dir walks
  * a run, turns each key without a further '/' into a file entry and each
  * run sharing a first segment into a child directory (recursing into it),
- * then resolves the directory's names (names.h) and appends its entries,
+ * then resolves the directory's names (the rules' strip) and appends its entries,
  * sorted by name, to the one entry array, where a lookup bsearches them.
  * All references inside are offsets, so the arrays may move while they grow.
  */
 #include "s3tree.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "names.h"
-#include "zlog.h"
 
 #define LOG_SKIPPED_MAX 10 /* keys named in the log per listing; the rest are counted */
 #define NO_OFF		SIZE_MAX
@@ -59,14 +57,14 @@ struct s3tree_build {
 	char *label;
 	char *prefix;
 	size_t plen;
-	enum zlog_level level; /* of the lines about keys not shown */
+	const struct s3tree_rules *rules;
 };
 
 /* A directory's entry while it is built. */
 struct tent {
 	size_t name;
 	uint32_t idx;
-	uint32_t kind; /* S3TREE_DIR or S3TREE_RAW (a file, before names_resolve) */
+	uint32_t kind; /* S3TREE_DIR or S3TREE_RAW (a file, before strip) */
 };
 
 static int grow(void **arr, size_t *cap, size_t need, size_t size)
@@ -107,7 +105,21 @@ static size_t arena_add(struct s3tree *t, const char *str, size_t len)
 	return arena_copy(t, str, 0, len);
 }
 
-int s3tree_build_new(const char *label, const char *prefix, struct s3tree_build **out)
+/* One line about keys not shown, to the rules' log. */
+__attribute__((format(printf, 2, 3))) static void say(const struct s3tree_build *b, const char *fmt,
+						      ...)
+{
+	char line[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	b->rules->log(b->rules->log_arg, line);
+}
+
+int s3tree_build_new(const char *label, const char *prefix, const struct s3tree_rules *rules,
+		     struct s3tree_build **out)
 {
 	struct s3tree_build *b = calloc(1, sizeof(*b));
 	size_t n = strlen(prefix);
@@ -122,7 +134,7 @@ int s3tree_build_new(const char *label, const char *prefix, struct s3tree_build 
 	if (n && prefix[n - 1] != '/')
 		memcpy(b->prefix + n++, "/", 2);
 	b->plen = n;
-	b->level = ZLOG_WARN;
+	b->rules = rules;
 	atomic_init(&b->t->refs, 1);
 	*out = b;
 	return 0;
@@ -154,11 +166,6 @@ static bool key_ok(const char *rel)
 	}
 }
 
-void s3tree_build_set_log_level(struct s3tree_build *b, int level)
-{
-	b->level = (enum zlog_level)level;
-}
-
 int s3tree_build_add(struct s3tree_build *b, const char *key, const struct s3_stat *st)
 {
 	struct s3tree *t = b->t;
@@ -174,10 +181,10 @@ int s3tree_build_add(struct s3tree_build *b, const char *key, const struct s3_st
 	}
 	if (!key_ok(key + b->plen)) {
 		if (t->stats.skipped++ < LOG_SKIPPED_MAX)
-			zlog(b->level,
-			     "%s/%s: not shown: a key with an empty, '.' or '..' segment, "
-			     "or one over %d bytes, has no file name",
-			     b->label, key, S3TREE_NAME_MAX);
+			say(b,
+			    "%s/%s: not shown: a key with an empty, '.' or '..' segment, "
+			    "or one over %d bytes, has no file name",
+			    b->label, key, S3TREE_NAME_MAX);
 		return 0;
 	}
 	if (grow((void **)&t->objs, &t->objcap, t->nobj + 1, sizeof(*t->objs)) < 0)
@@ -210,13 +217,6 @@ static int by_name(const void *a, const void *b, void *arena)
 	return c ? c : (x->kind != S3TREE_DIR) - (y->kind != S3TREE_DIR);
 }
 
-static int suffix_only(void *ctx, size_t i)
-{
-	(void)ctx;
-	(void)i;
-	return 1; /* the magic is checked at lookup (s3tree.h) */
-}
-
 static int add_dir(struct s3tree *t, size_t path, uint32_t *idx)
 {
 	if (t->ndir >= UINT32_MAX ||
@@ -236,38 +236,46 @@ static int add_dir(struct s3tree *t, size_t path, uint32_t *idx)
 static ssize_t resolve_names(struct s3tree_build *b, struct tent *v, size_t n)
 {
 	struct s3tree *t = b->t;
-	struct names_ent *ne;
+	const char **names;
+	char **vis;
+	bool *file;
 	size_t k = 0;
 	int ret = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (k && v[i].kind != S3TREE_DIR &&
 		    strcmp(t->s + v[i].name, t->s + v[k - 1].name) == 0) {
-			zlog(b->level, "%s/%s: not shown: a directory of the same name is",
-			     b->label, t->s + t->objs[v[i].idx].key);
+			say(b, "%s/%s: not shown: a directory of the same name is", b->label,
+			    t->s + t->objs[v[i].idx].key);
 			t->stats.shadowed++;
 			continue;
 		}
 		v[k++] = v[i];
 	}
-	ne = calloc(k + 1, sizeof(*ne));
-	if (!ne)
-		return -ENOMEM;
-	for (size_t i = 0; i < k; i++) {
-		ne[i].name = t->s + v[i].name;
-		ne[i].candidate = v[i].kind != S3TREE_DIR;
-	}
-	ret = names_resolve(ne, k, suffix_only, NULL);
+	names = calloc(k + 1, sizeof(*names));
+	vis = calloc(k + 1, sizeof(*vis));
+	file = calloc(k + 1, sizeof(*file));
+	if (!names || !vis || !file)
+		ret = -ENOMEM;
 	for (size_t i = 0; i < k && ret == 0; i++) {
-		if (!ne[i].visible)
+		names[i] = t->s + v[i].name; /* the arena does not move until strip returns */
+		file[i] = v[i].kind != S3TREE_DIR;
+	}
+	if (ret == 0)
+		ret = b->rules->strip(names, file, vis, k);
+	for (size_t i = 0; i < k && ret == 0; i++) {
+		if (!vis[i])
 			continue;
-		v[i].name = arena_add(t, ne[i].visible, strlen(ne[i].visible));
+		v[i].name = arena_add(t, vis[i], strlen(vis[i]));
 		v[i].kind = S3TREE_ARCHIVE;
 		if (v[i].name == NO_OFF)
 			ret = -ENOMEM;
 	}
-	names_free(ne, k);
-	free(ne);
+	for (size_t i = 0; vis && i < k; i++)
+		free(vis[i]);
+	free(names);
+	free(vis);
+	free(file);
 	return ret < 0 ? ret : (ssize_t)k;
 }
 
@@ -377,8 +385,8 @@ int s3tree_build_finish(struct s3tree_build *b, struct s3tree **out)
 		return ret;
 	}
 	if (t->stats.skipped > LOG_SKIPPED_MAX)
-		zlog(b->level, "%s/%s: %zu keys not shown (no file name; the first %d were named)",
-		     b->label, b->prefix, t->stats.skipped, LOG_SKIPPED_MAX);
+		say(b, "%s/%s: %zu keys not shown (no file name; the first %d were named)",
+		    b->label, b->prefix, t->stats.skipped, LOG_SKIPPED_MAX);
 	trim((void **)&t->s, &t->scap, t->slen, 1);
 	trim((void **)&t->objs, &t->objcap, t->nobj, sizeof(*t->objs));
 	trim((void **)&t->ents, &t->entcap, t->nent, sizeof(*t->ents));
