@@ -2,29 +2,165 @@
 #include "ckpt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zcrc.h"
 #include "zmctx.h"
 
+/* Where a set's blobs went: an unlinked file holding them as s->blob did. */
+struct ckpt_spill {
+	int fd;
+	uint32_t *crc; /* of each point's blob, taken as it was written */
+};
+
 size_t ckpt_set_bytes(const struct ckpt_set *s)
 {
+	size_t held;
+
 	if (!s)
 		return 0;
-	return sizeof(*s) + s->n * sizeof(*s->pt) + s->ncrc * sizeof(*s->crc) + s->blob_len;
+	held = s->spill ? sizeof(*s->spill) + s->n * sizeof(*s->spill->crc) : s->blob_len;
+	return sizeof(*s) + s->n * sizeof(*s->pt) + s->ncrc * sizeof(*s->crc) + held;
 }
 
 void ckpt_set_free(struct ckpt_set *s)
 {
 	if (!s)
 		return;
+	if (s->spill) {
+		close(s->spill->fd);
+		free(s->spill->crc);
+		free(s->spill);
+	}
 	free(s->pt);
 	free(s->crc);
 	free(s->blob);
 	free(s);
+}
+
+/* An unlinked file in dir, for reading and writing: its descriptor, or a negative errno. */
+static int spill_file(const char *dir)
+{
+	char path[PATH_MAX];
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd >= 0 ? fd : -errno;
+	/* A file system without O_TMPFILE: a name nobody else can take, gone at once. */
+	if (snprintf(path, sizeof(path), "%s/.zmount-spill-XXXXXX", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	return fd;
+}
+
+static int write_all(int fd, const uint8_t *p, uint64_t len)
+{
+	uint64_t done = 0;
+
+	while (done < len) {
+		size_t n = len - done > (1u << 30) ? (1u << 30) : (size_t)(len - done);
+		ssize_t w = pwrite(fd, p + done, n, (off_t)done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		done += (uint64_t)w;
+	}
+	return 0;
+}
+
+int ckpt_set_spill(struct ckpt_set *s, const char *dir)
+{
+	struct ckpt_spill *sp;
+	int ret;
+
+	if (s->spill || s->blob_len == 0)
+		return 0;
+	sp = calloc(1, sizeof(*sp));
+	if (!sp || !(sp->crc = malloc(s->n * sizeof(*sp->crc)))) {
+		free(sp);
+		return -ENOMEM;
+	}
+	sp->fd = spill_file(dir);
+	ret = sp->fd < 0 ? sp->fd : write_all(sp->fd, s->blob, s->blob_len);
+	if (ret < 0) {
+		if (sp->fd >= 0)
+			close(sp->fd);
+		free(sp->crc);
+		free(sp);
+		return ret;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		sp->crc[i] = zcrc32(0, s->blob + s->pt[i].blob_off, s->pt[i].blob_len);
+	free(s->blob);
+	s->blob = NULL;
+	s->spill = sp;
+	return 0;
+}
+
+bool ckpt_set_spilled(const struct ckpt_set *s)
+{
+	return s->spill != NULL;
+}
+
+int ckpt_set_spill_fd(const struct ckpt_set *s)
+{
+	return s->spill ? s->spill->fd : -1;
+}
+
+int ckpt_blob_read(const struct ckpt_set *s, size_t i, void *buf)
+{
+	const struct ckpt_point *p = &s->pt[i];
+	size_t done = 0;
+
+	if (!s->spill) {
+		memcpy(buf, s->blob + p->blob_off, p->blob_len);
+		return 0;
+	}
+	while (done < p->blob_len) {
+		ssize_t n = pread(s->spill->fd, (uint8_t *)buf + done, p->blob_len - done,
+				  (off_t)(p->blob_off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return zcrc32(0, buf, p->blob_len) == s->spill->crc[i] ? 0 : -EIO;
+}
+
+int ckpt_blobs_copy(const struct ckpt_set *s, uint8_t **out)
+{
+	uint8_t *b;
+
+	*out = NULL;
+	if (s->blob_len == 0)
+		return 0;
+	b = malloc(s->blob_len);
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++) {
+		int ret = ckpt_blob_read(s, i, b + s->pt[i].blob_off);
+
+		if (ret < 0) {
+			free(b);
+			return ret;
+		}
+	}
+	*out = b;
+	return 0;
 }
 
 size_t ckpt_find(const struct ckpt_set *s, uint64_t want)

@@ -46,14 +46,49 @@ struct ckpt_set {
 	struct ckpt_point *pt; /* ascending uoff */
 	size_t ncrc;
 	uint32_t *crc; /* CRC32 of each piece, span after span */
-	uint8_t *blob; /* every point's blob, end to end */
+	uint8_t *blob; /* every point's blob, end to end; NULL once spilled */
 	uint64_t blob_len;
+	struct ckpt_spill *spill; /* NULL, or where the blobs went (ckpt_set_spill) */
 };
 
-/* Memory a set holds, for the byte budget and the stats. */
+/*
+ * Memory a set holds, for the byte budget and the stats.  A spilled set
+ * holds CKPT_RESIDENT(n, usize) bytes past the struct: its points, a CRC32
+ * per point's blob, and a CRC32 per piece (at most usize / CKPT_PIECE + n).
+ */
 size_t ckpt_set_bytes(const struct ckpt_set *s);
+#define CKPT_RESIDENT(n, usize)                                                                    \
+	((n) * (sizeof(struct ckpt_point) + 2 * sizeof(uint32_t)) +                                \
+	 ((usize) / CKPT_PIECE + 1) * sizeof(uint32_t))
 
-/* Frees a set.  Accepts NULL. */
+/*
+ * Moves a set's blobs out of memory, into an unlinked file made in dir
+ * (O_TMPFILE, else a name made and removed at once), so that a set of any
+ * size can be kept: its table stays (CKPT_RESIDENT), and a point's blob is
+ * read back when a decoder resumes there (ckpt_blob_read), into the cache.
+ * Only before the set is published (it changes s).  Returns 0 (also for a
+ * set without blobs, or one spilled already), or a negative errno with the
+ * set unchanged.
+ */
+int ckpt_set_spill(struct ckpt_set *s, const char *dir);
+bool ckpt_set_spilled(const struct ckpt_set *s);
+/* The spill file's descriptor (owned by s), or -1: for tests that damage it. */
+int ckpt_set_spill_fd(const struct ckpt_set *s);
+
+/*
+ * Point i's blob (s->pt[i].blob_len bytes) into buf, from memory or from
+ * the spill file; any thread.  0, or -EIO (a short read, or bytes whose
+ * CRC32 is not the one taken when they were spilled: never handed out).
+ */
+int ckpt_blob_read(const struct ckpt_set *s, size_t i, void *buf);
+
+/*
+ * Every blob end to end, as s->blob would hold them (for a save), in *out
+ * (malloc'ed, free it; NULL for a set without blobs).  0, -ENOMEM or -EIO.
+ */
+int ckpt_blobs_copy(const struct ckpt_set *s, uint8_t **out);
+
+/* Frees a set, and closes its spill file.  Accepts NULL. */
 void ckpt_set_free(struct ckpt_set *s);
 
 /* The last point at or before entry offset want (want < s->usize). */

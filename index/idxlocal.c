@@ -192,6 +192,11 @@ int idxlocal_store(const char *dir, struct idxstore **out)
 	return ret;
 }
 
+const char *idxlocal_dir(const struct idxstore *st)
+{
+	return st && idxstore_ops_of(st) == &idxlocal_ops ? idxstore_ctx(st) : NULL;
+}
+
 /* Whether s (n bytes) is put's temporary name for an index name: ".<index>.XXXXXX". */
 static bool is_tmp(const char *s, size_t n, bool (*is_index)(const char *name, size_t n))
 {

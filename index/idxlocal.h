@@ -45,6 +45,9 @@ extern const struct idxstore_ops idxlocal_ops;
  */
 int idxlocal_store(const char *dir, struct idxstore **out);
 
+/* The directory of st if idxlocal_store made it (borrowed: st's), else NULL. */
+const char *idxlocal_dir(const struct idxstore *st);
+
 /*
  * Opens file name in directory dir with idxtrust_open_file (dir trusted;
  * name regular, never through a symlink): returns the fd (O_CLOEXEC; the

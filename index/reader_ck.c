@@ -16,6 +16,8 @@
 
 #include "ckpt.h"
 #include "idxfile.h"
+#include "idxlocal.h"
+#include "bcache.h"
 #include "pool.h"
 #include "reader_int.h"
 #include "zlog.h"
@@ -106,6 +108,25 @@ const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)
 }
 
 /*
+ * Moves the blobs of set s (not yet published) out of memory (ckpt_set_spill)
+ * into an unlinked file in index_dir, when that is a local directory: the
+ * place the user gave zmount for derived data, on disk.  Never /tmp: on
+ * tmpfs the windows would be memory outside cache_size, and the README
+ * promises no temporary files.  Then its windows come back through the
+ * cache (reader_ck_window), and it holds only its table.  Where no file can
+ * be made (index_dir=none or s3://, or it does not exist yet), it keeps its
+ * blobs, and the callers' cap decides.
+ */
+static void spill(struct reader *r, struct ckpt_set *s)
+{
+	const char *dir = idxlocal_dir(r->opts.index_dir);
+
+	if (s->blob_len == 0 || ckpt_set_spilled(s) || !dir)
+		return;
+	(void)ckpt_set_spill(s, dir);
+}
+
+/*
  * Publishes set s, made by a pass that verified entry k whole, as k's
  * (taking it over): 0, or -ENOTSUP (too large to keep) or -ESTALE (src
  * is not the version r was opened on), with why set and s freed.
@@ -113,8 +134,10 @@ const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)
 static int publish(struct reader *r, struct zsrc *src, size_t k, struct ckpt_set *s,
 		   struct zerr *why)
 {
-	size_t bytes = ckpt_set_bytes(s);
+	size_t bytes;
 
+	spill(r, s);
+	bytes = ckpt_set_bytes(s);
 	/* Held for the reader's life, outside the cache: capped as a block map is. */
 	if (bytes > r->opts.index_max) {
 		ckpt_set_free(s);
@@ -230,7 +253,13 @@ static bool adopt(struct reader *r, uint64_t entry_start, struct ckpt_set *s)
 	unsigned char none = CK_NONE;
 
 	if (r->map.start[k] != entry_start || !r->ckable[k] || s->usize != cmap_len(&r->map, k) ||
-	    ckpt_set_bytes(s) > r->opts.index_max ||
+	    atomic_load(&r->ck_state[k]) != CK_NONE) {
+		ckpt_set_free(s);
+		return false;
+	}
+	/* Before the claim: a read that finds it claimed finds the set soon after. */
+	spill(r, s);
+	if (ckpt_set_bytes(s) > r->opts.index_max ||
 	    !atomic_compare_exchange_strong(&r->ck_state[k], &none, CK_BUSY)) {
 		ckpt_set_free(s);
 		return false;
@@ -247,8 +276,13 @@ static bool adopt(struct reader *r, uint64_t entry_start, struct ckpt_set *s)
 
 /*
  * Loads the sets saved in index_dir for this version of the source (src's),
- * once per reader.  The trust rules are idxfile's; a set that fits is
- * still only used through ckpt_dec, which checks every piece.
+ * until one load has been through.  The trust rules are idxfile's; a set
+ * that fits is still only used through ckpt_dec, which checks every piece.
+ * ck_loaded is set only once that load's sets are published, and no load
+ * waits for another: a read that finds none loads them itself, even while
+ * a pass on the pool is inside its own load (whose source may be slow), so
+ * it never decodes from an entry's start beside a saved set (issue 32).
+ * Two loads at once cost a second read of the file: adopt keeps one set.
  */
 static void load_saved(struct reader *r, struct zsrc *src)
 {
@@ -258,42 +292,88 @@ static void load_saved(struct reader *r, struct zsrc *src)
 	size_t n, got = 0;
 	int ret;
 
-	if (!r->opts.index_dir || !idxfile_keyed(r->name) || atomic_exchange(&r->ck_loaded, true) ||
-	    idxfile_identify(src, &id) < 0)
+	if (!r->opts.index_dir || !idxfile_keyed(r->name) || atomic_load(&r->ck_loaded))
 		return;
+	if (idxfile_identify(src, &id) < 0)
+		return; /* no verdict on the saved file: the next want tries again */
 	ret = idxfile_load_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, &sets, &n, &e);
 	if (ret == -EPERM && !atomic_flag_test_and_set(&r->ctx->untrusted_logged))
 		reader_log(r, ZLOG_WARN, &e, "saved checkpoints not used: %s", e.msg);
 	else if (ret < 0 && ret != -ENOENT && ret != -ERANGE && ret != -ESTALE)
 		reader_log(r, ZLOG_INFO, &e, "saved checkpoints not used (%s): built again", e.msg);
-	if (ret < 0)
+	if (ret < 0) {
+		atomic_store(&r->ck_loaded, true);
 		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		got += adopt(r, sets[i].entry_start, (struct ckpt_set *)sets[i].set);
 	free(sets);
 	if (got)
 		atomic_fetch_add(&r->ctx->stats.loaded, 1);
+	atomic_store(&r->ck_loaded, true);
+}
+
+/*
+ * Sets as a save takes them: a spilled set's copy (*tmp, freed by
+ * unspilled_free) with its blobs read back, the others as they are.
+ * 0, or -ENOMEM or -EIO for the first that cannot be read back.
+ */
+static int unspilled(const struct ckpt_set *s, struct ckpt_set **tmp, const struct ckpt_set **out)
+{
+	uint8_t *blob;
+	int ret;
+
+	*tmp = NULL;
+	*out = s;
+	if (!ckpt_set_spilled(s))
+		return 0;
+	ret = ckpt_blobs_copy(s, &blob);
+	if (ret < 0)
+		return ret;
+	*tmp = malloc(sizeof(**tmp));
+	if (!*tmp) {
+		free(blob);
+		return -ENOMEM;
+	}
+	**tmp = *s;
+	(*tmp)->blob = blob;
+	(*tmp)->spill = NULL;
+	*out = *tmp;
+	return 0;
+}
+
+/* Frees the copies unspilled made (the table they share is the set's). */
+static void unspilled_free(struct ckpt_set **tmp, size_t n)
+{
+	for (size_t i = 0; tmp && i < n; i++)
+		if (tmp[i]) {
+			free(tmp[i]->blob);
+			free(tmp[i]);
+		}
+	free(tmp);
 }
 
 /* Saves every set r has in index_dir, for later mounts; a failure is logged once per context. */
 static void save_all(struct reader *r, struct zsrc *src)
 {
 	struct idxfile_ckpt *sets = calloc(r->map.n, sizeof(*sets));
+	struct ckpt_set **tmp = calloc(r->map.n, sizeof(*tmp));
 	struct idxfile_id id;
 	size_t n = 0;
-	int ret = -ENOMEM;
+	int ret = sets && tmp ? 0 : -ENOMEM;
 
 	if (!r->opts.index_dir || !idxfile_keyed(r->name)) {
 		free(sets);
+		free(tmp);
 		return;
 	}
-	for (size_t k = 0; sets && k < r->map.n; k++) {
+	for (size_t k = 0; ret == 0 && k < r->map.n; k++) {
 		const struct ckpt_set *s = reader_ck_set(r, k);
 
-		if (s)
+		if (s && (ret = unspilled(s, &tmp[n], &s)) == 0)
 			sets[n++] = (struct idxfile_ckpt){ r->map.start[k], s };
 	}
-	if (sets && n > 0 && (ret = idxfile_identify(src, &id)) == 0)
+	if (ret == 0 && n > 0 && (ret = idxfile_identify(src, &id)) == 0)
 		ret = idxfile_save_ckpt(r->opts.index_dir, r->name, &id, r->opts.ck_span, sets, n,
 					NULL);
 	if (ret < 0 && n > 0 && !atomic_flag_test_and_set(&r->ctx->save_failed_logged))
@@ -301,6 +381,7 @@ static void save_all(struct reader *r, struct zsrc *src)
 			   "cannot save checkpoints in %s: %s; they are kept "
 			   "in memory",
 			   idxstore_name(r->opts.index_dir), strerror(-ret));
+	unspilled_free(tmp, n);
 	free(sets);
 }
 
@@ -426,6 +507,54 @@ const struct ckpt_set *reader_ck_get(struct reader *r, size_t k)
 		s = reader_ck_set(r, k);
 	}
 	return s;
+}
+
+int reader_ck_window(struct reader *r, size_t k, const struct ckpt_set *s, size_t i,
+		     struct ck_window *w, struct zerr *err)
+{
+	const struct ckpt_point *p = &s->pt[i];
+	uint64_t no = UNIT_WIN | (r->map.start[k] + p->uoff);
+	int ret;
+
+	*w = (struct ck_window){ 0 };
+	if (p->blob_len == 0)
+		return 0;
+	if (!ckpt_set_spilled(s)) {
+		w->blob = s->blob + p->blob_off;
+		return 0;
+	}
+	/* No wait for room: the caller may hold the unit it fills. */
+	ret = bcache_get(r->cache, r->id, no, p->blob_len, false, &w->e);
+	if (ret == 1) {
+		ret = ckpt_blob_read(s, i, bcache_buf(w->e));
+		bcache_done(r->cache, w->e, ret);
+		if (ret == 0)
+			atomic_fetch_add(&r->ck_windows, 1);
+		else
+			w->e = NULL;
+	} else if (ret < 0) {
+		/* No room now (or another reader's load failed): this open alone, uncached. */
+		w->e = NULL;
+		w->tmp = malloc(p->blob_len);
+		ret = w->tmp ? ckpt_blob_read(s, i, w->tmp) : -ENOMEM;
+		if (ret == 0)
+			atomic_fetch_add(&r->ck_windows, 1);
+	}
+	if (ret < 0) {
+		reader_ck_window_put(r, w);
+		return zerr_set(err, ret == -ENOMEM ? ret : -EIO, 0,
+				"cannot read back checkpoint %zu of %s %zu from its spill file", i,
+				r->f->unit, r->entry[k]);
+	}
+	w->blob = w->e ? bcache_buf(w->e) : w->tmp;
+	return 0;
+}
+
+void reader_ck_window_put(struct reader *r, struct ck_window *w)
+{
+	bcache_put(r->cache, w->e);
+	free(w->tmp);
+	*w = (struct ck_window){ 0 };
 }
 
 struct kick {

@@ -124,9 +124,10 @@ struct reader {
 	 * at once; the reader's end queues it again (reader_ck_note).
 	 */
 	atomic_bool ck_yield;
-	atomic_bool ck_loaded;	       /* index_dir was looked at for saved sets */
-	atomic_bool ck_unsaved;	       /* a fill made a medium entry's set: save at detach */
-	atomic_size_t ck_medium_bytes; /* what medium entries' sets hold: within opts.index_max */
+	atomic_bool ck_loaded;		 /* a load of index_dir's saved sets went through */
+	atomic_uint_fast64_t ck_windows; /* windows read back from spill files */
+	atomic_bool ck_unsaved;		 /* a fill made a medium entry's set: save at detach */
+	atomic_size_t ck_medium_bytes;	 /* what medium entries' sets hold: within opts.index_max */
 	unsigned ck_jobs; /* passes queued or running on the pool; under lock, idle signals 0 */
 };
 
@@ -142,6 +143,8 @@ enum { CKABLE_NO, CKABLE_WIDE, CKABLE_MEDIUM };
  * entry, whose start may equal the entry's, keyed apart from the whole unit.
  */
 #define UNIT_SLICE (UINT64_C(1) << 63)
+/* Set in the key of a checkpoint's window (reader_ck_window): entry start + point offset. */
+#define UNIT_WIN (UINT64_C(1) << 62)
 /*
  * Such slices are at most FAR_SLICE, smaller than a streamed unit's: a far
  * read (a header, a record) wants a few KiB, and everything up to its slice
@@ -248,6 +251,23 @@ void reader_ck_medium_done(struct reader *r, size_t k, const void *buf, size_t l
 void reader_ck_save(struct reader *r);
 /* Entry k's set, or NULL: loaded from index_dir the first time one is wanted. */
 const struct ckpt_set *reader_ck_get(struct reader *r, size_t k);
+/*
+ * Point i's blob of entry k's set s, for the codec's open: w->blob (NULL
+ * for a point without one), valid until reader_ck_window_put.  A spilled
+ * set's blob is a cache unit of its own (UNIT_WIN), charged to the cache
+ * and evicted like data, read back from the spill file on a miss (or
+ * into memory of its own for this open when the cache has no room).
+ * 0, or -EIO (the spill file failed its CRC32) or -ENOMEM, with err set.
+ */
+struct bcache_ent;
+struct ck_window {
+	const void *blob;
+	struct bcache_ent *e;
+	void *tmp;
+};
+int reader_ck_window(struct reader *r, size_t k, const struct ckpt_set *s, size_t i,
+		     struct ck_window *w, struct zerr *err);
+void reader_ck_window_put(struct reader *r, struct ck_window *w);
 /* Entry k's set, or NULL. */
 const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k);
 

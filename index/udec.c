@@ -174,8 +174,12 @@ static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, siz
 		ops = &d->own;
 		ret = r->f->dec_open(r, k, &inner, err);
 	} else {
-		ret = r->f->ck->open(r, k, p->blob_len ? s->blob + p->blob_off : NULL, p->blob_len,
-				     &inner, err);
+		struct ck_window w;
+
+		ret = reader_ck_window(r, k, s, i, &w, err);
+		if (ret == 0)
+			ret = r->f->ck->open(r, k, w.blob, p->blob_len, &inner, err);
+		reader_ck_window_put(r, &w);
 	}
 	if (ret == 0 && (ret = ckpt_dec_new(s, i, inner, ops, &d->ck)) < 0)
 		zerr_set(err, ret, 0, "out of memory");
