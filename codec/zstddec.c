@@ -799,7 +799,8 @@ static int too_small(const struct zstddec_dec *d, size_t got, struct zerr *err)
  */
 static int dec_whole(struct zstddec_dec *d, struct zsrc *src, void *buf, struct zerr *err)
 {
-	size_t clen = (size_t)d->f.csize, r = 0;
+	/* r starts as an error: an empty frame (usize 0) must not pass unread. */
+	size_t clen = (size_t)d->f.csize, r = (size_t)-1;
 	uint8_t *in = malloc(clen ? clen : 1);
 	ssize_t n;
 

@@ -59,7 +59,7 @@ tsan_targets='zmount zmount-cat zmount-info zmount-index zmount-stat check_bcach
 # locking, labels, man_lint_*).  Whole names: check_s3tree, a unit test, runs.
 # The dummy-format tests (tests/fmt) are not built here (ZMOUNT_DUMMY_FMT=OFF
 # in the asan preset): they would compile the libraries twice more.
-asan_skip='s3_rgw_up|s3_rgw_down|check_s3|check_s3src|tools_s3|mount_s3.*|stress_s3|mount_faults|mount_conformance|mount_install|mount_memory|mount_tree_trust|stress_short|format|locking|labels|man_lint_.*'
+asan_skip='s3_rgw_up|s3_rgw_down|check_s3|check_s3src|tools_s3|mount_s3.*|stress_s3|mount_faults|mount_conformance|mount_install|mount_memory|mount_tar_million|mount_tree_trust|stress_short|format|locking|labels|man_lint_.*'
 
 # Sanitizer runtime options for every process the tests start, the daemon
 # included.  LeakSanitizer runs at every exit; a leak is a failure.  There is
