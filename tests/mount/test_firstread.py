@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""test_firstread.py -- saved checkpoints serve the first far read after a mount,
+while the background indexer is busy with other files (issue 32, item 1).
+
+usage: test_firstread.py --zmount PATH [--seed N] [--keep]
+
+1. SRC holds one one-Block y.log.xz (16 MiB of log text).  Mount with
+   index_dir=IDX,span=256K and wait until its checkpoints are saved (one
+   .zmc in IDX); unmount.
+2. Remount and at once read 4 KiB 100,000 bytes before the end of y.log,
+   before anything else: the background indexer is loading the same set
+   then.  The bytes must be exact, and y.log's own `decoded=`
+   (user.zmount.info) at most 4 MiB: one span from the nearest saved
+   checkpoint, rounded up to the slices it fills.  Decoding from the
+   Block's start is 16 MiB: what 0428230 did (it marked the set loaded
+   before it was there), 3 runs of 3.
+3. Add 24 new .gz files (4 MiB each, each with its own first and last
+   member, so no saved index fits them).  The background indexer takes
+   gzip files first, so right after the next mount it is busy with them
+   and has not reached y.log.xz.  The same far read, the same checks; and
+   the stats must show the indexer had not built every gzip index yet
+   (else that part proves nothing, and says so).
+Every mount ends with fusermount3 -u and daemon exit 0.
+Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
+"""
+import argparse
+import gzip
+import lzma
+import os
+import random
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zmtest  # noqa: E402
+
+MiB = 1 << 20
+OPTS = 'span=256K,cache_size=64M'
+NGZ = 24
+
+
+
+def text(seed, size):
+    """Pseudo-random log-like lines, size bytes."""
+    r = random.Random(seed)
+    words = [''.join(r.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(r.randint(2, 9)))
+             for _ in range(2000)]
+    out, n = [], 0
+    while n < size:
+        line = f'{n:012d} ' + ' '.join(r.choices(words, k=12)) + '\n'
+        out.append(line)
+        n += len(line)
+    return ''.join(out).encode()[:size]
+
+
+def info(path):
+    """A file's user.zmount.info as {name: int}, numeric fields only."""
+    out = {}
+    raw = os.getxattr(path, 'user.zmount.info').decode(errors='replace')
+    for ln in raw.splitlines():
+        k, _, v = ln.partition('=')
+        if v.strip().isdigit():
+            out[k.strip()] = int(v)
+    return out
+
+
+def wait_saved(m, idx, deadline=120):
+    """Waits until the checkpoint pass has saved y.log.xz's set (a .zmc in idx)."""
+    t = time.monotonic() + deadline
+    while time.monotonic() < t and m.alive():
+        if any('checkpoints inside xz Blocks' in ln for ln in m.log_lines()) and \
+                any(f.endswith('.zmc') for f in os.listdir(idx)):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--zmount', required=True)
+    ap.add_argument('--seed', type=int, default=7)
+    ap.add_argument('--keep', action='store_true')
+    args = ap.parse_args()
+    zmtest.require_fuse()
+    res = zmtest.Results()
+    if not zmtest.binary_ok(res, args.zmount):
+        return res.finish()
+    top = tempfile.mkdtemp(prefix='zmount-firstread-')
+    try:
+        run(args, res, top)
+    finally:
+        zmtest.cleanup_top(top, args.keep)
+    return res.finish()
+
+
+def run(args, res, top):
+    src, idx, mnt = (os.path.join(top, d) for d in ('src', 'idx', 'mnt'))
+    for d in (src, idx, mnt):
+        os.mkdir(d)
+    t0 = time.monotonic()
+    ydata = text(args.seed, 16 * MiB)
+    with open(os.path.join(src, 'y.log.xz'), 'wb') as f:
+        f.write(lzma.compress(ydata, preset=1))  # one Block
+    opts = f'{OPTS},index_dir={idx}'
+    with zmtest.Mount(args.zmount, src, mnt, opts=opts, results=res, watchdog=300,
+                      log_path=os.path.join(top, 'daemon-1.log')) as m:
+        res.check('first mount: y.log.xz checkpoints built and saved (one .zmc)',
+                  wait_saved(m, idx), str(os.listdir(idx)))
+
+    far_read(args, res, top, ydata, 'indexer loading the set', busy=False)
+
+    # 24 gzip files the indexer has to pass over first: a shared 4 MiB middle
+    # member, and a first and last member of their own.
+    middle = gzip.compress(text(args.seed + 1, 4 * MiB), compresslevel=1, mtime=0)
+    for n in range(NGZ):
+        with open(os.path.join(src, f'a{n:02d}.log.gz'), 'wb') as f:
+            f.write(gzip.compress(f'head {n}\n'.encode(), mtime=0) + middle +
+                    gzip.compress(f'tail {n}\n'.encode(), mtime=0))
+    print(f'# generated the xz and {NGZ} gzip files in {time.monotonic() - t0:.1f} s',
+          flush=True)
+    far_read(args, res, top, ydata, 'indexer busy with gzip files', busy=True)
+
+
+def far_read(args, res, top, ydata, tag, busy):
+    """Mounts, and reads 4 KiB near y.log's end before anything else."""
+    src, idx, mnt = (os.path.join(top, d) for d in ('src', 'idx', 'mnt'))
+    off = len(ydata) - 100000
+    with zmtest.Mount(args.zmount, src, mnt, opts=f'{OPTS},index_dir={idx}', results=res,
+                      watchdog=300, log_path=os.path.join(top, f'daemon-{tag[:12]}.log')) as m:
+        path = os.path.join(mnt, 'y.log')
+        t = time.monotonic()
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            got = os.pread(fd, 4096, off)
+        finally:
+            os.close(fd)
+        ms = (time.monotonic() - t) * 1000
+        s = zmtest.stats(m.mnt)
+        i = info(path)
+        print(f'#   {tag}: far read in {ms:.0f} ms; y.log {i}; stats {s}', flush=True)
+        if busy:
+            built = s.get('indexes_built', 0)
+            res.check(f'{tag}: the indexer was still on the gzip files ({built} of {NGZ} built)',
+                      built < NGZ, 'it had finished them: this part proves nothing')
+        res.check(f'{tag}: the far read is exact', got == ydata[off:off + 4096])
+        dec = i.get('decoded', -1)
+        res.check(f'{tag}: the far read decoded at most 4 MiB of y.log (its saved set used)',
+                  0 < dec <= 4 * MiB, f'decoded {dec} bytes of {len(ydata)}')
+        res.check(f'{tag}: it resumed from a saved checkpoint', i.get('resumes', 0) >= 1,
+                  str(i))
+
+if __name__ == '__main__':
+    sys.exit(main())
