@@ -193,6 +193,11 @@
  *  zmctx.damage_lock index/zmctx.c  a context's list of damaged files,
  *                                   each counted once.  Leaf: it only
  *                                   allocates and copies names.
+ *  zmctx.spill_lock  index/zmctx.c  whether a context's spill file is
+ *                                   made yet.  Leaf: held over that
+ *                                   file's one open(), nothing else.
+ *  spill.lock        index/spill.c  the spill file's end offset.  Leaf:
+ *                                   held to move the end, never over I/O.
  *  zlog.rotate_lock  index/zlog.c   the fallback log file (its descriptor
  *                                   and its size, renamed at 4 MiB).
  *                                   Leaf, and last: taken inside any lock

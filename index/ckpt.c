@@ -11,12 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "spill.h"
 #include "zcrc.h"
 #include "zmctx.h"
 
-/* Where a set's blobs went: an unlinked file holding them as s->blob did. */
+/* Where a set's blobs went: a region of the context's spill file, laid out as s->blob was. */
 struct ckpt_spill {
-	int fd;
+	struct spill *file; /* borrowed: the context's, which outlives its sets */
+	uint64_t base;
 	uint32_t *crc; /* of each point's blob, taken as it was written */
 };
 
@@ -35,7 +37,7 @@ void ckpt_set_free(struct ckpt_set *s)
 	if (!s)
 		return;
 	if (s->spill) {
-		close(s->spill->fd);
+		spill_drop(s->spill->file, s->spill->base, s->blob_len);
 		free(s->spill->crc);
 		free(s->spill);
 	}
@@ -45,42 +47,7 @@ void ckpt_set_free(struct ckpt_set *s)
 	free(s);
 }
 
-/* An unlinked file in dir, for reading and writing: its descriptor, or a negative errno. */
-static int spill_file(const char *dir)
-{
-	char path[PATH_MAX];
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
-		return fd >= 0 ? fd : -errno;
-	/* A file system without O_TMPFILE: a name nobody else can take, gone at once. */
-	if (snprintf(path, sizeof(path), "%s/.zmount-spill-XXXXXX", dir) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	fd = mkostemp(path, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	unlink(path);
-	return fd;
-}
-
-static int write_all(int fd, const uint8_t *p, uint64_t len)
-{
-	uint64_t done = 0;
-
-	while (done < len) {
-		size_t n = len - done > (1u << 30) ? (1u << 30) : (size_t)(len - done);
-		ssize_t w = pwrite(fd, p + done, n, (off_t)done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		done += (uint64_t)w;
-	}
-	return 0;
-}
-
-int ckpt_set_spill(struct ckpt_set *s, const char *dir)
+int ckpt_set_spill(struct ckpt_set *s, struct spill *file)
 {
 	struct ckpt_spill *sp;
 	int ret;
@@ -92,15 +59,13 @@ int ckpt_set_spill(struct ckpt_set *s, const char *dir)
 		free(sp);
 		return -ENOMEM;
 	}
-	sp->fd = spill_file(dir);
-	ret = sp->fd < 0 ? sp->fd : write_all(sp->fd, s->blob, s->blob_len);
+	ret = spill_put(file, s->blob, s->blob_len, &sp->base);
 	if (ret < 0) {
-		if (sp->fd >= 0)
-			close(sp->fd);
 		free(sp->crc);
 		free(sp);
 		return ret;
 	}
+	sp->file = file;
 	for (size_t i = 0; i < s->n; i++)
 		sp->crc[i] = zcrc32(0, s->blob + s->pt[i].blob_off, s->pt[i].blob_len);
 	free(s->blob);
@@ -114,30 +79,22 @@ bool ckpt_set_spilled(const struct ckpt_set *s)
 	return s->spill != NULL;
 }
 
-int ckpt_set_spill_fd(const struct ckpt_set *s)
+int ckpt_set_spill_fd(const struct ckpt_set *s, uint64_t *base)
 {
-	return s->spill ? s->spill->fd : -1;
+	*base = s->spill ? s->spill->base : 0;
+	return s->spill ? spill_fd(s->spill->file) : -1;
 }
 
 int ckpt_blob_read(const struct ckpt_set *s, size_t i, void *buf)
 {
 	const struct ckpt_point *p = &s->pt[i];
-	size_t done = 0;
 
 	if (!s->spill) {
 		memcpy(buf, s->blob + p->blob_off, p->blob_len);
 		return 0;
 	}
-	while (done < p->blob_len) {
-		ssize_t n = pread(s->spill->fd, (uint8_t *)buf + done, p->blob_len - done,
-				  (off_t)(p->blob_off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -EIO;
-		done += (size_t)n;
-	}
+	if (spill_read(s->spill->file, s->spill->base + p->blob_off, buf, p->blob_len) < 0)
+		return -EIO;
 	return zcrc32(0, buf, p->blob_len) == s->spill->crc[i] ? 0 : -EIO;
 }
 

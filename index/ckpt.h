@@ -31,6 +31,8 @@
 #include "src.h"
 #include "zerr.h"
 
+struct spill;
+
 #define CKPT_PIECE (64u << 10)
 
 struct ckpt_point {
@@ -62,18 +64,19 @@ size_t ckpt_set_bytes(const struct ckpt_set *s);
 	 ((usize) / CKPT_PIECE + 1) * sizeof(uint32_t))
 
 /*
- * Moves a set's blobs out of memory, into an unlinked file made in dir
- * (O_TMPFILE, else a name made and removed at once), so that a set of any
+ * Moves a set's blobs out of memory, into a region of file (the context's
+ * spill file, spill.h, which must outlive the set), so that a set of any
  * size can be kept: its table stays (CKPT_RESIDENT), and a point's blob is
  * read back when a decoder resumes there (ckpt_blob_read), into the cache.
  * Only before the set is published (it changes s).  Returns 0 (also for a
  * set without blobs, or one spilled already), or a negative errno with the
  * set unchanged.
  */
-int ckpt_set_spill(struct ckpt_set *s, const char *dir);
+int ckpt_set_spill(struct ckpt_set *s, struct spill *file);
 bool ckpt_set_spilled(const struct ckpt_set *s);
-/* The spill file's descriptor (owned by s), or -1: for tests that damage it. */
-int ckpt_set_spill_fd(const struct ckpt_set *s);
+/* The spill file's descriptor (not s's: never close it), or -1, and where s's blobs start in
+ * it: for tests that damage them. */
+int ckpt_set_spill_fd(const struct ckpt_set *s, uint64_t *base);
 
 /*
  * Point i's blob (s->pt[i].blob_len bytes) into buf, from memory or from
@@ -88,7 +91,7 @@ int ckpt_blob_read(const struct ckpt_set *s, size_t i, void *buf);
  */
 int ckpt_blobs_copy(const struct ckpt_set *s, uint8_t **out);
 
-/* Frees a set, and closes its spill file.  Accepts NULL. */
+/* Frees a set, and gives its region of the spill file back.  Accepts NULL. */
 void ckpt_set_free(struct ckpt_set *s);
 
 /* The last point at or before entry offset want (want < s->usize). */

@@ -109,8 +109,9 @@ const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)
 
 /*
  * Moves the blobs of set s (not yet published) out of memory (ckpt_set_spill)
- * into an unlinked file in index_dir, when that is a local directory: the
- * place the user gave zmount for derived data, on disk.  Never /tmp: on
+ * into the context's unlinked file in index_dir (one for all sets: one
+ * descriptor), when that is a local directory: the place the user gave
+ * zmount for derived data, on disk.  Never /tmp: on
  * tmpfs the windows would be memory outside cache_size, and the README
  * promises no temporary files.  Then its windows come back through the
  * cache (reader_ck_window), and it holds only its table.  Where no file can
@@ -120,10 +121,11 @@ const struct ckpt_set *reader_ck_set(const struct reader *r, size_t k)
 static void spill(struct reader *r, struct ckpt_set *s)
 {
 	const char *dir = idxlocal_dir(r->opts.index_dir);
+	struct spill *file;
 
-	if (s->blob_len == 0 || ckpt_set_spilled(s) || !dir)
+	if (s->blob_len == 0 || ckpt_set_spilled(s) || !dir || !(file = zmctx_spill(r->ctx, dir)))
 		return;
-	(void)ckpt_set_spill(s, dir);
+	(void)ckpt_set_spill(s, file);
 }
 
 /*

@@ -10,6 +10,7 @@
 
 #include "bcache.h"
 #include "fmt.h"
+#include "spill.h"
 #include "zerr.h"
 #include "zmctx_int.h"
 
@@ -24,6 +25,7 @@ int zmctx_new(size_t cache_size, struct zmctx **out)
 	atomic_init(&c->next_id, 1);
 	pthread_mutex_init(&c->damage_lock, NULL);
 	pthread_mutex_init(&c->pass_lock, NULL);
+	pthread_mutex_init(&c->spill_lock, NULL);
 	atomic_flag_clear(&c->save_failed_logged);
 	atomic_flag_clear(&c->untrusted_logged);
 	c->log_max = ZLOG_DEBUG;
@@ -60,9 +62,24 @@ void zmctx_free(struct zmctx *c)
 		free(c->noted[i].why);
 	}
 	free(c->noted);
+	spill_free(c->spill); /* after the cache and the readers: no set is left */
+	pthread_mutex_destroy(&c->spill_lock);
 	pthread_mutex_destroy(&c->damage_lock);
 	pthread_mutex_destroy(&c->pass_lock);
 	free(c);
+}
+
+struct spill *zmctx_spill(struct zmctx *c, const char *dir)
+{
+	struct spill *sp;
+
+	pthread_mutex_lock(&c->spill_lock);
+	if (!c->spill)
+		(void)spill_open(dir,
+				 &c->spill); /* no file yet (dir not made): the next set tries */
+	sp = c->spill && strcmp(spill_dir(c->spill), dir) == 0 ? c->spill : NULL;
+	pthread_mutex_unlock(&c->spill_lock);
+	return sp;
 }
 
 struct bcache *zmctx_cache(const struct zmctx *c)

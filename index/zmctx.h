@@ -30,6 +30,7 @@
 
 struct bcache;
 struct pool;
+struct spill;
 struct zerr;
 struct zmctx;
 
@@ -50,6 +51,14 @@ void zmctx_set_pool(struct zmctx *c, struct pool *pool);
 
 /* Frees the cache, the spares and c.  No reader may be open on it.  Accepts NULL. */
 void zmctx_free(struct zmctx *c);
+
+/*
+ * The context's spill file for checkpoint windows (spill.h), made in dir by
+ * the first call; valid until zmctx_free.  NULL when it cannot be made, or
+ * when it was made in another directory (every reader of a daemon has one
+ * index_dir).  Any thread.
+ */
+struct spill *zmctx_spill(struct zmctx *c, const char *dir);
 
 /* The context's cache (for its stats); valid until zmctx_free. */
 struct bcache *zmctx_cache(const struct zmctx *c);

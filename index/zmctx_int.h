@@ -50,6 +50,9 @@ struct zmctx {
 	struct park parked;	      /* the readers' parked decoders, charged to cache (park.h) */
 	/* Once-only warnings (fmt_gz.c): said once per context. */
 	atomic_flag save_failed_logged, untrusted_logged;
+	/* Checkpoint windows on disk (spill.h): opened by the first set spilled. */
+	pthread_mutex_t spill_lock;
+	struct spill *spill; /* protected by spill_lock until zmctx_free; owned */
 	pthread_mutex_t pass_lock;
 	struct zmctx_slot passes[ZMCTX_PASSES]; /* in progress: see zmctx_slot */
 	/* Damaged archives by name (zmctx_note_damaged), oldest note first. */

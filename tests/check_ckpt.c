@@ -6,6 +6,7 @@
  * offset, and EIO with one log line when a span's checksum does not match.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -450,11 +451,13 @@ static void span_mismatch(const char *name, int damage_blob)
 	off = s->pt[3].uoff + 3 * CKPT_PIECE + 17;
 	if (damage_blob && ckpt_set_spilled(s)) {
 		unsigned char c;
-		off_t at = (off_t)(s->pt[3].blob_off + s->pt[3].blob_len / 2);
+		uint64_t base;
+		int fd = ckpt_set_spill_fd(s, &base);
+		off_t at = (off_t)(base + s->pt[3].blob_off + s->pt[3].blob_len / 2);
 
-		ck_assert_int_eq(pread(ckpt_set_spill_fd(s), &c, 1, at), 1);
+		ck_assert_int_eq(pread(fd, &c, 1, at), 1);
 		c ^= 0x55;
-		ck_assert_int_eq(pwrite(ckpt_set_spill_fd(s), &c, 1, at), 1);
+		ck_assert_int_eq(pwrite(fd, &c, 1, at), 1);
 	} else if (damage_blob)
 		s->blob[s->pt[3].blob_off + s->pt[3].blob_len / 2] ^= 0x55;
 	else
@@ -853,6 +856,73 @@ START_TEST(sets_without_a_local_index_dir_stay_within_the_map_limit)
 	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, &why), -ENOTSUP);
 	ck_assert_ptr_null(reader_ck_set(o.r, 0));
 	close_one(&o);
+}
+END_TEST
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * Every spilled set of a context shares one file: a descriptor per set ran
+ * a daemon limited to 256 descriptors out of them after 113 one-Block
+ * files were read, one at a time, and every open failed after that.  Here
+ * eight readers on one context each build a set that spills, and the
+ * process gains at most one descriptor; their far reads are exact.
+ */
+START_TEST(spilled_sets_share_one_descriptor)
+{
+	enum { N = 8 };
+	static const char *names[] = { "one.xz", "one.zst" };
+	struct reader *r[N];
+	struct zmctx *zm;
+	struct reader_opts ro;
+	struct sunk log = { 0 };
+	char path[PATH_MAX], spill[PATH_MAX];
+	unsigned char buf[4096];
+	int before;
+
+	zmtest_join(spill, sizeof(spill), dir, "spill");
+	ck_assert(mkdir(spill, 0700) == 0 || errno == EEXIST);
+	ck_assert_int_eq(zmctx_new(64u << 20, &zm), 0);
+	zmctx_set_log(zm, sink, &log, ZLOG_DEBUG);
+	reader_opts_default(&ro, 64u << 20);
+	ro.ck_span = SPAN;
+	ro.slice = SLICE;
+	ro.index_dir = zmtest_store(spill);
+	for (int i = 0; i < N; i++) {
+		zmtest_join(path, sizeof(path), dir, names[i % 2]);
+		ck_assert_int_eq(reader_open(path, zm, &ro, &r[i], NULL), 0);
+	}
+	before = open_fds();
+	for (int i = 0; i < N; i++) {
+		struct zsrc *src;
+
+		zmtest_join(path, sizeof(path), dir, names[i % 2]);
+		src = zmtest_src_open(path);
+		ck_assert_int_eq(reader_build_checkpoints(r[i], src, NULL), 0);
+		zsrc_put(src);
+		ck_assert(ckpt_set_spilled(reader_ck_set(r[i], 0)));
+	}
+	ck_assert_msg(open_fds() <= before + 1, "%d sets spilled hold %d descriptors", N,
+		      open_fds() - before);
+	for (int i = 0; i < N; i++) {
+		uint64_t off = SIZE - 3 * sizeof(buf) - (uint64_t)i * 4099;
+
+		ck_assert_int_eq(reader_pread(r[i], buf, sizeof(buf), off), sizeof(buf));
+		ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
+		reader_close(r[i]);
+	}
+	zmctx_free(zm);
+	ck_assert_uint_eq(log.errors, 0);
 }
 END_TEST
 
@@ -1379,6 +1449,7 @@ int main(void)
 		{ "sets_without_a_local_index_dir_stay_within_the_map_limit",
 		  sets_without_a_local_index_dir_stay_within_the_map_limit, 0 },
 		{ "resident_bytes_per_checkpoint", resident_bytes_per_checkpoint, 0 },
+		{ "spilled_sets_share_one_descriptor", spilled_sets_share_one_descriptor, 0 },
 		{ "xz_far_read_beside_a_stuck_load", xz_far_read_beside_a_stuck_load, 0 },
 		{ "zstd_far_read_beside_a_stuck_load", zstd_far_read_beside_a_stuck_load, 0 },
 		{ "a_pass_over_another_version_builds_nothing",
