@@ -26,6 +26,7 @@
 #include "gzdec.h"
 #include "idxfile.h"
 #include "idxrec.h"
+#include "idxtee.h"
 #include "reader_int.h"
 #include "zlog.h"
 
@@ -259,6 +260,7 @@ static int gz_open(struct reader *r, struct zerr *why)
 	struct gzdec_sink sink = { warm_output, warm_point, &w, warm_read };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
+	struct zsrc *tee = NULL;
 	struct idxfile_id id;
 	char text[sizeof(err.msg) + 128];
 	bool persist =
@@ -273,8 +275,15 @@ static int gz_open(struct reader *r, struct zerr *why)
 	if (!g) {
 		/* the sink also reports progress: a stopped warm keeps nothing */
 		w.prog = zmctx_pass_begin(r->ctx, r->name, "index", (uint64_t)r->st.st_size);
-		ret = gzdec_index_build_opts(r->src, (uint64_t)r->st.st_size, r->opts.span, &sink,
+		/* The pass reads all of it: saving the index need not read it again (idxtee.h). */
+		if (persist && idxtee_new(r->src, &tee) < 0)
+			tee = NULL;
+		ret = gzdec_index_build_opts(tee ? tee : r->src, (uint64_t)r->st.st_size,
+					     r->opts.span, &sink,
 					     r->opts.salvage ? GZDEC_SALVAGE : 0, &g, &err);
+		if (tee)
+			idxtee_take(tee, &id);
+		zsrc_put(tee);
 		zmctx_pass_end(r->ctx, w.prog);
 		/* The last entry ends at the end of the data.  A failed build
 		 * leaves no reader to use its units, and a salvaged build's sink

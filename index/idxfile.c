@@ -92,7 +92,8 @@ static int src_read_full(struct zsrc *src, void *buf, size_t len, uint64_t off)
 
 /*
  * The whole-file hash of the source id names (XXH64 of its id->size
- * compressed bytes), read from id->src in IF_PIECE reads.  id->src must be
+ * compressed bytes), read from id->src in IF_PIECE reads, or the one a
+ * pass took as it read them (id->hashed).  id->src must be
  * that very version before and after (srcid_same with zsrc_stat): a
  * source written meanwhile (or an object whose GETs say -ESTALE) is
  * -ESTALE, never another version's hash.  Returns 0, -ESTALE, -ENOMEM or
@@ -111,6 +112,10 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 	if (!id->src || zsrc_stat(id->src, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    !srcid_same(&st, &want))
 		return -ESTALE;
+	if (id->hashed) {
+		*out = id->hash; /* taken by the pass that read it (idxtee.h): still this version */
+		return 0;
+	}
 	p = malloc(IF_PIECE);
 	if (!p)
 		return -ENOMEM;
@@ -195,6 +200,7 @@ int idxfile_identify(struct zsrc *src, struct idxfile_id *id)
 	id->fingerprint = idxhash_mix64(h ^ id->size);
 	zsrc_tag(src, id->tag);
 	id->src = src;
+	id->hashed = false;
 	return 0;
 }
 

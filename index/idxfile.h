@@ -135,6 +135,14 @@ struct idxfile_id {
 	 * index file.
 	 */
 	struct zsrc *src;
+	/*
+	 * The whole-file hash, if a pass that read the source took it on the
+	 * way (idxtee.h), so that save does not read the source again; used
+	 * only while src still has the identity above.  false from
+	 * idxfile_identify and in an id read from an index file.
+	 */
+	bool hashed;
+	uint64_t hash;
 };
 
 /* A saved index's header, for tools. */

@@ -22,16 +22,23 @@
  *     caller's buffer.
  *
  * Read-ahead: when a read passes the middle of a window of a sequential
- * run, or a hint names bytes nobody holds, one helper thread per source
- * fetches the next window in the background (and on through the hinted
- * extent while the budget has room besides the windows it fetched and
- * nobody read yet), so the transfer overlaps the decoding.
+ * run, or is the first read in a hinted extent, one helper thread per
+ * source fetches the next window in the background (and on through the
+ * hinted extent while the budget has room besides the windows not read
+ * through yet), so the transfer overlaps the decoding.  A hint
+ * alone fetches nothing: the reader hints the units it queues for its
+ * workers, and a unit already cached is never read, so its bytes must not
+ * be fetched again (issue 32: a first read of a .gz whose pass had left
+ * every unit cached fetched up to twice the object).
  *
  * Memory: the windows' buffers never add up to more than WIN_BUDGET; to
- * make room the least recently used idle windows are freed, and a fetch
- * that still does not fit shrinks, or goes straight into the caller's
- * buffer.  Windows are shared by every thread reading the source; the lock
- * is never held during a GET, so two threads may fetch at once.
+ * make room idle windows are freed, those read through first, least
+ * recently used first, and a fetch that still does not fit shrinks, or
+ * goes straight into the caller's buffer.  A fetch ahead frees only windows
+ * read through: one that freed the window a decoder was in, or a window it
+ * had fetched itself for a worker on its way, had those bytes fetched again
+ * (a .gz read with its saved index fetched 1.1-1.8 times the object).  Windows are shared by every
+ * thread reading the source; the lock is never held during a GET, so two threads may fetch at once.
  *
  * A GET answered 412 marks the source stale: that read and every later one
  * fail with -ESTALE, so bytes of two versions are never mixed.
@@ -55,6 +62,7 @@
 #define WIN_BUDGET (2u * WIN_MAX) /* the read window and the one fetched ahead */
 #define AHEAD_FROM (256u << 10)
 #define NHINT	   16
+#define HINT_ROOM  (WIN_MAX / 2) /* see ahead_claim */
 
 _Static_assert(WIN_BUDGET + (16u << 10) <= S3SRC_BYTES_PER_SOURCE,
 	       "S3SRC_BYTES_PER_SOURCE covers the windows, the struct and the key");
@@ -66,7 +74,7 @@ struct win {
 	uint64_t off;
 	size_t len, cap; /* bytes held (or being fetched), bytes allocated */
 	int state;
-	bool unread;   /* fetched ahead and not read yet */
+	size_t hi;     /* bytes from off read through: where the furthest read ended */
 	bool seq;      /* part of a sequential run: reading it fetches the next one */
 	uint64_t used; /* LRU tick of the last read */
 };
@@ -80,16 +88,17 @@ struct s3src {
 	uint64_t size;
 
 	pthread_mutex_t mu;
-	pthread_cond_t filled;	     /* a window left W_FILLING */
-	struct win w[NWIN];	     /* protected by mu; a W_FILLING buf by its fetcher */
-	size_t held;		     /* sum of the windows' cap, protected by mu */
-	uint64_t tick;		     /* protected by mu */
-	uint64_t last_off;	     /* where the last read began, protected by mu */
-	uint64_t seq_end;	     /* where the last read ended, protected by mu */
-	size_t seq_w;		     /* the last window's size, protected by mu */
-	uint64_t hint_off, hint_end; /* the last hint, protected by mu */
+	pthread_cond_t filled; /* a window left W_FILLING */
+	struct win w[NWIN];    /* protected by mu; a W_FILLING buf by its fetcher */
+	size_t held;	       /* sum of the windows' cap, protected by mu */
+	uint64_t tick;	       /* protected by mu */
+	uint64_t last_off;     /* where the last read began, protected by mu */
+	uint64_t seq_end;      /* where the last read ended, protected by mu */
+	size_t seq_w;	       /* the last window's size, protected by mu */
+	uint64_t ahead_to;     /* the helper goes on fetching up to here, protected by mu */
 	struct {
 		uint64_t off, end;
+		bool armed;  /* no read in it yet: its fetch ahead is still to start */
 	} hints[NHINT];	     /* the last NHINT hints (see hint_of), protected by mu */
 	unsigned nhint;	     /* hints given, protected by mu */
 	bool stale;	     /* protected by mu */
@@ -146,65 +155,71 @@ static void win_drop(struct s3src *s, struct win *w)
 	atomic_fetch_sub(&n_held, w->cap);
 	free(w->buf);
 	w->buf = NULL;
-	w->len = w->cap = 0;
+	w->len = w->cap = w->hi = 0;
 	w->state = W_EMPTY;
-	w->unread = w->seq = false;
+	w->seq = false;
 }
 
 /*
- * The least recently used window that is not being fetched, nor, when
- * keep_unread, fetched ahead and not read yet; or NULL.
+ * How much w is still wanted: 0 empty, 1 read through (a sequential reader
+ * has left it, a unit's decoder is done with it), 2 fetched and not read
+ * through yet, 3 being fetched.  Freeing a window someone is still reading,
+ * or one fetched ahead for a reader on its way, has its bytes fetched again.
  */
-static struct win *win_lru(struct s3src *s, bool keep_unread)
+static int win_want(const struct win *w)
+{
+	if (w->state == W_EMPTY)
+		return 0;
+	if (w->state == W_FILLING)
+		return 3;
+	return w->hi >= w->len ? 1 : 2;
+}
+
+/*
+ * The window to free first (mu held): an empty one if slot (a slot is
+ * wanted, not bytes), else the least recently used of the least wanted
+ * (win_want) that is not being fetched; a fetch ahead frees only windows
+ * read through.  NULL if none may go.
+ */
+static struct win *win_victim(struct s3src *s, bool ahead, bool slot)
 {
 	struct win *v = NULL;
 
 	for (int i = 0; i < NWIN; i++) {
-		struct win *w = &s->w[i];
+		struct win *x = &s->w[i];
+		int k = win_want(x);
 
-		if (w->state != W_FILLING && !(keep_unread && w->unread) &&
-		    (!v || w->state == W_EMPTY || (v->state != W_EMPTY && w->used < v->used)))
-			v = w;
+		if (k == 3 || (k == 0 && !slot) || (ahead && k == 2))
+			continue;
+		if (!v || k < win_want(v) || (k == win_want(v) && x->used < v->used))
+			v = x;
 	}
 	return v;
 }
 
 /*
- * Claims a window for [off, off + len), len shrunk to fit the budget but
- * never below need: frees idle windows, least recently used first, to make
- * room (a fetch ahead keeps the windows fetched ahead and not read yet).
- * Returns it W_FILLING with its buffer, or NULL (all busy, no room, no
- * memory).
+ * Claims a window for [off, off + len), len shrunk to fit budget (at most
+ * WIN_BUDGET) but never below need: frees idle windows to make room, in the
+ * order of win_victim.  Returns it W_FILLING with its buffer, or NULL (all
+ * busy, no room, no memory).
  */
-static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t need, bool ahead)
+static struct win *win_claim(struct s3src *s, uint64_t off, size_t len, size_t need, bool ahead,
+			     size_t budget)
 {
-	struct win *w = win_lru(s, ahead);
+	struct win *w = win_victim(s, ahead, true), *v;
 
 	if (!w)
 		return NULL;
 	win_drop(s, w);
-	while (s->held + len > WIN_BUDGET) {
-		struct win *v = NULL;
-
-		for (int i = 0; i < NWIN; i++) {
-			struct win *x = &s->w[i];
-
-			if (x->state == W_READY && !(ahead && x->unread) &&
-			    (!v || x->used < v->used))
-				v = x;
-		}
-		if (!v)
-			break;
+	while (s->held + len > budget && (v = win_victim(s, ahead, false)))
 		win_drop(s, v);
-	}
-	if (s->held + len > WIN_BUDGET)
-		len = WIN_BUDGET - s->held;
+	if (s->held + len > budget)
+		len = s->held < budget ? budget - s->held : 0;
 	if (len < need || len == 0 || !(w->buf = malloc(len)))
 		return NULL;
 	w->off = off;
 	w->len = w->cap = len;
 	w->state = W_FILLING;
-	w->unread = ahead;
 	w->used = ++s->tick;
 	s->held += len;
 	atomic_fetch_add(&n_held, len);
@@ -244,11 +259,14 @@ static void win_filled(struct s3src *s, struct win *w, ssize_t n)
 }
 
 /*
- * Claims the window to fetch ahead at off, up to len bytes, if nobody holds
- * off and the budget has room besides what was fetched ahead and not read
- * (mu held).  Returns it, or NULL.
+ * Claims the window to fetch ahead at off, up to len bytes and at least
+ * WIN_MIN of them (or all of a shorter extent), if nobody holds off and the
+ * budget has room besides the windows not read through (mu held); through a
+ * hinted extent (hinted), leaving HINT_ROOM of it for the units the
+ * reader's workers start before the fetch ahead gets there.  Returns it, or
+ * NULL.
  */
-static struct win *ahead_claim(struct s3src *s, uint64_t off, uint64_t len)
+static struct win *ahead_claim(struct s3src *s, uint64_t off, uint64_t len, bool hinted)
 {
 	if (s->stale || s->closing || off >= s->size || win_find(s, off))
 		return NULL;
@@ -257,7 +275,8 @@ static struct win *ahead_claim(struct s3src *s, uint64_t off, uint64_t len)
 	if (len > WIN_MAX)
 		len = WIN_MAX;
 	len = win_next(s, off, off + len) - off;
-	return win_claim(s, off, (size_t)len, (size_t)len, true);
+	return win_claim(s, off, (size_t)len, len < WIN_MIN ? (size_t)len : WIN_MIN, true,
+			 hinted ? WIN_BUDGET - HINT_ROOM : WIN_BUDGET);
 }
 
 /* The helper: fetches its window, then on through the hinted extent while the budget lets it. */
@@ -277,9 +296,8 @@ static void *ahead_run(void *arg)
 			break;
 		uint64_t end = w->off + (uint64_t)n;
 
-		w = !s->closing && end >= s->hint_off && end < s->hint_end
-			    ? ahead_claim(s, end, s->hint_end - end)
-			    : NULL;
+		w = !s->closing && end < s->ahead_to ? ahead_claim(s, end, s->ahead_to - end, true)
+						     : NULL;
 	}
 	s->ahead = 2;
 	pthread_mutex_unlock(&s->mu);
@@ -287,10 +305,10 @@ static void *ahead_run(void *arg)
 }
 
 /*
- * Starts fetching [off, off + len) in the background unless a fetch ahead
- * runs already (mu held).  Returns whether it started.
+ * Starts fetching [off, off + len) in the background, and on up to to,
+ * unless a fetch ahead runs already (mu held).  Returns whether it started.
  */
-static bool ahead_start(struct s3src *s, uint64_t off, size_t len, bool seq)
+static bool ahead_start(struct s3src *s, uint64_t off, size_t len, uint64_t to, bool seq)
 {
 	struct win *w;
 
@@ -300,10 +318,11 @@ static bool ahead_start(struct s3src *s, uint64_t off, size_t len, bool seq)
 		pthread_join(s->ahead_thr, NULL); /* it has finished: no wait */
 		s->ahead = 0;
 	}
-	if (!(w = ahead_claim(s, off, len)))
+	if (!(w = ahead_claim(s, off, len, to > 0)))
 		return false;
 	w->seq = seq;
 	s->ahead_w = w;
+	s->ahead_to = to;
 	if (pthread_create(&s->ahead_thr, NULL, ahead_run, s)) {
 		win_drop(s, w);
 		return false;
@@ -333,7 +352,7 @@ static void note_read(struct s3src *s, struct win *w, uint64_t off, size_t n)
 	    !win_find(s, end)) {
 		size_t next = w->len < WIN_MAX ? 2 * w->len : WIN_MAX;
 
-		if (ahead_start(s, end, next, true))
+		if (ahead_start(s, end, next, 0, true))
 			s->seq_w = next;
 	}
 }
@@ -352,6 +371,34 @@ static uint64_t hint_of(const struct s3src *s, uint64_t off)
 			return s->hints[k].end;
 	}
 	return 0;
+}
+
+/*
+ * A read at off, the first in one or more hinted extents (mu held): the
+ * extents are read, so fetch the rest of the furthest reaching one in the
+ * background, from from (the read's end: where what it fetches ends) or
+ * past the windows held there.  A hint stays armed while another fetch
+ * ahead runs, for the next read in it to start.
+ */
+static void hint_fire(struct s3src *s, uint64_t off, uint64_t from)
+{
+	uint64_t to = 0;
+	struct win *w;
+
+	for (unsigned i = 0; i < NHINT && i < s->nhint; i++)
+		if (s->hints[i].armed && off >= s->hints[i].off && off < s->hints[i].end &&
+		    s->hints[i].end > to)
+			to = s->hints[i].end;
+	if (!to)
+		return;
+	while ((w = win_find(s, from)) && from < to)
+		from = w->off + w->len;
+	if (from < to &&
+	    !ahead_start(s, from, to - from < WIN_MAX ? (size_t)(to - from) : WIN_MAX, to, false))
+		return;
+	for (unsigned i = 0; i < NHINT && i < s->nhint; i++)
+		if (s->hints[i].armed && off >= s->hints[i].off && off < s->hints[i].end)
+			s->hints[i].armed = false;
 }
 
 /*
@@ -403,7 +450,8 @@ static size_t win_copy(struct s3src *s, struct win *w, void *buf, size_t len, ui
 	if (n > len)
 		n = len;
 	memcpy(buf, w->buf + (off - w->off), n);
-	w->unread = false;
+	if (off - w->off + n > w->hi)
+		w->hi = (size_t)(off - w->off) + n;
 	note_read(s, w, off, n);
 	return n;
 }
@@ -432,16 +480,19 @@ static ssize_t src_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
 	}
 	if (w) {
 		n = (ssize_t)win_copy(s, w, buf, len, off);
+		hint_fire(s, off, off);
 		pthread_mutex_unlock(&s->mu);
 		atomic_fetch_add(&n_hits, 1);
 		return n;
 	}
 	start = plan(s, off, len, &end, &seq);
 	end = win_next(s, off, end < s->size ? end : s->size);
-	w = end - start > len ? win_claim(s, start, (size_t)(end - start), off + len - start, false)
+	w = end - start > len ? win_claim(s, start, (size_t)(end - start), off + len - start, false,
+					  WIN_BUDGET)
 			      : NULL;
 	if (w)
 		w->seq = seq;
+	hint_fire(s, off, off + len); /* after the claim: the fetch ahead starts where w ends */
 	if (!w) {
 		/* Straight into the caller's buffer: a long read, or no window free. */
 		pthread_mutex_unlock(&s->mu);
@@ -468,22 +519,15 @@ static ssize_t src_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
 static void src_hint(struct zsrc *z, uint64_t off, uint64_t len)
 {
 	struct s3src *s = (struct s3src *)z;
-	struct win *w;
-	uint64_t end;
+	unsigned k;
 
 	if (off >= s->size || len == 0)
 		return;
-	end = len > s->size - off ? s->size : off + len;
 	pthread_mutex_lock(&s->mu);
-	s->hint_off = off;
-	s->hint_end = end;
-	s->hints[s->nhint % NHINT].off = off;
-	s->hints[s->nhint++ % NHINT].end = end;
-	/* Fetch what no window holds yet, from where the held ones end. */
-	while ((w = win_find(s, off)))
-		off = w->off + w->len;
-	if (off < end)
-		ahead_start(s, off, end - off < WIN_MAX ? (size_t)(end - off) : WIN_MAX, false);
+	k = s->nhint++ % NHINT;
+	s->hints[k].off = off;
+	s->hints[k].end = len > s->size - off ? s->size : off + len;
+	s->hints[k].armed = true; /* fetched from its first read on (hint_fire) */
 	pthread_mutex_unlock(&s->mu);
 }
 

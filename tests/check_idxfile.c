@@ -32,6 +32,7 @@
 #include "idxstore.h"
 #include "gzdec.h"
 #include "idxfile.h"
+#include "idxtee.h"
 #include "zmtest.h"
 #include "zmtest_store.h"
 #include "zstddec.h"
@@ -1271,7 +1272,7 @@ END_TEST
  */
 START_TEST(path_names)
 {
-	struct idxfile_id id = { 1, 2, 3, 4, 5, 6, 7, 8, "", NULL }, o;
+	struct idxfile_id id = { 1, 2, 3, 4, 5, 6, 7, 8, "", NULL, false, 0 }, o;
 	char a[PATH_MAX], b[PATH_MAX];
 	const char *base;
 
@@ -1462,7 +1463,7 @@ END_TEST
 /* idxfile_id_same: each field on its own makes two identities differ. */
 START_TEST(id_same_each_field)
 {
-	struct idxfile_id a = { 1, 2, 3, 4, 5, 6, 7, 8, "\"e1\"", NULL }, b;
+	struct idxfile_id a = { 1, 2, 3, 4, 5, 6, 7, 8, "\"e1\"", NULL, false, 0 }, b;
 
 	ck_assert(idxfile_id_same(&a, &a));
 	for (int f = 0; f < 9; f++) {
@@ -2949,6 +2950,50 @@ START_TEST(prune_keeps_renamed)
 END_TEST
 
 /*
+ * Issue 32: the whole-file hash a pass takes through a tee (idxtee.h) is
+ * the one a save takes by reading the source again: the two index files
+ * are the same bytes.  The pass reads a header twice, jumps to the end
+ * (not hashed) and goes on in odd pieces; a tee that missed bytes gives no
+ * hash.
+ */
+START_TEST(tee_hash_is_the_saved_one)
+{
+	char a[PATH_MAX], b[PATH_MAX], fa[PATH_MAX], fb[PATH_MAX];
+	unsigned char buf[1024];
+	struct idxfile_id id;
+	struct zsrc *tee;
+	struct src s;
+
+	new_dir(a, sizeof(a), "teea");
+	new_dir(b, sizeof(b), "teeb");
+	src_open(&s, "big.gz", SPAN_MIN);
+	id = s.id;
+	ck_assert_int_eq(idxtee_new(s.zs, &tee), 0);
+	ck_assert_int_eq(zsrc_pread(tee, buf, 100, 0), 100);
+	ck_assert(!idxtee_take(tee, &id));
+	ck_assert(!id.hashed);
+	zsrc_put(tee);
+	ck_assert_int_eq(idxtee_new(s.zs, &tee), 0);
+	ck_assert_int_eq(zsrc_pread(tee, buf, 10, 0), 10);
+	ck_assert_int_eq(zsrc_pread(tee, buf, 100, s.id.size - 100), 100);
+	for (uint64_t off = 0; off < s.id.size; off += 777) {
+		size_t n = s.id.size - off < 777 ? (size_t)(s.id.size - off) : 777;
+
+		ck_assert_int_eq(zsrc_pread(tee, buf, n, off), (ssize_t)n);
+	}
+	ck_assert(idxtee_take(tee, &id));
+	ck_assert(id.hashed);
+	zsrc_put(tee);
+	ck_assert_int_eq(idxfile_save(zmtest_store(a), s.path, &id, s.idx, NULL), 0);
+	ck_assert_int_eq(idxfile_save(zmtest_store(b), s.path, &s.id, s.idx, NULL), 0);
+	ck_assert_int_eq(idxfile_path(a, &s.id, fa, sizeof(fa)), 0);
+	ck_assert_int_eq(idxfile_path(b, &s.id, fb, sizeof(fb)), 0);
+	ck_assert_int_eq(sh("cmp -s %s %s", fa, fb), 0);
+	src_close(&s);
+}
+END_TEST
+
+/*
  * Issue 20: an index follows its source through a rename (logrotate) and a
  * copy (cp -p), proven by the whole-file hash, and is rebound to the new
  * path and identity; a source with the same size, mtime and first and last
@@ -3100,6 +3145,7 @@ int main(void)
 	tcase_add_test(tc, ckpt_prune);
 	tcase_add_test(tc, ckpt_beside_zstd_sizes);
 	tcase_add_test(tc, rename_proven_by_content);
+	tcase_add_test(tc, tee_hash_is_the_saved_one);
 	tcase_add_test(tc, prune_keeps_renamed);
 	tcase_add_test(tc, store_prune);
 	suite_add_tcase(s, tc);
