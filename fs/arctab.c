@@ -282,10 +282,13 @@ static void open_reader(struct arctab *t, struct arc *a, const struct reader_opt
 	if (ret >= 0) {
 		int fmt = fmttab_by_magic(src);
 		char name[PATH_MAX * 2];
+		struct reader_opts o = *opts;
 
 		ns_name(t->ns, &a->e, name, sizeof(name));
+		/* a tar's member table is read from the pass's bytes (ns_tar.c) */
+		o.tap = ns_pass_tap(t->ns, &a->e);
 		opening.t = t;
-		ret = reader_open_src(src, name, t->zm, opts, &a->r, &why);
+		ret = reader_open_src(src, name, t->zm, &o, &a->r, &why);
 		opening.t = NULL;
 		log_open_failure(name, ret, fmt, opts->salvage);
 		if (ret == -EINVAL || ret == -EIO)

@@ -46,6 +46,7 @@ struct arctab;
 struct indexer;
 struct pool;
 struct reader;
+struct reader_tap;
 struct zmctx;
 struct zsrc;
 
@@ -112,6 +113,12 @@ struct ns_ops {
 	int (*index_start)(void *ns, struct arctab *arcs, struct zmctx *zm, struct pool *pool,
 			   unsigned jobs, struct indexer **out);
 	void (*bind)(void *ns, struct arctab *arcs);
+	/*
+	 * May be NULL: a watcher of the decoded bytes of archive e's pass at
+	 * open (struct reader_tap, reader.h), or NULL for none; it frees
+	 * itself at its end call.  Any thread (the one opening e's reader).
+	 */
+	const struct reader_tap *(*pass_tap)(void *ns, const struct ns_entry *e);
 	void (*live)(void *ns);
 	void (*free)(void *ns);
 	/* True if bytes cost requests: a failed request is shown as EIO, and retried later. */
@@ -256,6 +263,12 @@ static inline void ns_bind(struct ns *ns, struct arctab *arcs)
 {
 	if (ns->ops->bind)
 		ns->ops->bind(ns, arcs);
+}
+
+/* The watcher of e's pass at open (ns_ops.pass_tap), or NULL. */
+static inline const struct reader_tap *ns_pass_tap(struct ns *ns, const struct ns_entry *e)
+{
+	return ns->ops->pass_tap ? ns->ops->pass_tap(ns, e) : NULL;
 }
 
 /* Mounted and daemonized: from now on errors go to the log, not to ns_open_src's message. */

@@ -11,6 +11,7 @@
 
 #include "arctab.h"
 #include "idxfile.h"
+#include "names.h"
 #include "ns.h"
 #include "reader.h"
 #include "src.h"
@@ -42,6 +43,8 @@
 #define ROOT_INO ((ino_t)1 << 40)
 
 enum { READY = 0, SCANNING = 1 };
+/* Whether an archive's pass at open fills a table (struct ptap), and how that went. */
+enum { PASS_NONE, PASS_RUNNING, PASS_DONE, PASS_FAILED };
 
 /* One version of one archive's table and the tree it shows. */
 struct tarv {
@@ -52,7 +55,11 @@ struct tarv {
 	int state;	      /* SCANNING, READY, or the -errno its scan ended with */
 	bool fed;	      /* the scan fed t once: a growing listing may read it, locked */
 	bool damaged;	      /* the scan stopped at a damaged header (set before READY) */
-	uint64_t scanned;     /* decoded bytes fed to the scanner (stats) */
+	bool asked;	      /* a lookup or listing wanted it: a pass's own table is kept */
+	bool orphan;	      /* made by a pass (ptap), with no scan thread: the pass ends it */
+	bool waiting;	      /* its scan thread waits for the archive's open: a pass may feed it */
+	int pass;	      /* PASS_*: whether the open's pass fills it */
+	int pass_ret;	      /* PASS_DONE: as scan_table returns */
 	struct tartab t;
 	struct tarview v;
 	uint32_t *first; /* READY: per child of the view's root, in order, its ROOT_INO offset */
@@ -63,12 +70,15 @@ struct ns_tar {
 	struct ns_ops ops;
 	struct ns *base;
 	struct arctab *arcs;
-	pthread_mutex_t lock; /* list, gen, scanners, stop; each tarv's refs, state, fed, and
-				 its table while it is SCANNING and fed */
+	pthread_mutex_t lock; /* list, gen, scanners, stop, the counts; each tarv's refs,
+				 state, fed, asked, waiting, pass, pass_ret, and its table
+				 while it is SCANNING and fed */
 	pthread_cond_t built; /* a scan fed more bytes, or ended; a scan thread ended */
 	struct tarv *list;
 	uint64_t gen;
 	unsigned scanners; /* scan threads running */
+	uint64_t scanned;  /* decoded bytes fed to scanners (stats) */
+	uint64_t by_pass;  /* tables filled by an archive's pass at open (struct ptap) */
 	bool stop;	   /* ns_tar_stop: scans end at their next chunk */
 };
 
@@ -168,12 +178,41 @@ static int feed(struct ns_tar *nt, struct tarv *tv, struct tarscan *s, const cha
 
 	pthread_mutex_lock(&nt->lock);
 	if (!nt->stop) {
-		ret = n == 0 ? tarscan_finish(s) : tarscan_feed(s, buf, n);
-		tv->scanned += n;
+		ret = n == 0 ? tarscan_finish_unsized(s) : tarscan_feed(s, buf, n);
+		nt->scanned += n;
 		tv->fed = true;
 		pthread_cond_broadcast(&nt->built);
 	}
 	pthread_mutex_unlock(&nt->lock);
+	return ret;
+}
+
+/*
+ * After feeding s (ret: feed's): 1 to go on, else the scan's end: 0 (a
+ * damaged header, said here: the members before it are kept, see
+ * scan_result), or -ECANCELED, -ENOMEM or the cap's -E2BIG (scan() says so).
+ */
+static int fed(struct tarscan *s, int ret, const char *name)
+{
+	struct zerr why;
+
+	if (ret == -ECANCELED || ret == -ENOMEM || (ret < 0 && tarscan_capped(s)))
+		return ret;
+	if (ret < 0) {
+		tarscan_error(s, &why);
+		zlog(ZLOG_ERROR, "%s: %s; only the members before it are shown", name, why.msg);
+		return 0;
+	}
+	return 1;
+}
+
+/* A whole scan's result from its last fed() (ret <= 0): 1 if damaged (never saved). */
+static int scan_result(struct tarv *tv, struct tarscan *s, int ret)
+{
+	if (ret == 0 && tarscan_error(s, NULL) < 0) {
+		tv->damaged = true;
+		return 1;
+	}
 	return ret;
 }
 
@@ -182,7 +221,6 @@ static int scan_bytes(struct ns_tar *nt, struct tarv *tv, struct tbytes *b, stru
 		      const char *name, char *buf)
 {
 	uint64_t off = 0;
-	struct zerr why;
 
 	while (!tarscan_done(s)) {
 		ssize_t n = tb_pread(b, buf, SCAN_BUF, off);
@@ -192,22 +230,36 @@ static int scan_bytes(struct ns_tar *nt, struct tarv *tv, struct tbytes *b, stru
 			say_read_error(b, name, off, n);
 			return (int)n;
 		}
-		ret = feed(nt, tv, s, buf, (size_t)n);
-		if (ret == -ECANCELED)
+		ret = fed(s, feed(nt, tv, s, buf, (size_t)n), name);
+		if (ret <= 0)
 			return ret;
-		if (ret == -ENOMEM || tarscan_capped(s))
-			return ret; /* the cap: scan() says so */
-		if (ret < 0) {
-			tarscan_error(s, &why);
-			zlog(ZLOG_ERROR, "%s: %s; only the members before it are shown", name,
-			     why.msg);
-			return 0;
-		}
 		if (n == 0)
 			break;
 		off += (uint64_t)n;
 	}
 	return 0;
+}
+
+/*
+ * Whether tv's table may be kept in dir (an archive's, not a plain tar's:
+ * it has no index_dir entry of its own): then *id is its archive's
+ * identity and *src its source (the caller's reference), else *src NULL.
+ */
+static bool identify(struct ns_tar *nt, const struct tarv *tv, const char *name,
+		     const struct idxstore *dir, struct idxfile_id *id, struct zsrc **src)
+{
+	bool same;
+
+	*src = NULL;
+	if (!dir || tv->base.kind != NS_ARCHIVE || !idxfile_keyed(name) ||
+	    ns_open(nt->base, &tv->base, src, &same) < 0)
+		return false;
+	if (idxfile_identify(*src, id) < 0) {
+		zsrc_put(*src);
+		*src = NULL;
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -219,19 +271,11 @@ static int scan_bytes(struct ns_tar *nt, struct tarv *tv, struct tbytes *b, stru
 static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name,
 		      const struct idxstore *dir, struct idxfile_id *id, struct zsrc **src)
 {
-	bool same;
 	struct zerr why = { 0 };
 	int ret;
 
-	*src = NULL;
-	if (!dir || tv->base.kind != NS_ARCHIVE || !idxfile_keyed(name) ||
-	    ns_open(nt->base, &tv->base, src, &same) < 0)
+	if (!identify(nt, tv, name, dir, id, src))
 		return 0;
-	if (idxfile_identify(*src, id) < 0) {
-		zsrc_put(*src);
-		*src = NULL;
-		return 0;
-	}
 	ret = tarsave_load(dir, name, id, &tv->t, &why);
 	if (ret == 0)
 		return 1;
@@ -241,25 +285,53 @@ static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name,
 	return 0;
 }
 
-/* Builds tv's table by one pass over the archive's decoded bytes.  *whole: no damage seen. */
+/*
+ * Opens tv's archive for its scan, whose work the pass run by that open
+ * (or by another thread's, waited for) may do instead (struct ptap).
+ * Returns tb_open's error; 0: scan; 1: the pass filled the table, or fed
+ * it and failed: tv->pass_ret is the scan's result, or -EAGAIN (a new
+ * table must be made).
+ */
+static int open_for_scan(struct ns_tar *nt, struct tarv *tv, struct tbytes *b)
+{
+	int err, pass;
+	bool fed_any;
+
+	pthread_mutex_lock(&nt->lock);
+	tv->waiting = true;
+	pthread_mutex_unlock(&nt->lock);
+	err = tb_open(nt, &tv->base, b);
+	pthread_mutex_lock(&nt->lock);
+	tv->waiting = false;
+	while (tv->pass == PASS_RUNNING)
+		pthread_cond_wait(&nt->built, &nt->lock);
+	pass = tv->pass;
+	fed_any = tv->fed;
+	pthread_mutex_unlock(&nt->lock);
+	if (err < 0)
+		return err;
+	return pass == PASS_DONE || (pass == PASS_FAILED && fed_any);
+}
+
+/* Builds tv's table by one pass over the archive's decoded bytes (*asize: their length). */
 static int scan_table(struct ns_tar *nt, struct tarv *tv, const char *name, uint64_t *asize)
 {
 	char *buf = malloc(SCAN_BUF);
 	struct tarscan *s = NULL;
 	struct tbytes b;
-	int ret = buf ? tb_open(nt, &tv->base, &b) : -ENOMEM;
+	int ret = buf ? open_for_scan(nt, tv, &b) : -ENOMEM;
 
 	if (ret < 0) {
 		free(buf);
 		return ret;
 	}
 	*asize = b.r ? reader_size(b.r) : (uint64_t)tv->base.st.st_size;
-	ret = tarscan_new(&tv->t, *asize, on_drop, (void *)name, &s);
-	if (ret == 0)
-		ret = scan_bytes(nt, tv, &b, s, name, buf);
-	if (ret == 0 && tarscan_error(s, NULL) < 0) {
-		ret = 1; /* damaged: shown as far as it goes, never saved */
-		tv->damaged = true;
+	if (ret == 1) {
+		ret = tv->pass_ret; /* a pass filled it, or failed after feeding it */
+	} else {
+		ret = tarscan_new(&tv->t, *asize, on_drop, (void *)name, &s);
+		if (ret == 0)
+			ret = scan_result(tv, s, scan_bytes(nt, tv, &b, s, name, buf));
 	}
 	tarscan_free(s);
 	tb_close(nt, &b);
@@ -364,26 +436,27 @@ static int over_cap(const struct tartab *t, const char *name, int ret)
 	return -E2BIG;
 }
 
-/* Builds tv's table, from index_dir or by a scan (then saved there), and its view. */
-static int scan(struct ns_tar *nt, struct tarv *tv)
+/* The index_dir of the mount, or NULL. */
+static const struct idxstore *store(const struct ns_tar *nt)
 {
 	const struct reader_opts *o = arctab_opts(nt->arcs);
-	const struct idxstore *dir = o ? o->index_dir : NULL;
-	char name[PATH_MAX + 64];
-	struct idxfile_id id;
-	struct zsrc *src;
-	uint64_t asize = 0;
-	int ret = 0;
 
-	ns_name(nt->base, &tv->base, name, sizeof(name));
-	if (load_saved(nt, tv, name, dir, &id, &src)) {
-		ret = over_cap(&tv->t, name, 0);
-	} else {
-		ret = over_cap(&tv->t, name, scan_table(nt, tv, name, &asize));
-		if (ret == 0 && src && tarsave_save(dir, name, &id, &tv->t, asize, NULL) == 0)
-			zlog(ZLOG_DEBUG, "%s: member table saved", name);
-	}
-	zsrc_put(src);
+	return o ? o->index_dir : NULL;
+}
+
+/* Saves a whole table (ret 0) of asize decoded bytes when src is set (identify).  True: saved. */
+static bool save(struct ns_tar *nt, struct tarv *tv, const char *name, int ret, uint64_t asize,
+		 const struct idxfile_id *id, const struct zsrc *src)
+{
+	if (ret != 0 || !src || tarsave_save(store(nt), name, id, &tv->t, asize, NULL) < 0)
+		return false;
+	zlog(ZLOG_DEBUG, "%s: member table saved", name);
+	return true;
+}
+
+/* tv's table is in (ret: as scan_table's, the cap checked): its view. */
+static int view(struct tarv *tv, const char *name, int ret)
+{
 	if (ret >= 0)
 		ret = tarview_build(&tv->t, &tv->v);
 	if (ret >= 0)
@@ -391,6 +464,26 @@ static int scan(struct ns_tar *nt, struct tarv *tv)
 	zlog(ZLOG_DEBUG, "%s: tar table of %zu members (%zu bytes): %s", name, tv->t.n,
 	     tartab_bytes(&tv->t), ret < 0 ? strerror(-ret) : "ok");
 	return ret;
+}
+
+/* Builds tv's table, from index_dir or by a scan (then saved there), and its view. */
+static int scan(struct ns_tar *nt, struct tarv *tv)
+{
+	char name[PATH_MAX + 64];
+	struct idxfile_id id;
+	struct zsrc *src;
+	uint64_t asize = 0;
+	int ret = 0;
+
+	ns_name(nt->base, &tv->base, name, sizeof(name));
+	if (load_saved(nt, tv, name, store(nt), &id, &src)) {
+		ret = over_cap(&tv->t, name, 0);
+	} else {
+		ret = over_cap(&tv->t, name, scan_table(nt, tv, name, &asize));
+		save(nt, tv, name, ret, asize, &id, src);
+	}
+	zsrc_put(src);
+	return view(tv, name, ret);
 }
 
 static void tarv_free(struct tarv *tv)
@@ -456,20 +549,25 @@ static void tarv_put(struct ns_tar *nt, struct tarv *tv)
 	pthread_mutex_unlock(&nt->lock);
 }
 
+/*
+ * A failure that says nothing about the archive: the table is dropped, to
+ * scan again later.  -EAGAIN: a pass's table, failed or given to index_dir
+ * (ptap_end): a waiting lookup makes a new one at once (tarv_get).
+ */
+static bool transient(int ret)
+{
+	return ret == -ENOMEM || ret == -EMFILE || ret == -ENFILE || ret == -ESTALE ||
+	       ret == -ECANCELED || ret == -EAGAIN;
+}
+
+/* Under the lock: the table of e's version, unless it failed for a transient reason. */
 static struct tarv *find_same(struct ns_tar *nt, const struct ns_entry *e)
 {
 	for (struct tarv *tv = nt->list; tv; tv = tv->next)
 		if (tv->base.obj == e->obj && tv->base.st.st_dev == e->st.st_dev &&
-		    ns_same(nt->base, &tv->base, e))
+		    !(tv->state < 0 && transient(tv->state)) && ns_same(nt->base, &tv->base, e))
 			return tv;
 	return NULL;
-}
-
-/* A failure that says nothing about the archive: the table is dropped, to scan again later. */
-static bool transient(int ret)
-{
-	return ret == -ENOMEM || ret == -EMFILE || ret == -ENFILE || ret == -ESTALE ||
-	       ret == -ECANCELED;
 }
 
 /* Under the lock: the last reference to a table that failed for a transient reason frees it. */
@@ -537,13 +635,9 @@ static bool launch(struct ns_tar *nt, struct tarv *tv)
 	return ok;
 }
 
-/*
- * The table of base archive e with a reference (tarv_put), its scan started
- * if nobody has.  Waits until the table is READY (0), or with partial until
- * the scan has fed it once: then SCANNING (1), a table that grows, read only
- * under the lock.  A failed scan gives -EIO (or a transient -errno).
- */
-static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, bool partial, struct tarv **out)
+/* tarv_get once: its errors as they are, -EAGAIN included. */
+static int tarv_get_once(struct ns_tar *nt, const struct ns_entry *e, bool partial,
+			 struct tarv **out)
 {
 	struct tarv *tv;
 	int ret;
@@ -564,6 +658,7 @@ static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, bool partial, s
 		pthread_mutex_unlock(&nt->lock);
 		return -ENOMEM;
 	}
+	tv->asked = true;
 	while (tv->state == SCANNING && !(partial && tv->fed))
 		pthread_cond_wait(&nt->built, &nt->lock);
 	ret = tv->state;
@@ -573,7 +668,164 @@ static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, bool partial, s
 	}
 	pthread_mutex_unlock(&nt->lock);
 	*out = ret < 0 ? NULL : tv;
+	return ret;
+}
+
+/*
+ * The table of base archive e with a reference (tarv_put), its scan started
+ * if nobody has (or filled by the archive's pass at open, struct ptap).
+ * Waits until the table is READY (0), or with partial until the scan has
+ * fed it once: then SCANNING (1), a table that grows, read only under the
+ * lock.  A failed scan gives -EIO (or a transient -errno).
+ */
+static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, bool partial, struct tarv **out)
+{
+	int ret;
+
+	while ((ret = tarv_get_once(nt, e, partial, out)) == -EAGAIN)
+		; /* a pass's table that failed or went to index_dir: make one of our own */
 	return ret < 0 ? (ret == -ESTALE || ret == -ENOMEM ? ret : -EIO) : ret;
+}
+
+/*
+ * The decoded bytes of a tar's pass at open (gzip's index pass, which runs
+ * before anything is read) fed to its table's scanner as they go by
+ * (reader.h, struct reader_tap), so the table needs no decode of its own.
+ * It feeds the table of a scan thread waiting for that open (which then
+ * only builds the view), or, if nobody has asked yet, a table of its own
+ * that it finishes itself (orphan).  A pass that fails, or shows less than
+ * it decoded (salvage), leaves the table to a scan through the reader
+ * (-EAGAIN).  Its table gets the same members and damage as a scan: the
+ * scanner learns the archive's size only at the end
+ * (tarscan_finish_unsized).
+ */
+struct ptap {
+	struct reader_tap tap;
+	struct ns_tar *nt;
+	struct ns_entry e;
+	struct tarv *tv; /* attached at the first bytes, referenced; NULL: none (yet) */
+	struct tarscan *s;
+	uint64_t bytes; /* fed */
+	int ret;	/* fed()'s last: 1 going on, else the scan's end */
+	bool off;	/* feeds nothing more */
+	char name[PATH_MAX + 64];
+};
+
+/* At the first bytes: the table to fill, if any; false: none. */
+static bool ptap_attach(struct ptap *p)
+{
+	struct ns_tar *nt = p->nt;
+	struct tarv *tv;
+
+	pthread_mutex_lock(&nt->lock);
+	tv = nt->stop ? NULL : find_same(nt, &p->e);
+	if (tv && tv->state == SCANNING && tv->waiting && tv->pass == PASS_NONE) {
+		tv->refs++;
+	} else if (!tv && !nt->stop && (tv = tarv_new(nt, &p->e))) {
+		tv->orphan = true; /* its one reference is the pass's */
+	} else {
+		tv = NULL;
+	}
+	if (tv)
+		tv->pass = PASS_RUNNING;
+	pthread_mutex_unlock(&nt->lock);
+	p->tv = tv;
+	if (tv && tarscan_new(&tv->t, 0, on_drop, p->name, &p->s) < 0)
+		p->ret = -ENOMEM;
+	return tv && p->s;
+}
+
+static void ptap_out(void *ctx, const void *buf, size_t len)
+{
+	struct ptap *p = ctx;
+
+	if (p->off)
+		return;
+	if (!p->tv && !ptap_attach(p)) {
+		p->off = true;
+		return;
+	}
+	p->bytes += len;
+	p->ret = fed(p->s, feed(p->nt, p->tv, p->s, buf, len), p->name);
+	p->off = p->ret <= 0 || tarscan_done(p->s);
+}
+
+/* An orphan table's end (ret: as scan_table's): saved, and kept if asked for or not saved. */
+static int orphan_done(struct ns_tar *nt, struct tarv *tv, const char *name, int ret,
+		       uint64_t asize)
+{
+	struct idxfile_id id;
+	struct zsrc *src = NULL;
+	bool saved, drop;
+
+	ret = over_cap(&tv->t, name, ret);
+	if (ret == 0)
+		identify(nt, tv, name, store(nt), &id, &src);
+	saved = save(nt, tv, name, ret, asize, &id, src);
+	zsrc_put(src);
+	pthread_mutex_lock(&nt->lock);
+	/* nobody asked: index_dir keeps it, so it costs no memory until a lookup loads it */
+	drop = saved && !tv->asked;
+	pthread_mutex_unlock(&nt->lock);
+	return drop ? -EAGAIN : view(tv, name, ret);
+}
+
+/* The pass ended: status 0 if it handed out every byte (struct reader_tap). */
+static void ptap_end(void *ctx, int status)
+{
+	struct ptap *p = ctx;
+	struct ns_tar *nt = p->nt;
+	struct tarv *tv = p->tv;
+	int ret = -EAGAIN;
+
+	if (tv && status == 0 && p->s) {
+		if (!p->off)
+			p->ret = fed(p->s, feed(nt, tv, p->s, NULL, 0), p->name);
+		ret = scan_result(tv, p->s, p->ret > 0 ? 0 : p->ret);
+	}
+	tarscan_free(p->s);
+	if (tv && tv->orphan) {
+		ret = ret == -EAGAIN ? ret : orphan_done(nt, tv, p->name, ret, p->bytes);
+		pthread_mutex_lock(&nt->lock);
+		tv->state = ret >= 0 ? READY : transient(ret) ? ret : -EIO;
+	} else if (tv) {
+		pthread_mutex_lock(&nt->lock);
+		tv->pass_ret = ret;
+	}
+	if (tv) {
+		tv->pass = ret == -EAGAIN ? PASS_FAILED : PASS_DONE;
+		nt->by_pass += tv->pass == PASS_DONE;
+		tv->refs--;
+		tarv_drop_failed(nt, tv);
+		pthread_cond_broadcast(&nt->built);
+		pthread_mutex_unlock(&nt->lock);
+	}
+	ns_entry_clear(&p->e);
+	free(p);
+}
+
+/* ns_ops.pass_tap: a watcher for an archive shown as a tar. */
+static const struct reader_tap *t_pass_tap(void *ns, const struct ns_entry *e)
+{
+	struct ns_tar *nt = tns(ns);
+	const char *id = e->id ? e->id : "", *slash = strrchr(id, '/');
+	char shown[NAME_MAX + 1];
+	struct ptap *p;
+
+	if (e->kind != NS_ARCHIVE || mark(e) ||
+	    names_strip(slash ? slash + 1 : id, shown, sizeof(shown)) != 1 ||
+	    !tar_name(shown, strlen(shown)))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p || ns_entry_copy(&p->e, e) < 0) {
+		free(p);
+		return NULL;
+	}
+	p->nt = nt;
+	p->ret = 1;
+	ns_name(nt->base, e, p->name, sizeof(p->name));
+	p->tap = (struct reader_tap){ ptap_out, ptap_end, p };
+	return &p->tap;
 }
 
 void ns_tar_stop(struct ns *ns)
@@ -1218,14 +1470,15 @@ static size_t t_stats(void *ns, char *out, size_t len)
 {
 	struct ns_tar *nt = tns(ns);
 	size_t n = ns_stats(nt->base, out, len), tables = 0, members = 0, bytes = 0, scanning = 0;
-	uint64_t scanned = 0;
+	uint64_t scanned, by_pass;
 	int k;
 
 	pthread_mutex_lock(&nt->lock);
+	scanned = nt->scanned;
+	by_pass = nt->by_pass;
 	for (const struct tarv *tv = nt->list; tv; tv = tv->next) {
 		tables++;
 		scanning += tv->state == SCANNING;
-		scanned += tv->scanned;
 		/* a scan thread loads a table and builds its view with the lock dropped */
 		if (tv->state == SCANNING && !tv->fed)
 			continue;
@@ -1240,8 +1493,8 @@ static size_t t_stats(void *ns, char *out, size_t len)
 		return n;
 	k = snprintf(out + n, len - n,
 		     "tar_tables=%zu\ntar_members=%zu\ntar_table_bytes=%zu\ntar_scanning=%zu\n"
-		     "tar_scanned_bytes=%" PRIu64 "\n",
-		     tables, members, bytes, scanning, scanned);
+		     "tar_scanned_bytes=%" PRIu64 "\ntar_pass_tables=%" PRIu64 "\n",
+		     tables, members, bytes, scanning, scanned, by_pass);
 	return k < 0 ? n : n + (size_t)k < len ? n + (size_t)k : len - 1;
 }
 
@@ -1297,6 +1550,7 @@ static const struct ns_ops tar_ops = {
 	.stats = t_stats,
 	.index_start = t_index_start,
 	.bind = t_bind,
+	.pass_tap = t_pass_tap,
 	.live = t_live,
 	.free = t_free,
 };

@@ -145,6 +145,7 @@ static void warm_output(void *ctx, const void *buf, size_t len)
 	struct warm *w = ctx;
 	const unsigned char *src = buf;
 
+	reader_pass_out(w->r, buf, len); /* every byte of the pass, kept or not */
 	while (len && !w->stop) {
 		size_t i = (size_t)(w->len / w->psize), o = (size_t)(w->len % w->psize);
 		size_t k = w->psize - o < len ? w->psize - o : len;

@@ -254,6 +254,8 @@ struct measure {
 	uint64_t span;		/* the reader's ck_span: 0, no checkpoints */
 	struct ckpt_set **sets; /* per frame, those built (ck_worth), or NULL */
 	size_t nframes;		/* z's, for the last unref, which may come after z is gone */
+	/* one frame, measured by the opener alone: its bytes also go to r's tap (reader.h) */
+	struct reader *tapped;
 };
 
 static void sets_free(struct ckpt_set **sets, size_t n)
@@ -319,6 +321,25 @@ static bool ck_worth(const struct zstddec_frame *f, uint64_t span)
 	return span > 0 && f->csize > 2 * span / MEASURE_CK_RATIO;
 }
 
+/* A frame's checkpoint build that also hands its bytes to the reader's tap (measure.tapped). */
+struct ck_tap {
+	struct ckpt_build *b;
+	struct reader *r;
+};
+
+static int ck_tap_out(void *arg, const void *buf, size_t len)
+{
+	struct ck_tap *t = arg;
+
+	reader_pass_out(t->r, buf, len);
+	return ckpt_build_out(t->b, buf, len);
+}
+
+static int ck_tap_point(void *arg, uint64_t uoff, const void *blob, size_t len)
+{
+	return ckpt_build_point(((struct ck_tap *)arg)->b, uoff, blob, len);
+}
+
 /*
  * Measures frame i with zstdckpt, which verifies it as zstddec does and
  * builds its checkpoints on the way (m->sets[i]); zstddec decides on any
@@ -330,10 +351,13 @@ static int measure_ck(struct measure *m, size_t i, struct zerr *err)
 	struct zstdckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point };
 	struct ckpt_build *b;
 	int ret = ckpt_build_new(CKPT_USIZE_UNKNOWN, &b);
+	struct ck_tap tap = { b, m->tapped };
 
 	if (ret < 0)
 		return zerr_set(err, ret, f.coff, "out of memory");
 	sink.arg = b;
+	if (m->tapped && m->tapped->opts.tap)
+		sink = (struct zstdckpt_sink){ ck_tap_out, ck_tap_point, &tap };
 	ret = zstdckpt_build_blobs(m->src, &f, m->span, &sink, NULL, err);
 	if (ret < 0) {
 		ckpt_build_free(b);
@@ -456,6 +480,7 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass,
 			cost = measure_cost(&z->frames[i], m->span);
 	}
 	helpers = npass > 1 ? measure_helpers(r, cost) : 0;
+	m->tapped = z->nframes == 1 ? r : NULL; /* then no helper: in order, on this thread */
 	for (unsigned k = 0; k < helpers; k++) {
 		pthread_mutex_lock(&m->lock);
 		m->refs++;

@@ -123,6 +123,7 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	o->tainted_ctx = NULL;
 	o->still_named = NULL;
 	o->still_named_ctx = NULL;
+	o->tap = NULL;
 	o->readahead = cache_size / 8;
 	if (o->readahead > (32u << 20))
 		o->readahead = 32u << 20;
@@ -209,6 +210,34 @@ int reader_open_fd(int fd, const char *name, struct zmctx *ctx, const struct rea
 	return reader_open_src(src, name, ctx, opts, out, why);
 }
 
+void reader_pass_out(struct reader *r, const void *buf, size_t len)
+{
+	if (r->opts.tap && len) {
+		r->opts.tap->out(r->opts.tap->ctx, buf, len);
+		r->tapped += len;
+	}
+}
+
+/*
+ * The one end call of opts.tap (reader.h): 0 only if the open ran a pass
+ * that handed out every byte it shows, and nothing beyond (a salvaged
+ * pass saw bytes past its end).
+ */
+static void pass_end(struct reader *r, int ret)
+{
+	const struct reader_tap *tap = r->opts.tap;
+	struct reader_info in = { 0 };
+
+	if (!tap)
+		return;
+	r->opts.tap = NULL;
+	if (ret == 0 && r->f->info)
+		r->f->info(r, &in);
+	if (ret == 0 && (!r->pass || in.salvaged || r->tapped != reader_size(r)))
+		ret = -ENOTSUP;
+	tap->end(tap->ctx, ret);
+}
+
 int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
 		    const struct reader_opts *opts, struct reader **out, struct zerr *why)
 {
@@ -219,6 +248,8 @@ int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
 	*out = NULL;
 	if (!r) {
 		zsrc_put(src);
+		if (opts->tap)
+			opts->tap->end(opts->tap->ctx, -ENOMEM);
 		return zerr_set(why, -ENOMEM, 0, "out of memory");
 	}
 	pthread_mutex_init(&r->lock, NULL);
@@ -270,9 +301,11 @@ int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
 	if (ret < 0)
 		goto fail;
 	warn_wide_units(r);
+	pass_end(r, 0);
 	*out = r;
 	return 0;
 fail:
+	pass_end(r, ret);
 	if (ret == -ENOMEM && !e.msg[0])
 		zerr_set(&e, ret, 0, "out of memory");
 	if (ret == -EINVAL)

@@ -68,6 +68,24 @@ struct bcache_ent;
 struct reader;
 struct zmctx;
 
+/*
+ * A watcher of the decoded bytes a full pass at open produces, so that
+ * whoever wants them all in order (a tar's member table, fs/ns_tar.c) gets
+ * them without a second decode.  Only gzip's index pass streams them yet.
+ * reader_open_src calls end exactly once for an opts.tap it was given,
+ * before it returns, on its own thread, after every out call: status 0 if
+ * out saw each decoded byte of the file once, in order from offset 0 (a
+ * whole pass, not salvaged, and the open succeeded); else -ENOTSUP (no
+ * pass streamed its bytes: an index was loaded, another format) or the
+ * open's error, and the bytes out saw, if any, are not to be trusted.
+ * Neither callback may call into the reader being opened.
+ */
+struct reader_tap {
+	void (*out)(void *ctx, const void *buf, size_t len);
+	void (*end)(void *ctx, int status);
+	void *ctx;
+};
+
 struct reader_opts {
 	uint64_t span;	  /* gzip checkpoint spacing, bytes */
 	uint64_t ck_span; /* checkpoint spacing inside one xz Block or zstd frame; 0: none */
@@ -109,6 +127,8 @@ struct reader_opts {
 	 */
 	bool (*still_named)(void *ctx, const struct reader *r);
 	void *still_named_ctx;
+	/* NULL, or borrowed until its end call (struct reader_tap): one open's only. */
+	const struct reader_tap *tap;
 };
 
 /* Defaults for a cache of cache_size bytes. */

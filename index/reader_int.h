@@ -40,6 +40,7 @@ struct reader {
 	struct zmctx *ctx;	/* borrowed: cache, pool, counters, parked list, log */
 	struct bcache *cache;	/* ctx->cache */
 	struct reader_opts opts;
+	uint64_t tapped; /* bytes handed to opts.tap during open (reader_pass_out) */
 	struct cmap map;
 	size_t *entry; /* map entry -> the backend's unit (Block, point, frame) */
 
@@ -155,6 +156,12 @@ static inline size_t reader_far_slice(const struct reader *r)
 {
 	return r->opts.slice < FAR_SLICE ? r->opts.slice : FAR_SLICE;
 }
+
+/*
+ * A pass at open decoded buf: handed to opts.tap, if any, in order
+ * (reader.h, struct reader_tap).  reader.c.
+ */
+void reader_pass_out(struct reader *r, const void *buf, size_t len);
 
 /* Marks entry k failed (one log line, as a failed read); returns -EIO.  reader.c. */
 int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err);

@@ -168,6 +168,7 @@ static void set_skip(struct tarscan *s, uint64_t data, uint64_t pad)
 {
 	s->skip = data + pad;
 	s->skip_pad = pad;
+	s->skip_member = false;
 	s->state = s->skip ? TS_SKIP : TS_HDR;
 }
 
@@ -202,6 +203,7 @@ static int start_ext(struct tarscan *s, char kind, uint64_t size, uint64_t off)
 		s->ext_cap = size;
 	}
 	s->kind = kind;
+	s->ext_off = off;
 	s->ext_len = 0;
 	s->ext_need = size;
 	s->ext_pad = pad_of(size);
@@ -280,6 +282,27 @@ static const char *owner(const struct pax *l, const struct pax *g, unsigned bit,
 	return field;
 }
 
+/* Stops the scan at member cur, whose data runs past asize, the archive's end. */
+static int past_end(struct tarscan *s, uint64_t asize)
+{
+	const struct tar_member *m = &s->cur;
+
+	return tarscan_fail(s, -EINVAL, m->hdr_off,
+			    "the member at offset %llu runs past the end of the archive "
+			    "(its data ends at %llu, the archive at %llu)",
+			    (unsigned long long)m->hdr_off,
+			    (unsigned long long)(m->data_off + m->stored),
+			    (unsigned long long)asize);
+}
+
+/* Stops the scan at the 'L', 'K', 'x' or 'g' header at off, whose data runs past the end. */
+static int ext_past_end(struct tarscan *s, char c, uint64_t off)
+{
+	return tarscan_fail(s, -EINVAL, off,
+			    "the '%c' header at offset %llu runs past the end of the archive", c,
+			    (unsigned long long)off);
+}
+
 /* The member is complete: into the table, or dropped; then its data is skipped. */
 static int member_done(struct tarscan *s)
 {
@@ -292,12 +315,7 @@ static int member_done(struct tarscan *s)
 
 	m->stored = s->data_size > consumed ? s->data_size - consumed : 0;
 	if (s->asize && (m->data_off > s->asize || m->stored > s->asize - m->data_off))
-		return tarscan_fail(s, -EINVAL, m->hdr_off,
-				    "the member at offset %llu runs past the end of the archive "
-				    "(its data ends at %llu, the archive at %llu)",
-				    (unsigned long long)m->hdr_off,
-				    (unsigned long long)(m->data_off + m->stored),
-				    (unsigned long long)s->asize);
+		return past_end(s, s->asize);
 	why = member_check(s, norm, lnorm, &skip_it);
 
 	if (s->sparse) {
@@ -326,6 +344,7 @@ static int member_done(struct tarscan *s)
 	rem = total > consumed ? total - consumed : 0;
 	pad = pad_of(s->data_size) < rem ? pad_of(s->data_size) : rem;
 	set_skip(s, rem - pad, pad);
+	s->skip_member = true;
 	reset_pending(s);
 	return 0;
 }
@@ -508,10 +527,7 @@ static int on_header(struct tarscan *s)
 	}
 	if (c == 'L' || c == 'K' || c == 'x' || c == 'X' || c == 'g') {
 		if (s->asize && (s->off > s->asize || size > s->asize - s->off))
-			return tarscan_fail(s, -EINVAL, off,
-					    "the '%c' header at offset %llu runs past the end of "
-					    "the archive",
-					    c, (unsigned long long)off);
+			return ext_past_end(s, c, off);
 		if (start_ext(s, c == 'X' ? 'x' : c, size, off) < 0)
 			return s->err;
 		return s->ext_need ? 0 : end_ext(s);
@@ -643,4 +659,19 @@ int tarscan_finish(struct tarscan *s)
 		     (unsigned long long)s->off, where, (unsigned long long)at);
 	s->why.cut = 1;
 	return s->err;
+}
+
+int tarscan_finish_unsized(struct tarscan *s)
+{
+	if (s->asize || s->state == TS_ERR || s->state == TS_END)
+		return tarscan_finish(s);
+	if (s->state == TS_SKIP && s->skip > s->skip_pad && s->skip_member) {
+		/* a sized scan stops at its header: it never takes the member */
+		if (s->t->n && s->t->m[s->t->n - 1].hdr_off == s->cur.hdr_off)
+			tartab_pop(s->t);
+		return past_end(s, s->off);
+	}
+	if (s->state == TS_EXT)
+		return ext_past_end(s, s->kind, s->ext_off);
+	return tarscan_finish(s);
 }

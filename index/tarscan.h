@@ -75,6 +75,17 @@ int tarscan_feed(struct tarscan *s, const void *buf, size_t n);
  */
 int tarscan_finish(struct tarscan *s);
 
+/*
+ * tarscan_finish for a scanner made with asize 0 whose input is now known
+ * to have been the whole archive (a pass that did not know its size when
+ * it began): the table and the error are those a scanner told the size
+ * would have given (a member cut short is not kept; the error says it
+ * runs past the end).  Only the log differs: a member cut short that was
+ * also unsafe was reported to the drop callback.  With asize set, the same
+ * as tarscan_finish.
+ */
+int tarscan_finish_unsized(struct tarscan *s);
+
 /* Whether the end-of-archive zero block was seen (bytes after it are ignored). */
 int tarscan_done(const struct tarscan *s);
 

@@ -70,6 +70,8 @@ struct tarscan {
 	char *ext;
 	size_t ext_len, ext_need, ext_cap;
 	uint64_t ext_pad;
+	uint64_t ext_off;   /* TS_EXT: its header's offset */
+	bool skip_member;   /* TS_SKIP: the data is a member's that member_done took */
 	uint64_t first_hdr; /* offset of the first header of the member being read */
 	bool have_first;
 	struct pax_str long_name, long_link; /* GNU 'L', 'K' */

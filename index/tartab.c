@@ -141,6 +141,20 @@ int tartab_add(struct tartab *t, const struct tar_member *m, const char *name, c
 	return 0;
 }
 
+void tartab_pop(struct tartab *t)
+{
+	const struct tar_member *d;
+
+	if (t->n == 0)
+		return;
+	d = &t->m[--t->n];
+	t->str_len = d->name; /* its strings were the last ones put */
+	t->sp_n = d->sp;
+	/* the owners the next member shares are the member's before it, as they were */
+	t->last_uname = t->n ? t->m[t->n - 1].uname : 0;
+	t->last_gname = t->n ? t->m[t->n - 1].gname : 0;
+}
+
 /* The extent holding off or the first after it (binary search), or sp_n. */
 static size_t extent_at(const struct tar_extent *e, size_t n, uint64_t off)
 {

@@ -105,6 +105,9 @@ int tartab_add(struct tartab *t, const struct tar_member *m, const char *name, c
 	       size_t link_len, const char *uname, const char *gname, const struct tar_extent *sp,
 	       size_t sp_n);
 
+/* Takes back the last tartab_add (none: nothing), as if it had not been made. */
+void tartab_pop(struct tartab *t);
+
 static inline const char *tartab_name(const struct tartab *t, const struct tar_member *m)
 {
 	return t->str + m->name;

@@ -950,6 +950,88 @@ START_TEST(corrupt_gzip_fails_open)
 }
 END_TEST
 
+/* What a reader_tap saw: the bytes (up to ORIG_SIZE), their count, its end calls. */
+struct tapped {
+	unsigned char *buf;
+	uint64_t n;
+	unsigned ends;
+	int status;
+};
+
+static void tap_out(void *ctx, const void *buf, size_t len)
+{
+	struct tapped *t = ctx;
+
+	ck_assert_uint_eq(t->ends, 0);
+	if (t->n + len <= ORIG_SIZE)
+		memcpy(t->buf + t->n, buf, len);
+	t->n += len;
+}
+
+static void tap_end(void *ctx, int status)
+{
+	struct tapped *t = ctx;
+
+	t->ends++;
+	t->status = status;
+}
+
+/* Opens name with a tap; returns the open's result, and what the tap saw in *t. */
+static int open_tapped(const char *name, bool salvage, struct tapped *t)
+{
+	struct reader_tap tap = { tap_out, tap_end, t };
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct reader *r = NULL;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->buf = malloc(ORIG_SIZE);
+	ck_assert_ptr_nonnull(t->buf);
+	reader_opts_default(&ro, 4 * MiB);
+	ro.salvage = salvage;
+	ro.tap = &tap;
+	ret = open_file(name, 4 * MiB, &ro, &zm, &r);
+	ck_assert_uint_eq(t->ends, 1);
+	reader_close(r);
+	zmctx_free(zm);
+	return ret;
+}
+
+/*
+ * reader_opts.tap (the tar table's one pass, fs/ns_tar.c): a gzip pass
+ * hands out each decoded byte once, in order, and ends with 0; no pass
+ * (xz), a failed open and a salvaged pass end it once with an error.
+ */
+START_TEST(a_tap_sees_each_byte_of_the_gzip_pass_once)
+{
+	static const char *const whole[] = { "orig.gz", "members.gz", "bgzip.gz" };
+	struct tapped t;
+	struct stat st;
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(whole) / sizeof(*whole); i++) {
+		ck_assert_int_eq(open_tapped(whole[i], false, &t), 0);
+		ck_assert_msg(
+			t.status == 0 && t.n == ORIG_SIZE && memcmp(t.buf, orig, ORIG_SIZE) == 0,
+			"%s: status %d, %llu bytes", whole[i], t.status, (unsigned long long)t.n);
+		free(t.buf);
+	}
+	ck_assert_int_eq(open_tapped("single.xz", false, &t), 0);
+	ck_assert_msg(t.status == -ENOTSUP && t.n == 0, "xz: %d", t.status);
+	free(t.buf);
+	path_of(path, sizeof(path), "orig.gz");
+	ck_assert_int_eq(stat(path, &st), 0);
+	corrupt_copy("orig.gz", "tapbad.gz", (uint64_t)st.st_size / 2);
+	ck_assert_int_eq(open_tapped("tapbad.gz", false, &t), -EINVAL);
+	ck_assert_int_eq(t.status, -EINVAL);
+	free(t.buf);
+	ck_assert_int_eq(open_tapped("tapbad.gz", true, &t), 0);
+	ck_assert_msg(t.status == -ENOTSUP, "salvaged: %d", t.status);
+	free(t.buf);
+}
+END_TEST
+
 START_TEST(corrupt_gzip_crc_fails_open)
 {
 	char path[PATH_MAX];
@@ -3149,6 +3231,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, zstd_measuring_jobs_that_run_late_touch_nothing_freed);
 	tcase_add_test(tc, a_stream_gives_up_what_it_has_read_before_other_files_units);
 	tcase_add_test(tc, zstd_forged_sizes_never_give_wrong_bytes);
+	tcase_add_test(tc, a_tap_sees_each_byte_of_the_gzip_pass_once);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 

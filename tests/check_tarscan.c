@@ -706,6 +706,51 @@ START_TEST(same_table_in_any_chunks)
 }
 END_TEST
 
+/* The first len bytes of a, in chunks of 1500, its size told (or not: tarscan_finish_unsized). */
+static void scan_cut(const struct arc *a, size_t len, bool sized, struct res *r)
+{
+	struct tarscan *s;
+
+	memset(r, 0, sizeof(*r));
+	tartab_init(&r->t, 0);
+	ck_assert_int_eq(tarscan_new(&r->t, sized ? len : 0, on_drop, r, &s), 0);
+	for (size_t i = 0; i < len && r->ret == 0; i += 1500)
+		r->ret = tarscan_feed(s, a->p + i, len - i < 1500 ? len - i : 1500);
+	if (r->ret == 0)
+		r->ret = sized ? tarscan_finish(s) : tarscan_finish_unsized(s);
+	tarscan_error(s, &r->why);
+	tarscan_free(s);
+}
+
+/*
+ * A pass learns the archive's size only at its end (ns_tar.c, struct
+ * ptap): cut anywhere, the table and the error are those of a scan told
+ * the size at the start.  Only the drop count may differ: a cut member
+ * that is also unsafe is dropped before the end is known.
+ */
+START_TEST(size_told_at_the_end_gives_the_same_table)
+{
+	struct arc a = { 0 };
+	struct res x, y;
+
+	every_kind(&a);
+	for (size_t len = 0; len <= a.len; len++) {
+		char how[48];
+
+		snprintf(how, sizeof(how), "cut at %zu", len);
+		scan_cut(&a, len, true, &x);
+		scan_cut(&a, len, false, &y);
+		y.drops = x.drops;
+		same_table(&x, &y, how);
+		ck_assert_msg(strcmp(x.why.msg, y.why.msg) == 0 && x.why.coff == y.why.coff,
+			      "%s: '%s' / '%s'", how, x.why.msg, y.why.msg);
+		done(&x, NULL);
+		done(&y, NULL);
+	}
+	done(&x, &a);
+}
+END_TEST
+
 static void reseal(uint8_t *b, size_t len)
 {
 	put_le(b + len - 8, idxhash_crc64(b, len - 8), 8);
@@ -820,6 +865,7 @@ static Suite *tarscan_suite(void)
 	tcase_add_test(tc, bad_sparse_map_drops_the_member);
 	tcase_add_test(tc, the_cap_stops_the_scan);
 	tcase_add_test(tc, same_table_in_any_chunks);
+	tcase_add_test(tc, size_told_at_the_end_gives_the_same_table);
 	tcase_add_test(tc, saved_form_round_trips);
 	tcase_add_test(tc, decode_rejects_what_a_scan_cannot_make);
 	tcase_set_timeout(tc, 60);
