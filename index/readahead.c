@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "bcache.h"
+#include "ckahead.h"
 #include "cmap.h"
 #include "fill.h"
 #include "park.h"
@@ -379,7 +380,7 @@ static void ck_at_entry_end(struct reader *r, uint64_t off, uint64_t end)
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
-	uint64_t end = off + len, from, to, done_from = 0, done_to = 0;
+	uint64_t end = off + len, from, to, done_from = 0, done_to = 0, room = 0;
 	bool confirmed, continued = false;
 	unsigned i;
 
@@ -415,6 +416,7 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		confirmed = r->streams[i].hits >= SEQ_CONFIRM ||
 			    (r->streams[i].hits > 0 && (!r->src || !r->src->ops->remote));
 		to = confirmed ? ahead_end(r, end) : 0;
+		room = confirmed ? ahead_room(r, end) : 0;
 		if (from < to)
 			r->streams[i].ahead = to;
 		done_from = r->streams[i].done;
@@ -441,5 +443,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		bcache_demote(r->cache, r->id, us);
 		done_from = us + ul;
 	}
+	/* First, so that its claims stand before the slice jobs look for work. */
+	if (room && end < reader_size(r))
+		ckahead_queue(r, end, room);
 	queue_units(r, from, to);
 }

@@ -192,6 +192,17 @@ static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, siz
 	return 0;
 }
 
+int udec_resume_at(struct reader *r, size_t k, size_t i, struct udec **out, struct zerr *err)
+{
+	const struct ckpt_set *s = reader_ck_set(r, k);
+
+	*out = NULL;
+	if (!s || i >= s->n)
+		return zerr_set(err, -EINVAL, 0, "no checkpoint %zu in %s %zu", i, r->f->unit,
+				r->entry[k]);
+	return udec_resume(r, k, s, i, out, err);
+}
+
 /* The decoder whose node n is (park.h). */
 static struct udec *udec_of(struct park_node *n)
 {

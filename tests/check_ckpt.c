@@ -615,6 +615,65 @@ static uint64_t ctx_decoded(struct opened *o)
 }
 
 /*
+ * A sequential read of a one-Block xz or one-frame zstd file whose set is
+ * saved decodes on all cores (issue 32 item 4): pool jobs resume at the
+ * checkpoints ahead of the reader and decode their spans into the cache,
+ * and the reader waits for those slices rather than decode them: each
+ * byte is decoded about once (a job also decodes from its point to the
+ * first slice boundary: at most a slice per point).
+ */
+static void sequential_read_decodes_spans_ahead(const char *name)
+{
+	char idx[PATH_MAX];
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in;
+	static unsigned char buf[SLICE];
+	uint64_t total;
+
+	zmtest_join(idx, sizeof(idx), dir, "index-ahead");
+	mkdir(idx, 0700);
+	open_in(name, idx, &o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
+	close_one(&o);
+	open_in(name, idx, &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	for (uint64_t off = 0; off < SIZE; off += sizeof(buf)) {
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+		ck_assert_msg(memcmp(buf, text + off, sizeof(buf)) == 0, "wrong bytes at %llu",
+			      (unsigned long long)off);
+	}
+	readahead_wait(o.r);
+	reader_get_info(o.r, &in);
+	total = ctx_decoded(&o);
+	ck_assert_msg(in.resumes > 0 && in.ck_ahead >= SIZE / 4,
+		      "no span decoded ahead from a checkpoint: %llu resumes, %llu bytes",
+		      (unsigned long long)in.resumes, (unsigned long long)in.ck_ahead);
+	ck_assert_msg(total <= SIZE + in.ckpts * SLICE, "decoded %llu bytes for %u: some twice",
+		      (unsigned long long)total, SIZE);
+	ck_assert_uint_eq(o.log.errors, 0);
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
+	rmdir(idx);
+}
+
+START_TEST(xz_sequential_read_decodes_spans_ahead)
+{
+	sequential_read_decodes_spans_ahead("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_sequential_read_decodes_spans_ahead)
+{
+	sequential_read_decodes_spans_ahead("one.zst");
+}
+END_TEST
+
+/*
  * One decode per byte: a pass (the background indexer's, or one queued
  * earlier) that finds a reader streaming a wide entry from its start
  * leaves that entry to it, rather than decode the same bytes on a second
@@ -1362,6 +1421,10 @@ int main(void)
 		{ "zstd_saved_sets_are_loaded", zstd_saved_sets_are_loaded, 0 },
 		{ "zstd_unsized_saved_sets_are_loaded", zstd_unsized_saved_sets_are_loaded, 0 },
 		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
+		{ "xz_sequential_read_decodes_spans_ahead", xz_sequential_read_decodes_spans_ahead,
+		  0 },
+		{ "zstd_sequential_read_decodes_spans_ahead",
+		  zstd_sequential_read_decodes_spans_ahead, 0 },
 		{ "a_sequential_read_queues_a_pass", a_sequential_read_queues_a_pass, 0 },
 		{ "xz_pass_leaves_an_entry_a_reader_streams",
 		  xz_pass_leaves_an_entry_a_reader_streams, 0 },
