@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "bcache.h"
@@ -102,18 +103,12 @@ static int skip_to(struct reader *r, struct udec *d, uint64_t a, struct zerr *er
 	return 0;
 }
 
-/* Fills j's slices in order from a decoder resumed at its point; stops at the first failure. */
-static void job_fill(struct ckjob *j, struct zerr *err)
+/* Fills j's slices in order with d, from its first: stops at the first failure. */
+static void fill_slices(struct ckjob *j, struct udec *d, struct zerr *err)
 {
 	struct reader *r = j->r;
 	uint64_t start = r->map.start[j->k];
-	struct udec *d = NULL;
 
-	if (atomic_load(&r->ck_stop) || reader_is_bad(r, j->k) ||
-	    udec_resume_at(r, j->k, j->i, &d, err) < 0 || skip_to(r, d, j->a, err) < 0) {
-		udec_close(d);
-		return;
-	}
 	for (size_t x = 0; x < j->n && !atomic_load(&r->ck_stop); x++) {
 		size_t len = bcache_size(j->e[x]);
 		ssize_t got = udec_read(r, d, bcache_buf(j->e[x]), len, err);
@@ -130,7 +125,25 @@ static void job_fill(struct ckjob *j, struct zerr *err)
 		j->e[x] = NULL;
 		fill_moved(r);
 	}
+}
+
+/* Resumes a decoder at j's point and fills j's slices with it, charging it to the cache. */
+static void job_fill(struct ckjob *j, struct zerr *err)
+{
+	struct reader *r = j->r;
+	struct udec *d = NULL;
+	size_t cost;
+
+	if (atomic_load(&r->ck_stop) || reader_is_bad(r, j->k) ||
+	    udec_resume_at(r, j->k, j->i, &d, err) < 0)
+		return;
+	/* Counted in the budget while it runs, as a parked decoder is. */
+	cost = udec_cost(d);
+	bcache_charge(r->cache, cost);
+	if (skip_to(r, d, j->a, err) == 0)
+		fill_slices(j, d, err);
 	udec_close(d);
+	bcache_uncharge(r->cache, cost);
 }
 
 static void job_run(void *arg)
@@ -138,11 +151,15 @@ static void job_run(void *arg)
 	struct ckjob *j = arg;
 	struct zerr err = { 0 };
 
+	reader_log(j->r, ZLOG_DEBUG, NULL, "%s %zu: decoding span %zu ahead (%zu slices)",
+		   j->r->f->unit, j->r->entry[j->k], j->i, j->n);
 	job_fill(j, &err);
 	if (err.msg[0])
-		reader_log(j->r, ZLOG_DEBUG, NULL,
-			   "%s %zu: decoding ahead from checkpoint %zu stopped: %s", j->r->f->unit,
+		reader_log(j->r, ZLOG_DEBUG, NULL, "%s %zu: span %zu stopped: %s", j->r->f->unit,
 			   j->r->entry[j->k], j->i, err.msg);
+	else
+		reader_log(j->r, ZLOG_DEBUG, NULL, "%s %zu: span %zu ends", j->r->f->unit,
+			   j->r->entry[j->k], j->i);
 	job_end(j);
 }
 
@@ -263,22 +280,20 @@ static void queue_spans(struct reader *r, size_t k, const struct ckpt_set *s, ui
 	}
 }
 
-void ckahead_queue(struct reader *r, uint64_t end, uint64_t room)
+/* With r->stream held: ckahead_queue's work, up to max jobs; first loads a saved set if load. */
+static void queue_locked(struct reader *r, uint64_t end, uint64_t room, unsigned max, bool load)
 {
 	const struct ckpt_set *s;
-	unsigned max;
 	uint64_t lo, at;
 	size_t k, pk;
 
 	if (!r->ckable || !r->ctx->pool || end >= reader_size(r))
 		return;
 	k = cmap_find(&r->map, end);
-	if (r->ckable[k] != CKABLE_WIDE || !(s = reader_ck_set(r, k)) || s->n < 2)
+	if (r->ckable[k] != CKABLE_WIDE)
 		return;
-	max = pool_threads(r->ctx->pool);
-	if (max > CKAHEAD_JOBS)
-		max = CKAHEAD_JOBS;
-	if (jobs_busy(r) >= max || pthread_mutex_trylock(&r->stream) != 0)
+	s = load ? reader_ck_get(r, k) : reader_ck_set(r, k);
+	if (!s || s->n < 2 || jobs_busy(r) >= max)
 		return;
 	/*
 	 * Not behind the reader's own decoder: a span it is in is its own.
@@ -289,5 +304,50 @@ void ckahead_queue(struct reader *r, uint64_t end, uint64_t room)
 	if (park_peek(&r->ctx->parked, &r->park, &pk, &at) && pk == k && at > lo)
 		lo = at;
 	queue_spans(r, k, s, lo, end, room, max);
+}
+
+/* One job per worker: more would only share the cores. */
+static unsigned jobs_max(const struct reader *r)
+{
+	unsigned max = pool_threads(r->ctx->pool);
+
+	return max < CKAHEAD_JOBS ? max : CKAHEAD_JOBS;
+}
+
+void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first)
+{
+	if (pthread_mutex_trylock(&r->stream) == 0) {
+		/* A first read is only a guess (see ckahead.h): one span. */
+		queue_locked(r, end, room, first ? 1 : jobs_max(r), first);
+		pthread_mutex_unlock(&r->stream);
+		return;
+	}
+	if (first)
+		return;
+	/*
+	 * Busy (a reader decodes its own span): left to the holder, which
+	 * queues it as it lets go (ckahead_unlock), rather than wait a
+	 * slice's decode here or miss the chance until a read finds the lock
+	 * free, which at a cold start can be a whole span later.
+	 */
+	pthread_mutex_lock(&r->lock);
+	if (end > r->ck_pend_end) {
+		r->ck_pend_end = end;
+		r->ck_pend_room = room;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+void ckahead_unlock(struct reader *r)
+{
+	uint64_t end, room;
+
+	pthread_mutex_lock(&r->lock);
+	end = r->ck_pend_end;
+	room = r->ck_pend_room;
+	r->ck_pend_end = 0;
+	pthread_mutex_unlock(&r->lock);
+	if (end)
+		queue_locked(r, end, room, jobs_max(r), false);
 	pthread_mutex_unlock(&r->stream);
 }

@@ -30,11 +30,22 @@ struct reader;
  * if end is inside a wide entry whose set is at hand, queues a job for
  * each of the next spans that starts at or after both end and r's parked
  * decoder, ends within room bytes of end, and has no slice cached or in
- * flight, up to one job per pool worker.  Skips it all if r->stream is
- * busy (the next read queues them).  Never waits.  Any thread holding no
- * lock of r.
+ * flight, up to one job per pool worker.  If r->stream is busy, leaves
+ * that to its holder's ckahead_unlock.  first: the stream's first read,
+ * a large one at offset 0 (most often cat's or grep's): then the set is
+ * loaded from index_dir if need be and one span is queued, so a worker
+ * starts while the reader decodes the first span (a header's look at 0
+ * is smaller and queues nothing); nothing if r->stream is busy.  Never
+ * waits for a job or for room.  Any thread holding no lock of r.
  */
-void ckahead_queue(struct reader *r, uint64_t end, uint64_t room);
+void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first);
+
+/*
+ * Releases r->stream (held by the caller, which holds no other lock of
+ * r), first queueing what a ckahead_queue left to it.  May claim cache
+ * units, never waits for one.
+ */
+void ckahead_unlock(struct reader *r);
 
 /*
  * Whether the slice keyed at (ustart) is owned by a span job that has not

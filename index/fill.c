@@ -537,7 +537,7 @@ int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t 
 		}
 		if (streamed) {
 			fill_moved(r);
-			pthread_mutex_unlock(&r->stream);
+			ckahead_unlock(r);
 		}
 		if (ret != -EAGAIN || !may_wait)
 			break;

@@ -131,7 +131,7 @@ static void prefetch_run(void *arg)
 		}
 		if (streamed) {
 			fill_moved(r);
-			pthread_mutex_unlock(&r->stream);
+			ckahead_unlock(r);
 		}
 	}
 	job_done(r);
@@ -381,7 +381,7 @@ static void ck_at_entry_end(struct reader *r, uint64_t off, uint64_t end)
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
 	uint64_t end = off + len, from, to, done_from = 0, done_to = 0, room = 0;
-	bool confirmed, continued = false;
+	bool confirmed, continued = false, first = false;
 	unsigned i;
 
 	if (!r->ctx->pool || r->opts.readahead == 0)
@@ -394,6 +394,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		i = r->next_stream++ % NSTREAMS;
 		stream_start(r, i, off, end, &from, &to);
 		r->last_stream = i;
+		first = off == 0 && end >= AHEAD_AT_ZERO_MIN;
+		room = first ? ahead_room(r, end) : 0;
 	} else {
 		r->last_stream = i;
 		continued = true;
@@ -445,6 +447,6 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	}
 	/* First, so that its claims stand before the slice jobs look for work. */
 	if (room && end < reader_size(r))
-		ckahead_queue(r, end, room);
+		ckahead_queue(r, end, room, first);
 	queue_units(r, from, to);
 }

@@ -137,6 +137,8 @@ struct reader {
 		uint64_t from, to;
 		bool used;
 	} ckj[CKAHEAD_JOBS];
+	/* Under lock: a ckahead_queue left to r->stream's holder (end 0: none). */
+	uint64_t ck_pend_end, ck_pend_room;
 	/* Bytes span jobs decoded, the skips to their first slice included. */
 	atomic_uint_fast64_t ck_ahead;
 	unsigned ck_jobs; /* passes queued or running on the pool; under lock, idle signals 0 */

@@ -140,7 +140,7 @@ uint64_t udec_tell(const struct udec *d)
 	return d->ck ? ckpt_dec_tell(d->ck) : d->f->dec_tell(d->d);
 }
 
-static size_t udec_cost(const struct udec *d)
+size_t udec_cost(const struct udec *d)
 {
 	if (d->run)
 		return sizeof(*d) + d->f->ck->run_ops.cost(d->d);

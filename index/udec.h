@@ -54,6 +54,9 @@ uint64_t udec_tell(const struct udec *d);
  */
 int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struct zerr *err);
 
+/* The bytes d holds (its state, window, buffers): what parking it charges to the cache. */
+size_t udec_cost(const struct udec *d);
+
 /*
  * A decoder resumed at point i of wide entry k's set (which must be
  * published: reader_ck_set), its output checked piece by piece as for
