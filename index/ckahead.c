@@ -280,20 +280,31 @@ static void queue_spans(struct reader *r, size_t k, const struct ckpt_set *s, ui
 	}
 }
 
-/* With r->stream held: ckahead_queue's work, up to max jobs; first loads a saved set if load. */
-static void queue_locked(struct reader *r, uint64_t end, uint64_t room, unsigned max, bool load)
+/*
+ * The wide entry holding end, and its set, if span jobs may run there:
+ * false without a pool or a set (loaded first if load).  Takes no lock of r
+ * but what a load takes.
+ */
+static bool span_target(struct reader *r, uint64_t end, bool load, size_t *k,
+			const struct ckpt_set **s)
 {
-	const struct ckpt_set *s;
-	uint64_t lo, at;
-	size_t k, pk;
-
 	if (!r->ckable || !r->ctx->pool || end >= reader_size(r))
-		return;
-	k = cmap_find(&r->map, end);
-	if (r->ckable[k] != CKABLE_WIDE)
-		return;
-	s = load ? reader_ck_get(r, k) : reader_ck_set(r, k);
-	if (!s || s->n < 2 || jobs_busy(r) >= max)
+		return false;
+	*k = cmap_find(&r->map, end);
+	if (r->ckable[*k] != CKABLE_WIDE)
+		return false;
+	*s = load ? reader_ck_get(r, *k) : reader_ck_set(r, *k);
+	return *s && (*s)->n >= 2;
+}
+
+/* With r->stream held: ckahead_queue's work in entry k with set s, up to max jobs. */
+static void queue_locked(struct reader *r, size_t k, const struct ckpt_set *s, uint64_t end,
+			 uint64_t room, unsigned max)
+{
+	uint64_t lo, at;
+	size_t pk;
+
+	if (jobs_busy(r) >= max)
 		return;
 	/*
 	 * Not behind the reader's own decoder: a span it is in is its own.
@@ -316,9 +327,14 @@ static unsigned jobs_max(const struct reader *r)
 
 void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first)
 {
+	const struct ckpt_set *s;
+	size_t k;
+
+	if (!span_target(r, end, first, &k, &s))
+		return;
 	if (pthread_mutex_trylock(&r->stream) == 0) {
 		/* A first read is only a guess (see ckahead.h): one span. */
-		queue_locked(r, end, room, first ? 1 : jobs_max(r), first);
+		queue_locked(r, k, s, end, room, first ? 1 : jobs_max(r));
 		pthread_mutex_unlock(&r->stream);
 		return;
 	}
@@ -340,14 +356,16 @@ void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first)
 
 void ckahead_unlock(struct reader *r)
 {
+	const struct ckpt_set *s;
 	uint64_t end, room;
+	size_t k;
 
 	pthread_mutex_lock(&r->lock);
 	end = r->ck_pend_end;
 	room = r->ck_pend_room;
 	r->ck_pend_end = 0;
 	pthread_mutex_unlock(&r->lock);
-	if (end)
-		queue_locked(r, end, room, jobs_max(r), false);
+	if (end && span_target(r, end, false, &k, &s))
+		queue_locked(r, k, s, end, room, jobs_max(r));
 	pthread_mutex_unlock(&r->stream);
 }
