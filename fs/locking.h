@@ -48,7 +48,9 @@
  *                                   claim, done, charge; bcache_get may wait
  *                                   on bcache.filled for a fill another
  *                                   thread is running now, never for a
- *                                   queued job), reader.lock
+ *                                   queued job: a span job's slices,
+ *                                   ckahead.h, are waited for outside
+ *                                   it), reader.lock
  *                                   (reader_check_unchanged,
  *                                   reader_mark_failed), and the
  *                                   context's log sink (zmctx.h).  Room in

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bcache.h"
+#include "ckahead.h"
 #include "cmap.h"
 #include "park.h"
 #include "pool.h"
@@ -491,7 +492,23 @@ int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t 
 		if (streamed) {
 			if (bcache_lookup(r->cache, r->id, ustart, out) == 0)
 				return 0;
+			/*
+			 * A span job's slice (ckahead.h): never decoded here,
+			 * and waited for with no lock held, since the job may
+			 * still be queued behind workers that wait for
+			 * r->stream.  A read holding units serves those.
+			 */
+			if (ckahead_owns(r, ustart)) {
+				if (!may_wait)
+					return -EAGAIN;
+				bcache_wait_fill(r->cache, r->id, ustart);
+				continue;
+			}
 			pthread_mutex_lock(&r->stream);
+			if (ckahead_owns(r, ustart)) { /* queued since: look again */
+				pthread_mutex_unlock(&r->stream);
+				continue;
+			}
 			/*
 			 * A read holding units of its own may not wait, nor go
 			 * before an earlier read or walk the decoder: it serves
@@ -520,7 +537,7 @@ int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t 
 		}
 		if (streamed) {
 			fill_moved(r);
-			pthread_mutex_unlock(&r->stream);
+			ckahead_unlock(r);
 		}
 		if (ret != -EAGAIN || !may_wait)
 			break;

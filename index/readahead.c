@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "bcache.h"
+#include "ckahead.h"
 #include "cmap.h"
 #include "fill.h"
 #include "park.h"
@@ -130,7 +131,7 @@ static void prefetch_run(void *arg)
 		}
 		if (streamed) {
 			fill_moved(r);
-			pthread_mutex_unlock(&r->stream);
+			ckahead_unlock(r);
 		}
 	}
 	job_done(r);
@@ -379,8 +380,8 @@ static void ck_at_entry_end(struct reader *r, uint64_t off, uint64_t end)
 /* Notes a read of [off, off + len) and, if it continues a stream, queues what follows. */
 void readahead_note(struct reader *r, uint64_t off, size_t len)
 {
-	uint64_t end = off + len, from, to, done_from = 0, done_to = 0;
-	bool confirmed, continued = false;
+	uint64_t end = off + len, from, to, done_from = 0, done_to = 0, room = 0;
+	bool confirmed, continued = false, first = false;
 	unsigned i;
 
 	if (!r->ctx->pool || r->opts.readahead == 0)
@@ -393,6 +394,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		i = r->next_stream++ % NSTREAMS;
 		stream_start(r, i, off, end, &from, &to);
 		r->last_stream = i;
+		first = off == 0 && end >= AHEAD_AT_ZERO_MIN;
+		room = first ? ahead_room(r, end) : 0;
 	} else {
 		r->last_stream = i;
 		continued = true;
@@ -415,6 +418,7 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		confirmed = r->streams[i].hits >= SEQ_CONFIRM ||
 			    (r->streams[i].hits > 0 && (!r->src || !r->src->ops->remote));
 		to = confirmed ? ahead_end(r, end) : 0;
+		room = confirmed ? ahead_room(r, end) : 0;
 		if (from < to)
 			r->streams[i].ahead = to;
 		done_from = r->streams[i].done;
@@ -441,5 +445,8 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 		bcache_demote(r->cache, r->id, us);
 		done_from = us + ul;
 	}
+	/* First, so that its claims stand before the slice jobs look for work. */
+	if (room && end < reader_size(r))
+		ckahead_queue(r, end, room, first);
 	queue_units(r, from, to);
 }

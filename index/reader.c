@@ -426,6 +426,7 @@ void reader_get_info(const struct reader *r, struct reader_info *info)
 		}
 	}
 	info->resumes = atomic_load(&r->resumes);
+	info->ck_ahead = atomic_load(&r->ck_ahead);
 	r->f->info(r, info);
 }
 

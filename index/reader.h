@@ -157,6 +157,7 @@ struct reader_info {
 	uint64_t ckpt_bytes;  /* memory they hold */
 	uint64_t ckpt_wanted; /* entries that may get checkpoints but have none yet */
 	uint64_t resumes;     /* decoders started at one of them */
+	uint64_t ck_ahead;    /* bytes decoded ahead of a reader by pool jobs resumed at them */
 };
 
 /*

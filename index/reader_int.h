@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "ckahead.h"
 #include "cmap.h"
 #include "fmt.h"
 #include "park.h"
@@ -129,6 +130,18 @@ struct reader {
 	atomic_uint_fast64_t ck_windows; /* windows read back from spill files */
 	atomic_bool ck_unsaved;		 /* a fill made a medium entry's set: save at detach */
 	atomic_size_t ck_medium_bytes;	 /* what medium entries' sets hold: within opts.index_max */
+	/*
+	 * Span jobs (ckahead.h), under lock: the slices each still owns,
+	 * [from, to) in the reader's offsets.  They count in jobs too.
+	 */
+	struct {
+		uint64_t from, to;
+		bool used;
+	} ckj[CKAHEAD_JOBS];
+	/* Under lock: a ckahead_queue left to r->stream's holder (end 0: none). */
+	uint64_t ck_pend_end, ck_pend_room;
+	/* Bytes span jobs decoded, the skips to their first slice included. */
+	atomic_uint_fast64_t ck_ahead;
 	unsigned ck_jobs; /* passes queued or running on the pool; under lock, idle signals 0 */
 };
 

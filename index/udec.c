@@ -140,7 +140,7 @@ uint64_t udec_tell(const struct udec *d)
 	return d->ck ? ckpt_dec_tell(d->ck) : d->f->dec_tell(d->d);
 }
 
-static size_t udec_cost(const struct udec *d)
+size_t udec_cost(const struct udec *d)
 {
 	if (d->run)
 		return sizeof(*d) + d->f->ck->run_ops.cost(d->d);
@@ -190,6 +190,17 @@ static int udec_resume(struct reader *r, size_t k, const struct ckpt_set *s, siz
 	atomic_fetch_add(&r->resumes, 1);
 	*out = d;
 	return 0;
+}
+
+int udec_resume_at(struct reader *r, size_t k, size_t i, struct udec **out, struct zerr *err)
+{
+	const struct ckpt_set *s = reader_ck_set(r, k);
+
+	*out = NULL;
+	if (!s || i >= s->n)
+		return zerr_set(err, -EINVAL, 0, "no checkpoint %zu in %s %zu", i, r->f->unit,
+				r->entry[k]);
+	return udec_resume(r, k, s, i, out, err);
 }
 
 /* The decoder whose node n is (park.h). */

@@ -54,6 +54,18 @@ uint64_t udec_tell(const struct udec *d);
  */
 int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struct zerr *err);
 
+/* The bytes d holds (its state, window, buffers): what parking it charges to the cache. */
+size_t udec_cost(const struct udec *d);
+
+/*
+ * A decoder resumed at point i of wide entry k's set (which must be
+ * published: reader_ck_set), its output checked piece by piece as for
+ * udec_for's resumes.  Needs no lock: for span jobs (ckahead.c), which
+ * never take r->stream.  0 and *out (close it), or a negative errno with
+ * err set.
+ */
+int udec_resume_at(struct reader *r, size_t k, size_t i, struct udec **out, struct zerr *err);
+
 /*
  * Parks d (taken over), stopped in map entry k, on r's context's list for
  * r's next sequential read: park_add, which may close it, r's earlier

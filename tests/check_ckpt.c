@@ -618,6 +618,138 @@ static uint64_t ctx_decoded(struct opened *o)
 }
 
 /*
+ * A sequential read of a one-Block xz or one-frame zstd file whose set is
+ * saved decodes on all cores (issue 32 item 4): pool jobs resume at the
+ * checkpoints ahead of the reader and decode their spans into the cache,
+ * and the reader waits for those slices rather than decode them: each
+ * byte is decoded about once (a job also decodes from its point to the
+ * first slice boundary: at most a slice per point).
+ */
+static void sequential_read_decodes_spans_ahead(const char *name)
+{
+	char idx[PATH_MAX];
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in;
+	static unsigned char buf[SLICE];
+	uint64_t total;
+
+	zmtest_join(idx, sizeof(idx), dir, "index-ahead");
+	mkdir(idx, 0700);
+	open_in(name, idx, &o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
+	close_one(&o);
+	open_in(name, idx, &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	for (uint64_t off = 0; off < SIZE; off += sizeof(buf)) {
+		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+		ck_assert_msg(memcmp(buf, text + off, sizeof(buf)) == 0, "wrong bytes at %llu",
+			      (unsigned long long)off);
+	}
+	readahead_wait(o.r);
+	reader_get_info(o.r, &in);
+	total = ctx_decoded(&o);
+	ck_assert_msg(in.resumes > 0 && in.ck_ahead >= SIZE / 4,
+		      "no span decoded ahead from a checkpoint: %llu resumes, %llu bytes",
+		      (unsigned long long)in.resumes, (unsigned long long)in.ck_ahead);
+	ck_assert_msg(total <= SIZE + in.ckpts * SLICE, "decoded %llu bytes for %u: some twice",
+		      (unsigned long long)total, SIZE);
+	ck_assert_uint_eq(o.log.errors, 0);
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
+	rmdir(idx);
+}
+
+/* One of four threads reading a file in order, as the kernel's parallel read-ahead requests do. */
+struct seq_job {
+	struct reader *r;
+	unsigned t, bad;
+};
+
+static void *seq_reader(void *arg)
+{
+	struct seq_job *j = arg;
+	static _Thread_local unsigned char buf[SLICE / 2];
+
+	for (uint64_t off = j->t * sizeof(buf); off < SIZE; off += 4 * sizeof(buf))
+		if (reader_pread(j->r, buf, sizeof(buf), off) != (ssize_t)sizeof(buf) ||
+		    memcmp(buf, text + off, sizeof(buf)) != 0)
+			j->bad++;
+	return NULL;
+}
+
+/*
+ * The same from four threads at once, several times, with read-ahead
+ * room for a few spans: readers wait for the jobs' slices or decode the
+ * rest, every byte exact, no error, no hang.
+ */
+START_TEST(xz_threads_reading_in_order_beside_span_jobs_are_exact)
+{
+	char idx[PATH_MAX];
+	struct opened o;
+	struct pool *pool;
+	struct reader_opts ro;
+	struct reader_info in;
+	char path[PATH_MAX];
+
+	zmtest_join(idx, sizeof(idx), dir, "index-ahead-mt");
+	mkdir(idx, 0700);
+	open_in("one.xz", idx, &o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
+	close_one(&o);
+	zmtest_join(path, sizeof(path), dir, "one.xz");
+	for (int round = 0; round < 3; round++) {
+		struct seq_job j[4];
+		pthread_t th[4];
+
+		memset(&o, 0, sizeof(o));
+		ck_assert_int_eq(zmctx_new(3 * SIZE, &o.zm), 0);
+		zmctx_set_log(o.zm, sink, &o.log, ZLOG_DEBUG);
+		reader_opts_default(&ro, 3 * SIZE);
+		ro.ck_span = SPAN;
+		ro.slice = SLICE;
+		ro.index_dir = zmtest_store(idx);
+		ck_assert_int_eq(reader_open(path, o.zm, &ro, &o.r, NULL), 0);
+		ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+		zmctx_set_pool(o.zm, pool);
+		for (unsigned t = 0; t < 4; t++) {
+			j[t] = (struct seq_job){ o.r, t, 0 };
+			ck_assert_int_eq(pthread_create(&th[t], NULL, seq_reader, &j[t]), 0);
+		}
+		for (unsigned t = 0; t < 4; t++) {
+			pthread_join(th[t], NULL);
+			ck_assert_uint_eq(j[t].bad, 0);
+		}
+		readahead_wait(o.r);
+		ck_assert_uint_eq(o.log.errors, 0);
+		reader_get_info(o.r, &in);
+		ck_assert_uint_gt(in.ck_ahead, 0);
+		reader_close(o.r);
+		pool_free(pool);
+		zmctx_free(o.zm);
+	}
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
+	rmdir(idx);
+}
+END_TEST
+
+START_TEST(xz_sequential_read_decodes_spans_ahead)
+{
+	sequential_read_decodes_spans_ahead("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_sequential_read_decodes_spans_ahead)
+{
+	sequential_read_decodes_spans_ahead("one.zst");
+}
+END_TEST
+
+/*
  * One decode per byte: a pass (the background indexer's, or one queued
  * earlier) that finds a reader streaming a wide entry from its start
  * leaves that entry to it, rather than decode the same bytes on a second
@@ -1432,6 +1564,12 @@ int main(void)
 		{ "zstd_saved_sets_are_loaded", zstd_saved_sets_are_loaded, 0 },
 		{ "zstd_unsized_saved_sets_are_loaded", zstd_unsized_saved_sets_are_loaded, 0 },
 		{ "a_far_read_queues_a_pass", a_far_read_queues_a_pass, 0 },
+		{ "xz_sequential_read_decodes_spans_ahead", xz_sequential_read_decodes_spans_ahead,
+		  0 },
+		{ "zstd_sequential_read_decodes_spans_ahead",
+		  zstd_sequential_read_decodes_spans_ahead, 0 },
+		{ "xz_threads_reading_in_order_beside_span_jobs_are_exact",
+		  xz_threads_reading_in_order_beside_span_jobs_are_exact, 0 },
 		{ "a_sequential_read_queues_a_pass", a_sequential_read_queues_a_pass, 0 },
 		{ "xz_pass_leaves_an_entry_a_reader_streams",
 		  xz_pass_leaves_an_entry_a_reader_streams, 0 },

@@ -18,11 +18,12 @@
 #   z2    40 MiB, two zstd -3 frames of 20 MiB               cache_size=32M
 #   x4m   128 MiB, xz -6 --block-size=4MiB                   cache_size=256M
 #   x1b   128 MiB, xz -6 -T1, one Block                      cache_size=256M
+#   x1bs  the same, its checkpoints saved                    cache_size=256M
 #   gz    128 MiB, gzip -6, read through a saved index       cache_size=32M
 #   z1s   128 MiB, zstd -3, one frame, index saved           cache_size=256M
 #   zf4s  128 MiB, zstd -3 of 4 MiB pieces through a pipe (frames that
 #         state no size), index saved                        cache_size=256M
-# The saved rows' index (gz, z1s, zf4s) is made once per build, by a read
+# The saved rows' index (gz, z1s, zf4s, x1bs) is made once per build, by a read
 # on a mount with an index_dir; the other xz and zstd rows mount with an
 # empty index_dir, as a first mount.
 set -euo pipefail
@@ -87,6 +88,7 @@ make_row() { # the input of one row
 	zf4s.zst) make_in zf4s.zst sh -c "for i in \$(seq 0 31); do dd if='$IN/t128' bs=4M skip=\$i count=1 status=none | zstd -q -3; done" ;;
 	x4m.xz) make_in x4m.xz xz -6 -T1 --block-size=4MiB -c "$IN/t128" ;;
 	x1b.xz) make_in x1b.xz xz -6 -T1 -c "$IN/t128" ;;
+	x1bs.xz) make_row x1b.xz; [ -s "$IN/x1bs.xz" ] || ln "$IN/x1b.xz" "$IN/x1bs.xz" ;;
 	gz.gz) make_in gz.gz gzip -6 -c "$IN/t128" ;;
 	esac
 }
@@ -143,6 +145,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 # key:file:decoder:options:first|saved
 ROWS="z1:z1.zst:zstd:cache_size=32M:first z2:z2.zst:zstd:cache_size=32M:first
 x4m:x4m.xz:xz:cache_size=256M:first x1b:x1b.xz:xz:cache_size=256M:first
+x1bs:x1bs.xz:xz:cache_size=256M:saved
 gz:gz.gz:gzip:cache_size=32M:saved z1s:z1s.zst:zstd:cache_size=256M:saved
 zf4s:zf4s.zst:zstd:cache_size=256M:saved"
 declare -A T
