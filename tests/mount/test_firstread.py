@@ -27,7 +27,6 @@ import argparse
 import gzip
 import lzma
 import os
-import random
 import sys
 import tempfile
 import time
@@ -35,24 +34,12 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zmtest  # noqa: E402
+from test_rotate import text  # noqa: E402  (the same log-like lines)
 
 MiB = 1 << 20
 OPTS = 'span=256K,cache_size=64M'
 NGZ = 24
 
-
-
-def text(seed, size):
-    """Pseudo-random log-like lines, size bytes."""
-    r = random.Random(seed)
-    words = [''.join(r.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(r.randint(2, 9)))
-             for _ in range(2000)]
-    out, n = [], 0
-    while n < size:
-        line = f'{n:012d} ' + ' '.join(r.choices(words, k=12)) + '\n'
-        out.append(line)
-        n += len(line)
-    return ''.join(out).encode()[:size]
 
 
 def info(path):
