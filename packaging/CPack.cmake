@@ -22,6 +22,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/doc/recipes.md ${PROJECT_SOURCE_DIR}/doc/des
 install(FILES ${PROJECT_SOURCE_DIR}/doc/results/benchmarks.md
               ${PROJECT_SOURCE_DIR}/doc/results/s3-bench.md
               ${PROJECT_SOURCE_DIR}/doc/results/zstd-checkpoints.md
+              ${PROJECT_SOURCE_DIR}/doc/results/peer-2026-12-04.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/doc/results)
 
 # Who answers for the package: `cmake -DZMOUNT_DEB_MAINTAINER="Name <mail>"`.
