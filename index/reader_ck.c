@@ -25,10 +25,13 @@
 /*
  * An entry gets checkpoints when it holds more than two spans: below
  * that, a read decodes at most two spans from the entry's start anyway.
- * Narrower ones over two slices, which are cached whole, get the CRC32s of
- * their pieces, so that a far read (the header, the last record) need not
- * decode and hold all of one: a whole unit is verified before any byte of
- * it is served, and is held in fresh pages.
+ * Narrower ones over two far slices, which are cached whole, get the
+ * CRC32s of their pieces, so that a far read (the header, the last record,
+ * a random 4 KiB) need not decode and hold all of one: a whole unit is
+ * verified before any byte of it is served, and is held in fresh pages.
+ * The bound is the far slice, not the slice: a 4 MiB frame is two 2 MiB
+ * slices, and a random read into one decoded all 4 MiB where a peer that
+ * decodes up to the offset takes half of that on average.
  */
 static uint8_t ckable_of(const struct reader *r, size_t k)
 {
@@ -38,7 +41,7 @@ static uint8_t ckable_of(const struct reader *r, size_t k)
 		return CKABLE_NO;
 	if (len > 2 * r->opts.ck_span)
 		return CKABLE_WIDE;
-	if (len > 2 * (uint64_t)r->opts.slice && len <= r->opts.whole_max)
+	if (len > 2 * (uint64_t)reader_far_slice(r) && len <= r->opts.whole_max)
 		return CKABLE_MEDIUM;
 	return CKABLE_NO;
 }

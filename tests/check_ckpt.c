@@ -1331,6 +1331,61 @@ START_TEST(zstd_medium_far_reads_decode_to_their_slice)
 }
 END_TEST
 
+/*
+ * Units of exactly two default slices (4 MiB frames and Blocks: 64M gives
+ * 2 MiB slices) are medium too: a random 4 KiB read into one, with the set
+ * a whole read saved, decodes up to its far slice, not the whole unit (a
+ * peer that decodes up to the offset takes half a unit on average).
+ */
+static void two_slice_far_read(const char *name)
+{
+	static unsigned char all[SIZE];
+	unsigned char buf[4096];
+	char idx[PATH_MAX], path[PATH_MAX];
+	struct reader_opts ro;
+	struct opened o;
+	uint64_t off = SIZE / 2 + 1000, d0;
+
+	zmtest_join(idx, sizeof(idx), dir, "index-two");
+	mkdir(idx, 0700);
+	zmtest_join(path, sizeof(path), dir, name);
+	for (int pass = 0; pass < 2; pass++) {
+		memset(&o, 0, sizeof(o));
+		ck_assert_int_eq(zmctx_new(64u << 20, &o.zm), 0);
+		reader_opts_default(&ro, 64u << 20);
+		ck_assert_uint_eq(ro.slice, 2u << 20);
+		ro.index_dir = zmtest_store(idx);
+		ck_assert_int_eq(reader_open(path, o.zm, &ro, &o.r, NULL), 0);
+		if (pass == 0) {
+			ck_assert_int_eq(reader_pread(o.r, all, SIZE, 0), SIZE);
+			ck_assert(memcmp(all, text, SIZE) == 0);
+		} else {
+			d0 = decoded(&o);
+			ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+			ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
+			ck_assert_msg(decoded(&o) - d0 <= FAR_SLICE,
+				      "a 4 KiB read into a 4 MiB unit decoded %llu bytes",
+				      (unsigned long long)(decoded(&o) - d0));
+		}
+		reader_close(o.r);
+		zmctx_free(o.zm);
+	}
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
+	rmdir(idx);
+}
+
+START_TEST(xz_two_slice_blocks_are_read_to_the_far_slice)
+{
+	two_slice_far_read("med4.xz");
+}
+END_TEST
+
+START_TEST(zstd_two_slice_frames_are_read_to_the_far_slice)
+{
+	two_slice_far_read("med4.zst");
+}
+END_TEST
+
 /* A medium entry's piece whose CRC32 does not match: EIO and one log line, never its bytes. */
 static void medium_mismatch(const char *name)
 {
@@ -1538,7 +1593,9 @@ static int setup(void)
 			      "xz -T1 -6 --block-size=1MiB -c text > med.xz && "
 			      "for i in 0 1 2 3 4 5 6 7; do "
 			      "dd if=text bs=1M skip=$i count=1 status=none | zstd -q -3; "
-			      "done > med.zst");
+			      "done > med.zst && "
+			      "xz -T1 -6 --block-size=4MiB -c text > med4.xz && "
+			      "split -b 4M --filter='zstd -q -3 -c' text > med4.zst");
 }
 
 int main(void)
@@ -1596,6 +1653,10 @@ int main(void)
 		  xz_medium_far_reads_decode_to_their_slice, 0 },
 		{ "zstd_medium_far_reads_decode_to_their_slice",
 		  zstd_medium_far_reads_decode_to_their_slice, 0 },
+		{ "xz_two_slice_blocks_are_read_to_the_far_slice",
+		  xz_two_slice_blocks_are_read_to_the_far_slice, 0 },
+		{ "zstd_two_slice_frames_are_read_to_the_far_slice",
+		  zstd_two_slice_frames_are_read_to_the_far_slice, 0 },
 		{ "xz_medium_piece_mismatch_is_eio", xz_medium_piece_mismatch_is_eio, 0 },
 		{ "zstd_medium_piece_mismatch_is_eio", zstd_medium_piece_mismatch_is_eio, 0 },
 		{ "medium_sets_stay_within_the_map_limit", medium_sets_stay_within_the_map_limit,
@@ -1617,7 +1678,8 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	zmtest_sh(dir, "rm -f text one.xz one.zst bcj.xz nofcs.zst med.xz med.zst");
+	zmtest_sh(dir,
+		  "rm -f text one.xz one.zst bcj.xz nofcs.zst med.xz med.zst med4.xz med4.zst");
 	rmdir(dir);
 	free(text);
 	return failed ? 1 : 0;

@@ -2163,14 +2163,17 @@ static void zidx_dir(char *out, size_t len, const char *name)
 	ck_assert_int_eq(sh("rm -rf '%s' && mkdir -m 0700 '%s'", out, out), 0);
 }
 
-/* Files in an index directory. */
+/*
+ * Frame indexes (.zmi) in an index directory: its checkpoint sets (.zmc),
+ * which frames over two far slices get, are not what these tests count.
+ */
 static int zidx_files(const char *d)
 {
 	char cmd[PATH_MAX + 64];
 	FILE *f;
 	int n = -1;
 
-	snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", d);
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -c '\\.zmi$'", d);
 	f = popen(cmd, "r");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_eq(fscanf(f, "%d", &n), 1);
