@@ -16,7 +16,8 @@
  * that a trailing seek table can be checked entry by entry against what
  * the file really holds (zstddec.h, "Seek table").
  *
- * Decode: one ZSTD_DStream per frame, fed by pread from [coff, coff+csize)
+ * Decode: one ZSTD_DStream per frame (closed ones are kept for the next,
+ * ds_get), fed by pread from [coff, coff+csize)
  * only, so libzstd can never run into the next frame.  Its window limit is
  * the frame's own Window_Size, so a decoder costs what the index said.
  * Output is bounded by the frame's usize when known, and as in xzdec.c, the
@@ -39,6 +40,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -691,6 +693,61 @@ uint64_t zstddec_dec_cost(const struct zstddec_frame *f)
 	return (uint64_t)ZSTD_estimateDStreamSize((size_t)w) + sizeof(struct zstddec_dec);
 }
 
+/*
+ * Idle DStreams kept for the next open, process-wide: at most STASH, each
+ * holding at most STASH_MAX bytes (the README's Memory table).  A fresh DStream maps and faults in
+ * its window on its first frame, and a far read into a 4 MiB frame (decoded up to its slice,
+ * streaming) paid as much for that as for the decode. stash_lock is a leaf (fs/locking.h).
+ */
+#define STASH	  2
+#define STASH_MAX ((size_t)9 << 20) /* windows up to 8 MiB: zstd -19 and below */
+static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
+static ZSTD_DStream *stash[STASH];
+
+/* A DStream from the stash, or a new one; NULL if out of memory. */
+static ZSTD_DStream *ds_get(void)
+{
+	ZSTD_DStream *ds = NULL;
+
+	pthread_mutex_lock(&stash_lock);
+	for (int i = 0; i < STASH && !ds; i++) {
+		ds = stash[i];
+		stash[i] = NULL;
+	}
+	pthread_mutex_unlock(&stash_lock);
+	return ds ? ds : ZSTD_createDStream();
+}
+
+/* Back to the stash, reset (its buffers kept), if it fits; else freed. */
+static void ds_put(ZSTD_DStream *ds)
+{
+	if (!ds)
+		return;
+	if (ZSTD_sizeof_DStream(ds) <= STASH_MAX &&
+	    !ZSTD_isError(ZSTD_DCtx_reset(ds, ZSTD_reset_session_and_parameters))) {
+		pthread_mutex_lock(&stash_lock);
+		for (int i = 0; i < STASH && ds; i++) {
+			if (!stash[i]) {
+				stash[i] = ds;
+				ds = NULL;
+			}
+		}
+		pthread_mutex_unlock(&stash_lock);
+	}
+	ZSTD_freeDStream(ds);
+}
+
+size_t zstddec_stash_bytes(void)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&stash_lock);
+	for (int i = 0; i < STASH; i++)
+		n += stash[i] ? ZSTD_sizeof_DStream(stash[i]) : 0;
+	pthread_mutex_unlock(&stash_lock);
+	return n;
+}
+
 int zstddec_dec_open(const struct zstddec_frame *f, struct zstddec_dec **out, struct zerr *err)
 {
 	struct zstddec_dec *d;
@@ -715,7 +772,7 @@ int zstddec_dec_open(const struct zstddec_frame *f, struct zstddec_dec **out, st
 		return zerr_set(err, -EIO, f->coff, "frame size overflows");
 	}
 	d->in.src = d->buf;
-	d->ds = ZSTD_createDStream();
+	d->ds = ds_get();
 	if (!d->ds) {
 		free(d);
 		return zerr_set(err, -ENOMEM, f->coff, "out of memory");
@@ -893,7 +950,7 @@ void zstddec_dec_close(struct zstddec_dec *d)
 {
 	if (!d)
 		return;
-	ZSTD_freeDStream(d->ds);
+	ds_put(d->ds);
 	free(d);
 }
 

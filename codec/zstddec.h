@@ -237,6 +237,15 @@ int zstddec_measure(struct zsrc *src, const struct zstddec_frame *f, uint64_t *u
 struct zstddec_dec;
 
 /*
+ * Decoders keep their libzstd state for the next one when they close: at
+ * most 2 idle, each at most 9 MiB (frames with windows up to 8 MiB), so a
+ * decoder opened per far read does not map and fault in a fresh window.
+ * zstddec_stash_bytes: what the idle ones hold now.  Any thread.
+ */
+#define ZSTDDEC_STASH_MAX ((size_t)2 * (9u << 20))
+size_t zstddec_stash_bytes(void);
+
+/*
  * Prepares to decode frame f from its start.  f is copied.  No I/O.
  * Returns 0 and *out, or, with *out NULL and err set:
  *   -ENOTSUP f is flagged ZSTDDEC_F_DICT or ZSTDDEC_F_BIGWIN;

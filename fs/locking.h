@@ -200,6 +200,9 @@
  *                                   file's one open(), nothing else.
  *  spill.lock        index/spill.c  the spill file's end offset.  Leaf:
  *                                   held to move the end, never over I/O.
+ *  zstddec.stash_lock codec/zstddec.c the idle libzstd decoders kept for
+ *                                   reuse.  Leaf: held to take or put
+ *                                   one, never over a decode.
  *  zlog.rotate_lock  index/zlog.c   the fallback log file (its descriptor
  *                                   and its size, renamed at 4 MiB).
  *                                   Leaf, and last: taken inside any lock

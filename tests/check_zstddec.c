@@ -413,6 +413,48 @@ START_TEST(test_cost)
 }
 END_TEST
 
+/*
+ * Closed decoders keep their libzstd state for reuse, within
+ * ZSTDDEC_STASH_MAX: never one with a window over 8 MiB, and never more
+ * than two however many close at once.
+ */
+START_TEST(test_stash_is_bounded)
+{
+	enum { N = 4 };
+	struct zstddec_index *big, *small;
+	struct zsrc *bsrc, *ssrc;
+	struct zstddec_dec *d[N];
+	struct zerr e;
+	uint8_t *buf = malloc(32u << 20);
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(zmtest_sh(tmpdir,
+				   "seq 1 3000000 | zstd -q --zstd=wlog=24 -c > bigwin.zst && "
+				   "seq 1 300000 | zstd -q -3 -c > smallwin.zst"),
+			 0);
+	ck_assert_int_eq(open_index("bigwin.zst", WMAX, &bsrc, &big, &e), 0);
+	ck_assert_int_eq(open_index("smallwin.zst", WMAX, &ssrc, &small, &e), 0);
+	/* streamed, so libzstd maps its 16 MiB window */
+	ck_assert_int_gt(decode_frame(bsrc, &big->frames[0], buf, 32u << 20, 65536, &e), 0);
+	ck_assert_msg(zstddec_stash_bytes() < (9u << 20), "a 16 MiB window kept: %zu bytes",
+		      zstddec_stash_bytes());
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(zstddec_dec_open(&small->frames[0], &d[i], &e), 0);
+		ck_assert_int_eq(zstddec_dec_read(d[i], ssrc, buf, 65536, &e), 65536);
+	}
+	for (int i = 0; i < N; i++)
+		zstddec_dec_close(d[i]);
+	ck_assert_uint_gt(zstddec_stash_bytes(), 0);
+	ck_assert_uint_le(zstddec_stash_bytes(), ZSTDDEC_STASH_MAX);
+	ck_assert_uint_le(zstddec_stash_bytes(), 2 * zstddec_dec_cost(&small->frames[0]));
+	zstddec_index_free(big);
+	zstddec_index_free(small);
+	zsrc_put(bsrc);
+	zsrc_put(ssrc);
+	free(buf);
+}
+END_TEST
+
 /* Decodes a whole single-frame file; returns the error, 0 if it decoded. */
 static int decode_all(const char *name, struct zerr *e, uint64_t *reached)
 {
@@ -1188,6 +1230,7 @@ static Suite *zstddec_suite(void)
 		{ "dictionary_flagged", test_dictionary_flagged, 0 },
 		{ "window_limit", test_window_limit, 0 },
 		{ "cost", test_cost, 0 },
+		{ "stash_is_bounded", test_stash_is_bounded, 0 },
 		{ "truncated", test_truncated, 0 },
 		{ "corrupt_payload", test_corrupt_payload, 0 },
 		{ "corrupt_checksum", test_corrupt_checksum, 0 },
