@@ -35,16 +35,38 @@
 /* Scans in threads of their own at once; more run in the thread that asked. */
 #define MAX_SCANNERS 4
 /*
- * The st_ino of a name in a tar's root: ROOT_INO + 1 + the index of the
- * first member reached whose name starts with it, known as soon as that
- * member is, so a listing during the scan gives the numbers stat gives
- * later.  Deeper nodes are their view index + 1 (< 2^32).
+ * The st_ino of a path inside a tar: its depth in components << INO_DEPTH,
+ * + 1 + the index of the first member reached whose name is, or starts
+ * with, that path; ROOT_INO + 1 + i in the tar's root.  Both are known as
+ * soon as that member is, so a listing or a lookup during the scan gives
+ * the numbers stat gives later.  Unique: two paths with the same first
+ * member are prefixes of its name, so of different depths (at most
+ * PATH_MAX / 2, so below 2^52).
  */
-#define ROOT_INO ((ino_t)1 << 40)
+#define INO_DEPTH 40
+#define ROOT_INO  ((ino_t)1 << INO_DEPTH)
 
 enum { READY = 0, SCANNING = 1 };
 /* Whether an archive's pass at open fills a table (struct ptap), and how that went. */
 enum { PASS_NONE, PASS_RUNNING, PASS_DONE, PASS_FAILED };
+
+/*
+ * The paths reached while a table is scanned (each member's name and its
+ * parents'), hashed by path, so that a lookup need not wait for the whole
+ * table (early_entry).  Built only by lookups, catching up with the scan
+ * under the lock; freed when the scan's input ends.
+ */
+struct early_slot {
+	uint32_t first; /* 1 + the first member whose name is, or starts with, the path */
+	uint32_t last;	/* 1 + the last member reached named exactly so; 0: none yet */
+	uint32_t len;	/* the path: the first len bytes of member first - 1's name */
+};
+
+struct early {
+	struct early_slot *s; /* open addressing; first 0: free */
+	size_t n, cap;	      /* cap a power of 2, at least twice n */
+	size_t seen;	      /* members taken */
+};
 
 /* One version of one archive's table and the tree it shows. */
 struct tarv {
@@ -60,9 +82,11 @@ struct tarv {
 	bool waiting;	      /* its scan thread waits for the archive's open: a pass may feed it */
 	int pass;	      /* PASS_*: whether the open's pass fills it */
 	int pass_ret;	      /* PASS_DONE: as scan_table returns */
+	bool fed_all;	      /* the scan was told the input ended: lookups wait for READY */
+	struct early early;   /* SCANNING and fed: the paths reached, for lookups */
 	struct tartab t;
 	struct tarview v;
-	uint32_t *first; /* READY: per child of the view's root, in order, its ROOT_INO offset */
+	uint32_t *first; /* READY: per view node, the first member reached at or under it */
 };
 
 struct ns_tar {
@@ -71,8 +95,8 @@ struct ns_tar {
 	struct ns *base;
 	struct arctab *arcs;
 	pthread_mutex_t lock; /* list, gen, scanners, stop, the counts; each tarv's refs,
-				 state, fed, asked, waiting, pass, pass_ret, and its table
-				 while it is SCANNING and fed */
+				 state, fed, fed_all, early, asked, waiting, pass, pass_ret,
+				 and its table while it is SCANNING and fed */
 	pthread_cond_t built; /* a scan fed more bytes, or ended; a scan thread ended */
 	struct tarv *list;
 	uint64_t gen;
@@ -168,6 +192,108 @@ static void say_read_error(const struct tbytes *b, const char *name, uint64_t of
 	     name, off, strerror((int)-n));
 }
 
+static size_t name_hash(const char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+	return (size_t)h;
+}
+
+/* The number of components of path p (len > 0 bytes). */
+static size_t path_depth(const char *p, size_t len)
+{
+	size_t d = 1;
+
+	for (size_t i = 0; i < len; i++)
+		d += p[i] == '/';
+	return d;
+}
+
+static void early_free(struct early *e)
+{
+	free(e->s);
+	memset(e, 0, sizeof(*e));
+}
+
+/* The slot of path p (len bytes) in e: its own, or the free one it would take. */
+static size_t early_slot(const struct early *e, const struct tartab *t, const char *p, size_t len)
+{
+	size_t mask = e->cap - 1;
+
+	for (size_t h = name_hash(p, len) & mask;; h = (h + 1) & mask) {
+		const struct early_slot *x = &e->s[h];
+
+		if (!x->first ||
+		    (x->len == len && memcmp(tartab_name(t, &t->m[x->first - 1]), p, len) == 0))
+			return h;
+	}
+}
+
+static int early_grow(struct early *e, const struct tartab *t)
+{
+	struct early old = *e;
+
+	e->cap = old.cap ? 2 * old.cap : 256;
+	e->s = calloc(e->cap, sizeof(*e->s));
+	if (!e->s) {
+		*e = old;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < old.cap; i++) {
+		const struct early_slot *x = &old.s[i];
+
+		if (x->first)
+			e->s[early_slot(e, t, tartab_name(t, &t->m[x->first - 1]), x->len)] = *x;
+	}
+	free(old.s);
+	return 0;
+}
+
+/* Takes member i: its name, then its parents' until one was reached before. */
+static int early_add(struct early *e, const struct tartab *t, size_t i)
+{
+	const char *p = tartab_name(t, &t->m[i]);
+	size_t len = t->m[i].name_len;
+
+	for (bool whole = true; len > 0; whole = false) {
+		struct early_slot *x;
+
+		if ((e->n + 1) * 2 > e->cap && early_grow(e, t) < 0)
+			return -ENOMEM;
+		x = &e->s[early_slot(e, t, p, len)];
+		if (whole)
+			x->last = (uint32_t)i + 1;
+		if (x->first)
+			return 0; /* so were its parents */
+		*x = (struct early_slot){ (uint32_t)i + 1, x->last, (uint32_t)len };
+		e->n++;
+		while (len > 0 && p[len - 1] != '/')
+			len--;
+		len -= len > 0; /* the slash */
+	}
+	return 0;
+}
+
+/*
+ * Under the lock, tv SCANNING and fed: the slot of path p (len bytes) among
+ * the members fed so far, or NULL (not reached yet, or no memory: *err).
+ */
+static const struct early_slot *early_find(struct tarv *tv, const char *p, size_t len, int *err)
+{
+	struct early *e = &tv->early;
+	const struct early_slot *x;
+
+	for (*err = 0; e->seen < tv->t.n; e->seen++)
+		if ((*err = early_add(e, &tv->t, e->seen)) < 0)
+			return NULL;
+	if (!e->n)
+		return NULL;
+	x = &e->s[early_slot(e, &tv->t, p, len)];
+	return x->first ? x : NULL;
+}
+
 /*
  * Feeds n bytes (0: the end) to tv's scanner under the lock, since partial
  * listings read the table as it grows; -ECANCELED once ns_tar_stop ran.
@@ -181,6 +307,10 @@ static int feed(struct ns_tar *nt, struct tarv *tv, struct tarscan *s, const cha
 		ret = n == 0 ? tarscan_finish_unsized(s) : tarscan_feed(s, buf, n);
 		nt->scanned += n;
 		tv->fed = true;
+		if (n == 0) { /* the end may take back the last member (tartab_pop) */
+			tv->fed_all = true;
+			early_free(&tv->early);
+		}
 		pthread_cond_broadcast(&nt->built);
 	}
 	pthread_mutex_unlock(&nt->lock);
@@ -350,76 +480,82 @@ static size_t table_cap(const struct ns_tar *nt)
 	return o && o->index_max ? o->index_max : TABLE_CAP;
 }
 
-/* The most bytes root_firsts allocates: 4 per name in the root, at most one per member. */
+/* The most bytes node_firsts allocates: 4 per view node, at most one per member and per '/'. */
 static size_t first_cost(const struct tartab *t)
 {
-	return t->n * sizeof(uint32_t);
+	size_t nodes = 1 + t->n;
+
+	for (size_t i = 0; i < t->n; i++)
+		for (const char *p = tartab_name(t, &t->m[i]); (p = strchr(p, '/')); p++)
+			nodes++;
+	return nodes * sizeof(uint32_t);
+}
+
+/* The length of the first depth components of member i's name, or 0 if it has fewer. */
+static size_t prefix_len(const struct tartab *t, size_t i, size_t depth)
+{
+	const char *p = tartab_name(t, &t->m[i]), *slash;
+	size_t n = t->m[i].name_len, len = 0;
+
+	for (size_t d = 0; d < depth; d++) {
+		if (d > 0 && len == n)
+			return 0;
+		len += d > 0; /* the slash */
+		slash = memchr(p + len, '/', n - len);
+		len = slash ? (size_t)(slash - p) : n;
+	}
+	return len;
 }
 
 /* The length of the first component of member i's name. */
 static size_t first_len(const struct tartab *t, size_t i)
 {
-	const char *p = tartab_name(t, &t->m[i]), *slash = strchr(p, '/');
-
-	return slash ? (size_t)(slash - p) : t->m[i].name_len;
+	return prefix_len(t, i, 1);
 }
 
-/* The position of node k among the root's children (path order), or -1. */
-static long root_pos(const struct tarview *v, size_t k)
+/* tv->first: for each view node, the first member reached at or under its path. */
+static int node_firsts(struct tarv *tv)
 {
-	size_t lo = v->kid0[0], hi = v->kid0[1];
-
-	while (lo < hi) { /* children in path order are in node order */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v->kids[mid] == k)
-			return (long)(mid - v->kid0[0]);
-		if (v->kids[mid] < k)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
-/* tv->first: for each root child, the first member reached under or at its name. */
-static int root_firsts(struct tarv *tv)
-{
-	size_t n = tv->v.kid0[1] - tv->v.kid0[0];
-
-	tv->first = malloc((n ? n : 1) * sizeof(*tv->first));
+	tv->first = malloc((tv->v.n ? tv->v.n : 1) * sizeof(*tv->first));
 	if (!tv->first)
 		return -ENOMEM;
-	memset(tv->first, 0xff, (n ? n : 1) * sizeof(*tv->first));
+	memset(tv->first, 0xff, (tv->v.n ? tv->v.n : 1) * sizeof(*tv->first));
 	for (size_t i = 0; i < tv->t.n; i++) {
-		long k = tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]),
-				      first_len(&tv->t, i));
-		long pos = k > 0 ? root_pos(&tv->v, (size_t)k) : -1;
+		const char *p = tartab_name(&tv->t, &tv->t.m[i]);
+		size_t len = tv->t.m[i].name_len;
+		long k;
 
-		if (pos >= 0 && tv->first[pos] == UINT32_MAX)
-			tv->first[pos] = (uint32_t)i;
+		/* deepest first: a path already taken has its parents taken too */
+		while (len > 0 && (k = tarview_find(&tv->v, p, len)) > 0 &&
+		       tv->first[k] == UINT32_MAX) {
+			tv->first[k] = (uint32_t)i;
+			while (len > 0 && p[len - 1] != '/')
+				len--;
+			len -= len > 0;
+		}
 	}
 	return 0;
 }
 
-/* The st_ino of view node k > 0 (ROOT_INO). */
+static ino_t path_ino(const char *p, size_t len, size_t first)
+{
+	return ((ino_t)path_depth(p, len) << INO_DEPTH) + 1 + first;
+}
+
+/* The st_ino of view node k > 0. */
 static ino_t node_ino(const struct tarv *tv, size_t k)
 {
-	long pos = tv->v.v[k].parent == 0 ? root_pos(&tv->v, k) : -1;
-
-	return pos >= 0 ? ROOT_INO + 1 + tv->first[pos] : (ino_t)k + 1;
+	return path_ino(tv->v.v[k].p, tv->v.v[k].len, tv->first[k]);
 }
 
 /* The view node a member entry's st_ino names, or -1. */
 static long node_of(const struct tarv *tv, ino_t ino)
 {
-	size_t i = (size_t)(ino - ROOT_INO - 1);
+	size_t depth = (size_t)(ino >> INO_DEPTH), i = (size_t)(ino & (ROOT_INO - 1)) - 1;
+	size_t len =
+		depth && (ino & (ROOT_INO - 1)) && i < tv->t.n ? prefix_len(&tv->t, i, depth) : 0;
 
-	if (ino < ROOT_INO)
-		return ino >= 1 && ino <= tv->v.n ? (long)ino - 1 : -1;
-	if (i >= tv->t.n)
-		return -1;
-	return tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]), first_len(&tv->t, i));
+	return len ? tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]), len) : -1;
 }
 
 /* -E2BIG, said once (the table is kept in its failed state), if t or its view pass the cap. */
@@ -460,7 +596,7 @@ static int view(struct tarv *tv, const char *name, int ret)
 	if (ret >= 0)
 		ret = tarview_build(&tv->t, &tv->v);
 	if (ret >= 0)
-		ret = root_firsts(tv);
+		ret = node_firsts(tv);
 	zlog(ZLOG_DEBUG, "%s: tar table of %zu members (%zu bytes): %s", name, tv->t.n,
 	     tartab_bytes(&tv->t), ret < 0 ? strerror(-ret) : "ok");
 	return ret;
@@ -491,6 +627,7 @@ static void tarv_free(struct tarv *tv)
 	ns_entry_clear(&tv->base);
 	tartab_free(&tv->t);
 	tarview_free(&tv->v);
+	early_free(&tv->early);
 	free(tv->first);
 	free(tv);
 }
@@ -586,6 +723,7 @@ static void scan_run(struct ns_tar *nt, struct tarv *tv)
 
 	pthread_mutex_lock(&nt->lock);
 	tv->state = ret >= 0 ? READY : transient(ret) ? ret : -EIO;
+	early_free(&tv->early); /* lookups use the view now */
 	tv->refs--;
 	tarv_drop_failed(nt, tv);
 	pthread_cond_broadcast(&nt->built);
@@ -788,6 +926,7 @@ static void ptap_end(void *ctx, int status)
 		ret = ret == -EAGAIN ? ret : orphan_done(nt, tv, p->name, ret, p->bytes);
 		pthread_mutex_lock(&nt->lock);
 		tv->state = ret >= 0 ? READY : transient(ret) ? ret : -EIO;
+		early_free(&tv->early);
 	} else if (tv) {
 		pthread_mutex_lock(&nt->lock);
 		tv->pass_ret = ret;
@@ -839,14 +978,27 @@ void ns_tar_stop(struct ns *ns)
 	pthread_mutex_unlock(&nt->lock);
 }
 
-/* The table whose members carry obj gen, with a reference, or NULL (superseded). */
-static struct tarv *tarv_by_gen(struct ns_tar *nt, uint64_t gen)
+/*
+ * The READY table whose members carry obj gen, with a reference, or NULL
+ * and *err: -ESTALE (superseded) or -EIO (its scan failed, said in the
+ * log).  wait: one still scanning (a lookup answered early, early_entry)
+ * is waited for; else it gives NULL (-EIO).
+ */
+static struct tarv *tarv_by_gen(struct ns_tar *nt, uint64_t gen, bool wait, int *err)
 {
 	struct tarv *tv;
 
 	pthread_mutex_lock(&nt->lock);
-	for (tv = nt->list; tv && !(tv->gen == gen && tv->state == READY); tv = tv->next)
-		;
+	for (;;) {
+		for (tv = nt->list; tv && tv->gen != gen; tv = tv->next)
+			;
+		if (!tv || tv->state != SCANNING || !wait)
+			break;
+		pthread_cond_wait(&nt->built, &nt->lock);
+	}
+	*err = tv ? -EIO : -ESTALE;
+	if (tv && tv->state != READY)
+		tv = NULL;
 	if (tv)
 		tv->refs++;
 	pthread_mutex_unlock(&nt->lock);
@@ -861,25 +1013,25 @@ static mode_t type_bits(const struct tar_member *m)
 	return bits[m->type];
 }
 
-/* What node k shows: its kind and stat. */
-static enum ns_kind member_stat(const struct tarv *tv, size_t k, struct stat *st)
+/*
+ * What a path numbered ino shows: member m, its bytes those of member d (a
+ * hard link's target; NULL: none), or with m NULL a directory only its
+ * members' names imply, shown with the archive's owner and time.
+ */
+static enum ns_kind fill_stat(const struct tarv *tv, const struct tar_member *m,
+			      const struct tar_member *d, ino_t ino, struct stat *st)
 {
-	const struct tar_member *m = NULL, *d = tarview_data(&tv->t, &tv->v, k);
-	int32_t i = tv->v.v[k].mem;
-
 	memset(st, 0, sizeof(*st));
 	st->st_dev = TAR_DEV | (dev_t)tv->gen;
-	st->st_ino = node_ino(tv, k);
+	st->st_ino = ino;
 	st->st_nlink = 1;
 	st->st_blksize = 4096;
-	if (i < 0) {
-		/* a directory only its members' names imply: the archive's owner and time */
+	if (!m) {
 		st->st_mode = S_IFDIR | 0755;
 		st->st_uid = tv->base.st.st_uid;
 		st->st_gid = tv->base.st.st_gid;
 		st->st_mtim = tv->base.st.st_mtim;
 	} else {
-		m = &tv->t.m[i];
 		st->st_mode = type_bits(m) | (m->mode & 07777);
 		st->st_uid = m->uid;
 		st->st_gid = m->gid;
@@ -899,29 +1051,106 @@ static enum ns_kind member_stat(const struct tarv *tv, size_t k, struct stat *st
 	return S_ISLNK(st->st_mode) ? NS_SYMLINK : NS_OTHER;
 }
 
-/* The entry for inner path inner of archive base (taken over) at visible path. */
+/* What view node k shows: its kind and stat. */
+static enum ns_kind member_stat(const struct tarv *tv, size_t k, struct stat *st)
+{
+	int32_t i = tv->v.v[k].mem;
+
+	return fill_stat(tv, i < 0 ? NULL : &tv->t.m[i], tarview_data(&tv->t, &tv->v, k),
+			 node_ino(tv, k), st);
+}
+
+/*
+ * Under the lock, tv SCANNING: what a lookup of path p (len bytes) shows
+ * as far as the scan has gone (early_find): 1 (*kind, *st), 0 not reached
+ * yet, or -ENOMEM.  The last member reached with that name, as the view
+ * keeps the last (a later one may still replace it: t_state shows the
+ * final one); a directory implied by deeper names until its own header.
+ */
+static int early_stat(struct tarv *tv, const char *p, size_t len, enum ns_kind *kind,
+		      struct stat *st)
+{
+	int err = 0;
+	const struct early_slot *x = tv->fed ? early_find(tv, p, len, &err) : NULL;
+	const struct tar_member *m = NULL, *d = NULL;
+
+	if (!x)
+		return err;
+	if (x->last) {
+		m = d = &tv->t.m[x->last - 1];
+		if (m->type == TAR_HARDLINK)
+			d = tartab_link_target(&tv->t, x->last - 1);
+	}
+	*kind = fill_stat(tv, m, d, path_ino(p, len, x->first - 1), st);
+	return 1;
+}
+
+/*
+ * Under the lock: waits until path p (len bytes) of tv is reached (1,
+ * *kind and *st set) or the scan's input has ended (0: the whole table
+ * answers), or fails: -ENOMEM, -EIO, a transient -errno.  A name not
+ * reached yet is never ENOENT before the end: the kernel caches that.
+ */
+static int early_entry(struct ns_tar *nt, struct tarv *tv, const char *p, size_t len,
+		       enum ns_kind *kind, struct stat *st)
+{
+	int ret = 0;
+
+	while (tv->state == SCANNING && !tv->fed_all && ret == 0) {
+		ret = early_stat(tv, p, len, kind, st);
+		if (ret == 0)
+			pthread_cond_wait(&nt->built, &nt->lock);
+	}
+	while (ret == 0 && tv->state == SCANNING)
+		pthread_cond_wait(&nt->built, &nt->lock);
+	return ret != 0 ? ret : tv->state == READY ? 0 : transient(tv->state) ? tv->state : -EIO;
+}
+
+/*
+ * The entry for inner path inner of archive base (taken over) at visible
+ * path: during the scan, as soon as the scan has reached it (early_entry).
+ */
 static int member_entry(struct ns_tar *nt, struct ns_entry *base, const char *inner,
 			const char *path, struct ns_entry *out)
 {
-	struct tarv *tv;
-	long k;
-	int ret = tarv_get(nt, base, false, &tv);
+	struct tarv *tv = NULL;
+	enum ns_kind kind = NS_OTHER;
+	struct stat st;
+	int ret;
 
-	ns_entry_clear(base);
+	do { /* -EAGAIN: a pass's table that failed (tarv_get) */
+		ret = tarv_get(nt, base, true, &tv);
+		if (ret < 0)
+			break;
+		pthread_mutex_lock(&nt->lock);
+		ret = early_entry(nt, tv, inner, strlen(inner), &kind, &st);
+		pthread_mutex_unlock(&nt->lock);
+		if (ret == -EAGAIN)
+			tarv_put(nt, tv);
+	} while (ret == -EAGAIN);
+	ns_entry_clear(base); /* which may be out */
+	if (ret < 0 && tv)
+		tarv_put(nt, tv);
 	if (ret < 0)
-		return ret;
-	k = tarview_find(&tv->v, inner, strlen(inner));
+		return ret == -ENOMEM || ret == -ESTALE ? ret : -EIO;
+	if (ret == 0) {
+		long k = tarview_find(&tv->v, inner, strlen(inner));
+
+		ret = k > 0 ? 0 : -ENOENT;
+		if (k > 0)
+			kind = member_stat(tv, (size_t)k, &st);
+	}
 	memset(out, 0, sizeof(*out));
-	if (k <= 0) {
-		ret = -ENOENT;
-	} else {
-		out->kind = member_stat(tv, (size_t)k, &out->st);
+	if (ret >= 0) {
+		out->kind = kind;
+		out->st = st;
 		out->obj = tv->gen;
 		out->id = strdup(path);
 		out->tag = strdup(TAG_MEMBER);
-		if (!out->id || !out->tag)
-			ret = -ENOMEM, ns_entry_clear(out);
+		ret = out->id && out->tag ? 0 : -ENOMEM;
 	}
+	if (ret < 0)
+		ns_entry_clear(out);
 	tarv_put(nt, tv);
 	return ret;
 }
@@ -1000,11 +1229,29 @@ static void root_stat(const struct ns_entry *e, struct stat *st)
 	st->st_blocks = 0;
 }
 
+/*
+ * A member's stat: from the whole table once there is one, since a lookup
+ * answered during the scan (early_entry) showed the member reached by
+ * then (a later member of the same name, or a directory's own header, may
+ * change it); the lookup's if the type changed, which a node cannot.
+ */
+static void member_state(struct ns_tar *nt, const struct ns_entry *e, struct stat *st)
+{
+	int err;
+	struct tarv *tv = tarv_by_gen(nt, e->obj, false, &err);
+	long k = tv ? node_of(tv, e->st.st_ino) : -1;
+
+	if (k < 0 || member_stat(tv, (size_t)k, st) != e->kind)
+		*st = e->st;
+	if (tv)
+		tarv_put(nt, tv);
+}
+
 static int t_state(void *ns, const struct ns_entry *e, struct zsrc *src, struct stat *st)
 {
 	switch (mark(e)) {
 	case 't':
-		*st = e->st;
+		member_state(tns(ns), e, st);
 		return 0;
 	case 'r':
 		root_stat(e, st);
@@ -1065,13 +1312,13 @@ static const struct zsrc_ops msrc_ops = {
 
 static int member_open(struct ns_tar *nt, const struct ns_entry *e, struct zsrc **out)
 {
-	struct tarv *tv = e->kind == NS_FILE ? tarv_by_gen(nt, e->obj) : NULL;
+	int ret = -EINVAL;
+	struct tarv *tv = e->kind == NS_FILE ? tarv_by_gen(nt, e->obj, true, &ret) : NULL;
 	long k = tv ? node_of(tv, e->st.st_ino) : -1;
 	struct msrc *ms;
-	int ret;
 
 	if (!tv)
-		return e->kind == NS_FILE ? -ESTALE : -EINVAL;
+		return ret;
 	ms = calloc(1, sizeof(*ms));
 	ret = ms ? tb_open(nt, &tv->base, &ms->b) : -ENOMEM;
 	if (ret < 0) {
@@ -1107,11 +1354,14 @@ static ssize_t t_readlink(void *ns, const struct ns_entry *e, char *buf, size_t 
 	const struct tar_member *m;
 	long k;
 	int32_t i;
+	int err;
 
 	if (mark(e) != 't')
 		return mark(e) ? -EINVAL : ns_readlink(tns(ns)->base, e, buf, len);
-	if (e->kind != NS_SYMLINK || !(tv = tarv_by_gen(tns(ns), e->obj)))
-		return e->kind != NS_SYMLINK ? -EINVAL : -ESTALE;
+	if (e->kind != NS_SYMLINK)
+		return -EINVAL;
+	if (!(tv = tarv_by_gen(tns(ns), e->obj, true, &err)))
+		return err;
 	k = node_of(tv, e->st.st_ino);
 	i = k >= 0 ? tv->v.v[k].mem : -1;
 	if (i < 0) {
@@ -1176,15 +1426,6 @@ static int tar_listing(const struct tarv *tv, size_t k, struct ns_dir *d)
 	d->n = n;
 	d->dev = TAR_DEV | (dev_t)tv->gen;
 	return 0;
-}
-
-static size_t name_hash(const char *p, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
-	return (size_t)h;
 }
 
 /* The slot of name p (len bytes) in d->set: its entry's, or the free one it would take. */
@@ -1359,8 +1600,9 @@ static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
 		unroot(&e, &base);
 		ret = tarv_get(nt, &base, true, &tv);
 	} else {
-		tv = e.kind == NS_DIR ? tarv_by_gen(nt, e.obj) : NULL;
-		ret = tv ? 0 : e.kind == NS_DIR ? -ESTALE : -ENOTDIR;
+		ret = -ENOTDIR;
+		tv = e.kind == NS_DIR ? tarv_by_gen(nt, e.obj, true, &ret) : NULL;
+		ret = tv ? 0 : ret;
 		k = tv ? node_of(tv, e.st.st_ino) : 0;
 	}
 	ns_entry_clear(&e);
@@ -1485,8 +1727,7 @@ static size_t t_stats(void *ns, char *out, size_t len)
 		members += tv->t.n;
 		bytes += tartab_bytes(&tv->t);
 		if (tv->state == READY)
-			bytes += tv->v.n * (sizeof(*tv->v.v) + 2 * sizeof(uint32_t)) +
-				 (tv->v.kid0[1] - tv->v.kid0[0]) * sizeof(*tv->first);
+			bytes += tv->v.n * (sizeof(*tv->v.v) + 3 * sizeof(uint32_t));
 	}
 	pthread_mutex_unlock(&nt->lock);
 	if (n >= len)

@@ -2,7 +2,8 @@
 # tar.sh: a member of a compressed tar through -o tar, against tar and ratarmount (issue 34).
 #
 #   sudo tools/bench/tar.sh [--size SIZE] [--repeat N] [--workdir DIR] [--zmount PATH]
-#                           [--prefix DIR] [--no-ratarmount]
+#                           [--prefix DIR] [--no-ratarmount] [--reads N] [--rand-budget SECS]
+#                           [--pattern RE]
 #
 # Input (made once per SIZE, default 1G, kept in WORKDIR/in): SIZE of log text
 # (tools/bench/gencorpus.c) split into log files of 1 to 8 MiB under logs/, tarred
@@ -15,6 +16,19 @@
 #              (and the gzip checkpoints), the member read
 #   saved      a fresh mount over the index_dir the cold mount filled (the gzip index and
 #              the member table): from its start to the cat done, and the cat alone
+#   saved_up   a mount over that index_dir, up for a second with nothing read in it, the
+#              page cache then dropped: cat MNT/x.tar/LAST alone (issue 34's 50 ms row)
+#   xz rand    x.tar.xz, the same tar as one xz Block (xz -6 -T1), and text.xz, a copy of
+#              it shown as one file (no .tar in its name): over an index_dir that a full
+#              read of each filled (checkpoints, member table), --reads (40) random 4 KiB
+#              O_DIRECT reads in random members of x.tar/ (a member, then an offset in
+#              it), then in text, each after a page-cache drop, stopped after
+#              --rand-budget (15) s; the p50 pooled over the rounds.  That mount has
+#              cache_size=32M, so that few reads hit its own cache of decoded bytes
+#   grep       20 .tar.gz bundles of SIZE/20 of log text each: a fresh mount with an
+#              empty index_dir, grep -r PATTERN (ERROR) MNT | wc -l, against
+#              for f in *.tar.gz; do tar -xzOf $f | grep PATTERN; done | wc -l (the
+#              counts must agree)
 #   ratar      ratarmount (PREFIX/venv/bin/ratarmount, built by peer.sh --setup; left out
 #              when it is not there): the same two, cold (its index built inside its
 #              mount) and over its saved .index.sqlite
@@ -30,6 +44,10 @@ SIZE=1G
 REPEAT=3
 ZMOUNT="$ROOT/build/fs/zmount"
 RATAR=1
+READS=40
+BUDGET=15
+PATTERN=ERROR
+XZCACHE=32M # far below the tar, so that few random reads hit the mount's own cache
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--size) SIZE=$2; shift 2 ;;
@@ -38,7 +56,10 @@ while [ $# -gt 0 ]; do
 	--zmount) ZMOUNT=$2; shift 2 ;;
 	--prefix) PREFIX=$2; shift 2 ;;
 	--no-ratarmount) RATAR=0; shift ;;
-	*) sed -n '4,5p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	--reads) READS=$2; shift 2 ;;
+	--rand-budget) BUDGET=$2; shift 2 ;;
+	--pattern) PATTERN=$2; shift 2 ;;
+	*) sed -n '4,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "tar.sh: needs root (drop_caches, mounts)" >&2; exit 1; }
@@ -77,6 +98,35 @@ while True:
 fi
 LAST=$(tar -tzf "$IN/x.tar.gz" | tail -n 1)
 ARC_BYTES=$(stat -c %s "$IN/x.tar.gz")
+# the same tar as one xz Block, and a copy of it that shows as one file
+if [ ! -s "$IN/xz/text.xz" ] || [ "$IN/x.tar.gz" -nt "$IN/xz/text.xz" ]; then
+	echo "tar.sh: xz -6 -T1 of the tar" >&2
+	rm -rf "$IN/xz" && mkdir -p "$IN/xz"
+	gzip -dc "$IN/x.tar.gz" | xz -6 -T1 >"$IN/xz/x.tar.xz"
+	cp "$IN/xz/x.tar.xz" "$IN/xz/text.xz.tmp" && mv "$IN/xz/text.xz.tmp" "$IN/xz/text.xz"
+fi
+# 20 bundles of SIZE/20 of log text, each of files of 1 to 4 MiB
+if [ "$(cat "$IN/bundles/size" 2>/dev/null)" != "$bytes" ]; then
+	echo "tar.sh: making 20 .tar.gz bundles" >&2
+	rm -rf "$IN/bundles" && mkdir -p "$IN/bundles"
+	for b in $(seq -w 1 20); do
+		mkdir -p "$IN/tree/b$b"
+		"$WORK/gencorpus" log $((bytes / 20)) $((100 + 10#$b)) | python3 -c '
+import random, sys
+rnd, i, out = random.Random(int(sys.argv[2])), 0, sys.argv[1]
+while True:
+    data = sys.stdin.buffer.read(rnd.randint(1, 4) << 20)
+    if not data:
+        break
+    with open(f"{out}/app-{i:03d}.log", "wb") as f:
+        f.write(data)
+    i += 1
+' "$IN/tree/b$b" "$b"
+		tar -C "$IN/tree" --format=gnu --sort=name -cf - "b$b" | gzip -6 -n >"$IN/bundles/bundle-$b.tar.gz"
+		rm -rf "$IN/tree"
+	done
+	echo "$bytes" >"$IN/bundles/size"
+fi
 
 # ---- mounts and timings ---------------------------------------------------------
 MNT="$WORK/mnt"
@@ -84,12 +134,15 @@ LOG="$WORK/tar.log"
 now() { date +%s.%N; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 PID=""
-# start TOOL IDX: a fresh mount of x.tar.gz by TOOL, its index in IDX
+# start TOOL IDX [SRC]: a fresh mount of x.tar.gz (or of directory SRC) by TOOL, its index in IDX
 start() {
 	if [ "$1" = zmount ]; then
-		rm -rf "$WORK/src" && mkdir -p "$WORK/src"
-		ln "$IN/x.tar.gz" "$WORK/src/x.tar.gz"
-		"$ZMOUNT" "$WORK/src" "$MNT" -f -o "tar,cache_size=256M,index_dir=$2,log_file=$LOG" 2>>"$LOG" &
+		local src=${3:-$WORK/src}
+		if [ -z "${3:-}" ]; then
+			rm -rf "$WORK/src" && mkdir -p "$WORK/src"
+			ln "$IN/x.tar.gz" "$WORK/src/x.tar.gz"
+		fi
+		"$ZMOUNT" "$src" "$MNT" -f -o "tar,cache_size=${ZCACHE:-256M},index_dir=$2,log_file=$LOG" 2>>"$LOG" &
 	else
 		"$RATARMOUNT" -f --index-file "$2" "$IN/x.tar.gz" "$MNT" >>"$LOG" 2>&1 &
 	fi
@@ -145,6 +198,16 @@ one_round() {
 	add saved_mount "$(echo "$t1 - $t0" | bc -l)"
 	add saved_dec "$(stat_of decoded_bytes)"
 	stop
+	start zmount "$zi"
+	sleep 1
+	drop
+	t1=$(now)
+	cat "$(member zmount)" >/dev/null
+	add saved_up "$(echo "$(now) - $t1" | bc -l)"
+	add up_dec "$(stat_of decoded_bytes)"
+	stop
+	xz_rand "$r"
+	grep_bundles
 	[ $RATAR = 1 ] || return 0
 	ri="$WORK/idx-r.index.sqlite"
 	rm -f "$ri"
@@ -165,7 +228,73 @@ one_round() {
 	add ridx "$(stat -c %s "$ri")"
 	stop
 }
+# rand_reads DIR|FILE SEED: random 4 KiB O_DIRECT reads, a page-cache drop before each, in
+# random members under DIR or in FILE; prints one ms figure per read
+rand_reads() {
+	python3 - "$1" "$READS" "$BUDGET" "$2" <<'PY'
+import mmap, os, random, sys, time
+path, n, budget, seed = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+files = [path] if os.path.isfile(path) else sorted(
+    os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs)
+files = [(f, os.stat(f).st_size) for f in files]
+files = [(f, s) for f, s in files if s >= 4096]
+rng = random.Random(seed)
+buf = mmap.mmap(-1, 4096)
+start = time.monotonic()
+for i in range(n):
+    f, size = rng.choice(files)
+    off = rng.randrange(0, size // 4096) * 4096
+    fd = os.open(f, os.O_RDONLY | os.O_DIRECT)
+    with open("/proc/sys/vm/drop_caches", "w") as dc:
+        dc.write("3")
+    t0 = time.monotonic()
+    if os.preadv(fd, [buf], off) != 4096:
+        sys.exit("short read at %d in %s" % (off, f))
+    print("%.3f" % ((time.monotonic() - t0) * 1000))
+    os.close(fd)
+    if i >= 4 and time.monotonic() - start > budget:
+        break
+PY
+}
+# xz_prep: an index_dir for IN/xz filled by one full read of each file (checkpoints, table)
+xz_prep() {
+	rm -rf "$WORK/idx-x" && mkdir -p "$WORK/idx-x"
+	start zmount "$WORK/idx-x" "$IN/xz"
+	cat "$MNT/text" >/dev/null
+	find "$MNT/x.tar" -type f -exec cat {} + >/dev/null
+	stop
+}
+# xz_rand ROUND: random reads in x.tar.xz's members, then in text.xz, over the saved index
+xz_rand() {
+	ZCACHE=$XZCACHE start zmount "$WORK/idx-x" "$IN/xz"
+	ls -R "$MNT/x.tar" >/dev/null # the saved table, loaded before the timings
+	add xz_tar "$(rand_reads "$MNT/x.tar" "$1")"
+	add xz_one "$(rand_reads "$MNT/text" "$1")"
+	add xz_loaded "$(stat_of indexes_loaded)"
+	add xz_built "$(stat_of indexes_built)"
+	stop
+}
+# grep_bundles: grep over the 20 bundles, the pipeline then a first mount
+grep_bundles() {
+	local t0 n1 n2
+	drop
+	t0=$(now)
+	n1=$(for f in "$IN"/bundles/*.tar.gz; do tar -xzOf "$f" | grep -- "$PATTERN"; done | wc -l)
+	add grep_pipe "$(echo "$(now) - $t0" | bc -l)"
+	rm -rf "$WORK/idx-g" && mkdir -p "$WORK/idx-g"
+	drop
+	t0=$(now)
+	start zmount "$WORK/idx-g" "$IN/bundles"
+	n2=$(grep -r -- "$PATTERN" "$MNT" | wc -l)
+	add grep_z "$(echo "$(now) - $t0" | bc -l)"
+	add grep_dec "$(stat_of decoded_bytes)"
+	stop
+	[ "$n1" = "$n2" ] || echo "tar.sh: grep counts differ: pipeline $n1, zmount $n2" >&2
+	add grep_lines "$n2"
+}
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "tar.sh: filling the xz index_dir" >&2
+xz_prep
 for r in $(seq "$REPEAT"); do
 	echo "tar.sh: round $r of $REPEAT" >&2
 	one_round
@@ -193,6 +322,8 @@ printf '| zmount saved index: mount + cat LAST | %s | %s | %s |\n' "$(secs "$(me
 printf '| zmount saved index: cat LAST alone | %s | %s | |\n' "$(secs "$(med saved_cat)")" \
 	"$(ratio "$tarm" "$(med saved_cat)")"
 printf '| zmount saved index: mount alone | %s | | |\n' "$(secs "$(med saved_mount)")"
+printf '| zmount saved index, mount up 1 s: cat LAST alone | %s | %s | %s |\n' \
+	"$(secs "$(med saved_up)")" "$(ratio "$tarm" "$(med saved_up)")" "$(mib "$(med up_dec)")"
 if [ $RATAR = 1 ]; then
 	printf '| ratarmount cold: mount + cat LAST | %s | %s | |\n' "$(secs "$(med rcold)")" \
 		"$(ratio "$tarm" "$(med rcold)")"
@@ -201,6 +332,24 @@ if [ $RATAR = 1 ]; then
 	printf '| ratarmount saved index: cat LAST alone | %s | %s | |\n' \
 		"$(secs "$(med rsaved_cat)")" "$(ratio "$tarm" "$(med rsaved_cat)")"
 fi
+pms() { [ -n "$1" ] && printf '%.1f ms' "$1"; return 0; }
+count() { tr ' ' '\n' <<<"${T[$1]:-}" | sed '/^$/d' | wc -l; }
+printf '\n| one-Block xz (xz -6 -T1), saved index | random 4 KiB O_DIRECT reads | p50 | mean |\n'
+printf '|---|--:|--:|--:|\n'
+mean() { tr ' ' '\n' <<<"${T[$1]:-}" | sed '/^$/d' | awk '{s+=$1} END {if (NR) print s/NR}'; }
+printf '| x.tar.xz: random members of x.tar/ | %s | %s | %s |\n' "$(count xz_tar)" \
+	"$(pms "$(med xz_tar)")" "$(pms "$(mean xz_tar)")"
+printf '| text.xz (the same bytes) as one file | %s | %s | %s |\n' "$(count xz_one)" \
+	"$(pms "$(med xz_one)")" "$(pms "$(mean xz_one)")"
+printf '(that mount: cache_size=%s; indexes_loaded %s, indexes_built %s)\n' "$XZCACHE" \
+	"$(med xz_loaded)" "$(med xz_built)"
+grepm=$(med grep_pipe)
+printf '\n| grep %s over 20 .tar.gz bundles (%s lines) | seconds | pipeline / it | bytes decoded |\n' \
+	"$PATTERN" "$(med grep_lines)"
+printf '|---|--:|--:|--:|\n'
+printf '| for f in *.tar.gz; do tar -xzOf $f \\| grep; done | %s | 1.00x | |\n' "$(secs "$grepm")"
+printf '| zmount first mount (empty index_dir): mount + grep -r | %s | %s | %s |\n' \
+	"$(secs "$(med grep_z)")" "$(ratio "$grepm" "$(med grep_z)")" "$(mib "$(med grep_dec)")"
 zmt=$(med zmt)
 printf '\n| member table | bytes | / archive |\n|---|--:|--:|\n'
 printf '| zmount in memory (tar_table_bytes) | %s | |\n' "$(med tbl_mem)"
