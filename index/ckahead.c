@@ -22,7 +22,6 @@
 #include "bcache.h"
 #include "ckpt.h"
 #include "cmap.h"
-#include "fill.h"
 #include "park.h"
 #include "pool.h"
 #include "reader_int.h"
@@ -73,7 +72,7 @@ static void job_end(struct ckjob *j)
 	for (size_t x = 0; x < j->n; x++)
 		if (j->e[x])
 			bcache_done(r->cache, j->e[x], -EAGAIN);
-	fill_moved(r);
+	reader_moved(r);
 	pthread_mutex_lock(&r->lock);
 	if (--r->jobs == 0)
 		pthread_cond_broadcast(&r->idle);
@@ -123,7 +122,7 @@ static void fill_slices(struct ckjob *j, struct udec *d, struct zerr *err)
 		bcache_done(r->cache, j->e[x], 0);
 		bcache_put(r->cache, j->e[x]);
 		j->e[x] = NULL;
-		fill_moved(r);
+		reader_moved(r);
 	}
 }
 
