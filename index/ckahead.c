@@ -329,16 +329,17 @@ void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first)
 	const struct ckpt_set *s;
 	size_t k;
 
-	if (!span_target(r, end, first, &k, &s))
+	/*
+	 * A first read is only a guess (see ckahead.h): the set is made
+	 * ready, and the read that continues the stream queues the spans.
+	 */
+	if (!span_target(r, end, first, &k, &s) || first)
 		return;
 	if (pthread_mutex_trylock(&r->stream) == 0) {
-		/* A first read is only a guess (see ckahead.h): one span. */
-		queue_locked(r, k, s, end, room, first ? 1 : jobs_max(r));
+		queue_locked(r, k, s, end, room, jobs_max(r));
 		pthread_mutex_unlock(&r->stream);
 		return;
 	}
-	if (first)
-		return;
 	/*
 	 * Busy (a reader decodes its own span): left to the holder, which
 	 * queues it as it lets go (ckahead_unlock), rather than wait a

@@ -32,11 +32,12 @@ struct reader;
  * decoder, ends within room bytes of end, and has no slice cached or in
  * flight, up to one job per pool worker.  If r->stream is busy, leaves
  * that to its holder's ckahead_unlock.  first: the stream's first read,
- * a large one at offset 0 (most often cat's or grep's): then the set is
- * loaded from index_dir if need be and one span is queued, so a worker
- * starts while the reader decodes the first span (a header's look at 0
- * is smaller and queues nothing); nothing if r->stream is busy.  Never
- * waits for a job or for room.  Any thread holding no lock of r.
+ * a large one at offset 0 (most often cat's or grep's, but also head's
+ * only one): then the set is loaded from index_dir if need be, so that it
+ * is at hand for the next read, and nothing is queued: a span decoded for
+ * head would be a span's work for nobody, and a stream that goes on
+ * continues at its next read, one read later.  Never waits for a job or
+ * for room.  Any thread holding no lock of r.
  */
 void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first);
 
