@@ -331,9 +331,10 @@ void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first)
 
 	/*
 	 * A first read is only a guess (see ckahead.h): the set is made
-	 * ready, and the read that continues the stream queues the spans.
+	 * ready, and a read that continues the stream past CKAHEAD_FROM
+	 * queues the spans.
 	 */
-	if (!span_target(r, end, first, &k, &s) || first)
+	if (!span_target(r, end, first, &k, &s) || first || end < CKAHEAD_FROM)
 		return;
 	if (pthread_mutex_trylock(&r->stream) == 0) {
 		queue_locked(r, k, s, end, room, jobs_max(r));

@@ -665,9 +665,10 @@ static void sequential_read_decodes_spans_ahead(const char *name)
 }
 
 /*
- * head: one read of 128 KiB at offset 0, then close.  A first read is
- * only a guess at a stream, and a span job queued on it (16 MiB here) would
- * be decoded for nobody: span jobs wait for a read that continues it.
+ * head: one read of 128 KiB at offset 0, then close; on a mount, the
+ * kernel sends it as reads that continue one another, to 416 KiB.  Span
+ * jobs queued on those (16 MiB each by default) would decode for nobody:
+ * they wait for the stream to pass CKAHEAD_FROM.
  */
 static void head_decodes_no_span_ahead(const char *name)
 {
@@ -675,7 +676,7 @@ static void head_decodes_no_span_ahead(const char *name)
 	struct opened o;
 	struct pool *pool;
 	struct reader_info in;
-	static unsigned char buf[128u << 10];
+	static unsigned char buf[128u << 10], big[256u << 10];
 
 	zmtest_join(idx, sizeof(idx), dir, "index-head");
 	mkdir(idx, 0700);
@@ -692,6 +693,15 @@ static void head_decodes_no_span_ahead(const char *name)
 	ck_assert_msg(in.ckpts >= 2, "no checkpoint set: %llu points",
 		      (unsigned long long)in.ckpts);
 	ck_assert_msg(in.ck_ahead == 0, "a head read of 128 KiB had span jobs decode %llu bytes",
+		      (unsigned long long)in.ck_ahead);
+	/* as the kernel sends it: 32 KiB, then 128 and 256 KiB that continue it */
+	ck_assert_int_eq(reader_pread(o.r, buf, 32u << 10, 0), 32u << 10);
+	ck_assert_int_eq(reader_pread(o.r, buf, 128u << 10, 32u << 10), 128u << 10);
+	ck_assert_int_eq(reader_pread(o.r, big, sizeof(big), 160u << 10), sizeof(big));
+	ck_assert(memcmp(big, text + (160u << 10), sizeof(big)) == 0);
+	readahead_wait(o.r);
+	reader_get_info(o.r, &in);
+	ck_assert_msg(in.ck_ahead == 0, "head's reads on a mount had span jobs decode %llu bytes",
 		      (unsigned long long)in.ck_ahead);
 	ck_assert_uint_eq(o.log.errors, 0);
 	reader_close(o.r);
