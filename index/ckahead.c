@@ -22,7 +22,6 @@
 #include "bcache.h"
 #include "ckpt.h"
 #include "cmap.h"
-#include "fill.h"
 #include "park.h"
 #include "pool.h"
 #include "reader_int.h"
@@ -73,7 +72,7 @@ static void job_end(struct ckjob *j)
 	for (size_t x = 0; x < j->n; x++)
 		if (j->e[x])
 			bcache_done(r->cache, j->e[x], -EAGAIN);
-	fill_moved(r);
+	reader_moved(r);
 	pthread_mutex_lock(&r->lock);
 	if (--r->jobs == 0)
 		pthread_cond_broadcast(&r->idle);
@@ -123,7 +122,7 @@ static void fill_slices(struct ckjob *j, struct udec *d, struct zerr *err)
 		bcache_done(r->cache, j->e[x], 0);
 		bcache_put(r->cache, j->e[x]);
 		j->e[x] = NULL;
-		fill_moved(r);
+		reader_moved(r);
 	}
 }
 
@@ -330,16 +329,18 @@ void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first)
 	const struct ckpt_set *s;
 	size_t k;
 
-	if (!span_target(r, end, first, &k, &s))
+	/*
+	 * A first read is only a guess (see ckahead.h): the set is made
+	 * ready, and a read that continues the stream past CKAHEAD_FROM
+	 * queues the spans.
+	 */
+	if (!span_target(r, end, first, &k, &s) || first || end < CKAHEAD_FROM)
 		return;
 	if (pthread_mutex_trylock(&r->stream) == 0) {
-		/* A first read is only a guess (see ckahead.h): one span. */
-		queue_locked(r, k, s, end, room, first ? 1 : jobs_max(r));
+		queue_locked(r, k, s, end, room, jobs_max(r));
 		pthread_mutex_unlock(&r->stream);
 		return;
 	}
-	if (first)
-		return;
 	/*
 	 * Busy (a reader decodes its own span): left to the holder, which
 	 * queues it as it lets go (ckahead_unlock), rather than wait a

@@ -26,17 +26,26 @@ struct reader;
 #define CKAHEAD_JOBS 4
 
 /*
+ * No span job is queued for a stream before it reaches this offset: on a
+ * mount, head's one read of a file's start comes from the kernel as a few
+ * reads that continue one another (32, 128 and 256 KiB), and a span
+ * queued on them (16 MiB by default) would be decoded for nobody.  cat
+ * passes it a few reads later.
+ */
+#define CKAHEAD_FROM (1u << 20)
+
+/*
  * A sequential stream of r has read up to end (< the reader's size):
- * if end is inside a wide entry whose set is at hand, queues a job for
- * each of the next spans that starts at or after both end and r's parked
- * decoder, ends within room bytes of end, and has no slice cached or in
- * flight, up to one job per pool worker.  If r->stream is busy, leaves
- * that to its holder's ckahead_unlock.  first: the stream's first read,
- * a large one at offset 0 (most often cat's or grep's): then the set is
- * loaded from index_dir if need be and one span is queued, so a worker
- * starts while the reader decodes the first span (a header's look at 0
- * is smaller and queues nothing); nothing if r->stream is busy.  Never
- * waits for a job or for room.  Any thread holding no lock of r.
+ * if end is inside a wide entry whose set is at hand, and at or past
+ * CKAHEAD_FROM, queues a job for each of the next spans that starts at or after both end and r's
+ * parked decoder, ends within room bytes of end, and has no slice cached or in flight, up to one
+ * job per pool worker.  If r->stream is busy, leaves that to its holder's ckahead_unlock.  first:
+ * the stream's first read, a large one at offset 0 (most often cat's or grep's, but also head's
+ * only one): then the set is loaded from index_dir if need be, so that it
+ * is at hand for the next read, and nothing is queued: a span decoded for
+ * head would be a span's work for nobody, and a stream that goes on
+ * continues at its next read, one read later.  Never waits for a job or
+ * for room.  Any thread holding no lock of r.
  */
 void ckahead_queue(struct reader *r, uint64_t end, uint64_t room, bool first);
 

@@ -303,22 +303,6 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
 
-/* With r->lock held: wakes the threads in wait_for_turn to look again. */
-static void moved_locked(struct reader *r)
-{
-	r->moves++;
-	if (r->waiters)
-		pthread_cond_broadcast(&r->moved);
-}
-
-/* The decoder of a streamed unit moved (or was closed). */
-void fill_moved(struct reader *r)
-{
-	pthread_mutex_lock(&r->lock);
-	moved_locked(r);
-	pthread_mutex_unlock(&r->lock);
-}
-
 /* Notes a read in progress of [pos, end); returns its slot, or -1 if all are taken. */
 int fill_inflight_add(struct reader *r, uint64_t pos, uint64_t end)
 {
@@ -333,7 +317,7 @@ int fill_inflight_add(struct reader *r, uint64_t pos, uint64_t end)
 		r->inflight[i].end = end;
 		r->inflight[i].used = true;
 		slot = i;
-		moved_locked(r);
+		reader_moved_locked(r);
 		break;
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -355,7 +339,7 @@ void fill_inflight_del(struct reader *r, int slot)
 		return;
 	pthread_mutex_lock(&r->lock);
 	r->inflight[slot].used = false;
-	moved_locked(r);
+	reader_moved_locked(r);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -536,7 +520,7 @@ int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t 
 			ret = -EIO; /* another thread's fill failed, and logged it */
 		}
 		if (streamed) {
-			fill_moved(r);
+			reader_moved(r);
 			ckahead_unlock(r);
 		}
 		if (ret != -EAGAIN || !may_wait)

@@ -59,9 +59,6 @@ int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t 
  */
 int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e, uint64_t pos);
 
-/* The decoder of a streamed unit moved (or was closed): wakes waiting reads.  No r->lock held. */
-void fill_moved(struct reader *r);
-
 /*
  * Notes a read in progress of [pos, end), so later misses of a streamed
  * unit wait their turn; returns its slot, or -1 if all NINFLIGHT are

@@ -41,6 +41,7 @@
 #include "ckpt.h"
 #include "fill.h"
 #include "idxfile.h"
+#include "idxtee.h"
 #include "idxrec.h"
 #include "pool.h"
 #include "reader_int.h"
@@ -452,7 +453,7 @@ static uint64_t measure_cost(const struct zstddec_frame *f, uint64_t span)
  * The shared state of a pass over z's frames for r, with its helpers
  * queued.  0, or -ENOMEM.
  */
-static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass,
+static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass, struct zsrc *tee,
 		       struct measure **out)
 {
 	struct measure *m = calloc(1, sizeof(*m));
@@ -480,6 +481,9 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass,
 			cost = measure_cost(&z->frames[i], m->span);
 	}
 	helpers = npass > 1 ? measure_helpers(r, cost) : 0;
+	/* A tee hashes what one thread reads in order (idxtee.h): not frames read at once. */
+	if (tee && !helpers)
+		m->src = tee;
 	m->tapped = z->nframes == 1 ? r : NULL; /* then no helper: in order, on this thread */
 	for (unsigned k = 0; k < helpers; k++) {
 		pthread_mutex_lock(&m->lock);
@@ -511,13 +515,14 @@ static bool cut_short(const struct zerr *e, uint64_t size, struct zerr *why)
 
 /*
  * One decode pass over every frame of z that pass_needed (checksums
- * verified on the way), spread over the context's pool, then all sizes
+ * verified on the way), spread over the context's pool (read through tee,
+ * if not NULL, when the opener reads them alone), then all sizes
  * settled at once: settling one frame at a time re-sums every offset,
  * quadratic in the frames.  On failure *bad is the frame that failed.
  * On success *sets (NULL if none) holds, per frame, the checkpoints the
  * pass built (measure_ck), for the caller to free.
  */
-static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad,
+static int measure_all(struct reader *r, struct zstddec_index *z, struct zsrc *tee, size_t *bad,
 		       struct ckpt_set ***sets, struct zerr *why)
 {
 	struct measure *m;
@@ -529,7 +534,7 @@ static int measure_all(struct reader *r, struct zstddec_index *z, size_t *bad,
 		npass += pass_needed(&z->frames[i]);
 	if (npass == 0)
 		return 0;
-	ret = measure_new(r, z, npass, &m);
+	ret = measure_new(r, z, npass, tee, &m);
 	if (ret < 0)
 		return ret;
 	measure_run(m);
@@ -632,6 +637,27 @@ static bool use_saved(struct reader *r, struct zst *s)
 	return true; /* ending stays, unused */
 }
 
+/*
+ * measure_all over s->z; with persist, through a tee (idxtee.h), so that
+ * when the pass reads the whole file in order, saving the sizes after it
+ * reads nothing again to hash it (issue 32: for an object in a bucket, a
+ * second download of all of it).
+ */
+static int measure_saving(struct reader *r, struct zst *s, bool persist, size_t *bad,
+			  struct ckpt_set ***sets, struct zerr *why)
+{
+	struct zsrc *tee = NULL;
+	int ret;
+
+	if (persist && idxtee_new(r->src, &tee) < 0)
+		tee = NULL;
+	ret = measure_all(r, s->z, tee, bad, sets, why);
+	if (ret == 0 && tee)
+		idxtee_take(tee, &s->id);
+	zsrc_put(tee);
+	return ret;
+}
+
 static int zstd_open(struct reader *r, struct zerr *why)
 {
 	struct zstddec_index *z;
@@ -659,7 +685,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	persist = use_saved(r, s);
 	/* Unknown sizes measured, empty frames decoded (pass_needed); checksums verified. */
 	built = z->nunknown > 0;
-	ret = measure_all(r, z, &bad, &sets, why);
+	ret = measure_saving(r, s, persist, &bad, &sets, why);
 	if (ret < 0 && s->unseen && atomic_load(&s->unseen[bad])) {
 		/* a frame the saved index says is empty is not: walk again, measure, save over it
 		 */
@@ -677,7 +703,7 @@ static int zstd_open(struct reader *r, struct zerr *why)
 							     why); /* it walked a moment ago */
 		s->z = z;
 		persist = built = true;
-		ret = measure_all(r, z, &bad, &sets, why);
+		ret = measure_saving(r, s, persist, &bad, &sets, why);
 	}
 	if (ret < 0)
 		return ret;

@@ -130,7 +130,7 @@ static void prefetch_run(void *arg)
 			bcache_put(r->cache, e);
 		}
 		if (streamed) {
-			fill_moved(r);
+			reader_moved(r);
 			ckahead_unlock(r);
 		}
 	}

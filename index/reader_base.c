@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The reader's ground floor: the small functions that every service of the
- * reader calls (fill.c, udec.c, readahead.c, reader_ck.c and reader.c
- * itself): its log line, its size and unit look-up, its version tests, and
- * the marks of units that failed.  They sit here, below those services, so
+ * reader calls (fill.c, udec.c, readahead.c, ckahead.c, reader_ck.c and
+ * reader.c itself): its log line, its size and unit look-up, its version
+ * tests, the marks of units that failed, and the signal that wakes reads
+ * waiting for their turn.  They sit here, below those services, so
  * that the services never call back up into reader.c: reader.c calls
  * readahead, fill, udec and reader_ck, and each of those calls only down,
  * to here (struct reader is in reader_int.h).
@@ -264,4 +265,18 @@ bool reader_is_bad(struct reader *r, size_t k)
 	bad = r->bad[k] || r->changed;
 	pthread_mutex_unlock(&r->lock);
 	return bad;
+}
+
+void reader_moved_locked(struct reader *r)
+{
+	r->moves++;
+	if (r->waiters)
+		pthread_cond_broadcast(&r->moved);
+}
+
+void reader_moved(struct reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	reader_moved_locked(r);
+	pthread_mutex_unlock(&r->lock);
 }

@@ -215,6 +215,16 @@ size_t reader_unit_of(const struct reader *r, uint64_t off, uint64_t *ustart, si
 /* Whether entry k failed, or the source changed (then every miss fails).  Takes r->lock. */
 bool reader_is_bad(struct reader *r, size_t k);
 
+/*
+ * The decoder of a streamed unit moved (or was closed), or a read of one
+ * started or ended: wakes the reads waiting for their turn (fill.c,
+ * wait_for_turn) to look again.  Span jobs (ckahead.c), read-ahead and
+ * fills call it.  reader_moved takes r->lock; reader_moved_locked is for
+ * a caller that holds it.
+ */
+void reader_moved(struct reader *r);
+void reader_moved_locked(struct reader *r);
+
 /* reader_ck.c: which entries may get checkpoints (at open); 0 or -ENOMEM. */
 int reader_ck_init(struct reader *r);
 void reader_ck_free(struct reader *r);

@@ -664,6 +664,66 @@ static void sequential_read_decodes_spans_ahead(const char *name)
 	rmdir(idx);
 }
 
+/*
+ * head: one read of 128 KiB at offset 0, then close; on a mount, the
+ * kernel sends it as reads that continue one another, to 416 KiB.  Span
+ * jobs queued on those (16 MiB each by default) would decode for nobody:
+ * they wait for the stream to pass CKAHEAD_FROM.
+ */
+static void head_decodes_no_span_ahead(const char *name)
+{
+	char idx[PATH_MAX];
+	struct opened o;
+	struct pool *pool;
+	struct reader_info in;
+	static unsigned char buf[128u << 10], big[256u << 10];
+
+	zmtest_join(idx, sizeof(idx), dir, "index-head");
+	mkdir(idx, 0700);
+	open_in(name, idx, &o);
+	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
+	close_one(&o);
+	open_in(name, idx, &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), 0), sizeof(buf));
+	ck_assert(memcmp(buf, text, sizeof(buf)) == 0);
+	readahead_wait(o.r);
+	reader_get_info(o.r, &in);
+	ck_assert_msg(in.ckpts >= 2, "no checkpoint set: %llu points",
+		      (unsigned long long)in.ckpts);
+	ck_assert_msg(in.ck_ahead == 0, "a head read of 128 KiB had span jobs decode %llu bytes",
+		      (unsigned long long)in.ck_ahead);
+	/* as the kernel sends it: 32 KiB, then 128 and 256 KiB that continue it */
+	ck_assert_int_eq(reader_pread(o.r, buf, 32u << 10, 0), 32u << 10);
+	ck_assert_int_eq(reader_pread(o.r, buf, 128u << 10, 32u << 10), 128u << 10);
+	ck_assert_int_eq(reader_pread(o.r, big, sizeof(big), 160u << 10), sizeof(big));
+	ck_assert(memcmp(big, text + (160u << 10), sizeof(big)) == 0);
+	readahead_wait(o.r);
+	reader_get_info(o.r, &in);
+	ck_assert_msg(in.ck_ahead == 0, "head's reads on a mount had span jobs decode %llu bytes",
+		      (unsigned long long)in.ck_ahead);
+	ck_assert_uint_eq(o.log.errors, 0);
+	reader_close(o.r);
+	o.r = NULL;
+	pool_free(pool);
+	close_one(&o);
+	zmtest_sh(idx, "rm -f *.zmc *.zmi");
+	rmdir(idx);
+}
+
+START_TEST(xz_head_decodes_no_span_ahead)
+{
+	head_decodes_no_span_ahead("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_head_decodes_no_span_ahead)
+{
+	head_decodes_no_span_ahead("one.zst");
+}
+END_TEST
+
 /* One of four threads reading a file in order, as the kernel's parallel read-ahead requests do. */
 struct seq_job {
 	struct reader *r;
@@ -1625,6 +1685,8 @@ int main(void)
 		  0 },
 		{ "zstd_sequential_read_decodes_spans_ahead",
 		  zstd_sequential_read_decodes_spans_ahead, 0 },
+		{ "xz_head_decodes_no_span_ahead", xz_head_decodes_no_span_ahead, 0 },
+		{ "zstd_head_decodes_no_span_ahead", zstd_head_decodes_no_span_ahead, 0 },
 		{ "xz_threads_reading_in_order_beside_span_jobs_are_exact",
 		  xz_threads_reading_in_order_beside_span_jobs_are_exact, 0 },
 		{ "a_sequential_read_queues_a_pass", a_sequential_read_queues_a_pass, 0 },

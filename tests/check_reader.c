@@ -29,6 +29,8 @@
 
 #include "bcache.h"
 #include "gzdec.h"
+#include "idxfile.h"
+#include "idxhash.h"
 #include "pool.h"
 #include "reader.h"
 #include "reader_int.h" /* r->stream: to line reads up in a chosen order */
@@ -2264,6 +2266,149 @@ START_TEST(zstd_streamed_sizes_saved_then_loaded)
 }
 END_TEST
 
+/* A source that counts the bytes read through it (all threads). */
+struct countsrc {
+	struct zsrc z;
+	struct zsrc *src;
+	atomic_uint_fast64_t bytes;
+};
+
+static ssize_t count_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
+{
+	struct countsrc *c = (struct countsrc *)z;
+	ssize_t n = zsrc_pread(c->src, buf, len, off);
+
+	if (n > 0)
+		atomic_fetch_add(&c->bytes, (uint64_t)n);
+	return n;
+}
+
+static int count_stat(struct zsrc *z, struct stat *st)
+{
+	return zsrc_stat(((struct countsrc *)z)->src, st);
+}
+
+static void count_tag(struct zsrc *z, char buf[ZSRC_TAG_MAX])
+{
+	zsrc_tag(((struct countsrc *)z)->src, buf);
+}
+
+static void count_hint(struct zsrc *z, uint64_t off, uint64_t len)
+{
+	zsrc_hint(((struct countsrc *)z)->src, off, len);
+}
+
+static void count_free(struct zsrc *z)
+{
+	struct countsrc *c = (struct countsrc *)z;
+
+	zsrc_put(c->src);
+	free(c);
+}
+
+static const struct zsrc_ops count_ops = { .pread = count_pread,
+					   .stat = count_stat,
+					   .tag = count_tag,
+					   .hint = count_hint,
+					   .free = count_free };
+
+/* XXH64 of the file at path, as an index records its source's (idxfile.h). */
+static uint64_t file_xxh64(const char *path)
+{
+	static unsigned char buf[1 << 20];
+	struct idxhash_xxh x;
+	size_t n, done = 0, total = 0;
+	FILE *f = fopen(path, "rb");
+
+	ck_assert_ptr_nonnull(f);
+	idxhash_xxh_init(&x);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		total += n;
+		done = idxhash_xxh_feed(&x, buf, n); /* whole 1 MiB pieces but the last */
+		if (n < sizeof(buf))
+			break;
+	}
+	fclose(f);
+	return idxhash_xxh_end(&x, total, buf + done, n - done);
+}
+
+/*
+ * Opens path through a counting source, with index_dir d (or none), and
+ * returns the bytes the open read; checks that it built an index.
+ */
+static uint64_t open_counted(const char *path, const char *d)
+{
+	struct countsrc *cs = calloc(1, sizeof(*cs));
+	struct reader_counters c;
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct reader *r;
+	uint64_t bytes;
+
+	ck_assert_ptr_nonnull(cs);
+	zsrc_init(&cs->z, &count_ops);
+	cs->src = zmtest_src_open(path);
+	ck_assert_ptr_nonnull(cs->src);
+	zsrc_get(&cs->z); /* ours, to read the count after the reader's put */
+	reader_opts_default(&ro, 64 * MiB);
+	ro.index_dir = d ? zmtest_store(d) : NULL;
+	ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
+	ck_assert_int_eq(reader_open_src(&cs->z, path, zm, &ro, &r, NULL), 0);
+	bytes = atomic_load(&cs->bytes);
+	reader_get_counters(zm, &c);
+	ck_assert_uint_eq(c.indexes_built, 1);
+	reader_close(r);
+	zmctx_free(zm);
+	zsrc_put(&cs->z);
+	return bytes;
+}
+
+/* The whole-file hash recorded in the one .zmi file of index directory d. */
+static uint64_t saved_src_hash(const char *d)
+{
+	char zmi[PATH_MAX + 32];
+	struct idxfile_info info;
+	struct zerr err = { 0 };
+	FILE *f;
+
+	snprintf(zmi, sizeof(zmi), "ls '%s'/*.zmi", d);
+	f = popen(zmi, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(zmi, sizeof(zmi), f));
+	pclose(f);
+	zmi[strcspn(zmi, "\n")] = '\0';
+	ck_assert_int_eq(idxfile_read_header(zmi, &info, &err), 0);
+	return info.src_hash;
+}
+
+/*
+ * Issue 32: saving the frame sizes that the pass measured (no stated
+ * sizes) reads the file no second time to take its whole-file hash: the
+ * pass took it as it read (idxtee.h).  An open with index_dir reads what
+ * one without reads, but for its identity probes (4 KiB at each end), and
+ * the hash saved is the file's.
+ */
+START_TEST(zstd_saving_sizes_reads_the_file_once)
+{
+	char d[PATH_MAX], path[PATH_MAX];
+	uint64_t plain, saving;
+	struct stat st;
+
+	zidx_dir(d, sizeof(d), "zidx");
+	path_of(path, sizeof(path), "pipe.zst");
+	ck_assert_int_eq(stat(path, &st), 0);
+	plain = open_counted(path, NULL);
+	saving = open_counted(path, d);
+	ck_assert_int_eq(zidx_files(d), 1);
+	ck_assert_msg(saving <= plain + 16 * KiB,
+		      "saving the index read %llu bytes more than the open without it "
+		      "(%llu) of a %llu-byte file",
+		      (unsigned long long)(saving - plain), (unsigned long long)plain,
+		      (unsigned long long)st.st_size);
+	ck_assert_uint_eq(saved_src_hash(d), file_xxh64(path));
+}
+END_TEST
+
 /*
  * Frames with no stated size are measured at open on the context's pool
  * too: each measured once (decoded_bytes is the file's size), the same
@@ -3228,6 +3373,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, probe_by_magic_and_gzip_header);
 	tcase_add_test(tc, readers_share_a_cache);
 	tcase_add_test(tc, zstd_streamed_sizes_saved_then_loaded);
+	tcase_add_test(tc, zstd_saving_sizes_reads_the_file_once);
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
 	tcase_add_test(tc, pool_submit_idle_needs_a_waiting_worker);
 	tcase_add_test(tc, whole_unit_pages_prefaulted_by_an_idle_worker);
