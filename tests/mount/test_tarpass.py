@@ -18,6 +18,11 @@ each: the listing is tar -t's and the member tar -xO's; one gzip pass ran (index
 zstd indexer: the same over x.tar.zst, whose measuring pass (which builds its checkpoints
       unless noindex) fills the table; its bytes are counted: decoded_bytes at most the
       tar + the member + one checkpoint span + 1 MiB (before: twice the tar).
+xz: the same tar as one xz Block (xz -1 -T1: wide, so it gets checkpoints) under xsrc. No
+      pass runs at open for xz: the table is scanned through the reader, whose decode from
+      the Block's start also builds the checkpoints (a reader's decode is the checkpoint
+      pass): once the set is there (checkpoints > 0), decoded_bytes is at most the
+      tar + the member + 2 slices (a restart at the Block's start), not the tar twice.
 saved: a mount with an index_dir of the test, left alone until its indexer's pass has
       ended (nobody asked for the table): the pass saved the table (one .zmt) and kept
       nothing in memory (tar_tables 0); a lookup then loads it (tar_pass_tables stays 0).
@@ -71,6 +76,10 @@ def make_tar(top, src, zsrc):
                          check=True).stdout
     with open(os.path.join(zsrc, 'x.tar.zst'), 'wb') as f:
         f.write(zst)
+    xz = subprocess.run(['xz', '-1', '-T1', '-c'], input=raw, stdout=subprocess.PIPE,
+                        check=True).stdout
+    with open(os.path.join(os.path.dirname(src), 'xsrc', 'x.tar.xz'), 'wb') as f:
+        f.write(xz)
     shutil.rmtree(os.path.join(top, 'tree'))
     names = subprocess.run(['tar', '-tzf', os.path.join(src, 'x.tar.gz')],
                            stdout=subprocess.PIPE, check=True).stdout.decode().split()
@@ -122,6 +131,34 @@ def one_mount(res, zmount, src, mnt, label, opts, tar_size, names, last, data):
               <= tar_size, f'tar_scanned_bytes={st.get("tar_scanned_bytes")}')
 
 
+def xz_mount(res, zmount, xsrc, mnt, tar_size, names, last, data):
+    label = 'xz'
+    with zmtest.Mount(zmount, xsrc, mnt, opts='tar,cache_size=16M,index_dir=none',
+                      results=res, label=label):
+        got = shown(mnt)
+        res.check(f'{label}: the listing is tar -t', got == sorted(names),
+                  f'{len(got)} shown, {len(names)} in tar -t')
+        with open(os.path.join(mnt, 'x.tar', last), 'rb') as f:
+            body = f.read()
+        res.check(f'{label}: the last member is tar -xO', body == data, f'{len(body)} bytes')
+        deadline = time.monotonic() + 60
+        st = zmtest.stats(mnt)
+        while time.monotonic() < deadline and st.get('checkpoints', 0) == 0:
+            time.sleep(0.2)
+            st = zmtest.stats(mnt)
+        time.sleep(1)  # a second pass, if one started, would show in decoded_bytes
+        st = zmtest.stats(mnt)
+    res.check(f'{label}: the Block got its checkpoints', st.get('checkpoints', 0) > 0,
+              f'checkpoints={st.get("checkpoints")}')
+    dec = st.get('decoded_bytes', -1)
+    # the member, read after the scan, and what a reader's decode that restarts at the Block's
+    # start to build the set decodes again (udec_restart: at most half the Block, 2 slices here)
+    bound = tar_size + len(data) + 2 * 2 * MiB
+    res.note(f'{label}: tar {tar_size} B; decoded_bytes {dec} ({dec / tar_size:.2f}x the tar)')
+    res.check(f'{label}: the scan\'s decode built the checkpoints: decoded_bytes <= {bound}',
+              0 <= dec <= bound, f'decoded_bytes={dec}: {dec / tar_size:.2f}x the tar')
+
+
 def saved_mount(res, zmount, src, mnt, idx, last, data):
     label = 'saved'
     with zmtest.Mount(zmount, src, mnt, opts=f'tar,cache_size=16M,index_dir={idx}',
@@ -158,8 +195,9 @@ def main():
     res = zmtest.Results()
     top = tempfile.mkdtemp(prefix='zm-tarpass-')
     try:
-        src, zsrc, mnt, idx = (os.path.join(top, d) for d in ('src', 'zsrc', 'mnt', 'idx'))
-        for d in (src, zsrc, mnt, idx):
+        src, zsrc, xsrc, mnt, idx = (os.path.join(top, d)
+                                     for d in ('src', 'zsrc', 'xsrc', 'mnt', 'idx'))
+        for d in (src, zsrc, xsrc, mnt, idx):
             os.makedirs(d)
         tar_size, names, last, data = make_tar(top, src, zsrc)
         for label, where, opts in (
@@ -167,6 +205,7 @@ def main():
                 ('indexer', src, 'tar,cache_size=16M,index_dir=none'),
                 ('zstd indexer', zsrc, 'tar,cache_size=16M,index_dir=none')):
             one_mount(res, args.zmount, where, mnt, label, opts, tar_size, names, last, data)
+        xz_mount(res, args.zmount, xsrc, mnt, tar_size, names, last, data)
         saved_mount(res, args.zmount, src, mnt, idx, last, data)
     finally:
         zmtest.cleanup_top(top, args.keep)
