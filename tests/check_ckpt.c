@@ -836,8 +836,16 @@ static void pass_leaves_streamed_entry(const char *name)
 	ck_assert_msg(ctx_decoded(&o) == before,
 		      "a pass beside a reader streaming the entry decoded %llu more bytes",
 		      (unsigned long long)(ctx_decoded(&o) - before));
+	/*
+	 * Left to the reader; or already built by the reader's own decode
+	 * (seen twice on a loaded machine: ckpt_wanted 0, nothing decoded
+	 * by the pass; most likely read-ahead had taken that decoder to the
+	 * entry's end first).  Done with no set would be the bug.
+	 */
 	reader_get_info(o.r, &in);
-	ck_assert_uint_eq(in.ckpt_wanted, 1);
+	ck_assert_msg(in.ckpt_wanted == 1 || in.ckpts > 0,
+		      "the pass neither left the entry nor found its set: wanted %llu, %llu points",
+		      (unsigned long long)in.ckpt_wanted, (unsigned long long)in.ckpts);
 	/* The reader goes on to the end, and its end publishes the set. */
 	for (uint64_t off = 4 * SLICE; off < SIZE; off += sizeof(buf)) {
 		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
