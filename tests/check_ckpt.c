@@ -618,6 +618,27 @@ static uint64_t ctx_decoded(struct opened *o)
 }
 
 /*
+ * A reader of name over a fresh index_dir (idx, under dir) that an
+ * earlier reader's pass filled with its set, with a pool of 2 workers:
+ * what span jobs need.  Returns the pool (pool_free it after reader_close).
+ */
+static struct pool *open_saved_with_pool(const char *name, const char *sub, char *idx, size_t len,
+					 struct opened *o)
+{
+	struct pool *pool;
+
+	zmtest_join(idx, len, dir, sub);
+	mkdir(idx, 0700);
+	open_in(name, idx, o);
+	ck_assert_int_eq(reader_build_checkpoints(o->r, o->src, NULL), 0);
+	close_one(o);
+	open_in(name, idx, o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o->zm, pool);
+	return pool;
+}
+
+/*
  * A sequential read of a one-Block xz or one-frame zstd file whose set is
  * saved decodes on all cores (issue 32 item 4): pool jobs resume at the
  * checkpoints ahead of the reader and decode their spans into the cache,
@@ -634,14 +655,7 @@ static void sequential_read_decodes_spans_ahead(const char *name)
 	static unsigned char buf[SLICE];
 	uint64_t total;
 
-	zmtest_join(idx, sizeof(idx), dir, "index-ahead");
-	mkdir(idx, 0700);
-	open_in(name, idx, &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
-	close_one(&o);
-	open_in(name, idx, &o);
-	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
-	zmctx_set_pool(o.zm, pool);
+	pool = open_saved_with_pool(name, "index-ahead", idx, sizeof(idx), &o);
 	for (uint64_t off = 0; off < SIZE; off += sizeof(buf)) {
 		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
 		ck_assert_msg(memcmp(buf, text + off, sizeof(buf)) == 0, "wrong bytes at %llu",
@@ -678,14 +692,7 @@ static void head_decodes_no_span_ahead(const char *name)
 	struct reader_info in;
 	static unsigned char buf[128u << 10], big[256u << 10];
 
-	zmtest_join(idx, sizeof(idx), dir, "index-head");
-	mkdir(idx, 0700);
-	open_in(name, idx, &o);
-	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
-	close_one(&o);
-	open_in(name, idx, &o);
-	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
-	zmctx_set_pool(o.zm, pool);
+	pool = open_saved_with_pool(name, "index-head", idx, sizeof(idx), &o);
 	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), 0), sizeof(buf));
 	ck_assert(memcmp(buf, text, sizeof(buf)) == 0);
 	readahead_wait(o.r);
