@@ -79,7 +79,7 @@ struct tarv {
 	bool damaged;	      /* the scan stopped at a damaged header (set before READY) */
 	bool asked;	      /* a lookup or listing wanted it: a pass's own table is kept */
 	bool orphan;	      /* made by a pass (ptap), with no scan thread: the pass ends it */
-	bool waiting;	      /* its scan thread waits for the archive's open: a pass may feed it */
+	bool own;	      /* its scan thread loads or scans t itself: no pass may feed it */
 	int pass;	      /* PASS_*: whether the open's pass fills it */
 	int pass_ret;	      /* PASS_DONE: as scan_table returns */
 	bool fed_all;	      /* the scan was told the input ended: lookups wait for READY */
@@ -95,7 +95,7 @@ struct ns_tar {
 	struct ns *base;
 	struct arctab *arcs;
 	pthread_mutex_t lock; /* list, gen, scanners, stop, the counts; each tarv's refs,
-				 state, fed, fed_all, early, asked, waiting, pass, pass_ret,
+				 state, fed, fed_all, early, asked, own, pass, pass_ret,
 				 and its table while it is SCANNING and fed */
 	pthread_cond_t built; /* a scan fed more bytes, or ended; a scan thread ended */
 	struct tarv *list;
@@ -370,6 +370,14 @@ static int scan_bytes(struct ns_tar *nt, struct tarv *tv, struct tbytes *b, stru
 	return 0;
 }
 
+/* The index_dir of the mount, or NULL. */
+static const struct idxstore *store(const struct ns_tar *nt)
+{
+	const struct reader_opts *o = arctab_opts(nt->arcs);
+
+	return o ? o->index_dir : NULL;
+}
+
 /*
  * Whether tv's table may be kept in dir (an archive's, not a plain tar's:
  * it has no index_dir entry of its own): then *id is its archive's
@@ -393,26 +401,22 @@ static bool identify(struct ns_tar *nt, const struct tarv *tv, const char *name,
 }
 
 /*
- * The saved table of an archive (not a plain tar: it has no index_dir
- * entry of its own), checked against the archive's identity: 1 loaded, 0
- * none (scan; *id is set if *have_id), never an error: a table that
- * cannot be loaded is scanned again.
+ * The saved table of an archive of identity id, into tv's table: true
+ * loaded; false none (scan), never an error: a table that cannot be loaded
+ * is scanned again.
  */
-static int load_saved(struct ns_tar *nt, struct tarv *tv, const char *name,
-		      const struct idxstore *dir, struct idxfile_id *id, struct zsrc **src)
+static bool load_saved(struct ns_tar *nt, struct tarv *tv, const char *name,
+		       const struct idxfile_id *id)
 {
 	struct zerr why = { 0 };
-	int ret;
+	int ret = tarsave_load(store(nt), name, id, &tv->t, &why);
 
-	if (!identify(nt, tv, name, dir, id, src))
-		return 0;
-	ret = tarsave_load(dir, name, id, &tv->t, &why);
 	if (ret == 0)
-		return 1;
+		return true;
 	if (ret != -ENOENT)
 		zlog(ZLOG_INFO, "%s: saved member table not used (%s): scanning", name, why.msg);
 	tartab_free(&tv->t); /* keeps the cap */
-	return 0;
+	return false;
 }
 
 /*
@@ -427,16 +431,13 @@ static int open_for_scan(struct ns_tar *nt, struct tarv *tv, struct tbytes *b)
 	int err, pass;
 	bool fed_any;
 
-	pthread_mutex_lock(&nt->lock);
-	tv->waiting = true;
-	pthread_mutex_unlock(&nt->lock);
 	err = tb_open(nt, &tv->base, b);
 	pthread_mutex_lock(&nt->lock);
-	tv->waiting = false;
 	while (tv->pass == PASS_RUNNING)
 		pthread_cond_wait(&nt->built, &nt->lock);
 	pass = tv->pass;
 	fed_any = tv->fed;
+	tv->own = pass == PASS_NONE; /* from here on a pass that starts feeds nothing */
 	pthread_mutex_unlock(&nt->lock);
 	if (err < 0)
 		return err;
@@ -572,14 +573,6 @@ static int over_cap(const struct tartab *t, const char *name, int ret)
 	return -E2BIG;
 }
 
-/* The index_dir of the mount, or NULL. */
-static const struct idxstore *store(const struct ns_tar *nt)
-{
-	const struct reader_opts *o = arctab_opts(nt->arcs);
-
-	return o ? o->index_dir : NULL;
-}
-
 /* Saves a whole table (ret 0) of asize decoded bytes when src is set (identify).  True: saved. */
 static bool save(struct ns_tar *nt, struct tarv *tv, const char *name, int ret, uint64_t asize,
 		 const struct idxfile_id *id, const struct zsrc *src)
@@ -612,9 +605,16 @@ static int scan(struct ns_tar *nt, struct tarv *tv)
 	int ret = 0;
 
 	ns_name(nt->base, &tv->base, name, sizeof(name));
-	if (load_saved(nt, tv, name, store(nt), &id, &src)) {
+	pthread_mutex_lock(&nt->lock);
+	tv->own = tv->pass == PASS_NONE; /* a pass that feeds t already: no saved table */
+	pthread_mutex_unlock(&nt->lock);
+	if (identify(nt, tv, name, store(nt), &id, &src) && tv->own &&
+	    load_saved(nt, tv, name, &id)) {
 		ret = over_cap(&tv->t, name, 0);
 	} else {
+		pthread_mutex_lock(&nt->lock);
+		tv->own = false; /* until its open ends, a pass there may feed t instead */
+		pthread_mutex_unlock(&nt->lock);
 		ret = over_cap(&tv->t, name, scan_table(nt, tv, name, &asize));
 		save(nt, tv, name, ret, asize, &id, src);
 	}
@@ -857,7 +857,7 @@ static bool ptap_attach(struct ptap *p)
 
 	pthread_mutex_lock(&nt->lock);
 	tv = nt->stop ? NULL : find_same(nt, &p->e);
-	if (tv && tv->state == SCANNING && tv->waiting && tv->pass == PASS_NONE) {
+	if (tv && tv->state == SCANNING && !tv->own && tv->pass == PASS_NONE) {
 		tv->refs++;
 	} else if (!tv && !nt->stop && (tv = tarv_new(nt, &p->e))) {
 		tv->orphan = true; /* its one reference is the pass's */
