@@ -144,6 +144,12 @@
  *                                   that want earlier bytes (so no cycle),
  *                                   and at most TURN_STALL_MS without any of
  *                                   them moving.
+ *                                   reader.ck_moved waits on it in
+ *                                   reader_ck_wait: a far read, under
+ *                                   reader.stream, waits for a checkpoint
+ *                                   pass running now (never a queued one),
+ *                                   which takes neither reader.stream nor
+ *                                   anything a reader holds: no cycle.
  *  bcache.lock       index/bcache.c the cache.  Leaf: buffers are freed
  *                                   after it is dropped.  bcache.room is
  *                                   waited on (bcache_get with wait,

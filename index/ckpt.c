@@ -202,7 +202,8 @@ struct ckpt_build {
 	uint64_t total; /* bytes seen */
 	uint32_t crc;	/* of [the last multiple of CKPT_PIECE, total) */
 	const atomic_bool *stop;
-	struct zmctx_slot *prog; /* borrowed, or NULL */
+	struct zmctx_slot *prog;  /* borrowed, or NULL */
+	atomic_uint_fast64_t *at; /* borrowed, or NULL: ckpt_build_watch */
 };
 
 void ckpt_build_stop_on(struct ckpt_build *b, const atomic_bool *stop)
@@ -213,6 +214,11 @@ void ckpt_build_stop_on(struct ckpt_build *b, const atomic_bool *stop)
 void ckpt_build_progress(struct ckpt_build *b, struct zmctx_slot *s)
 {
 	b->prog = s;
+}
+
+void ckpt_build_watch(struct ckpt_build *b, atomic_uint_fast64_t *at)
+{
+	b->at = at;
 }
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -292,6 +298,8 @@ int ckpt_build_out(void *vb, const void *buf, size_t len)
 			return -ENOMEM;
 		b->ends[b->nends++] = (struct mark){ b->total, c_now(b) };
 	}
+	if (b->at)
+		atomic_store_explicit(b->at, b->total, memory_order_relaxed);
 	return 0;
 }
 

@@ -134,6 +134,8 @@ void ckpt_build_stop_on(struct ckpt_build *b, const atomic_bool *stop);
 /* From now on, ckpt_build_out adds each call's length to progress s (zmctx_pass_add; borrowed). */
 struct zmctx_slot;
 void ckpt_build_progress(struct ckpt_build *b, struct zmctx_slot *s);
+/* From now on, ckpt_build_out stores the bytes seen so far in *at (borrowed), for other threads. */
+void ckpt_build_watch(struct ckpt_build *b, atomic_uint_fast64_t *at);
 /* Frees a builder whose pass failed.  Accepts NULL. */
 void ckpt_build_free(struct ckpt_build *b);
 

@@ -68,6 +68,21 @@ static int fill_whole(struct reader *r, size_t k, void *buf, size_t len, struct 
 }
 
 /*
+ * With r->stream held: where in entry k the decoder that would fill the
+ * slice at want (bytes into the entry) starts: the parked one if it is in
+ * k and not past want, else a new one at 0.
+ */
+static uint64_t decoder_at(struct reader *r, size_t k, uint64_t want)
+{
+	uint64_t pos;
+	size_t pk;
+
+	if (park_peek(&r->ctx->parked, &r->park, &pk, &pos) && pk == k && pos <= want)
+		return pos;
+	return 0;
+}
+
+/*
  * Fills slice [ustart, ustart + len) of the streamed unit (an xz Block, a
  * zstd frame or a gzip span wider than whole_max) behind map entry k into
  * buf, using the parked decoder when it stopped at or before it.  Called
@@ -82,6 +97,8 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 	uint64_t want = (ustart & ~UNIT_SLICE) - start; /* position in the entry */
 	struct udec *d;
 	unsigned char *scratch = NULL;
+	/* A far read: no decoder of this reader's stream is on its way here. */
+	bool far = want > 0 && decoder_at(r, k, want) == 0;
 	int ret = udec_for(r, k, want, &d, err);
 
 	if (ret < 0)
@@ -158,6 +175,9 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 		d = NULL;
 	}
 	udec_close(d);
+	/* A far read stopped inside a wide entry: the pass builds the rest (reader_ck_kick). */
+	if (ret == 0 && far && r->ckable && r->ckable[k] == CKABLE_WIDE && !reader_ck_set(r, k))
+		reader_ck_kick(r, k);
 	return ret;
 }
 
@@ -341,21 +361,6 @@ void fill_inflight_del(struct reader *r, int slot)
 	r->inflight[slot].used = false;
 	reader_moved_locked(r);
 	pthread_mutex_unlock(&r->lock);
-}
-
-/*
- * With r->stream held: where in entry k the decoder that would fill the
- * slice at want (bytes into the entry) starts: the parked one if it is in
- * k and not past want, else a new one at 0.
- */
-static uint64_t decoder_at(struct reader *r, size_t k, uint64_t want)
-{
-	uint64_t pos;
-	size_t pk;
-
-	if (park_peek(&r->ctx->parked, &r->park, &pk, &pos) && pk == k && pos <= want)
-		return pos;
-	return 0;
 }
 
 bool fill_inflight_in(struct reader *r, uint64_t from, uint64_t to)

@@ -360,8 +360,9 @@ static bool stream_continues(uint64_t e, uint64_t off, size_t len)
 }
 
 /*
- * A read of [off, end) that reaches the end of its entry: the reader has
- * read a wide entry through, and its checkpoint pass is queued if none ran
+ * A read of [off, end) that continues a stream and reaches the end of its
+ * entry: the reader has read a wide entry through (a lone tail read's
+ * decoder builds the set itself: udec_for), and its checkpoint pass is queued if none ran
  * (reader_ck_note).  The decoder's own note at the entry's end is not
  * enough: when read-ahead decodes the last slice while the reader is still
  * behind it, the pass that note queues gives way to the reader (streaming,
@@ -433,7 +434,7 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	 */
 	if (continued && off < reader_size(r))
 		reader_ck_yield(r, cmap_find(&r->map, off));
-	if (off < reader_size(r))
+	if (continued && off < reader_size(r))
 		ck_at_entry_end(r, off, end);
 
 	/* Units the stream has read through go first when room is needed (bcache_demote). */

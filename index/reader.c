@@ -260,6 +260,7 @@ int reader_open_src(struct zsrc *src, const char *name, struct zmctx *ctx,
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 		pthread_cond_init(&r->moved, &ca);
+		pthread_cond_init(&r->ck_moved, &ca);
 		pthread_condattr_destroy(&ca);
 	}
 	pthread_mutex_init(&r->stream, NULL);
@@ -338,6 +339,7 @@ void reader_close(struct reader *r)
 	zsrc_put(r->src);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->idle);
+	pthread_cond_destroy(&r->ck_moved);
 	pthread_cond_destroy(&r->moved);
 	pthread_mutex_destroy(&r->stream);
 	free(r->name);

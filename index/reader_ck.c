@@ -18,6 +18,7 @@
 #include "idxfile.h"
 #include "idxlocal.h"
 #include "bcache.h"
+#include "park.h"
 #include "pool.h"
 #include "reader_int.h"
 #include "zlog.h"
@@ -207,6 +208,9 @@ static int build_one(struct reader *r, struct zsrc *src, size_t k, struct zmctx_
 	/* reader_ck_stop sets ck_yield too. */
 	ckpt_build_stop_on(b, &r->ck_yield);
 	ckpt_build_progress(b, prog);
+	atomic_store(&r->ck_at, 0);
+	atomic_store(&r->ck_at_k, k);
+	ckpt_build_watch(b, &r->ck_at);
 	ret = r->f->ck->build(r, src, k, r->opts.ck_span, b, why);
 	if (ret < 0) {
 		ckpt_build_free(b);
@@ -421,6 +425,7 @@ int reader_ck_init(struct reader *r)
 {
 	int ret = ck_alloc(r);
 
+	atomic_store(&r->ck_at_k, SIZE_MAX); /* no pass builds an entry yet */
 	if (ret == 0 && r->ck && r->ck_open)
 		take_open(r);
 	drop_open(r);
@@ -431,15 +436,20 @@ int reader_ck_init(struct reader *r)
  * Whether the pass takes entry k (CK_BUSY): nobody builds it, or a
  * reader's decode that claimed it (CK_RUN) no longer streams it: its
  * decoder, parked halfway, may never go on.  That decoder's set is then
- * dropped at its end (reader_ck_run_end).
+ * dropped at its end (reader_ck_run_end).  A decoder that is not parked
+ * is decoding now (a far read on its way to the entry's end): its set
+ * comes at that end, so the pass leaves it.
  */
 static bool ck_take(struct reader *r, size_t k)
 {
 	unsigned char st = CK_NONE;
+	uint64_t pos;
+	size_t pk;
 
 	if (atomic_compare_exchange_strong(&r->ck_state[k], &st, CK_BUSY))
 		return true;
 	return st == CK_RUN && !streaming(r, k) &&
+	       park_peek(&r->ctx->parked, &r->park, &pk, &pos) && pk == k &&
 	       atomic_compare_exchange_strong(&r->ck_state[k], &st, CK_BUSY);
 }
 
@@ -478,6 +488,10 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 			     ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED || ret == -EAGAIN
 				     ? CK_NONE
 				     : CK_DONE);
+		atomic_store(&r->ck_at_k, SIZE_MAX);
+		pthread_mutex_lock(&r->lock);
+		pthread_cond_broadcast(&r->ck_moved); /* reader_ck_wait */
+		pthread_mutex_unlock(&r->lock);
 		if (ret == -EAGAIN) {
 			reader_log(r, ZLOG_DEBUG, NULL,
 				   "%s %zu: checkpoint pass left to the reader streaming it",
@@ -586,7 +600,9 @@ void reader_ck_kick(struct reader *r, size_t k)
 	struct kick *j;
 	bool queued = false;
 
-	if (!r->ctx->pool || atomic_load(&r->ck_state[k]) != CK_NONE || atomic_load(&r->ck_stop))
+	unsigned char st = atomic_load(&r->ck_state[k]);
+
+	if (!r->ctx->pool || (st != CK_NONE && st != CK_RUN) || atomic_load(&r->ck_stop))
 		return;
 	j = malloc(sizeof(*j));
 	if (!j)
@@ -610,8 +626,9 @@ void reader_ck_kick(struct reader *r, size_t k)
 
 void reader_ck_note(struct reader *r, size_t k, uint64_t pos)
 {
+	/* CK_RUN: a reader's decoder builds the set, and publishes it at the end. */
 	if (r->ckable && r->ckable[k] == CKABLE_WIDE && pos >= cmap_len(&r->map, k) &&
-	    !reader_ck_set(r, k))
+	    !reader_ck_set(r, k) && atomic_load(&r->ck_state[k]) != CK_RUN)
 		reader_ck_kick(r, k);
 }
 
@@ -619,6 +636,36 @@ void reader_ck_yield(struct reader *r, size_t k)
 {
 	if (r->ckable && r->ckable[k] == CKABLE_WIDE && atomic_load(&r->ck_state[k]) == CK_BUSY)
 		atomic_store(&r->ck_yield, true);
+}
+
+bool reader_ck_wait(struct reader *r, size_t k, uint64_t want)
+{
+	uint64_t len = cmap_len(&r->map, k), at;
+
+	if (!r->ckable || r->ckable[k] != CKABLE_WIDE || atomic_load(&r->ck_state[k]) != CK_BUSY ||
+	    atomic_load(&r->ck_at_k) != k)
+		return false;
+	at = atomic_load(&r->ck_at);
+	/*
+	 * Worth it if the pass ends about when this read would reach want on
+	 * its own: an eighth later still saves the whole decode beside it.
+	 */
+	if (len - at > want + want / 8)
+		return false;
+	pthread_mutex_lock(&r->lock);
+	while (atomic_load(&r->ck_state[k]) == CK_BUSY && atomic_load(&r->ck_at_k) == k &&
+	       !atomic_load(&r->ck_stop)) {
+		struct timespec dl;
+
+		/* the pass's end signals ck_moved; the timeout only bounds a missed one */
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_nsec += 100 * 1000000L;
+		dl.tv_sec += dl.tv_nsec / 1000000000L;
+		dl.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&r->ck_moved, &r->lock, &dl);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return true;
 }
 
 void reader_ck_stop(struct reader *r)

@@ -143,6 +143,15 @@ struct reader {
 	/* Bytes span jobs decoded, the skips to their first slice included. */
 	atomic_uint_fast64_t ck_ahead;
 	unsigned ck_jobs; /* passes queued or running on the pool; under lock, idle signals 0 */
+	/*
+	 * The wide entry a pass builds now and the bytes of it that pass has
+	 * decoded (ckpt_build_watch): a far read into it may wait for the set
+	 * rather than decode the same bytes beside it (reader_ck_wait).
+	 * ck_moved, under lock: a pass left an entry.
+	 */
+	atomic_size_t ck_at_k;
+	atomic_uint_fast64_t ck_at;
+	pthread_cond_t ck_moved;
 };
 
 enum { CK_NONE, CK_BUSY, CK_DONE, CK_RUN /* a reader's decode builds it: reader_ck_run_begin */ };
@@ -230,8 +239,9 @@ int reader_ck_init(struct reader *r);
 void reader_ck_free(struct reader *r);
 /*
  * A read had to decode entry k from its start: queues a checkpoint pass
- * over it on the context's pool (if any, and if none ran or runs), so the
- * reads after it need not.  With r->stream held; never blocks.
+ * over it on the context's pool (if any, and if none ran or runs, or only
+ * a reader's decode claimed it: ck_take), so the reads after it need not.
+ * With r->stream held; never blocks.
  */
 void reader_ck_kick(struct reader *r, size_t k);
 /*
@@ -265,6 +275,15 @@ bool reader_ck_run_begin(struct reader *r, size_t k);
  * build k later.  Any thread.
  */
 void reader_ck_run_end(struct reader *r, size_t k, struct ckpt_build *b, bool whole);
+/*
+ * A read must reach byte want of wide entry k, which has no set, while a
+ * pass builds one: waits for that pass to end if it would end about when
+ * the read, decoding from k's start beside it, would reach want (a tail
+ * read right after a mount, while the indexer's pass runs).  true: it
+ * waited (the set may be there now); false: no such pass, or too far
+ * behind.  With r->stream held; the pass never takes it.
+ */
+bool reader_ck_wait(struct reader *r, size_t k, uint64_t want);
 /* Stops and waits for the passes reader_ck_kick queued (reader_close). */
 void reader_ck_stop(struct reader *r);
 /* Whether entry k is medium (CKABLE_MEDIUM). */

@@ -292,14 +292,18 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 		return 0;
 	}
 	udec_close(d); /* past want (a reader went back), or further than a checkpoint */
+	/* A pass about to end has the set: cheaper than decoding beside it. */
+	if (i == SIZE_MAX && want > 0 && reader_ck_wait(r, k, want) && (s = reader_ck_get(r, k)))
+		i = ckpt_find(s, want);
 	if (i != SIZE_MAX)
 		return udec_resume(r, k, s, i, out, err);
-	if (want > 0) {
+	if (want > 0)
 		reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
 			   r->f->unit, r->entry[k], want);
-		if (r->ckable && r->ckable[k] == CKABLE_WIDE)
-			reader_ck_kick(r, k);
-	}
-	/* A far read leaves the set to the pass it queued: it may read no further. */
-	return udec_open_as(r, k, want == 0, out, err);
+	/*
+	 * Through the checkpoint build even for a far read: one that reads on
+	 * to the entry's end (a tail) leaves the set, and no pass decodes the
+	 * entry again; one that stops inside queues the pass (fill_slice).
+	 */
+	return udec_open_as(r, k, true, out, err);
 }

@@ -46,10 +46,10 @@ uint64_t udec_tell(const struct udec *d);
 
 /*
  * A decoder at or before byte want of entry k, the nearest at hand: r's
- * parked one, one resumed at a checkpoint, or one at the entry's start
- * (then, for want > 0 in a wide entry, a checkpoint pass is queued:
- * reader_ck_kick; for want 0, udec_open's run decoder).  In a medium entry, only one whose output
- * its set checks (-EIO if it has none).  Returns 0 and *out (the caller's: park it or close it), or
+ * parked one, one resumed at a checkpoint (after waiting for a pass about
+ * to build the set: reader_ck_wait), or udec_open's at the entry's start.
+ * In a medium entry, only one whose output its set checks (-EIO if it
+ * has none).  Returns 0 and *out (the caller's: park it or close it), or
  * a negative errno with *out NULL and err set.  With r->stream held.
  */
 int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struct zerr *err);

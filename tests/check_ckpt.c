@@ -575,6 +575,53 @@ START_TEST(a_far_read_queues_a_pass)
 }
 END_TEST
 
+static uint64_t ctx_decoded(struct opened *o)
+{
+	struct reader_counters c;
+
+	reader_get_counters(o->zm, &c);
+	return c.decoded_bytes;
+}
+
+/*
+ * One decode per byte on a first touch (issue 32 item 3): a tail read into
+ * a wide entry nobody builds decodes through the checkpoint build, so its
+ * read to the end leaves the set, and no pass decodes the entry again.
+ */
+static void tail_builds_the_set_once(const char *name)
+{
+	struct opened o;
+	struct pool *pool;
+	unsigned char buf[4096];
+	uint64_t off = SIZE - sizeof(buf), total;
+
+	open_one(name, &o);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	zmctx_set_pool(o.zm, pool);
+	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
+	ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
+	wait_for_checkpoints(&o);
+	reader_close(o.r); /* waits for any pass, whose bytes then count */
+	o.r = NULL;
+	total = ctx_decoded(&o);
+	ck_assert_msg(total <= SIZE, "%s: a tail read on a fresh reader decoded %llu bytes of %u",
+		      name, (unsigned long long)total, SIZE);
+	pool_free(pool);
+	close_one(&o);
+}
+
+START_TEST(xz_tail_builds_the_set_once)
+{
+	tail_builds_the_set_once("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_tail_builds_the_set_once)
+{
+	tail_builds_the_set_once("one.zst");
+}
+END_TEST
+
 /*
  * A read in order through a wide entry queues the same pass at its end: a
  * full sequential read leaves checkpoints behind, with no indexer.
@@ -608,14 +655,6 @@ START_TEST(a_sequential_read_queues_a_pass)
 	rmdir(idx);
 }
 END_TEST
-
-static uint64_t ctx_decoded(struct opened *o)
-{
-	struct reader_counters c;
-
-	reader_get_counters(o->zm, &c);
-	return c.decoded_bytes;
-}
 
 /*
  * A reader of name over a fresh index_dir (idx, under dir) that an
@@ -1277,6 +1316,84 @@ static void far_read_beside_a_stuck_load(const char *name)
 	rmdir(idx);
 }
 
+struct tail_job {
+	struct opened *o;
+	unsigned char buf[4096];
+	ssize_t got;
+};
+
+static void *tail_thread(void *arg)
+{
+	struct tail_job *t = arg;
+
+	t->got = reader_pread(t->o->r, t->buf, sizeof(t->buf), SIZE - sizeof(t->buf));
+	return NULL;
+}
+
+/*
+ * A tail read that comes while a pass builds the entry's set (right after
+ * a mount, beside the indexer) waits for that pass and resumes at its last
+ * checkpoint, rather than decode the entry from its start beside it.  The
+ * pass is held at its first read until the tail read has had time to
+ * start its own decode.
+ */
+static void tail_beside_a_pass(const char *name)
+{
+	char path[PATH_MAX];
+	struct opened o;
+	struct gated g = { .shut = true };
+	struct zsrc *plain;
+	struct tail_job tj = { .o = &o };
+	pthread_t t, tt;
+	uint64_t total;
+
+	open_one(name, &o);
+	zmtest_join(path, sizeof(path), dir, name);
+	zsrc_init(&g.base, &gated_ops);
+	g.in = zmtest_src_open(path);
+	pthread_mutex_init(&g.m, NULL);
+	pthread_cond_init(&g.c, NULL);
+	plain = o.src;
+	o.src = &g.base;
+	ck_assert_int_eq(pthread_create(&t, NULL, pass_thread, &o), 0);
+	pthread_mutex_lock(&g.m);
+	while (!g.entered)
+		pthread_cond_wait(&g.c, &g.m);
+	pthread_mutex_unlock(&g.m);
+	ck_assert_int_eq(atomic_load(&o.r->ck_state[0]), CK_BUSY);
+	ck_assert_int_eq(pthread_create(&tt, NULL, tail_thread, &tj), 0);
+	usleep(300000);
+	pthread_mutex_lock(&g.m);
+	g.open = true;
+	pthread_cond_broadcast(&g.c);
+	pthread_mutex_unlock(&g.m);
+	pthread_join(t, NULL);
+	pthread_join(tt, NULL);
+	ck_assert_int_eq(tj.got, sizeof(tj.buf));
+	ck_assert(memcmp(tj.buf, text + SIZE - sizeof(tj.buf), sizeof(tj.buf)) == 0);
+	total = ctx_decoded(&o);
+	ck_assert_msg(total <= SIZE + SPAN + SLICE,
+		      "%s: a tail read beside a pass decoded, with the pass, %llu bytes of %u",
+		      name, (unsigned long long)total, SIZE);
+	o.src = plain;
+	close_one(&o);
+	zsrc_put(g.in);
+	pthread_mutex_destroy(&g.m);
+	pthread_cond_destroy(&g.c);
+}
+
+START_TEST(xz_tail_beside_a_pass_waits_for_it)
+{
+	tail_beside_a_pass("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_tail_beside_a_pass_waits_for_it)
+{
+	tail_beside_a_pass("one.zst");
+}
+END_TEST
+
 START_TEST(xz_far_read_beside_a_stuck_load)
 {
 	far_read_beside_a_stuck_load("one.xz");
@@ -1724,6 +1841,10 @@ int main(void)
 		{ "spilled_sets_share_one_descriptor", spilled_sets_share_one_descriptor, 0 },
 		{ "xz_far_read_beside_a_stuck_load", xz_far_read_beside_a_stuck_load, 0 },
 		{ "zstd_far_read_beside_a_stuck_load", zstd_far_read_beside_a_stuck_load, 0 },
+		{ "xz_tail_beside_a_pass_waits_for_it", xz_tail_beside_a_pass_waits_for_it, 0 },
+		{ "zstd_tail_beside_a_pass_waits_for_it", zstd_tail_beside_a_pass_waits_for_it, 0 },
+		{ "xz_tail_builds_the_set_once", xz_tail_builds_the_set_once, 0 },
+		{ "zstd_tail_builds_the_set_once", zstd_tail_builds_the_set_once, 0 },
 		{ "a_pass_over_another_version_builds_nothing",
 		  a_pass_over_another_version_builds_nothing, 0 },
 		{ "xz_medium_far_reads_decode_to_their_slice",

@@ -20,6 +20,13 @@ usage: test_firstread.py --zmount PATH [--seed N] [--keep]
    and has not reached y.log.xz.  The same far read, the same checks; and
    the stats must show the indexer had not built every gzip index yet
    (else that part proves nothing, and says so).
+4. Nothing saved (index_dir=none), a fresh mount over one 16 MiB file, a
+   one-frame .zst or a one-Block .xz, and at once a `tail` (the last 4 KiB,
+   read to the end) while the indexer starts its checkpoint pass over the
+   same bytes.  Once the set is there and the daemon idle, decoded_bytes
+   (the tail and the pass together) is at most 1.25x the file: the tail
+   either builds the set itself or waits for the pass and resumes from it.
+   3e2f9c4 decoded the file twice (32 MiB).
 Every mount ends with fusermount3 -u and daemon exit 0.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
@@ -27,6 +34,7 @@ import argparse
 import gzip
 import lzma
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -108,6 +116,43 @@ def run(args, res, top):
     print(f'# generated the xz and {NGZ} gzip files in {time.monotonic() - t0:.1f} s',
           flush=True)
     far_read(args, res, top, ydata, 'indexer busy with gzip files', busy=True)
+    for fmt in ('zst', 'xz'):
+        fresh_tail(args, res, top, ydata, fmt)
+
+
+def fresh_tail(args, res, top, data, fmt):
+    """Part 4: a tail right after a mount with nothing saved decodes the file about once."""
+    src, mnt = os.path.join(top, 'src-' + fmt), os.path.join(top, 'mnt')
+    os.mkdir(src)
+    if fmt == 'xz':
+        comp = lzma.compress(data, preset=1)  # one Block
+    else:
+        comp = subprocess.run(['zstd', '-q', '-1', '-c'], input=data, stdout=subprocess.PIPE,
+                              check=True).stdout  # one frame, its size stated
+    with open(os.path.join(src, 'f.log.' + fmt), 'wb') as f:
+        f.write(comp)
+    tag = f'fresh tail ({fmt})'
+    with zmtest.Mount(args.zmount, src, mnt, opts=f'{OPTS},index_dir=none', results=res,
+                      watchdog=300, log_path=os.path.join(top, f'daemon-tail-{fmt}.log')) as m:
+        path = os.path.join(mnt, 'f.log')
+        with open(path, 'rb') as f:
+            f.seek(len(data) - 4096)
+            got = f.read()
+        res.check(f'{tag}: the tail is exact', got == data[-4096:], f'{len(got)} bytes')
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and info(path).get('checkpoints', 0) == 0:
+            time.sleep(0.1)
+        last, s = None, zmtest.stats(m.mnt)
+        while time.monotonic() < deadline and s.get('decoded_bytes') != last:
+            last = s.get('decoded_bytes')
+            time.sleep(0.5)
+            s = zmtest.stats(m.mnt)
+        dec = s.get('decoded_bytes', -1)
+        print(f'#   {tag}: decoded_bytes {dec} ({dec / len(data):.2f}x the file); '
+              f'{info(path)}', flush=True)
+        res.check(f'{tag}: the set was built', info(path).get('checkpoints', 0) > 0)
+        res.check(f'{tag}: the tail and the pass decoded at most 1.25x the file',
+                  0 < dec <= len(data) * 5 // 4, f'decoded_bytes {dec} of {len(data)}')
 
 
 def far_read(args, res, top, ydata, tag, busy):
