@@ -66,6 +66,7 @@ struct early {
 	struct early_slot *s; /* open addressing; first 0: free */
 	size_t n, cap;	      /* cap a power of 2, at least twice n */
 	size_t seen;	      /* members taken */
+	bool full;	      /* it would pass the table's cap: lookups wait for the table */
 };
 
 /* One version of one archive's table and the tree it shows. */
@@ -251,6 +252,18 @@ static int early_grow(struct early *e, const struct tartab *t)
 	return 0;
 }
 
+/*
+ * Whether e, at cap slots (0: as it is), and table t together would pass
+ * the cap the table and its view have (README "Memory"): then lookups
+ * wait for the whole table instead.
+ */
+static bool early_over(const struct early *e, const struct tartab *t, size_t cap)
+{
+	size_t bytes = (cap ? cap : e->cap) * sizeof(*e->s);
+
+	return t->max_bytes && bytes && tartab_bytes(t) + bytes > t->max_bytes;
+}
+
 /* Takes member i: its name, then its parents' until one was reached before. */
 static int early_add(struct early *e, const struct tartab *t, size_t i)
 {
@@ -260,8 +273,14 @@ static int early_add(struct early *e, const struct tartab *t, size_t i)
 	for (bool whole = true; len > 0; whole = false) {
 		struct early_slot *x;
 
-		if ((e->n + 1) * 2 > e->cap && early_grow(e, t) < 0)
-			return -ENOMEM;
+		if ((e->n + 1) * 2 > e->cap) {
+			if (early_over(e, t, e->cap ? 2 * e->cap : 256)) {
+				e->full = true;
+				return 0;
+			}
+			if (early_grow(e, t) < 0)
+				return -ENOMEM;
+		}
 		x = &e->s[early_slot(e, t, p, len)];
 		if (whole)
 			x->last = (uint32_t)i + 1;
@@ -285,10 +304,10 @@ static const struct early_slot *early_find(struct tarv *tv, const char *p, size_
 	struct early *e = &tv->early;
 	const struct early_slot *x;
 
-	for (*err = 0; e->seen < tv->t.n; e->seen++)
+	for (*err = 0; e->seen < tv->t.n && !e->full; e->seen++)
 		if ((*err = early_add(e, &tv->t, e->seen)) < 0)
 			return NULL;
-	if (!e->n)
+	if (!e->n || e->full)
 		return NULL;
 	x = &e->s[early_slot(e, &tv->t, p, len)];
 	return x->first ? x : NULL;
@@ -310,6 +329,9 @@ static int feed(struct ns_tar *nt, struct tarv *tv, struct tarscan *s, const cha
 		if (n == 0) { /* the end may take back the last member (tartab_pop) */
 			tv->fed_all = true;
 			early_free(&tv->early);
+		} else if (early_over(&tv->early, &tv->t, 0)) {
+			early_free(&tv->early); /* lookups wait for the table from here on */
+			tv->early.full = true;
 		}
 		pthread_cond_broadcast(&nt->built);
 	}

@@ -5,14 +5,20 @@ usage: test_tarmillion.py --zmount PATH [--members N]
 
 A plain tar of N (1,000,000) empty files named dNNN/NNNNNN, written here header by
 header (no file on disk per member), mounted with -o tar:
-  cache_size=1G (a table cap of 256 MiB): the root lists its 1000 directories, one
-      directory its members, 100 members stat as empty files; the daemon's VmHWM
-      grows by no more than the README's term (table: 96 B + name + 1 per member;
-      view: 40 B per member and per '/' in the names) plus 16 MiB of slack;
-  cache_size=512M (a cap of 128 MiB, under the ~172 MiB the table and view need):
-      a lookup of a directory the scan reached before the cap succeeds (lookups do not wait
-      for the whole table), but listing it fails with EIO, as does listing the root, and one
-      log line says the table is over its limit.
+  cache_size=1G (a table cap of 256 MiB): a lookup of the last member while the scan
+      runs (answered as the scan reaches it, from a hash of the paths reached); the root
+      lists its 1000 directories, one directory its members, 100 members stat as empty
+      files; the daemon's VmHWM grows by no more than the README's term (table: 96 B +
+      name + 1 per member; view: 40 B per member and per '/' in the names; that hash: at
+      most 48 B per path reached) plus 16 MiB of slack;
+  cache_size=512M (a cap of 128 MiB), over 1.2x as many members (~124 MiB of table,
+      and ~206 MiB with the view): a lookup of a directory the scan reached early
+      succeeds (lookups do not wait for the whole table), but listing it fails with EIO,
+      as does listing the root, and one log line says the table is over its limit; a
+      lookup of the last member, asked during the scan, fails too, and VmHWM grows by at
+      most the cap + 16 MiB: the hash of the paths reached counts in the cap with the
+      table (it is dropped there, and lookups wait for the table).  Before 2026-12-04
+      that hash grew past the cap (48 MiB more) and answered that lookup.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
@@ -99,23 +105,42 @@ def listed(res, m, mnt, n):
     res.check('1G: 100 members stat as empty files', not bad, ', '.join(bad[:5]))
 
 
+def early_bytes(n):
+    """The README's bound on the hash of paths reached: 48 B per member and directory."""
+    return 48 * (n + (n + PER_DIR - 1) // PER_DIR)
+
+
+def last_lookup(res, mnt, n, label, want_ok):
+    """lstat of the last member, which the scan reaches last."""
+    path = os.path.join(mnt, 'm.tar', name_of(n - 1).decode())
+    try:
+        st = os.lstat(path)
+        res.check(f'{label}: a lookup of the last member during the scan', want_ok and
+                  stat.S_ISREG(st.st_mode), 'it succeeded' if not want_ok else oct(st.st_mode))
+    except OSError as e:
+        res.check(f'{label}: a lookup of the last member during the scan', not want_ok,
+                  zmtest.errname(e))
+
+
 def check_fits(res, zmount, src, mnt, n):
     with zmtest.Mount(zmount, src, mnt, opts='tar,index_dir=none,cache_size=1G',
                       results=res, watchdog=600) as m:
         before = zmtest.proc_status(m.proc.pid)['VmHWM']
+        last_lookup(res, mnt, n, '1G', True)
         listed(res, m, mnt, n)
         after = zmtest.proc_status(m.proc.pid)['VmHWM']
         st = zmtest.stats(mnt)
-    grew, term = after - before, term_bytes(n)
+    grew, term = after - before, term_bytes(n) + early_bytes(n)
     res.check('1G: VmHWM grows within the README term + 16 MiB', grew <= term + SLACK,
               f'grew {grew >> 20} MiB, term {term >> 20} MiB',
               info=f'VmHWM {before >> 20} -> {after >> 20} MiB (+{grew / n:.0f} B/member; '
               f'term {term / n:.0f} B/member); tar_table_bytes={st.get("tar_table_bytes")}')
 
 
-def check_capped(res, zmount, src, mnt):
+def check_capped(res, zmount, src, mnt, n):
     with zmtest.Mount(zmount, src, mnt, opts='tar,index_dir=none,cache_size=512M',
                       results=res, watchdog=600) as m:
+        before = zmtest.proc_status(m.proc.pid)['VmHWM']
         # d000 is reached before the cap: its lookup answers at once, its listing waits
         try:
             os.lstat(os.path.join(mnt, 'm.tar', 'd000'))
@@ -123,6 +148,10 @@ def check_capped(res, zmount, src, mnt):
         except OSError as e:
             res.fail('512M: a lookup of a name reached before the cap succeeds',
                      zmtest.errname(e))
+        last_lookup(res, mnt, n, '512M', False)
+        grew = zmtest.proc_status(m.proc.pid)['VmHWM'] - before
+        res.check('512M: VmHWM grows within the cap (128 MiB) + 16 MiB',
+                  grew <= (128 << 20) + SLACK, f'grew {grew >> 20} MiB')
         for label, fn in (('listing d000', lambda: os.listdir(os.path.join(mnt, 'm.tar', 'd000'))),
                           ('listing', lambda: os.listdir(os.path.join(mnt, 'm.tar')))):
             try:
@@ -152,7 +181,9 @@ def main():
         write_tar(os.path.join(src, 'm.tar'), args.members)
         zmtest.Results.note(f'wrote {args.members} headers in {time.monotonic() - t0:.1f} s')
         check_fits(res, args.zmount, src, mnt, args.members)
-        check_capped(res, args.zmount, src, mnt)
+        more = args.members * 6 // 5
+        write_tar(os.path.join(src, 'm.tar'), more)
+        check_capped(res, args.zmount, src, mnt, more)
     finally:
         if not args.keep:
             shutil.rmtree(top, ignore_errors=True)
