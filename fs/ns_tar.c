@@ -581,10 +581,17 @@ static long node_of(const struct tarv *tv, ino_t ino)
 	return len ? tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]), len) : -1;
 }
 
+/* What table t and its view hold, as the cap counts them (README "Memory"). */
+static size_t table_cost(const struct tartab *t)
+{
+	return tartab_bytes(t) + tarview_cost(t) + first_cost(t);
+}
+
 /* -E2BIG, said once (the table is kept in its failed state), if t or its view pass the cap. */
+
 static int over_cap(const struct tartab *t, const char *name, int ret)
 {
-	size_t cost = ret == -E2BIG ? 0 : tartab_bytes(t) + tarview_cost(t) + first_cost(t);
+	size_t cost = ret == -E2BIG ? 0 : table_cost(t);
 
 	if (ret != -E2BIG && (ret < 0 || cost <= t->max_bytes))
 		return ret;
@@ -910,6 +917,17 @@ static void ptap_out(void *ctx, const void *buf, size_t len)
 	p->off = p->ret <= 0 || tarscan_done(p->s);
 }
 
+/* Under the lock: what the tables nobody asked for hold (table_cost), skip aside. */
+static size_t unasked_bytes(const struct ns_tar *nt, const struct tarv *skip)
+{
+	size_t sum = 0;
+
+	for (const struct tarv *tv = nt->list; tv; tv = tv->next)
+		if (tv != skip && !tv->asked && tv->state == READY)
+			sum += table_cost(&tv->t);
+	return sum;
+}
+
 /* An orphan table's end (ret: as scan_table's): saved, and kept if asked for or not saved. */
 static int orphan_done(struct ns_tar *nt, struct tarv *tv, const char *name, int ret,
 		       uint64_t asize)
@@ -924,9 +942,17 @@ static int orphan_done(struct ns_tar *nt, struct tarv *tv, const char *name, int
 	saved = save(nt, tv, name, ret, asize, &id, src);
 	zsrc_put(src);
 	pthread_mutex_lock(&nt->lock);
-	/* nobody asked: index_dir keeps it, so it costs no memory until a lookup loads it */
-	drop = saved && !tv->asked;
+	/*
+	 * Nobody asked: index_dir keeps it, so it costs no memory until a
+	 * lookup loads it.  Without one, the tables nobody asked for share
+	 * one cap (README "Memory"); past it, a lookup scans again.
+	 */
+	drop = !tv->asked &&
+	       (saved || (ret == 0 && unasked_bytes(nt, tv) + table_cost(&tv->t) > table_cap(nt)));
 	pthread_mutex_unlock(&nt->lock);
+	if (drop && !saved)
+		zlog(ZLOG_DEBUG,
+		     "%s: member table not kept: the tables nobody listed fill their cap", name);
 	return drop ? -EAGAIN : view(tv, name, ret);
 }
 

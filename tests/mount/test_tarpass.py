@@ -26,14 +26,22 @@ xz: the same tar as one xz Block (xz -1 -T1: wide, so it gets checkpoints) under
 saved: a mount with an index_dir of the test, left alone until its indexer's pass has
       ended (nobody asked for the table): the pass saved the table (one .zmt) and kept
       nothing in memory (tar_tables 0); a lookup then loads it (tar_pass_tables stays 0).
+unasked: index_dir=none, cache_size=16M (a cap of 4 MiB), four .tar.gz of 20,000 empty
+      files each (about 3.6 MiB of table and view each): the indexer's passes fill their
+      tables, which nobody lists; once it is done they hold at most the cap together
+      (tar_table_bytes), and a listing of each tar is still whole (a dropped table is
+      scanned again).  Before 2026-12-04 all four were kept (about 15 MiB).
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
+import gzip
+import io
 import os
 import random
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -186,6 +194,39 @@ def saved_mount(res, zmount, src, mnt, idx, last, data):
                   f'tar_tables={st.get("tar_tables")}')
 
 
+def unasked_mount(res, zmount, top, mnt):
+    label, n, ntars = 'unasked', 20000, 4
+    usrc = os.path.join(top, 'usrc')
+    os.makedirs(usrc)
+    for t in range(ntars):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode='w', format=tarfile.GNU_FORMAT) as tf:
+            for i in range(n):
+                ti = tarfile.TarInfo(f'd{i // 1000:02d}/f{i:06d}')
+                ti.mtime = 1700000000
+                tf.addfile(ti)
+        with open(os.path.join(usrc, f'u{t}.tar.gz'), 'wb') as f:
+            f.write(gzip.compress(buf.getvalue(), compresslevel=1, mtime=0))
+    with zmtest.Mount(zmount, usrc, mnt, opts='tar,cache_size=16M,index_dir=none',
+                      results=res, label=label):
+        deadline = time.monotonic() + 120
+        st = zmtest.stats(mnt)
+        while time.monotonic() < deadline and not (st.get('indexes_built') == ntars and
+                                                   st.get('tar_scanning') == 0):
+            time.sleep(0.1)
+            st = zmtest.stats(mnt)
+        res.note(f'{label}: tar_tables {st.get("tar_tables")}, tar_table_bytes '
+                 f'{st.get("tar_table_bytes")}, tar_pass_tables {st.get("tar_pass_tables")}')
+        res.check(f'{label}: the indexer passed over the {ntars} tars',
+                  st.get('indexes_built') == ntars, f'indexes_built={st.get("indexes_built")}')
+        res.check(f'{label}: the tables nobody asked for hold at most cache_size/4',
+                  0 <= st.get('tar_table_bytes', -1) <= 4 * MiB,
+                  f'tar_table_bytes={st.get("tar_table_bytes")}')
+        for t in range(ntars):
+            got = sum(len(fs) for _, _, fs in os.walk(os.path.join(mnt, f'u{t}.tar')))
+            res.check(f'{label}: u{t}.tar lists its {n} members', got == n, f'{got}')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--zmount', required=True)
@@ -207,6 +248,7 @@ def main():
             one_mount(res, args.zmount, where, mnt, label, opts, tar_size, names, last, data)
         xz_mount(res, args.zmount, xsrc, mnt, tar_size, names, last, data)
         saved_mount(res, args.zmount, src, mnt, idx, last, data)
+        unasked_mount(res, args.zmount, top, mnt)
     finally:
         zmtest.cleanup_top(top, args.keep)
     return res.finish()
