@@ -583,6 +583,15 @@ static uint64_t ctx_decoded(struct opened *o)
 	return c.decoded_bytes;
 }
 
+/* Waits for o's set, closes its reader (which waits for any pass), and returns all it decoded. */
+static uint64_t decoded_at_close(struct opened *o)
+{
+	wait_for_checkpoints(o);
+	reader_close(o->r);
+	o->r = NULL;
+	return ctx_decoded(o);
+}
+
 /*
  * One decode per byte on a first touch (issue 32 item 3): a tail read into
  * a wide entry nobody builds decodes through the checkpoint build, so its
@@ -600,10 +609,7 @@ static void tail_builds_the_set_once(const char *name)
 	zmctx_set_pool(o.zm, pool);
 	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
 	ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
-	wait_for_checkpoints(&o);
-	reader_close(o.r); /* waits for any pass, whose bytes then count */
-	o.r = NULL;
-	total = ctx_decoded(&o);
+	total = decoded_at_close(&o);
 	ck_assert_msg(total <= SIZE, "%s: a tail read on a fresh reader decoded %llu bytes of %u",
 		      name, (unsigned long long)total, SIZE);
 	pool_free(pool);
@@ -966,10 +972,7 @@ static void yielded_entry_built_by_reader(const char *name)
 		ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
 		ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
 	}
-	wait_for_checkpoints(&o);
-	reader_close(o.r); /* waits for any pass, whose bytes then count */
-	o.r = NULL;
-	decoded = ctx_decoded(&o);
+	decoded = decoded_at_close(&o);
 	ck_assert_msg(before < SIZE / 2 && decoded <= (uint64_t)SIZE + before,
 		      "%s: a read through after a pass gave it up decoded %llu bytes of %u "
 		      "(%llu before it did)",
@@ -1260,6 +1263,45 @@ static void *pass_thread(void *arg)
 }
 
 /*
+ * Starts a pass over o's reader on thread *t through g, a source over
+ * name held shut at its first read, and returns once the pass is there.
+ * Returns o's own source (gated_pass_end puts it back).
+ */
+static struct zsrc *gated_pass_start(struct opened *o, struct gated *g, const char *name,
+				     pthread_t *t)
+{
+	char path[PATH_MAX];
+	struct zsrc *plain = o->src;
+
+	zmtest_join(path, sizeof(path), dir, name);
+	zsrc_init(&g->base, &gated_ops);
+	g->in = zmtest_src_open(path);
+	pthread_mutex_init(&g->m, NULL);
+	pthread_cond_init(&g->c, NULL);
+	o->src = &g->base;
+	ck_assert_int_eq(pthread_create(t, NULL, pass_thread, o), 0);
+	pthread_mutex_lock(&g->m);
+	while (!g->entered)
+		pthread_cond_wait(&g->c, &g->m);
+	pthread_mutex_unlock(&g->m);
+	return plain;
+}
+
+/* Lets the pass of gated_pass_start go on, waits for its end, and gives o its source back. */
+static void gated_pass_end(struct opened *o, struct gated *g, struct zsrc *plain, pthread_t t)
+{
+	pthread_mutex_lock(&g->m);
+	g->open = true;
+	pthread_cond_broadcast(&g->c);
+	pthread_mutex_unlock(&g->m);
+	pthread_join(t, NULL);
+	o->src = plain;
+	zsrc_put(g->in);
+	pthread_mutex_destroy(&g->m);
+	pthread_cond_destroy(&g->c);
+}
+
+/*
  * Issue 32 item 1: right after a mount with saved sets, the background
  * pass may be inside its load of them, stuck behind other work; a far read
  * then loads the set itself and decodes from its checkpoint, never from
@@ -1267,7 +1309,7 @@ static void *pass_thread(void *arg)
  */
 static void far_read_beside_a_stuck_load(const char *name)
 {
-	char idx[PATH_MAX], path[PATH_MAX];
+	char idx[PATH_MAX];
 	struct opened o;
 	struct gated g = { .shut = true };
 	struct zsrc *plain;
@@ -1282,18 +1324,7 @@ static void far_read_beside_a_stuck_load(const char *name)
 	ck_assert_int_eq(reader_build_checkpoints(o.r, o.src, NULL), 0);
 	close_one(&o);
 	open_in(name, idx, &o);
-	zmtest_join(path, sizeof(path), dir, name);
-	zsrc_init(&g.base, &gated_ops);
-	g.in = zmtest_src_open(path);
-	pthread_mutex_init(&g.m, NULL);
-	pthread_cond_init(&g.c, NULL);
-	plain = o.src;
-	o.src = &g.base;
-	ck_assert_int_eq(pthread_create(&t, NULL, pass_thread, &o), 0);
-	pthread_mutex_lock(&g.m);
-	while (!g.entered)
-		pthread_cond_wait(&g.c, &g.m);
-	pthread_mutex_unlock(&g.m);
+	plain = gated_pass_start(&o, &g, name, &t);
 	d0 = decoded(&o);
 	ck_assert_int_eq(reader_pread(o.r, buf, sizeof(buf), off), sizeof(buf));
 	ck_assert(memcmp(buf, text + off, sizeof(buf)) == 0);
@@ -1302,16 +1333,8 @@ static void far_read_beside_a_stuck_load(const char *name)
 		      "%s: a far read beside a pass stuck in its load decoded %llu bytes (a "
 		      "span is %u)",
 		      name, (unsigned long long)(decoded(&o) - d0), SPAN);
-	pthread_mutex_lock(&g.m);
-	g.open = true;
-	pthread_cond_broadcast(&g.c);
-	pthread_mutex_unlock(&g.m);
-	pthread_join(t, NULL);
-	o.src = plain;
+	gated_pass_end(&o, &g, plain, t);
 	close_one(&o);
-	zsrc_put(g.in);
-	pthread_mutex_destroy(&g.m);
-	pthread_cond_destroy(&g.c);
 	zmtest_sh(idx, "rm -f *.zmc *.zmi");
 	rmdir(idx);
 }
@@ -1339,7 +1362,6 @@ static void *tail_thread(void *arg)
  */
 static void tail_beside_a_pass(const char *name)
 {
-	char path[PATH_MAX];
 	struct opened o;
 	struct gated g = { .shut = true };
 	struct zsrc *plain;
@@ -1348,26 +1370,11 @@ static void tail_beside_a_pass(const char *name)
 	uint64_t total;
 
 	open_one(name, &o);
-	zmtest_join(path, sizeof(path), dir, name);
-	zsrc_init(&g.base, &gated_ops);
-	g.in = zmtest_src_open(path);
-	pthread_mutex_init(&g.m, NULL);
-	pthread_cond_init(&g.c, NULL);
-	plain = o.src;
-	o.src = &g.base;
-	ck_assert_int_eq(pthread_create(&t, NULL, pass_thread, &o), 0);
-	pthread_mutex_lock(&g.m);
-	while (!g.entered)
-		pthread_cond_wait(&g.c, &g.m);
-	pthread_mutex_unlock(&g.m);
+	plain = gated_pass_start(&o, &g, name, &t);
 	ck_assert_int_eq(atomic_load(&o.r->ck_state[0]), CK_BUSY);
 	ck_assert_int_eq(pthread_create(&tt, NULL, tail_thread, &tj), 0);
 	usleep(300000);
-	pthread_mutex_lock(&g.m);
-	g.open = true;
-	pthread_cond_broadcast(&g.c);
-	pthread_mutex_unlock(&g.m);
-	pthread_join(t, NULL);
+	gated_pass_end(&o, &g, plain, t);
 	pthread_join(tt, NULL);
 	ck_assert_int_eq(tj.got, sizeof(tj.buf));
 	ck_assert(memcmp(tj.buf, text + SIZE - sizeof(tj.buf), sizeof(tj.buf)) == 0);
@@ -1375,11 +1382,7 @@ static void tail_beside_a_pass(const char *name)
 	ck_assert_msg(total <= SIZE + SPAN + SLICE,
 		      "%s: a tail read beside a pass decoded, with the pass, %llu bytes of %u",
 		      name, (unsigned long long)total, SIZE);
-	o.src = plain;
 	close_one(&o);
-	zsrc_put(g.in);
-	pthread_mutex_destroy(&g.m);
-	pthread_cond_destroy(&g.c);
 }
 
 START_TEST(xz_tail_beside_a_pass_waits_for_it)
