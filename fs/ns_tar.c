@@ -858,9 +858,10 @@ static int tarv_get(struct ns_tar *nt, const struct ns_entry *e, bool partial, s
  * The decoded bytes of a tar's pass at open (gzip's index pass, which runs
  * before anything is read) fed to its table's scanner as they go by
  * (reader.h, struct reader_tap), so the table needs no decode of its own.
- * It feeds the table of a scan thread waiting for that open (which then
- * only builds the view), or, if nobody has asked yet, a table of its own
- * that it finishes itself (orphan).  A pass that fails, or shows less than
+ * It feeds the table of a scan thread that has not begun to fill it
+ * itself (tarv.own: that thread then waits for the pass and only builds
+ * the view), or, if nobody has asked yet, a table of its own that it
+ * finishes itself (orphan).  A pass that fails, or shows less than
  * it decoded (salvage), leaves the table to a scan through the reader
  * (-EAGAIN).  Its table gets the same members and damage as a scan: the
  * scanner learns the archive's size only at the end
