@@ -466,10 +466,16 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 	if (!reader_same_version(r, src))
 		return zerr_set(why, -ESTALE, 0, "the file changed since it was opened");
 	load_saved(r, src);
-	/* progress for people (zmctx_pass_begin): the bytes of the units still without a set */
-	for (size_t k = 0; k < r->map.n; k++)
-		if (r->ckable[k] == CKABLE_WIDE && atomic_load(&r->ck_state[k]) == CK_NONE)
+	/*
+	 * Progress for people (zmctx_pass_begin): the bytes of the units still
+	 * without a set, those a reader's decoder claimed included (ck_take).
+	 */
+	for (size_t k = 0; k < r->map.n; k++) {
+		unsigned char st = atomic_load(&r->ck_state[k]);
+
+		if (r->ckable[k] == CKABLE_WIDE && (st == CK_NONE || st == CK_RUN))
 			total += cmap_len(&r->map, k);
+	}
 	if (total)
 		prog = zmctx_pass_begin(r->ctx, r->name, "checkpoints", total);
 	for (size_t k = 0; k < r->map.n; k++) {
