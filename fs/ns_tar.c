@@ -588,7 +588,6 @@ static size_t table_cost(const struct tartab *t)
 }
 
 /* -E2BIG, said once (the table is kept in its failed state), if t or its view pass the cap. */
-
 static int over_cap(const struct tartab *t, const char *name, int ret)
 {
 	size_t cost = ret == -E2BIG ? 0 : table_cost(t);

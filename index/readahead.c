@@ -361,9 +361,9 @@ static bool stream_continues(uint64_t e, uint64_t off, size_t len)
 
 /*
  * A read of [off, end) that continues a stream and reaches the end of its
- * entry: the reader has read a wide entry through (a lone tail read's
- * decoder builds the set itself: udec_for), and its checkpoint pass is queued if none ran
- * (reader_ck_note).  The decoder's own note at the entry's end is not
+ * entry: the reader has read a wide entry through, and its checkpoint pass
+ * is queued if none ran (reader_ck_note; a lone tail read's decoder builds
+ * the set itself: udec_for).  The decoder's own note at the entry's end is not
  * enough: when read-ahead decodes the last slice while the reader is still
  * behind it, the pass that note queues gives way to the reader (streaming,
  * in reader_ck.c) and, once that reader had its last slice from the cache,

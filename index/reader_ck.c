@@ -603,10 +603,9 @@ static void kick_run(void *arg)
 
 void reader_ck_kick(struct reader *r, size_t k)
 {
+	unsigned char st = atomic_load(&r->ck_state[k]);
 	struct kick *j;
 	bool queued = false;
-
-	unsigned char st = atomic_load(&r->ck_state[k]);
 
 	if (!r->ctx->pool || (st != CK_NONE && st != CK_RUN) || atomic_load(&r->ck_stop))
 		return;
