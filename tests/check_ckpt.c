@@ -1341,15 +1341,18 @@ static void far_read_beside_a_stuck_load(const char *name)
 
 struct tail_job {
 	struct opened *o;
+	uint64_t off;
 	unsigned char buf[4096];
 	ssize_t got;
+	atomic_bool done;
 };
 
 static void *tail_thread(void *arg)
 {
 	struct tail_job *t = arg;
 
-	t->got = reader_pread(t->o->r, t->buf, sizeof(t->buf), SIZE - sizeof(t->buf));
+	t->got = reader_pread(t->o->r, t->buf, sizeof(t->buf), t->off);
+	atomic_store(&t->done, true);
 	return NULL;
 }
 
@@ -1365,7 +1368,7 @@ static void tail_beside_a_pass(const char *name)
 	struct opened o;
 	struct gated g = { .shut = true };
 	struct zsrc *plain;
-	struct tail_job tj = { .o = &o };
+	struct tail_job tj = { .o = &o, .off = SIZE - sizeof(tj.buf) };
 	pthread_t t, tt;
 	uint64_t total;
 
@@ -1384,6 +1387,46 @@ static void tail_beside_a_pass(const char *name)
 		      name, (unsigned long long)total, SIZE);
 	close_one(&o);
 }
+
+/*
+ * The other side of that rule: a read a quarter into the entry, beside a
+ * pass that has not started (held at its first read), would wait for the
+ * whole entry; it decodes its own way there instead, and returns while
+ * the pass is still held.
+ */
+static void near_read_beside_a_pass(const char *name)
+{
+	struct opened o;
+	struct gated g = { .shut = true };
+	struct zsrc *plain;
+	struct tail_job tj = { .o = &o, .off = SIZE / 4 };
+	pthread_t t, tt;
+	bool done = false;
+
+	open_one(name, &o);
+	plain = gated_pass_start(&o, &g, name, &t);
+	ck_assert_int_eq(pthread_create(&tt, NULL, tail_thread, &tj), 0);
+	for (int i = 0; i < 600 && !(done = atomic_load(&tj.done)); i++)
+		usleep(50000);
+	gated_pass_end(&o, &g, plain, t);
+	pthread_join(tt, NULL);
+	ck_assert_msg(done, "%s: a read a quarter in waited for a pass that had not started", name);
+	ck_assert_int_eq(tj.got, sizeof(tj.buf));
+	ck_assert(memcmp(tj.buf, text + SIZE / 4, sizeof(tj.buf)) == 0);
+	close_one(&o);
+}
+
+START_TEST(xz_near_read_beside_a_pass_does_not_wait)
+{
+	near_read_beside_a_pass("one.xz");
+}
+END_TEST
+
+START_TEST(zstd_near_read_beside_a_pass_does_not_wait)
+{
+	near_read_beside_a_pass("one.zst");
+}
+END_TEST
 
 START_TEST(xz_tail_beside_a_pass_waits_for_it)
 {
@@ -1846,6 +1889,10 @@ int main(void)
 		{ "zstd_far_read_beside_a_stuck_load", zstd_far_read_beside_a_stuck_load, 0 },
 		{ "xz_tail_beside_a_pass_waits_for_it", xz_tail_beside_a_pass_waits_for_it, 0 },
 		{ "zstd_tail_beside_a_pass_waits_for_it", zstd_tail_beside_a_pass_waits_for_it, 0 },
+		{ "xz_near_read_beside_a_pass_does_not_wait",
+		  xz_near_read_beside_a_pass_does_not_wait, 0 },
+		{ "zstd_near_read_beside_a_pass_does_not_wait",
+		  zstd_near_read_beside_a_pass_does_not_wait, 0 },
 		{ "xz_tail_builds_the_set_once", xz_tail_builds_the_set_once, 0 },
 		{ "zstd_tail_builds_the_set_once", zstd_tail_builds_the_set_once, 0 },
 		{ "a_pass_over_another_version_builds_nothing",
