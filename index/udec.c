@@ -297,13 +297,20 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 		i = ckpt_find(s, want);
 	if (i != SIZE_MAX)
 		return udec_resume(r, k, s, i, out, err);
-	if (want > 0)
+	bool tail = want + r->opts.slice >= cmap_len(&r->map, k);
+
+	if (want > 0) {
 		reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
 			   r->f->unit, r->entry[k], want);
-	/*
-	 * Through the checkpoint build even for a far read: one that reads on
-	 * to the entry's end (a tail) leaves the set, and no pass decodes the
-	 * entry again; one that stops inside queues the pass (fill_slice).
-	 */
-	return udec_open_as(r, k, true, out, err);
+		/*
+		 * A far read short of the entry's end leaves the set to the pass
+		 * it queues now (it may read no further), and takes the plain
+		 * decoder; one whose slice ends the entry (a tail) decodes through
+		 * the checkpoint build, leaves the set, and no pass decodes the
+		 * entry again.
+		 */
+		if (r->ckable && r->ckable[k] == CKABLE_WIDE && !tail)
+			reader_ck_kick(r, k);
+	}
+	return udec_open_as(r, k, want == 0 || tail, out, err);
 }
