@@ -97,8 +97,6 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 	uint64_t want = (ustart & ~UNIT_SLICE) - start; /* position in the entry */
 	struct udec *d;
 	unsigned char *scratch = NULL;
-	/* A far read: no decoder of this reader's stream is on its way here. */
-	bool far = want > 0 && decoder_at(r, k, want) == 0;
 	int ret = udec_for(r, k, want, &d, err);
 
 	if (ret < 0)
@@ -175,9 +173,6 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 		d = NULL;
 	}
 	udec_close(d);
-	/* A far read stopped inside a wide entry: the pass builds the rest (reader_ck_kick). */
-	if (ret == 0 && far && r->ckable && r->ckable[k] == CKABLE_WIDE && !reader_ck_set(r, k))
-		reader_ck_kick(r, k);
 	return ret;
 }
 
