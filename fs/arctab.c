@@ -46,6 +46,8 @@ struct arc {
 	bool moving; /* an attach or detach of r runs, with the lock dropped */
 	bool opening;
 	bool hooked;
+	/* a first open waits for a background open of it (reader_opts.warm_when) */
+	atomic_bool wanted;
 	struct htab_link link;
 };
 
@@ -222,7 +224,7 @@ static int open_src(struct arctab *t, const struct arc *a, struct zsrc **src)
  * `opening`, for the caller to open (NULL if out of memory), and *stale
  * the replaced one if that dropped its last reference.
  */
-static int find_locked(struct arctab *t, const struct ns_entry *e, struct arc **out,
+static int find_locked(struct arctab *t, const struct ns_entry *e, bool bg, struct arc **out,
 		       struct arc **fresh, struct arc **stale)
 {
 	struct arc *a;
@@ -231,6 +233,8 @@ static int find_locked(struct arctab *t, const struct ns_entry *e, struct arc **
 		a = find(t, e);
 		if (!a || !a->opening)
 			break;
+		if (!bg)
+			atomic_store(&a->wanted, true);
 		pthread_cond_wait(&t->opened, &t->lock);
 	}
 	if (a && ns_same(t->ns, &a->e, e)) {
@@ -271,7 +275,7 @@ static int not_an_archive(struct arc *a, const char *name)
 }
 
 /* Opens the reader of new entry a (no lock held); a->err, a->r and a->why say how it went. */
-static void open_reader(struct arctab *t, struct arc *a, const struct reader_opts *opts)
+static void open_reader(struct arctab *t, struct arc *a, const struct reader_opts *opts, bool bg)
 {
 	struct zerr why = { 0 };
 	struct zsrc *src;
@@ -287,6 +291,10 @@ static void open_reader(struct arctab *t, struct arc *a, const struct reader_opt
 		ns_name(t->ns, &a->e, name, sizeof(name));
 		/* a tar's member table is read from the pass's bytes (ns_tar.c) */
 		o.tap = ns_pass_tap(t->ns, &a->e);
+		/* No reader may follow a background open: it keeps bytes only for one that waits.
+		 */
+		if (bg)
+			o.warm_when = &a->wanted;
 		opening.t = t;
 		ret = reader_open_src(src, name, t->zm, &o, &a->r, &why);
 		opening.t = NULL;
@@ -301,22 +309,21 @@ static void open_reader(struct arctab *t, struct arc *a, const struct reader_opt
 		reader_detach(a->r); /* no handle yet: hold no descriptor */
 }
 
-static int get(struct arctab *t, const struct ns_entry *e, const struct reader_opts *opts,
-	       struct arc **out)
+static int get(struct arctab *t, const struct ns_entry *e, bool bg, struct arc **out)
 {
 	struct arc *a = NULL, *stale = NULL;
 	int ret;
 
 	*out = NULL;
 	pthread_mutex_lock(&t->lock);
-	ret = find_locked(t, e, out, &a, &stale);
+	ret = find_locked(t, e, bg, out, &a, &stale);
 	pthread_mutex_unlock(&t->lock);
 	if (ret <= 0)
 		return ret;
 	arc_free(stale); /* accepts NULL */
 	if (!a)
 		return -ENOMEM;
-	open_reader(t, a, opts);
+	open_reader(t, a, t->opts, bg);
 
 	pthread_mutex_lock(&t->lock);
 	a->opening = false;
@@ -342,7 +349,7 @@ static int get(struct arctab *t, const struct ns_entry *e, const struct reader_o
 
 int arctab_get(struct arctab *t, const struct ns_entry *e, struct arc **out)
 {
-	return get(t, e, t->opts, out);
+	return get(t, e, false, out);
 }
 
 /*
@@ -369,13 +376,8 @@ static int checkpoint(struct arctab *t, struct arc *a)
 
 int arctab_index(struct arctab *t, const struct ns_entry *e)
 {
-	struct reader_opts bg = *t->opts;
 	struct arc *a;
-	int ret;
-
-	/* No reader follows an index pass nobody waits on: leave the cache to those that do. */
-	bg.warm_bytes = 0;
-	ret = get(t, e, &bg, &a);
+	int ret = get(t, e, true, &a);
 
 	if (ret == 0) {
 		ret = a->r ? checkpoint(t, a) : a->err;

@@ -206,6 +206,9 @@
  *                                   file's one open(), nothing else.
  *  spill.lock        index/spill.c  the spill file's end offset.  Leaf:
  *                                   held to move the end, never over I/O.
+ *  stage_budget.lock index/stage.c  the bytes a measuring pass may still
+ *                                   stage.  Leaf: held to take or give
+ *                                   some back, never over the cache's lock.
  *  zstddec.stash_lock codec/zstddec.c the idle libzstd decoders kept for
  *                                   reuse.  Leaf: held to take or put
  *                                   one, never over a decode.

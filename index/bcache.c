@@ -638,6 +638,38 @@ void bcache_unreserve(struct bcache *c, size_t bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void *bcache_buf_alloc(size_t cap)
+{
+	return buf_alloc(cap);
+}
+
+void bcache_buf_free(void *p, size_t cap)
+{
+	buf_free(p, cap);
+}
+
+bool bcache_adopt(struct bcache *c, uint64_t id, uint64_t no, void *buf, size_t size, size_t cap)
+{
+	struct bcache_ent *e;
+
+	pthread_mutex_lock(&c->lock);
+	if (find(c, id, no) || !(e = insert(c, id, no, size))) {
+		pthread_mutex_unlock(&c->lock);
+		return false;
+	}
+	/* insert counted a miss and charge(size): the reservation becomes the entry */
+	c->st.misses--;
+	c->st.used -= charge(size);
+	c->st.reserved -= charge(cap);
+	e->data = buf;
+	e->cap = cap;
+	e->refs = 0;
+	e->state = ENT_READY;
+	lru_push(c, e);
+	pthread_mutex_unlock(&c->lock);
+	return true;
+}
+
 size_t bcache_budget(const struct bcache *c)
 {
 	return c->st.budget; /* fixed at bcache_new */

@@ -164,6 +164,24 @@ void bcache_uncharge(struct bcache *c, size_t bytes);
 int bcache_reserve(struct bcache *c, size_t bytes);
 void bcache_unreserve(struct bcache *c, size_t bytes);
 
+/*
+ * A buffer of cap bytes as the cache makes them (huge pages from
+ * BCACHE_HUGE on), for bcache_adopt; bcache_buf_free frees one it did not
+ * take.  NULL when out of memory.  Any thread.
+ */
+void *bcache_buf_alloc(size_t cap);
+void bcache_buf_free(void *p, size_t cap);
+
+/*
+ * Makes buf (from bcache_buf_alloc(cap)), holding size bytes, the ready
+ * entry (id, no), in place of the cap + BCACHE_ENT_COST bytes the caller
+ * reserved for it (bcache_reserve), which the entry now counts: data
+ * decoded before its unit was known goes in without a copy into fresh
+ * pages.  Returns true: the cache owns buf.  False, with buf and the
+ * reservation still the caller's: (id, no) is there already.
+ */
+bool bcache_adopt(struct bcache *c, uint64_t id, uint64_t no, void *buf, size_t size, size_t cap);
+
 /* The budget given to bcache_new. */
 size_t bcache_budget(const struct bcache *c);
 

@@ -257,7 +257,7 @@ static int gz_open(struct reader *r, struct zerr *why)
 	struct warm w = { .r = r,
 			  .budget = r->opts.warm_bytes,
 			  .psize = r->opts.slice,
-			  .stop = !r->opts.warm_bytes || !r->opts.slice };
+			  .stop = !r->opts.warm_bytes || !r->opts.slice || r->opts.warm_when };
 	struct gzdec_sink sink = { warm_output, warm_point, &w, warm_read };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;

@@ -45,6 +45,7 @@
 #include "idxrec.h"
 #include "pool.h"
 #include "reader_int.h"
+#include "stage.h"
 #include "zlog.h"
 #include "zstdckpt.h"
 #include "zstddec.h"
@@ -257,6 +258,13 @@ struct measure {
 	size_t nframes;		/* z's, for the last unref, which may come after z is gone */
 	/* one frame, measured by the opener alone: its bytes also go to r's tap (reader.h) */
 	struct reader *tapped;
+	/*
+	 * Per frame, its bytes staged for the cache (stage.h), or NULL: keep
+	 * nothing.  A frame's stage is written by the thread measuring it;
+	 * the opener takes them all once none is busy (measure_all).
+	 */
+	struct stage_budget *keep;
+	struct stage *kept;
 };
 
 static void sets_free(struct ckpt_set **sets, size_t n)
@@ -277,6 +285,7 @@ static void measure_unref(struct measure *m)
 		pthread_mutex_destroy(&m->lock);
 		pthread_cond_destroy(&m->idle);
 		sets_free(m->sets, m->nframes);
+		free(m->kept); /* the opener's stage_drop emptied each */
 		free(m->usize);
 		free(m);
 	}
@@ -322,17 +331,36 @@ static bool ck_worth(const struct zstddec_frame *f, uint64_t span)
 	return span > 0 && f->csize > 2 * span / MEASURE_CK_RATIO;
 }
 
-/* A frame's checkpoint build that also hands its bytes to the reader's tap (measure.tapped). */
+/*
+ * The most frame f may decode to: each block yields at most the smaller of
+ * its window and 128 KiB (zstddec.h), so its stage need not grow.
+ */
+static uint64_t most(const struct zstddec_frame *f)
+{
+	uint64_t block = f->window < (128u << 10) ? f->window : (128u << 10);
+
+	return (uint64_t)f->nblocks * block;
+}
+
+/*
+ * A frame's checkpoint build that also hands its bytes to the reader's tap
+ * (measure.tapped) and to its stage (measure.kept), each if there is one.
+ */
 struct ck_tap {
 	struct ckpt_build *b;
 	struct reader *r;
+	struct stage_budget *keep;
+	struct stage *s;
 };
 
 static int ck_tap_out(void *arg, const void *buf, size_t len)
 {
 	struct ck_tap *t = arg;
 
-	reader_pass_out(t->r, buf, len);
+	if (t->r)
+		reader_pass_out(t->r, buf, len);
+	if (t->s)
+		stage_copy(t->keep, t->s, buf, len);
 	return ckpt_build_out(t->b, buf, len);
 }
 
@@ -352,12 +380,14 @@ static int measure_ck(struct measure *m, size_t i, struct zerr *err)
 	struct zstdckpt_sink sink = { .out = ckpt_build_out, .point = ckpt_build_point };
 	struct ckpt_build *b;
 	int ret = ckpt_build_new(CKPT_USIZE_UNKNOWN, &b);
-	struct ck_tap tap = { b, m->tapped };
+	bool tapped = m->tapped && m->tapped->opts.tap;
+	bool staged = m->kept && stage_begin(m->keep, &m->kept[i], most(&f));
+	struct ck_tap tap = { b, tapped ? m->tapped : NULL, m->keep, staged ? &m->kept[i] : NULL };
 
 	if (ret < 0)
 		return zerr_set(err, ret, f.coff, "out of memory");
 	sink.arg = b;
-	if (m->tapped && m->tapped->opts.tap)
+	if (tap.r || tap.s)
 		sink = (struct zstdckpt_sink){ ck_tap_out, ck_tap_point, &tap };
 	ret = zstdckpt_build_blobs(m->src, &f, m->span, &sink, NULL, err);
 	if (ret < 0) {
@@ -365,6 +395,8 @@ static int measure_ck(struct measure *m, size_t i, struct zerr *err)
 		if (ret == -ENOMEM)
 			return ret;
 		*err = (struct zerr){ 0 };
+		if (tap.s)
+			stage_drop(m->keep, tap.s);
 		return zstddec_measure(m->src, &m->z->frames[i], &m->usize[i], err);
 	}
 	ret = ckpt_build_end(b, &m->sets[i]);
@@ -374,6 +406,45 @@ static int measure_ck(struct measure *m, size_t i, struct zerr *err)
 	return 0;
 }
 
+/*
+ * zstddec_measure's pass over frame i, decoding into its stage while the
+ * stage has room (stage_room), then into a buffer of its own.
+ */
+#define MEASURE_BUF (128u << 10)
+static int measure_kept(struct measure *m, size_t i, struct zerr *err)
+{
+	const struct zstddec_frame *f = &m->z->frames[i];
+	unsigned char *scratch = NULL;
+	struct zstddec_dec *d;
+	ssize_t n;
+	int ret = zstddec_dec_open(f, &d, err);
+
+	if (ret < 0)
+		return ret;
+	stage_begin(m->keep, &m->kept[i], most(f));
+	do {
+		void *dst;
+		size_t cap;
+		bool staged = stage_room(&m->kept[i], &dst, &cap);
+
+		if (!staged && !scratch && !(scratch = malloc(MEASURE_BUF))) {
+			n = zerr_set(err, -ENOMEM, f->coff, "out of memory");
+			break;
+		}
+		if (!staged) {
+			dst = scratch;
+			cap = MEASURE_BUF;
+		}
+		n = zstddec_dec_read(d, m->src, dst, cap, err);
+		if (n > 0 && staged)
+			stage_wrote(&m->kept[i], (size_t)n);
+	} while (n > 0);
+	m->usize[i] = zstddec_dec_tell(d);
+	zstddec_dec_close(d);
+	free(scratch);
+	return n < 0 ? (int)n : 0;
+}
+
 static int measure_one(struct measure *m, size_t i, struct zerr *err)
 {
 	const struct zstddec_frame *f = &m->z->frames[i];
@@ -381,6 +452,8 @@ static int measure_one(struct measure *m, size_t i, struct zerr *err)
 	/* Not one whose header or saved index says 0: that size is checked, not measured. */
 	if (m->sets && f->usize == ZSTDDEC_UNKNOWN && ck_worth(f, m->span))
 		return measure_ck(m, i, err);
+	if (m->kept && f->usize == ZSTDDEC_UNKNOWN)
+		return measure_kept(m, i, err);
 	return zstddec_measure(m->src, f, &m->usize[i], err);
 }
 
@@ -454,7 +527,7 @@ static uint64_t measure_cost(const struct zstddec_frame *f, uint64_t span)
  * queued.  0, or -ENOMEM.
  */
 static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass, struct zsrc *tee,
-		       struct measure **out)
+		       struct stage_budget *keep, struct measure **out)
 {
 	struct measure *m = calloc(1, sizeof(*m));
 	uint64_t cost = 0;
@@ -468,6 +541,8 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass, 
 	m->span = r->f->ck && r->opts.ck_at_open ? r->opts.ck_span : 0;
 	if (m->span && !(m->sets = calloc(z->nframes, sizeof(*m->sets))))
 		m->span = 0; /* no memory for sets: measure only, the background pass builds them */
+	if (keep && (m->kept = calloc(z->nframes, sizeof(*m->kept))))
+		m->keep = keep; /* else keep nothing */
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->idle, NULL);
 	m->refs = 1;
@@ -513,28 +588,44 @@ static bool cut_short(const struct zerr *e, uint64_t size, struct zerr *why)
 	return true;
 }
 
+/* What a measuring pass leaves its opener, by frame: NULL, or each for the caller to free. */
+struct measured {
+	struct ckpt_set **sets; /* the checkpoints it built (measure_ck) */
+	struct stage *kept;	/* the bytes it staged (measure.kept), each dropped or placed */
+};
+
+static void measured_free(struct measured *out, struct stage_budget *keep, size_t nframes)
+{
+	sets_free(out->sets, nframes);
+	for (size_t i = 0; out->kept && i < nframes; i++)
+		stage_drop(keep, &out->kept[i]);
+	free(out->kept);
+	*out = (struct measured){ 0 };
+}
+
 /*
  * One decode pass over every frame of z that pass_needed (checksums
  * verified on the way), spread over the context's pool (read through tee,
  * if not NULL, when the opener reads them alone), then all sizes
  * settled at once: settling one frame at a time re-sums every offset,
- * quadratic in the frames.  On failure *bad is the frame that failed.
- * On success *sets (NULL if none) holds, per frame, the checkpoints the
- * pass built (measure_ck), for the caller to free.
+ * quadratic in the frames.  With keep, the bytes decoded are staged
+ * within it.  On failure *bad is the frame that failed, and nothing is
+ * left in *out.
  */
-static int measure_all(struct reader *r, struct zstddec_index *z, struct zsrc *tee, size_t *bad,
-		       struct ckpt_set ***sets, struct zerr *why)
+static int measure_all(struct reader *r, struct zstddec_index *z, struct zsrc *tee,
+		       struct stage_budget *keep, size_t *bad, struct measured *out,
+		       struct zerr *why)
 {
 	struct measure *m;
 	size_t npass = 0;
 	int ret;
 
-	*sets = NULL;
+	*out = (struct measured){ 0 };
 	for (size_t i = 0; i < z->nframes; i++)
 		npass += pass_needed(&z->frames[i]);
 	if (npass == 0)
 		return 0;
-	ret = measure_new(r, z, npass, tee, &m);
+	ret = measure_new(r, z, npass, tee, keep, &m);
 	if (ret < 0)
 		return ret;
 	measure_run(m);
@@ -545,6 +636,11 @@ static int measure_all(struct reader *r, struct zstddec_index *z, struct zsrc *t
 	ret = m->ret;
 	*bad = m->bad;
 	pthread_mutex_unlock(&m->lock);
+	/* no worker is left to touch them */
+	out->sets = m->sets;
+	out->kept = m->kept;
+	m->sets = NULL;
+	m->kept = NULL;
 	if (ret < 0 && ret != -ENOMEM && cut_short(&m->err, (uint64_t)r->st.st_size, why))
 		ret = -EINVAL;
 	else if (ret < 0)
@@ -553,27 +649,50 @@ static int measure_all(struct reader *r, struct zstddec_index *z, struct zsrc *t
 			       m->err.msg);
 	else if (zstddec_index_settle_all(z, m->usize) < 0)
 		ret = zerr_set(why, -EINVAL, 0, "corrupt zstd: frame sizes do not settle");
-	if (ret == 0) {
-		*sets = m->sets; /* no worker is left to touch them */
-		m->sets = NULL;
-	}
+	if (ret < 0)
+		measured_free(out, keep, z->nframes);
 	measure_unref(m);
 	return ret;
 }
 
 /*
- * Hands the sets measure_all built (by frame; freed here) to the core by
- * map entry (r->ck_open), which keeps those of wide entries.  Without
- * memory for that, they go: the background pass builds them again.
+ * Hands what measure_all left (by frame; freed here) to the core by map
+ * entry: the sets to r->ck_open, which keeps those of wide entries
+ * (without memory for that, they go: the background pass builds them
+ * again), and the staged bytes to the cache, each frame as its unit.
  */
-static void hand_over(struct reader *r, const struct zstddec_index *z, struct ckpt_set **sets)
+static void hand_over(struct reader *r, const struct zstddec_index *z, struct stage_budget *keep,
+		      struct measured *got)
 {
+	struct ckpt_set **sets = got->sets;
+
 	if (sets && r->map.n && (r->ck_open = calloc(r->map.n, sizeof(*r->ck_open))))
 		for (size_t k = 0; k < r->map.n; k++) {
 			r->ck_open[k] = sets[r->entry[k]];
 			sets[r->entry[k]] = NULL;
 		}
-	sets_free(sets, z->nframes);
+	for (size_t k = 0; got->kept && k < r->map.n; k++)
+		stage_place(keep, &got->kept[r->entry[k]], r->id, r->map.start[k],
+			    cmap_len(&r->map, k));
+	measured_free(got, keep, z->nframes);
+}
+
+/*
+ * The budget for the bytes a measuring pass keeps (measure.kept): the
+ * opts.warm_bytes a pass may leave cached, and only frames that are cached
+ * whole (reader_streamed: no wider than whole_max, nor wide enough for
+ * checkpoints).  False: keep none.
+ */
+static bool keep_init(struct reader *r, struct stage_budget *keep)
+{
+	uint64_t unit_max = r->opts.whole_max;
+
+	if (!r->opts.warm_bytes)
+		return false;
+	if (r->opts.ck_span && unit_max > 2 * (uint64_t)r->opts.ck_span)
+		unit_max = 2 * (uint64_t)r->opts.ck_span;
+	stage_budget_init(keep, r->cache, r->opts.warm_bytes, unit_max, r->opts.warm_when);
+	return true;
 }
 
 static void zst_free(struct zst *s)
@@ -643,26 +762,77 @@ static bool use_saved(struct reader *r, struct zst *s)
  * reads nothing again to hash it (issue 32: for an object in a bucket, a
  * second download of all of it).
  */
-static int measure_saving(struct reader *r, struct zst *s, bool persist, size_t *bad,
-			  struct ckpt_set ***sets, struct zerr *why)
+static int measure_saving(struct reader *r, struct zst *s, bool persist, struct stage_budget *keep,
+			  size_t *bad, struct measured *got, struct zerr *why)
 {
 	struct zsrc *tee = NULL;
 	int ret;
 
 	if (persist && idxtee_new(r->src, &tee) < 0)
 		tee = NULL;
-	ret = measure_all(r, s->z, tee, bad, sets, why);
+	ret = measure_all(r, s->z, tee, keep, bad, got, why);
 	if (ret == 0 && tee)
 		idxtee_take(tee, &s->id);
 	zsrc_put(tee);
 	return ret;
 }
 
+/*
+ * A frame the saved index says is empty is not: walk again, measure, and
+ * save over it.  What measure_saving returns.
+ */
+static int measure_again(struct reader *r, struct zst *s, struct stage_budget *keep,
+			 struct measured *got, struct zerr *why)
+{
+	size_t bad = 0;
+	int ret;
+
+	reader_log(
+		r, ZLOG_INFO, NULL,
+		"saved index not usable (a frame it says is empty is not); measuring the frames");
+	free(s->unseen);
+	s->unseen = NULL;
+	zstddec_index_free(s->z);
+	s->z = NULL;
+	ret = walk(r->src, (uint64_t)r->st.st_size, r->opts.index_max, &s->z, why);
+	if (ret < 0) /* it walked a moment ago */
+		return ret == -ENOTSUP ? -EINVAL : walk_failed(ret, (uint64_t)r->st.st_size, why);
+	return measure_saving(r, s, true, keep, &bad, got, why);
+}
+
+/* The map over s->z's measured frames, and what the pass left handed over (hand_over). */
+static int map_frames(struct reader *r, struct zst *s, struct stage_budget *keep,
+		      struct measured *got)
+{
+	struct zstddec_index *z = s->z;
+
+	for (size_t i = 0; s->unseen && i < z->nframes; i++)
+		if (z->frames[i].usize == 0) /* decoded by the pass */
+			atomic_store(&s->unseen[i], 0);
+	if (reader_map_init(r, z->nframes) < 0) {
+		measured_free(got, keep, z->nframes);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < z->nframes; i++) {
+		if (z->frames[i].usize == 0)
+			continue;
+		cmap_add(&r->map, z->frames[i].uoff);
+		r->entry[r->map.n - 1] = i;
+	}
+	cmap_end(&r->map, z->nframes ? z->usize : 0);
+	hand_over(r, z, keep, got);
+	if (z->nframes && z->nchecksum < z->nframes)
+		reader_log(r, ZLOG_INFO, NULL,
+			   "%zu of %zu frames have no checksum: their bytes are not verified",
+			   z->nframes - z->nchecksum, z->nframes);
+	return 0;
+}
+
 static int zstd_open(struct reader *r, struct zerr *why)
 {
-	struct zstddec_index *z;
 	struct zst *s = calloc(1, sizeof(*s));
-	struct ckpt_set **sets;
+	struct stage_budget budget, *keep = NULL;
+	struct measured got = { 0 };
 	bool persist, built;
 	size_t bad = 0;
 	int ret;
@@ -673,66 +843,35 @@ static int zstd_open(struct reader *r, struct zerr *why)
 	atomic_init(&s->proven, 0);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->seen, NULL);
-	ret = walk(r->src, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
+	ret = walk(r->src, (uint64_t)r->st.st_size, r->opts.index_max, &s->z, why);
 	if (ret < 0) {
 		free(s);
 		return walk_failed(ret, (uint64_t)r->st.st_size, why);
 	}
-	s->z = z;
 	r->idx = s; /* the core frees it with zstd_free whatever happens next */
-	if (z->seek == ZSTDDEC_SEEK_IGNORED)
-		reader_log(r, ZLOG_WARN, NULL, "seek table ignored: %s", z->seek_reason);
+	if (s->z->seek == ZSTDDEC_SEEK_IGNORED)
+		reader_log(r, ZLOG_WARN, NULL, "seek table ignored: %s", s->z->seek_reason);
 	persist = use_saved(r, s);
 	/* Unknown sizes measured, empty frames decoded (pass_needed); checksums verified. */
-	built = z->nunknown > 0;
-	ret = measure_saving(r, s, persist, &bad, &sets, why);
+	built = s->z->nunknown > 0;
+	if (keep_init(r, &budget))
+		keep = &budget;
+	ret = measure_saving(r, s, persist, keep, &bad, &got, why);
 	if (ret < 0 && s->unseen && atomic_load(&s->unseen[bad])) {
-		/* a frame the saved index says is empty is not: walk again, measure, save over it
-		 */
-		reader_log(r, ZLOG_INFO, NULL,
-			   "saved index not usable (a frame it says is empty "
-			   "is not); measuring the frames");
-		free(s->unseen);
-		s->unseen = NULL;
-		zstddec_index_free(z);
-		s->z = NULL;
-		ret = walk(r->src, (uint64_t)r->st.st_size, r->opts.index_max, &z, why);
-		if (ret < 0)
-			return ret == -ENOTSUP ? -EINVAL
-					       : walk_failed(ret, (uint64_t)r->st.st_size,
-							     why); /* it walked a moment ago */
-		s->z = z;
+		ret = measure_again(r, s, keep, &got, why);
 		persist = built = true;
-		ret = measure_saving(r, s, persist, &bad, &sets, why);
 	}
-	if (ret < 0)
-		return ret;
-	if (built) {
+	if (ret == 0 && built) {
 		atomic_fetch_add(&r->ctx->stats.built, 1);
 		r->pass = true;
 	}
-	for (size_t i = 0; s->unseen && i < z->nframes; i++)
-		if (z->frames[i].usize == 0) /* decoded by the pass */
-			atomic_store(&s->unseen[i], 0);
-	if (persist)
-		save_sizes(r, &s->id, z);
-	if (reader_map_init(r, z->nframes) < 0) {
-		sets_free(sets, z->nframes);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < z->nframes; i++) {
-		if (z->frames[i].usize == 0)
-			continue;
-		cmap_add(&r->map, z->frames[i].uoff);
-		r->entry[r->map.n - 1] = i;
-	}
-	cmap_end(&r->map, z->nframes ? z->usize : 0);
-	hand_over(r, z, sets);
-	if (z->nframes && z->nchecksum < z->nframes)
-		reader_log(r, ZLOG_INFO, NULL,
-			   "%zu of %zu frames have no checksum: their bytes are not verified",
-			   z->nframes - z->nchecksum, z->nframes);
-	return 0;
+	if (ret == 0 && persist)
+		save_sizes(r, &s->id, s->z);
+	if (ret == 0)
+		ret = map_frames(r, s, keep, &got);
+	if (keep)
+		stage_budget_destroy(keep);
+	return ret;
 }
 
 static void zstd_free(void *idx)

@@ -119,6 +119,7 @@ void reader_opts_default(struct reader_opts *o, size_t cache_size)
 	o->ck_at_open = true;
 	o->index_dir = NULL;
 	o->warm_bytes = 0;
+	o->warm_when = NULL;
 	o->tainted = NULL;
 	o->tainted_ctx = NULL;
 	o->still_named = NULL;

@@ -9,9 +9,10 @@
  *
  * reader_open reads the archive's block map (xz: its own Index; zstd: its
  * frames, each measured by one decode if it does not say its size; gzip:
- * one checkpoint pass that also verifies every member's CRC32 and ISIZE,
- * and leaves the first opts.warm_bytes it decodes in the cache, so a reader
- * that starts at the beginning does not decode them a second time).
+ * one checkpoint pass that also verifies every member's CRC32 and ISIZE).
+ * The gzip pass leaves the first opts.warm_bytes it decodes in the cache,
+ * and the zstd pass up to that many of the frames it measured (stage.h),
+ * so a reader that starts at the beginning does not decode them again.
  * reader_pread finds the chunks a range touches, takes each from the shared
  * cache or decodes it once, and copies out (reader_view pins them instead).
  *
@@ -53,6 +54,7 @@
  * marks are guarded by a lock that is never held while decoding.
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,10 +97,17 @@ struct reader_opts {
 	/* where gzip indexes and zstd frame sizes persist (the index_dir= store, idxopen.h;
 	 * borrowed: it outlives the reader); NULL: memory only */
 	const struct idxstore *index_dir;
-	size_t warm_bytes; /* a gzip pass leaves up to this many of the first bytes cached */
-	size_t index_max;  /* an xz file whose block map would take more is refused */
-	bool warn_wide;	   /* log a warning for units wider than whole_max (the daemon does) */
-	bool salvage;	   /* a damaged gzip or xz file shows the good part before the damage */
+	/*
+	 * A gzip pass leaves up to this many of the first bytes it decodes
+	 * cached, and a zstd measuring pass the frames it decodes; with
+	 * warm_when, a zstd pass only while *warm_when is true (a background
+	 * open's: someone waits for it), and a gzip pass none.
+	 */
+	size_t warm_bytes;
+	const atomic_bool *warm_when; /* borrowed until reader_open returns */
+	size_t index_max;	      /* an xz file whose block map would take more is refused */
+	bool warn_wide; /* log a warning for units wider than whole_max (the daemon does) */
+	bool salvage;	/* a damaged gzip or xz file shows the good part before the damage */
 	/*
 	 * A zstd frame that states no size is decoded whole at open to measure
 	 * it; with ck_at_open (the default) that pass builds its checkpoints

@@ -1932,6 +1932,49 @@ START_TEST(reservations_evict_are_refused_and_keep_claims_out)
 }
 END_TEST
 
+/*
+ * An adopted buffer becomes a ready entry in place of its reservation:
+ * used does not move, nothing stays reserved, the bytes are served as
+ * they were written, and the entry is evicted like any other.  A key
+ * already there refuses it, leaving buffer and reservation to the caller.
+ */
+START_TEST(adopt_turns_a_reservation_into_an_entry)
+{
+	struct bcache *c;
+	struct bcache_ent *e;
+	struct bcache_stats st;
+	unsigned char *buf;
+
+	ck_assert_int_eq(bcache_new(4 * COST(1000), &c), 0);
+	ck_assert_int_eq(bcache_reserve(c, COST(1000)), 0);
+	buf = bcache_buf_alloc(1000);
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 0x5A, 900);
+	ck_assert(bcache_adopt(c, 1, 0, buf, 900, 1000));
+	st = stats(c);
+	ck_assert_uint_eq(st.reserved, 0);
+	ck_assert_uint_eq(st.used, COST(1000));
+	ck_assert_uint_eq(st.entries, 1);
+	ck_assert_int_eq(bcache_lookup(c, 1, 0, &e), 0);
+	ck_assert_uint_eq(bcache_size(e), 900);
+	ck_assert_int_eq(((unsigned char *)bcache_buf(e))[899], 0x5A);
+	bcache_put(c, e);
+	ck_assert_int_eq(bcache_reserve(c, COST(1000)), 0);
+	buf = bcache_buf_alloc(1000);
+	ck_assert(!bcache_adopt(c, 1, 0, buf, 1000, 1000));
+	bcache_buf_free(buf, 1000);
+	bcache_unreserve(c, COST(1000));
+	ck_assert_uint_eq(stats(c).used, COST(1000));
+	/* three more entries: the adopted one, least recently used, goes */
+	for (uint64_t k = 1; k <= 3; k++)
+		put_new(c, 2, k, 1000);
+	put_new(c, 2, 4, 1000);
+	ck_assert_int_eq(bcache_lookup(c, 1, 0, &e), -ENOENT);
+	ck_assert_uint_le(stats(c).used, stats(c).budget);
+	bcache_free(c);
+}
+END_TEST
+
 START_TEST(peak_is_the_most_used_has_been)
 {
 	struct bcache *c;
@@ -2127,6 +2170,7 @@ static Suite *bcache_suite(void)
 	tcase_add_test(tc, zero_budget_still_serves);
 	tcase_add_test(tc, tiny_entries_cost_their_overhead);
 	tcase_add_test(tc, reservations_evict_are_refused_and_keep_claims_out);
+	tcase_add_test(tc, adopt_turns_a_reservation_into_an_entry);
 	tcase_add_test(tc, peak_is_the_most_used_has_been);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

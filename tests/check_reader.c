@@ -2448,6 +2448,57 @@ START_TEST(zstd_frames_measured_on_the_pool)
 }
 END_TEST
 
+/*
+ * The frames a measuring pass decodes at open stay in the cache, up to
+ * opts.warm_bytes (stage.h): a first read from the start decodes nothing
+ * again.  A background open nobody waits for (warm_when false) keeps
+ * nothing; a budget of 1 MiB keeps at most that, and the cache's peak
+ * stays within its own budget.
+ */
+START_TEST(zstd_measured_frames_are_kept_for_the_first_read)
+{
+	static atomic_bool nobody; /* false */
+	static const struct {
+		size_t warm;
+		const atomic_bool *when;
+		uint64_t min, max; /* bytes decoded by the open and a whole read */
+	} kept[] = {
+		{ 32 * MiB, NULL, ORIG_SIZE, ORIG_SIZE },
+		{ 32 * MiB, &nobody, 2 * (uint64_t)ORIG_SIZE, 2 * (uint64_t)ORIG_SIZE },
+		{ 1 * MiB, NULL, 2 * (uint64_t)ORIG_SIZE - 1 * MiB, 2 * (uint64_t)ORIG_SIZE - 1 },
+	};
+	struct reader_counters c;
+	struct reader_opts ro;
+	struct bcache_stats st;
+	struct zmctx *zm;
+	struct pool *pool;
+	struct reader *r;
+	char path[PATH_MAX];
+
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	path_of(path, sizeof(path), "pipe8.zst");
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		reader_opts_default(&ro, 64 * MiB);
+		ro.warm_bytes = kept[i].warm;
+		ro.warm_when = kept[i].when;
+		ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
+		zmctx_set_pool(zm, pool);
+		ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
+		ck_assert_uint_eq(zread_all(r), 0);
+		reader_get_counters(zm, &c);
+		ck_assert_msg(c.decoded_bytes >= kept[i].min && c.decoded_bytes <= kept[i].max,
+			      "case %zu: the open and a whole read of %u bytes decoded %llu", i,
+			      ORIG_SIZE, (unsigned long long)c.decoded_bytes);
+		bcache_stats(zmctx_cache(zm), &st);
+		ck_assert_uint_le(st.peak, st.budget);
+		ck_assert_uint_eq(st.reserved, 0);
+		reader_close(r);
+		zmctx_free(zm);
+	}
+	pool_free(pool);
+}
+END_TEST
+
 /* A pool job that holds the only worker until released. */
 struct gate {
 	pthread_mutex_t lock;
@@ -3375,6 +3426,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, zstd_streamed_sizes_saved_then_loaded);
 	tcase_add_test(tc, zstd_saving_sizes_reads_the_file_once);
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
+	tcase_add_test(tc, zstd_measured_frames_are_kept_for_the_first_read);
 	tcase_add_test(tc, pool_submit_idle_needs_a_waiting_worker);
 	tcase_add_test(tc, whole_unit_pages_prefaulted_by_an_idle_worker);
 	tcase_add_test(tc, zstd_measuring_jobs_that_run_late_touch_nothing_freed);

@@ -27,6 +27,11 @@ usage: test_firstread.py --zmount PATH [--seed N] [--keep]
    (the tail and the pass together) is at most 1.25x the file: the tail
    either builds the set itself or waits for the pass and resumes from it.
    3e2f9c4 decoded the file twice (32 MiB).
+5. Nothing saved, -o noindex, one 16 MiB .zst of 1 MiB frames that state no
+   size (split | zstd, as a pipe writes them), and a whole `cat`: the open
+   measures every frame, and the frames it decoded stay cached (stage.h),
+   so decoded_bytes (the open and the read) is at most 1.1x the file.
+   c545fcf decoded it twice.
 Every mount ends with fusermount3 -u and daemon exit 0.
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
@@ -118,6 +123,31 @@ def run(args, res, top):
     far_read(args, res, top, ydata, 'indexer busy with gzip files', busy=True)
     for fmt in ('zst', 'xz'):
         fresh_tail(args, res, top, ydata, fmt)
+    piped_first_read(args, res, top, ydata)
+
+
+def piped_first_read(args, res, top, data):
+    """Part 5: the frames measured at open serve the first whole read."""
+    src, mnt = os.path.join(top, 'src-piped'), os.path.join(top, 'mnt')
+    os.mkdir(src)
+    frames = b''.join(
+        subprocess.run(['zstd', '-q', '-3', '-c', '-'], input=data[i:i + MiB],
+                       stdout=subprocess.PIPE, check=True).stdout
+        for i in range(0, len(data), MiB))
+    with open(os.path.join(src, 'p.log.zst'), 'wb') as f:
+        f.write(frames)
+    tag = 'piped frames, first whole read'
+    with zmtest.Mount(args.zmount, src, mnt, opts='cache_size=64M,index_dir=none,noindex',
+                      results=res, watchdog=300,
+                      log_path=os.path.join(top, 'daemon-piped.log')) as m:
+        path = os.path.join(mnt, 'p.log')
+        with open(path, 'rb') as f:
+            got = f.read()
+        res.check(f'{tag}: the bytes are exact', got == data, f'{len(got)} bytes')
+        dec = zmtest.stats(m.mnt).get('decoded_bytes', -1)
+        print(f'#   {tag}: decoded_bytes {dec} ({dec / len(data):.2f}x the file)', flush=True)
+        res.check(f'{tag}: the open and the read decoded at most 1.1x the file',
+                  0 < dec <= len(data) * 11 // 10, f'decoded_bytes {dec} of {len(data)}')
 
 
 def fresh_tail(args, res, top, data, fmt):
