@@ -100,8 +100,8 @@ struct reader_opts {
 	/*
 	 * A gzip pass leaves up to this many of the first bytes it decodes
 	 * cached, and a zstd measuring pass the frames it decodes; with
-	 * warm_when, a zstd pass only while *warm_when is true (a background
-	 * open's: someone waits for it), and a gzip pass none.
+	 * warm_when, only the units that start while *warm_when is true (a
+	 * background open's: someone waits for it).
 	 */
 	size_t warm_bytes;
 	const atomic_bool *warm_when; /* borrowed until reader_open returns */

@@ -2485,6 +2485,7 @@ START_TEST(zstd_measured_frames_are_kept_for_the_first_read)
 		zmctx_set_pool(zm, pool);
 		ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
 		ck_assert_uint_eq(zread_all(r), 0);
+		reader_close(r); /* after its read-ahead, whose decodes count as they end */
 		reader_get_counters(zm, &c);
 		ck_assert_msg(c.decoded_bytes >= kept[i].min && c.decoded_bytes <= kept[i].max,
 			      "case %zu: the open and a whole read of %u bytes decoded %llu", i,
@@ -2492,10 +2493,46 @@ START_TEST(zstd_measured_frames_are_kept_for_the_first_read)
 		bcache_stats(zmctx_cache(zm), &st);
 		ck_assert_uint_le(st.peak, st.budget);
 		ck_assert_uint_eq(st.reserved, 0);
-		reader_close(r);
 		zmctx_free(zm);
 	}
 	pool_free(pool);
+}
+END_TEST
+
+/*
+ * A gzip pass keeps its output for the cache only while someone waits for
+ * it (warm_when): a background open nobody waits for leaves nothing, and
+ * one whose waiter comes keeps the units that start after that.
+ */
+START_TEST(gzip_pass_keeps_units_only_when_wanted)
+{
+	static atomic_bool nobody, wanted = true;
+	const atomic_bool *when[] = { NULL, &nobody, &wanted };
+	struct reader_opts ro;
+	struct bcache_stats st;
+	struct zmctx *zm;
+	struct reader *r;
+	char path[PATH_MAX];
+
+	path_of(path, sizeof(path), "orig.gz");
+	for (size_t i = 0; i < sizeof(when) / sizeof(when[0]); i++) {
+		reader_opts_default(&ro, 64 * MiB);
+		ro.span = 256 * KiB;
+		ro.warm_bytes = 32 * MiB;
+		ro.warm_when = when[i];
+		ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
+		ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
+		bcache_stats(zmctx_cache(zm), &st);
+		if (when[i] == &nobody)
+			ck_assert_uint_eq(st.entries, 0);
+		else
+			ck_assert_msg(st.used >= ORIG_SIZE,
+				      "case %zu: the pass left %zu bytes cached", i, st.used);
+		ck_assert_uint_eq(st.reserved, 0);
+		ck_assert_uint_eq(zread_all(r), 0);
+		reader_close(r);
+		zmctx_free(zm);
+	}
 }
 END_TEST
 
@@ -3427,6 +3464,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, zstd_saving_sizes_reads_the_file_once);
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
 	tcase_add_test(tc, zstd_measured_frames_are_kept_for_the_first_read);
+	tcase_add_test(tc, gzip_pass_keeps_units_only_when_wanted);
 	tcase_add_test(tc, pool_submit_idle_needs_a_waiting_worker);
 	tcase_add_test(tc, whole_unit_pages_prefaulted_by_an_idle_worker);
 	tcase_add_test(tc, zstd_measuring_jobs_that_run_late_touch_nothing_freed);
