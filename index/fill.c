@@ -96,7 +96,6 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 	uint64_t start = r->map.start[k], elen = cmap_len(&r->map, k);
 	uint64_t want = (ustart & ~UNIT_SLICE) - start; /* position in the entry */
 	struct udec *d;
-	unsigned char *scratch = NULL;
 	int ret = udec_for(r, k, want, &d, err);
 
 	if (ret < 0)
@@ -122,13 +121,13 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 			 * Not kept: decoded through a small buffer, which stays
 			 * in the CPU's cache, rather than a slice of fresh pages.
 			 */
-			if (!scratch)
-				scratch = malloc(SKIP_BUF);
-			if (!scratch) {
+			if (!r->skip)
+				r->skip = malloc(SKIP_BUF);
+			if (!r->skip) {
 				ret = -ENOMEM;
 				break;
 			}
-			dst = scratch;
+			dst = r->skip;
 			if (n > SKIP_BUF - pos % SKIP_BUF) /* on the grid of ckpt.h's pieces */
 				n = SKIP_BUF - (size_t)(pos % SKIP_BUF);
 		}
@@ -154,7 +153,6 @@ static int fill_slice(struct reader *r, size_t k, uint64_t ustart, size_t len, v
 			bcache_put(r->cache, e);
 		}
 	}
-	free(scratch);
 	if (ret == 0) {
 		ssize_t got = udec_read(r, d, buf, len, err);
 

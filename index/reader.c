@@ -331,6 +331,7 @@ void reader_close(struct reader *r)
 	if (r->cache)
 		bcache_drop(r->cache, r->id);
 	udec_close(udec_unpark(r, PARK_ANY));
+	free(r->skip);
 	reader_ck_free(r);
 	if (r->f)
 		r->f->free(r->idx);
@@ -353,6 +354,10 @@ void reader_detach(struct reader *r)
 	reader_ck_save(r);
 	/* Nobody reads it now: its decoder's memory goes back to the cache. */
 	udec_close(udec_unpark(r, PARK_ANY));
+	pthread_mutex_lock(&r->stream);
+	free(r->skip); /* a tree read once holds no buffer per file */
+	r->skip = NULL;
+	pthread_mutex_unlock(&r->stream);
 	zsrc_put(r->src);
 	r->src = NULL;
 }

@@ -54,6 +54,13 @@ struct reader {
 	pthread_mutex_t stream;
 	/* Its decoder parked at a slice boundary, on ctx->parked (park.h). */
 	struct park_slot park;
+	/*
+	 * fill_slice's buffer for the bytes it walks past, under stream: kept,
+	 * since a fresh one is a fresh mapping (M_MMAP_THRESHOLD is 64 KiB)
+	 * and up to 16 page faults per far read.  NULL until the first walk,
+	 * and again after reader_detach.
+	 */
+	unsigned char *skip;
 
 	pthread_mutex_t lock;
 	pthread_cond_t idle; /* jobs reached 0 */
