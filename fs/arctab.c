@@ -291,8 +291,8 @@ static void open_reader(struct arctab *t, struct arc *a, const struct reader_opt
 		ns_name(t->ns, &a->e, name, sizeof(name));
 		/* a tar's member table is read from the pass's bytes (ns_tar.c) */
 		o.tap = ns_pass_tap(t->ns, &a->e);
-		/* No reader may follow a background open: it keeps bytes only for one that waits.
-		 */
+		/* No reader may follow a background open: it evicts for a pass's bytes only if one
+		 * waits. */
 		if (bg)
 			o.warm_when = &a->wanted;
 		opening.t = t;

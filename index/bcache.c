@@ -610,13 +610,14 @@ void bcache_uncharge(struct bcache *c, size_t bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
-int bcache_reserve(struct bcache *c, size_t bytes)
+static int reserve(struct bcache *c, size_t bytes, bool may_evict)
 {
-	struct bcache_ent *victims;
+	struct bcache_ent *victims = NULL;
 	bool room;
 
 	pthread_mutex_lock(&c->lock);
-	victims = evict(c, bytes);
+	if (may_evict)
+		victims = evict(c, bytes);
 	room = c->st.used - excess(c) + bytes <= c->st.budget;
 	if (room) {
 		c->st.used += bytes;
@@ -627,6 +628,16 @@ int bcache_reserve(struct bcache *c, size_t bytes)
 	pthread_mutex_unlock(&c->lock);
 	free_chain(victims);
 	return room ? 0 : -EAGAIN;
+}
+
+int bcache_reserve(struct bcache *c, size_t bytes)
+{
+	return reserve(c, bytes, true);
+}
+
+int bcache_reserve_spare(struct bcache *c, size_t bytes)
+{
+	return reserve(c, bytes, false);
 }
 
 void bcache_unreserve(struct bcache *c, size_t bytes)

@@ -165,6 +165,12 @@ int bcache_reserve(struct bcache *c, size_t bytes);
 void bcache_unreserve(struct bcache *c, size_t bytes);
 
 /*
+ * Like bcache_reserve, but only into room the budget has spare: evicts
+ * nothing.  For bytes nobody has asked for yet (a background pass's).
+ */
+int bcache_reserve_spare(struct bcache *c, size_t bytes);
+
+/*
  * A buffer of cap bytes as the cache makes them (huge pages from
  * BCACHE_HUGE on), for bcache_adopt; bcache_buf_free frees one it did not
  * take.  NULL when out of memory.  Any thread.

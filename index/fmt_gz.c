@@ -94,13 +94,6 @@ struct warm {
 	size_t psize;
 	uint64_t budget; /* bytes it may still put in the cache */
 	bool stop;
-	/*
-	 * The entry from ustart on is not kept: nobody waited for this
-	 * pass when it began (reader_opts.warm_when).  Asked again at the
-	 * next entry, so a first read that comes to wait for a background
-	 * pass finds the entries after that moment cached.
-	 */
-	bool skip;
 	struct zmctx_slot *prog; /* the pass's progress, in compressed bytes (zmctx_pass_begin) */
 };
 
@@ -153,9 +146,7 @@ static void warm_output(void *ctx, const void *buf, size_t len)
 	const unsigned char *src = buf;
 
 	reader_pass_out(w->r, buf, len); /* every byte of the pass, kept or not */
-	if (!w->stop && w->len == 0 && !w->skip && w->r->opts.warm_when)
-		w->skip = !atomic_load(w->r->opts.warm_when);
-	while (len && !w->stop && !w->skip) {
+	while (len && !w->stop) {
 		size_t i = (size_t)(w->len / w->psize), o = (size_t)(w->len % w->psize);
 		size_t k = w->psize - o < len ? w->psize - o : len;
 
@@ -205,12 +196,8 @@ static void warm_point(void *ctx, uint64_t uoff)
 {
 	struct warm *w = ctx;
 
-	if (!w->stop && w->skip) {
-		w->skip = false;
-		w->ustart = uoff;
-	} else if (!w->stop && uoff == w->ustart + w->len) {
+	if (!w->stop && uoff == w->ustart + w->len)
 		warm_end(w);
-	}
 }
 
 static void warm_read(void *ctx, uint64_t coff)
@@ -270,7 +257,7 @@ static int gz_open(struct reader *r, struct zerr *why)
 	struct warm w = { .r = r,
 			  .budget = r->opts.warm_bytes,
 			  .psize = r->opts.slice,
-			  .stop = !r->opts.warm_bytes || !r->opts.slice };
+			  .stop = !r->opts.warm_bytes || !r->opts.slice || r->opts.warm_when };
 	struct gzdec_sink sink = { warm_output, warm_point, &w, warm_read };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;

@@ -99,9 +99,11 @@ struct reader_opts {
 	const struct idxstore *index_dir;
 	/*
 	 * A gzip pass leaves up to this many of the first bytes it decodes
-	 * cached, and a zstd measuring pass the frames it decodes; with
-	 * warm_when, only the units that start while *warm_when is true (a
-	 * background open's: someone waits for it).
+	 * cached, and a zstd measuring pass the frames it decodes.  With
+	 * warm_when (a background open's), a gzip pass keeps none, and a zstd
+	 * pass keeps a frame that starts while *warm_when is false (nobody
+	 * waits for it) only in room the cache has spare: its copy into the
+	 * cache would slow the pass that the first stat waits for.
 	 */
 	size_t warm_bytes;
 	const atomic_bool *warm_when; /* borrowed until reader_open returns */

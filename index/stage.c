@@ -36,8 +36,10 @@ bool stage_begin(struct stage_budget *b, struct stage *s, uint64_t bound)
 {
 	bool ok;
 
+	bool asked = !b->when || atomic_load(b->when);
+
 	*s = (struct stage){ 0 };
-	if (bound == 0 || bound > b->unit_max || (b->when && !atomic_load(b->when)))
+	if (bound == 0 || bound > b->unit_max)
 		return false;
 	pthread_mutex_lock(&b->lock);
 	ok = b->left >= held((size_t)bound);
@@ -46,7 +48,8 @@ bool stage_begin(struct stage_budget *b, struct stage *s, uint64_t bound)
 	pthread_mutex_unlock(&b->lock);
 	if (!ok)
 		return false;
-	if (bcache_reserve(b->cache, held((size_t)bound)) < 0)
+	if ((asked ? bcache_reserve(b->cache, held((size_t)bound))
+		   : bcache_reserve_spare(b->cache, held((size_t)bound))) < 0)
 		return false; /* `left` stays spent: the cache has no room for more */
 	s->buf = bcache_buf_alloc((size_t)bound);
 	if (!s->buf) {

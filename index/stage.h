@@ -18,9 +18,10 @@
  * and the size of one unit (`unit_max`: a unit cached in slices, not
  * whole, is not kept).  A unit that may pass either cap, or finds no room,
  * is not staged; the pass decodes it into a buffer of its own.  With
- * `when`, a unit is staged only if *when is true as it starts: a
- * background pass keeps nothing until someone waits for it, so it evicts
- * nobody's data for bytes nobody may read.
+ * `when`, a unit that starts while *when is false is staged only in room
+ * the cache has spare (bcache_reserve_spare): a background pass nobody
+ * waits for evicts nobody's data for bytes nobody may read, but fills an
+ * idle cache, as a mount's first minutes leave it.
  *
  * Threads: one thread writes a given stage (all calls but the budget's);
  * the budget is shared under its lock.  stage_place and stage_drop may
@@ -40,7 +41,7 @@ struct stage_budget {
 	struct bcache *cache;	 /* borrowed: outlives every stage */
 	uint64_t left;		 /* bytes all stages may still reserve; under lock */
 	uint64_t unit_max;	 /* a unit longer than this is not kept */
-	const atomic_bool *when; /* NULL, or keep only while it is true (borrowed) */
+	const atomic_bool *when; /* NULL, or evict for them only while it is true (borrowed) */
 };
 
 struct stage {
