@@ -32,11 +32,17 @@ static size_t held(size_t cap)
 	return cap + BCACHE_ENT_COST;
 }
 
+static void give_back(struct stage_budget *b, size_t cap)
+{
+	bcache_unreserve(b->cache, held(cap));
+	pthread_mutex_lock(&b->lock);
+	b->left += held(cap);
+	pthread_mutex_unlock(&b->lock);
+}
+
 bool stage_begin(struct stage_budget *b, struct stage *s, uint64_t bound)
 {
-	bool ok;
-
-	bool asked = !b->when || atomic_load(b->when);
+	bool asked = !b->when || atomic_load(b->when), ok;
 
 	*s = (struct stage){ 0 };
 	if (bound == 0 || bound > b->unit_max)
@@ -53,7 +59,7 @@ bool stage_begin(struct stage_budget *b, struct stage *s, uint64_t bound)
 		return false; /* `left` stays spent: the cache has no room for more */
 	s->buf = bcache_buf_alloc((size_t)bound);
 	if (!s->buf) {
-		bcache_unreserve(b->cache, held((size_t)bound));
+		give_back(b, (size_t)bound);
 		return false;
 	}
 	s->cap = (size_t)bound;
@@ -90,10 +96,7 @@ void stage_drop(struct stage_budget *b, struct stage *s)
 {
 	if (s->buf) {
 		bcache_buf_free(s->buf, s->cap);
-		bcache_unreserve(b->cache, held(s->cap));
-		pthread_mutex_lock(&b->lock);
-		b->left += held(s->cap);
-		pthread_mutex_unlock(&b->lock);
+		give_back(b, s->cap);
 	}
 	*s = (struct stage){ 0 };
 }
