@@ -251,6 +251,13 @@ struct measure {
 	struct zerr err;
 	struct zsrc *src;
 	const struct zstddec_index *z;
+	size_t end; /* frames at or past this are not taken */
+	/*
+	 * NULL, or a check of saved sizes (check_before): the frames taken are
+	 * those it marks unseen, each claimed in check->ending while it is
+	 * measured, and cleared if it decodes to its saved size.
+	 */
+	struct zst *check;
 	uint64_t *usize;
 	struct zmctx *ctx;
 	uint64_t span;		/* the reader's ck_span: 0, no checkpoints */
@@ -457,6 +464,52 @@ static int measure_one(struct measure *m, size_t i, struct zerr *err)
 	return zstddec_measure(m->src, f, &m->usize[i], err);
 }
 
+/* A decoder counted in s->ending[i] read or closed: waiters in seen_or_ending look again. */
+static void ended(struct zst *s, size_t i)
+{
+	pthread_mutex_lock(&s->lock);
+	atomic_fetch_sub(&s->ending[i], 1);
+	pthread_cond_broadcast(&s->seen);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Counts a check's measure of frame i in s->ending[i] (ended undoes it), if
+ * the frame is unseen and no decoder is on it: those waiting for the
+ * frame wait for the measure, and a second check passes it by.
+ */
+static bool claim(struct zst *s, size_t i)
+{
+	bool mine;
+
+	pthread_mutex_lock(&s->lock);
+	mine = atomic_load(&s->unseen[i]) && atomic_load(&s->ending[i]) == 0;
+	if (mine)
+		atomic_fetch_add(&s->ending[i], 1);
+	pthread_mutex_unlock(&s->lock);
+	return mine;
+}
+
+/* Whether a pass takes frame i (struct measure). */
+static bool wanted(const struct measure *m, size_t i)
+{
+	return m->check ? atomic_load(&m->check->unseen[i]) != 0 : pass_needed(&m->z->frames[i]);
+}
+
+/*
+ * A check's measure of frame i ended with ret: the frame is seen if it
+ * decoded to its saved size; else check_before measures it again and
+ * says why.
+ */
+static void check_settle(struct measure *m, size_t i, int ret)
+{
+	struct zst *s = m->check;
+
+	if (ret == 0 && m->usize[i] == s->z->frames[i].usize)
+		atomic_store(&s->unseen[i], 0);
+	ended(s, i);
+}
+
 /* Takes and measures frames until none is left or one failed. */
 static void measure_run(struct measure *m)
 {
@@ -466,17 +519,20 @@ static void measure_run(struct measure *m)
 		size_t i;
 		int ret;
 
-		while (!m->closed && m->ret == 0 && m->next < m->z->nframes &&
-		       !pass_needed(&m->z->frames[m->next]))
+		while (!m->closed && m->ret == 0 && m->next < m->end && !wanted(m, m->next))
 			m->next++;
-		if (m->closed || m->ret != 0 || m->next >= m->z->nframes)
+		if (m->closed || m->ret != 0 || m->next >= m->end)
 			break;
 		i = m->next++;
+		if (m->check && !claim(m->check, i))
+			continue;
 		m->busy++;
 		pthread_mutex_unlock(&m->lock);
 		ret = measure_one(m, i, &err);
 		if (ret == 0)
 			atomic_fetch_add(&m->ctx->stats.decoded, m->usize[i]);
+		if (m->check)
+			check_settle(m, i, ret);
 		pthread_mutex_lock(&m->lock);
 		if (ret < 0 && m->ret == 0) {
 			m->ret = ret;
@@ -522,12 +578,19 @@ static uint64_t measure_cost(const struct zstddec_frame *f, uint64_t span)
 	return zstddec_dec_cost(f) * (ck_worth(f, span) ? 4 : 1);
 }
 
+/* Which frames a pass takes: those in [from, to) that pass_needed, or with check, that it marks. */
+struct measure_span {
+	size_t from, to;
+	struct zst *check;
+};
+
 /*
- * The shared state of a pass over z's frames for r, with its helpers
- * queued.  0, or -ENOMEM.
+ * The shared state of a pass over z's frames in span for r, npass of
+ * them wanted, with its helpers queued.  0, or -ENOMEM.
  */
-static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass, struct zsrc *tee,
-		       struct stage_budget *keep, struct measure **out)
+static int measure_new(struct reader *r, struct zstddec_index *z, struct measure_span span,
+		       size_t npass, struct zsrc *tee, struct stage_budget *keep,
+		       struct measure **out)
 {
 	struct measure *m = calloc(1, sizeof(*m));
 	uint64_t cost = 0;
@@ -538,7 +601,7 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass, 
 		free(m);
 		return -ENOMEM;
 	}
-	m->span = r->f->ck && r->opts.ck_at_open ? r->opts.ck_span : 0;
+	m->span = r->f->ck && r->opts.ck_at_open && !span.check ? r->opts.ck_span : 0;
 	if (m->span && !(m->sets = calloc(z->nframes, sizeof(*m->sets))))
 		m->span = 0; /* no memory for sets: measure only, the background pass builds them */
 	if (keep && (m->kept = calloc(z->nframes, sizeof(*m->kept))))
@@ -549,17 +612,20 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass, 
 	m->src = r->src;
 	m->z = z;
 	m->nframes = z->nframes;
+	m->next = span.from;
+	m->end = span.to;
+	m->check = span.check;
 	m->ctx = r->ctx;
-	for (size_t i = 0; i < z->nframes; i++) {
+	for (size_t i = 0; i < z->nframes; i++)
 		m->usize[i] = z->frames[i].usize;
-		if (pass_needed(&z->frames[i]) && measure_cost(&z->frames[i], m->span) > cost)
+	for (size_t i = span.from; i < span.to; i++)
+		if (wanted(m, i) && measure_cost(&z->frames[i], m->span) > cost)
 			cost = measure_cost(&z->frames[i], m->span);
-	}
 	helpers = npass > 1 ? measure_helpers(r, cost) : 0;
 	/* A tee hashes what one thread reads in order (idxtee.h): not frames read at once. */
 	if (tee && !helpers)
 		m->src = tee;
-	m->tapped = z->nframes == 1 ? r : NULL; /* then no helper: in order, on this thread */
+	m->tapped = z->nframes == 1 && !span.check ? r : NULL; /* then no helper: in order */
 	for (unsigned k = 0; k < helpers; k++) {
 		pthread_mutex_lock(&m->lock);
 		m->refs++;
@@ -571,6 +637,27 @@ static int measure_new(struct reader *r, struct zstddec_index *z, size_t npass, 
 	}
 	*out = m;
 	return 0;
+}
+
+/*
+ * The opener's share of m's frames, then the wait for those that workers
+ * took; a job that runs later takes none.  m's first failure (0 or its
+ * code), and in *bad, if not NULL, the frame that failed.
+ */
+static int measure_wait(struct measure *m, size_t *bad)
+{
+	int ret;
+
+	measure_run(m);
+	pthread_mutex_lock(&m->lock);
+	m->closed = true;
+	while (m->busy)
+		pthread_cond_wait(&m->idle, &m->lock);
+	ret = m->ret;
+	if (bad)
+		*bad = m->bad;
+	pthread_mutex_unlock(&m->lock);
+	return ret;
 }
 
 /*
@@ -625,17 +712,10 @@ static int measure_all(struct reader *r, struct zstddec_index *z, struct zsrc *t
 		npass += pass_needed(&z->frames[i]);
 	if (npass == 0)
 		return 0;
-	ret = measure_new(r, z, npass, tee, keep, &m);
+	ret = measure_new(r, z, (struct measure_span){ 0, z->nframes, NULL }, npass, tee, keep, &m);
 	if (ret < 0)
 		return ret;
-	measure_run(m);
-	pthread_mutex_lock(&m->lock);
-	m->closed = true;
-	while (m->busy)
-		pthread_cond_wait(&m->idle, &m->lock);
-	ret = m->ret;
-	*bad = m->bad;
-	pthread_mutex_unlock(&m->lock);
+	ret = measure_wait(m, bad);
 	/* no worker is left to touch them */
 	out->sets = m->sets;
 	out->kept = m->kept;
@@ -982,6 +1062,29 @@ static bool unseen_after_fill(struct reader *r, struct zst *s, size_t j)
 }
 
 /*
+ * Measures the unseen frames in [from, to) that no decoder is on, on the
+ * pool's threads too (measure_all's pass, each frame claimed while it is
+ * measured): a far read right after a mount over saved sizes has them
+ * all to check, and one thread alone took twice as long (issue 32).  It
+ * keeps no bytes: staging them in fresh cache pages took longer than the
+ * decode (doc/design.md).  A frame it leaves unseen (a decoder was on it,
+ * or it did not match) is check_before's, which says why.
+ */
+static void check_many(struct reader *r, struct zst *s, size_t from, size_t to)
+{
+	struct measure *m;
+	size_t npass = 0;
+
+	for (size_t j = from; j < to; j++)
+		npass += atomic_load(&s->unseen[j]) != 0;
+	if (npass < 2 ||
+	    measure_new(r, s->z, (struct measure_span){ from, to, s }, npass, NULL, NULL, &m) < 0)
+		return;
+	measure_wait(m, NULL);
+	measure_unref(m);
+}
+
+/*
  * Before any byte of frame i is returned: every earlier frame whose size only the saved
  * index vouches for is decoded once, to see that it has that size, so that
  * frame i's offset is right.  Frames below s->proven are skipped: each
@@ -992,6 +1095,7 @@ static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *
 {
 	if (!s->unseen)
 		return 0;
+	check_many(r, s, atomic_load(&s->proven), i);
 	for (size_t j = atomic_load(&s->proven); j < i; j++) {
 		const struct zstddec_frame *f = &s->z->frames[j];
 		struct zerr e = { 0 };
@@ -1019,15 +1123,6 @@ static int check_before(struct reader *r, struct zst *s, size_t i, struct zerr *
 	}
 	proven_raise(s, i);
 	return 0;
-}
-
-/* A decoder counted in s->ending[i] read or closed: waiters in seen_or_ending look again. */
-static void ended(struct zst *s, size_t i)
-{
-	pthread_mutex_lock(&s->lock);
-	atomic_fetch_sub(&s->ending[i], 1);
-	pthread_cond_broadcast(&s->seen);
-	pthread_mutex_unlock(&s->lock);
 }
 
 static int zstd_dec_open(struct reader *r, size_t k, void **dec, struct zerr *err)

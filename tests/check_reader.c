@@ -2547,6 +2547,144 @@ START_TEST(zstd_measured_frames_are_kept_for_the_first_read)
 }
 END_TEST
 
+/* A 4 KiB read of r at off once every thread of the barrier is there. */
+struct far_read {
+	struct reader *r;
+	uint64_t off;
+	pthread_barrier_t *go;
+	bool right;
+};
+
+static void *far_run(void *arg)
+{
+	struct far_read *f = arg;
+	unsigned char buf[4096];
+
+	pthread_barrier_wait(f->go);
+	f->right = reader_pread(f->r, buf, sizeof(buf), f->off) == (ssize_t)sizeof(buf) &&
+		   memcmp(buf, orig + f->off, sizeof(buf)) == 0;
+	return NULL;
+}
+
+/*
+ * Issue 32: a far read right after an open over saved frame sizes checks
+ * every frame before it, on the pool's threads too (check_many), and
+ * reads that arrive at once share those checks: each frame is measured
+ * once (claimed while it is measured), where every reader measured every
+ * frame before its own beside the others.  Reader i reads near the end of
+ * frame 7 - i of pipe8.zst's 8: shared, that is the 8 frames and at most
+ * 3 that a read fills beside a measure; each alone, 22 measures and 4 fills.
+ */
+START_TEST(zstd_far_reads_at_once_check_each_frame_once)
+{
+	enum { T = 4 };
+	struct far_read f[T];
+	pthread_t t[T];
+	pthread_barrier_t go;
+	struct reader_counters c;
+	struct reader_opts ro;
+	struct zmctx *zm;
+	struct pool *pool;
+	struct reader *r;
+	char d[PATH_MAX], path[PATH_MAX];
+
+	ck_assert(gen_ok);
+	path_of(path, sizeof(path), "pipe8.zst");
+	zidx_dir(d, sizeof(d), "zidx");
+	ck_assert_int_eq(zopen("pipe8.zst", d, &zm, &r, &c), 0); /* measures, saves */
+	reader_close(r);
+	zmctx_free(zm);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	for (int round = 0; round < 4; round++) {
+		reader_opts_default(&ro, 64 * MiB);
+		ro.index_dir = zmtest_store(d);
+		ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
+		zmctx_set_pool(zm, pool);
+		ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
+		reader_get_counters(zm, &c);
+		ck_assert_uint_eq(c.indexes_loaded, 1);
+		ck_assert_uint_eq(c.decoded_bytes, 0);
+		ck_assert_int_eq(pthread_barrier_init(&go, NULL, T), 0);
+		for (int i = 0; i < T; i++) {
+			f[i] = (struct far_read){ r, (8 - (uint64_t)i) * (ORIG_SIZE / 8) - 8 * KiB,
+						  &go, false };
+			ck_assert_int_eq(pthread_create(&t[i], NULL, far_run, &f[i]), 0);
+		}
+		for (int i = 0; i < T; i++) {
+			pthread_join(t[i], NULL);
+			ck_assert_msg(f[i].right, "round %d: reader %d got wrong bytes or an error",
+				      round, i);
+		}
+		pthread_barrier_destroy(&go);
+		reader_close(r);
+		reader_get_counters(zm, &c);
+		ck_assert_msg(c.decoded_bytes <= ORIG_SIZE / 8 * 11,
+			      "round %d: %d far reads at once into %u bytes decoded %llu", round, T,
+			      ORIG_SIZE, (unsigned long long)c.decoded_bytes);
+		zmctx_free(zm);
+	}
+	pool_free(pool);
+}
+END_TEST
+
+/*
+ * The same checks of saved sizes started by 8 readers at once, over a
+ * pool: they share the frames (claim), and every byte is right, nothing is
+ * left reserved, and the cached units stay within the budget.  For the thread
+ * sanitizer, a fresh reader per round: once proven, nothing is checked.
+ */
+START_TEST(concurrent_checks_of_saved_zstd_sizes)
+{
+	enum { T = 8 };
+	struct reader_counters c0;
+	struct reader_opts ro;
+	struct bcache_stats st;
+	struct zmctx *zm;
+	struct pool *pool;
+	struct reader *r;
+	struct conc c[T];
+	pthread_t t[T];
+	atomic_int failures = 0;
+	char first[256] = "", d[PATH_MAX], path[PATH_MAX];
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+	ck_assert(gen_ok);
+	path_of(path, sizeof(path), "pipe8.zst");
+	zidx_dir(d, sizeof(d), "zidxc");
+	ck_assert_int_eq(zopen("pipe8.zst", d, &zm, &r, &c0), 0); /* measures, saves */
+	reader_close(r);
+	zmctx_free(zm);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	for (int round = 0; round < 6; round++) {
+		reader_opts_default(&ro, 4 * MiB);
+		ro.index_dir = zmtest_store(d);
+		ck_assert_int_eq(zmctx_new(4 * MiB, &zm), 0);
+		zmctx_set_pool(zm, pool);
+		ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
+		reader_get_counters(zm, &c0);
+		ck_assert_uint_eq(c0.indexes_loaded, 1);
+		for (int i = 0; i < T; i++) {
+			c[i] = (struct conc){ r,     77u * (uint32_t)round + (uint32_t)i * 7919u,
+					      12,    &failures,
+					      first, &lock };
+			ck_assert_int_eq(pthread_create(&t[i], NULL, conc_run, &c[i]), 0);
+		}
+		for (int i = 0; i < T; i++)
+			pthread_join(t[i], NULL);
+		ck_assert_msg(failures == 0, "round %d: %d reads failed, first: %s", round,
+			      (int)failures, first);
+		bcache_stats(zmctx_cache(zm), &st);
+		/* as concurrent_reads: parked decoders may be charged on top */
+		ck_assert_uint_le(st.used - st.charged, st.budget);
+		reader_close(r);
+		bcache_stats(zmctx_cache(zm), &st);
+		ck_assert_uint_eq(st.reserved, 0);
+		zmctx_free(zm);
+	}
+	pool_free(pool);
+}
+END_TEST
+
 /* A pool job that holds the only worker until released. */
 struct gate {
 	pthread_mutex_t lock;
@@ -3475,6 +3613,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, zstd_saving_sizes_reads_the_file_once);
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
 	tcase_add_test(tc, zstd_measured_frames_are_kept_for_the_first_read);
+	tcase_add_test(tc, zstd_far_reads_at_once_check_each_frame_once);
 	tcase_add_test(tc, pool_submit_idle_needs_a_waiting_worker);
 	tcase_add_test(tc, whole_unit_pages_prefaulted_by_an_idle_worker);
 	tcase_add_test(tc, zstd_measuring_jobs_that_run_late_touch_nothing_freed);
@@ -3511,6 +3650,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tt, concurrent_read_ahead_xz_slices);
 	tcase_add_test(tt, concurrent_read_ahead_gzip);
 	tcase_add_test(tt, out_of_order_reads_decode_a_streamed_block_once);
+	tcase_add_test(tt, concurrent_checks_of_saved_zstd_sizes);
 	tcase_set_timeout(tt, 300);
 	suite_add_tcase(s, tt);
 
