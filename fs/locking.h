@@ -206,6 +206,9 @@
  *                                   file's one open(), nothing else.
  *  spill.lock        index/spill.c  the spill file's end offset.  Leaf:
  *                                   held to move the end, never over I/O.
+ *  hashed_ids.lock   index/idxfile.c the whole-file hashes this process
+ *                                   took (src_hash).  Leaf: held to look
+ *                                   one up or add one, never over a read.
  *  stage_budget.lock index/stage.c  the bytes a measuring pass may still
  *                                   stage.  Leaf: held to take or give
  *                                   some back, never over the cache's lock.

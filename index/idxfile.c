@@ -59,6 +59,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,9 +92,55 @@ static int src_read_full(struct zsrc *src, void *buf, size_t len, uint64_t off)
 }
 
 /*
+ * Whole-file hashes this process has taken, by the full identity of the
+ * version hashed (idxfile_id_same), the newest first.  A renamed source
+ * (logrotate) may have several kinds saved (.zmi, .zmt, .zmc), and each
+ * load proves its kind by content: without this, each hashed the whole
+ * source again (a tar's member table after its gzip index: 47 MB read
+ * twice, on the first lookup inside it).  An identity names one version
+ * (a write moves ctime), which a load as recorded already trusts, and
+ * src_hash checks that the source still is that version before it uses
+ * one.  A handful covers the sources being opened at once.
+ */
+enum { HASHED_N = 8 };
+static struct hashed_ids {
+	pthread_mutex_t lock;
+	size_t n;
+	struct idxfile_id id[HASHED_N]; /* src NULL: only the identity */
+	uint64_t hash[HASHED_N];
+} hashed = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool hashed_find(const struct idxfile_id *id, uint64_t *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&hashed.lock);
+	for (size_t i = 0; i < hashed.n && !found; i++)
+		if (idxfile_id_same(&hashed.id[i], id)) {
+			*out = hashed.hash[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&hashed.lock);
+	return found;
+}
+
+static void hashed_add(const struct idxfile_id *id, uint64_t h)
+{
+	pthread_mutex_lock(&hashed.lock);
+	if (hashed.n < HASHED_N)
+		hashed.n++;
+	memmove(&hashed.id[1], &hashed.id[0], (hashed.n - 1) * sizeof(hashed.id[0]));
+	memmove(&hashed.hash[1], &hashed.hash[0], (hashed.n - 1) * sizeof(hashed.hash[0]));
+	hashed.id[0] = *id;
+	hashed.id[0].src = NULL;
+	hashed.hash[0] = h;
+	pthread_mutex_unlock(&hashed.lock);
+}
+
+/*
  * The whole-file hash of the source id names (XXH64 of its id->size
  * compressed bytes), read from id->src in IF_PIECE reads, or the one a
- * pass took as it read them (id->hashed).  id->src must be
+ * pass took as it read them (id->hashed), or one taken before (hashed).  id->src must be
  * that very version before and after (srcid_same with zsrc_stat): a
  * source written meanwhile (or an object whose GETs say -ESTALE) is
  * -ESTALE, never another version's hash.  Returns 0, -ESTALE, -ENOMEM or
@@ -116,6 +163,8 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 		*out = id->hash; /* taken by the pass that read it (idxtee.h): still this version */
 		return 0;
 	}
+	if (hashed_find(id, out))
+		return 0;
 	p = malloc(IF_PIECE);
 	if (!p)
 		return -ENOMEM;
@@ -131,7 +180,9 @@ static int src_hash(const struct idxfile_id *id, uint64_t *out)
 		*out = idxhash_xxh_end(&x, id->size, p + done, n - done);
 	free(p);
 	if (ret == 0 && (zsrc_stat(id->src, &st) < 0 || !srcid_same(&st, &want)))
-		ret = -ESTALE;		    /* written while hashed */
+		ret = -ESTALE; /* written while hashed */
+	if (ret == 0)
+		hashed_add(id, *out);
 	return ret == -EIO ? -ESTALE : ret; /* shrank while hashed */
 }
 

@@ -3080,6 +3080,72 @@ START_TEST(rename_proven_by_content)
 }
 END_TEST
 
+/*
+ * A renamed source with two kinds of index saved is hashed once: the load
+ * of the first proves it by content, and the second takes the hash of that
+ * very version that src_hash kept, instead of reading the whole source
+ * again (a tar's member table after its gzip index).  A source written
+ * after is another version: nothing kept applies to it.
+ */
+START_TEST(rename_hashed_once_for_every_kind)
+{
+	char dir[PATH_MAX];
+	struct gzdec_index *got = NULL;
+	struct zerr err = { 0 };
+	struct three_sets t;
+	struct idxfile_id was;
+	struct memsrc *m;
+	struct csrc k;
+	struct src s;
+	unsigned char *data;
+	size_t len;
+	unsigned before, pieces;
+
+	new_dir(dir, sizeof(dir), "hashonce");
+	src_open(&s, "big.gz", SPAN_MIN);
+	data = zmtest_slurp(s.path, &len);
+	ck_assert_ptr_nonnull(data);
+	pieces = (unsigned)(len / (256u << 10));
+	ck_assert_uint_ge(pieces, 4);
+	m = memsrc_new(data, len);
+	path_of(k.path, sizeof(k.path), "svc.log.gz");
+	ck_assert_int_eq(idxfile_identify(memsrc_src(m), &k.id), 0);
+	ck_assert_int_eq(idxfile_save(zmtest_store(dir), k.path, &k.id, s.idx, NULL), 0);
+	three_make(&t);
+	ck_assert_int_eq(
+		idxfile_save_ckpt(zmtest_store(dir), k.path, &k.id, SPAN_MIN, t.v, 3, NULL), 0);
+	/* logrotate: another path, inode and ctime; the same bytes and mtime */
+	m->st.st_ino += 1000;
+	m->st.st_ctim.tv_sec += 60;
+	path_of(k.path, sizeof(k.path), "svc.log.1.gz");
+	ck_assert_int_eq(idxfile_identify(memsrc_src(m), &k.id), 0);
+	before = atomic_load(&m->calls);
+	ck_assert_int_eq(idxfile_load(zmtest_store(dir), k.path, &k.id, 0, &got, &err), 0);
+	gzdec_index_free(got);
+	ck_assert_uint_ge(atomic_load(&m->calls) - before, pieces); /* proven: hashed */
+	before = atomic_load(&m->calls);
+	ck_assert_int_eq(cload(dir, &k, SPAN_MIN, NULL, NULL, &err), 0);
+	ck_assert_msg(atomic_load(&m->calls) - before < pieces,
+		      "the second kind hashed the source again: %u reads",
+		      atomic_load(&m->calls) - before);
+	/* written in place, its mtime put back: ctime moved, so it is hashed afresh */
+	was = k.id;
+	data[len / 2] ^= 0x40;
+	memsrc_change(m, data, len, 0);
+	m->st.st_ctim.tv_sec += 60;
+	ck_assert_int_eq(idxfile_identify(memsrc_src(m), &k.id), 0);
+	ck_assert(!idxfile_id_same(&was, &k.id));
+	before = atomic_load(&m->calls);
+	ck_assert_int_eq(cload(dir, &k, SPAN_MIN, NULL, NULL, &err), -ESTALE);
+	ck_assert_uint_ge(atomic_load(&m->calls) - before, pieces);
+	ck_assert_msg(strstr(err.msg, "other bytes"), "%s", err.msg);
+	three_free(&t);
+	memsrc_destroy(m);
+	free(data);
+	src_close(&s);
+}
+END_TEST
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -3145,6 +3211,7 @@ int main(void)
 	tcase_add_test(tc, ckpt_prune);
 	tcase_add_test(tc, ckpt_beside_zstd_sizes);
 	tcase_add_test(tc, rename_proven_by_content);
+	tcase_add_test(tc, rename_hashed_once_for_every_kind);
 	tcase_add_test(tc, tee_hash_is_the_saved_one);
 	tcase_add_test(tc, prune_keeps_renamed);
 	tcase_add_test(tc, store_prune);
