@@ -2547,6 +2547,38 @@ START_TEST(zstd_measured_frames_are_kept_for_the_first_read)
 }
 END_TEST
 
+/* Saves pipe8.zst's measured frame sizes in a fresh index directory d/name. */
+static void save_pipe8(char *d, size_t len, const char *name)
+{
+	struct reader_counters c;
+	struct zmctx *zm;
+	struct reader *r;
+
+	zidx_dir(d, len, name);
+	ck_assert_int_eq(zopen("pipe8.zst", d, &zm, &r, &c), 0);
+	reader_close(r);
+	zmctx_free(zm);
+}
+
+/* A fresh reader of pipe8.zst over the sizes save_pipe8 put in d, on pool: they are loaded. */
+static void open_saved_pipe8(const char *d, size_t budget, struct pool *pool, struct zmctx **zm,
+			     struct reader **r)
+{
+	struct reader_counters c;
+	struct reader_opts ro;
+	char path[PATH_MAX];
+
+	path_of(path, sizeof(path), "pipe8.zst");
+	reader_opts_default(&ro, budget);
+	ro.index_dir = zmtest_store(d);
+	ck_assert_int_eq(zmctx_new(budget, zm), 0);
+	zmctx_set_pool(*zm, pool);
+	ck_assert_int_eq(reader_open(path, *zm, &ro, r, NULL), 0);
+	reader_get_counters(*zm, &c);
+	ck_assert_uint_eq(c.indexes_loaded, 1);
+	ck_assert_uint_eq(c.decoded_bytes, 0);
+}
+
 /* A 4 KiB read of r at off once every thread of the barrier is there. */
 struct far_read {
 	struct reader *r;
@@ -2582,28 +2614,16 @@ START_TEST(zstd_far_reads_at_once_check_each_frame_once)
 	pthread_t t[T];
 	pthread_barrier_t go;
 	struct reader_counters c;
-	struct reader_opts ro;
 	struct zmctx *zm;
 	struct pool *pool;
 	struct reader *r;
-	char d[PATH_MAX], path[PATH_MAX];
+	char d[PATH_MAX];
 
 	ck_assert(gen_ok);
-	path_of(path, sizeof(path), "pipe8.zst");
-	zidx_dir(d, sizeof(d), "zidx");
-	ck_assert_int_eq(zopen("pipe8.zst", d, &zm, &r, &c), 0); /* measures, saves */
-	reader_close(r);
-	zmctx_free(zm);
+	save_pipe8(d, sizeof(d), "zidx");
 	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
 	for (int round = 0; round < 4; round++) {
-		reader_opts_default(&ro, 64 * MiB);
-		ro.index_dir = zmtest_store(d);
-		ck_assert_int_eq(zmctx_new(64 * MiB, &zm), 0);
-		zmctx_set_pool(zm, pool);
-		ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
-		reader_get_counters(zm, &c);
-		ck_assert_uint_eq(c.indexes_loaded, 1);
-		ck_assert_uint_eq(c.decoded_bytes, 0);
+		open_saved_pipe8(d, 64 * MiB, pool, &zm, &r);
 		ck_assert_int_eq(pthread_barrier_init(&go, NULL, T), 0);
 		for (int i = 0; i < T; i++) {
 			f[i] = (struct far_read){ r, (8 - (uint64_t)i) * (ORIG_SIZE / 8) - 8 * KiB,
@@ -2636,8 +2656,6 @@ END_TEST
 START_TEST(concurrent_checks_of_saved_zstd_sizes)
 {
 	enum { T = 8 };
-	struct reader_counters c0;
-	struct reader_opts ro;
 	struct bcache_stats st;
 	struct zmctx *zm;
 	struct pool *pool;
@@ -2645,24 +2663,14 @@ START_TEST(concurrent_checks_of_saved_zstd_sizes)
 	struct conc c[T];
 	pthread_t t[T];
 	atomic_int failures = 0;
-	char first[256] = "", d[PATH_MAX], path[PATH_MAX];
+	char first[256] = "", d[PATH_MAX];
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 	ck_assert(gen_ok);
-	path_of(path, sizeof(path), "pipe8.zst");
-	zidx_dir(d, sizeof(d), "zidxc");
-	ck_assert_int_eq(zopen("pipe8.zst", d, &zm, &r, &c0), 0); /* measures, saves */
-	reader_close(r);
-	zmctx_free(zm);
+	save_pipe8(d, sizeof(d), "zidxc");
 	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
 	for (int round = 0; round < 6; round++) {
-		reader_opts_default(&ro, 4 * MiB);
-		ro.index_dir = zmtest_store(d);
-		ck_assert_int_eq(zmctx_new(4 * MiB, &zm), 0);
-		zmctx_set_pool(zm, pool);
-		ck_assert_int_eq(reader_open(path, zm, &ro, &r, NULL), 0);
-		reader_get_counters(zm, &c0);
-		ck_assert_uint_eq(c0.indexes_loaded, 1);
+		open_saved_pipe8(d, 4 * MiB, pool, &zm, &r);
 		for (int i = 0; i < T; i++) {
 			c[i] = (struct conc){ r,     77u * (uint32_t)round + (uint32_t)i * 7919u,
 					      12,    &failures,
