@@ -251,14 +251,14 @@ struct measure {
 	struct zerr err;
 	struct zsrc *src;
 	const struct zstddec_index *z;
-	size_t end; /* frames at or past this are not taken */
+	size_t from, end; /* the frames it may take; usize[i - from] is frame i's */
 	/*
 	 * NULL, or a check of saved sizes (check_before): the frames taken are
 	 * those it marks unseen, each claimed in check->ending while it is
 	 * measured, and cleared if it decodes to its saved size.
 	 */
 	struct zst *check;
-	uint64_t *usize;
+	uint64_t *usize; /* end - from of them: a check's span, not the whole file */
 	struct zmctx *ctx;
 	uint64_t span;		/* the reader's ck_span: 0, no checkpoints */
 	struct ckpt_set **sets; /* per frame, those built (ck_worth), or NULL */
@@ -279,6 +279,12 @@ static void sets_free(struct ckpt_set **sets, size_t n)
 	for (size_t i = 0; sets && i < n; i++)
 		ckpt_set_free(sets[i]);
 	free(sets);
+}
+
+/* Where frame i's size goes (i in [m->from, m->end)). */
+static uint64_t *usize_of(struct measure *m, size_t i)
+{
+	return &m->usize[i - m->from];
 }
 
 static void measure_unref(struct measure *m)
@@ -404,12 +410,12 @@ static int measure_ck(struct measure *m, size_t i, struct zerr *err)
 		*err = (struct zerr){ 0 };
 		if (tap.s)
 			stage_drop(m->keep, tap.s);
-		return zstddec_measure(m->src, &m->z->frames[i], &m->usize[i], err);
+		return zstddec_measure(m->src, &m->z->frames[i], usize_of(m, i), err);
 	}
 	ret = ckpt_build_end(b, &m->sets[i]);
 	if (ret < 0)
 		return zerr_set(err, -ENOMEM, f.coff, "out of memory");
-	m->usize[i] = m->sets[i]->usize;
+	*usize_of(m, i) = m->sets[i]->usize;
 	return 0;
 }
 
@@ -446,7 +452,7 @@ static int measure_kept(struct measure *m, size_t i, struct zerr *err)
 		if (n > 0 && staged)
 			stage_wrote(&m->kept[i], (size_t)n);
 	} while (n > 0);
-	m->usize[i] = zstddec_dec_tell(d);
+	*usize_of(m, i) = zstddec_dec_tell(d);
 	zstddec_dec_close(d);
 	free(scratch);
 	return n < 0 ? (int)n : 0;
@@ -461,7 +467,7 @@ static int measure_one(struct measure *m, size_t i, struct zerr *err)
 		return measure_ck(m, i, err);
 	if (m->kept && f->usize == ZSTDDEC_UNKNOWN)
 		return measure_kept(m, i, err);
-	return zstddec_measure(m->src, f, &m->usize[i], err);
+	return zstddec_measure(m->src, f, usize_of(m, i), err);
 }
 
 /* A decoder counted in s->ending[i] read or closed: waiters in seen_or_ending look again. */
@@ -505,7 +511,7 @@ static void check_settle(struct measure *m, size_t i, int ret)
 {
 	struct zst *s = m->check;
 
-	if (ret == 0 && m->usize[i] == s->z->frames[i].usize)
+	if (ret == 0 && *usize_of(m, i) == s->z->frames[i].usize)
 		atomic_store(&s->unseen[i], 0);
 	ended(s, i);
 }
@@ -530,7 +536,7 @@ static void measure_run(struct measure *m)
 		pthread_mutex_unlock(&m->lock);
 		ret = measure_one(m, i, &err);
 		if (ret == 0)
-			atomic_fetch_add(&m->ctx->stats.decoded, m->usize[i]);
+			atomic_fetch_add(&m->ctx->stats.decoded, *usize_of(m, i));
 		if (m->check)
 			check_settle(m, i, ret);
 		pthread_mutex_lock(&m->lock);
@@ -597,7 +603,7 @@ static int measure_new(struct reader *r, struct zstddec_index *z, struct measure
 	unsigned helpers;
 
 	*out = NULL;
-	if (!m || !(m->usize = malloc(z->nframes * sizeof(*m->usize)))) {
+	if (!m || !(m->usize = malloc((span.to - span.from + 1) * sizeof(*m->usize)))) {
 		free(m);
 		return -ENOMEM;
 	}
@@ -612,15 +618,15 @@ static int measure_new(struct reader *r, struct zstddec_index *z, struct measure
 	m->src = r->src;
 	m->z = z;
 	m->nframes = z->nframes;
-	m->next = span.from;
+	m->from = m->next = span.from;
 	m->end = span.to;
 	m->check = span.check;
 	m->ctx = r->ctx;
-	for (size_t i = 0; i < z->nframes; i++)
-		m->usize[i] = z->frames[i].usize;
-	for (size_t i = span.from; i < span.to; i++)
+	for (size_t i = span.from; i < span.to; i++) {
+		*usize_of(m, i) = z->frames[i].usize;
 		if (wanted(m, i) && measure_cost(&z->frames[i], m->span) > cost)
 			cost = measure_cost(&z->frames[i], m->span);
+	}
 	helpers = npass > 1 ? measure_helpers(r, cost) : 0;
 	/* A tee hashes what one thread reads in order (idxtee.h): not frames read at once. */
 	if (tee && !helpers)
@@ -1075,8 +1081,9 @@ static void check_many(struct reader *r, struct zst *s, size_t from, size_t to)
 	struct measure *m;
 	size_t npass = 0;
 
+	/* not those a decoder is on (read-ahead): helpers would start for none */
 	for (size_t j = from; j < to; j++)
-		npass += atomic_load(&s->unseen[j]) != 0;
+		npass += atomic_load(&s->unseen[j]) && !atomic_load(&s->ending[j]);
 	if (npass < 2 ||
 	    measure_new(r, s->z, (struct measure_span){ from, to, s }, npass, NULL, NULL, &m) < 0)
 		return;
