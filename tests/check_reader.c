@@ -2584,7 +2584,7 @@ struct far_read {
 	struct reader *r;
 	uint64_t off;
 	pthread_barrier_t *go;
-	bool right;
+	ssize_t got; /* what the read returned; -EBADMSG: 4 KiB of wrong bytes */
 };
 
 static void *far_run(void *arg)
@@ -2593,8 +2593,9 @@ static void *far_run(void *arg)
 	unsigned char buf[4096];
 
 	pthread_barrier_wait(f->go);
-	f->right = reader_pread(f->r, buf, sizeof(buf), f->off) == (ssize_t)sizeof(buf) &&
-		   memcmp(buf, orig + f->off, sizeof(buf)) == 0;
+	f->got = reader_pread(f->r, buf, sizeof(buf), f->off);
+	if (f->got == (ssize_t)sizeof(buf) && memcmp(buf, orig + f->off, sizeof(buf)) != 0)
+		f->got = -EBADMSG;
 	return NULL;
 }
 
@@ -2627,13 +2628,13 @@ START_TEST(zstd_far_reads_at_once_check_each_frame_once)
 		ck_assert_int_eq(pthread_barrier_init(&go, NULL, T), 0);
 		for (int i = 0; i < T; i++) {
 			f[i] = (struct far_read){ r, (8 - (uint64_t)i) * (ORIG_SIZE / 8) - 8 * KiB,
-						  &go, false };
+						  &go, 0 };
 			ck_assert_int_eq(pthread_create(&t[i], NULL, far_run, &f[i]), 0);
 		}
 		for (int i = 0; i < T; i++) {
 			pthread_join(t[i], NULL);
-			ck_assert_msg(f[i].right, "round %d: reader %d got wrong bytes or an error",
-				      round, i);
+			ck_assert_msg(f[i].got == 4096, "round %d: reader %d got %zd", round, i,
+				      f[i].got);
 		}
 		pthread_barrier_destroy(&go);
 		reader_close(r);
@@ -2641,6 +2642,125 @@ START_TEST(zstd_far_reads_at_once_check_each_frame_once)
 		ck_assert_msg(c.decoded_bytes <= ORIG_SIZE / 8 * 11,
 			      "round %d: %d far reads at once into %u bytes decoded %llu", round, T,
 			      ORIG_SIZE, (unsigned long long)c.decoded_bytes);
+		zmctx_free(zm);
+	}
+	pool_free(pool);
+}
+END_TEST
+
+static uint64_t zle(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void zput(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The bytes (at most cap) of the one zstd index file in d, and its path in file (PATH_MAX). */
+static size_t zmi_read(const char *d, char *file, unsigned char *b, size_t cap)
+{
+	char cmd[PATH_MAX + 64];
+	size_t len;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ls -d '%s'/*.zmi", d);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(file, PATH_MAX, f));
+	pclose(f);
+	file[strcspn(file, "\n")] = '\0';
+	f = fopen(file, "rb");
+	ck_assert_ptr_nonnull(f);
+	len = fread(b, 1, cap, f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_uint_gt(len, 136);
+	ck_assert_uint_eq(b[106], 2); /* kind: zstd */
+	return len;
+}
+
+/* Where frame j's 32-byte record starts in b (format 5: a 136-byte header, then the path). */
+static size_t zmi_rec(const unsigned char *b, size_t j)
+{
+	return 136 + (b[60] | b[61] << 8) + 32 * j;
+}
+
+/* Writes len bytes of b back over file, its CRC-64 fixed up: what only we could write. */
+static void zmi_write(const char *file, unsigned char *b, size_t len)
+{
+	FILE *f = fopen(file, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	zput(b + len - 8, zmtest_crc64(b, len - 8));
+	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * pipe8.zst's saved index (save_pipe8 in d) with frame j's size raised by
+ * delta and frame j + 1's lowered by as much, the checksum fixed up: the
+ * total and the later frames' offsets stay, only those two lie.
+ */
+static void zforge_pair(const char *d, size_t j, int64_t delta)
+{
+	char file[PATH_MAX];
+	unsigned char b[8192];
+	size_t len = zmi_read(d, file, b, sizeof(b));
+	size_t rec = zmi_rec(b, j);
+
+	ck_assert_uint_gt(len, rec + 64 + 8);
+	zput(b + rec + 16, zle(b + rec + 16) + (uint64_t)delta);
+	zput(b + rec + 32 + 16, zle(b + rec + 32 + 16) - (uint64_t)delta);
+	zmi_write(file, b, len);
+}
+
+/*
+ * Saved sizes that lie about frames 2 and 3 (the total and every later
+ * offset right) are caught by the checks that far reads run on the pool
+ * (check_many): four far reads at once into frames 4-7 each get EIO, no
+ * byte is served from a frame after the lie, and the index file goes.
+ * Frames 0 and 1, before the lie, still read right.
+ */
+START_TEST(zstd_forged_sizes_caught_by_checks_at_once)
+{
+	enum { T = 4 };
+	unsigned char buf[4096];
+	struct far_read f[T];
+	pthread_t t[T];
+	pthread_barrier_t go;
+	struct zmctx *zm;
+	struct pool *pool;
+	struct reader *r;
+	char d[PATH_MAX];
+
+	ck_assert(gen_ok);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	for (int round = 0; round < 3; round++) {
+		save_pipe8(d, sizeof(d), "zforge8");
+		zforge_pair(d, 2, round == 1 ? -1000 : 1000);
+		open_saved_pipe8(d, 64 * MiB, pool, &zm, &r);
+		ck_assert_int_eq(pthread_barrier_init(&go, NULL, T), 0);
+		for (int i = 0; i < T; i++) {
+			f[i] = (struct far_read){ r, (8 - (uint64_t)i) * (ORIG_SIZE / 8) - 8 * KiB,
+						  &go, 0 };
+			ck_assert_int_eq(pthread_create(&t[i], NULL, far_run, &f[i]), 0);
+		}
+		for (int i = 0; i < T; i++) {
+			pthread_join(t[i], NULL);
+			ck_assert_msg(f[i].got == -EIO, "round %d: reader %d got %zd, not EIO",
+				      round, i, f[i].got);
+		}
+		pthread_barrier_destroy(&go);
+		ck_assert_int_eq(zidx_files(d), 0);
+		ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 1000), (ssize_t)sizeof(buf));
+		ck_assert(memcmp(buf, orig + 1000, sizeof(buf)) == 0);
+		reader_close(r);
 		zmctx_free(zm);
 	}
 	pool_free(pool);
@@ -2768,21 +2888,6 @@ START_TEST(zstd_measuring_jobs_that_run_late_touch_nothing_freed)
 }
 END_TEST
 
-static uint64_t zle(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static void zput(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
 /*
  * pipe2.zst's saved index (frames part1 and part2) with frame 0's size
  * changed by d0, frame 1's by d1 and the total by dt, the checksum fixed
@@ -2790,32 +2895,17 @@ static void zput(unsigned char *p, uint64_t v)
  */
 static void zforge(const char *d, int64_t d0, int64_t d1, int64_t dt)
 {
-	char cmd[PATH_MAX + 64], file[PATH_MAX];
+	char file[PATH_MAX];
 	unsigned char b[8192];
-	size_t len, rec;
-	FILE *f;
+	size_t len = zmi_read(d, file, b, sizeof(b));
+	size_t rec = zmi_rec(b, 0);
 
-	snprintf(cmd, sizeof(cmd), "ls -d '%s'/*.zmi", d);
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(file, sizeof(file), f));
-	pclose(f);
-	file[strcspn(file, "\n")] = '\0';
-	f = fopen(file, "r+b");
-	ck_assert_ptr_nonnull(f);
-	len = fread(b, 1, sizeof(b), f);
-	ck_assert_uint_gt(len, 136);
-	ck_assert_uint_eq(b[106], 2);	  /* kind: zstd */
-	rec = 136 + (b[60] | b[61] << 8); /* format 5: a 136-byte header */
 	ck_assert_uint_eq(zle(b + rec + 16), SPLIT);
 	ck_assert_uint_eq(zle(b + rec + 32 + 16), ORIG_SIZE - SPLIT);
 	zput(b + rec + 16, (uint64_t)(SPLIT + d0));
 	zput(b + rec + 32 + 16, (uint64_t)(ORIG_SIZE - SPLIT + d1));
 	zput(b + 72, (uint64_t)(ORIG_SIZE + dt));
-	zput(b + len - 8, zmtest_crc64(b, len - 8));
-	rewind(f);
-	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
-	ck_assert_int_eq(fclose(f), 0);
+	zmi_write(file, b, len);
 }
 
 /*
@@ -2954,22 +3044,44 @@ START_TEST(zstd_saved_sizes_read_in_linear_time)
 	char d[PATH_MAX];
 	struct reader_counters c;
 	struct zmctx *cache;
+	struct pool *pool;
 	struct reader *r;
 	uint64_t total = (uint64_t)TINY_FRAMES * TINY_EACH;
 
 	path_of(d, sizeof(d), "ztiny");
-	ck_assert_int_eq(zopen("tiny.zst", d, &cache, &r, &c), 0);
-	ck_assert_uint_eq(c.indexes_loaded, 1);
-	ck_assert_uint_eq(reader_size(r), total);
-	for (uint64_t off = 0; off < total; off += sizeof(buf)) {
-		size_t want = total - off < sizeof(buf) ? (size_t)(total - off) : sizeof(buf);
+	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
+	/*
+	 * Alone; on a pool (read-ahead, and the checks' helpers: check_many
+	 * takes time in the frames it may check, never in the file's); then
+	 * on a pool with a far read first, which checks every frame at once;
+	 * then a byte every 4 frames, each read checking the 3 it skipped.
+	 */
+	for (int pooled = 0; pooled < 4; pooled++) {
+		ck_assert_int_eq(zopen("tiny.zst", d, &cache, &r, &c), 0);
+		ck_assert_uint_eq(c.indexes_loaded, 1);
+		ck_assert_uint_eq(reader_size(r), total);
+		if (pooled)
+			zmctx_set_pool(cache, pool);
+		if (pooled == 2) {
+			ck_assert_int_eq(reader_pread(r, buf, 1, total - 1), 1);
+			ck_assert_int_eq(buf[0], orig[total - 1]);
+		}
+		for (uint64_t off = 0; pooled == 3 && off < total; off += 4 * TINY_EACH) {
+			ck_assert_int_eq(reader_pread(r, buf, 1, off), 1);
+			ck_assert_int_eq(buf[0], orig[off]);
+		}
+		for (uint64_t off = 0; off < total; off += sizeof(buf)) {
+			size_t want =
+				total - off < sizeof(buf) ? (size_t)(total - off) : sizeof(buf);
 
-		ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), off), (ssize_t)want);
-		ck_assert_msg(memcmp(buf, orig + off, want) == 0, "wrong bytes at %llu",
-			      (unsigned long long)off);
+			ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), off), (ssize_t)want);
+			ck_assert_msg(memcmp(buf, orig + off, want) == 0, "wrong bytes at %llu",
+				      (unsigned long long)off);
+		}
+		reader_close(r);
+		zmctx_free(cache);
 	}
-	reader_close(r);
-	zmctx_free(cache);
+	pool_free(pool);
 }
 END_TEST
 
@@ -3622,6 +3734,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, zstd_frames_measured_on_the_pool);
 	tcase_add_test(tc, zstd_measured_frames_are_kept_for_the_first_read);
 	tcase_add_test(tc, zstd_far_reads_at_once_check_each_frame_once);
+	tcase_add_test(tc, zstd_forged_sizes_caught_by_checks_at_once);
 	tcase_add_test(tc, pool_submit_idle_needs_a_waiting_worker);
 	tcase_add_test(tc, whole_unit_pages_prefaulted_by_an_idle_worker);
 	tcase_add_test(tc, zstd_measuring_jobs_that_run_late_touch_nothing_freed);
