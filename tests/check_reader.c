@@ -2600,6 +2600,30 @@ static void *far_run(void *arg)
 }
 
 /*
+ * FAR_READERS 4 KiB reads of r at once, reader i near the end of frame
+ * 7 - i of pipe8.zst's 8; got[i] is what each returned (far_read.got).
+ */
+enum { FAR_READERS = 4 };
+static void far_reads_at_once(struct reader *r, ssize_t got[FAR_READERS])
+{
+	struct far_read f[FAR_READERS];
+	pthread_t t[FAR_READERS];
+	pthread_barrier_t go;
+
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, FAR_READERS), 0);
+	for (int i = 0; i < FAR_READERS; i++) {
+		f[i] = (struct far_read){ r, (8 - (uint64_t)i) * (ORIG_SIZE / 8) - 8 * KiB, &go,
+					  0 };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, far_run, &f[i]), 0);
+	}
+	for (int i = 0; i < FAR_READERS; i++) {
+		pthread_join(t[i], NULL);
+		got[i] = f[i].got;
+	}
+	pthread_barrier_destroy(&go);
+}
+
+/*
  * Issue 32: a far read right after an open over saved frame sizes checks
  * every frame before it, on the pool's threads too (check_many), and
  * reads that arrive at once share those checks: each frame is measured
@@ -2610,10 +2634,7 @@ static void *far_run(void *arg)
  */
 START_TEST(zstd_far_reads_at_once_check_each_frame_once)
 {
-	enum { T = 4 };
-	struct far_read f[T];
-	pthread_t t[T];
-	pthread_barrier_t go;
+	ssize_t got[FAR_READERS];
 	struct reader_counters c;
 	struct zmctx *zm;
 	struct pool *pool;
@@ -2625,23 +2646,15 @@ START_TEST(zstd_far_reads_at_once_check_each_frame_once)
 	ck_assert_int_eq(pool_new(2, 64, &pool), 0);
 	for (int round = 0; round < 4; round++) {
 		open_saved_pipe8(d, 64 * MiB, pool, &zm, &r);
-		ck_assert_int_eq(pthread_barrier_init(&go, NULL, T), 0);
-		for (int i = 0; i < T; i++) {
-			f[i] = (struct far_read){ r, (8 - (uint64_t)i) * (ORIG_SIZE / 8) - 8 * KiB,
-						  &go, 0 };
-			ck_assert_int_eq(pthread_create(&t[i], NULL, far_run, &f[i]), 0);
-		}
-		for (int i = 0; i < T; i++) {
-			pthread_join(t[i], NULL);
-			ck_assert_msg(f[i].got == 4096, "round %d: reader %d got %zd", round, i,
-				      f[i].got);
-		}
-		pthread_barrier_destroy(&go);
+		far_reads_at_once(r, got);
+		for (int i = 0; i < FAR_READERS; i++)
+			ck_assert_msg(got[i] == 4096, "round %d: reader %d got %zd", round, i,
+				      got[i]);
 		reader_close(r);
 		reader_get_counters(zm, &c);
 		ck_assert_msg(c.decoded_bytes <= ORIG_SIZE / 8 * 11,
-			      "round %d: %d far reads at once into %u bytes decoded %llu", round, T,
-			      ORIG_SIZE, (unsigned long long)c.decoded_bytes);
+			      "round %d: %d far reads at once into %u bytes decoded %llu", round,
+			      FAR_READERS, ORIG_SIZE, (unsigned long long)c.decoded_bytes);
 		zmctx_free(zm);
 	}
 	pool_free(pool);
@@ -2729,11 +2742,8 @@ static void zforge_pair(const char *d, size_t j, int64_t delta)
  */
 START_TEST(zstd_forged_sizes_caught_by_checks_at_once)
 {
-	enum { T = 4 };
 	unsigned char buf[4096];
-	struct far_read f[T];
-	pthread_t t[T];
-	pthread_barrier_t go;
+	ssize_t got[FAR_READERS];
 	struct zmctx *zm;
 	struct pool *pool;
 	struct reader *r;
@@ -2745,18 +2755,10 @@ START_TEST(zstd_forged_sizes_caught_by_checks_at_once)
 		save_pipe8(d, sizeof(d), "zforge8");
 		zforge_pair(d, 2, round == 1 ? -1000 : 1000);
 		open_saved_pipe8(d, 64 * MiB, pool, &zm, &r);
-		ck_assert_int_eq(pthread_barrier_init(&go, NULL, T), 0);
-		for (int i = 0; i < T; i++) {
-			f[i] = (struct far_read){ r, (8 - (uint64_t)i) * (ORIG_SIZE / 8) - 8 * KiB,
-						  &go, 0 };
-			ck_assert_int_eq(pthread_create(&t[i], NULL, far_run, &f[i]), 0);
-		}
-		for (int i = 0; i < T; i++) {
-			pthread_join(t[i], NULL);
-			ck_assert_msg(f[i].got == -EIO, "round %d: reader %d got %zd, not EIO",
-				      round, i, f[i].got);
-		}
-		pthread_barrier_destroy(&go);
+		far_reads_at_once(r, got);
+		for (int i = 0; i < FAR_READERS; i++)
+			ck_assert_msg(got[i] == -EIO, "round %d: reader %d got %zd, not EIO", round,
+				      i, got[i]);
 		ck_assert_int_eq(zidx_files(d), 0);
 		ck_assert_int_eq(reader_pread(r, buf, sizeof(buf), 1000), (ssize_t)sizeof(buf));
 		ck_assert(memcmp(buf, orig + 1000, sizeof(buf)) == 0);
