@@ -571,14 +571,22 @@ static ino_t node_ino(const struct tarv *tv, size_t k)
 	return path_ino(tv->v.v[k].p, tv->v.v[k].len, tv->first[k]);
 }
 
+/* The path st_ino ino names in table t (of *len bytes, in its pool), or NULL: none yet. */
+static const char *ino_path(const struct tartab *t, ino_t ino, size_t *len)
+{
+	size_t depth = (size_t)(ino >> INO_DEPTH), i = (size_t)(ino & (ROOT_INO - 1)) - 1;
+
+	*len = depth && (ino & (ROOT_INO - 1)) && i < t->n ? prefix_len(t, i, depth) : 0;
+	return *len ? tartab_name(t, &t->m[i]) : NULL;
+}
+
 /* The view node a member entry's st_ino names, or -1. */
 static long node_of(const struct tarv *tv, ino_t ino)
 {
-	size_t depth = (size_t)(ino >> INO_DEPTH), i = (size_t)(ino & (ROOT_INO - 1)) - 1;
-	size_t len =
-		depth && (ino & (ROOT_INO - 1)) && i < tv->t.n ? prefix_len(&tv->t, i, depth) : 0;
+	size_t len;
+	const char *p = ino_path(&tv->t, ino, &len);
 
-	return len ? tarview_find(&tv->v, tartab_name(&tv->t, &tv->t.m[i]), len) : -1;
+	return p ? tarview_find(&tv->v, p, len) : -1;
 }
 
 /* What table t and its view hold, as the cap counts them (README "Memory"). */
@@ -1027,25 +1035,36 @@ void ns_tar_stop(struct ns *ns)
 }
 
 /*
- * The READY table whose members carry obj gen, with a reference, or NULL
- * and *err: -ESTALE (superseded) or -EIO (its scan failed, said in the
- * log).  wait: one still scanning (a lookup answered early, early_entry)
- * is waited for; else it gives NULL (-EIO).
+ * Under the lock, tv SCANNING: whether an operation on member entry e can
+ * be answered from the members the scan has reached: 1 (answered into
+ * arg), 0 (not yet: wait for more, or for the whole table), or -errno.
  */
-static struct tarv *tarv_by_gen(struct ns_tar *nt, uint64_t gen, bool wait, int *err)
+typedef int (*early_fn)(struct tarv *tv, const struct ns_entry *e, void *arg);
+
+/*
+ * The table whose members carry obj e->obj, with a reference, READY or
+ * (early answered 1) still SCANNING; or NULL and *err: -ESTALE
+ * (superseded), -EIO (its scan failed, said in the log), or early's
+ * -errno.  wait: one still scanning (a lookup answered early,
+ * early_entry) is waited for, asking early (may be NULL) at each chunk
+ * fed; else it gives NULL (-EIO).
+ */
+static struct tarv *tarv_by_gen(struct ns_tar *nt, const struct ns_entry *e, bool wait,
+				early_fn early, void *arg, int *err)
 {
 	struct tarv *tv;
+	int got = 0;
 
 	pthread_mutex_lock(&nt->lock);
 	for (;;) {
-		for (tv = nt->list; tv && tv->gen != gen; tv = tv->next)
+		for (tv = nt->list; tv && tv->gen != e->obj; tv = tv->next)
 			;
-		if (!tv || tv->state != SCANNING || !wait)
+		if (!tv || tv->state != SCANNING || !wait || (early && (got = early(tv, e, arg))))
 			break;
 		pthread_cond_wait(&nt->built, &nt->lock);
 	}
-	*err = tv ? -EIO : -ESTALE;
-	if (tv && tv->state != READY)
+	*err = got < 0 ? got : tv ? -EIO : -ESTALE;
+	if (got < 0 || (tv && tv->state != READY && got != 1))
 		tv = NULL;
 	if (tv)
 		tv->refs++;
@@ -1286,7 +1305,7 @@ static void root_stat(const struct ns_entry *e, struct stat *st)
 static void member_state(struct ns_tar *nt, const struct ns_entry *e, struct stat *st)
 {
 	int err;
-	struct tarv *tv = tarv_by_gen(nt, e->obj, false, &err);
+	struct tarv *tv = tarv_by_gen(nt, e, false, NULL, NULL, &err);
 	long k = tv ? node_of(tv, e->st.st_ino) : -1;
 
 	if (k < 0 || member_stat(tv, (size_t)k, st) != e->kind)
@@ -1309,21 +1328,99 @@ static int t_state(void *ns, const struct ns_entry *e, struct zsrc *src, struct 
 	}
 }
 
-/* A member's bytes: the archive's decoded bytes at its data offset (sparse: holes are zeros). */
+/*
+ * Under the lock, tv SCANNING: the member entry e (made by a lookup) shows,
+ * as far as the scan has gone: the last member reached with its path
+ * (early_find), if that is still the member e showed (the same type,
+ * mode, size and time: else a later member of the same name replaced it,
+ * and the whole table answers).  1: *m, and *d the member whose data it
+ * shows (a hard link's target; NULL: dangling), pointers into tv->t valid
+ * until the lock is dropped; 0: not (yet); -ENOMEM.
+ */
+static int early_member(struct tarv *tv, const struct ns_entry *e, const struct tar_member **m,
+			const struct tar_member **d)
+{
+	const struct early_slot *x;
+	struct stat st;
+	size_t len;
+	const char *p;
+	int err = 0;
+
+	if (!tv->fed || tv->fed_all)
+		return 0;
+	p = ino_path(&tv->t, e->st.st_ino, &len);
+	x = p ? early_find(tv, p, len, &err) : NULL;
+	if (!x || !x->last)
+		return err;
+	*m = *d = &tv->t.m[x->last - 1];
+	if ((*m)->type == TAR_HARDLINK)
+		*d = tartab_link_target(&tv->t, x->last - 1);
+	fill_stat(tv, *m, *d, e->st.st_ino, &st);
+	return ((st.st_mode ^ e->st.st_mode) & ~(mode_t)0222) == 0 &&
+	       st.st_size == e->st.st_size && st.st_mtim.tv_sec == e->st.st_mtim.tv_sec &&
+	       st.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec;
+}
+
+/*
+ * A member's bytes: the archive's decoded bytes at its data offset (sparse:
+ * holes are zeros).  The member is copied at open, so an open answered
+ * during the scan needs nothing of the growing table.
+ */
 struct msrc {
 	struct zsrc z; /* first */
 	struct ns_tar *nt;
-	struct tarv *tv;	    /* referenced */
-	const struct tar_member *m; /* NULL: a dangling hard link, empty */
+	struct tar_member m; /* the member whose data it shows; size 0: none (a dangling link) */
+	struct tartab sp;    /* only m's sparse extents (m.sp 0) */
+	bool taken;	     /* m was taken during the scan (early_open) */
 	struct tbytes b;
 	struct stat st;
 };
+
+/* Copies member d of t (NULL: none) into ms.  0 or -ENOMEM. */
+static int msrc_take(struct msrc *ms, const struct tartab *t, const struct tar_member *d)
+{
+	if (!d)
+		return 0;
+	ms->m = *d;
+	ms->m.sp = 0;
+	if (!(d->flags & TAR_SPARSE) || d->sp_n == 0)
+		return 0;
+	ms->sp.sp = malloc(d->sp_n * sizeof(*ms->sp.sp));
+	if (!ms->sp.sp)
+		return -ENOMEM;
+	memcpy(ms->sp.sp, t->sp + d->sp, d->sp_n * sizeof(*ms->sp.sp));
+	ms->sp.sp_n = ms->sp.sp_cap = d->sp_n;
+	return 0;
+}
+
+/*
+ * early_fn of an open: e's member copied into arg (a struct msrc) as soon
+ * as its header is reached, so that a big member streams while the scan
+ * goes on.  Its data is then inside the archive: a scan through the
+ * reader knows the archive's size and stops at the header of a member
+ * that runs past it (tarscan_new).  A pass's scanner does not know it
+ * (struct ptap), and the pass may end short (salvage): not from a table a
+ * pass fills.  That costs nothing: tb_open waits for the pass, which is
+ * the archive's open.
+ */
+static int early_open(struct tarv *tv, const struct ns_entry *e, void *arg)
+{
+	struct msrc *ms = arg;
+	const struct tar_member *m, *d;
+	int ret = tv->pass != PASS_NONE ? 0 : early_member(tv, e, &m, &d);
+
+	if (ret != 1)
+		return ret;
+	ret = msrc_take(ms, &tv->t, d);
+	ms->taken = ret == 0;
+	return ret < 0 ? ret : 1;
+}
 
 static ssize_t m_pread(struct zsrc *s, void *buf, size_t len, uint64_t off)
 {
 	struct msrc *ms = (struct msrc *)s;
 	uint64_t aoff, run;
-	int k = ms->m ? tartab_locate(&ms->tv->t, ms->m, off, &aoff, &run) : -1;
+	int k = tartab_locate(&ms->sp, &ms->m, off, &aoff, &run);
 
 	if (k < 0)
 		return 0;
@@ -1347,7 +1444,7 @@ static void m_free(struct zsrc *s)
 	struct msrc *ms = (struct msrc *)s;
 
 	tb_close(ms->nt, &ms->b);
-	tarv_put(ms->nt, ms->tv);
+	tartab_free(&ms->sp);
 	free(ms);
 }
 
@@ -1358,26 +1455,33 @@ static const struct zsrc_ops msrc_ops = {
 	.pinned = true,
 };
 
+/* During the scan, as soon as the scan has reached the member (early_open). */
 static int member_open(struct ns_tar *nt, const struct ns_entry *e, struct zsrc **out)
 {
-	int ret = -EINVAL;
-	struct tarv *tv = e->kind == NS_FILE ? tarv_by_gen(nt, e->obj, true, &ret) : NULL;
-	long k = tv ? node_of(tv, e->st.st_ino) : -1;
-	struct msrc *ms;
+	struct msrc *ms = e->kind == NS_FILE ? calloc(1, sizeof(*ms)) : NULL;
+	struct tarv *tv;
+	int ret;
 
-	if (!tv)
-		return ret;
-	ms = calloc(1, sizeof(*ms));
-	ret = ms ? tb_open(nt, &tv->base, &ms->b) : -ENOMEM;
-	if (ret < 0) {
-		free(ms);
+	if (!ms)
+		return e->kind == NS_FILE ? -ENOMEM : -EINVAL;
+	tv = tarv_by_gen(nt, e, true, early_open, ms, &ret);
+	if (tv) {
+		long k = ms->taken ? 0 : node_of(tv, e->st.st_ino); /* else READY */
+
+		/* < 0: not in the whole table; the kernel looks the name up again */
+		ret = ms->taken ? 0 : k < 0 ? -ESTALE
+				   : msrc_take(ms, &tv->t, tarview_data(&tv->t, &tv->v, (size_t)k));
+		if (ret == 0)
+			ret = tb_open(nt, &tv->base, &ms->b);
 		tarv_put(nt, tv);
+	}
+	if (ret < 0) {
+		tartab_free(&ms->sp);
+		free(ms);
 		return ret;
 	}
 	zsrc_init(&ms->z, &msrc_ops);
 	ms->nt = nt;
-	ms->tv = tv;
-	ms->m = k >= 0 ? tarview_data(&tv->t, &tv->v, (size_t)k) : NULL;
 	ms->st = e->st;
 	*out = &ms->z;
 	return 0;
@@ -1396,30 +1500,52 @@ static int t_open(void *ns, const struct ns_entry *e, struct zsrc **out, bool *s
 	}
 }
 
+/* A symlink's target, into a buffer. */
+struct linkbuf {
+	char *buf;
+	size_t len;
+	ssize_t ret; /* its length, -ENAMETOOLONG, or -ESTALE: none */
+	bool taken;  /* during the scan (early_link) */
+};
+
+static void link_copy(const struct tartab *t, const struct tar_member *m, struct linkbuf *lb)
+{
+	snprintf(lb->buf, lb->len, "%s", tartab_str(t, m->link));
+	lb->ret = m->link_len < lb->len ? (ssize_t)m->link_len : -ENAMETOOLONG;
+	lb->taken = true;
+}
+
+/* early_fn of a readlink: the link's target is in its header, so once reached it is known. */
+static int early_link(struct tarv *tv, const struct ns_entry *e, void *arg)
+{
+	const struct tar_member *m, *d;
+	int ret = early_member(tv, e, &m, &d); /* a symlink, as e's mode says */
+
+	if (ret == 1)
+		link_copy(&tv->t, m, arg);
+	return ret;
+}
+
 static ssize_t t_readlink(void *ns, const struct ns_entry *e, char *buf, size_t len)
 {
+	struct linkbuf lb = { buf, len, -ESTALE, false };
 	struct tarv *tv;
-	const struct tar_member *m;
 	long k;
-	int32_t i;
 	int err;
 
 	if (mark(e) != 't')
 		return mark(e) ? -EINVAL : ns_readlink(tns(ns)->base, e, buf, len);
 	if (e->kind != NS_SYMLINK)
 		return -EINVAL;
-	if (!(tv = tarv_by_gen(tns(ns), e->obj, true, &err)))
+	if (!(tv = tarv_by_gen(tns(ns), e, true, early_link, &lb, &err)))
 		return err;
-	k = node_of(tv, e->st.st_ino);
-	i = k >= 0 ? tv->v.v[k].mem : -1;
-	if (i < 0) {
-		tarv_put(tns(ns), tv);
-		return -ESTALE;
+	if (!lb.taken) { /* READY */
+		k = node_of(tv, e->st.st_ino);
+		if (k >= 0 && tv->v.v[k].mem >= 0)
+			link_copy(&tv->t, &tv->t.m[tv->v.v[k].mem], &lb);
 	}
-	m = &tv->t.m[i];
-	snprintf(buf, len, "%s", tartab_str(&tv->t, m->link));
 	tarv_put(tns(ns), tv);
-	return m->link_len < len ? (ssize_t)m->link_len : -ENAMETOOLONG;
+	return lb.ret;
 }
 
 /*
@@ -1649,7 +1775,7 @@ static int tar_opendir(struct ns_tar *nt, const char *path, struct ns_dir *d)
 		ret = tarv_get(nt, &base, true, &tv);
 	} else {
 		ret = -ENOTDIR;
-		tv = e.kind == NS_DIR ? tarv_by_gen(nt, e.obj, true, &ret) : NULL;
+		tv = e.kind == NS_DIR ? tarv_by_gen(nt, &e, true, NULL, NULL, &ret) : NULL;
 		ret = tv ? 0 : ret;
 		k = tv ? node_of(tv, e.st.st_ino) : 0;
 	}

@@ -8,18 +8,26 @@ usage: test_tarlookup.py --zmount PATH [--keep]
 Source: x.tar.gz (gzip -1, GNU format) of
   first.txt       4 KiB of text, the first member;
   logs/early.log  a small member under a directory with no header yet;
+  link            a symlink to first.txt;
   big/part-NNN    BIG_MEMBERS members of 8 MiB of base64 text (240 MiB);
   logs/           the directory's own header, late (mode 0700);
   last.txt        small.
 One mount, tar,noindex,timeout=0, an empty index_dir: the first lookup starts the scan (the
 gzip index pass run by the archive's open feeds it).  Checks, reading user.zmount.stats:
-early:   stat of first.txt, logs and logs/early.log return while tar_scanned_bytes is under
-         half the tar (before this change each waited for the whole table);
+early:   stat of first.txt, logs and logs/early.log, and readlink of link, return while
+         tar_scanned_bytes is under half the tar (before this change each waited for the
+         whole table; readlink until 2026-12-05);
 absent:  stat of a name not in the tar is ENOENT only once the whole tar was fed;
 numbers: the st_ino each early stat gave equals the d_ino of a listing made after the scan,
          and its stat then;
 final:   once the scan is over, logs shows its own header's mode (0700, shown 0500), not the
          implied directory's (0755, shown 0555) that the early stat gave; the early members read as tar -xO.
+Then y.tar.xz (xz -0, one Block): first.txt, CUT_PARTS members of 8 MiB, then cut.bin, whose
+header says 1 GiB while the archive ends 1 MiB into its data (a tar cut short):
+open:    first.txt and part-000 open, and read right, before half of y.tar is scanned (opens
+         waited for the whole table until 2026-12-05);
+cut:     cut.bin is never shown (ENOENT), and one log line names the archive and its offset.
+(A .tar.gz member's open waits for the gzip index pass, as any .gz's open does.)
 Exit status: 0 all passed, 1 something failed, 77 FUSE not available.
 """
 import argparse
@@ -40,6 +48,7 @@ import zmtest  # noqa: E402
 MiB = 1 << 20
 BIG_MEMBERS = 30
 BIG_SIZE = 8 * MiB
+CUT_PARTS = 6
 
 
 def add(tf, name, data=None, mode=0o644, kind=tarfile.REGTYPE):
@@ -63,6 +72,9 @@ def make_tar(path):
         with tarfile.open(fileobj=counter, mode='w|', format=tarfile.GNU_FORMAT) as tf:
             add(tf, 'first.txt', small['first.txt'])
             add(tf, 'logs/early.log', small['logs/early.log'])
+            ti = tarfile.TarInfo('link')
+            ti.type, ti.linkname, ti.mtime = tarfile.SYMTYPE, 'first.txt', 1764806400
+            tf.addfile(ti)
             for i in range(BIG_MEMBERS):
                 # differ per member, so gzip cannot reuse the previous one
                 add(tf, f'big/part-{i:03d}', b'%08d' % i + block[8:])
@@ -93,7 +105,61 @@ def early(res, mnt, tar_size):
         res.check(f'early: {rel} is a {"directory" if want_dir else "file"}',
                   os.path.isdir(os.path.join(top, rel)) == want_dir, oct(st.st_mode))
         inos[rel] = st.st_ino
+    target = os.readlink(os.path.join(top, 'link'))
+    scanned(res, mnt, tar_size, 'early: readlink link')
+    res.check('early: link points to first.txt', target == 'first.txt', repr(target))
     return inos
+
+
+def scanned(res, mnt, tar_size, what, before=0):
+    """Checks that fewer than half of tar_size bytes (past before) were fed to scanners."""
+    got = zmtest.stats(mnt)
+    fed = got.get('tar_scanned_bytes', -1) - before
+    res.check(f'{what} returns before half the tar is scanned',
+              0 <= fed < tar_size // 2 and got.get('tar_scanning') == 1,
+              f'tar_scanned_bytes={fed} of {tar_size}, tar_scanning={got.get("tar_scanning")}')
+
+
+def make_cut(path, first):
+    """Writes y.tar.xz: first.txt, CUT_PARTS members of 8 MiB, then cut.bin's header (1 GiB)
+    and 1 MiB of its data.  Returns (the tar's size, part-000's bytes)."""
+    rnd = random.Random(35)
+    block = base64.b64encode(rnd.randbytes(BIG_SIZE * 3 // 4))[:BIG_SIZE]
+    members = [('first.txt', len(first), first)]
+    members += [(f'part-{i:03d}', BIG_SIZE, b'%08d' % i + block[8:]) for i in range(CUT_PARTS)]
+    members.append(('cut.bin', 1 << 30, block[:MiB]))
+    raw = []
+    for name, size, body in members:
+        ti = tarfile.TarInfo(name)
+        ti.size, ti.mtime = size, 1764806400
+        raw += [ti.tobuf(format=tarfile.GNU_FORMAT), body, b'\0' * (-len(body) % 512)]
+    raw = b''.join(raw)
+    with open(path, 'wb') as out:
+        subprocess.run(['xz', '-0', '-T1', '-c'], input=raw, stdout=out, check=True)
+    return len(raw), members[1][2]
+
+
+def cut(res, mnt, m, tar_size, first, part):
+    """Opens during y.tar.xz's scan, then its member cut short."""
+    top = os.path.join(mnt, 'y.tar')
+    before = zmtest.stats(mnt).get('tar_scanned_bytes', 0)
+    for rel, want, n in (('first.txt', first, len(first)), ('part-000', part, 65536)):
+        with open(os.path.join(top, rel), 'rb') as f:
+            scanned(res, mnt, tar_size, f'open: {rel}', before)
+            body = f.read(n)
+        res.check(f'open: {rel} opened during the scan reads as tar -xO', body == want[:n],
+                  f'{len(body)} bytes')
+    try:
+        os.stat(os.path.join(top, 'cut.bin'))
+        res.check('cut: cut.bin is not shown', False, 'stat succeeded')
+    except OSError as e:
+        res.check('cut: cut.bin is not shown', e.errno == errno.ENOENT, str(e))
+    off = str(len(first) + 512 + (len(first) % 512 and 512 - len(first) % 512)
+              + CUT_PARTS * (512 + BIG_SIZE))
+    said = [ln for ln in zmtest.lines_naming(m.log_lines(), ['y.tar.xz'])
+            if 'runs past the end' in ln and off in ln]
+    res.check(f'cut: one log line names y.tar.xz and cut.bin\'s offset {off}', len(said) == 1,
+              '\n'.join(said) or m.log_tail())
 
 
 def absent(res, mnt, tar_size):
@@ -138,11 +204,13 @@ def main():
         for d in (src, mnt, idx):
             os.makedirs(d)
         tar_size, small = make_tar(os.path.join(src, 'x.tar.gz'))
+        y_size, y_part = make_cut(os.path.join(src, 'y.tar.xz'), small['first.txt'])
         with zmtest.Mount(args.zmount, src, mnt, opts=f'tar,noindex,timeout=0,index_dir={idx}',
-                          results=res, label='lookup'):
+                          results=res, label='lookup') as m:
             inos = early(res, mnt, tar_size)
             absent(res, mnt, tar_size)
             final(res, mnt, inos, small)
+            cut(res, mnt, m, y_size, small['first.txt'], y_part)
     finally:
         zmtest.cleanup_top(top, args.keep)
     return res.finish()
