@@ -105,8 +105,10 @@ if [ ! -s "$IN/xz/text.xz" ] || [ "$IN/x.tar.gz" -nt "$IN/xz/text.xz" ]; then
 	gzip -dc "$IN/x.tar.gz" | xz -6 -T1 >"$IN/xz/x.tar.xz"
 	cp "$IN/xz/x.tar.xz" "$IN/xz/text.xz.tmp" && mv "$IN/xz/text.xz.tmp" "$IN/xz/text.xz"
 fi
-# 20 bundles of SIZE/20 of log text, each of files of 1 to 4 MiB
-if [ "$(cat "$IN/bundles/size" 2>/dev/null)" != "$bytes" ]; then
+# 20 bundles of SIZE/20 of log text, each of files of 1 to 4 MiB that end at a line's end, so
+# that tar -xzO | grep (which joins a member's last line to the next one's first) counts the
+# lines grep -r does (v2: until 2026-12-05 files were cut inside lines)
+if [ "$(cat "$IN/bundles/size" 2>/dev/null)" != "$bytes v2" ]; then
 	echo "tar.sh: making 20 .tar.gz bundles" >&2
 	rm -rf "$IN/bundles" && mkdir -p "$IN/bundles"
 	for b in $(seq -w 1 20); do
@@ -118,6 +120,8 @@ while True:
     data = sys.stdin.buffer.read(rnd.randint(1, 4) << 20)
     if not data:
         break
+    if not data.endswith(b"\n"):
+        data += sys.stdin.buffer.readline()
     with open(f"{out}/app-{i:03d}.log", "wb") as f:
         f.write(data)
     i += 1
@@ -125,7 +129,7 @@ while True:
 		tar -C "$IN/tree" --format=gnu --sort=name -cf - "b$b" | gzip -6 -n >"$IN/bundles/bundle-$b.tar.gz"
 		rm -rf "$IN/tree"
 	done
-	echo "$bytes" >"$IN/bundles/size"
+	echo "$bytes v2" >"$IN/bundles/size"
 fi
 
 # ---- mounts and timings ---------------------------------------------------------
