@@ -14,11 +14,11 @@
  * thread of its own (at most 4; past that, in the asking thread), and kept
  * for the life of the mount, one per archive version.  While the scan
  * runs, the root's listing shows the members reached so far, and a
- * lookup answers as soon as the scan has reached its name (a name not
- * reached yet waits for the end: ENOENT only then), with the inode
- * number it keeps; opening a member, reading a link or listing below the
- * root wait for the whole table (doc/tar.md "Listing before the table is
- * whole").  A member's bytes
+ * lookup, an open or a readlink answers as soon as the scan has reached
+ * its name (a name not reached yet waits for the end: ENOENT only then),
+ * with the inode number it keeps; a listing below the root waits for the
+ * whole table (doc/tar.md "Listing before the table is whole").  A
+ * member's bytes
  * are the archive's decoded bytes at its data offset, through the same
  * reader: a member opens as a zsrc (src.h) that ops.c reads like any plain
  * file.  Members with unsafe names are left out (one log line each); an

@@ -20,11 +20,12 @@
 #              page cache then dropped: cat MNT/x.tar/LAST alone (issue 34's 50 ms row)
 #   xz rand    x.tar.xz, the same tar as one xz Block (xz -6 -T1), and text.xz, a copy of
 #              it shown as one file (no .tar in its name): over an index_dir that a full
-#              read of each filled (checkpoints, member table), --reads (40) random 4 KiB
-#              O_DIRECT reads in random members of x.tar/ (a member, then an offset in
-#              it), then in text, each after a page-cache drop, stopped after
-#              --rand-budget (15) s; the p50 pooled over the rounds.  That mount has
-#              cache_size=32M, so that few reads hit its own cache of decoded bytes
+#              read of each filled (checkpoints, member table), --reads (40) pairs of
+#              random 4 KiB O_DIRECT reads: one in a random member of x.tar/ (a member,
+#              then an offset in it), one in text at the same decoded offset, each after a
+#              page-cache drop, stopped after --rand-budget (15) s; the p50 pooled over
+#              the rounds.  That mount has cache_size=32M, so that few reads hit its own
+#              cache of decoded bytes
 #   grep       20 .tar.gz bundles of SIZE/20 of log text each: a fresh mount with an
 #              empty index_dir, grep -r PATTERN (ERROR) MNT | wc -l, against
 #              for f in *.tar.gz; do tar -xzOf $f | grep PATTERN; done | wc -l (the
@@ -142,7 +143,9 @@ PID=""
 start() {
 	if [ "$1" = zmount ]; then
 		local src=${3:-$WORK/src}
-		if [ -z "${3:-}" ]; then
+		# linked once: a new link moves the file's ctime, so a saved index would have
+		# to prove it by a hash of the whole file (a renamed file's cost, not this row's)
+		if [ -z "${3:-}" ] && ! [ "$WORK/src/x.tar.gz" -ef "$IN/x.tar.gz" ]; then
 			rm -rf "$WORK/src" && mkdir -p "$WORK/src"
 			ln "$IN/x.tar.gz" "$WORK/src/x.tar.gz"
 		fi
@@ -232,48 +235,67 @@ one_round() {
 	add ridx "$(stat -c %s "$ri")"
 	stop
 }
-# rand_reads DIR|FILE SEED: random 4 KiB O_DIRECT reads, a page-cache drop before each, in
-# random members under DIR or in FILE; prints one ms figure per read
-rand_reads() {
-	python3 - "$1" "$READS" "$BUDGET" "$2" <<'PY'
+# pair_reads SEED: --reads pairs of random 4 KiB O_DIRECT reads, a page-cache drop before
+# each: a random member of MNT/x.tar/ at a random offset k, and MNT/text at the same decoded
+# offset (the member's data offset + k, from WORK/members.tsv), in turn first; stops after
+# --rand-budget s; prints "tar-ms one-ms" per pair.  The same offsets, since how far an
+# offset is from its checkpoint sets a read's cost, and members are picked by count, not size.
+pair_reads() {
+	python3 - "$MNT" "$WORK/members.tsv" "$READS" "$BUDGET" "$1" <<'PY'
 import mmap, os, random, sys, time
-path, n, budget, seed = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-files = [path] if os.path.isfile(path) else sorted(
-    os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs)
-files = [(f, os.stat(f).st_size) for f in files]
-files = [(f, s) for f, s in files if s >= 4096]
+mnt, tsv, n, budget, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+members = [ln.rstrip("\n").split("\t") for ln in open(tsv)]
+members = [(int(d), int(s), name) for d, s, name in members if int(s) >= 4096]
 rng = random.Random(seed)
 buf = mmap.mmap(-1, 4096)
-start = time.monotonic()
-for i in range(n):
-    f, size = rng.choice(files)
-    off = rng.randrange(0, size // 4096) * 4096
-    fd = os.open(f, os.O_RDONLY | os.O_DIRECT)
+def read(path, off):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
     with open("/proc/sys/vm/drop_caches", "w") as dc:
         dc.write("3")
     t0 = time.monotonic()
     if os.preadv(fd, [buf], off) != 4096:
-        sys.exit("short read at %d in %s" % (off, f))
-    print("%.3f" % ((time.monotonic() - t0) * 1000))
+        sys.exit("short read at %d in %s" % (off, path))
+    t = (time.monotonic() - t0) * 1000
     os.close(fd)
+    return t, bytes(buf)
+start = time.monotonic()
+for i in range(n):
+    d, size, name = rng.choice(members)
+    k = rng.randrange(0, size // 4096) * 4096
+    reads = [(os.path.join(mnt, "x.tar", name), k), (os.path.join(mnt, "text"), d + k)]
+    got = [read(*r) for r in (reads if i % 2 == 0 else reads[::-1])]
+    if i % 2:
+        got.reverse()
+    if got[0][1] != got[1][1]:
+        sys.exit("%s at %d differs from text at %d" % (name, k, d + k))
+    print("%.3f %.3f" % (got[0][0], got[1][0]))
     if i >= 4 and time.monotonic() - start > budget:
         break
 PY
 }
-# xz_prep: an index_dir for IN/xz filled by one full read of each file (checkpoints, table)
+# xz_prep: an index_dir for IN/xz filled by one full read of each file (checkpoints, table),
+# and WORK/members.tsv: each regular member's data offset, size and name, from that read
 xz_prep() {
 	rm -rf "$WORK/idx-x" && mkdir -p "$WORK/idx-x"
 	start zmount "$WORK/idx-x" "$IN/xz"
-	cat "$MNT/text" >/dev/null
+	python3 - "$MNT/text" >"$WORK/members.tsv" <<'PY'
+import sys, tarfile
+with open(sys.argv[1], "rb") as f, tarfile.open(fileobj=f, mode="r|") as tf:
+    for m in tf:
+        if m.isreg():
+            print("%d\t%d\t%s" % (m.offset_data, m.size, m.name))
+PY
 	find "$MNT/x.tar" -type f -exec cat {} + >/dev/null
 	stop
 }
-# xz_rand ROUND: random reads in x.tar.xz's members, then in text.xz, over the saved index
+# xz_rand ROUND: paired random reads in x.tar.xz's members and in text.xz, over the saved index
 xz_rand() {
+	local pairs
 	ZCACHE=$XZCACHE start zmount "$WORK/idx-x" "$IN/xz"
 	ls -R "$MNT/x.tar" >/dev/null # the saved table, loaded before the timings
-	add xz_tar "$(rand_reads "$MNT/x.tar" "$1")"
-	add xz_one "$(rand_reads "$MNT/text" "$1")"
+	pairs=$(pair_reads "$1")
+	add xz_tar "$(cut -d' ' -f1 <<<"$pairs")"
+	add xz_one "$(cut -d' ' -f2 <<<"$pairs")"
 	add xz_loaded "$(stat_of indexes_loaded)"
 	add xz_built "$(stat_of indexes_built)"
 	stop
@@ -338,7 +360,7 @@ if [ $RATAR = 1 ]; then
 fi
 pms() { [ -n "$1" ] && printf '%.1f ms' "$1"; return 0; }
 count() { tr ' ' '\n' <<<"${T[$1]:-}" | sed '/^$/d' | wc -l; }
-printf '\n| one-Block xz (xz -6 -T1), saved index | random 4 KiB O_DIRECT reads | p50 | mean |\n'
+printf '\n| one-Block xz (xz -6 -T1), saved index | random 4 KiB O_DIRECT reads, paired (the same decoded offsets) | p50 | mean |\n'
 printf '|---|--:|--:|--:|\n'
 mean() { tr ' ' '\n' <<<"${T[$1]:-}" | sed '/^$/d' | awk '{s+=$1} END {if (NR) print s/NR}'; }
 printf '| x.tar.xz: random members of x.tar/ | %s | %s | %s |\n' "$(count xz_tar)" \
