@@ -171,10 +171,10 @@ start() {
 		"$RATARMOUNT" -f --index-file "$3" "$IN/$2" "$MNT" >>"$LOG" 2>&1 &
 	fi
 	PID=$!
-	for _ in $(seq 6000); do
+	for _ in $(seq 60000); do # 5 ms steps: a 50 ms step added up to 50 ms to each first touch
 		mountpoint -q "$MNT" && return 0
 		kill -0 $PID 2>/dev/null || { echo "peer.sh: $1 died on $2 (see $LOG)" >&2; exit 1; }
-		sleep 0.05
+		sleep 0.005
 	done
 	echo "peer.sh: $1 did not mount $2" >&2
 	exit 1
