@@ -71,18 +71,20 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${ZMOUNT_DEB_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # fuse3 brings fusermount3 (unmounting as a user) and mount.fuse3, the
-# helper that `mount -t fuse.zmount` and fstab lines go through.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS fuse3)
+# helper that `mount -t fuse.zmount` and fstab lines go through.  libcurl4 is
+# loaded at the first s3:// use (source/s3.c, dlopen), so dpkg-shlibdeps does
+# not see it: 7.85 for CURLOPT_PROTOCOLS_STR.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "fuse3, libcurl4 (>= 7.85.0)")
 find_program(ZMOUNT_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(ZMOUNT_DPKG_SHLIBDEPS)
-  # Adds libc6, libcurl4, libfuse3-3, libgcc-s1, liblzma5, libzstd1 and zlib1g, with
+  # Adds libc6, libfuse3-3, libgcc-s1, liblzma5, libzstd1 and zlib1g, with
   # the versions the build used.
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
   message(STATUS "dpkg-shlibdeps not found (package dpkg-dev): listing shared library packages by hand")
   # What dpkg-shlibdeps computes on Debian 12.
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "fuse3, libc6 (>= 2.34), libcurl4 (>= 7.16.2), libfuse3-3 (>= 3.12.0), libgcc-s1 (>= 3.0), liblzma5 (>= 5.4.0), libzstd1 (>= 1.5.2), zlib1g (>= 1:1.2.3.4)")
+      "fuse3, libc6 (>= 2.34), libcurl4 (>= 7.85.0), libfuse3-3 (>= 3.12.0), libgcc-s1 (>= 3.0), liblzma5 (>= 5.4.0), libzstd1 (>= 1.5.2), zlib1g (>= 1:1.2.3.4)")
 endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "attr, xz-utils, gzip, zstd")
 

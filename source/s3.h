@@ -62,13 +62,17 @@ struct s3_opts {
  * log NULL. */
 void s3_opts_default(struct s3_opts *o);
 
+/* The library s3_open loads (dlopen) at its first call, rather than every program linking it. */
+#define S3_LIBCURL "libcurl.so.4"
+
 /*
  * Opens a client for bucket at endpoint ("http://127.0.0.1:7480" or
  * "https://s3.eu-west-1.amazonaws.com"; no trailing path) in region
  * ("us-east-1" for RGW).  cred and opts are copied (cred may be freed
  * after).  Makes no request.  Returns 0 and *out, or with *out NULL:
  * -EINVAL  an empty argument, an endpoint not http:// or https://, or
- *          a name with a control byte; -ENOMEM.
+ *          a name with a control byte; -ELIBACC  S3_LIBCURL could not be
+ *          loaded (the first call loads it, and says so for good); -ENOMEM.
  */
 int s3_open(const char *endpoint, const char *region, const char *bucket, const struct s3cred *cred,
 	    const struct s3_opts *opts, struct s3 **out);

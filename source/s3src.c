@@ -736,6 +736,9 @@ int s3src_connect(const char *bucket, const struct s3src_conf *conf, struct s3 *
 		snprintf(msg, msglen,
 			 "s3: bad endpoint, region or bucket (the endpoint must be "
 			 "http://HOST[:PORT] or https://HOST[:PORT])");
+	else if (rc == -ELIBACC)
+		snprintf(msg, msglen, "s3: cannot load %s (Debian: apt-get install libcurl4)",
+			 S3_LIBCURL);
 	else if (rc)
 		snprintf(msg, msglen, "s3: %s", strerror(-rc));
 	return rc;

@@ -337,7 +337,7 @@ def main():
 
         # -- packages ------------------------------------------------------------------
         # The .deb's Depends (dpkg-shlibdeps) less libc6 and libgcc-s1; the
-        # build needs the -dev package of each (source/ links libcurl).
+        # build needs the -dev package of each (source/ builds on libcurl's headers).
         groups = (('runtime libraries', ('libcurl4', 'libfuse3-3', 'liblzma5', 'libzstd1',
                                          'zlib1g')),
                   ('-dev packages', ('libcurl4-openssl-dev', 'libfuse3-dev', 'liblzma-dev',
