@@ -420,13 +420,16 @@ static int measure_ck(struct measure *m, size_t i, struct zerr *err)
 }
 
 /*
- * zstddec_measure's pass over frame i, decoding into its stage while the
- * stage has room (stage_room), then into a buffer of its own.
+ * zstddec_measure's pass over frame i that hands its bytes on: into the
+ * frame's stage while the stage has room (stage_room), and to the
+ * reader's tap (measure.tapped), so that a tar's table needs no decode of
+ * its own without checkpoints too (noindex); else into a buffer of its own.
  */
 #define MEASURE_BUF (128u << 10)
-static int measure_kept(struct measure *m, size_t i, struct zerr *err)
+static int measure_out(struct measure *m, size_t i, struct zerr *err)
 {
 	const struct zstddec_frame *f = &m->z->frames[i];
+	bool tapped = m->tapped && m->tapped->opts.tap;
 	unsigned char *scratch = NULL;
 	struct zstddec_dec *d;
 	ssize_t n;
@@ -434,11 +437,12 @@ static int measure_kept(struct measure *m, size_t i, struct zerr *err)
 
 	if (ret < 0)
 		return ret;
-	stage_begin(m->keep, &m->kept[i], most(f));
+	if (m->kept)
+		stage_begin(m->keep, &m->kept[i], most(f));
 	do {
 		void *dst;
 		size_t cap;
-		bool staged = stage_room(&m->kept[i], &dst, &cap);
+		bool staged = m->kept && stage_room(&m->kept[i], &dst, &cap);
 
 		if (!staged && !scratch && !(scratch = malloc(MEASURE_BUF))) {
 			n = zerr_set(err, -ENOMEM, f->coff, "out of memory");
@@ -451,6 +455,8 @@ static int measure_kept(struct measure *m, size_t i, struct zerr *err)
 		n = zstddec_dec_read(d, m->src, dst, cap, err);
 		if (n > 0 && staged)
 			stage_wrote(&m->kept[i], (size_t)n);
+		if (n > 0 && tapped)
+			reader_pass_out(m->tapped, dst, (size_t)n);
 	} while (n > 0);
 	*usize_of(m, i) = zstddec_dec_tell(d);
 	zstddec_dec_close(d);
@@ -465,8 +471,8 @@ static int measure_one(struct measure *m, size_t i, struct zerr *err)
 	/* Not one whose header or saved index says 0: that size is checked, not measured. */
 	if (m->sets && f->usize == ZSTDDEC_UNKNOWN && ck_worth(f, m->span))
 		return measure_ck(m, i, err);
-	if (m->kept && f->usize == ZSTDDEC_UNKNOWN)
-		return measure_kept(m, i, err);
+	if ((m->kept || (m->tapped && m->tapped->opts.tap)) && f->usize == ZSTDDEC_UNKNOWN)
+		return measure_out(m, i, err);
 	return zstddec_measure(m->src, f, usize_of(m, i), err);
 }
 
