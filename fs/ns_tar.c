@@ -1356,8 +1356,8 @@ static int early_member(struct tarv *tv, const struct ns_entry *e, const struct 
 	if ((*m)->type == TAR_HARDLINK)
 		*d = tartab_link_target(&tv->t, x->last - 1);
 	fill_stat(tv, *m, *d, e->st.st_ino, &st);
-	return ((st.st_mode ^ e->st.st_mode) & ~(mode_t)0222) == 0 &&
-	       st.st_size == e->st.st_size && st.st_mtim.tv_sec == e->st.st_mtim.tv_sec &&
+	return ((st.st_mode ^ e->st.st_mode) & ~(mode_t)0222) == 0 && st.st_size == e->st.st_size &&
+	       st.st_mtim.tv_sec == e->st.st_mtim.tv_sec &&
 	       st.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec;
 }
 
@@ -1468,9 +1468,11 @@ static int member_open(struct ns_tar *nt, const struct ns_entry *e, struct zsrc 
 	if (tv) {
 		long k = ms->taken ? 0 : node_of(tv, e->st.st_ino); /* else READY */
 
-		/* < 0: not in the whole table; the kernel looks the name up again */
-		ret = ms->taken ? 0 : k < 0 ? -ESTALE
-				   : msrc_take(ms, &tv->t, tarview_data(&tv->t, &tv->v, (size_t)k));
+		ret = 0;
+		if (k < 0) /* not in the whole table: the kernel looks the name up again */
+			ret = -ESTALE;
+		else if (!ms->taken)
+			ret = msrc_take(ms, &tv->t, tarview_data(&tv->t, &tv->v, (size_t)k));
 		if (ret == 0)
 			ret = tb_open(nt, &tv->base, &ms->b);
 		tarv_put(nt, tv);

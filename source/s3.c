@@ -16,7 +16,7 @@
 #include "s3.h"
 #include "s3cred.h"
 
-/* Plain declarations: the pointers of libcurl below stand for them (no type-checking macros over them). */
+/* Plain declarations: the pointers in libcurl (below) stand for them, not type-checking macros. */
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 #include <dlfcn.h>
@@ -373,7 +373,7 @@ static struct curl_slist *make_headers(const struct s3 *s, const struct req *r)
 
 #define ADD(str)                                                                                   \
 	do {                                                                                       \
-		t = libcurl.slist_append(l, (str));                                                   \
+		t = libcurl.slist_append(l, (str));                                                \
 		if (!t)                                                                            \
 			goto fail;                                                                 \
 		l = t;                                                                             \
