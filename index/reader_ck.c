@@ -645,21 +645,25 @@ void reader_ck_yield(struct reader *r, size_t k)
 
 bool reader_ck_wait(struct reader *r, size_t k, uint64_t want)
 {
-	uint64_t len = cmap_len(&r->map, k), at;
+	uint64_t len = cmap_len(&r->map, k), sl = r->opts.slice, at, end;
 
-	if (!r->ckable || r->ckable[k] != CKABLE_WIDE || atomic_load(&r->ck_state[k]) != CK_BUSY ||
-	    atomic_load(&r->ck_at_k) != k)
+	if (!r->ckable || r->ckable[k] != CKABLE_WIDE || atomic_load(&r->ck_state[k]) != CK_BUSY)
 		return false;
-	at = atomic_load(&r->ck_at);
+	/* A pass that took k but has not begun it yet (build_one) is at its start. */
+	at = atomic_load(&r->ck_at_k) == k ? atomic_load(&r->ck_at) : 0;
 	/*
-	 * Worth it if the pass ends about when this read would reach want on
-	 * its own: an eighth later still saves the whole decode beside it.
+	 * Worth it if the pass ends about when this read would end on its
+	 * own, at the end of want's slice: an eighth later still saves the
+	 * whole decode beside it.  A tail's read ends where the pass does, so
+	 * it always waits: judged by want alone, a pass that had just begun
+	 * (the indexer's, right after a mount) looked too far behind, and the
+	 * tail decoded the whole entry beside it.
 	 */
-	if (len - at > want + want / 8)
+	end = sl && want / sl < (len - 1) / sl ? (want / sl + 1) * sl : len;
+	if (len - at > end + end / 8)
 		return false;
 	pthread_mutex_lock(&r->lock);
-	while (atomic_load(&r->ck_state[k]) == CK_BUSY && atomic_load(&r->ck_at_k) == k &&
-	       !atomic_load(&r->ck_stop)) {
+	while (atomic_load(&r->ck_state[k]) == CK_BUSY && !atomic_load(&r->ck_stop)) {
 		struct timespec dl;
 
 		/* the pass's end signals ck_moved; the timeout only bounds a missed one */

@@ -284,9 +284,10 @@ bool reader_ck_run_begin(struct reader *r, size_t k);
 void reader_ck_run_end(struct reader *r, size_t k, struct ckpt_build *b, bool whole);
 /*
  * A read must reach byte want of wide entry k, which has no set, while a
- * pass builds one: waits for that pass to end if it would end about when
- * the read, decoding from k's start beside it, would reach want (a tail
- * read right after a mount, while the indexer's pass runs).  true: it
+ * pass builds one (or has taken k and not begun): waits for that pass to
+ * end if it would end about when the read, decoding from k's start beside
+ * it, would end want's slice (a tail read right after a mount, while the
+ * indexer's pass runs, always waits).  true: it
  * waited (the set may be there now); false: no such pass, or too far
  * behind.  With r->stream held; the pass never takes it.
  */

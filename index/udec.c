@@ -298,6 +298,7 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 	if (i != SIZE_MAX)
 		return udec_resume(r, k, s, i, out, err);
 	bool tail = want + r->opts.slice >= cmap_len(&r->map, k);
+	int ret;
 
 	if (want > 0) {
 		reader_log(r, ZLOG_DEBUG, NULL, "%s %zu: decoding from its start to reach %" PRIu64,
@@ -312,5 +313,16 @@ int udec_for(struct reader *r, size_t k, uint64_t want, struct udec **out, struc
 		if (r->ckable && r->ckable[k] == CKABLE_WIDE && !tail)
 			reader_ck_kick(r, k);
 	}
-	return udec_open_as(r, k, want == 0 || tail, out, err);
+	ret = udec_open_as(r, k, want == 0 || tail, out, err);
+	/*
+	 * A tail whose claim failed: a pass took the entry after the wait
+	 * above looked (the indexer's, right after a mount).  Waiting for it
+	 * beats decoding the whole entry beside it (twice the entry in all).
+	 */
+	if (ret == 0 && want > 0 && tail && !(*out)->run && reader_ck_wait(r, k, want) &&
+	    (s = reader_ck_get(r, k))) {
+		udec_close(*out);
+		return udec_resume(r, k, s, ckpt_find(s, want), out, err);
+	}
+	return ret;
 }
