@@ -356,7 +356,8 @@ static void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint
 
 	if (n >= 0 && ((size_t)n == size || off + (uint64_t)n >= reader_size(r))) {
 		fuse_reply_iov(req, v.iov, (int)v.n);
-		reader_view_release(r, &v);
+		/* r may be gone now: the reply lets the kernel release and forget the file */
+		reader_view_release(&v);
 		return;
 	}
 	if (n < 0) {
@@ -376,12 +377,12 @@ static void ops_read_archive(fuse_req_t req, struct reader *r, size_t size, uint
 			memcpy(buf + have, v.iov[i].iov_base, v.iov[i].iov_len);
 			have += v.iov[i].iov_len;
 		}
-		reader_view_release(r, &v);
+		reader_view_release(&v);
 		n = reader_pread(r, buf + have, size - have, off + have);
 		if (n >= 0)
 			n += (ssize_t)have;
 	} else {
-		reader_view_release(r, &v);
+		reader_view_release(&v);
 		n = -ENOMEM;
 	}
 	if (n < 0)

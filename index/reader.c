@@ -484,6 +484,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	size_t done = 0;
 	int slot = -1;
 
+	v->cache = r->cache;
 	v->n = 0;
 	if (off >= size)
 		return 0;
@@ -512,7 +513,7 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 		if (ret == -EAGAIN)
 			break; /* the cache is full of what is pinned: serve what we have */
 		if (ret < 0) {
-			reader_view_release(r, v);
+			reader_view_release(v);
 			fill_inflight_del(r, slot);
 			return ret;
 		}
@@ -536,10 +537,10 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	return view(r, len, off, v, true, readahead_near(r, off));
 }
 
-void reader_view_release(struct reader *r, struct reader_view *v)
+void reader_view_release(struct reader_view *v)
 {
 	for (unsigned i = 0; i < v->n; i++)
-		bcache_put(r->cache, v->ent[i]);
+		bcache_put(v->cache, v->ent[i]);
 	v->n = 0;
 }
 
@@ -569,7 +570,7 @@ ssize_t reader_pread(struct reader *r, void *buf, size_t len, uint64_t off)
 			memcpy((char *)buf + done, v.iov[i].iov_base, v.iov[i].iov_len);
 			done += v.iov[i].iov_len;
 		}
-		reader_view_release(r, &v);
+		reader_view_release(&v);
 	}
 	fill_inflight_del(r, slot);
 	return n < 0 ? n : (ssize_t)done;

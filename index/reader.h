@@ -208,6 +208,7 @@ int reader_open(const char *path, struct zmctx *ctx, const struct reader_opts *o
 /* The bytes of a read left where the cache holds them; see reader_view. */
 #define READER_VIEW_MAX 16
 struct reader_view {
+	struct bcache *cache;			 /* the reader's, which the release needs, not r */
 	unsigned n;				 /* pieces, in file order */
 	struct iovec iov[READER_VIEW_MAX];	 /* their bytes */
 	struct bcache_ent *ent[READER_VIEW_MAX]; /* the references pinning them */
@@ -221,10 +222,12 @@ struct reader_view {
  * are pinned (then a prefix ending at a unit boundary, never 0 before EOF); or a negative errno as
  * reader_pread, with nothing pinned. Unless it failed, the caller must pass v to
  * reader_view_release, soon: pinned units stay in the cache past its budget.  Any thread may
- * release.
+ * release, and the reader may be closed before: once a reply is sent from the view, the
+ * kernel may release and forget the file, and another thread free the reader, before the
+ * thread that replied releases it.
  */
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v);
-void reader_view_release(struct reader *r, struct reader_view *v);
+void reader_view_release(struct reader_view *v);
 
 /*
  * Copies min(len, size - off) uncompressed bytes at off into buf.
