@@ -10,8 +10,8 @@ In each mount (cache_size=16M, index_dir=none: nothing saved) the test lists x.t
 reads the last member, then reads user.zmount.stats:
   noindex: the lookup's open runs the pass, and its scan waits for it;
   indexer: the background indexer runs the pass (warm_bytes 0), maybe before the lookup, or
-      the lookup's open does, if it comes first (since mounts start sooner, in about one run
-      in ten): so both bound decoded_bytes by the open's warm share;
+      the lookup's open does if it comes first (seen in CI once mounts started sooner): so
+      both bound decoded_bytes by the open's warm share;
 each: the listing is tar -t's and the member tar -xO's; one gzip pass ran (indexes_built 1),
       the table was filled by it (tar_pass_tables 1), and decoded_bytes, which counts the
       bytes readers decoded plus the pass's first cache_size/2 kept in the cache (not the
