@@ -2686,7 +2686,9 @@ START_TEST(zstd_far_reads_at_once_check_each_frame_once)
 				      got[i]);
 		reader_close(r);
 		reader_get_counters(zm, &c);
-		ck_assert_msg(c.decoded_bytes <= ORIG_SIZE / 8 * 11,
+		/* the 8 frames, and 3 fills of at most the largest frame (ORIG_SIZE / 8 rounded up)
+		 */
+		ck_assert_msg(c.decoded_bytes <= ORIG_SIZE + 3 * ((ORIG_SIZE + 7) / 8),
 			      "round %d: %d far reads at once into %u bytes decoded %llu", round,
 			      FAR_READERS, ORIG_SIZE, (unsigned long long)c.decoded_bytes);
 		zmctx_free(zm);
