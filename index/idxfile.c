@@ -482,25 +482,24 @@ static unsigned char *new_image(size_t n, const char *src, size_t plen, const st
  */
 static int crc_ok(int fd, uint64_t flen, struct zerr *err)
 {
-	uint64_t t[256], c = ~0ull, off = 0, end = flen - IF_CRC; /* flen >= IF_MIN_FILE */
+	uint64_t c = 0, off = 0, end = flen - IF_CRC; /* flen >= IF_MIN_FILE */
 	unsigned char *p = malloc(IF_PIECE);
 	int ret = 0;
 
 	if (!p)
 		return zerr_set(err, -ENOMEM, 0, "out of memory");
-	idxhash_crc64_table(t);
 	while (ret == 0 && off < end) {
 		size_t n = end - off < IF_PIECE ? (size_t)(end - off) : IF_PIECE;
 
 		ret = idxlocal_rw(fd, p, n, off, false);
 		if (ret == 0) {
-			c = idxhash_crc64_more(t, c, p, n);
+			c = idxhash_crc64_more(c, p, n);
 			off += n;
 		}
 	}
 	if (ret == 0)
 		ret = idxlocal_rw(fd, p, IF_CRC, end, false);
-	if (ret == 0 && ~c != get64(p))
+	if (ret == 0 && c != get64(p))
 		ret = BAD(end, "checksum mismatch");
 	free(p);
 	if (ret == -EIO)

@@ -6,9 +6,9 @@
  */
 #include "idxhash.h"
 
+#include <lzma.h>
 #include <string.h>
 
-#define CRC64_POLY 0xC96C5795D7870F42ull /* ECMA-182, reflected (CRC-64/XZ) */
 /* XXH64's primes */
 #define XP1 0x9E3779B185EBCA87ull
 #define XP2 0xC2B2AE3D27D4EB4Full
@@ -32,30 +32,14 @@ uint64_t idxhash_mix64(uint64_t h)
 	return h ^ (h >> 31);
 }
 
-void idxhash_crc64_table(uint64_t t[256])
+uint64_t idxhash_crc64_more(uint64_t crc, const unsigned char *p, size_t n)
 {
-	for (unsigned i = 0; i < 256; i++) {
-		uint64_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ CRC64_POLY : c >> 1;
-		t[i] = c;
-	}
-}
-
-uint64_t idxhash_crc64_more(const uint64_t t[256], uint64_t c, const unsigned char *p, size_t n)
-{
-	while (n--)
-		c = t[(c ^ *p++) & 0xFF] ^ (c >> 8);
-	return c;
+	return lzma_crc64(p, n, crc);
 }
 
 uint64_t idxhash_crc64(const unsigned char *p, size_t n)
 {
-	uint64_t t[256];
-
-	idxhash_crc64_table(t);
-	return ~idxhash_crc64_more(t, ~0ull, p, n);
+	return lzma_crc64(p, n, 0);
 }
 
 static uint64_t rotl64(uint64_t x, int r)

@@ -23,17 +23,15 @@ uint64_t idxhash_fnv64(uint64_t h, const void *buf, size_t n);
 /* splitmix64's finalizer: FNV's high bits mix poorly on their own. */
 uint64_t idxhash_mix64(uint64_t h);
 
-/* Fills t with the table of CRC-64/XZ (ECMA-182 polynomial, reflected). */
-void idxhash_crc64_table(uint64_t t[256]);
-
 /*
- * Continues CRC-64 state c over n bytes at p with table t
- * (idxhash_crc64_table): start with c = ~0; the CRC is ~c at the end.
+ * CRC-64/XZ (ECMA-182 polynomial, reflected; "123456789" -> 995DC9BBDF1939FA)
+ * of n bytes at p, continued from the CRC of the bytes before (0 for none).
+ * liblzma's lzma_crc64: a saved index is checked whole before it is used,
+ * at 12x a byte-wise table's speed (16 ms for 8 MiB here, now 1.4).
  */
-uint64_t idxhash_crc64_more(const uint64_t t[256], uint64_t c, const unsigned char *p, size_t n);
+uint64_t idxhash_crc64_more(uint64_t crc, const unsigned char *p, size_t n);
 
-/* CRC-64/XZ of n bytes at p: reflected, init and final xor all ones;
- * "123456789" -> 995DC9BBDF1939FA. */
+/* CRC-64/XZ of n bytes at p. */
 uint64_t idxhash_crc64(const unsigned char *p, size_t n);
 
 /*
