@@ -273,6 +273,36 @@ static uint64_t consumed_to(const struct reader *r, uint64_t done, uint64_t off)
 }
 
 /*
+ * With r->lock held: whether [off, end) lies inside what a stream has read
+ * and not yet given up, [done, end).  On kernels whose FUSE page cache
+ * uses large folios (6.18 here), a 1 MiB read-ahead request that ends
+ * inside a 2 MiB folio does not fill it, and the kernel asks again for the
+ * folio's part it covered: 100 such re-reads of 768 KiB in a cat of
+ * 256 MiB.  Taken for new streams, they pushed the reader's own stream out
+ * of the table, and the units it then never demoted stopped the cache
+ * recycling buffers (bcache.c, recycle): every later unit took fresh
+ * pages.  A re-read is served like any read; it only starts nothing.
+ */
+static bool reread(const struct reader *r, uint64_t off, uint64_t end)
+{
+	for (unsigned i = 0; i < NSTREAMS; i++)
+		if (r->streams[i].end && off >= r->streams[i].done && end <= r->streams[i].end)
+			return true;
+	return false;
+}
+
+/* With r->lock held: the stream a new one replaces, the one read least recently. */
+static unsigned stream_oldest(const struct reader *r)
+{
+	unsigned old = 0;
+
+	for (unsigned i = 1; i < NSTREAMS; i++)
+		if (r->streams[i].used < r->streams[old].used)
+			old = i;
+	return old;
+}
+
+/*
  * With r->lock held: starts stream i at a read of [off, end) that
  * continues none, and sets [*from, *to), the units to queue for it.
  */
@@ -284,6 +314,7 @@ static void stream_start(struct reader *r, unsigned i, uint64_t off, uint64_t en
 
 	r->streams[i].end = r->streams[i].ahead = end;
 	r->streams[i].hits = 0;
+	r->streams[i].used = r->notes;
 	/* The unit the stream starts in was not read from its start by it. */
 	reader_unit_of(r, off, &us, &ul);
 	r->streams[i].done = us == off ? off : us + ul;
@@ -391,14 +422,20 @@ void readahead_note(struct reader *r, uint64_t off, size_t len)
 	for (i = 0; i < NSTREAMS; i++)
 		if (stream_continues(r->streams[i].end, off, len))
 			break;
+	if (i == NSTREAMS && reread(r, off, end)) {
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	r->notes++;
 	if (i == NSTREAMS) {
-		i = r->next_stream++ % NSTREAMS;
+		i = stream_oldest(r);
 		stream_start(r, i, off, end, &from, &to);
 		r->last_stream = i;
 		first = off == 0 && end >= AHEAD_AT_ZERO_MIN;
 		room = first ? ahead_room(r, end) : 0;
 	} else {
 		r->last_stream = i;
+		r->streams[i].used = r->notes;
 		continued = true;
 		/* Only these count: large random reads land near each other too, never in order. */
 		if (off == r->streams[i].end)

@@ -72,8 +72,9 @@ struct reader {
 		uint64_t ahead; /* read-ahead queued up to here */
 		uint64_t done;	/* units wholly below here were demoted (consumed) */
 		unsigned hits;	/* reads that continued it (see readahead_note) */
+		uint64_t used;	/* r->notes when a read last started or continued it */
 	} streams[NSTREAMS];
-	unsigned next_stream; /* slot to reuse for a new stream */
+	uint64_t notes;	      /* reads noted (readahead_note): the streams' clock */
 	unsigned last_stream; /* the stream the last read started or continued */
 	/*
 	 * Reads in progress (reader_view, reader_pread): a read that wants a
