@@ -73,6 +73,7 @@ struct reader {
 		uint64_t done;	/* units wholly below here were demoted (consumed) */
 		unsigned hits;	/* reads that continued it (see readahead_note) */
 		uint64_t used;	/* r->notes when a read last started or continued it */
+		bool big;	/* it started with a read of SEQ_LARGE or more */
 	} streams[NSTREAMS];
 	uint64_t notes;	      /* reads noted (readahead_note): the streams' clock */
 	unsigned last_stream; /* the stream the last read started or continued */
@@ -119,7 +120,7 @@ struct reader {
 	uint8_t *ckable;
 	_Atomic(struct ckpt_set *) *ck;
 	atomic_uchar *ck_state; /* CK_NONE, CK_BUSY (a build runs), CK_DONE (built or gave up) */
-	atomic_uchar *ck_far;	/* a medium entry had its far slice: misses after take it whole */
+	atomic_uchar *ck_far;	/* far slices a medium entry had (reader.c, far_slice) */
 	/*
 	 * Sets the format's open built on the pass that sized its entries
 	 * (fmt.h, ck_open), by map entry, or NULL: reader_ck_init takes them
