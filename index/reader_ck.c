@@ -433,6 +433,20 @@ int reader_ck_init(struct reader *r)
 }
 
 /*
+ * Ends a CK_BUSY of entry k with state st, and wakes the reads waiting for
+ * it (reader_ck_wait): whoever holds k busy, a pass or a reader's decode
+ * publishing its set (reader_ck_run_end, which spills windows to disk), a
+ * tail read waits for it, and would otherwise sleep to its timeout.
+ */
+static void ck_settle(struct reader *r, size_t k, unsigned char st)
+{
+	atomic_store(&r->ck_state[k], st);
+	pthread_mutex_lock(&r->lock);
+	pthread_cond_broadcast(&r->ck_moved);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/*
  * Whether the pass takes entry k (CK_BUSY): nobody builds it, or a
  * reader's decode that claimed it (CK_RUN) no longer streams it: its
  * decoder, parked halfway, may never go on.  That decoder's set is then
@@ -490,14 +504,11 @@ int reader_build_checkpoints(struct reader *r, struct zsrc *src, struct zerr *wh
 		 * Memory or a change may pass, a stop was no verdict, a reader
 		 * that streams k queues the pass at its end: tried again.
 		 */
-		atomic_store(&r->ck_state[k],
-			     ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED || ret == -EAGAIN
-				     ? CK_NONE
-				     : CK_DONE);
 		atomic_store(&r->ck_at_k, SIZE_MAX);
-		pthread_mutex_lock(&r->lock);
-		pthread_cond_broadcast(&r->ck_moved); /* reader_ck_wait */
-		pthread_mutex_unlock(&r->lock);
+		ck_settle(r, k,
+			  ret == -ENOMEM || ret == -ESTALE || ret == -ECANCELED || ret == -EAGAIN
+				  ? CK_NONE
+				  : CK_DONE);
 		if (ret == -EAGAIN) {
 			reader_log(r, ZLOG_DEBUG, NULL,
 				   "%s %zu: checkpoint pass left to the reader streaming it",
@@ -723,7 +734,7 @@ void reader_ck_run_end(struct reader *r, size_t k, struct ckpt_build *b, bool wh
 		atomic_store(&r->ck_unsaved, true);
 	else
 		build_failed(r, r->src, k, ret, &e);
-	atomic_store(&r->ck_state[k], ret == -ESTALE ? CK_NONE : CK_DONE);
+	ck_settle(r, k, ret == -ESTALE ? CK_NONE : CK_DONE);
 }
 
 void reader_ck_medium_done(struct reader *r, size_t k, const void *buf, size_t len)
