@@ -469,6 +469,18 @@ int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent 
 	return e ? 0 : -ENOENT;
 }
 
+bool bcache_has(struct bcache *c, uint64_t id, uint64_t no)
+{
+	struct bcache_ent *e;
+	bool ready;
+
+	pthread_mutex_lock(&c->lock);
+	e = find(c, id, no);
+	ready = e && e->state == ENT_READY;
+	pthread_mutex_unlock(&c->lock);
+	return ready;
+}
+
 int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out)
 {
 	*out = NULL;

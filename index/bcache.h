@@ -104,6 +104,12 @@ void bcache_wait_fill(struct bcache *c, uint64_t id, uint64_t no);
 int bcache_lookup(struct bcache *c, uint64_t id, uint64_t no, struct bcache_ent **out);
 
 /*
+ * Whether (id, no) is cached and ready, touching nothing: no reference, no
+ * LRU move, no counter.  The answer may be stale by the time it is used.
+ */
+bool bcache_has(struct bcache *c, uint64_t id, uint64_t no);
+
+/*
  * Like bcache_get, but for chunks a decoder produces on its way to the one
  * it was asked for, and for read-ahead: never waits and never returns a hit.
  * Returns 1 and *out to fill (as for a miss), 0 with *out NULL when the

@@ -27,6 +27,7 @@
 #include "idxfile.h"
 #include "idxrec.h"
 #include "idxtee.h"
+#include "rawkeep.h"
 #include "reader_int.h"
 #include "zlog.h"
 
@@ -211,6 +212,30 @@ static void warm_free(struct warm *w)
 	free(w->piece);
 }
 
+/*
+ * For a remote source, a tee over in that keeps the compressed bytes the
+ * pass fetches (rawkeep.h), or NULL.  They get the room the decoded ones
+ * would (opts.warm_bytes, while a first open waits: opts.warm_when), all
+ * of it that the object needs first: the object is several times denser
+ * than its text, and whatever is not kept either way is fetched again.
+ * What the object leaves of it goes to the decoded output, so an object
+ * whose text fits that room is neither fetched nor decoded twice.
+ */
+static struct zsrc *keep_raw(struct reader *r, struct warm *w, struct zsrc *in)
+{
+	uint64_t size = (uint64_t)r->st.st_size, budget = r->opts.warm_bytes;
+	struct zsrc *keep;
+
+	if (!in->ops->remote || !budget)
+		return NULL;
+	if (size < budget)
+		budget = size;
+	if (rawkeep_tee(r->cache, r->id, UNIT_RAW, in, budget, r->opts.warm_when, &keep) < 0)
+		return NULL;
+	w->budget -= budget;
+	return keep;
+}
+
 static int gz_probe(struct zsrc *src, uint64_t size, size_t index_max, struct zerr *why)
 {
 	(void)index_max; /* a gzip map is checkpoints, counted by the pass */
@@ -261,7 +286,8 @@ static int gz_open(struct reader *r, struct zerr *why)
 	struct gzdec_sink sink = { warm_output, warm_point, &w, warm_read };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
-	struct zsrc *tee = NULL;
+	struct zsrc *tee = NULL, *keep = NULL;
+	uint64_t kept = 0;
 	struct idxfile_id id;
 	char text[sizeof(err.msg) + 128];
 	bool persist =
@@ -279,12 +305,18 @@ static int gz_open(struct reader *r, struct zerr *why)
 		/* The pass reads all of it: saving the index need not read it again (idxtee.h). */
 		if (persist && idxtee_new(r->src, &tee) < 0)
 			tee = NULL;
-		ret = gzdec_index_build_opts(tee ? tee : r->src, (uint64_t)r->st.st_size,
-					     r->opts.span, &sink,
+		keep = keep_raw(r, &w, tee ? tee : r->src);
+		ret = gzdec_index_build_opts(keep  ? keep
+					     : tee ? tee
+						   : r->src,
+					     (uint64_t)r->st.st_size, r->opts.span, &sink,
 					     r->opts.salvage ? GZDEC_SALVAGE : 0, &g, &err);
 		if (tee)
 			idxtee_take(tee, &id);
 		zsrc_put(tee);
+		if (keep)
+			kept = rawkeep_kept(keep);
+		zsrc_put(keep);
 		zmctx_pass_end(r->ctx, w.prog);
 		/* The last entry ends at the end of the data.  A failed build
 		 * leaves no reader to use its units, and a salvaged build's sink
@@ -302,6 +334,10 @@ static int gz_open(struct reader *r, struct zerr *why)
 		}
 		atomic_fetch_add(&r->ctx->stats.built, 1);
 		r->pass = true;
+		if (kept && !g->salvaged) {
+			r->rawkept = true;
+			reader_keep_view(r);
+		}
 		/* A salvaged index is only for this mount: saved, it would pass for a whole file.
 		 */
 		if (persist && !g->salvaged)

@@ -47,6 +47,7 @@
 #include "fmt.h"
 #include "idxfile.h"
 #include "park.h"
+#include "rawkeep.h"
 #include "readahead.h"
 #include "reader_int.h"
 #include "srcid.h"
@@ -370,7 +371,18 @@ int reader_attach(struct reader *r, struct zsrc *src)
 	}
 	zsrc_put(r->src);
 	r->src = src;
+	reader_keep_view(r);
 	return 0;
+}
+
+void reader_keep_view(struct reader *r)
+{
+	struct zsrc *v;
+
+	if (r->rawkept && rawkeep_view(r->cache, r->id, UNIT_RAW, r->src, &v) == 0) {
+		zsrc_put(r->src);
+		r->src = v;
+	}
 }
 
 int reader_probe(struct zsrc *src, const char *name, const struct reader_opts *opts)

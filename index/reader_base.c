@@ -20,6 +20,7 @@
 #include "cmap.h"
 #include "fmt.h"
 #include "idxfile.h"
+#include "rawkeep.h"
 #include "reader.h"
 #include "reader_int.h"
 #include "srcid.h"
@@ -70,7 +71,7 @@ static bool version_gone(struct reader *r)
 {
 	unsigned char c;
 
-	return r->src && zsrc_pread(r->src, &c, 1, 0) == -ESTALE;
+	return r->src && zsrc_pread(rawkeep_under(r->src), &c, 1, 0) == -ESTALE;
 }
 
 /*

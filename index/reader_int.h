@@ -100,8 +100,9 @@ struct reader {
 	struct zerr first_err; /* why the first of them failed (reader_last_error) */
 	/* Counters of this reader, for per-file stats. */
 	atomic_uint_fast64_t served, decoded, reads;
-	bool pass;  /* opening ran an index or measuring pass (none was saved) */
-	bool saved; /* and that pass's index was saved in opts.index_dir (later mounts load it) */
+	bool pass;    /* opening ran an index or measuring pass (none was saved) */
+	bool saved;   /* and that pass's index was saved in opts.index_dir (later mounts load it) */
+	bool rawkept; /* that pass kept compressed chunks: src is read through rawkeep_view */
 	/*
 	 * Map look-ups (reader_unit_of): the CPU work of serving reads, which tests
 	 * hold to a constant per unit read (check_reader, issue 18).
@@ -177,6 +178,8 @@ enum { CKABLE_NO, CKABLE_WIDE, CKABLE_MEDIUM };
 #define UNIT_SLICE (UINT64_C(1) << 63)
 /* Set in the key of a checkpoint's window (reader_ck_window): entry start + point offset. */
 #define UNIT_WIN (UINT64_C(1) << 62)
+/* Set in the key of a kept chunk of compressed bytes (rawkeep.h): UNIT_RAW | chunk number. */
+#define UNIT_RAW (UINT64_C(1) << 61)
 /*
  * Such slices are at most FAR_SLICE, smaller than a streamed unit's: a far
  * read (a header, a record) wants a few KiB, and everything up to its slice
@@ -193,6 +196,14 @@ static inline size_t reader_far_slice(const struct reader *r)
  * (reader.h, struct reader_tap).  reader.c.
  */
 void reader_pass_out(struct reader *r, const void *buf, size_t len);
+
+/*
+ * With r->rawkept, makes r->src a rawkeep_view over it, so reads use the
+ * compressed chunks the pass kept.  Left as it was if that fails (reads
+ * then fetch again, correctly).  At open or attach only: no read runs.
+ * reader.c.
+ */
+void reader_keep_view(struct reader *r);
 
 /* Marks entry k failed (one log line, as a failed read); returns -EIO.  reader.c. */
 int reader_fail_entry(struct reader *r, size_t k, uint64_t off, const struct zerr *err);

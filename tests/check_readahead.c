@@ -63,6 +63,9 @@ static struct blob one_frame = { "one.zst", NULL, 0, 0 }; /* one frame */
 static struct blob piped_frames = { "piped.zst", NULL, 0, 0 };
 /* one frame of 32 MiB: a stream gives units up only DONE_LAG (8 MiB) behind it */
 static struct blob big_frame = { "big.zst", NULL, 0, 32 * MiB };
+/* gzip -6 of the text, and of four copies of it (their checkpoints are a span apart) */
+static struct blob text_gz = { "text.gz", NULL, 0, 0 };
+static struct blob big_gz = { "big.gz", NULL, 0, 32 * MiB };
 
 /* A source over an archive in memory that counts the bytes it serves; remote or local by its ops.
  */
@@ -492,6 +495,84 @@ START_TEST(folio_rereads_keep_the_stream)
 }
 END_TEST
 
+/*
+ * A first read of a remote .gz with no saved index, in cat's requests
+ * (issue 32, item 7): its pass at open fetches the object whole to prove
+ * the size, keeping warm_bytes of what it fetched (rawkeep.h).  Returns
+ * the bytes fetched by the open and the read together, having checked
+ * every byte read against the text (four copies of it for big.gz).
+ */
+static uint64_t remote_gz_first_read(struct blob *a, size_t warm_bytes)
+{
+	static unsigned char buf[MiB];
+	struct reader_opts ro;
+	char path[PATH_MAX];
+	size_t tn;
+	uint8_t *text;
+	uint64_t size, fetched;
+	struct rig g;
+
+	zmtest_join(path, sizeof(path), dir, "text");
+	text = zmtest_slurp(path, &tn);
+	ck_assert_uint_eq(tn, TEXT_SIZE);
+	reader_opts_default(&ro, CACHE);
+	ro.warm_bytes = warm_bytes;
+	ck_assert_uint_eq(ro.span, MiB); /* the tests count spans of 1 MiB */
+	rig_open_with(&g, true, a, &ro);
+	size = reader_size(g.r);
+	for (uint64_t off = 0; off < size; off += sizeof(buf)) {
+		size_t len = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf);
+
+		ck_assert_int_eq(reader_pread(g.r, buf, len, off), (ssize_t)len);
+		ck_assert_msg(memcmp(buf, text + off % TEXT_SIZE, len) == 0,
+			      "%s: wrong bytes in [%llu, +%zu)", a->name, (unsigned long long)off,
+			      len);
+	}
+	readahead_wait(g.r);
+	fetched = atomic_load(&g.src.bytes);
+	rig_close(&g);
+	free(text);
+	return fetched;
+}
+
+/*
+ * An object that fits the room its text does not: fetched once.  Before,
+ * the pass kept its first warm_bytes of text and the read fetched the
+ * rest of the object again (1.5x here).
+ */
+START_TEST(remote_gz_first_read_fetches_it_once)
+{
+	uint64_t fetched = remote_gz_first_read(&text_gz, TEXT_SIZE / 2);
+
+	ck_assert_msg(fetched * 100 <= (uint64_t)text_gz.n * 102,
+		      "the open and a first read of %zu bytes of .gz fetched %llu (%.2fx)",
+		      text_gz.n, (unsigned long long)fetched, (double)fetched / (double)text_gz.n);
+}
+END_TEST
+
+/*
+ * An object larger than the room: fetched again only past what it kept,
+ * 2 * size - warm_bytes at most (README, Limits), plus a decoder's input
+ * buffer (32 KiB) per span decoded from the source: each reads past its
+ * span's end, which this source counts again where a bucket's window
+ * would serve both.  Before: 2.01x here.
+ */
+START_TEST(remote_gz_first_read_refetches_past_the_room)
+{
+	size_t room = 3 * MiB;
+	uint64_t fetched = remote_gz_first_read(&big_gz, room), bound, spans;
+
+	ck_assert_uint_gt(big_gz.n, room + MiB); /* else the test shows nothing */
+	spans = (uint64_t)big_gz.usize / MiB * (big_gz.n - room) / big_gz.n + 1;
+	bound = 2 * (uint64_t)big_gz.n - room + spans * 32 * KiB;
+	ck_assert_msg(fetched <= bound,
+		      "the open and a first read of %zu bytes of .gz with %zu bytes of room "
+		      "fetched %llu (%.2fx; at most %.2fx)",
+		      big_gz.n, room, (unsigned long long)fetched,
+		      (double)fetched / (double)big_gz.n, (double)bound / (double)big_gz.n);
+}
+END_TEST
+
 static int make_fixtures(void)
 {
 	char tmpl[] = "/tmp/check_readahead.XXXXXX", path[PATH_MAX];
@@ -506,7 +587,8 @@ static int make_fixtures(void)
 			   "zstd -q -3 text -o one.zst && "
 			   "for i in 0 1 2 3 4 5 6 7; do dd if=text bs=1M skip=$i count=1 "
 			   "status=none | zstd -q -3; done > piped.zst && "
-			   "cat text text text text | zstd -q -3 -o big.zst") != 0)
+			   "cat text text text text | zstd -q -3 -o big.zst && gzip -6 -k text && "
+			   "cat text text text text | gzip -6 > big.gz") != 0)
 		return -1;
 	return 0;
 }
@@ -532,6 +614,9 @@ int main(void)
 		{ "full_read_of_one_block_decodes_once", full_read_of_one_block_decodes_once, 0 },
 		{ "full_read_of_one_frame_decodes_once", full_read_of_one_frame_decodes_once, 0 },
 		{ "folio_rereads_keep_the_stream", folio_rereads_keep_the_stream, 0 },
+		{ "remote_gz_first_read_fetches_it_once", remote_gz_first_read_fetches_it_once, 0 },
+		{ "remote_gz_first_read_refetches_past_the_room",
+		  remote_gz_first_read_refetches_past_the_room, 0 },
 	};
 	SRunner *sr;
 	int failed;
@@ -548,6 +633,8 @@ int main(void)
 	free(one_frame.p);
 	free(piped_frames.p);
 	free(big_frame.p);
+	free(text_gz.p);
+	free(big_gz.p);
 	if (dir[0])
 		zmtest_sh(dir, "rm -rf '%s'", dir);
 	return failed || !gen_ok ? EXIT_FAILURE : EXIT_SUCCESS;
