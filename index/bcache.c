@@ -492,6 +492,18 @@ int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct
 	return miss(c, id, no, size, out);
 }
 
+int bcache_claim_spare(struct bcache *c, uint64_t id, uint64_t no, size_t size,
+		       struct bcache_ent **out)
+{
+	*out = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (find(c, id, no) || c->st.used - excess(c) + charge(size) > c->st.budget) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	return miss(c, id, no, size, out);
+}
+
 void bcache_done(struct bcache *c, struct bcache_ent *e, int err)
 {
 	bool dead = false;

@@ -117,6 +117,10 @@ bool bcache_has(struct bcache *c, uint64_t id, uint64_t no);
  */
 int bcache_claim(struct bcache *c, uint64_t id, uint64_t no, size_t size, struct bcache_ent **out);
 
+/* Like bcache_claim, but only into room the budget has spare: evicts nothing. */
+int bcache_claim_spare(struct bcache *c, uint64_t id, uint64_t no, size_t size,
+		       struct bcache_ent **out);
+
 /*
  * Ends a fill.  err == 0: the entry becomes ready and the caller keeps its
  * reference.  err < 0: the entry leaves the table, waiters get err, and the

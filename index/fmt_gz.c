@@ -219,18 +219,28 @@ static void warm_free(struct warm *w)
  * of it that the object needs first: the object is several times denser
  * than its text, and whatever is not kept either way is fetched again.
  * What the object leaves of it goes to the decoded output, so an object
- * whose text fits that room is neither fetched nor decoded twice.
+ * whose text fits that room is neither fetched nor decoded twice.  A
+ * larger object may go on into room the cache has spare, up to
+ * RAW_SPARE_MAX of it: a mount's first reads find the cache idle, and
+ * the quarter left holds the first read's decoded units until the chunks
+ * it reads through are given up.
  */
+#define RAW_SPARE_MAX(cache) ((cache) / 4 * 3)
+
 static struct zsrc *keep_raw(struct reader *r, struct warm *w, struct zsrc *in)
 {
 	uint64_t size = (uint64_t)r->st.st_size, budget = r->opts.warm_bytes;
+	uint64_t most = RAW_SPARE_MAX((uint64_t)bcache_budget(r->cache));
 	struct zsrc *keep;
 
 	if (!in->ops->remote || !budget)
 		return NULL;
 	if (size < budget)
 		budget = size;
-	if (rawkeep_tee(r->cache, r->id, UNIT_RAW, in, budget, r->opts.warm_when, &keep) < 0)
+	if (size < most)
+		most = size;
+	if (rawkeep_tee(r->cache, r->id, UNIT_RAW, in, budget, most > budget ? most - budget : 0,
+			r->opts.warm_when, &keep) < 0)
 		return NULL;
 	w->budget -= budget;
 	return keep;

@@ -26,6 +26,7 @@ struct rawkeep {
 	/* the tee's */
 	uint64_t next;		 /* see above */
 	uint64_t budget, kept;	 /* bytes it may keep; kept in finished chunks */
+	uint64_t spare;		 /* and more, only into room the cache has spare */
 	const atomic_bool *when; /* borrowed */
 	struct bcache_ent *e;	 /* the chunk being filled, or NULL */
 	bool full;		 /* the budget is spent: keeps nothing more */
@@ -43,13 +44,16 @@ static void chunk_begin(struct rawkeep *t, uint64_t k)
 {
 	uint64_t len = chunk_len(t, k);
 
-	if (t->full || t->kept + len > t->budget) {
+	bool spare = t->kept + len > t->budget;
+
+	if (t->full || t->kept + len > t->budget + t->spare) {
 		t->full = true;
 		return;
 	}
 	if (t->when && !atomic_load(t->when))
 		return;
-	if (bcache_claim(t->c, t->id, t->base | k, (size_t)len, &t->e) != 1)
+	if ((spare ? bcache_claim_spare : bcache_claim)(t->c, t->id, t->base | k, (size_t)len,
+							&t->e) != 1)
 		t->e = NULL;
 }
 
@@ -105,8 +109,8 @@ static ssize_t view_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
 		return zsrc_pread(v->src, buf, m, off);
 	memcpy(buf, (const unsigned char *)bcache_buf(e) + (off - k * RAWKEEP_CHUNK), m);
 	bcache_put(v->c, e);
-	if (off + m == end)
-		bcache_demote(v->c, v->id, v->base | k);
+	if (off + m == end && k > 0)
+		bcache_demote(v->c, v->id, v->base | (k - 1));
 	return (ssize_t)m;
 }
 
@@ -182,7 +186,7 @@ static int make(struct bcache *c, uint64_t id, uint64_t base, struct zsrc *src, 
 }
 
 int rawkeep_tee(struct bcache *c, uint64_t id, uint64_t base, struct zsrc *src, uint64_t budget,
-		const atomic_bool *when, struct zsrc **out)
+		uint64_t spare, const atomic_bool *when, struct zsrc **out)
 {
 	struct rawkeep *t;
 	int ret = make(c, id, base, src, true, &t);
@@ -191,6 +195,7 @@ int rawkeep_tee(struct bcache *c, uint64_t id, uint64_t base, struct zsrc *src, 
 	if (ret < 0)
 		return ret;
 	t->budget = budget;
+	t->spare = spare;
 	t->when = when;
 	*out = &t->z;
 	return 0;

@@ -20,14 +20,17 @@
  * rawkeep_tee: a source for the pass, reading through src; the bytes it
  * returns in order from offset 0 are kept, chunk by chunk, while the
  * chunks so far stay within budget bytes, the cache has room
- * (bcache_claim), and *when is true (NULL: always).  A chunk is in the
+ * (bcache_claim), and *when is true (NULL: always); then up to spare
+ * bytes more, only into room the cache has spare (bcache_claim_spare:
+ * nobody's data is evicted for them).  A chunk is in the
  * cache once filled whole; one left part-filled when the tee is freed is
  * not kept.
  *
  * rawkeep_view: a source that serves each read from a kept chunk when the
- * cache holds it, else from src.  A read that ends a chunk moves it to
- * the cache's evicting end (bcache_demote): a sequential reader is done
- * with it.  Hints are passed to src without the chunks kept at their
+ * cache holds it, else from src.  A read that ends a chunk moves the one
+ * before it to the cache's evicting end (bcache_demote): a sequential
+ * reader is done with that one, while the decoders read-ahead runs beside
+ * it may still be behind in this one.  Hints are passed to src without the chunks kept at their
  * start, so src does not fetch again what is kept.
  *
  * Both take a reference of src (dropped by their own last zsrc_put); their
@@ -48,7 +51,7 @@ struct bcache;
 #define RAWKEEP_CHUNK (1u << 20)
 
 int rawkeep_tee(struct bcache *c, uint64_t id, uint64_t base, struct zsrc *src, uint64_t budget,
-		const atomic_bool *when, struct zsrc **out);
+		uint64_t spare, const atomic_bool *when, struct zsrc **out);
 
 /* The bytes a tee has kept in chunks the cache took so far. */
 uint64_t rawkeep_kept(struct zsrc *tee);
