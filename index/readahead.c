@@ -10,7 +10,7 @@
  * through (consumed_to).  The amount is bounded by the cache: what it
  * holds beside the reader's own unit and the parked decoders' share
  * (ahead_room).  A slice of a streamed unit is decoded ahead only by the
- * decoder parked before it, which fills the slices on its way (prefetch_streamed).
+ * decoder parked at its start (ahead_in_step).
  */
 #include "readahead.h"
 
@@ -59,16 +59,6 @@
  * grep's first read into 128 KiB or more (stream_start).
  */
 #define AHEAD_AT_ZERO_MIN (64u << 10)
-/*
- * How far read-ahead runs ahead of a stream in a streamed entry (at least
- * a unit per worker and one more): its slices come from one decoder, in
- * order, and a lead of a few absorbs the reader's jitter.  A longer one
- * holds more slices at once, each a fresh buffer the first time through
- * (a page fault per 4 KiB or per 2 MiB, and on these VMs the host's
- * fault too): a cat of a 256 MiB one-frame .zst mapped 22 slices of
- * 2 MiB with the 32 MiB of opts.readahead, 8 with this.
- */
-#define STREAMED_AHEAD (4u << 20)
 /* A sequential stream gives up a unit it has read through once it reads this far past it. */
 #define DONE_LAG TURN_SPAN
 
@@ -96,81 +86,30 @@ static void job_done(struct reader *r)
 }
 
 /*
- * With r->stream held, for a read-ahead job for the slice at want bytes into
- * streamed entry k: the offset into k of the slice to fill next on its way
- * there, or UINT64_MAX if none.  Only where r's decoder stands: parked at a
- * slice boundary of k at or before want, at most opts.readahead before it
- * (or, none parked, k's start for its first slice), so that no slice
- * between is skipped: a decoder walked past slices the reader has not had
- * yet loses them, and the reader would then decode the entry again from
- * its start.  With spare, for a slice that will go into room the cache
- * has spare; else none while a read wants an earlier byte: the slice
- * could evict the one it is in.
+ * Whether a read-ahead job for slice [ustart, ...) of streamed entry k may
+ * run, with r->stream held: only if r's decoder stands at its very start
+ * (parked there, or none parked and the slice is the entry's first).  A job
+ * that ran further would walk the decoder past slices the reader has not
+ * had yet, and a slice the cache has no room for is lost on the way: the
+ * reader would then decode the Block again from its start.
  */
-static uint64_t ahead_next(struct reader *r, size_t k, uint64_t want, bool spare)
+static bool ahead_in_step(struct reader *r, size_t k, uint64_t ustart)
 {
-	uint64_t start = r->map.start[k], at = 0, us;
-	size_t pk, ul;
-	bool earlier;
+	uint64_t want = ustart - r->map.start[k], at;
+	size_t pk;
+	bool ok;
 
-	if (park_peek(&r->ctx->parked, &r->park, &pk, &at) ? pk != k : want != 0)
-		return UINT64_MAX;
-	if (at > want || want - at > r->opts.readahead ||
-	    reader_unit_of(r, start + at, &us, &ul) != k || us != start + at)
-		return UINT64_MAX;
-	if (spare)
-		return at;
-	pthread_mutex_lock(&r->lock);
-	earlier = fill_turn_earlier(r, start + at);
-	pthread_mutex_unlock(&r->lock);
-	return earlier ? UINT64_MAX : at;
-}
-
-/*
- * A worker fills a streamed entry's slice ahead of a reader, and every
- * slice before it from where the entry's decoder stands.  Jobs for the
- * slices of one stream are queued together and taken by several workers,
- * so the one for a later slice often runs first: it used to find the
- * decoder not at its start and do nothing, its slice was left to the
- * reader, and a first cat of a one-frame .zst decoded 1 slice in 128
- * ahead (the decoder idle a third of the time, waiting for reads).
- * r->stream is released between slices, so a reader that wants one that
- * is done does not wait for the rest.  A read still in the slices before
- * (served from the cache) makes a job wait only when its slice would
- * evict: it did always, and the jobs of a cat found one nearly every time.
- */
-static void prefetch_streamed(struct reader *r, const struct pjob *j)
-{
-	uint64_t start = r->map.start[j->k], want = j->ustart - start;
-	/* With checkpoints, span jobs decode ahead on every core (ckahead.h): no catching up. */
-	bool one = reader_ck_set(r, j->k) != NULL;
-
-	for (;;) {
-		uint64_t at, us;
-		size_t ul;
-		struct bcache_ent *e;
-		int claimed;
-		bool ok;
-
-		pthread_mutex_lock(&r->stream);
-		at = ahead_next(r, j->k, want, true);
-		ok = at != UINT64_MAX && (!one || at == want);
-		if (ok) {
-			reader_unit_of(r, start + at, &us, &ul);
-			claimed = bcache_claim_spare(r->cache, r->id, us, ul, &e);
-			if (claimed == 0 && ahead_next(r, j->k, want, false) == at)
-				claimed = bcache_claim(r->cache, r->id, us, ul, &e);
-			ok = claimed == 1 && fill_entry(r, j->k, us, e, us) == 0;
-		}
-		if (ok) {
-			atomic_fetch_add(&r->ctx->stats.ahead, ul);
-			bcache_put(r->cache, e);
-		}
-		reader_moved(r);
-		ckahead_unlock(r);
-		if (!ok || at == want)
-			return;
+	if (park_peek(&r->ctx->parked, &r->park, &pk, &at))
+		ok = pk == k && at == want;
+	else
+		ok = want == 0;
+	/* Nor while a read wants an earlier byte: the slice could evict the one it is in. */
+	if (ok) {
+		pthread_mutex_lock(&r->lock);
+		ok = !fill_turn_earlier(r, ustart);
+		pthread_mutex_unlock(&r->lock);
 	}
+	return ok;
 }
 
 /* A worker decodes one unit ahead of a reader, unless it is cached or in flight. */
@@ -178,16 +117,22 @@ static void prefetch_run(void *arg)
 {
 	struct pjob *j = arg;
 	struct reader *r = j->r;
+	bool streamed = reader_streamed(r, j->k);
 	struct bcache_ent *e;
 
-	if (reader_is_bad(r, j->k)) {
-		/* nothing */
-	} else if (reader_streamed(r, j->k)) {
-		prefetch_streamed(r, j);
-	} else if (bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
-		   fill_entry(r, j->k, j->ustart, e, j->ustart) == 0) {
-		atomic_fetch_add(&r->ctx->stats.ahead, j->ulen);
-		bcache_put(r->cache, e);
+	if (!reader_is_bad(r, j->k)) {
+		if (streamed)
+			pthread_mutex_lock(&r->stream);
+		if ((!streamed || ahead_in_step(r, j->k, j->ustart)) &&
+		    bcache_claim(r->cache, r->id, j->ustart, j->ulen, &e) == 1 &&
+		    fill_entry(r, j->k, j->ustart, e, j->ustart) == 0) {
+			atomic_fetch_add(&r->ctx->stats.ahead, j->ulen);
+			bcache_put(r->cache, e);
+		}
+		if (streamed) {
+			reader_moved(r);
+			ckahead_unlock(r);
+		}
 	}
 	job_done(r);
 	free(j);
@@ -257,10 +202,6 @@ static uint64_t ahead_end(const struct reader *r, uint64_t end)
 {
 	uint64_t size = reader_size(r), room = ahead_room(r, end), held = 0, pos = end;
 	uint64_t min_to = end + r->opts.readahead;
-
-	if (end < size && reader_streamed(r, cmap_find(&r->map, end)) &&
-	    r->opts.readahead > STREAMED_AHEAD)
-		min_to = end + STREAMED_AHEAD;
 	unsigned units = pool_threads(r->ctx->pool) + 1; /* the one holding end, then one each */
 
 	for (unsigned i = 0; pos < size && i < AHEAD_UNITS_MAX; i++) {

@@ -611,34 +611,6 @@ START_TEST(remote_gz_first_read_refetches_past_the_room)
 }
 END_TEST
 
-/*
- * A cat of a frame streamed in slices: the slices are decoded ahead of it
- * on the pool, by the one decoder, nearly all of them.  The jobs for a
- * stream's slices are queued together and taken by several workers: one
- * for a later slice that ran first found the decoder not at its start and
- * did nothing, and every job did nothing while a read was still in the
- * slices before its own (served from the cache): a first cat of a
- * 256 MiB one-frame .zst through a mount decoded 4 MiB of it ahead, the
- * rest on the reading thread, one slice per request.
- */
-START_TEST(streamed_frame_is_decoded_ahead)
-{
-	struct reader_opts ro;
-	struct reader_counters c;
-	struct rig g;
-
-	reader_opts_default(&ro, CACHE);
-	ro.whole_max = ro.slice = 256 * KiB;
-	rig_open_with(&g, false, &big_frame, &ro);
-	stream(&g, 0, reader_size(g.r), cat_sizes, 3);
-	rig_counters(&g, &c);
-	ck_assert_msg(c.readahead_bytes * 4 >= (uint64_t)big_frame.usize * 3,
-		      "a cat of a streamed frame: %llu of its %zu bytes were decoded ahead",
-		      (unsigned long long)c.readahead_bytes, big_frame.usize);
-	rig_close(&g);
-}
-END_TEST
-
 static int make_fixtures(void)
 {
 	char tmpl[] = "/tmp/check_readahead.XXXXXX", path[PATH_MAX];
@@ -680,7 +652,6 @@ int main(void)
 		{ "full_read_of_one_block_decodes_once", full_read_of_one_block_decodes_once, 0 },
 		{ "full_read_of_one_frame_decodes_once", full_read_of_one_frame_decodes_once, 0 },
 		{ "folio_rereads_keep_the_stream", folio_rereads_keep_the_stream, 0 },
-		{ "streamed_frame_is_decoded_ahead", streamed_frame_is_decoded_ahead, 0 },
 		{ "remote_gz_first_read_fetches_it_once", remote_gz_first_read_fetches_it_once, 0 },
 		{ "remote_gz_first_read_keeps_into_spare_room",
 		  remote_gz_first_read_keeps_into_spare_room, 0 },
