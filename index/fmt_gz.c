@@ -296,7 +296,7 @@ static int gz_open(struct reader *r, struct zerr *why)
 	struct gzdec_sink sink = { warm_output, warm_point, &w, warm_read };
 	struct zerr err = { 0 };
 	struct gzdec_index *g = NULL;
-	struct zsrc *tee = NULL, *keep = NULL;
+	struct zsrc *tee = NULL, *keep = NULL, *in;
 	uint64_t kept = 0;
 	struct idxfile_id id;
 	char text[sizeof(err.msg) + 128];
@@ -315,11 +315,10 @@ static int gz_open(struct reader *r, struct zerr *why)
 		/* The pass reads all of it: saving the index need not read it again (idxtee.h). */
 		if (persist && idxtee_new(r->src, &tee) < 0)
 			tee = NULL;
-		keep = keep_raw(r, &w, tee ? tee : r->src);
-		ret = gzdec_index_build_opts(keep  ? keep
-					     : tee ? tee
-						   : r->src,
-					     (uint64_t)r->st.st_size, r->opts.span, &sink,
+		in = tee ? tee : r->src;
+		keep = keep_raw(r, &w, in);
+		ret = gzdec_index_build_opts(keep ? keep : in, (uint64_t)r->st.st_size,
+					     r->opts.span, &sink,
 					     r->opts.salvage ? GZDEC_SALVAGE : 0, &g, &err);
 		if (tee)
 			idxtee_take(tee, &id);

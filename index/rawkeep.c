@@ -43,7 +43,6 @@ static uint64_t chunk_len(const struct rawkeep *t, uint64_t k)
 static void chunk_begin(struct rawkeep *t, uint64_t k)
 {
 	uint64_t len = chunk_len(t, k);
-
 	bool spare = t->kept + len > t->budget;
 
 	if (t->full || t->kept + len > t->budget + t->spare) {
