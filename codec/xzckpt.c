@@ -4,8 +4,8 @@
  *
  * How build works.  lzma2dec decodes the Block into a ring of output
  * (2 * window + one read), from which the sink gets every byte and the
- * Check is computed.  At the first chunk start past each span the chunk
- * callback exports the decoder state without its window and opens a
+ * Check is computed.  At the start of the chunk that holds each multiple
+ * of span the chunk callback exports the decoder state without its window and opens a
  * bitmap over that window (the wlen bytes before the chunk).  While the
  * next window's worth of output decodes, lzma2dec's mark hook reports
  * every earlier byte a symbol reads; each open checkpoint whose uoff is
@@ -247,9 +247,20 @@ static int on_chunk(void *opaque, struct lzma2dec *ld, const struct lzma2dec_chu
 	int ret;
 
 	bd->chunk_end = c->uoff + c->usize;
-	if (c->uoff == 0 || c->uoff < bd->next)
+	if (bd->chunk_end <= bd->next)
 		return 0;
-	bd->next = c->uoff > UINT64_MAX - bd->span ? UINT64_MAX : c->uoff + bd->span;
+	/*
+	 * This chunk holds output byte next: its start is the checkpoint, at
+	 * or just before next.  next is a multiple of span, so of the reader's
+	 * slices too, and a span job resuming here decodes up to its first
+	 * slice only the bytes before next.  The first chunk start at or past
+	 * next made it decode most of a slice it does not keep (5% more of a
+	 * one-Block .xz decoded on a later read).
+	 */
+	while (bd->next < bd->chunk_end)
+		bd->next = bd->next > UINT64_MAX - bd->span ? UINT64_MAX : bd->next + bd->span;
+	if (c->uoff == 0)
+		return 0;
 	if (bd->nopen == bd->capopen) {
 		size_t cap = bd->capopen ? 2 * bd->capopen : 4;
 

@@ -101,9 +101,10 @@ struct xzckpt_stats {
 
 /*
  * Decodes Block b of src with lzma2dec and hands s->point a checkpoint at
- * the first chunk start at or past every `span` bytes of output (the
- * first at >= span, the next at >= the previous + span; none at 0 or at
- * usize), and s->out every byte.  Verifies the whole Block: the Block
+ * the start of the chunk that holds output offset k * span, for every
+ * k >= 1 below usize (a chunk is at most 2 MiB of output, so within that
+ * of k * span, at or before it; none at 0, and one per chunk), and s->out
+ * every byte.  Verifies the whole Block: the Block
  * Header (CRC32, LZMA2 alone), the sizes against the Index's (b->unpadded,
  * b->usize; b->csize must be Unpadded Size rounded up to 4), Block Padding
  * zero, and the Check.  Returns 0 only when all of that held.

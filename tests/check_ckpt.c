@@ -1382,7 +1382,9 @@ static void tail_beside_a_pass(const char *name)
 	ck_assert_int_eq(tj.got, sizeof(tj.buf));
 	ck_assert(memcmp(tj.buf, text + SIZE - sizeof(tj.buf), sizeof(tj.buf)) == 0);
 	total = ctx_decoded(&o);
-	ck_assert_msg(total <= SIZE + SPAN + SLICE,
+	/* an xz point is the start of the LZMA2 chunk (at most 2 MiB) that holds its multiple of
+	 * the span */
+	ck_assert_msg(total <= SIZE + SPAN + SLICE + (strstr(name, ".xz") ? 2u << 20 : 0),
 		      "%s: a tail read beside a pass decoded, with the pass, %llu bytes of %u",
 		      name, (unsigned long long)total, SIZE);
 	close_one(&o);
