@@ -85,26 +85,22 @@ static void tee_free(struct zsrc *z)
 
 int idxtee_new(struct zsrc *src, struct zsrc **out)
 {
-	struct idxtee *t;
-	struct stat st;
-	int ret = zsrc_stat(src, &st);
+	struct idxtee *t = calloc(1, sizeof(*t));
+	int ret;
 
 	*out = NULL;
-	if (ret < 0)
-		return ret;
-	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->ops = (struct zsrc_ops){ .pread = tee_pread,
 				    .stat = tee_stat,
 				    .tag = tee_tag,
 				    .hint = tee_hint,
-				    .free = tee_free,
-				    .pinned = src->ops->pinned,
-				    .remote = src->ops->remote };
-	zsrc_init(&t->z, &t->ops);
-	t->src = zsrc_get(src);
-	t->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+				    .free = tee_free };
+	ret = zsrc_wrap(&t->z, &t->ops, src, &t->src, &t->size);
+	if (ret < 0) {
+		free(t);
+		return ret;
+	}
 	idxhash_xxh_init(&t->x);
 	*out = &t->z;
 	return 0;

@@ -157,29 +157,25 @@ static void keep_free(struct zsrc *z)
 static int make(struct bcache *c, uint64_t id, uint64_t base, struct zsrc *src, bool tee,
 		struct rawkeep **out)
 {
-	struct rawkeep *t;
-	struct stat st;
-	int ret = zsrc_stat(src, &st);
+	struct rawkeep *t = calloc(1, sizeof(*t));
+	int ret;
 
 	*out = NULL;
-	if (ret < 0)
-		return ret;
-	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->ops = (struct zsrc_ops){ .pread = tee ? tee_pread : view_pread,
 				    .stat = keep_stat,
 				    .tag = keep_tag,
 				    .hint = tee ? tee_hint : view_hint,
-				    .free = keep_free,
-				    .pinned = src->ops->pinned,
-				    .remote = src->ops->remote };
-	zsrc_init(&t->z, &t->ops);
-	t->src = zsrc_get(src);
+				    .free = keep_free };
+	ret = zsrc_wrap(&t->z, &t->ops, src, &t->src, &t->size);
+	if (ret < 0) {
+		free(t);
+		return ret;
+	}
 	t->c = c;
 	t->id = id;
 	t->base = base;
-	t->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
 	*out = t;
 	return 0;
 }

@@ -135,6 +135,29 @@ static inline void zsrc_put(struct zsrc *s)
 }
 
 /*
+ * Makes z, whose ops are *ops, a source that wraps under (a tee, a view):
+ * ops gets under's pinned and remote, *ref a reference of under (for
+ * z's free to drop), *size under's size now (0 if it states none), and z
+ * its maker's reference.  Returns 0, or under's stat error with nothing
+ * done.
+ */
+static inline int zsrc_wrap(struct zsrc *z, struct zsrc_ops *ops, struct zsrc *under,
+			    struct zsrc **ref, uint64_t *size)
+{
+	struct stat st;
+	int ret = zsrc_stat(under, &st);
+
+	if (ret < 0)
+		return ret;
+	ops->pinned = under->ops->pinned;
+	ops->remote = under->ops->remote;
+	zsrc_init(z, ops);
+	*ref = zsrc_get(under);
+	*size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+	return 0;
+}
+
+/*
  * A local file as a source: takes over fd (closed by the last zsrc_put, or
  * at once on failure).  pread is pread(2), retried on EINTR;
  * stat is fstat; hint is posix_fadvise WILLNEED.  Returns 0 and *out, or
