@@ -22,16 +22,16 @@
  * chunks so far stay within budget bytes, the cache has room
  * (bcache_claim), and *when is true (NULL: always); then up to spare
  * bytes more, only into room the cache has spare (bcache_claim_spare:
- * nobody's data is evicted for them).  A chunk is in the
- * cache once filled whole; one left part-filled when the tee is freed is
- * not kept.
+ * nobody's data is evicted for them).  A chunk is in the cache once
+ * filled whole; one left part-filled when the tee is freed is not kept.
  *
  * rawkeep_view: a source that serves each read from a kept chunk when the
  * cache holds it, else from src.  A read that ends a chunk moves the one
  * before it to the cache's evicting end (bcache_demote): a sequential
  * reader is done with that one, while the decoders read-ahead runs beside
- * it may still be behind in this one.  Hints are passed to src without the chunks kept at their
- * start, so src does not fetch again what is kept.
+ * it may still be behind in this one.  Hints are passed to src without
+ * the chunks kept at their start, so src does not fetch again what is
+ * kept.
  *
  * Both take a reference of src (dropped by their own last zsrc_put); their
  * stat, tag, pinned and remote are src's.  The cache must outlive them.
