@@ -74,12 +74,15 @@ struct csrc {
 	struct stat st;
 	const struct blob *a;
 	atomic_uint_fast64_t bytes;
+	atomic_bool stale; /* every pread fails with -ESTALE: an object overwritten (If-Match) */
 };
 
 static ssize_t csrc_pread(struct zsrc *z, void *buf, size_t len, uint64_t off)
 {
 	struct csrc *s = (struct csrc *)z;
 
+	if (atomic_load(&s->stale))
+		return -ESTALE;
 	if (off >= s->a->n)
 		return 0;
 	if (len > s->a->n - off)
@@ -554,6 +557,60 @@ static uint64_t remote_gz_first_read(struct blob *a, size_t warm_bytes, bool bus
 	return fetched;
 }
 
+/*
+ * The object is overwritten once the pass has kept part of it: every
+ * fetch fails from then on (If-Match), and no byte of the new version is
+ * ever served.  Reads inside what was kept still give the old version's
+ * bytes, exactly (one version throughout); the others fail, and no unit
+ * is marked bad for it: a failed decode asks the source itself whether
+ * the version is gone (rawkeep_under), where the view would answer from
+ * its kept first chunk that it is still there.
+ */
+START_TEST(remote_gz_overwritten_after_the_pass)
+{
+	static unsigned char buf[MiB];
+	struct reader_opts ro;
+	struct reader_info in;
+	char path[PATH_MAX];
+	size_t tn;
+	uint8_t *text;
+	uint64_t size, ok = 0, failed = 0;
+	struct rig g;
+
+	zmtest_join(path, sizeof(path), dir, "text");
+	text = zmtest_slurp(path, &tn);
+	reader_opts_default(&ro, CACHE);
+	ro.warm_bytes = 2 * MiB; /* two chunks of big.gz kept, no text */
+	rig_busy = CACHE;
+	rig_open_with(&g, true, &big_gz, &ro);
+	rig_busy = 0;
+	atomic_store(&g.src.stale, true);
+	size = reader_size(g.r);
+	for (uint64_t off = 0; off < size; off += sizeof(buf)) {
+		size_t len = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf);
+		ssize_t n = reader_pread(g.r, buf, len, off);
+
+		if (n < 0) {
+			failed++;
+			continue;
+		}
+		ck_assert_int_eq(n, (ssize_t)len);
+		ck_assert_msg(memcmp(buf, text + off % TEXT_SIZE, len) == 0,
+			      "wrong bytes in [%llu, +%zu) after the overwrite",
+			      (unsigned long long)off, len);
+		ok++;
+	}
+	readahead_wait(g.r);
+	reader_get_info(g.r, &in);
+	ck_assert_msg(ok > 0 && failed > 0,
+		      "%llu reads served, %llu failed: the test shows nothing",
+		      (unsigned long long)ok, (unsigned long long)failed);
+	ck_assert_msg(in.failed == 0, "%u units marked bad because the object changed", in.failed);
+	rig_close(&g);
+	free(text);
+}
+END_TEST
+
 static void expect_fetched_once(struct blob *a, uint64_t fetched, const char *why)
 {
 	ck_assert_msg(fetched * 100 <= (uint64_t)a->n * 102,
@@ -655,6 +712,7 @@ int main(void)
 		{ "remote_gz_first_read_fetches_it_once", remote_gz_first_read_fetches_it_once, 0 },
 		{ "remote_gz_first_read_keeps_into_spare_room",
 		  remote_gz_first_read_keeps_into_spare_room, 0 },
+		{ "remote_gz_overwritten_after_the_pass", remote_gz_overwritten_after_the_pass, 0 },
 		{ "remote_gz_first_read_refetches_past_the_room",
 		  remote_gz_first_read_refetches_past_the_room, 0 },
 	};
