@@ -53,7 +53,11 @@
  * dictionary of the same size) after every decoder is closed; it is not
  * part of any decoder's cost.
  *
- * Threads: nothing shared; a decoder belongs to one thread at a time.  All
+ * Threads: nothing shared; a decoder belongs to one thread at a time.  A
+ * build (xzckpt_build, xzckpt_run_*) compresses each closed checkpoint on
+ * a helper thread of its own (bgjob.h), started with the first point and
+ * joined when the build ends; the sink is only ever called on the
+ * caller's thread, in the order described above.  All
  * I/O is zsrc_pread on the source the caller passes to each call (borrowed, never
  * kept); it must be the same file every time for one decoder.
  */

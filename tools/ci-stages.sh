@@ -45,12 +45,12 @@ fuzz_targets=(xz gz idxfile opts zstd lzma2 xzckpt zstdckpt_blob tarscan)
 # mount tests check memory and timing, which TSan's overhead distorts, or
 # install a package; ASan runs them.  check_s3src (windows that threads
 # share) brings its RGW fixture up with it (ctest adds fixture setups).
-tsan_tests='check_bcache|check_reader_threads|check_s3src|mount_generated|mount_xz_corpus'
+tsan_tests='check_bgjob|check_xzckpt_preset0|check_xzckpt_damage|check_bcache|check_reader_threads|check_s3src|mount_generated|mount_xz_corpus'
 # ... and the programs they run, the only targets built under TSan (about a
 # third of the build's objects: the rest are other tests, the dummy-format
 # copies of the libraries in tests/fmt, and benchmarks).  A test whose
 # program is not built fails ("Could not find executable"), never passes.
-tsan_targets='zmount zmount-cat zmount-info zmount-index zmount-stat check_bcache check_reader check_s3src'
+tsan_targets='zmount zmount-cat zmount-info zmount-index zmount-stat check_bgjob check_xzckpt check_bcache check_reader check_s3src'
 # Skipped under ASan: the S3 suites (a second RGW would cost a minute; the
 # normal build runs them), the long ones (they run in the normal build), those
 # that hold the daemon's VmHWM to the README's bound, which ASan's shadow
