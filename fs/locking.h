@@ -170,6 +170,14 @@
  *                                   zstdckpt_spares).  Leaf; taken when a
  *                                   resumed decoder opens or closes; the
  *                                   decoders are made and freed outside it.
+ *  bgjob.mu          codec/bgjob.c  one helper thread's job slot (an xz
+ *                                   checkpoint build's compressor,
+ *                                   xzckpt.c).  Leaf.  bgjob.cv: the
+ *                                   build's thread waits on it (bgjob_wait,
+ *                                   bgjob_post, bgjob_free), maybe under
+ *                                   reader.stream, only for the job
+ *                                   running now, which takes no lock; the
+ *                                   helper waits on it for a job.
  *  s3src.mu          source/s3src.c an S3 object source's windows, hints,
  *                                   stale mark and fetch-ahead thread.
  *                                   Leaf: every GET runs with it dropped
