@@ -3,9 +3,11 @@
  * Tests for codec/bgjob.c: jobs run one at a time, in order, on a thread
  * other than the caller's; wait, idle and free are barriers (TSan's stage
  * runs this program too: a job's plain writes read after them must not
- * race).
+ * race); without a thread (pthread_create made to fail, through the
+ * linker's --wrap) every job runs inline, at its post.
  */
 #include <check.h>
+#include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
@@ -13,6 +15,15 @@
 #include <unistd.h>
 
 #include "bgjob.h"
+
+/* pthread_create fails with EAGAIN while this is set (tests/CMakeLists.txt wraps it). */
+static bool no_threads;
+
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	return no_threads ? EAGAIN : __real_pthread_create(t, a, fn, arg);
+}
 
 struct tally {
 	int next;	  /* plain int: only barriers order it */
@@ -100,6 +111,26 @@ START_TEST(free_waits_for_the_job)
 }
 END_TEST
 
+START_TEST(without_a_thread_jobs_run_inline)
+{
+	struct bgjob *j = bgjob_new();
+	struct tally t = { .caller = pthread_self() };
+
+	ck_assert_ptr_nonnull(j);
+	no_threads = true;
+	for (int i = 0; i < 3; i++) {
+		bgjob_post(j, count_job, &t);
+		ck_assert_int_eq(t.next, i + 1); /* done before post returned */
+		ck_assert(bgjob_idle(j));
+		t.want = t.next;
+	}
+	no_threads = false;
+	ck_assert_int_eq(t.on_caller, 3);
+	ck_assert_int_eq(t.out_of_order, 0);
+	bgjob_free(j);
+}
+END_TEST
+
 static Suite *bgjob_suite(void)
 {
 	Suite *s = suite_create("bgjob");
@@ -108,6 +139,7 @@ static Suite *bgjob_suite(void)
 	tcase_add_test(tc, jobs_run_in_order_on_the_helper);
 	tcase_add_test(tc, idle_is_false_while_a_job_runs);
 	tcase_add_test(tc, free_waits_for_the_job);
+	tcase_add_test(tc, without_a_thread_jobs_run_inline);
 	suite_add_tcase(s, tc);
 	return s;
 }
