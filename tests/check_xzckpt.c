@@ -12,6 +12,8 @@
 #include <check.h>
 #include <errno.h>
 #include <lzma.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +49,9 @@ struct got {
 	struct buf out;
 	struct point *pts;
 	size_t npts;
-	int fail_at; /* point() returns -ECANCELED at this point number (0: never) */
+	int fail_at;   /* point() returns -ECANCELED at this point number (0: never) */
+	pthread_t thr; /* the thread of the first out(): every call must come on it */
+	bool thr_set;
 };
 
 /* A file under test: its bytes as a source (memsrc), its index, the reference output of its Block.
@@ -168,8 +172,19 @@ static void xzf_close(struct xzf *x)
 	free(x->ref.p);
 }
 
+/* Both sink calls on the build's caller, though it compresses on a helper (xzckpt.h). */
+static void same_thread(struct got *g)
+{
+	if (!g->thr_set) {
+		g->thr = pthread_self();
+		g->thr_set = true;
+	}
+	ck_assert_msg(pthread_equal(g->thr, pthread_self()), "a sink call on another thread");
+}
+
 static int got_out(void *arg, const void *buf, size_t len)
 {
+	same_thread(arg);
 	append(&((struct got *)arg)->out, buf, len);
 	return 0;
 }
@@ -178,6 +193,7 @@ static int got_point(void *arg, uint64_t uoff, const void *blob, size_t len)
 {
 	struct got *g = arg;
 
+	same_thread(g);
 	if (g->fail_at && (size_t)g->fail_at == g->npts + 1)
 		return -ECANCELED;
 	/* every byte before a checkpoint comes before it */
