@@ -395,13 +395,9 @@ bool fill_turn_earlier(const struct reader *r, uint64_t ustart)
  * With r->stream held, for slice ustart of streamed entry k: whether the
  * caller should let another read go first (fill_turn_earlier), or, with
  * *grace, wait briefly for one that may not be noted yet because the
- * decoder stands a little behind ustart.  *far: walking the decoder to
- * ustart would pass more than a quarter of the cache, so the slices it
- * passes would likely be gone before that read came, and it would decode
- * the entry again from its start (a one-block gzip at cache_size=1M did,
- * under load: 1.1-1.5x the file).
+ * decoder stands a little behind ustart.
  */
-static bool turn_wait(struct reader *r, size_t k, uint64_t ustart, bool *grace, bool *far)
+static bool turn_wait(struct reader *r, size_t k, uint64_t ustart, bool *grace)
 {
 	uint64_t want = ustart - r->map.start[k], at = decoder_at(r, k, want);
 	bool earlier;
@@ -410,7 +406,6 @@ static bool turn_wait(struct reader *r, size_t k, uint64_t ustart, bool *grace, 
 	earlier = fill_turn_earlier(r, ustart);
 	pthread_mutex_unlock(&r->lock);
 	*grace = !earlier && at != want && want - at <= TURN_SPAN;
-	*far = want - at > bcache_budget(r->cache) / 4;
 	return earlier;
 }
 
@@ -434,7 +429,7 @@ static bool wait_for_turn(struct reader *r, size_t k, uint64_t ustart, bool *gra
 {
 	struct timespec dl;
 	uint64_t moves;
-	bool grace, far, earlier = turn_wait(r, k, ustart, &grace, &far);
+	bool grace, earlier = turn_wait(r, k, ustart, &grace);
 	int rc = 0;
 
 	if (!earlier && (!grace || *graced))
@@ -443,7 +438,7 @@ static bool wait_for_turn(struct reader *r, size_t k, uint64_t ustart, bool *gra
 	moves = r->moves;
 	pthread_mutex_unlock(&r->stream);
 	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_nsec += (long)(earlier || far ? TURN_STALL_MS : TURN_GRACE_MS) * 1000000L;
+	dl.tv_nsec += (long)(earlier ? TURN_STALL_MS : TURN_GRACE_MS) * 1000000L;
 	dl.tv_sec += dl.tv_nsec / 1000000000L;
 	dl.tv_nsec %= 1000000000L;
 	r->waiters++;
@@ -502,9 +497,9 @@ int fill_get(struct reader *r, size_t k, uint64_t ustart, size_t ulen, uint64_t 
 			 * what it has, and asks again.
 			 */
 			if (!may_wait) {
-				bool grace, far;
+				bool grace;
 
-				if (turn_wait(r, k, at, &grace, &far) ||
+				if (turn_wait(r, k, at, &grace) ||
 				    decoder_at(r, k, at - r->map.start[k]) !=
 					    at - r->map.start[k]) {
 					pthread_mutex_unlock(&r->stream);

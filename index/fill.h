@@ -28,10 +28,7 @@ struct reader;
  * TURN_STALL_MS without anything moving; with none, but the decoder a
  * little behind, TURN_GRACE_MS once, for one that the kernel sent but that
  * has not reached us yet, if the read continues a sequential stream
- * (readahead_near): a random reader skipping forward does not wait.  When
- * the decoder stands more than a quarter of the cache behind, that once
- * is TURN_STALL_MS: the slices a walk would pass could not stay cached,
- * and the earlier read would then decode the entry from its start again.
+ * (readahead_near): a random reader skipping forward does not wait.
  */
 #define TURN_SPAN     (8u << 20)
 #define TURN_GRACE_MS 20
