@@ -83,9 +83,8 @@ void bgjob_free(struct bgjob *j)
 	if (!j)
 		return;
 	if (j->started) {
+		bgjob_wait(j);
 		pthread_mutex_lock(&j->mu);
-		while (j->fn)
-			pthread_cond_wait(&j->cv, &j->mu);
 		j->quit = true;
 		pthread_cond_broadcast(&j->cv);
 		pthread_mutex_unlock(&j->mu);
