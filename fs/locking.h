@@ -32,6 +32,12 @@
  *
  * The order, outermost first:
  *
+ *  loop.recv         fs/loop.c      one FUSE worker at a time receives
+ *                                   a request, and notes a READ before it
+ *                                   lets go.  Inside it: reader.lock
+ *                                   (ops_note_read), nothing else; the
+ *                                   request is processed after it is
+ *                                   dropped.
  *  indexer.lock      fs/indexer.c   the walk's progress and job count.
  *                                   Inside it: pool.lock (pool_submit,
  *                                   which never waits), zlog.

@@ -26,6 +26,7 @@
 #include "ns_tar.h"
 #include "ns_open.h"
 #include "ns_s3.h"
+#include "loop.h"
 #include "ops.h"
 #include "idxopen.h"
 #include "indexer.h"
@@ -386,23 +387,16 @@ static int mount_nodes(struct ops_ctx *octx, const struct cli *cli, struct arcta
 }
 
 /* Runs the loop until unmount or a signal; returns the exit status. */
-static int session_loop(struct fuse_session *se, int single)
+static int session_loop(struct fuse_session *se, struct ops_ctx *octx, int single)
 {
-	int ret;
+	int ret = single ? fuse_session_loop(se) : loop_run(se, ops_note_read, octx);
 
-	if (single) {
-		ret = fuse_session_loop(se);
-	} else {
-		struct fuse_loop_config *lc = fuse_loop_cfg_create();
-
-		ret = fuse_session_loop_mt(se, lc);
-		fuse_loop_cfg_destroy(lc);
-	}
 	/*
-	 * The loop returns the signal that ended it; SIGTERM/SIGINT/SIGHUP are
-	 * a clean stop.  -ECONNABORTED means the connection was aborted from
-	 * outside (/sys/fs/fuse/connections/N/abort): the kernel has already
-	 * failed every request, so that is a stop too, not a fault of ours.
+	 * fuse_session_loop returns the signal that ended it, loop_run 0:
+	 * SIGTERM/SIGINT/SIGHUP are a clean stop.  -ECONNABORTED means the
+	 * connection was aborted from outside
+	 * (/sys/fs/fuse/connections/N/abort): the kernel has already failed
+	 * every request, so that is a stop too, not a fault of ours.
 	 */
 	if (ret == -ECONNABORTED)
 		zlog(ZLOG_INFO, "the FUSE connection was aborted from outside; exiting");
@@ -439,7 +433,7 @@ static int serve(struct fuse_session *se, struct ops_ctx *octx, const struct cli
 		     "cannot start the background indexer; archives are indexed on first use");
 	zlog(ZLOG_INFO, "mounted %s on %s (cache_size=%llu)", cli->src, mnt,
 	     (unsigned long long)cli->opts.cache_size);
-	ret = session_loop(se, single);
+	ret = session_loop(se, octx, single);
 	notify_stop(&octx->notify);
 	indexer_stop(ix);
 	ops_cleanup(octx);

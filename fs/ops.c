@@ -442,6 +442,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 }
 
+void ops_note_read(void *ctx, uint64_t fh, uint64_t off, uint32_t size)
+{
+	const struct handle *h = (const struct handle *)(uintptr_t)fh;
+
+	(void)ctx;
+	/* A READ holds the kernel's reference to the open file: h lives until it is answered. */
+	if (h->node->arc)
+		reader_note_received(arc_reader(h->node->arc), off, size);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;

@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "notify.h"
 
@@ -96,5 +97,13 @@ void ops_tainted(void *ctx, const struct reader *r);
  * itself).  Any thread.
  */
 bool ops_still_named(void *ctx, const struct reader *r);
+
+/*
+ * The loop_note_fn hook (loop.h); ctx is the struct ops_ctx: a READ just
+ * received on an archive's handle fh is noted as in progress on this
+ * thread (reader_note_received), so that later READs wait their turn.
+ * Called on the worker that will process the READ, and never blocks.
+ */
+void ops_note_read(void *ctx, uint64_t fh, uint64_t off, uint32_t size);
 
 #endif

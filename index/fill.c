@@ -316,25 +316,43 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
 
+/* The read this thread received and noted, until it starts (fill_inflight_received). */
+static _Thread_local struct {
+	const struct reader *r;
+	int slot;
+} received;
+
 /* Notes a read in progress of [pos, end); returns its slot, or -1 if all are taken. */
 int fill_inflight_add(struct reader *r, uint64_t pos, uint64_t end)
 {
 	int slot = -1;
 
 	pthread_mutex_lock(&r->lock);
-	for (int i = 0; i < NINFLIGHT; i++) {
-		if (r->inflight[i].used)
-			continue;
-		r->inflight[i].who = pthread_self();
-		r->inflight[i].pos = pos;
-		r->inflight[i].end = end;
-		r->inflight[i].used = true;
-		slot = i;
+	if (received.r == r) {
+		slot = received.slot;
+		received.r = NULL;
+	} else {
+		for (int i = 0; i < NINFLIGHT && slot < 0; i++)
+			if (!r->inflight[i].used)
+				slot = i;
+	}
+	if (slot >= 0) {
+		r->inflight[slot].who = pthread_self();
+		r->inflight[slot].pos = pos;
+		r->inflight[slot].end = end;
+		r->inflight[slot].used = true;
 		reader_moved_locked(r);
-		break;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return slot;
+}
+
+void fill_inflight_received(struct reader *r, uint64_t pos, uint64_t end)
+{
+	received.r = NULL;
+	received.slot = fill_inflight_add(r, pos, end);
+	if (received.slot >= 0)
+		received.r = r;
 }
 
 void fill_inflight_move(struct reader *r, int slot, uint64_t pos)

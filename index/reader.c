@@ -516,15 +516,16 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 
 	v->cache = r->cache;
 	v->n = 0;
-	if (off >= size)
+	len = off < size ? (size_t)(len < size - off ? len : size - off) : 0;
+	/* noted first: the read-ahead it queues must see it (fmt_zstd.c, check_before) */
+	if (outer)
+		slot = fill_inflight_add(r, off, off + len); /* even past EOF: it may be received */
+	if (len == 0) {
+		fill_inflight_del(r, slot);
 		return 0;
-	if (len > size - off)
-		len = (size_t)(size - off);
-	if (outer) {
-		/* noted first: the read-ahead it queues must see it (fmt_zstd.c, check_before) */
-		slot = fill_inflight_add(r, off, off + len);
-		readahead_note(r, off, len);
 	}
+	if (outer)
+		readahead_note(r, off, len);
 	while (done < len && v->n < READER_VIEW_MAX) {
 		uint64_t pos = off + done, ustart;
 		size_t ulen, n;
@@ -560,6 +561,11 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	atomic_fetch_add(&r->served, done);
 	atomic_fetch_add(&r->reads, 1);
 	return (ssize_t)done;
+}
+
+void reader_note_received(struct reader *r, uint64_t off, size_t len)
+{
+	fill_inflight_received(r, off, off + len);
 }
 
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)

@@ -227,6 +227,15 @@ struct reader_view {
  * thread that replied releases it.
  */
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v);
+
+/*
+ * Notes that this thread has received a read of [off, off + len) and will
+ * make it next, through reader_view, so that a read received after it on
+ * another thread waits its turn even if it starts first.  The next
+ * reader_view or reader_pread of r on this thread is that read, and must
+ * come.  Never blocks for long (r's lock only).
+ */
+void reader_note_received(struct reader *r, uint64_t off, size_t len);
 void reader_view_release(struct reader_view *v);
 
 /*

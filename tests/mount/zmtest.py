@@ -233,13 +233,15 @@ class Mount:
 
     zmount, src, mnt: paths; opts: the -o string or None; log_path: where the
     daemon's stdout+stderr go; results: a Results to record the unmount/exit
-    checks in (without one, a failure raises MountError); watchdog: seconds
+    checks in (without one, a failure raises MountError); env: variables
+    added to the daemon's environment (test hooks); watchdog: seconds
     after which the daemon is killed no matter what."""
 
     def __init__(self, zmount, src, mnt, opts=None, log_path=None, extra_args=(),
                  results=None, mount_timeout=10.0, exit_timeout=20.0, watchdog=None,
-                 label='zmount', nofile=None):
+                 label='zmount', nofile=None, env=None):
         self.zmount = zmount
+        self.env = env            # variables added to the daemon's environment, or None
         self.src = src
         self.mnt = mnt
         self.opts = opts
@@ -293,8 +295,10 @@ class Mount:
         if self.nofile is not None:
             lim = self.nofile
             pre = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, lim)  # noqa: E731
+        env = dict(os.environ, **self.env) if self.env else None
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=self._log, start_new_session=True, preexec_fn=pre)
+                                     stderr=self._log, start_new_session=True, preexec_fn=pre,
+                                     env=env)
         if self.watchdog_s:
             self._timer = threading.Timer(self.watchdog_s, self._on_watchdog)
             self._timer.daemon = True
