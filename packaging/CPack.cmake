@@ -26,6 +26,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/doc/results/benchmarks.md
               ${PROJECT_SOURCE_DIR}/doc/results/peer-2026-12-05.md
               ${PROJECT_SOURCE_DIR}/doc/results/tar-1g-2026-12-05.md
               ${PROJECT_SOURCE_DIR}/doc/results/seq-2026-12-05.md
+              ${PROJECT_SOURCE_DIR}/doc/results/turns-2026-12-05.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/doc/results)
 
 # Who answers for the package: `cmake -DZMOUNT_DEB_MAINTAINER="Name <mail>"`.
