@@ -32,12 +32,13 @@
  *
  * The order, outermost first:
  *
- *  loop.recv         fs/loop.c      one FUSE worker at a time receives
- *                                   a request, and notes a READ before it
- *                                   lets go.  Inside it: reader.lock
- *                                   (ops_note_read), nothing else; the
- *                                   request is processed after it is
- *                                   dropped.
+ *  loop.mu           fs/loop.c      the request loop's idle workers and
+ *                                   hand-offs.  Leaf: the receiver notes a
+ *                                   READ (reader.lock) and waits in the
+ *                                   kernel with it dropped.  loop.freed (a
+ *                                   worker is idle: the receiver waits) and
+ *                                   worker.go (a request for that worker)
+ *                                   wait on it, with no other lock held.
  *  indexer.lock      fs/indexer.c   the walk's progress and job count.
  *                                   Inside it: pool.lock (pool_submit,
  *                                   which never waits), zlog.

@@ -6,32 +6,40 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "zlog.h"
 
-struct loop {
-	struct fuse_session *se;
-	loop_note_fn note;
-	void *arg;
-	pthread_mutex_t recv; /* held from a receive until its READ is noted */
-	sem_t ended;	      /* a worker left: the loop may be over */
-	atomic_int error;     /* the first receive failure */
-	unsigned hold_ms;     /* the test hook (loop.h) */
-	atomic_uint reads;
-};
-
 struct worker {
 	struct loop *l;
 	pthread_t tid;
-	struct fuse_buf buf; /* libfuse allocates its memory at the first receive */
+	struct fuse_buf buf;	  /* libfuse allocates its memory at the first receive */
+	pthread_cond_t go;	  /* buf holds a request, or the loop stops */
+	bool busy;		  /* buf holds a request (under loop.mu) */
+	bool hold;		  /* the test hook holds it (loop.h) */
+	struct loop_note note;	  /* what the receiver noted of it */
+	struct worker *next_idle; /* under loop.mu */
+};
+
+struct loop {
+	struct fuse_session *se;
+	struct loop_hooks hooks;
+	pthread_mutex_t mu;   /* the idle list, each worker's busy, stop */
+	pthread_cond_t freed; /* a worker joined the idle list */
+	struct worker *idle;
+	bool stop;
+	sem_t ended;	  /* the receiver left: the loop may be over */
+	int error;	  /* the receive failure that ended it (the receiver's) */
+	unsigned hold_ms; /* the test hook (loop.h) */
+	unsigned reads;	  /* READs received (the receiver's) */
+	pthread_t receiver;
+	struct worker w[LOOP_WORKERS];
 };
 
 /* Shows a received READ to the hook; returns whether buf is one. */
-static bool note_read(struct loop *l, const struct fuse_buf *buf, size_t len)
+static bool note_read(struct loop *l, const struct fuse_buf *buf, size_t len, struct loop_note *out)
 {
 	const struct fuse_in_header *in = buf->mem;
 	const struct fuse_read_in *rd;
@@ -41,81 +49,113 @@ static bool note_read(struct loop *l, const struct fuse_buf *buf, size_t len)
 	    in->opcode != FUSE_READ)
 		return false;
 	rd = (const struct fuse_read_in *)(in + 1);
-	/* libfuse refuses, unseen by us, what does not fit an off_t */
+	/* op_read refuses an offset past an off_t before any reader would adopt the note */
 	if (rd->offset <= INT64_MAX)
-		l->note(l->arg, rd->fh, rd->offset, rd->size);
+		l->hooks.note(l->hooks.arg, rd->fh, rd->offset, rd->size, out);
 	return true;
 }
 
-static void hold(struct loop *l)
+static void hold(unsigned ms)
 {
-	struct timespec ts = { .tv_sec = l->hold_ms / 1000,
-			       .tv_nsec = (long)(l->hold_ms % 1000) * 1000000L };
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
 
-	if (atomic_fetch_add(&l->reads, 1) % 16 == 5)
-		nanosleep(&ts, NULL);
+	nanosleep(&ts, NULL);
 }
 
-static void unlock(void *mu)
+/* Takes an idle worker, waiting for one; NULL once the loop stops. */
+static struct worker *take_idle(struct loop *l)
 {
-	pthread_mutex_unlock(mu);
+	struct worker *w;
+
+	pthread_mutex_lock(&l->mu);
+	while (!l->idle && !l->stop)
+		pthread_cond_wait(&l->freed, &l->mu);
+	w = l->stop ? NULL : l->idle;
+	if (w)
+		l->idle = w->next_idle;
+	pthread_mutex_unlock(&l->mu);
+	return w;
+}
+
+static void put_idle_locked(struct loop *l, struct worker *w)
+{
+	w->busy = false;
+	w->next_idle = l->idle;
+	l->idle = w;
+	pthread_cond_signal(&l->freed);
 }
 
 /*
- * Receives one request into buf under the receive lock, noting it if it
- * is a READ (*is_read).  Cancellation is enabled only while waiting in the
- * kernel, so a request taken is always processed; a cancelled wait lets
- * the lock go through the cleanup handler.
+ * The one thread that receives: each request into an idle worker's
+ * buffer, a READ noted before the next request is received, so that
+ * reads are noted in the kernel's order.  Cancellation is enabled only
+ * while it waits in the kernel, with no lock held.
  */
-static int receive(struct loop *l, struct fuse_buf *buf, bool *is_read)
+static void *receive(void *arg)
 {
-	volatile int res; /* set between the handler's setjmp and its pop */
-
-	pthread_mutex_lock(&l->recv);
-	pthread_cleanup_push(unlock, &l->recv);
-	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-	res = fuse_session_receive_buf(l->se, buf);
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	*is_read = res > 0 && note_read(l, buf, (size_t)res);
-	pthread_cleanup_pop(1);
-	return res;
-}
-
-/* The buffer is the caller's (loop_run frees it), so a cancelled worker leaks nothing. */
-static void *worker(void *arg)
-{
-	struct worker *w = arg;
-	struct loop *l = w->l;
+	struct loop *l = arg;
+	struct worker *w;
 	int res = 0;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	while (!fuse_session_exited(l->se)) {
-		bool is_read;
-
-		res = receive(l, &w->buf, &is_read);
-		if (res == -EINTR)
-			continue;
-		if (res <= 0)
+	while (!fuse_session_exited(l->se) && (w = take_idle(l))) {
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		res = fuse_session_receive_buf(l->se, &w->buf);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		if (res > 0) { /* w is ours until busy is set: no lock for these */
+			w->note.what = NULL;
+			w->hold = note_read(l, &w->buf, (size_t)res, &w->note) && l->hold_ms &&
+				  ++l->reads % 16 == 5;
+		}
+		pthread_mutex_lock(&l->mu);
+		if (res > 0) {
+			w->busy = true;
+			pthread_cond_signal(&w->go);
+		} else {
+			put_idle_locked(l, w);
+		}
+		pthread_mutex_unlock(&l->mu);
+		if (res <= 0 && res != -EINTR)
 			break;
-		if (is_read && l->hold_ms)
-			hold(l);
-		fuse_session_process_buf(l->se, &w->buf);
 	}
-	if (res < 0) {
-		int none = 0;
-
-		atomic_compare_exchange_strong(&l->error, &none, res);
+	if (res < 0 && res != -EINTR) {
+		l->error = res;
 		fuse_session_exit(l->se);
 	}
 	sem_post(&l->ended);
 	return NULL;
 }
 
-int loop_run(struct fuse_session *se, loop_note_fn note, void *arg)
+/* Processes what the receiver hands it until the loop stops. */
+static void *worker(void *arg)
 {
-	struct loop l = { .se = se, .note = note, .arg = arg };
-	struct worker w[LOOP_WORKERS] = { { 0 } };
+	struct worker *w = arg;
+	struct loop *l = w->l;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		while (!w->busy && !l->stop)
+			pthread_cond_wait(&w->go, &l->mu);
+		if (!w->busy)
+			break;
+		pthread_mutex_unlock(&l->mu);
+		if (w->note.what)
+			l->hooks.adopt(l->hooks.arg, &w->note);
+		if (w->hold)
+			hold(l->hold_ms);
+		fuse_session_process_buf(l->se, &w->buf);
+		pthread_mutex_lock(&l->mu);
+		put_idle_locked(l, w);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+int loop_run(struct fuse_session *se, const struct loop_hooks *hooks)
+{
+	struct loop l = { .se = se, .hooks = *hooks };
 	const char *hold = getenv("ZMOUNT_TEST_HOLD_READ_MS");
+	bool receiving = false;
 	sigset_t block, old;
 	int n = 0;
 
@@ -125,31 +165,49 @@ int loop_run(struct fuse_session *se, loop_note_fn note, void *arg)
 		     "test hook: every 16th READ is held %u ms (ZMOUNT_TEST_HOLD_READ_MS)",
 		     l.hold_ms);
 	}
-	pthread_mutex_init(&l.recv, NULL);
+	pthread_mutex_init(&l.mu, NULL);
+	pthread_cond_init(&l.freed, NULL);
 	sem_init(&l.ended, 0, 0);
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &block, &old); /* the workers inherit it */
+	pthread_sigmask(SIG_BLOCK, &block, &old); /* the threads inherit it */
 	for (; n < LOOP_WORKERS; n++) {
-		w[n].l = &l;
-		if (pthread_create(&w[n].tid, NULL, worker, &w[n]) != 0)
+		l.w[n].l = &l;
+		pthread_cond_init(&l.w[n].go, NULL);
+		if (pthread_create(&l.w[n].tid, NULL, worker, &l.w[n]) != 0) {
+			pthread_cond_destroy(&l.w[n].go);
 			break;
+		}
+		pthread_mutex_lock(&l.mu);
+		put_idle_locked(&l, &l.w[n]);
+		pthread_mutex_unlock(&l.mu);
 	}
+	receiving = n > 0 && pthread_create(&l.receiver, NULL, receive, &l) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (n == 0)
-		atomic_store(&l.error, -EAGAIN);
+	if (!receiving)
+		l.error = -EAGAIN;
 	else
 		while (!fuse_session_exited(se))
 			sem_wait(&l.ended); /* a signal ends the wait too */
+	pthread_mutex_lock(&l.mu);
+	l.stop = true;
+	pthread_cond_broadcast(&l.freed);
 	for (int i = 0; i < n; i++)
-		pthread_cancel(w[i].tid);
+		pthread_cond_signal(&l.w[i].go);
+	pthread_mutex_unlock(&l.mu);
+	if (receiving) {
+		pthread_cancel(l.receiver); /* if it waits in the kernel */
+		pthread_join(l.receiver, NULL);
+	}
 	for (int i = 0; i < n; i++) {
-		pthread_join(w[i].tid, NULL);
-		free(w[i].buf.mem);
+		pthread_join(l.w[i].tid, NULL);
+		pthread_cond_destroy(&l.w[i].go);
+		free(l.w[i].buf.mem);
 	}
 	sem_destroy(&l.ended);
-	pthread_mutex_destroy(&l.recv);
-	return atomic_load(&l.error);
+	pthread_cond_destroy(&l.freed);
+	pthread_mutex_destroy(&l.mu);
+	return l.error;
 }

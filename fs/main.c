@@ -389,7 +389,8 @@ static int mount_nodes(struct ops_ctx *octx, const struct cli *cli, struct arcta
 /* Runs the loop until unmount or a signal; returns the exit status. */
 static int session_loop(struct fuse_session *se, struct ops_ctx *octx, int single)
 {
-	int ret = single ? fuse_session_loop(se) : loop_run(se, ops_note_read, octx);
+	const struct loop_hooks hooks = { ops_note_read, ops_adopt_read, octx };
+	int ret = single ? fuse_session_loop(se) : loop_run(se, &hooks);
 
 	/*
 	 * fuse_session_loop returns the signal that ended it, loop_run 0:

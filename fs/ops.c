@@ -442,14 +442,24 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 }
 
-void ops_note_read(void *ctx, uint64_t fh, uint64_t off, uint32_t size)
+void ops_note_read(void *ctx, uint64_t fh, uint64_t off, uint32_t size, struct loop_note *out)
 {
 	const struct handle *h = (const struct handle *)(uintptr_t)fh;
+	struct reader *r;
 
 	(void)ctx;
 	/* A READ holds the kernel's reference to the open file: h lives until it is answered. */
-	if (h->node->arc)
-		reader_note_received(arc_reader(h->node->arc), off, size);
+	if (!h->node->arc)
+		return;
+	r = arc_reader(h->node->arc);
+	out->slot = reader_note_received(r, off, size);
+	out->what = out->slot >= 0 ? r : NULL;
+}
+
+void ops_adopt_read(void *ctx, const struct loop_note *n)
+{
+	(void)ctx;
+	reader_adopt_received(n->what, n->slot);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "loop.h"
 #include "notify.h"
 
 struct arctab;
@@ -99,11 +100,13 @@ void ops_tainted(void *ctx, const struct reader *r);
 bool ops_still_named(void *ctx, const struct reader *r);
 
 /*
- * The loop_note_fn hook (loop.h); ctx is the struct ops_ctx: a READ just
- * received on an archive's handle fh is noted as in progress on this
- * thread (reader_note_received), so that later READs wait their turn.
- * Called on the worker that will process the READ, and never blocks.
+ * The request loop's hooks (loop.h); ctx is the struct ops_ctx.
+ * ops_note_read: a READ just received on an archive's handle fh is noted
+ * as in progress (reader_note_received), so that later READs wait their
+ * turn; never blocks.  ops_adopt_read: on the worker about to process it,
+ * makes that note its own (reader_adopt_received).
  */
-void ops_note_read(void *ctx, uint64_t fh, uint64_t off, uint32_t size);
+void ops_note_read(void *ctx, uint64_t fh, uint64_t off, uint32_t size, struct loop_note *out);
+void ops_adopt_read(void *ctx, const struct loop_note *n);
 
 #endif

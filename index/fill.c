@@ -316,7 +316,7 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 	return ret < 0 && ret != -ENOMEM ? -EIO : ret;
 }
 
-/* The read this thread received and noted, until it starts (fill_inflight_received). */
+/* The read noted for this thread, until it starts (fill_inflight_adopt). */
 static _Thread_local struct {
 	const struct reader *r;
 	int slot;
@@ -347,12 +347,10 @@ int fill_inflight_add(struct reader *r, uint64_t pos, uint64_t end)
 	return slot;
 }
 
-void fill_inflight_received(struct reader *r, uint64_t pos, uint64_t end)
+void fill_inflight_adopt(struct reader *r, int slot)
 {
-	received.r = NULL;
-	received.slot = fill_inflight_add(r, pos, end);
-	if (received.slot >= 0)
-		received.r = r;
+	received.r = r;
+	received.slot = slot;
 }
 
 void fill_inflight_move(struct reader *r, int slot, uint64_t pos)

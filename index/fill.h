@@ -68,11 +68,11 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
 int fill_inflight_add(struct reader *r, uint64_t pos, uint64_t end);
 
 /*
- * Notes a read of [pos, end) that this thread has received and will make
- * next (reader_note_received): the next fill_inflight_add on this thread
- * for r takes over its slot instead of taking a new one.
+ * Makes slot, which fill_inflight_add returned on another thread for a
+ * read this thread now makes, this thread's next fill_inflight_add of r:
+ * that call takes the slot over (and its owner) instead of a new one.
  */
-void fill_inflight_received(struct reader *r, uint64_t pos, uint64_t end);
+void fill_inflight_adopt(struct reader *r, int slot);
 void fill_inflight_move(struct reader *r, int slot, uint64_t pos);
 void fill_inflight_del(struct reader *r, int slot);
 

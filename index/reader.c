@@ -563,9 +563,14 @@ static ssize_t view(struct reader *r, size_t len, uint64_t off, struct reader_vi
 	return (ssize_t)done;
 }
 
-void reader_note_received(struct reader *r, uint64_t off, size_t len)
+int reader_note_received(struct reader *r, uint64_t off, size_t len)
 {
-	fill_inflight_received(r, off, off + len);
+	return fill_inflight_add(r, off, off + len);
+}
+
+void reader_adopt_received(struct reader *r, int slot)
+{
+	fill_inflight_adopt(r, slot);
 }
 
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v)

@@ -229,13 +229,15 @@ struct reader_view {
 ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_view *v);
 
 /*
- * Notes that this thread has received a read of [off, off + len) and will
- * make it next, through reader_view, so that a read received after it on
- * another thread waits its turn even if it starts first.  The next
- * reader_view or reader_pread of r on this thread is that read, and must
- * come.  Never blocks for long (r's lock only).
+ * Notes a read of [off, off + len) that the caller has received and will
+ * hand to another thread, so that a read received after it waits its turn
+ * even if it starts first.  Returns the note's slot, or -1 if none is free
+ * (then nothing is noted).  The thread that makes the read calls
+ * reader_adopt_received(r, slot) just before it: its next reader_view or
+ * reader_pread of r is that read, and must come.  Both take r's lock only.
  */
-void reader_note_received(struct reader *r, uint64_t off, size_t len);
+int reader_note_received(struct reader *r, uint64_t off, size_t len);
+void reader_adopt_received(struct reader *r, int slot);
 void reader_view_release(struct reader_view *v);
 
 /*
