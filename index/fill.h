@@ -66,6 +66,8 @@ int fill_entry(struct reader *r, size_t k, uint64_t ustart, struct bcache_ent *e
  * fill_inflight_del: it ended.  Both accept slot -1.  No r->lock held.
  */
 int fill_inflight_add(struct reader *r, uint64_t pos, uint64_t end);
+void fill_inflight_move(struct reader *r, int slot, uint64_t pos);
+void fill_inflight_del(struct reader *r, int slot);
 
 /*
  * Makes slot, which fill_inflight_add returned on another thread for a
@@ -73,8 +75,6 @@ int fill_inflight_add(struct reader *r, uint64_t pos, uint64_t end);
  * that call takes the slot over (and its owner) instead of a new one.
  */
 void fill_inflight_adopt(struct reader *r, int slot);
-void fill_inflight_move(struct reader *r, int slot, uint64_t pos);
-void fill_inflight_del(struct reader *r, int slot);
 
 /*
  * With r->lock held: whether a read in progress on another thread wants a
