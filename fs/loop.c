@@ -144,6 +144,8 @@ static void *worker(void *arg)
 		if (w->hold)
 			hold(l->hold_ms);
 		fuse_session_process_buf(l->se, &w->buf);
+		if (w->note.what)
+			l->hooks.adopt(l->hooks.arg, NULL);
 		pthread_mutex_lock(&l->mu);
 		put_idle_locked(l, w);
 	}

@@ -51,7 +51,8 @@ struct loop_note {
  * note: called for each READ on the receiving thread, before the next
  * request is received: it must not block.  fh is the file handle the open
  * set.  adopt: called with what note made of it on the worker, before the
- * READ is processed there.
+ * READ is processed there, and with NULL after, to forget a note the READ
+ * did not take over (the reader may be gone by then).
  */
 struct loop_hooks {
 	void (*note)(void *arg, uint64_t fh, uint64_t off, uint32_t size, struct loop_note *out);

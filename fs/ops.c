@@ -459,7 +459,10 @@ void ops_note_read(void *ctx, uint64_t fh, uint64_t off, uint32_t size, struct l
 void ops_adopt_read(void *ctx, const struct loop_note *n)
 {
 	(void)ctx;
-	reader_adopt_received(n->what, n->slot);
+	if (n)
+		reader_adopt_received(n->what, n->slot);
+	else
+		reader_adopt_received(NULL, -1);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -104,7 +104,8 @@ bool ops_still_named(void *ctx, const struct reader *r);
  * ops_note_read: a READ just received on an archive's handle fh is noted
  * as in progress (reader_note_received), so that later READs wait their
  * turn; never blocks.  ops_adopt_read: on the worker about to process it,
- * makes that note its own (reader_adopt_received).
+ * makes that note its own (reader_adopt_received), and with n NULL after
+ * it, forgets it.
  */
 void ops_note_read(void *ctx, uint64_t fh, uint64_t off, uint32_t size, struct loop_note *out);
 void ops_adopt_read(void *ctx, const struct loop_note *n);

@@ -234,8 +234,10 @@ ssize_t reader_view(struct reader *r, size_t len, uint64_t off, struct reader_vi
  * even if it starts first.  Returns the note's slot, or -1 if none is free
  * (then nothing is noted).  The thread that makes the read calls
  * reader_adopt_received(r, slot) just before it: its next reader_view or
- * reader_pread of r is that read, and must come.  The note takes r's
- * lock only; the adoption no lock.
+ * reader_pread of r is that read, and must come; after it,
+ * reader_adopt_received(NULL, -1) forgets a note it did not take over, so
+ * that no later reader at the same address takes that slot.  The note
+ * takes r's lock only; the adoption no lock.
  */
 int reader_note_received(struct reader *r, uint64_t off, size_t len);
 void reader_adopt_received(struct reader *r, int slot);

@@ -15,7 +15,8 @@ are the `#` lines above it):
   source-change   an archive truncated / renamed over / rewritten in place /
                   deleted while threads read it: each read is EIO, the old
                   bytes or the new bytes, never a mix, never wrong bytes.
-  sigterm         SIGTERM to the daemon during reads: it unmounts and exits 0.
+  sigterm         SIGTERM to the daemon during reads by 16 threads, more than the
+                  request loop's 10 workers: it unmounts and exits 0.
   unmount-busy    fusermount3 -u with files open fails (EBUSY); after they
                   close it succeeds and the daemon exits 0.
   unmount-lazy    fusermount3 -uz with reads in flight: they finish or fail
@@ -658,7 +659,9 @@ def item_sigterm(ctx, it):
     m.__enter__()
     try:
         stop = threading.Event()
-        threads, out = spin_readers(m.mnt, b['refs'], ['multi', 'plain', 'single'], 8,
+        # more readers than the request loop's 10 workers (fs/loop.h): the signal comes
+        # while its receiving thread waits for one to be idle
+        threads, out = spin_readers(m.mnt, b['refs'], ['multi', 'plain', 'single'], 16,
                                     ctx.seed, stop)
         time.sleep(1.5)
         reads_before = merge(out)[0] if all(out) else None
